@@ -1,0 +1,1 @@
+// Built by a later issue; see ARCHITECTURE.
