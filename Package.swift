@@ -47,7 +47,17 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
-        .testTarget(name: "TillFormatsTests", dependencies: ["TillFormats"], swiftSettings: upcoming),
+        .testTarget(
+            name: "TillFormatsTests",
+            dependencies: [
+                "TillFormats",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: upcoming
+        ),
         .testTarget(name: "TillStorageTests", dependencies: ["TillStorage"], swiftSettings: upcoming),
         .testTarget(name: "TillServerTests", dependencies: ["TillServer"], swiftSettings: upcoming),
         .testTarget(name: "TillSimulatorTests", dependencies: ["TillSimulator"], swiftSettings: upcoming),

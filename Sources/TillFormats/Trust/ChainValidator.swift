@@ -1,0 +1,61 @@
+import Foundation
+import SwiftASN1
+@_spi(FixedExpiryValidationTime) import X509
+
+/// A certificate chain that validated, and the period in which it stays valid.
+///
+/// Path validation without revocation checks depends on time only through the validity periods, so a
+/// chain valid at one instant is valid at every instant between `validFrom` and `validUntil`: callers
+/// cache it by certificate bytes and re-check only the time.
+public struct ValidatedChain: Sendable {
+    /// Leaf first, root last.
+    public var certificates: [Certificate]
+    public var validFrom: Date
+    public var validUntil: Date
+
+    public var leaf: Certificate { certificates[0] }
+
+    public func isValid(at date: Date) -> Bool { date >= validFrom && date <= validUntil }
+}
+
+/// Validates certificate chains against ``TrustAnchors`` at a given instant (RFC 5280 plus Apple's markers).
+public struct ChainValidator: Sendable {
+    public var anchors: TrustAnchors
+    public var requirements: ChainRequirements
+
+    public init(anchors: TrustAnchors, requirements: ChainRequirements) {
+        self.anchors = anchors
+        self.requirements = requirements
+    }
+
+    /// The outcome of a validation.
+    public enum Outcome: Sendable {
+        case valid(ValidatedChain)
+        /// No path to a trusted root met the policies; the text says why.
+        case invalid(String)
+    }
+
+    /// Builds and checks a path from `leaf` through `intermediates` (and the anchors' intermediates) to a root.
+    public func validate(leaf: Certificate, intermediates: [Certificate], at date: Date) async -> Outcome {
+        let requirements = self.requirements
+        var verifier = Verifier(rootCertificates: CertificateStore(anchors.roots)) {
+            RFC5280Policy(fixedExpiryValidationTime: date)
+            AppleMarkerPolicy(requirements: requirements)
+        }
+        let result = await verifier.validate(
+            leaf: leaf, intermediates: CertificateStore(intermediates + anchors.intermediates))
+        switch result {
+        case .validCertificate(let chain):
+            let certificates = Array(chain)
+            let from = certificates.map(\.notValidBefore).max() ?? date
+            let until = certificates.map(\.notValidAfter).min() ?? date
+            return .valid(ValidatedChain(certificates: certificates, validFrom: from, validUntil: until))
+        case .couldNotValidate(let failures):
+            let reasons = failures.map { String(describing: $0.policyFailureReason) }
+            if reasons.isEmpty {
+                return .invalid("no chain to a trusted root (issuer \(leaf.issuer))")
+            }
+            return .invalid(Array(Set(reasons)).sorted().joined(separator: "; "))
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import Crypto
+import Foundation
+import Testing
+import TillCore
+import X509
+@testable import TillFormats
+
+/// A payload carrying only what the verifier looks at, so the verifier is tested on its own.
+struct ProbePayload: JWSPayload, Equatable {
+    static let payloadKind = JWSPayloadKind.transaction
+    var bundleId: String?
+    var environment: AppStoreEnvironment?
+    var signedDate: Date?
+    var productId: String?
+    var verificationDate: Date? { signedDate }
+    var identity: PayloadIdentity { PayloadIdentity(bundleId: bundleId, environment: environment) }
+}
+
+struct ProbeRenewal: JWSPayload {
+    static let payloadKind = JWSPayloadKind.renewalInfo
+    var environment: AppStoreEnvironment?
+    var signedDate: Date?
+    var verificationDate: Date? { signedDate }
+    var identity: PayloadIdentity { PayloadIdentity(environment: environment) }
+}
+
+enum Fixtures {
+    static let jwsAuthority = try! TestPKI.makeAuthority(kind: .p256, name: "Till JWS Test")
+    static let otherAuthority = try! TestPKI.makeAuthority(kind: .p256, name: "Impostor")
+    static var jwsSigner: JWSSigner {
+        try! JWSSigner(key: jwsAuthority.leafKey.p256!, chain: jwsAuthority.chain)
+    }
+}
+
+struct SignedDataVerifierTests {
+    let signedDate = Date(millisecondsSince1970: 1_700_000_000_000)
+
+    func verifier(
+        bundleId: String? = "com.example.till", environment: AppStoreEnvironment? = .sandbox,
+        anchors: TrustAnchors = Fixtures.jwsAuthority.anchors
+    ) -> SignedDataVerifier {
+        SignedDataVerifier(.init(anchors: anchors, bundleId: bundleId, environment: environment))
+    }
+
+    func probe(_ bundleId: String = "com.example.till", _ environment: AppStoreEnvironment = .sandbox) -> ProbePayload {
+        ProbePayload(bundleId: bundleId, environment: environment, signedDate: signedDate, productId: "gems.100")
+    }
+
+    @Test func signedByATrustedAuthorityVerifiesAndDecodes() async throws {
+        let jws = try Fixtures.jwsSigner.sign(probe())
+        let result = await verifier().verify(jws, as: ProbePayload.self)
+        let verified = try #require(result.value)
+        #expect(verified.payload == probe())
+        #expect(verified.chain?.certificates.count == 3)
+        #expect(verified.header.alg == "ES256")
+    }
+
+    @Test func wrongBundleAndEnvironmentAreRefusedAfterTheSignature() async throws {
+        let other = try Fixtures.jwsSigner.sign(probe("com.example.other"))
+        #expect(await verifier().verify(other, as: ProbePayload.self).failure?.reason == .invalidAppIdentifier)
+        let production = try Fixtures.jwsSigner.sign(probe("com.example.till", .production))
+        #expect(await verifier().verify(production, as: ProbePayload.self).failure?.reason == .invalidEnvironment)
+        // Renewal info carries no bundle id: only the environment is checked.
+        let renewal = try Fixtures.jwsSigner.sign(ProbeRenewal(environment: .sandbox, signedDate: signedDate))
+        #expect(await verifier().verify(renewal, as: ProbeRenewal.self).isValid)
+    }
+
+    @Test func anUntrustedAuthorityIsRefused() async throws {
+        let signer = try JWSSigner(key: Fixtures.otherAuthority.leafKey.p256!, chain: Fixtures.otherAuthority.chain)
+        let jws = try signer.sign(probe())
+        #expect(await verifier().verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
+        // Putting the trusted root in x5c[2] does not help: the anchor comes from the configuration.
+        let mixed = try JWSSigner(
+            key: Fixtures.otherAuthority.leafKey.p256!,
+            chain: [Fixtures.otherAuthority.leaf, Fixtures.otherAuthority.intermediate, Fixtures.jwsAuthority.root])
+        #expect(await verifier().verify(try mixed.sign(probe()), as: ProbePayload.self).failure?.reason == .invalidChain)
+    }
+
+    @Test func aPayloadSwappedUnderAValidSignatureIsRefused() async throws {
+        let good = try Fixtures.jwsSigner.sign(probe())
+        let forged = try Fixtures.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: signedDate, productId: "gems.10000"))
+        let parts = good.split(separator: ".")
+        let swapped = [parts[0], forged.split(separator: ".")[1], parts[2]].joined(separator: ".")
+        #expect(await verifier().verify(swapped, as: ProbePayload.self).failure?.reason == .verificationFailure)
+    }
+
+    @Test func theChainIsCheckedAtTheSignedDate() async throws {
+        let future = ProbePayload(
+            bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 4_000_000_000))
+        let jws = try Fixtures.jwsSigner.sign(future)
+        #expect(await verifier().verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
+        // The same header, already cached as valid for another date, is re-checked for this one.
+        #expect(await verifier().verify(try Fixtures.jwsSigner.sign(probe()), as: ProbePayload.self).isValid)
+    }
+
+    @Test(arguments: ["", "a.b", "a.b.c.d", "..", "a..c", "x.y.z"])
+    func malformedCompactSerializationsAreRefused(_ text: String) async {
+        let failure = await verifier().verify(text, as: ProbePayload.self).failure
+        #expect(failure?.reason == .invalidFormat)
+    }
+
+    @Test func onlyES256IsAccepted() async throws {
+        let jws = try Fixtures.jwsSigner.sign(probe())
+        let parts = jws.split(separator: ".")
+        var header = String(decoding: Base64.decode(parts[0], alphabet: .url)!, as: UTF8.self)
+        header = header.replacingOccurrences(of: "\"ES256\"", with: "\"none\"")
+        let tampered = [Base64.encode(Array(header.utf8), alphabet: .url), String(parts[1]), String(parts[2])].joined(separator: ".")
+        #expect(await verifier().verify(tampered, as: ProbePayload.self).failure?.reason == .unsupportedAlgorithm)
+    }
+}

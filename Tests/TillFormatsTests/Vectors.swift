@@ -1,0 +1,27 @@
+import Foundation
+
+/// Apple's and third parties' conformance vectors, read in place from `../shared/reference/apple-vectors`
+/// (third-party data: never copied into this repository).
+enum Vectors {
+    static let root: URL = {
+        if let override = ProcessInfo.processInfo.environment["TILL_APPLE_VECTORS"] {
+            return URL(fileURLWithPath: override)
+        }
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }  // Tests/TillFormatsTests/Vectors.swift → repository
+        return url.deletingLastPathComponent().appendingPathComponent("shared/reference/apple-vectors")
+    }()
+
+    /// Whether the vectors folder is present; tests that need it are skipped otherwise.
+    static let available = FileManager.default.fileExists(atPath: root.appendingPathComponent("MANIFEST.md").path)
+
+    static let skipMessage = "apple-vectors folder not found at \(root.path); set TILL_APPLE_VECTORS to run the conformance tests"
+
+    static func bytes(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: root.appendingPathComponent(path)))
+    }
+
+    static func text(_ path: String) throws -> String {
+        String(decoding: try bytes(path), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
