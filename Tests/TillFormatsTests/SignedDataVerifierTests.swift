@@ -27,6 +27,7 @@ struct ProbeRenewal: JWSPayload {
 enum Fixtures {
     static let jwsAuthority = try! TestPKI.makeAuthority(kind: .p256, name: "Till JWS Test")
     static let otherAuthority = try! TestPKI.makeAuthority(kind: .p256, name: "Impostor")
+    static let receiptAuthority = try! TestPKI.makeAuthority(kind: .rsa2048, name: "Till Receipt Test")
     static var jwsSigner: JWSSigner {
         try! JWSSigner(key: jwsAuthority.leafKey.p256!, chain: jwsAuthority.chain)
     }

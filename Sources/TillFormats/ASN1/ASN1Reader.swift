@@ -96,6 +96,13 @@ struct ASN1Reader {
         return joined[...]
     }
 
+    /// Where the contents of an OCTET STRING are: in place for a primitive one, in a new buffer for a constructed one.
+    func octetStringLocation(_ element: ASN1Element, depth: Int = 0) throws(ASN1Error) -> ([UInt8], Range<Int>) {
+        if element.identifier == ASN1Tag.octetString { return (bytes, element.contentStart..<element.contentEnd) }
+        let joined = Array(try octetString(element, depth: depth))
+        return (joined, 0..<joined.count)
+    }
+
     /// A two's-complement INTEGER that fits in 64 bits.
     func integer(_ element: ASN1Element) throws(ASN1Error) -> Int64 {
         guard element.identifier == ASN1Tag.integer else {
@@ -167,6 +174,8 @@ enum ASN1Error: Error, Hashable, CustomStringConvertible {
     case integerOutOfRange
     case tooDeep
     case trailingData
+    case unsupportedAlgorithm
+    case invalidAttribute(type: Int)
 
     var description: String {
         switch self {
@@ -179,6 +188,8 @@ enum ASN1Error: Error, Hashable, CustomStringConvertible {
         case .integerOutOfRange: "integer out of range"
         case .tooDeep: "nesting too deep"
         case .trailingData: "unexpected data after the structure"
+        case .unsupportedAlgorithm: "unsupported digest or signature algorithm"
+        case .invalidAttribute(let type): "receipt attribute \(type) has an invalid value"
         }
     }
 }

@@ -64,14 +64,14 @@ public struct SignedDataVerifier: Sendable {
     /// Verifies a compact JWS and decodes its payload as `Payload`.
     public func verify<Payload: JWSPayload>(
         _ jws: String, as type: Payload.Type = Payload.self
-    ) async -> VerificationResult<VerifiedJWS<Payload>> {
+    ) async -> VerificationOutcome<VerifiedJWS<Payload>> {
         await verify(bytes: Array(jws.utf8), as: type)
     }
 
     /// Verifies a compact JWS given as ASCII bytes.
     public func verify<Payload: JWSPayload>(
         bytes: [UInt8], as type: Payload.Type = Payload.self
-    ) async -> VerificationResult<VerifiedJWS<Payload>> {
+    ) async -> VerificationOutcome<VerifiedJWS<Payload>> {
         guard bytes.count <= configuration.maximumLength else {
             return .invalid(.init(.tooLarge, "the JWS is \(bytes.count) bytes; the limit is \(configuration.maximumLength)"))
         }
@@ -155,7 +155,7 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// Decodes and checks a header: ES256, and a three-certificate `x5c` (one is enough when locally signed).
-    private static func readHeader(_ segment: [UInt8], requireChain: Bool) -> VerificationResult<CachedHeader> {
+    private static func readHeader(_ segment: [UInt8], requireChain: Bool) -> VerificationOutcome<CachedHeader> {
         guard let json = Base64.decode(segment, alphabet: .url),
             let header = try? JSONDecoder().decode(JWSHeader.self, from: Data(json))
         else {

@@ -9,12 +9,12 @@ import Foundation
 public enum ReceiptDate {
     /// Parses `YYYY-MM-DDTHH:MM:SSZ` (also accepts a fraction and a `+hh:mm` offset). Nil when malformed.
     public static func parseRFC3339<Bytes: Collection<UInt8>>(bytes text: Bytes) -> Date? where Bytes.Index == Int {
-        guard let seconds = parseRFC3339Seconds(text) else { return nil }
+        guard let seconds = parseRFC3339Seconds(bytes: text) else { return nil }
         return Date(timeIntervalSince1970: Double(seconds))
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SSZ` to whole seconds since 1970.
-    public static func parseRFC3339Seconds<Bytes: Collection<UInt8>>(_ text: Bytes) -> Int64? where Bytes.Index == Int {
+    public static func parseRFC3339Seconds<Bytes: Collection<UInt8>>(bytes text: Bytes) -> Int64? where Bytes.Index == Int {
         let count = text.count
         guard count >= 20 else { return nil }
         let s = text.startIndex

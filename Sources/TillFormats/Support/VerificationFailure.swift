@@ -1,6 +1,6 @@
 /// Why signed data (a JWS, an app receipt, a transaction receipt) did not verify.
 ///
-/// A value, not a thrown error at the call site: verifiers return ``VerificationResult``.
+/// A value, not a thrown error at the call site: verifiers return ``VerificationOutcome``.
 public struct VerificationFailure: Error, Hashable, Sendable, CustomStringConvertible {
     /// A stable machine-readable reason (lowerCamel); new reasons may be added.
     public struct Reason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -55,7 +55,7 @@ public struct VerificationFailure: Error, Hashable, Sendable, CustomStringConver
 }
 
 /// The outcome of verifying signed data: the decoded content, or why it was refused.
-public enum VerificationResult<Value: Sendable>: Sendable {
+public enum VerificationOutcome<Value: Sendable>: Sendable {
     case valid(Value)
     case invalid(VerificationFailure)
 

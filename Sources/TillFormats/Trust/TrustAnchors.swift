@@ -78,16 +78,20 @@ public struct ChainRequirements: Sendable, Hashable {
 /// Requires Apple's marker extensions on leaf and intermediate (their presence; the value is NULL).
 ///
 /// A chain of one certificate means the leaf itself is a configured root (Xcode's StoreKit test
-/// certificate, trusted explicitly): it carries no markers and is accepted as configured.
+/// certificate, trusted explicitly): it carries no markers and is accepted as configured, including the
+/// critical extended key usage (code signing) Xcode puts on it. Apple's own chains carry none.
 struct AppleMarkerPolicy: VerifierPolicy {
     var requirements: ChainRequirements
 
     var verifyingCriticalExtensions: [ASN1ObjectIdentifier] {
-        requirements.leafMarkers + requirements.intermediateMarkers
+        requirements.leafMarkers + requirements.intermediateMarkers + [.X509ExtensionID.extendedKeyUsage]
     }
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
         if chain.count == 1 { return .meetsPolicy }
+        if chain.contains(where: { $0.extensions[oid: .X509ExtensionID.extendedKeyUsage]?.critical == true }) {
+            return .failsToMeetPolicy(reason: "a certificate of the chain restricts its use with a critical extended key usage")
+        }
         guard chain.count == 3 else {
             return .failsToMeetPolicy(reason: "expected leaf, intermediate and root, found \(chain.count) certificates")
         }

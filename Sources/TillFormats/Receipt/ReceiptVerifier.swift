@@ -1,0 +1,228 @@
+import Foundation
+import Synchronization
+import SwiftASN1
+import TillCore
+import X509
+import _CryptoExtras
+
+/// Verifies app receipts: the PKCS#7 signature, the certificate chain at the receipt's creation date,
+/// and the app and environment the receipt was issued for.
+///
+/// In order:
+/// 1. the size limit, then the PKCS#7 structure (DER or BER) with exactly one RSA signer;
+/// 2. the signature (PKCS#1 v1.5 over SHA-1, SHA-256, SHA-384 or SHA-512; directly over the payload,
+///    or over signed attributes that carry the payload's digest) with the signer's certificate;
+/// 3. the payload, decoded into an ``AppReceipt``;
+/// 4. the chain from the signer through the embedded (and configured) intermediates to a configured
+///    root, at the receipt creation date (attribute 12), with Apple's marker extensions;
+/// 5. bundle id, environment (from the receipt type) and, in production, the app's Apple ID.
+///
+/// Signer and chain are cached by the bytes of the embedded certificates, so a steady stream of
+/// receipts costs one RSA signature check each.
+public struct ReceiptVerifier: Sendable {
+    /// What a verifier accepts. Nil fields are not checked.
+    public struct Configuration: Sendable {
+        public var anchors: TrustAnchors
+        public var bundleId: String?
+        public var environment: AppStoreEnvironment?
+        /// Compared with attribute 1 in the production environment.
+        public var appAppleId: Int64?
+        /// Check certificates at this instant instead of the receipt creation date.
+        public var validationTime: Date?
+        /// The largest receipt accepted, in bytes (after base64 decoding).
+        public var maximumSize: Int
+        /// The deepest ASN.1 nesting accepted.
+        public var maximumDepth: Int
+
+        public init(
+            anchors: TrustAnchors = .appleReceipts, bundleId: String? = nil, environment: AppStoreEnvironment? = nil,
+            appAppleId: Int64? = nil, validationTime: Date? = nil, maximumSize: Int = 1 << 20, maximumDepth: Int = 32
+        ) {
+            self.anchors = anchors
+            self.bundleId = bundleId
+            self.environment = environment
+            self.appAppleId = appAppleId
+            self.validationTime = validationTime
+            self.maximumSize = maximumSize
+            self.maximumDepth = maximumDepth
+        }
+    }
+
+    public let configuration: Configuration
+    private let now: @Sendable () -> Date
+    private let validator: ChainValidator
+    private let cache: SignerCache
+
+    public init(_ configuration: Configuration, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.now = now
+        self.validator = ChainValidator(anchors: configuration.anchors, requirements: .receiptSigning)
+        self.cache = SignerCache(capacity: 64)
+    }
+
+    /// Verifies a base64 receipt as apps send it (line breaks allowed).
+    public func verify(base64: String) async -> VerificationOutcome<VerifiedReceipt> {
+        guard base64.utf8.count <= configuration.maximumSize / 3 * 4 + 4096 else {
+            return .invalid(.init(.tooLarge, "the receipt is larger than \(configuration.maximumSize) bytes"))
+        }
+        guard let der = Base64.decode(base64, alphabet: .standard) else {
+            return .invalid(.init(.invalidFormat, "the receipt is not base64"))
+        }
+        return await verify(der: der)
+    }
+
+    /// Verifies a receipt's DER or BER bytes.
+    public func verify(der: [UInt8]) async -> VerificationOutcome<VerifiedReceipt> {
+        guard der.count <= configuration.maximumSize else {
+            return .invalid(.init(.tooLarge, "the receipt is \(der.count) bytes; the limit is \(configuration.maximumSize)"))
+        }
+        let container: PKCS7Container
+        do {
+            container = try PKCS7Container(der, maximumDepth: configuration.maximumDepth)
+        } catch .unsupportedAlgorithm {
+            return .invalid(.init(.unsupportedAlgorithm, "the receipt is signed with an algorithm other than RSA with SHA-1/SHA-2"))
+        } catch {
+            return .invalid(.init(.invalidFormat, "not a PKCS#7 receipt: \(error)"))
+        }
+
+        // 1. The signer, cached by the embedded certificates.
+        let key = container.certificatesField + container.signerIdentifier
+        let signer: CachedSigner
+        if let cached = cache[key] {
+            signer = cached
+        } else {
+            switch Self.findSigner(container) {
+            case .invalid(let failure): return .invalid(failure)
+            case .valid(let found):
+                signer = found
+                cache[key] = found
+            }
+        }
+
+        // 2. The signature.
+        guard container.isSignatureValid(key: signer.key) else {
+            return .invalid(.init(.verificationFailure, "the receipt's signature does not match its signing certificate"))
+        }
+
+        // 3. The payload.
+        let receipt: AppReceipt
+        do {
+            receipt = try AppReceipt(
+                payload: container.contentBuffer, range: container.contentRange, maximumDepth: configuration.maximumDepth)
+        } catch {
+            return .invalid(.init(.malformedPayload, "the receipt payload cannot be decoded: \(error)"))
+        }
+
+        // 4. The chain at the creation date.
+        let date = configuration.validationTime ?? receipt.receiptCreationDate ?? now()
+        let chain: ValidatedChain
+        if let cached = signer.chain, cached.isValid(at: date) {
+            chain = cached
+        } else {
+            switch await validator.validate(leaf: signer.leaf, intermediates: signer.intermediates, at: date) {
+            case .invalid(let why):
+                return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
+            case .valid(let validated):
+                chain = validated
+                cache.remember(validated, for: key)
+            }
+        }
+
+        // 5. The app and the environment.
+        if let expected = configuration.bundleId, receipt.bundleId != expected {
+            return .invalid(.init(.invalidAppIdentifier, "issued for bundle id \(receipt.bundleId ?? "(none)"), expected \(expected)"))
+        }
+        if let expected = configuration.environment, receipt.environment != expected {
+            return .invalid(
+                .init(.invalidEnvironment, "issued for environment \(receipt.environment?.rawValue ?? "(none)"), expected \(expected)"))
+        }
+        if configuration.environment == .production, let expected = configuration.appAppleId, receipt.appItemId != expected {
+            return .invalid(
+                .init(.invalidAppIdentifier, "issued for app Apple ID \(receipt.appItemId.map(String.init) ?? "(none)"), expected \(expected)"))
+        }
+        return .valid(VerifiedReceipt(receipt: receipt, chain: chain))
+    }
+
+    /// Decodes a receipt without checking its signature or chain (`till inspect --no-verify`).
+    public static func decodeWithoutVerifying(der: [UInt8], maximumDepth: Int = 32) throws -> AppReceipt {
+        let container = try PKCS7Container(der, maximumDepth: maximumDepth)
+        return try AppReceipt(payload: container.contentBuffer, range: container.contentRange, maximumDepth: maximumDepth)
+    }
+
+    /// The certificate named by the signer identifier, among the embedded ones.
+    private static func findSigner(_ container: PKCS7Container) -> VerificationOutcome<CachedSigner> {
+        var certificates: [Certificate] = []
+        for der in container.certificates {
+            guard let certificate = try? Certificate(derEncoded: der) else {
+                return .invalid(.init(.invalidCertificate, "an embedded certificate cannot be decoded"))
+            }
+            certificates.append(certificate)
+        }
+        guard let identifier = try? IssuerAndSerial(derEncoded: container.signerIdentifier) else {
+            return .invalid(.init(.invalidFormat, "the signer is not identified by issuer and serial number"))
+        }
+        guard
+            let leaf = certificates.first(where: {
+                $0.issuer == identifier.issuer && $0.serialNumber == identifier.serialNumber
+            })
+        else {
+            return .invalid(.init(.invalidCertificate, "the signing certificate is not embedded in the receipt"))
+        }
+        guard let key = _RSA.Signing.PublicKey(leaf.publicKey) else {
+            return .invalid(.init(.invalidCertificate, "the signing certificate's key is not RSA"))
+        }
+        return .valid(CachedSigner(leaf: leaf, intermediates: certificates.filter { $0 != leaf }, key: key, chain: nil))
+    }
+}
+
+/// A verified app receipt and the chain that signed it.
+public struct VerifiedReceipt: Sendable {
+    public var receipt: AppReceipt
+    public var chain: ValidatedChain
+}
+
+/// `IssuerAndSerialNumber ::= SEQUENCE { issuer Name, serialNumber CertificateSerialNumber }`
+struct IssuerAndSerial: DERParseable {
+    var issuer: DistinguishedName
+    var serialNumber: Certificate.SerialNumber
+
+    init(derEncoded node: ASN1Node) throws {
+        (issuer, serialNumber) = try DER.sequence(node, identifier: .sequence) { nodes in
+            let issuer = try DistinguishedName(derEncoded: &nodes)
+            let serial = try ArraySlice<UInt8>(derEncoded: &nodes)
+            return (issuer, Certificate.SerialNumber(bytes: serial))
+        }
+    }
+}
+
+struct CachedSigner: Sendable {
+    var leaf: Certificate
+    var intermediates: [Certificate]
+    var key: _RSA.Signing.PublicKey
+    var chain: ValidatedChain?
+}
+
+/// A small bounded cache of receipt signers, keyed by the certificate bytes and signer identifier.
+final class SignerCache: Sendable {
+    private let entries: Mutex<[ArraySlice<UInt8>: CachedSigner]>
+    private let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        self.entries = Mutex([:])
+    }
+
+    subscript(key: ArraySlice<UInt8>) -> CachedSigner? {
+        get { entries.withLock { $0[key] } }
+        set {
+            entries.withLock { entries in
+                if entries.count >= capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+                entries[key] = newValue
+            }
+        }
+    }
+
+    func remember(_ chain: ValidatedChain, for key: ArraySlice<UInt8>) {
+        entries.withLock { $0[key]?.chain = chain }
+    }
+}
