@@ -45,13 +45,17 @@ struct PKCS7Container {
         let explicit = try reader.children(of: info[1], depth: 1)
         guard explicit.count == 1, explicit[0].identifier == ASN1Tag.sequence else { throw .unexpectedPrimitive }
         let fields = try reader.children(of: explicit[0], depth: 2)
-        guard fields.count >= 4, fields[0].identifier == ASN1Tag.integer, fields[1].identifier == ASN1Tag.set,
-            fields[2].identifier == ASN1Tag.sequence
+        guard fields.count >= 4, fields[0].identifier == ASN1Tag.integer, try reader.integer(fields[0]) == 1,
+            fields[1].identifier == ASN1Tag.set, fields[2].identifier == ASN1Tag.sequence
         else { throw .unexpectedPrimitive }
+        let digestAlgorithms = try reader.children(of: fields[1], depth: 3).map { element throws(ASN1Error) in
+            try Self.algorithm(element, reader, depth: 4)
+        }
 
         // encapContentInfo: data, with the content attached.
         let encapsulated = try reader.children(of: fields[2], depth: 3)
-        guard encapsulated.count == 2, reader.contents(of: encapsulated[0], equal: ObjectIdentifierBytes.data),
+        guard encapsulated.count == 2, encapsulated[0].identifier == ASN1Tag.objectIdentifier,
+            reader.contents(of: encapsulated[0], equal: ObjectIdentifierBytes.data),
             encapsulated[1].identifier == ASN1Tag.context0
         else { throw .unexpectedPrimitive }
         let wrapped = try reader.children(of: encapsulated[1], depth: 4)
@@ -78,8 +82,8 @@ struct PKCS7Container {
         let signers = try reader.children(of: fields[index], depth: 3)
         guard signers.count == 1, signers[0].identifier == ASN1Tag.sequence else { throw .unexpectedPrimitive }
         let signer = try reader.children(of: signers[0], depth: 4)
-        guard signer.count >= 5, signer[0].identifier == ASN1Tag.integer, signer[1].identifier == ASN1Tag.sequence,
-            signer[2].identifier == ASN1Tag.sequence
+        guard signer.count >= 5, signer[0].identifier == ASN1Tag.integer, try reader.integer(signer[0]) == 1,
+            signer[1].identifier == ASN1Tag.sequence, signer[2].identifier == ASN1Tag.sequence
         else { throw .unexpectedPrimitive }
         signerIdentifier = reader.encoding(of: signer[1])
         let digestAlgorithm = try Self.algorithm(signer[2], reader, depth: 5)
@@ -100,14 +104,19 @@ struct PKCS7Container {
         guard let digest = DigestAlgorithm(digestOID: digestAlgorithm),
             digest.accepts(signatureAlgorithm: signatureAlgorithm)
         else { throw .unsupportedAlgorithm }
+        // The signer's digest must be among those the SignedData announces.
+        guard digestAlgorithms.contains(digestAlgorithm) else { throw .unsupportedAlgorithm }
         self.digest = digest
     }
 
     private static func algorithm(_ element: ASN1Element, _ reader: ASN1Reader, depth: Int) throws(ASN1Error) -> ArraySlice<UInt8> {
+        guard element.identifier == ASN1Tag.sequence else { throw .unexpectedTag(expected: ASN1Tag.sequence, found: element.identifier) }
         let parts = try reader.children(of: element, depth: depth)
         guard let oid = parts.first, oid.identifier == ASN1Tag.objectIdentifier, parts.count <= 2 else {
             throw .unexpectedPrimitive
         }
+        // Parameters are absent or NULL for the digest and RSA algorithms.
+        if parts.count == 2, parts[1].identifier != ASN1Tag.null || parts[1].contentLength != 0 { throw .unexpectedPrimitive }
         return reader[oid]
     }
 

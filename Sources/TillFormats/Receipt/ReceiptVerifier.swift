@@ -123,6 +123,10 @@ public struct ReceiptVerifier: Sendable {
             case .invalid(let why):
                 return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
             case .valid(let validated):
+                // Every embedded certificate must be part of the chain: nothing unsigned rides along.
+                guard signer.embedded.allSatisfy(validated.certificates.contains) else {
+                    return .invalid(.init(.invalidChain, "the receipt embeds a certificate that is not part of its chain"))
+                }
                 chain = validated
                 cache.remember(validated, for: key)
             }
@@ -162,16 +166,16 @@ public struct ReceiptVerifier: Sendable {
             return .invalid(.init(.invalidFormat, "the signer is not identified by issuer and serial number"))
         }
         guard
-            let leaf = certificates.first(where: {
-                $0.issuer == identifier.issuer && $0.serialNumber == identifier.serialNumber
-            })
+            let leaf = certificates.first(where: identifier.identifies)
         else {
             return .invalid(.init(.invalidCertificate, "the signing certificate is not embedded in the receipt"))
         }
         guard let key = _RSA.Signing.PublicKey(leaf.publicKey) else {
             return .invalid(.init(.invalidCertificate, "the signing certificate's key is not RSA"))
         }
-        return .valid(CachedSigner(leaf: leaf, intermediates: certificates.filter { $0 != leaf }, key: key, chain: nil))
+        return .valid(
+            CachedSigner(
+                leaf: leaf, intermediates: certificates.filter { $0 != leaf }, embedded: certificates, key: key, chain: nil))
     }
 }
 
@@ -182,22 +186,33 @@ public struct VerifiedReceipt: Sendable {
 }
 
 /// `IssuerAndSerialNumber ::= SEQUENCE { issuer Name, serialNumber CertificateSerialNumber }`
-struct IssuerAndSerial: DERParseable {
+///
+/// The serial is compared in normalised form: some issuers write serials with the top bit set.
+struct IssuerAndSerial {
     var issuer: DistinguishedName
     var serialNumber: Certificate.SerialNumber
 
-    init(derEncoded node: ASN1Node) throws {
-        (issuer, serialNumber) = try DER.sequence(node, identifier: .sequence) { nodes in
-            let issuer = try DistinguishedName(derEncoded: &nodes)
-            let serial = try ArraySlice<UInt8>(derEncoded: &nodes)
-            return (issuer, Certificate.SerialNumber(bytes: serial))
+    init(derEncoded bytes: ArraySlice<UInt8>) throws {
+        let reader = ASN1Reader(Array(bytes))
+        let sequence = try reader.element(at: 0, limit: bytes.count, expecting: ASN1Tag.sequence)
+        let parts = try reader.children(of: sequence)
+        guard parts.count == 2, parts[1].identifier == ASN1Tag.integer, sequence.end == bytes.count else {
+            throw ASN1Error.unexpectedPrimitive
         }
+        issuer = try DistinguishedName(derEncoded: reader.encoding(of: parts[0]))
+        serialNumber = Certificate.SerialNumber(bytes: reader[parts[1]])
+    }
+
+    func identifies(_ certificate: Certificate) -> Bool {
+        certificate.issuer == issuer && Certificate.SerialNumber(bytes: certificate.serialNumber.bytes) == serialNumber
     }
 }
 
 struct CachedSigner: Sendable {
     var leaf: Certificate
     var intermediates: [Certificate]
+    /// All certificates of the receipt, the leaf included.
+    var embedded: [Certificate]
     var key: _RSA.Signing.PublicKey
     var chain: ValidatedChain?
 }

@@ -88,7 +88,7 @@ public enum TestPKI {
         let leafName = try distinguishedName("\(name) Receipt Signing", organization: name)
 
         let root = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: rootKey.publicKey,
+            version: .v3, serialNumber: positiveSerial(), publicKey: rootKey.publicKey,
             notValidBefore: validFrom, notValidAfter: validFrom + Double(years + 10) * year,
             issuer: rootName, subject: rootName, signatureAlgorithm: signature,
             extensions: try Certificate.Extensions {
@@ -98,7 +98,7 @@ public enum TestPKI {
             },
             issuerPrivateKey: rootKey)
         let intermediate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: intermediateKey.publicKey,
+            version: .v3, serialNumber: positiveSerial(), publicKey: intermediateKey.publicKey,
             notValidBefore: validFrom, notValidAfter: validFrom + Double(years + 5) * year,
             issuer: rootName, subject: intermediateName, signatureAlgorithm: signature,
             extensions: try Certificate.Extensions {
@@ -110,7 +110,7 @@ public enum TestPKI {
             },
             issuerPrivateKey: rootKey)
         let leaf = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: leafKey.publicKey,
+            version: .v3, serialNumber: positiveSerial(), publicKey: leafKey.publicKey,
             notValidBefore: validFrom, notValidAfter: validFrom + Double(years) * year,
             issuer: intermediateName, subject: leafName, signatureAlgorithm: signature,
             extensions: try Certificate.Extensions {
@@ -131,10 +131,17 @@ public enum TestPKI {
         let signature: Certificate.SignatureAlgorithm =
             if case .some = P256.Signing.PublicKey(key.publicKey) { .ecdsaWithSHA256 } else { .sha256WithRSAEncryption }
         return try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: key.publicKey, notValidBefore: validFrom,
+            version: .v3, serialNumber: positiveSerial(), publicKey: key.publicKey, notValidBefore: validFrom,
             notValidAfter: validUntil, issuer: name, subject: name, signatureAlgorithm: signature,
             extensions: try Certificate.Extensions { Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil)) },
             issuerPrivateKey: key)
+    }
+
+    /// A random positive 16-byte serial (swift-certificates' default may set the sign bit).
+    private static func positiveSerial() -> Certificate.SerialNumber {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        bytes[0] = bytes[0] & 0x7F | 0x01
+        return Certificate.SerialNumber(bytes: bytes)
     }
 
     private static func makeKey(_ kind: KeyKind) throws -> SigningKey {
