@@ -82,14 +82,15 @@ public struct SignedDataVerifier: Sendable {
 
         // 1. The header and its certificates, cached by the header bytes.
         let header: CachedHeader
-        if let cached = cache[jws.headerSegment] {
+        let headerKey = BytesKey(jws.headerSegment)
+        if let cached = cache[headerKey] {
             header = cached
         } else {
             switch Self.readHeader(jws.headerSegment, requireChain: !locallySigned) {
             case .invalid(let failure): return .invalid(failure)
             case .valid(let fresh):
                 header = fresh
-                cache[jws.headerSegment] = fresh
+                cache[headerKey] = fresh
             }
         }
 
@@ -116,7 +117,7 @@ public struct SignedDataVerifier: Sendable {
                     return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
                 case .valid(let validated):
                     chain = validated
-                    cache.remember(validated, for: jws.headerSegment)
+                    cache.remember(validated, for: headerKey)
                 }
             }
         }
@@ -214,7 +215,7 @@ struct CachedHeader: Sendable {
 
 /// A small bounded cache of decoded headers, keyed by the header's bytes (which hold the whole x5c chain).
 final class HeaderCache: Sendable {
-    private let entries: Mutex<[[UInt8]: CachedHeader]>
+    private let entries: Mutex<[BytesKey: CachedHeader]>
     private let capacity: Int
 
     init(capacity: Int) {
@@ -222,7 +223,7 @@ final class HeaderCache: Sendable {
         self.entries = Mutex([:])
     }
 
-    subscript(key: [UInt8]) -> CachedHeader? {
+    subscript(key: BytesKey) -> CachedHeader? {
         get { entries.withLock { $0[key] } }
         set {
             entries.withLock { entries in
@@ -232,7 +233,7 @@ final class HeaderCache: Sendable {
         }
     }
 
-    func remember(_ chain: ValidatedChain, for key: [UInt8]) {
+    func remember(_ chain: ValidatedChain, for key: BytesKey) {
         entries.withLock { $0[key]?.chain = chain }
     }
 }

@@ -86,7 +86,7 @@ public struct ReceiptVerifier: Sendable {
         }
 
         // 1. The signer, cached by the embedded certificates.
-        let key = container.certificatesField + container.signerIdentifier
+        let key = BytesKey(container.certificatesField + container.signerIdentifier)
         let signer: CachedSigner
         if let cached = cache[key] {
             signer = cached
@@ -219,7 +219,7 @@ struct CachedSigner: Sendable {
 
 /// A small bounded cache of receipt signers, keyed by the certificate bytes and signer identifier.
 final class SignerCache: Sendable {
-    private let entries: Mutex<[ArraySlice<UInt8>: CachedSigner]>
+    private let entries: Mutex<[BytesKey: CachedSigner]>
     private let capacity: Int
 
     init(capacity: Int) {
@@ -227,7 +227,7 @@ final class SignerCache: Sendable {
         self.entries = Mutex([:])
     }
 
-    subscript(key: ArraySlice<UInt8>) -> CachedSigner? {
+    subscript(key: BytesKey) -> CachedSigner? {
         get { entries.withLock { $0[key] } }
         set {
             entries.withLock { entries in
@@ -237,7 +237,7 @@ final class SignerCache: Sendable {
         }
     }
 
-    func remember(_ chain: ValidatedChain, for key: ArraySlice<UInt8>) {
+    func remember(_ chain: ValidatedChain, for key: BytesKey) {
         entries.withLock { $0[key]?.chain = chain }
     }
 }

@@ -1,0 +1,2 @@
+// Tests for TillClient arrive with the issue that builds it.
+import Testing

@@ -1,0 +1,2 @@
+// Tests for TillServer arrive with the issue that builds it.
+import Testing

@@ -1,0 +1,2 @@
+// Tests for TillSimulator arrive with the issue that builds it.
+import Testing

@@ -1,0 +1,2 @@
+// Tests for TillStorage arrive with the issue that builds it.
+import Testing
