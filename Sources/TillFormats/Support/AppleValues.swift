@@ -170,3 +170,30 @@ public struct OriginalPlatform: AppleStringValue {
     /// visionOS.
     public static let visionOS: OriginalPlatform = "visionOS"
 }
+
+/// The `receipt_type` of a legacy app receipt (attribute 0, verifyReceipt `receipt.receipt_type`).
+public struct LegacyReceiptType: AppleStringValue {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// An App Store purchase.
+    public static let production: LegacyReceiptType = "Production"
+    /// A sandbox purchase (TestFlight, sandbox accounts, App Review).
+    public static let productionSandbox: LegacyReceiptType = "ProductionSandbox"
+    /// A Volume Purchase Program purchase.
+    public static let productionVPP: LegacyReceiptType = "ProductionVPP"
+    /// A Volume Purchase Program purchase in the sandbox.
+    public static let productionVPPSandbox: LegacyReceiptType = "ProductionVPPSandbox"
+    /// A receipt made by StoreKit Testing in Xcode.
+    public static let xcode: LegacyReceiptType = "Xcode"
+
+    /// The environment the receipt belongs to; nil for a value Apple has not defined.
+    public var environment: AppStoreEnvironment? {
+        switch self {
+        case .production, .productionVPP: .production
+        case .productionSandbox, .productionVPPSandbox: .sandbox
+        case .xcode: .xcode
+        default: nil
+        }
+    }
+}
