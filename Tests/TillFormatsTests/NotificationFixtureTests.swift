@@ -56,8 +56,14 @@ struct NotificationFixtureTests {
     }
 
     @Test func externalPurchaseTokenEnvironmentComesFromTheIdPrefix() throws {
-        let production = try Fixtures.model(ResponseBodyV2DecodedPayload.self, "signedExternalPurchaseTokenNotification")
-        let sandbox = try Fixtures.model(ResponseBodyV2DecodedPayload.self, "signedExternalPurchaseTokenSandboxNotification")
+        let production = try Fixtures.model(
+            ResponseBodyV2DecodedPayload.self,
+            "signedExternalPurchaseTokenNotification"
+        )
+        let sandbox = try Fixtures.model(
+            ResponseBodyV2DecodedPayload.self,
+            "signedExternalPurchaseTokenSandboxNotification"
+        )
         #expect(production.notificationType == .externalPurchaseToken)
         #expect(production.subtype == .unreported)
         let token = try #require(sandbox.externalPurchaseToken)
@@ -67,7 +73,9 @@ struct NotificationFixtureTests {
         #expect(token.bundleId == "com.example")
         #expect(production.externalPurchaseToken?.externalPurchaseId == "b2158121-7af9-49d4-9561-1f588205523e")
         #expect(sandbox.identity == PayloadIdentity(bundleId: "com.example", appAppleId: 55555, environment: .sandbox))
-        #expect(production.identity == PayloadIdentity(bundleId: "com.example", appAppleId: 55555, environment: .production))
+        #expect(
+            production.identity == PayloadIdentity(bundleId: "com.example", appAppleId: 55555, environment: .production)
+        )
     }
 
     @Test func rescindConsentTakesIdentityFromAppData() throws {
@@ -83,12 +91,22 @@ struct NotificationFixtureTests {
 
     @Test func appDataFixture() throws {
         let appData = try Fixtures.model(AppData.self, "appData")
-        #expect(appData == AppData(appAppleId: 987_654_321, bundleId: "com.example", environment: .sandbox,
-                                   signedAppTransactionInfo: "signed-app-transaction-info"))
+        #expect(
+            appData
+                == AppData(
+                    appAppleId: 987_654_321,
+                    bundleId: "com.example",
+                    environment: .sandbox,
+                    signedAppTransactionInfo: "signed-app-transaction-info"
+                )
+        )
     }
 
     @Test func mockTestNotificationPayload() throws {
-        let n = try Fixtures.jwsPayload(ResponseBodyV2DecodedPayload.self, "apple-library/mock_signed_data/testNotification")
+        let n = try Fixtures.jwsPayload(
+            ResponseBodyV2DecodedPayload.self,
+            "apple-library/mock_signed_data/testNotification"
+        )
         #expect(n.notificationType == .test)
         #expect(n.notificationUUID == "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")
         #expect(n.signedDate == ms(1_681_314_324_000))
@@ -96,7 +114,10 @@ struct NotificationFixtureTests {
     }
 
     @Test func mockWrongBundleIdNotificationHasNoSignedDate() throws {
-        let n = try Fixtures.jwsPayload(ResponseBodyV2DecodedPayload.self, "apple-library/mock_signed_data/wrongBundleId")
+        let n = try Fixtures.jwsPayload(
+            ResponseBodyV2DecodedPayload.self,
+            "apple-library/mock_signed_data/wrongBundleId"
+        )
         #expect(n.notificationType == .test)
         #expect(n.verificationDate == nil)
         #expect(n.identity.bundleId == "com.example.wrong")

@@ -8,7 +8,9 @@ struct NotificationTypeTests {
         #expect(!NotificationType.subscribed.accepts(subtype: nil))
         #expect(!NotificationType.subscribed.accepts(subtype: .upgrade))
         #expect(NotificationType.didChangeRenewalPref.accepts(subtype: nil))
-        #expect(NotificationType.expired.knownSubtypes == [.voluntary, .billingRetry, .priceIncrease, .productNotForSale])
+        #expect(
+            NotificationType.expired.knownSubtypes == [.voluntary, .billingRetry, .priceIncrease, .productNotForSale]
+        )
         #expect(NotificationType.refund.knownSubtypes.isEmpty)
         #expect(NotificationType.refund.accepts(subtype: nil))
         #expect(!NotificationType.refund.accepts(subtype: .summary))

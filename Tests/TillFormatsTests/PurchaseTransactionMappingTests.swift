@@ -33,7 +33,11 @@ struct PurchaseTransactionMappingTests {
 
     @Test func defaultsWhenOptionalFieldsAreMissing() throws {
         let minimal = JWSTransactionDecodedPayload(
-            transactionId: "9", bundleId: "b", productId: "p", purchaseDate: RoundTripTests.t, environment: .production
+            transactionId: "9",
+            bundleId: "b",
+            productId: "p",
+            purchaseDate: RoundTripTests.t,
+            environment: .production
         )
         let purchase = try #require(minimal.purchaseTransaction())
         #expect(purchase.originalTransactionId == "9")
@@ -45,8 +49,13 @@ struct PurchaseTransactionMappingTests {
 
     @Test func introductoryOffersSplitIntoTrialAndIntroPrice() throws {
         var tx = JWSTransactionDecodedPayload(
-            transactionId: "9", bundleId: "b", productId: "p", purchaseDate: RoundTripTests.t,
-            offerType: .introductoryOffer, environment: .sandbox, offerDiscountType: .freeTrial
+            transactionId: "9",
+            bundleId: "b",
+            productId: "p",
+            purchaseDate: RoundTripTests.t,
+            offerType: .introductoryOffer,
+            environment: .sandbox,
+            offerDiscountType: .freeTrial
         )
         var purchase = try #require(tx.purchaseTransaction())
         #expect(purchase.isTrialPeriod && !purchase.isInIntroOfferPeriod)

@@ -66,7 +66,8 @@ struct ServerAPIFixtureTests {
                 == "signed_app_transaction_info_value"
         )
         #expect(
-            try Fixtures.model(SendTestNotificationResponse.self, "requestTestNotificationResponse").testNotificationToken
+            try Fixtures.model(SendTestNotificationResponse.self, "requestTestNotificationResponse")
+                .testNotificationToken
                 == "ce3af791-365e-4c60-841b-1674b43c1609"
         )
         #expect(
@@ -127,7 +128,9 @@ struct ServerAPIFixtureTests {
         #expect(items.map(\.signedPayload) == ["signed_payload_one", "signed_payload_two"])
         #expect(items[0].sendAttempts?.map(\.sendAttemptResult) == [.noResponse, .success])
         #expect(
-            items[1].sendAttempts == [SendAttemptItem(attemptDate: ms(1_698_148_800_000), sendAttemptResult: .circularRedirect)]
+            items[1].sendAttempts == [
+                SendAttemptItem(attemptDate: ms(1_698_148_800_000), sendAttemptResult: .circularRedirect)
+            ]
         )
     }
 

@@ -120,11 +120,16 @@ struct SignedPayloadFixtureTests {
         #expect(app.appTransactionId == "71134")
         #expect(app.originalPlatform == .iOS)
         #expect(app.verificationDate == ms(1_698_148_900_000))
-        #expect(app.identity == PayloadIdentity(bundleId: "com.example", appAppleId: 531_412, environment: .localTesting))
+        #expect(
+            app.identity == PayloadIdentity(bundleId: "com.example", appAppleId: 531_412, environment: .localTesting)
+        )
     }
 
     @Test func xcodeTransactionTruncatesFractionalMilliseconds() throws {
-        let tx = try Fixtures.jwsPayload(JWSTransactionDecodedPayload.self, "apple-library/xcode/xcode-signed-transaction")
+        let tx = try Fixtures.jwsPayload(
+            JWSTransactionDecodedPayload.self,
+            "apple-library/xcode/xcode-signed-transaction"
+        )
         #expect(tx.transactionId == "0")
         #expect(tx.originalTransactionId == "0")
         #expect(tx.webOrderLineItemId == "0")
@@ -148,11 +153,16 @@ struct SignedPayloadFixtureTests {
         #expect(tx.transactionReason == .purchase)
         #expect(tx.deviceVerification == "sGDnpg+ozb8uwDSuCDZ2oVZo1CKrbB8ujR8VxCxhykRwyBIK6x6XCyERm8yWrzE8")
         #expect(tx.deviceVerificationNonce == "7edea87d-98f0-42d0-9682-49ca81022f73")
-        #expect(tx.identity == PayloadIdentity(bundleId: "com.example.naturelab.backyardbirds.example", environment: .xcode))
+        #expect(
+            tx.identity == PayloadIdentity(bundleId: "com.example.naturelab.backyardbirds.example", environment: .xcode)
+        )
     }
 
     @Test func xcodeRenewalInfo() throws {
-        let info = try Fixtures.jwsPayload(JWSRenewalInfoDecodedPayload.self, "apple-library/xcode/xcode-signed-renewal-info")
+        let info = try Fixtures.jwsPayload(
+            JWSRenewalInfoDecodedPayload.self,
+            "apple-library/xcode/xcode-signed-renewal-info"
+        )
         #expect(info.expirationIntent == nil)
         #expect(info.originalTransactionId == "0")
         #expect(info.autoRenewProductId == "pass.premium")
@@ -186,7 +196,10 @@ struct SignedPayloadFixtureTests {
     }
 
     @Test func realSandboxTransactionFromApple() throws {
-        let tx = try Fixtures.jwsPayload(JWSTransactionDecodedPayload.self, "third-party/misc/mingos-sandbox-transaction.jws")
+        let tx = try Fixtures.jwsPayload(
+            JWSTransactionDecodedPayload.self,
+            "third-party/misc/mingos-sandbox-transaction.jws"
+        )
         #expect(tx.transactionId == "2000000847061981")
         #expect(tx.originalTransactionId == "2000000847061981")
         #expect(tx.bundleId == "com.goodheartapp")

@@ -56,7 +56,9 @@ struct TransactionReceiptResponseTests {
         #expect(text.contains(#""auto_renew_status":1,"#))
         #expect(text.contains(#""expiration_intent":"1""#))
         #expect(text.contains(#""is_in_billing_retry_period":"0""#))
-        #expect(text.contains(#""expires_date":"1448346881000","expires_date_formatted":"2015-11-24 06:34:41 Etc/GMT","#))
+        #expect(
+            text.contains(#""expires_date":"1448346881000","expires_date_formatted":"2015-11-24 06:34:41 Etc/GMT","#)
+        )
         #expect(text.contains(#""expires_date_formatted_pst":"2015-11-23 22:34:41 America/Los_Angeles""#))
         #expect(text.contains(#""latest_receipt_info":{"bid":"com.mbaasy.ios.demo","expires_date":"1479882881000""#))
         #expect(text.contains(#""purchase_date_pst":"2015-11-23 21:34:41 America/Los_Angeles""#))

@@ -12,26 +12,51 @@ struct VerifyReceiptModelTests {
     static let winter = Date(millisecondsSince1970: 1_448_346_881_000)
 
     static let subscription = InAppReceiptInfoJSON(
-        quantity: 1, productId: "monthly", transactionId: "1000000166965150",
-        originalTransactionId: "1000000166965150", purchaseDate: summer, originalPurchaseDate: summer,
-        expiresDate: winter, cancellationDate: winter, cancellationReason: .appIssue, isTrialPeriod: false,
-        isInIntroOfferPeriod: true, isUpgraded: false, webOrderLineItemId: "1000000030274153",
-        promotionalOfferId: "promo", offerCodeRefName: "code", subscriptionGroupIdentifier: "20000000",
-        inAppOwnershipType: .purchased, appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138"
+        quantity: 1,
+        productId: "monthly",
+        transactionId: "1000000166965150",
+        originalTransactionId: "1000000166965150",
+        purchaseDate: summer,
+        originalPurchaseDate: summer,
+        expiresDate: winter,
+        cancellationDate: winter,
+        cancellationReason: .appIssue,
+        isTrialPeriod: false,
+        isInIntroOfferPeriod: true,
+        isUpgraded: false,
+        webOrderLineItemId: "1000000030274153",
+        promotionalOfferId: "promo",
+        offerCodeRefName: "code",
+        subscriptionGroupIdentifier: "20000000",
+        inAppOwnershipType: .purchased,
+        appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138"
     )
 
     static let response = VerifyReceiptResponse(
         status: .valid,
         environment: .sandbox,
         receipt: ReceiptInfoJSON(
-            receiptType: .productionSandbox, adamId: 0, appItemId: 0, bundleId: "com.mbaasy.ios.demo",
-            applicationVersion: "1", downloadId: 0, versionExternalIdentifier: 0, receiptCreationDate: summer,
-            requestDate: winter, originalPurchaseDate: Date(millisecondsSince1970: 1_375_340_400_000),
-            originalApplicationVersion: "1.0", preorderDate: winter, expirationDate: winter,
+            receiptType: .productionSandbox,
+            adamId: 0,
+            appItemId: 0,
+            bundleId: "com.mbaasy.ios.demo",
+            applicationVersion: "1",
+            downloadId: 0,
+            versionExternalIdentifier: 0,
+            receiptCreationDate: summer,
+            requestDate: winter,
+            originalPurchaseDate: Date(millisecondsSince1970: 1_375_340_400_000),
+            originalApplicationVersion: "1.0",
+            preorderDate: winter,
+            expirationDate: winter,
             inApp: [
                 InAppReceiptInfoJSON(
-                    quantity: 1, productId: "consumable", transactionId: "1000000166865231",
-                    originalTransactionId: "1000000166865231", purchaseDate: summer, originalPurchaseDate: summer,
+                    quantity: 1,
+                    productId: "consumable",
+                    transactionId: "1000000166865231",
+                    originalTransactionId: "1000000166865231",
+                    purchaseDate: summer,
+                    originalPurchaseDate: summer,
                     isTrialPeriod: false
                 ),
                 subscription,
@@ -41,10 +66,17 @@ struct VerifyReceiptModelTests {
         latestReceiptInfo: [subscription],
         pendingRenewalInfo: [
             PendingRenewalInfoJSON(
-                autoRenewProductId: "yearly", autoRenewStatus: .off, expirationIntent: .billingError,
-                gracePeriodExpiresDate: winter, isInBillingRetryPeriod: true, offerCodeRefName: "code",
-                promotionalOfferId: "promo", originalTransactionId: "1000000166965150", productId: "monthly",
-                priceConsentStatus: 1, priceIncreaseStatus: .consented
+                autoRenewProductId: "yearly",
+                autoRenewStatus: .off,
+                expirationIntent: .billingError,
+                gracePeriodExpiresDate: winter,
+                isInBillingRetryPeriod: true,
+                offerCodeRefName: "code",
+                promotionalOfferId: "promo",
+                originalTransactionId: "1000000166965150",
+                productId: "monthly",
+                priceConsentStatus: 1,
+                priceIncreaseStatus: .consented
             )
         ]
     )
@@ -86,7 +118,9 @@ struct VerifyReceiptModelTests {
     @Test func receiptIdentifiersAreNumbersAndTopLevelKeysAreApples() throws {
         let text = try json(Self.response)
         #expect(text.hasPrefix(#"{"environment":"Sandbox","latest_receipt":"MIIT/base64+","latest_receipt_info":[{"#))
-        #expect(text.contains(#""adam_id":0,"app_item_id":0,"application_version":"1","bundle_id":"com.mbaasy.ios.demo""#))
+        #expect(
+            text.contains(#""adam_id":0,"app_item_id":0,"application_version":"1","bundle_id":"com.mbaasy.ios.demo""#)
+        )
         #expect(text.contains(#""download_id":0"#))
         #expect(text.contains(#""version_external_identifier":0"#))
         #expect(text.contains(#""receipt_type":"ProductionSandbox""#))

@@ -64,7 +64,11 @@ public struct ResponseBodyV2DecodedPayload: JWSPayload, Hashable {
         if let data {
             PayloadIdentity(bundleId: data.bundleId, appAppleId: data.appAppleId, environment: data.environment)
         } else if let summary {
-            PayloadIdentity(bundleId: summary.bundleId, appAppleId: summary.appAppleId, environment: summary.environment)
+            PayloadIdentity(
+                bundleId: summary.bundleId,
+                appAppleId: summary.appAppleId,
+                environment: summary.environment
+            )
         } else if let externalPurchaseToken {
             PayloadIdentity(
                 bundleId: externalPurchaseToken.bundleId,
@@ -72,7 +76,11 @@ public struct ResponseBodyV2DecodedPayload: JWSPayload, Hashable {
                 environment: externalPurchaseToken.environment
             )
         } else if let appData {
-            PayloadIdentity(bundleId: appData.bundleId, appAppleId: appData.appAppleId, environment: appData.environment)
+            PayloadIdentity(
+                bundleId: appData.bundleId,
+                appAppleId: appData.appAppleId,
+                environment: appData.environment
+            )
         } else {
             PayloadIdentity()
         }

@@ -41,7 +41,9 @@ public struct TransactionHistoryProductType: AppleStringValue {
     public static let nonConsumable: TransactionHistoryProductType = "NON_CONSUMABLE"
 
     /// The values Apple defines; others are rejected with `invalidProductType`.
-    public static let known: [TransactionHistoryProductType] = [.autoRenewable, .nonRenewable, .consumable, .nonConsumable]
+    public static let known: [TransactionHistoryProductType] = [
+        .autoRenewable, .nonRenewable, .consumable, .nonConsumable,
+    ]
 }
 
 /// The `sort` order of Get Transaction History (by modification date).

@@ -42,7 +42,11 @@ extension KeyedDecodingContainer where Key == ReceiptJSONKey {
         let text = try decode(String.self, forKey: key)
         if text.isEmpty { return nil }
         guard let number = Int64(text) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "expected an integer: \(text)")
+            throw DecodingError.dataCorruptedError(
+                forKey: key,
+                in: self,
+                debugDescription: "expected an integer: \(text)"
+            )
         }
         return number
     }
@@ -57,7 +61,11 @@ extension KeyedDecodingContainer where Key == ReceiptJSONKey {
         case "false", "0": return false
         case "": return nil
         case let text:
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "expected a boolean: \(text)")
+            throw DecodingError.dataCorruptedError(
+                forKey: key,
+                in: self,
+                debugDescription: "expected a boolean: \(text)"
+            )
         }
     }
 
