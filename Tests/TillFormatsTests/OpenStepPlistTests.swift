@@ -20,7 +20,8 @@ struct OpenStepPlistTests {
 
     @Test func readsNestedContainersBareWordsAndLooseWhitespace() throws {
         let plist = try OpenStepPlist(
-            parsing: "  {a=b;list=( x , \"y z\" , ) ;\r\n nested = { \"k\" = ( ); deeper = {}; }; path = /usr/lib:2.0-beta_$+; }\n"
+            parsing:
+                "  {a=b;list=( x , \"y z\" , ) ;\r\n nested = { \"k\" = ( ); deeper = {}; }; path = /usr/lib:2.0-beta_$+; }\n"
         )
         #expect(plist["a"] == .string("b"))
         #expect(plist["list"] == .array([.string("x"), .string("y z")]))
@@ -118,7 +119,9 @@ struct OpenStepPlistTests {
         for bytes: [UInt8] in [[0x22, 0xFF, 0x22], [0x22, 0xC3, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22]] {
             #expect(throws: OpenStepPlistError.invalidUTF8) { try OpenStepPlist(parsing: bytes) }
         }
-        #expect(throws: OpenStepPlistError.unexpectedCharacter) { try OpenStepPlist(parsing: [0xEF, 0xBB, 0xBF, 0x7B, 0x7D]) }
+        #expect(throws: OpenStepPlistError.unexpectedCharacter) {
+            try OpenStepPlist(parsing: [0xEF, 0xBB, 0xBF, 0x7B, 0x7D])
+        }
         #expect(throws: OpenStepPlistError.unexpectedCharacter) { try OpenStepPlist(parsing: [0x7B, 0x00, 0x7D]) }
     }
 
@@ -143,32 +146,40 @@ struct OpenStepPlistTests {
         #expect(throws: OpenStepPlistError.tooDeep) { try OpenStepPlist(parsing: "{a=(", limits: .init(maxDepth: 1)) }
         // Far deeper than any stack allows is refused quickly, even with an absurd limit.
         let deep = String(repeating: "(", count: 60_000)
-        #expect(throws: OpenStepPlistError.tooDeep) { try OpenStepPlist(parsing: deep, limits: .init(maxDepth: 1_000_000)) }
+        #expect(throws: OpenStepPlistError.tooDeep) {
+            try OpenStepPlist(parsing: deep, limits: .init(maxDepth: 1_000_000))
+        }
     }
 
     @Test func enforcesTheSizeLimit() throws {
         let atLimit = "\"" + String(repeating: "a", count: 64 * 1024 - 2) + "\""
         #expect(try OpenStepPlist(parsing: atLimit).stringValue?.count == 64 * 1024 - 2)
         #expect(throws: OpenStepPlistError.tooLarge) { try OpenStepPlist(parsing: atLimit + " ") }
-        #expect(throws: OpenStepPlistError.tooLarge) { try OpenStepPlist(parsing: "{a=b;}", limits: .init(maxBytes: 5)) }
+        #expect(throws: OpenStepPlistError.tooLarge) {
+            try OpenStepPlist(parsing: "{a=b;}", limits: .init(maxBytes: 5))
+        }
     }
 
     @Test func randomTreesSurviveAWriteAndReadBack() throws {
         var generator = SeededGenerator(seed: 0x5EED_0001)
         let alphabet = Array("abcXYZ019 \"\\\n\t\r\u{01}\u{7F}é😀-_;={}(),/").map(String.init)
         func randomString() -> String {
-            (0..<Int.random(in: 0...8, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+            (0..<Int.random(in: 0...8, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+                .joined()
         }
         func randomValue(depth: Int) -> OpenStepPlist {
             switch depth >= 4 ? 0 : Int.random(in: 0...2, using: &generator) {
             case 0: return .string(randomString())
-            case 1: return .array((0..<Int.random(in: 0...3, using: &generator)).map { _ in randomValue(depth: depth + 1) })
+            case 1:
+                return .array((0..<Int.random(in: 0...3, using: &generator)).map { _ in randomValue(depth: depth + 1) })
             default:
                 var keys = Set<String>()
                 var entries: [OpenStepPlist.Entry] = []
                 for _ in 0..<Int.random(in: 0...3, using: &generator) {
                     let key = randomString()
-                    if keys.insert(key).inserted { entries.append(.init(key: key, value: randomValue(depth: depth + 1))) }
+                    if keys.insert(key).inserted {
+                        entries.append(.init(key: key, value: randomValue(depth: depth + 1)))
+                    }
                 }
                 return .dictionary(entries)
             }
@@ -182,13 +193,18 @@ struct OpenStepPlistTests {
 
     @Test func randomAndMutatedBytesAreRejectedOrReadConsistently() {
         var generator = SeededGenerator(seed: 0x5EED_0002)
-        let valid = Array("{\n\t\"a\" = \"b\\n\\U00e9\";\n\t\"list\" = (\n\t\tx,\n\t\t\"y\"\n\t);\n\t\"n\" = {\n\t\tk = v;\n\t};\n}".utf8)
+        let valid = Array(
+            "{\n\t\"a\" = \"b\\n\\U00e9\";\n\t\"list\" = (\n\t\tx,\n\t\t\"y\"\n\t);\n\t\"n\" = {\n\t\tk = v;\n\t};\n}"
+                .utf8
+        )
         var accepted = 0
         var rejected = 0
         for round in 0..<3_000 {
             var bytes: [UInt8]
             if round % 3 == 0 {
-                bytes = (0..<Int.random(in: 0...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                bytes = (0..<Int.random(in: 0...64, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
             } else {
                 bytes = valid
                 for _ in 0..<Int.random(in: 1...3, using: &generator) {

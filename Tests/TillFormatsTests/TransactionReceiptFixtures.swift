@@ -43,7 +43,10 @@ enum TransactionReceiptFixtures {
     /// A second, unrelated 2048-bit identity.
     static let otherIdentity2048: SigningIdentity = makeIdentity(bits: 2048, commonName: "Till Other Signer")
     /// A 1024-bit identity for version 2 signatures.
-    static let identity1024: SigningIdentity = makeIdentity(bits: 1024, commonName: "Till Test PurchaseReceiptCertificate")
+    static let identity1024: SigningIdentity = makeIdentity(
+        bits: 1024,
+        commonName: "Till Test PurchaseReceiptCertificate"
+    )
 
     static func makeIdentity(bits: Int, commonName: String) -> SigningIdentity {
         do {

@@ -122,7 +122,11 @@ struct TransactionReceiptRoundTripTests {
         let decoded = try TransactionReceipt.decode(base64: receipt.base64EncodedString())
         #expect(decoded.isSignatureValid())
         #expect(decoded.purchaseInfo == info)
-        #expect(decoded.purchaseInfo.additionalFields == ["in-app-ownership-type": "PURCHASED", "z-future": "a \"quoted\" value\n"])
+        #expect(
+            decoded.purchaseInfo.additionalFields == [
+                "in-app-ownership-type": "PURCHASED", "z-future": "a \"quoted\" value\n",
+            ]
+        )
     }
 
     @Test func versionTwoSignaturesUseA1024BitKey() throws {
@@ -189,7 +193,9 @@ struct TransactionReceiptRoundTripTests {
         let reordered = try TransactionReceipt(
             signature: signed.signature,
             purchaseInfoBytes: OpenStepPlist.dictionary(
-                signed.purchaseInfo.fields.sorted(by: { $0.key < $1.key }).map { OpenStepPlist.Entry(key: $0.key, value: .string($0.value)) }
+                signed.purchaseInfo.fields.sorted(by: { $0.key < $1.key }).map {
+                    OpenStepPlist.Entry(key: $0.key, value: .string($0.value))
+                }
             ).serializedBytes(),
             environmentValue: "Sandbox",
             pod: "100",
@@ -214,7 +220,9 @@ struct TransactionReceiptRoundTripTests {
         #expect(try mapped { _ in } == Fixtures.subscription)
         #expect(throws: TransactionReceiptError.missingField) { try mapped { $0["bid"] = nil } }
         #expect(throws: TransactionReceiptError.missingField) { try mapped { $0["purchase-date-ms"] = nil } }
-        #expect(throws: TransactionReceiptError.invalidField) { try mapped { $0["purchase-date-ms"] = "2024-01-15 12:34:56 Etc/GMT" } }
+        #expect(throws: TransactionReceiptError.invalidField) {
+            try mapped { $0["purchase-date-ms"] = "2024-01-15 12:34:56 Etc/GMT" }
+        }
         #expect(throws: TransactionReceiptError.invalidField) { try mapped { $0["expires-date"] = "-1" } }
         #expect(throws: TransactionReceiptError.invalidField) { try mapped { $0["quantity"] = "1x" } }
         #expect(throws: TransactionReceiptError.invalidField) { try mapped { $0["is-trial-period"] = "yes" } }

@@ -57,14 +57,18 @@ private struct Parser {
         var keys = Set<String>()
         while true {
             skipWhitespace()
-            guard index < bytes.count else { throw .unexpectedEnd.at(index, "unterminated dictionary: expected a key or '}'") }
+            guard index < bytes.count else {
+                throw .unexpectedEnd.at(index, "unterminated dictionary: expected a key or '}'")
+            }
             if bytes[index] == OpenStepByte.closeBrace {
                 index += 1
                 return .dictionary(entries)
             }
             let keyOffset = index
             let key = try parseString(expecting: "a key or '}'")
-            guard keys.insert(key).inserted else { throw .duplicateKey.at(keyOffset, "the key \"\(key)\" appears twice") }
+            guard keys.insert(key).inserted else {
+                throw .duplicateKey.at(keyOffset, "the key \"\(key)\" appears twice")
+            }
             try expect(OpenStepByte.equals, "'=' after the key \"\(key)\"")
             let value = try parseValue(depth: depth)
             try expect(OpenStepByte.semicolon, "';' after the value of \"\(key)\"")
@@ -78,7 +82,9 @@ private struct Parser {
         var elements: [OpenStepPlist] = []
         while true {
             skipWhitespace()
-            guard index < bytes.count else { throw .unexpectedEnd.at(index, "unterminated array: expected a value or ')'") }
+            guard index < bytes.count else {
+                throw .unexpectedEnd.at(index, "unterminated array: expected a value or ')'")
+            }
             if bytes[index] == OpenStepByte.closeParen {
                 index += 1
                 return .array(elements)
@@ -89,7 +95,8 @@ private struct Parser {
             switch bytes[index] {
             case OpenStepByte.comma: index += 1
             case OpenStepByte.closeParen: continue
-            default: throw .unexpectedCharacter.at(index, "expected ',' or ')' in an array, found \(describe(bytes[index]))")
+            default:
+                throw .unexpectedCharacter.at(index, "expected ',' or ')' in an array, found \(describe(bytes[index]))")
             }
         }
     }
@@ -131,7 +138,9 @@ private struct Parser {
     /// Reads the escape after a backslash (already consumed) and appends its UTF-8 bytes.
     private mutating func parseEscape(into utf8: inout [UInt8]) throws(OpenStepPlistError) {
         let escapeOffset = index - 1
-        guard index < bytes.count else { throw .unterminatedString.at(escapeOffset, "the document ends inside an escape") }
+        guard index < bytes.count else {
+            throw .unterminatedString.at(escapeOffset, "the document ends inside an escape")
+        }
         let byte = bytes[index]
         index += 1
         switch byte {
@@ -150,7 +159,9 @@ private struct Parser {
             let scalar: Unicode.Scalar?
             switch unit {
             case 0xD800...0xDBFF:
-                guard index + 1 < bytes.count, bytes[index] == OpenStepByte.backslash, bytes[index + 1] == UInt8(ascii: "U") else {
+                guard index + 1 < bytes.count, bytes[index] == OpenStepByte.backslash,
+                    bytes[index + 1] == UInt8(ascii: "U")
+                else {
                     throw .invalidEscape.at(escapeOffset, "a high surrogate must be followed by a \\U low surrogate")
                 }
                 index += 2
@@ -174,7 +185,10 @@ private struct Parser {
                 digits += 1
             }
             guard value < 0x80 else {
-                throw .invalidEscape.at(escapeOffset, "octal escapes above \\177 (NeXTSTEP-encoded bytes) are not supported")
+                throw .invalidEscape.at(
+                    escapeOffset,
+                    "octal escapes above \\177 (NeXTSTEP-encoded bytes) are not supported"
+                )
             }
             utf8.append(UInt8(value))
         default:

@@ -64,7 +64,10 @@ extension TransactionReceipt {
         let message = TransactionReceiptSignature.signedMessage(version: version, purchaseInfo: purchaseInfoBytes)
         let signatureBytes: [UInt8]
         do {
-            let signature = try privateKey.signature(for: Insecure.SHA1.hash(data: message), padding: .insecurePKCS1v1_5)
+            let signature = try privateKey.signature(
+                for: Insecure.SHA1.hash(data: message),
+                padding: .insecurePKCS1v1_5
+            )
             signatureBytes = Array(signature.rawRepresentation)
         } catch {
             throw .signingFailed.with("RSA signing failed: \(error)")

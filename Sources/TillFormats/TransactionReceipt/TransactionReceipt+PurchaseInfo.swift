@@ -179,7 +179,9 @@ extension TransactionReceipt.PurchaseInfo {
     /// The plist Apple's layout writes: known keys in ``Key/all`` order, then unknown keys sorted.
     public var plist: OpenStepPlist {
         let known = Key.all.compactMap { key in fields[key].map { OpenStepPlist.Entry(key: key, value: .string($0)) } }
-        let unknown = additionalFields.sorted { $0.key < $1.key }.map { OpenStepPlist.Entry(key: $0.key, value: .string($0.value)) }
+        let unknown = additionalFields.sorted { $0.key < $1.key }.map {
+            OpenStepPlist.Entry(key: $0.key, value: .string($0.value))
+        }
         return .dictionary(known + unknown)
     }
 

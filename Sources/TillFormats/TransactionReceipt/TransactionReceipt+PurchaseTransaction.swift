@@ -21,7 +21,9 @@ extension TransactionReceipt {
         }
         func checked<T>(_ key: String, _ value: T?) throws(TransactionReceiptError) -> T? {
             guard let raw = info[key] else { return nil }
-            guard let value else { throw .invalidField.with("the purchase-info value \"\(raw)\" of \"\(key)\" is malformed") }
+            guard let value else {
+                throw .invalidField.with("the purchase-info value \"\(raw)\" of \"\(key)\" is malformed")
+            }
             return value
         }
 

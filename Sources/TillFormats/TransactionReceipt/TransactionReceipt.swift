@@ -58,7 +58,7 @@ public struct TransactionReceipt: Sendable, Hashable {
         do {
             plist = try OpenStepPlist(parsing: purchaseInfoBytes, limits: limits)
         } catch {
-            throw error.code == OpenStepPlistError.tooLarge.code
+            throw error == .tooLarge
                 ? .tooLarge.with("purchase-info: \(error.message)")
                 : .malformedPlist.with("purchase-info: \(error)")
         }

@@ -85,10 +85,14 @@ extension TransactionReceiptSignature {
         switch node.identifier {
         case .utcTime:
             let time = try UTCTime(derEncoded: node)
-            (year, month, day, hours, minutes, seconds) = (time.year, time.month, time.day, time.hours, time.minutes, time.seconds)
+            (year, month, day, hours, minutes, seconds) = (
+                time.year, time.month, time.day, time.hours, time.minutes, time.seconds
+            )
         case .generalizedTime:
             let time = try GeneralizedTime(derEncoded: node)
-            (year, month, day, hours, minutes, seconds) = (time.year, time.month, time.day, time.hours, time.minutes, time.seconds)
+            (year, month, day, hours, minutes, seconds) = (
+                time.year, time.month, time.day, time.hours, time.minutes, time.seconds
+            )
         default:
             throw notACertificate("a validity date is neither UTCTime nor GeneralizedTime")
         }

@@ -105,7 +105,9 @@ public struct TransactionReceiptSignature: Sendable, Hashable {
         var blob: [UInt8] = [version]
         blob.reserveCapacity(1 + signatureBytes.count + 4 + leafCertificateDER.count)
         blob.append(contentsOf: signatureBytes)
-        blob.append(contentsOf: [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)])
+        blob.append(contentsOf: [
+            UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+        ])
         blob.append(contentsOf: leafCertificateDER)
         return blob
     }
