@@ -101,7 +101,7 @@ struct AppleReceiptVectorTests {
         // a verifier whose only root is unrelated refuses the receipt.
         let frank = try Vectors.bytes(Self.folder + "frank4dd-cacert.der")
         #expect(throws: (any Error).self) { try TrustAnchors.certificates(fromFile: frank) }
-        let unrelated = Fixtures.receiptAuthority.root
+        let unrelated = TestAuthorities.receiptAuthority.root
         let result = try await verify("hannes_mac_mindnode_2_receipt", .init(anchors: TrustAnchors(roots: [unrelated])))
         #expect(result.failure?.reason == .invalidChain)
     }

@@ -6,12 +6,7 @@ import TillFormats
 /// repository (`../shared/reference/apple-vectors`); they are never copied into the repository.
 enum Fixtures {
     /// `…/shared/reference/apple-vectors`, found from this file's path: Tests/TillFormatsTests → repo root → `..`.
-    static let root: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // TillFormatsTests
-        .deletingLastPathComponent()  // Tests
-        .deletingLastPathComponent()  // repository root
-        .deletingLastPathComponent()
-        .appendingPathComponent("shared/reference/apple-vectors", isDirectory: true)
+    static let root: URL = Vectors.root
 
     /// Apple's model JSON files (`apple-library/models`).
     static let models = root.appendingPathComponent("apple-library/models", isDirectory: true)

@@ -62,8 +62,8 @@ struct MutationTests {
 
     @Test func noMutationOfAValidJWSVerifies() async throws {
         let original = Array(
-            try Fixtures.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 1_700_000_000), productId: "gems")).utf8)
-        let verifier = SignedDataVerifier(.init(anchors: Fixtures.jwsAuthority.anchors, bundleId: "com.example.till", environment: .sandbox))
+            try TestAuthorities.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 1_700_000_000), productId: "gems")).utf8)
+        let verifier = SignedDataVerifier(.init(anchors: TestAuthorities.jwsAuthority.anchors, bundleId: "com.example.till", environment: .sandbox))
         #expect(await verifier.verify(bytes: original, as: ProbePayload.self).isValid)
         var rng = SplitMix64(seed: 3)
         for round in 0..<Self.rounds {

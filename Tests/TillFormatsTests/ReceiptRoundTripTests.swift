@@ -37,7 +37,7 @@ enum ReceiptFixtures {
     static let device: [UInt8] = Array(repeating: 0xAB, count: 16)
 
     static func signer(
-        _ authority: SigningAuthority = Fixtures.receiptAuthority, digest: ReceiptSigner.Digest = .sha256,
+        _ authority: SigningAuthority = TestAuthorities.receiptAuthority, digest: ReceiptSigner.Digest = .sha256,
         layout: ReceiptSigner.Layout = .appStore, signedAttributes: Bool = false
     ) -> ReceiptSigner {
         try! ReceiptSigner(
@@ -46,7 +46,7 @@ enum ReceiptFixtures {
     }
 
     static var verifier: ReceiptVerifier {
-        ReceiptVerifier(.init(anchors: Fixtures.receiptAuthority.anchors, bundleId: "com.example.till", environment: .sandbox))
+        ReceiptVerifier(.init(anchors: TestAuthorities.receiptAuthority.anchors, bundleId: "com.example.till", environment: .sandbox))
     }
 }
 
@@ -105,7 +105,7 @@ struct ReceiptRoundTripTests {
 
     @Test func theSizeLimitIsEnforcedBeforeParsing() async throws {
         let der = try ReceiptFixtures.signer().sign(ReceiptFixtures.receipt())
-        let small = ReceiptVerifier(.init(anchors: Fixtures.receiptAuthority.anchors, maximumSize: der.count - 1))
+        let small = ReceiptVerifier(.init(anchors: TestAuthorities.receiptAuthority.anchors, maximumSize: der.count - 1))
         #expect(await small.verify(der: der).failure?.reason == .tooLarge)
         #expect(await small.verify(base64: String(repeating: "A", count: der.count * 2)).failure?.reason == .tooLarge)
     }

@@ -24,7 +24,7 @@ struct ProbeRenewal: JWSPayload {
     var identity: PayloadIdentity { PayloadIdentity(environment: environment) }
 }
 
-enum Fixtures {
+enum TestAuthorities {
     static let jwsAuthority = try! TestPKI.makeAuthority(kind: .p256, name: "Till JWS Test")
     static let otherAuthority = try! TestPKI.makeAuthority(kind: .p256, name: "Impostor")
     static let receiptAuthority = try! TestPKI.makeAuthority(kind: .rsa2048, name: "Till Receipt Test")
@@ -38,7 +38,7 @@ struct SignedDataVerifierTests {
 
     func verifier(
         bundleId: String? = "com.example.till", environment: AppStoreEnvironment? = .sandbox,
-        anchors: TrustAnchors = Fixtures.jwsAuthority.anchors
+        anchors: TrustAnchors = TestAuthorities.jwsAuthority.anchors
     ) -> SignedDataVerifier {
         SignedDataVerifier(.init(anchors: anchors, bundleId: bundleId, environment: environment))
     }
@@ -48,7 +48,7 @@ struct SignedDataVerifierTests {
     }
 
     @Test func signedByATrustedAuthorityVerifiesAndDecodes() async throws {
-        let jws = try Fixtures.jwsSigner.sign(probe())
+        let jws = try TestAuthorities.jwsSigner.sign(probe())
         let result = await verifier().verify(jws, as: ProbePayload.self)
         let verified = try #require(result.value)
         #expect(verified.payload == probe())
@@ -57,29 +57,29 @@ struct SignedDataVerifierTests {
     }
 
     @Test func wrongBundleAndEnvironmentAreRefusedAfterTheSignature() async throws {
-        let other = try Fixtures.jwsSigner.sign(probe("com.example.other"))
+        let other = try TestAuthorities.jwsSigner.sign(probe("com.example.other"))
         #expect(await verifier().verify(other, as: ProbePayload.self).failure?.reason == .invalidAppIdentifier)
-        let production = try Fixtures.jwsSigner.sign(probe("com.example.till", .production))
+        let production = try TestAuthorities.jwsSigner.sign(probe("com.example.till", .production))
         #expect(await verifier().verify(production, as: ProbePayload.self).failure?.reason == .invalidEnvironment)
         // Renewal info carries no bundle id: only the environment is checked.
-        let renewal = try Fixtures.jwsSigner.sign(ProbeRenewal(environment: .sandbox, signedDate: signedDate))
+        let renewal = try TestAuthorities.jwsSigner.sign(ProbeRenewal(environment: .sandbox, signedDate: signedDate))
         #expect(await verifier().verify(renewal, as: ProbeRenewal.self).isValid)
     }
 
     @Test func anUntrustedAuthorityIsRefused() async throws {
-        let signer = try JWSSigner(key: Fixtures.otherAuthority.leafKey.p256!, chain: Fixtures.otherAuthority.chain)
+        let signer = try JWSSigner(key: TestAuthorities.otherAuthority.leafKey.p256!, chain: TestAuthorities.otherAuthority.chain)
         let jws = try signer.sign(probe())
         #expect(await verifier().verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
         // Putting the trusted root in x5c[2] does not help: the anchor comes from the configuration.
         let mixed = try JWSSigner(
-            key: Fixtures.otherAuthority.leafKey.p256!,
-            chain: [Fixtures.otherAuthority.leaf, Fixtures.otherAuthority.intermediate, Fixtures.jwsAuthority.root])
+            key: TestAuthorities.otherAuthority.leafKey.p256!,
+            chain: [TestAuthorities.otherAuthority.leaf, TestAuthorities.otherAuthority.intermediate, TestAuthorities.jwsAuthority.root])
         #expect(await verifier().verify(try mixed.sign(probe()), as: ProbePayload.self).failure?.reason == .invalidChain)
     }
 
     @Test func aPayloadSwappedUnderAValidSignatureIsRefused() async throws {
-        let good = try Fixtures.jwsSigner.sign(probe())
-        let forged = try Fixtures.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: signedDate, productId: "gems.10000"))
+        let good = try TestAuthorities.jwsSigner.sign(probe())
+        let forged = try TestAuthorities.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: signedDate, productId: "gems.10000"))
         let parts = good.split(separator: ".")
         let swapped = [parts[0], forged.split(separator: ".")[1], parts[2]].joined(separator: ".")
         #expect(await verifier().verify(swapped, as: ProbePayload.self).failure?.reason == .verificationFailure)
@@ -88,10 +88,10 @@ struct SignedDataVerifierTests {
     @Test func theChainIsCheckedAtTheSignedDate() async throws {
         let future = ProbePayload(
             bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 4_000_000_000))
-        let jws = try Fixtures.jwsSigner.sign(future)
+        let jws = try TestAuthorities.jwsSigner.sign(future)
         #expect(await verifier().verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
         // The same header, already cached as valid for another date, is re-checked for this one.
-        #expect(await verifier().verify(try Fixtures.jwsSigner.sign(probe()), as: ProbePayload.self).isValid)
+        #expect(await verifier().verify(try TestAuthorities.jwsSigner.sign(probe()), as: ProbePayload.self).isValid)
     }
 
     @Test(arguments: ["", "a.b", "a.b.c.d", "..", "a..c", "x.y.z"])
@@ -101,7 +101,7 @@ struct SignedDataVerifierTests {
     }
 
     @Test func onlyES256IsAccepted() async throws {
-        let jws = try Fixtures.jwsSigner.sign(probe())
+        let jws = try TestAuthorities.jwsSigner.sign(probe())
         let parts = jws.split(separator: ".")
         var header = String(decoding: Base64.decode(parts[0], alphabet: .url)!, as: UTF8.self)
         header = header.replacingOccurrences(of: "\"ES256\"", with: "\"none\"")

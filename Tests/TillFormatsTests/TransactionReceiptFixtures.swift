@@ -10,12 +10,7 @@ import _CryptoExtras
 /// throwaway signing identities, and a seeded random generator.
 enum TransactionReceiptFixtures {
     /// `shared/reference/apple-vectors`, found next to the repository this file is in.
-    static let vectorsDirectory: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // TillFormatsTests
-        .deletingLastPathComponent()  // Tests
-        .deletingLastPathComponent()  // repository root
-        .appendingPathComponent("../shared/reference/apple-vectors")
-        .standardizedFileURL
+    static let vectorsDirectory: URL = Vectors.root
 
     static let t6V3Path = "third-party/misc/koenrh-apple_receipt-valid_receipt.txt"
     static let t6V2Path = "third-party/AppReceiptValidator/deprecatedSinglesTypeExpiredAppleCert_receipt.b64"
