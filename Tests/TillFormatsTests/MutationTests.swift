@@ -3,21 +3,8 @@ import Testing
 import TillCore
 @testable import TillFormats
 
-/// A small deterministic generator, so a failing mutation can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// One random change to a byte string: a flipped bit, a replaced, deleted or inserted byte, or a cut.
-func mutate(_ bytes: [UInt8], using rng: inout SplitMix64) -> [UInt8] {
+func mutate(_ bytes: [UInt8], using rng: inout SeededGenerator) -> [UInt8] {
     var copy = bytes
     let index = Int.random(in: 0..<copy.count, using: &rng)
     switch Int.random(in: 0..<6, using: &rng) {
@@ -43,7 +30,7 @@ struct MutationTests {
             .sign(ReceiptFixtures.receipt(purchases: 3))
         let verifier = ReceiptFixtures.verifier
         #expect(await verifier.verify(der: original).isValid)
-        var rng = SplitMix64(seed: layout == .xcode ? 2 : 1)
+        var rng = SeededGenerator(seed: layout == .xcode ? 2 : 1)
         var reasons: [VerificationFailure.Reason: Int] = [:]
         for round in 0..<Self.rounds {
             let mutated = mutate(original, using: &rng)
@@ -65,7 +52,7 @@ struct MutationTests {
             try TestAuthorities.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 1_700_000_000), productId: "gems")).utf8)
         let verifier = SignedDataVerifier(.init(anchors: TestAuthorities.jwsAuthority.anchors, bundleId: "com.example.till", environment: .sandbox))
         #expect(await verifier.verify(bytes: original, as: ProbePayload.self).isValid)
-        var rng = SplitMix64(seed: 3)
+        var rng = SeededGenerator(seed: 3)
         for round in 0..<Self.rounds {
             let mutated = mutate(original, using: &rng)
             guard mutated != original else { continue }
@@ -74,7 +61,7 @@ struct MutationTests {
     }
 
     @Test func randomBytesNeverCrashTheDecoders() async {
-        var rng = SplitMix64(seed: 4)
+        var rng = SeededGenerator(seed: 4)
         let receipts = ReceiptFixtures.verifier
         for _ in 0..<Self.rounds {
             let length = Int.random(in: 0..<300, using: &rng)

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import SwiftASN1
-import Synchronization
 import TillCore
 import X509
 
@@ -51,13 +50,13 @@ public struct SignedDataVerifier: Sendable {
 
     public let configuration: Configuration
     private let now: @Sendable () -> Date
-    private let cache: HeaderCache
+    private let cache: BoundedCache<CachedHeader>
     private let validator: ChainValidator
 
     public init(_ configuration: Configuration, now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.now = now
-        self.cache = HeaderCache(capacity: 64)
+        self.cache = BoundedCache()
         self.validator = ChainValidator(anchors: configuration.anchors, requirements: .receiptSigning)
     }
 
@@ -117,7 +116,7 @@ public struct SignedDataVerifier: Sendable {
                     return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
                 case .valid(let validated):
                     chain = validated
-                    cache.remember(validated, for: headerKey)
+                    cache.update(headerKey) { $0.chain = validated }
                 }
             }
         }
@@ -213,27 +212,3 @@ struct CachedHeader: Sendable {
     var chain: ValidatedChain?
 }
 
-/// A small bounded cache of decoded headers, keyed by the header's bytes (which hold the whole x5c chain).
-final class HeaderCache: Sendable {
-    private let entries: Mutex<[BytesKey: CachedHeader]>
-    private let capacity: Int
-
-    init(capacity: Int) {
-        self.capacity = capacity
-        self.entries = Mutex([:])
-    }
-
-    subscript(key: BytesKey) -> CachedHeader? {
-        get { entries.withLock { $0[key] } }
-        set {
-            entries.withLock { entries in
-                if entries.count >= capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
-                entries[key] = newValue
-            }
-        }
-    }
-
-    func remember(_ chain: ValidatedChain, for key: BytesKey) {
-        entries.withLock { $0[key]?.chain = chain }
-    }
-}

@@ -66,15 +66,9 @@ public struct AppReceipt: Sendable, Hashable {
         self.opaqueValueVersion = opaqueValueVersion
     }
 
-    /// The environment named by the receipt type.
+    /// The environment named by the receipt type (an undefined type is kept as its own environment name).
     public var environment: AppStoreEnvironment? {
-        switch receiptType {
-        case nil: nil
-        case "Production", "ProductionVPP": .production
-        case "ProductionSandbox", "ProductionVPPSandbox": .sandbox
-        case "Xcode": .xcode
-        case let other?: AppStoreEnvironment(other)
-        }
+        receiptType.map { LegacyReceiptType(rawValue: $0).environment ?? AppStoreEnvironment($0) }
     }
 
     /// The receipt type string Apple writes for an environment.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwiftASN1
 import TillCore
 import X509
@@ -51,13 +50,13 @@ public struct ReceiptVerifier: Sendable {
     public let configuration: Configuration
     private let now: @Sendable () -> Date
     private let validator: ChainValidator
-    private let cache: SignerCache
+    private let cache: BoundedCache<CachedSigner>
 
     public init(_ configuration: Configuration, now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.now = now
         self.validator = ChainValidator(anchors: configuration.anchors, requirements: .receiptSigning)
-        self.cache = SignerCache(capacity: 64)
+        self.cache = BoundedCache()
     }
 
     /// Verifies a base64 receipt as apps send it (line breaks allowed).
@@ -128,7 +127,7 @@ public struct ReceiptVerifier: Sendable {
                     return .invalid(.init(.invalidChain, "the receipt embeds a certificate that is not part of its chain"))
                 }
                 chain = validated
-                cache.remember(validated, for: key)
+                cache.update(key) { $0.chain = validated }
             }
         }
 
@@ -217,27 +216,3 @@ struct CachedSigner: Sendable {
     var chain: ValidatedChain?
 }
 
-/// A small bounded cache of receipt signers, keyed by the certificate bytes and signer identifier.
-final class SignerCache: Sendable {
-    private let entries: Mutex<[BytesKey: CachedSigner]>
-    private let capacity: Int
-
-    init(capacity: Int) {
-        self.capacity = capacity
-        self.entries = Mutex([:])
-    }
-
-    subscript(key: BytesKey) -> CachedSigner? {
-        get { entries.withLock { $0[key] } }
-        set {
-            entries.withLock { entries in
-                if entries.count >= capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
-                entries[key] = newValue
-            }
-        }
-    }
-
-    func remember(_ chain: ValidatedChain, for key: BytesKey) {
-        entries.withLock { $0[key]?.chain = chain }
-    }
-}
