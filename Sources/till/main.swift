@@ -1,3 +1,2 @@
 import TillFormats
-let result = try await VerificationBenchmark.receipts(duration: .seconds(3))
-print(result)
+print(try await VerificationBenchmark.jws(duration: .seconds(6)))

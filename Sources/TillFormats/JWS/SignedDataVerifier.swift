@@ -81,15 +81,14 @@ public struct SignedDataVerifier: Sendable {
 
         // 1. The header and its certificates, cached by the header bytes.
         let header: CachedHeader
-        let headerKey = BytesKey(jws.headerSegment)
-        if let cached = cache[headerKey] {
+        if let cached = cache.lookup(jws.headerSegment) {
             header = cached
         } else {
             switch Self.readHeader(jws.headerSegment, requireChain: !locallySigned) {
             case .invalid(let failure): return .invalid(failure)
             case .valid(let fresh):
                 header = fresh
-                cache[headerKey] = fresh
+                cache[BytesKey(jws.headerSegment)] = fresh
             }
         }
 
@@ -99,7 +98,7 @@ public struct SignedDataVerifier: Sendable {
         }
         let payload: Payload
         do {
-            payload = try JWSDecoding.decoder.decode(Payload.self, from: Data(payloadBytes))
+            payload = try TapeDecoder.decode(Payload.self, from: payloadBytes)
         } catch {
             return .invalid(.init(.malformedPayload, "the payload is not a \(Payload.payloadKind) object: \(error)"))
         }
@@ -116,15 +115,17 @@ public struct SignedDataVerifier: Sendable {
                     return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
                 case .valid(let validated):
                     chain = validated
-                    cache.update(headerKey) { $0.chain = validated }
+                    cache.update(BytesKey(jws.headerSegment)) { $0.chain = validated }
                 }
             }
         }
 
-        // 4. The signature.
+        // 4. The signature, over `header.payload`: the digest continues from the cached state after `header.`.
+        var digest = header.signingPrefix
+        digest.update(data: jws.payloadSegment)
         guard let signatureBytes = Base64.decode(jws.signatureSegment, alphabet: .url), signatureBytes.count == 64,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            header.key.isValidSignature(signature, for: jws.signingInput)
+            header.key.isValidSignature(signature, for: digest.finalize())
         else {
             return .invalid(.init(.verificationFailure, "the ES256 signature does not match the leaf certificate's key"))
         }
@@ -155,7 +156,7 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// Decodes and checks a header: ES256, and a three-certificate `x5c` (one is enough when locally signed).
-    private static func readHeader(_ segment: [UInt8], requireChain: Bool) -> VerificationOutcome<CachedHeader> {
+    private static func readHeader(_ segment: ArraySlice<UInt8>, requireChain: Bool) -> VerificationOutcome<CachedHeader> {
         guard let json = Base64.decode(segment, alphabet: .url),
             let header = try? JSONDecoder().decode(JWSHeader.self, from: Data(json))
         else {
@@ -181,10 +182,13 @@ public struct SignedDataVerifier: Sendable {
         guard let key = P256.Signing.PublicKey(certificates[0].publicKey) else {
             return .invalid(.init(.invalidCertificate, "the leaf certificate's key is not ECDSA P-256"))
         }
+        var signingPrefix = SHA256()
+        signingPrefix.update(data: segment)
+        signingPrefix.update(data: [UInt8(ascii: ".")])
         return .valid(
             CachedHeader(
                 header: header, leaf: certificates[0], intermediate: certificates.count > 1 ? certificates[1] : certificates[0],
-                key: key, chain: nil))
+                key: key, signingPrefix: signingPrefix, chain: nil))
     }
 }
 
@@ -198,16 +202,14 @@ public struct VerifiedJWS<Payload: JWSPayload>: Sendable {
     public var chain: ValidatedChain?
 }
 
-enum JWSDecoding {
-    static let decoder = AppleJSON.makeDecoder()
-}
-
 /// A decoded header and what was learnt about its chain.
 struct CachedHeader: Sendable {
     var header: JWSHeader
     var leaf: Certificate
     var intermediate: Certificate
     var key: P256.Signing.PublicKey
+    /// SHA-256 state after absorbing `header.`: every JWS with this header continues from it.
+    var signingPrefix: SHA256
     /// The last validated chain and its validity period; nil until validated once.
     var chain: ValidatedChain?
 }

@@ -85,16 +85,16 @@ public struct ReceiptVerifier: Sendable {
         }
 
         // 1. The signer, cached by the embedded certificates.
-        let key = BytesKey(container.certificatesField + container.signerIdentifier)
+        let keyBytes = container.certificatesField + container.signerIdentifier
         let signer: CachedSigner
-        if let cached = cache[key] {
+        if let cached = cache.lookup(keyBytes) {
             signer = cached
         } else {
             switch Self.findSigner(container) {
             case .invalid(let failure): return .invalid(failure)
             case .valid(let found):
                 signer = found
-                cache[key] = found
+                cache[BytesKey(keyBytes)] = found
             }
         }
 
@@ -127,7 +127,7 @@ public struct ReceiptVerifier: Sendable {
                     return .invalid(.init(.invalidChain, "the receipt embeds a certificate that is not part of its chain"))
                 }
                 chain = validated
-                cache.update(key) { $0.chain = validated }
+                cache.update(BytesKey(keyBytes)) { $0.chain = validated }
             }
         }
 

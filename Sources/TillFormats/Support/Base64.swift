@@ -30,6 +30,59 @@ public enum Base64 {
 
     /// Decodes `input`; nil when it holds a character outside the alphabet, misplaced padding, or a dangling bit group.
     public static func decode<Input: Collection<UInt8>>(_ input: Input, alphabet: Alphabet) -> [UInt8]? {
+        if alphabet == .url, let fast = input.withContiguousStorageIfAvailable({ decodeURL($0) }) { return fast }
+        return decodeGeneral(input, alphabet: alphabet)
+    }
+
+    /// base64url without padding or whitespace, four characters at a time.
+    private static func decodeURL(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let count = input.count
+        guard count % 4 != 1 else { return nil }
+        let outputCount = count / 4 * 3 + (count % 4 == 0 ? 0 : count % 4 - 1)
+        var valid = true
+        let output = urlTable.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
+                var i = 0
+                var o = 0
+                while i + 4 <= count {
+                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+                    let c = table[Int(input[i + 2])], d = table[Int(input[i + 3])]
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        break
+                    }
+                    let chunk = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    buffer[o] = UInt8(truncatingIfNeeded: chunk >> 16)
+                    buffer[o + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+                    buffer[o + 2] = UInt8(truncatingIfNeeded: chunk)
+                    i += 4
+                    o += 3
+                }
+                let rest = count - i
+                if valid, rest >= 2 {
+                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+                    let c = rest == 3 ? table[Int(input[i + 2])] : 0
+                    if (a | b | c) & 0xC0 != 0 {
+                        valid = false
+                    } else {
+                        let chunk = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+                        buffer[o] = UInt8(truncatingIfNeeded: chunk >> 16)
+                        o += 1
+                        if rest == 3 {
+                            buffer[o] = UInt8(truncatingIfNeeded: chunk >> 8)
+                            o += 1
+                        }
+                        // The unused low bits of the last character must be zero.
+                        if chunk & (rest == 2 ? 0xFFFF : 0xFF) != 0 { valid = false }
+                    }
+                }
+                initialized = valid ? o : 0
+            }
+        }
+        return valid ? output : nil
+    }
+
+    private static func decodeGeneral<Input: Collection<UInt8>>(_ input: Input, alphabet: Alphabet) -> [UInt8]? {
         let table = alphabet == .standard ? standardTable : urlTable
         var output: [UInt8] = []
         output.reserveCapacity(input.count * 3 / 4)

@@ -17,6 +17,14 @@ struct BytesKey: Hashable, Sendable {
         bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 
+    /// Whether the key holds exactly `other`.
+    func equals(_ other: ArraySlice<UInt8>) -> Bool {
+        bytes.count == other.count
+            && bytes.withUnsafeBytes { l in
+                other.withUnsafeBytes { r in l.count == 0 || memcmp(l.baseAddress!, r.baseAddress!, l.count) == 0 }
+            }
+    }
+
     static func == (lhs: BytesKey, rhs: BytesKey) -> Bool {
         lhs.bytes.count == rhs.bytes.count
             && lhs.bytes.withUnsafeBytes { l in
