@@ -43,6 +43,7 @@ let package = Package(
             dependencies: [
                 "TillCore", "TillFormats", "TillServer", "TillSimulator", "TillClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: upcoming
         ),

@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The `till` command: a thin layer over the libraries' build functions.
+@main
+struct Till: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "till",
+        abstract: "Till: a self-hosted in-app purchase backend.",
+        subcommands: [Inspect.self, Bench.self]
+    )
+}

@@ -1,2 +1,0 @@
-import TillFormats
-print(try await VerificationBenchmark.jws(duration: .seconds(6)))
