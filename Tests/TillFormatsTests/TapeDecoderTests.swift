@@ -37,6 +37,13 @@ struct TapeDecoderTests {
         #expect(decoded.productId == "café 😀 \"q\" \\ /")
     }
 
+    @Test func integralNumbersWithAFractionDecodeAsIntegersLikeFoundation() throws {
+        struct Count: Decodable, Equatable { var quantity: Int }
+        try agree(Count.self, Array(#"{"quantity":1.0}"#.utf8))
+        try agree(Count.self, Array(#"{"quantity":2e1}"#.utf8))
+        #expect(throws: (any Error).self) { try TapeDecoder.decode(Count.self, from: Array(#"{"quantity":1.5}"#.utf8)) }
+    }
+
     @Test(arguments: [
         #"{"a":1,}"#, #"{"a":01}"#, #"{"a":1.}"#, #"{"a":.5}"#, #"{"a":-}"#, #"{"a":tru}"#, #"{"a":"\x"}"#,
         #"{"a":"\u12"}"#, "{\"a\":\"\u{01}\"}", #"{"a" 1}"#, #"{"a":1}}"#, #"[1,]"#, #"{"a":1,"a":2}"#,

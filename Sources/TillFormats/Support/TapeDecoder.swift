@@ -102,8 +102,17 @@ extension TapeDecoder: SingleValueDecodingContainer {
 
     func decode(_ type: Float.Type) throws -> Float { Float(try decode(Double.self)) }
 
+    /// An integer, also from an integral number written with a fraction or exponent (`1.0`, `1e3`), as
+    /// Foundation's JSONDecoder (and so Apple's library) accepts.
     func decodeInteger<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
-        guard let whole = integer(), let value = I(exactly: whole) else { throw mismatch(type) }
+        if let whole = integer() {
+            guard let value = I(exactly: whole) else { throw mismatch(type) }
+            return value
+        }
+        let double = try decode(Double.self)
+        guard double.rounded(.towardZero) == double, abs(double) < 9e15, let value = I(exactly: double) else {
+            throw mismatch(type)
+        }
         return value
     }
 
