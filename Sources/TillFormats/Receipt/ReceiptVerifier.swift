@@ -198,7 +198,8 @@ struct IssuerAndSerial {
         guard parts.count == 2, parts[1].identifier == ASN1Tag.integer, sequence.end == bytes.count else {
             throw ASN1Error.unexpectedPrimitive
         }
-        issuer = try DistinguishedName(derEncoded: reader.encoding(of: parts[0]))
+        let issuerNode: ASN1Node = try DER.parse(reader.encoding(of: parts[0]))
+        issuer = try DistinguishedName(derEncoded: issuerNode)
         serialNumber = Certificate.SerialNumber(bytes: reader[parts[1]])
     }
 

@@ -105,7 +105,7 @@ public enum TestPKI {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
                 SubjectKeyIdentifier(hash: intermediateKey.publicKey)
-                AuthorityKeyIdentifier(keyIdentifier: try SubjectKeyIdentifier(hash: rootKey.publicKey).keyIdentifier)
+                AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: rootKey.publicKey).keyIdentifier)
                 Certificate.Extension(oid: intermediateMarker, critical: false, value: [ASN1Tag.null, 0x00])
             },
             issuerPrivateKey: rootKey)
@@ -116,7 +116,7 @@ public enum TestPKI {
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-                AuthorityKeyIdentifier(keyIdentifier: try SubjectKeyIdentifier(hash: intermediateKey.publicKey).keyIdentifier)
+                AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: intermediateKey.publicKey).keyIdentifier)
                 Certificate.Extension(oid: leafMarker, critical: false, value: [ASN1Tag.null, 0x00])
             },
             issuerPrivateKey: intermediateKey)
