@@ -100,23 +100,30 @@ public struct Inspector: Sendable {
         let bytes = Array(line.utf8)
         let rawPayload = Self.rawPayload(of: bytes)
         let kind = options.jwsKind ?? rawPayload.flatMap(Self.guessKind) ?? .transaction
-        guard options.verify else {
-            guard let rawPayload else {
-                return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: "not a compact JWS", kind: kind.rawValue)
+        return await report(kind: kind.rawValue, payload: rawPayload, notDecodable: "not a compact JWS") {
+            switch kind {
+            case .transaction: await jwsVerifier.verify(bytes: bytes, as: JWSTransactionDecodedPayload.self).failure
+            case .renewalInfo: await jwsVerifier.verify(bytes: bytes, as: JWSRenewalInfoDecodedPayload.self).failure
+            case .appTransaction: await jwsVerifier.verify(bytes: bytes, as: AppTransaction.self).failure
+            case .notification: await jwsVerifier.verify(bytes: bytes, as: ResponseBodyV2DecodedPayload.self).failure
             }
-            return Report(valid: false, reason: "notVerified", detail: "decoded only (--no-verify)", kind: kind.rawValue, payload: rawPayload)
         }
-        let failure: VerificationFailure?
-        switch kind {
-        case .transaction: failure = await jwsVerifier.verify(bytes: bytes, as: JWSTransactionDecodedPayload.self).failure
-        case .renewalInfo: failure = await jwsVerifier.verify(bytes: bytes, as: JWSRenewalInfoDecodedPayload.self).failure
-        case .appTransaction: failure = await jwsVerifier.verify(bytes: bytes, as: AppTransaction.self).failure
-        case .notification: failure = await jwsVerifier.verify(bytes: bytes, as: ResponseBodyV2DecodedPayload.self).failure
+    }
+
+    /// The report for a payload (nil when it cannot be decoded) and the failure `verify` finds, if any.
+    private func report(
+        kind: String, payload: [UInt8]?, notDecodable: String, verify: () async -> VerificationFailure?
+    ) async -> Report {
+        guard options.verify else {
+            guard let payload else {
+                return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: notDecodable, kind: kind)
+            }
+            return Report(valid: false, reason: "notVerified", detail: "decoded only (--no-verify)", kind: kind, payload: payload)
         }
-        if let failure {
-            return Report(valid: false, reason: failure.reason.rawValue, detail: failure.detail, kind: kind.rawValue, payload: rawPayload)
+        if let failure = await verify() {
+            return Report(valid: false, reason: failure.reason.rawValue, detail: failure.detail, kind: kind, payload: payload)
         }
-        return Report(valid: true, reason: "valid", kind: kind.rawValue, payload: rawPayload)
+        return Report(valid: true, reason: "valid", kind: kind, payload: payload)
     }
 
     /// The payload JSON of a compact JWS, without any check.
@@ -150,36 +157,16 @@ public struct Inspector: Sendable {
             return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: "not base64", kind: nil)
         }
         if first == UInt8(ascii: "{") { return await inspectTransactionReceipt(line) }
-        let kind = "appReceipt"
-        let decoded = try? ReceiptVerifier.decodeWithoutVerifying(der: bytes)
-        let payload = decoded.map(Self.describe)
-        guard options.verify else {
-            guard payload != nil else {
-                return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: "not a PKCS#7 receipt", kind: kind)
-            }
-            return Report(valid: false, reason: "notVerified", detail: "decoded only (--no-verify)", kind: kind, payload: payload)
-        }
-        switch await receiptVerifier.verify(der: bytes) {
-        case .valid(let verified): return Report(valid: true, reason: "valid", kind: kind, payload: Self.describe(verified.receipt))
-        case .invalid(let failure):
-            return Report(valid: false, reason: failure.reason.rawValue, detail: failure.detail, kind: kind, payload: payload)
+        let payload = (try? ReceiptVerifier.decodeWithoutVerifying(der: bytes)).map(Self.describe)
+        return await report(kind: "appReceipt", payload: payload, notDecodable: "not a PKCS#7 receipt") {
+            await receiptVerifier.verify(der: bytes).failure
         }
     }
 
     private func inspectTransactionReceipt(_ line: String) async -> Report {
-        let kind = "transactionReceipt"
-        let decoded = try? TransactionReceipt.decode(base64: line)
-        let payload = decoded.map(Self.describe)
-        guard options.verify else {
-            guard payload != nil else {
-                return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: "not a transaction receipt", kind: kind)
-            }
-            return Report(valid: false, reason: "notVerified", detail: "decoded only (--no-verify)", kind: kind, payload: payload)
-        }
-        switch await transactionReceiptVerifier.verify(base64: line) {
-        case .valid: return Report(valid: true, reason: "valid", kind: kind, payload: payload)
-        case .invalid(let failure):
-            return Report(valid: false, reason: failure.reason.rawValue, detail: failure.detail, kind: kind, payload: payload)
+        let payload = (try? TransactionReceipt.decode(base64: line)).map(Self.describe)
+        return await report(kind: "transactionReceipt", payload: payload, notDecodable: "not a transaction receipt") {
+            await transactionReceiptVerifier.verify(base64: line).failure
         }
     }
 

@@ -61,9 +61,9 @@ public struct TransactionReceiptVerifier: Sendable {
     public func verify(_ receipt: TransactionReceipt) async -> VerificationOutcome<TransactionReceipt> {
         switch receipt.verifySignature() {
         case .valid: break
-        case .invalid(let failure) where failure.code == "signatureMismatch":
+        case .invalid(let failure) where failure == .signatureMismatch:
             return .invalid(.init(.verificationFailure, failure.message))
-        case .invalid(let failure) where failure.code == "missingSignature":
+        case .invalid(let failure) where failure == .missingSignature:
             return .invalid(.init(.invalidFormat, failure.message))
         case .invalid(let failure):
             return .invalid(.init(.invalidCertificate, failure.message))
