@@ -57,6 +57,54 @@ struct AppleJWSVectorTests {
         #expect(await testRootOnly.verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
     }
 
+    @Test func mockNotificationsFollowApplesVerdicts() async throws {
+        let test = try Vectors.text("apple-library/mock_signed_data/testNotification")
+        let sandbox = SignedDataVerifier(.init(anchors: try testRoot(), bundleId: "com.example", environment: .sandbox))
+        let verified = try #require(await sandbox.verify(test, as: ResponseBodyV2DecodedPayload.self).value)
+        #expect(verified.payload.notificationType == .test)
+        #expect(verified.payload.notificationUUID == "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")
+
+        let production = SignedDataVerifier(
+            .init(anchors: try testRoot(), bundleId: "com.example", appAppleId: 1234, environment: .production))
+        #expect(await production.verify(test, as: ResponseBodyV2DecodedPayload.self).failure?.reason == .invalidEnvironment)
+        let otherApp = SignedDataVerifier(
+            .init(anchors: try testRoot(), bundleId: "com.example", appAppleId: 1235, environment: .production))
+        #expect(await otherApp.verify(test, as: ResponseBodyV2DecodedPayload.self).failure?.reason == .invalidAppIdentifier)
+        // Decoded as a transaction it has no bundle id.
+        let asTransaction = SignedDataVerifier(
+            .init(anchors: try testRoot(), bundleId: "com.example", appAppleId: 1235, environment: .sandbox))
+        #expect(await asTransaction.verify(test, as: JWSTransactionDecodedPayload.self).failure?.reason == .invalidAppIdentifier)
+
+        let wrongBundle = try Vectors.text("apple-library/mock_signed_data/wrongBundleId")
+        #expect(await sandbox.verify(wrongBundle, as: ResponseBodyV2DecodedPayload.self).failure?.reason == .invalidAppIdentifier)
+    }
+
+    @Test func xcodeSignedDataVerifiesInTheXcodeEnvironmentOnly() async throws {
+        let bundle = "com.example.naturelab.backyardbirds.example"
+        let xcode = SignedDataVerifier(.init(bundleId: bundle, environment: .xcode))
+        let transaction = try #require(
+            await xcode.verify(try Vectors.text("apple-library/xcode/xcode-signed-transaction"), as: JWSTransactionDecodedPayload.self).value)
+        #expect(transaction.payload.productId == "pass.premium" && transaction.payload.subscriptionGroupIdentifier == "6F3A93AB")
+        #expect(transaction.payload.purchaseDate == Date(millisecondsSince1970: 1_697_679_936_049))
+        #expect(transaction.payload.expiresDate == Date(millisecondsSince1970: 1_700_358_336_049))
+        #expect(transaction.chain == nil)
+        let renewal = try #require(
+            await xcode.verify(try Vectors.text("apple-library/xcode/xcode-signed-renewal-info"), as: JWSRenewalInfoDecodedPayload.self).value)
+        #expect(renewal.payload.renewalDate == Date(millisecondsSince1970: 1_700_358_336_049))
+        let app = try Vectors.text("apple-library/xcode/xcode-signed-app-transaction")
+        #expect(await xcode.verify(app, as: AppTransaction.self).value?.payload.originalPurchaseDate == Date(millisecondsSince1970: -62_135_769_600_000))
+
+        let production = SignedDataVerifier(.init(bundleId: bundle, appAppleId: 1234, environment: .production))
+        #expect(await production.verify(app, as: AppTransaction.self).failure?.reason == .invalidChainLength)
+
+        // Till still checks the signature of locally signed data (Apple's libraries do not).
+        let parts = app.split(separator: ".")
+        var payload = String(decoding: Base64.decode(parts[1], alphabet: .url)!, as: UTF8.self)
+        payload = payload.replacingOccurrences(of: "\"applicationVersion\":\"1\"", with: "\"applicationVersion\":\"2\"")
+        let tampered = [String(parts[0]), Base64.encode(Array(payload.utf8), alphabet: .url), String(parts[2])].joined(separator: ".")
+        #expect(await xcode.verify(tampered, as: AppTransaction.self).failure?.reason == .verificationFailure)
+    }
+
     // The chain constants of Apple's SignedDataVerifierTests (validation time 1761962975 unless stated).
     @Test(arguments: [
         ("leaf_cert", "intermediate_ca", "root_ca", 1_761_962_975, true),

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+import TillCore
+
+struct SubscriptionStatusTests {
+    let expiry = Date(timeIntervalSince1970: 1_700_000_000)
+
+    @Test func aPeriodNotOverIsActive() {
+        #expect(SubscriptionStatus.evaluate(.init(expiresDate: expiry), at: expiry - 1) == .active)
+        #expect(SubscriptionStatus.evaluate(.init(expiresDate: expiry), at: expiry) == .expired)
+    }
+
+    @Test func aFailedRenewalIsGraceThenBillingRetry() {
+        let facts = SubscriptionStatus.Facts(expiresDate: expiry, isInBillingRetryPeriod: true, gracePeriodExpiresDate: expiry + 3600)
+        #expect(SubscriptionStatus.evaluate(facts, at: expiry + 60) == .gracePeriod)
+        #expect(SubscriptionStatus.evaluate(facts, at: expiry + 3600) == .billingRetry)
+        #expect(SubscriptionStatus.gracePeriod.grantsAccess && !SubscriptionStatus.billingRetry.grantsAccess)
+    }
+
+    @Test func revocationWinsOverEverything() {
+        let facts = SubscriptionStatus.Facts(expiresDate: expiry, revocationDate: expiry - 100)
+        #expect(SubscriptionStatus.evaluate(facts, at: expiry - 200) == .active)
+        #expect(SubscriptionStatus.evaluate(facts, at: expiry - 50) == .revoked)
+    }
+
+    @Test func unknownStatusesSurvive() {
+        #expect(SubscriptionStatus(rawValue: 9).description == "unknown(9)")
+        #expect(SubscriptionStatus.revoked.rawValue == 5)
+    }
+
+    @Test func purchasesGrantAccessByTheirType() {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        func transaction(_ type: ProductType, expires: Date? = nil, revoked: Date? = nil) -> PurchaseTransaction {
+            PurchaseTransaction(
+                transactionId: "1", productId: "p", bundleId: "b", productType: type, purchaseDate: now - 10,
+                expiresDate: expires, revocationDate: revoked, environment: .sandbox)
+        }
+        #expect(transaction(.nonConsumable).grantsAccess(at: now))
+        #expect(!transaction(.nonConsumable, revoked: now - 1).grantsAccess(at: now))
+        #expect(transaction(.autoRenewable, expires: now + 1).grantsAccess(at: now))
+        #expect(!transaction(.autoRenewable, expires: now).grantsAccess(at: now))
+        #expect(!transaction(.nonRenewing).grantsAccess(at: now))
+        #expect(transaction(.freeSubscription).grantsAccess(at: now))
+    }
+}
