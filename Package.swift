@@ -36,7 +36,11 @@ let package = Package(
         ),
         .target(name: "TillStorage", dependencies: ["TillCore"], swiftSettings: upcoming),
         .target(name: "TillServer", dependencies: ["TillCore", "TillFormats", "TillStorage"], swiftSettings: upcoming),
-        .target(name: "TillSimulator", dependencies: ["TillCore", "TillFormats", "TillStorage"], swiftSettings: upcoming),
+        .target(
+            name: "TillSimulator",
+            dependencies: ["TillCore", "TillFormats", "TillStorage"],
+            swiftSettings: upcoming
+        ),
         .target(name: "TillClient", dependencies: ["TillCore", "TillFormats"], swiftSettings: upcoming),
         .executableTarget(
             name: "till",

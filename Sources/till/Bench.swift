@@ -5,13 +5,18 @@ import TillFormats
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure full verification on one core and print NAME ops_per_sec=… p50_us=… p99_us=….",
-        discussion: "Run a release build: swift run -c release till bench all. Pin it with taskset -c 1 for steadier figures.")
+        discussion:
+            "Run a release build: swift run -c release till bench all. Pin it with taskset -c 1 for steadier figures."
+    )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
         case jws, receipt, es256, all
     }
 
-    @Argument(help: "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), or all.")
+    @Argument(
+        help:
+            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), or all."
+    )
     var target: Target = .all
 
     @Option(help: "Seconds to measure each benchmark.")

@@ -12,7 +12,10 @@ struct Inspect: AsyncParsableCommand {
     )
 
     struct Options: ParsableArguments {
-        @Option(name: .customLong("root"), help: "A trusted root certificate, DER or PEM (repeatable; default: Apple's roots).")
+        @Option(
+            name: .customLong("root"),
+            help: "A trusted root certificate, DER or PEM (repeatable; default: Apple's roots)."
+        )
         var roots: [String] = []
 
         @Option(help: "The bundle id the data must be issued for.")
@@ -24,7 +27,10 @@ struct Inspect: AsyncParsableCommand {
         @Option(help: "The app's Apple ID, checked in the production environment.")
         var appAppleId: Int64?
 
-        @Option(name: .customLong("at"), help: "Check certificates at this instant (UNIX milliseconds) instead of the signed date.")
+        @Option(
+            name: .customLong("at"),
+            help: "Check certificates at this instant (UNIX milliseconds) instead of the signed date."
+        )
         var atMilliseconds: Int64?
 
         @Flag(help: "Decode only, without checking signatures or certificates.")
@@ -50,14 +56,21 @@ struct Inspect: AsyncParsableCommand {
                 environment = parsed
             }
             return Inspector.Options(
-                roots: roots, bundleId: bundleId, environment: environment, appAppleId: appAppleId,
-                validationTime: atMilliseconds.map(Date.init(millisecondsSince1970:)), verify: !noVerify, jwsKind: kind)
+                roots: roots,
+                bundleId: bundleId,
+                environment: environment,
+                appAppleId: appAppleId,
+                validationTime: atMilliseconds.map(Date.init(millisecondsSince1970:)),
+                verify: !noVerify,
+                jwsKind: kind
+            )
         }
     }
 
     struct Receipt: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "App receipts (PKCS#7) or iOS 6-style transaction receipts, base64, one per line.")
+            abstract: "App receipts (PKCS#7) or iOS 6-style transaction receipts, base64, one per line."
+        )
 
         @OptionGroup var options: Options
 
@@ -69,7 +82,9 @@ struct Inspect: AsyncParsableCommand {
 
     struct JWS: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "jws", abstract: "StoreKit 2 signed data (compact JWS), one per line.")
+            commandName: "jws",
+            abstract: "StoreKit 2 signed data (compact JWS), one per line."
+        )
 
         @OptionGroup var options: Options
 
@@ -80,7 +95,9 @@ struct Inspect: AsyncParsableCommand {
             var kind: JWSPayloadKind?
             if type != "auto" {
                 guard let parsed = JWSPayloadKind(rawValue: type) else {
-                    throw ValidationError("unknown type \(type); use auto, transaction, renewalInfo, appTransaction or notification")
+                    throw ValidationError(
+                        "unknown type \(type); use auto, transaction, renewalInfo, appTransaction or notification"
+                    )
                 }
                 kind = parsed
             }

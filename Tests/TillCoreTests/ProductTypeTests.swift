@@ -4,7 +4,11 @@ import TillCore
 struct ProductTypeTests {
     @Test func restorableTypesAreTheOnesTheStoreBringsBack() {
         #expect(ProductType.allCases.filter(\.isRestorable) == [.nonConsumable, .autoRenewable, .freeSubscription])
-        #expect(ProductType.allCases.filter { $0.crossDeviceAvailability == .developerSyncs } == [.consumable, .nonRenewing])
+        #expect(
+            ProductType.allCases.filter { $0.crossDeviceAvailability == .developerSyncs } == [
+                .consumable, .nonRenewing,
+            ]
+        )
     }
 
     @Test func onlySubscriptionsThatAreSoldExpire() {

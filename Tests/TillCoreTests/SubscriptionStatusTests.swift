@@ -11,7 +11,11 @@ struct SubscriptionStatusTests {
     }
 
     @Test func aFailedRenewalIsGraceThenBillingRetry() {
-        let facts = SubscriptionStatus.Facts(expiresDate: expiry, isInBillingRetryPeriod: true, gracePeriodExpiresDate: expiry + 3600)
+        let facts = SubscriptionStatus.Facts(
+            expiresDate: expiry,
+            isInBillingRetryPeriod: true,
+            gracePeriodExpiresDate: expiry + 3600
+        )
         #expect(SubscriptionStatus.evaluate(facts, at: expiry + 60) == .gracePeriod)
         #expect(SubscriptionStatus.evaluate(facts, at: expiry + 3600) == .billingRetry)
         #expect(SubscriptionStatus.gracePeriod.grantsAccess && !SubscriptionStatus.billingRetry.grantsAccess)
@@ -32,8 +36,15 @@ struct SubscriptionStatusTests {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         func transaction(_ type: ProductType, expires: Date? = nil, revoked: Date? = nil) -> PurchaseTransaction {
             PurchaseTransaction(
-                transactionId: "1", productId: "p", bundleId: "b", productType: type, purchaseDate: now - 10,
-                expiresDate: expires, revocationDate: revoked, environment: .sandbox)
+                transactionId: "1",
+                productId: "p",
+                bundleId: "b",
+                productType: type,
+                purchaseDate: now - 10,
+                expiresDate: expires,
+                revocationDate: revoked,
+                environment: .sandbox
+            )
         }
         #expect(transaction(.nonConsumable).grantsAccess(at: now))
         #expect(!transaction(.nonConsumable, revoked: now - 1).grantsAccess(at: now))

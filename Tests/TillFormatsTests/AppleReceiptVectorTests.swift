@@ -3,6 +3,7 @@ import SwiftASN1
 import Testing
 import TillCore
 import X509
+
 @testable import TillFormats
 
 /// Real Apple-signed receipts (§7.2) and Xcode's (§7.1), with their expected values.
@@ -15,7 +16,9 @@ struct AppleReceiptVectorTests {
         return name.hasSuffix(".b64") ? try #require(Base64.decode(bytes, alphabet: .standard)) : bytes
     }
 
-    func verify(_ name: String, _ configuration: ReceiptVerifier.Configuration = .init()) async throws -> VerificationOutcome<VerifiedReceipt> {
+    func verify(_ name: String, _ configuration: ReceiptVerifier.Configuration = .init()) async throws
+        -> VerificationOutcome<VerifiedReceipt>
+    {
         await ReceiptVerifier(configuration).verify(der: try receipt(name))
     }
 
@@ -23,7 +26,12 @@ struct AppleReceiptVectorTests {
     func date(_ text: String) -> Date { ReceiptDate.parseRFC3339(text)! }
 
     @Test func sha256MacReceipt() async throws {
-        let verified = try #require(await verify("mindnode_mac_sha256_receipt", .init(bundleId: "com.ideasoncanvas.mindnode.macos", environment: .production, appAppleId: 1_289_197_285)).value)
+        let verified = try #require(
+            await verify(
+                "mindnode_mac_sha256_receipt",
+                .init(bundleId: "com.ideasoncanvas.mindnode.macos", environment: .production, appAppleId: 1_289_197_285)
+            ).value
+        )
         let r = verified.receipt
         #expect(r.receiptType == "Production")
         #expect(r.appItemId == 1_289_197_285)
@@ -49,20 +57,35 @@ struct AppleReceiptVectorTests {
         #expect(yearly.productType == .autoRenewable)
         let trial = try #require(r.inAppPurchases.first { $0.productId.hasSuffix("iap.trial") })
         #expect(trial.transactionId == "710000250371060" && trial.productType == .nonConsumable)
-        #expect(trial.purchaseDate == date("2017-11-28T11:13:57Z") && trial.expiresDate == nil && trial.webOrderLineItemId == nil)
-        #expect(r.inAppPurchases.contains { $0.productId.hasSuffix("fullversionfree") && $0.transactionId == "710000253893482" })
+        #expect(
+            trial.purchaseDate == date("2017-11-28T11:13:57Z") && trial.expiresDate == nil
+                && trial.webOrderLineItemId == nil
+        )
+        #expect(
+            r.inAppPurchases.contains {
+                $0.productId.hasSuffix("fullversionfree") && $0.transactionId == "710000253893482"
+            }
+        )
         #expect(verified.chain.certificates.count == 3)
         // Unknown attributes are kept, not dropped.
         #expect(!r.otherAttributes.isEmpty)
     }
 
     @Test func sha256ReceiptFailsTodayBecauseItsLeafExpired() async throws {
-        let result = try await verify("mindnode_mac_sha256_receipt", .init(validationTime: date("2026-01-01T00:00:00Z")))
+        let result = try await verify(
+            "mindnode_mac_sha256_receipt",
+            .init(validationTime: date("2026-01-01T00:00:00Z"))
+        )
         #expect(result.failure?.reason == .invalidChain)
     }
 
     @Test func sandboxSHA1ReceiptWithG7Intermediate() async throws {
-        let verified = try #require(await verify("purchasing_experiments_sandbox_receipt.b64", .init(bundleId: "com.hannesoid.PurchasingExperiments", environment: .sandbox)).value)
+        let verified = try #require(
+            await verify(
+                "purchasing_experiments_sandbox_receipt.b64",
+                .init(bundleId: "com.hannesoid.PurchasingExperiments", environment: .sandbox)
+            ).value
+        )
         let r = verified.receipt
         #expect(r.receiptType == "ProductionSandbox" && r.environment == .sandbox)
         #expect(r.applicationVersion == "1" && r.originalApplicationVersion == "1.0")
@@ -75,8 +98,14 @@ struct AppleReceiptVectorTests {
         #expect(subscription.webOrderLineItemId == 2_000_000_021_470_597 && subscription.productTypeCode == 3)
         #expect(r.inAppPurchases.contains { $0.transactionId == "2000000284164152" && $0.productTypeCode == 0 })
         // A sandbox receipt is not a production one.
-        #expect(try await verify("purchasing_experiments_sandbox_receipt.b64", .init(environment: .production)).failure?.reason == .invalidEnvironment)
-        #expect(try await verify("purchasing_experiments_sandbox_receipt.b64", .init(bundleId: "com.other")).failure?.reason == .invalidAppIdentifier)
+        #expect(
+            try await verify("purchasing_experiments_sandbox_receipt.b64", .init(environment: .production)).failure?
+                .reason == .invalidEnvironment
+        )
+        #expect(
+            try await verify("purchasing_experiments_sandbox_receipt.b64", .init(bundleId: "com.other")).failure?.reason
+                == .invalidAppIdentifier
+        )
     }
 
     @Test func macReceiptsWithThe2013Intermediate() async throws {
@@ -120,7 +149,12 @@ struct AppleReceiptVectorTests {
     }
 
     @Test func grandUnifiedReceiptOf2015() async throws {
-        let verified = try #require(await verify("grandUnifiedExpiredAppleCert_receipt.b64", .init(bundleId: "com.mbaasy.ios.demo", environment: .sandbox)).value)
+        let verified = try #require(
+            await verify(
+                "grandUnifiedExpiredAppleCert_receipt.b64",
+                .init(bundleId: "com.mbaasy.ios.demo", environment: .sandbox)
+            ).value
+        )
         let r = verified.receipt
         #expect(r.appItemId == 0 && r.applicationVersion == "1" && r.originalApplicationVersion == "1.0")
         #expect(r.receiptCreationDate == date("2015-08-13T07:50:46Z"))
@@ -134,13 +168,22 @@ struct AppleReceiptVectorTests {
         let monthly: [InAppPurchase] = r.inAppPurchases.filter { $0.productId == "monthly" }
             .sorted { ($0.expiresDate ?? .distantPast) < ($1.expiresDate ?? .distantPast) }
         let ids: [String] = monthly.map { $0.transactionId }
-        let expectedIds: [String] = ["1000000166965150", "1000000166965327", "1000000166965895", "1000000166967152", "1000000166967484", "1000000166967782"]
+        let expectedIds: [String] = [
+            "1000000166965150", "1000000166965327", "1000000166965895", "1000000166967152", "1000000166967484",
+            "1000000166967782",
+        ]
         #expect(ids == expectedIds)
         #expect(monthly.allSatisfy { $0.originalTransactionId == "1000000166965150" })
         let orders: [Int64?] = monthly.map { $0.webOrderLineItemId }
-        let expectedOrders: [Int64?] = [1_000_000_030_274_153, 1_000_000_030_274_154, 1_000_000_030_274_165, 1_000_000_030_274_192, 1_000_000_030_274_219, 1_000_000_030_274_249]
+        let expectedOrders: [Int64?] = [
+            1_000_000_030_274_153, 1_000_000_030_274_154, 1_000_000_030_274_165, 1_000_000_030_274_192,
+            1_000_000_030_274_219, 1_000_000_030_274_249,
+        ]
         #expect(orders == expectedOrders)
-        #expect(monthly.first?.expiresDate == date("2015-08-10T06:54:32Z") && monthly.last?.expiresDate == date("2015-08-10T07:19:32Z"))
+        #expect(
+            monthly.first?.expiresDate == date("2015-08-10T06:54:32Z")
+                && monthly.last?.expiresDate == date("2015-08-10T07:19:32Z")
+        )
         #expect(verified.chain.leaf.subject.description.contains("Mac App Store Receipt Signing"))
     }
 
@@ -155,20 +198,35 @@ struct AppleReceiptVectorTests {
         #expect(der.starts(with: [0x30, 0x80]))
         let container = try PKCS7Container(der)
         let storeKit = try Certificate(derEncoded: container.certificates[0])
-        let verifier = ReceiptVerifier(.init(anchors: TrustAnchors(roots: [storeKit]), bundleId: "com.example.naturelab.backyardbirds.example", environment: .xcode))
+        let verifier = ReceiptVerifier(
+            .init(
+                anchors: TrustAnchors(roots: [storeKit]),
+                bundleId: "com.example.naturelab.backyardbirds.example",
+                environment: .xcode
+            )
+        )
         let outcome = await verifier.verify(der: der)
         let r = try #require(outcome.value, "\(String(describing: outcome.failure))").receipt
         #expect(r.receiptType == "Xcode" && r.appItemId == 0 && r.applicationVersion == "1")
-        #expect(hex(r.opaqueValue) == "f2bff5fb0f000000" && hex(r.sha1Hash) == "1653abcba0767179556568e83f5041b638e29a85")
-        #expect(r.receiptCreationDate == date("2023-10-19T01:45:40Z") && r.expirationDate == date("4001-01-01T00:00:00Z"))
+        #expect(
+            hex(r.opaqueValue) == "f2bff5fb0f000000" && hex(r.sha1Hash) == "1653abcba0767179556568e83f5041b638e29a85"
+        )
+        #expect(
+            r.receiptCreationDate == date("2023-10-19T01:45:40Z") && r.expirationDate == date("4001-01-01T00:00:00Z")
+        )
         let purchase = try #require(r.inAppPurchases.first)
         #expect(r.inAppPurchases.count == 1 && purchase.productId == "pass.premium" && purchase.transactionId == "0")
-        #expect(purchase.purchaseDate == date("2023-10-19T01:45:36Z") && purchase.expiresDate == date("2023-11-19T01:45:36Z"))
+        #expect(
+            purchase.purchaseDate == date("2023-10-19T01:45:36Z")
+                && purchase.expiresDate == date("2023-11-19T01:45:36Z")
+        )
         #expect(purchase.isInIntroOfferPeriod == true && purchase.originalTransactionId == nil)
         // Apple's roots do not vouch for Xcode's certificate.
         #expect(await ReceiptVerifier(.init()).verify(der: der).failure?.reason == .invalidChain)
 
-        let empty = try #require(Base64.decode(try Vectors.bytes("apple-library/xcode/xcode-app-receipt-empty"), alphabet: .standard))
+        let empty = try #require(
+            Base64.decode(try Vectors.bytes("apple-library/xcode/xcode-app-receipt-empty"), alphabet: .standard)
+        )
         let emptyReceipt = try #require(await verifier.verify(der: empty).value).receipt
         #expect(emptyReceipt.inAppPurchases.isEmpty && emptyReceipt.receiptCreationDate == date("2023-10-19T01:18:54Z"))
         #expect(hex(emptyReceipt.opaqueValue) == "d1bcfecf04000000")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TillCore
+
 @testable import TillFormats
 
 struct InspectorTests {
@@ -10,7 +11,9 @@ struct InspectorTests {
 
     @Test func aValidJWSIsReportedWithItsPayloadUnderApplesNames() async throws {
         let jws = try TestAuthorities.jwsSigner.sign(VerificationBenchmark.sampleTransaction())
-        let inspector = Inspector(.init(roots: [TestAuthorities.jwsAuthority.root], bundleId: "com.example.till", environment: .sandbox))
+        let inspector = Inspector(
+            .init(roots: [TestAuthorities.jwsAuthority.root], bundleId: "com.example.till", environment: .sandbox)
+        )
         let line = await inspector.inspectJWS(jws).jsonLine()
         #expect(line.hasPrefix(#"{"valid":true,"reason":"valid""#))
         let report = try object(line)
@@ -55,7 +58,11 @@ struct InspectorTests {
         #expect(payload["opaque_value"] as? String == "000102030405060708090a0b0c0d0e0f")
         let inApp = try #require(payload["in_app"] as? [[String: Any]])
         #expect(inApp.count == 2)
-        #expect(inApp.contains { $0["product_type"] as? String == "3" && $0["web_order_line_item_id"] as? String == "2000000021470597" })
+        #expect(
+            inApp.contains {
+                $0["product_type"] as? String == "3" && $0["web_order_line_item_id"] as? String == "2000000021470597"
+            }
+        )
         #expect(inApp.allSatisfy { ($0["other_attributes"] as? [Any])?.count == 8 })
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TillCore
+
 @testable import TillFormats
 
 /// One random change to a byte string: a flipped bit, a replaced, deleted or inserted byte, or a cut.
@@ -37,8 +38,12 @@ struct MutationTests {
             guard mutated != original else { continue }
             let outcome = await verifier.verify(der: mutated)
             if outcome.isValid {
-                let at = (0..<min(original.count, mutated.count)).first { original[$0] != mutated[$0] } ?? min(original.count, mutated.count)
-                Issue.record("mutation \(round) verified: first difference at \(at), \(original.count) → \(mutated.count) bytes, around \(Array(original[max(0, at - 8)..<min(original.count, at + 8)])) → \(Array(mutated[max(0, at - 8)..<min(mutated.count, at + 8)]))")
+                let at =
+                    (0..<min(original.count, mutated.count)).first { original[$0] != mutated[$0] }
+                    ?? min(original.count, mutated.count)
+                Issue.record(
+                    "mutation \(round) verified: first difference at \(at), \(original.count) → \(mutated.count) bytes, around \(Array(original[max(0, at - 8)..<min(original.count, at + 8)])) → \(Array(mutated[max(0, at - 8)..<min(mutated.count, at + 8)]))"
+                )
             }
             if let reason = outcome.failure?.reason { reasons[reason, default: 0] += 1 }
         }
@@ -49,14 +54,27 @@ struct MutationTests {
 
     @Test func noMutationOfAValidJWSVerifies() async throws {
         let original = Array(
-            try TestAuthorities.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 1_700_000_000), productId: "gems")).utf8)
-        let verifier = SignedDataVerifier(.init(anchors: TestAuthorities.jwsAuthority.anchors, bundleId: "com.example.till", environment: .sandbox))
+            try TestAuthorities.jwsSigner.sign(
+                ProbePayload(
+                    bundleId: "com.example.till",
+                    environment: .sandbox,
+                    signedDate: Date(timeIntervalSince1970: 1_700_000_000),
+                    productId: "gems"
+                )
+            ).utf8
+        )
+        let verifier = SignedDataVerifier(
+            .init(anchors: TestAuthorities.jwsAuthority.anchors, bundleId: "com.example.till", environment: .sandbox)
+        )
         #expect(await verifier.verify(bytes: original, as: ProbePayload.self).isValid)
         var rng = SeededGenerator(seed: 3)
         for round in 0..<Self.rounds {
             let mutated = mutate(original, using: &rng)
             guard mutated != original else { continue }
-            #expect(!(await verifier.verify(bytes: mutated, as: ProbePayload.self).isValid), "mutation \(round) verified")
+            #expect(
+                !(await verifier.verify(bytes: mutated, as: ProbePayload.self).isValid),
+                "mutation \(round) verified"
+            )
         }
     }
 

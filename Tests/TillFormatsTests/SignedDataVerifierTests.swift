@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TillCore
 import X509
+
 @testable import TillFormats
 
 /// A payload carrying only what the verifier looks at, so the verifier is tested on its own.
@@ -37,7 +38,8 @@ struct SignedDataVerifierTests {
     let signedDate = Date(millisecondsSince1970: 1_700_000_000_000)
 
     func verifier(
-        bundleId: String? = "com.example.till", environment: AppStoreEnvironment? = .sandbox,
+        bundleId: String? = "com.example.till",
+        environment: AppStoreEnvironment? = .sandbox,
         anchors: TrustAnchors = TestAuthorities.jwsAuthority.anchors
     ) -> SignedDataVerifier {
         SignedDataVerifier(.init(anchors: anchors, bundleId: bundleId, environment: environment))
@@ -67,19 +69,35 @@ struct SignedDataVerifierTests {
     }
 
     @Test func anUntrustedAuthorityIsRefused() async throws {
-        let signer = try JWSSigner(key: TestAuthorities.otherAuthority.leafKey.p256!, chain: TestAuthorities.otherAuthority.chain)
+        let signer = try JWSSigner(
+            key: TestAuthorities.otherAuthority.leafKey.p256!,
+            chain: TestAuthorities.otherAuthority.chain
+        )
         let jws = try signer.sign(probe())
         #expect(await verifier().verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
         // Putting the trusted root in x5c[2] does not help: the anchor comes from the configuration.
         let mixed = try JWSSigner(
             key: TestAuthorities.otherAuthority.leafKey.p256!,
-            chain: [TestAuthorities.otherAuthority.leaf, TestAuthorities.otherAuthority.intermediate, TestAuthorities.jwsAuthority.root])
-        #expect(await verifier().verify(try mixed.sign(probe()), as: ProbePayload.self).failure?.reason == .invalidChain)
+            chain: [
+                TestAuthorities.otherAuthority.leaf, TestAuthorities.otherAuthority.intermediate,
+                TestAuthorities.jwsAuthority.root,
+            ]
+        )
+        #expect(
+            await verifier().verify(try mixed.sign(probe()), as: ProbePayload.self).failure?.reason == .invalidChain
+        )
     }
 
     @Test func aPayloadSwappedUnderAValidSignatureIsRefused() async throws {
         let good = try TestAuthorities.jwsSigner.sign(probe())
-        let forged = try TestAuthorities.jwsSigner.sign(ProbePayload(bundleId: "com.example.till", environment: .sandbox, signedDate: signedDate, productId: "gems.10000"))
+        let forged = try TestAuthorities.jwsSigner.sign(
+            ProbePayload(
+                bundleId: "com.example.till",
+                environment: .sandbox,
+                signedDate: signedDate,
+                productId: "gems.10000"
+            )
+        )
         let parts = good.split(separator: ".")
         let swapped = [parts[0], forged.split(separator: ".")[1], parts[2]].joined(separator: ".")
         #expect(await verifier().verify(swapped, as: ProbePayload.self).failure?.reason == .verificationFailure)
@@ -87,7 +105,10 @@ struct SignedDataVerifierTests {
 
     @Test func theChainIsCheckedAtTheSignedDate() async throws {
         let future = ProbePayload(
-            bundleId: "com.example.till", environment: .sandbox, signedDate: Date(timeIntervalSince1970: 4_000_000_000))
+            bundleId: "com.example.till",
+            environment: .sandbox,
+            signedDate: Date(timeIntervalSince1970: 4_000_000_000)
+        )
         let jws = try TestAuthorities.jwsSigner.sign(future)
         #expect(await verifier().verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
         // The same header, already cached as valid for another date, is re-checked for this one.
@@ -105,7 +126,9 @@ struct SignedDataVerifierTests {
         let parts = jws.split(separator: ".")
         var header = String(decoding: Base64.decode(parts[0], alphabet: .url)!, as: UTF8.self)
         header = header.replacingOccurrences(of: "\"ES256\"", with: "\"none\"")
-        let tampered = [Base64.encode(Array(header.utf8), alphabet: .url), String(parts[1]), String(parts[2])].joined(separator: ".")
+        let tampered = [Base64.encode(Array(header.utf8), alphabet: .url), String(parts[1]), String(parts[2])].joined(
+            separator: "."
+        )
         #expect(await verifier().verify(tampered, as: ProbePayload.self).failure?.reason == .unsupportedAlgorithm)
     }
 }

@@ -1,11 +1,16 @@
 import Foundation
 import Testing
+
 @testable import TillFormats
 
 /// The fast decoder of signed payloads must agree with Foundation's on every fixture, and refuse what
 /// RFC 8259 refuses.
 struct TapeDecoderTests {
-    func agree<T: Decodable & Equatable>(_ type: T.Type, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func agree<T: Decodable & Equatable>(
+        _ type: T.Type,
+        _ bytes: [UInt8],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let foundation = try AppleJSON.makeDecoder().decode(T.self, from: Data(bytes))
         let tape = try TapeDecoder.decode(T.self, from: bytes)
         #expect(tape == foundation, sourceLocation: sourceLocation)
@@ -18,8 +23,10 @@ struct TapeDecoderTests {
         try agree(JWSTransactionDecodedPayload.self, Vectors.bytes(models + "signedTransactionWithRevocation.json"))
         try agree(JWSRenewalInfoDecodedPayload.self, Vectors.bytes(models + "signedRenewalInfo.json"))
         try agree(AppTransaction.self, Vectors.bytes(models + "appTransaction.json"))
-        for name in ["signedNotification", "signedSummaryNotification", "signedExternalPurchaseTokenNotification",
-                     "signedConsumptionRequestNotification", "signedRescindConsentNotification"] {
+        for name in [
+            "signedNotification", "signedSummaryNotification", "signedExternalPurchaseTokenNotification",
+            "signedConsumptionRequestNotification", "signedRescindConsentNotification",
+        ] {
             try agree(ResponseBodyV2DecodedPayload.self, Vectors.bytes(models + name + ".json"))
         }
     }
@@ -60,6 +67,8 @@ struct TapeDecoderTests {
 
     @Test func findsDuplicatesInLargeObjects() {
         let members = (0..<200).map { "\"k\($0)\":\($0)" } + ["\"k7\":0"]
-        #expect(throws: JSONTapeError.duplicateKey("k7")) { try JSONTape(Array("{\(members.joined(separator: ","))}".utf8)) }
+        #expect(throws: JSONTapeError.duplicateKey("k7")) {
+            try JSONTape(Array("{\(members.joined(separator: ","))}".utf8))
+        }
     }
 }

@@ -3,25 +3,48 @@ import SwiftASN1
 import Testing
 import TillCore
 import X509
+
 @testable import TillFormats
 
 struct TransactionReceiptVerifierTests {
     let anchors = TrustAnchors(
-        roots: [TestAuthorities.receiptAuthority.root], intermediates: [TestAuthorities.receiptAuthority.intermediate])
+        roots: [TestAuthorities.receiptAuthority.root],
+        intermediates: [TestAuthorities.receiptAuthority.intermediate]
+    )
 
-    func signed(bundleId: String = "com.example.till", environment: AppStoreEnvironment = .sandbox) throws -> TransactionReceipt {
+    func signed(bundleId: String = "com.example.till", environment: AppStoreEnvironment = .sandbox) throws
+        -> TransactionReceipt
+    {
         let transaction = PurchaseTransaction(
-            transactionId: "1000000181298734", productId: "gems", bundleId: bundleId,
-            purchaseDate: Date(timeIntervalSince1970: 1_700_000_000), environment: environment)
+            transactionId: "1000000181298734",
+            productId: "gems",
+            bundleId: bundleId,
+            purchaseDate: Date(timeIntervalSince1970: 1_700_000_000),
+            environment: environment
+        )
         var der = DER.Serializer()
         try der.serialize(TestAuthorities.receiptAuthority.leaf)
         return try TransactionReceipt.sign(
-            purchaseInfo: TransactionReceipt.PurchaseInfo(transaction: transaction, bundleVersion: "1", itemId: "1", appItemId: "0", versionExternalIdentifier: "0", uniqueIdentifier: "0", uniqueVendorIdentifier: "D895D8DB-AEDF-4530-B7E5-E0C9A9A394B6"), environment: environment, pod: "100",
-            privateKey: TestAuthorities.receiptAuthority.leafKey.rsa!, certificateDER: der.serializedBytes)
+            purchaseInfo: TransactionReceipt.PurchaseInfo(
+                transaction: transaction,
+                bundleVersion: "1",
+                itemId: "1",
+                appItemId: "0",
+                versionExternalIdentifier: "0",
+                uniqueIdentifier: "0",
+                uniqueVendorIdentifier: "D895D8DB-AEDF-4530-B7E5-E0C9A9A394B6"
+            ),
+            environment: environment,
+            pod: "100",
+            privateKey: TestAuthorities.receiptAuthority.leafKey.rsa!,
+            certificateDER: der.serializedBytes
+        )
     }
 
     @Test func aReceiptSignedByATrustedLeafVerifiesThroughTheAnchorsIntermediate() async throws {
-        let verifier = TransactionReceiptVerifier(.init(anchors: anchors, bundleId: "com.example.till", environment: .sandbox))
+        let verifier = TransactionReceiptVerifier(
+            .init(anchors: anchors, bundleId: "com.example.till", environment: .sandbox)
+        )
         let receipt = try signed()
         let verified = try #require(await verifier.verify(base64: receipt.base64EncodedString()).value)
         #expect(verified.purchaseInfo.transactionId == "1000000181298734")

@@ -15,7 +15,8 @@ enum Vectors {
     /// Whether the vectors folder is present; tests that need it are skipped otherwise.
     static let available = FileManager.default.fileExists(atPath: root.appendingPathComponent("MANIFEST.md").path)
 
-    static let skipMessage = "apple-vectors folder not found at \(root.path); set TILL_APPLE_VECTORS to run the conformance tests"
+    static let skipMessage =
+        "apple-vectors folder not found at \(root.path); set TILL_APPLE_VECTORS to run the conformance tests"
 
     static func bytes(_ path: String) throws -> [UInt8] {
         Array(try Data(contentsOf: root.appendingPathComponent(path)))

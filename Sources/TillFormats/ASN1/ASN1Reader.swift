@@ -41,8 +41,13 @@ struct ASN1Reader {
                 guard child + 2 <= limit else { throw .truncated }
                 if bytes[child] == 0, bytes[child + 1] == 0 {
                     return ASN1Element(
-                        identifier: identifier, start: offset, contentStart: cursor, contentEnd: child, end: child + 2,
-                        isIndefinite: true)
+                        identifier: identifier,
+                        start: offset,
+                        contentStart: cursor,
+                        contentEnd: child,
+                        end: child + 2,
+                        isIndefinite: true
+                    )
                 }
                 child = try element(at: child, limit: limit, depth: depth + 1).end
             }
@@ -57,16 +62,25 @@ struct ASN1Reader {
         }
         guard length <= limit - cursor else { throw .truncated }
         return ASN1Element(
-            identifier: identifier, start: offset, contentStart: cursor, contentEnd: cursor + length,
-            end: cursor + length)
+            identifier: identifier,
+            start: offset,
+            contentStart: cursor,
+            contentEnd: cursor + length,
+            end: cursor + length
+        )
     }
 
     /// Reads the element at `offset` and checks its identifier.
     func element(
-        at offset: Int, limit: Int, expecting identifier: UInt8, depth: Int = 0
+        at offset: Int,
+        limit: Int,
+        expecting identifier: UInt8,
+        depth: Int = 0
     ) throws(ASN1Error) -> ASN1Element {
         let element = try element(at: offset, limit: limit, depth: depth)
-        guard element.identifier == identifier else { throw .unexpectedTag(expected: identifier, found: element.identifier) }
+        guard element.identifier == identifier else {
+            throw .unexpectedTag(expected: identifier, found: element.identifier)
+        }
         return element
     }
 

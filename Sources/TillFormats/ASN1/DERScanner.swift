@@ -42,7 +42,9 @@ struct DERScanner {
 
     /// `SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }` at `offset`.
     @inline(__always)
-    func attribute(at offset: Int, limit: Int) throws(ASN1Error) -> (type: Int, version: Int, value: Range<Int>, end: Int) {
+    func attribute(at offset: Int, limit: Int) throws(ASN1Error) -> (
+        type: Int, version: Int, value: Range<Int>, end: Int
+    ) {
         let sequence = try expect(ASN1Tag.sequence, at: offset, limit: limit)
         let type = try expect(ASN1Tag.integer, at: sequence.contentStart, limit: sequence.contentEnd)
         let version = try expect(ASN1Tag.integer, at: type.contentEnd, limit: sequence.contentEnd)
@@ -56,8 +58,11 @@ struct DERScanner {
 
     /// The single element filling an attribute value.
     @inline(__always)
-    private func inner(_ value: Range<Int>, type: Int) throws(ASN1Error) -> (tag: UInt8, contentStart: Int, contentEnd: Int) {
-        guard let h = try? header(at: value.lowerBound, limit: value.upperBound), h.contentEnd == value.upperBound else {
+    private func inner(_ value: Range<Int>, type: Int) throws(ASN1Error) -> (
+        tag: UInt8, contentStart: Int, contentEnd: Int
+    ) {
+        guard let h = try? header(at: value.lowerBound, limit: value.upperBound), h.contentEnd == value.upperBound
+        else {
             throw .invalidAttribute(type: type)
         }
         return h
@@ -90,7 +95,10 @@ struct DERScanner {
         let h = try inner(value, type: type)
         guard h.tag == ASN1Tag.ia5String || h.tag == ASN1Tag.utf8String else { throw .invalidAttribute(type: type) }
         if h.contentStart == h.contentEnd { return nil }
-        guard let seconds = ReceiptDate.parseRFC3339Seconds(bytes: UnsafeBufferPointer(rebasing: base[h.contentStart..<h.contentEnd]))
+        guard
+            let seconds = ReceiptDate.parseRFC3339Seconds(
+                bytes: UnsafeBufferPointer(rebasing: base[h.contentStart..<h.contentEnd])
+            )
         else { throw .invalidAttribute(type: type) }
         return seconds
     }

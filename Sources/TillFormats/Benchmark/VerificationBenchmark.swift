@@ -32,7 +32,9 @@ public enum VerificationBenchmark {
     /// Runs `operation` repeatedly on the calling task for `duration` (in one-second rounds) after a
     /// warm-up, timing each call.
     public static func measure(
-        _ name: String, duration: Duration, operation: () async throws -> Bool
+        _ name: String,
+        duration: Duration,
+        operation: () async throws -> Bool
     ) async throws -> Result {
         let clock = ContinuousClock()
         let warmUpEnd = clock.now + duration / 10
@@ -63,8 +65,13 @@ public enum VerificationBenchmark {
             seconds(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) * 1e6
         }
         return Result(
-            name: name, operations: samples.count, seconds: seconds(now - start), bestRoundOperationsPerSecond: best,
-            p50Microseconds: percentile(0.50), p99Microseconds: percentile(0.99))
+            name: name,
+            operations: samples.count,
+            seconds: seconds(now - start),
+            bestRoundOperationsPerSecond: best,
+            p50Microseconds: percentile(0.50),
+            p99Microseconds: percentile(0.99)
+        )
     }
 
     private static func seconds(_ duration: Duration) -> Double {
@@ -77,7 +84,9 @@ public enum VerificationBenchmark {
         let authority = try TestPKI.makeAuthority(kind: .rsa2048, name: "Bench Receipts")
         let receipt = sampleReceipt(purchases: purchases)
         let der = try ReceiptSigner(key: authority.leafKey.rsa!, certificates: authority.chain).sign(receipt)
-        let verifier = ReceiptVerifier(.init(anchors: authority.anchors, bundleId: "com.example.till", environment: .sandbox))
+        let verifier = ReceiptVerifier(
+            .init(anchors: authority.anchors, bundleId: "com.example.till", environment: .sandbox)
+        )
         return try await measure("receipt", duration: duration) {
             guard case .valid(let verified) = await verifier.verify(der: der) else { return false }
             return verified.receipt.inAppPurchases.count == purchases
@@ -89,7 +98,9 @@ public enum VerificationBenchmark {
     public static func jws(duration: Duration = .seconds(5)) async throws -> Result {
         let authority = try TestPKI.makeAuthority(kind: .p256, name: "Bench JWS")
         let jws = try JWSSigner(key: authority.leafKey.p256!, chain: authority.chain).sign(sampleTransaction())
-        let verifier = SignedDataVerifier(.init(anchors: authority.anchors, bundleId: "com.example.till", environment: .sandbox))
+        let verifier = SignedDataVerifier(
+            .init(anchors: authority.anchors, bundleId: "com.example.till", environment: .sandbox)
+        )
         let bytes = Array(jws.utf8)
         return try await measure("jws", duration: duration) {
             guard case .valid(let verified) = await verifier.verify(bytes: bytes, as: JWSTransactionDecodedPayload.self)
@@ -111,13 +122,28 @@ public enum VerificationBenchmark {
     public static func sampleTransaction() -> JWSTransactionDecodedPayload {
         let purchase = Date(millisecondsSince1970: 1_738_645_560_000)
         return JWSTransactionDecodedPayload(
-            transactionId: "2000000847061981", originalTransactionId: "2000000847061981",
-            webOrderLineItemId: "2000000091314729", bundleId: "com.example.till", productId: "com.example.till.monthly",
-            subscriptionGroupIdentifier: "21440412", purchaseDate: purchase, originalPurchaseDate: purchase,
-            expiresDate: purchase + 30 * 86_400, quantity: 1, type: .autoRenewableSubscription,
-            appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138", inAppOwnershipType: .purchased,
-            signedDate: purchase + 1, environment: .sandbox, storefront: "USA", storefrontId: "143441",
-            transactionReason: .purchase, currency: "USD", price: 9990, appTransactionId: "704289572407232543")
+            transactionId: "2000000847061981",
+            originalTransactionId: "2000000847061981",
+            webOrderLineItemId: "2000000091314729",
+            bundleId: "com.example.till",
+            productId: "com.example.till.monthly",
+            subscriptionGroupIdentifier: "21440412",
+            purchaseDate: purchase,
+            originalPurchaseDate: purchase,
+            expiresDate: purchase + 30 * 86_400,
+            quantity: 1,
+            type: .autoRenewableSubscription,
+            appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+            inAppOwnershipType: .purchased,
+            signedDate: purchase + 1,
+            environment: .sandbox,
+            storefront: "USA",
+            storefrontId: "143441",
+            transactionReason: .purchase,
+            currency: "USD",
+            price: 9990,
+            appTransactionId: "704289572407232543"
+        )
     }
 
     /// A sandbox receipt shaped like the App Store's, including the attributes Apple writes but does not document.
@@ -137,28 +163,44 @@ public enum VerificationBenchmark {
             let start = created - Double(purchases - i) * 30 * 86_400
             let subscription = i % 2 == 0
             return InAppPurchase(
-                quantity: 1, productId: subscription ? "\(bundleId).monthly" : "\(bundleId).gems.\(i)",
-                transactionId: String(2_000_000_847_061_981 + i), purchaseDate: start,
-                originalTransactionId: String(2_000_000_847_061_981 + (subscription ? 0 : i)), originalPurchaseDate: start,
-                productTypeCode: subscription ? 3 : 1, expiresDate: subscription ? start + 30 * 86_400 : nil,
+                quantity: 1,
+                productId: subscription ? "\(bundleId).monthly" : "\(bundleId).gems.\(i)",
+                transactionId: String(2_000_000_847_061_981 + i),
+                purchaseDate: start,
+                originalTransactionId: String(2_000_000_847_061_981 + (subscription ? 0 : i)),
+                originalPurchaseDate: start,
+                productTypeCode: subscription ? 3 : 1,
+                expiresDate: subscription ? start + 30 * 86_400 : nil,
                 webOrderLineItemId: subscription ? 2_000_000_021_470_597 + Int64(i) : nil,
-                isTrialPeriod: subscription ? false : nil, isInIntroOfferPeriod: subscription ? false : nil,
-                otherAttributes: undocumented)
+                isTrialPeriod: subscription ? false : nil,
+                isInIntroOfferPeriod: subscription ? false : nil,
+                otherAttributes: undocumented
+            )
         }
         let opaque: [UInt8] = Array(0..<16)
         return AppReceipt(
-            receiptType: "ProductionSandbox", appItemId: 0, bundleId: bundleId, applicationVersion: "1",
+            receiptType: "ProductionSandbox",
+            appItemId: 0,
+            bundleId: bundleId,
+            applicationVersion: "1",
             opaqueValue: opaque,
             sha1Hash: AppReceipt.deviceHash(
-                identifier: Array(repeating: 7, count: 16), opaqueValue: opaque,
-                bundleIdAttributeValue: ReceiptValue.utf8String(bundleId)),
-            receiptCreationDate: created, downloadId: 0, versionExternalIdentifier: 0, inAppPurchases: inApps,
-            originalPurchaseDate: Date(timeIntervalSince1970: 1_375_340_400), originalApplicationVersion: "1.0",
+                identifier: Array(repeating: 7, count: 16),
+                opaqueValue: opaque,
+                bundleIdAttributeValue: ReceiptValue.utf8String(bundleId)
+            ),
+            receiptCreationDate: created,
+            downloadId: 0,
+            versionExternalIdentifier: 0,
+            inAppPurchases: inApps,
+            originalPurchaseDate: Date(timeIntervalSince1970: 1_375_340_400),
+            originalApplicationVersion: "1.0",
             otherAttributes: [
                 ReceiptAttribute(type: 8, value: ReceiptValue.date(nil)),
                 ReceiptAttribute(type: 10, value: [ASN1Tag.ia5String, 2, 0x34, 0x2B]),
                 ReceiptAttribute(type: 20, value: ReceiptValue.utf8String("")),
-            ])
+            ]
+        )
     }
 }
 

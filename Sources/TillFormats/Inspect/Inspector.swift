@@ -24,8 +24,13 @@ public struct Inspector: Sendable {
         public var jwsKind: JWSPayloadKind?
 
         public init(
-            roots: [Certificate] = [], bundleId: String? = nil, environment: AppStoreEnvironment? = nil,
-            appAppleId: Int64? = nil, validationTime: Date? = nil, verify: Bool = true, jwsKind: JWSPayloadKind? = nil
+            roots: [Certificate] = [],
+            bundleId: String? = nil,
+            environment: AppStoreEnvironment? = nil,
+            appAppleId: Int64? = nil,
+            validationTime: Date? = nil,
+            verify: Bool = true,
+            jwsKind: JWSPayloadKind? = nil
         ) {
             self.roots = roots
             self.bundleId = bundleId
@@ -52,16 +57,30 @@ public struct Inspector: Sendable {
         }
         jwsVerifier = SignedDataVerifier(
             .init(
-                anchors: jwsAnchors, bundleId: options.bundleId, appAppleId: options.appAppleId,
-                environment: options.environment, validationTime: options.validationTime))
+                anchors: jwsAnchors,
+                bundleId: options.bundleId,
+                appAppleId: options.appAppleId,
+                environment: options.environment,
+                validationTime: options.validationTime
+            )
+        )
         receiptVerifier = ReceiptVerifier(
             .init(
-                anchors: receiptAnchors, bundleId: options.bundleId, environment: options.environment,
-                appAppleId: options.appAppleId, validationTime: options.validationTime))
+                anchors: receiptAnchors,
+                bundleId: options.bundleId,
+                environment: options.environment,
+                appAppleId: options.appAppleId,
+                validationTime: options.validationTime
+            )
+        )
         transactionReceiptVerifier = TransactionReceiptVerifier(
             .init(
-                anchors: receiptAnchors, bundleId: options.bundleId, environment: options.environment,
-                validationTime: options.validationTime))
+                anchors: receiptAnchors,
+                bundleId: options.bundleId,
+                environment: options.environment,
+                validationTime: options.validationTime
+            )
+        )
     }
 
     /// The report of one line.
@@ -82,11 +101,16 @@ public struct Inspector: Sendable {
             if !valid, reason != "notVerified" {
                 fields.append(("appleStatus", VerificationFailure.Reason(rawValue: reason).appleStatus))
             }
-            let object = payload.flatMap { try? JSONSerialization.jsonObject(with: Data($0), options: [.fragmentsAllowed]) }
+            let object = payload.flatMap {
+                try? JSONSerialization.jsonObject(with: Data($0), options: [.fragmentsAllowed])
+            }
             fields.append(("payload", object ?? NSNull()))
             let members = fields.map { key, value in
-                let encoded = (try? JSONSerialization.data(
-                    withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])) ?? Data("null".utf8)
+                let encoded =
+                    (try? JSONSerialization.data(
+                        withJSONObject: value,
+                        options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed]
+                    )) ?? Data("null".utf8)
                 return "\"\(key)\":" + String(decoding: encoded, as: UTF8.self)
             }
             return "{" + members.joined(separator: ",") + "}"
@@ -112,16 +136,36 @@ public struct Inspector: Sendable {
 
     /// The report for a payload (nil when it cannot be decoded) and the failure `verify` finds, if any.
     private func report(
-        kind: String, payload: [UInt8]?, notDecodable: String, verify: () async -> VerificationFailure?
+        kind: String,
+        payload: [UInt8]?,
+        notDecodable: String,
+        verify: () async -> VerificationFailure?
     ) async -> Report {
         guard options.verify else {
             guard let payload else {
-                return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: notDecodable, kind: kind)
+                return Report(
+                    valid: false,
+                    reason: VerificationFailure.Reason.invalidFormat.rawValue,
+                    detail: notDecodable,
+                    kind: kind
+                )
             }
-            return Report(valid: false, reason: "notVerified", detail: "decoded only (--no-verify)", kind: kind, payload: payload)
+            return Report(
+                valid: false,
+                reason: "notVerified",
+                detail: "decoded only (--no-verify)",
+                kind: kind,
+                payload: payload
+            )
         }
         if let failure = await verify() {
-            return Report(valid: false, reason: failure.reason.rawValue, detail: failure.detail, kind: kind, payload: payload)
+            return Report(
+                valid: false,
+                reason: failure.reason.rawValue,
+                detail: failure.detail,
+                kind: kind,
+                payload: payload
+            )
         }
         return Report(valid: true, reason: "valid", kind: kind, payload: payload)
     }
@@ -145,7 +189,9 @@ public struct Inspector: Sendable {
             "recentSubscriptionStartDate", "gracePeriodExpiresDate", "priceIncreaseStatus", "renewalPrice",
         ]
         if !keys.isDisjoint(with: renewal) { return .renewalInfo }
-        if !keys.isDisjoint(with: ["transactionId", "productId", "bundleId", "purchaseDate", "type"]) { return .transaction }
+        if !keys.isDisjoint(with: ["transactionId", "productId", "bundleId", "purchaseDate", "type"]) {
+            return .transaction
+        }
         return .renewalInfo
     }
 
@@ -154,7 +200,12 @@ public struct Inspector: Sendable {
     /// Inspects one base64 receipt: an app receipt (PKCS#7) or an iOS 6-style transaction receipt.
     public func inspectReceipt(_ line: String) async -> Report {
         guard let bytes = Base64.decode(line, alphabet: .standard), let first = bytes.first else {
-            return Report(valid: false, reason: VerificationFailure.Reason.invalidFormat.rawValue, detail: "not base64", kind: nil)
+            return Report(
+                valid: false,
+                reason: VerificationFailure.Reason.invalidFormat.rawValue,
+                detail: "not base64",
+                kind: nil
+            )
         }
         if first == UInt8(ascii: "{") { return await inspectTransactionReceipt(line) }
         let payload = (try? ReceiptVerifier.decodeWithoutVerifying(der: bytes)).map(Self.describe)
@@ -182,7 +233,9 @@ public struct Inspector: Sendable {
         if var inApp = object["in_app"] as? [[String: Any]] {
             for (index, purchase) in receipt.inAppPurchases.enumerated() where index < inApp.count {
                 if let code = purchase.productTypeCode { inApp[index]["product_type"] = String(code) }
-                if !purchase.otherAttributes.isEmpty { inApp[index]["other_attributes"] = purchase.otherAttributes.map(describe) }
+                if !purchase.otherAttributes.isEmpty {
+                    inApp[index]["other_attributes"] = purchase.otherAttributes.map(describe)
+                }
             }
             object["in_app"] = inApp
         }

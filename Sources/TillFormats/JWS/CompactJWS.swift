@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The three segments of a JWS in compact serialization (RFC 7515 §7.1):
@@ -20,7 +20,8 @@ struct CompactJWS {
         let dots: (Int, Int)? = bytes.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return nil }
             func dot(after start: Int) -> Int? {
-                guard start < buffer.count, let found = memchr(base + start, Int32(UInt8(ascii: ".")), buffer.count - start)
+                guard start < buffer.count,
+                    let found = memchr(base + start, Int32(UInt8(ascii: ".")), buffer.count - start)
                 else { return nil }
                 return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
             }

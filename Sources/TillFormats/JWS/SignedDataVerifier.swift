@@ -62,17 +62,21 @@ public struct SignedDataVerifier: Sendable {
 
     /// Verifies a compact JWS and decodes its payload as `Payload`.
     public func verify<Payload: JWSPayload>(
-        _ jws: String, as type: Payload.Type = Payload.self
+        _ jws: String,
+        as type: Payload.Type = Payload.self
     ) async -> VerificationOutcome<VerifiedJWS<Payload>> {
         await verify(bytes: Array(jws.utf8), as: type)
     }
 
     /// Verifies a compact JWS given as ASCII bytes.
     public func verify<Payload: JWSPayload>(
-        bytes: [UInt8], as type: Payload.Type = Payload.self
+        bytes: [UInt8],
+        as type: Payload.Type = Payload.self
     ) async -> VerificationOutcome<VerifiedJWS<Payload>> {
         guard bytes.count <= configuration.maximumLength else {
-            return .invalid(.init(.tooLarge, "the JWS is \(bytes.count) bytes; the limit is \(configuration.maximumLength)"))
+            return .invalid(
+                .init(.tooLarge, "the JWS is \(bytes.count) bytes; the limit is \(configuration.maximumLength)")
+            )
         }
         guard let jws = CompactJWS(bytes) else {
             return .invalid(.init(.invalidFormat, "a JWS has exactly three non-empty base64url segments"))
@@ -112,7 +116,12 @@ public struct SignedDataVerifier: Sendable {
             } else {
                 switch await validator.validate(leaf: header.leaf, intermediates: [header.intermediate], at: date) {
                 case .invalid(let why):
-                    return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
+                    return .invalid(
+                        .init(
+                            .invalidChain,
+                            "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"
+                        )
+                    )
                 case .valid(let validated):
                     chain = validated
                     cache.update(BytesKey(jws.headerSegment)) { $0.chain = validated }
@@ -127,7 +136,9 @@ public struct SignedDataVerifier: Sendable {
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
             header.key.isValidSignature(signature, for: digest.finalize())
         else {
-            return .invalid(.init(.verificationFailure, "the ES256 signature does not match the leaf certificate's key"))
+            return .invalid(
+                .init(.verificationFailure, "the ES256 signature does not match the leaf certificate's key")
+            )
         }
 
         // 5. The app and the environment.
@@ -140,23 +151,32 @@ public struct SignedDataVerifier: Sendable {
     private func check(identity: PayloadIdentity, kind: JWSPayloadKind) -> VerificationFailure? {
         let checksBundle = kind != .renewalInfo
         if checksBundle, let expected = configuration.bundleId, identity.bundleId != expected {
-            return .init(.invalidAppIdentifier, "signed for bundle id \(identity.bundleId ?? "(none)"), expected \(expected)")
+            return .init(
+                .invalidAppIdentifier,
+                "signed for bundle id \(identity.bundleId ?? "(none)"), expected \(expected)"
+            )
         }
-        let checksAppAppleId = (kind == .notification || kind == .appTransaction) && configuration.environment == .production
+        let checksAppAppleId =
+            (kind == .notification || kind == .appTransaction) && configuration.environment == .production
         if checksAppAppleId, let expected = configuration.appAppleId, identity.appAppleId != expected {
             return .init(
                 .invalidAppIdentifier,
-                "signed for app Apple id \(identity.appAppleId.map(String.init) ?? "(none)"), expected \(expected)")
+                "signed for app Apple id \(identity.appAppleId.map(String.init) ?? "(none)"), expected \(expected)"
+            )
         }
         if let expected = configuration.environment, identity.environment != expected {
             return .init(
-                .invalidEnvironment, "signed for environment \(identity.environment?.rawValue ?? "(none)"), expected \(expected)")
+                .invalidEnvironment,
+                "signed for environment \(identity.environment?.rawValue ?? "(none)"), expected \(expected)"
+            )
         }
         return nil
     }
 
     /// Decodes and checks a header: ES256, and a three-certificate `x5c` (one is enough when locally signed).
-    private static func readHeader(_ segment: ArraySlice<UInt8>, requireChain: Bool) -> VerificationOutcome<CachedHeader> {
+    private static func readHeader(_ segment: ArraySlice<UInt8>, requireChain: Bool) -> VerificationOutcome<
+        CachedHeader
+    > {
         guard let json = Base64.decode(segment, alphabet: .url),
             let header = try? JSONDecoder().decode(JWSHeader.self, from: Data(json))
         else {
@@ -169,11 +189,14 @@ public struct SignedDataVerifier: Sendable {
             return .invalid(.init(.unsupportedAlgorithm, "alg is \(header.alg ?? "(none)"); only ES256 is accepted"))
         }
         if requireChain, x5c.count != 3 {
-            return .invalid(.init(.invalidChainLength, "x5c holds \(x5c.count) certificates; leaf, intermediate and root expected"))
+            return .invalid(
+                .init(.invalidChainLength, "x5c holds \(x5c.count) certificates; leaf, intermediate and root expected")
+            )
         }
         var certificates: [Certificate] = []
         for (index, entry) in x5c.enumerated() {
-            guard let der = Base64.decode(entry, alphabet: .standard), let certificate = try? Certificate(derEncoded: der)
+            guard let der = Base64.decode(entry, alphabet: .standard),
+                let certificate = try? Certificate(derEncoded: der)
             else {
                 return .invalid(.init(.invalidCertificate, "x5c[\(index)] is not a base64 DER certificate"))
             }
@@ -187,8 +210,14 @@ public struct SignedDataVerifier: Sendable {
         signingPrefix.update(data: [UInt8(ascii: ".")])
         return .valid(
             CachedHeader(
-                header: header, leaf: certificates[0], intermediate: certificates.count > 1 ? certificates[1] : certificates[0],
-                key: key, signingPrefix: signingPrefix, chain: nil))
+                header: header,
+                leaf: certificates[0],
+                intermediate: certificates.count > 1 ? certificates[1] : certificates[0],
+                key: key,
+                signingPrefix: signingPrefix,
+                chain: nil
+            )
+        )
     }
 }
 
@@ -213,4 +242,3 @@ struct CachedHeader: Sendable {
     /// The last validated chain and its validity period; nil until validated once.
     var chain: ValidatedChain?
 }
-

@@ -37,7 +37,9 @@ extension AppReceipt {
             case 19: originalApplicationVersion = try scanner.string(value, type: 19)
             case 21: expirationDate = try scanner.date(value, type: 21)
             default:
-                otherAttributes.append(ReceiptAttribute(type: attribute.type, version: attribute.version, slice: buffer[value]))
+                otherAttributes.append(
+                    ReceiptAttribute(type: attribute.type, version: attribute.version, slice: buffer[value])
+                )
             }
         }
     }
@@ -73,7 +75,9 @@ extension InAppPurchase {
             case 1721: promotionalOfferId = try scanner.string(value, type: 1721)
             default:
                 if otherAttributes.isEmpty { otherAttributes.reserveCapacity(8) }
-                otherAttributes.append(ReceiptAttribute(type: attribute.type, version: attribute.version, slice: buffer[value]))
+                otherAttributes.append(
+                    ReceiptAttribute(type: attribute.type, version: attribute.version, slice: buffer[value])
+                )
             }
         }
         guard let productId, let transactionId else { throw .invalidAttribute(type: 17) }

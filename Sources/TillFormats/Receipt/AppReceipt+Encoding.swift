@@ -39,7 +39,12 @@ extension AppReceipt {
     /// (iOS: the 16 bytes of identifierForVendor; macOS: the 6 bytes of the primary MAC address),
     /// the opaque value and the bundle id attribute equals attribute 5.
     public func matchesDevice(identifier: [UInt8]) -> Bool {
-        !sha1Hash.isEmpty && Self.deviceHash(identifier: identifier, opaqueValue: opaqueValue, bundleIdAttributeValue: bundleIdAttributeValue) == sha1Hash
+        !sha1Hash.isEmpty
+            && Self.deviceHash(
+                identifier: identifier,
+                opaqueValue: opaqueValue,
+                bundleIdAttributeValue: bundleIdAttributeValue
+            ) == sha1Hash
     }
 
     /// Whether the receipt was issued to the iOS device whose identifierForVendor is `vendorIdentifier`.
@@ -48,7 +53,8 @@ extension AppReceipt {
     }
 
     /// Attribute 5 for a device: SHA-1(identifier ‖ opaque value ‖ bundle id attribute value).
-    public static func deviceHash(identifier: [UInt8], opaqueValue: [UInt8], bundleIdAttributeValue: [UInt8]) -> [UInt8] {
+    public static func deviceHash(identifier: [UInt8], opaqueValue: [UInt8], bundleIdAttributeValue: [UInt8]) -> [UInt8]
+    {
         var hasher = Insecure.SHA1()
         hasher.update(data: identifier)
         hasher.update(data: opaqueValue)

@@ -43,10 +43,20 @@ public struct AppReceipt: Sendable, Hashable {
     public var opaqueValueVersion: Int
 
     public init(
-        receiptType: String? = nil, appItemId: Int64? = nil, bundleId: String? = nil, applicationVersion: String? = nil,
-        opaqueValue: [UInt8] = [], sha1Hash: [UInt8] = [], receiptCreationDate: Date? = nil, downloadId: Int64? = nil,
-        versionExternalIdentifier: Int64? = nil, inAppPurchases: [InAppPurchase] = [], originalPurchaseDate: Date? = nil,
-        originalApplicationVersion: String? = nil, expirationDate: Date? = nil, otherAttributes: [ReceiptAttribute] = [],
+        receiptType: String? = nil,
+        appItemId: Int64? = nil,
+        bundleId: String? = nil,
+        applicationVersion: String? = nil,
+        opaqueValue: [UInt8] = [],
+        sha1Hash: [UInt8] = [],
+        receiptCreationDate: Date? = nil,
+        downloadId: Int64? = nil,
+        versionExternalIdentifier: Int64? = nil,
+        inAppPurchases: [InAppPurchase] = [],
+        originalPurchaseDate: Date? = nil,
+        originalApplicationVersion: String? = nil,
+        expirationDate: Date? = nil,
+        otherAttributes: [ReceiptAttribute] = [],
         opaqueValueVersion: Int = 2
     ) {
         self.receiptType = receiptType
@@ -113,10 +123,19 @@ public struct InAppPurchase: Sendable, Hashable {
     public var otherAttributes: [ReceiptAttribute]
 
     public init(
-        quantity: Int = 1, productId: String, transactionId: String, purchaseDate: Date? = nil,
-        originalTransactionId: String? = nil, originalPurchaseDate: Date? = nil, productTypeCode: Int? = nil,
-        expiresDate: Date? = nil, webOrderLineItemId: Int64? = nil, cancellationDate: Date? = nil,
-        isTrialPeriod: Bool? = nil, isInIntroOfferPeriod: Bool? = nil, promotionalOfferId: String? = nil,
+        quantity: Int = 1,
+        productId: String,
+        transactionId: String,
+        purchaseDate: Date? = nil,
+        originalTransactionId: String? = nil,
+        originalPurchaseDate: Date? = nil,
+        productTypeCode: Int? = nil,
+        expiresDate: Date? = nil,
+        webOrderLineItemId: Int64? = nil,
+        cancellationDate: Date? = nil,
+        isTrialPeriod: Bool? = nil,
+        isInIntroOfferPeriod: Bool? = nil,
+        promotionalOfferId: String? = nil,
         otherAttributes: [ReceiptAttribute] = []
     ) {
         self.quantity = quantity
@@ -160,12 +179,22 @@ public struct InAppPurchase: Sendable, Hashable {
     public func purchaseTransaction(bundleId: String, environment: AppStoreEnvironment) -> PurchaseTransaction? {
         guard let purchaseDate else { return nil }
         return PurchaseTransaction(
-            transactionId: transactionId, originalTransactionId: originalTransactionId, productId: productId,
-            bundleId: bundleId, productType: productType, quantity: quantity, purchaseDate: purchaseDate,
-            originalPurchaseDate: originalPurchaseDate, expiresDate: expiresDate, revocationDate: cancellationDate,
-            webOrderLineItemId: webOrderLineItemId.map(String.init), isTrialPeriod: isTrialPeriod ?? false,
-            isInIntroOfferPeriod: isInIntroOfferPeriod ?? false, offerIdentifier: promotionalOfferId,
-            environment: environment)
+            transactionId: transactionId,
+            originalTransactionId: originalTransactionId,
+            productId: productId,
+            bundleId: bundleId,
+            productType: productType,
+            quantity: quantity,
+            purchaseDate: purchaseDate,
+            originalPurchaseDate: originalPurchaseDate,
+            expiresDate: expiresDate,
+            revocationDate: cancellationDate,
+            webOrderLineItemId: webOrderLineItemId.map(String.init),
+            isTrialPeriod: isTrialPeriod ?? false,
+            isInIntroOfferPeriod: isInIntroOfferPeriod ?? false,
+            offerIdentifier: promotionalOfferId,
+            environment: environment
+        )
     }
 }
 

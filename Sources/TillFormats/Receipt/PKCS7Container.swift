@@ -39,7 +39,8 @@ struct PKCS7Container {
         guard contentInfo.end == bytes.count else { throw .trailingData }
         let info = try reader.children(of: contentInfo)
         guard info.count == 2, info[0].identifier == ASN1Tag.objectIdentifier,
-            reader.contents(of: info[0], equal: ObjectIdentifierBytes.signedData), info[1].identifier == ASN1Tag.context0
+            reader.contents(of: info[0], equal: ObjectIdentifierBytes.signedData),
+            info[1].identifier == ASN1Tag.context0
         else { throw .unexpectedTag(expected: ASN1Tag.objectIdentifier, found: info.first?.identifier ?? 0) }
 
         let explicit = try reader.children(of: info[1], depth: 1)
@@ -69,7 +70,9 @@ struct PKCS7Container {
         if fields[index].identifier == ASN1Tag.context0 {
             certificatesField = reader.encoding(of: fields[index])
             for certificate in try reader.children(of: fields[index], depth: 3) {
-                guard certificate.identifier == ASN1Tag.sequence, !certificate.isIndefinite else { throw .unexpectedPrimitive }
+                guard certificate.identifier == ASN1Tag.sequence, !certificate.isIndefinite else {
+                    throw .unexpectedPrimitive
+                }
                 certificates.append(reader.encoding(of: certificate))
             }
             index += 1
@@ -109,14 +112,20 @@ struct PKCS7Container {
         self.digest = digest
     }
 
-    private static func algorithm(_ element: ASN1Element, _ reader: ASN1Reader, depth: Int) throws(ASN1Error) -> ArraySlice<UInt8> {
-        guard element.identifier == ASN1Tag.sequence else { throw .unexpectedTag(expected: ASN1Tag.sequence, found: element.identifier) }
+    private static func algorithm(_ element: ASN1Element, _ reader: ASN1Reader, depth: Int) throws(ASN1Error)
+        -> ArraySlice<UInt8>
+    {
+        guard element.identifier == ASN1Tag.sequence else {
+            throw .unexpectedTag(expected: ASN1Tag.sequence, found: element.identifier)
+        }
         let parts = try reader.children(of: element, depth: depth)
         guard let oid = parts.first, oid.identifier == ASN1Tag.objectIdentifier, parts.count <= 2 else {
             throw .unexpectedPrimitive
         }
         // Parameters are absent or NULL for the digest and RSA algorithms.
-        if parts.count == 2, parts[1].identifier != ASN1Tag.null || parts[1].contentLength != 0 { throw .unexpectedPrimitive }
+        if parts.count == 2, parts[1].identifier != ASN1Tag.null || parts[1].contentLength != 0 {
+            throw .unexpectedPrimitive
+        }
         return reader[oid]
     }
 

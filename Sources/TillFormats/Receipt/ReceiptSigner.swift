@@ -30,7 +30,10 @@ public struct ReceiptSigner: Sendable {
 
     /// - Parameter certificates: the signing leaf first, then the rest of the chain to embed.
     public init(
-        key: _RSA.Signing.PrivateKey, certificates: [Certificate], digest: Digest = .sha256, layout: Layout = .appStore,
+        key: _RSA.Signing.PrivateKey,
+        certificates: [Certificate],
+        digest: Digest = .sha256,
+        layout: Layout = .appStore,
         signedAttributes: Bool = false
     ) throws {
         self.key = key
@@ -56,7 +59,8 @@ public struct ReceiptSigner: Sendable {
     /// Signs payload bytes as they are.
     public func sign(payload: [UInt8], signingTime: Date = Date()) throws -> [UInt8] {
         let algorithm: DigestAlgorithm = digest == .sha1 ? .sha1 : .sha256
-        let attributes = signedAttributes ? signedAttributesDER(payload: payload, signingTime: signingTime, algorithm) : nil
+        let attributes =
+            signedAttributes ? signedAttributesDER(payload: payload, signingTime: signingTime, algorithm) : nil
         let signature = try sign(attributes ?? payload, algorithm)
 
         var writer = ASN1Writer(indefinite: layout == .xcode)
@@ -70,7 +74,9 @@ public struct ReceiptSigner: Sendable {
                         encapsulated.objectIdentifier(ObjectIdentifierBytes.data)
                         encapsulated.constructed(ASN1Tag.context0) { content in
                             if layout == .xcode {
-                                content.constructed(ASN1Tag.octetString | 0x20) { $0.primitive(ASN1Tag.octetString, payload) }
+                                content.constructed(ASN1Tag.octetString | 0x20) {
+                                    $0.primitive(ASN1Tag.octetString, payload)
+                                }
                             } else {
                                 content.primitive(ASN1Tag.octetString, payload)
                             }
@@ -91,7 +97,9 @@ public struct ReceiptSigner: Sendable {
                                 attributes[0] = ASN1Tag.context0
                                 signer.raw(attributes)
                             }
-                            signer.algorithm(layout == .xcode ? algorithm.rsaSignatureOID : ObjectIdentifierBytes.rsaEncryption)
+                            signer.algorithm(
+                                layout == .xcode ? algorithm.rsaSignatureOID : ObjectIdentifierBytes.rsaEncryption
+                            )
                             signer.primitive(ASN1Tag.octetString, signature)
                         }
                     }
@@ -110,7 +118,8 @@ public struct ReceiptSigner: Sendable {
             }
             return writer.bytes
         }
-        let digest: [UInt8] = algorithm == .sha1 ? Array(Insecure.SHA1.hash(data: payload)) : Array(SHA256.hash(data: payload))
+        let digest: [UInt8] =
+            algorithm == .sha1 ? Array(Insecure.SHA1.hash(data: payload)) : Array(SHA256.hash(data: payload))
         // YYYY-MM-DDTHH:MM:SSZ → UTCTime YYMMDDHHMMSSZ
         let time = Array(ReceiptDate.formatRFC3339(signingTime).utf8)
         var utcTime: [UInt8] = []

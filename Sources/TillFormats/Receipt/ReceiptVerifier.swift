@@ -34,8 +34,13 @@ public struct ReceiptVerifier: Sendable {
         public var maximumDepth: Int
 
         public init(
-            anchors: TrustAnchors = .appleReceipts, bundleId: String? = nil, environment: AppStoreEnvironment? = nil,
-            appAppleId: Int64? = nil, validationTime: Date? = nil, maximumSize: Int = 1 << 20, maximumDepth: Int = 32
+            anchors: TrustAnchors = .appleReceipts,
+            bundleId: String? = nil,
+            environment: AppStoreEnvironment? = nil,
+            appAppleId: Int64? = nil,
+            validationTime: Date? = nil,
+            maximumSize: Int = 1 << 20,
+            maximumDepth: Int = 32
         ) {
             self.anchors = anchors
             self.bundleId = bundleId
@@ -73,13 +78,17 @@ public struct ReceiptVerifier: Sendable {
     /// Verifies a receipt's DER or BER bytes.
     public func verify(der: [UInt8]) async -> VerificationOutcome<VerifiedReceipt> {
         guard der.count <= configuration.maximumSize else {
-            return .invalid(.init(.tooLarge, "the receipt is \(der.count) bytes; the limit is \(configuration.maximumSize)"))
+            return .invalid(
+                .init(.tooLarge, "the receipt is \(der.count) bytes; the limit is \(configuration.maximumSize)")
+            )
         }
         let container: PKCS7Container
         do {
             container = try PKCS7Container(der, maximumDepth: configuration.maximumDepth)
         } catch .unsupportedAlgorithm {
-            return .invalid(.init(.unsupportedAlgorithm, "the receipt is signed with an algorithm other than RSA with SHA-1/SHA-2"))
+            return .invalid(
+                .init(.unsupportedAlgorithm, "the receipt is signed with an algorithm other than RSA with SHA-1/SHA-2")
+            )
         } catch {
             return .invalid(.init(.invalidFormat, "not a PKCS#7 receipt: \(error)"))
         }
@@ -100,14 +109,19 @@ public struct ReceiptVerifier: Sendable {
 
         // 2. The signature.
         guard container.isSignatureValid(key: signer.key) else {
-            return .invalid(.init(.verificationFailure, "the receipt's signature does not match its signing certificate"))
+            return .invalid(
+                .init(.verificationFailure, "the receipt's signature does not match its signing certificate")
+            )
         }
 
         // 3. The payload.
         let receipt: AppReceipt
         do {
             receipt = try AppReceipt(
-                payload: container.contentBuffer, range: container.contentRange, maximumDepth: configuration.maximumDepth)
+                payload: container.contentBuffer,
+                range: container.contentRange,
+                maximumDepth: configuration.maximumDepth
+            )
         } catch {
             return .invalid(.init(.malformedPayload, "the receipt payload cannot be decoded: \(error)"))
         }
@@ -120,11 +134,15 @@ public struct ReceiptVerifier: Sendable {
         } else {
             switch await validator.validate(leaf: signer.leaf, intermediates: signer.intermediates, at: date) {
             case .invalid(let why):
-                return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
+                return .invalid(
+                    .init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)")
+                )
             case .valid(let validated):
                 // Every embedded certificate must be part of the chain: nothing unsigned rides along.
                 guard signer.embedded.allSatisfy(validated.certificates.contains) else {
-                    return .invalid(.init(.invalidChain, "the receipt embeds a certificate that is not part of its chain"))
+                    return .invalid(
+                        .init(.invalidChain, "the receipt embeds a certificate that is not part of its chain")
+                    )
                 }
                 chain = validated
                 cache.update(BytesKey(keyBytes)) { $0.chain = validated }
@@ -133,15 +151,30 @@ public struct ReceiptVerifier: Sendable {
 
         // 5. The app and the environment.
         if let expected = configuration.bundleId, receipt.bundleId != expected {
-            return .invalid(.init(.invalidAppIdentifier, "issued for bundle id \(receipt.bundleId ?? "(none)"), expected \(expected)"))
+            return .invalid(
+                .init(
+                    .invalidAppIdentifier,
+                    "issued for bundle id \(receipt.bundleId ?? "(none)"), expected \(expected)"
+                )
+            )
         }
         if let expected = configuration.environment, receipt.environment != expected {
             return .invalid(
-                .init(.invalidEnvironment, "issued for environment \(receipt.environment?.rawValue ?? "(none)"), expected \(expected)"))
+                .init(
+                    .invalidEnvironment,
+                    "issued for environment \(receipt.environment?.rawValue ?? "(none)"), expected \(expected)"
+                )
+            )
         }
-        if configuration.environment == .production, let expected = configuration.appAppleId, receipt.appItemId != expected {
+        if configuration.environment == .production, let expected = configuration.appAppleId,
+            receipt.appItemId != expected
+        {
             return .invalid(
-                .init(.invalidAppIdentifier, "issued for app Apple ID \(receipt.appItemId.map(String.init) ?? "(none)"), expected \(expected)"))
+                .init(
+                    .invalidAppIdentifier,
+                    "issued for app Apple ID \(receipt.appItemId.map(String.init) ?? "(none)"), expected \(expected)"
+                )
+            )
         }
         return .valid(VerifiedReceipt(receipt: receipt, chain: chain))
     }
@@ -149,7 +182,11 @@ public struct ReceiptVerifier: Sendable {
     /// Decodes a receipt without checking its signature or chain (`till inspect --no-verify`).
     public static func decodeWithoutVerifying(der: [UInt8], maximumDepth: Int = 32) throws -> AppReceipt {
         let container = try PKCS7Container(der, maximumDepth: maximumDepth)
-        return try AppReceipt(payload: container.contentBuffer, range: container.contentRange, maximumDepth: maximumDepth)
+        return try AppReceipt(
+            payload: container.contentBuffer,
+            range: container.contentRange,
+            maximumDepth: maximumDepth
+        )
     }
 
     /// The certificate named by the signer identifier, among the embedded ones.
@@ -174,7 +211,13 @@ public struct ReceiptVerifier: Sendable {
         }
         return .valid(
             CachedSigner(
-                leaf: leaf, intermediates: certificates.filter { $0 != leaf }, embedded: certificates, key: key, chain: nil))
+                leaf: leaf,
+                intermediates: certificates.filter { $0 != leaf },
+                embedded: certificates,
+                key: key,
+                chain: nil
+            )
+        )
     }
 }
 
@@ -216,4 +259,3 @@ struct CachedSigner: Sendable {
     var key: _RSA.Signing.PublicKey
     var chain: ValidatedChain?
 }
-

@@ -1,8 +1,8 @@
 /// A string value Apple defines a set of, kept as its raw value so that values added by Apple later
 /// decode instead of failing (`notificationType`, `type`, `transactionReason`, …).
 public protocol AppleStringValue: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible,
-    ExpressibleByStringLiteral where RawValue == String
-{
+    ExpressibleByStringLiteral
+where RawValue == String {
     init(rawValue: String)
 }
 
@@ -13,8 +13,8 @@ extension AppleStringValue {
 
 /// An integer value Apple defines a set of (`offerType`, `revocationReason`, `status`, …), kept as its raw value.
 public protocol AppleIntValue: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible,
-    ExpressibleByIntegerLiteral where RawValue == Int
-{
+    ExpressibleByIntegerLiteral
+where RawValue == Int {
     init(rawValue: Int)
 }
 

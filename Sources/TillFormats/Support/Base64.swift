@@ -12,8 +12,16 @@ public enum Base64 {
     private static let invalid: UInt8 = 0xFF
     private static let skip: UInt8 = 0xFE
 
-    private static let standardTable: [UInt8] = makeTable(plus: UInt8(ascii: "+"), slash: UInt8(ascii: "/"), whitespace: true)
-    private static let urlTable: [UInt8] = makeTable(plus: UInt8(ascii: "-"), slash: UInt8(ascii: "_"), whitespace: false)
+    private static let standardTable: [UInt8] = makeTable(
+        plus: UInt8(ascii: "+"),
+        slash: UInt8(ascii: "/"),
+        whitespace: true
+    )
+    private static let urlTable: [UInt8] = makeTable(
+        plus: UInt8(ascii: "-"),
+        slash: UInt8(ascii: "_"),
+        whitespace: false
+    )
 
     private static func makeTable(plus: UInt8, slash: UInt8, whitespace: Bool) -> [UInt8] {
         var table = [UInt8](repeating: invalid, count: 256)
@@ -124,7 +132,9 @@ public enum Base64 {
         decode(string.utf8, alphabet: alphabet)
     }
 
-    private static let standardCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let standardCharacters = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8
+    )
     private static let urlCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Encodes bytes: standard alphabet with padding, or base64url without.

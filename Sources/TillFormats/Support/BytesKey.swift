@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A byte-string dictionary key hashed in bulk: `[UInt8]` and `ArraySlice<UInt8>` hash one element at a

@@ -45,8 +45,19 @@ struct JSONTape {
         return i
     }
 
-    private mutating func append(_ kind: Kind, _ start: Int, _ end: Int, flag: Int32 = 0, fingerprint: UInt32 = 0) -> Int {
-        nodes.append(Node(kind: kind, start: Int32(start), end: Int32(end), next: Int32(nodes.count + 1), flag: flag, fingerprint: fingerprint))
+    private mutating func append(_ kind: Kind, _ start: Int, _ end: Int, flag: Int32 = 0, fingerprint: UInt32 = 0)
+        -> Int
+    {
+        nodes.append(
+            Node(
+                kind: kind,
+                start: Int32(start),
+                end: Int32(end),
+                next: Int32(nodes.count + 1),
+                flag: flag,
+                fingerprint: fingerprint
+            )
+        )
         return nodes.count - 1
     }
 
@@ -167,7 +178,11 @@ struct JSONTape {
     }
 
     private func fingerprint(_ start: Int, _ end: Int) -> UInt32 {
-        Self.fingerprint(count: end - start, first: start < end ? bytes[start] : 0, last: start < end ? bytes[end - 1] : 0)
+        Self.fingerprint(
+            count: end - start,
+            first: start < end ? bytes[start] : 0,
+            last: start < end ? bytes[end - 1] : 0
+        )
     }
 
     static func fingerprint(count: Int, first: UInt8, last: UInt8) -> UInt32 {

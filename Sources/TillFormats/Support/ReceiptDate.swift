@@ -14,7 +14,8 @@ public enum ReceiptDate {
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SSZ` to whole seconds since 1970.
-    public static func parseRFC3339Seconds<Bytes: Collection<UInt8>>(bytes text: Bytes) -> Int64? where Bytes.Index == Int {
+    public static func parseRFC3339Seconds<Bytes: Collection<UInt8>>(bytes text: Bytes) -> Int64?
+    where Bytes.Index == Int {
         let count = text.count
         guard count >= 20 else { return nil }
         let s = text.startIndex
@@ -70,7 +71,8 @@ public enum ReceiptDate {
     /// `YYYY-MM-DD HH:MM:SS Etc/GMT`.
     public static func formatGMT(_ date: Date) -> String {
         let c = civil(fromSeconds: Int64(date.timeIntervalSince1970.rounded(.down)))
-        return "\(pad(c.year, 4))-\(pad(c.month))-\(pad(c.day)) \(pad(c.hour)):\(pad(c.minute)):\(pad(c.second)) Etc/GMT"
+        return
+            "\(pad(c.year, 4))-\(pad(c.month))-\(pad(c.day)) \(pad(c.hour)):\(pad(c.minute)):\(pad(c.second)) Etc/GMT"
     }
 
     /// `YYYY-MM-DD HH:MM:SS America/Los_Angeles`, in Pacific time with US daylight saving rules.
@@ -94,8 +96,12 @@ public enum ReceiptDate {
         let (startMonth, startWeek, endMonth, endWeek): (Int, Int, Int, Int) =
             year >= 2007 ? (3, 2, 11, 1) : (4, 1, 10, -1)
         // Daylight saving starts at 02:00 PST (10:00 UTC) and ends at 02:00 PDT (09:00 UTC).
-        let start = Int64(daysFromCivil(year: year, month: startMonth, day: nthSunday(year, startMonth, startWeek))) * 86_400 + 10 * 3600
-        let end = Int64(daysFromCivil(year: year, month: endMonth, day: nthSunday(year, endMonth, endWeek))) * 86_400 + 9 * 3600
+        let start =
+            Int64(daysFromCivil(year: year, month: startMonth, day: nthSunday(year, startMonth, startWeek))) * 86_400
+            + 10 * 3600
+        let end =
+            Int64(daysFromCivil(year: year, month: endMonth, day: nthSunday(year, endMonth, endWeek))) * 86_400 + 9
+            * 3600
         return (utcSeconds >= start && utcSeconds < end) ? -7 * 3600 : -8 * 3600
     }
 

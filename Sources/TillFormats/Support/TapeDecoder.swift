@@ -176,7 +176,10 @@ struct TapeKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     private func value(_ key: Key) throws -> TapeDecoder {
         guard let index = valueIndex(key) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no \"\(key.stringValue)\""))
+            throw DecodingError.keyNotFound(
+                key,
+                .init(codingPath: codingPath, debugDescription: "no \"\(key.stringValue)\"")
+            )
         }
         return decoder.child(index, key: key)
     }
@@ -214,7 +217,8 @@ struct TapeKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func nestedContainer<NestedKey: CodingKey>(
-        keyedBy type: NestedKey.Type, forKey key: Key
+        keyedBy type: NestedKey.Type,
+        forKey key: Key
     ) throws -> KeyedDecodingContainer<NestedKey> {
         try value(key).container(keyedBy: type)
     }
@@ -267,7 +271,9 @@ struct TapeUnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next().decodeValue(type) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         try next().container(keyedBy: type)
     }
 

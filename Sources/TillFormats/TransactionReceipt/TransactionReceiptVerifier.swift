@@ -24,7 +24,9 @@ public struct TransactionReceiptVerifier: Sendable {
         public var validationTime: Date?
 
         public init(
-            anchors: TrustAnchors = .appleReceipts, bundleId: String? = nil, environment: AppStoreEnvironment? = nil,
+            anchors: TrustAnchors = .appleReceipts,
+            bundleId: String? = nil,
+            environment: AppStoreEnvironment? = nil,
             validationTime: Date? = nil
         ) {
             self.anchors = anchors
@@ -73,7 +75,11 @@ public struct TransactionReceiptVerifier: Sendable {
         }
         guard let leaf = try? Certificate(derEncoded: der) else {
             return .invalid(
-                .init(.invalidCertificate, "the signing certificate cannot be validated (version \(receipt.signatureVersion ?? 0) receipts use RSA-1024 leaves)"))
+                .init(
+                    .invalidCertificate,
+                    "the signing certificate cannot be validated (version \(receipt.signatureVersion ?? 0) receipts use RSA-1024 leaves)"
+                )
+            )
         }
         let date = configuration.validationTime ?? receipt.purchaseInfo.purchaseDate ?? now()
         let key = BytesKey(der)
@@ -82,17 +88,25 @@ public struct TransactionReceiptVerifier: Sendable {
         } else {
             switch await validator.validate(leaf: leaf, intermediates: [], at: date) {
             case .invalid(let why):
-                return .invalid(.init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)"))
+                return .invalid(
+                    .init(.invalidChain, "certificate chain not valid at \(ReceiptDate.formatRFC3339(date)): \(why)")
+                )
             case .valid(let chain):
                 chains[key] = chain
             }
         }
         if let expected = configuration.bundleId, receipt.purchaseInfo.bundleId != expected {
             return .invalid(
-                .init(.invalidAppIdentifier, "issued for bundle id \(receipt.purchaseInfo.bundleId ?? "(none)"), expected \(expected)"))
+                .init(
+                    .invalidAppIdentifier,
+                    "issued for bundle id \(receipt.purchaseInfo.bundleId ?? "(none)"), expected \(expected)"
+                )
+            )
         }
         if let expected = configuration.environment, receipt.environment != expected {
-            return .invalid(.init(.invalidEnvironment, "claims environment \(receipt.environment), expected \(expected)"))
+            return .invalid(
+                .init(.invalidEnvironment, "claims environment \(receipt.environment), expected \(expected)")
+            )
         }
         return .valid(receipt)
     }

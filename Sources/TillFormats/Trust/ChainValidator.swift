@@ -43,7 +43,9 @@ public struct ChainValidator: Sendable {
             AppleMarkerPolicy(requirements: requirements)
         }
         let result = await verifier.validate(
-            leaf: leaf, intermediates: CertificateStore(intermediates + anchors.intermediates))
+            leaf: leaf,
+            intermediates: CertificateStore(intermediates + anchors.intermediates)
+        )
         switch result {
         case .validCertificate(let chain):
             let certificates = Array(chain)

@@ -71,7 +71,9 @@ public enum TestPKI {
     ///   - validFrom: start of every certificate's validity.
     ///   - years: validity of the leaf; the intermediate and root last longer.
     public static func makeAuthority(
-        kind: KeyKind, name: String = "Till Test", validFrom: Date = Date(timeIntervalSince1970: 1_600_000_000),
+        kind: KeyKind,
+        name: String = "Till Test",
+        validFrom: Date = Date(timeIntervalSince1970: 1_600_000_000),
         years: Int = 30,
         leafMarker: ASN1ObjectIdentifier = AppleOID.receiptSigning,
         intermediateMarker: ASN1ObjectIdentifier = AppleOID.wwdrIntermediate
@@ -88,19 +90,30 @@ public enum TestPKI {
         let leafName = try distinguishedName("\(name) Receipt Signing", organization: name)
 
         let root = try Certificate(
-            version: .v3, serialNumber: positiveSerial(), publicKey: rootKey.publicKey,
-            notValidBefore: validFrom, notValidAfter: validFrom + Double(years + 10) * year,
-            issuer: rootName, subject: rootName, signatureAlgorithm: signature,
+            version: .v3,
+            serialNumber: positiveSerial(),
+            publicKey: rootKey.publicKey,
+            notValidBefore: validFrom,
+            notValidAfter: validFrom + Double(years + 10) * year,
+            issuer: rootName,
+            subject: rootName,
+            signatureAlgorithm: signature,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
                 SubjectKeyIdentifier(hash: rootKey.publicKey)
             },
-            issuerPrivateKey: rootKey)
+            issuerPrivateKey: rootKey
+        )
         let intermediate = try Certificate(
-            version: .v3, serialNumber: positiveSerial(), publicKey: intermediateKey.publicKey,
-            notValidBefore: validFrom, notValidAfter: validFrom + Double(years + 5) * year,
-            issuer: rootName, subject: intermediateName, signatureAlgorithm: signature,
+            version: .v3,
+            serialNumber: positiveSerial(),
+            publicKey: intermediateKey.publicKey,
+            notValidBefore: validFrom,
+            notValidAfter: validFrom + Double(years + 5) * year,
+            issuer: rootName,
+            subject: intermediateName,
+            signatureAlgorithm: signature,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
@@ -108,33 +121,54 @@ public enum TestPKI {
                 AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: rootKey.publicKey).keyIdentifier)
                 Certificate.Extension(oid: intermediateMarker, critical: false, value: [ASN1Tag.null, 0x00])
             },
-            issuerPrivateKey: rootKey)
+            issuerPrivateKey: rootKey
+        )
         let leaf = try Certificate(
-            version: .v3, serialNumber: positiveSerial(), publicKey: leafKey.publicKey,
-            notValidBefore: validFrom, notValidAfter: validFrom + Double(years) * year,
-            issuer: intermediateName, subject: leafName, signatureAlgorithm: signature,
+            version: .v3,
+            serialNumber: positiveSerial(),
+            publicKey: leafKey.publicKey,
+            notValidBefore: validFrom,
+            notValidAfter: validFrom + Double(years) * year,
+            issuer: intermediateName,
+            subject: leafName,
+            signatureAlgorithm: signature,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-                AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: intermediateKey.publicKey).keyIdentifier)
+                AuthorityKeyIdentifier(
+                    keyIdentifier: SubjectKeyIdentifier(hash: intermediateKey.publicKey).keyIdentifier
+                )
                 Certificate.Extension(oid: leafMarker, critical: false, value: [ASN1Tag.null, 0x00])
             },
-            issuerPrivateKey: intermediateKey)
+            issuerPrivateKey: intermediateKey
+        )
         return SigningAuthority(root: root, intermediate: intermediate, leaf: leaf, leafKey: leafSigningKey)
     }
 
     /// A self-signed certificate for `key`, like Xcode's StoreKit test certificate.
     public static func makeSelfSigned(
-        key: Certificate.PrivateKey, commonName: String, validFrom: Date, validUntil: Date
+        key: Certificate.PrivateKey,
+        commonName: String,
+        validFrom: Date,
+        validUntil: Date
     ) throws -> Certificate {
         let name = try distinguishedName(commonName, organization: commonName)
         let signature: Certificate.SignatureAlgorithm =
             if case .some = P256.Signing.PublicKey(key.publicKey) { .ecdsaWithSHA256 } else { .sha256WithRSAEncryption }
         return try Certificate(
-            version: .v3, serialNumber: positiveSerial(), publicKey: key.publicKey, notValidBefore: validFrom,
-            notValidAfter: validUntil, issuer: name, subject: name, signatureAlgorithm: signature,
-            extensions: try Certificate.Extensions { Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil)) },
-            issuerPrivateKey: key)
+            version: .v3,
+            serialNumber: positiveSerial(),
+            publicKey: key.publicKey,
+            notValidBefore: validFrom,
+            notValidAfter: validUntil,
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: signature,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+            },
+            issuerPrivateKey: key
+        )
     }
 
     /// A random positive 16-byte serial (swift-certificates' default may set the sign bit).

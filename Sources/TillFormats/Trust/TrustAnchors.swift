@@ -68,11 +68,14 @@ public struct ChainRequirements: Sendable, Hashable {
 
     /// StoreKit 2 JWS and app receipts: receipt-signing leaf under a WWDR intermediate.
     public static let receiptSigning = ChainRequirements(
-        leafMarkers: [AppleOID.receiptSigning], intermediateMarkers: [AppleOID.wwdrIntermediate])
+        leafMarkers: [AppleOID.receiptSigning],
+        intermediateMarkers: [AppleOID.wwdrIntermediate]
+    )
     /// iOS 6-style transaction receipts: either generation of Apple's transaction receipt chain.
     public static let transactionReceipt = ChainRequirements(
         leafMarkers: [AppleOID.receiptSigning, AppleOID.purchaseReceiptSigning],
-        intermediateMarkers: [AppleOID.wwdrIntermediate, AppleOID.iTunesStoreIntermediate])
+        intermediateMarkers: [AppleOID.wwdrIntermediate, AppleOID.iTunesStoreIntermediate]
+    )
 }
 
 /// Requires Apple's marker extensions on leaf and intermediate (their presence; the value is NULL).
@@ -90,7 +93,9 @@ struct AppleMarkerPolicy: VerifierPolicy {
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
         if chain.count == 1 { return .meetsPolicy }
         if chain.contains(where: { $0.extensions[oid: .X509ExtensionID.extendedKeyUsage]?.critical == true }) {
-            return .failsToMeetPolicy(reason: "a certificate of the chain restricts its use with a critical extended key usage")
+            return .failsToMeetPolicy(
+                reason: "a certificate of the chain restricts its use with a critical extended key usage"
+            )
         }
         guard chain.count == 3 else {
             return .failsToMeetPolicy(reason: "expected leaf, intermediate and root, found \(chain.count) certificates")
