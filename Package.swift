@@ -20,6 +20,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),
@@ -34,7 +44,21 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(name: "TillStorage", dependencies: ["TillCore"], swiftSettings: upcoming),
+        .target(
+            name: "TillStorage",
+            dependencies: [
+                "TillCore",
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "AsyncKit", package: "async-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(name: "TillServer", dependencies: ["TillCore", "TillFormats", "TillStorage"], swiftSettings: upcoming),
         .target(
             name: "TillSimulator",
@@ -63,9 +87,25 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .testTarget(name: "TillStorageTests", dependencies: ["TillStorage"], swiftSettings: upcoming),
+        .testTarget(
+            name: "TillStorageTests",
+            dependencies: ["TillStorage", .product(name: "SQLKit", package: "sql-kit")],
+            swiftSettings: upcoming
+        ),
         .testTarget(name: "TillServerTests", dependencies: ["TillServer"], swiftSettings: upcoming),
-        .testTarget(name: "TillSimulatorTests", dependencies: ["TillSimulator"], swiftSettings: upcoming),
+        .testTarget(
+            name: "TillSimulatorTests",
+            dependencies: [
+                "TillSimulator", "TillFormats", "TillStorage",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: upcoming
+        ),
         .testTarget(name: "TillClientTests", dependencies: ["TillClient"], swiftSettings: upcoming),
     ]
 )

@@ -1,2 +1,133 @@
-// Tests for TillStorage arrive with the issue that builds it.
+import Foundation
+import SQLKit
 import Testing
+import TillStorage
+
+/// The databases storage tests run against: SQLite always, PostgreSQL when `TILL_TEST_POSTGRES_URL` is set
+/// (`.ci/run` starts one).
+enum TestDatabases {
+    static var all: [DatabaseConfiguration] {
+        var list: [DatabaseConfiguration] = [.sqliteInMemory, .sqlite(path: temporaryFile())]
+        if let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty {
+            list.append(.postgres(url: url))
+        }
+        return list
+    }
+
+    static func temporaryFile() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("till-test-\(UUID().uuidString).sqlite").path
+    }
+}
+
+@Suite(.serialized)
+struct TillStorageTests {
+    static let migrations = [
+        Migration(
+            "1-notes",
+            ["CREATE TABLE storage_test_notes (id TEXT PRIMARY KEY, body TEXT NOT NULL, at BIGINT NOT NULL)"]
+        ),
+        Migration("2-counter", ["CREATE TABLE storage_test_counter (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"]),
+    ]
+
+    func fresh(_ configuration: DatabaseConfiguration) async throws -> TillDatabase {
+        let database = try await TillDatabase.open(configuration)
+        if database.engine == .postgres {
+            try await database.sql.raw("DROP TABLE IF EXISTS storage_test_notes").run()
+            try await database.sql.raw("DROP TABLE IF EXISTS storage_test_counter").run()
+            try await database.sql.raw(
+                "CREATE TABLE IF NOT EXISTS till_schema_migrations (schema TEXT NOT NULL, id TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (schema, id))"
+            ).run()
+            try await database.sql.raw("DELETE FROM till_schema_migrations WHERE schema = 'storage-test'").run()
+        }
+        return database
+    }
+
+    @Test(arguments: TestDatabases.all)
+    func migrationsApplyOnceAndInOrder(_ configuration: DatabaseConfiguration) async throws {
+        let database = try await fresh(configuration)
+        try await database.migrate(Self.migrations, schema: "storage-test")
+        try await database.migrate(Self.migrations, schema: "storage-test")
+        let applied = try await database.sql.raw(
+            "SELECT id FROM till_schema_migrations WHERE schema = 'storage-test' ORDER BY id"
+        )
+        .all().map { try $0.decode(column: "id", as: String.self) }
+        #expect(applied == ["1-notes", "2-counter"])
+        try await database.shutdown()
+    }
+
+    @Test(arguments: TestDatabases.all)
+    func aTransactionCommitsOrRollsBackWhole(_ configuration: DatabaseConfiguration) async throws {
+        let database = try await fresh(configuration)
+        try await database.migrate(Self.migrations, schema: "storage-test")
+        try await database.transaction { db in
+            try await db.raw("INSERT INTO storage_test_notes (id, body, at) VALUES ('a', 'kept', 1)").run()
+        }
+        struct Boom: Error {}
+        await #expect(throws: Boom.self) {
+            try await database.transaction { db in
+                try await db.raw("INSERT INTO storage_test_notes (id, body, at) VALUES ('b', 'lost', 2)").run()
+                throw Boom()
+            }
+        }
+        let ids = try await database.sql.raw("SELECT id FROM storage_test_notes ORDER BY id").all()
+            .map { try $0.decode(column: "id", as: String.self) }
+        #expect(ids == ["a"])
+        try await database.shutdown()
+    }
+
+    @Test(arguments: TestDatabases.all)
+    func concurrentTransactionsSerialiseWithoutLostUpdates(_ configuration: DatabaseConfiguration) async throws {
+        let database = try await fresh(configuration)
+        try await database.migrate(Self.migrations, schema: "storage-test")
+        try await database.sql.raw("INSERT INTO storage_test_counter (name, value) VALUES ('hits', 0)").run()
+        let lockClause = database.engine == .postgres ? " FOR UPDATE" : ""
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    try await database.transaction { db in
+                        let row = try await db.raw(
+                            SQLQueryString("SELECT value FROM storage_test_counter WHERE name = 'hits'" + lockClause)
+                        ).first()
+                        let value = try row!.decode(column: "value", as: Int64.self)
+                        try await db.raw(
+                            "UPDATE storage_test_counter SET value = \(bind: value + 1) WHERE name = 'hits'"
+                        ).run()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let total = try await database.sql.raw("SELECT value FROM storage_test_counter WHERE name = 'hits'").first()!
+            .decode(column: "value", as: Int64.self)
+        #expect(total == 40)
+        try await database.shutdown()
+    }
+
+    @Test func anSQLiteFileKeepsItsDataAcrossReopening() async throws {
+        let path = TestDatabases.temporaryFile()
+        let first = try await TillDatabase.open(.sqlite(path: path))
+        try await first.migrate(Self.migrations, schema: "storage-test")
+        try await first.sql.raw("INSERT INTO storage_test_notes (id, body, at) VALUES ('x', 'still here', 3)").run()
+        try await first.shutdown()
+        let second = try await TillDatabase.open(.sqlite(path: path))
+        let body = try await second.sql.raw("SELECT body FROM storage_test_notes WHERE id = 'x'").first()?
+            .decode(column: "body", as: String.self)
+        #expect(body == "still here")
+        try await second.shutdown()
+    }
+
+    @Test func configurationsParse() throws {
+        #expect(try DatabaseConfiguration(parsing: ":memory:") == .sqliteInMemory)
+        #expect(try DatabaseConfiguration(parsing: "till.sqlite") == .sqlite(path: "till.sqlite"))
+        #expect(try DatabaseConfiguration(parsing: "sqlite:/var/till.db") == .sqlite(path: "/var/till.db"))
+        #expect(
+            try DatabaseConfiguration(parsing: "postgres://u:secret@h:5432/d")
+                == .postgres(url: "postgres://u:secret@h:5432/d")
+        )
+        #expect(
+            DatabaseConfiguration.postgres(url: "postgres://u:secret@h:5432/d").description
+                == "postgres://u:***@h:5432/d"
+        )
+        #expect(throws: DatabaseError.self) { try DatabaseConfiguration(parsing: "mysql://x") }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import SQLKit
+
+/// One step of a schema: an id that never changes once released, and the statements that make it.
+public struct Migration: Sendable {
+    public var id: String
+    public var statements: [String]
+
+    public init(_ id: String, _ statements: [String]) {
+        self.id = id
+        self.statements = statements
+    }
+}
+
+extension TillDatabase {
+    /// Applies, in order and once each, the migrations not yet recorded in `till_schema_migrations`.
+    ///
+    /// Each migration runs in its own transaction with its record, so a failure leaves the schema at the
+    /// previous step. Several processes may start at once: on PostgreSQL an advisory lock serialises them,
+    /// on SQLite the write lock does; each re-reads what is applied inside its transaction.
+    public func migrate(_ migrations: [Migration], schema: String) async throws {
+        try await sql.raw(
+            """
+            CREATE TABLE IF NOT EXISTS till_schema_migrations (
+                schema TEXT NOT NULL, id TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (schema, id))
+            """
+        ).run()
+        let engine = self.engine
+        for migration in migrations {
+            try await transaction { db in
+                if engine == .postgres {
+                    try await db.raw("SELECT pg_advisory_xact_lock(\(literal: Int64(Self.lockKey(schema))))").run()
+                }
+                let applied = try await db.raw(
+                    "SELECT id FROM till_schema_migrations WHERE schema = \(bind: schema) AND id = \(bind: migration.id)"
+                ).first()
+                guard applied == nil else { return }
+                for statement in migration.statements {
+                    do {
+                        try await db.raw(SQLQueryString(statement)).run()
+                    } catch {
+                        throw DatabaseError(
+                            .migrationFailed,
+                            "\(schema) migration \(migration.id) failed: \(String(reflecting: error))"
+                        )
+                    }
+                }
+                try await db.raw(
+                    """
+                    INSERT INTO till_schema_migrations (schema, id, applied_at)
+                    VALUES (\(bind: schema), \(bind: migration.id), \(bind: Int64(Date().timeIntervalSince1970 * 1000)))
+                    """
+                ).run()
+            }
+        }
+    }
+
+    private static func lockKey(_ schema: String) -> Int32 {
+        schema.utf8.reduce(Int32(5381)) { ($0 &* 33) &+ Int32($1) }
+    }
+}

@@ -1,0 +1,232 @@
+import AsyncKit
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresKit
+import SQLKit
+import SQLiteKit
+
+/// A pooled connection to SQLite or PostgreSQL, with transactions and migrations.
+///
+/// The same SQL (written against sql-kit, with portable types: TEXT, BIGINT, INTEGER, BOOLEAN) runs on both.
+/// Timestamps are stored as BIGINT milliseconds since 1970. SQLite files run in WAL mode with a busy
+/// timeout, so readers never wait for the single writer.
+public final class TillDatabase: Sendable {
+    /// Which engine is behind the database.
+    public enum Engine: String, Sendable {
+        case sqlite, postgres
+    }
+
+    public let engine: Engine
+    public let configuration: DatabaseConfiguration
+    /// Any query outside a transaction; each runs on a pooled connection.
+    public let sql: any SQLDatabase
+    private let shutdownPool: @Sendable () async throws -> Void
+    /// SQLite only: this process's write transactions, one at a time.
+    private let writeLock: AsyncLock?
+
+    private init(
+        engine: Engine,
+        configuration: DatabaseConfiguration,
+        sql: any SQLDatabase,
+        shutdown: @escaping @Sendable () async throws -> Void
+    ) {
+        self.engine = engine
+        self.configuration = configuration
+        self.sql = sql
+        self.shutdownPool = shutdown
+        self.writeLock = engine == .sqlite ? AsyncLock() : nil
+    }
+
+    /// Opens a pool of connections.
+    public static func open(
+        _ configuration: DatabaseConfiguration,
+        logger: Logger = Logger(label: "till.database"),
+        maximumConnections: Int = 8,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> TillDatabase {
+        switch configuration {
+        case .sqlite, .sqliteInMemory:
+            let storage: SQLiteConfiguration.Storage
+            if case .sqlite(let path) = configuration {
+                storage = .file(path: path)
+            } else {
+                storage = .memory
+            }
+            let loops = Self.loopCount(eventLoopGroup)
+            let perLoop = max(1, maximumConnections / loops)
+            // One thread per connection and two spare: a connection waiting in SQLite's busy handler
+            // (another process writing) never takes the thread the lock holder needs.
+            let threads = NIOThreadPool(numberOfThreads: perLoop * loops + 2)
+            threads.start()
+            let source = TunedSQLiteSource(
+                base: SQLiteConnectionSource(
+                    configuration: SQLiteConfiguration(storage: storage, enableForeignKeys: true),
+                    threadPool: threads
+                ),
+                wal: configuration != .sqliteInMemory
+            )
+            let pool = EventLoopGroupConnectionPool(
+                source: source,
+                maxConnectionsPerEventLoop: perLoop,
+                logger: logger,
+                on: eventLoopGroup
+            )
+            let box = ConnectionPoolBox(pool)
+            let database = PooledSQLiteDatabase(box: box, logger: logger)
+            return TillDatabase(
+                engine: .sqlite,
+                configuration: configuration,
+                sql: database.sql(queryLogLevel: nil),
+                shutdown: {
+                    try await box.pool.shutdownAsync()
+                    try await threads.shutdownGracefully()
+                }
+            )
+        case .postgres(let url):
+            let source = PostgresConnectionSource(sqlConfiguration: try SQLPostgresConfiguration(url: url))
+            let pool = EventLoopGroupConnectionPool(
+                source: source,
+                maxConnectionsPerEventLoop: max(1, maximumConnections / loopCount(eventLoopGroup)),
+                logger: logger,
+                on: eventLoopGroup
+            )
+            let box = ConnectionPoolBox(pool)
+            return TillDatabase(
+                engine: .postgres,
+                configuration: configuration,
+                sql: PooledPostgresDatabase(box: box, logger: logger),
+                shutdown: { try await box.pool.shutdownAsync() }
+            )
+        }
+    }
+
+    /// Runs `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
+    ///
+    /// On SQLite the transaction takes the write lock at once (`BEGIN IMMEDIATE`), so two writers never
+    /// deadlock upgrading their locks; the busy timeout makes the second one wait.
+    public func transaction<Result: Sendable>(
+        _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
+    ) async throws -> Result {
+        if let writeLock {
+            return try await writeLock.withLock { try await self.run(transaction: body) }
+        }
+        return try await run(transaction: body)
+    }
+
+    private func run<Result: Sendable>(
+        transaction body: @escaping @Sendable (any SQLDatabase) async throws -> Result
+    ) async throws -> Result {
+        let begin = engine == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN"
+        return try await sql.withSession { session in
+            try await session.raw(SQLQueryString(begin)).run()
+            do {
+                let result = try await body(session)
+                try await session.raw("COMMIT").run()
+                return result
+            } catch {
+                try? await session.raw("ROLLBACK").run()
+                throw error
+            }
+        }
+    }
+
+    private static func loopCount(_ group: any EventLoopGroup) -> Int {
+        var count = 0
+        for _ in group.makeIterator() { count += 1 }
+        return max(1, count)
+    }
+
+    /// Closes every connection.
+    public func shutdown() async throws {
+        try await shutdownPool()
+    }
+}
+
+/// SQLite connections with the settings Till relies on: WAL, a busy timeout, foreign keys.
+struct TunedSQLiteSource: ConnectionPoolSource {
+    let base: SQLiteConnectionSource
+    let wal: Bool
+
+    func makeConnection(logger: Logger, on eventLoop: any EventLoop) -> EventLoopFuture<SQLiteConnection> {
+        base.makeConnection(logger: logger, on: eventLoop).flatMap { connection in
+            var pragmas = ["PRAGMA busy_timeout = 15000", "PRAGMA foreign_keys = ON"]
+            if wal { pragmas += ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL"] }
+            var future = eventLoop.makeSucceededVoidFuture()
+            for pragma in pragmas {
+                future = future.flatMap { connection.query(pragma, []).map { _ in } }
+            }
+            return future.map { connection }
+        }
+    }
+}
+
+/// AsyncKit's pool synchronises itself (each event loop's pool is confined to its loop) but is not
+/// declared `Sendable`; this box says so once.
+final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable {
+    let pool: EventLoopGroupConnectionPool<Source>
+    init(_ pool: EventLoopGroupConnectionPool<Source>) { self.pool = pool }
+}
+
+/// An `SQLiteDatabase` that runs each query on a connection borrowed from a pool.
+struct PooledSQLiteDatabase: SQLiteDatabase {
+    let box: ConnectionPoolBox<TunedSQLiteSource>
+    let logger: Logger
+    var pool: EventLoopGroupConnectionPool<TunedSQLiteSource> { box.pool }
+    var eventLoop: any EventLoop { pool.eventLoopGroup.any() }
+
+    func query(
+        _ query: String,
+        _ binds: [SQLiteData],
+        logger: Logger,
+        _ onRow: @escaping @Sendable (SQLiteRow) -> Void
+    ) -> EventLoopFuture<Void> {
+        pool.withConnection(logger: logger) { $0.query(query, binds, logger: logger, onRow) }
+    }
+
+    func query(_ query: String, _ binds: [SQLiteData], _ onRow: @escaping @Sendable (SQLiteRow) -> Void) async throws {
+        try await self.query(query, binds, logger: logger, onRow).get()
+    }
+
+    func withConnection<T>(_ closure: @escaping @Sendable (SQLiteConnection) -> EventLoopFuture<T>) -> EventLoopFuture<
+        T
+    > {
+        pool.withConnection(logger: logger, closure)
+    }
+
+    func withConnection<T>(_ closure: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
+        let connection = try await pool.requestConnection(logger: logger).get()
+        defer { pool.releaseConnection(connection, logger: logger) }
+        return try await closure(connection)
+    }
+}
+
+/// A PostgreSQL `SQLDatabase` whose sessions hold one pooled connection.
+struct PooledPostgresDatabase: SQLDatabase {
+    let box: ConnectionPoolBox<PostgresConnectionSource>
+    let logger: Logger
+    var pool: EventLoopGroupConnectionPool<PostgresConnectionSource> { box.pool }
+
+    private var database: any SQLDatabase { pool.database(logger: logger).sql(queryLogLevel: nil) }
+
+    var eventLoop: any EventLoop { pool.eventLoopGroup.any() }
+    var dialect: any SQLDialect { database.dialect }
+    var version: (any SQLDatabaseReportedVersion)? { nil }
+    var queryLogLevel: Logger.Level? { nil }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
+        Void
+    > {
+        database.execute(sql: query, onRow)
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        try await database.execute(sql: query, onRow)
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        let connection = try await pool.requestConnection(logger: logger).get()
+        defer { pool.releaseConnection(connection, logger: logger) }
+        return try await closure(connection.sql(queryLogLevel: nil))
+    }
+}
