@@ -6,6 +6,28 @@ let upcoming: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+let crypto: [Target.Dependency] = [
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "_CryptoExtras", package: "swift-crypto"),
+    .product(name: "SwiftASN1", package: "swift-asn1"),
+    .product(name: "X509", package: "swift-certificates"),
+]
+
+let server: [Target.Dependency] = [
+    .product(name: "Hummingbird", package: "hummingbird"),
+    // Hummingbird's configuration support exposes swift-system's C module to its importers.
+    .product(name: "SystemPackage", package: "swift-system"),
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "JWTKit", package: "jwt-kit"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    .product(name: "SQLKit", package: "sql-kit"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOHTTP1", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+]
+
 let package = Package(
     name: "Till",
     platforms: [.macOS(.v15)],
@@ -22,28 +44,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
         .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
         .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
-        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),
-        .target(
-            name: "TillFormats",
-            dependencies: [
-                "TillCore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: upcoming
-        ),
+        .target(name: "TillFormats", dependencies: ["TillCore"] + crypto, swiftSettings: upcoming),
         .target(
             name: "TillStorage",
             dependencies: [
@@ -59,53 +73,36 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(name: "TillServer", dependencies: ["TillCore", "TillFormats", "TillStorage"], swiftSettings: upcoming),
         .target(
-            name: "TillSimulator",
-            dependencies: ["TillCore", "TillFormats", "TillStorage"],
-            swiftSettings: upcoming
-        ),
+            name: "TillServer", dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
+            swiftSettings: upcoming),
+        .target(
+            name: "TillSimulator", dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
+            swiftSettings: upcoming),
         .target(name: "TillClient", dependencies: ["TillCore", "TillFormats"], swiftSettings: upcoming),
         .executableTarget(
             name: "till",
             dependencies: [
-                "TillCore", "TillFormats", "TillServer", "TillSimulator", "TillClient",
+                "TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
+            ] + crypto + server,
             swiftSettings: upcoming
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
+        .testTarget(name: "TillFormatsTests", dependencies: ["TillFormats"] + crypto, swiftSettings: upcoming),
         .testTarget(
-            name: "TillFormatsTests",
-            dependencies: [
-                "TillFormats",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: upcoming
-        ),
+            name: "TillStorageTests", dependencies: ["TillStorage", .product(name: "SQLKit", package: "sql-kit")],
+            swiftSettings: upcoming),
         .testTarget(
-            name: "TillStorageTests",
-            dependencies: ["TillStorage", .product(name: "SQLKit", package: "sql-kit")],
-            swiftSettings: upcoming
-        ),
-        .testTarget(name: "TillServerTests", dependencies: ["TillServer"], swiftSettings: upcoming),
+            name: "TillServerTests",
+            dependencies: ["TillServer", "TillSimulator", .product(name: "HummingbirdTesting", package: "hummingbird")]
+                + crypto + server,
+            swiftSettings: upcoming),
         .testTarget(
             name: "TillSimulatorTests",
-            dependencies: [
-                "TillSimulator", "TillFormats", "TillStorage",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
-            swiftSettings: upcoming
-        ),
+            dependencies: ["TillSimulator", "TillStorage", .product(name: "HummingbirdTesting", package: "hummingbird")]
+                + crypto + server,
+            swiftSettings: upcoming),
         .testTarget(name: "TillClientTests", dependencies: ["TillClient"], swiftSettings: upcoming),
     ]
 )

@@ -1,0 +1,214 @@
+import Foundation
+import HTTPTypes
+import Synchronization
+import TillCore
+
+/// The Apple endpoints a fault can hit.
+public enum FaultEndpoint: String, Codable, Sendable, CaseIterable {
+    case verifyReceipt
+    case serverAPI
+    case storeKit
+}
+
+/// One injected fault: Apple being slow, down, or answering with a temporary error.
+///
+/// Rules apply to an environment (or both) and an endpoint; the first active matching rule applies to a
+/// request. A rule can be limited in time (`untilMilliseconds`, real time) or in count (`remaining`).
+public struct FaultRule: Codable, Sendable, Hashable {
+    /// How an outage shows itself.
+    public enum Outage: String, Codable, Sendable {
+        /// HTTP 503 with no body.
+        case http503
+        /// The connection is reset without an answer.
+        case reset
+        /// No answer until the client gives up (or `hangSeconds` pass).
+        case hang
+    }
+
+    public var id: String
+    /// `Production` or `Sandbox`; nil for both.
+    public var environment: String?
+    public var endpoint: FaultEndpoint
+    /// Added latency, uniform between the two bounds (seconds).
+    public var latencyMinimum: Double?
+    public var latencyMaximum: Double?
+    public var outage: Outage?
+    public var hangSeconds: Double?
+    /// verifyReceipt: the status to answer with (21005, 21009, 21100–21199, …).
+    public var status: Int?
+    /// verifyReceipt: the `is-retryable` flag sent with a 211xx status.
+    public var isRetryable: Bool?
+    /// App Store Server API: answer 429 rateLimitExceeded.
+    public var rateLimited: Bool?
+    /// Chance that the rule applies to a request (1 when nil).
+    public var probability: Double?
+    /// The rule ends at this real time (milliseconds since 1970).
+    public var untilMilliseconds: Int64?
+    /// The rule applies this many more times.
+    public var remaining: Int?
+
+    public init(
+        id: String = UUID().uuidString.lowercased(), environment: String? = nil, endpoint: FaultEndpoint,
+        latencyMinimum: Double? = nil, latencyMaximum: Double? = nil, outage: Outage? = nil, hangSeconds: Double? = nil,
+        status: Int? = nil, isRetryable: Bool? = nil, rateLimited: Bool? = nil, probability: Double? = nil,
+        untilMilliseconds: Int64? = nil, remaining: Int? = nil
+    ) {
+        self.id = id
+        self.environment = environment
+        self.endpoint = endpoint
+        self.latencyMinimum = latencyMinimum
+        self.latencyMaximum = latencyMaximum
+        self.outage = outage
+        self.hangSeconds = hangSeconds
+        self.status = status
+        self.isRetryable = isRetryable
+        self.rateLimited = rateLimited
+        self.probability = probability
+        self.untilMilliseconds = untilMilliseconds
+        self.remaining = remaining
+    }
+
+    /// Parses the command-line form `ENVIRONMENT:ENDPOINT:EFFECT[,EFFECT…]`, where ENVIRONMENT is
+    /// `production`, `sandbox` or `*`, ENDPOINT is `verifyReceipt`, `serverAPI` or `storeKit`, and an EFFECT is
+    /// `latency=3-6`, `outage=503|reset|hang`, `status=21005`, `status=21100+retryable`, `rate-limit`,
+    /// `probability=0.5`, `for=60` (seconds from now) or `times=3`.
+    public init(parsing text: String, now: Date = Date()) throws {
+        let parts = text.split(separator: ":", maxSplits: 2).map(String.init)
+        guard parts.count == 3 else {
+            throw SimulatorError.badRequest("invalidFault", "a fault is ENVIRONMENT:ENDPOINT:EFFECT, got \(text)")
+        }
+        var environment: String?
+        switch parts[0].lowercased() {
+        case "*", "any": environment = nil
+        case let name:
+            guard let parsed = AppStoreEnvironment(parsing: name), parsed == .production || parsed == .sandbox else {
+                throw SimulatorError.badRequest("invalidFault", "unknown environment \(parts[0]) in \(text)")
+            }
+            environment = parsed.rawValue
+        }
+        guard let endpoint = FaultEndpoint.allCases.first(where: { $0.rawValue.lowercased() == parts[1].lowercased() }) else {
+            throw SimulatorError.badRequest("invalidFault", "unknown endpoint \(parts[1]) in \(text)")
+        }
+        self.init(environment: environment, endpoint: endpoint)
+        for effect in parts[2].split(separator: ",").map(String.init) {
+            let pair = effect.split(separator: "=", maxSplits: 1).map(String.init)
+            let value = pair.count == 2 ? pair[1] : ""
+            switch pair[0] {
+            case "latency":
+                let bounds = value.split(separator: "-").compactMap { Double($0) }
+                guard bounds.count == 1 || bounds.count == 2, bounds.allSatisfy({ $0 >= 0 }) else {
+                    throw SimulatorError.badRequest("invalidFault", "latency is SECONDS or MIN-MAX, got \(value)")
+                }
+                latencyMinimum = bounds[0]
+                latencyMaximum = bounds.last
+            case "outage":
+                switch value {
+                case "503", "http503": outage = .http503
+                case "reset": outage = .reset
+                case "hang": outage = .hang
+                default: throw SimulatorError.badRequest("invalidFault", "outage is 503, reset or hang, got \(value)")
+                }
+            case "status":
+                let retryable = value.hasSuffix("+retryable")
+                guard let code = Int(value.replacingOccurrences(of: "+retryable", with: "")) else {
+                    throw SimulatorError.badRequest("invalidFault", "status is a number, got \(value)")
+                }
+                status = code
+                if (21100...21199).contains(code) { isRetryable = retryable }
+            case "rate-limit": rateLimited = true
+            case "probability":
+                guard let p = Double(value), (0...1).contains(p) else {
+                    throw SimulatorError.badRequest("invalidFault", "probability is between 0 and 1, got \(value)")
+                }
+                probability = p
+            case "for":
+                guard let seconds = Double(value), seconds > 0 else {
+                    throw SimulatorError.badRequest("invalidFault", "for is a number of seconds, got \(value)")
+                }
+                untilMilliseconds = Int64((now.timeIntervalSince1970 + seconds) * 1000)
+            case "times":
+                guard let count = Int(value), count > 0 else {
+                    throw SimulatorError.badRequest("invalidFault", "times is a positive number, got \(value)")
+                }
+                remaining = count
+            default:
+                throw SimulatorError.badRequest("invalidFault", "unknown effect \(effect) in \(text)")
+            }
+        }
+    }
+
+    func matches(environment: AppStoreEnvironment, endpoint: FaultEndpoint) -> Bool {
+        self.endpoint == endpoint && (self.environment == nil || self.environment == environment.rawValue)
+    }
+
+    /// A latency to wait, drawn from the rule's range.
+    var latency: Double? {
+        guard let low = latencyMinimum else { return nil }
+        let high = max(low, latencyMaximum ?? low)
+        return high > low ? Double.random(in: low...high) : low
+    }
+}
+
+/// The active faults, changed at run time through the admin API.
+public final class FaultRegistry: Sendable {
+    private let rules: Mutex<[FaultRule]>
+
+    init(_ rules: [FaultRule]) {
+        self.rules = Mutex(rules)
+    }
+
+    public var all: [FaultRule] { rules.withLock { $0 } }
+
+    public func add(_ rule: FaultRule) { rules.withLock { $0.append(rule) } }
+
+    public func remove(id: String) -> Bool {
+        rules.withLock { rules in
+            let before = rules.count
+            rules.removeAll { $0.id == id }
+            return rules.count != before
+        }
+    }
+
+    public func removeAll() { rules.withLock { $0.removeAll() } }
+
+    /// The rule that applies to one request now, if any (counting it against `remaining`).
+    func take(environment: AppStoreEnvironment, endpoint: FaultEndpoint, now: Date = Date()) -> FaultRule? {
+        rules.withLock { rules in
+            let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+            rules.removeAll { rule in
+                (rule.untilMilliseconds.map { $0 <= nowMs } ?? false) || rule.remaining == 0
+            }
+            for index in rules.indices where rules[index].matches(environment: environment, endpoint: endpoint) {
+                if let p = rules[index].probability, Double.random(in: 0..<1) >= p { continue }
+                if let remaining = rules[index].remaining { rules[index].remaining = remaining - 1 }
+                return rules[index]
+            }
+            return nil
+        }
+    }
+
+    /// Whether a reset-connection outage covers a request path right now (checked before routing).
+    func resets(path: String) -> Bool {
+        guard let (environment, endpoint) = Self.classify(path: path) else { return false }
+        return rules.withLock { rules in
+            let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+            return rules.contains {
+                $0.outage == .reset && $0.matches(environment: environment, endpoint: endpoint)
+                    && ($0.untilMilliseconds.map { $0 > nowMs } ?? true) && $0.remaining != 0
+            }
+        }
+    }
+
+    /// Which environment and endpoint a request path addresses.
+    static func classify(path: String) -> (AppStoreEnvironment, FaultEndpoint)? {
+        let parts = path.split(separator: "/").map(String.init)
+        guard !parts.isEmpty else { return nil }
+        if parts[0] == "storekit", parts.count > 1, let environment = AppStoreEnvironment(parsing: parts[1]) {
+            return (environment, .storeKit)
+        }
+        guard let environment = AppStoreEnvironment(parsing: parts[0]), parts.count > 1 else { return nil }
+        if parts[1] == "verifyReceipt" { return (environment, .verifyReceipt) }
+        if parts[1] == "inApps" { return (environment, .serverAPI) }
+        return nil
+    }
+}

@@ -1,0 +1,130 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import SQLKit
+import ServiceLifecycle
+import TillCore
+import TillFormats
+import TillStorage
+
+extension Simulator {
+    /// Records an App Store Server Notification V2 in the outbox; the delivery service sends it.
+    @discardableResult
+    func enqueueNotification(
+        app: SimApp, environment: AppStoreEnvironment, type: NotificationType, subtype: NotificationSubtype?,
+        transaction: SimTransaction?, consumptionRequestReason: ConsumptionRequestReason? = nil, testToken: String? = nil,
+        on db: any SQLDatabase
+    ) async throws -> String {
+        var data = NotificationData(
+            appAppleId: app.appAppleId, bundleId: app.bundleId, bundleVersion: "1", environment: environment,
+            consumptionRequestReason: consumptionRequestReason)
+        if let transaction {
+            data.signedTransactionInfo = try signTransaction(transaction, app: app)
+            if transaction.type == .autoRenewable,
+                let subscription = try await store.subscription(originalTransactionId: transaction.originalTransactionId, on: db)
+            {
+                data.signedRenewalInfo = try await signRenewalInfo(subscription, app: app, on: db)
+                data.status = SubscriptionStatus(rawValue: subscription.status)
+            }
+        }
+        let now = clock.now()
+        let uuid = UUID().uuidString.lowercased()
+        let payload = ResponseBodyV2DecodedPayload(
+            notificationType: type, subtype: subtype, notificationUUID: uuid, version: "2.0", signedDate: now, data: data)
+        let hasURL = app.notificationURL(for: environment) != nil
+        try await store.insert(
+            SimNotificationRecord(
+                uuid: uuid, appAppleId: app.appAppleId, environment: environment.rawValue, notificationType: type.rawValue,
+                subtype: subtype?.rawValue, originalTransactionId: transaction?.originalTransactionId,
+                transactionId: transaction?.transactionId, signedPayload: try signer.jws.sign(payload), testToken: testToken,
+                state: hasURL ? "pending" : "unsent", attempts: 0, nextAttemptAt: hasURL ? now.millisecondsSince1970 : nil,
+                sendAttempts: "[]", createdAt: now.millisecondsSince1970),
+            on: db)
+        return uuid
+    }
+
+    /// Sends the notifications that are due; returns how many were attempted.
+    @discardableResult
+    func deliverDueNotifications(client: HTTPClient, timeout: TimeAmount = .seconds(10)) async throws -> Int {
+        let due = try await store.dueNotifications(now: clock.nowMilliseconds, limit: 50, on: store.sql)
+        await withTaskGroup(of: Void.self) { group in
+            for notification in due {
+                group.addTask { await self.deliver(notification, client: client, timeout: timeout) }
+            }
+        }
+        return due.count
+    }
+
+    private func deliver(_ record: SimNotificationRecord, client: HTTPClient, timeout: TimeAmount) async {
+        var record = record
+        let environment = AppStoreEnvironment(record.environment)
+        guard let app = try? await store.app(appAppleId: record.appAppleId, on: store.sql),
+            let url = app.notificationURL(for: environment)
+        else {
+            record.state = "unsent"
+            record.nextAttemptAt = nil
+            try? await store.update(record, on: store.sql)
+            return
+        }
+        let result: SendAttemptResult
+        do {
+            var request = HTTPClientRequest(url: url)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"signedPayload":"\#(record.signedPayload)"}"#))
+            let response = try await client.execute(request, timeout: timeout)
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            result = (200...206).contains(Int(response.status.code)) ? .success : .unsuccessfulHTTPResponseCode
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+            result = .timedOut
+        } catch let error as HTTPClientError where error == .remoteConnectionClosed {
+            result = .prematureClose
+        } catch {
+            result = .noResponse
+        }
+        let now = clock.nowMilliseconds
+        var attempts = (try? JSONDecoder().decode([SendAttemptItem].self, from: Data(record.sendAttempts.utf8))) ?? []
+        attempts.append(SendAttemptItem(attemptDate: Date(milliseconds: now), sendAttemptResult: result))
+        record.sendAttempts = String(decoding: (try? AppleJSON.makeEncoder().encode(attempts)) ?? Data("[]".utf8), as: UTF8.self)
+        record.attempts += 1
+        let delays = configuration.notificationRetryDelays[environment] ?? []
+        if result == .success {
+            record.state = "delivered"
+            record.nextAttemptAt = nil
+        } else if record.attempts > delays.count {
+            record.state = "failed"
+            record.nextAttemptAt = nil
+        } else {
+            record.nextAttemptAt = now + Int64(delays[record.attempts - 1] * 1000)
+        }
+        logger.debug(
+            "notification delivery", metadata: ["uuid": "\(record.uuid)", "result": "\(result.rawValue)", "attempt": "\(record.attempts)"])
+        try? await store.update(record, on: store.sql)
+    }
+}
+
+/// Sends App Store Server Notifications from the outbox, retrying failed deliveries with back-off.
+public struct NotificationDeliveryService: Service {
+    let simulator: Simulator
+
+    public init(simulator: Simulator) {
+        self.simulator = simulator
+    }
+
+    public func run() async throws {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                do {
+                    try await simulator.deliverDueNotifications(client: client)
+                } catch {
+                    simulator.logger.warning("notification delivery failed: \(error)")
+                }
+                await simulator.notificationsDue.wait(timeout: .milliseconds(250))
+            }
+        } onGracefulShutdown: {}
+        try? await client.shutdown()
+    }
+}

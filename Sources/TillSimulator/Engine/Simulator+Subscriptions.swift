@@ -1,0 +1,298 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import ServiceLifecycle
+import TillCore
+import TillFormats
+import TillStorage
+
+extension Simulator {
+    /// Moves every subscription whose time has come: renewals, billing failures, grace and retry periods,
+    /// expiry. Returns how many subscriptions changed.
+    @discardableResult
+    public func processDueSubscriptions() async throws -> Int {
+        var changed = 0
+        while true {
+            let due = try await store.dueSubscriptions(now: clock.nowMilliseconds, limit: 100, on: store.sql)
+            var progressed = 0
+            for subscription in due where try await advance(subscription.originalTransactionId) { progressed += 1 }
+            changed += progressed
+            if due.count < 100 || progressed == 0 { break }
+        }
+        if changed > 0 { notificationsDue.signal() }
+        return changed
+    }
+
+    /// Brings one subscription up to the current time; returns whether it changed.
+    private func advance(_ originalTransactionId: String) async throws -> Bool {
+        try await database.transaction { db -> Bool in
+            guard var subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db),
+                let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db),
+                let account = try await self.store.account(id: subscription.accountId, on: db)
+            else { return false }
+            let environment = AppStoreEnvironment(subscription.environment)
+            let rate = environment == .production ? RenewalRate.realTime : self.clock.rate
+            let now = self.clock.nowMilliseconds
+            var changed = false
+
+            // Up to 1,000 periods at once: the clock may have jumped far ahead.
+            for _ in 0..<1000 {
+                let status = SubscriptionStatus(rawValue: subscription.status)
+                let paymentWorks = account.paymentFailure == nil && !account.deleted
+                if status == .active {
+                    guard subscription.expiresDate <= now else { break }
+                    let product = try await self.store.product(appAppleId: app.appAppleId, productId: subscription.autoRenewProductId, on: db)
+                    if !subscription.autoRenewStatus {
+                        try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
+                    } else if product == nil || !product!.reviewState.isSellable(in: environment) {
+                        try await self.expire(&subscription, intent: 4, subtype: .productNotForSale, app: app, on: db)
+                    } else if environment == .sandbox && subscription.renewalCount >= self.configuration.maximumSandboxRenewals {
+                        try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
+                    } else if !paymentWorks {
+                        // The charge failed: billing retry, with access kept during the grace period if the app has one.
+                        subscription.billingRetry = true
+                        subscription.expirationIntent = 2
+                        subscription.retryUntil = subscription.expiresDate + Int64(rate.scale(days: self.configuration.billingRetryDays) * 1000)
+                        if app.gracePeriodDays > 0 {
+                            subscription.status = SubscriptionStatus.gracePeriod.rawValue
+                            subscription.gracePeriodExpiresDate =
+                                subscription.expiresDate + Int64(rate.scale(days: Double(app.gracePeriodDays)) * 1000)
+                        } else {
+                            subscription.status = SubscriptionStatus.billingRetry.rawValue
+                        }
+                        subscription.updatedAt = now
+                        try await self.store.upsert(subscription, on: db)
+                        try await self.notify(
+                            subscription, type: .didFailToRenew, subtype: app.gracePeriodDays > 0 ? .gracePeriod : nil, app: app, on: db)
+                    } else {
+                        try await self.renew(&subscription, account: account, app: app, product: product!, from: subscription.expiresDate, recovery: false, on: db)
+                    }
+                    changed = true
+                } else if status == .gracePeriod || status == .billingRetry {
+                    if paymentWorks, let product = try await self.store.product(appAppleId: app.appAppleId, productId: subscription.autoRenewProductId, on: db) {
+                        // The retry succeeded: a new period starts now.
+                        try await self.renew(&subscription, account: account, app: app, product: product, from: now, recovery: true, on: db)
+                        changed = true
+                        continue
+                    }
+                    if status == .gracePeriod, let graceEnd = subscription.gracePeriodExpiresDate, graceEnd <= now {
+                        subscription.status = SubscriptionStatus.billingRetry.rawValue
+                        subscription.updatedAt = now
+                        try await self.store.upsert(subscription, on: db)
+                        try await self.notify(subscription, type: .gracePeriodExpired, subtype: nil, app: app, on: db)
+                        changed = true
+                        continue
+                    }
+                    if status == .billingRetry, let until = subscription.retryUntil, until <= now {
+                        try await self.expire(&subscription, intent: 2, subtype: .billingRetry, app: app, on: db)
+                        changed = true
+                    }
+                    break
+                } else {
+                    break
+                }
+            }
+            return changed
+        }
+    }
+
+    /// A renewal transaction for the next period (the period continues from `start`).
+    private func renew(
+        _ subscription: inout SimSubscription, account: SimAccount, app: SimApp, product: SimProduct, from start: Int64,
+        recovery: Bool, on db: any SQLDatabase
+    ) async throws {
+        let environment = AppStoreEnvironment(subscription.environment)
+        guard let previous = try await store.transaction(id: subscription.lastTransactionId, on: db) else { return }
+        let price = product.prices[account.storefront] ?? StorefrontPrice(price: previous.price, currency: previous.currency)
+        var tx = previous
+        tx.transactionId = try await nextTransactionId(environment, on: db)
+        tx.productId = product.productId
+        tx.purchaseDate = start
+        tx.expiresDate = expiry(of: product.subscriptionPeriod ?? .oneMonth, from: start, environment: environment)
+        tx.webOrderLineItemId = try await nextWebOrderLineItemId(environment, on: db)
+        tx.transactionReason = "RENEWAL"
+        tx.price = price.price
+        tx.currency = price.currency
+        tx.revocationDate = nil
+        tx.revocationReason = nil
+        tx.revocationType = nil
+        tx.isUpgraded = false
+        tx.isTrial = false
+        tx.orderId = makeOrderId()
+        tx.deviceId = nil
+        tx.finished = true
+        tx.signedSequence = try await nextSequence(on: db)
+        tx.createdAt = clock.nowMilliseconds
+        try await store.insert(tx, on: db)
+        subscription.productId = product.productId
+        subscription.expiresDate = tx.expiresDate!
+        subscription.lastTransactionId = tx.transactionId
+        subscription.status = SubscriptionStatus.active.rawValue
+        subscription.renewalCount += 1
+        subscription.billingRetry = false
+        subscription.gracePeriodExpiresDate = nil
+        subscription.retryUntil = nil
+        subscription.expirationIntent = nil
+        subscription.updatedAt = clock.nowMilliseconds
+        try await store.upsert(subscription, on: db)
+        try await enqueueNotification(
+            app: app, environment: environment, type: .didRenew, subtype: recovery ? .billingRecovery : nil, transaction: tx, on: db)
+    }
+
+    private func expire(
+        _ subscription: inout SimSubscription, intent: Int, subtype: NotificationSubtype?, app: SimApp, on db: any SQLDatabase
+    ) async throws {
+        subscription.status = SubscriptionStatus.expired.rawValue
+        subscription.expirationIntent = intent
+        subscription.billingRetry = false
+        subscription.gracePeriodExpiresDate = nil
+        subscription.autoRenewStatus = intent == 1 ? false : subscription.autoRenewStatus
+        subscription.updatedAt = clock.nowMilliseconds
+        try await store.upsert(subscription, on: db)
+        try await notify(subscription, type: .expired, subtype: subtype, app: app, on: db)
+    }
+
+    private func notify(
+        _ subscription: SimSubscription, type: NotificationType, subtype: NotificationSubtype?, app: SimApp, on db: any SQLDatabase
+    ) async throws {
+        let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
+        try await enqueueNotification(
+            app: app, environment: AppStoreEnvironment(subscription.environment), type: type, subtype: subtype, transaction: latest,
+            on: db)
+    }
+
+    // MARK: Customer and admin actions
+
+    /// Turns auto-renew on or off (the customer's subscription settings).
+    public func setAutoRenew(originalTransactionId: String, enabled: Bool) async throws -> SimSubscription {
+        let result = try await database.transaction { db -> SimSubscription in
+            guard var subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db) else {
+                throw SimulatorError.notFound("subscription", originalTransactionId)
+            }
+            guard let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db) else {
+                throw SimulatorError.notFound("app", String(subscription.appAppleId))
+            }
+            guard subscription.autoRenewStatus != enabled else { return subscription }
+            subscription.autoRenewStatus = enabled
+            subscription.expirationIntent = enabled ? nil : 1
+            subscription.updatedAt = self.clock.nowMilliseconds
+            try await self.store.upsert(subscription, on: db)
+            try await self.notify(
+                subscription, type: .didChangeRenewalStatus, subtype: enabled ? .autoRenewEnabled : .autoRenewDisabled, app: app, on: db)
+            return subscription
+        }
+        notificationsDue.signal()
+        return result
+    }
+
+    /// Refunds a transaction: it is revoked, and a REFUND notification goes out. A refunded subscription
+    /// period revokes the subscription.
+    public func refund(transactionId: String, reason: Int) async throws -> SimTransaction {
+        try await revoke(transactionId: transactionId, reason: reason, type: "REFUND_FULL", notification: .refund)
+    }
+
+    /// Removes a family member's shared copy of a purchase (REVOKE).
+    public func revokeFamilyShared(transactionId: String) async throws -> SimTransaction {
+        try await revoke(transactionId: transactionId, reason: 0, type: "FAMILY_REVOKE", notification: .revoke)
+    }
+
+    private func revoke(transactionId: String, reason: Int, type: String, notification: NotificationType) async throws -> SimTransaction {
+        let result = try await database.transaction { db -> SimTransaction in
+            guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
+                throw SimulatorError.notFound("transaction", transactionId)
+            }
+            guard tx.revocationDate == nil else {
+                throw SimulatorError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
+            }
+            if type == "FAMILY_REVOKE", tx.ownership != Ownership.familyShared.rawValue {
+                throw SimulatorError.conflict("notFamilyShared", "transaction \(transactionId) is not a family-shared copy")
+            }
+            guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
+                throw SimulatorError.notFound("app", String(tx.appAppleId))
+            }
+            tx.revocationDate = self.clock.nowMilliseconds
+            tx.revocationReason = reason
+            tx.revocationType = type
+            tx.signedSequence = try await self.nextSequence(on: db)
+            try await self.store.update(tx, on: db)
+            if tx.type == .autoRenewable, var subscription = try await self.store.subscription(originalTransactionId: tx.originalTransactionId, on: db),
+                subscription.lastTransactionId == tx.transactionId
+            {
+                subscription.status = SubscriptionStatus.revoked.rawValue
+                subscription.autoRenewStatus = false
+                subscription.updatedAt = self.clock.nowMilliseconds
+                try await self.store.upsert(subscription, on: db)
+            }
+            try await self.enqueueNotification(
+                app: app, environment: AppStoreEnvironment(tx.environment), type: notification, subtype: nil, transaction: tx, on: db)
+            return tx
+        }
+        notificationsDue.signal()
+        return result
+    }
+
+    /// The customer asks Apple for a refund of a consumable: Apple asks the developer for consumption data.
+    public func requestRefund(transactionId: String, reason: ConsumptionRequestReason) async throws {
+        try await database.transaction { db in
+            guard let tx = try await self.store.transaction(id: transactionId, on: db) else {
+                throw SimulatorError.notFound("transaction", transactionId)
+            }
+            guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
+                throw SimulatorError.notFound("app", String(tx.appAppleId))
+            }
+            try await self.enqueueNotification(
+                app: app, environment: AppStoreEnvironment(tx.environment), type: .consumptionRequest, subtype: nil, transaction: tx,
+                consumptionRequestReason: reason, on: db)
+        }
+        notificationsDue.signal()
+    }
+
+    /// Apple declines a refund request (REFUND_DECLINED).
+    public func declineRefund(transactionId: String) async throws {
+        try await database.transaction { db in
+            guard let tx = try await self.store.transaction(id: transactionId, on: db),
+                let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
+            else { throw SimulatorError.notFound("transaction", transactionId) }
+            try await self.enqueueNotification(
+                app: app, environment: AppStoreEnvironment(tx.environment), type: .refundDeclined, subtype: nil, transaction: tx, on: db)
+        }
+        notificationsDue.signal()
+    }
+
+    /// Moves simulated time forward and brings every subscription up to date before returning.
+    public func advanceClock(seconds: Double) async throws -> Date {
+        let offset = clock.advance(by: seconds)
+        try await store.setSetting("clock_offset_ms", String(offset), on: store.sql)
+        try await processDueSubscriptions()
+        notificationsDue.signal()
+        return clock.now()
+    }
+
+    /// Changes how fast sandbox subscriptions renew (periods already running keep their end).
+    public func setRenewalRate(_ rate: RenewalRate) async throws {
+        clock.set(rate: rate)
+        let encoded = String(decoding: try JSONEncoder().encode(rate), as: UTF8.self)
+        try await store.setSetting("renewal_rate", encoded, on: store.sql)
+    }
+}
+
+/// Renews, retries and expires subscriptions as simulated time passes.
+public struct SubscriptionRenewalService: Service {
+    let simulator: Simulator
+
+    public init(simulator: Simulator) {
+        self.simulator = simulator
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await simulator.processDueSubscriptions()
+            } catch {
+                simulator.logger.warning("subscription renewal failed: \(error)")
+            }
+            await simulator.renewalsDue.wait(timeout: .milliseconds(500))
+        }
+    }
+}

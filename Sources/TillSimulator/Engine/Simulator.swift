@@ -1,0 +1,179 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Synchronization
+import SQLKit
+import TillCore
+import TillFormats
+import TillStorage
+
+/// What a simulator is made of.
+public struct SimulatorConfiguration: Sendable {
+    public var database: DatabaseConfiguration
+    /// How fast sandbox subscriptions renew (production always runs in real time).
+    public var renewalRate: RenewalRate
+    /// Apple's sandbox renews a subscription at most this many times, then lets it expire.
+    public var maximumSandboxRenewals: Int
+    /// How long the store keeps retrying a failed renewal, in (scaled) days.
+    public var billingRetryDays: Double
+    /// Delays between attempts to deliver a notification that the receiver refused, per environment.
+    public var notificationRetryDelays: [AppStoreEnvironment: [Double]]
+    /// Faults active from the start.
+    public var faults: [FaultRule]
+    /// When set, the admin API requires `Authorization: Bearer <token>`.
+    public var adminToken: String?
+
+    public init(
+        database: DatabaseConfiguration = .sqliteInMemory, renewalRate: RenewalRate = .monthlyEvery5Minutes,
+        maximumSandboxRenewals: Int = 12, billingRetryDays: Double = 60,
+        notificationRetryDelays: [AppStoreEnvironment: [Double]] = [
+            .production: [3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600], .sandbox: [10, 60, 300, 900, 3600],
+        ],
+        faults: [FaultRule] = [], adminToken: String? = nil
+    ) {
+        self.database = database
+        self.renewalRate = renewalRate
+        self.maximumSandboxRenewals = maximumSandboxRenewals
+        self.billingRetryDays = billingRetryDays
+        self.notificationRetryDelays = notificationRetryDelays
+        self.faults = faults
+        self.adminToken = adminToken
+    }
+}
+
+/// The App Store stand-in: its state, its signing authorities and its clock. The HTTP layer
+/// (``buildSimulatorApplication(_:)``) and the background services call into it.
+public final class Simulator: Sendable {
+    public let configuration: SimulatorConfiguration
+    public let database: TillDatabase
+    public let signer: SimulatorSigner
+    public let clock: SimulatorClock
+    public let faults: FaultRegistry
+    let store: SimulatorStore
+    let logger: Logger
+    let notificationsDue: WakeUp
+    let renewalsDue: WakeUp
+
+    init(
+        configuration: SimulatorConfiguration, database: TillDatabase, signer: SimulatorSigner, clock: SimulatorClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.store = SimulatorStore(database: database)
+        self.signer = signer
+        self.clock = clock
+        self.faults = FaultRegistry(configuration.faults)
+        self.logger = logger
+        self.notificationsDue = WakeUp()
+        self.renewalsDue = WakeUp()
+    }
+
+    /// Opens (and migrates) the simulator's database, restores its clock and authorities.
+    public static func open(
+        _ configuration: SimulatorConfiguration, logger: Logger = Logger(label: "till.simulator"),
+        realNow: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> Simulator {
+        let database = try await TillDatabase.open(configuration.database, logger: logger)
+        let store = SimulatorStore(database: database)
+        try await store.migrate()
+        let signer = try await SimulatorSigner.load(from: database)
+        let offset = Int64(try await store.setting("clock_offset_ms", on: database.sql) ?? "0") ?? 0
+        var rate = configuration.renewalRate
+        if let stored = try await store.setting("renewal_rate", on: database.sql),
+            let data = stored.data(using: .utf8), let decoded = try? JSONDecoder().decode(RenewalRate.self, from: data)
+        {
+            rate = decoded
+        }
+        let clock = SimulatorClock(offsetMilliseconds: offset, rate: rate, realNow: realNow)
+        return Simulator(configuration: configuration, database: database, signer: signer, clock: clock, logger: logger)
+    }
+
+    public func shutdown() async throws {
+        try await database.shutdown()
+    }
+
+    // MARK: Lookups shared by the APIs
+
+    func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> SimApp {
+        guard let app = try await store.app(bundleId: bundleId, on: db) else { throw SimulatorError.notFound("app", bundleId) }
+        return app
+    }
+
+    func requireApp(appAppleId: Int64, on db: any SQLDatabase) async throws -> SimApp {
+        guard let app = try await store.app(appAppleId: appAppleId, on: db) else {
+            throw SimulatorError.notFound("app", String(appAppleId))
+        }
+        return app
+    }
+
+    /// The device, its account, and a check that the account belongs to the environment and still exists.
+    func requireDevice(_ deviceId: String, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
+        -> (SimDevice, SimAccount)
+    {
+        guard let device = try await store.device(id: deviceId, on: db) else { throw SimulatorError.notFound("device", deviceId) }
+        guard let account = try await store.account(id: device.accountId, on: db) else {
+            throw SimulatorError.notFound("account", device.accountId)
+        }
+        guard !account.deleted else {
+            throw SimulatorError(.forbidden, "accountDeleted", "the account signed in on \(deviceId) was deleted")
+        }
+        guard account.appStoreEnvironment == environment else {
+            throw SimulatorError.badRequest(
+                "wrongEnvironment", "the account on \(deviceId) is a \(account.environment) account, not \(environment)")
+        }
+        return (device, account)
+    }
+
+    /// The next transaction id of an environment: production ids have 15 digits, sandbox ids 16, as Apple's do.
+    func nextTransactionId(_ environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> String {
+        let start: Int64 = environment == .production ? 530_000_000_000_000 : 2_000_000_900_000_000
+        return String(try await store.next("transaction-\(environment.rawValue)", startingAt: start, on: db))
+    }
+
+    func nextWebOrderLineItemId(_ environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> String {
+        let start: Int64 = environment == .production ? 530_000_010_000_000 : 2_000_000_100_000_000
+        return String(try await store.next("web-order-\(environment.rawValue)", startingAt: start, on: db))
+    }
+
+    func nextSequence(on db: any SQLDatabase) async throws -> Int64 {
+        try await store.next("revision", on: db)
+    }
+
+    /// An order id as on Apple's e-mailed receipts (`MK5TTTVWJH`).
+    func makeOrderId() -> String {
+        let characters = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        return String((0..<10).map { _ in characters.randomElement()! })
+    }
+}
+
+/// Apple's storefront ids for the storefronts the simulator knows; others get a stable made-up id.
+enum Storefronts {
+    static let ids: [String: String] = [
+        "USA": "143441", "FRA": "143442", "DEU": "143443", "GBR": "143444", "CAN": "143455", "AUS": "143460",
+        "JPN": "143462", "CHN": "143465", "ITA": "143450", "ESP": "143454", "NLD": "143452", "BRA": "143503",
+        "IND": "143467", "MEX": "143468", "KOR": "143466", "CHE": "143459", "SWE": "143456",
+    ]
+
+    static func id(for storefront: String) -> String {
+        ids[storefront] ?? String(100_000 + storefront.unicodeScalars.reduce(0) { $0 * 31 + Int($1.value) } % 99_999)
+    }
+}
+
+/// A nudge for a background loop (notification delivery, renewals) when there is new work.
+final class WakeUp: Sendable {
+    private let pending = Mutex(false)
+
+    func signal() { pending.withLock { $0 = true } }
+
+    /// Returns when signalled (or at once if a signal is pending), or after `timeout`.
+    func wait(timeout: Duration) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if pending.withLock({ let was = $0; $0 = false; return was }) { return }
+            try? await Task.sleep(for: min(.milliseconds(25), deadline - clock.now))
+            if Task.isCancelled { return }
+        }
+    }
+}

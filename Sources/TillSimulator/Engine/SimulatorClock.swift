@@ -1,0 +1,49 @@
+import Foundation
+import Synchronization
+
+/// The simulator's notion of now: the real clock plus an offset that the admin API advances, and the
+/// rate at which subscription time runs.
+public final class SimulatorClock: Sendable {
+    private struct State {
+        var offsetMilliseconds: Int64
+        var rate: RenewalRate
+    }
+
+    private let state: Mutex<State>
+    private let realNow: @Sendable () -> Date
+
+    public init(offsetMilliseconds: Int64 = 0, rate: RenewalRate = .monthlyEvery5Minutes, realNow: @escaping @Sendable () -> Date = { Date() }) {
+        self.state = Mutex(State(offsetMilliseconds: offsetMilliseconds, rate: rate))
+        self.realNow = realNow
+    }
+
+    /// The simulated current time.
+    public func now() -> Date {
+        let offset = state.withLock { $0.offsetMilliseconds }
+        return realNow().addingTimeInterval(Double(offset) / 1000)
+    }
+
+    public var nowMilliseconds: Int64 { now().millisecondsSince1970 }
+
+    public var offsetMilliseconds: Int64 { state.withLock { $0.offsetMilliseconds } }
+
+    public var rate: RenewalRate { state.withLock { $0.rate } }
+
+    func set(rate: RenewalRate) { state.withLock { $0.rate = rate } }
+
+    func set(offsetMilliseconds: Int64) { state.withLock { $0.offsetMilliseconds = offsetMilliseconds } }
+
+    /// Moves simulated time forward; returns the new offset.
+    @discardableResult
+    func advance(by seconds: Double) -> Int64 {
+        state.withLock {
+            $0.offsetMilliseconds += Int64(seconds * 1000)
+            return $0.offsetMilliseconds
+        }
+    }
+}
+
+extension Date {
+    var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import TillCore
+
+/// An app in the App Store Connect stand-in.
+public struct SimApp: Codable, Sendable, Hashable {
+    public var appAppleId: Int64
+    public var bundleId: String
+    public var name: String
+    /// The app-specific shared secret verifyReceipt compares with `password`.
+    public var sharedSecret: String
+    public var notificationUrlProduction: String?
+    public var notificationUrlSandbox: String?
+    /// Billing grace period in days (0 = off; Apple offers 3, 16 or 28).
+    public var gracePeriodDays: Int
+    public var createdAt: Int64
+
+    public func notificationURL(for environment: AppStoreEnvironment) -> String? {
+        environment == .production ? notificationUrlProduction : notificationUrlSandbox
+    }
+}
+
+/// An App Store Server API key (the .p8 an App Store Connect user downloads).
+struct SimAPIKey: Codable, Sendable {
+    var keyId: String
+    var appAppleId: Int64
+    var issuerId: String
+    var publicKeyPem: String
+    var createdAt: Int64
+}
+
+/// A price in one storefront: milliunits of a currency (9990 = 9.99).
+public struct StorefrontPrice: Codable, Sendable, Hashable {
+    public var price: Int64
+    public var currency: String
+
+    public init(price: Int64, currency: String) {
+        self.price = price
+        self.currency = currency
+    }
+}
+
+/// A product's name and description in one locale.
+public struct Localization: Codable, Sendable, Hashable {
+    public var title: String
+    public var description: String
+
+    public init(title: String, description: String) {
+        self.title = title
+        self.description = description
+    }
+}
+
+/// An in-app purchase product.
+public struct SimProduct: Sendable, Hashable {
+    public var appAppleId: Int64
+    public var productId: String
+    public var type: ProductType
+    public var referenceName: String
+    public var reviewState: ReviewState
+    public var subscriptionGroup: String?
+    public var subscriptionPeriod: SubscriptionPeriod?
+    /// Rank inside the subscription group: 1 is the highest level (an upgrade goes to a lower number).
+    public var groupLevel: Int
+    public var familyShareable: Bool
+    /// Keyed by storefront (ISO 3166-1 alpha-3, e.g. `USA`).
+    public var prices: [String: StorefrontPrice]
+    /// Keyed by locale, e.g. `en-US`.
+    public var localizations: [String: Localization]
+    public var createdAt: Int64
+}
+
+/// A customer account: a production Apple ID or a sandbox tester.
+public struct SimAccount: Codable, Sendable, Hashable {
+    public var id: String
+    public var environment: String
+    public var email: String
+    public var storefront: String
+    /// False models the Screen Time "In-App Purchases: Don't Allow" restriction.
+    public var canMakePayments: Bool
+    /// When set, every payment fails with this StoreKit error code (declined card).
+    public var paymentFailure: Int?
+    /// Payments wait for a parent's approval (deferred).
+    public var askToBuy: Bool
+    /// Accounts sharing purchases through Family Sharing.
+    public var familyId: String?
+    public var deleted: Bool
+    public var createdAt: Int64
+
+    public var appStoreEnvironment: AppStoreEnvironment { AppStoreEnvironment(environment) }
+}
+
+/// A device signed in to an account.
+public struct SimDevice: Codable, Sendable, Hashable {
+    public var id: String
+    public var accountId: String
+    public var name: String
+    /// `identifierForVendor`, the input of the receipt's device hash.
+    public var vendorIdentifier: String
+    public var createdAt: Int64
+}
+
+/// A payment an app added to the queue.
+struct SimPayment: Codable, Sendable {
+    var id: String
+    var accountId: String
+    var deviceId: String
+    var appAppleId: Int64
+    var environment: String
+    var productId: String
+    var quantity: Int
+    var applicationUsername: String?
+    var appAccountToken: String?
+    /// purchasing, purchased, failed, deferred.
+    var state: String
+    var errorCode: Int?
+    var transactionId: String?
+    var createdAt: Int64
+    var updatedAt: Int64
+}
+
+/// A transaction the store recorded (purchase or renewal).
+public struct SimTransaction: Codable, Sendable, Hashable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var accountId: String
+    public var appAppleId: Int64
+    public var productId: String
+    public var productType: String
+    public var environment: String
+    public var quantity: Int
+    public var purchaseDate: Int64
+    public var originalPurchaseDate: Int64
+    public var expiresDate: Int64?
+    public var webOrderLineItemId: String?
+    public var subscriptionGroup: String?
+    public var appAccountToken: String?
+    public var ownership: String
+    public var price: Int64
+    public var currency: String
+    public var storefront: String
+    public var storefrontId: String
+    /// PURCHASE or RENEWAL.
+    public var transactionReason: String
+    public var revocationDate: Int64?
+    public var revocationReason: Int?
+    public var revocationType: String?
+    public var isUpgraded: Bool
+    public var offerType: Int?
+    public var isTrial: Bool
+    public var orderId: String
+    public var deviceId: String?
+    /// Finished by the app on its purchasing device (finished consumables leave the receipt).
+    public var finished: Bool
+    /// Increases with every change, for history revisions.
+    public var signedSequence: Int64
+    public var createdAt: Int64
+
+    public var type: ProductType { ProductType(rawValue: productType) ?? .consumable }
+}
+
+/// An entry of a device's payment queue.
+struct SimQueueEntry: Codable, Sendable {
+    var id: String
+    var deviceId: String
+    var appAppleId: Int64
+    var seq: Int64
+    /// purchased, failed, deferred, restored.
+    var state: String
+    var transactionId: String?
+    /// For restored entries: the identifier of this restore's transaction (the original is `transactionId`).
+    var restoredTransactionId: String?
+    var paymentId: String?
+    var productId: String
+    var errorCode: Int?
+    var errorMessage: String?
+    var finished: Bool
+    var deliveries: Int
+    var createdAt: Int64
+}
+
+/// An auto-renewable subscription of one account in one subscription group.
+public struct SimSubscription: Codable, Sendable, Hashable {
+    public var originalTransactionId: String
+    public var accountId: String
+    public var appAppleId: Int64
+    public var environment: String
+    public var subscriptionGroup: String
+    public var productId: String
+    public var autoRenewProductId: String
+    public var autoRenewStatus: Bool
+    public var expiresDate: Int64
+    /// The App Store Server API status: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    public var status: Int
+    public var renewalCount: Int
+    public var billingRetry: Bool
+    public var gracePeriodExpiresDate: Int64?
+    /// When the store gives up retrying the charge.
+    public var retryUntil: Int64?
+    public var expirationIntent: Int?
+    public var lastTransactionId: String
+    public var recentStartDate: Int64
+    public var updatedAt: Int64
+}
+
+/// An App Store Server Notification and its delivery.
+struct SimNotificationRecord: Codable, Sendable {
+    var uuid: String
+    var appAppleId: Int64
+    var environment: String
+    var notificationType: String
+    var subtype: String?
+    var originalTransactionId: String?
+    var transactionId: String?
+    var signedPayload: String
+    var testToken: String?
+    /// pending, delivered, failed (given up), unsent (no URL).
+    var state: String
+    var attempts: Int
+    var nextAttemptAt: Int64?
+    /// JSON array of `{attemptDate, sendAttemptResult}`.
+    var sendAttempts: String
+    var createdAt: Int64
+}

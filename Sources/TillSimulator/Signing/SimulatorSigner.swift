@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import SQLKit
+import SwiftASN1
+import TillCore
+import TillFormats
+import TillStorage
+import X509
+import _CryptoExtras
+
+/// The simulator's two signing authorities, made once and kept in the database so that data signed before
+/// a restart still verifies after it: an ECDSA P-256 chain for StoreKit 2 JWS and an RSA-2048 chain for
+/// receipts, both with Apple's marker extensions.
+public struct SimulatorSigner: Sendable {
+    public let jwsAuthority: SigningAuthority
+    public let receiptAuthority: SigningAuthority
+    public let jws: JWSSigner
+    public let receipts: ReceiptSigner
+    let receiptLeafDER: [UInt8]
+
+    init(jwsAuthority: SigningAuthority, receiptAuthority: SigningAuthority) throws {
+        self.jwsAuthority = jwsAuthority
+        self.receiptAuthority = receiptAuthority
+        self.jws = try JWSSigner(key: jwsAuthority.leafKey.p256!, chain: jwsAuthority.chain)
+        self.receipts = try ReceiptSigner(key: receiptAuthority.leafKey.rsa!, certificates: receiptAuthority.chain)
+        var serializer = DER.Serializer()
+        try serializer.serialize(receiptAuthority.leaf)
+        self.receiptLeafDER = serializer.serializedBytes
+    }
+
+    /// Loads the authorities, or makes and stores them on first start.
+    static func load(from database: TillDatabase) async throws -> SimulatorSigner {
+        let jws = try await authority(named: "jws", kind: .p256, database: database)
+        let receipts = try await authority(named: "receipt", kind: .rsa2048, database: database)
+        return try SimulatorSigner(jwsAuthority: jws, receiptAuthority: receipts)
+    }
+
+    private static func authority(
+        named name: String, kind: TestPKI.KeyKind, database: TillDatabase
+    ) async throws -> SigningAuthority {
+        if let row = try await database.sql.raw("SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)").first() {
+            return try decode(keyPEM: try row.decode(column: "private_key_pem", as: String.self),
+                chainPEM: try row.decode(column: "chain_pem", as: String.self), kind: kind)
+        }
+        let made = try TestPKI.makeAuthority(
+            kind: kind, name: "Till Simulator", validFrom: Date(timeIntervalSince1970: 1_577_836_800), years: 40)
+        let keyPEM: String =
+            switch made.leafKey {
+            case .p256(let key): key.pemRepresentation
+            case .rsa(let key): key.pemRepresentation
+            }
+        let chainPEM = try made.chain.map { try $0.serializeAsPEM().pemString }.joined(separator: "\n")
+        try await database.sql.raw(
+            """
+            INSERT INTO sim_keys (name, private_key_pem, chain_pem, created_at)
+            VALUES (\(bind: name), \(bind: keyPEM), \(bind: chainPEM), \(bind: Int64(Date().timeIntervalSince1970 * 1000)))
+            ON CONFLICT (name) DO NOTHING
+            """
+        ).run()
+        // Another process may have stored its own first: use whatever is stored.
+        let row = try await database.sql.raw("SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)").first()!
+        return try decode(keyPEM: try row.decode(column: "private_key_pem", as: String.self),
+            chainPEM: try row.decode(column: "chain_pem", as: String.self), kind: kind)
+    }
+
+    private static func decode(keyPEM: String, chainPEM: String, kind: TestPKI.KeyKind) throws -> SigningAuthority {
+        let chain = try PEMDocument.parseMultiple(pemString: chainPEM).map { try Certificate(pemDocument: $0) }
+        let key: SigningKey =
+            switch kind {
+            case .p256: .p256(try P256.Signing.PrivateKey(pemRepresentation: keyPEM))
+            case .rsa2048: .rsa(try _RSA.Signing.PrivateKey(pemRepresentation: keyPEM))
+            }
+        return SigningAuthority(root: chain[2], intermediate: chain[1], leaf: chain[0], leafKey: key)
+    }
+
+    /// Signs an iOS 6-style transaction receipt (version 3, RSA-2048, SHA-1).
+    func transactionReceipt(
+        purchaseInfo: TransactionReceipt.PurchaseInfo, environment: AppStoreEnvironment
+    ) throws -> TransactionReceipt {
+        try TransactionReceipt.sign(
+            purchaseInfo: purchaseInfo, environment: environment, pod: "100",
+            privateKey: receiptAuthority.leafKey.rsa!, certificateDER: receiptLeafDER)
+    }
+}
+

@@ -1,0 +1,108 @@
+import TillStorage
+
+/// The simulator's tables. Times are BIGINT milliseconds since 1970; JSON documents are TEXT.
+enum SimulatorSchema {
+    static let name = "simulator"
+
+    static let migrations: [Migration] = [
+        Migration(
+            "001-core",
+            [
+                """
+                CREATE TABLE sim_keys (
+                    name TEXT PRIMARY KEY, private_key_pem TEXT NOT NULL, chain_pem TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_apps (
+                    app_apple_id BIGINT PRIMARY KEY, bundle_id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+                    shared_secret TEXT NOT NULL, notification_url_production TEXT, notification_url_sandbox TEXT,
+                    grace_period_days INTEGER NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_api_keys (
+                    key_id TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL REFERENCES sim_apps (app_apple_id),
+                    issuer_id TEXT NOT NULL, public_key_pem TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_products (
+                    app_apple_id BIGINT NOT NULL REFERENCES sim_apps (app_apple_id), product_id TEXT NOT NULL,
+                    type TEXT NOT NULL, reference_name TEXT NOT NULL, review_state TEXT NOT NULL,
+                    subscription_group TEXT, subscription_period TEXT, group_level INTEGER NOT NULL,
+                    family_shareable BOOLEAN NOT NULL, prices TEXT NOT NULL, localizations TEXT NOT NULL,
+                    created_at BIGINT NOT NULL, PRIMARY KEY (app_apple_id, product_id))
+                """,
+                """
+                CREATE TABLE sim_accounts (
+                    id TEXT PRIMARY KEY, environment TEXT NOT NULL, email TEXT NOT NULL, storefront TEXT NOT NULL,
+                    can_make_payments BOOLEAN NOT NULL, payment_failure INTEGER, ask_to_buy BOOLEAN NOT NULL,
+                    family_id TEXT, deleted BOOLEAN NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_devices (
+                    id TEXT PRIMARY KEY, account_id TEXT NOT NULL REFERENCES sim_accounts (id), name TEXT NOT NULL,
+                    vendor_identifier TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_payments (
+                    id TEXT PRIMARY KEY, account_id TEXT NOT NULL, device_id TEXT NOT NULL, app_apple_id BIGINT NOT NULL,
+                    environment TEXT NOT NULL, product_id TEXT NOT NULL, quantity INTEGER NOT NULL,
+                    application_username TEXT, app_account_token TEXT, state TEXT NOT NULL, error_code INTEGER,
+                    transaction_id TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_transactions (
+                    transaction_id TEXT PRIMARY KEY, original_transaction_id TEXT NOT NULL, account_id TEXT NOT NULL,
+                    app_apple_id BIGINT NOT NULL, product_id TEXT NOT NULL, product_type TEXT NOT NULL,
+                    environment TEXT NOT NULL, quantity INTEGER NOT NULL, purchase_date BIGINT NOT NULL,
+                    original_purchase_date BIGINT NOT NULL, expires_date BIGINT, web_order_line_item_id TEXT,
+                    subscription_group TEXT, app_account_token TEXT, ownership TEXT NOT NULL, price BIGINT NOT NULL,
+                    currency TEXT NOT NULL, storefront TEXT NOT NULL, storefront_id TEXT NOT NULL,
+                    transaction_reason TEXT NOT NULL, revocation_date BIGINT, revocation_reason INTEGER,
+                    revocation_type TEXT, is_upgraded BOOLEAN NOT NULL, offer_type INTEGER, is_trial BOOLEAN NOT NULL,
+                    order_id TEXT NOT NULL, device_id TEXT, finished BOOLEAN NOT NULL, signed_sequence BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_transactions_account ON sim_transactions (account_id, app_apple_id, environment)",
+                "CREATE INDEX sim_transactions_original ON sim_transactions (original_transaction_id)",
+                "CREATE INDEX sim_transactions_order ON sim_transactions (order_id)",
+                """
+                CREATE TABLE sim_queue (
+                    id TEXT PRIMARY KEY, device_id TEXT NOT NULL, app_apple_id BIGINT NOT NULL, seq BIGINT NOT NULL,
+                    state TEXT NOT NULL, transaction_id TEXT, restored_transaction_id TEXT, payment_id TEXT,
+                    product_id TEXT NOT NULL, error_code INTEGER, error_message TEXT, finished BOOLEAN NOT NULL,
+                    deliveries INTEGER NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_queue_device ON sim_queue (device_id, app_apple_id, finished)",
+                """
+                CREATE TABLE sim_subscriptions (
+                    original_transaction_id TEXT PRIMARY KEY, account_id TEXT NOT NULL, app_apple_id BIGINT NOT NULL,
+                    environment TEXT NOT NULL, subscription_group TEXT NOT NULL, product_id TEXT NOT NULL,
+                    auto_renew_product_id TEXT NOT NULL, auto_renew_status BOOLEAN NOT NULL, expires_date BIGINT NOT NULL,
+                    status INTEGER NOT NULL, renewal_count INTEGER NOT NULL, billing_retry BOOLEAN NOT NULL,
+                    grace_period_expires_date BIGINT, retry_until BIGINT, expiration_intent INTEGER,
+                    last_transaction_id TEXT NOT NULL, recent_start_date BIGINT NOT NULL, updated_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_subscriptions_due ON sim_subscriptions (status, expires_date)",
+                """
+                CREATE TABLE sim_receipts (
+                    opaque_value TEXT PRIMARY KEY, account_id TEXT NOT NULL, device_id TEXT NOT NULL,
+                    app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_notifications (
+                    uuid TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL,
+                    notification_type TEXT NOT NULL, subtype TEXT, original_transaction_id TEXT, transaction_id TEXT,
+                    signed_payload TEXT NOT NULL, test_token TEXT, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+                    next_attempt_at BIGINT, send_attempts TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_notifications_due ON sim_notifications (state, next_attempt_at)",
+                "CREATE INDEX sim_notifications_app ON sim_notifications (app_apple_id, environment, created_at)",
+            ]),
+    ]
+}
