@@ -1,5 +1,6 @@
 import AsyncKit
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresKit
@@ -163,9 +164,30 @@ struct TunedSQLiteSource: ConnectionPoolSource {
 
 /// AsyncKit's pool synchronises itself (each event loop's pool is confined to its loop) but is not
 /// declared `Sendable`; this box says so once.
+///
+/// The box also owns the pool's lifetime: `close()` shuts it (and the SQLite thread pool) down, and a box
+/// dropped without being closed shuts them down in the background instead of tripping AsyncKit's assertion.
 final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable {
     let pool: EventLoopGroupConnectionPool<Source>
-    init(_ pool: EventLoopGroupConnectionPool<Source>) { self.pool = pool }
+    private let threads: NIOThreadPool?
+    private let closed = NIOLockedValueBox(false)
+
+    init(_ pool: EventLoopGroupConnectionPool<Source>, threads: NIOThreadPool? = nil) {
+        self.pool = pool
+        self.threads = threads
+    }
+
+    func close() async throws {
+        guard closed.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
+        try await pool.shutdownAsync()
+        try await threads?.shutdownGracefully()
+    }
+
+    deinit {
+        guard !closed.withLockedValue({ $0 }) else { return }
+        let threads = self.threads
+        pool.shutdownGracefully { _ in threads?.shutdownGracefully { _ in } }
+    }
 }
 
 /// An `SQLiteDatabase` that runs each query on a connection borrowed from a pool.

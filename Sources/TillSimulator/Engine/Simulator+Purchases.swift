@@ -474,3 +474,15 @@ extension Simulator {
         }
     }
 }
+
+extension Simulator {
+    /// The device's receipt file for an app (PKCS#7 DER).
+    public func appReceipt(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [UInt8] {
+        try await faultsForStoreKit(environment)
+        return try await database.transaction { db in
+            let (device, account) = try await self.requireDevice(deviceId, environment: environment, on: db)
+            let app = try await self.requireApp(bundleId: bundleId, on: db)
+            return try await self.appReceipt(account: account, device: device, app: app, on: db)
+        }
+    }
+}

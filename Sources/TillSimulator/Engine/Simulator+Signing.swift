@@ -118,7 +118,7 @@ extension Simulator {
             originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate), expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
             webOrderLineItemId: tx.webOrderLineItemId, isTrialPeriod: tx.isTrial, environment: AppStoreEnvironment(tx.environment))
         let info = TransactionReceipt.PurchaseInfo(
-            transaction: purchase, bundleVersion: "1", itemId: String(Storefronts.id(for: tx.productId)),
+            transaction: purchase, bundleVersion: "1", itemId: String(1_000_000_000 + stableNumber("\(app.appAppleId)/\(tx.productId)", below: 999_999_999)),
             appItemId: tx.environment == AppStoreEnvironment.production.rawValue ? String(app.appAppleId) : "0",
             versionExternalIdentifier: "0", uniqueIdentifier: hex(Array(SHA256.hash(data: Data((device?.id ?? tx.accountId).utf8)).prefix(20))),
             uniqueVendorIdentifier: device?.vendorIdentifier.uppercased() ?? UUID().uuidString)

@@ -156,8 +156,14 @@ enum Storefronts {
     ]
 
     static func id(for storefront: String) -> String {
-        ids[storefront] ?? String(100_000 + storefront.unicodeScalars.reduce(0) { $0 * 31 + Int($1.value) } % 99_999)
+        ids[storefront] ?? String(100_000 + stableNumber(storefront, below: 99_999))
     }
+}
+
+/// A number derived from a text, the same on every run (for made-up but stable Apple ids).
+func stableNumber(_ text: String, below limit: Int) -> Int {
+    let hash = text.unicodeScalars.reduce(UInt64(1_469_598_103_934_665_603)) { ($0 ^ UInt64($1.value)) &* 1_099_511_628_211 }
+    return Int(hash % UInt64(limit))
 }
 
 /// A nudge for a background loop (notification delivery, renewals) when there is new work.

@@ -1,0 +1,375 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import SQLKit
+import TillCore
+import TillFormats
+import TillStorage
+
+/// A new app in App Store Connect.
+public struct AppInput: Codable, Sendable {
+    public var appAppleId: Int64?
+    public var bundleId: String
+    public var name: String?
+    public var sharedSecret: String?
+    public var notificationUrlProduction: String?
+    public var notificationUrlSandbox: String?
+    public var gracePeriodDays: Int?
+
+    public init(
+        appAppleId: Int64? = nil, bundleId: String, name: String? = nil, sharedSecret: String? = nil,
+        notificationUrlProduction: String? = nil, notificationUrlSandbox: String? = nil, gracePeriodDays: Int? = nil
+    ) {
+        self.appAppleId = appAppleId
+        self.bundleId = bundleId
+        self.name = name
+        self.sharedSecret = sharedSecret
+        self.notificationUrlProduction = notificationUrlProduction
+        self.notificationUrlSandbox = notificationUrlSandbox
+        self.gracePeriodDays = gracePeriodDays
+    }
+}
+
+/// Changes to an app; absent fields stay as they are (an empty URL removes it).
+public struct AppPatch: Codable, Sendable {
+    public var name: String?
+    public var notificationUrlProduction: String?
+    public var notificationUrlSandbox: String?
+    public var gracePeriodDays: Int?
+
+    public init(name: String? = nil, notificationUrlProduction: String? = nil, notificationUrlSandbox: String? = nil, gracePeriodDays: Int? = nil) {
+        self.name = name
+        self.notificationUrlProduction = notificationUrlProduction
+        self.notificationUrlSandbox = notificationUrlSandbox
+        self.gracePeriodDays = gracePeriodDays
+    }
+}
+
+/// An App Store Server API key as App Store Connect hands it out once: the private key is not kept.
+public struct APIKeyCredentials: Codable, Sendable {
+    public var keyId: String
+    public var issuerId: String
+    public var bundleId: String
+    /// PKCS#8 PEM of the P-256 key (the content of the downloaded .p8 file).
+    public var privateKey: String
+}
+
+/// A new product, or the fields to change.
+public struct ProductInput: Codable, Sendable {
+    public var productId: String?
+    public var type: ProductType?
+    public var referenceName: String?
+    public var reviewState: ReviewState?
+    public var subscriptionGroup: String?
+    public var subscriptionPeriod: SubscriptionPeriod?
+    public var groupLevel: Int?
+    public var familyShareable: Bool?
+    /// Prices per storefront, in milliunits.
+    public var prices: [String: StorefrontPrice]?
+    public var localizations: [String: Localization]?
+    /// Shortcuts: the `USA` price in milliunits of `currency` (USD by default), and the `en-US` texts.
+    public var price: Int64?
+    public var currency: String?
+    public var title: String?
+    public var description: String?
+
+    public init(
+        productId: String? = nil, type: ProductType? = nil, referenceName: String? = nil, reviewState: ReviewState? = nil,
+        subscriptionGroup: String? = nil, subscriptionPeriod: SubscriptionPeriod? = nil, groupLevel: Int? = nil,
+        familyShareable: Bool? = nil, prices: [String: StorefrontPrice]? = nil, localizations: [String: Localization]? = nil,
+        price: Int64? = nil, currency: String? = nil, title: String? = nil, description: String? = nil
+    ) {
+        self.productId = productId
+        self.type = type
+        self.referenceName = referenceName
+        self.reviewState = reviewState
+        self.subscriptionGroup = subscriptionGroup
+        self.subscriptionPeriod = subscriptionPeriod
+        self.groupLevel = groupLevel
+        self.familyShareable = familyShareable
+        self.prices = prices
+        self.localizations = localizations
+        self.price = price
+        self.currency = currency
+        self.title = title
+        self.description = description
+    }
+}
+
+/// A new customer account (a production Apple ID or a sandbox tester), or the fields to change.
+public struct AccountInput: Codable, Sendable {
+    public var environment: String?
+    public var email: String?
+    public var storefront: String?
+    public var canMakePayments: Bool?
+    /// A StoreKit error code every payment fails with, or -1 to clear it.
+    public var paymentFailure: Int?
+    public var askToBuy: Bool?
+    public var familyId: String?
+
+    public init(
+        environment: String? = nil, email: String? = nil, storefront: String? = nil, canMakePayments: Bool? = nil,
+        paymentFailure: Int? = nil, askToBuy: Bool? = nil, familyId: String? = nil
+    ) {
+        self.environment = environment
+        self.email = email
+        self.storefront = storefront
+        self.canMakePayments = canMakePayments
+        self.paymentFailure = paymentFailure
+        self.askToBuy = askToBuy
+        self.familyId = familyId
+    }
+}
+
+/// A new device for an account.
+public struct DeviceInput: Codable, Sendable {
+    public var name: String?
+    public var vendorIdentifier: String?
+
+    public init(name: String? = nil, vendorIdentifier: String? = nil) {
+        self.name = name
+        self.vendorIdentifier = vendorIdentifier
+    }
+}
+
+extension Simulator {
+    // MARK: Apps
+
+    public func createApp(_ input: AppInput) async throws -> SimApp {
+        guard !input.bundleId.isEmpty, input.bundleId.count <= 155, !input.bundleId.contains(" ") else {
+            throw SimulatorError.badRequest("invalidBundleId", "a bundle id is a reverse-DNS string, got \(input.bundleId)")
+        }
+        let grace = input.gracePeriodDays ?? 0
+        try Self.validate(gracePeriodDays: grace)
+        try Self.validate(url: input.notificationUrlProduction)
+        try Self.validate(url: input.notificationUrlSandbox)
+        let app = SimApp(
+            appAppleId: input.appAppleId ?? Int64.random(in: 1_000_000_000...1_999_999_999), bundleId: input.bundleId,
+            name: input.name ?? input.bundleId, sharedSecret: input.sharedSecret ?? Self.makeSharedSecret(),
+            notificationUrlProduction: input.notificationUrlProduction.flatMap { $0.isEmpty ? nil : $0 },
+            notificationUrlSandbox: input.notificationUrlSandbox.flatMap { $0.isEmpty ? nil : $0 }, gracePeriodDays: grace,
+            createdAt: clock.nowMilliseconds)
+        return try await database.transaction { db in
+            if try await self.store.app(bundleId: app.bundleId, on: db) != nil {
+                throw SimulatorError.conflict("appExists", "an app with bundle id \(app.bundleId) exists")
+            }
+            if try await self.store.app(appAppleId: app.appAppleId, on: db) != nil {
+                throw SimulatorError.conflict("appExists", "an app with Apple id \(app.appAppleId) exists")
+            }
+            try await self.store.insert(app, on: db)
+            return app
+        }
+    }
+
+    public func updateApp(appAppleId: Int64, _ patch: AppPatch) async throws -> SimApp {
+        try Self.validate(url: patch.notificationUrlProduction)
+        try Self.validate(url: patch.notificationUrlSandbox)
+        if let grace = patch.gracePeriodDays { try Self.validate(gracePeriodDays: grace) }
+        return try await database.transaction { db in
+            var app = try await self.requireApp(appAppleId: appAppleId, on: db)
+            if let name = patch.name { app.name = name }
+            if let url = patch.notificationUrlProduction { app.notificationUrlProduction = url.isEmpty ? nil : url }
+            if let url = patch.notificationUrlSandbox { app.notificationUrlSandbox = url.isEmpty ? nil : url }
+            if let grace = patch.gracePeriodDays { app.gracePeriodDays = grace }
+            try await self.store.update(app, on: db)
+            return app
+        }
+    }
+
+    /// A new shared secret: verifyReceipt answers 21004 to the old one from now on.
+    public func rotateSharedSecret(appAppleId: Int64) async throws -> SimApp {
+        try await database.transaction { db in
+            var app = try await self.requireApp(appAppleId: appAppleId, on: db)
+            app.sharedSecret = Self.makeSharedSecret()
+            try await self.store.update(app, on: db)
+            return app
+        }
+    }
+
+    public func apps() async throws -> [SimApp] { try await store.apps(on: store.sql) }
+
+    public func app(appAppleId: Int64) async throws -> SimApp { try await requireApp(appAppleId: appAppleId, on: store.sql) }
+
+    /// A new App Store Server API key for an app; the private key is returned once and not kept.
+    public func createAPIKey(appAppleId: Int64) async throws -> APIKeyCredentials {
+        let app = try await requireApp(appAppleId: appAppleId, on: store.sql)
+        let key = P256.Signing.PrivateKey()
+        let keyId = String((0..<10).map { _ in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789").randomElement()! })
+        let issuerId = UUID().uuidString.lowercased()
+        try await store.insert(
+            SimAPIKey(
+                keyId: keyId, appAppleId: app.appAppleId, issuerId: issuerId, publicKeyPem: key.publicKey.pemRepresentation,
+                createdAt: clock.nowMilliseconds),
+            on: store.sql)
+        return APIKeyCredentials(keyId: keyId, issuerId: issuerId, bundleId: app.bundleId, privateKey: key.pemRepresentation)
+    }
+
+    private static func makeSharedSecret() -> String {
+        (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    private static func validate(gracePeriodDays: Int) throws {
+        guard [0, 3, 16, 28].contains(gracePeriodDays) else {
+            throw SimulatorError.badRequest("invalidGracePeriod", "the billing grace period is 0, 3, 16 or 28 days")
+        }
+    }
+
+    private static func validate(url: String?) throws {
+        guard let url, !url.isEmpty else { return }
+        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+            throw SimulatorError.badRequest("invalidURL", "a notification URL is http(s)://host/…, got \(url)")
+        }
+    }
+
+    // MARK: Products
+
+    public func createProduct(appAppleId: Int64, _ input: ProductInput) async throws -> SimProduct {
+        guard let productId = input.productId, !productId.isEmpty, productId.count <= 100 else {
+            throw SimulatorError.badRequest("invalidProductId", "productId is required (at most 100 characters)")
+        }
+        guard let type = input.type else {
+            throw SimulatorError.badRequest("invalidProductType", "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription")
+        }
+        var product = SimProduct(
+            appAppleId: appAppleId, productId: productId, type: type, referenceName: input.referenceName ?? productId,
+            reviewState: input.reviewState ?? .readyForSale, subscriptionGroup: nil, subscriptionPeriod: nil, groupLevel: 1,
+            familyShareable: false, prices: [:], localizations: [:], createdAt: clock.nowMilliseconds)
+        try apply(input, to: &product)
+        let created = product
+        return try await database.transaction { db in
+            _ = try await self.requireApp(appAppleId: appAppleId, on: db)
+            if try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) != nil {
+                throw SimulatorError.conflict("productExists", "product \(productId) exists")
+            }
+            try await self.store.upsert(created, on: db)
+            return created
+        }
+    }
+
+    public func updateProduct(appAppleId: Int64, productId: String, _ input: ProductInput) async throws -> SimProduct {
+        try await database.transaction { db in
+            guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) else {
+                throw SimulatorError.notFound("product", productId)
+            }
+            if let type = input.type, type != product.type {
+                throw SimulatorError.badRequest("typeIsFixed", "a product's type cannot change")
+            }
+            try self.apply(input, to: &product)
+            try await self.store.upsert(product, on: db)
+            return product
+        }
+    }
+
+    public func products(appAppleId: Int64) async throws -> [SimProduct] {
+        _ = try await requireApp(appAppleId: appAppleId, on: store.sql)
+        return try await store.products(appAppleId: appAppleId, on: store.sql)
+    }
+
+    private func apply(_ input: ProductInput, to product: inout SimProduct) throws {
+        if let name = input.referenceName { product.referenceName = name }
+        if let state = input.reviewState { product.reviewState = state }
+        if let shareable = input.familyShareable { product.familyShareable = shareable }
+        if let prices = input.prices { product.prices = prices }
+        if let price = input.price { product.prices["USA"] = StorefrontPrice(price: price, currency: input.currency ?? "USD") }
+        if let localizations = input.localizations { product.localizations = localizations }
+        if input.title != nil || input.description != nil {
+            let current = product.localizations["en-US"]
+            product.localizations["en-US"] = Localization(
+                title: input.title ?? current?.title ?? product.referenceName,
+                description: input.description ?? current?.description ?? "")
+        }
+        if product.type.isFree { product.prices = product.prices.mapValues { StorefrontPrice(price: 0, currency: $0.currency) } }
+        if product.prices.isEmpty { product.prices["USA"] = StorefrontPrice(price: product.type.isFree ? 0 : 990, currency: "USD") }
+        guard product.prices.values.allSatisfy({ $0.price >= 0 && $0.currency.count == 3 }) else {
+            throw SimulatorError.badRequest("invalidPrice", "prices are non-negative milliunits of a 3-letter currency")
+        }
+        if product.type == .autoRenewable {
+            product.subscriptionGroup = input.subscriptionGroup ?? product.subscriptionGroup
+            product.subscriptionPeriod = input.subscriptionPeriod ?? product.subscriptionPeriod
+            product.groupLevel = input.groupLevel ?? product.groupLevel
+            guard product.subscriptionGroup?.isEmpty == false, product.subscriptionPeriod != nil else {
+                throw SimulatorError.badRequest(
+                    "subscriptionNeedsGroup", "an auto-renewable subscription needs subscriptionGroup and subscriptionPeriod (P1W … P1Y)")
+            }
+            guard product.groupLevel >= 1 else { throw SimulatorError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)") }
+        } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil {
+            throw SimulatorError.badRequest("notASubscription", "only auto-renewable subscriptions have a group and a period")
+        }
+    }
+
+    // MARK: Accounts and devices
+
+    public func createAccount(_ input: AccountInput) async throws -> SimAccount {
+        guard let name = input.environment, let environment = AppStoreEnvironment(parsing: name),
+            environment == .production || environment == .sandbox
+        else { throw SimulatorError.badRequest("invalidEnvironment", "an account is Production or Sandbox") }
+        let id = UUID().uuidString.lowercased()
+        let account = SimAccount(
+            id: id, environment: environment.rawValue,
+            email: input.email ?? "\(environment == .sandbox ? "tester" : "customer")-\(id.prefix(8))@example.com",
+            storefront: input.storefront ?? "USA", canMakePayments: input.canMakePayments ?? true,
+            paymentFailure: input.paymentFailure.flatMap { $0 < 0 ? nil : $0 }, askToBuy: input.askToBuy ?? false,
+            familyId: input.familyId, deleted: false, createdAt: clock.nowMilliseconds)
+        try Self.validate(storefront: account.storefront)
+        try await store.insert(account, on: store.sql)
+        return account
+    }
+
+    public func updateAccount(id: String, _ input: AccountInput) async throws -> SimAccount {
+        try await database.transaction { db in
+            guard var account = try await self.store.account(id: id, on: db) else { throw SimulatorError.notFound("account", id) }
+            if let storefront = input.storefront {
+                try Self.validate(storefront: storefront)
+                account.storefront = storefront
+            }
+            if let allowed = input.canMakePayments { account.canMakePayments = allowed }
+            if let failure = input.paymentFailure { account.paymentFailure = failure < 0 ? nil : failure }
+            if let askToBuy = input.askToBuy { account.askToBuy = askToBuy }
+            if let family = input.familyId { account.familyId = family.isEmpty ? nil : family }
+            if let email = input.email { account.email = email }
+            try await self.store.update(account, on: db)
+            return account
+        }
+    }
+
+    /// Deletes an account: its receipts then fail verifyReceipt with 21010.
+    public func deleteAccount(id: String) async throws {
+        try await database.transaction { db in
+            guard var account = try await self.store.account(id: id, on: db) else { throw SimulatorError.notFound("account", id) }
+            account.deleted = true
+            try await self.store.update(account, on: db)
+        }
+        renewalsDue.signal()
+    }
+
+    public func account(id: String) async throws -> SimAccount {
+        guard let account = try await store.account(id: id, on: store.sql) else { throw SimulatorError.notFound("account", id) }
+        return account
+    }
+
+    public func accounts() async throws -> [SimAccount] { try await store.accounts(on: store.sql) }
+
+    public func createDevice(accountId: String, _ input: DeviceInput) async throws -> SimDevice {
+        _ = try await account(id: accountId)
+        let vendor = input.vendorIdentifier ?? UUID().uuidString
+        guard UUID(uuidString: vendor) != nil else {
+            throw SimulatorError.badRequest("invalidVendorIdentifier", "vendorIdentifier is a UUID")
+        }
+        let device = SimDevice(
+            id: UUID().uuidString.lowercased(), accountId: accountId, name: input.name ?? "iPhone",
+            vendorIdentifier: vendor.uppercased(), createdAt: clock.nowMilliseconds)
+        try await store.insert(device, on: store.sql)
+        return device
+    }
+
+    public func devices(accountId: String) async throws -> [SimDevice] {
+        _ = try await account(id: accountId)
+        return try await store.devices(accountId: accountId, on: store.sql)
+    }
+
+    private static func validate(storefront: String) throws {
+        guard storefront.count == 3, storefront.allSatisfy({ $0.isUppercase && $0.isLetter }) else {
+            throw SimulatorError.badRequest("invalidStorefront", "a storefront is an ISO 3166-1 alpha-3 code such as USA")
+        }
+    }
+}
