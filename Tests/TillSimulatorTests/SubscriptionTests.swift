@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import TillCore
+import TillFormats
+@testable import TillSimulator
+
+/// Subscriptions over accelerated sandbox time ("monthly renews every 5 minutes"), moved by the admin clock.
+struct SubscriptionTests {
+    func subscription(_ fixture: SimulatorFixture, _ originalTransactionId: String) async throws -> SimSubscription {
+        try #require(try await fixture.simulator.store.subscription(originalTransactionId: originalTransactionId, on: fixture.simulator.store.sql))
+    }
+
+    func notifications(_ fixture: SimulatorFixture) async throws -> [String] {
+        try await fixture.simulator.store.notifications(
+            appAppleId: fixture.app.appAppleId, environment: "Sandbox", from: 0, to: Int64.max, on: fixture.simulator.store.sql
+        ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
+    }
+
+    @Test func aMonthlySubscriptionRenewsEveryFiveMinutesAndStopsAfterTwelveRenewals() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let purchase = try await fixture.buy("premium.monthly")
+        let original = try #require(purchase.transactionId)
+        let first = try await subscription(fixture, original)
+        #expect(first.expiresDate - (purchase.purchaseDate ?? 0) == 300_000)
+
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        var state = try await subscription(fixture, original)
+        #expect(state.renewalCount == 1 && state.status == 1)
+        #expect(state.expiresDate == first.expiresDate + 300_000)
+
+        _ = try await fixture.simulator.advanceClock(seconds: 3600)
+        state = try await subscription(fixture, original)
+        #expect(state.renewalCount == 12 && state.status == SubscriptionStatus.expired.rawValue)
+        let receipt = try await fixture.receipt()
+        #expect(receipt.inAppPurchases.count == 13)
+        #expect(Set(receipt.inAppPurchases.map(\.originalTransactionId)) == [original])
+        let kinds = try await notifications(fixture)
+        #expect(kinds.first == "SUBSCRIBED/INITIAL_BUY")
+        #expect(kinds.filter { $0 == "DID_RENEW" }.count == 12)
+        #expect(kinds.last == "EXPIRED/VOLUNTARY")
+    }
+
+    @Test func aFailedRenewalGoesThroughGraceAndBillingRetryThenRecovers() async throws {
+        let fixture = try await SimulatorFixture.make(gracePeriodDays: 16)
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        var state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.gracePeriod.rawValue && state.billingRetry)
+        // 16 days at 5 minutes a month: 160 seconds of grace.
+        _ = try await fixture.simulator.advanceClock(seconds: 170)
+        state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.billingRetry.rawValue)
+
+        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
+        _ = try await fixture.simulator.advanceClock(seconds: 1)
+        state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.active.rawValue && state.renewalCount == 1)
+        let kinds = try await notifications(fixture)
+        #expect(kinds.contains("DID_FAIL_TO_RENEW/GRACE_PERIOD"))
+        #expect(kinds.contains("GRACE_PERIOD_EXPIRED"))
+        #expect(kinds.last == "DID_RENEW/BILLING_RECOVERY")
+    }
+
+    @Test func billingRetryEndsInExpiry() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        #expect(try await subscription(fixture, original).status == SubscriptionStatus.billingRetry.rawValue)
+        // 60 days of retry = 600 seconds.
+        _ = try await fixture.simulator.advanceClock(seconds: 601)
+        let state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 2)
+        #expect(try await notifications(fixture).suffix(2) == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"])
+    }
+
+    @Test func turningAutoRenewOffLetsItExpireAndBuyingAgainResubscribes() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        #expect(try await subscription(fixture, original).status == SubscriptionStatus.expired.rawValue)
+        let again = try await fixture.buy("premium.monthly")
+        #expect(again.originalTransactionId == original && again.transactionId != original)
+        #expect(try await notifications(fixture) == [
+            "SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY", "SUBSCRIBED/RESUBSCRIBE",
+        ])
+    }
+
+    @Test func upgradesApplyNowAndDowngradesAtTheNextRenewal() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let monthly = try await fixture.buy("premium.monthly")
+        let original = try #require(monthly.transactionId)
+        // Upgrade to a higher level: immediate, the current period is cancelled.
+        let upgrade = try await fixture.buy("premium.plus.monthly")
+        #expect(upgrade.originalTransactionId == original && upgrade.transactionId != original)
+        let replaced = try #require(try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql))
+        #expect(replaced.isUpgraded && replaced.revocationDate != nil)
+        #expect(try await subscription(fixture, original).productId == "premium.plus.monthly")
+        // Downgrade to a lower level: at the next renewal.
+        let downgrade = try await fixture.buy("basic.monthly")
+        #expect(downgrade.transactionId == upgrade.transactionId)
+        var state = try await subscription(fixture, original)
+        #expect(state.productId == "premium.plus.monthly" && state.autoRenewProductId == "basic.monthly")
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        state = try await subscription(fixture, original)
+        #expect(state.productId == "basic.monthly")
+        // A crossgrade to another duration also waits for the renewal.
+        _ = try await fixture.buy("premium.yearly")
+        #expect(try await subscription(fixture, original).autoRenewProductId == "premium.yearly")
+        let kinds = try await notifications(fixture)
+        #expect(kinds.contains("DID_CHANGE_RENEWAL_PREF/UPGRADE") && kinds.contains("DID_CHANGE_RENEWAL_PREF/DOWNGRADE"))
+    }
+
+    @Test func aRefundRevokesTheSubscriptionAndAFamilyCopyCanBeRevoked() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        let refunded = try await fixture.simulator.refund(transactionId: original, reason: 1)
+        #expect(refunded.revocationReason == 1 && refunded.revocationDate != nil)
+        #expect(try await subscription(fixture, original).status == SubscriptionStatus.revoked.rawValue)
+        await #expect(throws: SimulatorError.self) { try await fixture.simulator.refund(transactionId: original, reason: 0) }
+
+        _ = try await fixture.simulator.updateProduct(appAppleId: fixture.app.appAppleId, productId: "pro", ProductInput(familyShareable: true))
+        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(familyId: "family-1"))
+        let child = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox", familyId: "family-1"))
+        _ = try await fixture.buy("pro")
+        let shared = try #require(try await fixture.simulator.store.transactions(accountId: child.id, appAppleId: fixture.app.appAppleId, environment: "Sandbox", on: fixture.simulator.store.sql).first)
+        #expect(shared.ownership == "FAMILY_SHARED")
+        let revoked = try await fixture.simulator.revokeFamilyShared(transactionId: shared.transactionId)
+        #expect(revoked.revocationType == "FAMILY_REVOKE")
+        #expect(try await notifications(fixture).contains("REVOKE"))
+    }
+}
