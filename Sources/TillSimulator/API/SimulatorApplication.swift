@@ -1,0 +1,44 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Builds the simulator's HTTP server, with its notification delivery and renewal services.
+///
+/// - Parameter onServerRunning: called with the bound port once listening (tests use port 0).
+public func buildSimulatorApplication(
+    _ simulator: Simulator, host: String = "127.0.0.1", port: Int = 8090,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    let router = buildSimulatorRouter(simulator)
+    router.middlewares.add(SimulatorErrorMiddleware(logger: simulator.logger))
+    let faults = simulator.faults
+    var application = Application(
+        router: router,
+        server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionResetHandler(faults: faults)])),
+        configuration: .init(address: .hostname(host, port: port), serverName: "till-simulator"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+        logger: simulator.logger)
+    application.addServices(NotificationDeliveryService(simulator: simulator), SubscriptionRenewalService(simulator: simulator))
+    return application
+}
+
+/// Turns errors that are not already HTTP errors into JSON 500s, and logs them.
+struct SimulatorErrorMiddleware: RouterMiddleware {
+    typealias Context = SimulatorRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
+            throw SimulatorError(.internalServerError, "internalError", "the simulator could not handle the request: \(error)")
+        }
+    }
+}

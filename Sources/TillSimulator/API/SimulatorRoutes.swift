@@ -1,0 +1,270 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import TillCore
+import TillFormats
+
+/// The simulator's HTTP interface: App Store Connect (admin), StoreKit for apps, verifyReceipt and the App
+/// Store Server API per environment. See docs/simulator.md.
+public func buildSimulatorRouter(_ simulator: Simulator) -> Router<SimulatorRequestContext> {
+    let router = Router(context: SimulatorRequestContext.self)
+    router.get("/health") { _, _ in #"{"status":"ok"}"# }
+    addAdminRoutes(to: router.group("admin/v1"), simulator)
+    addStoreKitRoutes(to: router.group("storekit/{environment}"), simulator)
+    addAppleRoutes(to: router, simulator)
+    return router
+}
+
+/// "production" or "sandbox" from the path.
+func environment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironment {
+    let name = try context.parameters.require("environment")
+    guard let environment = AppStoreEnvironment(parsing: name), environment == .production || environment == .sandbox else {
+        throw SimulatorError.notFound("environment", name)
+    }
+    return environment
+}
+
+func int64(_ context: SimulatorRequestContext, _ name: String) throws -> Int64 {
+    let text = try context.parameters.require(name)
+    guard let value = Int64(text) else { throw SimulatorError.badRequest("invalidIdentifier", "\(name) is a number, got \(text)") }
+    return value
+}
+
+// MARK: App Store Connect stand-in
+
+struct RefundInput: Codable { var reason: Int? }
+struct RefundRequestInput: Codable { var reason: String? }
+struct AutoRenewInput: Codable { var enabled: Bool }
+struct AdvanceInput: Codable { var seconds: Double }
+struct RateInput: Codable {
+    var rate: String?
+    var monthSeconds: Double?
+}
+struct ClockView: Codable {
+    var now: Int64
+    var offsetSeconds: Double
+    var renewalRate: String
+    var monthSeconds: Double?
+}
+
+func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator: Simulator) {
+    if let token = simulator.configuration.adminToken {
+        group.add(middleware: AdminTokenMiddleware(token: token))
+    }
+    group.get("apps") { _, context in try jsonResponse(try await simulator.apps(), context: context) }
+    group.post("apps") { request, context in
+        let input = try await decodeBody(AppInput.self, from: request, context: context)
+        return try jsonResponse(try await simulator.createApp(input), status: .created, context: context)
+    }
+    group.get("apps/{app}") { _, context in
+        try jsonResponse(try await simulator.app(appAppleId: try int64(context, "app")), context: context)
+    }
+    group.patch("apps/{app}") { request, context in
+        let patch = try await decodeBody(AppPatch.self, from: request, context: context)
+        return try jsonResponse(try await simulator.updateApp(appAppleId: try int64(context, "app"), patch), context: context)
+    }
+    group.post("apps/{app}/shared-secret") { _, context in
+        try jsonResponse(try await simulator.rotateSharedSecret(appAppleId: try int64(context, "app")), context: context)
+    }
+    group.post("apps/{app}/api-keys") { _, context in
+        try jsonResponse(try await simulator.createAPIKey(appAppleId: try int64(context, "app")), status: .created, context: context)
+    }
+    group.get("apps/{app}/products") { _, context in
+        try jsonResponse(try await simulator.products(appAppleId: try int64(context, "app")).map(ProductView.init), context: context)
+    }
+    group.post("apps/{app}/products") { request, context in
+        let input = try await decodeBody(ProductInput.self, from: request, context: context)
+        let product = try await simulator.createProduct(appAppleId: try int64(context, "app"), input)
+        return try jsonResponse(ProductView(product), status: .created, context: context)
+    }
+    group.patch("apps/{app}/products/{product}") { request, context in
+        let input = try await decodeBody(ProductInput.self, from: request, context: context)
+        let product = try await simulator.updateProduct(
+            appAppleId: try int64(context, "app"), productId: try context.parameters.require("product"), input)
+        return try jsonResponse(ProductView(product), context: context)
+    }
+    group.get("apps/{app}/notifications") { request, context in
+        let environment = AppStoreEnvironment(parsing: request.uri.queryParameters.get("environment") ?? "sandbox") ?? .sandbox
+        return try jsonResponse(
+            try await simulator.notificationLog(appAppleId: try int64(context, "app"), environment: environment), context: context)
+    }
+
+    group.get("accounts") { _, context in try jsonResponse(try await simulator.accounts(), context: context) }
+    group.post("accounts") { request, context in
+        let input = try await decodeBody(AccountInput.self, from: request, context: context)
+        return try jsonResponse(try await simulator.createAccount(input), status: .created, context: context)
+    }
+    group.get("accounts/{account}") { _, context in
+        try jsonResponse(try await simulator.account(id: try context.parameters.require("account")), context: context)
+    }
+    group.patch("accounts/{account}") { request, context in
+        let input = try await decodeBody(AccountInput.self, from: request, context: context)
+        return try jsonResponse(try await simulator.updateAccount(id: try context.parameters.require("account"), input), context: context)
+    }
+    group.delete("accounts/{account}") { _, context in
+        try await simulator.deleteAccount(id: try context.parameters.require("account"))
+        return Response(status: .noContent)
+    }
+    group.get("accounts/{account}/devices") { _, context in
+        try jsonResponse(try await simulator.devices(accountId: try context.parameters.require("account")), context: context)
+    }
+    group.post("accounts/{account}/devices") { request, context in
+        let input = try await decodeBody(DeviceInput.self, from: request, context: context)
+        let device = try await simulator.createDevice(accountId: try context.parameters.require("account"), input)
+        return try jsonResponse(device, status: .created, context: context)
+    }
+
+    group.post("payments/{payment}/approve") { _, context in
+        try jsonResponse(try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: true), context: context)
+    }
+    group.post("payments/{payment}/decline") { _, context in
+        try jsonResponse(try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: false), context: context)
+    }
+    group.post("transactions/{transaction}/refund") { request, context in
+        let input = try await decodeBody(RefundInput.self, from: request, context: context)
+        guard [nil, 0, 1].contains(input.reason) else {
+            throw SimulatorError.badRequest("invalidReason", "reason is 0 (other) or 1 (an issue in the app)")
+        }
+        let tx = try await simulator.refund(transactionId: try context.parameters.require("transaction"), reason: input.reason ?? 0)
+        return try jsonResponse(tx, context: context)
+    }
+    group.post("transactions/{transaction}/revoke") { _, context in
+        try jsonResponse(try await simulator.revokeFamilyShared(transactionId: try context.parameters.require("transaction")), context: context)
+    }
+    group.post("transactions/{transaction}/refund-request") { request, context in
+        let input = try await decodeBody(RefundRequestInput.self, from: request, context: context)
+        try await simulator.requestRefund(
+            transactionId: try context.parameters.require("transaction"),
+            reason: ConsumptionRequestReason(rawValue: input.reason ?? "UNINTENDED_PURCHASE"))
+        return Response(status: .accepted)
+    }
+    group.post("transactions/{transaction}/refund-decline") { _, context in
+        try await simulator.declineRefund(transactionId: try context.parameters.require("transaction"))
+        return Response(status: .accepted)
+    }
+    group.post("subscriptions/{original}/auto-renew") { request, context in
+        let input = try await decodeBody(AutoRenewInput.self, from: request, context: context)
+        let subscription = try await simulator.setAutoRenew(
+            originalTransactionId: try context.parameters.require("original"), enabled: input.enabled)
+        return try jsonResponse(subscription, context: context)
+    }
+
+    group.get("clock") { _, context in try jsonResponse(simulator.clockView, context: context) }
+    group.post("clock/advance") { request, context in
+        let input = try await decodeBody(AdvanceInput.self, from: request, context: context)
+        guard input.seconds > 0, input.seconds <= 10 * 365 * 86_400 else {
+            throw SimulatorError.badRequest("invalidSeconds", "seconds is positive and at most ten years")
+        }
+        _ = try await simulator.advanceClock(seconds: input.seconds)
+        return try jsonResponse(simulator.clockView, context: context)
+    }
+    group.put("clock/rate") { request, context in
+        let input = try await decodeBody(RateInput.self, from: request, context: context)
+        let rate: RenewalRate
+        if let name = input.rate {
+            guard let named = RenewalRate(name: name) else {
+                throw SimulatorError.badRequest("invalidRate", "rates: \(RenewalRate.presets.keys.sorted().joined(separator: ", "))")
+            }
+            rate = named
+        } else if let seconds = input.monthSeconds, seconds >= 1 {
+            rate = RenewalRate(monthSeconds: seconds)
+        } else {
+            throw SimulatorError.badRequest("invalidRate", "give rate (a preset name) or monthSeconds (≥ 1)")
+        }
+        try await simulator.setRenewalRate(rate)
+        return try jsonResponse(simulator.clockView, context: context)
+    }
+
+    group.get("faults") { _, context in try jsonResponse(simulator.faults.all, context: context) }
+    group.post("faults") { request, context in
+        var request = request
+        let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
+        let rule: FaultRule
+        if let data = body.data(using: .utf8), let decoded = try? TillFormatsJSON.decoder.decode(FaultRule.self, from: data) {
+            rule = decoded
+        } else if let spec = try? TillFormatsJSON.decoder.decode([String: String].self, from: Data(body.utf8))["spec"] {
+            rule = try FaultRule(parsing: spec)
+        } else {
+            throw SimulatorError.badRequest("invalidFault", "give a fault rule object or {\"spec\": \"sandbox:verifyReceipt:status=21005\"}")
+        }
+        simulator.faults.add(rule)
+        return try jsonResponse(rule, status: .created, context: context)
+    }
+    group.delete("faults") { _, _ in
+        simulator.faults.removeAll()
+        return Response(status: .noContent)
+    }
+    group.delete("faults/{fault}") { _, context in
+        guard simulator.faults.remove(id: try context.parameters.require("fault")) else {
+            throw SimulatorError.notFound("fault", try context.parameters.require("fault"))
+        }
+        return Response(status: .noContent)
+    }
+
+    group.get("certificates/{kind}") { _, context in
+        let name = try context.parameters.require("kind")
+        let authority: SigningAuthority
+        switch name {
+        case "jws-root.pem", "jws-root.der": authority = simulator.signer.jwsAuthority
+        case "receipt-root.pem", "receipt-root.der": authority = simulator.signer.receiptAuthority
+        default: throw SimulatorError.notFound("certificate", name)
+        }
+        if name.hasSuffix(".der") {
+            var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: try derBytes(authority.root))))
+            response.headers[.contentType] = "application/pkix-cert"
+            return response
+        }
+        var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: try authority.root.serializeAsPEM().pemString + "\n")))
+        response.headers[.contentType] = "application/x-pem-file"
+        return response
+    }
+}
+
+/// A product as the admin API shows it.
+struct ProductView: Codable {
+    var productId: String
+    var type: ProductType
+    var referenceName: String
+    var reviewState: ReviewState
+    var subscriptionGroup: String?
+    var subscriptionPeriod: SubscriptionPeriod?
+    var groupLevel: Int
+    var familyShareable: Bool
+    var prices: [String: StorefrontPrice]
+    var localizations: [String: Localization]
+
+    init(_ product: SimProduct) {
+        productId = product.productId
+        type = product.type
+        referenceName = product.referenceName
+        reviewState = product.reviewState
+        subscriptionGroup = product.subscriptionGroup
+        subscriptionPeriod = product.subscriptionPeriod
+        groupLevel = product.groupLevel
+        familyShareable = product.familyShareable
+        prices = product.prices
+        localizations = product.localizations
+    }
+}
+
+/// Requires `Authorization: Bearer <admin token>` on the admin API.
+struct AdminTokenMiddleware: RouterMiddleware {
+    typealias Context = SimulatorRequestContext
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.headers[.authorization] == "Bearer \(token)" else {
+            throw SimulatorError(.unauthorized, "unauthorized", "the admin API needs Authorization: Bearer <admin token>")
+        }
+        return try await next(request, context)
+    }
+}
+
+import SwiftASN1
+import X509
+
+func derBytes(_ certificate: Certificate) throws -> [UInt8] {
+    var serializer = DER.Serializer()
+    try serializer.serialize(certificate)
+    return serializer.serializedBytes
+}
