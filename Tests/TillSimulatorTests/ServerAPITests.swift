@@ -1,0 +1,135 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import NIOCore
+import Testing
+import TillCore
+import TillFormats
+@testable import TillSimulator
+
+/// Signs App Store Server API bearer tokens as Apple's libraries do.
+struct BearerToken: JWTPayload {
+    var iss: IssuerClaim
+    var iat: IssuedAtClaim?
+    var exp: ExpirationClaim
+    var aud: AudienceClaim
+    var bid: String
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+
+    static func make(
+        _ credentials: APIKeyCredentials, issuer: String? = nil, audience: String = "appstoreconnect-v1", bundleId: String? = nil,
+        issuedAt: Date = Date(), lifetime: TimeInterval = 300, includeIssuedAt: Bool = true, keyId: String? = nil
+    ) async throws -> String {
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(pem: credentials.privateKey), kid: JWKIdentifier(string: keyId ?? credentials.keyId))
+        let payload = BearerToken(
+            iss: .init(value: issuer ?? credentials.issuerId), iat: includeIssuedAt ? .init(value: issuedAt) : nil,
+            exp: .init(value: issuedAt.addingTimeInterval(lifetime)), aud: .init(value: [audience]), bid: bundleId ?? credentials.bundleId)
+        return try await keys.sign(payload, kid: JWKIdentifier(string: keyId ?? credentials.keyId))
+    }
+}
+
+struct ServerAPITests {
+    func get(_ client: some TestClientProtocol, _ path: String, token: String?, method: HTTPRequest.Method = .get, body: String? = nil)
+        async throws -> (Int, [String: Any]?)
+    {
+        var headers = HTTPFields()
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
+            let json = try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+            return (Int(response.status.code), json)
+        }
+    }
+
+    @Test func tokensAreCheckedExactlyLikeApple() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let purchase = try await fixture.buy("pro")
+        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let path = "/sandbox/inApps/v1/transactions/\(try #require(purchase.transactionId))"
+        let app = Application(router: buildSimulatorRouter(fixture.simulator))
+        try await app.test(.router) { client in
+            let good = try await BearerToken.make(credentials)
+            let (status, json) = try await get(client, path, token: good)
+            #expect(status == 200)
+            let signed = try #require(json?["signedTransactionInfo"] as? String)
+            #expect(await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self).value?.payload.productId == "pro")
+            // Python's client leaves iat out; Apple accepts that.
+            #expect(try await get(client, path, token: try await BearerToken.make(credentials, includeIssuedAt: false)).0 == 200)
+
+            for bad in [
+                try await BearerToken.make(credentials, issuer: UUID().uuidString),
+                try await BearerToken.make(credentials, audience: "appstoreconnect-v2"),
+                try await BearerToken.make(credentials, bundleId: "com.other"),
+                try await BearerToken.make(credentials, lifetime: 3700),
+                try await BearerToken.make(credentials, issuedAt: Date().addingTimeInterval(-400)),
+                try await BearerToken.make(credentials, keyId: "UNKNOWNKEY"),
+            ] {
+                let (status, body) = try await get(client, path, token: bad)
+                #expect(status == 401 && body == nil)
+            }
+            #expect(try await get(client, path, token: nil).0 == 401)
+        }
+    }
+
+    @Test func endpointsAnswerWithApplesShapesAndErrors() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let pro = try await fixture.buy("pro")
+        let subscription = try await fixture.buy("premium.monthly")
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        let proId = try #require(pro.transactionId)
+        _ = try await fixture.simulator.refund(transactionId: proId, reason: 1)
+        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let original = try #require(subscription.transactionId)
+        let app = Application(router: buildSimulatorRouter(fixture.simulator))
+        try await app.test(.router) { client in
+            let token = try await BearerToken.make(credentials)
+            let (invalid, invalidBody) = try await get(client, "/sandbox/inApps/v1/transactions/abc", token: token)
+            #expect(invalid == 400 && invalidBody?["errorCode"] as? Int == 4000006)
+            let (missing, missingBody) = try await get(client, "/sandbox/inApps/v1/transactions/999", token: token)
+            #expect(missing == 404 && missingBody?["errorCode"] as? Int == 4040010 && missingBody?["errorMessage"] as? String == "Transaction id not found.")
+            // The sandbox transaction does not exist in production.
+            #expect(try await get(client, "/production/inApps/v1/transactions/\(original)", token: token).0 == 404)
+
+            let history = try #require(try await get(client, "/sandbox/inApps/v2/history/\(original)", token: token).1)
+            #expect((history["signedTransactions"] as? [String])?.count == 3)
+            #expect(history["hasMore"] as? Bool == false && history["bundleId"] as? String == SimulatorFixture.bundleId)
+            let filtered = try #require(try await get(client, "/sandbox/inApps/v2/history/\(original)?productType=NON_CONSUMABLE", token: token).1)
+            #expect((filtered["signedTransactions"] as? [String])?.count == 1)
+            #expect(try await get(client, "/sandbox/inApps/v2/history/\(original)?sort=SIDEWAYS", token: token).1?["errorCode"] as? Int == 4000021)
+
+            let statuses = try #require(try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)", token: token).1)
+            let group = try #require((statuses["data"] as? [[String: Any]])?.first)
+            #expect(group["subscriptionGroupIdentifier"] as? String == "premium")
+            let last = try #require((group["lastTransactions"] as? [[String: Any]])?.first)
+            #expect(last["status"] as? Int == 1 && last["originalTransactionId"] as? String == original && last["signedRenewalInfo"] is String)
+            #expect(((try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)?status=2", token: token).1?["data"]) as? [Any])?.isEmpty == true)
+
+            let refunds = try #require(try await get(client, "/sandbox/inApps/v2/refund/lookup/\(original)", token: token).1)
+            #expect((refunds["signedTransactions"] as? [String])?.count == 1)
+
+            let tx = try #require(try await fixture.simulator.store.transaction(id: proId, on: fixture.simulator.store.sql))
+            #expect(try await get(client, "/sandbox/inApps/v1/lookup/\(tx.orderId)", token: token).1?["status"] as? Int == 0)
+            #expect(try await get(client, "/sandbox/inApps/v1/lookup/NOSUCHORDER", token: token).1?["status"] as? Int == 1)
+
+            let test = try #require(try await get(client, "/sandbox/inApps/v1/notifications/test", token: token, method: .post).1)
+            let testToken = try #require(test["testNotificationToken"] as? String)
+            let status = try #require(try await get(client, "/sandbox/inApps/v1/notifications/test/\(testToken)", token: token).1)
+            let signedPayload = try #require(status["signedPayload"] as? String)
+            let payload = try #require(await fixture.jwsVerifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self).value)
+            #expect(payload.payload.notificationType == .test)
+
+            let now = fixture.simulator.clock.nowMilliseconds
+            let body = #"{"startDate":\#(now - 86_400_000),"endDate":\#(now + 1000),"notificationType":"DID_RENEW"}"#
+            let history2 = try #require(try await get(client, "/sandbox/inApps/v1/notifications/history", token: token, method: .post, body: body).1)
+            #expect(history2["hasMore"] as? Bool == false)
+            let tooOld = #"{"startDate":\#(now - 200 * 86_400_000),"endDate":\#(now)}"#
+            #expect(try await get(client, "/sandbox/inApps/v1/notifications/history", token: token, method: .post, body: tooOld).1?["errorCode"] as? Int == 4000012)
+
+            fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:rate-limit,times=1"))
+            let (limited, limitedBody) = try await get(client, "/sandbox/inApps/v1/transactions/\(original)", token: token)
+            #expect(limited == 429 && limitedBody?["errorCode"] as? Int == 4290000)
+        }
+    }
+}
