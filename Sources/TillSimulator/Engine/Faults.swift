@@ -70,7 +70,7 @@ public struct FaultRule: Codable, Sendable, Hashable {
 
     /// Parses the command-line form `ENVIRONMENT:ENDPOINT:EFFECT[,EFFECT…]`, where ENVIRONMENT is
     /// `production`, `sandbox` or `*`, ENDPOINT is `verifyReceipt`, `serverAPI` or `storeKit`, and an EFFECT is
-    /// `latency=3-6`, `outage=503|reset|hang`, `status=21005`, `status=21100+retryable`, `rate-limit`,
+    /// `latency=3-6`, `outage=503|reset|hang`, `hang=SECONDS`, `status=21005`, `status=21100+retryable`, `rate-limit`,
     /// `probability=0.5`, `for=60` (seconds from now) or `times=3`.
     public init(parsing text: String, now: Date = Date()) throws {
         let parts = text.split(separator: ":", maxSplits: 2).map(String.init)
@@ -115,6 +115,12 @@ public struct FaultRule: Codable, Sendable, Hashable {
                 }
                 status = code
                 if (21100...21199).contains(code) { isRetryable = retryable }
+            case "hang":
+                guard let seconds = Double(value), seconds > 0 else {
+                    throw SimulatorError.badRequest("invalidFault", "hang is a number of seconds, got \(value)")
+                }
+                outage = .hang
+                hangSeconds = seconds
             case "rate-limit": rateLimited = true
             case "probability":
                 guard let p = Double(value), (0...1).contains(p) else {
