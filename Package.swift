@@ -21,6 +21,7 @@ let server: [Target.Dependency] = [
     .product(name: "JWTKit", package: "jwt-kit"),
     .product(name: "Logging", package: "swift-log"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    .product(name: "UnixSignals", package: "swift-service-lifecycle"),
     .product(name: "SQLKit", package: "sql-kit"),
     .product(name: "HTTPTypes", package: "swift-http-types"),
     .product(name: "NIOCore", package: "swift-nio"),

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import TillCore
+import TillSimulator
+import TillStorage
+
+/// `till simulator`: the App Store stand-in on a local port.
+struct SimulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulator",
+        abstract: "Run the App Store simulator: StoreKit for apps, verifyReceipt, the App Store Server API and notifications.",
+        discussion: "Endpoints and examples: docs/simulator.md.")
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port = 8090
+
+    @Option(help: "An SQLite file, :memory:, or postgres://user@host:port/database.")
+    var database = "till-simulator.sqlite"
+
+    @Option(help: "How fast sandbox subscriptions renew: \(RenewalRate.presets.keys.sorted().joined(separator: ", ")).")
+    var renewalRate = "monthly-every-5-minutes"
+
+    @Option(name: .customLong("fault"), help: "A fault to inject from the start, ENVIRONMENT:ENDPOINT:EFFECT (repeatable), e.g. sandbox:verifyReceipt:latency=3-6.")
+    var faults: [String] = []
+
+    @Option(help: "Require this bearer token on the admin API.")
+    var adminToken: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func run() async throws {
+        guard let rate = RenewalRate(name: renewalRate) else {
+            throw ValidationError("unknown renewal rate \(renewalRate)")
+        }
+        var logger = Logger(label: "till.simulator")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let faultRules = try faults.map { try FaultRule(parsing: $0) }
+        let configuration = SimulatorConfiguration(
+            database: try DatabaseConfiguration(parsing: database), renewalRate: rate, faults: faultRules, adminToken: adminToken)
+        let simulator = try await Simulator.open(configuration, logger: logger)
+        let app = buildSimulatorApplication(simulator, host: host, port: port) { port in
+            print(
+                """
+                till simulator listening on http://\(host):\(port)
+                  admin API       http://\(host):\(port)/admin/v1
+                  StoreKit        http://\(host):\(port)/storekit/{sandbox|production}
+                  verifyReceipt   http://\(host):\(port)/{sandbox|production}/verifyReceipt
+                  Server API      http://\(host):\(port)/{sandbox|production}/inApps/v1/…
+                  JWS root        http://\(host):\(port)/admin/v1/certificates/jws-root.pem
+                  database        \(configuration.database)
+                try: curl -s -X POST http://\(host):\(port)/admin/v1/apps -d '{"bundleId":"com.example.app"}'
+                """)
+        }
+        let services = ServiceGroup(
+            configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await services.run()
+        try await simulator.shutdown()
+    }
+}
