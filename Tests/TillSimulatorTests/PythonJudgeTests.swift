@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import TillCore
+import TillFormats
+@testable import TillSimulator
+
+/// Apple's official App Store Server Library (Python, from PyPI) judges the simulator: it must accept the
+/// simulator's JWS with the simulator's root trusted, and decode its App Store Server API responses.
+/// `.ci/run` installs the library; elsewhere the test is skipped with a message.
+struct PythonJudgeTests {
+    static let judge = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("judge/app_store_server_library_judge.py").path
+
+    static let libraryInstalled: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import appstoreserverlibrary"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+
+    @Test(.enabled(if: libraryInstalled, "Apple's app-store-server-library for Python is not installed (pip install app-store-server-library)"))
+    func applesLibraryAcceptsTheSimulatorsSignedDataAndResponses() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let pro = try await fixture.buy("pro")
+        let subscription = try await fixture.buy("premium.monthly")
+        _ = try await fixture.buy("gems.100")
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.refund(transactionId: try #require(pro.transactionId), reason: 0)
+        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let original = try #require(subscription.transactionId)
+        let renewal = try await fixture.simulator.signedRenewalInfo(deviceId: fixture.phone.id, originalTransactionId: original, environment: .sandbox)
+        let appTransaction = try await fixture.simulator.signedAppTransaction(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox)
+        let notifications = try await fixture.simulator.notificationLog(appAppleId: fixture.app.appAppleId, environment: .sandbox).map(\.signedPayload)
+        let transactions = try await fixture.simulator.signedTransactions(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox)
+        let order = try #require(try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)).orderId
+
+        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) { port in
+            let spec: [String: Any] = [
+                "rootDER": Base64.encode(try derBytes(fixture.simulator.signer.jwsAuthority.root)), "environment": "Sandbox",
+                "bundleId": SimulatorFixture.bundleId, "appAppleId": fixture.app.appAppleId,
+                "transactions": transactions, "renewalInfos": [renewal], "notifications": notifications, "appTransactions": [appTransaction],
+                "api": [
+                    "baseURL": "http://127.0.0.1:\(port)/sandbox", "privateKey": credentials.privateKey, "keyId": credentials.keyId,
+                    "issuerId": credentials.issuerId, "transactionId": original, "originalTransactionId": original, "orderId": order,
+                    "nowMs": fixture.simulator.clock.nowMilliseconds,
+                ],
+            ]
+            let (status, output) = try await Self.run(input: try JSONSerialization.data(withJSONObject: spec))
+            let summary = try #require(try JSONSerialization.jsonObject(with: output) as? [String: Any], "\(String(decoding: output, as: UTF8.self))")
+            #expect(status == 0, "\(summary)")
+            #expect((summary["transactions"] as? [Any])?.count == transactions.count)
+            #expect((summary["notifications"] as? [Any])?.count == notifications.count)
+            let api = try #require(summary["api"] as? [String: Any])
+            #expect(api["transactionInfo"] as? String == original)
+            #expect((api["history"] as? [String: Any])?["count"] as? Int == transactions.count + 0)
+            #expect((api["order"] as? [String: Any])?["status"] as? Int == 0)
+            #expect(api["refunds"] as? Int == 1)
+            #expect(api["testNotificationType"] as? String == "TEST")
+        }
+    }
+
+    static func run(input: Data) async throws -> (Int32, Data) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", judge]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        stdin.fileHandleForWriting.write(input)
+        try stdin.fileHandleForWriting.close()
+        let output = try await Task.detached { stdout.fileHandleForReading.readDataToEndOfFile() }.value
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+}
