@@ -78,11 +78,15 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .target(
-            name: "TillServer", dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
-            swiftSettings: upcoming),
+            name: "TillServer",
+            dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
+            swiftSettings: upcoming
+        ),
         .target(
-            name: "TillSimulator", dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
-            swiftSettings: upcoming),
+            name: "TillSimulator",
+            dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
+            swiftSettings: upcoming
+        ),
         .target(name: "TillClient", dependencies: ["TillCore", "TillFormats"], swiftSettings: upcoming),
         .executableTarget(
             name: "till",
@@ -95,19 +99,25 @@ let package = Package(
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
         .testTarget(name: "TillFormatsTests", dependencies: ["TillFormats"] + crypto, swiftSettings: upcoming),
         .testTarget(
-            name: "TillStorageTests", dependencies: ["TillStorage", .product(name: "SQLKit", package: "sql-kit")],
-            swiftSettings: upcoming),
+            name: "TillStorageTests",
+            dependencies: ["TillStorage", .product(name: "SQLKit", package: "sql-kit")],
+            swiftSettings: upcoming
+        ),
         .testTarget(
             name: "TillServerTests",
             dependencies: ["TillServer", "TillSimulator", .product(name: "HummingbirdTesting", package: "hummingbird")]
                 + crypto + server,
-            swiftSettings: upcoming),
+            swiftSettings: upcoming
+        ),
         .testTarget(
             name: "TillSimulatorTests",
-            dependencies: ["TillSimulator", "TillStorage", .product(name: "HummingbirdTesting", package: "hummingbird")]
+            dependencies: [
+                "TillSimulator", "TillStorage", .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
                 + crypto + server,
             exclude: ["judge"],
-            swiftSettings: upcoming),
+            swiftSettings: upcoming
+        ),
         .testTarget(name: "TillClientTests", dependencies: ["TillClient"], swiftSettings: upcoming),
     ]
 )

@@ -178,7 +178,11 @@ final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable
     }
 
     func close() async throws {
-        guard closed.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
+        guard
+            closed.withLockedValue({
+                let was = $0; $0 = true; return !was
+            })
+        else { return }
         try await pool.shutdownAsync()
         try await threads?.shutdownGracefully()
     }

@@ -2,17 +2,19 @@ import ArgumentParser
 import Foundation
 import Logging
 import ServiceLifecycle
-import UnixSignals
 import TillCore
 import TillSimulator
 import TillStorage
+import UnixSignals
 
 /// `till simulator`: the App Store stand-in on a local port.
 struct SimulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulator",
-        abstract: "Run the App Store simulator: StoreKit for apps, verifyReceipt, the App Store Server API and notifications.",
-        discussion: "Endpoints and examples: docs/simulator.md.")
+        abstract:
+            "Run the App Store simulator: StoreKit for apps, verifyReceipt, the App Store Server API and notifications.",
+        discussion: "Endpoints and examples: docs/simulator.md."
+    )
 
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
@@ -26,7 +28,11 @@ struct SimulatorCommand: AsyncParsableCommand {
     @Option(help: "How fast sandbox subscriptions renew: \(RenewalRate.presets.keys.sorted().joined(separator: ", ")).")
     var renewalRate = "monthly-every-5-minutes"
 
-    @Option(name: .customLong("fault"), help: "A fault to inject from the start, ENVIRONMENT:ENDPOINT:EFFECT (repeatable), e.g. sandbox:verifyReceipt:latency=3-6.")
+    @Option(
+        name: .customLong("fault"),
+        help:
+            "A fault to inject from the start, ENVIRONMENT:ENDPOINT:EFFECT (repeatable), e.g. sandbox:verifyReceipt:latency=3-6."
+    )
     var faults: [String] = []
 
     @Option(help: "Require this bearer token on the admin API.")
@@ -43,7 +49,11 @@ struct SimulatorCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let faultRules = try faults.map { try FaultRule(parsing: $0) }
         let configuration = SimulatorConfiguration(
-            database: try DatabaseConfiguration(parsing: database), renewalRate: rate, faults: faultRules, adminToken: adminToken)
+            database: try DatabaseConfiguration(parsing: database),
+            renewalRate: rate,
+            faults: faultRules,
+            adminToken: adminToken
+        )
         let simulator = try await Simulator.open(configuration, logger: logger)
         let app = buildSimulatorApplication(simulator, host: host, port: port) { port in
             print(
@@ -56,10 +66,12 @@ struct SimulatorCommand: AsyncParsableCommand {
                   JWS root        http://\(host):\(port)/admin/v1/certificates/jws-root.pem
                   database        \(configuration.database)
                 try: curl -s -X POST http://\(host):\(port)/admin/v1/apps -d '{"bundleId":"com.example.app"}'
-                """)
+                """
+            )
         }
         let services = ServiceGroup(
-            configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
         try await services.run()
         try await simulator.shutdown()
     }

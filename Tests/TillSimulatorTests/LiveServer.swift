@@ -7,13 +7,15 @@ import Synchronization
 
 /// Runs an application on a loopback port for the duration of `body`, then stops it.
 func withLiveServer<App: ApplicationProtocol>(
-    _ make: (@escaping @Sendable (Int) async -> Void) -> App, _ body: (Int) async throws -> Void
+    _ make: (@escaping @Sendable (Int) async -> Void) -> App,
+    _ body: (Int) async throws -> Void
 ) async throws {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = make { port in continuation.yield(port) }
     try await withThrowingTaskGroup(of: Void.self) { group in
         let serviceGroup = ServiceGroup(
-            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test")))
+            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        )
         group.addTask { try await serviceGroup.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
@@ -55,8 +57,10 @@ final class NotificationReceiver: Sendable {
             return Response(status: fail ? .internalServerError : .ok)
         }
         return Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) })
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) }
+        )
     }
 
     /// Waits until `count` payloads arrived (at most `timeout`).

@@ -3,13 +3,14 @@ import Foundation
 import Hummingbird
 import NIOCore
 import NIOHTTP1
-import SwiftASN1
-import X509
 import NIOPosix
+import SwiftASN1
 import Testing
 import TillCore
 import TillFormats
 import TillStorage
+import X509
+
 @testable import TillSimulator
 
 /// The simulator on real loopback sockets: notifications delivered and retried, connection faults, restarts.
@@ -19,8 +20,11 @@ struct LiveTests {
         let receiver = NotificationReceiver(failures: 1)
         try await withLiveServer({ receiver.application(onServerRunning: $0) }) { receiverPort in
             _ = try await fixture.simulator.updateApp(
-                appAppleId: fixture.app.appAppleId, AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications"))
-            try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) { _ in
+                appAppleId: fixture.app.appAppleId,
+                AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications")
+            )
+            try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+                _ in
                 _ = try await fixture.buy("premium.monthly")
                 // The first delivery fails (500); the retry, 10 simulated seconds later, succeeds.
                 try await Task.sleep(for: .milliseconds(400))
@@ -28,17 +32,24 @@ struct LiveTests {
                 _ = try await fixture.simulator.advanceClock(seconds: 11)
                 let payloads = await receiver.waitFor(1)
                 let first = try #require(payloads.first)
-                let notification = try #require(await fixture.jwsVerifier.verify(first, as: ResponseBodyV2DecodedPayload.self).value).payload
+                let notification = try #require(
+                    await fixture.jwsVerifier.verify(first, as: ResponseBodyV2DecodedPayload.self).value
+                ).payload
                 #expect(notification.notificationType == .subscribed && notification.subtype == .initialBuy)
                 #expect(notification.data?.signedTransactionInfo != nil && notification.data?.signedRenewalInfo != nil)
-                let log = try await fixture.simulator.notificationLog(appAppleId: fixture.app.appAppleId, environment: .sandbox)
+                let log = try await fixture.simulator.notificationLog(
+                    appAppleId: fixture.app.appAppleId,
+                    environment: .sandbox
+                )
                 #expect(log.first?.state == "delivered" && log.first?.attempts == 2)
 
                 // A renewal in accelerated time arrives by itself.
                 _ = try await fixture.simulator.advanceClock(seconds: 300)
                 let renewed = await receiver.waitFor(2)
                 #expect(renewed.count == 2)
-                let renewal = try #require(await fixture.jwsVerifier.verify(renewed[1], as: ResponseBodyV2DecodedPayload.self).value).payload
+                let renewal = try #require(
+                    await fixture.jwsVerifier.verify(renewed[1], as: ResponseBodyV2DecodedPayload.self).value
+                ).payload
                 #expect(renewal.notificationType == .didRenew)
             }
         }
@@ -47,7 +58,8 @@ struct LiveTests {
     @Test func outagesResetConnectionsOrAnswer503() async throws {
         let fixture = try await SimulatorFixture.make()
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) { port in
+        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+            port in
             func post(_ path: String, timeout: TimeAmount = .seconds(5)) async throws -> HTTPClientResponse {
                 var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
                 request.method = .POST
@@ -61,7 +73,9 @@ struct LiveTests {
             #expect(try await post("/production/verifyReceipt").status == .ok)
 
             fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:verifyReceipt:hang=1,times=1"))
-            await #expect(throws: (any Error).self) { _ = try await post("/sandbox/verifyReceipt", timeout: .milliseconds(300)) }
+            await #expect(throws: (any Error).self) {
+                _ = try await post("/sandbox/verifyReceipt", timeout: .milliseconds(300))
+            }
 
             fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:verifyReceipt:latency=0.3,times=1"))
             let clock = ContinuousClock()
@@ -73,7 +87,8 @@ struct LiveTests {
     }
 
     @Test func stateSurvivesARestart() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-sim-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-sim-\(UUID().uuidString).sqlite")
+            .path
         let configuration = SimulatorConfiguration(database: .sqlite(path: path))
         let fixture = try await SimulatorFixture.make(configuration)
         let purchase = try await fixture.buy("premium.monthly")
@@ -85,7 +100,10 @@ struct LiveTests {
         #expect(try reopened.signer.jwsAuthority.root.serializeAsPEM().pemString == rootBefore)
         #expect(reopened.clock.offsetMilliseconds == 42_000)
         #expect(try await reopened.accounts().map(\.id) == [fixture.account.id])
-        let transaction = try await reopened.store.transaction(id: try #require(purchase.transactionId), on: reopened.store.sql)
+        let transaction = try await reopened.store.transaction(
+            id: try #require(purchase.transactionId),
+            on: reopened.store.sql
+        )
         #expect(transaction?.productId == "premium.monthly")
         // Data signed before the restart still verifies after it.
         let signed = try #require(purchase.signedTransaction)

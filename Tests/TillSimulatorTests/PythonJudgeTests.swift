@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+
 @testable import TillSimulator
 
 /// Apple's official App Store Server Library (Python, from PyPI) judges the simulator: it must accept the
@@ -22,7 +23,12 @@ struct PythonJudgeTests {
         return process.terminationStatus == 0
     }()
 
-    @Test(.enabled(if: libraryInstalled, "Apple's app-store-server-library for Python is not installed (pip install app-store-server-library)"))
+    @Test(
+        .enabled(
+            if: libraryInstalled,
+            "Apple's app-store-server-library for Python is not installed (pip install app-store-server-library)"
+        )
+    )
     func applesLibraryAcceptsTheSimulatorsSignedDataAndResponses() async throws {
         let fixture = try await SimulatorFixture.make()
         let pro = try await fixture.buy("pro")
@@ -32,25 +38,50 @@ struct PythonJudgeTests {
         _ = try await fixture.simulator.refund(transactionId: try #require(pro.transactionId), reason: 0)
         let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
         let original = try #require(subscription.transactionId)
-        let renewal = try await fixture.simulator.signedRenewalInfo(deviceId: fixture.phone.id, originalTransactionId: original, environment: .sandbox)
-        let appTransaction = try await fixture.simulator.signedAppTransaction(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox)
-        let notifications = try await fixture.simulator.notificationLog(appAppleId: fixture.app.appAppleId, environment: .sandbox).map(\.signedPayload)
-        let transactions = try await fixture.simulator.signedTransactions(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox)
-        let order = try #require(try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)).orderId
+        let renewal = try await fixture.simulator.signedRenewalInfo(
+            deviceId: fixture.phone.id,
+            originalTransactionId: original,
+            environment: .sandbox
+        )
+        let appTransaction = try await fixture.simulator.signedAppTransaction(
+            deviceId: fixture.phone.id,
+            bundleId: SimulatorFixture.bundleId,
+            environment: .sandbox
+        )
+        let notifications = try await fixture.simulator.notificationLog(
+            appAppleId: fixture.app.appAppleId,
+            environment: .sandbox
+        ).map(\.signedPayload)
+        let transactions = try await fixture.simulator.signedTransactions(
+            deviceId: fixture.phone.id,
+            bundleId: SimulatorFixture.bundleId,
+            environment: .sandbox
+        )
+        let order = try #require(
+            try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)
+        ).orderId
 
-        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) { port in
+        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+            port in
             let spec: [String: Any] = [
-                "rootDER": Base64.encode(try derBytes(fixture.simulator.signer.jwsAuthority.root)), "environment": "Sandbox",
+                "rootDER": Base64.encode(try derBytes(fixture.simulator.signer.jwsAuthority.root)),
+                "environment": "Sandbox",
                 "bundleId": SimulatorFixture.bundleId, "appAppleId": fixture.app.appAppleId,
-                "transactions": transactions, "renewalInfos": [renewal], "notifications": notifications, "appTransactions": [appTransaction],
+                "transactions": transactions, "renewalInfos": [renewal], "notifications": notifications,
+                "appTransactions": [appTransaction],
                 "api": [
-                    "baseURL": "http://127.0.0.1:\(port)/sandbox", "privateKey": credentials.privateKey, "keyId": credentials.keyId,
-                    "issuerId": credentials.issuerId, "transactionId": original, "originalTransactionId": original, "orderId": order,
+                    "baseURL": "http://127.0.0.1:\(port)/sandbox", "privateKey": credentials.privateKey,
+                    "keyId": credentials.keyId,
+                    "issuerId": credentials.issuerId, "transactionId": original, "originalTransactionId": original,
+                    "orderId": order,
                     "nowMs": fixture.simulator.clock.nowMilliseconds,
                 ],
             ]
             let (status, output) = try await Self.run(input: try JSONSerialization.data(withJSONObject: spec))
-            let summary = try #require(try JSONSerialization.jsonObject(with: output) as? [String: Any], "\(String(decoding: output, as: UTF8.self))")
+            let summary = try #require(
+                try JSONSerialization.jsonObject(with: output) as? [String: Any],
+                "\(String(decoding: output, as: UTF8.self))"
+            )
             #expect(status == 0, "\(summary)")
             #expect((summary["transactions"] as? [Any])?.count == transactions.count)
             #expect((summary["notifications"] as? [Any])?.count == notifications.count)
@@ -74,7 +105,7 @@ struct PythonJudgeTests {
         try process.run()
         stdin.fileHandleForWriting.write(input)
         try stdin.fileHandleForWriting.close()
-        let output = try await Task.detached { stdout.fileHandleForReading.readDataToEndOfFile() }.value
+        let output = await Task.detached { stdout.fileHandleForReading.readDataToEndOfFile() }.value
         process.waitUntilExit()
         return (process.terminationStatus, output)
     }

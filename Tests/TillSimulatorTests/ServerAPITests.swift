@@ -6,6 +6,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+
 @testable import TillSimulator
 
 /// Signs App Store Server API bearer tokens as Apple's libraries do.
@@ -19,25 +20,49 @@ struct BearerToken: JWTPayload {
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 
     static func make(
-        _ credentials: APIKeyCredentials, issuer: String? = nil, audience: String = "appstoreconnect-v1", bundleId: String? = nil,
-        issuedAt: Date = Date(), lifetime: TimeInterval = 300, includeIssuedAt: Bool = true, keyId: String? = nil
+        _ credentials: APIKeyCredentials,
+        issuer: String? = nil,
+        audience: String = "appstoreconnect-v1",
+        bundleId: String? = nil,
+        issuedAt: Date = Date(),
+        lifetime: TimeInterval = 300,
+        includeIssuedAt: Bool = true,
+        keyId: String? = nil
     ) async throws -> String {
         let keys = JWTKeyCollection()
-        await keys.add(ecdsa: try ES256PrivateKey(pem: credentials.privateKey), kid: JWKIdentifier(string: keyId ?? credentials.keyId))
+        await keys.add(
+            ecdsa: try ES256PrivateKey(pem: credentials.privateKey),
+            kid: JWKIdentifier(string: keyId ?? credentials.keyId)
+        )
         let payload = BearerToken(
-            iss: .init(value: issuer ?? credentials.issuerId), iat: includeIssuedAt ? .init(value: issuedAt) : nil,
-            exp: .init(value: issuedAt.addingTimeInterval(lifetime)), aud: .init(value: [audience]), bid: bundleId ?? credentials.bundleId)
+            iss: .init(value: issuer ?? credentials.issuerId),
+            iat: includeIssuedAt ? .init(value: issuedAt) : nil,
+            exp: .init(value: issuedAt.addingTimeInterval(lifetime)),
+            aud: .init(value: [audience]),
+            bid: bundleId ?? credentials.bundleId
+        )
         return try await keys.sign(payload, kid: JWKIdentifier(string: keyId ?? credentials.keyId))
     }
 }
 
 struct ServerAPITests {
-    func get(_ client: some TestClientProtocol, _ path: String, token: String?, method: HTTPRequest.Method = .get, body: String? = nil)
+    func get(
+        _ client: some TestClientProtocol,
+        _ path: String,
+        token: String?,
+        method: HTTPRequest.Method = .get,
+        body: String? = nil
+    )
         async throws -> (Int, [String: Any]?)
     {
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer \(token)" }
-        return try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
+        return try await client.execute(
+            uri: path,
+            method: method,
+            headers: headers,
+            body: body.map { ByteBuffer(string: $0) }
+        ) { response in
             let json = try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
             return (Int(response.status.code), json)
         }
@@ -54,9 +79,15 @@ struct ServerAPITests {
             let (status, json) = try await get(client, path, token: good)
             #expect(status == 200)
             let signed = try #require(json?["signedTransactionInfo"] as? String)
-            #expect(await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self).value?.payload.productId == "pro")
+            #expect(
+                await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self).value?.payload.productId
+                    == "pro"
+            )
             // Python's client leaves iat out; Apple accepts that.
-            #expect(try await get(client, path, token: try await BearerToken.make(credentials, includeIssuedAt: false)).0 == 200)
+            #expect(
+                try await get(client, path, token: try await BearerToken.make(credentials, includeIssuedAt: false)).0
+                    == 200
+            )
 
             for bad in [
                 try await BearerToken.make(credentials, issuer: UUID().uuidString),
@@ -88,47 +119,100 @@ struct ServerAPITests {
             let (invalid, invalidBody) = try await get(client, "/sandbox/inApps/v1/transactions/abc", token: token)
             #expect(invalid == 400 && invalidBody?["errorCode"] as? Int == 4000006)
             let (missing, missingBody) = try await get(client, "/sandbox/inApps/v1/transactions/999", token: token)
-            #expect(missing == 404 && missingBody?["errorCode"] as? Int == 4040010 && missingBody?["errorMessage"] as? String == "Transaction id not found.")
+            #expect(
+                missing == 404 && missingBody?["errorCode"] as? Int == 4040010
+                    && missingBody?["errorMessage"] as? String == "Transaction id not found."
+            )
             // The sandbox transaction does not exist in production.
             #expect(try await get(client, "/production/inApps/v1/transactions/\(original)", token: token).0 == 404)
 
             let history = try #require(try await get(client, "/sandbox/inApps/v2/history/\(original)", token: token).1)
             #expect((history["signedTransactions"] as? [String])?.count == 3)
             #expect(history["hasMore"] as? Bool == false && history["bundleId"] as? String == SimulatorFixture.bundleId)
-            let filtered = try #require(try await get(client, "/sandbox/inApps/v2/history/\(original)?productType=NON_CONSUMABLE", token: token).1)
+            let filtered = try #require(
+                try await get(client, "/sandbox/inApps/v2/history/\(original)?productType=NON_CONSUMABLE", token: token)
+                    .1
+            )
             #expect((filtered["signedTransactions"] as? [String])?.count == 1)
-            #expect(try await get(client, "/sandbox/inApps/v2/history/\(original)?sort=SIDEWAYS", token: token).1?["errorCode"] as? Int == 4000021)
+            #expect(
+                try await get(client, "/sandbox/inApps/v2/history/\(original)?sort=SIDEWAYS", token: token).1?[
+                    "errorCode"
+                ] as? Int == 4000021
+            )
 
-            let statuses = try #require(try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)", token: token).1)
+            let statuses = try #require(
+                try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)", token: token).1
+            )
             let group = try #require((statuses["data"] as? [[String: Any]])?.first)
             #expect(group["subscriptionGroupIdentifier"] as? String == "premium")
             let last = try #require((group["lastTransactions"] as? [[String: Any]])?.first)
-            #expect(last["status"] as? Int == 1 && last["originalTransactionId"] as? String == original && last["signedRenewalInfo"] is String)
-            #expect(((try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)?status=2", token: token).1?["data"]) as? [Any])?.isEmpty == true)
+            #expect(
+                last["status"] as? Int == 1 && last["originalTransactionId"] as? String == original
+                    && last["signedRenewalInfo"] is String
+            )
+            #expect(
+                ((try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)?status=2", token: token).1?[
+                    "data"
+                ]) as? [Any])?.isEmpty == true
+            )
 
-            let refunds = try #require(try await get(client, "/sandbox/inApps/v2/refund/lookup/\(original)", token: token).1)
+            let refunds = try #require(
+                try await get(client, "/sandbox/inApps/v2/refund/lookup/\(original)", token: token).1
+            )
             #expect((refunds["signedTransactions"] as? [String])?.count == 1)
 
-            let tx = try #require(try await fixture.simulator.store.transaction(id: proId, on: fixture.simulator.store.sql))
-            #expect(try await get(client, "/sandbox/inApps/v1/lookup/\(tx.orderId)", token: token).1?["status"] as? Int == 0)
-            #expect(try await get(client, "/sandbox/inApps/v1/lookup/NOSUCHORDER", token: token).1?["status"] as? Int == 1)
+            let tx = try #require(
+                try await fixture.simulator.store.transaction(id: proId, on: fixture.simulator.store.sql)
+            )
+            #expect(
+                try await get(client, "/sandbox/inApps/v1/lookup/\(tx.orderId)", token: token).1?["status"] as? Int == 0
+            )
+            #expect(
+                try await get(client, "/sandbox/inApps/v1/lookup/NOSUCHORDER", token: token).1?["status"] as? Int == 1
+            )
 
-            let test = try #require(try await get(client, "/sandbox/inApps/v1/notifications/test", token: token, method: .post).1)
+            let test = try #require(
+                try await get(client, "/sandbox/inApps/v1/notifications/test", token: token, method: .post).1
+            )
             let testToken = try #require(test["testNotificationToken"] as? String)
-            let status = try #require(try await get(client, "/sandbox/inApps/v1/notifications/test/\(testToken)", token: token).1)
+            let status = try #require(
+                try await get(client, "/sandbox/inApps/v1/notifications/test/\(testToken)", token: token).1
+            )
             let signedPayload = try #require(status["signedPayload"] as? String)
-            let payload = try #require(await fixture.jwsVerifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self).value)
+            let payload = try #require(
+                await fixture.jwsVerifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self).value
+            )
             #expect(payload.payload.notificationType == .test)
 
             let now = fixture.simulator.clock.nowMilliseconds
             let body = #"{"startDate":\#(now - 86_400_000),"endDate":\#(now + 1000),"notificationType":"DID_RENEW"}"#
-            let history2 = try #require(try await get(client, "/sandbox/inApps/v1/notifications/history", token: token, method: .post, body: body).1)
+            let history2 = try #require(
+                try await get(
+                    client,
+                    "/sandbox/inApps/v1/notifications/history",
+                    token: token,
+                    method: .post,
+                    body: body
+                ).1
+            )
             #expect(history2["hasMore"] as? Bool == false)
             let tooOld = #"{"startDate":\#(now - 200 * 86_400_000),"endDate":\#(now)}"#
-            #expect(try await get(client, "/sandbox/inApps/v1/notifications/history", token: token, method: .post, body: tooOld).1?["errorCode"] as? Int == 4000012)
+            #expect(
+                try await get(
+                    client,
+                    "/sandbox/inApps/v1/notifications/history",
+                    token: token,
+                    method: .post,
+                    body: tooOld
+                ).1?["errorCode"] as? Int == 4000012
+            )
 
             fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:rate-limit,times=1"))
-            let (limited, limitedBody) = try await get(client, "/sandbox/inApps/v1/transactions/\(original)", token: token)
+            let (limited, limitedBody) = try await get(
+                client,
+                "/sandbox/inApps/v1/transactions/\(original)",
+                token: token
+            )
             #expect(limited == 429 && limitedBody?["errorCode"] as? Int == 4290000)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import TillCore
 import TillFormats
+
 @testable import TillSimulator
 
 /// A simulator with one app and one product of each type, and a sandbox tester with two devices.
@@ -14,20 +15,62 @@ struct SimulatorFixture {
     static let bundleId = "com.example.till"
 
     static func make(
-        _ configuration: SimulatorConfiguration = .init(), environment: AppStoreEnvironment = .sandbox, gracePeriodDays: Int = 0
+        _ configuration: SimulatorConfiguration = .init(),
+        environment: AppStoreEnvironment = .sandbox,
+        gracePeriodDays: Int = 0
     ) async throws -> SimulatorFixture {
         let simulator = try await Simulator.open(configuration)
         let app = try await simulator.createApp(
-            AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "secret-1", gracePeriodDays: gracePeriodDays))
+            AppInput(
+                appAppleId: 1_234_567_890,
+                bundleId: bundleId,
+                sharedSecret: "secret-1",
+                gracePeriodDays: gracePeriodDays
+            )
+        )
         let products: [ProductInput] = [
-            ProductInput(productId: "gems.100", type: .consumable, price: 990, title: "100 Gems", description: "A pile of gems"),
+            ProductInput(
+                productId: "gems.100",
+                type: .consumable,
+                price: 990,
+                title: "100 Gems",
+                description: "A pile of gems"
+            ),
             ProductInput(productId: "pro", type: .nonConsumable, price: 4990, title: "Pro"),
             ProductInput(productId: "issue.1", type: .nonRenewing, price: 2990),
             ProductInput(productId: "newsletter", type: .freeSubscription),
-            ProductInput(productId: "premium.monthly", type: .autoRenewable, subscriptionGroup: "premium", subscriptionPeriod: .oneMonth, groupLevel: 2, price: 990),
-            ProductInput(productId: "premium.yearly", type: .autoRenewable, subscriptionGroup: "premium", subscriptionPeriod: .oneYear, groupLevel: 2, price: 9990),
-            ProductInput(productId: "premium.plus.monthly", type: .autoRenewable, subscriptionGroup: "premium", subscriptionPeriod: .oneMonth, groupLevel: 1, price: 1990),
-            ProductInput(productId: "basic.monthly", type: .autoRenewable, subscriptionGroup: "premium", subscriptionPeriod: .oneMonth, groupLevel: 3, price: 490),
+            ProductInput(
+                productId: "premium.monthly",
+                type: .autoRenewable,
+                subscriptionGroup: "premium",
+                subscriptionPeriod: .oneMonth,
+                groupLevel: 2,
+                price: 990
+            ),
+            ProductInput(
+                productId: "premium.yearly",
+                type: .autoRenewable,
+                subscriptionGroup: "premium",
+                subscriptionPeriod: .oneYear,
+                groupLevel: 2,
+                price: 9990
+            ),
+            ProductInput(
+                productId: "premium.plus.monthly",
+                type: .autoRenewable,
+                subscriptionGroup: "premium",
+                subscriptionPeriod: .oneMonth,
+                groupLevel: 1,
+                price: 1990
+            ),
+            ProductInput(
+                productId: "basic.monthly",
+                type: .autoRenewable,
+                subscriptionGroup: "premium",
+                subscriptionPeriod: .oneMonth,
+                groupLevel: 3,
+                price: 490
+            ),
         ]
         for product in products { _ = try await simulator.createProduct(appAppleId: app.appAppleId, product) }
         let account = try await simulator.createAccount(AccountInput(environment: environment.rawValue))
@@ -38,23 +81,42 @@ struct SimulatorFixture {
 
     var environment: AppStoreEnvironment { account.appStoreEnvironment }
 
-    func buy(_ productId: String, on device: SimDevice? = nil, quantity: Int? = nil, userAction: String? = nil) async throws -> QueueTransaction {
+    func buy(_ productId: String, on device: SimDevice? = nil, quantity: Int? = nil, userAction: String? = nil)
+        async throws -> QueueTransaction
+    {
         try await simulator.addPayment(
-            PaymentRequest(deviceId: (device ?? phone).id, bundleId: Self.bundleId, productId: productId, quantity: quantity, userAction: userAction),
-            environment: environment)
+            PaymentRequest(
+                deviceId: (device ?? phone).id,
+                bundleId: Self.bundleId,
+                productId: productId,
+                quantity: quantity,
+                userAction: userAction
+            ),
+            environment: environment
+        )
     }
 
     var jwsVerifier: SignedDataVerifier {
-        SignedDataVerifier(.init(anchors: simulator.signer.jwsAuthority.anchors, bundleId: Self.bundleId, environment: environment))
+        SignedDataVerifier(
+            .init(anchors: simulator.signer.jwsAuthority.anchors, bundleId: Self.bundleId, environment: environment)
+        )
     }
 
     var receiptVerifier: ReceiptVerifier {
-        ReceiptVerifier(.init(anchors: simulator.signer.receiptAuthority.anchors, bundleId: Self.bundleId, environment: environment))
+        ReceiptVerifier(
+            .init(anchors: simulator.signer.receiptAuthority.anchors, bundleId: Self.bundleId, environment: environment)
+        )
     }
 
     func receipt(on device: SimDevice? = nil) async throws -> AppReceipt {
-        let der = try await simulator.appReceipt(deviceId: (device ?? phone).id, bundleId: Self.bundleId, environment: environment)
-        guard case .valid(let verified) = await receiptVerifier.verify(der: der) else { throw FixtureError.invalidReceipt }
+        let der = try await simulator.appReceipt(
+            deviceId: (device ?? phone).id,
+            bundleId: Self.bundleId,
+            environment: environment
+        )
+        guard case .valid(let verified) = await receiptVerifier.verify(der: der) else {
+            throw FixtureError.invalidReceipt
+        }
         return verified.receipt
     }
 

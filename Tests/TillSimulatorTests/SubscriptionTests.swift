@@ -2,17 +2,27 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+
 @testable import TillSimulator
 
 /// Subscriptions over accelerated sandbox time ("monthly renews every 5 minutes"), moved by the admin clock.
 struct SubscriptionTests {
     func subscription(_ fixture: SimulatorFixture, _ originalTransactionId: String) async throws -> SimSubscription {
-        try #require(try await fixture.simulator.store.subscription(originalTransactionId: originalTransactionId, on: fixture.simulator.store.sql))
+        try #require(
+            try await fixture.simulator.store.subscription(
+                originalTransactionId: originalTransactionId,
+                on: fixture.simulator.store.sql
+            )
+        )
     }
 
     func notifications(_ fixture: SimulatorFixture) async throws -> [String] {
         try await fixture.simulator.store.notifications(
-            appAppleId: fixture.app.appAppleId, environment: "Sandbox", from: 0, to: Int64.max, on: fixture.simulator.store.sql
+            appAppleId: fixture.app.appAppleId,
+            environment: "Sandbox",
+            from: 0,
+            to: Int64.max,
+            on: fixture.simulator.store.sql
         ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
     }
 
@@ -83,9 +93,12 @@ struct SubscriptionTests {
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.expired.rawValue)
         let again = try await fixture.buy("premium.monthly")
         #expect(again.originalTransactionId == original && again.transactionId != original)
-        #expect(try await notifications(fixture) == [
-            "SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY", "SUBSCRIBED/RESUBSCRIBE",
-        ])
+        #expect(
+            try await notifications(fixture) == [
+                "SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY",
+                "SUBSCRIBED/RESUBSCRIBE",
+            ]
+        )
     }
 
     @Test func upgradesApplyNowAndDowngradesAtTheNextRenewal() async throws {
@@ -95,7 +108,9 @@ struct SubscriptionTests {
         // Upgrade to a higher level: immediate, the current period is cancelled.
         let upgrade = try await fixture.buy("premium.plus.monthly")
         #expect(upgrade.originalTransactionId == original && upgrade.transactionId != original)
-        let replaced = try #require(try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql))
+        let replaced = try #require(
+            try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)
+        )
         #expect(replaced.isUpgraded && replaced.revocationDate != nil)
         #expect(try await subscription(fixture, original).productId == "premium.plus.monthly")
         // Downgrade to a lower level: at the next renewal.
@@ -110,7 +125,9 @@ struct SubscriptionTests {
         _ = try await fixture.buy("premium.yearly")
         #expect(try await subscription(fixture, original).autoRenewProductId == "premium.yearly")
         let kinds = try await notifications(fixture)
-        #expect(kinds.contains("DID_CHANGE_RENEWAL_PREF/UPGRADE") && kinds.contains("DID_CHANGE_RENEWAL_PREF/DOWNGRADE"))
+        #expect(
+            kinds.contains("DID_CHANGE_RENEWAL_PREF/UPGRADE") && kinds.contains("DID_CHANGE_RENEWAL_PREF/DOWNGRADE")
+        )
     }
 
     @Test func aRefundRevokesTheSubscriptionAndAFamilyCopyCanBeRevoked() async throws {
@@ -119,13 +136,28 @@ struct SubscriptionTests {
         let refunded = try await fixture.simulator.refund(transactionId: original, reason: 1)
         #expect(refunded.revocationReason == 1 && refunded.revocationDate != nil)
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.revoked.rawValue)
-        await #expect(throws: SimulatorError.self) { try await fixture.simulator.refund(transactionId: original, reason: 0) }
+        await #expect(throws: SimulatorError.self) {
+            try await fixture.simulator.refund(transactionId: original, reason: 0)
+        }
 
-        _ = try await fixture.simulator.updateProduct(appAppleId: fixture.app.appAppleId, productId: "pro", ProductInput(familyShareable: true))
+        _ = try await fixture.simulator.updateProduct(
+            appAppleId: fixture.app.appAppleId,
+            productId: "pro",
+            ProductInput(familyShareable: true)
+        )
         _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(familyId: "family-1"))
-        let child = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox", familyId: "family-1"))
+        let child = try await fixture.simulator.createAccount(
+            AccountInput(environment: "Sandbox", familyId: "family-1")
+        )
         _ = try await fixture.buy("pro")
-        let shared = try #require(try await fixture.simulator.store.transactions(accountId: child.id, appAppleId: fixture.app.appAppleId, environment: "Sandbox", on: fixture.simulator.store.sql).first)
+        let shared = try #require(
+            try await fixture.simulator.store.transactions(
+                accountId: child.id,
+                appAppleId: fixture.app.appAppleId,
+                environment: "Sandbox",
+                on: fixture.simulator.store.sql
+            ).first
+        )
         #expect(shared.ownership == "FAMILY_SHARED")
         let revoked = try await fixture.simulator.revokeFamilyShared(transactionId: shared.transactionId)
         #expect(revoked.revocationType == "FAMILY_REVOKE")

@@ -5,11 +5,14 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+
 @testable import TillSimulator
 
 /// Apple's verifyReceipt contract, one test per status code (apple-formats.md §3).
 struct VerifyReceiptTests {
-    func post(_ client: some TestClientProtocol, _ path: String, _ body: String, method: HTTPRequest.Method = .post) async throws -> [String: Any] {
+    func post(_ client: some TestClientProtocol, _ path: String, _ body: String, method: HTTPRequest.Method = .post)
+        async throws -> [String: Any]
+    {
         try await client.execute(uri: path, method: method, body: ByteBuffer(string: body)) { response in
             #expect(response.status == .ok)
             return try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as! [String: Any]
@@ -29,7 +32,11 @@ struct VerifyReceiptTests {
         let fixture = try await SimulatorFixture.make()
         _ = try await fixture.buy("pro")
         _ = try await fixture.buy("premium.monthly")
-        let receipt = try await fixture.simulator.appReceipt(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox)
+        let receipt = try await fixture.simulator.appReceipt(
+            deviceId: fixture.phone.id,
+            bundleId: SimulatorFixture.bundleId,
+            environment: .sandbox
+        )
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
             // 21000: not a POST, or unreadable JSON.
@@ -38,36 +45,60 @@ struct VerifyReceiptTests {
             // 21002: malformed receipt data.
             #expect(status(try await post(client, "/sandbox/verifyReceipt", #"{"receipt-data":"%%%"}"#)) == 21002)
             #expect(status(try await post(client, "/sandbox/verifyReceipt", #"{}"#)) == 21002)
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", request([0x30, 0x03, 0x02, 0x01, 0x00]))) == 21002)
+            #expect(
+                status(try await post(client, "/sandbox/verifyReceipt", request([0x30, 0x03, 0x02, 0x01, 0x00])))
+                    == 21002
+            )
             // 21003: a receipt this App Store did not sign.
             let decodedReceipt = try ReceiptVerifier.decodeWithoutVerifying(der: receipt)
             let forged = try ReceiptFixturesForSimulator.foreignSigner().sign(decodedReceipt)
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", request(forged, password: "secret-1"))) == 21003)
+            #expect(
+                status(try await post(client, "/sandbox/verifyReceipt", request(forged, password: "secret-1"))) == 21003
+            )
             // 21007: a sandbox receipt sent to production.
-            #expect(status(try await post(client, "/production/verifyReceipt", request(receipt, password: "secret-1"))) == 21007)
+            #expect(
+                status(try await post(client, "/production/verifyReceipt", request(receipt, password: "secret-1")))
+                    == 21007
+            )
             // 21004: receipts with auto-renewables need the shared secret.
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "wrong"))) == 21004)
+            #expect(
+                status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "wrong"))) == 21004
+            )
             #expect(status(try await post(client, "/sandbox/verifyReceipt", request(receipt))) == 21004)
 
             let valid = try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "secret-1"))
             #expect(status(valid) == 0 && valid["environment"] as? String == "Sandbox")
             let decoded = try #require(valid["receipt"] as? [String: Any])
-            #expect(decoded["bundle_id"] as? String == SimulatorFixture.bundleId && decoded["receipt_type"] as? String == "ProductionSandbox")
+            #expect(
+                decoded["bundle_id"] as? String == SimulatorFixture.bundleId
+                    && decoded["receipt_type"] as? String == "ProductionSandbox"
+            )
             #expect((decoded["in_app"] as? [Any])?.count == 2)
             #expect(valid["latest_receipt"] is String)
             let latest = try #require(valid["latest_receipt_info"] as? [[String: Any]])
-            #expect(latest.count == 2 && latest.allSatisfy { $0["purchase_date_ms"] is String && $0["purchase_date_pst"] is String })
+            #expect(
+                latest.count == 2
+                    && latest.allSatisfy { $0["purchase_date_ms"] is String && $0["purchase_date_pst"] is String }
+            )
             let pending = try #require(valid["pending_renewal_info"] as? [[String: Any]])
-            #expect(pending.first?["auto_renew_status"] as? String == "1" && pending.first?["product_id"] as? String == "premium.monthly")
+            #expect(
+                pending.first?["auto_renew_status"] as? String == "1"
+                    && pending.first?["product_id"] as? String == "premium.monthly"
+            )
 
             // A rotated shared secret: the old one now fails with 21004.
             _ = try await fixture.simulator.rotateSharedSecret(appAppleId: fixture.app.appAppleId)
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "secret-1"))) == 21004)
+            #expect(
+                status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "secret-1")))
+                    == 21004
+            )
 
             // 21010: the account was deleted.
             try await fixture.simulator.deleteAccount(id: fixture.account.id)
             let rotated = try await fixture.simulator.app(appAppleId: fixture.app.appAppleId).sharedSecret
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: rotated))) == 21010)
+            #expect(
+                status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: rotated))) == 21010
+            )
         }
     }
 
@@ -75,13 +106,24 @@ struct VerifyReceiptTests {
         let fixture = try await SimulatorFixture.make(environment: .production)
         _ = try await fixture.buy("premium.monthly")
         _ = try await fixture.simulator.advanceClock(seconds: 86_400 * 65)  // two real months: two renewals
-        let receipt = try await fixture.simulator.appReceipt(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, environment: .production)
+        let receipt = try await fixture.simulator.appReceipt(
+            deviceId: fixture.phone.id,
+            bundleId: SimulatorFixture.bundleId,
+            environment: .production
+        )
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "secret-1"))) == 21008)
+            #expect(
+                status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "secret-1")))
+                    == 21008
+            )
             let all = try await post(client, "/production/verifyReceipt", request(receipt, password: "secret-1"))
             #expect((all["latest_receipt_info"] as? [Any])?.count == 3)
-            let latest = try await post(client, "/production/verifyReceipt", request(receipt, password: "secret-1", excludeOld: true))
+            let latest = try await post(
+                client,
+                "/production/verifyReceipt",
+                request(receipt, password: "secret-1", excludeOld: true)
+            )
             #expect((latest["latest_receipt_info"] as? [Any])?.count == 1)
             #expect((latest["receipt"] as? [String: Any])?["app_item_id"] as? Int == Int(fixture.app.appAppleId))
         }
@@ -101,11 +143,25 @@ struct VerifyReceiptTests {
             let valid = try await post(client, "/sandbox/verifyReceipt", body(consumable.transactionReceipt))
             #expect(status(valid) == 0)
             #expect((valid["receipt"] as? [String: Any])?["transaction_id"] as? String == consumable.transactionId)
-            #expect(status(try await post(client, "/production/verifyReceipt", body(consumable.transactionReceipt))) == 21007)
+            #expect(
+                status(try await post(client, "/production/verifyReceipt", body(consumable.transactionReceipt)))
+                    == 21007
+            )
 
             let active = try await post(client, "/sandbox/verifyReceipt", body(subscription.transactionReceipt))
-            #expect(status(active) == 0 && active["latest_receipt_info"] is [String: Any] && active["auto_renew_status"] as? Int == 1)
-            #expect(status(try await post(client, "/sandbox/verifyReceipt", body(subscription.transactionReceipt, password: "bad"))) == 21004)
+            #expect(
+                status(active) == 0 && active["latest_receipt_info"] is [String: Any]
+                    && active["auto_renew_status"] as? Int == 1
+            )
+            #expect(
+                status(
+                    try await post(
+                        client,
+                        "/sandbox/verifyReceipt",
+                        body(subscription.transactionReceipt, password: "bad")
+                    )
+                ) == 21004
+            )
 
             let original = try #require(subscription.transactionId)
             _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
@@ -130,7 +186,8 @@ struct VerifyReceiptTests {
             // Production is untouched by a sandbox fault, and the fault is spent.
             fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:verifyReceipt:outage=503,times=1"))
             #expect(status(try await post(client, "/production/verifyReceipt", "{}")) == 21002)
-            try await client.execute(uri: "/sandbox/verifyReceipt", method: .post, body: ByteBuffer(string: "{}")) { response in
+            try await client.execute(uri: "/sandbox/verifyReceipt", method: .post, body: ByteBuffer(string: "{}")) {
+                response in
                 #expect(response.status == .serviceUnavailable)
             }
             #expect(status(try await post(client, "/sandbox/verifyReceipt", "{}")) == 21002)

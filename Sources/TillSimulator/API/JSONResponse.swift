@@ -5,7 +5,9 @@ import TillFormats
 
 /// Encodes a value with the context's encoder as a JSON response.
 func jsonResponse<T: Encodable>(
-    _ value: T, status: HTTPResponse.Status = .ok, context: some RequestContext
+    _ value: T,
+    status: HTTPResponse.Status = .ok,
+    context: some RequestContext
 ) throws -> Response {
     let data = try TillFormatsJSON.encoder.encode(value)
     var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(bytes: data)))
@@ -42,7 +44,8 @@ private func describe(_ error: DecodingError) -> String {
     switch error {
     case .keyNotFound(let key, _): "missing \(key.stringValue)"
     case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-        (context.codingPath.map(\.stringValue).joined(separator: ".") + " " + context.debugDescription).trimmingCharacters(in: .whitespaces)
+        (context.codingPath.map(\.stringValue).joined(separator: ".") + " " + context.debugDescription)
+            .trimmingCharacters(in: .whitespaces)
     @unknown default: "\(error)"
     }
 }

@@ -8,7 +8,9 @@ import ServiceLifecycle
 ///
 /// - Parameter onServerRunning: called with the bound port once listening (tests use port 0).
 public func buildSimulatorApplication(
-    _ simulator: Simulator, host: String = "127.0.0.1", port: Int = 8090,
+    _ simulator: Simulator,
+    host: String = "127.0.0.1",
+    port: Int = 8090,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = buildSimulatorRouter(simulator)
@@ -19,8 +21,12 @@ public func buildSimulatorApplication(
         server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionResetHandler(faults: faults)])),
         configuration: .init(address: .hostname(host, port: port), serverName: "till-simulator"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
-        logger: simulator.logger)
-    application.addServices(NotificationDeliveryService(simulator: simulator), SubscriptionRenewalService(simulator: simulator))
+        logger: simulator.logger
+    )
+    application.addServices(
+        NotificationDeliveryService(simulator: simulator),
+        SubscriptionRenewalService(simulator: simulator)
+    )
     return application
 }
 
@@ -29,7 +35,9 @@ struct SimulatorErrorMiddleware: RouterMiddleware {
     typealias Context = SimulatorRequestContext
     let logger: Logger
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         do {
             return try await next(request, context)
         } catch let error as any HTTPResponseError {
@@ -38,7 +46,11 @@ struct SimulatorErrorMiddleware: RouterMiddleware {
             throw CancellationError()
         } catch {
             logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
-            throw SimulatorError(.internalServerError, "internalError", "the simulator could not handle the request: \(error)")
+            throw SimulatorError(
+                .internalServerError,
+                "internalError",
+                "the simulator could not handle the request: \(error)"
+            )
         }
     }
 }

@@ -1,8 +1,10 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import SwiftASN1
 import TillCore
 import TillFormats
+import X509
 
 /// The simulator's HTTP interface: App Store Connect (admin), StoreKit for apps, verifyReceipt and the App
 /// Store Server API per environment. See docs/simulator.md.
@@ -18,7 +20,8 @@ public func buildSimulatorRouter(_ simulator: Simulator) -> Router<SimulatorRequ
 /// "production" or "sandbox" from the path.
 func environment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironment {
     let name = try context.parameters.require("environment")
-    guard let environment = AppStoreEnvironment(parsing: name), environment == .production || environment == .sandbox else {
+    guard let environment = AppStoreEnvironment(parsing: name), environment == .production || environment == .sandbox
+    else {
         throw SimulatorError.notFound("environment", name)
     }
     return environment
@@ -26,7 +29,9 @@ func environment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironme
 
 func int64(_ context: SimulatorRequestContext, _ name: String) throws -> Int64 {
     let text = try context.parameters.require(name)
-    guard let value = Int64(text) else { throw SimulatorError.badRequest("invalidIdentifier", "\(name) is a number, got \(text)") }
+    guard let value = Int64(text) else {
+        throw SimulatorError.badRequest("invalidIdentifier", "\(name) is a number, got \(text)")
+    }
     return value
 }
 
@@ -61,16 +66,29 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
     group.patch("apps/{app}") { request, context in
         let patch = try await decodeBody(AppPatch.self, from: request, context: context)
-        return try jsonResponse(try await simulator.updateApp(appAppleId: try int64(context, "app"), patch), context: context)
+        return try jsonResponse(
+            try await simulator.updateApp(appAppleId: try int64(context, "app"), patch),
+            context: context
+        )
     }
     group.post("apps/{app}/shared-secret") { _, context in
-        try jsonResponse(try await simulator.rotateSharedSecret(appAppleId: try int64(context, "app")), context: context)
+        try jsonResponse(
+            try await simulator.rotateSharedSecret(appAppleId: try int64(context, "app")),
+            context: context
+        )
     }
     group.post("apps/{app}/api-keys") { _, context in
-        try jsonResponse(try await simulator.createAPIKey(appAppleId: try int64(context, "app")), status: .created, context: context)
+        try jsonResponse(
+            try await simulator.createAPIKey(appAppleId: try int64(context, "app")),
+            status: .created,
+            context: context
+        )
     }
     group.get("apps/{app}/products") { _, context in
-        try jsonResponse(try await simulator.products(appAppleId: try int64(context, "app")).map(ProductView.init), context: context)
+        try jsonResponse(
+            try await simulator.products(appAppleId: try int64(context, "app")).map(ProductView.init),
+            context: context
+        )
     }
     group.post("apps/{app}/products") { request, context in
         let input = try await decodeBody(ProductInput.self, from: request, context: context)
@@ -80,13 +98,19 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     group.patch("apps/{app}/products/{product}") { request, context in
         let input = try await decodeBody(ProductInput.self, from: request, context: context)
         let product = try await simulator.updateProduct(
-            appAppleId: try int64(context, "app"), productId: try context.parameters.require("product"), input)
+            appAppleId: try int64(context, "app"),
+            productId: try context.parameters.require("product"),
+            input
+        )
         return try jsonResponse(ProductView(product), context: context)
     }
     group.get("apps/{app}/notifications") { request, context in
-        let environment = AppStoreEnvironment(parsing: request.uri.queryParameters.get("environment") ?? "sandbox") ?? .sandbox
+        let environment =
+            AppStoreEnvironment(parsing: request.uri.queryParameters.get("environment") ?? "sandbox") ?? .sandbox
         return try jsonResponse(
-            try await simulator.notificationLog(appAppleId: try int64(context, "app"), environment: environment), context: context)
+            try await simulator.notificationLog(appAppleId: try int64(context, "app"), environment: environment),
+            context: context
+        )
     }
 
     group.get("accounts") { _, context in try jsonResponse(try await simulator.accounts(), context: context) }
@@ -99,14 +123,20 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
     group.patch("accounts/{account}") { request, context in
         let input = try await decodeBody(AccountInput.self, from: request, context: context)
-        return try jsonResponse(try await simulator.updateAccount(id: try context.parameters.require("account"), input), context: context)
+        return try jsonResponse(
+            try await simulator.updateAccount(id: try context.parameters.require("account"), input),
+            context: context
+        )
     }
     group.delete("accounts/{account}") { _, context in
         try await simulator.deleteAccount(id: try context.parameters.require("account"))
         return Response(status: .noContent)
     }
     group.get("accounts/{account}/devices") { _, context in
-        try jsonResponse(try await simulator.devices(accountId: try context.parameters.require("account")), context: context)
+        try jsonResponse(
+            try await simulator.devices(accountId: try context.parameters.require("account")),
+            context: context
+        )
     }
     group.post("accounts/{account}/devices") { request, context in
         let input = try await decodeBody(DeviceInput.self, from: request, context: context)
@@ -115,27 +145,40 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
 
     group.post("payments/{payment}/approve") { _, context in
-        try jsonResponse(try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: true), context: context)
+        try jsonResponse(
+            try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: true),
+            context: context
+        )
     }
     group.post("payments/{payment}/decline") { _, context in
-        try jsonResponse(try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: false), context: context)
+        try jsonResponse(
+            try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: false),
+            context: context
+        )
     }
     group.post("transactions/{transaction}/refund") { request, context in
         let input = try await decodeBody(RefundInput.self, from: request, context: context)
         guard [nil, 0, 1].contains(input.reason) else {
             throw SimulatorError.badRequest("invalidReason", "reason is 0 (other) or 1 (an issue in the app)")
         }
-        let tx = try await simulator.refund(transactionId: try context.parameters.require("transaction"), reason: input.reason ?? 0)
+        let tx = try await simulator.refund(
+            transactionId: try context.parameters.require("transaction"),
+            reason: input.reason ?? 0
+        )
         return try jsonResponse(tx, context: context)
     }
     group.post("transactions/{transaction}/revoke") { _, context in
-        try jsonResponse(try await simulator.revokeFamilyShared(transactionId: try context.parameters.require("transaction")), context: context)
+        try jsonResponse(
+            try await simulator.revokeFamilyShared(transactionId: try context.parameters.require("transaction")),
+            context: context
+        )
     }
     group.post("transactions/{transaction}/refund-request") { request, context in
         let input = try await decodeBody(RefundRequestInput.self, from: request, context: context)
         try await simulator.requestRefund(
             transactionId: try context.parameters.require("transaction"),
-            reason: ConsumptionRequestReason(rawValue: input.reason ?? "UNINTENDED_PURCHASE"))
+            reason: ConsumptionRequestReason(rawValue: input.reason ?? "UNINTENDED_PURCHASE")
+        )
         return Response(status: .accepted)
     }
     group.post("transactions/{transaction}/refund-decline") { _, context in
@@ -145,7 +188,9 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     group.post("subscriptions/{original}/auto-renew") { request, context in
         let input = try await decodeBody(AutoRenewInput.self, from: request, context: context)
         let subscription = try await simulator.setAutoRenew(
-            originalTransactionId: try context.parameters.require("original"), enabled: input.enabled)
+            originalTransactionId: try context.parameters.require("original"),
+            enabled: input.enabled
+        )
         return try jsonResponse(subscription, context: context)
     }
 
@@ -163,7 +208,10 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         let rate: RenewalRate
         if let name = input.rate {
             guard let named = RenewalRate(name: name) else {
-                throw SimulatorError.badRequest("invalidRate", "rates: \(RenewalRate.presets.keys.sorted().joined(separator: ", "))")
+                throw SimulatorError.badRequest(
+                    "invalidRate",
+                    "rates: \(RenewalRate.presets.keys.sorted().joined(separator: ", "))"
+                )
             }
             rate = named
         } else if let seconds = input.monthSeconds, seconds >= 1 {
@@ -180,12 +228,17 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         var request = request
         let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
         let rule: FaultRule
-        if let data = body.data(using: .utf8), let decoded = try? TillFormatsJSON.decoder.decode(FaultRule.self, from: data) {
+        if let data = body.data(using: .utf8),
+            let decoded = try? TillFormatsJSON.decoder.decode(FaultRule.self, from: data)
+        {
             rule = decoded
         } else if let spec = try? TillFormatsJSON.decoder.decode([String: String].self, from: Data(body.utf8))["spec"] {
             rule = try FaultRule(parsing: spec)
         } else {
-            throw SimulatorError.badRequest("invalidFault", "give a fault rule object or {\"spec\": \"sandbox:verifyReceipt:status=21005\"}")
+            throw SimulatorError.badRequest(
+                "invalidFault",
+                "give a fault rule object or {\"spec\": \"sandbox:verifyReceipt:status=21005\"}"
+            )
         }
         simulator.faults.add(rule)
         return try jsonResponse(rule, status: .created, context: context)
@@ -210,11 +263,17 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         default: throw SimulatorError.notFound("certificate", name)
         }
         if name.hasSuffix(".der") {
-            var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: try derBytes(authority.root))))
+            var response = Response(
+                status: .ok,
+                body: .init(byteBuffer: ByteBuffer(bytes: try derBytes(authority.root)))
+            )
             response.headers[.contentType] = "application/pkix-cert"
             return response
         }
-        var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: try authority.root.serializeAsPEM().pemString + "\n")))
+        var response = Response(
+            status: .ok,
+            body: .init(byteBuffer: ByteBuffer(string: try authority.root.serializeAsPEM().pemString + "\n"))
+        )
         response.headers[.contentType] = "application/x-pem-file"
         return response
     }
@@ -252,16 +311,19 @@ struct AdminTokenMiddleware: RouterMiddleware {
     typealias Context = SimulatorRequestContext
     let token: String
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard request.headers[.authorization] == "Bearer \(token)" else {
-            throw SimulatorError(.unauthorized, "unauthorized", "the admin API needs Authorization: Bearer <admin token>")
+            throw SimulatorError(
+                .unauthorized,
+                "unauthorized",
+                "the admin API needs Authorization: Bearer <admin token>"
+            )
         }
         return try await next(request, context)
     }
 }
-
-import SwiftASN1
-import X509
 
 func derBytes(_ certificate: Certificate) throws -> [UInt8] {
     var serializer = DER.Serializer()

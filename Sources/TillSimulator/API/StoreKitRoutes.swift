@@ -17,7 +17,10 @@ struct BundleInput: Codable { var bundleId: String }
 func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator: Simulator) {
     group.get("devices/{device}/can-make-payments") { _, context in
         let (_, account) = try await simulator.requireDevice(
-            try context.parameters.require("device"), environment: try environment(context), on: simulator.store.sql)
+            try context.parameters.require("device"),
+            environment: try environment(context),
+            on: simulator.store.sql
+        )
         return try jsonResponse(["canMakePayments": account.canMakePayments], context: context)
     }
     group.post("products") { request, context in
@@ -28,61 +31,92 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let environment = try environment(context)
         var storefront = "USA"
         if let deviceId = input.deviceId {
-            storefront = try await simulator.requireDevice(deviceId, environment: environment, on: simulator.store.sql).1.storefront
+            storefront = try await simulator.requireDevice(deviceId, environment: environment, on: simulator.store.sql)
+                .1.storefront
         }
         let response = try await simulator.lookUpProducts(
-            bundleId: input.bundleId, productIds: input.productIdentifiers, storefront: storefront, locale: input.locale ?? "en-US",
-            environment: environment)
+            bundleId: input.bundleId,
+            productIds: input.productIdentifiers,
+            storefront: storefront,
+            locale: input.locale ?? "en-US",
+            environment: environment
+        )
         return try jsonResponse(response, context: context)
     }
     group.post("payments") { request, context in
         let input = try await decodeBody(PaymentRequest.self, from: request, context: context)
-        return try jsonResponse(try await simulator.addPayment(input, environment: try environment(context)), context: context)
+        return try jsonResponse(
+            try await simulator.addPayment(input, environment: try environment(context)),
+            context: context
+        )
     }
     group.get("devices/{device}/queue") { request, context in
         let bundleId = try bundle(request)
         let queue = try await simulator.queue(
-            deviceId: try context.parameters.require("device"), bundleId: bundleId, environment: try environment(context))
+            deviceId: try context.parameters.require("device"),
+            bundleId: bundleId,
+            environment: try environment(context)
+        )
         return try jsonResponse(queue, context: context)
     }
     group.post("devices/{device}/queue/{entry}/finish") { _, context in
         try await simulator.finish(
-            entryId: try context.parameters.require("entry"), deviceId: try context.parameters.require("device"),
-            environment: try environment(context))
+            entryId: try context.parameters.require("entry"),
+            deviceId: try context.parameters.require("device"),
+            environment: try environment(context)
+        )
         return Response(status: .noContent)
     }
     group.post("devices/{device}/restore") { request, context in
         let input = try await decodeBody(BundleInput.self, from: request, context: context)
         let result = try await simulator.restore(
-            deviceId: try context.parameters.require("device"), bundleId: input.bundleId, environment: try environment(context))
+            deviceId: try context.parameters.require("device"),
+            bundleId: input.bundleId,
+            environment: try environment(context)
+        )
         return try jsonResponse(result, context: context)
     }
     group.get("devices/{device}/receipt") { request, context in
         let receipt = try await simulator.appReceipt(
-            deviceId: try context.parameters.require("device"), bundleId: try bundle(request), environment: try environment(context))
+            deviceId: try context.parameters.require("device"),
+            bundleId: try bundle(request),
+            environment: try environment(context)
+        )
         return try jsonResponse(["receiptData": Base64.encode(receipt)], context: context)
     }
     group.get("devices/{device}/app-transaction") { request, context in
         let signed = try await simulator.signedAppTransaction(
-            deviceId: try context.parameters.require("device"), bundleId: try bundle(request), environment: try environment(context))
+            deviceId: try context.parameters.require("device"),
+            bundleId: try bundle(request),
+            environment: try environment(context)
+        )
         return try jsonResponse(["signedAppTransaction": signed], context: context)
     }
     group.get("devices/{device}/transactions") { request, context in
         let signed = try await simulator.signedTransactions(
-            deviceId: try context.parameters.require("device"), bundleId: try bundle(request), environment: try environment(context))
+            deviceId: try context.parameters.require("device"),
+            bundleId: try bundle(request),
+            environment: try environment(context)
+        )
         return try jsonResponse(["signedTransactions": signed], context: context)
     }
     group.get("devices/{device}/subscriptions/{original}/renewal-info") { _, context in
         let signed = try await simulator.signedRenewalInfo(
-            deviceId: try context.parameters.require("device"), originalTransactionId: try context.parameters.require("original"),
-            environment: try environment(context))
+            deviceId: try context.parameters.require("device"),
+            originalTransactionId: try context.parameters.require("original"),
+            environment: try environment(context)
+        )
         return try jsonResponse(["signedRenewalInfo": signed], context: context)
     }
     group.post("devices/{device}/subscriptions/{original}/auto-renew") { request, context in
         let input = try await decodeBody(AutoRenewInput.self, from: request, context: context)
         let deviceId = try context.parameters.require("device")
         let original = try context.parameters.require("original")
-        _ = try await simulator.signedRenewalInfo(deviceId: deviceId, originalTransactionId: original, environment: try environment(context))
+        _ = try await simulator.signedRenewalInfo(
+            deviceId: deviceId,
+            originalTransactionId: original,
+            environment: try environment(context)
+        )
         let subscription = try await simulator.setAutoRenew(originalTransactionId: original, enabled: input.enabled)
         return try jsonResponse(subscription, context: context)
     }
@@ -109,21 +143,31 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     let api = router.group("{environment}/inApps")
     api.get("v1/transactions/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.transactionInfo(try context.parameters.require("transaction"), app: app, environment: environment)
+            try await simulator.transactionInfo(
+                try context.parameters.require("transaction"),
+                app: app,
+                environment: environment
+            )
         }
     }
     api.get("v2/history/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
             try await simulator.transactionHistory(
-                try context.parameters.require("transaction"), query: QueryString.parse(request.uri.query ?? ""), app: app,
-                environment: environment)
+                try context.parameters.require("transaction"),
+                query: QueryString.parse(request.uri.query ?? ""),
+                app: app,
+                environment: environment
+            )
         }
     }
     api.get("v1/subscriptions/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
             try await simulator.subscriptionStatuses(
-                try context.parameters.require("transaction"), query: QueryString.parse(request.uri.query ?? ""), app: app,
-                environment: environment)
+                try context.parameters.require("transaction"),
+                query: QueryString.parse(request.uri.query ?? ""),
+                app: app,
+                environment: environment
+            )
         }
     }
     api.get("v1/lookup/{order}") { request, context in
@@ -134,8 +178,11 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     api.get("v2/refund/lookup/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
             try await simulator.refundHistory(
-                try context.parameters.require("transaction"), revision: request.uri.queryParameters.get("revision"), app: app,
-                environment: environment)
+                try context.parameters.require("transaction"),
+                revision: request.uri.queryParameters.get("revision"),
+                app: app,
+                environment: environment
+            )
         }
     }
     api.post("v1/notifications/test") { request, context in
@@ -145,24 +192,39 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     }
     api.get("v1/notifications/test/{token}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.testNotificationStatus(try context.parameters.require("token"), app: app, environment: environment)
+            try await simulator.testNotificationStatus(
+                try context.parameters.require("token"),
+                app: app,
+                environment: environment
+            )
         }
     }
     api.post("v1/notifications/history") { request, context in
         var request = request
         let body = try await request.collectBody(upTo: 64 * 1024)
         return try await serverAPI(request, context, simulator) { app, environment in
-            guard let filter = try? TillFormatsJSON.decoder.decode(NotificationHistoryRequest.self, from: Data(body.readableBytesView)) else {
+            guard
+                let filter = try? TillFormatsJSON.decoder.decode(
+                    NotificationHistoryRequest.self,
+                    from: Data(body.readableBytesView)
+                )
+            else {
                 throw ServerAPIFailure(.generalBadRequest)
             }
             return try await simulator.notificationHistory(
-                filter, paginationToken: request.uri.queryParameters.get("paginationToken"), app: app, environment: environment)
+                filter,
+                paginationToken: request.uri.queryParameters.get("paginationToken"),
+                app: app,
+                environment: environment
+            )
         }
     }
 }
 
 /// Applies an endpoint's fault: latency, then an outage or nothing. Returns the rule for status faults.
-private func applyFault(_ simulator: Simulator, _ environment: AppStoreEnvironment, _ endpoint: FaultEndpoint) async throws -> FaultRule? {
+private func applyFault(_ simulator: Simulator, _ environment: AppStoreEnvironment, _ endpoint: FaultEndpoint)
+    async throws -> FaultRule?
+{
     guard let rule = simulator.faults.take(environment: environment, endpoint: endpoint) else { return nil }
     if let latency = rule.latency { try await Task.sleep(for: .seconds(latency)) }
     switch rule.outage {
@@ -176,24 +238,34 @@ private func applyFault(_ simulator: Simulator, _ environment: AppStoreEnvironme
     }
 }
 
-private func verifyReceipt(_ request: Request, _ context: SimulatorRequestContext, _ simulator: Simulator) async throws -> Response {
+private func verifyReceipt(_ request: Request, _ context: SimulatorRequestContext, _ simulator: Simulator) async throws
+    -> Response
+{
     let environment = try environment(context)
     if let rule = try await applyFault(simulator, environment, .verifyReceipt) {
         if rule.outage != nil { return Response(status: .serviceUnavailable) }
         if let status = rule.status {
             let retryable = (21100...21199).contains(status) ? (rule.isRetryable ?? true) : nil
-            return try jsonResponse(VerifyReceiptResponse(status: ReceiptStatus(status), isRetryable: retryable), context: context)
+            return try jsonResponse(
+                VerifyReceiptResponse(status: ReceiptStatus(status), isRetryable: retryable),
+                context: context
+            )
         }
     }
     var request = request
     let body = try? await request.collectBody(upTo: 2 * 1024 * 1024)
     let response = await simulator.verifyReceipt(
-        body: body.map { Array($0.readableBytesView) }, isPOST: request.method == .post, environment: environment)
+        body: body.map { Array($0.readableBytesView) },
+        isPOST: request.method == .post,
+        environment: environment
+    )
     return try jsonResponse(response, context: context)
 }
 
 private func serverAPI<T: Encodable>(
-    _ request: Request, _ context: SimulatorRequestContext, _ simulator: Simulator,
+    _ request: Request,
+    _ context: SimulatorRequestContext,
+    _ simulator: Simulator,
     _ body: (SimApp, AppStoreEnvironment) async throws -> T
 ) async throws -> Response {
     let environment = try environment(context)

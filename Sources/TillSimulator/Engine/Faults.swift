@@ -48,10 +48,19 @@ public struct FaultRule: Codable, Sendable, Hashable {
     public var remaining: Int?
 
     public init(
-        id: String = UUID().uuidString.lowercased(), environment: String? = nil, endpoint: FaultEndpoint,
-        latencyMinimum: Double? = nil, latencyMaximum: Double? = nil, outage: Outage? = nil, hangSeconds: Double? = nil,
-        status: Int? = nil, isRetryable: Bool? = nil, rateLimited: Bool? = nil, probability: Double? = nil,
-        untilMilliseconds: Int64? = nil, remaining: Int? = nil
+        id: String = UUID().uuidString.lowercased(),
+        environment: String? = nil,
+        endpoint: FaultEndpoint,
+        latencyMinimum: Double? = nil,
+        latencyMaximum: Double? = nil,
+        outage: Outage? = nil,
+        hangSeconds: Double? = nil,
+        status: Int? = nil,
+        isRetryable: Bool? = nil,
+        rateLimited: Bool? = nil,
+        probability: Double? = nil,
+        untilMilliseconds: Int64? = nil,
+        remaining: Int? = nil
     ) {
         self.id = id
         self.environment = environment
@@ -86,7 +95,8 @@ public struct FaultRule: Codable, Sendable, Hashable {
             }
             environment = parsed.rawValue
         }
-        guard let endpoint = FaultEndpoint.allCases.first(where: { $0.rawValue.lowercased() == parts[1].lowercased() }) else {
+        guard let endpoint = FaultEndpoint.allCases.first(where: { $0.rawValue.lowercased() == parts[1].lowercased() })
+        else {
             throw SimulatorError.badRequest("invalidFault", "unknown endpoint \(parts[1]) in \(text)")
         }
         self.init(environment: environment, endpoint: endpoint)

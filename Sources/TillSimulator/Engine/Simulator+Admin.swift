@@ -17,8 +17,13 @@ public struct AppInput: Codable, Sendable {
     public var gracePeriodDays: Int?
 
     public init(
-        appAppleId: Int64? = nil, bundleId: String, name: String? = nil, sharedSecret: String? = nil,
-        notificationUrlProduction: String? = nil, notificationUrlSandbox: String? = nil, gracePeriodDays: Int? = nil
+        appAppleId: Int64? = nil,
+        bundleId: String,
+        name: String? = nil,
+        sharedSecret: String? = nil,
+        notificationUrlProduction: String? = nil,
+        notificationUrlSandbox: String? = nil,
+        gracePeriodDays: Int? = nil
     ) {
         self.appAppleId = appAppleId
         self.bundleId = bundleId
@@ -37,7 +42,12 @@ public struct AppPatch: Codable, Sendable {
     public var notificationUrlSandbox: String?
     public var gracePeriodDays: Int?
 
-    public init(name: String? = nil, notificationUrlProduction: String? = nil, notificationUrlSandbox: String? = nil, gracePeriodDays: Int? = nil) {
+    public init(
+        name: String? = nil,
+        notificationUrlProduction: String? = nil,
+        notificationUrlSandbox: String? = nil,
+        gracePeriodDays: Int? = nil
+    ) {
         self.name = name
         self.notificationUrlProduction = notificationUrlProduction
         self.notificationUrlSandbox = notificationUrlSandbox
@@ -74,10 +84,20 @@ public struct ProductInput: Codable, Sendable {
     public var description: String?
 
     public init(
-        productId: String? = nil, type: ProductType? = nil, referenceName: String? = nil, reviewState: ReviewState? = nil,
-        subscriptionGroup: String? = nil, subscriptionPeriod: SubscriptionPeriod? = nil, groupLevel: Int? = nil,
-        familyShareable: Bool? = nil, prices: [String: StorefrontPrice]? = nil, localizations: [String: Localization]? = nil,
-        price: Int64? = nil, currency: String? = nil, title: String? = nil, description: String? = nil
+        productId: String? = nil,
+        type: ProductType? = nil,
+        referenceName: String? = nil,
+        reviewState: ReviewState? = nil,
+        subscriptionGroup: String? = nil,
+        subscriptionPeriod: SubscriptionPeriod? = nil,
+        groupLevel: Int? = nil,
+        familyShareable: Bool? = nil,
+        prices: [String: StorefrontPrice]? = nil,
+        localizations: [String: Localization]? = nil,
+        price: Int64? = nil,
+        currency: String? = nil,
+        title: String? = nil,
+        description: String? = nil
     ) {
         self.productId = productId
         self.type = type
@@ -108,8 +128,13 @@ public struct AccountInput: Codable, Sendable {
     public var familyId: String?
 
     public init(
-        environment: String? = nil, email: String? = nil, storefront: String? = nil, canMakePayments: Bool? = nil,
-        paymentFailure: Int? = nil, askToBuy: Bool? = nil, familyId: String? = nil
+        environment: String? = nil,
+        email: String? = nil,
+        storefront: String? = nil,
+        canMakePayments: Bool? = nil,
+        paymentFailure: Int? = nil,
+        askToBuy: Bool? = nil,
+        familyId: String? = nil
     ) {
         self.environment = environment
         self.email = email
@@ -137,18 +162,25 @@ extension Simulator {
 
     public func createApp(_ input: AppInput) async throws -> SimApp {
         guard !input.bundleId.isEmpty, input.bundleId.count <= 155, !input.bundleId.contains(" ") else {
-            throw SimulatorError.badRequest("invalidBundleId", "a bundle id is a reverse-DNS string, got \(input.bundleId)")
+            throw SimulatorError.badRequest(
+                "invalidBundleId",
+                "a bundle id is a reverse-DNS string, got \(input.bundleId)"
+            )
         }
         let grace = input.gracePeriodDays ?? 0
         try Self.validate(gracePeriodDays: grace)
         try Self.validate(url: input.notificationUrlProduction)
         try Self.validate(url: input.notificationUrlSandbox)
         let app = SimApp(
-            appAppleId: input.appAppleId ?? Int64.random(in: 1_000_000_000...1_999_999_999), bundleId: input.bundleId,
-            name: input.name ?? input.bundleId, sharedSecret: input.sharedSecret ?? Self.makeSharedSecret(),
+            appAppleId: input.appAppleId ?? Int64.random(in: 1_000_000_000...1_999_999_999),
+            bundleId: input.bundleId,
+            name: input.name ?? input.bundleId,
+            sharedSecret: input.sharedSecret ?? Self.makeSharedSecret(),
             notificationUrlProduction: input.notificationUrlProduction.flatMap { $0.isEmpty ? nil : $0 },
-            notificationUrlSandbox: input.notificationUrlSandbox.flatMap { $0.isEmpty ? nil : $0 }, gracePeriodDays: grace,
-            createdAt: clock.nowMilliseconds)
+            notificationUrlSandbox: input.notificationUrlSandbox.flatMap { $0.isEmpty ? nil : $0 },
+            gracePeriodDays: grace,
+            createdAt: clock.nowMilliseconds
+        )
         return try await database.transaction { db in
             if try await self.store.app(bundleId: app.bundleId, on: db) != nil {
                 throw SimulatorError.conflict("appExists", "an app with bundle id \(app.bundleId) exists")
@@ -188,7 +220,9 @@ extension Simulator {
 
     public func apps() async throws -> [SimApp] { try await store.apps(on: store.sql) }
 
-    public func app(appAppleId: Int64) async throws -> SimApp { try await requireApp(appAppleId: appAppleId, on: store.sql) }
+    public func app(appAppleId: Int64) async throws -> SimApp {
+        try await requireApp(appAppleId: appAppleId, on: store.sql)
+    }
 
     /// A new App Store Server API key for an app; the private key is returned once and not kept.
     public func createAPIKey(appAppleId: Int64) async throws -> APIKeyCredentials {
@@ -198,10 +232,20 @@ extension Simulator {
         let issuerId = UUID().uuidString.lowercased()
         try await store.insert(
             SimAPIKey(
-                keyId: keyId, appAppleId: app.appAppleId, issuerId: issuerId, publicKeyPem: key.publicKey.pemRepresentation,
-                createdAt: clock.nowMilliseconds),
-            on: store.sql)
-        return APIKeyCredentials(keyId: keyId, issuerId: issuerId, bundleId: app.bundleId, privateKey: key.pemRepresentation)
+                keyId: keyId,
+                appAppleId: app.appAppleId,
+                issuerId: issuerId,
+                publicKeyPem: key.publicKey.pemRepresentation,
+                createdAt: clock.nowMilliseconds
+            ),
+            on: store.sql
+        )
+        return APIKeyCredentials(
+            keyId: keyId,
+            issuerId: issuerId,
+            bundleId: app.bundleId,
+            privateKey: key.pemRepresentation
+        )
     }
 
     private static func makeSharedSecret() -> String {
@@ -228,12 +272,25 @@ extension Simulator {
             throw SimulatorError.badRequest("invalidProductId", "productId is required (at most 100 characters)")
         }
         guard let type = input.type else {
-            throw SimulatorError.badRequest("invalidProductType", "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription")
+            throw SimulatorError.badRequest(
+                "invalidProductType",
+                "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
+            )
         }
         var product = SimProduct(
-            appAppleId: appAppleId, productId: productId, type: type, referenceName: input.referenceName ?? productId,
-            reviewState: input.reviewState ?? .readyForSale, subscriptionGroup: nil, subscriptionPeriod: nil, groupLevel: 1,
-            familyShareable: false, prices: [:], localizations: [:], createdAt: clock.nowMilliseconds)
+            appAppleId: appAppleId,
+            productId: productId,
+            type: type,
+            referenceName: input.referenceName ?? productId,
+            reviewState: input.reviewState ?? .readyForSale,
+            subscriptionGroup: nil,
+            subscriptionPeriod: nil,
+            groupLevel: 1,
+            familyShareable: false,
+            prices: [:],
+            localizations: [:],
+            createdAt: clock.nowMilliseconds
+        )
         try apply(input, to: &product)
         let created = product
         return try await database.transaction { db in
@@ -248,7 +305,8 @@ extension Simulator {
 
     public func updateProduct(appAppleId: Int64, productId: String, _ input: ProductInput) async throws -> SimProduct {
         try await database.transaction { db in
-            guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) else {
+            guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db)
+            else {
                 throw SimulatorError.notFound("product", productId)
             }
             if let type = input.type, type != product.type {
@@ -270,16 +328,23 @@ extension Simulator {
         if let state = input.reviewState { product.reviewState = state }
         if let shareable = input.familyShareable { product.familyShareable = shareable }
         if let prices = input.prices { product.prices = prices }
-        if let price = input.price { product.prices["USA"] = StorefrontPrice(price: price, currency: input.currency ?? "USD") }
+        if let price = input.price {
+            product.prices["USA"] = StorefrontPrice(price: price, currency: input.currency ?? "USD")
+        }
         if let localizations = input.localizations { product.localizations = localizations }
         if input.title != nil || input.description != nil {
             let current = product.localizations["en-US"]
             product.localizations["en-US"] = Localization(
                 title: input.title ?? current?.title ?? product.referenceName,
-                description: input.description ?? current?.description ?? "")
+                description: input.description ?? current?.description ?? ""
+            )
         }
-        if product.type.isFree { product.prices = product.prices.mapValues { StorefrontPrice(price: 0, currency: $0.currency) } }
-        if product.prices.isEmpty { product.prices["USA"] = StorefrontPrice(price: product.type.isFree ? 0 : 990, currency: "USD") }
+        if product.type.isFree {
+            product.prices = product.prices.mapValues { StorefrontPrice(price: 0, currency: $0.currency) }
+        }
+        if product.prices.isEmpty {
+            product.prices["USA"] = StorefrontPrice(price: product.type.isFree ? 0 : 990, currency: "USD")
+        }
         guard product.prices.values.allSatisfy({ $0.price >= 0 && $0.currency.count == 3 }) else {
             throw SimulatorError.badRequest("invalidPrice", "prices are non-negative milliunits of a 3-letter currency")
         }
@@ -289,11 +354,18 @@ extension Simulator {
             product.groupLevel = input.groupLevel ?? product.groupLevel
             guard product.subscriptionGroup?.isEmpty == false, product.subscriptionPeriod != nil else {
                 throw SimulatorError.badRequest(
-                    "subscriptionNeedsGroup", "an auto-renewable subscription needs subscriptionGroup and subscriptionPeriod (P1W … P1Y)")
+                    "subscriptionNeedsGroup",
+                    "an auto-renewable subscription needs subscriptionGroup and subscriptionPeriod (P1W … P1Y)"
+                )
             }
-            guard product.groupLevel >= 1 else { throw SimulatorError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)") }
+            guard product.groupLevel >= 1 else {
+                throw SimulatorError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)")
+            }
         } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil {
-            throw SimulatorError.badRequest("notASubscription", "only auto-renewable subscriptions have a group and a period")
+            throw SimulatorError.badRequest(
+                "notASubscription",
+                "only auto-renewable subscriptions have a group and a period"
+            )
         }
     }
 
@@ -305,11 +377,17 @@ extension Simulator {
         else { throw SimulatorError.badRequest("invalidEnvironment", "an account is Production or Sandbox") }
         let id = UUID().uuidString.lowercased()
         let account = SimAccount(
-            id: id, environment: environment.rawValue,
+            id: id,
+            environment: environment.rawValue,
             email: input.email ?? "\(environment == .sandbox ? "tester" : "customer")-\(id.prefix(8))@example.com",
-            storefront: input.storefront ?? "USA", canMakePayments: input.canMakePayments ?? true,
-            paymentFailure: input.paymentFailure.flatMap { $0 < 0 ? nil : $0 }, askToBuy: input.askToBuy ?? false,
-            familyId: input.familyId, deleted: false, createdAt: clock.nowMilliseconds)
+            storefront: input.storefront ?? "USA",
+            canMakePayments: input.canMakePayments ?? true,
+            paymentFailure: input.paymentFailure.flatMap { $0 < 0 ? nil : $0 },
+            askToBuy: input.askToBuy ?? false,
+            familyId: input.familyId,
+            deleted: false,
+            createdAt: clock.nowMilliseconds
+        )
         try Self.validate(storefront: account.storefront)
         try await store.insert(account, on: store.sql)
         return account
@@ -317,7 +395,9 @@ extension Simulator {
 
     public func updateAccount(id: String, _ input: AccountInput) async throws -> SimAccount {
         try await database.transaction { db in
-            guard var account = try await self.store.account(id: id, on: db) else { throw SimulatorError.notFound("account", id) }
+            guard var account = try await self.store.account(id: id, on: db) else {
+                throw SimulatorError.notFound("account", id)
+            }
             if let storefront = input.storefront {
                 try Self.validate(storefront: storefront)
                 account.storefront = storefront
@@ -335,7 +415,9 @@ extension Simulator {
     /// Deletes an account: its receipts then fail verifyReceipt with 21010.
     public func deleteAccount(id: String) async throws {
         try await database.transaction { db in
-            guard var account = try await self.store.account(id: id, on: db) else { throw SimulatorError.notFound("account", id) }
+            guard var account = try await self.store.account(id: id, on: db) else {
+                throw SimulatorError.notFound("account", id)
+            }
             account.deleted = true
             try await self.store.update(account, on: db)
         }
@@ -343,7 +425,9 @@ extension Simulator {
     }
 
     public func account(id: String) async throws -> SimAccount {
-        guard let account = try await store.account(id: id, on: store.sql) else { throw SimulatorError.notFound("account", id) }
+        guard let account = try await store.account(id: id, on: store.sql) else {
+            throw SimulatorError.notFound("account", id)
+        }
         return account
     }
 
@@ -356,8 +440,12 @@ extension Simulator {
             throw SimulatorError.badRequest("invalidVendorIdentifier", "vendorIdentifier is a UUID")
         }
         let device = SimDevice(
-            id: UUID().uuidString.lowercased(), accountId: accountId, name: input.name ?? "iPhone",
-            vendorIdentifier: vendor.uppercased(), createdAt: clock.nowMilliseconds)
+            id: UUID().uuidString.lowercased(),
+            accountId: accountId,
+            name: input.name ?? "iPhone",
+            vendorIdentifier: vendor.uppercased(),
+            createdAt: clock.nowMilliseconds
+        )
         try await store.insert(device, on: store.sql)
         return device
     }
@@ -369,7 +457,10 @@ extension Simulator {
 
     private static func validate(storefront: String) throws {
         guard storefront.count == 3, storefront.allSatisfy({ $0.isUppercase && $0.isLetter }) else {
-            throw SimulatorError.badRequest("invalidStorefront", "a storefront is an ISO 3166-1 alpha-3 code such as USA")
+            throw SimulatorError.badRequest(
+                "invalidStorefront",
+                "a storefront is an ISO 3166-1 alpha-3 code such as USA"
+            )
         }
     }
 }

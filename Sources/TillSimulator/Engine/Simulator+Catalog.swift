@@ -30,7 +30,11 @@ extension Simulator {
     /// Looks products up as StoreKit does: those sellable in the environment and priced in the storefront are
     /// valid, every other identifier is returned as invalid.
     public func lookUpProducts(
-        bundleId: String, productIds: [String], storefront: String, locale: String = "en-US", environment: AppStoreEnvironment
+        bundleId: String,
+        productIds: [String],
+        storefront: String,
+        locale: String = "en-US",
+        environment: AppStoreEnvironment
     ) async throws -> ProductsResponse {
         try await faultsForStoreKit(environment)
         let app = try await requireApp(bundleId: bundleId, on: store.sql)
@@ -43,19 +47,31 @@ extension Simulator {
                 invalid.append(id)
                 continue
             }
-            let text = product.localizations[locale] ?? product.localizations["en-US"] ?? product.localizations.values.first
+            let text =
+                product.localizations[locale] ?? product.localizations["en-US"] ?? product.localizations.values.first
             products.append(
                 StoreProduct(
-                    productId: id, type: product.type, title: text?.title ?? product.referenceName, description: text?.description ?? "",
-                    price: price.price, currency: price.currency, displayPrice: Self.displayPrice(price), storefront: storefront,
-                    subscriptionGroup: product.subscriptionGroup, subscriptionPeriod: product.subscriptionPeriod,
-                    familyShareable: product.familyShareable))
+                    productId: id,
+                    type: product.type,
+                    title: text?.title ?? product.referenceName,
+                    description: text?.description ?? "",
+                    price: price.price,
+                    currency: price.currency,
+                    displayPrice: Self.displayPrice(price),
+                    storefront: storefront,
+                    subscriptionGroup: product.subscriptionGroup,
+                    subscriptionPeriod: product.subscriptionPeriod,
+                    familyShareable: product.familyShareable
+                )
+            )
         }
         return ProductsResponse(products: products, invalidProductIdentifiers: invalid)
     }
 
     static func displayPrice(_ price: StorefrontPrice) -> String {
-        let symbols = ["USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "CHF": "CHF ", "INR": "₹"]
+        let symbols = [
+            "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "CHF": "CHF ", "INR": "₹",
+        ]
         let noDecimals = ["JPY", "KRW"]
         let major = Double(price.price) / 1000
         let amount = noDecimals.contains(price.currency) ? String(Int(major.rounded())) : String(format: "%.2f", major)

@@ -13,17 +13,29 @@ extension Simulator {
     /// Records an App Store Server Notification V2 in the outbox; the delivery service sends it.
     @discardableResult
     func enqueueNotification(
-        app: SimApp, environment: AppStoreEnvironment, type: NotificationType, subtype: NotificationSubtype?,
-        transaction: SimTransaction?, consumptionRequestReason: ConsumptionRequestReason? = nil, testToken: String? = nil,
+        app: SimApp,
+        environment: AppStoreEnvironment,
+        type: NotificationType,
+        subtype: NotificationSubtype?,
+        transaction: SimTransaction?,
+        consumptionRequestReason: ConsumptionRequestReason? = nil,
+        testToken: String? = nil,
         on db: any SQLDatabase
     ) async throws -> String {
         var data = NotificationData(
-            appAppleId: app.appAppleId, bundleId: app.bundleId, bundleVersion: "1", environment: environment,
-            consumptionRequestReason: consumptionRequestReason)
+            appAppleId: app.appAppleId,
+            bundleId: app.bundleId,
+            bundleVersion: "1",
+            environment: environment,
+            consumptionRequestReason: consumptionRequestReason
+        )
         if let transaction {
             data.signedTransactionInfo = try signTransaction(transaction, app: app)
             if transaction.type == .autoRenewable,
-                let subscription = try await store.subscription(originalTransactionId: transaction.originalTransactionId, on: db)
+                let subscription = try await store.subscription(
+                    originalTransactionId: transaction.originalTransactionId,
+                    on: db
+                )
             {
                 data.signedRenewalInfo = try await signRenewalInfo(subscription, app: app, on: db)
                 data.status = SubscriptionStatus(rawValue: subscription.status)
@@ -32,16 +44,33 @@ extension Simulator {
         let now = clock.now()
         let uuid = UUID().uuidString.lowercased()
         let payload = ResponseBodyV2DecodedPayload(
-            notificationType: type, subtype: subtype, notificationUUID: uuid, version: "2.0", signedDate: now, data: data)
+            notificationType: type,
+            subtype: subtype,
+            notificationUUID: uuid,
+            version: "2.0",
+            signedDate: now,
+            data: data
+        )
         let hasURL = app.notificationURL(for: environment) != nil
         try await store.insert(
             SimNotificationRecord(
-                uuid: uuid, appAppleId: app.appAppleId, environment: environment.rawValue, notificationType: type.rawValue,
-                subtype: subtype?.rawValue, originalTransactionId: transaction?.originalTransactionId,
-                transactionId: transaction?.transactionId, signedPayload: try signer.jws.sign(payload), testToken: testToken,
-                state: hasURL ? "pending" : "unsent", attempts: 0, nextAttemptAt: hasURL ? now.millisecondsSince1970 : nil,
-                sendAttempts: "[]", createdAt: now.millisecondsSince1970),
-            on: db)
+                uuid: uuid,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                notificationType: type.rawValue,
+                subtype: subtype?.rawValue,
+                originalTransactionId: transaction?.originalTransactionId,
+                transactionId: transaction?.transactionId,
+                signedPayload: try signer.jws.sign(payload),
+                testToken: testToken,
+                state: hasURL ? "pending" : "unsent",
+                attempts: 0,
+                nextAttemptAt: hasURL ? now.millisecondsSince1970 : nil,
+                sendAttempts: "[]",
+                createdAt: now.millisecondsSince1970
+            ),
+            on: db
+        )
         return uuid
     }
 
@@ -77,7 +106,9 @@ extension Simulator {
             let response = try await client.execute(request, timeout: timeout)
             _ = try? await response.body.collect(upTo: 64 * 1024)
             result = (200...206).contains(Int(response.status.code)) ? .success : .unsuccessfulHTTPResponseCode
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
+        {
             result = .timedOut
         } catch let error as HTTPClientError where error == .remoteConnectionClosed {
             result = .prematureClose
@@ -87,7 +118,10 @@ extension Simulator {
         let now = clock.nowMilliseconds
         var attempts = (try? JSONDecoder().decode([SendAttemptItem].self, from: Data(record.sendAttempts.utf8))) ?? []
         attempts.append(SendAttemptItem(attemptDate: Date(milliseconds: now), sendAttemptResult: result))
-        record.sendAttempts = String(decoding: (try? AppleJSON.makeEncoder().encode(attempts)) ?? Data("[]".utf8), as: UTF8.self)
+        record.sendAttempts = String(
+            decoding: (try? AppleJSON.makeEncoder().encode(attempts)) ?? Data("[]".utf8),
+            as: UTF8.self
+        )
         record.attempts += 1
         let delays = configuration.notificationRetryDelays[environment] ?? []
         if result == .success {
@@ -100,7 +134,9 @@ extension Simulator {
             record.nextAttemptAt = now + Int64(delays[record.attempts - 1] * 1000)
         }
         logger.debug(
-            "notification delivery", metadata: ["uuid": "\(record.uuid)", "result": "\(result.rawValue)", "attempt": "\(record.attempts)"])
+            "notification delivery",
+            metadata: ["uuid": "\(record.uuid)", "result": "\(result.rawValue)", "attempt": "\(record.attempts)"]
+        )
         try? await store.update(record, on: store.sql)
     }
 }
@@ -124,7 +160,8 @@ public struct NotificationDeliveryService: Service {
                 }
                 await simulator.notificationsDue.wait(timeout: .milliseconds(250))
             }
-        } onGracefulShutdown: {}
+        } onGracefulShutdown: {
+        }
         try? await client.shutdown()
     }
 }

@@ -17,8 +17,13 @@ public struct PaymentRequest: Codable, Sendable {
     public var userAction: String?
 
     public init(
-        deviceId: String, bundleId: String, productId: String, quantity: Int? = nil, applicationUsername: String? = nil,
-        appAccountToken: String? = nil, userAction: String? = nil
+        deviceId: String,
+        bundleId: String,
+        productId: String,
+        quantity: Int? = nil,
+        applicationUsername: String? = nil,
+        appAccountToken: String? = nil,
+        userAction: String? = nil
     ) {
         self.deviceId = deviceId
         self.bundleId = bundleId
@@ -67,17 +72,29 @@ public struct RestoreResult: Codable, Sendable {
 
 extension Simulator {
     /// Adds a payment: it ends purchased, failed or deferred, and lands in the device's queue.
-    public func addPayment(_ request: PaymentRequest, environment: AppStoreEnvironment) async throws -> QueueTransaction {
+    public func addPayment(_ request: PaymentRequest, environment: AppStoreEnvironment) async throws -> QueueTransaction
+    {
         try await faultsForStoreKit(environment)
         let entryId = try await database.transaction { db -> String in
             let (device, account) = try await self.requireDevice(request.deviceId, environment: environment, on: db)
             let app = try await self.requireApp(bundleId: request.bundleId, on: db)
             let now = self.clock.nowMilliseconds
             var payment = SimPayment(
-                id: UUID().uuidString.lowercased(), accountId: account.id, deviceId: device.id, appAppleId: app.appAppleId,
-                environment: environment.rawValue, productId: request.productId, quantity: request.quantity ?? 1,
-                applicationUsername: request.applicationUsername, appAccountToken: request.appAccountToken?.lowercased(),
-                state: "purchasing", errorCode: nil, transactionId: nil, createdAt: now, updatedAt: now)
+                id: UUID().uuidString.lowercased(),
+                accountId: account.id,
+                deviceId: device.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                productId: request.productId,
+                quantity: request.quantity ?? 1,
+                applicationUsername: request.applicationUsername,
+                appAccountToken: request.appAccountToken?.lowercased(),
+                state: "purchasing",
+                errorCode: nil,
+                transactionId: nil,
+                createdAt: now,
+                updatedAt: now
+            )
             let product = try await self.store.product(appAppleId: app.appAppleId, productId: request.productId, on: db)
 
             var failure: StoreKitErrorCode?
@@ -104,15 +121,39 @@ extension Simulator {
                 payment.state = "failed"
                 payment.errorCode = failure.rawValue
                 try await self.store.insert(payment, on: db)
-                entry = try await self.enqueue(payment: payment, state: "failed", transactionId: nil, error: failure, on: db)
+                entry = try await self.enqueue(
+                    payment: payment,
+                    state: "failed",
+                    transactionId: nil,
+                    error: failure,
+                    on: db
+                )
             } else if account.askToBuy {
                 payment.state = "deferred"
                 try await self.store.insert(payment, on: db)
-                entry = try await self.enqueue(payment: payment, state: "deferred", transactionId: nil, error: nil, on: db)
+                entry = try await self.enqueue(
+                    payment: payment,
+                    state: "deferred",
+                    transactionId: nil,
+                    error: nil,
+                    on: db
+                )
             } else {
                 try await self.store.insert(payment, on: db)
-                let tx = try await self.completePurchase(payment: &payment, account: account, app: app, product: product!, on: db)
-                entry = try await self.enqueue(payment: payment, state: "purchased", transactionId: tx.transactionId, error: nil, on: db)
+                let tx = try await self.completePurchase(
+                    payment: &payment,
+                    account: account,
+                    app: app,
+                    product: product!,
+                    on: db
+                )
+                entry = try await self.enqueue(
+                    payment: payment,
+                    state: "purchased",
+                    transactionId: tx.transactionId,
+                    error: nil,
+                    on: db
+                )
             }
             return entry.id
         }
@@ -123,7 +164,9 @@ extension Simulator {
     /// Approves or declines a deferred (Ask to Buy) payment; its queue entry becomes purchased or failed.
     public func resolveDeferredPayment(id: String, approve: Bool) async throws -> QueueTransaction {
         let entryId = try await database.transaction { db -> String in
-            guard var payment = try await self.store.payment(id: id, on: db) else { throw SimulatorError.notFound("payment", id) }
+            guard var payment = try await self.store.payment(id: id, on: db) else {
+                throw SimulatorError.notFound("payment", id)
+            }
             guard payment.state == "deferred" else {
                 throw SimulatorError.conflict("notDeferred", "payment \(id) is \(payment.state), not deferred")
             }
@@ -133,9 +176,24 @@ extension Simulator {
             if approve {
                 guard let account = try await self.store.account(id: payment.accountId, on: db), !account.deleted,
                     let app = try await self.store.app(appAppleId: payment.appAppleId, on: db),
-                    let product = try await self.store.product(appAppleId: app.appAppleId, productId: payment.productId, on: db)
-                else { throw SimulatorError.conflict("cannotComplete", "the account, app or product of payment \(id) is gone") }
-                let tx = try await self.completePurchase(payment: &payment, account: account, app: app, product: product, on: db)
+                    let product = try await self.store.product(
+                        appAppleId: app.appAppleId,
+                        productId: payment.productId,
+                        on: db
+                    )
+                else {
+                    throw SimulatorError.conflict(
+                        "cannotComplete",
+                        "the account, app or product of payment \(id) is gone"
+                    )
+                }
+                let tx = try await self.completePurchase(
+                    payment: &payment,
+                    account: account,
+                    app: app,
+                    product: product,
+                    on: db
+                )
                 entry.state = "purchased"
                 entry.transactionId = tx.transactionId
             } else {
@@ -155,13 +213,19 @@ extension Simulator {
     }
 
     /// The device's unfinished transactions: everything the app has not finished yet comes back every time.
-    public func queue(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [QueueTransaction] {
+    public func queue(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws
+        -> [QueueTransaction]
+    {
         try await faultsForStoreKit(environment)
         let ids = try await database.transaction { db -> [String] in
             let (device, _) = try await self.requireDevice(deviceId, environment: environment, on: db)
             let app = try await self.requireApp(bundleId: bundleId, on: db)
             var ids: [String] = []
-            for var entry in try await self.store.unfinishedQueue(deviceId: device.id, appAppleId: app.appAppleId, on: db) {
+            for var entry in try await self.store.unfinishedQueue(
+                deviceId: device.id,
+                appAppleId: app.appAppleId,
+                on: db
+            ) {
                 entry.deliveries += 1
                 try await self.store.update(entry, on: db)
                 ids.append(entry.id)
@@ -185,7 +249,8 @@ extension Simulator {
             }
             entry.finished = true
             try await self.store.update(entry, on: db)
-            if entry.state == "purchased", let id = entry.transactionId, var tx = try await self.store.transaction(id: id, on: db),
+            if entry.state == "purchased", let id = entry.transactionId,
+                var tx = try await self.store.transaction(id: id, on: db),
                 !tx.finished
             {
                 tx.finished = true
@@ -197,23 +262,36 @@ extension Simulator {
 
     /// Restores completed transactions on a device: every restorable transaction of the account for the app,
     /// from any device, as `restored` entries. Consumables and non-renewing subscriptions are never restored.
-    public func restore(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> RestoreResult {
+    public func restore(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws
+        -> RestoreResult
+    {
         do {
             try await faultsForStoreKit(environment)
         } catch let error as SimulatorError where error.status == .serviceUnavailable {
             return RestoreResult(status: "failed", transactions: [], error: .init(code: 0, message: error.message))
         }
         let outcome = try await database.transaction { db -> Result<[String], SimulatorError> in
-            guard let device = try await self.store.device(id: deviceId, on: db) else { throw SimulatorError.notFound("device", deviceId) }
+            guard let device = try await self.store.device(id: deviceId, on: db) else {
+                throw SimulatorError.notFound("device", deviceId)
+            }
             let app = try await self.requireApp(bundleId: bundleId, on: db)
             guard let account = try await self.store.account(id: device.accountId, on: db),
                 account.appStoreEnvironment == environment
-            else { throw SimulatorError.badRequest("wrongEnvironment", "the device's account is not a \(environment) account") }
+            else {
+                throw SimulatorError.badRequest(
+                    "wrongEnvironment",
+                    "the device's account is not a \(environment) account"
+                )
+            }
             guard !account.deleted else {
                 return .failure(SimulatorError(.forbidden, "accountDeleted", "the account was deleted"))
             }
             let transactions = try await self.store.transactions(
-                accountId: account.id, appAppleId: app.appAppleId, environment: environment.rawValue, on: db)
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                on: db
+            )
             var ids: [String] = []
             var restoredProducts: Set<String> = []
             for tx in transactions where tx.type.isRestorable && tx.revocationDate == nil {
@@ -223,10 +301,21 @@ extension Simulator {
                 }
                 let seq = try await self.store.next("queue", on: db)
                 let entry = SimQueueEntry(
-                    id: UUID().uuidString.lowercased(), deviceId: device.id, appAppleId: app.appAppleId, seq: seq, state: "restored",
-                    transactionId: tx.transactionId, restoredTransactionId: try await self.nextTransactionId(environment, on: db),
-                    paymentId: nil, productId: tx.productId, errorCode: nil, errorMessage: nil, finished: false, deliveries: 0,
-                    createdAt: self.clock.nowMilliseconds)
+                    id: UUID().uuidString.lowercased(),
+                    deviceId: device.id,
+                    appAppleId: app.appAppleId,
+                    seq: seq,
+                    state: "restored",
+                    transactionId: tx.transactionId,
+                    restoredTransactionId: try await self.nextTransactionId(environment, on: db),
+                    paymentId: nil,
+                    productId: tx.productId,
+                    errorCode: nil,
+                    errorMessage: nil,
+                    finished: false,
+                    deliveries: 0,
+                    createdAt: self.clock.nowMilliseconds
+                )
                 try await self.store.insert(entry, on: db)
                 ids.append(entry.id)
             }
@@ -245,13 +334,28 @@ extension Simulator {
     // MARK: Internals
 
     private func enqueue(
-        payment: SimPayment, state: String, transactionId: String?, error: StoreKitErrorCode?, on db: any SQLDatabase
+        payment: SimPayment,
+        state: String,
+        transactionId: String?,
+        error: StoreKitErrorCode?,
+        on db: any SQLDatabase
     ) async throws -> SimQueueEntry {
         let entry = SimQueueEntry(
-            id: UUID().uuidString.lowercased(), deviceId: payment.deviceId, appAppleId: payment.appAppleId,
-            seq: try await store.next("queue", on: db), state: state, transactionId: transactionId, restoredTransactionId: nil,
-            paymentId: payment.id, productId: payment.productId, errorCode: error?.rawValue, errorMessage: error?.message,
-            finished: false, deliveries: 0, createdAt: clock.nowMilliseconds)
+            id: UUID().uuidString.lowercased(),
+            deviceId: payment.deviceId,
+            appAppleId: payment.appAppleId,
+            seq: try await store.next("queue", on: db),
+            state: state,
+            transactionId: transactionId,
+            restoredTransactionId: nil,
+            paymentId: payment.id,
+            productId: payment.productId,
+            errorCode: error?.rawValue,
+            errorMessage: error?.message,
+            finished: false,
+            deliveries: 0,
+            createdAt: clock.nowMilliseconds
+        )
         try await store.insert(entry, on: db)
         return entry
     }
@@ -259,16 +363,23 @@ extension Simulator {
     /// What the app sees for a queue entry, with the JWS and iOS 6 receipt of its transaction.
     func queueTransaction(entryId: String) async throws -> QueueTransaction {
         let db = store.sql
-        guard let entry = try await store.queueEntry(id: entryId, on: db) else { throw SimulatorError.notFound("queueEntry", entryId) }
+        guard let entry = try await store.queueEntry(id: entryId, on: db) else {
+            throw SimulatorError.notFound("queueEntry", entryId)
+        }
         var view = QueueTransaction(
-            id: entry.id, state: entry.state, productId: entry.productId, paymentId: entry.paymentId,
-            error: entry.errorCode.map { .init(code: $0, message: entry.errorMessage ?? "") })
+            id: entry.id,
+            state: entry.state,
+            productId: entry.productId,
+            paymentId: entry.paymentId,
+            error: entry.errorCode.map { .init(code: $0, message: entry.errorMessage ?? "") }
+        )
         if let id = entry.transactionId, let tx = try await store.transaction(id: id, on: db),
             let app = try await store.app(appAppleId: tx.appAppleId, on: db)
         {
             let device = try await store.device(id: entry.deviceId, on: db)
             view.transactionId = entry.restoredTransactionId ?? tx.transactionId
-            view.originalTransactionId = entry.restoredTransactionId == nil ? tx.originalTransactionId : tx.transactionId
+            view.originalTransactionId =
+                entry.restoredTransactionId == nil ? tx.originalTransactionId : tx.transactionId
             view.purchaseDate = tx.purchaseDate
             view.quantity = tx.quantity
             view.signedTransaction = try signTransaction(tx, app: app)
@@ -279,22 +390,48 @@ extension Simulator {
 
     /// Charges the account and records the transaction a payment buys, with its subscription bookkeeping.
     func completePurchase(
-        payment: inout SimPayment, account: SimAccount, app: SimApp, product: SimProduct, on db: any SQLDatabase
+        payment: inout SimPayment,
+        account: SimAccount,
+        app: SimApp,
+        product: SimProduct,
+        on db: any SQLDatabase
     ) async throws -> SimTransaction {
         let environment = account.appStoreEnvironment
         let now = clock.nowMilliseconds
         let price = product.prices[account.storefront] ?? StorefrontPrice(price: 0, currency: "USD")
         var tx = SimTransaction(
-            transactionId: try await nextTransactionId(environment, on: db), originalTransactionId: "", accountId: account.id,
-            appAppleId: app.appAppleId, productId: product.productId, productType: product.type.rawValue,
-            environment: environment.rawValue, quantity: payment.quantity, purchaseDate: now, originalPurchaseDate: now,
-            expiresDate: nil, webOrderLineItemId: nil, subscriptionGroup: product.subscriptionGroup,
-            appAccountToken: payment.appAccountToken, ownership: Ownership.purchased.rawValue,
-            price: product.type.isFree ? 0 : price.price * Int64(payment.quantity), currency: price.currency,
-            storefront: account.storefront, storefrontId: Storefronts.id(for: account.storefront), transactionReason: "PURCHASE",
-            revocationDate: nil, revocationReason: nil, revocationType: nil, isUpgraded: false, offerType: nil, isTrial: false,
-            orderId: makeOrderId(), deviceId: payment.deviceId, finished: false, signedSequence: try await nextSequence(on: db),
-            createdAt: now)
+            transactionId: try await nextTransactionId(environment, on: db),
+            originalTransactionId: "",
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            productId: product.productId,
+            productType: product.type.rawValue,
+            environment: environment.rawValue,
+            quantity: payment.quantity,
+            purchaseDate: now,
+            originalPurchaseDate: now,
+            expiresDate: nil,
+            webOrderLineItemId: nil,
+            subscriptionGroup: product.subscriptionGroup,
+            appAccountToken: payment.appAccountToken,
+            ownership: Ownership.purchased.rawValue,
+            price: product.type.isFree ? 0 : price.price * Int64(payment.quantity),
+            currency: price.currency,
+            storefront: account.storefront,
+            storefrontId: Storefronts.id(for: account.storefront),
+            transactionReason: "PURCHASE",
+            revocationDate: nil,
+            revocationReason: nil,
+            revocationType: nil,
+            isUpgraded: false,
+            offerType: nil,
+            isTrial: false,
+            orderId: makeOrderId(),
+            deviceId: payment.deviceId,
+            finished: false,
+            signedSequence: try await nextSequence(on: db),
+            createdAt: now
+        )
         tx.originalTransactionId = tx.transactionId
         var notification: (NotificationType, NotificationSubtype?)?
 
@@ -303,7 +440,10 @@ extension Simulator {
             notification = (.oneTimeCharge, nil)
         case .nonConsumable, .freeSubscription:
             let owned = try await store.transactions(
-                accountId: account.id, appAppleId: app.appAppleId, environment: environment.rawValue, on: db
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                on: db
             ).first { $0.productId == product.productId && $0.revocationDate == nil }
             if let owned {
                 // Already bought: the store hands it out again without charging.
@@ -324,8 +464,13 @@ extension Simulator {
                 try await store.update(payment, on: db)
                 if let notification {
                     try await enqueueNotification(
-                        app: app, environment: environment, type: notification.0, subtype: notification.1,
-                        transaction: tx, on: db)
+                        app: app,
+                        environment: environment,
+                        type: notification.0,
+                        subtype: notification.1,
+                        transaction: tx,
+                        on: db
+                    )
                 }
                 return tx
             }
@@ -338,15 +483,27 @@ extension Simulator {
         try await store.update(payment, on: db)
         if let notification {
             try await enqueueNotification(
-                app: app, environment: environment, type: notification.0, subtype: notification.1, transaction: tx, on: db)
+                app: app,
+                environment: environment,
+                type: notification.0,
+                subtype: notification.1,
+                transaction: tx,
+                on: db
+            )
         }
         return tx
     }
 
     /// Subscribing inside a group: first purchase, resubscription, upgrade, downgrade or crossgrade.
     private func purchaseSubscription(
-        tx: SimTransaction, account: SimAccount, app: SimApp, product: SimProduct, on db: any SQLDatabase
-    ) async throws -> (transaction: SimTransaction, notification: (NotificationType, NotificationSubtype?)?, reusesExisting: Bool) {
+        tx: SimTransaction,
+        account: SimAccount,
+        app: SimApp,
+        product: SimProduct,
+        on db: any SQLDatabase
+    ) async throws -> (
+        transaction: SimTransaction, notification: (NotificationType, NotificationSubtype?)?, reusesExisting: Bool
+    ) {
         var tx = tx
         let environment = account.appStoreEnvironment
         let group = product.subscriptionGroup ?? product.productId
@@ -355,8 +512,14 @@ extension Simulator {
         tx.subscriptionGroup = group
         tx.webOrderLineItemId = try await nextWebOrderLineItemId(environment, on: db)
 
-        guard var subscription = try await store.subscription(
-            accountId: account.id, appAppleId: app.appAppleId, environment: environment.rawValue, group: group, on: db)
+        guard
+            var subscription = try await store.subscription(
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                group: group,
+                on: db
+            )
         else {
             tx.expiresDate = expiry(of: period, from: now, environment: environment)
             try await store.upsert(newSubscription(tx, account: account, app: app), on: db)
@@ -367,7 +530,8 @@ extension Simulator {
         if let first = try await store.transaction(id: subscription.originalTransactionId, on: db) {
             tx.originalPurchaseDate = first.originalPurchaseDate
         }
-        let active = subscription.status == SubscriptionStatus.active.rawValue
+        let active =
+            subscription.status == SubscriptionStatus.active.rawValue
             || subscription.status == SubscriptionStatus.gracePeriod.rawValue
             || subscription.status == SubscriptionStatus.billingRetry.rawValue
 
@@ -380,7 +544,11 @@ extension Simulator {
         }
 
         guard let latest = try await store.transaction(id: subscription.lastTransactionId, on: db) else {
-            throw SimulatorError(.internalServerError, "inconsistentSubscription", "subscription \(subscription.originalTransactionId) has no last transaction")
+            throw SimulatorError(
+                .internalServerError,
+                "inconsistentSubscription",
+                "subscription \(subscription.originalTransactionId) has no last transaction"
+            )
         }
         if product.productId == subscription.productId {
             // Already subscribed to this product: nothing is charged; a pending change is reverted.
@@ -400,7 +568,8 @@ extension Simulator {
 
         let current = try await store.product(appAppleId: app.appAppleId, productId: subscription.productId, on: db)
         let currentPeriod = current?.subscriptionPeriod ?? .oneMonth
-        let immediate = product.groupLevel < (current?.groupLevel ?? Int.max)
+        let immediate =
+            product.groupLevel < (current?.groupLevel ?? Int.max)
             || (product.groupLevel == current?.groupLevel && period == currentPeriod)
         guard immediate else {
             // Downgrades, and crossgrades to another duration, start at the next renewal.
@@ -429,15 +598,31 @@ extension Simulator {
     }
 
     private func newSubscription(
-        _ tx: SimTransaction, account: SimAccount, app: SimApp, keeping previous: SimSubscription? = nil
+        _ tx: SimTransaction,
+        account: SimAccount,
+        app: SimApp,
+        keeping previous: SimSubscription? = nil
     ) -> SimSubscription {
         SimSubscription(
-            originalTransactionId: tx.originalTransactionId, accountId: account.id, appAppleId: app.appAppleId,
-            environment: tx.environment, subscriptionGroup: tx.subscriptionGroup ?? tx.productId, productId: tx.productId,
-            autoRenewProductId: tx.productId, autoRenewStatus: true, expiresDate: tx.expiresDate!,
-            status: SubscriptionStatus.active.rawValue, renewalCount: 0, billingRetry: false, gracePeriodExpiresDate: nil,
-            retryUntil: nil, expirationIntent: nil, lastTransactionId: tx.transactionId, recentStartDate: tx.purchaseDate,
-            updatedAt: tx.purchaseDate)
+            originalTransactionId: tx.originalTransactionId,
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            environment: tx.environment,
+            subscriptionGroup: tx.subscriptionGroup ?? tx.productId,
+            productId: tx.productId,
+            autoRenewProductId: tx.productId,
+            autoRenewStatus: true,
+            expiresDate: tx.expiresDate!,
+            status: SubscriptionStatus.active.rawValue,
+            renewalCount: 0,
+            billingRetry: false,
+            gracePeriodExpiresDate: nil,
+            retryUntil: nil,
+            expirationIntent: nil,
+            lastTransactionId: tx.transactionId,
+            recentStartDate: tx.purchaseDate,
+            updatedAt: tx.purchaseDate
+        )
     }
 
     /// When a period starting at `start` (milliseconds) ends: accelerated in the sandbox, real in production.
@@ -447,11 +632,14 @@ extension Simulator {
     }
 
     /// Family Sharing: family members get their own shared copy of a shareable non-consumable or subscription.
-    private func shareWithFamily(_ tx: SimTransaction, account: SimAccount, product: SimProduct, on db: any SQLDatabase) async throws {
+    private func shareWithFamily(_ tx: SimTransaction, account: SimAccount, product: SimProduct, on db: any SQLDatabase)
+        async throws
+    {
         guard product.familyShareable, let family = account.familyId,
             product.type == .nonConsumable || product.type == .autoRenewable
         else { return }
-        for member in try await store.accounts(familyId: family, on: db) where member.id != account.id && !member.deleted {
+        for member in try await store.accounts(familyId: family, on: db)
+        where member.id != account.id && !member.deleted {
             var shared = tx
             shared.transactionId = try await nextTransactionId(AppStoreEnvironment(tx.environment), on: db)
             shared.originalTransactionId = shared.transactionId
@@ -477,7 +665,8 @@ extension Simulator {
 
 extension Simulator {
     /// The device's receipt file for an app (PKCS#7 DER).
-    public func appReceipt(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [UInt8] {
+    public func appReceipt(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [UInt8]
+    {
         try await faultsForStoreKit(environment)
         return try await database.transaction { db in
             let (device, account) = try await self.requireDevice(deviceId, environment: environment, on: db)

@@ -67,28 +67,43 @@ extension Simulator {
     // MARK: Endpoints (§4.8)
 
     /// Get Transaction Info.
-    func transactionInfo(_ transactionId: String, app: SimApp, environment: AppStoreEnvironment) async throws -> TransactionInfoResponse {
+    func transactionInfo(_ transactionId: String, app: SimApp, environment: AppStoreEnvironment) async throws
+        -> TransactionInfoResponse
+    {
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
         return TransactionInfoResponse(signedTransactionInfo: try signTransaction(tx, app: app))
     }
 
     /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page.
     func transactionHistory(
-        _ transactionId: String, query: [(String, String)], app: SimApp, environment: AppStoreEnvironment
+        _ transactionId: String,
+        query: [(String, String)],
+        app: SimApp,
+        environment: AppStoreEnvironment
     ) async throws -> HistoryResponse {
         let filter: TransactionHistoryQuery
-        do { filter = try TransactionHistoryQuery(queryItems: query) } catch { throw ServerAPIFailure(status: 400, error: error) }
+        do { filter = try TransactionHistoryQuery(queryItems: query) } catch {
+            throw ServerAPIFailure(status: 400, error: error)
+        }
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
         var transactions = try await store.transactions(
-            accountId: tx.accountId, appAppleId: app.appAppleId, environment: environment.rawValue, on: store.sql)
+            accountId: tx.accountId,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: store.sql
+        )
         transactions = transactions.filter { candidate in
             if let start = filter.startDate, candidate.purchaseDate < start.millisecondsSince1970 { return false }
             if let end = filter.endDate, candidate.purchaseDate >= end.millisecondsSince1970 { return false }
             if !filter.productIds.isEmpty, !filter.productIds.contains(candidate.productId) { return false }
-            if !filter.productTypes.isEmpty, !filter.productTypes.contains(Self.historyType(candidate.type)) { return false }
+            if !filter.productTypes.isEmpty, !filter.productTypes.contains(Self.historyType(candidate.type)) {
+                return false
+            }
             if !filter.subscriptionGroupIdentifiers.isEmpty,
                 !filter.subscriptionGroupIdentifiers.contains(candidate.subscriptionGroup ?? "")
-            { return false }
+            {
+                return false
+            }
             if let ownership = filter.inAppOwnershipType, ownership.rawValue != candidate.ownership { return false }
             if let revoked = filter.revoked, revoked != (candidate.revocationDate != nil) { return false }
             return true
@@ -97,21 +112,37 @@ extension Simulator {
         if filter.sort == .descending { transactions.reverse() }
         let page = try paginate(transactions, revision: filter.revision)
         return HistoryResponse(
-            revision: page.revision, hasMore: page.hasMore, bundleId: app.bundleId, appAppleId: app.appAppleId,
-            environment: environment, signedTransactions: try page.items.map { try signTransaction($0, app: app) })
+            revision: page.revision,
+            hasMore: page.hasMore,
+            bundleId: app.bundleId,
+            appAppleId: app.appAppleId,
+            environment: environment,
+            signedTransactions: try page.items.map { try signTransaction($0, app: app) }
+        )
     }
 
     /// Get All Subscription Statuses.
     func subscriptionStatuses(
-        _ transactionId: String, query: [(String, String)], app: SimApp, environment: AppStoreEnvironment
+        _ transactionId: String,
+        query: [(String, String)],
+        app: SimApp,
+        environment: AppStoreEnvironment
     ) async throws -> StatusResponse {
         let filter: SubscriptionStatusQuery
-        do { filter = try SubscriptionStatusQuery(queryItems: query) } catch { throw ServerAPIFailure(status: 400, error: error) }
+        do { filter = try SubscriptionStatusQuery(queryItems: query) } catch {
+            throw ServerAPIFailure(status: 400, error: error)
+        }
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
         let subscriptions = try await store.subscriptions(
-            accountId: tx.accountId, appAppleId: app.appAppleId, environment: environment.rawValue, on: store.sql)
+            accountId: tx.accountId,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: store.sql
+        )
         var groups: [SubscriptionGroupIdentifierItem] = []
-        for (group, members) in Dictionary(grouping: subscriptions, by: \.subscriptionGroup).sorted(by: { $0.key < $1.key }) {
+        for (group, members) in Dictionary(grouping: subscriptions, by: \.subscriptionGroup).sorted(by: {
+            $0.key < $1.key
+        }) {
             var items: [LastTransactionsItem] = []
             for subscription in members {
                 let status = SubscriptionStatus(rawValue: subscription.status)
@@ -120,51 +151,90 @@ extension Simulator {
                 else { continue }
                 items.append(
                     LastTransactionsItem(
-                        status: status, originalTransactionId: subscription.originalTransactionId,
+                        status: status,
+                        originalTransactionId: subscription.originalTransactionId,
                         signedTransactionInfo: try signTransaction(latest, app: app),
-                        signedRenewalInfo: try await signRenewalInfo(subscription, app: app, on: store.sql)))
+                        signedRenewalInfo: try await signRenewalInfo(subscription, app: app, on: store.sql)
+                    )
+                )
             }
-            if !items.isEmpty { groups.append(SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: items)) }
+            if !items.isEmpty {
+                groups.append(
+                    SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: items)
+                )
+            }
         }
-        return StatusResponse(environment: environment, bundleId: app.bundleId, appAppleId: app.appAppleId, data: groups)
+        return StatusResponse(
+            environment: environment,
+            bundleId: app.bundleId,
+            appAppleId: app.appAppleId,
+            data: groups
+        )
     }
 
     /// Look Up Order ID.
-    func lookUpOrder(_ orderId: String, app: SimApp, environment: AppStoreEnvironment) async throws -> OrderLookupResponse {
+    func lookUpOrder(_ orderId: String, app: SimApp, environment: AppStoreEnvironment) async throws
+        -> OrderLookupResponse
+    {
         let transactions = try await store.transactions(orderId: orderId, on: store.sql)
-            .filter { $0.appAppleId == app.appAppleId && $0.environment == environment.rawValue && $0.ownership == Ownership.purchased.rawValue }
+            .filter {
+                $0.appAppleId == app.appAppleId && $0.environment == environment.rawValue
+                    && $0.ownership == Ownership.purchased.rawValue
+            }
         guard !transactions.isEmpty else { return OrderLookupResponse(status: .invalid, signedTransactions: []) }
-        return OrderLookupResponse(status: .valid, signedTransactions: try transactions.map { try signTransaction($0, app: app) })
+        return OrderLookupResponse(
+            status: .valid,
+            signedTransactions: try transactions.map { try signTransaction($0, app: app) }
+        )
     }
 
     /// Get Refund History (v2): the customer's refunded transactions by revocation date, 20 a page.
-    func refundHistory(_ transactionId: String, revision: String?, app: SimApp, environment: AppStoreEnvironment) async throws
+    func refundHistory(_ transactionId: String, revision: String?, app: SimApp, environment: AppStoreEnvironment)
+        async throws
         -> RefundHistoryResponse
     {
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
         let refunded = try await store.transactions(
-            accountId: tx.accountId, appAppleId: app.appAppleId, environment: environment.rawValue, on: store.sql
+            accountId: tx.accountId,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: store.sql
         ).filter { $0.revocationDate != nil && $0.revocationType != "FAMILY_REVOKE" }
             .sorted { ($0.revocationDate!, $0.signedSequence) < ($1.revocationDate!, $1.signedSequence) }
         let page = try paginate(refunded, revision: revision)
         return RefundHistoryResponse(
-            signedTransactions: try page.items.map { try signTransaction($0, app: app) }, revision: page.revision, hasMore: page.hasMore)
+            signedTransactions: try page.items.map { try signTransaction($0, app: app) },
+            revision: page.revision,
+            hasMore: page.hasMore
+        )
     }
 
     /// Request a Test Notification.
-    func requestTestNotification(app: SimApp, environment: AppStoreEnvironment) async throws -> SendTestNotificationResponse {
+    func requestTestNotification(app: SimApp, environment: AppStoreEnvironment) async throws
+        -> SendTestNotificationResponse
+    {
         let token = UUID().uuidString.lowercased() + "_" + String(clock.nowMilliseconds)
-        try await database.transaction { db in
+        _ = try await database.transaction { db in
             try await self.enqueueNotification(
-                app: app, environment: environment, type: .test, subtype: nil, transaction: nil, testToken: token, on: db)
+                app: app,
+                environment: environment,
+                type: .test,
+                subtype: nil,
+                transaction: nil,
+                testToken: token,
+                on: db
+            )
         }
         notificationsDue.signal()
         return SendTestNotificationResponse(testNotificationToken: token)
     }
 
     /// Get Test Notification Status.
-    func testNotificationStatus(_ token: String, app: SimApp, environment: AppStoreEnvironment) async throws -> CheckTestNotificationResponse {
-        guard let record = try await store.notification(testToken: token, on: store.sql), record.appAppleId == app.appAppleId,
+    func testNotificationStatus(_ token: String, app: SimApp, environment: AppStoreEnvironment) async throws
+        -> CheckTestNotificationResponse
+    {
+        guard let record = try await store.notification(testToken: token, on: store.sql),
+            record.appAppleId == app.appAppleId,
             record.environment == environment.rawValue
         else { throw ServerAPIFailure(.testNotificationNotFound) }
         return CheckTestNotificationResponse(signedPayload: record.signedPayload, sendAttempts: attempts(of: record))
@@ -172,20 +242,30 @@ extension Simulator {
 
     /// Get Notification History: notifications sent in a window of at most 180 days, with filters, 20 a page.
     func notificationHistory(
-        _ request: NotificationHistoryRequest, paginationToken: String?, app: SimApp, environment: AppStoreEnvironment
+        _ request: NotificationHistoryRequest,
+        paginationToken: String?,
+        app: SimApp,
+        environment: AppStoreEnvironment
     ) async throws -> NotificationHistoryResponse {
         guard let start = request.startDate else { throw ServerAPIFailure(.invalidStartDate) }
         guard let end = request.endDate else { throw ServerAPIFailure(.invalidEndDate) }
         guard start < end else { throw ServerAPIFailure(.startDateAfterEndDate) }
-        guard clock.now().timeIntervalSince(start) <= 180 * 86_400 else { throw ServerAPIFailure(.startDateTooFarInPast) }
-        if request.transactionId != nil && request.notificationType != nil { throw ServerAPIFailure(.multipleFiltersSupplied) }
+        guard clock.now().timeIntervalSince(start) <= 180 * 86_400 else {
+            throw ServerAPIFailure(.startDateTooFarInPast)
+        }
+        if request.transactionId != nil && request.notificationType != nil {
+            throw ServerAPIFailure(.multipleFiltersSupplied)
+        }
         var original: String?
         if let id = request.transactionId {
             original = try await requireTransaction(id, app: app, environment: environment).originalTransactionId
         }
         let records = try await store.notifications(
-            appAppleId: app.appAppleId, environment: environment.rawValue, from: start.millisecondsSince1970,
-            to: end.millisecondsSince1970, on: store.sql
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            from: start.millisecondsSince1970,
+            to: end.millisecondsSince1970,
+            on: store.sql
         ).filter { record in
             if let type = request.notificationType, record.notificationType != type.rawValue { return false }
             if let subtype = request.notificationSubtype, record.subtype != subtype.rawValue { return false }
@@ -194,16 +274,26 @@ extension Simulator {
             return record.testToken == nil || record.attempts > 0
         }
         let page: (items: [SimNotificationRecord], revision: String?, hasMore: Bool)
-        do { page = try paginate(records, revision: paginationToken) } catch { throw ServerAPIFailure(.invalidPaginationToken) }
+        do { page = try paginate(records, revision: paginationToken) } catch {
+            throw ServerAPIFailure(.invalidPaginationToken)
+        }
         return NotificationHistoryResponse(
-            paginationToken: page.revision, hasMore: page.hasMore,
-            notificationHistory: page.items.map { NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: attempts(of: $0)) })
+            paginationToken: page.revision,
+            hasMore: page.hasMore,
+            notificationHistory: page.items.map {
+                NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: attempts(of: $0))
+            }
+        )
     }
 
     // MARK: Helpers
 
-    private func requireTransaction(_ id: String, app: SimApp, environment: AppStoreEnvironment) async throws -> SimTransaction {
-        guard !id.isEmpty, id.count <= 30, id.allSatisfy(\.isNumber) else { throw ServerAPIFailure(.invalidTransactionId) }
+    private func requireTransaction(_ id: String, app: SimApp, environment: AppStoreEnvironment) async throws
+        -> SimTransaction
+    {
+        guard !id.isEmpty, id.count <= 30, id.allSatisfy(\.isNumber) else {
+            throw ServerAPIFailure(.invalidTransactionId)
+        }
         guard let tx = try await store.transaction(id: id, on: store.sql), tx.appAppleId == app.appAppleId,
             tx.environment == environment.rawValue
         else { throw ServerAPIFailure(.transactionIdNotFound) }
@@ -211,10 +301,13 @@ extension Simulator {
     }
 
     /// Pages of 20; the revision is the base64url offset of the next page.
-    private func paginate<T>(_ items: [T], revision: String?) throws(ServerAPIFailure) -> (items: [T], revision: String?, hasMore: Bool) {
+    private func paginate<T>(_ items: [T], revision: String?) throws(ServerAPIFailure) -> (
+        items: [T], revision: String?, hasMore: Bool
+    ) {
         var offset = 0
         if let revision {
-            guard let bytes = Base64.decode(revision, alphabet: .url), let value = Int(String(decoding: bytes, as: UTF8.self)),
+            guard let bytes = Base64.decode(revision, alphabet: .url),
+                let value = Int(String(decoding: bytes, as: UTF8.self)),
                 value >= 0, value <= items.count
             else { throw ServerAPIFailure(.invalidRequestRevision) }
             offset = value

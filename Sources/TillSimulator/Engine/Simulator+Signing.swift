@@ -9,19 +9,34 @@ extension Simulator {
     /// A transaction as StoreKit 2 and the App Store Server API sign it.
     func transactionPayload(_ tx: SimTransaction, app: SimApp, signedAt: Date) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
-            transactionId: tx.transactionId, originalTransactionId: tx.originalTransactionId,
-            webOrderLineItemId: tx.webOrderLineItemId, bundleId: app.bundleId, productId: tx.productId,
-            subscriptionGroupIdentifier: tx.subscriptionGroup, purchaseDate: Date(milliseconds: tx.purchaseDate),
-            originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate), expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
-            quantity: tx.quantity, type: TransactionType(tx.type), appAccountToken: tx.appAccountToken,
-            inAppOwnershipType: Ownership(rawValue: tx.ownership), signedDate: signedAt,
+            transactionId: tx.transactionId,
+            originalTransactionId: tx.originalTransactionId,
+            webOrderLineItemId: tx.webOrderLineItemId,
+            bundleId: app.bundleId,
+            productId: tx.productId,
+            subscriptionGroupIdentifier: tx.subscriptionGroup,
+            purchaseDate: Date(milliseconds: tx.purchaseDate),
+            originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
+            expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
+            quantity: tx.quantity,
+            type: TransactionType(tx.type),
+            appAccountToken: tx.appAccountToken,
+            inAppOwnershipType: Ownership(rawValue: tx.ownership),
+            signedDate: signedAt,
             revocationReason: tx.revocationReason.map(RevocationReason.init(rawValue:)),
-            revocationDate: tx.revocationDate.map(Date.init(milliseconds:)), isUpgraded: tx.isUpgraded ? true : nil,
-            offerType: tx.offerType.map(OfferType.init(rawValue:)), environment: AppStoreEnvironment(tx.environment),
-            storefront: tx.storefront, storefrontId: tx.storefrontId, transactionReason: TransactionReason(rawValue: tx.transactionReason),
-            currency: tx.currency, price: tx.price, appTransactionId: appTransactionId(accountId: tx.accountId, app: app),
+            revocationDate: tx.revocationDate.map(Date.init(milliseconds:)),
+            isUpgraded: tx.isUpgraded ? true : nil,
+            offerType: tx.offerType.map(OfferType.init(rawValue:)),
+            environment: AppStoreEnvironment(tx.environment),
+            storefront: tx.storefront,
+            storefrontId: tx.storefrontId,
+            transactionReason: TransactionReason(rawValue: tx.transactionReason),
+            currency: tx.currency,
+            price: tx.price,
+            appTransactionId: appTransactionId(accountId: tx.accountId, app: app),
             revocationType: tx.revocationType.map(RevocationType.init(rawValue:)),
-            revocationPercentage: tx.revocationType == "REFUND_FULL" ? 100_000 : nil)
+            revocationPercentage: tx.revocationType == "REFUND_FULL" ? 100_000 : nil
+        )
     }
 
     func signTransaction(_ tx: SimTransaction, app: SimApp) throws -> String {
@@ -29,22 +44,34 @@ extension Simulator {
     }
 
     /// The renewal information of a subscription, signed.
-    func renewalPayload(_ subscription: SimSubscription, app: SimApp, product: SimProduct?, storefront: String) -> JWSRenewalInfoDecodedPayload {
+    func renewalPayload(_ subscription: SimSubscription, app: SimApp, product: SimProduct?, storefront: String)
+        -> JWSRenewalInfoDecodedPayload
+    {
         let price = product?.prices[storefront]
         return JWSRenewalInfoDecodedPayload(
             expirationIntent: subscription.expirationIntent.map(ExpirationIntent.init(rawValue:)),
-            originalTransactionId: subscription.originalTransactionId, autoRenewProductId: subscription.autoRenewProductId,
-            productId: subscription.productId, autoRenewStatus: AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0),
+            originalTransactionId: subscription.originalTransactionId,
+            autoRenewProductId: subscription.autoRenewProductId,
+            productId: subscription.productId,
+            autoRenewStatus: AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0),
             isInBillingRetryPeriod: subscription.billingRetry,
             gracePeriodExpiresDate: subscription.gracePeriodExpiresDate.map(Date.init(milliseconds:)),
-            signedDate: clock.now(), environment: AppStoreEnvironment(subscription.environment),
+            signedDate: clock.now(),
+            environment: AppStoreEnvironment(subscription.environment),
             recentSubscriptionStartDate: Date(milliseconds: subscription.recentStartDate),
-            renewalDate: Date(milliseconds: subscription.expiresDate), currency: price?.currency, renewalPrice: price?.price,
-            appTransactionId: appTransactionId(accountId: subscription.accountId, app: app))
+            renewalDate: Date(milliseconds: subscription.expiresDate),
+            currency: price?.currency,
+            renewalPrice: price?.price,
+            appTransactionId: appTransactionId(accountId: subscription.accountId, app: app)
+        )
     }
 
     func signRenewalInfo(_ subscription: SimSubscription, app: SimApp, on db: any SQLDatabase) async throws -> String {
-        let product = try await store.product(appAppleId: app.appAppleId, productId: subscription.autoRenewProductId, on: db)
+        let product = try await store.product(
+            appAppleId: app.appAppleId,
+            productId: subscription.autoRenewProductId,
+            on: db
+        )
         let storefront = try await store.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
         return try signer.jws.sign(renewalPayload(subscription, app: app, product: product, storefront: storefront))
     }
@@ -52,14 +79,23 @@ extension Simulator {
     /// The AppTransaction of an account's copy of an app, signed (StoreKit 2 `AppTransaction.shared`).
     func signAppTransaction(account: SimAccount, device: SimDevice, app: SimApp) throws -> String {
         let nonce = UUID().uuidString.lowercased()
-        let verification = Data(SHA384.hash(data: Data((nonce + device.vendorIdentifier.lowercased()).utf8))).base64EncodedString()
+        let verification = Data(SHA384.hash(data: Data((nonce + device.vendorIdentifier.lowercased()).utf8)))
+            .base64EncodedString()
         let environment = account.appStoreEnvironment
         let payload = AppTransaction(
-            receiptType: environment, appAppleId: environment == .production ? app.appAppleId : nil, bundleId: app.bundleId,
-            applicationVersion: "1", versionExternalIdentifier: environment == .production ? 1 : 0,
-            receiptCreationDate: clock.now(), originalPurchaseDate: Date(milliseconds: account.createdAt),
-            originalApplicationVersion: "1.0", deviceVerification: verification, deviceVerificationNonce: nonce,
-            appTransactionId: appTransactionId(accountId: account.id, app: app), originalPlatform: .iOS)
+            receiptType: environment,
+            appAppleId: environment == .production ? app.appAppleId : nil,
+            bundleId: app.bundleId,
+            applicationVersion: "1",
+            versionExternalIdentifier: environment == .production ? 1 : 0,
+            receiptCreationDate: clock.now(),
+            originalPurchaseDate: Date(milliseconds: account.createdAt),
+            originalApplicationVersion: "1.0",
+            deviceVerification: verification,
+            deviceVerificationNonce: nonce,
+            appTransactionId: appTransactionId(accountId: account.id, app: app),
+            originalPlatform: .iOS
+        )
         return try signer.jws.sign(payload)
     }
 
@@ -77,52 +113,96 @@ extension Simulator {
         transactions.filter { !($0.type == .consumable && $0.finished) }.map { tx in
             let subscription = tx.type == .autoRenewable
             return InAppPurchase(
-                quantity: tx.quantity, productId: tx.productId, transactionId: tx.transactionId,
-                purchaseDate: Date(milliseconds: tx.purchaseDate), originalTransactionId: tx.originalTransactionId,
+                quantity: tx.quantity,
+                productId: tx.productId,
+                transactionId: tx.transactionId,
+                purchaseDate: Date(milliseconds: tx.purchaseDate),
+                originalTransactionId: tx.originalTransactionId,
                 originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
-                productTypeCode: InAppPurchase.productTypeCode(for: tx.type), expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
-                webOrderLineItemId: tx.webOrderLineItemId.flatMap { Int64($0) }, cancellationDate: tx.revocationDate.map(Date.init(milliseconds:)),
-                isTrialPeriod: subscription ? tx.isTrial : nil, isInIntroOfferPeriod: subscription ? false : nil)
+                productTypeCode: InAppPurchase.productTypeCode(for: tx.type),
+                expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
+                webOrderLineItemId: tx.webOrderLineItemId.flatMap { Int64($0) },
+                cancellationDate: tx.revocationDate.map(Date.init(milliseconds:)),
+                isTrialPeriod: subscription ? tx.isTrial : nil,
+                isInIntroOfferPeriod: subscription ? false : nil
+            )
         }
     }
 
     /// The app receipt of an account on a device for an app, signed, as the device's receipt file holds it.
     /// Its opaque value is recorded so that verifyReceipt can find the account again.
-    func appReceipt(account: SimAccount, device: SimDevice, app: SimApp, on db: any SQLDatabase) async throws -> [UInt8] {
+    func appReceipt(account: SimAccount, device: SimDevice, app: SimApp, on db: any SQLDatabase) async throws -> [UInt8]
+    {
         let environment = account.appStoreEnvironment
         let transactions = try await store.transactions(
-            accountId: account.id, appAppleId: app.appAppleId, environment: environment.rawValue, on: db)
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: db
+        )
         let opaque = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        let vendor = UUID(uuidString: device.vendorIdentifier).map { uuid in withUnsafeBytes(of: uuid.uuid) { Array($0) } } ?? []
+        let vendor =
+            UUID(uuidString: device.vendorIdentifier).map { uuid in withUnsafeBytes(of: uuid.uuid) { Array($0) } } ?? []
         let bundleValue = AppReceipt(bundleId: app.bundleId).bundleIdAttributeValue
         let now = clock.now()
         let receipt = AppReceipt(
-            receiptType: AppReceipt.receiptType(for: environment), appItemId: environment == .production ? app.appAppleId : 0,
-            bundleId: app.bundleId, applicationVersion: "1", opaqueValue: opaque,
-            sha1Hash: AppReceipt.deviceHash(identifier: vendor, opaqueValue: opaque, bundleIdAttributeValue: bundleValue),
-            receiptCreationDate: now, downloadId: 0, versionExternalIdentifier: 0, inAppPurchases: receiptEntries(transactions),
+            receiptType: AppReceipt.receiptType(for: environment),
+            appItemId: environment == .production ? app.appAppleId : 0,
+            bundleId: app.bundleId,
+            applicationVersion: "1",
+            opaqueValue: opaque,
+            sha1Hash: AppReceipt.deviceHash(
+                identifier: vendor,
+                opaqueValue: opaque,
+                bundleIdAttributeValue: bundleValue
+            ),
+            receiptCreationDate: now,
+            downloadId: 0,
+            versionExternalIdentifier: 0,
+            inAppPurchases: receiptEntries(transactions),
             originalPurchaseDate: environment == .production
                 ? Date(milliseconds: account.createdAt) : Date(timeIntervalSince1970: 1_375_340_400),
-            originalApplicationVersion: "1.0")
+            originalApplicationVersion: "1.0"
+        )
         try await store.recordReceipt(
-            opaqueValue: hex(opaque), accountId: account.id, deviceId: device.id, appAppleId: app.appAppleId,
-            environment: environment.rawValue, at: now.millisecondsSince1970, on: db)
+            opaqueValue: hex(opaque),
+            accountId: account.id,
+            deviceId: device.id,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            at: now.millisecondsSince1970,
+            on: db
+        )
         return try signer.receipts.sign(receipt, signingTime: now)
     }
 
     /// An iOS 6-style transaction receipt for one transaction, base64.
     func transactionReceipt(_ tx: SimTransaction, app: SimApp, device: SimDevice?) throws -> String {
         let purchase = PurchaseTransaction(
-            transactionId: tx.transactionId, originalTransactionId: tx.originalTransactionId, productId: tx.productId,
-            bundleId: app.bundleId, productType: tx.type, quantity: tx.quantity, purchaseDate: Date(milliseconds: tx.purchaseDate),
-            originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate), expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
-            webOrderLineItemId: tx.webOrderLineItemId, isTrialPeriod: tx.isTrial, environment: AppStoreEnvironment(tx.environment))
+            transactionId: tx.transactionId,
+            originalTransactionId: tx.originalTransactionId,
+            productId: tx.productId,
+            bundleId: app.bundleId,
+            productType: tx.type,
+            quantity: tx.quantity,
+            purchaseDate: Date(milliseconds: tx.purchaseDate),
+            originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
+            expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
+            webOrderLineItemId: tx.webOrderLineItemId,
+            isTrialPeriod: tx.isTrial,
+            environment: AppStoreEnvironment(tx.environment)
+        )
         let info = TransactionReceipt.PurchaseInfo(
-            transaction: purchase, bundleVersion: "1", itemId: String(1_000_000_000 + stableNumber("\(app.appAppleId)/\(tx.productId)", below: 999_999_999)),
+            transaction: purchase,
+            bundleVersion: "1",
+            itemId: String(1_000_000_000 + stableNumber("\(app.appAppleId)/\(tx.productId)", below: 999_999_999)),
             appItemId: tx.environment == AppStoreEnvironment.production.rawValue ? String(app.appAppleId) : "0",
-            versionExternalIdentifier: "0", uniqueIdentifier: hex(Array(SHA256.hash(data: Data((device?.id ?? tx.accountId).utf8)).prefix(20))),
-            uniqueVendorIdentifier: device?.vendorIdentifier.uppercased() ?? UUID().uuidString)
-        return try signer.transactionReceipt(purchaseInfo: info, environment: AppStoreEnvironment(tx.environment)).base64EncodedString()
+            versionExternalIdentifier: "0",
+            uniqueIdentifier: hex(Array(SHA256.hash(data: Data((device?.id ?? tx.accountId).utf8)).prefix(20))),
+            uniqueVendorIdentifier: device?.vendorIdentifier.uppercased() ?? UUID().uuidString
+        )
+        return try signer.transactionReceipt(purchaseInfo: info, environment: AppStoreEnvironment(tx.environment))
+            .base64EncodedString()
     }
 }
 

@@ -27,7 +27,11 @@ extension Simulator {
     /// Brings one subscription up to the current time; returns whether it changed.
     private func advance(_ originalTransactionId: String) async throws -> Bool {
         try await database.transaction { db -> Bool in
-            guard var subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db),
+            guard
+                var subscription = try await self.store.subscription(
+                    originalTransactionId: originalTransactionId,
+                    on: db
+                ),
                 let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db),
                 let account = try await self.store.account(id: subscription.accountId, on: db)
             else { return false }
@@ -42,18 +46,26 @@ extension Simulator {
                 let paymentWorks = account.paymentFailure == nil && !account.deleted
                 if status == .active {
                     guard subscription.expiresDate <= now else { break }
-                    let product = try await self.store.product(appAppleId: app.appAppleId, productId: subscription.autoRenewProductId, on: db)
+                    let product = try await self.store.product(
+                        appAppleId: app.appAppleId,
+                        productId: subscription.autoRenewProductId,
+                        on: db
+                    )
                     if !subscription.autoRenewStatus {
                         try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
                     } else if product == nil || !product!.reviewState.isSellable(in: environment) {
                         try await self.expire(&subscription, intent: 4, subtype: .productNotForSale, app: app, on: db)
-                    } else if environment == .sandbox && subscription.renewalCount >= self.configuration.maximumSandboxRenewals {
+                    } else if environment == .sandbox
+                        && subscription.renewalCount >= self.configuration.maximumSandboxRenewals
+                    {
                         try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
                     } else if !paymentWorks {
                         // The charge failed: billing retry, with access kept during the grace period if the app has one.
                         subscription.billingRetry = true
                         subscription.expirationIntent = 2
-                        subscription.retryUntil = subscription.expiresDate + Int64(rate.scale(days: self.configuration.billingRetryDays) * 1000)
+                        subscription.retryUntil =
+                            subscription.expiresDate
+                            + Int64(rate.scale(days: self.configuration.billingRetryDays) * 1000)
                         if app.gracePeriodDays > 0 {
                             subscription.status = SubscriptionStatus.gracePeriod.rawValue
                             subscription.gracePeriodExpiresDate =
@@ -64,15 +76,42 @@ extension Simulator {
                         subscription.updatedAt = now
                         try await self.store.upsert(subscription, on: db)
                         try await self.notify(
-                            subscription, type: .didFailToRenew, subtype: app.gracePeriodDays > 0 ? .gracePeriod : nil, app: app, on: db)
+                            subscription,
+                            type: .didFailToRenew,
+                            subtype: app.gracePeriodDays > 0 ? .gracePeriod : nil,
+                            app: app,
+                            on: db
+                        )
                     } else {
-                        try await self.renew(&subscription, account: account, app: app, product: product!, from: subscription.expiresDate, recovery: false, on: db)
+                        try await self.renew(
+                            &subscription,
+                            account: account,
+                            app: app,
+                            product: product!,
+                            from: subscription.expiresDate,
+                            recovery: false,
+                            on: db
+                        )
                     }
                     changed = true
                 } else if status == .gracePeriod || status == .billingRetry {
-                    if paymentWorks, let product = try await self.store.product(appAppleId: app.appAppleId, productId: subscription.autoRenewProductId, on: db) {
+                    if paymentWorks,
+                        let product = try await self.store.product(
+                            appAppleId: app.appAppleId,
+                            productId: subscription.autoRenewProductId,
+                            on: db
+                        )
+                    {
                         // The retry succeeded: a new period starts now.
-                        try await self.renew(&subscription, account: account, app: app, product: product, from: now, recovery: true, on: db)
+                        try await self.renew(
+                            &subscription,
+                            account: account,
+                            app: app,
+                            product: product,
+                            from: now,
+                            recovery: true,
+                            on: db
+                        )
                         changed = true
                         continue
                     }
@@ -99,12 +138,18 @@ extension Simulator {
 
     /// A renewal transaction for the next period (the period continues from `start`).
     private func renew(
-        _ subscription: inout SimSubscription, account: SimAccount, app: SimApp, product: SimProduct, from start: Int64,
-        recovery: Bool, on db: any SQLDatabase
+        _ subscription: inout SimSubscription,
+        account: SimAccount,
+        app: SimApp,
+        product: SimProduct,
+        from start: Int64,
+        recovery: Bool,
+        on db: any SQLDatabase
     ) async throws {
         let environment = AppStoreEnvironment(subscription.environment)
         guard let previous = try await store.transaction(id: subscription.lastTransactionId, on: db) else { return }
-        let price = product.prices[account.storefront] ?? StorefrontPrice(price: previous.price, currency: previous.currency)
+        let price =
+            product.prices[account.storefront] ?? StorefrontPrice(price: previous.price, currency: previous.currency)
         var tx = previous
         tx.transactionId = try await nextTransactionId(environment, on: db)
         tx.productId = product.productId
@@ -137,11 +182,21 @@ extension Simulator {
         subscription.updatedAt = clock.nowMilliseconds
         try await store.upsert(subscription, on: db)
         try await enqueueNotification(
-            app: app, environment: environment, type: .didRenew, subtype: recovery ? .billingRecovery : nil, transaction: tx, on: db)
+            app: app,
+            environment: environment,
+            type: .didRenew,
+            subtype: recovery ? .billingRecovery : nil,
+            transaction: tx,
+            on: db
+        )
     }
 
     private func expire(
-        _ subscription: inout SimSubscription, intent: Int, subtype: NotificationSubtype?, app: SimApp, on db: any SQLDatabase
+        _ subscription: inout SimSubscription,
+        intent: Int,
+        subtype: NotificationSubtype?,
+        app: SimApp,
+        on db: any SQLDatabase
     ) async throws {
         subscription.status = SubscriptionStatus.expired.rawValue
         subscription.expirationIntent = intent
@@ -154,12 +209,21 @@ extension Simulator {
     }
 
     private func notify(
-        _ subscription: SimSubscription, type: NotificationType, subtype: NotificationSubtype?, app: SimApp, on db: any SQLDatabase
+        _ subscription: SimSubscription,
+        type: NotificationType,
+        subtype: NotificationSubtype?,
+        app: SimApp,
+        on db: any SQLDatabase
     ) async throws {
         let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
         try await enqueueNotification(
-            app: app, environment: AppStoreEnvironment(subscription.environment), type: type, subtype: subtype, transaction: latest,
-            on: db)
+            app: app,
+            environment: AppStoreEnvironment(subscription.environment),
+            type: type,
+            subtype: subtype,
+            transaction: latest,
+            on: db
+        )
     }
 
     // MARK: Customer and admin actions
@@ -167,7 +231,12 @@ extension Simulator {
     /// Turns auto-renew on or off (the customer's subscription settings).
     public func setAutoRenew(originalTransactionId: String, enabled: Bool) async throws -> SimSubscription {
         let result = try await database.transaction { db -> SimSubscription in
-            guard var subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db) else {
+            guard
+                var subscription = try await self.store.subscription(
+                    originalTransactionId: originalTransactionId,
+                    on: db
+                )
+            else {
                 throw SimulatorError.notFound("subscription", originalTransactionId)
             }
             guard let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db) else {
@@ -179,7 +248,12 @@ extension Simulator {
             subscription.updatedAt = self.clock.nowMilliseconds
             try await self.store.upsert(subscription, on: db)
             try await self.notify(
-                subscription, type: .didChangeRenewalStatus, subtype: enabled ? .autoRenewEnabled : .autoRenewDisabled, app: app, on: db)
+                subscription,
+                type: .didChangeRenewalStatus,
+                subtype: enabled ? .autoRenewEnabled : .autoRenewDisabled,
+                app: app,
+                on: db
+            )
             return subscription
         }
         notificationsDue.signal()
@@ -197,7 +271,9 @@ extension Simulator {
         try await revoke(transactionId: transactionId, reason: 0, type: "FAMILY_REVOKE", notification: .revoke)
     }
 
-    private func revoke(transactionId: String, reason: Int, type: String, notification: NotificationType) async throws -> SimTransaction {
+    private func revoke(transactionId: String, reason: Int, type: String, notification: NotificationType) async throws
+        -> SimTransaction
+    {
         let result = try await database.transaction { db -> SimTransaction in
             guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
                 throw SimulatorError.notFound("transaction", transactionId)
@@ -206,7 +282,10 @@ extension Simulator {
                 throw SimulatorError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
             }
             if type == "FAMILY_REVOKE", tx.ownership != Ownership.familyShared.rawValue {
-                throw SimulatorError.conflict("notFamilyShared", "transaction \(transactionId) is not a family-shared copy")
+                throw SimulatorError.conflict(
+                    "notFamilyShared",
+                    "transaction \(transactionId) is not a family-shared copy"
+                )
             }
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
                 throw SimulatorError.notFound("app", String(tx.appAppleId))
@@ -216,7 +295,11 @@ extension Simulator {
             tx.revocationType = type
             tx.signedSequence = try await self.nextSequence(on: db)
             try await self.store.update(tx, on: db)
-            if tx.type == .autoRenewable, var subscription = try await self.store.subscription(originalTransactionId: tx.originalTransactionId, on: db),
+            if tx.type == .autoRenewable,
+                var subscription = try await self.store.subscription(
+                    originalTransactionId: tx.originalTransactionId,
+                    on: db
+                ),
                 subscription.lastTransactionId == tx.transactionId
             {
                 subscription.status = SubscriptionStatus.revoked.rawValue
@@ -225,7 +308,13 @@ extension Simulator {
                 try await self.store.upsert(subscription, on: db)
             }
             try await self.enqueueNotification(
-                app: app, environment: AppStoreEnvironment(tx.environment), type: notification, subtype: nil, transaction: tx, on: db)
+                app: app,
+                environment: AppStoreEnvironment(tx.environment),
+                type: notification,
+                subtype: nil,
+                transaction: tx,
+                on: db
+            )
             return tx
         }
         notificationsDue.signal()
@@ -242,8 +331,14 @@ extension Simulator {
                 throw SimulatorError.notFound("app", String(tx.appAppleId))
             }
             try await self.enqueueNotification(
-                app: app, environment: AppStoreEnvironment(tx.environment), type: .consumptionRequest, subtype: nil, transaction: tx,
-                consumptionRequestReason: reason, on: db)
+                app: app,
+                environment: AppStoreEnvironment(tx.environment),
+                type: .consumptionRequest,
+                subtype: nil,
+                transaction: tx,
+                consumptionRequestReason: reason,
+                on: db
+            )
         }
         notificationsDue.signal()
     }
@@ -255,7 +350,13 @@ extension Simulator {
                 let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
             else { throw SimulatorError.notFound("transaction", transactionId) }
             try await self.enqueueNotification(
-                app: app, environment: AppStoreEnvironment(tx.environment), type: .refundDeclined, subtype: nil, transaction: tx, on: db)
+                app: app,
+                environment: AppStoreEnvironment(tx.environment),
+                type: .refundDeclined,
+                subtype: nil,
+                transaction: tx,
+                on: db
+            )
         }
         notificationsDue.signal()
     }

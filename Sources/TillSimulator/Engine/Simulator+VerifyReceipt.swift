@@ -10,8 +10,11 @@ extension Simulator {
     ///
     /// HTTP is always 200; the outcome is `status`. Faults (latency, outages, forced statuses) are applied by the
     /// HTTP layer before this is called.
-    public func verifyReceipt(body: [UInt8]?, isPOST: Bool, environment: AppStoreEnvironment) async -> VerifyReceiptResponse {
-        guard isPOST, let body, let request = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(body)) else {
+    public func verifyReceipt(body: [UInt8]?, isPOST: Bool, environment: AppStoreEnvironment) async
+        -> VerifyReceiptResponse
+    {
+        guard isPOST, let body, let request = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(body))
+        else {
             return VerifyReceiptResponse(status: .badRequest)
         }
         guard let text = request.receiptData, !text.isEmpty, let bytes = Base64.decode(text, alphabet: .standard),
@@ -32,7 +35,8 @@ extension Simulator {
         TrustAnchors(roots: [signer.receiptAuthority.root], intermediates: [signer.receiptAuthority.intermediate])
     }
 
-    private func verifyAppReceipt(_ bytes: [UInt8], request: VerifyReceiptRequest, environment: AppStoreEnvironment) async throws
+    private func verifyAppReceipt(_ bytes: [UInt8], request: VerifyReceiptRequest, environment: AppStoreEnvironment)
+        async throws
         -> VerifyReceiptResponse
     {
         let verification = await ReceiptVerifier(.init(anchors: receiptAnchors)).verify(der: bytes)
@@ -51,51 +55,83 @@ extension Simulator {
         let account = try await owner.asyncFlatMap { try await store.account(id: $0.accountId, on: db) }
         if account?.deleted == true { return VerifyReceiptResponse(status: .accountNotFound) }
 
-        let transactions = try await account.asyncMap {
-            try await store.transactions(accountId: $0.id, appAppleId: app.appAppleId, environment: environment.rawValue, on: db)
-        } ?? []
-        let hasSubscriptions = receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
+        let transactions =
+            try await account.asyncMap {
+                try await store.transactions(
+                    accountId: $0.id,
+                    appAppleId: app.appAppleId,
+                    environment: environment.rawValue,
+                    on: db
+                )
+            } ?? []
+        let hasSubscriptions =
+            receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
             || transactions.contains { $0.type == .autoRenewable }
         if hasSubscriptions, request.password != app.sharedSecret {
             return VerifyReceiptResponse(status: .sharedSecretMismatch)
         }
         var response = VerifyReceiptResponse(
-            status: .valid, environment: environment, receipt: ReceiptInfoJSON(receipt, requestDate: clock.now()))
+            status: .valid,
+            environment: environment,
+            receipt: ReceiptInfoJSON(receipt, requestDate: clock.now())
+        )
         guard hasSubscriptions, let account else { return response }
 
         if let device = try await owner.asyncFlatMap({ try await store.device(id: $0.deviceId, on: db) }) {
-            response.latestReceipt = Base64.encode(try await appReceipt(account: account, device: device, app: app, on: db))
+            response.latestReceipt = Base64.encode(
+                try await appReceipt(account: account, device: device, app: app, on: db)
+            )
         }
         var latest = transactions.filter { !($0.type == .consumable && $0.finished) }
         if request.excludeOldTransactions == true {
             let newestPerSubscription = Dictionary(
-                grouping: latest.filter { $0.type == .autoRenewable }, by: \.originalTransactionId
+                grouping: latest.filter { $0.type == .autoRenewable },
+                by: \.originalTransactionId
             ).compactMapValues { $0.max { $0.purchaseDate < $1.purchaseDate } }
             latest = latest.filter { $0.type != .autoRenewable } + newestPerSubscription.values
         }
-        response.latestReceiptInfo = latest.sorted { ($0.purchaseDate, $0.signedSequence) > ($1.purchaseDate, $1.signedSequence) }
-            .map(latestReceiptInfo)
+        response.latestReceiptInfo = latest.sorted {
+            ($0.purchaseDate, $0.signedSequence) > ($1.purchaseDate, $1.signedSequence)
+        }
+        .map(latestReceiptInfo)
         response.pendingRenewalInfo = try await store.subscriptions(
-            accountId: account.id, appAppleId: app.appAppleId, environment: environment.rawValue, on: db
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: db
         ).map(pendingRenewalInfo)
         return response
     }
 
-    private func verifyTransactionReceipt(_ text: String, request: VerifyReceiptRequest, environment: AppStoreEnvironment) async throws
+    private func verifyTransactionReceipt(
+        _ text: String,
+        request: VerifyReceiptRequest,
+        environment: AppStoreEnvironment
+    ) async throws
         -> VerifyReceiptResponse
     {
         let verification = await TransactionReceiptVerifier(.init(anchors: receiptAnchors)).verify(base64: text)
         guard case .valid(let decoded) = verification else {
-            return VerifyReceiptResponse(status: verification.failure?.reason == .invalidFormat ? .malformedReceiptData : .notAuthenticated)
+            return VerifyReceiptResponse(
+                status: verification.failure?.reason == .invalidFormat ? .malformedReceiptData : .notAuthenticated
+            )
         }
         let db = store.sql
         // The receipt's own environment key is not signed: the store knows where the transaction happened.
         guard let id = decoded.purchaseInfo.transactionId, let tx = try await store.transaction(id: id, on: db),
             let app = try await store.app(appAppleId: tx.appAppleId, on: db)
         else { return VerifyReceiptResponse(status: .notAuthenticated) }
-        if let redirect = redirect(receiptEnvironment: AppStoreEnvironment(tx.environment), endpoint: environment) { return redirect }
-        if try await store.account(id: tx.accountId, on: db)?.deleted == true { return VerifyReceiptResponse(status: .accountNotFound) }
-        var response = VerifyReceiptResponse(status: .valid, environment: environment, transactionReceipt: transactionReceiptInfo(tx, app: app, decoded: decoded))
+        if let redirect = redirect(receiptEnvironment: AppStoreEnvironment(tx.environment), endpoint: environment) {
+            return redirect
+        }
+        if try await store.account(id: tx.accountId, on: db)?.deleted == true {
+            return VerifyReceiptResponse(status: .accountNotFound)
+        }
+        var response = VerifyReceiptResponse(
+            status: .valid,
+            environment: environment,
+            transactionReceipt: transactionReceiptInfo(tx, app: app, decoded: decoded)
+        )
         guard tx.type == .autoRenewable,
             let subscription = try await store.subscription(originalTransactionId: tx.originalTransactionId, on: db),
             let newest = try await store.transaction(id: subscription.lastTransactionId, on: db)
@@ -119,15 +155,25 @@ extension Simulator {
         return response
     }
 
-    private func redirect(receiptEnvironment: AppStoreEnvironment?, endpoint: AppStoreEnvironment) -> VerifyReceiptResponse? {
-        if receiptEnvironment == .sandbox && endpoint == .production { return VerifyReceiptResponse(status: .sandboxReceiptInProduction) }
-        if receiptEnvironment == .production && endpoint == .sandbox { return VerifyReceiptResponse(status: .productionReceiptInSandbox) }
-        if receiptEnvironment != .sandbox && receiptEnvironment != .production { return VerifyReceiptResponse(status: .notAuthenticated) }
+    private func redirect(receiptEnvironment: AppStoreEnvironment?, endpoint: AppStoreEnvironment)
+        -> VerifyReceiptResponse?
+    {
+        if receiptEnvironment == .sandbox && endpoint == .production {
+            return VerifyReceiptResponse(status: .sandboxReceiptInProduction)
+        }
+        if receiptEnvironment == .production && endpoint == .sandbox {
+            return VerifyReceiptResponse(status: .productionReceiptInSandbox)
+        }
+        if receiptEnvironment != .sandbox && receiptEnvironment != .production {
+            return VerifyReceiptResponse(status: .notAuthenticated)
+        }
         return nil
     }
 
     private func latestReceiptInfo(_ tx: SimTransaction) -> InAppReceiptInfoJSON {
-        var info = InAppReceiptInfoJSON(receiptEntries([tx]).first ?? InAppPurchase(productId: tx.productId, transactionId: tx.transactionId))
+        var info = InAppReceiptInfoJSON(
+            receiptEntries([tx]).first ?? InAppPurchase(productId: tx.productId, transactionId: tx.transactionId)
+        )
         info.cancellationReason = tx.revocationReason.map(RevocationReason.init(rawValue:))
         info.isUpgraded = tx.isUpgraded ? true : nil
         info.subscriptionGroupIdentifier = tx.subscriptionGroup
@@ -142,22 +188,36 @@ extension Simulator {
             autoRenewStatus: AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0),
             expirationIntent: subscription.expirationIntent.map(ExpirationIntent.init(rawValue:)),
             gracePeriodExpiresDate: subscription.gracePeriodExpiresDate.map(Date.init(milliseconds:)),
-            isInBillingRetryPeriod: subscription.status == SubscriptionStatus.expired.rawValue ? nil : subscription.billingRetry,
-            originalTransactionId: subscription.originalTransactionId, productId: subscription.productId)
+            isInBillingRetryPeriod: subscription.status == SubscriptionStatus.expired.rawValue
+                ? nil : subscription.billingRetry,
+            originalTransactionId: subscription.originalTransactionId,
+            productId: subscription.productId
+        )
     }
 
-    private func transactionReceiptInfo(_ tx: SimTransaction, app: SimApp, decoded: TransactionReceipt) -> TransactionReceiptInfoJSON {
+    private func transactionReceiptInfo(_ tx: SimTransaction, app: SimApp, decoded: TransactionReceipt)
+        -> TransactionReceiptInfoJSON
+    {
         TransactionReceiptInfoJSON(
-            bid: app.bundleId, bvrs: decoded.purchaseInfo.bundleVersion, itemId: decoded.purchaseInfo.fields["item-id"],
-            appItemId: decoded.purchaseInfo.fields["app-item-id"], productId: tx.productId, transactionId: tx.transactionId,
-            originalTransactionId: tx.originalTransactionId, purchaseDate: Date(milliseconds: tx.purchaseDate),
-            originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate), quantity: tx.quantity,
+            bid: app.bundleId,
+            bvrs: decoded.purchaseInfo.bundleVersion,
+            itemId: decoded.purchaseInfo.fields["item-id"],
+            appItemId: decoded.purchaseInfo.fields["app-item-id"],
+            productId: tx.productId,
+            transactionId: tx.transactionId,
+            originalTransactionId: tx.originalTransactionId,
+            purchaseDate: Date(milliseconds: tx.purchaseDate),
+            originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
+            quantity: tx.quantity,
             uniqueIdentifier: decoded.purchaseInfo.fields["unique-identifier"],
             uniqueVendorIdentifier: decoded.purchaseInfo.fields["unique-vendor-identifier"],
             versionExternalIdentifier: decoded.purchaseInfo.fields["version-external-identifier"],
-            webOrderLineItemId: tx.webOrderLineItemId, expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
-            isTrialPeriod: tx.type == .autoRenewable ? tx.isTrial : nil, isInIntroOfferPeriod: tx.type == .autoRenewable ? false : nil,
-            inAppOwnershipType: Ownership(rawValue: tx.ownership))
+            webOrderLineItemId: tx.webOrderLineItemId,
+            expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
+            isTrialPeriod: tx.type == .autoRenewable ? tx.isTrial : nil,
+            isInIntroOfferPeriod: tx.type == .autoRenewable ? false : nil,
+            inAppOwnershipType: Ownership(rawValue: tx.ownership)
+        )
     }
 }
 

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Logging
-import Synchronization
 import SQLKit
+import Synchronization
 import TillCore
 import TillFormats
 import TillStorage
@@ -24,12 +24,15 @@ public struct SimulatorConfiguration: Sendable {
     public var adminToken: String?
 
     public init(
-        database: DatabaseConfiguration = .sqliteInMemory, renewalRate: RenewalRate = .monthlyEvery5Minutes,
-        maximumSandboxRenewals: Int = 12, billingRetryDays: Double = 60,
+        database: DatabaseConfiguration = .sqliteInMemory,
+        renewalRate: RenewalRate = .monthlyEvery5Minutes,
+        maximumSandboxRenewals: Int = 12,
+        billingRetryDays: Double = 60,
         notificationRetryDelays: [AppStoreEnvironment: [Double]] = [
             .production: [3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600], .sandbox: [10, 60, 300, 900, 3600],
         ],
-        faults: [FaultRule] = [], adminToken: String? = nil
+        faults: [FaultRule] = [],
+        adminToken: String? = nil
     ) {
         self.database = database
         self.renewalRate = renewalRate
@@ -55,7 +58,10 @@ public final class Simulator: Sendable {
     let renewalsDue: WakeUp
 
     init(
-        configuration: SimulatorConfiguration, database: TillDatabase, signer: SimulatorSigner, clock: SimulatorClock,
+        configuration: SimulatorConfiguration,
+        database: TillDatabase,
+        signer: SimulatorSigner,
+        clock: SimulatorClock,
         logger: Logger
     ) {
         self.configuration = configuration
@@ -71,7 +77,8 @@ public final class Simulator: Sendable {
 
     /// Opens (and migrates) the simulator's database, restores its clock and authorities.
     public static func open(
-        _ configuration: SimulatorConfiguration, logger: Logger = Logger(label: "till.simulator"),
+        _ configuration: SimulatorConfiguration,
+        logger: Logger = Logger(label: "till.simulator"),
         realNow: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> Simulator {
         let database = try await TillDatabase.open(configuration.database, logger: logger)
@@ -96,7 +103,9 @@ public final class Simulator: Sendable {
     // MARK: Lookups shared by the APIs
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> SimApp {
-        guard let app = try await store.app(bundleId: bundleId, on: db) else { throw SimulatorError.notFound("app", bundleId) }
+        guard let app = try await store.app(bundleId: bundleId, on: db) else {
+            throw SimulatorError.notFound("app", bundleId)
+        }
         return app
     }
 
@@ -111,7 +120,9 @@ public final class Simulator: Sendable {
     func requireDevice(_ deviceId: String, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> (SimDevice, SimAccount)
     {
-        guard let device = try await store.device(id: deviceId, on: db) else { throw SimulatorError.notFound("device", deviceId) }
+        guard let device = try await store.device(id: deviceId, on: db) else {
+            throw SimulatorError.notFound("device", deviceId)
+        }
         guard let account = try await store.account(id: device.accountId, on: db) else {
             throw SimulatorError.notFound("account", device.accountId)
         }
@@ -120,7 +131,9 @@ public final class Simulator: Sendable {
         }
         guard account.appStoreEnvironment == environment else {
             throw SimulatorError.badRequest(
-                "wrongEnvironment", "the account on \(deviceId) is a \(account.environment) account, not \(environment)")
+                "wrongEnvironment",
+                "the account on \(deviceId) is a \(account.environment) account, not \(environment)"
+            )
         }
         return (device, account)
     }
@@ -162,7 +175,9 @@ enum Storefronts {
 
 /// A number derived from a text, the same on every run (for made-up but stable Apple ids).
 func stableNumber(_ text: String, below limit: Int) -> Int {
-    let hash = text.unicodeScalars.reduce(UInt64(1_469_598_103_934_665_603)) { ($0 ^ UInt64($1.value)) &* 1_099_511_628_211 }
+    let hash = text.unicodeScalars.reduce(UInt64(1_469_598_103_934_665_603)) {
+        ($0 ^ UInt64($1.value)) &* 1_099_511_628_211
+    }
     return Int(hash % UInt64(limit))
 }
 
@@ -177,7 +192,11 @@ final class WakeUp: Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
-            if pending.withLock({ let was = $0; $0 = false; return was }) { return }
+            if pending.withLock({
+                let was = $0; $0 = false; return was
+            }) {
+                return
+            }
             try? await Task.sleep(for: min(.milliseconds(25), deadline - clock.now))
             if Task.isCancelled { return }
         }

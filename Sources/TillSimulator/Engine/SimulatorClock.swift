@@ -12,7 +12,11 @@ public final class SimulatorClock: Sendable {
     private let state: Mutex<State>
     private let realNow: @Sendable () -> Date
 
-    public init(offsetMilliseconds: Int64 = 0, rate: RenewalRate = .monthlyEvery5Minutes, realNow: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        offsetMilliseconds: Int64 = 0,
+        rate: RenewalRate = .monthlyEvery5Minutes,
+        realNow: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.state = Mutex(State(offsetMilliseconds: offsetMilliseconds, rate: rate))
         self.realNow = realNow
     }

@@ -61,7 +61,9 @@ public struct RenewalRate: Codable, Sendable, Hashable, CustomStringConvertible 
     }
 
     public var description: String {
-        if let name = Self.presets.first(where: { $0.value == self && $0.key != "one-second-is-one-day" })?.key { return name }
+        if let name = Self.presets.first(where: { $0.value == self && $0.key != "one-second-is-one-day" })?.key {
+            return name
+        }
         return monthSeconds.map { "monthly-every-\(Int($0))-seconds" } ?? "real-time"
     }
 }

@@ -36,14 +36,25 @@ public struct SimulatorSigner: Sendable {
     }
 
     private static func authority(
-        named name: String, kind: TestPKI.KeyKind, database: TillDatabase
+        named name: String,
+        kind: TestPKI.KeyKind,
+        database: TillDatabase
     ) async throws -> SigningAuthority {
-        if let row = try await database.sql.raw("SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)").first() {
-            return try decode(keyPEM: try row.decode(column: "private_key_pem", as: String.self),
-                chainPEM: try row.decode(column: "chain_pem", as: String.self), kind: kind)
+        if let row = try await database.sql.raw(
+            "SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)"
+        ).first() {
+            return try decode(
+                keyPEM: try row.decode(column: "private_key_pem", as: String.self),
+                chainPEM: try row.decode(column: "chain_pem", as: String.self),
+                kind: kind
+            )
         }
         let made = try TestPKI.makeAuthority(
-            kind: kind, name: "Till Simulator", validFrom: Date(timeIntervalSince1970: 1_577_836_800), years: 40)
+            kind: kind,
+            name: "Till Simulator",
+            validFrom: Date(timeIntervalSince1970: 1_577_836_800),
+            years: 40
+        )
         let keyPEM: String =
             switch made.leafKey {
             case .p256(let key): key.pemRepresentation
@@ -58,9 +69,14 @@ public struct SimulatorSigner: Sendable {
             """
         ).run()
         // Another process may have stored its own first: use whatever is stored.
-        let row = try await database.sql.raw("SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)").first()!
-        return try decode(keyPEM: try row.decode(column: "private_key_pem", as: String.self),
-            chainPEM: try row.decode(column: "chain_pem", as: String.self), kind: kind)
+        let row = try await database.sql.raw(
+            "SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)"
+        ).first()!
+        return try decode(
+            keyPEM: try row.decode(column: "private_key_pem", as: String.self),
+            chainPEM: try row.decode(column: "chain_pem", as: String.self),
+            kind: kind
+        )
     }
 
     private static func decode(keyPEM: String, chainPEM: String, kind: TestPKI.KeyKind) throws -> SigningAuthority {
@@ -75,11 +91,15 @@ public struct SimulatorSigner: Sendable {
 
     /// Signs an iOS 6-style transaction receipt (version 3, RSA-2048, SHA-1).
     func transactionReceipt(
-        purchaseInfo: TransactionReceipt.PurchaseInfo, environment: AppStoreEnvironment
+        purchaseInfo: TransactionReceipt.PurchaseInfo,
+        environment: AppStoreEnvironment
     ) throws -> TransactionReceipt {
         try TransactionReceipt.sign(
-            purchaseInfo: purchaseInfo, environment: environment, pod: "100",
-            privateKey: receiptAuthority.leafKey.rsa!, certificateDER: receiptLeafDER)
+            purchaseInfo: purchaseInfo,
+            environment: environment,
+            pod: "100",
+            privateKey: receiptAuthority.leafKey.rsa!,
+            certificateDER: receiptLeafDER
+        )
     }
 }
-

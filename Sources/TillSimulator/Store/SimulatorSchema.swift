@@ -103,6 +103,7 @@ enum SimulatorSchema {
                 """,
                 "CREATE INDEX sim_notifications_due ON sim_notifications (state, next_attempt_at)",
                 "CREATE INDEX sim_notifications_app ON sim_notifications (app_apple_id, environment, created_at)",
-            ]),
+            ]
+        )
     ]
 }

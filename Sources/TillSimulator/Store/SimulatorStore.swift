@@ -53,7 +53,11 @@ struct SimulatorStore: Sendable {
     }
 
     func update(_ app: SimApp, on db: any SQLDatabase) async throws {
-        try await db.update("sim_apps").set(model: app, with: Self.encoding).where("app_apple_id", .equal, app.appAppleId).run()
+        try await db.update("sim_apps").set(model: app, with: Self.encoding).where(
+            "app_apple_id",
+            .equal,
+            app.appAppleId
+        ).run()
     }
 
     func app(appAppleId: Int64, on db: any SQLDatabase) async throws -> SimApp? {
@@ -67,7 +71,10 @@ struct SimulatorStore: Sendable {
     }
 
     func apps(on db: any SQLDatabase) async throws -> [SimApp] {
-        try await db.select().column("*").from("sim_apps").orderBy("created_at").all(decoding: SimApp.self, with: Self.decoding)
+        try await db.select().column("*").from("sim_apps").orderBy("created_at").all(
+            decoding: SimApp.self,
+            with: Self.decoding
+        )
     }
 
     func insert(_ key: SimAPIKey, on db: any SQLDatabase) async throws {
@@ -100,13 +107,19 @@ struct SimulatorStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let row = ProductRow(
-            appAppleId: product.appAppleId, productId: product.productId, type: product.type.rawValue,
-            referenceName: product.referenceName, reviewState: product.reviewState.rawValue,
-            subscriptionGroup: product.subscriptionGroup, subscriptionPeriod: product.subscriptionPeriod?.rawValue,
-            groupLevel: product.groupLevel, familyShareable: product.familyShareable,
+            appAppleId: product.appAppleId,
+            productId: product.productId,
+            type: product.type.rawValue,
+            referenceName: product.referenceName,
+            reviewState: product.reviewState.rawValue,
+            subscriptionGroup: product.subscriptionGroup,
+            subscriptionPeriod: product.subscriptionPeriod?.rawValue,
+            groupLevel: product.groupLevel,
+            familyShareable: product.familyShareable,
             prices: String(decoding: try encoder.encode(product.prices), as: UTF8.self),
             localizations: String(decoding: try encoder.encode(product.localizations), as: UTF8.self),
-            createdAt: product.createdAt)
+            createdAt: product.createdAt
+        )
         try await db.delete(from: "sim_products").where("app_apple_id", .equal, product.appAppleId)
             .where("product_id", .equal, product.productId).run()
         try await db.insert(into: "sim_products").model(row, with: Self.encoding).run()
@@ -114,24 +127,34 @@ struct SimulatorStore: Sendable {
 
     func products(appAppleId: Int64, on db: any SQLDatabase) async throws -> [SimProduct] {
         try await db.select().column("*").from("sim_products").where("app_apple_id", .equal, appAppleId)
-            .orderBy("created_at").orderBy("product_id").all(decoding: ProductRow.self, with: Self.decoding).map(Self.product)
+            .orderBy("created_at").orderBy("product_id").all(decoding: ProductRow.self, with: Self.decoding).map(
+                Self.product
+            )
     }
 
     func product(appAppleId: Int64, productId: String, on db: any SQLDatabase) async throws -> SimProduct? {
         try await db.select().column("*").from("sim_products").where("app_apple_id", .equal, appAppleId)
-            .where("product_id", .equal, productId).first(decoding: ProductRow.self, with: Self.decoding).map(Self.product)
+            .where("product_id", .equal, productId).first(decoding: ProductRow.self, with: Self.decoding).map(
+                Self.product
+            )
     }
 
     private static func product(_ row: ProductRow) throws -> SimProduct {
         let decoder = JSONDecoder()
         return SimProduct(
-            appAppleId: row.appAppleId, productId: row.productId, type: ProductType(rawValue: row.type) ?? .consumable,
-            referenceName: row.referenceName, reviewState: ReviewState(rawValue: row.reviewState) ?? .readyForSale,
-            subscriptionGroup: row.subscriptionGroup, subscriptionPeriod: row.subscriptionPeriod.flatMap(SubscriptionPeriod.init),
-            groupLevel: row.groupLevel, familyShareable: row.familyShareable,
+            appAppleId: row.appAppleId,
+            productId: row.productId,
+            type: ProductType(rawValue: row.type) ?? .consumable,
+            referenceName: row.referenceName,
+            reviewState: ReviewState(rawValue: row.reviewState) ?? .readyForSale,
+            subscriptionGroup: row.subscriptionGroup,
+            subscriptionPeriod: row.subscriptionPeriod.flatMap(SubscriptionPeriod.init),
+            groupLevel: row.groupLevel,
+            familyShareable: row.familyShareable,
             prices: try decoder.decode([String: StorefrontPrice].self, from: Data(row.prices.utf8)),
             localizations: try decoder.decode([String: Localization].self, from: Data(row.localizations.utf8)),
-            createdAt: row.createdAt)
+            createdAt: row.createdAt
+        )
     }
 
     // MARK: Accounts and devices
@@ -141,7 +164,8 @@ struct SimulatorStore: Sendable {
     }
 
     func update(_ account: SimAccount, on db: any SQLDatabase) async throws {
-        try await db.update("sim_accounts").set(model: account, with: Self.encoding).where("id", .equal, account.id).run()
+        try await db.update("sim_accounts").set(model: account, with: Self.encoding).where("id", .equal, account.id)
+            .run()
     }
 
     func account(id: String, on db: any SQLDatabase) async throws -> SimAccount? {
@@ -150,7 +174,10 @@ struct SimulatorStore: Sendable {
     }
 
     func accounts(on db: any SQLDatabase) async throws -> [SimAccount] {
-        try await db.select().column("*").from("sim_accounts").orderBy("created_at").all(decoding: SimAccount.self, with: Self.decoding)
+        try await db.select().column("*").from("sim_accounts").orderBy("created_at").all(
+            decoding: SimAccount.self,
+            with: Self.decoding
+        )
     }
 
     func accounts(familyId: String, on db: any SQLDatabase) async throws -> [SimAccount] {
@@ -168,8 +195,10 @@ struct SimulatorStore: Sendable {
     }
 
     func devices(accountId: String, on db: any SQLDatabase) async throws -> [SimDevice] {
-        try await db.select().column("*").from("sim_devices").where("account_id", .equal, accountId).orderBy("created_at")
-            .all(decoding: SimDevice.self, with: Self.decoding)
+        try await db.select().column("*").from("sim_devices").where("account_id", .equal, accountId).orderBy(
+            "created_at"
+        )
+        .all(decoding: SimDevice.self, with: Self.decoding)
     }
 
     // MARK: Payments
@@ -179,7 +208,8 @@ struct SimulatorStore: Sendable {
     }
 
     func update(_ payment: SimPayment, on db: any SQLDatabase) async throws {
-        try await db.update("sim_payments").set(model: payment, with: Self.encoding).where("id", .equal, payment.id).run()
+        try await db.update("sim_payments").set(model: payment, with: Self.encoding).where("id", .equal, payment.id)
+            .run()
     }
 
     func payment(id: String, on db: any SQLDatabase) async throws -> SimPayment? {
@@ -218,8 +248,12 @@ struct SimulatorStore: Sendable {
     }
 
     func transactions(originalTransactionId: String, on db: any SQLDatabase) async throws -> [SimTransaction] {
-        try await db.select().column("*").from("sim_transactions").where("original_transaction_id", .equal, originalTransactionId)
-            .orderBy("purchase_date").orderBy("signed_sequence").all(decoding: SimTransaction.self, with: Self.decoding)
+        try await db.select().column("*").from("sim_transactions").where(
+            "original_transaction_id",
+            .equal,
+            originalTransactionId
+        )
+        .orderBy("purchase_date").orderBy("signed_sequence").all(decoding: SimTransaction.self, with: Self.decoding)
     }
 
     func transactions(orderId: String, on db: any SQLDatabase) async throws -> [SimTransaction] {
@@ -256,13 +290,21 @@ struct SimulatorStore: Sendable {
     // MARK: Subscriptions
 
     func upsert(_ subscription: SimSubscription, on db: any SQLDatabase) async throws {
-        try await db.delete(from: "sim_subscriptions").where("original_transaction_id", .equal, subscription.originalTransactionId).run()
+        try await db.delete(from: "sim_subscriptions").where(
+            "original_transaction_id",
+            .equal,
+            subscription.originalTransactionId
+        ).run()
         try await db.insert(into: "sim_subscriptions").model(subscription, with: Self.encoding).run()
     }
 
     func subscription(originalTransactionId: String, on db: any SQLDatabase) async throws -> SimSubscription? {
-        try await db.select().column("*").from("sim_subscriptions").where("original_transaction_id", .equal, originalTransactionId)
-            .first(decoding: SimSubscription.self, with: Self.decoding)
+        try await db.select().column("*").from("sim_subscriptions").where(
+            "original_transaction_id",
+            .equal,
+            originalTransactionId
+        )
+        .first(decoding: SimSubscription.self, with: Self.decoding)
     }
 
     func subscription(accountId: String, appAppleId: Int64, environment: String, group: String, on db: any SQLDatabase)
@@ -296,7 +338,15 @@ struct SimulatorStore: Sendable {
 
     // MARK: Receipts
 
-    func recordReceipt(opaqueValue: String, accountId: String, deviceId: String, appAppleId: Int64, environment: String, at: Int64, on db: any SQLDatabase) async throws {
+    func recordReceipt(
+        opaqueValue: String,
+        accountId: String,
+        deviceId: String,
+        appAppleId: Int64,
+        environment: String,
+        at: Int64,
+        on db: any SQLDatabase
+    ) async throws {
         try await db.raw(
             """
             INSERT INTO sim_receipts (opaque_value, account_id, device_id, app_apple_id, environment, created_at)
@@ -340,7 +390,8 @@ struct SimulatorStore: Sendable {
             .first(decoding: SimNotificationRecord.self, with: Self.decoding)
     }
 
-    func notifications(appAppleId: Int64, environment: String, from: Int64, to: Int64, on db: any SQLDatabase) async throws
+    func notifications(appAppleId: Int64, environment: String, from: Int64, to: Int64, on db: any SQLDatabase)
+        async throws
         -> [SimNotificationRecord]
     {
         try await db.select().column("*").from("sim_notifications").where("app_apple_id", .equal, appAppleId)
