@@ -86,14 +86,14 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
     group.get("apps/{app}/products") { _, context in
         try jsonResponse(
-            try await simulator.products(appAppleId: try int64(context, "app")).map(ProductView.init),
+            try await simulator.products(appAppleId: try int64(context, "app")),
             context: context
         )
     }
     group.post("apps/{app}/products") { request, context in
         let input = try await decodeBody(ProductInput.self, from: request, context: context)
         let product = try await simulator.createProduct(appAppleId: try int64(context, "app"), input)
-        return try jsonResponse(ProductView(product), status: .created, context: context)
+        return try jsonResponse(product, status: .created, context: context)
     }
     group.patch("apps/{app}/products/{product}") { request, context in
         let input = try await decodeBody(ProductInput.self, from: request, context: context)
@@ -102,7 +102,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
             productId: try context.parameters.require("product"),
             input
         )
-        return try jsonResponse(ProductView(product), context: context)
+        return try jsonResponse(product, context: context)
     }
     group.get("apps/{app}/notifications") { request, context in
         let environment =
@@ -276,33 +276,6 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         )
         response.headers[.contentType] = "application/x-pem-file"
         return response
-    }
-}
-
-/// A product as the admin API shows it.
-struct ProductView: Codable {
-    var productId: String
-    var type: ProductType
-    var referenceName: String
-    var reviewState: ReviewState
-    var subscriptionGroup: String?
-    var subscriptionPeriod: SubscriptionPeriod?
-    var groupLevel: Int
-    var familyShareable: Bool
-    var prices: [String: StorefrontPrice]
-    var localizations: [String: Localization]
-
-    init(_ product: SimProduct) {
-        productId = product.productId
-        type = product.type
-        referenceName = product.referenceName
-        reviewState = product.reviewState
-        subscriptionGroup = product.subscriptionGroup
-        subscriptionPeriod = product.subscriptionPeriod
-        groupLevel = product.groupLevel
-        familyShareable = product.familyShareable
-        prices = product.prices
-        localizations = product.localizations
     }
 }
 

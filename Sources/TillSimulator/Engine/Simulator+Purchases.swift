@@ -458,40 +458,38 @@ extension Simulator {
             tx = result.transaction
             notification = result.notification
             if result.reusesExisting {
-                payment.state = "purchased"
-                payment.transactionId = tx.transactionId
-                payment.updatedAt = now
-                try await store.update(payment, on: db)
-                if let notification {
-                    try await enqueueNotification(
-                        app: app,
-                        environment: environment,
-                        type: notification.0,
-                        subtype: notification.1,
-                        transaction: tx,
-                        on: db
-                    )
-                }
+                try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
                 return tx
             }
         }
         try await store.insert(tx, on: db)
         try await shareWithFamily(tx, account: account, product: product, on: db)
+        try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
+        return tx
+    }
+
+    /// Marks the payment purchased by `tx` and sends the purchase's notification, if it has one.
+    private func recordPurchase(
+        _ payment: inout SimPayment,
+        of tx: SimTransaction,
+        notification: (NotificationType, NotificationSubtype?)?,
+        app: SimApp,
+        on db: any SQLDatabase
+    ) async throws {
         payment.state = "purchased"
         payment.transactionId = tx.transactionId
-        payment.updatedAt = now
+        payment.updatedAt = clock.nowMilliseconds
         try await store.update(payment, on: db)
         if let notification {
             try await enqueueNotification(
                 app: app,
-                environment: environment,
+                environment: AppStoreEnvironment(tx.environment),
                 type: notification.0,
                 subtype: notification.1,
                 transaction: tx,
                 on: db
             )
         }
-        return tx
     }
 
     /// Subscribing inside a group: first purchase, resubscription, upgrade, downgrade or crossgrade.

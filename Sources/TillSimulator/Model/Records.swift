@@ -51,7 +51,7 @@ public struct Localization: Codable, Sendable, Hashable {
 }
 
 /// An in-app purchase product.
-public struct SimProduct: Sendable, Hashable {
+public struct SimProduct: Codable, Sendable, Hashable {
     public var appAppleId: Int64
     public var productId: String
     public var type: ProductType
