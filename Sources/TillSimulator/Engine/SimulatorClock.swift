@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TillFormats
 
 /// The simulator's notion of now: the real clock plus an offset that the admin API advances, and the
 /// rate at which subscription time runs.
@@ -48,6 +49,5 @@ public final class SimulatorClock: Sendable {
 }
 
 extension Date {
-    var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    init(milliseconds: Int64) { self.init(millisecondsSince1970: milliseconds) }
 }

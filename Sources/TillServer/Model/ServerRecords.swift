@@ -1,0 +1,125 @@
+import Foundation
+import TillCore
+
+/// How a transaction already owned by one customer is treated when another customer submits it.
+public enum RestorePolicy: String, Codable, Sendable, CaseIterable {
+    /// The first customer keeps it; the second submission is refused as a replay.
+    case keepWithFirstOwner
+    /// It moves to the customer who submitted it last (as after a restore on a new account).
+    case transferToLatest
+}
+
+/// An app the server verifies purchases for.
+public struct ServerApp: Codable, Sendable, Hashable {
+    public var bundleId: String
+    public var appAppleId: Int64?
+    public var name: String
+    /// The key the app sends as `Authorization: Bearer <appKey>` (public: it identifies the app, it grants nothing).
+    public var appKey: String
+    /// verifyReceipt shared secrets; the first is sent, the others are accepted during a rotation.
+    public var sharedSecrets: [String]
+    /// App Store Server API credentials, for confirming signed transactions.
+    public var apiKeyId: String?
+    public var apiIssuerId: String?
+    public var apiPrivateKey: String?
+    /// Whether sandbox purchases are accepted at all (they are never counted as revenue).
+    public var acceptSandbox: Bool
+    public var restorePolicy: RestorePolicy
+    public var createdAt: Int64
+}
+
+/// A file delivered with a product after a verified purchase.
+public struct ContentFile: Codable, Sendable, Hashable {
+    public var name: String
+    public var sha256: String
+    public var size: Int64
+    public var contentType: String
+}
+
+/// A product of the server-side catalogue: what it is and what buying it gives.
+public struct CatalogProduct: Codable, Sendable, Hashable {
+    public var bundleId: String
+    public var productId: String
+    public var type: ProductType
+    public var title: String
+    /// Entitlements a purchase grants while it is active (`pro`, `issue-42`, …).
+    public var entitlements: [String]
+    /// What one unit of a consumable credits (`{"gems": 100}`).
+    public var credits: [String: Int64]
+    public var content: [ContentFile]
+    public var subscriptionGroup: String?
+    /// Non-renewing subscriptions: how long one purchase lasts (the store does not say; the server decides).
+    public var durationSeconds: Int64?
+    /// The list price, for the books when the purchase format carries none (receipts do not).
+    public var price: Int64?
+    public var currency: String?
+    /// Order in the master list.
+    public var position: Int
+    public var createdAt: Int64
+    public var updatedAt: Int64
+}
+
+/// The states of a submission's confirmation with Apple.
+public enum SubmissionState: String, Codable, Sendable {
+    /// Verified locally; waiting for its first confirmation attempt.
+    case pending
+    /// Apple confirmed it.
+    case confirmed
+    /// An attempt failed for a temporary reason; another is scheduled.
+    case retrying
+    /// Apple refused it for good; what the local check granted was revoked.
+    case rejected
+    /// Retries ran out; an operator must look.
+    case deadLettered
+}
+
+/// A receipt or signed transaction an app submitted.
+struct SubmissionRecord: Codable, Sendable {
+    var id: String
+    var bundleId: String
+    var customerId: String
+    var idempotencyKey: String?
+    /// appReceipt, transactionReceipt or signedTransaction.
+    var kind: String
+    var payload: String
+    var environment: String
+    var state: String
+    var attempts: Int
+    var nextAttemptAt: Int64?
+    var lastStatus: String?
+    var lastError: String?
+    var reason: String?
+    /// JSON array of the transaction ids the submission carried.
+    var transactionIds: String
+    var claimedUntil: Int64?
+    var createdAt: Int64
+    var updatedAt: Int64
+    var confirmedAt: Int64?
+}
+
+/// One transaction of the ledger, recorded once per environment.
+struct LedgerRecord: Codable, Sendable {
+    var environment: String
+    var transactionId: String
+    var bundleId: String
+    var customerId: String
+    var originalTransactionId: String
+    var productId: String
+    var productType: String?
+    var quantity: Int
+    var purchaseDate: Int64
+    var expiresDate: Int64?
+    var revocationDate: Int64?
+    /// Why access was taken away: `refund`, `apple:21003`, `upgraded`, …
+    var revocationReason: String?
+    var isUpgraded: Bool
+    var ownership: String
+    var price: Int64?
+    var currency: String?
+    var storefront: String?
+    var webOrderLineItemId: String?
+    var submissionId: String
+    var confirmed: Bool
+    var createdAt: Int64
+    var updatedAt: Int64
+}

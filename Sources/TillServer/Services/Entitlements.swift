@@ -1,0 +1,64 @@
+import Foundation
+import TillCore
+
+/// An entitlement a customer has now.
+public struct Entitlement: Codable, Sendable, Hashable {
+    public var id: String
+    public var productId: String
+    public var transactionId: String
+    public var environment: String
+    /// Nil for entitlements that do not expire.
+    public var expiresDate: Int64?
+    /// True until Apple has confirmed the purchase that grants it.
+    public var provisional: Bool
+}
+
+/// Derives entitlements from a customer's ledger: a pure function of transactions, catalogue and time.
+///
+/// - Consumables grant credits, not entitlements.
+/// - Non-consumables and free subscriptions grant their entitlements for good, until refunded or revoked.
+/// - Auto-renewable subscriptions grant them until the period's end (upgraded periods grant nothing).
+/// - Non-renewing subscriptions last the catalogue's `durationSeconds` from each purchase; purchases bought
+///   while one is running extend it.
+/// When several purchases grant one entitlement, the one lasting longest wins.
+enum EntitlementRules {
+    static func entitlements(_ ledger: [LedgerRecord], catalogue: [String: CatalogProduct], now: Int64) -> [Entitlement] {
+        var best: [String: Entitlement] = [:]
+        var nonRenewingEnd: [String: Int64] = [:]
+        for record in ledger.sorted(by: { $0.purchaseDate < $1.purchaseDate }) {
+            guard record.revocationDate == nil, !record.isUpgraded, let product = catalogue[record.productId] else { continue }
+            var expires: Int64?
+            switch product.type {
+            case .consumable:
+                continue
+            case .nonConsumable, .freeSubscription:
+                expires = nil
+            case .autoRenewable:
+                guard let end = record.expiresDate else { continue }
+                expires = end
+            case .nonRenewing:
+                guard let duration = product.durationSeconds else { continue }
+                let start = max(record.purchaseDate, nonRenewingEnd[product.productId] ?? 0)
+                let end = start + duration * 1000 * Int64(max(1, record.quantity))
+                nonRenewingEnd[product.productId] = end
+                expires = end
+            }
+            if let expires, expires <= now { continue }
+            for id in product.entitlements {
+                let candidate = Entitlement(
+                    id: id, productId: record.productId, transactionId: record.transactionId, environment: record.environment,
+                    expiresDate: expires, provisional: !record.confirmed)
+                if let current = best[id] {
+                    let currentEnd = current.expiresDate ?? Int64.max
+                    let candidateEnd = expires ?? Int64.max
+                    if candidateEnd > currentEnd || (candidateEnd == currentEnd && current.provisional && !candidate.provisional) {
+                        best[id] = candidate
+                    }
+                } else {
+                    best[id] = candidate
+                }
+            }
+        }
+        return best.values.sorted { $0.id < $1.id }
+    }
+}

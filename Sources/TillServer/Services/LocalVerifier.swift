@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+import TillCore
+import TillFormats
+import X509
+
+/// What a submission proved locally: its environment and its transactions.
+struct LocallyVerified: Sendable {
+    enum Kind: String, Sendable {
+        case appReceipt, transactionReceipt, signedTransaction
+    }
+
+    var kind: Kind
+    var environment: AppStoreEnvironment
+    var transactions: [PurchaseTransaction]
+}
+
+/// Checks receipts and signed transactions in microseconds, before Apple is asked.
+///
+/// Apple's roots are tried first. Roots configured for the sandbox (the simulator's) are tried only when
+/// Apple's fail, and then the data must say it is sandbox data: a production purchase is never believed on
+/// anyone's word but Apple's. Verifiers are kept per app so their chain caches stay warm.
+final class LocalVerifier: Sendable {
+    private struct AppVerifiers: Sendable {
+        var fingerprint: String
+        var jws: [SignedDataVerifier]
+        var receipts: [ReceiptVerifier]
+        var transactionReceipts: [TransactionReceiptVerifier]
+    }
+
+    private let configuration: ServerConfiguration
+    private let cache = Mutex<[String: AppVerifiers]>([:])
+
+    init(configuration: ServerConfiguration) {
+        self.configuration = configuration
+    }
+
+    private func verifiers(for app: ServerApp) -> AppVerifiers {
+        let fingerprint = "\(app.bundleId)|\(app.appAppleId ?? 0)"
+        if let cached = cache.withLock({ $0[app.bundleId] }), cached.fingerprint == fingerprint { return cached }
+        var jws = [SignedDataVerifier(.init(anchors: .appleStoreKit, bundleId: app.bundleId))]
+        var receipts = [ReceiptVerifier(.init(anchors: .appleReceipts, bundleId: app.bundleId))]
+        var transactionReceipts = [TransactionReceiptVerifier(.init(anchors: .appleReceipts, bundleId: app.bundleId))]
+        if !configuration.sandboxJWSRoots.isEmpty {
+            jws.append(SignedDataVerifier(.init(anchors: TrustAnchors(roots: configuration.sandboxJWSRoots), bundleId: app.bundleId)))
+        }
+        if !configuration.sandboxReceiptRoots.isEmpty {
+            let anchors = TrustAnchors(roots: configuration.sandboxReceiptRoots, intermediates: configuration.sandboxReceiptIntermediates)
+            receipts.append(ReceiptVerifier(.init(anchors: anchors, bundleId: app.bundleId)))
+            transactionReceipts.append(TransactionReceiptVerifier(.init(anchors: anchors, bundleId: app.bundleId)))
+        }
+        let made = AppVerifiers(fingerprint: fingerprint, jws: jws, receipts: receipts, transactionReceipts: transactionReceipts)
+        cache.withLock { $0[app.bundleId] = made }
+        return made
+    }
+
+    /// Verifies one submission for `app`, or throws a 422 with the precise reason.
+    func verify(_ input: SubmissionInput, app: ServerApp) async throws -> LocallyVerified {
+        let verifiers = verifiers(for: app)
+        let verified: LocallyVerified
+        switch input {
+        case .signedTransaction(let jws):
+            verified = try await first(verifiers.jws.indices) { index in
+                await verifiers.jws[index].verify(jws, as: JWSTransactionDecodedPayload.self).map { verifiedJWS in
+                    guard let transaction = verifiedJWS.payload.purchaseTransaction() else { return nil }
+                    return LocallyVerified(kind: .signedTransaction, environment: transaction.environment, transactions: [transaction])
+                }
+            }
+        case .appReceipt(let base64):
+            verified = try await first(verifiers.receipts.indices) { index in
+                await verifiers.receipts[index].verify(base64: base64).map { receipt in
+                    guard let environment = receipt.receipt.environment, let bundleId = receipt.receipt.bundleId else { return nil }
+                    let transactions = receipt.receipt.inAppPurchases.compactMap {
+                        $0.purchaseTransaction(bundleId: bundleId, environment: environment)
+                    }
+                    return LocallyVerified(kind: .appReceipt, environment: environment, transactions: transactions)
+                }
+            }
+        case .transactionReceipt(let base64):
+            verified = try await first(verifiers.transactionReceipts.indices) { index in
+                await verifiers.transactionReceipts[index].verify(base64: base64).map { receipt in
+                    guard let transaction = try? receipt.purchaseTransaction() else { return nil }
+                    return LocallyVerified(kind: .transactionReceipt, environment: receipt.environment, transactions: [transaction])
+                }
+            }
+        }
+        if verified.environment != .production && !app.acceptSandbox {
+            throw ServerError.unprocessable("sandboxNotAccepted", "\(app.bundleId) does not accept \(verified.environment) purchases")
+        }
+        if verified.environment != .production && verified.environment != .sandbox {
+            throw ServerError.unprocessable("invalidEnvironment", "\(verified.environment) purchases are not accepted by a server")
+        }
+        return verified
+    }
+
+    /// Tries each verifier in turn (Apple's first); a later one (sandbox roots) only vouches for sandbox data.
+    private func first(
+        _ indices: Range<Int>, _ attempt: (Int) async -> VerificationOutcome<LocallyVerified?>
+    ) async throws -> LocallyVerified {
+        var firstFailure: VerificationFailure?
+        for index in indices {
+            switch await attempt(index) {
+            case .valid(let verified?):
+                if index > 0 && verified.environment != .sandbox {
+                    throw ServerError.unprocessable(
+                        "untrustedForProduction", "only Apple's roots vouch for \(verified.environment) purchases")
+                }
+                return verified
+            case .valid(nil):
+                throw ServerError.unprocessable("malformedPayload", "the signed data lacks a transaction id, product id, date or environment")
+            case .invalid(let failure):
+                firstFailure = firstFailure ?? failure
+                // Only a chain Apple does not vouch for is worth trying against the sandbox roots.
+                guard failure.reason == .invalidChain else { break }
+                continue
+            }
+            break
+        }
+        let failure = firstFailure ?? VerificationFailure(.invalidFormat, "nothing to verify")
+        throw ServerError.unprocessable(failure.reason.rawValue, failure.detail)
+    }
+}
+
+/// What an app submits.
+enum SubmissionInput: Sendable {
+    case appReceipt(String)
+    case transactionReceipt(String)
+    case signedTransaction(String)
+
+    var kind: LocallyVerified.Kind {
+        switch self {
+        case .appReceipt: .appReceipt
+        case .transactionReceipt: .transactionReceipt
+        case .signedTransaction: .signedTransaction
+        }
+    }
+
+    var payload: String {
+        switch self {
+        case .appReceipt(let text), .transactionReceipt(let text), .signedTransaction(let text): text
+        }
+    }
+}
+
+extension VerificationOutcome {
+    func map<T: Sendable>(_ transform: (Value) -> T) -> VerificationOutcome<T> {
+        switch self {
+        case .valid(let value): .valid(transform(value))
+        case .invalid(let failure): .invalid(failure)
+        }
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import TillCore
+import TillFormats
+import TillStorage
+
+/// What an app sends after a purchase or restore: exactly one of the three formats.
+public struct SubmissionRequest: Codable, Sendable {
+    /// The app's account id, or a guest id (link it later with an alias).
+    public var customerId: String
+    /// An app receipt (base64 PKCS#7).
+    public var receipt: String?
+    /// An iOS 6-style transaction receipt (base64).
+    public var transactionReceipt: String?
+    /// A StoreKit 2 signed transaction (JWS).
+    public var signedTransaction: String?
+    /// The same key always gets the same submission back, so a resend never counts twice.
+    public var idempotencyKey: String?
+
+    public init(
+        customerId: String, receipt: String? = nil, transactionReceipt: String? = nil, signedTransaction: String? = nil,
+        idempotencyKey: String? = nil
+    ) {
+        self.customerId = customerId
+        self.receipt = receipt
+        self.transactionReceipt = transactionReceipt
+        self.signedTransaction = signedTransaction
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+/// A submission and where its confirmation with Apple stands.
+public struct SubmissionView: Codable, Sendable, Hashable {
+    public var id: String
+    public var state: SubmissionState
+    public var kind: String
+    public var environment: String
+    public var customerId: String
+    public var transactionIds: [String]
+    public var attempts: Int
+    /// When the next confirmation attempt is due (retrying).
+    public var nextAttemptAt: Int64?
+    /// The last answer from Apple (`status 21005`, `HTTP 503`, `timeout`, …).
+    public var lastStatus: String?
+    public var lastError: String?
+    /// Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+    public var reason: String?
+    public var createdAt: Int64
+    public var confirmedAt: Int64?
+}
+
+/// A transaction the submission carried that was not credited to this customer.
+public struct RefusedTransaction: Codable, Sendable, Hashable {
+    public var transactionId: String
+    public var reason: String
+}
+
+/// A purchase of a customer, as the server recorded it.
+public struct PurchaseView: Codable, Sendable, Hashable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var productType: String?
+    public var environment: String
+    public var quantity: Int
+    public var purchaseDate: Int64
+    public var expiresDate: Int64?
+    public var revocationDate: Int64?
+    public var revocationReason: String?
+    public var confirmed: Bool
+}
+
+/// Everything the server knows a customer has.
+public struct CustomerView: Codable, Sendable, Hashable {
+    public var customerId: String
+    public var entitlements: [Entitlement]
+    public var balances: [String: Int64]
+    public var purchases: [PurchaseView]
+}
+
+/// The answer to a submission.
+public struct SubmissionResult: Codable, Sendable {
+    public var submission: SubmissionView
+    public var customer: CustomerView
+    public var refused: [RefusedTransaction]
+}
+
+extension PurchaseServer {
+    /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
+    /// credits, and queues the confirmation with Apple. Answers in milliseconds.
+    public func submit(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
+        let customerId = request.customerId.trimmingCharacters(in: .whitespaces)
+        guard !customerId.isEmpty, customerId.count <= 200 else {
+            throw ServerError.badRequest("invalidCustomerId", "customerId is required (at most 200 characters)")
+        }
+        let inputs: [SubmissionInput] = [
+            request.receipt.map(SubmissionInput.appReceipt), request.transactionReceipt.map(SubmissionInput.transactionReceipt),
+            request.signedTransaction.map(SubmissionInput.signedTransaction),
+        ].compactMap { $0 }
+        guard inputs.count == 1, let input = inputs.first, !input.payload.isEmpty else {
+            throw ServerError.badRequest("oneFormatExpected", "send exactly one of receipt, transactionReceipt or signedTransaction")
+        }
+        if let key = request.idempotencyKey {
+            guard !key.isEmpty, key.count <= 200 else {
+                throw ServerError.badRequest("invalidIdempotencyKey", "an idempotency key has 1 to 200 characters")
+            }
+            if let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
+                return try await replay(existing, payload: input.payload, app: app)
+            }
+        }
+
+        let verified = try await verifier.verify(input, app: app)
+        let now = nowMilliseconds
+        let catalogue = Dictionary(
+            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map { ($0.productId, $0) })
+        let outcome = try await database.transaction { db -> (SubmissionRecord, [RefusedTransaction])? in
+            if let key = request.idempotencyKey, try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil {
+                return nil  // a concurrent resend won the race; answer with its submission below
+            }
+            try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
+            let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
+            let submission = SubmissionRecord(
+                id: UUID().uuidString.lowercased(), bundleId: app.bundleId, customerId: owner, idempotencyKey: request.idempotencyKey,
+                kind: input.kind.rawValue, payload: input.payload, environment: verified.environment.rawValue,
+                state: SubmissionState.pending.rawValue, attempts: 0, nextAttemptAt: now, lastStatus: nil, lastError: nil, reason: nil,
+                transactionIds: Self.json(verified.transactions.map(\.transactionId)), claimedUntil: nil, createdAt: now,
+                updatedAt: now, confirmedAt: nil)
+            try await self.store.insert(submission, on: db)
+            let refused = try await self.record(
+                verified.transactions, submission: submission, app: app, catalogue: catalogue, on: db)
+            return (submission, refused)
+        }
+        guard let (submission, refused) = outcome else {
+            // A resend with the same idempotency key committed first: answer with its submission.
+            guard let key = request.idempotencyKey,
+                let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
+            else { throw ServerError(.internalServerError, "submissionLost", "the submission could not be recorded") }
+            return try await replay(existing, payload: input.payload, app: app)
+        }
+        workAvailable.signal()
+        if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
+            throw ServerError.conflict(
+                "ownedByAnotherCustomer", "every transaction of this submission belongs to another customer (\(refused.count) refused)")
+        }
+        return SubmissionResult(
+            submission: view(submission), customer: try await customer(bundleId: app.bundleId, customerId: submission.customerId),
+            refused: refused)
+    }
+
+    /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
+    private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult {
+        guard existing.payload == payload else {
+            throw ServerError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
+        }
+        return SubmissionResult(
+            submission: view(existing), customer: try await customer(bundleId: app.bundleId, customerId: existing.customerId), refused: [])
+    }
+
+    /// Records transactions in the ledger once each, credits consumables, books revenue, and applies revocations
+    /// the signed data carries. Returns the transactions refused because another customer owns them.
+    func record(
+        _ transactions: [PurchaseTransaction], submission: SubmissionRecord, app: ServerApp, catalogue: [String: CatalogProduct],
+        on db: any SQLDatabase
+    ) async throws -> [RefusedTransaction] {
+        var refused: [RefusedTransaction] = []
+        let now = nowMilliseconds
+        for transaction in transactions {
+            let environment = transaction.environment.rawValue
+            let product = catalogue[transaction.productId]
+            if var existing = try await store.transaction(environment: environment, transactionId: transaction.transactionId, on: db) {
+                if existing.customerId != submission.customerId {
+                    guard app.restorePolicy == .transferToLatest, !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
+                    else {
+                        refused.append(RefusedTransaction(transactionId: transaction.transactionId, reason: "ownedByAnotherCustomer"))
+                        try await store.recordEvent(
+                            bundleId: app.bundleId, kind: "replayRefused",
+                            detail: "\(environment) transaction \(transaction.transactionId) of \(existing.customerId) submitted by \(submission.customerId)",
+                            at: now, on: db)
+                        continue
+                    }
+                    try await store.recordEvent(
+                        bundleId: app.bundleId, kind: "transferred",
+                        detail: "\(environment) transaction \(transaction.transactionId) moved from \(existing.customerId) to \(submission.customerId)",
+                        at: now, on: db)
+                    existing.customerId = submission.customerId
+                }
+                if let revoked = transaction.revocationDate, existing.revocationDate == nil {
+                    existing.revocationDate = revoked.millisecondsSince1970
+                    existing.revocationReason = transaction.isUpgraded ? "upgraded" : "refund"
+                }
+                existing.isUpgraded = existing.isUpgraded || transaction.isUpgraded
+                existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
+                existing.updatedAt = now
+                try await store.update(existing, on: db)
+                continue
+            }
+            let record = LedgerRecord(
+                environment: environment, transactionId: transaction.transactionId, bundleId: app.bundleId,
+                customerId: submission.customerId, originalTransactionId: transaction.originalTransactionId,
+                productId: transaction.productId, productType: (product?.type ?? transaction.productType)?.rawValue,
+                quantity: transaction.quantity, purchaseDate: transaction.purchaseDate.millisecondsSince1970,
+                expiresDate: transaction.expiresDate?.millisecondsSince1970, revocationDate: transaction.revocationDate?.millisecondsSince1970,
+                revocationReason: transaction.revocationDate == nil ? nil : (transaction.isUpgraded ? "upgraded" : "refund"),
+                isUpgraded: transaction.isUpgraded, ownership: transaction.ownership.rawValue, price: transaction.price ?? product?.price,
+                currency: transaction.currency ?? product?.currency, storefront: transaction.storefront,
+                webOrderLineItemId: transaction.webOrderLineItemId, submissionId: submission.id, confirmed: false, createdAt: now,
+                updatedAt: now)
+            try await store.insert(record, on: db)
+            if record.revocationDate == nil, let product, product.type == .consumable {
+                for (credit, amount) in product.credits {
+                    try await store.addBalanceEntry(
+                        bundleId: app.bundleId, customerId: submission.customerId, credit: credit, delta: amount * Int64(transaction.quantity),
+                        reference: "purchase:\(environment):\(transaction.transactionId)", at: now, on: db)
+                }
+            }
+            if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0 {
+                try await store.recordFinance(
+                    environment: environment, transactionId: transaction.transactionId, bundleId: app.bundleId,
+                    productId: transaction.productId, amount: price, currency: currency, at: record.purchaseDate, kind: "purchase", on: db)
+            }
+        }
+        return refused
+    }
+
+    // MARK: Views
+
+    func view(_ record: SubmissionRecord) -> SubmissionView {
+        SubmissionView(
+            id: record.id, state: SubmissionState(rawValue: record.state) ?? .pending, kind: record.kind, environment: record.environment,
+            customerId: record.customerId, transactionIds: (try? JSONDecoder().decode([String].self, from: Data(record.transactionIds.utf8))) ?? [],
+            attempts: record.attempts, nextAttemptAt: record.state == SubmissionState.retrying.rawValue ? record.nextAttemptAt : nil,
+            lastStatus: record.lastStatus, lastError: record.lastError, reason: record.reason, createdAt: record.createdAt,
+            confirmedAt: record.confirmedAt)
+    }
+
+    /// A customer's entitlements, balances and purchases now.
+    public func customer(bundleId: String, customerId: String) async throws -> CustomerView {
+        let db = store.sql
+        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
+        let catalogue = Dictionary(uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map { ($0.productId, $0) })
+        return CustomerView(
+            customerId: owner, entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),
+            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
+            purchases: ledger.map {
+                PurchaseView(
+                    transactionId: $0.transactionId, originalTransactionId: $0.originalTransactionId, productId: $0.productId,
+                    productType: $0.productType, environment: $0.environment, quantity: $0.quantity, purchaseDate: $0.purchaseDate,
+                    expiresDate: $0.expiresDate, revocationDate: $0.revocationDate, revocationReason: $0.revocationReason,
+                    confirmed: $0.confirmed)
+            })
+    }
+
+    /// A submission, as the app polls it.
+    public func submission(id: String, bundleId: String) async throws -> SubmissionView {
+        guard let record = try await store.submission(id: id, on: store.sql), record.bundleId == bundleId else {
+            throw ServerError.notFound("submission", id)
+        }
+        return view(record)
+    }
+
+    /// Waits up to `timeout` for a submission to be confirmed, rejected or dead-lettered.
+    public func waitForSettlement(id: String, bundleId: String, timeout: Duration) async throws -> SubmissionView {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            let since = submissionSettled.current
+            let current = try await submission(id: id, bundleId: bundleId)
+            if current.state != .pending && current.state != .retrying { return current }
+            guard clock.now < deadline else { return current }
+            await submissionSettled.wait(since: since, timeout: deadline - clock.now)
+        }
+    }
+
+    static func json<T: Encodable>(_ value: T) -> String {
+        String(decoding: (try? JSONEncoder().encode(value)) ?? Data("null".utf8), as: UTF8.self)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+import SQLKit
+import Synchronization
+import TillCore
+import TillFormats
+import TillStorage
+
+/// The verification server's state and services: what the HTTP layer and the confirmation worker call.
+public final class PurchaseServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let database: TillDatabase
+    let store: ServerStore
+    let verifier: LocalVerifier
+    let logger: Logger
+    let now: @Sendable () -> Date
+    /// Nudges the confirmation worker when a submission is queued.
+    let workAvailable: Signal
+    /// Wakes requests waiting (`?wait=`) for a submission to leave the queue.
+    let submissionSettled: Signal
+
+    init(configuration: ServerConfiguration, database: TillDatabase, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.configuration = configuration
+        self.database = database
+        self.store = ServerStore(database: database)
+        self.verifier = LocalVerifier(configuration: configuration)
+        self.logger = logger
+        self.now = now
+        self.workAvailable = Signal()
+        self.submissionSettled = Signal()
+    }
+
+    /// Opens and migrates the database.
+    public static func open(
+        _ configuration: ServerConfiguration, logger: Logger = Logger(label: "till.server"), now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> PurchaseServer {
+        let database = try await TillDatabase.open(configuration.database, logger: logger)
+        try await ServerStore(database: database).migrate()
+        try FileManager.default.createDirectory(atPath: configuration.contentDirectory, withIntermediateDirectories: true)
+        return PurchaseServer(configuration: configuration, database: database, logger: logger, now: now)
+    }
+
+    public func shutdown() async throws {
+        try await database.shutdown()
+    }
+
+    var nowMilliseconds: Int64 { Int64((now().timeIntervalSince1970 * 1000).rounded()) }
+
+    func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
+        guard let app = try await store.app(bundleId: bundleId, on: db) else { throw ServerError.notFound("app", bundleId) }
+        return app
+    }
+}
+
+/// A level-triggered wake-up for loops and waiters: `signal()` wakes every current waiter.
+final class Signal: Sendable {
+    private let generation = Mutex<UInt64>(0)
+
+    func signal() { generation.withLock { $0 &+= 1 } }
+
+    var current: UInt64 { generation.withLock { $0 } }
+
+    /// Returns when signalled after `since`, or after `timeout`.
+    func wait(since: UInt64, timeout: Duration) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline && !Task.isCancelled {
+            if current != since { return }
+            try? await Task.sleep(for: min(.milliseconds(10), deadline - clock.now))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import TillCore
+import TillStorage
+import X509
+
+/// Where Apple (or the simulator standing in for it) answers.
+public struct AppleEndpoints: Sendable, Hashable {
+    public var verifyReceipt: [AppStoreEnvironment: String]
+    public var serverAPI: [AppStoreEnvironment: String]
+
+    public init(verifyReceipt: [AppStoreEnvironment: String], serverAPI: [AppStoreEnvironment: String]) {
+        self.verifyReceipt = verifyReceipt
+        self.serverAPI = serverAPI
+    }
+
+    /// Apple's own endpoints.
+    public static let apple = AppleEndpoints(
+        verifyReceipt: [
+            .production: "https://buy.itunes.apple.com/verifyReceipt", .sandbox: "https://sandbox.itunes.apple.com/verifyReceipt",
+        ],
+        serverAPI: [.production: "https://api.storekit.apple.com", .sandbox: "https://api.storekit-sandbox.apple.com"])
+
+    /// A `till simulator` at `baseURL` (e.g. `http://127.0.0.1:8090`).
+    public static func simulator(_ baseURL: String) -> AppleEndpoints {
+        AppleEndpoints(
+            verifyReceipt: [.production: "\(baseURL)/production/verifyReceipt", .sandbox: "\(baseURL)/sandbox/verifyReceipt"],
+            serverAPI: [.production: "\(baseURL)/production", .sandbox: "\(baseURL)/sandbox"])
+    }
+}
+
+/// How the server confirms submissions with Apple.
+public struct ConfirmationSettings: Sendable, Hashable {
+    /// Attempts before a submission is dead-lettered.
+    public var maximumAttempts: Int
+    /// Confirmations in flight at once (Apple answers in seconds, so many wait together).
+    public var concurrency: Int
+    /// How long one call to Apple may take.
+    public var requestTimeout: Duration
+    /// Back-off: `base × 2^(attempt-1)`, at most `cap`, with ±20% jitter.
+    public var backoffBase: Duration
+    public var backoffCap: Duration
+
+    public init(
+        maximumAttempts: Int = 12, concurrency: Int = 64, requestTimeout: Duration = .seconds(30), backoffBase: Duration = .seconds(2),
+        backoffCap: Duration = .seconds(3600)
+    ) {
+        self.maximumAttempts = maximumAttempts
+        self.concurrency = concurrency
+        self.requestTimeout = requestTimeout
+        self.backoffBase = backoffBase
+        self.backoffCap = backoffCap
+    }
+
+    /// The delay before attempt `attempt + 1`.
+    public func delay(afterAttempt attempt: Int, jitter: Double = Double.random(in: 0.8...1.2)) -> Duration {
+        let base = Double(backoffBase.components.seconds) + Double(backoffBase.components.attoseconds) / 1e18
+        let cap = Double(backoffCap.components.seconds)
+        let raw = min(cap, base * pow(2, Double(max(0, attempt - 1))))
+        return .milliseconds(Int64(raw * jitter * 1000))
+    }
+}
+
+/// What a verification server is made of.
+public struct ServerConfiguration: Sendable {
+    public var database: DatabaseConfiguration
+    /// The bearer token of the admin API.
+    public var operatorToken: String
+    public var apple: AppleEndpoints
+    /// Extra roots trusted for sandbox data only (the simulator's); production trusts Apple's roots alone.
+    public var sandboxJWSRoots: [Certificate]
+    public var sandboxReceiptRoots: [Certificate]
+    public var sandboxReceiptIntermediates: [Certificate]
+    public var confirmation: ConfirmationSettings
+    /// Signs download URLs and entitlement snapshots.
+    public var serverSecret: [UInt8]
+    /// Where uploaded content files are kept.
+    public var contentDirectory: String
+
+    public init(
+        database: DatabaseConfiguration = .sqliteInMemory, operatorToken: String, apple: AppleEndpoints = .apple,
+        sandboxJWSRoots: [Certificate] = [], sandboxReceiptRoots: [Certificate] = [], sandboxReceiptIntermediates: [Certificate] = [],
+        confirmation: ConfirmationSettings = .init(), serverSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) },
+        contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path
+    ) {
+        self.database = database
+        self.operatorToken = operatorToken
+        self.apple = apple
+        self.sandboxJWSRoots = sandboxJWSRoots
+        self.sandboxReceiptRoots = sandboxReceiptRoots
+        self.sandboxReceiptIntermediates = sandboxReceiptIntermediates
+        self.confirmation = confirmation
+        self.serverSecret = serverSecret
+        self.contentDirectory = contentDirectory
+    }
+}

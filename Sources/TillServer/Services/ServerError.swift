@@ -1,0 +1,33 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// A request the server refuses: a stable machine code, a message, and the HTTP status.
+public struct ServerError: Error, Sendable, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    static func badRequest(_ code: String, _ message: String) -> ServerError { ServerError(.badRequest, code, message) }
+    static func notFound(_ what: String, _ id: String) -> ServerError { ServerError(.notFound, "\(what)NotFound", "no \(what) \(id)") }
+    static func conflict(_ code: String, _ message: String) -> ServerError { ServerError(.conflict, code, message) }
+    static func unprocessable(_ code: String, _ message: String) -> ServerError { ServerError(.unprocessableContent, code, message) }
+}
+
+extension ServerError: HTTPResponseError {
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
+        var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        response.headers[.contentType] = "application/json"
+        return response
+    }
+}

@@ -1,0 +1,69 @@
+import TillStorage
+
+/// The verification server's tables. Times are BIGINT milliseconds since 1970; JSON documents are TEXT.
+enum ServerSchema {
+    static let name = "server"
+
+    static let migrations: [Migration] = [
+        Migration(
+            "001-core",
+            [
+                """
+                CREATE TABLE srv_apps (
+                    bundle_id TEXT PRIMARY KEY, app_apple_id BIGINT, name TEXT NOT NULL, app_key TEXT NOT NULL UNIQUE,
+                    shared_secrets TEXT NOT NULL, api_key_id TEXT, api_issuer_id TEXT, api_private_key TEXT,
+                    accept_sandbox BOOLEAN NOT NULL, restore_policy TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE srv_products (
+                    bundle_id TEXT NOT NULL REFERENCES srv_apps (bundle_id), product_id TEXT NOT NULL, type TEXT NOT NULL,
+                    title TEXT NOT NULL, entitlements TEXT NOT NULL, credits TEXT NOT NULL, content TEXT NOT NULL,
+                    subscription_group TEXT, duration_seconds BIGINT, price BIGINT, currency TEXT, position INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, product_id))
+                """,
+                """
+                CREATE TABLE srv_customers (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, alias_of TEXT, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, customer_id))
+                """,
+                """
+                CREATE TABLE srv_submissions (
+                    id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, idempotency_key TEXT,
+                    kind TEXT NOT NULL, payload TEXT NOT NULL, environment TEXT NOT NULL, state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL, next_attempt_at BIGINT, last_status TEXT, last_error TEXT, reason TEXT,
+                    transaction_ids TEXT NOT NULL, claimed_until BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                    confirmed_at BIGINT)
+                """,
+                "CREATE UNIQUE INDEX srv_submissions_idempotency ON srv_submissions (bundle_id, idempotency_key)",
+                "CREATE INDEX srv_submissions_due ON srv_submissions (state, next_attempt_at)",
+                """
+                CREATE TABLE srv_transactions (
+                    environment TEXT NOT NULL, transaction_id TEXT NOT NULL, bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL, product_id TEXT NOT NULL, product_type TEXT, quantity INTEGER NOT NULL,
+                    purchase_date BIGINT NOT NULL, expires_date BIGINT, revocation_date BIGINT, revocation_reason TEXT,
+                    is_upgraded BOOLEAN NOT NULL, ownership TEXT NOT NULL, price BIGINT, currency TEXT, storefront TEXT,
+                    web_order_line_item_id TEXT, submission_id TEXT NOT NULL, confirmed BOOLEAN NOT NULL,
+                    created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (environment, transaction_id))
+                """,
+                "CREATE INDEX srv_transactions_customer ON srv_transactions (bundle_id, customer_id)",
+                "CREATE INDEX srv_transactions_original ON srv_transactions (environment, original_transaction_id)",
+                """
+                CREATE TABLE srv_balance_entries (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, credit TEXT NOT NULL, delta BIGINT NOT NULL,
+                    reference TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (bundle_id, reference, credit))
+                """,
+                "CREATE INDEX srv_balance_customer ON srv_balance_entries (bundle_id, customer_id, credit)",
+                """
+                CREATE TABLE srv_finance (
+                    environment TEXT NOT NULL, transaction_id TEXT NOT NULL, bundle_id TEXT NOT NULL, product_id TEXT NOT NULL,
+                    amount BIGINT NOT NULL, currency TEXT NOT NULL, occurred_at BIGINT NOT NULL, kind TEXT NOT NULL,
+                    PRIMARY KEY (environment, transaction_id, kind))
+                """,
+                "CREATE INDEX srv_finance_time ON srv_finance (bundle_id, occurred_at)",
+                """
+                CREATE TABLE srv_events (
+                    id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+            ]),
+    ]
+}

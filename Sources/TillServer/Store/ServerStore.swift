@@ -1,0 +1,297 @@
+import Foundation
+import SQLKit
+import TillCore
+import TillStorage
+
+/// The verification server's persistence, on SQLite or PostgreSQL.
+struct ServerStore: Sendable {
+    let database: TillDatabase
+    var sql: any SQLDatabase { database.sql }
+
+    static let encoding = SQLQueryEncoder(keyEncodingStrategy: .convertToSnakeCase, nilEncodingStrategy: .asNil)
+    static let decoding = SQLRowDecoder(keyDecodingStrategy: .convertFromSnakeCase)
+
+    func migrate() async throws {
+        try await database.migrate(ServerSchema.migrations, schema: ServerSchema.name)
+    }
+
+    private static func json<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
+    }
+
+    private static func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(text.utf8))
+    }
+
+    // MARK: Apps
+
+    private struct AppRow: Codable {
+        var bundleId: String
+        var appAppleId: Int64?
+        var name: String
+        var appKey: String
+        var sharedSecrets: String
+        var apiKeyId: String?
+        var apiIssuerId: String?
+        var apiPrivateKey: String?
+        var acceptSandbox: Bool
+        var restorePolicy: String
+        var createdAt: Int64
+    }
+
+    func save(_ app: ServerApp, on db: any SQLDatabase) async throws {
+        let row = AppRow(
+            bundleId: app.bundleId, appAppleId: app.appAppleId, name: app.name, appKey: app.appKey,
+            sharedSecrets: Self.json(app.sharedSecrets), apiKeyId: app.apiKeyId, apiIssuerId: app.apiIssuerId,
+            apiPrivateKey: app.apiPrivateKey, acceptSandbox: app.acceptSandbox, restorePolicy: app.restorePolicy.rawValue,
+            createdAt: app.createdAt)
+        try await db.delete(from: "srv_apps").where("bundle_id", .equal, app.bundleId).run()
+        try await db.insert(into: "srv_apps").model(row, with: Self.encoding).run()
+    }
+
+    func app(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp? {
+        try await db.select().column("*").from("srv_apps").where("bundle_id", .equal, bundleId)
+            .first(decoding: AppRow.self, with: Self.decoding).map(Self.app)
+    }
+
+    func app(appKey: String, on db: any SQLDatabase) async throws -> ServerApp? {
+        try await db.select().column("*").from("srv_apps").where("app_key", .equal, appKey)
+            .first(decoding: AppRow.self, with: Self.decoding).map(Self.app)
+    }
+
+    func apps(on db: any SQLDatabase) async throws -> [ServerApp] {
+        try await db.select().column("*").from("srv_apps").orderBy("created_at").all(decoding: AppRow.self, with: Self.decoding)
+            .map(Self.app)
+    }
+
+    private static func app(_ row: AppRow) throws -> ServerApp {
+        ServerApp(
+            bundleId: row.bundleId, appAppleId: row.appAppleId, name: row.name, appKey: row.appKey,
+            sharedSecrets: try decodeJSON([String].self, row.sharedSecrets), apiKeyId: row.apiKeyId, apiIssuerId: row.apiIssuerId,
+            apiPrivateKey: row.apiPrivateKey, acceptSandbox: row.acceptSandbox,
+            restorePolicy: RestorePolicy(rawValue: row.restorePolicy) ?? .keepWithFirstOwner, createdAt: row.createdAt)
+    }
+
+    // MARK: Catalogue
+
+    private struct ProductRow: Codable {
+        var bundleId: String
+        var productId: String
+        var type: String
+        var title: String
+        var entitlements: String
+        var credits: String
+        var content: String
+        var subscriptionGroup: String?
+        var durationSeconds: Int64?
+        var price: Int64?
+        var currency: String?
+        var position: Int
+        var createdAt: Int64
+        var updatedAt: Int64
+    }
+
+    func save(_ product: CatalogProduct, on db: any SQLDatabase) async throws {
+        let row = ProductRow(
+            bundleId: product.bundleId, productId: product.productId, type: product.type.rawValue, title: product.title,
+            entitlements: Self.json(product.entitlements), credits: Self.json(product.credits), content: Self.json(product.content),
+            subscriptionGroup: product.subscriptionGroup, durationSeconds: product.durationSeconds, price: product.price,
+            currency: product.currency, position: product.position, createdAt: product.createdAt, updatedAt: product.updatedAt)
+        try await db.delete(from: "srv_products").where("bundle_id", .equal, product.bundleId)
+            .where("product_id", .equal, product.productId).run()
+        try await db.insert(into: "srv_products").model(row, with: Self.encoding).run()
+    }
+
+    func products(bundleId: String, on db: any SQLDatabase) async throws -> [CatalogProduct] {
+        try await db.select().column("*").from("srv_products").where("bundle_id", .equal, bundleId).orderBy("position")
+            .orderBy("product_id").all(decoding: ProductRow.self, with: Self.decoding).map(Self.product)
+    }
+
+    func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct? {
+        try await db.select().column("*").from("srv_products").where("bundle_id", .equal, bundleId)
+            .where("product_id", .equal, productId).first(decoding: ProductRow.self, with: Self.decoding).map(Self.product)
+    }
+
+    private static func product(_ row: ProductRow) throws -> CatalogProduct {
+        CatalogProduct(
+            bundleId: row.bundleId, productId: row.productId, type: ProductType(rawValue: row.type) ?? .consumable, title: row.title,
+            entitlements: try decodeJSON([String].self, row.entitlements), credits: try decodeJSON([String: Int64].self, row.credits),
+            content: try decodeJSON([ContentFile].self, row.content), subscriptionGroup: row.subscriptionGroup,
+            durationSeconds: row.durationSeconds, price: row.price, currency: row.currency, position: row.position,
+            createdAt: row.createdAt, updatedAt: row.updatedAt)
+    }
+
+    // MARK: Customers
+
+    func ensureCustomer(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_customers (bundle_id, customer_id, alias_of, created_at)
+            VALUES (\(bind: bundleId), \(bind: customerId), NULL, \(bind: at)) ON CONFLICT (bundle_id, customer_id) DO NOTHING
+            """
+        ).run()
+    }
+
+    /// The account a customer id stands for (a guest linked to an account resolves to the account).
+    func resolve(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String {
+        var current = customerId
+        for _ in 0..<8 {
+            let row = try await db.raw(
+                "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: current)"
+            ).first()
+            guard let alias = try row?.decode(column: "alias_of", as: String?.self) else { return current }
+            current = alias
+        }
+        return current
+    }
+
+    func setAlias(bundleId: String, customerId: String, aliasOf: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            "UPDATE srv_customers SET alias_of = \(bind: aliasOf) WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
+        ).run()
+    }
+
+    func customerExists(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            "SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
+        ).first() != nil
+    }
+
+    // MARK: Submissions
+
+    func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
+        try await db.insert(into: "srv_submissions").model(submission, with: Self.encoding).run()
+    }
+
+    func update(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
+        try await db.update("srv_submissions").set(model: submission, with: Self.encoding).where("id", .equal, submission.id).run()
+    }
+
+    func submission(id: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
+        try await db.select().column("*").from("srv_submissions").where("id", .equal, id)
+            .first(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
+        try await db.select().column("*").from("srv_submissions").where("bundle_id", .equal, bundleId)
+            .where("idempotency_key", .equal, idempotencyKey).first(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    func submissions(state: String, limit: Int, on db: any SQLDatabase) async throws -> [SubmissionRecord] {
+        try await db.select().column("*").from("srv_submissions").where("state", .equal, state).orderBy("updated_at")
+            .limit(limit).all(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    func count(state: String, on db: any SQLDatabase) async throws -> Int {
+        try await db.raw("SELECT COUNT(*) AS n FROM srv_submissions WHERE state = \(bind: state)").first()?
+            .decode(column: "n", as: Int.self) ?? 0
+    }
+
+    // MARK: Ledger
+
+    func transaction(environment: String, transactionId: String, on db: any SQLDatabase) async throws -> LedgerRecord? {
+        try await db.select().column("*").from("srv_transactions").where("environment", .equal, environment)
+            .where("transaction_id", .equal, transactionId).first(decoding: LedgerRecord.self, with: Self.decoding)
+    }
+
+    func insert(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
+        try await db.insert(into: "srv_transactions").model(record, with: Self.encoding).run()
+    }
+
+    func update(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
+        try await db.update("srv_transactions").set(model: record, with: Self.encoding)
+            .where("environment", .equal, record.environment).where("transaction_id", .equal, record.transactionId).run()
+    }
+
+    func transactions(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+        try await db.select().column("*").from("srv_transactions").where("bundle_id", .equal, bundleId)
+            .where("customer_id", .equal, customerId).orderBy("purchase_date")
+            .all(decoding: LedgerRecord.self, with: Self.decoding)
+    }
+
+    func transactions(submissionId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+        try await db.select().column("*").from("srv_transactions").where("submission_id", .equal, submissionId)
+            .all(decoding: LedgerRecord.self, with: Self.decoding)
+    }
+
+    func transactions(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+        try await db.select().column("*").from("srv_transactions").where("environment", .equal, environment)
+            .where("original_transaction_id", .equal, originalTransactionId).orderBy("purchase_date")
+            .all(decoding: LedgerRecord.self, with: Self.decoding)
+    }
+
+    // MARK: Balances
+
+    /// Adds a balance entry once per (reference, credit); returns false when it was already there.
+    @discardableResult
+    func addBalanceEntry(
+        bundleId: String, customerId: String, credit: String, delta: Int64, reference: String, at: Int64, on db: any SQLDatabase
+    ) async throws -> Bool {
+        let rows = try await db.raw(
+            """
+            INSERT INTO srv_balance_entries (bundle_id, customer_id, credit, delta, reference, created_at)
+            VALUES (\(bind: bundleId), \(bind: customerId), \(bind: credit), \(bind: delta), \(bind: reference), \(bind: at))
+            ON CONFLICT (bundle_id, reference, credit) DO NOTHING RETURNING reference
+            """
+        ).all()
+        return !rows.isEmpty
+    }
+
+    func balances(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String: Int64] {
+        let rows = try await db.raw(
+            """
+            SELECT credit, SUM(delta) AS total FROM srv_balance_entries
+            WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId) GROUP BY credit
+            """
+        ).all()
+        var result: [String: Int64] = [:]
+        for row in rows { result[try row.decode(column: "credit", as: String.self)] = try row.decode(column: "total", as: Int64.self) }
+        return result
+    }
+
+    func balanceEntryExists(bundleId: String, reference: String, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            "SELECT reference FROM srv_balance_entries WHERE bundle_id = \(bind: bundleId) AND reference = \(bind: reference)"
+        ).first() != nil
+    }
+
+    /// Moves every balance entry of `from` to `to` (linking a guest to an account).
+    func moveBalances(bundleId: String, from: String, to: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            "UPDATE srv_balance_entries SET customer_id = \(bind: to) WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: from)"
+        ).run()
+    }
+
+    func moveTransactions(bundleId: String, from: String, to: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            "UPDATE srv_transactions SET customer_id = \(bind: to) WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: from)"
+        ).run()
+    }
+
+    // MARK: Finance and events
+
+    func recordFinance(
+        environment: String, transactionId: String, bundleId: String, productId: String, amount: Int64, currency: String,
+        at: Int64, kind: String, on db: any SQLDatabase
+    ) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency, occurred_at, kind)
+            VALUES (\(bind: environment), \(bind: transactionId), \(bind: bundleId), \(bind: productId), \(bind: amount),
+                    \(bind: currency), \(bind: at), \(bind: kind))
+            ON CONFLICT (environment, transaction_id, kind) DO NOTHING
+            """
+        ).run()
+    }
+
+    func recordEvent(bundleId: String, kind: String, detail: String, at: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_events (id, bundle_id, kind, detail, created_at)
+            VALUES (\(bind: UUID().uuidString.lowercased()), \(bind: bundleId), \(bind: kind), \(bind: detail), \(bind: at))
+            """
+        ).run()
+    }
+}
