@@ -22,11 +22,14 @@ public struct Entitlement: Codable, Sendable, Hashable {
 ///   while one is running extend it.
 /// When several purchases grant one entitlement, the one lasting longest wins.
 enum EntitlementRules {
-    static func entitlements(_ ledger: [LedgerRecord], catalogue: [String: CatalogProduct], now: Int64) -> [Entitlement] {
+    static func entitlements(_ ledger: [LedgerRecord], catalogue: [String: CatalogProduct], now: Int64) -> [Entitlement]
+    {
         var best: [String: Entitlement] = [:]
         var nonRenewingEnd: [String: Int64] = [:]
         for record in ledger.sorted(by: { $0.purchaseDate < $1.purchaseDate }) {
-            guard record.revocationDate == nil, !record.isUpgraded, let product = catalogue[record.productId] else { continue }
+            guard record.revocationDate == nil, !record.isUpgraded, let product = catalogue[record.productId] else {
+                continue
+            }
             var expires: Int64?
             switch product.type {
             case .consumable:
@@ -46,12 +49,19 @@ enum EntitlementRules {
             if let expires, expires <= now { continue }
             for id in product.entitlements {
                 let candidate = Entitlement(
-                    id: id, productId: record.productId, transactionId: record.transactionId, environment: record.environment,
-                    expiresDate: expires, provisional: !record.confirmed)
+                    id: id,
+                    productId: record.productId,
+                    transactionId: record.transactionId,
+                    environment: record.environment,
+                    expiresDate: expires,
+                    provisional: !record.confirmed
+                )
                 if let current = best[id] {
                     let currentEnd = current.expiresDate ?? Int64.max
                     let candidateEnd = expires ?? Int64.max
-                    if candidateEnd > currentEnd || (candidateEnd == currentEnd && current.provisional && !candidate.provisional) {
+                    if candidateEnd > currentEnd
+                        || (candidateEnd == currentEnd && current.provisional && !candidate.provisional)
+                    {
                         best[id] = candidate
                     }
                 } else {

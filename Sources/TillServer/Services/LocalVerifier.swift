@@ -42,14 +42,26 @@ final class LocalVerifier: Sendable {
         var receipts = [ReceiptVerifier(.init(anchors: .appleReceipts, bundleId: app.bundleId))]
         var transactionReceipts = [TransactionReceiptVerifier(.init(anchors: .appleReceipts, bundleId: app.bundleId))]
         if !configuration.sandboxJWSRoots.isEmpty {
-            jws.append(SignedDataVerifier(.init(anchors: TrustAnchors(roots: configuration.sandboxJWSRoots), bundleId: app.bundleId)))
+            jws.append(
+                SignedDataVerifier(
+                    .init(anchors: TrustAnchors(roots: configuration.sandboxJWSRoots), bundleId: app.bundleId)
+                )
+            )
         }
         if !configuration.sandboxReceiptRoots.isEmpty {
-            let anchors = TrustAnchors(roots: configuration.sandboxReceiptRoots, intermediates: configuration.sandboxReceiptIntermediates)
+            let anchors = TrustAnchors(
+                roots: configuration.sandboxReceiptRoots,
+                intermediates: configuration.sandboxReceiptIntermediates
+            )
             receipts.append(ReceiptVerifier(.init(anchors: anchors, bundleId: app.bundleId)))
             transactionReceipts.append(TransactionReceiptVerifier(.init(anchors: anchors, bundleId: app.bundleId)))
         }
-        let made = AppVerifiers(fingerprint: fingerprint, jws: jws, receipts: receipts, transactionReceipts: transactionReceipts)
+        let made = AppVerifiers(
+            fingerprint: fingerprint,
+            jws: jws,
+            receipts: receipts,
+            transactionReceipts: transactionReceipts
+        )
         cache.withLock { $0[app.bundleId] = made }
         return made
     }
@@ -63,13 +75,19 @@ final class LocalVerifier: Sendable {
             verified = try await first(verifiers.jws.indices) { index in
                 await verifiers.jws[index].verify(jws, as: JWSTransactionDecodedPayload.self).map { verifiedJWS in
                     guard let transaction = verifiedJWS.payload.purchaseTransaction() else { return nil }
-                    return LocallyVerified(kind: .signedTransaction, environment: transaction.environment, transactions: [transaction])
+                    return LocallyVerified(
+                        kind: .signedTransaction,
+                        environment: transaction.environment,
+                        transactions: [transaction]
+                    )
                 }
             }
         case .appReceipt(let base64):
             verified = try await first(verifiers.receipts.indices) { index in
                 await verifiers.receipts[index].verify(base64: base64).map { receipt in
-                    guard let environment = receipt.receipt.environment, let bundleId = receipt.receipt.bundleId else { return nil }
+                    guard let environment = receipt.receipt.environment, let bundleId = receipt.receipt.bundleId else {
+                        return nil
+                    }
                     let transactions = receipt.receipt.inAppPurchases.compactMap {
                         $0.purchaseTransaction(bundleId: bundleId, environment: environment)
                     }
@@ -80,43 +98,58 @@ final class LocalVerifier: Sendable {
             verified = try await first(verifiers.transactionReceipts.indices) { index in
                 await verifiers.transactionReceipts[index].verify(base64: base64).map { receipt in
                     guard let transaction = try? receipt.purchaseTransaction() else { return nil }
-                    return LocallyVerified(kind: .transactionReceipt, environment: receipt.environment, transactions: [transaction])
+                    return LocallyVerified(
+                        kind: .transactionReceipt,
+                        environment: receipt.environment,
+                        transactions: [transaction]
+                    )
                 }
             }
         }
         if verified.environment != .production && !app.acceptSandbox {
-            throw ServerError.unprocessable("sandboxNotAccepted", "\(app.bundleId) does not accept \(verified.environment) purchases")
+            throw ServerError.unprocessable(
+                "sandboxNotAccepted",
+                "\(app.bundleId) does not accept \(verified.environment) purchases"
+            )
         }
         if verified.environment != .production && verified.environment != .sandbox {
-            throw ServerError.unprocessable("invalidEnvironment", "\(verified.environment) purchases are not accepted by a server")
+            throw ServerError.unprocessable(
+                "invalidEnvironment",
+                "\(verified.environment) purchases are not accepted by a server"
+            )
         }
         return verified
     }
 
     /// Tries each verifier in turn (Apple's first); a later one (sandbox roots) only vouches for sandbox data.
     private func first(
-        _ indices: Range<Int>, _ attempt: (Int) async -> VerificationOutcome<LocallyVerified?>
+        _ indices: Range<Int>,
+        _ attempt: (Int) async -> VerificationOutcome<LocallyVerified?>
     ) async throws -> LocallyVerified {
-        var firstFailure: VerificationFailure?
+        var chainFailure: VerificationFailure?
         for index in indices {
             switch await attempt(index) {
             case .valid(let verified?):
                 if index > 0 && verified.environment != .sandbox {
                     throw ServerError.unprocessable(
-                        "untrustedForProduction", "only Apple's roots vouch for \(verified.environment) purchases")
+                        "untrustedForProduction",
+                        "only Apple's roots vouch for \(verified.environment) purchases"
+                    )
                 }
                 return verified
             case .valid(nil):
-                throw ServerError.unprocessable("malformedPayload", "the signed data lacks a transaction id, product id, date or environment")
-            case .invalid(let failure):
-                firstFailure = firstFailure ?? failure
+                throw ServerError.unprocessable(
+                    "malformedPayload",
+                    "the signed data lacks a transaction id, product id, date or environment"
+                )
+            case .invalid(let failure) where failure.reason == .invalidChain:
                 // Only a chain Apple does not vouch for is worth trying against the sandbox roots.
-                guard failure.reason == .invalidChain else { break }
-                continue
+                chainFailure = chainFailure ?? failure
+            case .invalid(let failure):
+                throw ServerError.unprocessable(failure.reason.rawValue, failure.detail)
             }
-            break
         }
-        let failure = firstFailure ?? VerificationFailure(.invalidFormat, "nothing to verify")
+        let failure = chainFailure ?? VerificationFailure(.invalidFormat, "nothing to verify")
         throw ServerError.unprocessable(failure.reason.rawValue, failure.detail)
     }
 }

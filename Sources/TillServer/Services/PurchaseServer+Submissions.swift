@@ -20,7 +20,10 @@ public struct SubmissionRequest: Codable, Sendable {
     public var idempotencyKey: String?
 
     public init(
-        customerId: String, receipt: String? = nil, transactionReceipt: String? = nil, signedTransaction: String? = nil,
+        customerId: String,
+        receipt: String? = nil,
+        transactionReceipt: String? = nil,
+        signedTransaction: String? = nil,
         idempotencyKey: String? = nil
     ) {
         self.customerId = customerId
@@ -96,11 +99,15 @@ extension PurchaseServer {
             throw ServerError.badRequest("invalidCustomerId", "customerId is required (at most 200 characters)")
         }
         let inputs: [SubmissionInput] = [
-            request.receipt.map(SubmissionInput.appReceipt), request.transactionReceipt.map(SubmissionInput.transactionReceipt),
+            request.receipt.map(SubmissionInput.appReceipt),
+            request.transactionReceipt.map(SubmissionInput.transactionReceipt),
             request.signedTransaction.map(SubmissionInput.signedTransaction),
         ].compactMap { $0 }
         guard inputs.count == 1, let input = inputs.first, !input.payload.isEmpty else {
-            throw ServerError.badRequest("oneFormatExpected", "send exactly one of receipt, transactionReceipt or signedTransaction")
+            throw ServerError.badRequest(
+                "oneFormatExpected",
+                "send exactly one of receipt, transactionReceipt or signedTransaction"
+            )
         }
         if let key = request.idempotencyKey {
             guard !key.isEmpty, key.count <= 200 else {
@@ -114,22 +121,46 @@ extension PurchaseServer {
         let verified = try await verifier.verify(input, app: app)
         let now = nowMilliseconds
         let catalogue = Dictionary(
-            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map { ($0.productId, $0) })
+            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
+                ($0.productId, $0)
+            }
+        )
         let outcome = try await database.transaction { db -> (SubmissionRecord, [RefusedTransaction])? in
-            if let key = request.idempotencyKey, try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil {
+            if let key = request.idempotencyKey,
+                try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
+            {
                 return nil  // a concurrent resend won the race; answer with its submission below
             }
             try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
             let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
             let submission = SubmissionRecord(
-                id: UUID().uuidString.lowercased(), bundleId: app.bundleId, customerId: owner, idempotencyKey: request.idempotencyKey,
-                kind: input.kind.rawValue, payload: input.payload, environment: verified.environment.rawValue,
-                state: SubmissionState.pending.rawValue, attempts: 0, nextAttemptAt: now, lastStatus: nil, lastError: nil, reason: nil,
-                transactionIds: Self.json(verified.transactions.map(\.transactionId)), claimedUntil: nil, createdAt: now,
-                updatedAt: now, confirmedAt: nil)
+                id: UUID().uuidString.lowercased(),
+                bundleId: app.bundleId,
+                customerId: owner,
+                idempotencyKey: request.idempotencyKey,
+                kind: input.kind.rawValue,
+                payload: input.payload,
+                environment: verified.environment.rawValue,
+                state: SubmissionState.pending.rawValue,
+                attempts: 0,
+                nextAttemptAt: now,
+                lastStatus: nil,
+                lastError: nil,
+                reason: nil,
+                transactionIds: Self.json(verified.transactions.map(\.transactionId)),
+                claimedUntil: nil,
+                createdAt: now,
+                updatedAt: now,
+                confirmedAt: nil
+            )
             try await self.store.insert(submission, on: db)
             let refused = try await self.record(
-                verified.transactions, submission: submission, app: app, catalogue: catalogue, on: db)
+                verified.transactions,
+                submission: submission,
+                app: app,
+                catalogue: catalogue,
+                on: db
+            )
             return (submission, refused)
         }
         guard let (submission, refused) = outcome else {
@@ -142,26 +173,37 @@ extension PurchaseServer {
         workAvailable.signal()
         if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
             throw ServerError.conflict(
-                "ownedByAnotherCustomer", "every transaction of this submission belongs to another customer (\(refused.count) refused)")
+                "ownedByAnotherCustomer",
+                "every transaction of this submission belongs to another customer (\(refused.count) refused)"
+            )
         }
         return SubmissionResult(
-            submission: view(submission), customer: try await customer(bundleId: app.bundleId, customerId: submission.customerId),
-            refused: refused)
+            submission: view(submission),
+            customer: try await customer(bundleId: app.bundleId, customerId: submission.customerId),
+            refused: refused
+        )
     }
 
     /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
-    private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult {
+    private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
+    {
         guard existing.payload == payload else {
             throw ServerError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
         }
         return SubmissionResult(
-            submission: view(existing), customer: try await customer(bundleId: app.bundleId, customerId: existing.customerId), refused: [])
+            submission: view(existing),
+            customer: try await customer(bundleId: app.bundleId, customerId: existing.customerId),
+            refused: []
+        )
     }
 
     /// Records transactions in the ledger once each, credits consumables, books revenue, and applies revocations
     /// the signed data carries. Returns the transactions refused because another customer owns them.
     func record(
-        _ transactions: [PurchaseTransaction], submission: SubmissionRecord, app: ServerApp, catalogue: [String: CatalogProduct],
+        _ transactions: [PurchaseTransaction],
+        submission: SubmissionRecord,
+        app: ServerApp,
+        catalogue: [String: CatalogProduct],
         on db: any SQLDatabase
     ) async throws -> [RefusedTransaction] {
         var refused: [RefusedTransaction] = []
@@ -169,21 +211,39 @@ extension PurchaseServer {
         for transaction in transactions {
             let environment = transaction.environment.rawValue
             let product = catalogue[transaction.productId]
-            if var existing = try await store.transaction(environment: environment, transactionId: transaction.transactionId, on: db) {
+            if var existing = try await store.transaction(
+                environment: environment,
+                transactionId: transaction.transactionId,
+                on: db
+            ) {
                 if existing.customerId != submission.customerId {
-                    guard app.restorePolicy == .transferToLatest, !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
+                    guard app.restorePolicy == .transferToLatest,
+                        !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
                     else {
-                        refused.append(RefusedTransaction(transactionId: transaction.transactionId, reason: "ownedByAnotherCustomer"))
+                        refused.append(
+                            RefusedTransaction(
+                                transactionId: transaction.transactionId,
+                                reason: "ownedByAnotherCustomer"
+                            )
+                        )
                         try await store.recordEvent(
-                            bundleId: app.bundleId, kind: "replayRefused",
-                            detail: "\(environment) transaction \(transaction.transactionId) of \(existing.customerId) submitted by \(submission.customerId)",
-                            at: now, on: db)
+                            bundleId: app.bundleId,
+                            kind: "replayRefused",
+                            detail:
+                                "\(environment) transaction \(transaction.transactionId) of \(existing.customerId) submitted by \(submission.customerId)",
+                            at: now,
+                            on: db
+                        )
                         continue
                     }
                     try await store.recordEvent(
-                        bundleId: app.bundleId, kind: "transferred",
-                        detail: "\(environment) transaction \(transaction.transactionId) moved from \(existing.customerId) to \(submission.customerId)",
-                        at: now, on: db)
+                        bundleId: app.bundleId,
+                        kind: "transferred",
+                        detail:
+                            "\(environment) transaction \(transaction.transactionId) moved from \(existing.customerId) to \(submission.customerId)",
+                        at: now,
+                        on: db
+                    )
                     existing.customerId = submission.customerId
                 }
                 if let revoked = transaction.revocationDate, existing.revocationDate == nil {
@@ -197,28 +257,57 @@ extension PurchaseServer {
                 continue
             }
             let record = LedgerRecord(
-                environment: environment, transactionId: transaction.transactionId, bundleId: app.bundleId,
-                customerId: submission.customerId, originalTransactionId: transaction.originalTransactionId,
-                productId: transaction.productId, productType: (product?.type ?? transaction.productType)?.rawValue,
-                quantity: transaction.quantity, purchaseDate: transaction.purchaseDate.millisecondsSince1970,
-                expiresDate: transaction.expiresDate?.millisecondsSince1970, revocationDate: transaction.revocationDate?.millisecondsSince1970,
-                revocationReason: transaction.revocationDate == nil ? nil : (transaction.isUpgraded ? "upgraded" : "refund"),
-                isUpgraded: transaction.isUpgraded, ownership: transaction.ownership.rawValue, price: transaction.price ?? product?.price,
-                currency: transaction.currency ?? product?.currency, storefront: transaction.storefront,
-                webOrderLineItemId: transaction.webOrderLineItemId, submissionId: submission.id, confirmed: false, createdAt: now,
-                updatedAt: now)
+                environment: environment,
+                transactionId: transaction.transactionId,
+                bundleId: app.bundleId,
+                customerId: submission.customerId,
+                originalTransactionId: transaction.originalTransactionId,
+                productId: transaction.productId,
+                productType: (product?.type ?? transaction.productType)?.rawValue,
+                quantity: transaction.quantity,
+                purchaseDate: transaction.purchaseDate.millisecondsSince1970,
+                expiresDate: transaction.expiresDate?.millisecondsSince1970,
+                revocationDate: transaction.revocationDate?.millisecondsSince1970,
+                revocationReason: transaction.revocationDate == nil
+                    ? nil : (transaction.isUpgraded ? "upgraded" : "refund"),
+                isUpgraded: transaction.isUpgraded,
+                ownership: transaction.ownership.rawValue,
+                price: transaction.price ?? product?.price,
+                currency: transaction.currency ?? product?.currency,
+                storefront: transaction.storefront,
+                webOrderLineItemId: transaction.webOrderLineItemId,
+                submissionId: submission.id,
+                confirmed: false,
+                createdAt: now,
+                updatedAt: now
+            )
             try await store.insert(record, on: db)
             if record.revocationDate == nil, let product, product.type == .consumable {
                 for (credit, amount) in product.credits {
                     try await store.addBalanceEntry(
-                        bundleId: app.bundleId, customerId: submission.customerId, credit: credit, delta: amount * Int64(transaction.quantity),
-                        reference: "purchase:\(environment):\(transaction.transactionId)", at: now, on: db)
+                        bundleId: app.bundleId,
+                        customerId: submission.customerId,
+                        credit: credit,
+                        delta: amount * Int64(transaction.quantity),
+                        reference: "purchase:\(environment):\(transaction.transactionId)",
+                        at: now,
+                        on: db
+                    )
                 }
             }
-            if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0 {
+            if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0
+            {
                 try await store.recordFinance(
-                    environment: environment, transactionId: transaction.transactionId, bundleId: app.bundleId,
-                    productId: transaction.productId, amount: price, currency: currency, at: record.purchaseDate, kind: "purchase", on: db)
+                    environment: environment,
+                    transactionId: transaction.transactionId,
+                    bundleId: app.bundleId,
+                    productId: transaction.productId,
+                    amount: price,
+                    currency: currency,
+                    at: record.purchaseDate,
+                    kind: "purchase",
+                    on: db
+                )
             }
         }
         return refused
@@ -228,11 +317,20 @@ extension PurchaseServer {
 
     func view(_ record: SubmissionRecord) -> SubmissionView {
         SubmissionView(
-            id: record.id, state: SubmissionState(rawValue: record.state) ?? .pending, kind: record.kind, environment: record.environment,
-            customerId: record.customerId, transactionIds: (try? JSONDecoder().decode([String].self, from: Data(record.transactionIds.utf8))) ?? [],
-            attempts: record.attempts, nextAttemptAt: record.state == SubmissionState.retrying.rawValue ? record.nextAttemptAt : nil,
-            lastStatus: record.lastStatus, lastError: record.lastError, reason: record.reason, createdAt: record.createdAt,
-            confirmedAt: record.confirmedAt)
+            id: record.id,
+            state: SubmissionState(rawValue: record.state) ?? .pending,
+            kind: record.kind,
+            environment: record.environment,
+            customerId: record.customerId,
+            transactionIds: (try? JSONDecoder().decode([String].self, from: Data(record.transactionIds.utf8))) ?? [],
+            attempts: record.attempts,
+            nextAttemptAt: record.state == SubmissionState.retrying.rawValue ? record.nextAttemptAt : nil,
+            lastStatus: record.lastStatus,
+            lastError: record.lastError,
+            reason: record.reason,
+            createdAt: record.createdAt,
+            confirmedAt: record.confirmedAt
+        )
     }
 
     /// A customer's entitlements, balances and purchases now.
@@ -240,17 +338,29 @@ extension PurchaseServer {
         let db = store.sql
         let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
         let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
-        let catalogue = Dictionary(uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map { ($0.productId, $0) })
+        let catalogue = Dictionary(
+            uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map { ($0.productId, $0) }
+        )
         return CustomerView(
-            customerId: owner, entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),
+            customerId: owner,
+            entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),
             balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
             purchases: ledger.map {
                 PurchaseView(
-                    transactionId: $0.transactionId, originalTransactionId: $0.originalTransactionId, productId: $0.productId,
-                    productType: $0.productType, environment: $0.environment, quantity: $0.quantity, purchaseDate: $0.purchaseDate,
-                    expiresDate: $0.expiresDate, revocationDate: $0.revocationDate, revocationReason: $0.revocationReason,
-                    confirmed: $0.confirmed)
-            })
+                    transactionId: $0.transactionId,
+                    originalTransactionId: $0.originalTransactionId,
+                    productId: $0.productId,
+                    productType: $0.productType,
+                    environment: $0.environment,
+                    quantity: $0.quantity,
+                    purchaseDate: $0.purchaseDate,
+                    expiresDate: $0.expiresDate,
+                    revocationDate: $0.revocationDate,
+                    revocationReason: $0.revocationReason,
+                    confirmed: $0.confirmed
+                )
+            }
+        )
     }
 
     /// A submission, as the app polls it.

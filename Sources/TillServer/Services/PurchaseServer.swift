@@ -19,7 +19,12 @@ public final class PurchaseServer: Sendable {
     /// Wakes requests waiting (`?wait=`) for a submission to leave the queue.
     let submissionSettled: Signal
 
-    init(configuration: ServerConfiguration, database: TillDatabase, logger: Logger, now: @escaping @Sendable () -> Date) {
+    init(
+        configuration: ServerConfiguration,
+        database: TillDatabase,
+        logger: Logger,
+        now: @escaping @Sendable () -> Date
+    ) {
         self.configuration = configuration
         self.database = database
         self.store = ServerStore(database: database)
@@ -32,11 +37,16 @@ public final class PurchaseServer: Sendable {
 
     /// Opens and migrates the database.
     public static func open(
-        _ configuration: ServerConfiguration, logger: Logger = Logger(label: "till.server"), now: @escaping @Sendable () -> Date = { Date() }
+        _ configuration: ServerConfiguration,
+        logger: Logger = Logger(label: "till.server"),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> PurchaseServer {
         let database = try await TillDatabase.open(configuration.database, logger: logger)
         try await ServerStore(database: database).migrate()
-        try FileManager.default.createDirectory(atPath: configuration.contentDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: configuration.contentDirectory,
+            withIntermediateDirectories: true
+        )
         return PurchaseServer(configuration: configuration, database: database, logger: logger, now: now)
     }
 
@@ -47,7 +57,9 @@ public final class PurchaseServer: Sendable {
     var nowMilliseconds: Int64 { Int64((now().timeIntervalSince1970 * 1000).rounded()) }
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
-        guard let app = try await store.app(bundleId: bundleId, on: db) else { throw ServerError.notFound("app", bundleId) }
+        guard let app = try await store.app(bundleId: bundleId, on: db) else {
+            throw ServerError.notFound("app", bundleId)
+        }
         return app
     }
 }

@@ -16,15 +16,20 @@ public struct AppleEndpoints: Sendable, Hashable {
     /// Apple's own endpoints.
     public static let apple = AppleEndpoints(
         verifyReceipt: [
-            .production: "https://buy.itunes.apple.com/verifyReceipt", .sandbox: "https://sandbox.itunes.apple.com/verifyReceipt",
+            .production: "https://buy.itunes.apple.com/verifyReceipt",
+            .sandbox: "https://sandbox.itunes.apple.com/verifyReceipt",
         ],
-        serverAPI: [.production: "https://api.storekit.apple.com", .sandbox: "https://api.storekit-sandbox.apple.com"])
+        serverAPI: [.production: "https://api.storekit.apple.com", .sandbox: "https://api.storekit-sandbox.apple.com"]
+    )
 
     /// A `till simulator` at `baseURL` (e.g. `http://127.0.0.1:8090`).
     public static func simulator(_ baseURL: String) -> AppleEndpoints {
         AppleEndpoints(
-            verifyReceipt: [.production: "\(baseURL)/production/verifyReceipt", .sandbox: "\(baseURL)/sandbox/verifyReceipt"],
-            serverAPI: [.production: "\(baseURL)/production", .sandbox: "\(baseURL)/sandbox"])
+            verifyReceipt: [
+                .production: "\(baseURL)/production/verifyReceipt", .sandbox: "\(baseURL)/sandbox/verifyReceipt",
+            ],
+            serverAPI: [.production: "\(baseURL)/production", .sandbox: "\(baseURL)/sandbox"]
+        )
     }
 }
 
@@ -41,7 +46,10 @@ public struct ConfirmationSettings: Sendable, Hashable {
     public var backoffCap: Duration
 
     public init(
-        maximumAttempts: Int = 12, concurrency: Int = 64, requestTimeout: Duration = .seconds(30), backoffBase: Duration = .seconds(2),
+        maximumAttempts: Int = 12,
+        concurrency: Int = 64,
+        requestTimeout: Duration = .seconds(30),
+        backoffBase: Duration = .seconds(2),
         backoffCap: Duration = .seconds(3600)
     ) {
         self.maximumAttempts = maximumAttempts
@@ -77,9 +85,14 @@ public struct ServerConfiguration: Sendable {
     public var contentDirectory: String
 
     public init(
-        database: DatabaseConfiguration = .sqliteInMemory, operatorToken: String, apple: AppleEndpoints = .apple,
-        sandboxJWSRoots: [Certificate] = [], sandboxReceiptRoots: [Certificate] = [], sandboxReceiptIntermediates: [Certificate] = [],
-        confirmation: ConfirmationSettings = .init(), serverSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) },
+        database: DatabaseConfiguration = .sqliteInMemory,
+        operatorToken: String,
+        apple: AppleEndpoints = .apple,
+        sandboxJWSRoots: [Certificate] = [],
+        sandboxReceiptRoots: [Certificate] = [],
+        sandboxReceiptIntermediates: [Certificate] = [],
+        confirmation: ConfirmationSettings = .init(),
+        serverSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) },
         contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path
     ) {
         self.database = database

@@ -18,9 +18,13 @@ public struct ServerError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(code): \(message)" }
 
     static func badRequest(_ code: String, _ message: String) -> ServerError { ServerError(.badRequest, code, message) }
-    static func notFound(_ what: String, _ id: String) -> ServerError { ServerError(.notFound, "\(what)NotFound", "no \(what) \(id)") }
+    static func notFound(_ what: String, _ id: String) -> ServerError {
+        ServerError(.notFound, "\(what)NotFound", "no \(what) \(id)")
+    }
     static func conflict(_ code: String, _ message: String) -> ServerError { ServerError(.conflict, code, message) }
-    static func unprocessable(_ code: String, _ message: String) -> ServerError { ServerError(.unprocessableContent, code, message) }
+    static func unprocessable(_ code: String, _ message: String) -> ServerError {
+        ServerError(.unprocessableContent, code, message)
+    }
 }
 
 extension ServerError: HTTPResponseError {

@@ -64,6 +64,7 @@ enum ServerSchema {
                 CREATE TABLE srv_events (
                     id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at BIGINT NOT NULL)
                 """,
-            ]),
+            ]
+        )
     ]
 }

@@ -43,12 +43,20 @@ struct ServerStore: Sendable {
 
     func save(_ app: ServerApp, on db: any SQLDatabase) async throws {
         let row = AppRow(
-            bundleId: app.bundleId, appAppleId: app.appAppleId, name: app.name, appKey: app.appKey,
-            sharedSecrets: Self.json(app.sharedSecrets), apiKeyId: app.apiKeyId, apiIssuerId: app.apiIssuerId,
-            apiPrivateKey: app.apiPrivateKey, acceptSandbox: app.acceptSandbox, restorePolicy: app.restorePolicy.rawValue,
-            createdAt: app.createdAt)
-        try await db.delete(from: "srv_apps").where("bundle_id", .equal, app.bundleId).run()
-        try await db.insert(into: "srv_apps").model(row, with: Self.encoding).run()
+            bundleId: app.bundleId,
+            appAppleId: app.appAppleId,
+            name: app.name,
+            appKey: app.appKey,
+            sharedSecrets: Self.json(app.sharedSecrets),
+            apiKeyId: app.apiKeyId,
+            apiIssuerId: app.apiIssuerId,
+            apiPrivateKey: app.apiPrivateKey,
+            acceptSandbox: app.acceptSandbox,
+            restorePolicy: app.restorePolicy.rawValue,
+            createdAt: app.createdAt
+        )
+        try await db.insert(into: "srv_apps").model(row, with: Self.encoding)
+            .onConflict(with: ["bundle_id"]) { try $0.set(excludedContentOf: row, with: Self.encoding) }.run()
     }
 
     func app(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp? {
@@ -62,16 +70,27 @@ struct ServerStore: Sendable {
     }
 
     func apps(on db: any SQLDatabase) async throws -> [ServerApp] {
-        try await db.select().column("*").from("srv_apps").orderBy("created_at").all(decoding: AppRow.self, with: Self.decoding)
-            .map(Self.app)
+        try await db.select().column("*").from("srv_apps").orderBy("created_at").all(
+            decoding: AppRow.self,
+            with: Self.decoding
+        )
+        .map(Self.app)
     }
 
     private static func app(_ row: AppRow) throws -> ServerApp {
         ServerApp(
-            bundleId: row.bundleId, appAppleId: row.appAppleId, name: row.name, appKey: row.appKey,
-            sharedSecrets: try decodeJSON([String].self, row.sharedSecrets), apiKeyId: row.apiKeyId, apiIssuerId: row.apiIssuerId,
-            apiPrivateKey: row.apiPrivateKey, acceptSandbox: row.acceptSandbox,
-            restorePolicy: RestorePolicy(rawValue: row.restorePolicy) ?? .keepWithFirstOwner, createdAt: row.createdAt)
+            bundleId: row.bundleId,
+            appAppleId: row.appAppleId,
+            name: row.name,
+            appKey: row.appKey,
+            sharedSecrets: try decodeJSON([String].self, row.sharedSecrets),
+            apiKeyId: row.apiKeyId,
+            apiIssuerId: row.apiIssuerId,
+            apiPrivateKey: row.apiPrivateKey,
+            acceptSandbox: row.acceptSandbox,
+            restorePolicy: RestorePolicy(rawValue: row.restorePolicy) ?? .keepWithFirstOwner,
+            createdAt: row.createdAt
+        )
     }
 
     // MARK: Catalogue
@@ -95,13 +114,24 @@ struct ServerStore: Sendable {
 
     func save(_ product: CatalogProduct, on db: any SQLDatabase) async throws {
         let row = ProductRow(
-            bundleId: product.bundleId, productId: product.productId, type: product.type.rawValue, title: product.title,
-            entitlements: Self.json(product.entitlements), credits: Self.json(product.credits), content: Self.json(product.content),
-            subscriptionGroup: product.subscriptionGroup, durationSeconds: product.durationSeconds, price: product.price,
-            currency: product.currency, position: product.position, createdAt: product.createdAt, updatedAt: product.updatedAt)
-        try await db.delete(from: "srv_products").where("bundle_id", .equal, product.bundleId)
-            .where("product_id", .equal, product.productId).run()
-        try await db.insert(into: "srv_products").model(row, with: Self.encoding).run()
+            bundleId: product.bundleId,
+            productId: product.productId,
+            type: product.type.rawValue,
+            title: product.title,
+            entitlements: Self.json(product.entitlements),
+            credits: Self.json(product.credits),
+            content: Self.json(product.content),
+            subscriptionGroup: product.subscriptionGroup,
+            durationSeconds: product.durationSeconds,
+            price: product.price,
+            currency: product.currency,
+            position: product.position,
+            createdAt: product.createdAt,
+            updatedAt: product.updatedAt
+        )
+        try await db.insert(into: "srv_products").model(row, with: Self.encoding)
+            .onConflict(with: ["bundle_id", "product_id"]) { try $0.set(excludedContentOf: row, with: Self.encoding) }
+            .run()
     }
 
     func products(bundleId: String, on db: any SQLDatabase) async throws -> [CatalogProduct] {
@@ -111,16 +141,28 @@ struct ServerStore: Sendable {
 
     func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct? {
         try await db.select().column("*").from("srv_products").where("bundle_id", .equal, bundleId)
-            .where("product_id", .equal, productId).first(decoding: ProductRow.self, with: Self.decoding).map(Self.product)
+            .where("product_id", .equal, productId).first(decoding: ProductRow.self, with: Self.decoding).map(
+                Self.product
+            )
     }
 
     private static func product(_ row: ProductRow) throws -> CatalogProduct {
         CatalogProduct(
-            bundleId: row.bundleId, productId: row.productId, type: ProductType(rawValue: row.type) ?? .consumable, title: row.title,
-            entitlements: try decodeJSON([String].self, row.entitlements), credits: try decodeJSON([String: Int64].self, row.credits),
-            content: try decodeJSON([ContentFile].self, row.content), subscriptionGroup: row.subscriptionGroup,
-            durationSeconds: row.durationSeconds, price: row.price, currency: row.currency, position: row.position,
-            createdAt: row.createdAt, updatedAt: row.updatedAt)
+            bundleId: row.bundleId,
+            productId: row.productId,
+            type: ProductType(rawValue: row.type) ?? .consumable,
+            title: row.title,
+            entitlements: try decodeJSON([String].self, row.entitlements),
+            credits: try decodeJSON([String: Int64].self, row.credits),
+            content: try decodeJSON([ContentFile].self, row.content),
+            subscriptionGroup: row.subscriptionGroup,
+            durationSeconds: row.durationSeconds,
+            price: row.price,
+            currency: row.currency,
+            position: row.position,
+            createdAt: row.createdAt,
+            updatedAt: row.updatedAt
+        )
     }
 
     // MARK: Customers
@@ -166,7 +208,11 @@ struct ServerStore: Sendable {
     }
 
     func update(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
-        try await db.update("srv_submissions").set(model: submission, with: Self.encoding).where("id", .equal, submission.id).run()
+        try await db.update("srv_submissions").set(model: submission, with: Self.encoding).where(
+            "id",
+            .equal,
+            submission.id
+        ).run()
     }
 
     func submission(id: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
@@ -174,9 +220,13 @@ struct ServerStore: Sendable {
             .first(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
-    func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
+    func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord?
+    {
         try await db.select().column("*").from("srv_submissions").where("bundle_id", .equal, bundleId)
-            .where("idempotency_key", .equal, idempotencyKey).first(decoding: SubmissionRecord.self, with: Self.decoding)
+            .where("idempotency_key", .equal, idempotencyKey).first(
+                decoding: SubmissionRecord.self,
+                with: Self.decoding
+            )
     }
 
     func submissions(state: String, limit: Int, on db: any SQLDatabase) async throws -> [SubmissionRecord] {
@@ -202,7 +252,8 @@ struct ServerStore: Sendable {
 
     func update(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
         try await db.update("srv_transactions").set(model: record, with: Self.encoding)
-            .where("environment", .equal, record.environment).where("transaction_id", .equal, record.transactionId).run()
+            .where("environment", .equal, record.environment).where("transaction_id", .equal, record.transactionId)
+            .run()
     }
 
     func transactions(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
@@ -216,7 +267,9 @@ struct ServerStore: Sendable {
             .all(decoding: LedgerRecord.self, with: Self.decoding)
     }
 
-    func transactions(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+    func transactions(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws
+        -> [LedgerRecord]
+    {
         try await db.select().column("*").from("srv_transactions").where("environment", .equal, environment)
             .where("original_transaction_id", .equal, originalTransactionId).orderBy("purchase_date")
             .all(decoding: LedgerRecord.self, with: Self.decoding)
@@ -227,7 +280,13 @@ struct ServerStore: Sendable {
     /// Adds a balance entry once per (reference, credit); returns false when it was already there.
     @discardableResult
     func addBalanceEntry(
-        bundleId: String, customerId: String, credit: String, delta: Int64, reference: String, at: Int64, on db: any SQLDatabase
+        bundleId: String,
+        customerId: String,
+        credit: String,
+        delta: Int64,
+        reference: String,
+        at: Int64,
+        on db: any SQLDatabase
     ) async throws -> Bool {
         let rows = try await db.raw(
             """
@@ -247,7 +306,9 @@ struct ServerStore: Sendable {
             """
         ).all()
         var result: [String: Int64] = [:]
-        for row in rows { result[try row.decode(column: "credit", as: String.self)] = try row.decode(column: "total", as: Int64.self) }
+        for row in rows {
+            result[try row.decode(column: "credit", as: String.self)] = try row.decode(column: "total", as: Int64.self)
+        }
         return result
     }
 
@@ -273,8 +334,15 @@ struct ServerStore: Sendable {
     // MARK: Finance and events
 
     func recordFinance(
-        environment: String, transactionId: String, bundleId: String, productId: String, amount: Int64, currency: String,
-        at: Int64, kind: String, on db: any SQLDatabase
+        environment: String,
+        transactionId: String,
+        bundleId: String,
+        productId: String,
+        amount: Int64,
+        currency: String,
+        at: Int64,
+        kind: String,
+        on db: any SQLDatabase
     ) async throws {
         try await db.raw(
             """

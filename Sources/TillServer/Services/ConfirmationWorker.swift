@@ -1,0 +1,405 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import SQLKit
+import ServiceLifecycle
+import Synchronization
+import TillCore
+import TillFormats
+import TillStorage
+
+/// How one confirmation attempt ended.
+enum ConfirmationOutcome: Sendable {
+    /// Apple vouches for the submission, in this environment; its answer may carry more transactions.
+    case confirmed(environment: AppStoreEnvironment, transactions: [PurchaseTransaction], status: String)
+    /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`).
+    case retry(status: String, error: String)
+    /// Apple refuses it for good.
+    case rejected(status: String, reason: String)
+}
+
+extension PurchaseServer {
+    /// Claims due submissions for this process: pending or retrying, due, and not claimed by a live worker.
+    /// On PostgreSQL several servers share the queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
+    func claimDueSubmissions(limit: Int, leaseSeconds: Int64) async throws -> [SubmissionRecord] {
+        guard limit > 0 else { return [] }
+        let now = nowMilliseconds
+        let until = now + leaseSeconds * 1000
+        let lock = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        return try await database.transaction { db in
+            try await db.raw(
+                """
+                UPDATE srv_submissions SET claimed_until = \(bind: until)
+                WHERE id IN (
+                    SELECT id FROM srv_submissions
+                    WHERE state IN ('pending', 'retrying') AND next_attempt_at <= \(bind: now)
+                      AND (claimed_until IS NULL OR claimed_until < \(bind: now))
+                    ORDER BY next_attempt_at LIMIT \(literal: limit) \(unsafeRaw: lock))
+                RETURNING *
+                """
+            ).all(decoding: SubmissionRecord.self, with: ServerStore.decoding)
+        }
+    }
+
+    /// One confirmation attempt: asks Apple and records the outcome.
+    func confirm(_ submission: SubmissionRecord, client: AppleClient) async {
+        do {
+            guard let app = try await store.app(bundleId: submission.bundleId, on: store.sql) else { return }
+            let outcome = await ask(client, about: submission, app: app)
+            try await settle(submission, outcome: outcome, app: app)
+        } catch {
+            logger.error("confirmation of \(submission.id) failed: \(error)")
+        }
+    }
+
+    private func ask(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
+        -> ConfirmationOutcome
+    {
+        switch submission.kind {
+        case LocallyVerified.Kind.signedTransaction.rawValue:
+            return await askServerAPI(client, about: submission, app: app)
+        default:
+            return await askVerifyReceipt(client, about: submission, app: app)
+        }
+    }
+
+    /// verifyReceipt: production first, the sandbox on 21007, production on 21008; statuses classified by the table.
+    private func askVerifyReceipt(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
+        -> ConfirmationOutcome
+    {
+        var environment = AppStoreEnvironment.production
+        for _ in 0..<3 {
+            switch await client.verifyReceipt(
+                environment,
+                receiptData: submission.payload,
+                password: app.sharedSecrets.first
+            ) {
+            case .transport(let cause):
+                return .retry(status: cause, error: "no answer from verifyReceipt (\(environment))")
+            case .http(let status, let body):
+                guard status == 200 else {
+                    return .retry(
+                        status: "HTTP \(status)",
+                        error: "verifyReceipt (\(environment)) answered HTTP \(status)"
+                    )
+                }
+                guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
+                    return .retry(
+                        status: "unreadable",
+                        error: "verifyReceipt (\(environment)) answered something that is not its JSON"
+                    )
+                }
+                let code = response.status
+                switch code.action(isRetryable: response.isRetryable) {
+                case .valid:
+                    return .confirmed(
+                        environment: environment,
+                        transactions: transactions(from: response, bundleId: app.bundleId, environment: environment),
+                        status: "status \(code.rawValue)"
+                    )
+                case .redirect(let other):
+                    environment = other
+                    continue
+                case .retryLater:
+                    return .retry(status: "status \(code.rawValue)", error: code.meaning)
+                case .fixRequest:
+                    return .retry(status: "status \(code.rawValue)", error: code.meaning)
+                case .terminal:
+                    return .rejected(status: "status \(code.rawValue)", reason: code.meaning)
+                }
+            }
+        }
+        return .retry(status: "redirect loop", error: "verifyReceipt kept redirecting between environments")
+    }
+
+    /// What verifyReceipt's answer says about the customer's transactions (renewals the app never sent included).
+    private func transactions(from response: VerifyReceiptResponse, bundleId: String, environment: AppStoreEnvironment)
+        -> [PurchaseTransaction]
+    {
+        var all: [PurchaseTransaction] = []
+        let entries = (response.receipt?.inApp ?? []) + (response.latestReceiptInfo ?? [])
+        for entry in entries {
+            guard let id = entry.transactionId, let product = entry.productId, let date = entry.purchaseDate else {
+                continue
+            }
+            all.append(
+                PurchaseTransaction(
+                    transactionId: id,
+                    originalTransactionId: entry.originalTransactionId,
+                    productId: product,
+                    bundleId: bundleId,
+                    quantity: entry.quantity ?? 1,
+                    purchaseDate: date,
+                    originalPurchaseDate: entry.originalPurchaseDate,
+                    expiresDate: entry.expiresDate,
+                    revocationDate: entry.cancellationDate,
+                    webOrderLineItemId: entry.webOrderLineItemId,
+                    isUpgraded: entry.isUpgraded ?? false,
+                    environment: environment
+                )
+            )
+        }
+        if let single = response.transactionReceipt ?? response.latestTransactionReceiptInfo,
+            let id = single.transactionId,
+            let product = single.productId, let date = single.purchaseDate
+        {
+            all.append(
+                PurchaseTransaction(
+                    transactionId: id,
+                    originalTransactionId: single.originalTransactionId,
+                    productId: product,
+                    bundleId: bundleId,
+                    quantity: single.quantity ?? 1,
+                    purchaseDate: date,
+                    expiresDate: single.expiresDate,
+                    environment: environment
+                )
+            )
+        }
+        var seen: Set<String> = []
+        return all.filter { seen.insert($0.transactionId).inserted }
+    }
+
+    /// Signed transactions: Get Transaction Info, whose signed answer is verified like the submission was.
+    private func askServerAPI(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
+        -> ConfirmationOutcome
+    {
+        let environment = AppStoreEnvironment(submission.environment)
+        guard app.apiKeyId != nil, app.apiPrivateKey != nil, app.apiIssuerId != nil else {
+            // Without a key there is no one to ask: the local check of Apple's signature stands.
+            return .confirmed(
+                environment: environment,
+                transactions: [],
+                status: "local signature (no App Store Server API key)"
+            )
+        }
+        let ids = (try? JSONDecoder().decode([String].self, from: Data(submission.transactionIds.utf8))) ?? []
+        guard let transactionId = ids.first else {
+            return .rejected(status: "empty", reason: "no transaction to confirm")
+        }
+        switch await client.transactionInfo(environment, transactionId: transactionId, app: app) {
+        case .transport(let cause):
+            return .retry(status: cause, error: "no answer from the App Store Server API")
+        case .http(200, let body):
+            guard let info = try? JSONDecoder().decode(TransactionInfoResponse.self, from: Data(body)),
+                let jws = info.signedTransactionInfo,
+                case .some(let verified) = try? await verifier.verify(.signedTransaction(jws), app: app)
+            else {
+                return .retry(
+                    status: "HTTP 200",
+                    error: "the App Store Server API answered an unverifiable transaction"
+                )
+            }
+            return .confirmed(environment: environment, transactions: verified.transactions, status: "HTTP 200")
+        case .http(let status, let body):
+            let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
+            let code = error.map { ServerAPIErrorCode(rawValue: $0.errorCode) }
+            if status == 404, code == .transactionIdNotFound || code == .invalidTransactionId {
+                return .rejected(
+                    status: "HTTP 404 \(code!.rawValue)",
+                    reason: "Apple does not know transaction \(transactionId)"
+                )
+            }
+            let label = code.map { "HTTP \(status) \($0.rawValue)" } ?? "HTTP \(status)"
+            return .retry(
+                status: label,
+                error: error?.errorMessage ?? "the App Store Server API answered HTTP \(status)"
+            )
+        }
+    }
+
+    /// Records an attempt's outcome: confirmation, a scheduled retry (or the dead-letter queue), or rejection
+    /// with the revocation of what the local check granted.
+    func settle(_ submission: SubmissionRecord, outcome: ConfirmationOutcome, app: ServerApp) async throws {
+        let now = nowMilliseconds
+        let settings = configuration.confirmation
+        let catalogue = Dictionary(
+            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
+                ($0.productId, $0)
+            }
+        )
+        try await database.transaction { db in
+            guard var current = try await self.store.submission(id: submission.id, on: db),
+                current.state == SubmissionState.pending.rawValue || current.state == SubmissionState.retrying.rawValue
+            else { return }
+            current.attempts += 1
+            current.updatedAt = now
+            current.claimedUntil = nil
+            switch outcome {
+            case .confirmed(let environment, let transactions, let status):
+                current.state = SubmissionState.confirmed.rawValue
+                current.lastStatus = status
+                current.lastError = nil
+                current.confirmedAt = now
+                current.nextAttemptAt = nil
+                if environment.rawValue != current.environment {
+                    try await self.moveEnvironment(of: current, to: environment, on: db)
+                    current.environment = environment.rawValue
+                }
+                try await self.store.update(current, on: db)
+                // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
+                _ = try await self.record(transactions, submission: current, app: app, catalogue: catalogue, on: db)
+                for id in Set(
+                    transactions.map(\.transactionId)
+                        + (try JSONDecoder().decode([String].self, from: Data(current.transactionIds.utf8)))
+                ) {
+                    if var row = try await self.store.transaction(
+                        environment: current.environment,
+                        transactionId: id,
+                        on: db
+                    ),
+                        row.customerId == current.customerId, !row.confirmed
+                    {
+                        row.confirmed = true
+                        row.updatedAt = now
+                        try await self.store.update(row, on: db)
+                    }
+                }
+            case .retry(let status, let error):
+                current.lastStatus = status
+                current.lastError = error
+                if current.attempts >= settings.maximumAttempts {
+                    current.state = SubmissionState.deadLettered.rawValue
+                    current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
+                    current.nextAttemptAt = nil
+                    try await self.store.recordEvent(
+                        bundleId: app.bundleId,
+                        kind: "deadLettered",
+                        detail: "submission \(current.id): \(status)",
+                        at: now,
+                        on: db
+                    )
+                } else {
+                    current.state = SubmissionState.retrying.rawValue
+                    let delay = settings.delay(afterAttempt: current.attempts)
+                    current.nextAttemptAt =
+                        now + Int64(delay.components.seconds) * 1000 + delay.components.attoseconds
+                        / 1_000_000_000_000_000
+                }
+                try await self.store.update(current, on: db)
+            case .rejected(let status, let reason):
+                current.state = SubmissionState.rejected.rawValue
+                current.lastStatus = status
+                current.reason = reason
+                current.nextAttemptAt = nil
+                try await self.store.update(current, on: db)
+                try await self.revokeUnconfirmed(of: current, because: "apple: \(status)", catalogue: catalogue, on: db)
+            }
+        }
+        submissionSettled.signal()
+    }
+
+    /// Takes back what a rejected submission granted: its transactions that no confirmation vouches for.
+    private func revokeUnconfirmed(
+        of submission: SubmissionRecord,
+        because reason: String,
+        catalogue: [String: CatalogProduct],
+        on db: any SQLDatabase
+    ) async throws {
+        let now = nowMilliseconds
+        for var row in try await store.transactions(submissionId: submission.id, on: db)
+        where !row.confirmed && row.revocationDate == nil {
+            row.revocationDate = now
+            row.revocationReason = reason
+            row.updatedAt = now
+            try await store.update(row, on: db)
+            if let product = catalogue[row.productId], product.type == .consumable {
+                for (credit, amount) in product.credits {
+                    try await store.addBalanceEntry(
+                        bundleId: row.bundleId,
+                        customerId: row.customerId,
+                        credit: credit,
+                        delta: -amount * Int64(row.quantity),
+                        reference: "revoke:\(row.environment):\(row.transactionId)",
+                        at: now,
+                        on: db
+                    )
+                }
+            }
+            try await store.recordFinance(
+                environment: row.environment,
+                transactionId: row.transactionId,
+                bundleId: row.bundleId,
+                productId: row.productId,
+                amount: -(row.price ?? 0),
+                currency: row.currency ?? "USD",
+                at: now,
+                kind: "revocation",
+                on: db
+            )
+        }
+        try await store.recordEvent(
+            bundleId: submission.bundleId,
+            kind: "rejected",
+            detail: "submission \(submission.id): \(reason)",
+            at: now,
+            on: db
+        )
+    }
+
+    /// An iOS 6-style receipt claims its environment without signing it: Apple's answer decides.
+    private func moveEnvironment(
+        of submission: SubmissionRecord,
+        to environment: AppStoreEnvironment,
+        on db: any SQLDatabase
+    ) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_transactions SET environment = \(bind: environment.rawValue)
+            WHERE submission_id = \(bind: submission.id) AND environment = \(bind: submission.environment)
+            """
+        ).run()
+        try await db.raw(
+            """
+            UPDATE srv_finance SET environment = \(bind: environment.rawValue)
+            WHERE environment = \(bind: submission.environment) AND transaction_id IN (
+                SELECT transaction_id FROM srv_transactions WHERE submission_id = \(bind: submission.id))
+            """
+        ).run()
+    }
+}
+
+/// Confirms submissions with Apple in the background: many at once (Apple takes seconds), bounded.
+public struct ConfirmationWorker: Service {
+    let server: PurchaseServer
+
+    public init(server: PurchaseServer) {
+        self.server = server
+    }
+
+    public func run() async throws {
+        let settings = server.configuration.confirmation
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let client = AppleClient(http: http, endpoints: server.configuration.apple, timeout: settings.requestTimeout)
+        // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
+        let lease = Int64(settings.requestTimeout.components.seconds) * 4 + 30
+        let inFlight = Counter()
+        await withDiscardingTaskGroup { group in
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let since = server.workAvailable.current
+                let room = settings.concurrency - inFlight.value
+                let claimed = (try? await server.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
+                for submission in claimed {
+                    inFlight.add(1)
+                    group.addTask {
+                        await server.confirm(submission, client: client)
+                        inFlight.add(-1)
+                        server.workAvailable.signal()
+                    }
+                }
+                if claimed.isEmpty || claimed.count == room {
+                    await server.workAvailable.wait(since: since, timeout: .milliseconds(250))
+                }
+            }
+            // Graceful shutdown: attempts under way finish (the group waits for them); the rest waits for the next start.
+        }
+        try? await http.shutdown()
+    }
+}
+
+/// A count shared by a loop and the tasks it starts.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add(_ delta: Int) { count.withLock { $0 += delta } }
+}

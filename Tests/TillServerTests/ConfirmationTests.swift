@@ -1,0 +1,182 @@
+import Foundation
+import HTTPTypes
+import Testing
+import TillCore
+import TillFormats
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// The pipeline against the simulator: local verification at once, confirmation with "Apple" in the background.
+struct ConfirmationTests {
+    @Test func aSignedTransactionIsGrantedAtOnceAndConfirmedThroughTheServerAPI() async throws {
+        try await ServerFixture.run { fixture in
+            let purchase = try await fixture.buy("pro")
+            let result = try await fixture.server.submit(
+                SubmissionRequest(customerId: "alice", signedTransaction: purchase.signedTransaction),
+                app: fixture.app
+            )
+            #expect(result.submission.state == .pending)
+            #expect(
+                result.customer.entitlements.map(\.id) == ["pro"]
+                    && result.customer.entitlements.first?.provisional == true
+            )
+            let settled = try await fixture.settled(result)
+            #expect(settled.state == .confirmed && settled.lastStatus == "HTTP 200")
+            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "alice")
+            #expect(customer.entitlements.first?.provisional == false)
+        }
+    }
+
+    @Test func anAppReceiptIsConfirmedThroughVerifyReceiptAfterThe21007Redirect() async throws {
+        try await ServerFixture.run { fixture in
+            _ = try await fixture.buy("gems.100", quantity: 2)
+            _ = try await fixture.buy("premium.monthly")
+            let result = try await fixture.server.submit(
+                SubmissionRequest(customerId: "bob", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            #expect(result.customer.balances == ["gems": 200])
+            #expect(result.customer.entitlements.map(\.id) == ["premium"])
+            let settled = try await fixture.settled(result)
+            #expect(settled.state == .confirmed && settled.environment == "Sandbox" && settled.lastStatus == "status 0")
+            // Renewals Apple reports are recorded even though the app never sent them.
+            _ = try await fixture.simulator.advanceClock(seconds: 301)
+            let again = try await fixture.server.submit(
+                SubmissionRequest(customerId: "bob", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            _ = try await fixture.settled(again)
+            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "bob")
+            #expect(customer.purchases.filter { $0.productId == "premium.monthly" }.count == 2)
+            #expect(customer.balances == ["gems": 200])
+        }
+    }
+
+    @Test func temporaryFailuresAreRetriedWithTheirCauseRecorded() async throws {
+        try await ServerFixture.run { fixture in
+            _ = try await fixture.buy("pro")
+            fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21005,times=2"))
+            let result = try await fixture.server.submit(
+                SubmissionRequest(customerId: "carol", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            let settled = try await fixture.settled(result)
+            #expect(settled.state == .confirmed && settled.attempts == 3)
+            // During the retries the customer already had the purchase.
+            #expect(result.customer.entitlements.map(\.id) == ["pro"])
+        }
+    }
+
+    @Test func aReceiptOfADeletedAccountIsRejectedAndWhatItGrantedIsRevoked() async throws {
+        try await ServerFixture.run { fixture in
+            _ = try await fixture.buy("gems.100")
+            _ = try await fixture.buy("pro")
+            let receipt = try await fixture.receipt()
+            try await fixture.simulator.deleteAccount(id: fixture.account.id)
+            let result = try await fixture.server.submit(
+                SubmissionRequest(customerId: "mallory", receipt: receipt),
+                app: fixture.app
+            )
+            #expect(result.customer.balances == ["gems": 100])
+            let settled = try await fixture.settled(result)
+            #expect(settled.state == .rejected && settled.lastStatus == "status 21010")
+            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "mallory")
+            #expect(customer.entitlements.isEmpty && customer.balances == ["gems": 0])
+            #expect(customer.purchases.allSatisfy { $0.revocationReason == "apple: status 21010" })
+        }
+    }
+
+    @Test func retriesRunOutIntoTheDeadLetterQueue() async throws {
+        try await ServerFixture.run(
+            confirmation: .init(maximumAttempts: 3, backoffBase: .milliseconds(20), backoffCap: .milliseconds(50))
+        ) { fixture in
+            _ = try await fixture.buy("pro")
+            fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:outage=503"))
+            let result = try await fixture.server.submit(
+                SubmissionRequest(customerId: "dave", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            let settled = try await fixture.settled(result)
+            #expect(settled.state == .deadLettered && settled.attempts == 3 && settled.lastStatus == "HTTP 503")
+            // Dead-lettered is not revoked: Apple never said no.
+            #expect(
+                try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "dave").entitlements
+                    .map(\.id) == ["pro"]
+            )
+        }
+    }
+
+    @Test func resendsAreIdempotentAndReplaysByAnotherCustomerAreRefused() async throws {
+        try await ServerFixture.run { fixture in
+            let purchase = try await fixture.buy("gems.100")
+            let request = SubmissionRequest(
+                customerId: "erin",
+                signedTransaction: purchase.signedTransaction,
+                idempotencyKey: "k-1"
+            )
+            let first = try await fixture.server.submit(request, app: fixture.app)
+            let second = try await fixture.server.submit(request, app: fixture.app)
+            #expect(first.submission.id == second.submission.id && second.customer.balances == ["gems": 100])
+            // The same transaction without a key is recognised by its id: credited once.
+            let third = try await fixture.server.submit(
+                SubmissionRequest(customerId: "erin", signedTransaction: purchase.signedTransaction),
+                app: fixture.app
+            )
+            #expect(third.customer.balances == ["gems": 100])
+            await #expect(throws: ServerError.self) {
+                _ = try await fixture.server.submit(
+                    SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt(), idempotencyKey: "k-1"),
+                    app: fixture.app
+                )
+            }
+            await #expect(throws: ServerError.self) {
+                _ = try await fixture.server.submit(
+                    SubmissionRequest(customerId: "frank", signedTransaction: purchase.signedTransaction),
+                    app: fixture.app
+                )
+            }
+            #expect(
+                try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "frank").balances
+                    .isEmpty
+            )
+        }
+    }
+
+    @Test func forgedAndForeignDataIsRefusedBeforeAnythingIsRecorded() async throws {
+        try await ServerFixture.run { fixture in
+            let purchase = try await fixture.buy("pro")
+            let jws = try #require(purchase.signedTransaction)
+            let parts = jws.split(separator: ".")
+            var payload = String(decoding: Base64.decode(parts[1], alphabet: .url)!, as: UTF8.self)
+            payload = payload.replacingOccurrences(of: "\"pro\"", with: "\"gems.100\"")
+            let forged = [String(parts[0]), Base64.encode(Array(payload.utf8), alphabet: .url), String(parts[2])]
+                .joined(separator: ".")
+            do {
+                _ = try await fixture.server.submit(
+                    SubmissionRequest(customerId: "eve", signedTransaction: forged),
+                    app: fixture.app
+                )
+                Issue.record("a forged transaction was accepted")
+            } catch let error as ServerError {
+                #expect(error.status == .unprocessableContent && error.code == "verificationFailure")
+            }
+            let strict = try await fixture.server.updateApp(
+                bundleId: ServerFixture.bundleId,
+                ServerAppInput(acceptSandbox: false)
+            )
+            do {
+                _ = try await fixture.server.submit(
+                    SubmissionRequest(customerId: "eve", signedTransaction: jws),
+                    app: strict
+                )
+                Issue.record("a sandbox transaction was accepted by an app that refuses them")
+            } catch let error as ServerError {
+                #expect(error.code == "sandboxNotAccepted")
+            }
+            #expect(
+                try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "eve").purchases.isEmpty
+            )
+        }
+    }
+}

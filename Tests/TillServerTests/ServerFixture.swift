@@ -1,0 +1,159 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import TillCore
+import TillFormats
+import TillStorage
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// A simulator on a loopback port standing in for Apple, and a verification server (with its confirmation
+/// worker running) that trusts the simulator's roots for the sandbox.
+struct ServerFixture {
+    let simulator: Simulator
+    let server: PurchaseServer
+    let app: ServerApp
+    let device: SimDevice
+    let account: SimAccount
+
+    static let bundleId = "com.example.till"
+
+    /// Runs `body` with the simulator listening and the server's worker confirming.
+    static func run(
+        database: DatabaseConfiguration = .sqliteInMemory,
+        confirmation: ConfirmationSettings = .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
+        restorePolicy: RestorePolicy = .keepWithFirstOwner,
+        _ body: (ServerFixture) async throws -> Void
+    ) async throws {
+        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simApp = try await simulator.createApp(
+            AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
+        )
+        for input in [
+            ProductInput(productId: "gems.100", type: .consumable, price: 990),
+            ProductInput(productId: "pro", type: .nonConsumable, price: 4990),
+            ProductInput(
+                productId: "premium.monthly",
+                type: .autoRenewable,
+                subscriptionGroup: "premium",
+                subscriptionPeriod: .oneMonth,
+                price: 990
+            ),
+            ProductInput(productId: "issue.1", type: .nonRenewing, price: 2990),
+        ] {
+            _ = try await simulator.createProduct(appAppleId: simApp.appAppleId, input)
+        }
+        let key = try await simulator.createAPIKey(appAppleId: simApp.appAppleId)
+        let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
+
+        try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
+            let configuration = ServerConfiguration(
+                database: database,
+                operatorToken: "operator",
+                apple: .simulator("http://127.0.0.1:\(port)"),
+                sandboxJWSRoots: [simulator.signer.jwsAuthority.root],
+                sandboxReceiptRoots: [simulator.signer.receiptAuthority.root],
+                sandboxReceiptIntermediates: [simulator.signer.receiptAuthority.intermediate],
+                confirmation: confirmation
+            )
+            let server = try await PurchaseServer.open(configuration)
+            let app = try await server.createApp(
+                ServerAppInput(
+                    bundleId: bundleId,
+                    appAppleId: simApp.appAppleId,
+                    sharedSecrets: ["s3cret"],
+                    apiKeyId: key.keyId,
+                    apiIssuerId: key.issuerId,
+                    apiPrivateKey: key.privateKey,
+                    restorePolicy: restorePolicy
+                )
+            )
+            _ = try await server.putProduct(
+                bundleId: bundleId,
+                productId: "gems.100",
+                CatalogProductInput(type: .consumable, credits: ["gems": 100], price: 990, currency: "USD")
+            )
+            _ = try await server.putProduct(
+                bundleId: bundleId,
+                productId: "pro",
+                CatalogProductInput(type: .nonConsumable, entitlements: ["pro"])
+            )
+            _ = try await server.putProduct(
+                bundleId: bundleId,
+                productId: "premium.monthly",
+                CatalogProductInput(type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "premium")
+            )
+            _ = try await server.putProduct(
+                bundleId: bundleId,
+                productId: "issue.1",
+                CatalogProductInput(type: .nonRenewing, entitlements: ["issue-1"], durationSeconds: 86_400)
+            )
+            let fixture = ServerFixture(
+                simulator: simulator,
+                server: server,
+                app: app,
+                device: device,
+                account: account
+            )
+            try await withServices({ _ in ServiceBox(ConfirmationWorker(server: server)) }) { _ in
+                try await body(fixture)
+            }
+            try await server.shutdown()
+        }
+        try await simulator.shutdown()
+    }
+
+    func buy(_ productId: String, quantity: Int? = nil) async throws -> QueueTransaction {
+        try await simulator.addPayment(
+            PaymentRequest(deviceId: device.id, bundleId: Self.bundleId, productId: productId, quantity: quantity),
+            environment: .sandbox
+        )
+    }
+
+    func receipt() async throws -> String {
+        Base64.encode(
+            try await simulator.appReceipt(deviceId: device.id, bundleId: Self.bundleId, environment: .sandbox)
+        )
+    }
+
+    func settled(_ result: SubmissionResult, timeout: Duration = .seconds(10)) async throws -> SubmissionView {
+        try await server.waitForSettlement(id: result.submission.id, bundleId: Self.bundleId, timeout: timeout)
+    }
+}
+
+/// A service that is not an application (the worker) run like one: `onServerRunning` is called at once.
+struct ServiceBox<S: Service>: Service {
+    let service: S
+    init(_ service: S) { self.service = service }
+    func run() async throws { try await service.run() }
+}
+
+/// Runs a service (an application reports its port; others report 0) for the duration of `body`.
+func withServices<S: Service>(
+    _ make: (@escaping @Sendable (Int) async -> Void) -> S,
+    _ body: (Int) async throws -> Void
+) async throws {
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let service = make { port in continuation.yield(port) }
+    if !(service is any ApplicationProtocol) { continuation.yield(0) }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        let serviceGroup = ServiceGroup(
+            configuration: .init(services: [service], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        )
+        group.addTask { try await serviceGroup.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        do {
+            try await body(port)
+        } catch {
+            await serviceGroup.triggerGracefulShutdown()
+            throw error
+        }
+        await serviceGroup.triggerGracefulShutdown()
+        try await group.waitForAll()
+    }
+}
