@@ -28,6 +28,7 @@ let server: [Target.Dependency] = [
     .product(name: "NIOHTTP1", package: "swift-nio"),
     .product(name: "NIOPosix", package: "swift-nio"),
     .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+    .product(name: "Configuration", package: "swift-configuration"),
 ]
 
 let package = Package(
@@ -57,6 +58,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
         .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),

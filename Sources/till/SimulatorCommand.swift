@@ -56,7 +56,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         )
         let simulator = try await Simulator.open(configuration, logger: logger)
         let app = buildSimulatorApplication(simulator, host: host, port: port) { port in
-            print(
+            say(
                 """
                 till simulator listening on http://\(host):\(port)
                   admin API       http://\(host):\(port)/admin/v1

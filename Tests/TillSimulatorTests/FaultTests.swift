@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TillCore
+
 @testable import TillSimulator
 
 struct FaultTests {
@@ -11,12 +12,18 @@ struct FaultTests {
         for _ in 0..<50 { #expect((3...6).contains(latency.latency ?? 0)) }
         let any = try FaultRule(parsing: "*:serverAPI:rate-limit,times=2", now: Date(timeIntervalSince1970: 0))
         #expect(any.environment == nil && any.rateLimited == true && any.remaining == 2)
-        let window = try FaultRule(parsing: "production:verifyReceipt:outage=503,for=60", now: Date(timeIntervalSince1970: 100))
+        let window = try FaultRule(
+            parsing: "production:verifyReceipt:outage=503,for=60",
+            now: Date(timeIntervalSince1970: 100)
+        )
         #expect(window.outage == .http503 && window.untilMilliseconds == 160_000)
         let status = try FaultRule(parsing: "production:verifyReceipt:status=21120")
         #expect(status.status == 21120 && status.isRetryable == false)
-        for bad in ["sandbox:verifyReceipt", "mars:verifyReceipt:latency=1", "sandbox:inbox:latency=1", "sandbox:verifyReceipt:latency=x",
-                    "sandbox:verifyReceipt:outage=fire", "sandbox:verifyReceipt:probability=2", "sandbox:verifyReceipt:warp"] {
+        for bad in [
+            "sandbox:verifyReceipt", "mars:verifyReceipt:latency=1", "sandbox:inbox:latency=1",
+            "sandbox:verifyReceipt:latency=x",
+            "sandbox:verifyReceipt:outage=fire", "sandbox:verifyReceipt:probability=2", "sandbox:verifyReceipt:warp",
+        ] {
             #expect(throws: SimulatorError.self) { try FaultRule(parsing: bad) }
         }
     }
@@ -28,7 +35,9 @@ struct FaultTests {
         #expect(registry.take(environment: .sandbox, endpoint: .serverAPI) == nil)
         #expect(registry.take(environment: .sandbox, endpoint: .verifyReceipt) != nil)
         #expect(registry.take(environment: .sandbox, endpoint: .verifyReceipt) == nil)
-        registry.add(try FaultRule(parsing: "sandbox:verifyReceipt:status=21005,for=1", now: Date(timeIntervalSince1970: 0)))
+        registry.add(
+            try FaultRule(parsing: "sandbox:verifyReceipt:status=21005,for=1", now: Date(timeIntervalSince1970: 0))
+        )
         #expect(registry.take(environment: .sandbox, endpoint: .verifyReceipt) == nil)
         #expect(registry.all.isEmpty)
     }
@@ -38,9 +47,19 @@ struct FaultTests {
         _ = try await fixture.buy("pro")
         fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=2"))
         await #expect(throws: SimulatorError.self) { _ = try await fixture.buy("gems.100") }
-        let restore = try await fixture.simulator.restore(deviceId: fixture.tablet.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox)
+        let restore = try await fixture.simulator.restore(
+            deviceId: fixture.tablet.id,
+            bundleId: SimulatorFixture.bundleId,
+            environment: .sandbox
+        )
         #expect(restore.status == "failed" && restore.error?.message == "Cannot connect to the App Store.")
-        #expect(try await fixture.simulator.restore(deviceId: fixture.tablet.id, bundleId: SimulatorFixture.bundleId, environment: .sandbox).status == "completed")
+        #expect(
+            try await fixture.simulator.restore(
+                deviceId: fixture.tablet.id,
+                bundleId: SimulatorFixture.bundleId,
+                environment: .sandbox
+            ).status == "completed"
+        )
     }
 
     @Test func requestPathsAreClassified() {

@@ -79,7 +79,7 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptRoots: [Certificate]
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
-    /// Signs download URLs and entitlement snapshots.
+    /// Signs download URLs and entitlement snapshots; empty means "made once and kept in the database".
     public var serverSecret: [UInt8]
     /// Where uploaded content files are kept.
     public var contentDirectory: String

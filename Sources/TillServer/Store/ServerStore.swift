@@ -25,6 +25,17 @@ struct ServerStore: Sendable {
         try JSONDecoder().decode(T.self, from: Data(text.utf8))
     }
 
+    // MARK: Settings
+
+    /// A stored setting, or `make()` stored as it on first use (several processes agree on the first one stored).
+    func setting(_ name: String, orStore make: () -> String) async throws -> String {
+        try await sql.raw(
+            "INSERT INTO srv_settings (name, value) VALUES (\(bind: name), \(bind: make())) ON CONFLICT (name) DO NOTHING"
+        ).run()
+        return try await sql.raw("SELECT value FROM srv_settings WHERE name = \(bind: name)").first()!
+            .decode(column: "value", as: String.self)
+    }
+
     // MARK: Apps
 
     private struct AppRow: Codable {

@@ -1,0 +1,348 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import TillCore
+import TillFormats
+
+/// The request context of the server's routes: the app the request authenticated as, and a request id.
+public struct ServerRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    var app: ServerApp?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+    }
+
+    public var requestDecoder: JSONDecoder { JSONDecoder() }
+    public var responseEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+    public var maxUploadSize: Int { 2 * 1024 * 1024 }
+
+    func requireApp() throws -> ServerApp {
+        guard let app else { throw ServerError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
+        return app
+    }
+}
+
+/// The server's HTTP interface (see docs/api.md).
+public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
+    let router = Router(context: ServerRequestContext.self)
+    router.middlewares.add(ServerErrorMiddleware(logger: server.logger))
+    router.get("/health") { _, _ in #"{"status":"ok"}"# }
+    addAppRoutes(to: router.group("v1").add(middleware: AppKeyMiddleware(server: server)), server)
+    addAdminRoutes(
+        to: router.group("admin/v1").add(
+            middleware: OperatorTokenMiddleware(token: server.configuration.operatorToken)
+        ),
+        server
+    )
+    return router
+}
+
+// MARK: App-facing API
+
+struct DebitInput: Codable {
+    var credit: String
+    var amount: Int64
+    var requestId: String
+}
+
+struct AliasInput: Codable { var customerId: String }
+
+func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
+    group.get("products") { request, context in
+        let app = try context.requireApp()
+        let list = try await server.masterList(bundleId: app.bundleId)
+        if request.headers[.ifNoneMatch] == list.etag {
+            var response = Response(status: .notModified)
+            response.headers[.eTag] = list.etag
+            return response
+        }
+        var response = try json(list, context: context)
+        response.headers[.eTag] = list.etag
+        response.headers[.cacheControl] = "no-cache"
+        return response
+    }
+    group.post("receipts") { request, context in
+        let app = try context.requireApp()
+        let input = try await decode(SubmissionRequest.self, request, context)
+        let result = try await server.submit(input, app: app)
+        return try await respondWithWait(result, request: request, context: context, server: server, app: app)
+    }
+    group.get("submissions/{id}") { _, context in
+        let app = try context.requireApp()
+        return try json(
+            try await server.submission(id: try context.parameters.require("id"), bundleId: app.bundleId),
+            context: context
+        )
+    }
+    group.get("customers/{customer}") { _, context in
+        let app = try context.requireApp()
+        return try json(
+            try await server.customer(bundleId: app.bundleId, customerId: try context.parameters.require("customer")),
+            context: context
+        )
+    }
+    group.post("customers/{customer}/restore") { request, context in
+        let app = try context.requireApp()
+        var input = try await decode(SubmissionRequest.self, request, context)
+        input.customerId = try context.parameters.require("customer")
+        let result = try await server.restore(input, app: app)
+        return try json(result, context: context)
+    }
+    group.post("customers/{customer}/debits") { request, context in
+        let app = try context.requireApp()
+        let input = try await decode(DebitInput.self, request, context)
+        let balances = try await server.debit(
+            bundleId: app.bundleId,
+            customerId: try context.parameters.require("customer"),
+            credit: input.credit,
+            amount: input.amount,
+            requestId: input.requestId
+        )
+        return try json(["balances": balances], context: context)
+    }
+    group.post("customers/{customer}/aliases") { request, context in
+        let app = try context.requireApp()
+        let input = try await decode(AliasInput.self, request, context)
+        let customer = try await server.link(
+            bundleId: app.bundleId,
+            guestId: input.customerId,
+            to: try context.parameters.require("customer")
+        )
+        return try json(customer, context: context)
+    }
+}
+
+/// `?wait=SECONDS`: answers 200 once Apple confirmed (or refused), 202 while it is still pending.
+private func respondWithWait(
+    _ result: SubmissionResult,
+    request: Request,
+    context: ServerRequestContext,
+    server: PurchaseServer,
+    app: ServerApp
+) async throws -> Response {
+    var result = result
+    if let wait = request.uri.queryParameters.get("wait").flatMap(Double.init), wait > 0 {
+        let submission = try await server.waitForSettlement(
+            id: result.submission.id,
+            bundleId: app.bundleId,
+            timeout: .milliseconds(Int64(min(wait, 60) * 1000))
+        )
+        if submission.state != result.submission.state {
+            result.submission = submission
+            result.customer = try await server.customer(bundleId: app.bundleId, customerId: submission.customerId)
+        }
+    }
+    let settled = result.submission.state != .pending && result.submission.state != .retrying
+    return try json(result, status: settled ? .ok : .accepted, context: context)
+}
+
+// MARK: Admin API
+
+struct RevenueQuery {
+    var from: Int64
+    var to: Int64
+    var groupBy: String
+}
+
+func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
+    group.get("apps") { _, context in try json(try await server.apps().map(AppView.init), context: context) }
+    group.post("apps") { request, context in
+        let input = try await decode(ServerAppInput.self, request, context)
+        return try json(AppView(try await server.createApp(input)), status: .created, context: context)
+    }
+    group.get("apps/{bundle}") { _, context in
+        try json(AppView(try await server.app(bundleId: try context.parameters.require("bundle"))), context: context)
+    }
+    group.patch("apps/{bundle}") { request, context in
+        let input = try await decode(ServerAppInput.self, request, context)
+        return try json(
+            AppView(try await server.updateApp(bundleId: try context.parameters.require("bundle"), input)),
+            context: context
+        )
+    }
+    group.get("apps/{bundle}/products") { _, context in
+        try json(try await server.products(bundleId: try context.parameters.require("bundle")), context: context)
+    }
+    group.put("apps/{bundle}/products/{product}") { request, context in
+        let input = try await decode(CatalogProductInput.self, request, context)
+        let product = try await server.putProduct(
+            bundleId: try context.parameters.require("bundle"),
+            productId: try context.parameters.require("product"),
+            input
+        )
+        return try json(product, context: context)
+    }
+    group.get("submissions") { request, context in
+        let state = request.uri.queryParameters.get("state") ?? "deadLettered"
+        guard SubmissionState(rawValue: state) != nil else {
+            throw ServerError.badRequest(
+                "invalidState",
+                "state is pending, confirmed, retrying, rejected or deadLettered"
+            )
+        }
+        return try json(try await server.submissions(state: state), context: context)
+    }
+    group.post("submissions/{id}/retry") { _, context in
+        try json(try await server.requeue(id: try context.parameters.require("id")), context: context)
+    }
+    group.get("reports/revenue") { request, context in
+        let query = request.uri.queryParameters
+        guard let fromText = query.get("from"), let toText = query.get("to"),
+            let from = ReportDates.parse(fromText), let to = ReportDates.parse(toText), from < to
+        else {
+            throw ServerError.badRequest(
+                "invalidRange",
+                "from and to are dates (2026-11-01) or UNIX milliseconds, from before to"
+            )
+        }
+        let groupBy = query.get("groupBy") ?? "day"
+        guard ["day", "product", "currency"].contains(groupBy) else {
+            throw ServerError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
+        }
+        let bundleId = query.get("bundleId")
+        return try json(
+            try await server.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
+            context: context
+        )
+    }
+}
+
+/// An app as the admin API shows it: the App Store Server API private key is never returned.
+struct AppView: Codable {
+    var bundleId: String
+    var appAppleId: Int64?
+    var name: String
+    var appKey: String
+    var sharedSecrets: [String]
+    var apiKeyId: String?
+    var apiIssuerId: String?
+    var hasAPIKey: Bool
+    var acceptSandbox: Bool
+    var restorePolicy: RestorePolicy
+    var createdAt: Int64
+
+    init(_ app: ServerApp) {
+        bundleId = app.bundleId
+        appAppleId = app.appAppleId
+        name = app.name
+        appKey = app.appKey
+        sharedSecrets = app.sharedSecrets
+        apiKeyId = app.apiKeyId
+        apiIssuerId = app.apiIssuerId
+        hasAPIKey = app.apiPrivateKey != nil
+        acceptSandbox = app.acceptSandbox
+        restorePolicy = app.restorePolicy
+        createdAt = app.createdAt
+    }
+}
+
+// MARK: Middleware and helpers
+
+/// Authenticates apps by their key (`Authorization: Bearer tk_…`).
+struct AppKeyMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let server: PurchaseServer
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+            let app = try await server.app(appKey: String(header.dropFirst(7)))
+        else { throw ServerError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
+        var context = context
+        context.app = app
+        return try await next(request, context)
+    }
+}
+
+/// Requires the operator token on the admin API, compared in constant time.
+struct OperatorTokenMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let expected = Array("Bearer \(token)".utf8)
+        let given = Array((request.headers[.authorization] ?? "").utf8)
+        let equal = given.count == expected.count && zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        guard equal else {
+            throw ServerError(
+                .unauthorized,
+                "unauthorized",
+                "the admin API needs Authorization: Bearer <operator token>"
+            )
+        }
+        return try await next(request, context)
+    }
+}
+
+/// JSON errors with stable codes for everything, including bodies that are too large or routes that do not exist.
+struct ServerErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as ServerError {
+            throw error
+        } catch let error as HTTPError {
+            throw ServerError(
+                error.status,
+                error.status == .notFound ? "notFound" : "httpError",
+                error.body ?? error.status.reasonPhrase
+            )
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
+            throw ServerError(.internalServerError, "internalError", "the server could not handle the request")
+        }
+    }
+}
+
+func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, context: ServerRequestContext) throws -> Response
+{
+    let data = try context.responseEncoder.encode(value)
+    var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    response.headers[.contentType] = "application/json"
+    return response
+}
+
+func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: ServerRequestContext) async throws -> T {
+    var request = request
+    let buffer: ByteBuffer
+    do {
+        buffer = try await request.collectBody(upTo: context.maxUploadSize)
+    } catch {
+        throw ServerError(
+            .contentTooLarge,
+            "bodyTooLarge",
+            "the request body is larger than \(context.maxUploadSize) bytes"
+        )
+    }
+    do {
+        return try context.requestDecoder.decode(T.self, from: Data(buffer.readableBytesView))
+    } catch {
+        throw ServerError.badRequest("invalidBody", "the request body is not a valid \(T.self)")
+    }
+}
+
+enum ReportDates {
+    /// `2026-11-01` (UTC midnight) or UNIX milliseconds.
+    static func parse(_ text: String) -> Int64? {
+        if let ms = Int64(text) { return ms }
+        guard let date = ReceiptDate.parseRFC3339(text + "T00:00:00Z") else { return nil }
+        return date.millisecondsSince1970
+    }
+}

@@ -1,0 +1,207 @@
+import Crypto
+import Foundation
+import SQLKit
+import TillCore
+import TillFormats
+import TillStorage
+
+/// A product of the master list, as apps fetch it.
+public struct MasterListProduct: Codable, Sendable, Hashable {
+    public var productId: String
+    public var type: ProductType
+    public var title: String
+    public var entitlements: [String]
+    public var credits: [String: Int64]
+    public var content: [ContentFile]
+    public var subscriptionGroup: String?
+}
+
+/// The server-side master list of product ids; its ETag changes whenever the catalogue does.
+public struct MasterList: Codable, Sendable {
+    public var products: [MasterListProduct]
+    public var etag: String
+}
+
+/// The outcome of a restore: the submission and every purchase the customer can have back.
+public struct RestoreResult: Codable, Sendable {
+    public var submission: SubmissionView
+    public var restored: [PurchaseView]
+    public var customer: CustomerView
+}
+
+/// Revenue per day, product or currency (production only: sandbox purchases never count).
+public struct RevenueReport: Codable, Sendable {
+    public struct Row: Codable, Sendable, Hashable {
+        public var key: String
+        public var currency: String
+        /// Milliunits of `currency`; refunds and revocations count negative.
+        public var amount: Int64
+        public var count: Int
+    }
+
+    public var from: Int64
+    public var to: Int64
+    public var groupBy: String
+    public var rows: [Row]
+    public var totals: [String: Int64]
+}
+
+extension PurchaseServer {
+    /// The catalogue as apps see it, with an ETag for `If-None-Match`.
+    public func masterList(bundleId: String) async throws -> MasterList {
+        let products = try await store.products(bundleId: bundleId, on: store.sql).map {
+            MasterListProduct(
+                productId: $0.productId,
+                type: $0.type,
+                title: $0.title,
+                entitlements: $0.entitlements,
+                credits: $0.credits,
+                content: $0.content,
+                subscriptionGroup: $0.subscriptionGroup
+            )
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let digest = SHA256.hash(data: try encoder.encode(products))
+        return MasterList(
+            products: products,
+            etag: "\"" + digest.prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        )
+    }
+
+    /// Restore: the same pipeline as a submission (idempotent: nothing is recorded twice), answering with
+    /// everything the customer can have back. Consumables are never restored.
+    public func restore(_ request: SubmissionRequest, app: ServerApp) async throws -> RestoreResult {
+        let result = try await submit(request, app: app)
+        let restored = result.customer.purchases.filter {
+            $0.revocationDate == nil && ProductType(rawValue: $0.productType ?? "") != .consumable
+        }
+        return RestoreResult(submission: result.submission, restored: restored, customer: result.customer)
+    }
+
+    /// Spends credits: never below zero, and once per request id (a resend returns the same balances).
+    public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
+        async throws -> [String: Int64]
+    {
+        guard amount > 0 else { throw ServerError.badRequest("invalidAmount", "amount is positive") }
+        guard !requestId.isEmpty, requestId.count <= 200 else {
+            throw ServerError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
+        }
+        let now = nowMilliseconds
+        return try await database.transaction { db in
+            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            let reference = "debit:\(requestId)"
+            if try await self.store.balanceEntryExists(bundleId: bundleId, reference: reference, on: db) {
+                return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
+            }
+            let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
+            guard balance >= amount else {
+                throw ServerError.conflict(
+                    "insufficientBalance",
+                    "\(customerId) has \(balance) \(credit), \(amount) requested"
+                )
+            }
+            try await self.store.addBalanceEntry(
+                bundleId: bundleId,
+                customerId: owner,
+                credit: credit,
+                delta: -amount,
+                reference: reference,
+                at: now,
+                on: db
+            )
+            return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
+        }
+    }
+
+    /// Links a guest (an anonymous device id that bought before signing in) to an account: its purchases and
+    /// balances move to the account, once, and later submissions under either id count for the account.
+    public func link(bundleId: String, guestId: String, to accountId: String) async throws -> CustomerView {
+        guard guestId != accountId, !guestId.isEmpty, !accountId.isEmpty else {
+            throw ServerError.badRequest("invalidAlias", "link a guest id to a different account id")
+        }
+        let now = nowMilliseconds
+        try await database.transaction { db in
+            try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
+            try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
+            let account = try await self.store.resolve(bundleId: bundleId, customerId: accountId, on: db)
+            let guest = try await self.store.resolve(bundleId: bundleId, customerId: guestId, on: db)
+            guard guest != account else { return }
+            try await self.store.moveTransactions(bundleId: bundleId, from: guest, to: account, on: db)
+            try await self.store.moveBalances(bundleId: bundleId, from: guest, to: account, on: db)
+            try await self.store.setAlias(bundleId: bundleId, customerId: guest, aliasOf: account, on: db)
+            try await self.store.recordEvent(
+                bundleId: bundleId,
+                kind: "linked",
+                detail: "\(guest) → \(account)",
+                at: now,
+                on: db
+            )
+        }
+        return try await customer(bundleId: bundleId, customerId: accountId)
+    }
+
+    /// Submissions in a state, oldest change first (the dead-letter queue by default).
+    public func submissions(state: String) async throws -> [SubmissionView] {
+        try await store.submissions(state: state, limit: 500, on: store.sql).map(view)
+    }
+
+    /// Puts a dead-lettered submission back in the queue, with its attempts counted from zero.
+    public func requeue(id: String) async throws -> SubmissionView {
+        let record = try await database.transaction { db -> SubmissionRecord in
+            guard var record = try await self.store.submission(id: id, on: db) else {
+                throw ServerError.notFound("submission", id)
+            }
+            guard record.state == SubmissionState.deadLettered.rawValue else {
+                throw ServerError.conflict("notDeadLettered", "submission \(id) is \(record.state)")
+            }
+            record.state = SubmissionState.pending.rawValue
+            record.attempts = 0
+            record.nextAttemptAt = self.nowMilliseconds
+            record.reason = nil
+            record.updatedAt = self.nowMilliseconds
+            try await self.store.update(record, on: db)
+            return record
+        }
+        workAvailable.signal()
+        return view(record)
+    }
+
+    /// The money of production purchases between `from` and `to`, grouped; sandbox is excluded.
+    public func revenue(bundleId: String?, from: Int64, to: Int64, groupBy: String) async throws -> RevenueReport {
+        struct Row: Decodable {
+            var productId: String
+            var currency: String
+            var amount: Int64
+            var occurredAt: Int64
+        }
+        var query = store.sql.select().columns("product_id", "currency", "amount", "occurred_at").from("srv_finance")
+            .where("environment", .equal, AppStoreEnvironment.production.rawValue)
+            .where("occurred_at", .greaterThanOrEqual, from).where("occurred_at", .lessThan, to)
+        if let bundleId { query = query.where("bundle_id", .equal, bundleId) }
+        let rows = try await query.all(decoding: Row.self, with: ServerStore.decoding)
+        var grouped: [String: RevenueReport.Row] = [:]
+        var totals: [String: Int64] = [:]
+        for row in rows {
+            let key: String =
+                switch groupBy {
+                case "product": row.productId
+                case "currency": row.currency
+                default: String(ReceiptDate.formatRFC3339(Date(millisecondsSince1970: row.occurredAt)).prefix(10))
+                }
+            let id = key + "|" + row.currency
+            var entry = grouped[id] ?? RevenueReport.Row(key: key, currency: row.currency, amount: 0, count: 0)
+            entry.amount += row.amount
+            entry.count += 1
+            grouped[id] = entry
+            totals[row.currency, default: 0] += row.amount
+        }
+        return RevenueReport(
+            from: from,
+            to: to,
+            groupBy: groupBy,
+            rows: grouped.values.sorted { ($0.key, $0.currency) < ($1.key, $1.currency) },
+            totals: totals
+        )
+    }
+}

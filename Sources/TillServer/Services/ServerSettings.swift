@@ -1,0 +1,91 @@
+import Configuration
+import Foundation
+import TillCore
+import TillStorage
+import X509
+
+/// `till serve`'s settings, read with swift-configuration: command-line flags, then `TILL_…` environment
+/// variables, then a JSON file, then these defaults. Keys (environment spelling in brackets):
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `mode` (`TILL_MODE`) | `development` | `development` runs the App Store simulator in-process and talks to it; `production` talks to Apple |
+/// | `http.host`, `http.port` (`TILL_HTTP_HOST`, `TILL_HTTP_PORT`) | `127.0.0.1`, `8080` | where the server listens |
+/// | `database.url` (`TILL_DATABASE_URL`) | `till.sqlite` | an SQLite file, `:memory:`, or `postgres://…` |
+/// | `operator.token` (`TILL_OPERATOR_TOKEN`) | made at start and printed (development only) | the admin API's bearer token |
+/// | `content.directory` (`TILL_CONTENT_DIRECTORY`) | `till-content` | where uploaded content files are kept |
+/// | `apple.verify-receipt.production`, `…sandbox` | Apple's URLs | verifyReceipt endpoints |
+/// | `apple.server-api.production`, `…sandbox` | Apple's URLs | App Store Server API base URLs |
+/// | `apple.sandbox-roots` (`TILL_APPLE_SANDBOX_ROOTS`) | none | comma-separated certificate files trusted for sandbox data only |
+/// | `confirmation.max-attempts` | `12` | attempts before a submission is dead-lettered |
+/// | `confirmation.concurrency` | `64` | confirmations in flight at once |
+/// | `confirmation.timeout-seconds` | `30` | how long one call to Apple may take |
+/// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
+public struct ServerSettings: Sendable {
+    public var development: Bool
+    public var host: String
+    public var port: Int
+    public var database: DatabaseConfiguration
+    public var operatorToken: String?
+    public var contentDirectory: String
+    public var apple: AppleEndpoints
+    public var sandboxRootFiles: [String]
+    public var confirmation: ConfirmationSettings
+    public var simulatorPort: Int
+    public var simulatorDatabase: DatabaseConfiguration
+
+    public init(config: ConfigReader) throws {
+        let mode = config.string(forKey: "mode", default: "development")
+        guard ["development", "production"].contains(mode) else {
+            throw ServerError.badRequest("invalidMode", "mode is development or production, not \(mode)")
+        }
+        development = mode == "development"
+        host = config.string(forKey: "http.host", default: "127.0.0.1")
+        port = config.int(forKey: "http.port", default: 8080)
+        let databaseURL = config.string(forKey: "database.url", default: "till.sqlite")
+        database = try DatabaseConfiguration(parsing: databaseURL)
+        operatorToken = config.string(forKey: "operator.token")
+        contentDirectory = config.string(forKey: "content.directory", default: "till-content")
+        let apple = AppleEndpoints.apple
+        self.apple = AppleEndpoints(
+            verifyReceipt: [
+                .production: config.string(
+                    forKey: "apple.verify-receipt.production",
+                    default: apple.verifyReceipt[.production]!
+                ),
+                .sandbox: config.string(
+                    forKey: "apple.verify-receipt.sandbox",
+                    default: apple.verifyReceipt[.sandbox]!
+                ),
+            ],
+            serverAPI: [
+                .production: config.string(
+                    forKey: "apple.server-api.production",
+                    default: apple.serverAPI[.production]!
+                ),
+                .sandbox: config.string(forKey: "apple.server-api.sandbox", default: apple.serverAPI[.sandbox]!),
+            ]
+        )
+        sandboxRootFiles = config.string(forKey: "apple.sandbox-roots", default: "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        confirmation = ConfirmationSettings(
+            maximumAttempts: max(1, config.int(forKey: "confirmation.max-attempts", default: 12)),
+            concurrency: max(1, config.int(forKey: "confirmation.concurrency", default: 64)),
+            requestTimeout: .seconds(max(1, config.int(forKey: "confirmation.timeout-seconds", default: 30)))
+        )
+        simulatorPort = config.int(forKey: "simulator.port", default: 8090)
+        let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
+        simulatorDatabase = try DatabaseConfiguration(
+            parsing: config.string(forKey: "simulator.database", default: simulatorDefault)
+        )
+        guard (0...65535).contains(port), (0...65535).contains(simulatorPort) else {
+            throw ServerError.badRequest("invalidPort", "ports are between 0 and 65535")
+        }
+        guard development || operatorToken != nil else {
+            throw ServerError.badRequest(
+                "operatorTokenRequired",
+                "production mode needs operator.token (TILL_OPERATOR_TOKEN)"
+            )
+        }
+    }
+}

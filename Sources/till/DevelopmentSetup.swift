@@ -1,0 +1,159 @@
+import Foundation
+import TillCore
+import TillServer
+import TillSimulator
+
+/// Development mode's starting point: one demo app known to both the simulator and the server (same shared
+/// secret, an App Store Server API key), a catalogue of each product type, and a sandbox tester with a device.
+enum DevelopmentSetup {
+    struct Demo {
+        var bundleId: String
+        var appKey: String
+        var deviceId: String
+    }
+
+    static let bundleId = "com.example.till"
+
+    static func prepare(server: PurchaseServer, simulator: Simulator) async throws -> Demo {
+        let simulatorApp: SimApp
+        if let existing = try await simulator.apps().first(where: { $0.bundleId == bundleId }) {
+            simulatorApp = existing
+        } else {
+            simulatorApp = try await simulator.createApp(AppInput(bundleId: bundleId, name: "Till Demo"))
+            let products: [ProductInput] = [
+                ProductInput(
+                    productId: "gems.100",
+                    type: .consumable,
+                    price: 990,
+                    title: "100 Gems",
+                    description: "Spend them in the game"
+                ),
+                ProductInput(
+                    productId: "pro",
+                    type: .nonConsumable,
+                    price: 4990,
+                    title: "Pro",
+                    description: "Every feature, for good"
+                ),
+                ProductInput(
+                    productId: "premium.monthly",
+                    type: .autoRenewable,
+                    subscriptionGroup: "premium",
+                    subscriptionPeriod: .oneMonth,
+                    price: 990,
+                    title: "Premium (monthly)"
+                ),
+                ProductInput(
+                    productId: "premium.yearly",
+                    type: .autoRenewable,
+                    subscriptionGroup: "premium",
+                    subscriptionPeriod: .oneYear,
+                    price: 9990,
+                    title: "Premium (yearly)"
+                ),
+                ProductInput(
+                    productId: "season.pass",
+                    type: .nonRenewing,
+                    price: 2990,
+                    title: "Season pass",
+                    description: "Ninety days"
+                ),
+                ProductInput(productId: "newsletter", type: .freeSubscription, title: "Newsletter"),
+            ]
+            for product in products {
+                _ = try await simulator.createProduct(appAppleId: simulatorApp.appAppleId, product)
+            }
+        }
+        let app: ServerApp
+        if let existing = try? await server.app(bundleId: bundleId) {
+            app = existing
+        } else {
+            let key = try await simulator.createAPIKey(appAppleId: simulatorApp.appAppleId)
+            app = try await server.createApp(
+                ServerAppInput(
+                    bundleId: bundleId,
+                    appAppleId: simulatorApp.appAppleId,
+                    name: "Till Demo",
+                    sharedSecrets: [simulatorApp.sharedSecret],
+                    apiKeyId: key.keyId,
+                    apiIssuerId: key.issuerId,
+                    apiPrivateKey: key.privateKey
+                )
+            )
+            let catalogue: [(String, CatalogProductInput)] = [
+                (
+                    "gems.100",
+                    CatalogProductInput(
+                        type: .consumable,
+                        title: "100 Gems",
+                        credits: ["gems": 100],
+                        price: 990,
+                        currency: "USD"
+                    )
+                ),
+                (
+                    "pro",
+                    CatalogProductInput(
+                        type: .nonConsumable,
+                        title: "Pro",
+                        entitlements: ["pro"],
+                        price: 4990,
+                        currency: "USD"
+                    )
+                ),
+                (
+                    "premium.monthly",
+                    CatalogProductInput(
+                        type: .autoRenewable,
+                        title: "Premium (monthly)",
+                        entitlements: ["premium"],
+                        subscriptionGroup: "premium",
+                        price: 990,
+                        currency: "USD"
+                    )
+                ),
+                (
+                    "premium.yearly",
+                    CatalogProductInput(
+                        type: .autoRenewable,
+                        title: "Premium (yearly)",
+                        entitlements: ["premium"],
+                        subscriptionGroup: "premium",
+                        price: 9990,
+                        currency: "USD"
+                    )
+                ),
+                (
+                    "season.pass",
+                    CatalogProductInput(
+                        type: .nonRenewing,
+                        title: "Season pass",
+                        entitlements: ["season"],
+                        durationSeconds: 90 * 86_400,
+                        price: 2990,
+                        currency: "USD"
+                    )
+                ),
+                (
+                    "newsletter",
+                    CatalogProductInput(type: .freeSubscription, title: "Newsletter", entitlements: ["newsletter"])
+                ),
+            ]
+            for (id, input) in catalogue { _ = try await server.putProduct(bundleId: bundleId, productId: id, input) }
+        }
+        let account: SimAccount
+        if let existing = try await simulator.accounts().first(where: { $0.environment == "Sandbox" && !$0.deleted }) {
+            account = existing
+        } else {
+            account = try await simulator.createAccount(
+                AccountInput(environment: "Sandbox", email: "tester@example.com")
+            )
+        }
+        var device = try await simulator.devices(accountId: account.id).first
+        if device == nil {
+            device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
+        }
+        guard let device else { throw CancellationError() }
+        return Demo(bundleId: bundleId, appKey: app.appKey, deviceId: device.id)
+    }
+}

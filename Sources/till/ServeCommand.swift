@@ -1,0 +1,137 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SystemPackage
+import TillCore
+import TillFormats
+import TillServer
+import TillSimulator
+import TillStorage
+import UnixSignals
+import X509
+
+/// `till serve`: the verification server. With no Apple set up it starts in development mode, with the App
+/// Store simulator in the same process.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the verification server (development mode runs the App Store simulator too).",
+        discussion:
+            "Settings: flags, then TILL_… environment variables, then --config FILE (JSON), then defaults. See docs/configuration.md."
+    )
+
+    @Option(help: "development (with the in-process simulator) or production (Apple).") var mode: String?
+    @Option(help: "The address to listen on.") var host: String?
+    @Option(help: "The port to listen on.") var port: Int?
+    @Option(help: "An SQLite file, :memory:, or postgres://user@host:port/database.") var databaseURL: String?
+    @Option(help: "The admin API's bearer token.") var operatorToken: String?
+    @Option(help: "The simulator's port (development mode).") var simulatorPort: Int?
+    @Option(help: "A JSON file of settings (keys as in docs/configuration.md).") var config: String?
+
+    func run() async throws {
+        var flags: [AbsoluteConfigKey: ConfigValue] = [:]
+        if let mode { flags["mode"] = .init(.string(mode), isSecret: false) }
+        if let host { flags["http.host"] = .init(.string(host), isSecret: false) }
+        if let port { flags["http.port"] = .init(.int(port), isSecret: false) }
+        if let databaseURL { flags["database.url"] = .init(.string(databaseURL), isSecret: true) }
+        if let operatorToken { flags["operator.token"] = .init(.string(operatorToken), isSecret: true) }
+        if let simulatorPort { flags["simulator.port"] = .init(.int(simulatorPort), isSecret: false) }
+        var providers: [any ConfigProvider] = [
+            InMemoryProvider(name: "flags", values: flags), EnvironmentVariablesProvider().prefixKeys(with: "till"),
+        ]
+        if let config { providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config))) }
+        let settings: ServerSettings
+        do {
+            settings = try ServerSettings(config: ConfigReader(providers: providers))
+        } catch let error as ServerError {
+            throw ValidationError(error.message)
+        }
+        var logger = Logger(label: "till")
+        logger.logLevel = .info
+        var services: [any Service] = []
+        var configuration = ServerConfiguration(
+            database: settings.database,
+            operatorToken: settings.operatorToken ?? PurchaseServerToken.make(),
+            apple: settings.apple,
+            confirmation: settings.confirmation,
+            contentDirectory: settings.contentDirectory
+        )
+        for path in settings.sandboxRootFiles {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("cannot read \(path)")
+            }
+            let certificates = try TrustAnchors.certificates(fromFile: Array(data))
+            configuration.sandboxJWSRoots += certificates
+            configuration.sandboxReceiptRoots += certificates
+        }
+
+        var simulator: Simulator?
+        var simulatorURL = ""
+        if settings.development {
+            guard settings.simulatorPort > 0 else {
+                throw ValidationError("development mode needs a fixed simulator port")
+            }
+            let opened = try await Simulator.open(
+                SimulatorConfiguration(database: settings.simulatorDatabase),
+                logger: Logger(label: "till.simulator")
+            )
+            simulator = opened
+            simulatorURL = "http://127.0.0.1:\(settings.simulatorPort)"
+            services.append(buildSimulatorApplication(opened, host: "127.0.0.1", port: settings.simulatorPort))
+            configuration.apple = .simulator(simulatorURL)
+            configuration.sandboxJWSRoots.append(opened.signer.jwsAuthority.root)
+            configuration.sandboxReceiptRoots.append(opened.signer.receiptAuthority.root)
+            configuration.sandboxReceiptIntermediates.append(opened.signer.receiptAuthority.intermediate)
+        }
+        let simulatorBase = simulatorURL
+
+        let server = try await PurchaseServer.open(configuration, logger: logger)
+        let demo = try await simulator.asyncMap { try await DevelopmentSetup.prepare(server: server, simulator: $0) }
+        let token = configuration.operatorToken
+        services.append(
+            buildServerApplication(server, host: settings.host, port: settings.port) { port in
+                let base = "http://\(settings.host):\(port)"
+                var banner = """
+                    till serve (\(settings.development ? "development" : "production")) on \(base)
+                      app API      \(base)/v1
+                      admin API    \(base)/admin/v1   (Authorization: Bearer \(settings.operatorToken == nil ? token : "<operator token>"))
+                      database     \(settings.database)
+                    """
+                if let demo {
+                    banner += """
+
+                          simulator    \(simulatorBase)   (App Store stand-in; its sandbox roots are trusted for sandbox data only)
+                          demo app     \(demo.bundleId), app key \(demo.appKey), sandbox device \(demo.deviceId)
+                        try:
+                          curl -s \(base)/v1/products -H 'Authorization: Bearer \(demo.appKey)'
+                          JWS=$(curl -s -X POST \(simulatorBase)/storekit/sandbox/payments -d '{"deviceId":"\(demo.deviceId)","bundleId":"\(demo.bundleId)","productId":"pro"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["signedTransaction"])')
+                          curl -s -X POST '\(base)/v1/receipts?wait=10' -H 'Authorization: Bearer \(demo.appKey)' -d "{\\"customerId\\":\\"alice\\",\\"signedTransaction\\":\\"$JWS\\"}"
+                        """
+                }
+                say(banner)
+            }
+        )
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await group.run()
+        try await server.shutdown()
+        try await simulator?.shutdown()
+    }
+}
+
+enum PurchaseServerToken {
+    static func make() -> String {
+        "op_" + (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+}
+
+extension Optional {
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
+    }
+}
