@@ -54,6 +54,14 @@ struct DebitInput: Codable {
 
 struct AliasInput: Codable { var customerId: String }
 
+/// A restore: the customer is in the path.
+struct RestoreInput: Codable {
+    var receipt: String?
+    var transactionReceipt: String?
+    var signedTransaction: String?
+    var idempotencyKey: String?
+}
+
 func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
     group.get("products") { request, context in
         let app = try context.requireApp()
@@ -90,9 +98,17 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
-        var input = try await decode(SubmissionRequest.self, request, context)
-        input.customerId = try context.parameters.require("customer")
-        let result = try await server.restore(input, app: app)
+        let input = try await decode(RestoreInput.self, request, context)
+        let result = try await server.restore(
+            SubmissionRequest(
+                customerId: try context.parameters.require("customer"),
+                receipt: input.receipt,
+                transactionReceipt: input.transactionReceipt,
+                signedTransaction: input.signedTransaction,
+                idempotencyKey: input.idempotencyKey
+            ),
+            app: app
+        )
         return try json(result, context: context)
     }
     group.post("customers/{customer}/debits") { request, context in

@@ -1,0 +1,319 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+import TillCore
+import TillFormats
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// The server's HTTP API, as an app and an operator use it.
+struct ServerHTTPTests {
+    struct Reply {
+        var status: Int
+        var headers: HTTPFields
+        var json: Any?
+        var object: [String: Any] { json as? [String: Any] ?? [:] }
+        var code: String? { (object["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    func call(
+        _ client: some TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        _ body: String? = nil,
+        token: String?,
+        headers extra: HTTPFields = [:]
+    ) async throws -> Reply {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(
+            uri: path,
+            method: method,
+            headers: headers,
+            body: body.map { ByteBuffer(string: $0) }
+        ) { response in
+            Reply(
+                status: Int(response.status.code),
+                headers: response.headers,
+                json: try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
+            )
+        }
+    }
+
+    func body(_ object: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
+
+    @Test func appsAuthenticateAndTheMasterListIsCached() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                #expect(try await call(client, .get, "/v1/products", token: nil).status == 401)
+                #expect(try await call(client, .get, "/v1/products", token: "tk_wrong").code == "unauthorized")
+                let list = try await call(client, .get, "/v1/products", token: fixture.app.appKey)
+                #expect(list.status == 200 && (list.object["products"] as? [Any])?.count == 4)
+                let etag = try #require(list.headers[.eTag])
+                #expect(
+                    try await call(
+                        client,
+                        .get,
+                        "/v1/products",
+                        token: fixture.app.appKey,
+                        headers: [.ifNoneMatch: etag]
+                    ).status == 304
+                )
+                // A new product changes the list and its ETag.
+                _ = try await call(
+                    client,
+                    .put,
+                    "/admin/v1/apps/\(ServerFixture.bundleId)/products/issue.2",
+                    #"{"type":"nonRenewing","entitlements":["issue-2"],"durationSeconds":3600}"#,
+                    token: "operator"
+                )
+                #expect(
+                    try await call(
+                        client,
+                        .get,
+                        "/v1/products",
+                        token: fixture.app.appKey,
+                        headers: [.ifNoneMatch: etag]
+                    ).status == 200
+                )
+                #expect(try await call(client, .get, "/admin/v1/apps", token: fixture.app.appKey).status == 401)
+                let apps = try await call(client, .get, "/admin/v1/apps", token: "operator")
+                #expect((apps.json as? [[String: Any]])?.first?["apiPrivateKey"] == nil)
+            }
+        }
+    }
+
+    @Test func submissionsAreAcceptedAtOnceAndWaitedForOnRequest() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let purchase = try await fixture.buy("pro")
+                fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:latency=0.5,times=1"))
+                let quick = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "alice", "signedTransaction": purchase.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                #expect(
+                    quick.status == 202
+                        && (quick.object["submission"] as? [String: Any])?["state"] as? String == "pending"
+                )
+                let id = try #require((quick.object["submission"] as? [String: Any])?["id"] as? String)
+                let polled = try await call(client, .get, "/v1/submissions/\(id)?", token: fixture.app.appKey)
+                #expect(polled.status == 200)
+
+                let second = try await fixture.buy("gems.100")
+                let waited = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts?wait=10",
+                    body(["customerId": "alice", "signedTransaction": second.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                #expect(
+                    waited.status == 200
+                        && (waited.object["submission"] as? [String: Any])?["state"] as? String == "confirmed"
+                )
+                #expect(((waited.object["customer"] as? [String: Any])?["balances"] as? [String: Int]) == ["gems": 100])
+
+                #expect(
+                    try await call(client, .post, "/v1/receipts", "{not json", token: fixture.app.appKey).code
+                        == "invalidBody"
+                )
+                #expect(
+                    try await call(client, .post, "/v1/receipts", #"{"customerId":"alice"}"#, token: fixture.app.appKey)
+                        .code == "oneFormatExpected"
+                )
+                let forged = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "alice", "receipt": "MIIBAAAA"]),
+                    token: fixture.app.appKey
+                )
+                #expect(forged.status == 422 && forged.code == "invalidFormat")
+                #expect(try await call(client, .get, "/v1/submissions/nope", token: fixture.app.appKey).status == 404)
+                #expect(try await call(client, .get, "/v1/nowhere", token: fixture.app.appKey).code == "notFound")
+            }
+        }
+    }
+
+    @Test func creditsAreSpentOnceAndNeverBelowZero() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let gems = try await fixture.buy("gems.100", quantity: 2)
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "bob", "signedTransaction": gems.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                let debit = #"{"credit":"gems","amount":150,"requestId":"spend-1"}"#
+                #expect(
+                    (try await call(client, .post, "/v1/customers/bob/debits", debit, token: fixture.app.appKey).object[
+                        "balances"
+                    ] as? [String: Int]) == ["gems": 50]
+                )
+                #expect(
+                    (try await call(client, .post, "/v1/customers/bob/debits", debit, token: fixture.app.appKey).object[
+                        "balances"
+                    ] as? [String: Int]) == ["gems": 50]
+                )
+                let tooMuch = try await call(
+                    client,
+                    .post,
+                    "/v1/customers/bob/debits",
+                    #"{"credit":"gems","amount":51,"requestId":"spend-2"}"#,
+                    token: fixture.app.appKey
+                )
+                #expect(tooMuch.status == 409 && tooMuch.code == "insufficientBalance")
+                #expect(
+                    try await call(
+                        client,
+                        .post,
+                        "/v1/customers/bob/debits",
+                        #"{"credit":"gems","amount":0,"requestId":"spend-3"}"#,
+                        token: fixture.app.appKey
+                    ).status == 400
+                )
+            }
+        }
+    }
+
+    @Test func aGuestsPurchasesMoveToTheAccountOnceAndRestoreSkipsConsumables() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let gems = try await fixture.buy("gems.100")
+                _ = try await fixture.buy("pro")
+                let receipt = try await fixture.receipt()
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "guest-device-1", "receipt": receipt]),
+                    token: fixture.app.appKey
+                )
+                let linked = try await call(
+                    client,
+                    .post,
+                    "/v1/customers/carol/aliases",
+                    #"{"customerId":"guest-device-1"}"#,
+                    token: fixture.app.appKey
+                )
+                #expect(linked.object["balances"] as? [String: Int] == ["gems": 100])
+                // The same purchases sent again under either id are not credited twice.
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "carol", "receipt": receipt]),
+                    token: fixture.app.appKey
+                )
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "guest-device-1", "signedTransaction": gems.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                let carol = try await call(client, .get, "/v1/customers/carol", token: fixture.app.appKey)
+                #expect(carol.object["balances"] as? [String: Int] == ["gems": 100])
+                #expect((carol.object["entitlements"] as? [[String: Any]])?.map { $0["id"] as? String } == ["pro"])
+
+                let restore = try await call(
+                    client,
+                    .post,
+                    "/v1/customers/carol/restore",
+                    body(["receipt": receipt]),
+                    token: fixture.app.appKey
+                )
+                #expect(restore.status == 200)
+                #expect((restore.object["restored"] as? [[String: Any]])?.map { $0["productId"] as? String } == ["pro"])
+            }
+        }
+    }
+
+    @Test func theRevenueReportCountsProductionOnlyAndDeadLettersCanBeRetried() async throws {
+        try await ServerFixture.run(confirmation: .init(maximumAttempts: 1)) { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            let store = fixture.server.store
+            for (env, id, amount, day) in [
+                ("Production", "1", Int64(990), "2026-11-01"), ("Production", "2", 4990, "2026-11-01"),
+                ("Production", "3", 990, "2026-11-02"), ("Sandbox", "4", 990, "2026-11-01"),
+            ] {
+                try await store.recordFinance(
+                    environment: env,
+                    transactionId: id,
+                    bundleId: ServerFixture.bundleId,
+                    productId: amount == 990 ? "gems.100" : "pro",
+                    amount: amount,
+                    currency: "USD",
+                    at: ReportDates.parse(day)! + 3_600_000,
+                    kind: "purchase",
+                    on: store.sql
+                )
+            }
+            try await app.test(.router) { client in
+                let byDay = try await call(
+                    client,
+                    .get,
+                    "/admin/v1/reports/revenue?from=2026-11-01&to=2026-11-03&groupBy=day",
+                    token: "operator"
+                )
+                #expect(byDay.object["totals"] as? [String: Int] == ["USD": 6970])
+                #expect((byDay.object["rows"] as? [[String: Any]])?.map { $0["amount"] as? Int } == [5980, 990])
+                let byProduct = try await call(
+                    client,
+                    .get,
+                    "/admin/v1/reports/revenue?from=2026-11-01&to=2026-11-03&groupBy=product",
+                    token: "operator"
+                )
+                #expect(
+                    (byProduct.object["rows"] as? [[String: Any]])?.map { $0["key"] as? String } == ["gems.100", "pro"]
+                )
+                #expect(
+                    try await call(
+                        client,
+                        .get,
+                        "/admin/v1/reports/revenue?from=2026-11-03&to=2026-11-01",
+                        token: "operator"
+                    ).code == "invalidRange"
+                )
+
+                _ = try await fixture.buy("pro")
+                fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:outage=503,times=1"))
+                let submitted = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts?wait=5",
+                    body(["customerId": "dan", "receipt": try await fixture.receipt()]),
+                    token: fixture.app.appKey
+                )
+                #expect((submitted.object["submission"] as? [String: Any])?["state"] as? String == "deadLettered")
+                let dead = try await call(client, .get, "/admin/v1/submissions?state=deadLettered", token: "operator")
+                let id = try #require((dead.json as? [[String: Any]])?.first?["id"] as? String)
+                #expect(
+                    try await call(client, .post, "/admin/v1/submissions/\(id)/retry", token: "operator").status == 200
+                )
+                let settled = try await fixture.server.waitForSettlement(
+                    id: id,
+                    bundleId: ServerFixture.bundleId,
+                    timeout: .seconds(5)
+                )
+                #expect(settled.state == .confirmed)
+            }
+        }
+    }
+}
