@@ -29,6 +29,8 @@ let server: [Target.Dependency] = [
     .product(name: "NIOPosix", package: "swift-nio"),
     .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
     .product(name: "Configuration", package: "swift-configuration"),
+    .product(name: "Metrics", package: "swift-metrics"),
+    .product(name: "Prometheus", package: "swift-prometheus"),
 ]
 
 let package = Package(
@@ -59,6 +61,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),

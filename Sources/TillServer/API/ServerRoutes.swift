@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -32,8 +33,17 @@ public struct ServerRequestContext: RequestContext {
 /// The server's HTTP interface (see docs/api.md).
 public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
-    router.middlewares.add(ServerErrorMiddleware(logger: server.logger))
+    router.middlewares.add(RequestMiddleware(metrics: server.metrics))
+    router.middlewares.add(ServerErrorMiddleware())
     router.get("/health") { _, _ in #"{"status":"ok"}"# }
+    router.get("/metrics") { _, _ in
+        var response = Response(
+            status: .ok,
+            body: .init(byteBuffer: ByteBuffer(bytes: try await server.metricsExposition()))
+        )
+        response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        return response
+    }
     addAppRoutes(to: router.group("v1").add(middleware: AppKeyMiddleware(server: server)), server)
     addAdminRoutes(
         to: router.group("admin/v1").add(
@@ -300,10 +310,60 @@ struct OperatorTokenMiddleware: RouterMiddleware {
     }
 }
 
+/// Gives every request an id (the caller's `X-Request-Id` when it sends a sane one), puts it in the log
+/// metadata and the response, logs one line per request, and counts and times it by route.
+struct RequestMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let id = Self.requestId(request.headers[.requestId])
+        var context = context
+        context.logger[metadataKey: "request_id"] = .string(id)
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response = try error.response(from: request, context: context)
+        }
+        response.headers[.requestId] = id
+        let elapsed = clock.now - start
+        let route = context.endpointPath ?? "unmatched"
+        metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: elapsed)
+        context.logger.log(
+            level: response.status.code >= 500 ? .error : .info,
+            "\(request.method) \(request.uri.path) \(response.status.code)",
+            metadata: [
+                "route": .string(route),
+                "status": .stringConvertible(response.status.code),
+                "duration_ms": .string(String(format: "%.2f", Double(elapsed.nanoseconds) / 1e6)),
+            ]
+        )
+        return response
+    }
+
+    /// The caller's id when it is 1–128 characters of letters, digits, `-`, `_` or `.`; otherwise a new one.
+    static func requestId(_ given: String?) -> String {
+        if let given, (1...128).contains(given.utf8.count),
+            given.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+        {
+            return given
+        }
+        return (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+}
+
+extension HTTPField.Name {
+    static let requestId = HTTPField.Name("X-Request-Id")!
+}
+
 /// JSON errors with stable codes for everything, including bodies that are too large or routes that do not exist.
 struct ServerErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
-    let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -321,7 +381,7 @@ struct ServerErrorMiddleware: RouterMiddleware {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
+            context.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
             throw ServerError(.internalServerError, "internalError", "the server could not handle the request")
         }
     }

@@ -10,6 +10,12 @@ import TillStorage
 
 /// How one confirmation attempt ended.
 enum ConfirmationOutcome: Sendable {
+    var status: String {
+        switch self {
+        case .confirmed(_, _, let status), .retry(let status, _), .rejected(let status, _): status
+        }
+    }
+
     /// Apple vouches for the submission, in this environment; its answer may carry more transactions.
     case confirmed(environment: AppStoreEnvironment, transactions: [PurchaseTransaction], status: String)
     /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`).
@@ -45,8 +51,11 @@ extension PurchaseServer {
     func confirm(_ submission: SubmissionRecord, client: AppleClient) async {
         do {
             guard let app = try await store.app(bundleId: submission.bundleId, on: store.sql) else { return }
+            let clock = ContinuousClock()
+            let start = clock.now
             let outcome = await ask(client, about: submission, app: app)
-            try await settle(submission, outcome: outcome, app: app)
+            let result = try await settle(submission, outcome: outcome, app: app)
+            metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
         } catch {
             logger.error("confirmation of \(submission.id) failed: \(error)")
         }
@@ -210,7 +219,10 @@ extension PurchaseServer {
 
     /// Records an attempt's outcome: confirmation, a scheduled retry (or the dead-letter queue), or rejection
     /// with the revocation of what the local check granted.
-    func settle(_ submission: SubmissionRecord, outcome: ConfirmationOutcome, app: ServerApp) async throws {
+    @discardableResult
+    func settle(_ submission: SubmissionRecord, outcome: ConfirmationOutcome, app: ServerApp) async throws
+        -> SubmissionState
+    {
         let now = nowMilliseconds
         let settings = configuration.confirmation
         let catalogue = Dictionary(
@@ -218,10 +230,10 @@ extension PurchaseServer {
                 ($0.productId, $0)
             }
         )
-        try await database.transaction { db in
+        let state = try await database.transaction { db -> SubmissionState in
             guard var current = try await self.store.submission(id: submission.id, on: db),
                 current.state == SubmissionState.pending.rawValue || current.state == SubmissionState.retrying.rawValue
-            else { return }
+            else { return SubmissionState(rawValue: submission.state) ?? .pending }
             current.attempts += 1
             current.updatedAt = now
             current.claimedUntil = nil
@@ -285,8 +297,10 @@ extension PurchaseServer {
                 try await self.store.update(current, on: db)
                 try await self.revokeUnconfirmed(of: current, because: "apple: \(status)", catalogue: catalogue, on: db)
             }
+            return SubmissionState(rawValue: current.state) ?? .pending
         }
         submissionSettled.signal()
+        return state
     }
 
     /// Takes back what a rejected submission granted: its transactions that no confirmation vouches for.
@@ -373,7 +387,7 @@ public struct ConfirmationWorker: Service {
         let client = AppleClient(http: http, endpoints: server.configuration.apple, timeout: settings.requestTimeout)
         // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
         let lease = Int64(settings.requestTimeout.components.seconds) * 4 + 30
-        let inFlight = Counter()
+        let inFlight = InFlightCount()
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = server.workAvailable.current
@@ -398,7 +412,7 @@ public struct ConfirmationWorker: Service {
 }
 
 /// A count shared by a loop and the tasks it starts.
-final class Counter: Sendable {
+final class InFlightCount: Sendable {
     private let count = Mutex(0)
     var value: Int { count.withLock { $0 } }
     func add(_ delta: Int) { count.withLock { $0 += delta } }

@@ -94,6 +94,22 @@ extension PurchaseServer {
     /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
     /// credits, and queues the confirmation with Apple. Answers in milliseconds.
     public func submit(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let kind =
+            request.signedTransaction != nil
+            ? "signedTransaction" : request.transactionReceipt != nil ? "transactionReceipt" : "appReceipt"
+        do {
+            let result = try await accept(request, app: app)
+            metrics.submission(kind: kind, outcome: "accepted", duration: clock.now - start)
+            return result
+        } catch {
+            metrics.submission(kind: kind, outcome: "refused", duration: clock.now - start)
+            throw error
+        }
+    }
+
+    private func accept(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
         let customerId = request.customerId.trimmingCharacters(in: .whitespaces)
         guard !customerId.isEmpty, customerId.count <= 200 else {
             throw ServerError.badRequest("invalidCustomerId", "customerId is required (at most 200 characters)")

@@ -13,6 +13,7 @@ public final class PurchaseServer: Sendable {
     let store: ServerStore
     let verifier: LocalVerifier
     let logger: Logger
+    public let metrics: ServerMetrics
     let now: @Sendable () -> Date
     /// Nudges the confirmation worker when a submission is queued.
     let workAvailable: Signal
@@ -23,6 +24,7 @@ public final class PurchaseServer: Sendable {
         configuration: ServerConfiguration,
         database: TillDatabase,
         logger: Logger,
+        metrics: ServerMetrics,
         now: @escaping @Sendable () -> Date
     ) {
         self.configuration = configuration
@@ -30,6 +32,7 @@ public final class PurchaseServer: Sendable {
         self.store = ServerStore(database: database)
         self.verifier = LocalVerifier(configuration: configuration)
         self.logger = logger
+        self.metrics = metrics
         self.now = now
         self.workAvailable = Signal()
         self.submissionSettled = Signal()
@@ -39,6 +42,7 @@ public final class PurchaseServer: Sendable {
     public static func open(
         _ configuration: ServerConfiguration,
         logger: Logger = Logger(label: "till.server"),
+        metrics: ServerMetrics = ServerMetrics(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> PurchaseServer {
         let database = try await TillDatabase.open(configuration.database, logger: logger)
@@ -47,7 +51,13 @@ public final class PurchaseServer: Sendable {
             atPath: configuration.contentDirectory,
             withIntermediateDirectories: true
         )
-        return PurchaseServer(configuration: configuration, database: database, logger: logger, now: now)
+        return PurchaseServer(
+            configuration: configuration,
+            database: database,
+            logger: logger,
+            metrics: metrics,
+            now: now
+        )
     }
 
     public func shutdown() async throws {

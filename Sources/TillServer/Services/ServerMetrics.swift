@@ -1,0 +1,132 @@
+import CoreMetrics
+import Foundation
+import Metrics
+import Prometheus
+import SQLKit
+
+/// The server's measurements, through swift-metrics into a Prometheus registry of its own.
+///
+/// Each `PurchaseServer` has its own registry (tests run many servers in one process, and swift-metrics'
+/// global bootstrap can happen once), and `/metrics` prints it in Prometheus' text format. Queue gauges are
+/// read from the database at scrape time, so every process sharing a PostgreSQL queue reports the same depth.
+public final class ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    let factory: PrometheusMetricsFactory
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let fast: [Duration] = [
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .seconds(5),
+        ]
+        let slow: [Duration] = [
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
+            .seconds(3), .seconds(4), .seconds(6), .seconds(10), .seconds(30), .seconds(60),
+        ]
+        factory.durationHistogramBuckets = [
+            "till_http_request_duration_seconds": fast,
+            "till_submission_acknowledge_seconds": fast,
+            "till_confirmation_attempt_seconds": slow,
+        ]
+        self.factory = factory
+    }
+
+    /// A submission was answered: `outcome` is accepted, duplicate or refused.
+    func submission(kind: String, outcome: String, duration: Duration) {
+        Counter(label: "till_submissions_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: factory)
+            .increment()
+        if outcome != "refused" {
+            Metrics.Timer(label: "till_submission_acknowledge_seconds", dimensions: [], factory: factory)
+                .recordNanoseconds(duration.nanoseconds)
+        }
+    }
+
+    /// A confirmation attempt ended: `result` is confirmed, retrying, rejected or deadLettered; `status` is
+    /// what Apple (or the network) said, coarsened so that the label set stays small.
+    func confirmation(result: String, status: String, duration: Duration) {
+        Counter(
+            label: "till_confirmations_total",
+            dimensions: [("result", result), ("status", Self.coarse(status))],
+            factory: factory
+        ).increment()
+        Metrics.Timer(label: "till_confirmation_attempt_seconds", dimensions: [("result", result)], factory: factory)
+            .recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// An HTTP request was answered.
+    func request(method: String, route: String, status: Int, duration: Duration) {
+        Counter(
+            label: "till_http_requests_total",
+            dimensions: [("method", method), ("route", route), ("status", String(status))],
+            factory: factory
+        ).increment()
+        Metrics.Timer(
+            label: "till_http_request_duration_seconds",
+            dimensions: [("method", method), ("route", route)],
+            factory: factory
+        ).recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// An Apple notification was handled: `outcome` is applied, duplicate, ignored or refused.
+    func notification(type: String, outcome: String) {
+        Counter(
+            label: "till_notifications_total",
+            dimensions: [("type", type), ("outcome", outcome)],
+            factory: factory
+        ).increment()
+    }
+
+    /// Queue depth per state and the age of the oldest unconfirmed submission.
+    func recordQueue(depth: [String: Int], oldestUnconfirmedAge: Duration?) {
+        for state in ["pending", "retrying", "deadLettered"] {
+            Gauge(label: "till_queue_depth", dimensions: [("state", state)], factory: factory)
+                .record(depth[state] ?? 0)
+        }
+        Gauge(label: "till_queue_oldest_age_seconds", dimensions: [], factory: factory)
+            .record(Double(oldestUnconfirmedAge?.nanoseconds ?? 0) / 1e9)
+    }
+
+    /// `status 21005` stays, `HTTP 503` stays, transport causes stay; anything else becomes `other`.
+    static func coarse(_ status: String) -> String {
+        if status.hasPrefix("status ") || status.hasPrefix("HTTP ") {
+            return String(status.prefix(while: { $0 != " " })) + " "
+                + String(status.split(separator: " ").dropFirst().first ?? "")
+        }
+        return ["timeout", "connect timeout", "connection closed", "unreadable", "redirect loop"].contains(status)
+            ? status : "other"
+    }
+
+    /// The registry in Prometheus' text exposition format.
+    public func emit() -> [UInt8] { registry.emitToBuffer() }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
+}
+
+extension PurchaseServer {
+    /// Reads the queue's depth and age into the gauges, then prints every metric.
+    public func metricsExposition() async throws -> [UInt8] {
+        struct Row: Decodable {
+            var state: String
+            var n: Int
+            var oldest: Int64?
+        }
+        let rows = try await store.sql.raw(
+            """
+            SELECT state, COUNT(*) AS n, MIN(created_at) AS oldest FROM srv_submissions
+            WHERE state IN ('pending', 'retrying', 'deadLettered') GROUP BY state
+            """
+        ).all(decoding: Row.self)
+        let oldest = rows.filter { $0.state != "deadLettered" }.compactMap(\.oldest).min()
+        metrics.recordQueue(
+            depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state, $0.n) }),
+            oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
+        )
+        return metrics.emit()
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+import TillCore
+import TillFormats
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// What an operator runs the server with: request ids, metrics, the OpenAPI document.
+extension ServerHTTPTests {
+    func text(_ client: some TestClientProtocol, _ path: String) async throws -> (Int, String, HTTPFields) {
+        try await client.execute(uri: path, method: .get) { response in
+            (Int(response.status.code), String(buffer: response.body), response.headers)
+        }
+    }
+
+    @Test func everyAnswerCarriesARequestId() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let given = try await call(
+                    client,
+                    .get,
+                    "/v1/products",
+                    token: fixture.app.appKey,
+                    headers: [.requestId: "trace-42.a_b"]
+                )
+                #expect(given.headers[.requestId] == "trace-42.a_b")
+                let made = try await call(client, .get, "/v1/products", token: fixture.app.appKey)
+                let id = try #require(made.headers[.requestId])
+                #expect(id.count == 16 && id.allSatisfy(\.isHexDigit))
+                // Errors carry one too, and an unsafe id is replaced rather than echoed.
+                let refused = try await call(
+                    client,
+                    .get,
+                    "/v1/products",
+                    token: nil,
+                    headers: [.requestId: "bad id\u{7f}"]
+                )
+                #expect(refused.status == 401 && refused.headers[.requestId]?.count == 16)
+            }
+        }
+    }
+
+    @Test func metricsCountSubmissionsConfirmationsAndTheQueue() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let purchase = try await fixture.buy("pro")
+                let waited = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts?wait=10",
+                    body(["customerId": "alice", "signedTransaction": purchase.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                #expect(waited.status == 200)
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "alice", "receipt": "MIIBAAAA"]),
+                    token: fixture.app.appKey
+                )
+                let (status, exposition, headers) = try await text(client, "/metrics")
+                #expect(status == 200 && headers[.contentType]?.hasPrefix("text/plain") == true)
+                let lines = Set(exposition.split(separator: "\n").map(String.init))
+                #expect(lines.contains(#"till_submissions_total{kind="signedTransaction",outcome="accepted"} 1"#))
+                #expect(lines.contains(#"till_submissions_total{kind="appReceipt",outcome="refused"} 1"#))
+                #expect(lines.contains(#"till_confirmations_total{result="confirmed",status="HTTP 200"} 1"#))
+                #expect(lines.contains(#"till_queue_depth{state="pending"} 0.0"#))
+                #expect(lines.contains(#"till_queue_depth{state="deadLettered"} 0.0"#))
+                #expect(lines.contains { $0.hasPrefix("till_submission_acknowledge_seconds_bucket") })
+                #expect(
+                    lines.contains {
+                        $0.hasPrefix(#"till_http_requests_total{method="POST",route="/v1/receipts",status="422"}"#)
+                    }
+                )
+            }
+        }
+    }
+
+    @Test func theQueueGaugesSeeWaitingSubmissions() async throws {
+        try await ServerFixture.run(confirmation: .init(maximumAttempts: 1)) { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:outage=503"))
+                let purchase = try await fixture.buy("pro")
+                let answer = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts?wait=5",
+                    body(["customerId": "bob", "signedTransaction": purchase.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                #expect((answer.object["submission"] as? [String: Any])?["state"] as? String == "deadLettered")
+                let (_, exposition, _) = try await text(client, "/metrics")
+                let lines = Set(exposition.split(separator: "\n").map(String.init))
+                #expect(lines.contains(#"till_queue_depth{state="deadLettered"} 1.0"#))
+                #expect(lines.contains(#"till_confirmations_total{result="deadLettered",status="HTTP 503"} 1"#))
+            }
+        }
+    }
+}
