@@ -73,16 +73,13 @@ public final class TillDatabase: Sendable {
                 logger: logger,
                 on: eventLoopGroup
             )
-            let box = ConnectionPoolBox(pool)
+            let box = ConnectionPoolBox(pool, threads: threads)
             let database = PooledSQLiteDatabase(box: box, logger: logger)
             return TillDatabase(
                 engine: .sqlite,
                 configuration: configuration,
                 sql: database.sql(queryLogLevel: nil),
-                shutdown: {
-                    try await box.pool.shutdownAsync()
-                    try await threads.shutdownGracefully()
-                }
+                shutdown: { try await box.close() }
             )
         case .postgres(let url):
             let source = PostgresConnectionSource(sqlConfiguration: try SQLPostgresConfiguration(url: url))
@@ -97,7 +94,7 @@ public final class TillDatabase: Sendable {
                 engine: .postgres,
                 configuration: configuration,
                 sql: PooledPostgresDatabase(box: box, logger: logger),
-                shutdown: { try await box.pool.shutdownAsync() }
+                shutdown: { try await box.close() }
             )
         }
     }

@@ -1,0 +1,188 @@
+import Foundation
+import Logging
+import SQLKit
+import ServiceLifecycle
+import Testing
+import TillCore
+import TillFormats
+import TillStorage
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// The databases the server's storage tests run on: an SQLite file always, and a fresh PostgreSQL database
+/// when `TILL_TEST_POSTGRES_URL` is set (`.ci/run` starts a server and sets it).
+enum ServerDatabases {
+    static var postgresURL: String? {
+        guard let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
+        return url
+    }
+
+    static var all: [String] { ["sqlite"] + (postgresURL == nil ? [] : ["postgres"]) }
+
+    /// A database no other test touches: a new SQLite file, or a new PostgreSQL database on the test server.
+    static func fresh(_ engine: String) async throws -> DatabaseConfiguration {
+        guard engine == "postgres", let base = postgresURL else {
+            return .sqlite(
+                path: FileManager.default.temporaryDirectory.appendingPathComponent("till-srv-\(UUID().uuidString).sqlite")
+                    .path
+            )
+        }
+        let name = "till_srv_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+        let admin = try await TillDatabase.open(.postgres(url: base))
+        try await admin.sql.raw("CREATE DATABASE \(unsafeRaw: name)").run()
+        try await admin.shutdown()
+        guard var components = URLComponents(string: base) else { throw CancellationError() }
+        components.path = "/" + name
+        return .postgres(url: components.string!)
+    }
+}
+
+/// The server's storage, end to end, on SQLite and PostgreSQL: the same code must give the same answers.
+@Suite(.serialized)
+struct ServerStorageTests {
+    @Test(arguments: ServerDatabases.all)
+    func theWholePurchaseLifeWorksOnEachDatabase(_ engine: String) async throws {
+        do { try await life(engine) } catch { Issue.record("\(String(reflecting: error))"); throw error }
+    }
+
+    func life(_ engine: String) async throws {
+        try await ServerFixture.run(database: try await ServerDatabases.fresh(engine)) { fixture in
+            let server = fixture.server
+            // A StoreKit 2 purchase and an app receipt, confirmed with the simulator.
+            let pro = try await fixture.buy("pro")
+            let first = try await server.submit(
+                SubmissionRequest(customerId: "guest-1", signedTransaction: pro.signedTransaction),
+                app: fixture.app
+            )
+            #expect(try await fixture.settled(first).state == .confirmed)
+            _ = try await fixture.buy("gems.100", quantity: 2)
+            let receipt = try await fixture.receipt()
+            let second = try await server.submit(
+                SubmissionRequest(customerId: "guest-1", receipt: receipt, idempotencyKey: "r-1"),
+                app: fixture.app
+            )
+            #expect(try await fixture.settled(second).state == .confirmed)
+            // A resend changes nothing.
+            let again = try await server.submit(
+                SubmissionRequest(customerId: "guest-1", receipt: receipt, idempotencyKey: "r-1"),
+                app: fixture.app
+            )
+            #expect(again.submission.id == second.submission.id)
+
+            var customer = try await server.customer(bundleId: ServerFixture.bundleId, customerId: "guest-1")
+            #expect(customer.entitlements.map(\.id) == ["pro"] && customer.balances == ["gems": 200])
+            #expect(customer.purchases.allSatisfy { $0.confirmed })
+
+            // Spend, idempotently, never below zero.
+            let balances = try await server.debit(
+                bundleId: ServerFixture.bundleId,
+                customerId: "guest-1",
+                credit: "gems",
+                amount: 150,
+                requestId: "spend-1"
+            )
+            #expect(balances["gems"] == 50)
+            #expect(
+                try await server.debit(
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "guest-1",
+                    credit: "gems",
+                    amount: 150,
+                    requestId: "spend-1"
+                )["gems"] == 50
+            )
+            await #expect(throws: ServerError.self) {
+                try await server.debit(
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "guest-1",
+                    credit: "gems",
+                    amount: 51,
+                    requestId: "spend-2"
+                )
+            }
+
+            // The guest signs in: everything moves once.
+            customer = try await server.link(bundleId: ServerFixture.bundleId, guestId: "guest-1", to: "alice")
+            #expect(customer.customerId == "alice" && customer.balances == ["gems": 50])
+            customer = try await server.link(bundleId: ServerFixture.bundleId, guestId: "guest-1", to: "alice")
+            #expect(customer.balances == ["gems": 50])
+
+            // Restore returns what is restorable, never the consumables.
+            let restored = try await server.restore(
+                SubmissionRequest(customerId: "alice", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            #expect(Set(restored.restored.map(\.productId)) == ["pro"])
+
+            // Another customer replaying the purchase is refused.
+            await #expect(throws: ServerError.self) {
+                try await server.submit(
+                    SubmissionRequest(customerId: "mallory", signedTransaction: pro.signedTransaction),
+                    app: fixture.app
+                )
+            }
+            let rows = try await server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()
+            #expect(try rows?.decode(column: "n", as: Int.self) == 2)
+        }
+    }
+
+    /// Several `till serve` processes on one PostgreSQL database share the queue: every submission is tried
+    /// by exactly one of them (`FOR UPDATE SKIP LOCKED`), and all are confirmed.
+    @Test func serversSharingOnePostgresDatabaseConfirmEachSubmissionOnce() async throws {
+        guard ServerDatabases.postgresURL != nil else {
+            print("skipped: TILL_TEST_POSTGRES_URL is not set (.ci/run starts PostgreSQL and sets it)")
+            return
+        }
+        let database = try await ServerDatabases.fresh("postgres")
+        let count = 40
+        try await ServerFixture.run(database: database) { fixture in
+            let other = try await PurchaseServer.open(fixture.server.configuration)
+            // Both servers accept submissions and both workers claim from the one queue.
+            var requests: [SubmissionRequest] = []
+            for index in 0..<count {
+                let purchase = try await fixture.buy("gems.100")
+                requests.append(
+                    SubmissionRequest(customerId: "c\(index % 7)", signedTransaction: purchase.signedTransaction)
+                )
+            }
+            try await withServices({ _ in ServiceBox(ConfirmationWorker(server: other)) }) { _ in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (index, request) in requests.enumerated() {
+                        let server = index.isMultiple(of: 2) ? fixture.server : other
+                        group.addTask { _ = try await server.submit(request, app: fixture.app) }
+                    }
+                    try await group.waitForAll()
+                }
+                let deadline = ContinuousClock.now + .seconds(30)
+                while ContinuousClock.now < deadline {
+                    let pending = try await fixture.server.database.sql.raw(
+                        "SELECT COUNT(*) AS n FROM srv_submissions WHERE state <> 'confirmed'"
+                    ).first()?.decode(column: "n", as: Int.self)
+                    if pending == 0 { break }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            let states = try await fixture.server.database.sql.raw(
+                "SELECT state, attempts FROM srv_submissions"
+            ).all()
+            #expect(states.count == count)
+            for row in states {
+                #expect(try row.decode(column: "state", as: String.self) == "confirmed")
+                #expect(try row.decode(column: "attempts", as: Int.self) == 1)
+            }
+            // Each attempt is counted by the process that made it: together, exactly one per submission.
+            let attempts = [fixture.server, other].map { server in
+                String(decoding: server.metrics.emit(), as: UTF8.self).split(separator: "\n")
+                    .filter { $0.hasPrefix("till_confirmations_total{") }
+                    .compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            }
+            #expect(attempts.reduce(0, +) == count)
+            let balances = try await fixture.server.database.sql.raw(
+                "SELECT CAST(SUM(delta) AS BIGINT) AS total FROM srv_balance_entries"
+            ).first()?.decode(column: "total", as: Int.self)
+            #expect(balances == count * 100)
+            try await other.shutdown()
+        }
+    }
+}
