@@ -122,6 +122,13 @@ struct ServerStorageTests {
                     app: fixture.app
                 )
             }
+            // The operator's reads: sandbox never counts as revenue; nothing is dead-lettered.
+            for groupBy in ["day", "product", "currency"] {
+                let report = try await server.revenue(bundleId: nil, from: 0, to: Int64.max / 2, groupBy: groupBy)
+                #expect(report.rows.isEmpty)
+            }
+            #expect(try await server.submissions(state: "deadLettered").isEmpty)
+            #expect(try await server.masterList(bundleId: ServerFixture.bundleId).products.count == 4)
             let rows = try await server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()
             #expect(try rows?.decode(column: "n", as: Int.self) == 2)
         }
