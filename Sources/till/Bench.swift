@@ -4,18 +4,22 @@ import TillFormats
 /// `till bench`: verification throughput on one core (build with `-c release`).
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure full verification on one core and print NAME ops_per_sec=… p50_us=… p99_us=….",
-        discussion:
-            "Run a release build: swift run -c release till bench all. Pin it with taskset -c 1 for steadier figures."
+        abstract: "Measure verification on one core, or the server under load, and print the figures.",
+        discussion: """
+            Run a release build: swift run -c release till bench all (verification; pin it with taskset -c 1). \
+            till bench submissions --rate 1000 --seconds 20 sends receipts at a fixed rate to till serve with the \
+            simulator answering verifyReceipt in --apple-latency seconds; till bench reads measures customer reads \
+            beside a bare Hummingbird route. See docs/benchmarks.md.
+            """
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, all
+        case jws, receipt, es256, all, submissions, reads
     }
 
     @Argument(
         help:
-            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), or all."
+            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server)."
     )
     var target: Target = .all
 
@@ -25,12 +29,43 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "In-app purchases in the benchmark receipt.")
     var purchases: Int = 10
 
+    @Option(help: "submissions: submissions sent per second.")
+    var rate: Int = 1000
+
+    @Option(help: "submissions: how long the simulated Apple takes to answer verifyReceipt, in seconds (3-6 or 4).")
+    var appleLatency: String = "3-6"
+
+    @Option(help: "submissions: confirmations in flight at once.")
+    var concurrency: Int = 4096
+
+    @Option(help: "submissions and reads: HTTP connections the load generator opens.")
+    var connections: Int = 64
+
+    @Option(help: "submissions and reads: the server's database (default: an SQLite file in a temporary folder).")
+    var databaseURL: String?
+
     func validate() throws {
         guard seconds >= 1 else { throw ValidationError("--seconds must be at least 1") }
         guard (1...1000).contains(purchases) else { throw ValidationError("--purchases must be between 1 and 1000") }
+        guard (1...20000).contains(rate) else { throw ValidationError("--rate must be between 1 and 20000") }
+        guard (1...100_000).contains(concurrency) else { throw ValidationError("--concurrency must be positive") }
+        guard (1...4096).contains(connections) else { throw ValidationError("--connections must be 1 to 4096") }
     }
 
     func run() async throws {
+        let options = ServerBenchmark.Options(
+            seconds: seconds,
+            rate: rate,
+            appleLatency: appleLatency,
+            concurrency: concurrency,
+            connections: connections,
+            databaseURL: databaseURL
+        )
+        switch target {
+        case .submissions: return print(try await ServerBenchmark.submissions(options))
+        case .reads: return print(try await ServerBenchmark.reads(options))
+        default: break
+        }
         let duration = Duration.seconds(seconds)
         if target == .es256 || target == .all { print(try await VerificationBenchmark.es256(duration: duration)) }
         if target == .jws || target == .all { print(try await VerificationBenchmark.jws(duration: duration)) }

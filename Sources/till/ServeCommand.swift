@@ -29,6 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "An SQLite file, :memory:, or postgres://user@host:port/database.") var databaseURL: String?
     @Option(help: "The admin API's bearer token.") var operatorToken: String?
     @Option(help: "The simulator's port (development mode).") var simulatorPort: Int?
+    @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
     @Option(help: "A JSON file of settings (keys as in docs/configuration.md).") var config: String?
 
     func run() async throws {
@@ -39,18 +40,15 @@ struct ServeCommand: AsyncParsableCommand {
         if let databaseURL { flags["database.url"] = .init(.string(databaseURL), isSecret: true) }
         if let operatorToken { flags["operator.token"] = .init(.string(operatorToken), isSecret: true) }
         if let simulatorPort { flags["simulator.port"] = .init(.int(simulatorPort), isSecret: false) }
-        var providers: [any ConfigProvider] = [
-            InMemoryProvider(name: "flags", values: flags), EnvironmentVariablesProvider().prefixKeys(with: "till"),
-        ]
-        if let config { providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config))) }
+        if let logLevel { flags["log.level"] = .init(.string(logLevel), isSecret: false) }
         let settings: ServerSettings
         do {
-            settings = try ServerSettings(config: ConfigReader(providers: providers))
+            settings = try await ServerSettings.load(flags: flags, file: config)
         } catch let error as ServerError {
             throw ValidationError(error.message)
         }
         var logger = Logger(label: "till")
-        logger.logLevel = .info
+        logger.logLevel = settings.logLevel
         var services: [any Service] = []
         var configuration = ServerConfiguration(
             database: settings.database,
@@ -76,7 +74,11 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let opened = try await Simulator.open(
                 SimulatorConfiguration(database: settings.simulatorDatabase),
-                logger: Logger(label: "till.simulator")
+                logger: {
+                    var simulatorLogger = Logger(label: "till.simulator")
+                    simulatorLogger.logLevel = settings.logLevel
+                    return simulatorLogger
+                }()
             )
             simulator = opened
             simulatorURL = "http://127.0.0.1:\(settings.simulatorPort)"

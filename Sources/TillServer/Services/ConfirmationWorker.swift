@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOCore
 import SQLKit
 import ServiceLifecycle
 import Synchronization
@@ -225,11 +226,7 @@ extension PurchaseServer {
     {
         let now = nowMilliseconds
         let settings = configuration.confirmation
-        let catalogue = Dictionary(
-            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
-                ($0.productId, $0)
-            }
-        )
+        let catalogue = try await catalogue(bundleId: app.bundleId)
         let state = try await database.transaction { db -> SubmissionState in
             guard var current = try await self.store.submission(id: submission.id, on: db),
                 current.state == SubmissionState.pending.rawValue || current.state == SubmissionState.retrying.rawValue
@@ -383,7 +380,14 @@ public struct ConfirmationWorker: Service {
 
     public func run() async throws {
         let settings = server.configuration.confirmation
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        // Apple takes seconds per answer: one connection per confirmation in flight, or the pool's default
+        // of 8 connections a host would cap the worker at a few confirmations a second.
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency
+        )
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(http: http, endpoints: server.configuration.apple, timeout: settings.requestTimeout)
         // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
         let lease = Int64(settings.requestTimeout.components.seconds) * 4 + 30

@@ -78,6 +78,7 @@ public struct CatalogProductInput: Codable, Sendable {
 
 extension PurchaseServer {
     public func createApp(_ input: ServerAppInput) async throws -> ServerApp {
+        defer { catalogueChanged() }
         guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155, !bundleId.contains(" ") else {
             throw ServerError.badRequest("invalidBundleId", "bundleId is a reverse-DNS string")
         }
@@ -105,7 +106,8 @@ extension PurchaseServer {
     }
 
     public func updateApp(bundleId: String, _ input: ServerAppInput) async throws -> ServerApp {
-        try await database.transaction { db in
+        defer { catalogueChanged() }
+        return try await database.transaction { db in
             var app = try await self.requireApp(bundleId: bundleId, on: db)
             if let value = input.appAppleId { app.appAppleId = value }
             if let value = input.name { app.name = value }
@@ -128,7 +130,9 @@ extension PurchaseServer {
     }
 
     /// The app an app key belongs to.
-    public func app(appKey: String) async throws -> ServerApp? { try await store.app(appKey: appKey, on: store.sql) }
+    public func app(appKey: String) async throws -> ServerApp? {
+        try await appsByKey.value(for: appKey) { try await store.app(appKey: appKey, on: store.sql) }
+    }
 
     private func validateAPIKey(_ app: ServerApp) throws {
         guard let pem = app.apiPrivateKey else { return }
@@ -145,6 +149,7 @@ extension PurchaseServer {
     public func putProduct(bundleId: String, productId: String, _ input: CatalogProductInput) async throws
         -> CatalogProduct
     {
+        defer { catalogueChanged() }
         guard !productId.isEmpty, productId.count <= 100 else {
             throw ServerError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
         }

@@ -136,11 +136,7 @@ extension PurchaseServer {
 
         let verified = try await verifier.verify(input, app: app)
         let now = nowMilliseconds
-        let catalogue = Dictionary(
-            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
-                ($0.productId, $0)
-            }
-        )
+        let catalogue = try await catalogue(bundleId: app.bundleId)
         let outcome = try await database.transaction { db -> (SubmissionRecord, [RefusedTransaction])? in
             if let key = request.idempotencyKey,
                 try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
@@ -354,9 +350,7 @@ extension PurchaseServer {
         let db = store.sql
         let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
         let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
-        let catalogue = Dictionary(
-            uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map { ($0.productId, $0) }
-        )
+        let catalogue = try await catalogue(bundleId: bundleId)
         return CustomerView(
             customerId: owner,
             entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),

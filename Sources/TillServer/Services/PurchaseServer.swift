@@ -19,6 +19,9 @@ public final class PurchaseServer: Sendable {
     let workAvailable: Signal
     /// Wakes requests waiting (`?wait=`) for a submission to leave the queue.
     let submissionSettled: Signal
+    /// Apps by key and catalogues by bundle id, read on every request (see `SnapshotCache`).
+    let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
+    let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
 
     init(
         configuration: ServerConfiguration,
@@ -65,6 +68,23 @@ public final class PurchaseServer: Sendable {
     }
 
     var nowMilliseconds: Int64 { Int64((now().timeIntervalSince1970 * 1000).rounded()) }
+
+    /// An app's products by id, as of at most a second ago (this process's own changes at once).
+    func catalogue(bundleId: String) async throws -> [String: CatalogProduct] {
+        try await catalogues.value(for: bundleId) {
+            Dictionary(
+                uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: store.sql).map {
+                    ($0.productId, $0)
+                }
+            )
+        }
+    }
+
+    /// Forgets cached apps and catalogues after this process changed one.
+    func catalogueChanged() {
+        appsByKey.invalidateAll()
+        catalogues.invalidateAll()
+    }
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
         guard let app = try await store.app(bundleId: bundleId, on: db) else {

@@ -1,5 +1,7 @@
 import Configuration
 import Foundation
+import SystemPackage
+import Logging
 import TillCore
 import TillStorage
 import X509
@@ -21,6 +23,7 @@ import X509
 /// | `confirmation.concurrency` | `64` | confirmations in flight at once |
 /// | `confirmation.timeout-seconds` | `30` | how long one call to Apple may take |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
+/// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 public struct ServerSettings: Sendable {
     public var development: Bool
     public var host: String
@@ -33,6 +36,31 @@ public struct ServerSettings: Sendable {
     public var confirmation: ConfirmationSettings
     public var simulatorPort: Int
     public var simulatorDatabase: DatabaseConfiguration
+    public var logLevel: Logger.Level
+
+    /// Reads the settings in their order of precedence: `flags`, then `TILL_…` variables of `environment`,
+    /// then the JSON `file`, then the defaults.
+    public static func load(
+        flags: [AbsoluteConfigKey: ConfigValue],
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        file: String?
+    ) async throws -> ServerSettings {
+        var providers: [any ConfigProvider] = [
+            InMemoryProvider(name: "flags", values: flags),
+            EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "till"),
+        ]
+        if let file {
+            guard FileManager.default.fileExists(atPath: file) else {
+                throw ServerError.badRequest("configFileMissing", "no settings file at \(file)")
+            }
+            do {
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
+            } catch {
+                throw ServerError.badRequest("invalidConfigFile", "\(file) is not a JSON object of settings: \(error)")
+            }
+        }
+        return try ServerSettings(config: ConfigReader(providers: providers))
+    }
 
     public init(config: ConfigReader) throws {
         let mode = config.string(forKey: "mode", default: "development")
@@ -78,6 +106,14 @@ public struct ServerSettings: Sendable {
         simulatorDatabase = try DatabaseConfiguration(
             parsing: config.string(forKey: "simulator.database", default: simulatorDefault)
         )
+        let level = config.string(forKey: "log.level", default: "info")
+        guard let logLevel = Logger.Level(rawValue: level) else {
+            throw ServerError.badRequest(
+                "invalidLogLevel",
+                "log.level is trace, debug, info, notice, warning, error or critical, not \(level)"
+            )
+        }
+        self.logLevel = logLevel
         guard (0...65535).contains(port), (0...65535).contains(simulatorPort) else {
             throw ServerError.badRequest("invalidPort", "ports are between 0 and 65535")
         }

@@ -1,0 +1,410 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import SQLKit
+import ServiceLifecycle
+import Synchronization
+import TillCore
+import TillFormats
+import TillServer
+import TillSimulator
+import TillStorage
+
+/// The verification server under load, with the simulator standing in for a slow Apple, all on this machine.
+///
+/// The load generator runs in the same process as the server (the machine has 2 cores and nothing else to
+/// run it on), so every figure includes the client's own cost.
+enum ServerBenchmark {
+    struct Options {
+        var seconds: Int
+        var rate: Int
+        var appleLatency: String
+        var concurrency: Int
+        var connections: Int
+        var databaseURL: String?
+    }
+
+    /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
+    static func withServers(
+        _ options: Options,
+        faults: [FaultRule],
+        _ body: (PurchaseServer, Simulator, DevelopmentSetup.Demo, Int) async throws -> Void
+    ) async throws {
+        var quiet = Logger(label: "till.bench")
+        quiet.logLevel = .warning
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try await Simulator.open(SimulatorConfiguration(faults: faults), logger: quiet)
+        let simulatorPort = try await Ports.start(
+            { buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) },
+            logger: quiet
+        )
+        let database = try DatabaseConfiguration(
+            parsing: options.databaseURL ?? directory.appendingPathComponent("till.sqlite").path
+        )
+        let server = try await PurchaseServer.open(
+            ServerConfiguration(
+                database: database,
+                operatorToken: "bench",
+                apple: .simulator("http://127.0.0.1:\(simulatorPort.port)"),
+                sandboxJWSRoots: [simulator.signer.jwsAuthority.root],
+                sandboxReceiptRoots: [simulator.signer.receiptAuthority.root],
+                sandboxReceiptIntermediates: [simulator.signer.receiptAuthority.intermediate],
+                confirmation: ConfirmationSettings(concurrency: options.concurrency, requestTimeout: .seconds(30)),
+                contentDirectory: directory.appendingPathComponent("content").path
+            ),
+            logger: quiet
+        )
+        let demo = try await DevelopmentSetup.prepare(server: server, simulator: simulator)
+        let serverPort = try await Ports.start(
+            { buildServerApplication(server, port: 0, onServerRunning: $0) },
+            logger: quiet
+        )
+        do {
+            try await body(server, simulator, demo, serverPort.port)
+        } catch {
+            await serverPort.stop()
+            await simulatorPort.stop()
+            throw error
+        }
+        await serverPort.stop()
+        await simulatorPort.stop()
+        try await server.shutdown()
+        try await simulator.shutdown()
+    }
+
+    // MARK: Submissions
+
+    /// Submissions at a fixed rate (open loop: late answers do not slow the sender), then the confirmations.
+    static func submissions(_ options: Options) async throws -> String {
+        let count = options.rate * options.seconds
+        let latency = try FaultRule(parsing: "*:verifyReceipt:latency=\(options.appleLatency)")
+        var report = ""
+        try await withServers(options, faults: [latency]) { server, simulator, demo, port in
+            say("preparing \(count) purchases, one device each, with their app receipts…")
+            let bodies = try await purchases(count: count, simulator: simulator, demo: demo)
+            let client = makeClient(connections: options.connections)
+            let url = "http://127.0.0.1:\(port)/v1/receipts"
+            say("sending \(count) submissions at \(options.rate)/s; Apple answers in \(options.appleLatency) s")
+            let clock = ContinuousClock()
+            let start = clock.now
+            let outcomes = Outcomes()
+            let confirmations = ConfirmationWatch(server: server, total: count)
+            async let watched = confirmations.watch(from: start)
+            await withDiscardingTaskGroup { group in
+                for (index, body) in bodies.enumerated() {
+                    let due = start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(options.rate))
+                    if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
+                    group.addTask {
+                        var request = HTTPClientRequest(url: url)
+                        request.method = .POST
+                        request.headers.add(name: "Authorization", value: "Bearer \(demo.appKey)")
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(ByteBuffer(bytes: body))
+                        let status: Int
+                        do {
+                            let response = try await client.execute(request, timeout: .seconds(30))
+                            _ = try await response.body.collect(upTo: 1 << 20)
+                            status = Int(response.status.code)
+                        } catch {
+                            status = 0
+                        }
+                        // From when it was due, so that a stalled server cannot hide its queue.
+                        let elapsed = clock.now - due
+                        outcomes.record(status: status, elapsed: elapsed)
+                    }
+                }
+            }
+            let sent = clock.now - start
+            let (acknowledged, failures) = outcomes.results
+            let confirmed = try await watched
+            try await client.shutdown()
+            report = """
+                submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
+                failed=\(failures) ack_p50_ms=\(ms(percentile(acknowledged, 0.5))) \
+                ack_p90_ms=\(ms(percentile(acknowledged, 0.9))) ack_p99_ms=\(ms(percentile(acknowledged, 0.99))) \
+                ack_max_ms=\(ms(acknowledged.last ?? .zero))
+                confirmations confirmed=\(confirmed.confirmed) peak_per_sec_5s=\(confirmed.peakRate) \
+                mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
+                apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency)
+                """
+        }
+        return report
+    }
+
+    /// One device and one purchase of a consumable per submission, as many customers would send them.
+    static func purchases(count: Int, simulator: Simulator, demo: DevelopmentSetup.Demo) async throws -> [[UInt8]] {
+        let lanes = 4
+        return try await withThrowingTaskGroup(of: [(Int, [UInt8])].self) { group in
+            for lane in 0..<lanes {
+                group.addTask {
+                    // A receipt holds its account's unfinished consumables: each lane has its own account and
+                    // finishes each purchase once its receipt is made, so every receipt carries one purchase.
+                    let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
+                    var made: [(Int, [UInt8])] = []
+                    for index in stride(from: lane, to: count, by: lanes) {
+                        let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
+                        let purchase = try await simulator.addPayment(
+                            PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "gems.100"),
+                            environment: .sandbox
+                        )
+                        let receipt = try await simulator.appReceipt(
+                            deviceId: device.id,
+                            bundleId: demo.bundleId,
+                            environment: .sandbox
+                        )
+                        try await simulator.finish(
+                            entryId: purchase.id,
+                            deviceId: device.id,
+                            environment: .sandbox
+                        )
+                        let body = try JSONSerialization.data(
+                            withJSONObject: ["customerId": "bench-\(index)", "receipt": Base64.encode(receipt)]
+                        )
+                        made.append((index, Array(body)))
+                    }
+                    return made
+                }
+            }
+            var all = [[UInt8]](repeating: [], count: count)
+            for try await made in group { for (index, body) in made { all[index] = body } }
+            return all
+        }
+    }
+
+    /// Counts confirmed submissions once a second until all are confirmed or a minute passes without progress.
+    struct ConfirmationWatch {
+        let server: PurchaseServer
+        let total: Int
+
+        struct Result {
+            var confirmed: Int
+            var peakRate: Int
+            var meanRate: Int
+            var doneAfter: Duration?
+        }
+
+        func watch(from start: ContinuousClock.Instant) async throws -> Result {
+            let clock = ContinuousClock()
+            var samples: [(ContinuousClock.Instant, Int)] = []
+            var lastProgress = clock.now
+            while true {
+                try await Task.sleep(for: .seconds(1))
+                let confirmed = try await server.database.sql.raw(
+                    "SELECT COUNT(*) AS n FROM srv_submissions WHERE state = 'confirmed'"
+                ).first()?.decode(column: "n", as: Int.self) ?? 0
+                if confirmed != samples.last?.1 { lastProgress = clock.now }
+                samples.append((clock.now, confirmed))
+                if confirmed >= total || clock.now - lastProgress > .seconds(60) { break }
+            }
+            var peak = 0.0
+            for (index, sample) in samples.enumerated() where index >= 5 {
+                let earlier = samples[index - 5]
+                peak = max(peak, Double(sample.1 - earlier.1) / Self.seconds(sample.0 - earlier.0))
+            }
+            let first = samples.first { $0.1 > 0 }
+            let last = samples.last!
+            let mean =
+                first.map { Double(last.1 - $0.1) / max(0.001, Self.seconds(last.0 - $0.0)) } ?? 0
+            return Result(
+                confirmed: last.1,
+                peakRate: Int(peak),
+                meanRate: Int(mean),
+                doneAfter: last.1 >= total ? last.0 - start : nil
+            )
+        }
+
+        static func seconds(_ duration: Duration) -> Double { Double(duration.nanoseconds) / 1e9 }
+    }
+
+    // MARK: Entitlement reads
+
+    /// Customer reads (`GET /v1/customers/{id}`: entitlements, balances, purchases) as fast as they go, beside
+    /// a bare Hummingbird route answering a constant, with the same client, in the same run.
+    static func reads(_ options: Options) async throws -> String {
+        var report = ""
+        try await withServers(options, faults: []) { server, simulator, demo, port in
+            let customers = 100
+            say("preparing \(customers) customers, each with a confirmed purchase…")
+            let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
+            let app = try await server.app(bundleId: demo.bundleId)
+            for index in 0..<customers {
+                let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
+                let purchase = try await simulator.addPayment(
+                    PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "pro"),
+                    environment: .sandbox
+                )
+                _ = try await server.submit(
+                    SubmissionRequest(customerId: "reader-\(index)", signedTransaction: purchase.signedTransaction),
+                    app: app
+                )
+            }
+            var quiet = Logger(label: "till.bench.bare")
+            quiet.logLevel = .warning
+            let bareRouter = Router()
+            bareRouter.get("/bare") { _, _ in #"{"entitlements":[]}"# }
+            let bare = try await Ports.start(
+                { report in
+                    Application(
+                        router: bareRouter,
+                        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                        onServerRunning: { channel in await report(channel.localAddress?.port ?? 0) },
+                        logger: quiet
+                    )
+                },
+                logger: quiet
+            )
+            let client = makeClient(connections: options.connections)
+            let duration = Duration.seconds(options.seconds)
+            let baseline = try await closedLoop(
+                client: client,
+                connections: options.connections,
+                duration: duration,
+                appKey: demo.appKey
+            ) { _ in "http://127.0.0.1:\(bare.port)/bare" }
+            let customerReads = try await closedLoop(
+                client: client,
+                connections: options.connections,
+                duration: duration,
+                appKey: demo.appKey
+            ) { index in "http://127.0.0.1:\(port)/v1/customers/reader-\(index % customers)" }
+            try await client.shutdown()
+            await bare.stop()
+            report = """
+                bare_route reads_per_sec=\(baseline.rate) p50_ms=\(ms(baseline.p50)) p99_ms=\(ms(baseline.p99)) \
+                errors=\(baseline.errors)
+                customer_reads reads_per_sec=\(customerReads.rate) p50_ms=\(ms(customerReads.p50)) \
+                p99_ms=\(ms(customerReads.p99)) errors=\(customerReads.errors) \
+                ratio_to_bare=\(String(format: "%.2f", Double(customerReads.rate) / Double(max(1, baseline.rate)))) \
+                connections=\(options.connections)
+                """
+        }
+        return report
+    }
+
+    struct LoopResult {
+        var rate: Int
+        var p50: Duration
+        var p99: Duration
+        var errors: Int
+    }
+
+    /// `connections` callers, each sending its next request when the last is answered, for `duration`.
+    static func closedLoop(
+        client: HTTPClient,
+        connections: Int,
+        duration: Duration,
+        appKey: String,
+        url: @escaping @Sendable (Int) -> String
+    ) async throws -> LoopResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start + duration
+        let results = try await withThrowingTaskGroup(of: ([Duration], Int).self) { group in
+            for caller in 0..<connections {
+                group.addTask {
+                    var latencies: [Duration] = []
+                    var errors = 0
+                    var index = caller
+                    while clock.now < deadline {
+                        var request = HTTPClientRequest(url: url(index))
+                        request.headers.add(name: "Authorization", value: "Bearer \(appKey)")
+                        let sent = clock.now
+                        do {
+                            let response = try await client.execute(request, timeout: .seconds(10))
+                            _ = try await response.body.collect(upTo: 1 << 20)
+                            if response.status == .ok { latencies.append(clock.now - sent) } else { errors += 1 }
+                        } catch {
+                            errors += 1
+                        }
+                        index += connections
+                    }
+                    return (latencies, errors)
+                }
+            }
+            var all: [Duration] = []
+            var errors = 0
+            for try await (latencies, failed) in group {
+                all += latencies
+                errors += failed
+            }
+            return (all.sorted(), errors)
+        }
+        let elapsed = Double((clock.now - start).nanoseconds) / 1e9
+        return LoopResult(
+            rate: Int(Double(results.0.count) / elapsed),
+            p50: percentile(results.0, 0.5),
+            p99: percentile(results.0, 0.99),
+            errors: results.1
+        )
+    }
+
+    // MARK: Helpers
+
+    static func makeClient(connections: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: connections
+        )
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    static func percentile(_ sorted: [Duration], _ p: Double) -> Duration {
+        guard !sorted.isEmpty else { return .zero }
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+
+    static func ms(_ duration: Duration) -> String { String(format: "%.2f", Double(duration.nanoseconds) / 1e6) }
+    static func seconds(_ duration: Duration) -> String { String(format: "%.1f", Double(duration.nanoseconds) / 1e9) }
+}
+
+/// Answers of the submissions benchmark, recorded from many tasks.
+final class Outcomes: Sendable {
+    private let state = Mutex<([Duration], [Int: Int])>(([], [:]))
+
+    func record(status: Int, elapsed: Duration) {
+        state.withLock {
+            if status == 200 || status == 202 { $0.0.append(elapsed) } else { $0.1[status, default: 0] += 1 }
+        }
+    }
+
+    var results: ([Duration], [Int: Int]) { state.withLock { ($0.0.sorted(), $0.1) } }
+}
+
+/// A service running in the background on a port it chose, until `stop()`.
+struct Ports {
+    let port: Int
+    let group: ServiceGroup
+    let task: Task<Void, any Error>
+
+    static func start<S: Service>(
+        _ make: (@escaping @Sendable (Int) async -> Void) -> S,
+        logger: Logger
+    ) async throws -> Ports {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let service = make { continuation.yield($0) }
+        let group = ServiceGroup(
+            configuration: .init(services: [service], gracefulShutdownSignals: [], logger: logger)
+        )
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        return Ports(port: port, group: group, task: task)
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+}
+
+extension Duration {
+    fileprivate var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
+}

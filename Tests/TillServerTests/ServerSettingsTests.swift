@@ -1,0 +1,84 @@
+import Configuration
+import Foundation
+import Logging
+import Testing
+import TillCore
+import TillStorage
+
+@testable import TillServer
+
+/// `till serve`'s settings: flags over `TILL_…` variables over the JSON file over the defaults.
+struct ServerSettingsTests {
+    func file(_ json: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-settings-\(UUID()).json").path
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func theDefaultsMakeADevelopmentServerOnSQLite() async throws {
+        let settings = try await ServerSettings.load(flags: [:], environment: [:], file: nil)
+        #expect(settings.development && settings.host == "127.0.0.1" && settings.port == 8080)
+        #expect(settings.database == .sqlite(path: "till.sqlite"))
+        #expect(settings.confirmation.maximumAttempts == 12 && settings.confirmation.concurrency == 64)
+        #expect(settings.logLevel == .info && settings.operatorToken == nil)
+    }
+
+    @Test func flagsBeatTheEnvironmentWhichBeatsTheFile() async throws {
+        let path = try file(
+            #"{"http":{"port":9000,"host":"0.0.0.0"},"confirmation":{"max-attempts":5,"concurrency":8},"log":{"level":"debug"}}"#
+        )
+        let settings = try await ServerSettings.load(
+            flags: ["http.port": .init(.int(9100), isSecret: false)],
+            environment: ["TILL_HTTP_PORT": "9200", "TILL_CONFIRMATION_MAX_ATTEMPTS": "7", "PATH": "/bin"],
+            file: path
+        )
+        #expect(settings.port == 9100)  // flag
+        #expect(settings.confirmation.maximumAttempts == 7)  // environment
+        #expect(settings.host == "0.0.0.0" && settings.confirmation.concurrency == 8)  // file
+        #expect(settings.logLevel == .debug)
+        #expect(settings.database == .sqlite(path: "till.sqlite"))  // default
+    }
+
+    @Test func productionNeedsAnOperatorTokenAndTalksToApple() async throws {
+        await #expect(throws: ServerError.self) {
+            try await ServerSettings.load(flags: [:], environment: ["TILL_MODE": "production"], file: nil)
+        }
+        let settings = try await ServerSettings.load(
+            flags: [:],
+            environment: [
+                "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op", "TILL_DATABASE_URL": "postgres://till@db:5432/till",
+            ],
+            file: nil
+        )
+        #expect(!settings.development && settings.operatorToken == "op")
+        #expect(settings.apple == .apple)
+        #expect(settings.database == .postgres(url: "postgres://till@db:5432/till"))
+    }
+
+    @Test func badSettingsAreRefusedWithTheirReason() async throws {
+        for (environment, code) in [
+            (["TILL_MODE": "staging"], "invalidMode"),
+            (["TILL_HTTP_PORT": "70000"], "invalidPort"),
+            (["TILL_LOG_LEVEL": "loud"], "invalidLogLevel"),
+        ] {
+            do {
+                _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)
+                Issue.record("\(environment) was accepted")
+            } catch let error as ServerError {
+                #expect(error.code == code)
+            }
+        }
+        do {
+            _ = try await ServerSettings.load(flags: [:], environment: [:], file: "/nonexistent/till.json")
+            Issue.record("a missing file was accepted")
+        } catch let error as ServerError {
+            #expect(error.code == "configFileMissing")
+        }
+        do {
+            _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file("{not json"))
+            Issue.record("a broken file was accepted")
+        } catch let error as ServerError {
+            #expect(error.code == "invalidConfigFile")
+        }
+    }
+}
