@@ -25,6 +25,11 @@ public final class TillDatabase: Sendable {
     private let shutdownPool: @Sendable () async throws -> Void
     /// SQLite only: this process's write transactions, one at a time.
     private let writeLock: AsyncLock?
+    private let writes = NIOLockedValueBox<UInt64>(0)
+
+    /// Counts this process's finished transactions (committed or not), except those marked as changing no
+    /// data that callers cache: a cache entry read at one count is current while the count stays the same.
+    public var writeGeneration: UInt64 { writes.withLockedValue { $0 } }
 
     private init(
         engine: Engine,
@@ -103,9 +108,14 @@ public final class TillDatabase: Sendable {
     ///
     /// On SQLite the transaction takes the write lock at once (`BEGIN IMMEDIATE`), so two writers never
     /// deadlock upgrading their locks; the busy timeout makes the second one wait.
+    ///
+    /// `bookkeeping: true` marks a transaction that changes nothing a cache holds (queue claims), so it leaves
+    /// `writeGeneration` alone.
     public func transaction<Result: Sendable>(
+        bookkeeping: Bool = false,
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
+        defer { if !bookkeeping { writes.withLockedValue { $0 &+= 1 } } }
         if let writeLock {
             return try await writeLock.withLock { try await self.run(transaction: body) }
         }

@@ -6,6 +6,7 @@ import TillCore
 import TillStorage
 
 @testable import TillServer
+@testable import TillSimulator
 
 /// `till serve`'s settings: flags over `TILL_…` variables over the JSON file over the defaults.
 struct ServerSettingsTests {
@@ -79,6 +80,70 @@ struct ServerSettingsTests {
             Issue.record("a broken file was accepted")
         } catch let error as ServerError {
             #expect(error.code == "invalidConfigFile")
+        }
+    }
+}
+
+/// The caches in front of the database: never older than this process's last write.
+struct SnapshotCacheTests {
+    actor Loads {
+        var count = 0
+        func next() -> Int {
+            count += 1
+            return count
+        }
+    }
+
+    @Test func anEntryLivesWhileItsGenerationDoes() async throws {
+        let cache = SnapshotCache<String, Int>(lifetime: .seconds(60))
+        let loads = Loads()
+        #expect(try await cache.value(for: "a", generation: 1) { await loads.next() } == 1)
+        #expect(try await cache.value(for: "a", generation: 1) { await loads.next() } == 1)
+        #expect(try await cache.value(for: "a", generation: 2) { await loads.next() } == 2)
+        cache.invalidateAll()
+        #expect(try await cache.value(for: "a", generation: 2) { await loads.next() } == 3)
+    }
+
+    @Test func aLoadOverlappingAnInvalidationIsNotKept() async throws {
+        let cache = SnapshotCache<String, Int>(lifetime: .seconds(60))
+        let first = try await cache.value(for: "a") {
+            cache.invalidateAll()  // a writer changed it while this reader was loading
+            return 1
+        }
+        #expect(first == 1)
+        #expect(try await cache.value(for: "a") { 2 } == 2)
+    }
+
+    @Test func entriesExpire() async throws {
+        let cache = SnapshotCache<String, Int>(lifetime: .milliseconds(1))
+        _ = try await cache.value(for: "a") { 1 }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await cache.value(for: "a") { 2 } == 2)
+    }
+
+    @Test func aCustomerReadAfterAWriteSeesTheWrite() async throws {
+        try await ServerFixture.run { fixture in
+            let server = fixture.server
+            let purchase = try await fixture.buy("gems.100")
+            let result = try await server.submit(
+                SubmissionRequest(customerId: "carol", signedTransaction: purchase.signedTransaction),
+                app: fixture.app
+            )
+            _ = try await fixture.settled(result)
+            #expect(try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 100)
+            // A write the cache was not told about, other than through the database's generation.
+            try await server.database.transaction { db in
+                try await server.store.addBalanceEntry(
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "carol",
+                    credit: "gems",
+                    delta: -40,
+                    reference: "test",
+                    at: 0,
+                    on: db
+                )
+            }
+            #expect(try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 60)
         }
     }
 }

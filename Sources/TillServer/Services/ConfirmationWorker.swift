@@ -33,7 +33,7 @@ extension PurchaseServer {
         let now = nowMilliseconds
         let until = now + leaseSeconds * 1000
         let lock = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
-        return try await database.transaction { db in
+        return try await database.transaction(bookkeeping: true) { db in
             try await db.raw(
                 """
                 UPDATE srv_submissions SET claimed_until = \(bind: until)

@@ -346,15 +346,28 @@ extension PurchaseServer {
     }
 
     /// A customer's entitlements, balances and purchases now.
+    ///
+    /// What the database holds is cached until this process writes anything (or for a second, for changes
+    /// made by other processes); entitlements are worked out from it at each read, so expiry is exact.
     public func customer(bundleId: String, customerId: String) async throws -> CustomerView {
-        let db = store.sql
-        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
+        let snapshot = try await customerSnapshots.value(
+            for: CustomerKey(bundleId: bundleId, customerId: customerId),
+            generation: database.writeGeneration
+        ) {
+            let db = store.sql
+            let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            return CustomerSnapshot(
+                owner: owner,
+                ledger: try await store.transactions(bundleId: bundleId, customerId: owner, on: db),
+                balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db)
+            )
+        }
+        let ledger = snapshot.ledger
         let catalogue = try await catalogue(bundleId: bundleId)
         return CustomerView(
-            customerId: owner,
+            customerId: snapshot.owner,
             entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),
-            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
+            balances: snapshot.balances,
             purchases: ledger.map {
                 PurchaseView(
                     transactionId: $0.transactionId,

@@ -22,6 +22,7 @@ public final class PurchaseServer: Sendable {
     /// Apps by key and catalogues by bundle id, read on every request (see `SnapshotCache`).
     let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
     let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
+    let customerSnapshots = SnapshotCache<CustomerKey, CustomerSnapshot>(lifetime: .seconds(1))
 
     init(
         configuration: ServerConfiguration,
@@ -92,6 +93,18 @@ public final class PurchaseServer: Sendable {
         }
         return app
     }
+}
+
+struct CustomerKey: Hashable, Sendable {
+    var bundleId: String
+    var customerId: String
+}
+
+/// What the database holds about a customer: who it really is (after aliases), its ledger and balances.
+struct CustomerSnapshot: Sendable {
+    var owner: String
+    var ledger: [LedgerRecord]
+    var balances: [String: Int64]
 }
 
 /// A level-triggered wake-up for loops and waiters: `signal()` wakes every current waiter.

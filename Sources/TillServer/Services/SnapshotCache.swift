@@ -1,34 +1,48 @@
 import Synchronization
 
-/// A short-lived cache of things read on every request and written rarely: apps by key, catalogues.
+/// A short-lived cache of things read on every request and written rarely: apps by key, catalogues, customers.
 ///
-/// This process drops an entry the moment it changes it (`invalidateAll`). Another process sharing the
-/// database sees the change within `lifetime`. A load that overlaps an invalidation is not kept, so a
-/// reader can never put back what a writer has just replaced.
+/// An entry is kept for `lifetime` at most, which bounds how stale another process's change can look when
+/// several servers share one PostgreSQL database. This process's own changes are seen at once, in one of
+/// two ways:
+/// - `invalidateAll()`, called after a change (apps, catalogue);
+/// - a generation passed with each read (`TillDatabase.writeGeneration`): an entry is only used while the
+///   generation it was read under is still the current one, so any write transaction retires it.
+/// A load that overlaps an invalidation is not kept, so a reader never puts back what a writer replaced.
 final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Entry {
+        var value: Value
+        var expires: ContinuousClock.Instant
+        var generation: UInt64
+    }
+
     private struct State {
-        var entries: [Key: (value: Value, expires: ContinuousClock.Instant)] = [:]
-        var generation: UInt64 = 0
+        var entries: [Key: Entry] = [:]
+        var invalidations: UInt64 = 0
     }
 
     private let state = Mutex(State())
     private let lifetime: Duration
+    private let capacity: Int
 
-    init(lifetime: Duration) {
+    init(lifetime: Duration, capacity: Int = 50_000) {
         self.lifetime = lifetime
+        self.capacity = capacity
     }
 
-    func value(for key: Key, load: () async throws -> Value) async throws -> Value {
+    func value(for key: Key, generation: UInt64 = 0, load: () async throws -> Value) async throws -> Value {
         let now = ContinuousClock.now
-        let (cached, generation) = state.withLock { state in
-            (state.entries[key].flatMap { $0.expires > now ? $0.value : nil }, state.generation)
+        let (cached, invalidations) = state.withLock { state in
+            let entry = state.entries[key]
+            let fresh = entry.flatMap { $0.expires > now && $0.generation == generation ? $0.value : nil }
+            return (fresh, state.invalidations)
         }
         if let cached { return cached }
         let value = try await load()
         state.withLock { state in
-            guard state.generation == generation else { return }
-            if state.entries.count > 10_000 { state.entries.removeAll() }
-            state.entries[key] = (value, ContinuousClock.now + lifetime)
+            guard state.invalidations == invalidations else { return }
+            if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
+            state.entries[key] = Entry(value: value, expires: now + lifetime, generation: generation)
         }
         return value
     }
@@ -36,7 +50,7 @@ final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func invalidateAll() {
         state.withLock { state in
             state.entries.removeAll()
-            state.generation &+= 1
+            state.invalidations &+= 1
         }
     }
 }
