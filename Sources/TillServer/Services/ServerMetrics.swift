@@ -3,6 +3,7 @@ import Foundation
 import Metrics
 import Prometheus
 import SQLKit
+import Synchronization
 
 /// The server's measurements, through swift-metrics into a Prometheus registry of its own.
 ///
@@ -55,19 +56,44 @@ public final class ServerMetrics: Sendable {
             .recordNanoseconds(duration.nanoseconds)
     }
 
-    /// An HTTP request was answered.
+    /// An HTTP request was answered. Its counter and timer are looked up once per route and status, as this
+    /// runs on every request.
     func request(method: String, route: String, status: Int, duration: Duration) {
-        Counter(
-            label: "till_http_requests_total",
-            dimensions: [("method", method), ("route", route), ("status", String(status))],
-            factory: factory
-        ).increment()
-        Metrics.Timer(
-            label: "till_http_request_duration_seconds",
-            dimensions: [("method", method), ("route", route)],
-            factory: factory
-        ).recordNanoseconds(duration.nanoseconds)
+        let key = RequestKey(method: method, route: route, status: status)
+        let handles =
+            requestHandles.withLock { $0[key] }
+            ?? {
+                let made = RequestHandles(
+                    counter: Counter(
+                        label: "till_http_requests_total",
+                        dimensions: [("method", method), ("route", route), ("status", String(status))],
+                        factory: factory
+                    ),
+                    timer: Metrics.Timer(
+                        label: "till_http_request_duration_seconds",
+                        dimensions: [("method", method), ("route", route)],
+                        factory: factory
+                    )
+                )
+                requestHandles.withLock { $0[key] = made }
+                return made
+            }()
+        handles.counter.increment()
+        handles.timer.recordNanoseconds(duration.nanoseconds)
     }
+
+    private struct RequestKey: Hashable {
+        var method: String
+        var route: String
+        var status: Int
+    }
+
+    private struct RequestHandles: Sendable {
+        var counter: CoreMetrics.Counter
+        var timer: Metrics.Timer
+    }
+
+    private let requestHandles = Mutex<[RequestKey: RequestHandles]>([:])
 
     /// An Apple notification was handled: `outcome` is applied, duplicate, ignored or refused.
     func notification(type: String, outcome: String) {
