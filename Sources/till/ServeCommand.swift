@@ -55,6 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
             operatorToken: settings.operatorToken ?? PurchaseServerToken.make(),
             apple: settings.apple,
             confirmation: settings.confirmation,
+            serverSecret: Array(settings.serverSecret?.utf8 ?? "".utf8),
             contentDirectory: settings.contentDirectory
         )
         for path in settings.sandboxRootFiles {

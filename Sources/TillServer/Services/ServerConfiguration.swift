@@ -79,7 +79,8 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptRoots: [Certificate]
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
-    /// Signs download URLs and entitlement snapshots; empty means "made once and kept in the database".
+    /// Signs download URLs and entitlement snapshots; empty means "made once and kept in the database", so that
+    /// URLs survive restarts and every process sharing one database agrees.
     public var serverSecret: [UInt8]
     /// Where uploaded content files are kept.
     public var contentDirectory: String
@@ -92,7 +93,7 @@ public struct ServerConfiguration: Sendable {
         sandboxReceiptRoots: [Certificate] = [],
         sandboxReceiptIntermediates: [Certificate] = [],
         confirmation: ConfirmationSettings = .init(),
-        serverSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) },
+        serverSecret: [UInt8] = [],
         contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path
     ) {
         self.database = database

@@ -16,6 +16,7 @@ import X509
 /// | `database.url` (`TILL_DATABASE_URL`) | `till.sqlite` | an SQLite file, `:memory:`, or `postgres://…` |
 /// | `operator.token` (`TILL_OPERATOR_TOKEN`) | made at start and printed (development only) | the admin API's bearer token |
 /// | `content.directory` (`TILL_CONTENT_DIRECTORY`) | `till-content` | where uploaded content files are kept |
+/// | `server.secret` (`TILL_SERVER_SECRET`) | made once and kept in the database | signs download URLs (16 characters or more); every process of one deployment needs the same |
 /// | `apple.verify-receipt.production`, `…sandbox` | Apple's URLs | verifyReceipt endpoints |
 /// | `apple.server-api.production`, `…sandbox` | Apple's URLs | App Store Server API base URLs |
 /// | `apple.sandbox-roots` (`TILL_APPLE_SANDBOX_ROOTS`) | none | comma-separated certificate files trusted for sandbox data only |
@@ -31,6 +32,7 @@ public struct ServerSettings: Sendable {
     public var database: DatabaseConfiguration
     public var operatorToken: String?
     public var contentDirectory: String
+    public var serverSecret: String?
     public var apple: AppleEndpoints
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
@@ -74,6 +76,10 @@ public struct ServerSettings: Sendable {
         database = try DatabaseConfiguration(parsing: databaseURL)
         operatorToken = config.string(forKey: "operator.token")
         contentDirectory = config.string(forKey: "content.directory", default: "till-content")
+        serverSecret = config.string(forKey: "server.secret", isSecret: true)
+        if let serverSecret, serverSecret.utf8.count < 16 {
+            throw ServerError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
+        }
         let apple = AppleEndpoints.apple
         self.apple = AppleEndpoints(
             verifyReceipt: [
