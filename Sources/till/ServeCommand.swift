@@ -56,7 +56,8 @@ struct ServeCommand: AsyncParsableCommand {
             apple: settings.apple,
             confirmation: settings.confirmation,
             serverSecret: Array(settings.serverSecret?.utf8 ?? "".utf8),
-            contentDirectory: settings.contentDirectory
+            contentDirectory: settings.contentDirectory,
+            content: settings.content
         )
         for path in settings.sandboxRootFiles {
             guard let data = FileManager.default.contents(atPath: path) else {

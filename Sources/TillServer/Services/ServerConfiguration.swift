@@ -84,6 +84,7 @@ public struct ServerConfiguration: Sendable {
     public var serverSecret: [UInt8]
     /// Where uploaded content files are kept.
     public var contentDirectory: String
+    public var content: ContentSettings
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,
@@ -94,7 +95,8 @@ public struct ServerConfiguration: Sendable {
         sandboxReceiptIntermediates: [Certificate] = [],
         confirmation: ConfirmationSettings = .init(),
         serverSecret: [UInt8] = [],
-        contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path
+        contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path,
+        content: ContentSettings = .init()
     ) {
         self.database = database
         self.operatorToken = operatorToken
@@ -105,5 +107,6 @@ public struct ServerConfiguration: Sendable {
         self.confirmation = confirmation
         self.serverSecret = serverSecret
         self.contentDirectory = contentDirectory
+        self.content = content
     }
 }
