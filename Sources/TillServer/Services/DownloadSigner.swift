@@ -66,7 +66,13 @@ struct DownloadSigner: Sendable {
         guard let name, let customerId, let expiresText = expires, let expires = Int64(expiresText),
             let signature, let mac = Self.hexBytes(signature), mac.count == SHA256.byteCount
         else { return .invalid(.badSignature) }
-        let link = DownloadLink(bundleId: bundleId, sha256: sha256, customerId: customerId, name: name, expires: expires)
+        let link = DownloadLink(
+            bundleId: bundleId,
+            sha256: sha256,
+            customerId: customerId,
+            name: name,
+            expires: expires
+        )
         guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Self.canonical(link), using: key) else {
             return .invalid(.badSignature)
         }

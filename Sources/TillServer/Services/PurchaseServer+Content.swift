@@ -202,7 +202,10 @@ extension PurchaseServer {
             throw ServerError.notFound("product", productId)
         }
         guard product.type != .consumable else {
-            throw ServerError.conflict("consumableContent", "\(productId) is a consumable: consumables deliver no content")
+            throw ServerError.conflict(
+                "consumableContent",
+                "\(productId) is a consumable: consumables deliver no content"
+            )
         }
         return product
     }
