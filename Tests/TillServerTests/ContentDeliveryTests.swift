@@ -395,12 +395,28 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func theServerSecretIsMadeOnceAndSharedThroughTheDatabase() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-secret-\(UUID()).sqlite").path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let configuration = ServerConfiguration(database: .sqlite(path: path), operatorToken: "operator")
-        let first = try await PurchaseServer.open(configuration)
+    /// A new SQLite file always; the PostgreSQL of `TILL_TEST_POSTGRES_URL` too when it is set (`.ci/run` starts one).
+    static var secretDatabases: [DatabaseConfiguration] {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("till-secret-\(UUID()).sqlite").path
+        var list: [DatabaseConfiguration] = [.sqlite(path: file)]
+        if let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty {
+            list.append(.postgres(url: url))
+        }
+        return list
+    }
+
+    @Test(arguments: secretDatabases)
+    func theServerSecretIsMadeOnceAndSharedThroughTheDatabase(database: DatabaseConfiguration) async throws {
+        defer {
+            if case .sqlite(let path) = database {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+        }
+        let configuration = ServerConfiguration(database: database, operatorToken: "operator")
+        // Two processes starting together on one database agree on one secret.
+        async let opening = PurchaseServer.open(configuration)
         let second = try await PurchaseServer.open(configuration)
+        let first = try await opening
         let firstSecret = first.configuration.serverSecret
         try await first.shutdown()
         try await second.shutdown()
