@@ -433,6 +433,25 @@ struct ContentDeliveryTests {
         try await explicit.shutdown()
     }
 
+    @Test func contentSettingsComeFromTheEnvironmentAndAShortSecretIsRefused() async throws {
+        let defaults = try await ServerSettings.load(flags: [:], environment: [:], file: nil)
+        #expect(defaults.content == ContentSettings() && defaults.serverSecret == nil)
+        #expect(defaults.content.maxUploadBytes == 512 * 1024 * 1024 && defaults.content.urlLifetime == .seconds(900))
+        let set = try await ServerSettings.load(
+            flags: [:],
+            environment: [
+                "TILL_CONTENT_MAX_UPLOAD_BYTES": "1048576", "TILL_CONTENT_URL_LIFETIME_SECONDS": "60",
+                "TILL_SERVER_SECRET": "sixteen-chars-ok",
+            ],
+            file: nil
+        )
+        #expect(set.content == ContentSettings(maxUploadBytes: 1_048_576, urlLifetime: .seconds(60)))
+        #expect(set.serverSecret == "sixteen-chars-ok")
+        await #expect(throws: ServerError.self) {
+            try await ServerSettings.load(flags: [:], environment: ["TILL_SERVER_SECRET": "short"], file: nil)
+        }
+    }
+
     @Test(arguments: [
         ("bytes=0-0", DownloadPlan.partial(0...0)),
         ("bytes=5-", .partial(5...9)),

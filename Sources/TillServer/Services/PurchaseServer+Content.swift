@@ -41,6 +41,7 @@ extension PurchaseServer {
         declaredLength: Int64?,
         body: Body
     ) async throws -> ContentUpload where Body.Element == ByteBuffer {
+        defer { catalogueChanged() }
         try Self.validateContentName(name)
         let contentType = try Self.validateContentType(contentType)
         let limit = configuration.content.maxUploadBytes
@@ -73,6 +74,7 @@ extension PurchaseServer {
 
     /// Takes a file off a product; its bytes are deleted once no product of any app lists them.
     public func deleteContent(bundleId: String, productId: String, name: String) async throws {
+        defer { catalogueChanged() }
         let now = nowMilliseconds
         let removed = try await database.transaction { db -> ContentFile in
             guard var product = try await self.store.product(bundleId: bundleId, productId: productId, on: db) else {
