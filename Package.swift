@@ -27,6 +27,8 @@ let server: [Target.Dependency] = [
     .product(name: "NIOCore", package: "swift-nio"),
     .product(name: "NIOHTTP1", package: "swift-nio"),
     .product(name: "NIOPosix", package: "swift-nio"),
+    // Streams content files to and from disk off the event loops (Hummingbird's FileIO uses it too).
+    .product(name: "_NIOFileSystem", package: "swift-nio"),
     .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
     .product(name: "Configuration", package: "swift-configuration"),
     .product(name: "Metrics", package: "swift-metrics"),

@@ -19,13 +19,21 @@ extension TillDatabase {
     /// previous step. Several processes may start at once: on PostgreSQL an advisory lock serialises them,
     /// on SQLite the write lock does; each re-reads what is applied inside its transaction.
     public func migrate(_ migrations: [Migration], schema: String) async throws {
-        try await sql.raw(
-            """
-            CREATE TABLE IF NOT EXISTS till_schema_migrations (
-                schema TEXT NOT NULL, id TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (schema, id))
-            """
-        ).run()
         let engine = self.engine
+        // Under a lock too, one for every schema: PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against
+        // itself, two first starts on an empty database can both try to create the table (a duplicate key in pg_type).
+        try await transaction { db in
+            if engine == .postgres {
+                let key = Int64(Self.lockKey("till_schema_migrations"))
+                try await db.raw("SELECT pg_advisory_xact_lock(\(literal: key))").run()
+            }
+            try await db.raw(
+                """
+                CREATE TABLE IF NOT EXISTS till_schema_migrations (
+                    schema TEXT NOT NULL, id TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (schema, id))
+                """
+            ).run()
+        }
         for migration in migrations {
             try await transaction { db in
                 if engine == .postgres {

@@ -55,7 +55,9 @@ struct ServeCommand: AsyncParsableCommand {
             operatorToken: settings.operatorToken ?? PurchaseServerToken.make(),
             apple: settings.apple,
             confirmation: settings.confirmation,
-            contentDirectory: settings.contentDirectory
+            serverSecret: Array(settings.serverSecret?.utf8 ?? "".utf8),
+            contentDirectory: settings.contentDirectory,
+            content: settings.content
         )
         for path in settings.sandboxRootFiles {
             guard let data = FileManager.default.contents(atPath: path) else {

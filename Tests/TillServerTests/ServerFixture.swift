@@ -26,6 +26,7 @@ struct ServerFixture {
         database: DatabaseConfiguration = .sqliteInMemory,
         confirmation: ConfirmationSettings = .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
         restorePolicy: RestorePolicy = .keepWithFirstOwner,
+        configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
         let simulator = try await Simulator.open(SimulatorConfiguration())
@@ -51,7 +52,7 @@ struct ServerFixture {
         let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
 
         try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
-            let configuration = ServerConfiguration(
+            var configuration = ServerConfiguration(
                 database: database,
                 operatorToken: "operator",
                 apple: .simulator("http://127.0.0.1:\(port)"),
@@ -60,6 +61,7 @@ struct ServerFixture {
                 sandboxReceiptIntermediates: [simulator.signer.receiptAuthority.intermediate],
                 confirmation: confirmation
             )
+            configure(&configuration)
             let server = try await PurchaseServer.open(configuration)
             let app = try await server.createApp(
                 ServerAppInput(

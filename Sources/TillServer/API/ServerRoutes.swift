@@ -51,6 +51,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
         ),
         server
     )
+    ContentController(server: server).addRoutes(to: router)
     return router
 }
 

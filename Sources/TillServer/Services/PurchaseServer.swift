@@ -50,7 +50,10 @@ public final class PurchaseServer: Sendable {
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> PurchaseServer {
         let database = try await TillDatabase.open(configuration.database, logger: logger)
-        try await ServerStore(database: database).migrate()
+        let store = ServerStore(database: database)
+        try await store.migrate()
+        var configuration = configuration
+        if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }
         try FileManager.default.createDirectory(
             atPath: configuration.contentDirectory,
             withIntermediateDirectories: true

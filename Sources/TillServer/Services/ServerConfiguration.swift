@@ -79,10 +79,12 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptRoots: [Certificate]
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
-    /// Signs download URLs and entitlement snapshots; empty means "made once and kept in the database".
+    /// Signs download URLs and entitlement snapshots; empty means "made once and kept in the database", so that
+    /// URLs survive restarts and every process sharing one database agrees.
     public var serverSecret: [UInt8]
     /// Where uploaded content files are kept.
     public var contentDirectory: String
+    public var content: ContentSettings
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,
@@ -92,8 +94,9 @@ public struct ServerConfiguration: Sendable {
         sandboxReceiptRoots: [Certificate] = [],
         sandboxReceiptIntermediates: [Certificate] = [],
         confirmation: ConfirmationSettings = .init(),
-        serverSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) },
-        contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path
+        serverSecret: [UInt8] = [],
+        contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path,
+        content: ContentSettings = .init()
     ) {
         self.database = database
         self.operatorToken = operatorToken
@@ -104,5 +107,6 @@ public struct ServerConfiguration: Sendable {
         self.confirmation = confirmation
         self.serverSecret = serverSecret
         self.contentDirectory = contentDirectory
+        self.content = content
     }
 }

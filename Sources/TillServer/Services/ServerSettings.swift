@@ -16,6 +16,9 @@ import X509
 /// | `database.url` (`TILL_DATABASE_URL`) | `till.sqlite` | an SQLite file, `:memory:`, or `postgres://…` |
 /// | `operator.token` (`TILL_OPERATOR_TOKEN`) | made at start and printed (development only) | the admin API's bearer token |
 /// | `content.directory` (`TILL_CONTENT_DIRECTORY`) | `till-content` | where uploaded content files are kept |
+/// | `content.max-upload-bytes` (`TILL_CONTENT_MAX_UPLOAD_BYTES`) | `536870912` (512 MiB) | the largest content file an operator may upload |
+/// | `content.url-lifetime-seconds` (`TILL_CONTENT_URL_LIFETIME_SECONDS`) | `900` | how long a signed download URL works |
+/// | `server.secret` (`TILL_SERVER_SECRET`) | made once and kept in the database | signs download URLs (16 characters or more); every process of one deployment needs the same |
 /// | `apple.verify-receipt.production`, `…sandbox` | Apple's URLs | verifyReceipt endpoints |
 /// | `apple.server-api.production`, `…sandbox` | Apple's URLs | App Store Server API base URLs |
 /// | `apple.sandbox-roots` (`TILL_APPLE_SANDBOX_ROOTS`) | none | comma-separated certificate files trusted for sandbox data only |
@@ -31,6 +34,8 @@ public struct ServerSettings: Sendable {
     public var database: DatabaseConfiguration
     public var operatorToken: String?
     public var contentDirectory: String
+    public var content: ContentSettings
+    public var serverSecret: String?
     public var apple: AppleEndpoints
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
@@ -74,6 +79,14 @@ public struct ServerSettings: Sendable {
         database = try DatabaseConfiguration(parsing: databaseURL)
         operatorToken = config.string(forKey: "operator.token")
         contentDirectory = config.string(forKey: "content.directory", default: "till-content")
+        content = ContentSettings(
+            maxUploadBytes: Int64(max(1, config.int(forKey: "content.max-upload-bytes", default: 512 * 1024 * 1024))),
+            urlLifetime: .seconds(max(1, config.int(forKey: "content.url-lifetime-seconds", default: 900)))
+        )
+        serverSecret = config.string(forKey: "server.secret", isSecret: true)
+        if let serverSecret, serverSecret.utf8.count < 16 {
+            throw ServerError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
+        }
         let apple = AppleEndpoints.apple
         self.apple = AppleEndpoints(
             verifyReceipt: [

@@ -65,6 +65,9 @@ enum ServerSchema {
                     id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at BIGINT NOT NULL)
                 """,
             ]
-        )
+        ),
+        // Settings the server makes for itself and every process must share, such as the secret signing
+        // download URLs (a per-process secret would break URLs across restarts and between processes).
+        Migration("003-content", ["CREATE TABLE srv_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]),
     ]
 }

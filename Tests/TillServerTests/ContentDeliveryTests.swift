@@ -1,0 +1,533 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+import TillCore
+import TillFormats
+import TillStorage
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// Content delivery as an operator, an app and a device use it: uploads, signed URLs, ranged downloads, refusals.
+struct ContentDeliveryTests {
+    struct Reply {
+        var status: Int
+        var headers: HTTPFields
+        var body: [UInt8]
+        var json: Any? { try? JSONSerialization.jsonObject(with: Data(body)) }
+        var object: [String: Any] { json as? [String: Any] ?? [:] }
+        var code: String? { (object["error"] as? [String: Any])?["code"] as? String }
+        var message: String? { (object["error"] as? [String: Any])?["message"] as? String }
+    }
+
+    static let bundle = ServerFixture.bundleId
+    static let admin = "/admin/v1/apps/\(ServerFixture.bundleId)/products"
+
+    /// 300 000 bytes: more than two of the 128 KiB chunks the server streams in.
+    static let manual: [UInt8] = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    func call(
+        _ client: any TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        bytes: [UInt8]? = nil,
+        json: String? = nil,
+        token: String? = nil,
+        headers extra: HTTPFields = [:]
+    ) async throws -> Reply {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        let body = bytes.map { ByteBuffer(bytes: $0) } ?? json.map { ByteBuffer(string: $0) }
+        return try await client.execute(uri: path, method: method, headers: headers, body: body) { response in
+            Reply(
+                status: Int(response.status.code),
+                headers: response.headers,
+                body: Array(response.body.readableBytesView)
+            )
+        }
+    }
+
+    func upload(
+        _ client: any TestClientProtocol,
+        product: String = "pro",
+        name: String = "manual.pdf",
+        _ bytes: [UInt8] = manual,
+        contentType: String? = "application/pdf"
+    ) async throws -> Reply {
+        var headers: HTTPFields = [:]
+        if let contentType { headers[.contentType] = contentType }
+        return try await call(
+            client,
+            .put,
+            "\(Self.admin)/\(product)/content/\(name)",
+            bytes: bytes,
+            token: "operator",
+            headers: headers
+        )
+    }
+
+    /// Buys `pro` in the simulator and has the server confirm it for `customer`.
+    func buyPro(_ fixture: ServerFixture, _ client: any TestClientProtocol, customer: String) async throws {
+        let purchase = try await fixture.buy("pro")
+        let body = try JSONSerialization.data(withJSONObject: [
+            "customerId": customer, "signedTransaction": purchase.signedTransaction!,
+        ])
+        let reply = try await call(
+            client,
+            .post,
+            "/v1/receipts?wait=10",
+            json: String(decoding: body, as: UTF8.self),
+            token: fixture.app.appKey
+        )
+        #expect(reply.status == 200)
+    }
+
+    func requestDownloads(
+        _ fixture: ServerFixture,
+        _ client: any TestClientProtocol,
+        customer: String,
+        json: String = #"{"productId":"pro"}"#
+    ) async throws -> Reply {
+        try await call(client, .post, "/v1/customers/\(customer)/downloads", json: json, token: fixture.app.appKey)
+    }
+
+    func firstURL(_ reply: Reply) throws -> String {
+        let downloads = try #require(reply.object["downloads"] as? [[String: Any]])
+        return try #require(downloads.first?["url"] as? String)
+    }
+
+    /// A fixture whose content lives in a directory of its own, served in-process (`.router`) or on a port (`.live`).
+    func withContent(
+        _ mode: TestingSetup = .router,
+        configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (ServerFixture, any TestClientProtocol, String) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-content-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await ServerFixture.run(configure: {
+            $0.contentDirectory = directory
+            configure(&$0)
+        }) { fixture in
+            try await Application(router: buildServerRouter(fixture.server)).test(mode) { client in
+                try await body(fixture, client, directory)
+            }
+        }
+    }
+
+    @Test func uploadsAreListedByHashChangeTheMasterListAndShareBlobs() async throws {
+        try await withContent { fixture, client, directory in
+            let before = try await call(client, .get, "/v1/products", token: fixture.app.appKey)
+            let etag = try #require(before.headers[.eTag])
+
+            let created = try await upload(client)
+            #expect(created.status == 201)
+            #expect(created.object["sha256"] as? String == Self.sha256(Self.manual))
+            #expect(created.object["size"] as? Int == Self.manual.count)
+            let listed = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
+            let files = try #require(listed.json as? [[String: Any]])
+            #expect(files.map { $0["name"] as? String } == ["manual.pdf"])
+            #expect(files.first?["sha256"] as? String == Self.sha256(Self.manual))
+            #expect(files.first?["contentType"] as? String == "application/pdf")
+            #expect(
+                FileManager.default.contents(atPath: "\(directory)/\(Self.sha256(Self.manual))") == Data(Self.manual)
+            )
+
+            // The master list shows the file, under a new ETag.
+            let after = try await call(
+                client,
+                .get,
+                "/v1/products",
+                token: fixture.app.appKey,
+                headers: [.ifNoneMatch: etag]
+            )
+            #expect(after.status == 200 && after.headers[.eTag] != etag)
+            let pro = (after.object["products"] as? [[String: Any]])?.first { $0["productId"] as? String == "pro" }
+            #expect((pro?["content"] as? [[String: Any]])?.first?["name"] as? String == "manual.pdf")
+
+            // Replacing by name keeps one entry; the old bytes go once nothing lists them.
+            let second: [UInt8] = Array("second edition".utf8)
+            let replaced = try await upload(client, second, contentType: nil)
+            #expect(replaced.status == 200 && replaced.object["contentType"] as? String == "application/octet-stream")
+            let relisted = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
+            #expect((relisted.json as? [[String: Any]])?.map { $0["sha256"] as? String } == [Self.sha256(second)])
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(Self.sha256(Self.manual))"))
+
+            // The same bytes on two products are stored once and kept until the last product lets go.
+            #expect(try await upload(client, product: "premium.monthly", name: "same.txt", second).status == 201)
+            #expect(
+                try await call(client, .delete, "\(Self.admin)/pro/content/manual.pdf", token: "operator").status == 204
+            )
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/\(Self.sha256(second))"))
+            #expect(
+                try await call(client, .delete, "\(Self.admin)/premium.monthly/content/same.txt", token: "operator")
+                    .status == 204
+            )
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(Self.sha256(second))"))
+            let emptied = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
+            #expect(emptied.status == 200 && (emptied.json as? [Any])?.isEmpty == true)
+
+            let gone = try await call(client, .delete, "\(Self.admin)/pro/content/manual.pdf", token: "operator")
+            #expect(gone.status == 404 && gone.code == "contentNotFound")
+            #expect(try await upload(client, product: "nope").code == "productNotFound")
+            #expect(try await upload(client, product: "gems.100").code == "consumableContent")
+            let anonymous = try await call(client, .put, "\(Self.admin)/pro/content/x.bin", bytes: [1, 2, 3])
+            #expect(anonymous.status == 401)
+            // Nothing half-written is left behind by the refusals.
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory)
+            #expect(leftovers.isEmpty)
+        }
+    }
+
+    @Test func badNamesAndOversizedUploadsAreRefused() async throws {
+        try await withContent(configure: { $0.content.maxUploadBytes = 1024 }) { fixture, client, directory in
+            for name in [
+                "a%2Fb.pdf", "%2E%2E", "a..b", "line%0Abreak", "quote%22.pdf", String(repeating: "n", count: 201),
+            ] {
+                let reply = try await upload(client, name: name, [1])
+                #expect(reply.status == 400 && reply.code == "invalidName", "\(name)")
+            }
+            let declared = try await upload(
+                client,
+                name: "big.bin",
+                [UInt8](repeating: 7, count: 1025)
+            )
+            #expect(declared.status == 413 && declared.code == "bodyTooLarge")
+            // Streamed without a Content-Length (the test clients always send one), the limit holds on the bytes.
+            let chunks = AsyncStream<ByteBuffer> { continuation in
+                continuation.yield(ByteBuffer(repeating: 7, count: 600))
+                continuation.yield(ByteBuffer(repeating: 7, count: 600))
+                continuation.finish()
+            }
+            await #expect(throws: ServerError.self) {
+                try await fixture.server.putContent(
+                    bundleId: Self.bundle,
+                    productId: "pro",
+                    name: "big.bin",
+                    contentType: nil,
+                    declaredLength: nil,
+                    body: chunks
+                )
+            }
+            let listed = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
+            #expect((listed.json as? [Any])?.isEmpty == true)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+            let atLimit = try await upload(client, name: "My%20Book%20%C3%A9.bin", [UInt8](repeating: 7, count: 1024))
+            #expect(atLimit.status == 201 && atLimit.object["name"] as? String == "My Book é.bin")
+        }
+    }
+
+    @Test func downloadURLsAreSignedOnlyForEntitledCustomers() async throws {
+        try await withContent(configure: { $0.content.urlLifetime = .seconds(120) }) { fixture, client, _ in
+            #expect(try await upload(client).status == 201)
+            #expect(
+                try await upload(client, name: "readme.txt", Array("hi".utf8), contentType: "text/plain").status == 201
+            )
+
+            let refused = try await requestDownloads(fixture, client, customer: "alice")
+            #expect(refused.status == 403 && refused.code == "notEntitled")
+            #expect(refused.message?.contains("pro") == true)
+            #expect(
+                try await call(client, .post, "/v1/customers/alice/downloads", json: #"{"productId":"pro"}"#).status
+                    == 401
+            )
+
+            try await buyPro(fixture, client, customer: "alice")
+            let all = try await requestDownloads(fixture, client, customer: "alice")
+            #expect(all.status == 200)
+            let downloads = try #require(all.object["downloads"] as? [[String: Any]])
+            #expect(downloads.map { $0["name"] as? String } == ["manual.pdf", "readme.txt"])
+            let first = try #require(downloads.first)
+            #expect(first["sha256"] as? String == Self.sha256(Self.manual))
+            #expect(first["size"] as? Int == Self.manual.count && first["contentType"] as? String == "application/pdf")
+            let url = try #require(first["url"] as? String)
+            #expect(
+                url.hasPrefix(
+                    "/v1/content/\(Self.bundle)/\(Self.sha256(Self.manual))?name=manual.pdf&customer=alice&expires="
+                )
+            )
+            let expiresAt = try #require(first["expiresAt"] as? Int)
+            let expected = Int(Date().timeIntervalSince1970 * 1000) + 120_000
+            #expect(abs(expiresAt - expected) < 5_000)
+
+            let one = try await requestDownloads(
+                fixture,
+                client,
+                customer: "alice",
+                json: #"{"productId":"pro","name":"readme.txt"}"#
+            )
+            #expect((one.object["downloads"] as? [[String: Any]])?.map { $0["name"] as? String } == ["readme.txt"])
+            let unknownFile = try await requestDownloads(
+                fixture,
+                client,
+                customer: "alice",
+                json: #"{"productId":"pro","name":"nope.pdf"}"#
+            )
+            #expect(unknownFile.status == 404 && unknownFile.code == "contentNotFound")
+            let unknownProduct = try await requestDownloads(
+                fixture,
+                client,
+                customer: "alice",
+                json: #"{"productId":"nope"}"#
+            )
+            #expect(unknownProduct.status == 404 && unknownProduct.code == "productNotFound")
+            // Another customer does not share alice's purchase.
+            #expect(try await requestDownloads(fixture, client, customer: "bob").code == "notEntitled")
+        }
+    }
+
+    @Test func aSignedURLServesTheFileWithRangesAndValidatorsWithoutTheAppKey() async throws {
+        try await withContent(.live) { fixture, client, _ in
+            #expect(try await upload(client).status == 201)
+            try await buyPro(fixture, client, customer: "alice")
+            let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
+            let size = Self.manual.count
+            let etag = "\"\(Self.sha256(Self.manual))\""
+
+            let whole = try await call(client, .get, url)
+            #expect(whole.status == 200 && whole.body == Self.manual)
+            #expect(whole.headers[.eTag] == etag && whole.headers[.acceptRanges] == "bytes")
+            #expect(whole.headers[.contentLength] == "\(size)" && whole.headers[.contentType] == "application/pdf")
+            #expect(whole.headers[.contentDisposition] == #"attachment; filename="manual.pdf""#)
+
+            // Resuming after a broken transfer, across the server's 128 KiB read chunks.
+            let resumed = try await call(client, .get, url, headers: [.range: "bytes=131000-"])
+            #expect(resumed.status == 206 && resumed.body == Array(Self.manual[131_000...]))
+            #expect(resumed.headers[.contentRange] == "bytes 131000-\(size - 1)/\(size)")
+            #expect(resumed.headers[.contentLength] == "\(size - 131_000)")
+            let middle = try await call(client, .get, url, headers: [.range: "bytes=100-199"])
+            #expect(middle.status == 206 && middle.body == Array(Self.manual[100...199]))
+            #expect(middle.headers[.contentRange] == "bytes 100-199/\(size)")
+            let tail = try await call(client, .get, url, headers: [.range: "bytes=-10"])
+            #expect(tail.status == 206 && tail.body == Array(Self.manual.suffix(10)))
+
+            let beyond = try await call(client, .get, url, headers: [.range: "bytes=\(size)-"])
+            #expect(beyond.status == 416 && beyond.headers[.contentRange] == "bytes */\(size)")
+            #expect(beyond.code == "rangeNotSatisfiable")
+
+            let cached = try await call(client, .get, url, headers: [.ifNoneMatch: etag])
+            #expect(cached.status == 304 && cached.body.isEmpty && cached.headers[.eTag] == etag)
+            // A range against another version of the file is answered with the whole current one.
+            let stale = try await call(client, .get, url, headers: [.range: "bytes=0-9", .ifRange: "\"old\""])
+            #expect(stale.status == 200 && stale.body.count == size)
+            let current = try await call(client, .get, url, headers: [.range: "bytes=0-9", .ifRange: etag])
+            #expect(current.status == 206 && current.body == Array(Self.manual[0...9]))
+
+            let head = try await call(client, .head, url)
+            #expect(head.status == 200 && head.body.isEmpty && head.headers[.contentLength] == "\(size)")
+        }
+    }
+
+    @Test func tamperedAndExpiredURLsAreRefused() async throws {
+        try await withContent { fixture, client, _ in
+            #expect(try await upload(client).status == 201)
+            try await buyPro(fixture, client, customer: "alice")
+            let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
+            #expect(try await call(client, .get, url).status == 200)
+
+            let signature = try #require(url.range(of: "signature=")).upperBound
+            let flipped = url[signature] == "0" ? "1" : "0"
+            var tampered = url
+            tampered.replaceSubrange(signature...signature, with: flipped)
+            let expires = try #require(url.firstMatch(of: /expires=(\d+)/)?.1)
+            for forged in [
+                tampered,
+                url.replacingOccurrences(of: "customer=alice", with: "customer=bob"),
+                url.replacingOccurrences(of: "name=manual.pdf", with: "name=other.pdf"),
+                url.replacingOccurrences(of: "expires=\(expires)", with: "expires=\(Int(expires)! + 3600)"),
+                String(url[..<url.range(of: "&signature=")!.lowerBound]),
+            ] {
+                let reply = try await call(client, .get, forged)
+                #expect(reply.status == 403 && reply.code == "invalidSignature", "\(forged)")
+            }
+
+            // Genuinely signed by this server, but its time is up.
+            let past = fixture.server.downloadSigner.url(
+                for: DownloadLink(
+                    bundleId: Self.bundle,
+                    sha256: Self.sha256(Self.manual),
+                    customerId: "alice",
+                    name: "manual.pdf",
+                    expires: Int64(Date().timeIntervalSince1970) - 1
+                )
+            )
+            let expired = try await call(client, .get, past)
+            #expect(expired.status == 403 && expired.code == "urlExpired")
+        }
+    }
+
+    @Test func aRefundRevokesDownloadsAlreadyHandedOut() async throws {
+        try await withContent { fixture, client, _ in
+            #expect(try await upload(client).status == 201)
+            try await buyPro(fixture, client, customer: "alice")
+            let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
+            #expect(try await call(client, .get, url).status == 200)
+
+            let store = fixture.server.store
+            for var record in try await store.transactions(bundleId: Self.bundle, customerId: "alice", on: store.sql) {
+                record.revocationDate = fixture.server.nowMilliseconds
+                record.revocationReason = "refund"
+                try await store.update(record, on: store.sql)
+            }
+            let revoked = try await call(client, .get, url)
+            #expect(revoked.status == 403 && revoked.code == "notEntitled")
+            #expect(try await requestDownloads(fixture, client, customer: "alice").code == "notEntitled")
+        }
+    }
+
+    @Test func aFileTakenOffItsProductIsNoLongerServed() async throws {
+        try await withContent { fixture, client, _ in
+            #expect(try await upload(client).status == 201)
+            try await buyPro(fixture, client, customer: "alice")
+            let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
+            #expect(
+                try await call(client, .delete, "\(Self.admin)/pro/content/manual.pdf", token: "operator").status == 204
+            )
+            let reply = try await call(client, .get, url)
+            #expect(reply.status == 404 && reply.code == "contentNotFound")
+        }
+    }
+
+    /// A new SQLite file always; the PostgreSQL of `TILL_TEST_POSTGRES_URL` too when it is set (`.ci/run` starts one).
+    static var secretDatabases: [DatabaseConfiguration] {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("till-secret-\(UUID()).sqlite").path
+        var list: [DatabaseConfiguration] = [.sqlite(path: file)]
+        if let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty {
+            list.append(.postgres(url: url))
+        }
+        return list
+    }
+
+    @Test(arguments: secretDatabases)
+    func theServerSecretIsMadeOnceAndSharedThroughTheDatabase(database: DatabaseConfiguration) async throws {
+        defer {
+            if case .sqlite(let path) = database {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+        }
+        let configuration = ServerConfiguration(database: database, operatorToken: "operator")
+        // Two processes starting together on one database agree on one secret.
+        async let opening = PurchaseServer.open(configuration)
+        let second = try await PurchaseServer.open(configuration)
+        let first = try await opening
+        let firstSecret = first.configuration.serverSecret
+        try await first.shutdown()
+        try await second.shutdown()
+        #expect(firstSecret.count == 64 && firstSecret == second.configuration.serverSecret)
+        // A restart finds the same secret, so URLs handed out before it still work.
+        let restarted = try await PurchaseServer.open(configuration)
+        #expect(restarted.configuration.serverSecret == firstSecret)
+        try await restarted.shutdown()
+
+        var configured = configuration
+        configured.serverSecret = Array("a configured secret, 16+ chars".utf8)
+        let explicit = try await PurchaseServer.open(configured)
+        #expect(explicit.configuration.serverSecret == configured.serverSecret)
+        try await explicit.shutdown()
+    }
+
+    @Test func contentSettingsComeFromTheEnvironmentAndAShortSecretIsRefused() async throws {
+        let defaults = try await ServerSettings.load(flags: [:], environment: [:], file: nil)
+        #expect(defaults.content == ContentSettings() && defaults.serverSecret == nil)
+        #expect(defaults.content.maxUploadBytes == 512 * 1024 * 1024 && defaults.content.urlLifetime == .seconds(900))
+        let set = try await ServerSettings.load(
+            flags: [:],
+            environment: [
+                "TILL_CONTENT_MAX_UPLOAD_BYTES": "1048576", "TILL_CONTENT_URL_LIFETIME_SECONDS": "60",
+                "TILL_SERVER_SECRET": "sixteen-chars-ok",
+            ],
+            file: nil
+        )
+        #expect(set.content == ContentSettings(maxUploadBytes: 1_048_576, urlLifetime: .seconds(60)))
+        #expect(set.serverSecret == "sixteen-chars-ok")
+        await #expect(throws: ServerError.self) {
+            try await ServerSettings.load(flags: [:], environment: ["TILL_SERVER_SECRET": "short"], file: nil)
+        }
+    }
+
+    @Test(arguments: [
+        ("bytes=0-0", DownloadPlan.partial(0...0)),
+        ("bytes=5-", .partial(5...9)),
+        ("bytes=-3", .partial(7...9)),
+        ("bytes=-30", .partial(0...9)),
+        ("bytes=2-100", .partial(2...9)),
+        ("bytes=10-", .unsatisfiable),
+        ("bytes=-0", .unsatisfiable),
+        ("bytes=0-1,4-5", .whole),
+        ("bytes=5-2", .whole),
+        ("items=0-1", .whole),
+        ("bytes=x-", .whole),
+    ])
+    func rangesAreResolvedAgainstTheFileSize(header: String, plan: DownloadPlan) {
+        #expect(DownloadPlan.plan(ifNoneMatch: [], range: header, ifRange: nil, etag: "\"e\"", size: 10) == plan)
+    }
+
+    @Test func validatorsComeBeforeRanges() {
+        #expect(
+            DownloadPlan.plan(ifNoneMatch: [#"W/"e""#], range: "bytes=0-1", ifRange: nil, etag: #""e""#, size: 10)
+                == .notModified
+        )
+        #expect(
+            DownloadPlan.plan(ifNoneMatch: [#""x", "e""#], range: nil, ifRange: nil, etag: #""e""#, size: 10)
+                == .notModified
+        )
+        #expect(DownloadPlan.plan(ifNoneMatch: [#""x""#], range: nil, ifRange: nil, etag: #""e""#, size: 10) == .whole)
+        #expect(
+            DownloadPlan.plan(ifNoneMatch: [], range: "bytes=-1", ifRange: nil, etag: #""e""#, size: 0)
+                == .unsatisfiable
+        )
+    }
+
+    @Test func contentOfAProductWithoutEntitlementsFollowsItsPurchase() {
+        let product = CatalogProduct(
+            bundleId: Self.bundle,
+            productId: "map.pack",
+            type: .nonConsumable,
+            title: "Maps",
+            entitlements: [],
+            credits: [:],
+            content: [],
+            subscriptionGroup: nil,
+            durationSeconds: nil,
+            price: nil,
+            currency: nil,
+            position: 0,
+            createdAt: 0,
+            updatedAt: 0
+        )
+        func customer(revoked: Int64?) -> CustomerView {
+            CustomerView(
+                customerId: "c",
+                entitlements: [],
+                balances: [:],
+                purchases: [
+                    PurchaseView(
+                        transactionId: "1",
+                        originalTransactionId: "1",
+                        productId: "map.pack",
+                        productType: "nonConsumable",
+                        environment: "Sandbox",
+                        quantity: 1,
+                        purchaseDate: 0,
+                        expiresDate: nil,
+                        revocationDate: revoked,
+                        revocationReason: nil,
+                        confirmed: true
+                    )
+                ]
+            )
+        }
+        #expect(ContentAccess.decide(product, for: customer(revoked: nil)) == .granted)
+        #expect(ContentAccess.decide(product, for: customer(revoked: 5)) != .granted)
+        var consumable = product
+        consumable.type = .consumable
+        #expect(ContentAccess.decide(consumable, for: customer(revoked: nil)) != .granted)
+    }
+}
