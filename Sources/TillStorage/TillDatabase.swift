@@ -20,7 +20,8 @@ public final class TillDatabase: Sendable {
 
     public let engine: Engine
     public let configuration: DatabaseConfiguration
-    /// Any query outside a transaction; each runs on a pooled connection.
+    /// Any query outside a transaction; each runs on a pooled connection. Reads only: writes go through
+    /// `transaction`, which `writeGeneration` counts (caches rely on it).
     public let sql: any SQLDatabase
     private let shutdownPool: @Sendable () async throws -> Void
     /// SQLite only: this process's write transactions, one at a time.
