@@ -34,6 +34,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     let router = Router(context: ServerRequestContext.self)
     router.middlewares.add(ServerErrorMiddleware(logger: server.logger))
     router.get("/health") { _, _ in #"{"status":"ok"}"# }
+    addNotificationRoutes(to: router, server)
     addAppRoutes(to: router.group("v1").add(middleware: AppKeyMiddleware(server: server)), server)
     addAdminRoutes(
         to: router.group("admin/v1").add(

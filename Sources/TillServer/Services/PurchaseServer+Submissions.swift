@@ -81,6 +81,8 @@ public struct CustomerView: Codable, Sendable, Hashable {
     public var entitlements: [Entitlement]
     public var balances: [String: Int64]
     public var purchases: [PurchaseView]
+    /// The renewal state of each auto-renewable subscription, as Apple's notifications last reported it.
+    public var subscriptions: [SubscriptionStateView] = []
 }
 
 /// The answer to a submission.
@@ -341,9 +343,15 @@ extension PurchaseServer {
         let catalogue = Dictionary(
             uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map { ($0.productId, $0) }
         )
+        let states = try await subscriptionStates(of: ledger, bundleId: bundleId, on: db)
         return CustomerView(
             customerId: owner,
-            entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),
+            entitlements: EntitlementRules.entitlements(
+                ledger,
+                catalogue: catalogue,
+                now: nowMilliseconds,
+                gracePeriods: Self.gracePeriods(states)
+            ),
             balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
             purchases: ledger.map {
                 PurchaseView(
@@ -359,7 +367,8 @@ extension PurchaseServer {
                     revocationReason: $0.revocationReason,
                     confirmed: $0.confirmed
                 )
-            }
+            },
+            subscriptions: Self.subscriptionViews(states, ledger: ledger)
         )
     }
 
