@@ -82,7 +82,11 @@ extension PurchaseServer {
             throw ServerError(.notFound, "appNotFound", "no app \(app.bundleId) with Apple id \(given)")
         }
         try await verifyContents(of: &notification, app: app)
-        let verified = notification
+        return try await receive(notification, app: app)
+    }
+
+    /// Records a verified notification once by its UUID and applies it, in one database transaction.
+    func receive(_ verified: VerifiedNotification, app: ServerApp) async throws -> NotificationResult {
         let now = nowMilliseconds
         let catalogue = Dictionary(
             uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
@@ -134,7 +138,7 @@ extension PurchaseServer {
             return NotificationResult(status: status, notificationUUID: verified.uuid, outcome: outcome)
         }
         logger.info(
-            "notification \(notification.type.rawValue) \(notification.uuid): \(result.status.rawValue) (\(result.outcome.rawValue))"
+            "notification \(verified.type.rawValue) \(verified.uuid): \(result.status.rawValue) (\(result.outcome.rawValue))"
         )
         return result
     }
