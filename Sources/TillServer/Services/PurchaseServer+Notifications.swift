@@ -527,7 +527,8 @@ extension PurchaseServer {
         -> [SubscriptionStateRecord]
     {
         let subscriptions = Set(
-            ledger.filter { $0.productType == ProductType.autoRenewable.rawValue }.map {
+            // Receipts without a catalogue entry carry no type: any purchase with an end may be a subscription.
+            ledger.filter { $0.productType == ProductType.autoRenewable.rawValue || $0.expiresDate != nil }.map {
                 SubscriptionKey(environment: $0.environment, originalTransactionId: $0.originalTransactionId)
             }
         )

@@ -17,13 +17,6 @@ extension ServerStore {
             .first(decoding: NotificationRecord.self, with: Self.decoding)
     }
 
-    /// An app's notifications, newest first.
-    func notifications(bundleId: String, limit: Int, on db: any SQLDatabase) async throws -> [NotificationRecord] {
-        try await db.select().column("*").from("srv_notifications").where("bundle_id", .equal, bundleId)
-            .orderBy("received_at", .descending).limit(limit)
-            .all(decoding: NotificationRecord.self, with: Self.decoding)
-    }
-
     // MARK: Subscription states
 
     /// Stores a subscription's state unless a newer one (by `signedDate`) is already there: notifications
