@@ -312,7 +312,7 @@ struct ServerStore: Sendable {
     func balances(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String: Int64] {
         let rows = try await db.raw(
             """
-            SELECT credit, SUM(delta) AS total FROM srv_balance_entries
+            SELECT credit, CAST(SUM(delta) AS BIGINT) AS total FROM srv_balance_entries
             WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId) GROUP BY credit
             """
         ).all()
