@@ -26,6 +26,7 @@ struct ServerFixture {
         database: DatabaseConfiguration = .sqliteInMemory,
         confirmation: ConfirmationSettings = .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
         restorePolicy: RestorePolicy = .keepWithFirstOwner,
+        followSimulatorClock: Bool = false,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
@@ -51,6 +52,10 @@ struct ServerFixture {
         let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
         let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
 
+        // Following the simulator's clock, the server sees periods end when the simulated App Store does.
+        let clock = simulator.clock
+        let now: @Sendable () -> Date
+        if followSimulatorClock { now = { clock.now() } } else { now = { Date() } }
         try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
             var configuration = ServerConfiguration(
                 database: database,
@@ -62,7 +67,7 @@ struct ServerFixture {
                 confirmation: confirmation
             )
             configure(&configuration)
-            let server = try await PurchaseServer.open(configuration)
+            let server = try await PurchaseServer.open(configuration, now: now)
             let app = try await server.createApp(
                 ServerAppInput(
                     bundleId: bundleId,

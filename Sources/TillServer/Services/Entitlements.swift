@@ -17,13 +17,25 @@ public struct Entitlement: Codable, Sendable, Hashable {
 ///
 /// - Consumables grant credits, not entitlements.
 /// - Non-consumables and free subscriptions grant their entitlements for good, until refunded or revoked.
-/// - Auto-renewable subscriptions grant them until the period's end (upgraded periods grant nothing).
+/// - Auto-renewable subscriptions grant them until the period's end (upgraded periods grant nothing); the
+///   latest period of a subscription in a billing grace period grants them until the grace period ends.
 /// - Non-renewing subscriptions last the catalogue's `durationSeconds` from each purchase; purchases bought
 ///   while one is running extend it.
 /// When several purchases grant one entitlement, the one lasting longest wins.
 enum EntitlementRules {
-    static func entitlements(_ ledger: [LedgerRecord], catalogue: [String: CatalogProduct], now: Int64) -> [Entitlement]
-    {
+    static func entitlements(
+        _ ledger: [LedgerRecord],
+        catalogue: [String: CatalogProduct],
+        now: Int64,
+        gracePeriods: [SubscriptionKey: Int64] = [:]
+    ) -> [Entitlement] {
+        var latestPeriod: [SubscriptionKey: LedgerRecord] = [:]
+        for record in ledger where gracePeriods[SubscriptionKey(record)] != nil {
+            if let current = latestPeriod[SubscriptionKey(record)], current.purchaseDate >= record.purchaseDate {
+                continue
+            }
+            latestPeriod[SubscriptionKey(record)] = record
+        }
         var best: [String: Entitlement] = [:]
         var nonRenewingEnd: [String: Int64] = [:]
         for record in ledger.sorted(by: { $0.purchaseDate < $1.purchaseDate }) {
@@ -39,6 +51,11 @@ enum EntitlementRules {
             case .autoRenewable:
                 guard let end = record.expiresDate else { continue }
                 expires = end
+                if let grace = gracePeriods[SubscriptionKey(record)], grace > end,
+                    latestPeriod[SubscriptionKey(record)]?.transactionId == record.transactionId
+                {
+                    expires = grace
+                }
             case .nonRenewing:
                 guard let duration = product.durationSeconds else { continue }
                 let start = max(record.purchaseDate, nonRenewingEnd[product.productId] ?? 0)
@@ -70,5 +87,11 @@ enum EntitlementRules {
             }
         }
         return best.values.sorted { $0.id < $1.id }
+    }
+}
+
+extension SubscriptionKey {
+    init(_ record: LedgerRecord) {
+        self.init(environment: record.environment, originalTransactionId: record.originalTransactionId)
     }
 }

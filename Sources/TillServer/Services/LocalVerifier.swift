@@ -30,9 +30,17 @@ final class LocalVerifier: Sendable {
 
     private let configuration: ServerConfiguration
     private let cache = Mutex<[String: AppVerifiers]>([:])
+    /// JWS verifiers bound to no app (Apple's roots, then the sandbox roots): for a notification's envelope,
+    /// which says which app it is for only once its signature is trusted.
+    private let anyApp: [SignedDataVerifier]
 
     init(configuration: ServerConfiguration) {
         self.configuration = configuration
+        var anyApp = [SignedDataVerifier(.init(anchors: .appleStoreKit))]
+        if !configuration.sandboxJWSRoots.isEmpty {
+            anyApp.append(SignedDataVerifier(.init(anchors: TrustAnchors(roots: configuration.sandboxJWSRoots))))
+        }
+        self.anyApp = anyApp
     }
 
     private func verifiers(for app: ServerApp) -> AppVerifiers {
@@ -121,6 +129,37 @@ final class LocalVerifier: Sendable {
         return verified
     }
 
+    /// Verifies App Store signed data (a notification, a transaction, renewal info) with the rules of submissions:
+    /// Apple's roots first; the sandbox roots only when Apple's refuse the chain, and then only for data that
+    /// says it is not production. With `app`, the data must also be signed for that app; without, only the
+    /// chain and the signature are checked.
+    func verifySigned<Payload: JWSPayload>(_ jws: String, as type: Payload.Type, app: ServerApp?) async
+        -> VerificationOutcome<Payload>
+    {
+        let verifiers = app.map { self.verifiers(for: $0).jws } ?? anyApp
+        var chainFailure: VerificationFailure?
+        for (index, verifier) in verifiers.enumerated() {
+            switch await verifier.verify(jws, as: Payload.self) {
+            case .valid(let verified):
+                let environment = verified.payload.identity.environment
+                if index > 0 && (environment == nil || environment == .production) {
+                    return .invalid(
+                        VerificationFailure(
+                            .untrustedForProduction,
+                            "only Apple's roots vouch for \(environment?.rawValue ?? "unlabelled") data"
+                        )
+                    )
+                }
+                return .valid(verified.payload)
+            case .invalid(let failure) where failure.reason == .invalidChain:
+                chainFailure = chainFailure ?? failure
+            case .invalid(let failure):
+                return .invalid(failure)
+            }
+        }
+        return .invalid(chainFailure ?? VerificationFailure(.invalidFormat, "nothing to verify"))
+    }
+
     /// Tries each verifier in turn (Apple's first); a later one (sandbox roots) only vouches for sandbox data.
     private func first(
         _ indices: Range<Int>,
@@ -182,4 +221,9 @@ extension VerificationOutcome {
         case .invalid(let failure): .invalid(failure)
         }
     }
+}
+
+extension VerificationFailure.Reason {
+    /// Valid only under the sandbox roots, yet claiming to be production data.
+    static let untrustedForProduction = VerificationFailure.Reason(rawValue: "untrustedForProduction")
 }

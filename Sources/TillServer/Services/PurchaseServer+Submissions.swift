@@ -81,6 +81,8 @@ public struct CustomerView: Codable, Sendable, Hashable {
     public var entitlements: [Entitlement]
     public var balances: [String: Int64]
     public var purchases: [PurchaseView]
+    /// The renewal state of each auto-renewable subscription, as Apple's notifications last reported it.
+    public var subscriptions: [SubscriptionStateView] = []
 }
 
 /// The answer to a submission.
@@ -356,17 +358,25 @@ extension PurchaseServer {
         ) {
             let db = store.sql
             let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
             return CustomerSnapshot(
                 owner: owner,
-                ledger: try await store.transactions(bundleId: bundleId, customerId: owner, on: db),
-                balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db)
+                ledger: ledger,
+                balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
+                states: try await subscriptionStates(of: ledger, bundleId: bundleId, on: db)
             )
         }
         let ledger = snapshot.ledger
+        let states = snapshot.states
         let catalogue = try await catalogue(bundleId: bundleId)
         return CustomerView(
             customerId: snapshot.owner,
-            entitlements: EntitlementRules.entitlements(ledger, catalogue: catalogue, now: nowMilliseconds),
+            entitlements: EntitlementRules.entitlements(
+                ledger,
+                catalogue: catalogue,
+                now: nowMilliseconds,
+                gracePeriods: Self.gracePeriods(states)
+            ),
             balances: snapshot.balances,
             purchases: ledger.map {
                 PurchaseView(
@@ -382,7 +392,8 @@ extension PurchaseServer {
                     revocationReason: $0.revocationReason,
                     confirmed: $0.confirmed
                 )
-            }
+            },
+            subscriptions: Self.subscriptionViews(states, ledger: ledger)
         )
     }
 

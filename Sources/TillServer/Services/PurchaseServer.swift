@@ -108,6 +108,7 @@ struct CustomerSnapshot: Sendable {
     var owner: String
     var ledger: [LedgerRecord]
     var balances: [String: Int64]
+    var states: [SubscriptionStateRecord]
 }
 
 /// A level-triggered wake-up for loops and waiters: `signal()` wakes every current waiter.

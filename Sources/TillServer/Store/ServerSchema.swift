@@ -69,5 +69,29 @@ enum ServerSchema {
         // Settings the server makes for itself and every process must share, such as the secret signing
         // download URLs (a per-process secret would break URLs across restarts and between processes).
         Migration("003-content", ["CREATE TABLE srv_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]),
+        Migration(
+            "004-notifications",
+            [
+                // Each App Store Server Notification once: a retried delivery finds its UUID here.
+                """
+                CREATE TABLE srv_notifications (
+                    notification_uuid TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, environment TEXT NOT NULL,
+                    type TEXT NOT NULL, subtype TEXT, signed_date BIGINT, received_at BIGINT NOT NULL,
+                    outcome TEXT NOT NULL, transaction_id TEXT, original_transaction_id TEXT, customer_id TEXT,
+                    detail TEXT)
+                """,
+                "CREATE INDEX srv_notifications_received ON srv_notifications (bundle_id, received_at)",
+                // The renewal state of each subscription, from the newest signed renewal info.
+                """
+                CREATE TABLE srv_subscription_states (
+                    environment TEXT NOT NULL, original_transaction_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                    product_id TEXT, auto_renew_product_id TEXT, auto_renew_status BOOLEAN, status INTEGER,
+                    is_in_billing_retry BOOLEAN NOT NULL, grace_period_expires_date BIGINT, expiration_intent INTEGER,
+                    renewal_date BIGINT, price_increase_status INTEGER, last_notification_type TEXT,
+                    signed_date BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (environment, original_transaction_id))
+                """,
+            ]
+        ),
     ]
 }

@@ -1,0 +1,16 @@
+import Hummingbird
+import TillFormats
+
+/// `POST /v1/apple/notifications`: App Store Server Notifications V2 (docs/notifications.md).
+///
+/// Outside the app-key group: Apple sends no key, and the signed payload is its own proof. The body is
+/// `{"signedPayload":"<JWS>"}`; the answer `{"status":"applied"|"duplicate"|"ignored","notificationUUID":…}`.
+func addNotificationRoutes(to router: Router<ServerRequestContext>, _ server: PurchaseServer) {
+    router.post("v1/apple/notifications") { request, context in
+        let body = try await decode(ResponseBodyV2.self, request, context)
+        guard let signedPayload = body.signedPayload, !signedPayload.isEmpty else {
+            throw ServerError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
+        }
+        return try json(try await server.receiveNotification(signedPayload: signedPayload), context: context)
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+
+/// An App Store Server Notification the server received, kept once per `notificationUUID`.
+struct NotificationRecord: Codable, Sendable {
+    var notificationUuid: String
+    var bundleId: String
+    var environment: String
+    /// Apple's `notificationType` (`DID_RENEW`, …) and `subtype`, kept as sent.
+    var type: String
+    var subtype: String?
+    var signedDate: Int64?
+    var receivedAt: Int64
+    /// What the server did with it: a ``NotificationOutcome`` raw value.
+    var outcome: String
+    var transactionId: String?
+    var originalTransactionId: String?
+    /// The customer the notification was applied to (nil when unmatched or not about a purchase).
+    var customerId: String?
+    var detail: String?
+}
+
+/// What the server did with a notification, as recorded in `srv_notifications.outcome`.
+public enum NotificationOutcome: String, Codable, Sendable {
+    /// The ledger or the subscription state changed.
+    case applied
+    /// Nothing to change (TEST, CONSUMPTION_REQUEST, REFUND_DECLINED, PRICE_INCREASE, …); recorded only.
+    case recorded
+    /// About a subscription or purchase no customer owns yet; nothing was invented.
+    case unmatched
+    /// Sandbox data for an app that does not accept the sandbox.
+    case sandboxNotAccepted
+    /// An environment a server never records (Xcode, LocalTesting).
+    case unsupportedEnvironment
+}
+
+/// The renewal state of one auto-renewable subscription (one original transaction), from the newest signed
+/// renewal info Apple sent; older renewal info never overwrites newer.
+struct SubscriptionStateRecord: Codable, Sendable {
+    var environment: String
+    var originalTransactionId: String
+    var bundleId: String
+    var productId: String?
+    var autoRenewProductId: String?
+    var autoRenewStatus: Bool?
+    /// Apple's subscription status (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked).
+    var status: Int?
+    var isInBillingRetry: Bool
+    var gracePeriodExpiresDate: Int64?
+    var expirationIntent: Int?
+    var renewalDate: Int64?
+    var priceIncreaseStatus: Int?
+    var lastNotificationType: String?
+    /// When Apple signed the renewal info (or the notification) this state comes from.
+    var signedDate: Int64
+    var updatedAt: Int64
+}

@@ -1,0 +1,406 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import TillCore
+import TillFormats
+import TillStorage
+
+/// The answer to a notification delivery (docs/notifications.md).
+public struct NotificationResult: Codable, Sendable, Hashable {
+    public enum Status: String, Codable, Sendable {
+        /// Recorded for the first time (and applied, where there was something to apply).
+        case applied
+        /// Already recorded: a retried delivery; nothing changed.
+        case duplicate
+        /// Recorded and deliberately not applied (sandbox refused, unsupported environment, no owner yet).
+        case ignored
+    }
+
+    public var status: Status
+    public var notificationUUID: String
+    /// What the first delivery did.
+    public var outcome: NotificationOutcome
+}
+
+/// A notification whose signatures were checked, ready to be applied.
+struct VerifiedNotification: Sendable {
+    var payload: ResponseBodyV2DecodedPayload
+    var uuid: String
+    var type: NotificationType
+    var environment: AppStoreEnvironment
+    var bundleId: String
+    var transaction: JWSTransactionDecodedPayload?
+    var renewal: JWSRenewalInfoDecodedPayload?
+}
+
+extension PurchaseServer {
+    /// Notification types that change nothing the server keeps beyond the renewal state: recorded only.
+    static let recordedOnly: Set<NotificationType> = [
+        .test, .consumptionRequest, .refundDeclined, .priceIncrease, .renewalExtension, .externalPurchaseToken,
+        .rescindConsent, .metadataUpdate, .migration, .priceChange,
+    ]
+
+    /// Receives an App Store Server Notification V2: verifies every signature, then records it once by
+    /// `notificationUUID` and applies it to the ledger and subscription state in the same transaction.
+    public func receiveNotification(signedPayload: String) async throws -> NotificationResult {
+        var type = "unknown"
+        do {
+            var notification = try await verifyEnvelope(signedPayload)
+            type = notification.type.rawValue
+            let result = try await receiveVerified(&notification)
+            metrics.notification(type: type, outcome: result.status.rawValue)
+            return result
+        } catch {
+            metrics.notification(type: type, outcome: "refused")
+            throw error
+        }
+    }
+
+    private func receiveVerified(_ notification: inout VerifiedNotification) async throws -> NotificationResult {
+        guard let app = try await store.app(bundleId: notification.bundleId, on: store.sql) else {
+            // Not acknowledged: Apple retries (production: 5 times over 3 days), which gives an operator time
+            // to register the app, and App Store Connect shows the failures.
+            logger.warning("notification \(notification.uuid) for unknown app \(notification.bundleId)")
+            throw ServerError.notFound("app", notification.bundleId)
+        }
+        if let expected = app.appAppleId, let given = notification.payload.identity.appAppleId, expected != given {
+            logger.warning(
+                "notification \(notification.uuid) for app Apple id \(given), \(app.bundleId) is \(expected)"
+            )
+            throw ServerError(.notFound, "appNotFound", "no app \(app.bundleId) with Apple id \(given)")
+        }
+        try await verifyContents(of: &notification, app: app)
+        return try await receive(notification, app: app)
+    }
+
+    /// Records a verified notification once by its UUID and applies it, in one database transaction.
+    func receive(_ verified: VerifiedNotification, app: ServerApp) async throws -> NotificationResult {
+        let now = nowMilliseconds
+        let catalogue = Dictionary(
+            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
+                ($0.productId, $0)
+            }
+        )
+        let result = try await database.transaction { db -> NotificationResult in
+            var record = NotificationRecord(
+                notificationUuid: verified.uuid,
+                bundleId: app.bundleId,
+                environment: verified.environment.rawValue,
+                type: verified.type.rawValue,
+                subtype: verified.payload.subtype?.rawValue,
+                signedDate: verified.payload.signedDate?.millisecondsSince1970,
+                receivedAt: now,
+                outcome: NotificationOutcome.applied.rawValue,
+                transactionId: verified.transaction?.transactionId,
+                originalTransactionId: verified.transaction?.originalTransactionId
+                    ?? verified.renewal?.originalTransactionId,
+                customerId: nil,
+                detail: nil
+            )
+            // The UUID goes in first: a concurrent delivery of the same notification waits on it, then sees it.
+            guard try await self.store.insertOnce(record, on: db) else {
+                let first = try await self.store.notification(uuid: verified.uuid, on: db)
+                return NotificationResult(
+                    status: .duplicate,
+                    notificationUUID: verified.uuid,
+                    outcome: first.flatMap { NotificationOutcome(rawValue: $0.outcome) } ?? .applied
+                )
+            }
+            let (outcome, customerId, detail) = try await self.apply(
+                verified,
+                app: app,
+                catalogue: catalogue,
+                now: now,
+                on: db
+            )
+            record.outcome = outcome.rawValue
+            record.customerId = customerId
+            record.detail = detail
+            try await db.update("srv_notifications").set(model: record, with: ServerStore.encoding)
+                .where("notification_uuid", .equal, record.notificationUuid).run()
+            let status: NotificationResult.Status =
+                switch outcome {
+                case .applied, .recorded: .applied
+                case .unmatched, .sandboxNotAccepted, .unsupportedEnvironment: .ignored
+                }
+            return NotificationResult(status: status, notificationUUID: verified.uuid, outcome: outcome)
+        }
+        logger.info(
+            "notification \(verified.type.rawValue) \(verified.uuid): \(result.status.rawValue) (\(result.outcome.rawValue))"
+        )
+        return result
+    }
+
+    /// Checks the envelope's signature (it names the app only once it is trusted), or throws (nothing recorded).
+    private func verifyEnvelope(_ signedPayload: String) async throws -> VerifiedNotification {
+        let payload = try Self.trusted(
+            await verifier.verifySigned(signedPayload, as: ResponseBodyV2DecodedPayload.self, app: nil),
+            "signedPayload"
+        )
+        guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.count <= 100, let type = payload.notificationType
+        else {
+            throw ServerError.badRequest("malformedNotification", "the notification has no notificationUUID or type")
+        }
+        let identity = payload.identity
+        guard let bundleId = identity.bundleId, let environment = identity.environment else {
+            throw ServerError.badRequest("malformedNotification", "the notification names no bundle id or environment")
+        }
+        return VerifiedNotification(
+            payload: payload,
+            uuid: uuid,
+            type: type,
+            environment: environment,
+            bundleId: bundleId
+        )
+    }
+
+    /// Checks the signed transaction and renewal info inside a notification on their own: signed for `app`, in
+    /// the notification's environment, about one subscription. Throws when one is not (nothing recorded).
+    private func verifyContents(of verified: inout VerifiedNotification, app: ServerApp) async throws {
+        guard let data = verified.payload.data else { return }
+        let environment = verified.environment
+        if let jws = data.signedTransactionInfo {
+            let transaction = try Self.trusted(
+                await verifier.verifySigned(jws, as: JWSTransactionDecodedPayload.self, app: app),
+                "signedTransactionInfo"
+            )
+            guard transaction.environment == environment else {
+                throw ServerError(
+                    .unauthorized,
+                    "invalidSignature",
+                    "signedTransactionInfo is \(transaction.environment?.rawValue ?? "unlabelled") data in a \(environment) notification"
+                )
+            }
+            verified.transaction = transaction
+        }
+        if let jws = data.signedRenewalInfo {
+            let renewal = try Self.trusted(
+                await verifier.verifySigned(jws, as: JWSRenewalInfoDecodedPayload.self, app: app),
+                "signedRenewalInfo"
+            )
+            guard renewal.environment == environment,
+                verified.transaction == nil
+                    || renewal.originalTransactionId == verified.transaction?.originalTransactionId
+            else {
+                throw ServerError(
+                    .unauthorized,
+                    "invalidSignature",
+                    "signedRenewalInfo belongs to another environment or subscription"
+                )
+            }
+            verified.renewal = renewal
+        }
+    }
+
+    private static func trusted<T>(_ outcome: VerificationOutcome<T>, _ field: String) throws -> T {
+        switch outcome {
+        case .valid(let value):
+            return value
+        case .invalid(let failure):
+            throw ServerError(.unauthorized, "invalidSignature", "\(field): \(failure.reason): \(failure.detail)")
+        }
+    }
+
+    // MARK: Applying
+
+    /// Applies a recorded notification; returns its outcome, the customer it concerned and a detail for people.
+    private func apply(
+        _ notification: VerifiedNotification,
+        app: ServerApp,
+        catalogue: [String: CatalogProduct],
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> (NotificationOutcome, String?, String?) {
+        let environment = notification.environment
+        guard environment == .production || environment == .sandbox else {
+            logger.info("notification \(notification.uuid): \(environment) data is never recorded by a server")
+            return (.unsupportedEnvironment, nil, "\(environment) data is not recorded")
+        }
+        if environment != .production && !app.acceptSandbox {
+            logger.info("notification \(notification.uuid): \(app.bundleId) does not accept the sandbox")
+            return (.sandboxNotAccepted, nil, "\(app.bundleId) does not accept \(environment) purchases")
+        }
+        if let renewal = notification.renewal {
+            try await saveState(renewal, of: notification, app: app, now: now, on: db)
+        }
+        guard let signed = notification.transaction, let transaction = signed.purchaseTransaction() else {
+            return (notification.renewal == nil ? .recorded : .applied, nil, nil)
+        }
+        let owner = try await owner(of: transaction, bundleId: app.bundleId, on: db)
+        if Self.recordedOnly.contains(notification.type) {
+            return (.recorded, owner, nil)
+        }
+        guard let owner else {
+            return (
+                .unmatched, nil,
+                "no customer owns \(environment) original transaction \(transaction.originalTransactionId) yet"
+            )
+        }
+        var row: LedgerRecord
+        if let existing = try await store.transaction(
+            environment: environment.rawValue,
+            transactionId: transaction.transactionId,
+            on: db
+        ) {
+            row = existing
+            row.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? row.expiresDate
+            row.isUpgraded = row.isUpgraded || transaction.isUpgraded
+            row.confirmed = true
+        } else {
+            row = try await insertNotified(
+                transaction,
+                customerId: owner,
+                uuid: notification.uuid,
+                app: app,
+                catalogue: catalogue,
+                now: now,
+                on: db
+            )
+        }
+        if let revoked = transaction.revocationDate, row.revocationDate == nil {
+            row.revocationDate = revoked.millisecondsSince1970
+            row.revocationReason =
+                transaction.isUpgraded ? "upgraded" : (notification.type == .revoke ? "familyRevoked" : "refund")
+            if row.revocationReason == "refund" {
+                try await bookRefund(of: row, signed: signed, catalogue: catalogue, on: db)
+            }
+        } else if notification.type == .refundReversed, transaction.revocationDate == nil,
+            row.revocationReason == "refund"
+        {
+            row.revocationDate = nil
+            row.revocationReason = nil
+            try await reverseRefund(of: row, catalogue: catalogue, now: now, on: db)
+        }
+        row.updatedAt = now
+        try await store.update(row, on: db)
+        if notification.type == .didChangeRenewalPref && notification.payload.subtype == .upgrade
+            || notification.type == .offerRedeemed && notification.payload.subtype == .upgrade
+        {
+            try await markUpgraded(before: row, now: now, on: db)
+        }
+        return (.applied, owner, nil)
+    }
+
+    /// Who a notified transaction belongs to: the customer of its ledger row, else of the newest row of its
+    /// original transaction (a renewal belongs to whoever owns the subscription). Nil when no one does yet.
+    private func owner(of transaction: PurchaseTransaction, bundleId: String, on db: any SQLDatabase) async throws
+        -> String?
+    {
+        let environment = transaction.environment.rawValue
+        if let row = try await store.transaction(
+            environment: environment,
+            transactionId: transaction.transactionId,
+            on: db
+        ), row.bundleId == bundleId {
+            return try await store.resolve(bundleId: bundleId, customerId: row.customerId, on: db)
+        }
+        let rows = try await store.transactions(
+            environment: environment,
+            originalTransactionId: transaction.originalTransactionId,
+            on: db
+        ).filter { $0.bundleId == bundleId }
+        guard let newest = rows.last else { return nil }
+        return try await store.resolve(bundleId: bundleId, customerId: newest.customerId, on: db)
+    }
+
+    /// A transaction the app never submitted (a renewal, a purchase on another device): recorded for the owner,
+    /// confirmed (Apple signed it), with its credits and its revenue.
+    private func insertNotified(
+        _ transaction: PurchaseTransaction,
+        customerId: String,
+        uuid: String,
+        app: ServerApp,
+        catalogue: [String: CatalogProduct],
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> LedgerRecord {
+        let environment = transaction.environment.rawValue
+        let product = catalogue[transaction.productId]
+        let record = LedgerRecord(
+            environment: environment,
+            transactionId: transaction.transactionId,
+            bundleId: app.bundleId,
+            customerId: customerId,
+            originalTransactionId: transaction.originalTransactionId,
+            productId: transaction.productId,
+            productType: (product?.type ?? transaction.productType)?.rawValue,
+            quantity: transaction.quantity,
+            purchaseDate: transaction.purchaseDate.millisecondsSince1970,
+            expiresDate: transaction.expiresDate?.millisecondsSince1970,
+            revocationDate: nil,
+            revocationReason: nil,
+            isUpgraded: transaction.isUpgraded,
+            ownership: transaction.ownership.rawValue,
+            price: transaction.price ?? product?.price,
+            currency: transaction.currency ?? product?.currency,
+            storefront: transaction.storefront,
+            webOrderLineItemId: transaction.webOrderLineItemId,
+            submissionId: "notification:\(uuid)",
+            confirmed: true,
+            createdAt: now,
+            updatedAt: now
+        )
+        try await store.insert(record, on: db)
+        if let product, product.type == .consumable {
+            for (credit, amount) in product.credits {
+                try await store.addBalanceEntry(
+                    bundleId: app.bundleId,
+                    customerId: customerId,
+                    credit: credit,
+                    delta: amount * Int64(transaction.quantity),
+                    reference: "purchase:\(environment):\(transaction.transactionId)",
+                    at: now,
+                    on: db
+                )
+            }
+        }
+        if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0 {
+            try await store.recordFinance(
+                environment: environment,
+                transactionId: transaction.transactionId,
+                bundleId: app.bundleId,
+                productId: transaction.productId,
+                amount: price,
+                currency: currency,
+                at: record.purchaseDate,
+                kind: "purchase",
+                on: db
+            )
+        }
+        return record
+    }
+
+    /// Keeps the renewal state the notification's renewal info reports (older renewal info never wins).
+    private func saveState(
+        _ renewal: JWSRenewalInfoDecodedPayload,
+        of notification: VerifiedNotification,
+        app: ServerApp,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        guard
+            let original = renewal.originalTransactionId ?? notification.transaction?.originalTransactionId
+        else { return }
+        try await store.save(
+            SubscriptionStateRecord(
+                environment: notification.environment.rawValue,
+                originalTransactionId: original,
+                bundleId: app.bundleId,
+                productId: renewal.productId ?? notification.transaction?.productId,
+                autoRenewProductId: renewal.autoRenewProductId,
+                autoRenewStatus: renewal.autoRenewStatus.map { $0 == .on },
+                status: notification.payload.data?.status?.rawValue,
+                isInBillingRetry: renewal.isInBillingRetryPeriod ?? false,
+                gracePeriodExpiresDate: renewal.gracePeriodExpiresDate?.millisecondsSince1970,
+                expirationIntent: renewal.expirationIntent?.rawValue,
+                renewalDate: renewal.renewalDate?.millisecondsSince1970,
+                priceIncreaseStatus: renewal.priceIncreaseStatus?.rawValue,
+                lastNotificationType: notification.type.rawValue,
+                signedDate: (renewal.signedDate ?? notification.payload.signedDate)?.millisecondsSince1970 ?? now,
+                updatedAt: now
+            ),
+            on: db
+        )
+    }
+}

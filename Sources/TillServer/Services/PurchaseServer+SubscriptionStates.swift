@@ -1,0 +1,97 @@
+import Foundation
+import SQLKit
+import TillCore
+import TillFormats
+import TillStorage
+
+/// A subscription's renewal state, as the customer view shows it.
+public struct SubscriptionStateView: Codable, Sendable, Hashable {
+    public var originalTransactionId: String
+    public var environment: String
+    public var productId: String?
+    /// The product the subscription renews to next.
+    public var autoRenewProductId: String?
+    public var autoRenewStatus: Bool?
+    /// `active`, `expired`, `billingRetry`, `gracePeriod` or `revoked`, as Apple last reported it.
+    public var status: String?
+    /// The end of the latest period the ledger holds.
+    public var expiresDate: Int64?
+    /// Apple is still trying to charge a failed renewal.
+    public var isInBillingRetryPeriod: Bool
+    /// Access continues until then while in billing retry.
+    public var gracePeriodExpiresDate: Int64?
+    /// Apple's `expirationIntent`: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
+    public var expirationIntent: Int?
+    public var renewalDate: Int64?
+    public var priceIncreaseStatus: Int?
+    public var lastNotificationType: String?
+    public var updatedAt: Int64
+}
+
+extension PurchaseServer {
+    /// The renewal states of the subscriptions in a customer's ledger.
+    func subscriptionStates(of ledger: [LedgerRecord], bundleId: String, on db: any SQLDatabase) async throws
+        -> [SubscriptionStateRecord]
+    {
+        let subscriptions = Set(
+            // Receipts without a catalogue entry carry no type: any purchase with an end may be a subscription.
+            ledger.filter { $0.productType == ProductType.autoRenewable.rawValue || $0.expiresDate != nil }.map {
+                SubscriptionKey(environment: $0.environment, originalTransactionId: $0.originalTransactionId)
+            }
+        )
+        return try await store.subscriptionStates(
+            bundleId: bundleId,
+            originalTransactionIds: Array(Set(subscriptions.map(\.originalTransactionId))).sorted(),
+            on: db
+        ).filter {
+            subscriptions.contains(
+                SubscriptionKey(environment: $0.environment, originalTransactionId: $0.originalTransactionId)
+            )
+        }
+    }
+
+    /// Subscriptions in a billing grace period, and when it ends.
+    static func gracePeriods(_ states: [SubscriptionStateRecord]) -> [SubscriptionKey: Int64] {
+        var result: [SubscriptionKey: Int64] = [:]
+        for state in states where state.isInBillingRetry {
+            guard let end = state.gracePeriodExpiresDate else { continue }
+            result[
+                SubscriptionKey(environment: state.environment, originalTransactionId: state.originalTransactionId)
+            ] =
+                end
+        }
+        return result
+    }
+
+    static func subscriptionViews(_ states: [SubscriptionStateRecord], ledger: [LedgerRecord])
+        -> [SubscriptionStateView]
+    {
+        states.map { state in
+            SubscriptionStateView(
+                originalTransactionId: state.originalTransactionId,
+                environment: state.environment,
+                productId: state.productId,
+                autoRenewProductId: state.autoRenewProductId,
+                autoRenewStatus: state.autoRenewStatus,
+                status: state.status.map { SubscriptionStatus(rawValue: $0).description },
+                expiresDate: ledger.filter {
+                    $0.environment == state.environment && $0.originalTransactionId == state.originalTransactionId
+                        && !$0.isUpgraded
+                }.compactMap(\.expiresDate).max(),
+                isInBillingRetryPeriod: state.isInBillingRetry,
+                gracePeriodExpiresDate: state.gracePeriodExpiresDate,
+                expirationIntent: state.expirationIntent,
+                renewalDate: state.renewalDate,
+                priceIncreaseStatus: state.priceIncreaseStatus,
+                lastNotificationType: state.lastNotificationType,
+                updatedAt: state.updatedAt
+            )
+        }.sorted { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }
+    }
+}
+
+/// One auto-renewable subscription: an original transaction in an environment.
+struct SubscriptionKey: Hashable, Sendable {
+    var environment: String
+    var originalTransactionId: String
+}

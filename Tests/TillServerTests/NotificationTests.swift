@@ -1,0 +1,589 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import SQLKit
+import Testing
+import TillCore
+import TillFormats
+import TillStorage
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// App Store Server Notifications V2, delivered by the simulator standing in for Apple to the server on a port.
+struct NotificationTests {
+    struct Timeout: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Runs the server on a loopback port and points the simulator's sandbox notifications at it.
+    func withNotifications(
+        _ fixture: ServerFixture,
+        gracePeriodDays: Int? = nil,
+        _ body: () async throws -> Void
+    ) async throws {
+        let server = fixture.server
+        try await withServices({ report in
+            Application(
+                router: buildServerRouter(server),
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { await report($0.localAddress?.port ?? 0) }
+            )
+        }) { port in
+            _ = try await fixture.simulator.updateApp(
+                appAppleId: try #require(fixture.app.appAppleId),
+                AppPatch(
+                    notificationUrlSandbox: "http://127.0.0.1:\(port)/v1/apple/notifications",
+                    gracePeriodDays: gracePeriodDays
+                )
+            )
+            try await body()
+        }
+    }
+
+    /// Waits until the simulator delivered the newest notification of this type (the server answered 2xx),
+    /// and returns what the server recorded for it.
+    func delivered(
+        _ type: NotificationType,
+        _ subtype: NotificationSubtype? = nil,
+        _ fixture: ServerFixture,
+        timeout: Duration = .seconds(10)
+    ) async throws -> NotificationRecord {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let store = fixture.server.store
+        while clock.now < deadline {
+            let log = try await fixture.simulator.notificationLog(
+                appAppleId: try #require(fixture.app.appAppleId),
+                environment: .sandbox
+            )
+            if let entry = log.last(where: { $0.notificationType == type.rawValue && $0.subtype == subtype?.rawValue }),
+                entry.state == "delivered",
+                let record = try await store.notification(uuid: entry.notificationUUID, on: store.sql)
+            {
+                return record
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Timeout(description: "no \(type.rawValue) \(subtype?.rawValue ?? "") was delivered and recorded")
+    }
+
+    func count(_ fixture: ServerFixture, _ query: SQLQueryString) async throws -> Int {
+        try await fixture.server.store.sql.raw(query).first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    func customer(_ fixture: ServerFixture, _ id: String) async throws -> CustomerView {
+        try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: id)
+    }
+
+    func submit(_ fixture: ServerFixture, _ purchase: QueueTransaction, as customerId: String) async throws {
+        let result = try await fixture.server.submit(
+            SubmissionRequest(customerId: customerId, signedTransaction: purchase.signedTransaction),
+            app: fixture.app
+        )
+        #expect(try await fixture.settled(result).state == .confirmed)
+    }
+
+    func post(_ client: some TestClientProtocol, _ signedPayload: String) async throws -> (Int, [String: Any]) {
+        try await client.execute(
+            uri: "/v1/apple/notifications",
+            method: .post,
+            body: ByteBuffer(string: #"{"signedPayload":"\#(signedPayload)"}"#)
+        ) { response in
+            (
+                Int(response.status.code),
+                (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any]
+                    ?? [:]
+            )
+        }
+    }
+
+    func errorCode(_ reply: (Int, [String: Any])) -> String? {
+        (reply.1["error"] as? [String: Any])?["code"] as? String
+    }
+
+    /// The payload of a signed transaction, to forge variants of it.
+    func decodedTransaction(_ jws: String) throws -> JWSTransactionDecodedPayload {
+        let payload = try #require(Base64.decode(jws.split(separator: ".")[1], alphabet: .url))
+        return try AppleJSON.makeDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(payload))
+    }
+
+    // MARK: End to end
+
+    @Test func aRenewalIsRecordedForTheSubscriptionsOwnerAndMovesTheEntitlement() async throws {
+        try await ServerFixture.run(followSimulatorClock: true) { fixture in
+            try await withNotifications(fixture) {
+                let purchase = try await fixture.buy("premium.monthly")
+                let transactionId = try #require(purchase.transactionId)
+                // Apple tells the server before the app does: no customer owns it yet, and none is invented.
+                let subscribed = try await delivered(.subscribed, .initialBuy, fixture)
+                #expect(subscribed.outcome == "unmatched" && subscribed.customerId == nil)
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_transactions") == 0)
+
+                try await submit(fixture, purchase, as: "c1")
+                let firstEnd = try #require(try await customer(fixture, "c1").entitlements.first?.expiresDate)
+
+                _ = try await fixture.simulator.advanceClock(seconds: 301)
+                let renewed = try await delivered(.didRenew, nil, fixture)
+                #expect(renewed.outcome == "applied" && renewed.customerId == "c1")
+                let renewalId = try #require(renewed.transactionId)
+                #expect(renewalId != transactionId)
+
+                let after = try await customer(fixture, "c1")
+                #expect(after.purchases.map(\.transactionId).sorted() == [transactionId, renewalId].sorted())
+                let renewal = try #require(after.purchases.first { $0.transactionId == renewalId })
+                #expect(renewal.originalTransactionId == transactionId && renewal.confirmed)
+                // The first period is over on the server's clock too: only the renewal grants access now.
+                #expect(after.entitlements.map(\.id) == ["premium"])
+                #expect(after.entitlements.first?.transactionId == renewalId)
+                #expect(try #require(after.entitlements.first?.expiresDate) > firstEnd)
+                #expect(after.entitlements.first?.expiresDate == renewal.expiresDate)
+                #expect(
+                    try await count(
+                        fixture,
+                        "SELECT COUNT(*) AS n FROM srv_finance WHERE transaction_id = \(bind: renewalId) AND kind = 'purchase' AND amount = 990"
+                    ) == 1
+                )
+
+                _ = try await fixture.simulator.setAutoRenew(originalTransactionId: transactionId, enabled: false)
+                _ = try await delivered(.didChangeRenewalStatus, .autoRenewDisabled, fixture)
+                let state = try #require(try await customer(fixture, "c1").subscriptions.first)
+                #expect(state.originalTransactionId == transactionId && state.autoRenewStatus == false)
+                #expect(state.expirationIntent == 1 && state.status == "active")
+            }
+        }
+    }
+
+    @Test func aRefundTakesAccessAwayAndCountsNegative() async throws {
+        try await ServerFixture.run { fixture in
+            let subscription = try await fixture.buy("premium.monthly")
+            let gems = try await fixture.buy("gems.100")
+            try await submit(fixture, subscription, as: "c1")
+            try await submit(fixture, gems, as: "c1")
+            #expect(try await customer(fixture, "c1").entitlements.map(\.id) == ["premium"])
+            #expect(try await customer(fixture, "c1").balances == ["gems": 100])
+
+            try await withNotifications(fixture) {
+                let subscriptionId = try #require(subscription.transactionId)
+                _ = try await fixture.simulator.refund(transactionId: subscriptionId, reason: 1)
+                let refunded = try await delivered(.refund, nil, fixture)
+                #expect(refunded.outcome == "applied" && refunded.customerId == "c1")
+                let customer = try await customer(fixture, "c1")
+                #expect(customer.entitlements.isEmpty)
+                let purchase = try #require(customer.purchases.first { $0.transactionId == subscriptionId })
+                #expect(purchase.revocationReason == "refund" && purchase.revocationDate != nil)
+                #expect(customer.subscriptions.first?.status == "revoked")
+                #expect(
+                    try await count(
+                        fixture,
+                        "SELECT COUNT(*) AS n FROM srv_finance WHERE transaction_id = \(bind: subscriptionId) AND kind = 'refund' AND amount = -990 AND environment = 'Sandbox'"
+                    ) == 1
+                )
+
+                // A refunded consumable takes its credits back.
+                _ = try await fixture.simulator.refund(transactionId: try #require(gems.transactionId), reason: 0)
+                try await waitFor { try await self.customer(fixture, "c1").balances == ["gems": 0] }
+                // Sandbox money never reaches the revenue report.
+                let report = try await fixture.server.revenue(
+                    bundleId: ServerFixture.bundleId,
+                    from: 0,
+                    to: Int64.max,
+                    groupBy: "currency"
+                )
+                #expect(report.rows.isEmpty)
+            }
+        }
+    }
+
+    @Test func anUpgradeRetiresTheReplacedPeriodAndGrantsTheNewProduct() async throws {
+        try await ServerFixture.run { fixture in
+            let appAppleId = try #require(fixture.app.appAppleId)
+            _ = try await fixture.simulator.updateProduct(
+                appAppleId: appAppleId,
+                productId: "premium.monthly",
+                ProductInput(groupLevel: 2)
+            )
+            _ = try await fixture.simulator.createProduct(
+                appAppleId: appAppleId,
+                ProductInput(
+                    productId: "premium.plus",
+                    type: .autoRenewable,
+                    subscriptionGroup: "premium",
+                    subscriptionPeriod: .oneMonth,
+                    groupLevel: 1,
+                    price: 1990
+                )
+            )
+            _ = try await fixture.server.putProduct(
+                bundleId: ServerFixture.bundleId,
+                productId: "premium.plus",
+                CatalogProductInput(
+                    type: .autoRenewable,
+                    entitlements: ["premium", "plus"],
+                    subscriptionGroup: "premium"
+                )
+            )
+            let monthly = try await fixture.buy("premium.monthly")
+            try await submit(fixture, monthly, as: "c1")
+            try await withNotifications(fixture) {
+                _ = try await fixture.buy("premium.plus")
+                let upgraded = try await delivered(.didChangeRenewalPref, .upgrade, fixture)
+                #expect(upgraded.outcome == "applied" && upgraded.customerId == "c1")
+                let plusId = try #require(upgraded.transactionId)
+                let customer = try await customer(fixture, "c1")
+                let replaced = try #require(customer.purchases.first { $0.transactionId == monthly.transactionId })
+                #expect(replaced.revocationReason == "upgraded")
+                #expect(customer.purchases.first { $0.transactionId == plusId }?.productId == "premium.plus")
+                #expect(customer.entitlements.map(\.id) == ["plus", "premium"])
+                #expect(customer.entitlements.allSatisfy { $0.transactionId == plusId })
+                #expect(
+                    try await count(
+                        fixture,
+                        "SELECT COUNT(*) AS n FROM srv_finance WHERE transaction_id = \(bind: plusId) AND kind = 'purchase' AND amount = 1990"
+                    ) == 1
+                )
+            }
+        }
+    }
+
+    @Test func aRetriedDeliveryIsAnsweredDuplicateAndChangesNothing() async throws {
+        try await ServerFixture.run { fixture in
+            let purchase = try await fixture.buy("premium.monthly")
+            try await submit(fixture, purchase, as: "c1")
+            // No URL configured: the simulator keeps the renewal's notification for us to deliver by hand.
+            _ = try await fixture.simulator.advanceClock(seconds: 301)
+            let log = try await fixture.simulator.notificationLog(
+                appAppleId: try #require(fixture.app.appAppleId),
+                environment: .sandbox
+            )
+            let renewal = try #require(log.last { $0.notificationType == "DID_RENEW" })
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                async let first = post(client, renewal.signedPayload)
+                async let second = post(client, renewal.signedPayload)
+                let answers = try await [first, second]
+                #expect(answers.map(\.0) == [200, 200])
+                #expect(answers.compactMap { $0.1["status"] as? String }.sorted() == ["applied", "duplicate"])
+                #expect(answers.allSatisfy { $0.1["notificationUUID"] as? String == renewal.notificationUUID })
+                let ledger = try await count(fixture, "SELECT COUNT(*) AS n FROM srv_transactions")
+                let finance = try await count(fixture, "SELECT COUNT(*) AS n FROM srv_finance")
+                #expect(ledger == 2 && finance == 2)
+
+                let third = try await post(client, renewal.signedPayload)
+                #expect(third.0 == 200 && third.1["status"] as? String == "duplicate")
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_transactions") == ledger)
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_finance") == finance)
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_notifications") == 1)
+                #expect(try await customer(fixture, "c1").purchases.count == 2)
+
+                let exposition = String(decoding: try await fixture.server.metricsExposition(), as: UTF8.self)
+                let lines = Set(exposition.split(separator: "\n").map(String.init))
+                #expect(lines.contains(#"till_notifications_total{type="DID_RENEW",outcome="applied"} 1"#))
+                #expect(lines.contains(#"till_notifications_total{type="DID_RENEW",outcome="duplicate"} 2"#))
+                _ = try await post(client, "not.a.jws")
+                let after = String(decoding: try await fixture.server.metricsExposition(), as: UTF8.self)
+                #expect(after.contains(#"till_notifications_total{type="unknown",outcome="refused"} 1"#))
+            }
+        }
+    }
+
+    @Test func unverifiableNotificationsAreRefusedAndNothingIsApplied() async throws {
+        try await ServerFixture.run { fixture in
+            let purchase = try await fixture.buy("premium.monthly")
+            try await submit(fixture, purchase, as: "c1")
+            let signed = try decodedTransaction(try #require(purchase.signedTransaction))
+            let refunded: JWSTransactionDecodedPayload = {
+                var copy = signed
+                copy.revocationDate = Date()
+                copy.revocationReason = .appIssue
+                copy.signedDate = Date()
+                return copy
+            }()
+
+            let mallory = try TestPKI.makeAuthority(kind: .p256, name: "Mallory")
+            let forger = try JWSSigner(key: try #require(mallory.leafKey.p256), chain: mallory.chain)
+            let simulator = fixture.simulator.signer.jws
+            @Sendable func notification(
+                _ transactionJWS: String?,
+                environment: AppStoreEnvironment = .sandbox,
+                type: NotificationType = .refund
+            ) -> ResponseBodyV2DecodedPayload {
+                ResponseBodyV2DecodedPayload(
+                    notificationType: type,
+                    notificationUUID: UUID().uuidString.lowercased(),
+                    version: "2.0",
+                    signedDate: Date(),
+                    data: NotificationData(
+                        appAppleId: fixture.app.appAppleId,
+                        bundleId: ServerFixture.bundleId,
+                        environment: environment,
+                        signedTransactionInfo: transactionJWS
+                    )
+                )
+            }
+
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                // Signed by a key no one trusts, envelope and contents.
+                let forged = try forger.sign(notification(try forger.sign(refunded)))
+                let answer = try await post(client, forged)
+                #expect(answer.0 == 401 && errorCode(answer) == "invalidSignature")
+                // A trusted envelope carrying a forged transaction.
+                let smuggled = try simulator.sign(notification(try forger.sign(refunded)))
+                let smuggledAnswer = try await post(client, smuggled)
+                #expect(smuggledAnswer.0 == 401 && errorCode(smuggledAnswer) == "invalidSignature")
+                // The simulator's roots are trusted for the sandbox only: its "production" is refused.
+                var production = refunded
+                production.environment = .production
+                let claimed = try simulator.sign(
+                    notification(try simulator.sign(production), environment: .production)
+                )
+                let claimedAnswer = try await post(client, claimed)
+                #expect(claimedAnswer.0 == 401 && errorCode(claimedAnswer) == "invalidSignature")
+                // A genuine signature over an altered payload.
+                let genuine = try simulator.sign(notification(try simulator.sign(signed), type: .didRenew))
+                let parts = genuine.split(separator: ".").map(String.init)
+                let altered = try AppleJSON.makeEncoder().encode(
+                    notification(try simulator.sign(refunded))
+                )
+                let tampered = [parts[0], Base64.encode(Array(altered), alphabet: .url), parts[2]].joined(
+                    separator: "."
+                )
+                let tamperedAnswer = try await post(client, tampered)
+                #expect(tamperedAnswer.0 == 401 && errorCode(tamperedAnswer) == "invalidSignature")
+                #expect(try await post(client, "not.a.jws").0 == 401)
+                let empty = try await client.execute(
+                    uri: "/v1/apple/notifications",
+                    method: .post,
+                    body: ByteBuffer(string: "{}")
+                ) {
+                    Int($0.status.code)
+                }
+                #expect(empty == 400)
+
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_notifications") == 0)
+                let customer = try await customer(fixture, "c1")
+                #expect(customer.entitlements.map(\.id) == ["premium"])
+                #expect(customer.purchases.allSatisfy { $0.revocationDate == nil })
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_finance WHERE kind = 'refund'") == 0)
+
+                // The same refund, genuinely signed, is applied: the refusals above were about the signatures.
+                let real = try await post(client, try simulator.sign(notification(try simulator.sign(refunded))))
+                #expect(real.0 == 200 && real.1["status"] as? String == "applied")
+                #expect(try await self.customer(fixture, "c1").entitlements.isEmpty)
+            }
+        }
+    }
+
+    @Test func unknownAppsTestsAndRefusedSandboxesAreAnsweredWithoutChangingTheLedger() async throws {
+        try await ServerFixture.run { fixture in
+            let purchase = try await fixture.buy("premium.monthly")
+            try await submit(fixture, purchase, as: "c1")
+            let simulator = fixture.simulator.signer.jws
+            @Sendable func notification(
+                _ type: NotificationType,
+                bundleId: String = ServerFixture.bundleId,
+                transaction: String?
+            )
+                -> ResponseBodyV2DecodedPayload
+            {
+                ResponseBodyV2DecodedPayload(
+                    notificationType: type,
+                    notificationUUID: UUID().uuidString.lowercased(),
+                    version: "2.0",
+                    signedDate: Date(),
+                    data: NotificationData(
+                        bundleId: bundleId,
+                        environment: .sandbox,
+                        signedTransactionInfo: transaction
+                    )
+                )
+            }
+            var refunded = try decodedTransaction(try #require(purchase.signedTransaction))
+            refunded.revocationDate = Date()
+            refunded.signedDate = Date()
+            let refund = try simulator.sign(notification(.refund, transaction: try simulator.sign(refunded)))
+
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let test = try await post(client, try simulator.sign(notification(.test, transaction: nil)))
+                #expect(
+                    test.0 == 200 && test.1["status"] as? String == "applied"
+                        && test.1["outcome"] as? String == "recorded"
+                )
+                // Not acknowledged, not recorded: Apple's retries can succeed once the app is registered.
+                let unknown = try await post(
+                    client,
+                    try simulator.sign(notification(.test, bundleId: "com.example.other", transaction: nil))
+                )
+                #expect(unknown.0 == 404 && errorCode(unknown) == "appNotFound")
+                #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_notifications") == 1)
+
+                _ = try await fixture.server.updateApp(
+                    bundleId: ServerFixture.bundleId,
+                    ServerAppInput(acceptSandbox: false)
+                )
+                let refused = try await post(client, refund)
+                #expect(refused.0 == 200 && refused.1["status"] as? String == "ignored")
+                #expect(refused.1["outcome"] as? String == "sandboxNotAccepted")
+                #expect(try await customer(fixture, "c1").purchases.allSatisfy { $0.revocationDate == nil })
+                // Recorded all the same: a retry of it stays ignored even after the app accepts the sandbox again.
+                _ = try await fixture.server.updateApp(
+                    bundleId: ServerFixture.bundleId,
+                    ServerAppInput(acceptSandbox: true)
+                )
+                #expect(try await post(client, refund).1["status"] as? String == "duplicate")
+                #expect(try await customer(fixture, "c1").purchases.allSatisfy { $0.revocationDate == nil })
+            }
+        }
+    }
+
+    @Test func aGracePeriodKeepsAccessAndBillingRetryIsVisible() async throws {
+        try await ServerFixture.run(followSimulatorClock: true) { fixture in
+            let purchase = try await fixture.buy("premium.monthly")
+            try await submit(fixture, purchase, as: "c1")
+            let firstEnd = try #require(try await customer(fixture, "c1").entitlements.first?.expiresDate)
+            // 16 days of grace: 160 s with a month of 300 s.
+            try await withNotifications(fixture, gracePeriodDays: 16) {
+                _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+                _ = try await fixture.simulator.advanceClock(seconds: 301)
+                _ = try await delivered(.didFailToRenew, .gracePeriod, fixture)
+                var view = try await customer(fixture, "c1")
+                var state = try #require(view.subscriptions.first)
+                #expect(state.status == "gracePeriod" && state.isInBillingRetryPeriod)
+                #expect(state.expirationIntent == 2 && state.expiresDate == firstEnd)
+                let graceEnd = try #require(state.gracePeriodExpiresDate)
+                #expect(graceEnd > firstEnd)
+                // The period is over on the server's clock, yet access continues until the grace period ends.
+                #expect(fixture.server.nowMilliseconds > firstEnd)
+                #expect(view.entitlements.map(\.id) == ["premium"] && view.entitlements.first?.expiresDate == graceEnd)
+
+                _ = try await fixture.simulator.advanceClock(seconds: 170)
+                _ = try await delivered(.gracePeriodExpired, nil, fixture)
+                view = try await customer(fixture, "c1")
+                state = try #require(view.subscriptions.first)
+                #expect(state.status == "billingRetry" && state.isInBillingRetryPeriod)
+                #expect(view.entitlements.isEmpty)
+
+                _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
+                _ = try await fixture.simulator.advanceClock(seconds: 1)
+                let recovered = try await delivered(.didRenew, .billingRecovery, fixture)
+                #expect(recovered.outcome == "applied" && recovered.customerId == "c1")
+                view = try await customer(fixture, "c1")
+                state = try #require(view.subscriptions.first)
+                #expect(
+                    state.status == "active" && !state.isInBillingRetryPeriod && state.gracePeriodExpiresDate == nil
+                )
+                #expect(view.entitlements.first?.transactionId == recovered.transactionId)
+                #expect(try #require(view.entitlements.first?.expiresDate) > fixture.server.nowMilliseconds)
+            }
+        }
+    }
+
+    // MARK: Production (Apple's roots cannot be had in a test: the step after verification)
+
+    @Test func productionRenewalsAndRefundsReachTheRevenueReport() async throws {
+        try await ServerFixture.run { fixture in
+            let server = fixture.server
+            let start = server.nowMilliseconds
+            try await server.database.transaction { db in
+                try await server.store.ensureCustomer(
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "p1",
+                    at: start,
+                    on: db
+                )
+                try await server.store.insert(
+                    LedgerRecord(
+                        environment: "Production",
+                        transactionId: "100",
+                        bundleId: ServerFixture.bundleId,
+                        customerId: "p1",
+                        originalTransactionId: "100",
+                        productId: "premium.monthly",
+                        productType: "autoRenewable",
+                        quantity: 1,
+                        purchaseDate: start - 1000,
+                        expiresDate: start + 60_000,
+                        isUpgraded: false,
+                        ownership: "PURCHASED",
+                        price: 990,
+                        currency: "USD",
+                        submissionId: "s",
+                        confirmed: true,
+                        createdAt: start,
+                        updatedAt: start
+                    ),
+                    on: db
+                )
+                try await server.store.recordFinance(
+                    environment: "Production",
+                    transactionId: "100",
+                    bundleId: ServerFixture.bundleId,
+                    productId: "premium.monthly",
+                    amount: 990,
+                    currency: "USD",
+                    at: start - 1000,
+                    kind: "purchase",
+                    on: db
+                )
+            }
+            var renewal = JWSTransactionDecodedPayload(
+                transactionId: "101",
+                originalTransactionId: "100",
+                bundleId: ServerFixture.bundleId,
+                productId: "premium.monthly",
+                purchaseDate: Date(millisecondsSince1970: start + 60_000),
+                expiresDate: Date(millisecondsSince1970: start + 120_000),
+                quantity: 1,
+                type: .autoRenewableSubscription,
+                inAppOwnershipType: .purchased,
+                environment: .production,
+                currency: "USD",
+                price: 1290
+            )
+            func verified(_ type: NotificationType, _ transaction: JWSTransactionDecodedPayload) -> VerifiedNotification
+            {
+                VerifiedNotification(
+                    payload: ResponseBodyV2DecodedPayload(notificationType: type, signedDate: Date()),
+                    uuid: UUID().uuidString,
+                    type: type,
+                    environment: .production,
+                    bundleId: ServerFixture.bundleId,
+                    transaction: transaction
+                )
+            }
+            #expect(try await server.receive(verified(.didRenew, renewal), app: fixture.app).status == .applied)
+            renewal.revocationDate = Date(millisecondsSince1970: start + 90_000)
+            renewal.revocationReason = .other
+            renewal.revocationType = .refundProrated
+            renewal.revocationPercentage = 50_000
+            #expect(try await server.receive(verified(.refund, renewal), app: fixture.app).status == .applied)
+
+            let report = try await server.revenue(
+                bundleId: ServerFixture.bundleId,
+                from: 0,
+                to: Int64.max,
+                groupBy: "currency"
+            )
+            // 9.90 + 12.90 − half of 12.90.
+            #expect(report.totals == ["USD": 990 + 1290 - 645])
+            #expect(report.rows.first?.count == 3)
+            let customer = try await customer(fixture, "p1")
+            #expect(customer.purchases.first { $0.transactionId == "101" }?.revocationReason == "refund")
+        }
+    }
+
+    /// Polls `condition` for up to `timeout`.
+    func waitFor(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Timeout(description: "the condition did not hold within \(timeout)")
+    }
+}
