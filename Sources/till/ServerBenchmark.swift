@@ -194,9 +194,10 @@ enum ServerBenchmark {
             var lastProgress = clock.now
             while true {
                 try await Task.sleep(for: .seconds(1))
-                let confirmed = try await server.database.sql.raw(
-                    "SELECT COUNT(*) AS n FROM srv_submissions WHERE state = 'confirmed'"
-                ).first()?.decode(column: "n", as: Int.self) ?? 0
+                let confirmed =
+                    try await server.database.sql.raw(
+                        "SELECT COUNT(*) AS n FROM srv_submissions WHERE state = 'confirmed'"
+                    ).first()?.decode(column: "n", as: Int.self) ?? 0
                 if confirmed != samples.last?.1 { lastProgress = clock.now }
                 samples.append((clock.now, confirmed))
                 if confirmed >= total || clock.now - lastProgress > .seconds(60) { break }

@@ -47,7 +47,8 @@ struct ServerSettingsTests {
         let settings = try await ServerSettings.load(
             flags: [:],
             environment: [
-                "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op", "TILL_DATABASE_URL": "postgres://till@db:5432/till",
+                "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op",
+                "TILL_DATABASE_URL": "postgres://till@db:5432/till",
             ],
             file: nil
         )
@@ -130,7 +131,9 @@ struct SnapshotCacheTests {
                 app: fixture.app
             )
             _ = try await fixture.settled(result)
-            #expect(try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 100)
+            #expect(
+                try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 100
+            )
             // A write the cache was not told about, other than through the database's generation.
             try await server.database.transaction { db in
                 try await server.store.addBalanceEntry(
@@ -143,7 +146,9 @@ struct SnapshotCacheTests {
                     on: db
                 )
             }
-            #expect(try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 60)
+            #expect(
+                try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 60
+            )
         }
     }
 }

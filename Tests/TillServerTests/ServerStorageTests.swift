@@ -24,8 +24,10 @@ enum ServerDatabases {
     static func fresh(_ engine: String) async throws -> DatabaseConfiguration {
         guard engine == "postgres", let base = postgresURL else {
             return .sqlite(
-                path: FileManager.default.temporaryDirectory.appendingPathComponent("till-srv-\(UUID().uuidString).sqlite")
-                    .path
+                path: FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "till-srv-\(UUID().uuidString).sqlite"
+                )
+                .path
             )
         }
         let name = "till_srv_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)

@@ -351,7 +351,10 @@ struct RequestMiddleware: RouterMiddleware {
     /// The caller's id when it is 1–128 characters of letters, digits, `-`, `_` or `.`; otherwise a new one.
     static func requestId(_ given: String?) -> String {
         if let given, (1...128).contains(given.utf8.count),
-            given.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+            given.utf8.allSatisfy({
+                $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
+                    || (0x61...0x7A).contains($0)
+            })
         {
             return given
         }

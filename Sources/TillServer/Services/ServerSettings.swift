@@ -1,7 +1,7 @@
 import Configuration
 import Foundation
-import SystemPackage
 import Logging
+import SystemPackage
 import TillCore
 import TillStorage
 import X509
