@@ -23,6 +23,23 @@ enum ConfirmationOutcome: Sendable {
     case retry(status: String, error: String)
     /// Apple refuses it for good.
     case rejected(status: String, reason: String)
+
+    /// Apple could not be reached or said it cannot answer now (no answer, HTTP 5xx, 21005, retryable 211xx).
+    var meansAppleIsUnavailable: Bool {
+        guard case .retry(let status, _) = self else { return false }
+        if status.hasPrefix("status ") { return status == "status 21005" || status.hasPrefix("status 211") }
+        if status.hasPrefix("HTTP ") { return status.hasPrefix("HTTP 5") }
+        return !Self.answersAboutTheSubmission.contains(status)  // the rest are transport causes: no answer
+    }
+
+    /// Retry statuses that are neither a status code nor HTTP and still come from an answer.
+    static let answersAboutTheSubmission: Set<String> = ["unreadable", "redirect loop"]
+
+    /// Apple answered about the submission itself (yes, or no for good).
+    var isAppleAnswer: Bool {
+        if case .retry = self { return false }
+        return true
+    }
 }
 
 extension PurchaseServer {
@@ -57,8 +74,40 @@ extension PurchaseServer {
             let outcome = await ask(client, about: submission, app: app)
             let result = try await settle(submission, outcome: outcome, app: app)
             metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
+            if outcome.meansAppleIsUnavailable {
+                appleUnavailable.withLock { $0 = true }
+            } else if outcome.isAppleAnswer,
+                appleUnavailable.withLock({ wasDown in
+                    defer { wasDown = false }; return wasDown
+                })
+            {
+                try await appleIsBack()
+            }
         } catch {
             logger.error("confirmation of \(submission.id) failed: \(error)")
+        }
+    }
+
+    /// Apple answers again after an outage: submissions waiting out a back-off because Apple could not be
+    /// reached are due now, instead of up to an hour later (the back-off grows while Apple is down). Those
+    /// that failed for a reason of their own (a status about the receipt, 429) keep their schedule.
+    func appleIsBack() async throws {
+        let now = nowMilliseconds
+        let moved = try await database.transaction(bookkeeping: true) { db in
+            try await db.raw(
+                """
+                UPDATE srv_submissions SET next_attempt_at = \(bind: now)
+                WHERE state = 'retrying' AND next_attempt_at > \(bind: now)
+                  AND (last_status = 'status 21005' OR last_status LIKE 'status 211%' OR last_status LIKE 'HTTP 5%'
+                       OR (last_status NOT LIKE 'status %' AND last_status NOT LIKE 'HTTP %'
+                           AND last_status NOT IN ('unreadable', 'redirect loop')))
+                RETURNING id
+                """
+            ).all().count
+        }
+        if moved > 0 {
+            logger.notice("Apple answers again: \(moved) submissions waiting to retry are due now")
+            workAvailable.signal()
         }
     }
 

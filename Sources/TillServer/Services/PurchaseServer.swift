@@ -23,15 +23,22 @@ public final class PurchaseServer: Sendable {
     let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
     let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
     let customerSnapshots = SnapshotCache<CustomerKey, CustomerSnapshot>(lifetime: .seconds(1))
+    /// This process's hold on an SQLite file's queue (nil on PostgreSQL and in memory).
+    let queueLock: SQLiteQueueLock?
+    /// Set when Apple stopped answering (timeouts, resets, 5xx); the first real answer after it brings the
+    /// submissions that wait for their back-off forward (see `appleAnswered()`).
+    let appleUnavailable = Mutex(false)
 
     init(
         configuration: ServerConfiguration,
         database: TillDatabase,
+        queueLock: SQLiteQueueLock? = nil,
         logger: Logger,
         metrics: ServerMetrics,
         now: @escaping @Sendable () -> Date
     ) {
         self.configuration = configuration
+        self.queueLock = queueLock
         self.database = database
         self.store = ServerStore(database: database)
         self.verifier = LocalVerifier(configuration: configuration)
@@ -49,9 +56,21 @@ public final class PurchaseServer: Sendable {
         metrics: ServerMetrics = ServerMetrics(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> PurchaseServer {
-        let database = try await TillDatabase.open(configuration.database, logger: logger)
+        let queueLock = try SQLiteQueueLock.acquire(for: configuration.database)
+        let database: TillDatabase
+        do {
+            database = try await TillDatabase.open(configuration.database, logger: logger)
+        } catch {
+            queueLock?.release()
+            throw error
+        }
         let store = ServerStore(database: database)
         try await store.migrate()
+        if queueLock != nil {
+            // This process owns the file's queue: any claim in it was left by a server that stopped mid-attempt.
+            let released = try await store.releaseClaims()
+            if released > 0 { logger.notice("resuming \(released) confirmations a stopped server had under way") }
+        }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }
         try FileManager.default.createDirectory(
@@ -61,6 +80,7 @@ public final class PurchaseServer: Sendable {
         return PurchaseServer(
             configuration: configuration,
             database: database,
+            queueLock: queueLock,
             logger: logger,
             metrics: metrics,
             now: now
@@ -68,6 +88,7 @@ public final class PurchaseServer: Sendable {
     }
 
     public func shutdown() async throws {
+        defer { queueLock?.release() }
         try await database.shutdown()
     }
 

@@ -15,6 +15,16 @@ struct ServerStore: Sendable {
         try await database.migrate(ServerSchema.migrations, schema: ServerSchema.name)
     }
 
+    /// Clears every claim on the queue (only for a process that knows no other worker is alive); returns
+    /// how many submissions were claimed.
+    func releaseClaims() async throws -> Int {
+        try await database.transaction(bookkeeping: true) { db in
+            try await db.raw(
+                "UPDATE srv_submissions SET claimed_until = NULL WHERE claimed_until IS NOT NULL RETURNING id"
+            ).all().count
+        }
+    }
+
     private static func json<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

@@ -1,0 +1,106 @@
+import Foundation
+import SQLKit
+import Testing
+import TillCore
+import TillServer
+import TillSimulator
+import TillStorage
+
+/// Apple down in the middle of a run: purchases are still acknowledged and credited, and once Apple answers
+/// again everything that waited is confirmed, once.
+@Suite(.timeLimit(.minutes(2)))
+struct OutageTests {
+    @Test func purchasesDuringAnOutageAreAcknowledgedAndConfirmedAsSoonAsAppleAnswersAgain() async throws {
+        // A back-off of a minute: without the recovery, nothing failed would be tried again within this test.
+        try await ServerFixture.run(confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))) {
+            fixture in
+            let outageEnds = ContinuousClock.now + .seconds(3)
+            fixture.simulator.faults.add(try FaultRule(parsing: "*:serverAPI:outage=reset,for=3"))
+            var during: [SubmissionResult] = []
+            for _ in 0..<5 {
+                let purchase = try await fixture.buy("gems.100")
+                during.append(
+                    try await fixture.server.submit(
+                        SubmissionRequest(customerId: "olga", signedTransaction: purchase.signedTransaction),
+                        app: fixture.app
+                    )
+                )
+            }
+            // Acknowledged and credited at once, whatever Apple is doing.
+            #expect(during.allSatisfy { $0.submission.state == .pending })
+            #expect(during.last?.customer.balances == ["gems": 500])
+            try await eventually {
+                var states: [SubmissionState] = []
+                for result in during { states.append(try await state(of: result, fixture)) }
+                return states.allSatisfy { $0 == .retrying }
+            }
+            let waiting = try await fixture.server.submission(
+                id: during[0].submission.id,
+                bundleId: ServerFixture.bundleId
+            )
+            #expect(waiting.attempts == 1 && waiting.nextAttemptAt != nil)
+
+            try await Task.sleep(until: outageEnds + .milliseconds(200))
+            let after = try await fixture.buy("gems.100")
+            let next = try await fixture.server.submit(
+                SubmissionRequest(customerId: "olga", signedTransaction: after.signedTransaction),
+                app: fixture.app
+            )
+            #expect(try await fixture.settled(next).state == .confirmed)
+            for result in during {
+                let settled = try await fixture.settled(result, timeout: .seconds(10))
+                #expect(settled.state == .confirmed && settled.attempts == 2)
+            }
+            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "olga")
+            #expect(customer.balances == ["gems": 600] && customer.purchases.count == 6)
+            #expect(customer.purchases.allSatisfy { $0.confirmed })
+            let rows = try await fixture.server.database.sql.raw(
+                "SELECT COUNT(*) AS n, COUNT(DISTINCT transaction_id) AS d FROM srv_transactions"
+            ).first()
+            #expect(try rows?.decode(column: "n", as: Int.self) == 6 && rows?.decode(column: "d", as: Int.self) == 6)
+        }
+    }
+
+    @Test func aReceiptsOwnProblemKeepsItsScheduleWhenAppleAnswersAgain() async throws {
+        try await ServerFixture.run(confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))) {
+            fixture in
+            // 21002 is about this receipt's data, not Apple's health: no reason to try it early.
+            fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21002,times=1"))
+            _ = try await fixture.buy("pro")
+            let stuck = try await fixture.server.submit(
+                SubmissionRequest(customerId: "pia", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            try await eventually { try await state(of: stuck, fixture) == .retrying }
+            fixture.simulator.faults.add(try FaultRule(parsing: "*:serverAPI:outage=503,times=1"))
+            let other = try await fixture.buy("gems.100")
+            let unlucky = try await fixture.server.submit(
+                SubmissionRequest(customerId: "quinn", signedTransaction: other.signedTransaction),
+                app: fixture.app
+            )
+            try await eventually { try await state(of: unlucky, fixture) == .retrying }
+            let third = try await fixture.buy("gems.100")
+            let ok = try await fixture.server.submit(
+                SubmissionRequest(customerId: "quinn", signedTransaction: third.signedTransaction),
+                app: fixture.app
+            )
+            #expect(try await fixture.settled(ok).state == .confirmed)
+            // The 503 was Apple's: brought forward and confirmed. The 21002 waits out its minute.
+            #expect(try await fixture.settled(unlucky, timeout: .seconds(10)).state == .confirmed)
+            #expect(try await state(of: stuck, fixture) == .retrying)
+        }
+    }
+
+    func state(of result: SubmissionResult, _ fixture: ServerFixture) async throws -> SubmissionState {
+        try await fixture.server.submission(id: result.submission.id, bundleId: ServerFixture.bundleId).state
+    }
+
+    func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("condition not met within \(timeout)")
+    }
+}
