@@ -8,7 +8,8 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             Run a release build: swift run -c release till bench all (verification; pin it with taskset -c 1). \
             till bench submissions --rate 1000 --seconds 20 sends receipts at a fixed rate to till serve with the \
-            simulator answering verifyReceipt in --apple-latency seconds; till bench reads measures customer reads \
+            simulator answering verifyReceipt in --apple-latency seconds (--outage-at 20 --outage-seconds 60 takes \
+            Apple down in the middle); till bench reads measures customer reads \
             beside a bare Hummingbird route. See docs/benchmarks.md.
             """
     )
@@ -38,6 +39,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: confirmations in flight at once.")
     var concurrency: Int = 4096
 
+    @Option(help: "submissions: Apple goes down (connections reset) this many seconds into the run…")
+    var outageAt: Int = 0
+
+    @Option(help: "submissions: …for this many seconds (0: no outage).")
+    var outageSeconds: Int = 0
+
     @Option(help: "submissions and reads: HTTP connections the load generator opens.")
     var connections: Int = 64
 
@@ -50,6 +57,7 @@ struct Bench: AsyncParsableCommand {
         guard (1...20000).contains(rate) else { throw ValidationError("--rate must be between 1 and 20000") }
         guard (1...100_000).contains(concurrency) else { throw ValidationError("--concurrency must be positive") }
         guard (1...4096).contains(connections) else { throw ValidationError("--connections must be 1 to 4096") }
+        guard outageAt >= 0, outageSeconds >= 0 else { throw ValidationError("outage times are not negative") }
     }
 
     func run() async throws {
@@ -59,7 +67,9 @@ struct Bench: AsyncParsableCommand {
             appleLatency: appleLatency,
             concurrency: concurrency,
             connections: connections,
-            databaseURL: databaseURL
+            databaseURL: databaseURL,
+            outageAt: outageAt,
+            outageSeconds: outageSeconds
         )
         switch target {
         case .submissions: return print(try await ServerBenchmark.submissions(options))

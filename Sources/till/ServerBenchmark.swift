@@ -25,6 +25,8 @@ enum ServerBenchmark {
         var concurrency: Int
         var connections: Int
         var databaseURL: String?
+        var outageAt: Int = 0
+        var outageSeconds: Int = 0
     }
 
     /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
@@ -93,7 +95,22 @@ enum ServerBenchmark {
             let clock = ContinuousClock()
             let start = clock.now
             let outcomes = Outcomes()
-            let confirmations = ConfirmationWatch(server: server, total: count)
+            let duringOutage = Outcomes()
+            let outageStart = start + .seconds(options.outageAt)
+            let outageEnd = outageStart + .seconds(options.outageSeconds)
+            if options.outageSeconds > 0 {
+                let rule = try FaultRule(parsing: "*:verifyReceipt:outage=reset,for=\(options.outageSeconds)")
+                Task {
+                    try await Task.sleep(until: outageStart, clock: clock)
+                    say("Apple is down (connections reset) for \(options.outageSeconds) s")
+                    simulator.faults.add(rule)
+                }
+            }
+            let confirmations = ConfirmationWatch(
+                server: server,
+                total: count,
+                patience: .seconds(60 + options.outageSeconds)
+            )
             async let watched = confirmations.watch(from: start)
             await withDiscardingTaskGroup { group in
                 for (index, body) in bodies.enumerated() {
@@ -116,6 +133,9 @@ enum ServerBenchmark {
                         // From when it was due, so that a stalled server cannot hide its queue.
                         let elapsed = clock.now - due
                         outcomes.record(status: status, elapsed: elapsed)
+                        if due >= outageStart && due < outageEnd {
+                            duringOutage.record(status: status, elapsed: elapsed)
+                        }
                     }
                 }
             }
@@ -132,6 +152,17 @@ enum ServerBenchmark {
                 mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
                 apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency)
                 """
+            if options.outageSeconds > 0 {
+                let (acknowledged, failures) = duringOutage.results
+                let ended = Duration.seconds(options.outageAt + options.outageSeconds)
+                let sentDuring = acknowledged.count + failures.values.reduce(0, +)
+                report += """
+
+                    outage from_s=\(options.outageAt) for_s=\(options.outageSeconds) sent_during=\(sentDuring) acknowledged=\(acknowledged.count) failed=\(failures) \
+                    ack_p50_ms=\(ms(percentile(acknowledged, 0.5))) ack_p99_ms=\(ms(percentile(acknowledged, 0.99))) \
+                    all_confirmed_s_after_outage_end=\(confirmed.doneAfter.map { seconds($0 - ended) } ?? "not all")
+                    """
+            }
         }
         return report
     }
@@ -180,6 +211,8 @@ enum ServerBenchmark {
     struct ConfirmationWatch {
         let server: PurchaseServer
         let total: Int
+        /// Gives up after this long without a new confirmation.
+        var patience: Duration = .seconds(60)
 
         struct Result {
             var confirmed: Int
@@ -200,7 +233,7 @@ enum ServerBenchmark {
                     ).first()?.decode(column: "n", as: Int.self) ?? 0
                 if confirmed != samples.last?.1 { lastProgress = clock.now }
                 samples.append((clock.now, confirmed))
-                if confirmed >= total || clock.now - lastProgress > .seconds(60) { break }
+                if confirmed >= total || clock.now - lastProgress > patience { break }
             }
             var peak = 0.0
             for (index, sample) in samples.enumerated() where index >= 5 {
