@@ -24,10 +24,12 @@ enum ConfirmationOutcome: Sendable {
     /// Apple refuses it for good.
     case rejected(status: String, reason: String)
 
-    /// Apple could not be reached or said it cannot answer now (no answer, HTTP 5xx, 21005, retryable 211xx).
+    /// Apple could not be reached or said it cannot answer now (no answer, HTTP 5xx, 21005, 21009, 211xx).
     var meansAppleIsUnavailable: Bool {
         guard case .retry(let status, _) = self else { return false }
-        if status.hasPrefix("status ") { return status == "status 21005" || status.hasPrefix("status 211") }
+        if status.hasPrefix("status ") {
+            return status == "status 21005" || status == "status 21009" || status.hasPrefix("status 211")
+        }
         if status.hasPrefix("HTTP ") { return status.hasPrefix("HTTP 5") }
         return !Self.answersAboutTheSubmission.contains(status)  // the rest are transport causes: no answer
     }
@@ -98,7 +100,7 @@ extension PurchaseServer {
                 """
                 UPDATE srv_submissions SET next_attempt_at = \(bind: now)
                 WHERE state = 'retrying' AND next_attempt_at > \(bind: now)
-                  AND (last_status = 'status 21005' OR last_status LIKE 'status 211%' OR last_status LIKE 'HTTP 5%'
+                  AND (last_status IN ('status 21005', 'status 21009') OR last_status LIKE 'status 211%' OR last_status LIKE 'HTTP 5%'
                        OR (last_status NOT LIKE 'status %' AND last_status NOT LIKE 'HTTP %'
                            AND last_status NOT IN ('unreadable', 'redirect loop')))
                 RETURNING id
