@@ -44,6 +44,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
         response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return response
     }
+    router.get("/openapi.yaml", use: OpenAPIDocument.respond)
     addNotificationRoutes(to: router, server)
     addAppRoutes(to: router.group("v1").add(middleware: AppKeyMiddleware(server: server)), server)
     addAdminRoutes(
