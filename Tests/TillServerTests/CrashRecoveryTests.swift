@@ -170,6 +170,8 @@ struct World: Sendable {
     var device: String
     var customers = ["ana", "ben", "cyd"]
 
+    static let operatorToken = "op-crash-recovery-0123456789"
+
     var database: DatabaseConfiguration { .sqlite(path: directory.appendingPathComponent("till.sqlite").path) }
 
     static func make(simulator: Simulator, directory: URL, simulatorPort: Int) async throws -> World {
@@ -214,7 +216,7 @@ struct World: Sendable {
             http,
             .POST,
             server.base + "/admin/v1/apps",
-            token: "op",
+            token: World.operatorToken,
             [
                 "bundleId": simulatorApp.bundleId, "appAppleId": simulatorApp.appAppleId, "name": "Crash",
                 "sharedSecrets": [simulatorApp.sharedSecret], "apiKeyId": key.keyId, "apiIssuerId": key.issuerId,
@@ -226,7 +228,7 @@ struct World: Sendable {
             http,
             .PUT,
             server.base + "/admin/v1/apps/\(simulatorApp.bundleId)/products/gems.100",
-            token: "op",
+            token: World.operatorToken,
             ["type": "consumable", "credits": ["gems": 100], "price": 990, "currency": "USD"]
         )
         #expect(product.0 == 200 || product.0 == 201)
@@ -235,7 +237,12 @@ struct World: Sendable {
 
     /// The app, as a restarted server still knows it.
     func app(on server: TillProcess, http: HTTPClient, key: String) async throws -> String {
-        let found = try await send(http, .GET, server.base + "/admin/v1/apps/\(simulatorApp.bundleId)", token: "op")
+        let found = try await send(
+            http,
+            .GET,
+            server.base + "/admin/v1/apps/\(simulatorApp.bundleId)",
+            token: World.operatorToken
+        )
         #expect(found.0 == 200 && found.1["appKey"] as? String == key)
         return key
     }
@@ -263,7 +270,7 @@ struct World: Sendable {
         var confirmed = 0
         while ContinuousClock.now < deadline {
             var request = HTTPClientRequest(url: server.base + "/admin/v1/submissions?state=confirmed")
-            request.headers.add(name: "Authorization", value: "Bearer op")
+            request.headers.add(name: "Authorization", value: "Bearer \(World.operatorToken)")
             let response = try await http.execute(request, timeout: .seconds(10))
             let body = Data((try await response.body.collect(upTo: 1 << 24)).readableBytesView)
             confirmed = ((try? JSONSerialization.jsonObject(with: body)) as? [Any])?.count ?? 0
@@ -312,7 +319,7 @@ final class TillProcess: @unchecked Sendable {
         let process = Process()
         process.executableURL = try #require(TillExecutable.url)
         process.arguments = [
-            "serve", "--mode", "production", "--port", "0", "--operator-token", "op",
+            "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
             "--database-url", world.directory.appendingPathComponent("till.sqlite").path, "--log-level", "warning",
         ]
         let simulator = "http://127.0.0.1:\(world.simulatorPort)"

@@ -66,6 +66,16 @@ struct ServerHTTPTests {
                         headers: [.ifNoneMatch: etag]
                     ).status == 304
                 )
+                // RFC 9110: a weak validator or a list of tags matches too.
+                #expect(
+                    try await call(
+                        client,
+                        .get,
+                        "/v1/products",
+                        token: fixture.app.appKey,
+                        headers: [.ifNoneMatch: #""old", W/\#(etag)"#]
+                    ).status == 304
+                )
                 // A new product changes the list and its ETag.
                 _ = try await call(
                     client,
@@ -124,6 +134,21 @@ struct ServerHTTPTests {
                         && (waited.object["submission"] as? [String: Any])?["state"] as? String == "confirmed"
                 )
                 #expect(((waited.object["customer"] as? [String: Any])?["balances"] as? [String: Int]) == ["gems": 100])
+                // Path parameters are percent-decoded: the customer "alice smith" is /v1/customers/alice%20smith.
+                let third = try await fixture.buy("gems.100")
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "alice smith", "signedTransaction": third.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                let spaced = try await call(client, .get, "/v1/customers/alice%20smith", token: fixture.app.appKey)
+                #expect(spaced.object["customerId"] as? String == "alice smith")
+                #expect((spaced.object["balances"] as? [String: Int]) == ["gems": 100])
+                let health = try await call(client, .get, "/health", token: nil)
+                #expect(health.headers[.contentType]?.hasPrefix("application/json") == true)
+                #expect(health.object["status"] as? String == "ok")
 
                 #expect(
                     try await call(client, .post, "/v1/receipts", "{not json", token: fixture.app.appKey).code

@@ -47,12 +47,12 @@ struct ServerSettingsTests {
         let settings = try await ServerSettings.load(
             flags: [:],
             environment: [
-                "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op",
+                "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op-0123456789abcdef",
                 "TILL_DATABASE_URL": "postgres://till@db:5432/till",
             ],
             file: nil
         )
-        #expect(!settings.development && settings.operatorToken == "op")
+        #expect(!settings.development && settings.operatorToken == "op-0123456789abcdef")
         #expect(settings.apple == .apple)
         #expect(settings.database == .postgres(url: "postgres://till@db:5432/till"))
     }
@@ -62,6 +62,7 @@ struct ServerSettingsTests {
             (["TILL_MODE": "staging"], "invalidMode"),
             (["TILL_HTTP_PORT": "70000"], "invalidPort"),
             (["TILL_LOG_LEVEL": "loud"], "invalidLogLevel"),
+            (["TILL_OPERATOR_TOKEN": "op"], "weakOperatorToken"),
         ] {
             do {
                 _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)

@@ -42,8 +42,8 @@ struct ContentController {
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try json(
             try await server.content(
-                bundleId: try context.parameters.require("bundle"),
-                productId: try context.parameters.require("product")
+                bundleId: try ContentController.pathComponent("bundle", context),
+                productId: try ContentController.pathComponent("product", context)
             ),
             context: context
         )
@@ -53,8 +53,8 @@ struct ContentController {
     /// context allows JSON bodies.
     @Sendable func upload(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let upload = try await server.putContent(
-            bundleId: try context.parameters.require("bundle"),
-            productId: try context.parameters.require("product"),
+            bundleId: try ContentController.pathComponent("bundle", context),
+            productId: try ContentController.pathComponent("product", context),
             name: try Self.pathComponent("name", context),
             contentType: request.headers[.contentType],
             declaredLength: request.headers[.contentLength].flatMap { Int64($0) },
@@ -65,8 +65,8 @@ struct ContentController {
 
     @Sendable func remove(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try await server.deleteContent(
-            bundleId: try context.parameters.require("bundle"),
-            productId: try context.parameters.require("product"),
+            bundleId: try ContentController.pathComponent("bundle", context),
+            productId: try ContentController.pathComponent("product", context),
             name: try Self.pathComponent("name", context)
         )
         return Response(status: .noContent)
@@ -77,7 +77,7 @@ struct ContentController {
         let input = try await decode(DownloadsInput.self, request, context)
         let downloads = try await server.downloads(
             bundleId: app.bundleId,
-            customerId: try context.parameters.require("customer"),
+            customerId: try ContentController.pathComponent("customer", context),
             productId: input.productId,
             name: input.name
         )
@@ -90,7 +90,7 @@ struct ContentController {
         let query = request.uri.queryParameters
         let file = try await server.authorizeDownload(
             bundleId: try Self.pathComponent("bundle", context),
-            sha256: try context.parameters.require("sha256"),
+            sha256: try ContentController.pathComponent("sha256", context),
             name: query.get("name"),
             customerId: query.get("customer"),
             expires: query.get("expires"),

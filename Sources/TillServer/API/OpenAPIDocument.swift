@@ -51,12 +51,16 @@ enum OpenAPIDocument {
               security: []
               responses:
                 '200':
-                  description: The server is up. The body is the JSON text `{"status":"ok"}`, sent as text/plain.
+                  description: The server is up.
                   content:
-                    text/plain:
+                    application/json:
                       schema:
-                        type: string
-                        const: '{"status":"ok"}'
+                        type: object
+                        required: [status]
+                        properties:
+                          status:
+                            type: string
+                            const: ok
           /metrics:
             get:
               tags: [operations]

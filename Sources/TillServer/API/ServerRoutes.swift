@@ -35,7 +35,13 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     let router = Router(context: ServerRequestContext.self)
     router.middlewares.add(RequestMiddleware(metrics: server.metrics))
     router.middlewares.add(ServerErrorMiddleware())
-    router.get("/health") { _, _ in #"{"status":"ok"}"# }
+    router.get("/health") { _, _ in
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#))
+        )
+    }
     router.get("/metrics") { _, _ in
         var response = Response(
             status: .ok,
@@ -79,7 +85,14 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.get("products") { request, context in
         let app = try context.requireApp()
         let list = try await server.masterList(bundleId: app.bundleId)
-        if request.headers[.ifNoneMatch] == list.etag {
+        let conditional = DownloadPlan.plan(
+            ifNoneMatch: request.headers[values: .ifNoneMatch],
+            range: nil,
+            ifRange: nil,
+            etag: list.etag,
+            size: 0
+        )
+        if conditional == .notModified {
             var response = Response(status: .notModified)
             response.headers[.eTag] = list.etag
             return response
@@ -98,14 +111,17 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.get("submissions/{id}") { _, context in
         let app = try context.requireApp()
         return try json(
-            try await server.submission(id: try context.parameters.require("id"), bundleId: app.bundleId),
+            try await server.submission(id: try ContentController.pathComponent("id", context), bundleId: app.bundleId),
             context: context
         )
     }
     group.get("customers/{customer}") { _, context in
         let app = try context.requireApp()
         return try json(
-            try await server.customer(bundleId: app.bundleId, customerId: try context.parameters.require("customer")),
+            try await server.customer(
+                bundleId: app.bundleId,
+                customerId: try ContentController.pathComponent("customer", context)
+            ),
             context: context
         )
     }
@@ -114,7 +130,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let input = try await decode(RestoreInput.self, request, context)
         let result = try await server.restore(
             SubmissionRequest(
-                customerId: try context.parameters.require("customer"),
+                customerId: try ContentController.pathComponent("customer", context),
                 receipt: input.receipt,
                 transactionReceipt: input.transactionReceipt,
                 signedTransaction: input.signedTransaction,
@@ -129,7 +145,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let input = try await decode(DebitInput.self, request, context)
         let balances = try await server.debit(
             bundleId: app.bundleId,
-            customerId: try context.parameters.require("customer"),
+            customerId: try ContentController.pathComponent("customer", context),
             credit: input.credit,
             amount: input.amount,
             requestId: input.requestId
@@ -142,7 +158,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let customer = try await server.link(
             bundleId: app.bundleId,
             guestId: input.customerId,
-            to: try context.parameters.require("customer")
+            to: try ContentController.pathComponent("customer", context)
         )
         return try json(customer, context: context)
     }
@@ -187,23 +203,31 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         return try json(AppView(try await server.createApp(input)), status: .created, context: context)
     }
     group.get("apps/{bundle}") { _, context in
-        try json(AppView(try await server.app(bundleId: try context.parameters.require("bundle"))), context: context)
+        try json(
+            AppView(try await server.app(bundleId: try ContentController.pathComponent("bundle", context))),
+            context: context
+        )
     }
     group.patch("apps/{bundle}") { request, context in
         let input = try await decode(ServerAppInput.self, request, context)
         return try json(
-            AppView(try await server.updateApp(bundleId: try context.parameters.require("bundle"), input)),
+            AppView(
+                try await server.updateApp(bundleId: try ContentController.pathComponent("bundle", context), input)
+            ),
             context: context
         )
     }
     group.get("apps/{bundle}/products") { _, context in
-        try json(try await server.products(bundleId: try context.parameters.require("bundle")), context: context)
+        try json(
+            try await server.products(bundleId: try ContentController.pathComponent("bundle", context)),
+            context: context
+        )
     }
     group.put("apps/{bundle}/products/{product}") { request, context in
         let input = try await decode(CatalogProductInput.self, request, context)
         let product = try await server.putProduct(
-            bundleId: try context.parameters.require("bundle"),
-            productId: try context.parameters.require("product"),
+            bundleId: try ContentController.pathComponent("bundle", context),
+            productId: try ContentController.pathComponent("product", context),
             input
         )
         return try json(product, context: context)
@@ -219,7 +243,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         return try json(try await server.submissions(state: state), context: context)
     }
     group.post("submissions/{id}/retry") { _, context in
-        try json(try await server.requeue(id: try context.parameters.require("id")), context: context)
+        try json(try await server.requeue(id: try ContentController.pathComponent("id", context)), context: context)
     }
     group.get("reports/revenue") { request, context in
         let query = request.uri.queryParameters

@@ -77,7 +77,10 @@ public struct ServerSettings: Sendable {
         port = config.int(forKey: "http.port", default: 8080)
         let databaseURL = config.string(forKey: "database.url", default: "till.sqlite")
         database = try DatabaseConfiguration(parsing: databaseURL)
-        operatorToken = config.string(forKey: "operator.token")
+        operatorToken = config.string(forKey: "operator.token", isSecret: true)
+        if let operatorToken, operatorToken.utf8.count < 16 {
+            throw ServerError.badRequest("weakOperatorToken", "operator.token needs 16 characters or more")
+        }
         contentDirectory = config.string(forKey: "content.directory", default: "till-content")
         content = ContentSettings(
             maxUploadBytes: Int64(max(1, config.int(forKey: "content.max-upload-bytes", default: 512 * 1024 * 1024))),
