@@ -73,19 +73,19 @@ public final class TillDatabase: Sendable {
                 ),
                 wal: configuration != .sqliteInMemory
             )
-            let pool = EventLoopGroupConnectionPool(
+            let pool = SQLiteConnectionPool(
                 source: source,
-                maxConnectionsPerEventLoop: perLoop,
+                maximum: perLoop * loops,
                 logger: logger,
-                on: eventLoopGroup
+                eventLoopGroup: eventLoopGroup,
+                threads: threads
             )
-            let box = ConnectionPoolBox(pool, threads: threads)
-            let database = PooledSQLiteDatabase(box: box, logger: logger)
+            let database = PooledSQLiteDatabase(pool: pool, logger: logger, eventLoop: eventLoopGroup.any())
             return TillDatabase(
                 engine: .sqlite,
                 configuration: configuration,
                 sql: database.sql(queryLogLevel: nil),
-                shutdown: { try await box.close() }
+                shutdown: { try await pool.close() }
             )
         case .postgres(let url):
             let source = PostgresConnectionSource(sqlConfiguration: try SQLPostgresConfiguration(url: url))
@@ -202,12 +202,11 @@ final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable
     }
 }
 
-/// An `SQLiteDatabase` that runs each query on a connection borrowed from a pool.
+/// An `SQLiteDatabase` that runs each query on a connection borrowed from the pool.
 struct PooledSQLiteDatabase: SQLiteDatabase {
-    let box: ConnectionPoolBox<TunedSQLiteSource>
+    let pool: SQLiteConnectionPool
     let logger: Logger
-    var pool: EventLoopGroupConnectionPool<TunedSQLiteSource> { box.pool }
-    var eventLoop: any EventLoop { pool.eventLoopGroup.any() }
+    let eventLoop: any EventLoop
 
     func query(
         _ query: String,
@@ -215,23 +214,25 @@ struct PooledSQLiteDatabase: SQLiteDatabase {
         logger: Logger,
         _ onRow: @escaping @Sendable (SQLiteRow) -> Void
     ) -> EventLoopFuture<Void> {
-        pool.withConnection(logger: logger) { $0.query(query, binds, logger: logger, onRow) }
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await self.query(query, binds, onRow) }
+        return promise.futureResult
     }
 
     func query(_ query: String, _ binds: [SQLiteData], _ onRow: @escaping @Sendable (SQLiteRow) -> Void) async throws {
-        try await self.query(query, binds, logger: logger, onRow).get()
+        try await pool.withConnection { try await $0.query(query, binds, onRow) }
     }
 
     func withConnection<T>(_ closure: @escaping @Sendable (SQLiteConnection) -> EventLoopFuture<T>) -> EventLoopFuture<
         T
     > {
-        pool.withConnection(logger: logger, closure)
+        let promise = eventLoop.makePromise(of: T.self)
+        promise.completeWithTask { try await pool.withConnection { try await closure($0).get() } }
+        return promise.futureResult
     }
 
     func withConnection<T>(_ closure: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
-        let connection = try await pool.requestConnection(logger: logger).get()
-        defer { pool.releaseConnection(connection, logger: logger) }
-        return try await closure(connection)
+        try await pool.withConnection { try await closure($0) }
     }
 }
 
