@@ -125,6 +125,22 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             context: context
         )
     }
+    group.get("keys") { _, context in
+        _ = try context.requireApp()
+        var response = try json(server.snapshotKeys, context: context)
+        response.headers[.cacheControl] = "public, max-age=3600"
+        return response
+    }
+    group.get("customers/{customer}/snapshot") { _, context in
+        let app = try context.requireApp()
+        let snapshot = try await server.snapshot(
+            bundleId: app.bundleId,
+            customerId: try ContentController.pathComponent("customer", context)
+        )
+        var response = try json(snapshot, context: context)
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
         let input = try await decode(RestoreInput.self, request, context)
