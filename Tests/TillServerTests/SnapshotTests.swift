@@ -100,6 +100,14 @@ struct SnapshotTests {
                 #expect(consumable.transactionId == gems.transactionId)
                 #expect(snapshot.purchases.allSatisfy { $0.confirmed && !$0.revoked })
 
+                // The submission's answer carries the same evidence, as of when it left.
+                let fromReceipt = try verifier.verify(
+                    try #require(submitted.object["signedSnapshot"] as? String),
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "alice"
+                )
+                #expect(fromReceipt.balances == ["gems": 300] && fromReceipt.entitlements.map(\.id) == ["pro"])
+
                 // Someone who bought nothing gets a genuine, empty snapshot; path ids are percent-decoded.
                 let nobody = try await call(client, .get, "/v1/customers/bob%20smith/snapshot", token: key)
                 let empty = try verifier.verify(
@@ -191,6 +199,24 @@ struct SnapshotTests {
                 )
                 #expect(snapshot.owner == "dave" && snapshot.entitlements.map(\.id) == ["pro"])
 
+                // A restore answers with the snapshot of the customer in the path.
+                let restore = try await call(
+                    client,
+                    .post,
+                    "/v1/customers/dave/restore",
+                    String(
+                        decoding: try JSONEncoder().encode(["signedTransaction": pro.signedTransaction!]),
+                        as: UTF8.self
+                    ),
+                    token: key
+                )
+                #expect(restore.status == 200)
+                let restored = try verifier.verify(
+                    try #require(restore.object["signedSnapshot"] as? String),
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "dave"
+                )
+                #expect(restored.owner == "dave" && restored.entitlements.map(\.id) == ["pro"])
             }
         }
     }

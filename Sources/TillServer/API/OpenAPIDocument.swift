@@ -1408,6 +1408,10 @@ enum OpenAPIDocument {
                   type: array
                   items:
                     $ref: '#/components/schemas/RefusedTransaction'
+                signedSnapshot:
+                  type: string
+                  description: The signed entitlement snapshot of the customer who submitted, as it is when the answer
+                    leaves (see `GET /v1/customers/{customer}/snapshot`).
             RestoreResult:
               type: object
               required: [submission, restored, customer]
@@ -1421,6 +1425,10 @@ enum OpenAPIDocument {
                     $ref: '#/components/schemas/Purchase'
                 customer:
                   $ref: '#/components/schemas/Customer'
+                signedSnapshot:
+                  type: string
+                  description: The signed entitlement snapshot of the customer in the path, as it is when the answer
+                    leaves (see `GET /v1/customers/{customer}/snapshot`).
 
             Customer:
               type: object

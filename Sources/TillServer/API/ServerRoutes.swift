@@ -106,7 +106,14 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let input = try await decode(SubmissionRequest.self, request, context)
         let result = try await server.submit(input, app: app)
-        return try await respondWithWait(result, request: request, context: context, server: server, app: app)
+        return try await respondWithWait(
+            result,
+            customerId: input.customerId.trimmingCharacters(in: .whitespaces),
+            request: request,
+            context: context,
+            server: server,
+            app: app
+        )
     }
     group.get("submissions/{id}") { _, context in
         let app = try context.requireApp()
@@ -144,9 +151,10 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
         let input = try await decode(RestoreInput.self, request, context)
-        let result = try await server.restore(
+        let customerId = try ContentController.pathComponent("customer", context)
+        var result = try await server.restore(
             SubmissionRequest(
-                customerId: try ContentController.pathComponent("customer", context),
+                customerId: customerId,
                 receipt: input.receipt,
                 transactionReceipt: input.transactionReceipt,
                 signedTransaction: input.signedTransaction,
@@ -154,6 +162,10 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             ),
             app: app
         )
+        result.signedSnapshot = try await server.snapshot(
+            bundleId: app.bundleId,
+            customerId: customerId.trimmingCharacters(in: .whitespaces)
+        ).signedSnapshot
         return try json(result, context: context)
     }
     group.post("customers/{customer}/debits") { request, context in
@@ -180,9 +192,11 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
 }
 
-/// `?wait=SECONDS`: answers 200 once Apple confirmed (or refused), 202 while it is still pending.
+/// `?wait=SECONDS`: answers 200 once Apple confirmed (or refused), 202 while it is still pending; with the signed
+/// snapshot of `customerId` (as the app sent it, trimmed) as it is when the answer leaves.
 private func respondWithWait(
     _ result: SubmissionResult,
+    customerId: String,
     request: Request,
     context: ServerRequestContext,
     server: PurchaseServer,
@@ -200,6 +214,7 @@ private func respondWithWait(
             result.customer = try await server.customer(bundleId: app.bundleId, customerId: submission.customerId)
         }
     }
+    result.signedSnapshot = try await server.snapshot(bundleId: app.bundleId, customerId: customerId).signedSnapshot
     let settled = result.submission.state != .pending && result.submission.state != .retrying
     return try json(result, status: settled ? .ok : .accepted, context: context)
 }
