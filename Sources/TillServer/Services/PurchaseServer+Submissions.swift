@@ -90,6 +90,8 @@ public struct SubmissionResult: Codable, Sendable {
     public var submission: SubmissionView
     public var customer: CustomerView
     public var refused: [RefusedTransaction]
+    /// The customer's entitlement snapshot, signed (set by the HTTP layer: `POST /v1/receipts`).
+    public var signedSnapshot: String? = nil
 }
 
 extension PurchaseServer {
