@@ -170,7 +170,9 @@ struct TunedSQLiteSource: ConnectionPoolSource {
             var pragmas = ["PRAGMA busy_timeout = 15000", "PRAGMA foreign_keys = ON"]
             // Memory-mapped reads: a page another connection's write made stale is read from the mapping
             // rather than copied in again through read(2).
-            if wal { pragmas += ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA mmap_size = 268435456"] }
+            if wal {
+                pragmas += ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA mmap_size = 268435456"]
+            }
             var future = eventLoop.makeSucceededVoidFuture()
             for pragma in pragmas {
                 future = future.flatMap { connection.query(pragma, []).map { _ in } }
