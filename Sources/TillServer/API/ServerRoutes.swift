@@ -11,6 +11,8 @@ import TillFormats
 public struct ServerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     var app: ServerApp?
+    /// This request's id (`X-Request-Id`), set by `RequestMiddleware`.
+    var requestId = ""
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -381,7 +383,10 @@ struct RequestMiddleware: RouterMiddleware {
         let start = clock.now
         let id = Self.requestId(request.headers[.requestId])
         var context = context
-        context.logger[metadataKey: "request_id"] = .string(id)
+        context.requestId = id
+        // Setting metadata makes the log handler format it again: only when lines at info level are written.
+        let detailed = context.logger.logLevel <= .info
+        if detailed { context.logger[metadataKey: "request_id"] = .string(id) }
         var response: Response
         do {
             response = try await next(request, context)
@@ -392,6 +397,7 @@ struct RequestMiddleware: RouterMiddleware {
         let elapsed = clock.now - start
         let route = context.endpointPath ?? "unmatched"
         metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: elapsed)
+        guard detailed || response.status.code >= 500 else { return response }
         context.logger.log(
             level: response.status.code >= 500 ? .error : .info,
             "\(request.method) \(request.uri.path) \(response.status.code)",
@@ -414,7 +420,8 @@ struct RequestMiddleware: RouterMiddleware {
         {
             return given
         }
-        return (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return String(repeating: "0", count: 16 - hex.utf8.count) + hex
     }
 }
 
@@ -442,7 +449,10 @@ struct ServerErrorMiddleware: RouterMiddleware {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            context.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
+            context.logger.error(
+                "request failed: \(request.method) \(request.uri.path): \(error)",
+                metadata: ["request_id": .string(context.requestId)]
+            )
             throw ServerError(.internalServerError, "internalError", "the server could not handle the request")
         }
     }
