@@ -63,7 +63,7 @@ struct ClientFixture {
         let key = try await simulator.createAPIKey(appAppleId: simApp.appAppleId)
         let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
         let device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: TillHTTP.configuration)
 
         do {
             try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
@@ -290,5 +290,17 @@ func withServices<S: Service>(
         }
         await serviceGroup.triggerGracefulShutdown()
         try await group.waitForAll()
+    }
+}
+
+extension ClientFixture {
+    /// How many submissions the server holds that carry `transactionId`, in any state.
+    func submissions(containing transactionId: String) async throws -> Int {
+        var count = 0
+        for state in ["pending", "retrying", "confirmed", "rejected", "deadLettered"] {
+            count += try await server.submissions(state: state).filter { $0.transactionIds.contains(transactionId) }
+                .count
+        }
+        return count
     }
 }

@@ -52,4 +52,105 @@ struct PurchaseFlowTests {
             }
         }
     }
+
+    @Test func aCancelledPurchaseIsReportedAsCancelledAndNothingIsSubmitted() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url, storefront: fixture.storefront { _ in .cancel })
+                let outcome = try await coordinator.purchase(productId: "pro")
+                guard case .cancelled(let transaction) = outcome else {
+                    Issue.record("expected cancelled, got \(outcome)")
+                    return
+                }
+                #expect(transaction.error?.isCancellation == true)
+                // Not charged, nothing sent, nothing waiting; the failed entry is finished so it does not come back.
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+                #expect(try await fixture.server.submissions(state: "pending").isEmpty)
+                #expect(await coordinator.outbox.pending.isEmpty)
+                #expect(try await fixture.unfinished().isEmpty)
+                #expect(await !coordinator.isEntitled(to: "pro"))
+            }
+        }
+    }
+
+    @Test func aDeclinedPaymentIsAFailureWithTheStoresCode() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url)
+                let outcome = try await coordinator.purchase(productId: "pro")
+                guard case .failed(_, let error) = outcome else {
+                    Issue.record("expected failed, got \(outcome)")
+                    return
+                }
+                #expect(error.code == .unknown && !error.isCancellation)
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+                #expect(try await fixture.unfinished().isEmpty)
+            }
+        }
+    }
+
+    @Test func anAskToBuyPurchaseIsPendingUntilApprovedThenDeliveredFromTheUpdates() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url)
+                let outcome = try await coordinator.purchase(productId: "pro")
+                guard case .pending(let transaction) = outcome else {
+                    Issue.record("expected pending, got \(outcome)")
+                    return
+                }
+                #expect(transaction.transactionState == .deferred)
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+
+                // The parent approves; the app, observing the queue, delivers it without being asked.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await coordinator.run(every: .milliseconds(200)) }
+                    let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
+                    _ = try await fixture.simulator.resolveDeferredPayment(
+                        id: try #require(entry.paymentId),
+                        approve: true
+                    )
+                    var delivered: Delivery?
+                    for await event in coordinator.events {
+                        if case .delivered(let delivery) = event.outcome, delivery.transaction.productId == "pro" {
+                            delivered = delivery
+                            break
+                        }
+                    }
+                    group.cancelAll()
+                    let delivery = try #require(delivered)
+                    #expect(delivery.files.map(\.name) == ["manual.pdf"])
+                }
+                #expect(await coordinator.isEntitled(to: "pro"))
+                #expect(try await fixture.unfinished().isEmpty)
+                #expect(try await fixture.customer("alice").purchases.count == 1)
+            }
+        }
+    }
+
+    @Test func theCatalogueComesFromTheServerWithTheStoresPrices() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                _ = try await fixture.server.putProduct(
+                    bundleId: ClientFixture.bundleId,
+                    productId: "retired",
+                    CatalogProductInput(type: .nonConsumable, entitlements: ["retired"])
+                )
+                let coordinator = try fixture.coordinator(url)
+                let offered = try await coordinator.offeredProducts()
+                #expect(
+                    offered.products.map(\.productId).sorted() == [
+                        "gems.100", "issue.1", "news.free", "premium.monthly", "pro",
+                    ]
+                )
+                #expect(offered.invalidProductIds == ["retired"])
+                let gems = try #require(offered.products.first { $0.productId == "gems.100" })
+                #expect(gems.store.displayPrice == "$0.99" && gems.store.title == "100 Gems")
+                #expect(gems.catalogue.credits == ["gems": 100] && !gems.catalogue.isServerDelivered)
+                #expect(offered.products.first { $0.productId == "pro" }?.catalogue.isServerDelivered == true)
+                #expect(try await fixture.storefront().canMakePayments())
+            }
+        }
+    }
 }

@@ -58,7 +58,7 @@ public actor ContentStore {
         directory: URL,
         server: TillServerClient,
         timeout: Duration = .seconds(30),
-        httpClient: HTTPClient = .shared
+        httpClient: HTTPClient = TillHTTP.shared
     ) throws {
         self.directory = directory
         self.server = server

@@ -14,7 +14,12 @@ public struct TillServerClient: Sendable {
     ///   - baseURL: the server, e.g. `https://till.example.com`.
     ///   - appKey: the app's key (`tk_…`), sent as `Authorization: Bearer`.
     ///   - timeout: how long one request may take before it counts as timed out.
-    public init(baseURL: String, appKey: String, timeout: Duration = .seconds(30), httpClient: HTTPClient = .shared) {
+    public init(
+        baseURL: String,
+        appKey: String,
+        timeout: Duration = .seconds(30),
+        httpClient: HTTPClient = TillHTTP.shared
+    ) {
         http = HTTPService(baseURL: baseURL, bearer: appKey, timeout: timeout, client: httpClient)
     }
 

@@ -39,7 +39,7 @@ public struct SimulatorStorefront: Storefront {
         locale: String = "en-US",
         timeout: Duration = .seconds(30),
         pollInterval: Duration = .seconds(2),
-        httpClient: HTTPClient = .shared,
+        httpClient: HTTPClient = TillHTTP.shared,
         paymentSheet: @escaping @Sendable (Payment) async -> SheetAction = { _ in .confirm }
     ) {
         self.environment = environment
