@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import Foundation
 import Hummingbird
 import Logging
@@ -302,5 +303,11 @@ extension ClientFixture {
                 .count
         }
         return count
+    }
+}
+
+extension ClientFixture {
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
     }
 }
