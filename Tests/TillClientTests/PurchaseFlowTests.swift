@@ -153,4 +153,35 @@ struct PurchaseFlowTests {
             }
         }
     }
+
+    @Test func aPurchaseTheServerRefusesIsReportedAndLeftUnfinished() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                // Alice's purchase, submitted for her; then the device's app signs in as bob before finishing it.
+                let purchase = try await fixture.storefront().purchase(Payment(productId: "pro"))
+                _ = try await fixture.client(url).submit(
+                    .signedTransaction(try #require(purchase.signedTransaction)),
+                    customerId: "alice"
+                )
+                let bob = try fixture.coordinator(url, customer: "bob")
+                let outcomes = await bob.handleUnfinished()
+                guard case .notDelivered(let failure)? = outcomes.first else {
+                    Issue.record("expected notDelivered, got \(outcomes)")
+                    return
+                }
+                #expect(failure.isRefusedByServer && failure.error.code == "ownedByAnotherCustomer")
+                #expect(await bob.outbox.rejected.map(\.code) == ["ownedByAnotherCustomer"])
+                // Not finished, not retried against the server, not granted.
+                #expect(try await fixture.unfinished().count == 1)
+                let again = await bob.handleUnfinished()
+                guard case .notDelivered(let second)? = again.first else {
+                    Issue.record("expected notDelivered, got \(again)")
+                    return
+                }
+                #expect(second.isRefusedByServer)
+                #expect(try await fixture.submissions(containing: try #require(purchase.transactionId)) == 2)
+                #expect(await !bob.isEntitled(to: "pro"))
+            }
+        }
+    }
 }
