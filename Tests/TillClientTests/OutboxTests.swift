@@ -39,10 +39,12 @@ struct OutboxTests {
             // The store still holds the transaction: it is not finished before the server has it.
             #expect(try await fixture.unfinished().map(\.transactionId) == [transactionId])
 
-            // Still down: the periodic retry keeps it, a little later each time.
-            try await Task.sleep(for: .milliseconds(150))
+            // Still down: once it is due, the periodic retry sends it again and keeps it, a little later each time.
+            let due = Date(timeIntervalSince1970: Double(entry.nextAttemptAt) / 1000)
+            try await Task.sleep(for: .milliseconds(max(0, Int(due.timeIntervalSinceNow * 1000)) + 20))
             await coordinator.retry()
-            #expect(await coordinator.outbox.pending.first?.attempts == 2)
+            let retried = try #require(await coordinator.outbox.pending.first)
+            #expect(retried.attempts >= 2 && retried.nextAttemptAt > entry.nextAttemptAt)
 
             // Back on the same port: the retry sends it, delivers, finishes.
             try await fixture.serve(port: port) { _ in

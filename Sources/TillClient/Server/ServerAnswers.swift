@@ -121,7 +121,7 @@ public struct ContentLink: Sendable, Hashable, Codable {
 /// The server's answer to `GET /v1/customers/{id}/snapshot`: the signed snapshot, and its payload in the clear.
 ///
 /// Only ``signedSnapshot`` counts: ``EntitlementStore`` verifies it and ignores ``snapshot``.
-public struct SignedSnapshot: Sendable, Hashable, Codable {
+public struct SnapshotResponse: Sendable, Hashable, Codable {
     /// A compact JWS (ES256) over the snapshot.
     public var signedSnapshot: String
     /// The payload, unverified.

@@ -120,8 +120,8 @@ public struct TillServerClient: Sendable {
     }
 
     /// The customer's signed entitlement snapshot (`GET /v1/customers/{id}/snapshot`), not yet verified.
-    public func snapshot(customerId: String) async throws -> SignedSnapshot {
-        try await http.get(customerPath(customerId) + "/snapshot").decode(SignedSnapshot.self)
+    public func snapshot(customerId: String) async throws -> SnapshotResponse {
+        try await http.get(customerPath(customerId) + "/snapshot").decode(SnapshotResponse.self)
     }
 
     /// The absolute URL of a download link.
