@@ -46,11 +46,15 @@ extension PurchaseCoordinator {
     private func process(_ transactions: [StoreTransaction], force: Bool) async -> [String: PurchaseOutcome] {
         var outcomes: [String: PurchaseOutcome] = [:]
         var accepted: [(StoreTransaction, SubmissionStatus?)] = []
+        // The snapshot of the last answer received now: issued after every submission of the batch.
+        var latestSnapshot: String?
         for transaction in transactions {
             switch transaction.transactionState {
             case .purchased?, .restored?:
                 switch await submit(transaction, force: force) {
-                case .success(let status): accepted.append((transaction, status))
+                case .success(let answer):
+                    accepted.append((transaction, answer.submission))
+                    if answer.fresh { latestSnapshot = answer.signedSnapshot }
                 case .failure(let failure): outcomes[transaction.id] = .notDelivered(failure)
                 }
             case .failed?:
@@ -68,7 +72,11 @@ extension PurchaseCoordinator {
 
         let snapshot: VerifiedSnapshot
         do {
-            snapshot = try await entitlements.refresh()
+            if let latestSnapshot, let verified = try? await entitlements.accept(latestSnapshot) {
+                snapshot = verified
+            } else {
+                snapshot = try await entitlements.refresh()
+            }
         } catch {
             for (transaction, _) in accepted {
                 outcomes[transaction.id] = .notDelivered(
@@ -128,10 +136,8 @@ extension PurchaseCoordinator {
 
     /// Step 1: the server records the transaction. Reuses a submission of it already waiting in the outbox (its
     /// key and bytes), and skips one the server acknowledged earlier in this run.
-    private func submit(_ transaction: StoreTransaction, force: Bool) async -> Result<
-        SubmissionStatus?, DeliveryFailure
-    > {
-        func failure(_ error: TillClientError, queued: Bool) -> Result<SubmissionStatus?, DeliveryFailure> {
+    private func submit(_ transaction: StoreTransaction, force: Bool) async -> Result<Submitted, DeliveryFailure> {
+        func failure(_ error: TillClientError, queued: Bool) -> Result<Submitted, DeliveryFailure> {
             .failure(
                 DeliveryFailure(transaction: transaction, stage: .submission, error: error, queuedInOutbox: queued)
             )
@@ -142,7 +148,9 @@ extension PurchaseCoordinator {
                 queued: false
             )
         }
-        if let answer = acknowledged[transactionId] { return .success(answer.submission) }
+        if let answer = acknowledged[transactionId] {
+            return .success(Submitted(submission: answer.submission, signedSnapshot: nil, fresh: false))
+        }
         if let rejection = await outbox.rejection(transactionId: transactionId),
             rejection.entry.customerId == customerId
         {
@@ -197,7 +205,9 @@ extension PurchaseCoordinator {
                 )
             }
             acknowledged[transactionId] = answer
-            return .success(answer.submission)
+            return .success(
+                Submitted(submission: answer.submission, signedSnapshot: answer.signedSnapshot, fresh: true)
+            )
         case .queued(let error):
             return failure(error, queued: true)
         case .rejected(let error):
@@ -261,5 +271,13 @@ extension PurchaseCoordinator {
     static func clientError(_ error: any Error) -> TillClientError {
         if let error = error as? TillClientError { return error }
         return TillClientError(.unreachable, message: "\(error)")
+    }
+
+    /// What step 1 gives the next steps.
+    struct Submitted {
+        var submission: SubmissionStatus?
+        var signedSnapshot: String?
+        /// Received now, rather than remembered from earlier in the run.
+        var fresh: Bool
     }
 }

@@ -115,10 +115,17 @@ public actor EntitlementStore {
         guard let server else {
             throw TillClientError(.unreachable, message: "this entitlement store has no server to fetch from")
         }
-        let signed = try await server.snapshot(customerId: customerId)
-        switch await verify(signed.signedSnapshot) {
+        return try await accept(try await server.snapshot(customerId: customerId).signedSnapshot)
+    }
+
+    /// Verifies a signed snapshot the server sent with another answer (a submission's, a restore's) and keeps it,
+    /// unless the one already kept was issued later.
+    @discardableResult
+    public func accept(_ signedSnapshot: String) async throws -> VerifiedSnapshot {
+        switch await verify(signedSnapshot) {
         case .success(let verified):
-            try DurableFiles.write(Array(signed.signedSnapshot.utf8), to: fileURL)
+            if let current, current.snapshot.issuedAt > verified.snapshot.issuedAt { return current }
+            try DurableFiles.write(Array(signedSnapshot.utf8), to: fileURL)
             current = verified
             return verified
         case .failure(.untrusted(let error)):

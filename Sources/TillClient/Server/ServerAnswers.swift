@@ -93,6 +93,9 @@ public struct SubmissionAnswer: Sendable, Hashable, Codable {
     public var submission: SubmissionStatus
     public var customer: CustomerAccount
     public var refused: [RefusedPurchase]
+    /// The customer's signed snapshot as the answer left the server (servers that sign snapshots send it), not
+    /// yet verified: ``EntitlementStore/accept(_:)`` checks and keeps it.
+    public var signedSnapshot: String?
 }
 
 /// The server's answer to a restore: the submission and everything the customer can have back.
@@ -100,6 +103,8 @@ public struct RestoreAnswer: Sendable, Hashable, Codable {
     public var submission: SubmissionStatus
     public var restored: [CustomerAccount.Purchase]
     public var customer: CustomerAccount
+    /// The customer's signed snapshot after the restore, not yet verified.
+    public var signedSnapshot: String?
 }
 
 /// A signed download URL for one file (`POST /v1/customers/{id}/downloads`).
