@@ -184,4 +184,37 @@ struct PurchaseFlowTests {
             }
         }
     }
+
+    @Test func aDeclinedAskToBuyIsReportedAsFailedAndNothingIsSubmitted() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url)
+                guard case .pending = try await coordinator.purchase(productId: "pro") else {
+                    Issue.record("expected pending")
+                    return
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await coordinator.run(every: .milliseconds(200)) }
+                    let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
+                    _ = try await fixture.simulator.resolveDeferredPayment(
+                        id: try #require(entry.paymentId),
+                        approve: false
+                    )
+                    var declined: StoreError?
+                    for await event in coordinator.events {
+                        if case .failed(let transaction, let error) = event.outcome, transaction.productId == "pro" {
+                            declined = error
+                            break
+                        }
+                    }
+                    group.cancelAll()
+                    #expect(declined?.isCancellation == false)
+                }
+                #expect(try await fixture.unfinished().isEmpty)
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+                #expect(await coordinator.outbox.pending.isEmpty)
+            }
+        }
+    }
 }

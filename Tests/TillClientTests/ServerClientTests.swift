@@ -133,4 +133,21 @@ struct ServerClientTests {
             #expect(try await store.appReceipt()?.isEmpty == false)
         }
     }
+
+    @Test(arguments: [
+        (400, false, true), (401, false, false), (403, false, false), (404, false, false), (408, true, false),
+        (409, false, true), (413, false, true), (422, false, true), (429, true, false),
+    ])
+    func aRefusalIsPermanentOnlyWhenItJudgesTheRequest(status: Int, temporary: Bool, permanent: Bool) {
+        let error = TillClientError(.refused, status: status, message: "")
+        #expect(error.isTemporary == temporary && error.isPermanentRefusal == permanent)
+    }
+
+    @Test func transportFailuresAndServerFaultsAreTemporary() {
+        for kind in [TillClientError.Kind.unreachable, .timedOut, .serverFault, .invalidResponse] {
+            let error = TillClientError(kind, status: kind == .serverFault ? 503 : nil, message: "")
+            #expect(error.isTemporary && !error.isPermanentRefusal, "\(kind)")
+        }
+        #expect(!TillClientError(.checksumMismatch, message: "").isTemporary)
+    }
 }
