@@ -1,38 +1,55 @@
+import Synchronization
+
 /// A first-come, first-served lock for async code: waiters suspend instead of blocking a thread.
 ///
 /// SQLite has one writer at a time. Serialising this process's write transactions here, instead of in
 /// SQLite's busy handler, means no transaction sleeps in back-off and no thread of the SQLite pool is
-/// held waiting for a lock whose owner needs a thread to commit.
-actor AsyncLock {
-    private var locked = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+/// held waiting for a lock whose owner needs a thread to commit. An uncontended lock costs a mutex, not a
+/// hop to an actor's executor.
+final class AsyncLock: Sendable {
+    private struct State {
+        var locked = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
 
     func lock() async {
-        if !locked {
-            locked = true
-            return
+        let acquired = state.withLock { state -> Bool in
+            guard !state.locked else { return false }
+            state.locked = true
+            return true
         }
-        await withCheckedContinuation { waiters.append($0) }
+        if acquired { return }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                guard state.locked else {
+                    state.locked = true
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     func unlock() {
-        if waiters.isEmpty {
-            locked = false
-        } else {
-            waiters.removeFirst().resume()
+        // The lock passes straight to the first waiter: it stays locked.
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.locked = false
+                return nil
+            }
+            return state.waiters.removeFirst()
         }
+        next?.resume()
     }
 
     /// Runs `body` holding the lock.
-    nonisolated func withLock<Result: Sendable>(_ body: @Sendable () async throws -> Result) async rethrows -> Result {
+    func withLock<Result: Sendable>(_ body: @Sendable () async throws -> Result) async rethrows -> Result {
         await lock()
-        do {
-            let result = try await body()
-            await unlock()
-            return result
-        } catch {
-            await unlock()
-            throw error
-        }
+        defer { unlock() }
+        return try await body()
     }
 }

@@ -15,12 +15,12 @@ struct Bench: AsyncParsableCommand {
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, all, submissions, reads
+        case jws, receipt, es256, all, submissions, reads, database
     }
 
     @Argument(
         help:
-            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server)."
+            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs)."
     )
     var target: Target = .all
 
@@ -74,6 +74,7 @@ struct Bench: AsyncParsableCommand {
         switch target {
         case .submissions: return print(try await ServerBenchmark.submissions(options))
         case .reads: return print(try await ServerBenchmark.reads(options))
+        case .database: return print(try await ServerBenchmark.database(options))
         default: break
         }
         let duration = Duration.seconds(seconds)

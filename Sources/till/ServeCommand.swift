@@ -1,5 +1,6 @@
 import ArgumentParser
 import Configuration
+import Crypto
 import Foundation
 import Hummingbird
 import Logging
@@ -59,6 +60,18 @@ struct ServeCommand: AsyncParsableCommand {
             contentDirectory: settings.contentDirectory,
             content: settings.content
         )
+        if let path = settings.snapshotPrivateKeyFile {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("cannot read \(path)")
+            }
+            do {
+                configuration.snapshotSigningKey = try P256.Signing.PrivateKey(
+                    pemRepresentation: String(decoding: data, as: UTF8.self)
+                )
+            } catch {
+                throw ValidationError("\(path) is not a P-256 private key in PEM: \(error)")
+            }
+        }
         for path in settings.sandboxRootFiles {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ValidationError("cannot read \(path)")

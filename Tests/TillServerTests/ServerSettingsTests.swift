@@ -22,6 +22,7 @@ struct ServerSettingsTests {
         #expect(settings.database == .sqlite(path: "till.sqlite"))
         #expect(settings.confirmation.maximumAttempts == 12 && settings.confirmation.concurrency == 64)
         #expect(settings.logLevel == .info && settings.operatorToken == nil)
+        #expect(settings.snapshotPrivateKeyFile == nil)  // the key is made once and kept in the database
     }
 
     @Test func flagsBeatTheEnvironmentWhichBeatsTheFile() async throws {
@@ -30,11 +31,15 @@ struct ServerSettingsTests {
         )
         let settings = try await ServerSettings.load(
             flags: ["http.port": .init(.int(9100), isSecret: false)],
-            environment: ["TILL_HTTP_PORT": "9200", "TILL_CONFIRMATION_MAX_ATTEMPTS": "7", "PATH": "/bin"],
+            environment: [
+                "TILL_HTTP_PORT": "9200", "TILL_CONFIRMATION_MAX_ATTEMPTS": "7", "PATH": "/bin",
+                "TILL_SNAPSHOT_PRIVATE_KEY_FILE": "/etc/till/snapshot.pem",
+            ],
             file: path
         )
         #expect(settings.port == 9100)  // flag
         #expect(settings.confirmation.maximumAttempts == 7)  // environment
+        #expect(settings.snapshotPrivateKeyFile == "/etc/till/snapshot.pem")
         #expect(settings.host == "0.0.0.0" && settings.confirmation.concurrency == 8)  // file
         #expect(settings.logLevel == .debug)
         #expect(settings.database == .sqlite(path: "till.sqlite"))  // default

@@ -192,6 +192,30 @@ enum OpenAPIDocument {
                   $ref: '#/components/responses/Unauthorized'
                 '500':
                   $ref: '#/components/responses/InternalError'
+          /v1/keys:
+            get:
+              tags: [app]
+              operationId: snapshotKeys
+              summary: The keys entitlement snapshots are signed with
+              description: A JSON Web Key Set (RFC 7517) of the deployment's ES256 keys, the current one first. Every
+                process of a deployment signs with the same key (kept in the database unless `snapshot.private-key-file`
+                is set), so one set checks every snapshot. An app may also ship the key inside itself.
+              security:
+                - appKey: []
+              responses:
+                '200':
+                  description: The key set.
+                  headers:
+                    Cache-Control:
+                      description: '`public, max-age=3600`'
+                      schema:
+                        type: string
+                  content:
+                    application/json:
+                      schema:
+                        $ref: '#/components/schemas/SnapshotKeySet'
+                '401':
+                  $ref: '#/components/responses/Unauthorized'
           /v1/receipts:
             post:
               tags: [app]
@@ -282,6 +306,34 @@ enum OpenAPIDocument {
                     application/json:
                       schema:
                         $ref: '#/components/schemas/Customer'
+                '401':
+                  $ref: '#/components/responses/Unauthorized'
+                '500':
+                  $ref: '#/components/responses/InternalError'
+          /v1/customers/{customer}/snapshot:
+            get:
+              tags: [app]
+              operationId: snapshot
+              summary: A customer's entitlements, balances and purchases, signed by the server
+              description: What the server vouches the customer has now, as a compact JWS (ES256, `typ` `till-snapshot`,
+                `kid` one of `GET /v1/keys`) an app can keep on disk and check offline; any edit breaks the signature. An
+                unknown customer gets a snapshot with nothing (no 404). Aliases are resolved (`owner`).
+              security:
+                - appKey: []
+              parameters:
+                - $ref: '#/components/parameters/Customer'
+              responses:
+                '200':
+                  description: The signed snapshot, and its payload in plain JSON.
+                  headers:
+                    Cache-Control:
+                      description: '`no-store`'
+                      schema:
+                        type: string
+                  content:
+                    application/json:
+                      schema:
+                        $ref: '#/components/schemas/SignedSnapshot'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '500':
@@ -1356,6 +1408,10 @@ enum OpenAPIDocument {
                   type: array
                   items:
                     $ref: '#/components/schemas/RefusedTransaction'
+                signedSnapshot:
+                  type: string
+                  description: The signed entitlement snapshot of the customer who submitted, as it is when the answer
+                    leaves (see `GET /v1/customers/{customer}/snapshot`).
             RestoreResult:
               type: object
               required: [submission, restored, customer]
@@ -1369,6 +1425,10 @@ enum OpenAPIDocument {
                     $ref: '#/components/schemas/Purchase'
                 customer:
                   $ref: '#/components/schemas/Customer'
+                signedSnapshot:
+                  type: string
+                  description: The signed entitlement snapshot of the customer in the path, as it is when the answer
+                    leaves (see `GET /v1/customers/{customer}/snapshot`).
 
             Customer:
               type: object
@@ -1482,6 +1542,124 @@ enum OpenAPIDocument {
                 updatedAt:
                   type: integer
                   format: int64
+
+            SnapshotKeySet:
+              type: object
+              description: A JSON Web Key Set (RFC 7517).
+              required: [keys]
+              properties:
+                keys:
+                  type: array
+                  description: The current key first; older ones stay while snapshots they signed may be on devices.
+                  items:
+                    $ref: '#/components/schemas/SnapshotPublicKey'
+            SnapshotPublicKey:
+              type: object
+              description: A P-256 public key as a JSON Web Key (RFC 7517, RFC 7518 §6.2).
+              required: [kty, crv, alg, use, kid, x, y]
+              properties:
+                kty:
+                  type: string
+                  const: EC
+                crv:
+                  type: string
+                  const: P-256
+                alg:
+                  type: string
+                  const: ES256
+                use:
+                  type: string
+                  const: sig
+                kid:
+                  type: string
+                  description: The first 16 hex digits of the SHA-256 of the key's X9.63 form; a snapshot's JWS header names
+                    it.
+                  examples: [3f1c0a9b7d2e4c81]
+                x:
+                  type: string
+                  description: The curve point's x coordinate, 32 bytes, base64url without padding.
+                y:
+                  type: string
+                  description: Its y coordinate, likewise.
+            SignedSnapshot:
+              type: object
+              required: [signedSnapshot, snapshot]
+              properties:
+                signedSnapshot:
+                  type: string
+                  description: 'A compact JWS: header `{"alg":"ES256","kid":…,"typ":"till-snapshot"}`, payload an
+                    `EntitlementSnapshot`. Only this form is evidence; keep it and check it with the keys of `GET /v1/keys`.'
+                snapshot:
+                  $ref: '#/components/schemas/EntitlementSnapshot'
+            EntitlementSnapshot:
+              type: object
+              description: What the server vouches a customer has at `issuedAt`.
+              required: [bundleId, customerId, owner, issuedAt, entitlements, balances, purchases]
+              properties:
+                bundleId:
+                  type: string
+                  description: The app the snapshot is for.
+                customerId:
+                  type: string
+                  description: The customer id the app asked about.
+                owner:
+                  type: string
+                  description: Who owns the purchases after aliases.
+                issuedAt:
+                  type: integer
+                  format: int64
+                  description: When the server signed it.
+                entitlements:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/SnapshotGrant'
+                balances:
+                  $ref: '#/components/schemas/Credits'
+                purchases:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/SnapshotPurchase'
+            SnapshotGrant:
+              type: object
+              required: [id, productId, provisional]
+              properties:
+                id:
+                  type: string
+                productId:
+                  type: string
+                expiresDate:
+                  type: integer
+                  format: int64
+                  description: Absent for entitlements that do not expire.
+                provisional:
+                  type: boolean
+                  description: True until Apple has confirmed the purchase that grants it.
+            SnapshotPurchase:
+              type: object
+              required:
+                [transactionId, originalTransactionId, productId, quantity, purchaseDate, revoked, confirmed]
+              properties:
+                transactionId:
+                  type: string
+                originalTransactionId:
+                  type: string
+                productId:
+                  type: string
+                productType:
+                  $ref: '#/components/schemas/ProductType'
+                quantity:
+                  type: integer
+                purchaseDate:
+                  type: integer
+                  format: int64
+                expiresDate:
+                  type: integer
+                  format: int64
+                revoked:
+                  type: boolean
+                  description: Refunded or revoked (the purchase's `revocationDate` is set).
+                confirmed:
+                  type: boolean
 
             DebitRequest:
               type: object

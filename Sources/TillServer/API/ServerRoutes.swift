@@ -106,7 +106,14 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let input = try await decode(SubmissionRequest.self, request, context)
         let result = try await server.submit(input, app: app)
-        return try await respondWithWait(result, request: request, context: context, server: server, app: app)
+        return try await respondWithWait(
+            result,
+            customerId: input.customerId.trimmingCharacters(in: .whitespaces),
+            request: request,
+            context: context,
+            server: server,
+            app: app
+        )
     }
     group.get("submissions/{id}") { _, context in
         let app = try context.requireApp()
@@ -125,12 +132,29 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             context: context
         )
     }
+    group.get("keys") { _, context in
+        _ = try context.requireApp()
+        var response = try json(server.snapshotKeys, context: context)
+        response.headers[.cacheControl] = "public, max-age=3600"
+        return response
+    }
+    group.get("customers/{customer}/snapshot") { _, context in
+        let app = try context.requireApp()
+        let snapshot = try await server.snapshot(
+            bundleId: app.bundleId,
+            customerId: try ContentController.pathComponent("customer", context)
+        )
+        var response = try json(snapshot, context: context)
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
         let input = try await decode(RestoreInput.self, request, context)
-        let result = try await server.restore(
+        let customerId = try ContentController.pathComponent("customer", context)
+        var result = try await server.restore(
             SubmissionRequest(
-                customerId: try ContentController.pathComponent("customer", context),
+                customerId: customerId,
                 receipt: input.receipt,
                 transactionReceipt: input.transactionReceipt,
                 signedTransaction: input.signedTransaction,
@@ -138,6 +162,10 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             ),
             app: app
         )
+        result.signedSnapshot = try await server.snapshot(
+            bundleId: app.bundleId,
+            customerId: customerId.trimmingCharacters(in: .whitespaces)
+        ).signedSnapshot
         return try json(result, context: context)
     }
     group.post("customers/{customer}/debits") { request, context in
@@ -164,9 +192,11 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
 }
 
-/// `?wait=SECONDS`: answers 200 once Apple confirmed (or refused), 202 while it is still pending.
+/// `?wait=SECONDS`: answers 200 once Apple confirmed (or refused), 202 while it is still pending; with the signed
+/// snapshot of `customerId` (as the app sent it, trimmed) as it is when the answer leaves.
 private func respondWithWait(
     _ result: SubmissionResult,
+    customerId: String,
     request: Request,
     context: ServerRequestContext,
     server: PurchaseServer,
@@ -184,6 +214,7 @@ private func respondWithWait(
             result.customer = try await server.customer(bundleId: app.bundleId, customerId: submission.customerId)
         }
     }
+    result.signedSnapshot = try await server.snapshot(bundleId: app.bundleId, customerId: customerId).signedSnapshot
     let settled = result.submission.state != .pending && result.submission.state != .retrying
     return try json(result, status: settled ? .ok : .accepted, context: context)
 }

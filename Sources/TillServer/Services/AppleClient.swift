@@ -30,13 +30,51 @@ struct AppleClient: Sendable {
         guard let url = endpoints.verifyReceipt[environment] else {
             return .transport("no verifyReceipt URL for \(environment)")
         }
-        var body: [String: Any] = ["receipt-data": receiptData]
-        if let password { body["password"] = password }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: (try? JSONSerialization.data(withJSONObject: body)) ?? Data()))
+        request.body = .bytes(Self.verifyReceiptBody(receiptData: receiptData, password: password))
         return await execute(request)
+    }
+
+    private struct VerifyReceiptRequest: Encodable {
+        var receiptData: String
+        var password: String?
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data"
+            case password
+        }
+    }
+
+    /// `{"receipt-data":…,"password":…}`. Receipts are kilobytes of base64 and shared secrets are hex, neither of
+    /// which JSON escapes: they are written as they are (escaping them character by character was a visible
+    /// share of a confirmation's cost); anything else goes through the encoder.
+    static func verifyReceiptBody(receiptData: String, password: String?) -> ByteBuffer {
+        func plain(_ text: String) -> Bool {
+            text.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="),
+                    UInt8(ascii: "-"), UInt8(ascii: "_"):
+                    true
+                default: false
+                }
+            }
+        }
+        guard plain(receiptData), password.map(plain) ?? true else {
+            let body = try? JSONEncoder().encode(VerifyReceiptRequest(receiptData: receiptData, password: password))
+            return ByteBuffer(bytes: body ?? Data())
+        }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(receiptData.utf8.count + (password?.utf8.count ?? 0) + 40)
+        buffer.writeString(#"{"receipt-data":""#)
+        buffer.writeString(receiptData)
+        if let password {
+            buffer.writeString(#"","password":""#)
+            buffer.writeString(password)
+        }
+        buffer.writeString(#""}"#)
+        return buffer
     }
 
     /// Get Transaction Info, authenticated with the app's App Store Server API key.

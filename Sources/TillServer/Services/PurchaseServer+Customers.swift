@@ -27,6 +27,8 @@ public struct RestoreResult: Codable, Sendable {
     public var submission: SubmissionView
     public var restored: [PurchaseView]
     public var customer: CustomerView
+    /// The customer's entitlement snapshot, signed (set by the HTTP layer: `POST /v1/customers/{id}/restore`).
+    public var signedSnapshot: String? = nil
 }
 
 /// Revenue per day, product or currency (production only: sandbox purchases never count).

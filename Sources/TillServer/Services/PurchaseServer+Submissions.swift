@@ -90,6 +90,8 @@ public struct SubmissionResult: Codable, Sendable {
     public var submission: SubmissionView
     public var customer: CustomerView
     public var refused: [RefusedTransaction]
+    /// The customer's entitlement snapshot, signed (set by the HTTP layer: `POST /v1/receipts`).
+    public var signedSnapshot: String? = nil
 }
 
 extension PurchaseServer {
@@ -356,15 +358,9 @@ extension PurchaseServer {
             for: CustomerKey(bundleId: bundleId, customerId: customerId),
             generation: database.writeGeneration
         ) {
-            let db = store.sql
-            let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
-            return CustomerSnapshot(
-                owner: owner,
-                ledger: ledger,
-                balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
-                states: try await subscriptionStates(of: ledger, bundleId: bundleId, on: db)
-            )
+            try await self.database.read { db in
+                try await self.snapshot(bundleId: bundleId, customerId: customerId, on: db)
+            }
         }
         let ledger = snapshot.ledger
         let states = snapshot.states
@@ -394,6 +390,20 @@ extension PurchaseServer {
                 )
             },
             subscriptions: Self.subscriptionViews(states, ledger: ledger)
+        )
+    }
+
+    /// What the database holds about a customer, read on one connection.
+    private func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
+        -> CustomerSnapshot
+    {
+        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
+        return CustomerSnapshot(
+            owner: owner,
+            ledger: ledger,
+            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
+            states: try await subscriptionStates(of: ledger, bundleId: bundleId, on: db)
         )
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import SQLKit
@@ -14,6 +15,8 @@ public final class PurchaseServer: Sendable {
     let verifier: LocalVerifier
     let logger: Logger
     public let metrics: ServerMetrics
+    /// Signs entitlement snapshots with the deployment's key (see `ServerConfiguration.snapshotSigningKey`).
+    let snapshotSigner: SnapshotSigner
     let now: @Sendable () -> Date
     /// Nudges the confirmation worker when a submission is queued.
     let workAvailable: Signal
@@ -35,9 +38,11 @@ public final class PurchaseServer: Sendable {
         queueLock: SQLiteQueueLock? = nil,
         logger: Logger,
         metrics: ServerMetrics,
+        snapshotSigner: SnapshotSigner,
         now: @escaping @Sendable () -> Date
     ) {
         self.configuration = configuration
+        self.snapshotSigner = snapshotSigner
         self.queueLock = queueLock
         self.database = database
         self.store = ServerStore(database: database)
@@ -73,6 +78,12 @@ public final class PurchaseServer: Sendable {
         }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }
+        let snapshotKey: P256.Signing.PrivateKey
+        if let configured = configuration.snapshotSigningKey {
+            snapshotKey = configured
+        } else {
+            snapshotKey = try await store.sharedSnapshotKey()
+        }
         try FileManager.default.createDirectory(
             atPath: configuration.contentDirectory,
             withIntermediateDirectories: true
@@ -83,6 +94,7 @@ public final class PurchaseServer: Sendable {
             queueLock: queueLock,
             logger: logger,
             metrics: metrics,
+            snapshotSigner: SnapshotSigner(key: snapshotKey),
             now: now
         )
     }

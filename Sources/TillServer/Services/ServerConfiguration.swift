@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import TillCore
 import TillStorage
@@ -79,12 +80,15 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptRoots: [Certificate]
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
-    /// Signs download URLs and entitlement snapshots; empty means "made once and kept in the database", so that
-    /// URLs survive restarts and every process sharing one database agrees.
+    /// Signs download URLs; empty means "made once and kept in the database", so that URLs survive restarts and
+    /// every process sharing one database agrees.
     public var serverSecret: [UInt8]
     /// Where uploaded content files are kept.
     public var contentDirectory: String
     public var content: ContentSettings
+    /// Signs entitlement snapshots (ES256); nil means "made once and kept in the database", like `serverSecret`,
+    /// so that snapshots apps keep on disk verify after restarts and whichever process signed them.
+    public var snapshotSigningKey: P256.Signing.PrivateKey?
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,
@@ -96,7 +100,8 @@ public struct ServerConfiguration: Sendable {
         confirmation: ConfirmationSettings = .init(),
         serverSecret: [UInt8] = [],
         contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path,
-        content: ContentSettings = .init()
+        content: ContentSettings = .init(),
+        snapshotSigningKey: P256.Signing.PrivateKey? = nil
     ) {
         self.database = database
         self.operatorToken = operatorToken
@@ -108,5 +113,6 @@ public struct ServerConfiguration: Sendable {
         self.serverSecret = serverSecret
         self.contentDirectory = contentDirectory
         self.content = content
+        self.snapshotSigningKey = snapshotSigningKey
     }
 }

@@ -19,6 +19,7 @@ import X509
 /// | `content.max-upload-bytes` (`TILL_CONTENT_MAX_UPLOAD_BYTES`) | `536870912` (512 MiB) | the largest content file an operator may upload |
 /// | `content.url-lifetime-seconds` (`TILL_CONTENT_URL_LIFETIME_SECONDS`) | `900` | how long a signed download URL works |
 /// | `server.secret` (`TILL_SERVER_SECRET`) | made once and kept in the database | signs download URLs (16 characters or more); every process of one deployment needs the same |
+/// | `snapshot.private-key-file` (`TILL_SNAPSHOT_PRIVATE_KEY_FILE`) | made once and kept in the database | a P-256 private key (PEM) that signs entitlement snapshots; every process of one deployment needs the same |
 /// | `apple.verify-receipt.production`, `…sandbox` | Apple's URLs | verifyReceipt endpoints |
 /// | `apple.server-api.production`, `…sandbox` | Apple's URLs | App Store Server API base URLs |
 /// | `apple.sandbox-roots` (`TILL_APPLE_SANDBOX_ROOTS`) | none | comma-separated certificate files trusted for sandbox data only |
@@ -36,6 +37,8 @@ public struct ServerSettings: Sendable {
     public var contentDirectory: String
     public var content: ContentSettings
     public var serverSecret: String?
+    /// A PEM file holding the P-256 key that signs entitlement snapshots (read by `till serve`).
+    public var snapshotPrivateKeyFile: String?
     public var apple: AppleEndpoints
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
@@ -90,6 +93,7 @@ public struct ServerSettings: Sendable {
         if let serverSecret, serverSecret.utf8.count < 16 {
             throw ServerError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
         }
+        snapshotPrivateKeyFile = config.string(forKey: "snapshot.private-key-file")
         let apple = AppleEndpoints.apple
         self.apple = AppleEndpoints(
             verifyReceipt: [

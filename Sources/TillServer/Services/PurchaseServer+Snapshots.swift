@@ -1,0 +1,59 @@
+import Foundation
+import TillCore
+import TillFormats
+
+/// A customer's entitlement snapshot, signed (`GET /v1/customers/{customer}/snapshot`).
+///
+/// `signedSnapshot` is what an app keeps and checks with ``SnapshotVerifier``; `snapshot` is the same payload in
+/// plain JSON, for reading without decoding the JWS. Only the signed form is evidence.
+public struct SignedSnapshot: Codable, Sendable, Hashable {
+    /// A compact JWS, ES256, header `{"alg":"ES256","kid":…,"typ":"till-snapshot"}`.
+    public var signedSnapshot: String
+    public var snapshot: EntitlementSnapshot
+}
+
+extension PurchaseServer {
+    /// The keys apps check snapshots with (`GET /v1/keys`): the deployment's current key.
+    public var snapshotKeys: SnapshotKeySet { SnapshotKeySet(keys: [snapshotSigner.publicKey]) }
+
+    /// What the server vouches `customerId` of `bundleId` has now, signed.
+    public func snapshot(bundleId: String, customerId: String) async throws -> SignedSnapshot {
+        let customer = try await customer(bundleId: bundleId, customerId: customerId)
+        let snapshot = self.snapshot(of: customer, bundleId: bundleId, customerId: customerId)
+        return SignedSnapshot(signedSnapshot: try snapshotSigner.sign(snapshot), snapshot: snapshot)
+    }
+
+    /// The payload of `customer`'s snapshot, issued now.
+    ///
+    /// - Parameter customerId: the id the app asked with; `customer.customerId` is its owner after aliases.
+    func snapshot(of customer: CustomerView, bundleId: String, customerId: String) -> EntitlementSnapshot {
+        EntitlementSnapshot(
+            bundleId: bundleId,
+            customerId: customerId,
+            owner: customer.customerId,
+            issuedAt: nowMilliseconds,
+            entitlements: customer.entitlements.map {
+                EntitlementSnapshot.Grant(
+                    id: $0.id,
+                    productId: $0.productId,
+                    expiresDate: $0.expiresDate,
+                    provisional: $0.provisional
+                )
+            },
+            balances: customer.balances,
+            purchases: customer.purchases.map {
+                EntitlementSnapshot.Purchase(
+                    transactionId: $0.transactionId,
+                    originalTransactionId: $0.originalTransactionId,
+                    productId: $0.productId,
+                    productType: $0.productType,
+                    quantity: $0.quantity,
+                    purchaseDate: $0.purchaseDate,
+                    expiresDate: $0.expiresDate,
+                    revoked: $0.revocationDate != nil,
+                    confirmed: $0.confirmed
+                )
+            }
+        )
+    }
+}
