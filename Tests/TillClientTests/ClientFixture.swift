@@ -143,19 +143,7 @@ struct ClientFixture {
 
     /// Runs the server's HTTP API (and its confirmation worker) on `port` (0: a free one) for `body`.
     func serve(port: Int = 0, _ body: (String) async throws -> Void) async throws {
-        let server = self.server
-        try await withServices({ onRunning in
-            let router = buildServerRouter(server)
-            SnapshotRoutesShim.add(to: router, server)
-            var application = Application(
-                router: router,
-                configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "till"),
-                onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
-                logger: server.logger
-            )
-            application.addServices(ConfirmationWorker(server: server))
-            return application
-        }) { port in
+        try await withServices({ buildServerApplication(server, port: port, onServerRunning: $0) }) { port in
             try await body("http://127.0.0.1:\(port)")
         }
     }
