@@ -95,7 +95,17 @@ let package = Package(
             dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
             swiftSettings: upcoming
         ),
-        .target(name: "TillClient", dependencies: ["TillCore", "TillFormats"], swiftSettings: upcoming),
+        .target(
+            name: "TillClient",
+            dependencies: [
+                "TillCore", "TillFormats",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: upcoming
+        ),
         .executableTarget(
             name: "till",
             dependencies: [
@@ -126,6 +136,13 @@ let package = Package(
             exclude: ["judge"],
             swiftSettings: upcoming
         ),
-        .testTarget(name: "TillClientTests", dependencies: ["TillClient"], swiftSettings: upcoming),
+        .testTarget(
+            name: "TillClientTests",
+            dependencies: [
+                "TillClient", "TillServer", "TillSimulator", "TillStorage",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ] + crypto + server,
+            swiftSettings: upcoming
+        ),
     ]
 )

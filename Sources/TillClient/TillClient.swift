@@ -1,1 +1,0 @@
-// Built by a later issue; see ARCHITECTURE.

@@ -1,0 +1,301 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import TillClient
+import TillCore
+import TillFormats
+import TillStorage
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// A simulator and a verification server on loopback ports, with an app whose products cover the five types,
+/// and a sandbox account with a device: what an app using TillClient talks to.
+///
+/// The simulator listens for the whole test; the server's HTTP listener runs inside ``serve(port:_:)``, so a test
+/// can take it down and bring it back on the same port.
+struct ClientFixture {
+    let simulator: Simulator
+    let server: PurchaseServer
+    let app: ServerApp
+    let account: SimAccount
+    let device: SimDevice
+    let simulatorURL: String
+    /// A scratch directory removed after the test.
+    let directory: URL
+    let http: HTTPClient
+
+    static let bundleId = "com.example.till"
+    /// Bytes of the `pro` manual: large enough to arrive in many chunks, so a download can be interrupted.
+    static let manual: [UInt8] = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+    static let issue: [UInt8] = Array("Issue 1: the whole magazine.\n".utf8)
+
+    static func run(_ body: (ClientFixture) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("till-client-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simApp = try await simulator.createApp(
+            AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
+        )
+        for input in [
+            ProductInput(productId: "gems.100", type: .consumable, price: 990, title: "100 Gems"),
+            ProductInput(productId: "pro", type: .nonConsumable, price: 4990, title: "Pro"),
+            ProductInput(
+                productId: "premium.monthly",
+                type: .autoRenewable,
+                subscriptionGroup: "premium",
+                subscriptionPeriod: .oneMonth,
+                price: 990,
+                title: "Premium"
+            ),
+            ProductInput(productId: "issue.1", type: .nonRenewing, price: 2990, title: "Issue 1"),
+            ProductInput(productId: "news.free", type: .freeSubscription, price: 0, title: "Free news"),
+        ] {
+            _ = try await simulator.createProduct(appAppleId: simApp.appAppleId, input)
+        }
+        let key = try await simulator.createAPIKey(appAppleId: simApp.appAppleId)
+        let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: TillHTTP.configuration)
+
+        do {
+            try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
+                let server = try await PurchaseServer.open(
+                    ServerConfiguration(
+                        operatorToken: "operator-token-0123456789",
+                        apple: .simulator("http://127.0.0.1:\(port)"),
+                        sandboxJWSRoots: [simulator.signer.jwsAuthority.root],
+                        sandboxReceiptRoots: [simulator.signer.receiptAuthority.root],
+                        sandboxReceiptIntermediates: [simulator.signer.receiptAuthority.intermediate],
+                        confirmation: .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
+                        contentDirectory: directory.appendingPathComponent("server-content").path
+                    )
+                )
+                let app = try await server.createApp(
+                    ServerAppInput(
+                        bundleId: bundleId,
+                        appAppleId: simApp.appAppleId,
+                        sharedSecrets: ["s3cret"],
+                        apiKeyId: key.keyId,
+                        apiIssuerId: key.issuerId,
+                        apiPrivateKey: key.privateKey
+                    )
+                )
+                let catalogue: [(String, CatalogProductInput)] = [
+                    (
+                        "gems.100",
+                        CatalogProductInput(type: .consumable, credits: ["gems": 100], price: 990, currency: "USD")
+                    ),
+                    ("pro", CatalogProductInput(type: .nonConsumable, entitlements: ["pro"])),
+                    (
+                        "premium.monthly",
+                        CatalogProductInput(
+                            type: .autoRenewable,
+                            entitlements: ["premium"],
+                            subscriptionGroup: "premium"
+                        )
+                    ),
+                    (
+                        "issue.1",
+                        CatalogProductInput(type: .nonRenewing, entitlements: ["issue-1"], durationSeconds: 86_400)
+                    ),
+                    ("news.free", CatalogProductInput(type: .freeSubscription, entitlements: ["news"])),
+                ]
+                for (productId, input) in catalogue {
+                    _ = try await server.putProduct(bundleId: bundleId, productId: productId, input)
+                }
+                let fixture = ClientFixture(
+                    simulator: simulator,
+                    server: server,
+                    app: app,
+                    account: account,
+                    device: device,
+                    simulatorURL: "http://127.0.0.1:\(port)",
+                    directory: directory,
+                    http: http
+                )
+                try await fixture.upload(productId: "pro", name: "manual.pdf", Self.manual)
+                try await fixture.upload(productId: "issue.1", name: "issue-1.txt", Self.issue)
+                do {
+                    try await body(fixture)
+                } catch {
+                    try? await server.shutdown()
+                    throw error
+                }
+                try await server.shutdown()
+            }
+        } catch {
+            try? await http.shutdown()
+            try? await simulator.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        try await simulator.shutdown()
+    }
+
+    /// Runs the server's HTTP API (and its confirmation worker) on `port` (0: a free one) for `body`.
+    func serve(port: Int = 0, _ body: (String) async throws -> Void) async throws {
+        try await withServices({ buildServerApplication(server, port: port, onServerRunning: $0) }) { port in
+            try await body("http://127.0.0.1:\(port)")
+        }
+    }
+
+    func upload(productId: String, name: String, _ bytes: [UInt8]) async throws {
+        let chunks = AsyncStream<ByteBuffer> { continuation in
+            for start in stride(from: 0, to: bytes.count, by: 65_536) {
+                continuation.yield(ByteBuffer(bytes: bytes[start..<min(start + 65_536, bytes.count)]))
+            }
+            continuation.finish()
+        }
+        _ = try await server.putContent(
+            bundleId: Self.bundleId,
+            productId: productId,
+            name: name,
+            contentType: "application/octet-stream",
+            declaredLength: Int64(bytes.count),
+            body: chunks
+        )
+    }
+
+    // MARK: The app's side
+
+    func storefront(
+        device: SimDevice? = nil,
+        pollInterval: Duration = .milliseconds(100),
+        sheet: @escaping @Sendable (Payment) async -> SimulatorStorefront.SheetAction = { _ in .confirm }
+    ) -> SimulatorStorefront {
+        SimulatorStorefront(
+            baseURL: simulatorURL,
+            deviceId: (device ?? self.device).id,
+            bundleId: Self.bundleId,
+            timeout: .seconds(10),
+            pollInterval: pollInterval,
+            httpClient: http,
+            paymentSheet: sheet
+        )
+    }
+
+    func client(_ url: String, timeout: Duration = .seconds(10)) -> TillServerClient {
+        TillServerClient(baseURL: url, appKey: app.appKey, timeout: timeout, httpClient: http)
+    }
+
+    /// An app's coordinator keeping its files in `folder` of the scratch directory: the same folder is the
+    /// same installation across "launches".
+    func coordinator(
+        _ url: String,
+        customer: String = "alice",
+        folder: String = "device-1",
+        storefront: SimulatorStorefront? = nil,
+        timeout: Duration = .seconds(10)
+    ) throws -> PurchaseCoordinator<SimulatorStorefront> {
+        try coordinator(
+            url,
+            customer: customer,
+            folder: folder,
+            store: storefront ?? self.storefront(),
+            timeout: timeout
+        )
+    }
+
+    func coordinator<S: Storefront>(
+        _ url: String,
+        customer: String = "alice",
+        folder: String = "device-1",
+        store: S,
+        timeout: Duration = .seconds(10)
+    ) throws -> PurchaseCoordinator<S> {
+        let client = client(url, timeout: timeout)
+        let root = directory.appendingPathComponent(folder, isDirectory: true)
+        return PurchaseCoordinator(
+            storefront: store,
+            server: client,
+            customerId: customer,
+            outbox: try Outbox(
+                directory: root.appendingPathComponent("outbox"),
+                server: client,
+                backoff: Backoff(base: .milliseconds(100), cap: .seconds(1), jitter: 0)
+            ),
+            entitlements: try EntitlementStore(
+                directory: root.appendingPathComponent("entitlements"),
+                bundleId: Self.bundleId,
+                customerId: customer,
+                server: client
+            ),
+            content: try ContentStore(
+                directory: root.appendingPathComponent("content"),
+                server: client,
+                timeout: timeout,
+                httpClient: http
+            )
+        )
+    }
+
+    /// The device's unfinished queue entries, as the simulator holds them.
+    func unfinished(device: SimDevice? = nil) async throws -> [QueueTransaction] {
+        try await simulator.queue(deviceId: (device ?? self.device).id, bundleId: Self.bundleId, environment: .sandbox)
+    }
+
+    func customer(_ id: String) async throws -> CustomerView {
+        try await server.customer(bundleId: Self.bundleId, customerId: id)
+    }
+
+    /// A loopback URL where nothing listens: a server that is down.
+    static func deadURL() async throws -> String {
+        let socket = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = socket.localAddress?.port ?? 1
+        try await socket.close()
+        return "http://127.0.0.1:\(port)"
+    }
+}
+
+/// Runs a service (an application reports its port) for the duration of `body`.
+func withServices<S: Service>(
+    _ make: (@escaping @Sendable (Int) async -> Void) -> S,
+    _ body: (Int) async throws -> Void
+) async throws {
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let service = make { port in continuation.yield(port) }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        let serviceGroup = ServiceGroup(
+            configuration: .init(services: [service], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        )
+        group.addTask { try await serviceGroup.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        do {
+            try await body(port)
+        } catch {
+            await serviceGroup.triggerGracefulShutdown()
+            throw error
+        }
+        await serviceGroup.triggerGracefulShutdown()
+        try await group.waitForAll()
+    }
+}
+
+extension ClientFixture {
+    /// How many submissions the server holds that carry `transactionId`, in any state.
+    func submissions(containing transactionId: String) async throws -> Int {
+        var count = 0
+        for state in ["pending", "retrying", "confirmed", "rejected", "deadLettered"] {
+            count += try await server.submissions(state: state).filter { $0.transactionIds.contains(transactionId) }
+                .count
+        }
+        return count
+    }
+}
+
+extension ClientFixture {
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}

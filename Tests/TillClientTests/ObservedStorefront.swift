@@ -1,0 +1,51 @@
+import Synchronization
+import TillClient
+
+/// A storefront that forwards to another and lets a test look at, or stop, each finish: to check what is true
+/// when a transaction is finished, and to play a process killed just before finishing.
+struct ObservedStorefront<Base: Storefront>: Storefront {
+    let base: Base
+    /// Runs before each finish; throwing stops the finish (the transaction stays in the queue).
+    let beforeFinish: @Sendable (StoreTransaction) async throws -> Void
+    let finishes = Counter()
+
+    init(_ base: Base, beforeFinish: @escaping @Sendable (StoreTransaction) async throws -> Void = { _ in }) {
+        self.base = base
+        self.beforeFinish = beforeFinish
+    }
+
+    func canMakePayments() async throws -> Bool { try await base.canMakePayments() }
+    func products(_ identifiers: [String]) async throws -> ProductLookup { try await base.products(identifiers) }
+    func purchase(_ payment: Payment) async throws -> StoreTransaction { try await base.purchase(payment) }
+    func unfinishedTransactions() async throws -> [StoreTransaction] { try await base.unfinishedTransactions() }
+    func restoreCompletedTransactions() async throws -> StorefrontRestore {
+        try await base.restoreCompletedTransactions()
+    }
+    func appReceipt() async throws -> String? { try await base.appReceipt() }
+    func transactionUpdates() -> Base.TransactionUpdates { base.transactionUpdates() }
+
+    func finish(_ transaction: StoreTransaction) async throws {
+        try await beforeFinish(transaction)
+        try await base.finish(transaction)
+        finishes.add(transaction.id)
+    }
+}
+
+/// A thread-safe list of strings.
+final class Counter: Sendable {
+    private let values = Mutex<[String]>([])
+    func add(_ value: String) { values.withLock { $0.append(value) } }
+    var all: [String] { values.withLock { $0 } }
+    var count: Int { all.count }
+}
+
+/// A flag a test flips while something runs.
+final class Flag: Sendable {
+    private let value: Mutex<Bool>
+    init(_ value: Bool = false) { self.value = Mutex(value) }
+    func set(_ newValue: Bool) { value.withLock { $0 = newValue } }
+    var isSet: Bool { value.withLock { $0 } }
+}
+
+/// Simulated process death: what a test throws to stop a step halfway.
+struct Killed: Error {}

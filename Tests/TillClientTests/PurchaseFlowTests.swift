@@ -1,0 +1,220 @@
+import Foundation
+import Testing
+import TillClient
+import TillCore
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// Purchases as an app makes them: store, server, snapshot, content, finish, on live loopback sockets.
+@Suite(.timeLimit(.minutes(2)))
+struct PurchaseFlowTests {
+    @Test func aPurchaseOfEachProductTypeIsDeliveredBeforeItIsFinished() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                let entitlementsAtFinish = Counter()
+                let store = ObservedStorefront(fixture.storefront()) { transaction in
+                    // At finish time the server has the purchase and, for files, they are on disk.
+                    let customer = try await fixture.customer("alice")
+                    if customer.purchases.contains(where: { $0.productId == transaction.productId }) {
+                        entitlementsAtFinish.add(transaction.productId)
+                    }
+                }
+                let coordinator = try fixture.coordinator(url, store: store)
+                _ = await coordinator.start()
+
+                var delivered: [String: Delivery] = [:]
+                for productId in ["gems.100", "pro", "premium.monthly", "issue.1", "news.free"] {
+                    let outcome = try await coordinator.purchase(productId: productId)
+                    guard case .delivered(let delivery) = outcome else {
+                        Issue.record("\(productId): \(outcome)")
+                        continue
+                    }
+                    delivered[productId] = delivery
+                    #expect(delivery.transaction.productId == productId)
+                    #expect(delivery.snapshot.owns(productId: productId))
+                }
+                #expect(entitlementsAtFinish.all == ["gems.100", "pro", "premium.monthly", "issue.1", "news.free"])
+                #expect(store.finishes.count == 5)
+                #expect(try await fixture.unfinished().isEmpty)
+
+                #expect(await coordinator.balance(of: "gems") == 100)
+                for entitlement in ["pro", "premium", "issue-1", "news"] {
+                    #expect(await coordinator.isEntitled(to: entitlement), "\(entitlement)")
+                }
+                // Server-delivered products came with their files, checked; the others with none.
+                let manual = try #require(delivered["pro"]?.files.first)
+                #expect(Array(try Data(contentsOf: manual.url)) == ClientFixture.manual)
+                let issue = try #require(delivered["issue.1"]?.files.first)
+                #expect(Array(try Data(contentsOf: issue.url)) == ClientFixture.issue)
+                #expect(delivered["gems.100"]?.files.isEmpty == true)
+                #expect(await coordinator.outbox.pending.isEmpty)
+            }
+        }
+    }
+
+    @Test func aCancelledPurchaseIsReportedAsCancelledAndNothingIsSubmitted() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url, storefront: fixture.storefront { _ in .cancel })
+                let outcome = try await coordinator.purchase(productId: "pro")
+                guard case .cancelled(let transaction) = outcome else {
+                    Issue.record("expected cancelled, got \(outcome)")
+                    return
+                }
+                #expect(transaction.error?.isCancellation == true)
+                // Not charged, nothing sent, nothing waiting; the failed entry is finished so it does not come back.
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+                #expect(try await fixture.server.submissions(state: "pending").isEmpty)
+                #expect(await coordinator.outbox.pending.isEmpty)
+                #expect(try await fixture.unfinished().isEmpty)
+                #expect(await !coordinator.isEntitled(to: "pro"))
+            }
+        }
+    }
+
+    @Test func aDeclinedPaymentIsAFailureWithTheStoresCode() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url)
+                let outcome = try await coordinator.purchase(productId: "pro")
+                guard case .failed(_, let error) = outcome else {
+                    Issue.record("expected failed, got \(outcome)")
+                    return
+                }
+                #expect(error.code == .unknown && !error.isCancellation)
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+                #expect(try await fixture.unfinished().isEmpty)
+            }
+        }
+    }
+
+    @Test func anAskToBuyPurchaseIsPendingUntilApprovedThenDeliveredFromTheUpdates() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url)
+                let outcome = try await coordinator.purchase(productId: "pro")
+                guard case .pending(let transaction) = outcome else {
+                    Issue.record("expected pending, got \(outcome)")
+                    return
+                }
+                #expect(transaction.transactionState == .deferred)
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+
+                // The parent approves; the app, observing the queue, delivers it without being asked.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await coordinator.run(every: .milliseconds(200)) }
+                    let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
+                    _ = try await fixture.simulator.resolveDeferredPayment(
+                        id: try #require(entry.paymentId),
+                        approve: true
+                    )
+                    var delivered: Delivery?
+                    for await event in coordinator.events {
+                        if case .delivered(let delivery) = event.outcome, delivery.transaction.productId == "pro" {
+                            delivered = delivery
+                            break
+                        }
+                    }
+                    group.cancelAll()
+                    let delivery = try #require(delivered)
+                    #expect(delivery.files.map(\.name) == ["manual.pdf"])
+                }
+                #expect(await coordinator.isEntitled(to: "pro"))
+                #expect(try await fixture.unfinished().isEmpty)
+                #expect(try await fixture.customer("alice").purchases.count == 1)
+            }
+        }
+    }
+
+    @Test func theCatalogueComesFromTheServerWithTheStoresPrices() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                _ = try await fixture.server.putProduct(
+                    bundleId: ClientFixture.bundleId,
+                    productId: "retired",
+                    CatalogProductInput(type: .nonConsumable, entitlements: ["retired"])
+                )
+                let coordinator = try fixture.coordinator(url)
+                let offered = try await coordinator.offeredProducts()
+                #expect(
+                    offered.products.map(\.productId).sorted() == [
+                        "gems.100", "issue.1", "news.free", "premium.monthly", "pro",
+                    ]
+                )
+                #expect(offered.invalidProductIds == ["retired"])
+                let gems = try #require(offered.products.first { $0.productId == "gems.100" })
+                #expect(gems.store.displayPrice == "$0.99" && gems.store.title == "100 Gems")
+                #expect(gems.catalogue.credits == ["gems": 100] && !gems.catalogue.isServerDelivered)
+                #expect(offered.products.first { $0.productId == "pro" }?.catalogue.isServerDelivered == true)
+                #expect(try await fixture.storefront().canMakePayments())
+            }
+        }
+    }
+
+    @Test func aPurchaseTheServerRefusesIsReportedAndLeftUnfinished() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                // Alice's purchase, submitted for her; then the device's app signs in as bob before finishing it.
+                let purchase = try await fixture.storefront().purchase(Payment(productId: "pro"))
+                _ = try await fixture.client(url).submit(
+                    .signedTransaction(try #require(purchase.signedTransaction)),
+                    customerId: "alice"
+                )
+                let bob = try fixture.coordinator(url, customer: "bob")
+                let outcomes = await bob.handleUnfinished()
+                guard case .notDelivered(let failure)? = outcomes.first else {
+                    Issue.record("expected notDelivered, got \(outcomes)")
+                    return
+                }
+                #expect(failure.isRefusedByServer && failure.error.code == "ownedByAnotherCustomer")
+                #expect(await bob.outbox.rejected.map(\.code) == ["ownedByAnotherCustomer"])
+                // Not finished, not retried against the server, not granted.
+                #expect(try await fixture.unfinished().count == 1)
+                let again = await bob.handleUnfinished()
+                guard case .notDelivered(let second)? = again.first else {
+                    Issue.record("expected notDelivered, got \(again)")
+                    return
+                }
+                #expect(second.isRefusedByServer)
+                #expect(try await fixture.submissions(containing: try #require(purchase.transactionId)) == 2)
+                #expect(await !bob.isEntitled(to: "pro"))
+            }
+        }
+    }
+
+    @Test func aDeclinedAskToBuyIsReportedAsFailedAndNothingIsSubmitted() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            try await fixture.serve { url in
+                let coordinator = try fixture.coordinator(url)
+                guard case .pending = try await coordinator.purchase(productId: "pro") else {
+                    Issue.record("expected pending")
+                    return
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await coordinator.run(every: .milliseconds(200)) }
+                    let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
+                    _ = try await fixture.simulator.resolveDeferredPayment(
+                        id: try #require(entry.paymentId),
+                        approve: false
+                    )
+                    var declined: StoreError?
+                    for await event in coordinator.events {
+                        if case .failed(let transaction, let error) = event.outcome, transaction.productId == "pro" {
+                            declined = error
+                            break
+                        }
+                    }
+                    group.cancelAll()
+                    #expect(declined?.isCancellation == false)
+                }
+                #expect(try await fixture.unfinished().isEmpty)
+                #expect(try await fixture.customer("alice").purchases.isEmpty)
+                #expect(await coordinator.outbox.pending.isEmpty)
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+import TillClient
+import TillCore
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// The server's app API through ``TillServerClient``, and how each kind of failure comes out.
+@Suite(.timeLimit(.minutes(2)))
+struct ServerClientTests {
+    @Test func theMasterListIsFetchedAgainOnlyWhenItChanged() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                let client = fixture.client(url)
+                guard case .updated(let list) = try await client.products() else {
+                    Issue.record("no master list")
+                    return
+                }
+                #expect(list.productIds.contains("pro") && !list.etag.isEmpty)
+                #expect(list.product("pro")?.content.map(\.name) == ["manual.pdf"])
+                #expect(list.product("gems.100")?.productType == .consumable)
+                #expect(try await client.products(ifNoneMatch: list.etag) == .notModified)
+                try await fixture.upload(productId: "pro", name: "extra.txt", Array("more".utf8))
+                guard case .updated(let changed) = try await client.products(ifNoneMatch: list.etag) else {
+                    Issue.record("a changed list answered not modified")
+                    return
+                }
+                #expect(changed.etag != list.etag && changed.product("pro")?.content.count == 2)
+            }
+        }
+    }
+
+    @Test func submissionsCustomersAliasesAndRestoreAnswerTyped() async throws {
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                let client = fixture.client(url)
+                let store = fixture.storefront()
+                let pro = try await store.purchase(Payment(productId: "pro"))
+                // A guest buys on this device, waiting for Apple's confirmation.
+                let answer = try await client.submit(
+                    .signedTransaction(try #require(pro.signedTransaction)),
+                    customerId: "device-6F1C",
+                    idempotencyKey: "k-1",
+                    wait: .seconds(10)
+                )
+                #expect(answer.submission.state == .confirmed && answer.submission.state.isSettled)
+                #expect(answer.customer.entitlements.map(\.id) == ["pro"])
+                #expect(try await client.submission(id: answer.submission.id).state == .confirmed)
+                // The guest signs in: the purchase moves to the account.
+                let alice = try await client.link(guestId: "device-6F1C", to: "alice")
+                #expect(alice.customerId == "alice" && alice.purchases.map(\.productId) == ["pro"])
+                #expect(try await client.customer("alice").entitlements.map(\.id) == ["pro"])
+
+                // A restore with the app receipt answers what alice can have back.
+                let receipt = try #require(try await store.appReceipt())
+                let restored = try await client.restore(customerId: "alice", evidence: .appReceipt(receipt))
+                #expect(restored.restored.map(\.productId) == ["pro"])
+            }
+        }
+    }
+
+    @Test func failuresSayWhetherToRetryLaterOrNot() async throws {
+        try await ClientFixture.run { fixture in
+            // Nothing listening: unreachable, try again later.
+            let dead = fixture.client(try await ClientFixture.deadURL())
+            await #expect {
+                try await dead.products()
+            } throws: { error in
+                let error = error as? TillClientError
+                return error?.kind == .unreachable && error?.isTemporary == true && error?.status == nil
+            }
+            try await fixture.serve { url in
+                // A wrong key: refused, with the server's code, but not a verdict on any submission.
+                let stranger = TillServerClient(baseURL: url, appKey: "tk_wrong", httpClient: fixture.http)
+                await #expect {
+                    try await stranger.products()
+                } throws: { error in
+                    let error = error as? TillClientError
+                    return error?.kind == .refused && error?.status == 401 && error?.code == "unauthorized"
+                        && error?.isTemporary == false && error?.isPermanentRefusal == false
+                }
+                // A malformed submission: refused for good.
+                await #expect {
+                    try await fixture.client(url).submit(.signedTransaction("x"), customerId: "")
+                } throws: { error in
+                    let error = error as? TillClientError
+                    return error?.status == 400 && error?.code == "invalidCustomerId"
+                        && error?.isPermanentRefusal == true
+                }
+            }
+            // The store slow beyond the time limit: timed out, try again later.
+            fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:latency=2,times=1"))
+            let impatient = SimulatorStorefront(
+                baseURL: fixture.simulatorURL,
+                deviceId: fixture.device.id,
+                bundleId: ClientFixture.bundleId,
+                timeout: .milliseconds(300),
+                httpClient: fixture.http
+            )
+            await #expect {
+                try await impatient.products(["pro"])
+            } throws: { error in
+                let error = error as? TillClientError
+                return error?.kind == .timedOut && error?.isTemporary == true
+            }
+            // The store down (503): the server's fault, try again later.
+            fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=1"))
+            await #expect {
+                try await impatient.unfinishedTransactions()
+            } throws: { error in
+                let error = error as? TillClientError
+                return error?.kind == .serverFault && error?.status == 503 && error?.isTemporary == true
+            }
+        }
+    }
+
+    @Test func theStorefrontLooksProductsUpAndReportsInvalidIds() async throws {
+        try await ClientFixture.run { fixture in
+            let store = fixture.storefront()
+            let lookup = try await store.products(["pro", "gems.100", "nope"])
+            #expect(lookup.products.map(\.productId) == ["pro", "gems.100"])
+            #expect(lookup.invalidProductIds == ["nope"])
+            let pro = try #require(lookup.products.first)
+            #expect(
+                pro.title == "Pro" && pro.price == 4990 && pro.currency == "USD" && pro.productType == .nonConsumable
+            )
+            #expect(pro.decimalPrice == Decimal(string: "4.99"))
+            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(canMakePayments: false))
+            #expect(try await !store.canMakePayments())
+            let refused = try await store.purchase(Payment(productId: "pro"))
+            #expect(refused.transactionState == .failed && refused.error?.code == .paymentNotAllowed)
+            #expect(try await store.appReceipt()?.isEmpty == false)
+        }
+    }
+
+    @Test(arguments: [
+        (400, false, true), (401, false, false), (403, false, false), (404, false, false), (408, true, false),
+        (409, false, true), (413, false, true), (422, false, true), (429, true, false),
+    ])
+    func aRefusalIsPermanentOnlyWhenItJudgesTheRequest(status: Int, temporary: Bool, permanent: Bool) {
+        let error = TillClientError(.refused, status: status, message: "")
+        #expect(error.isTemporary == temporary && error.isPermanentRefusal == permanent)
+    }
+
+    @Test func transportFailuresAndServerFaultsAreTemporary() {
+        for kind in [TillClientError.Kind.unreachable, .timedOut, .serverFault, .invalidResponse] {
+            let error = TillClientError(kind, status: kind == .serverFault ? 503 : nil, message: "")
+            #expect(error.isTemporary && !error.isPermanentRefusal, "\(kind)")
+        }
+        #expect(!TillClientError(.checksumMismatch, message: "").isTemporary)
+    }
+}

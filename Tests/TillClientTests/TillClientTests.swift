@@ -1,2 +1,0 @@
-// Tests for TillClient arrive with the issue that builds it.
-import Testing
