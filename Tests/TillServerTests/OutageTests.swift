@@ -63,6 +63,44 @@ struct OutageTests {
         }
     }
 
+    @Test func aDeadAppleIsProbedOnceASecondInsteadOfHammered() async throws {
+        try await ServerFixture.run(confirmation: .init(backoffBase: .milliseconds(100), backoffCap: .seconds(1))) {
+            fixture in
+            let outage = try FaultRule(parsing: "*:serverAPI:outage=reset")
+            fixture.simulator.faults.add(outage)
+            var submitted: [SubmissionResult] = []
+            for _ in 0..<20 {
+                let purchase = try await fixture.buy("gems.100")
+                submitted.append(
+                    try await fixture.server.submit(
+                        SubmissionRequest(customerId: "rae", signedTransaction: purchase.signedTransaction),
+                        app: fixture.app
+                    )
+                )
+            }
+            try await Task.sleep(for: .seconds(3))
+            // Without the probe, 20 due submissions with a back-off of 0.1–1 s make dozens of attempts in 3 s.
+            let attempts = try await failedAttempts(fixture)
+            #expect(attempts >= 1 && attempts <= 8, "\(attempts) attempts while Apple was down")
+
+            #expect(fixture.simulator.faults.remove(id: outage.id))
+            for result in submitted {
+                #expect(try await fixture.settled(result, timeout: .seconds(15)).state == .confirmed)
+            }
+            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "rae")
+            #expect(customer.balances == ["gems": 2000])
+        }
+    }
+
+    /// Attempts that ended in a retry, from `/metrics`.
+    func failedAttempts(_ fixture: ServerFixture) async throws -> Int {
+        let exposition = String(decoding: try await fixture.server.metricsExposition(), as: UTF8.self)
+        return exposition.split(separator: "\n")
+            .filter { $0.hasPrefix(#"till_confirmations_total{result="retrying""#) }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+            .reduce(0, +)
+    }
+
     @Test func aReceiptsOwnProblemKeepsItsScheduleWhenAppleAnswersAgain() async throws {
         try await ServerFixture.run(confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))) {
             fixture in

@@ -449,12 +449,17 @@ public struct ConfirmationWorker: Service {
         // all queueing for SQLite's single writer). Apple takes seconds; a few milliseconds here cost nothing.
         let claimInterval = Duration.milliseconds(20)
         var lastClaim = clock.now - claimInterval
+        // While Apple is unavailable, one attempt at a time probes it, once a second: hammering a dead endpoint
+        // with every due submission (each failing at once and rescheduled) costs the CPU that acknowledging
+        // new purchases needs. The first real answer lets everything through again (`appleIsBack()`).
+        let probeInterval = Duration.seconds(1)
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = server.workAvailable.current
-                let room = settings.concurrency - inFlight.value
+                let probing = server.appleUnavailable.withLock { $0 }
+                let room = probing ? 1 - inFlight.value : settings.concurrency - inFlight.value
                 if room > 0 {
-                    let due = lastClaim + claimInterval
+                    let due = lastClaim + (probing ? probeInterval : claimInterval)
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
                     lastClaim = clock.now
                     let claimed = (try? await server.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
