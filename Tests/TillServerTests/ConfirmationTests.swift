@@ -136,6 +136,17 @@ struct ConfirmationTests {
                     app: fixture.app
                 )
             }
+            // A refused replay resent under its idempotency key is refused again, not answered as accepted.
+            let replay = SubmissionRequest(
+                customerId: "frank",
+                signedTransaction: purchase.signedTransaction,
+                idempotencyKey: "k-frank"
+            )
+            for _ in 0..<2 {
+                await #expect {
+                    _ = try await fixture.server.submit(replay, app: fixture.app)
+                } throws: { ($0 as? ServerError)?.code == "ownedByAnotherCustomer" }
+            }
             #expect(
                 try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "frank").balances
                     .isEmpty

@@ -206,10 +206,31 @@ extension PurchaseServer {
         guard existing.payload == payload else {
             throw ServerError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
         }
+        // The first answer again: transactions another customer owns are still refused (a resend of a refused
+        // replay must not look accepted).
+        let ids = (try? JSONDecoder().decode([String].self, from: Data(existing.transactionIds.utf8))) ?? []
+        var refused: [RefusedTransaction] = []
+        for id in ids {
+            if let row = try await store.transaction(
+                environment: existing.environment,
+                transactionId: id,
+                on: store.sql
+            ),
+                row.customerId != existing.customerId
+            {
+                refused.append(RefusedTransaction(transactionId: id, reason: "ownedByAnotherCustomer"))
+            }
+        }
+        if !ids.isEmpty && refused.count == ids.count {
+            throw ServerError.conflict(
+                "ownedByAnotherCustomer",
+                "every transaction of this submission belongs to another customer (\(refused.count) refused)"
+            )
+        }
         return SubmissionResult(
             submission: view(existing),
             customer: try await customer(bundleId: app.bundleId, customerId: existing.customerId),
-            refused: []
+            refused: refused
         )
     }
 
