@@ -172,6 +172,31 @@ struct ServerHTTPTests {
         }
     }
 
+    @Test func aCachedCustomerViewEndsWithItsEntitlement() async throws {
+        try await ServerFixture.run(followSimulatorClock: true) { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let issue = try await fixture.buy("issue.1")  // a non-renewing day
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "ivy", "signedTransaction": issue.signedTransaction!]),
+                    token: fixture.app.appKey
+                )
+                func entitlements() async throws -> [String] {
+                    let view = try await call(client, .get, "/v1/customers/ivy", token: fixture.app.appKey)
+                    return ((view.object["entitlements"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
+                }
+                #expect(try await entitlements() == ["issue-1"])
+                #expect(try await entitlements() == ["issue-1"])  // from the cache
+                // A day later (the server follows the simulator's clock), well within the cache's second.
+                _ = try await fixture.simulator.advanceClock(seconds: 86_401)
+                #expect(try await entitlements() == [])
+            }
+        }
+    }
+
     @Test func creditsAreSpentOnceAndNeverBelowZero() async throws {
         try await ServerFixture.run { fixture in
             let app = Application(router: buildServerRouter(fixture.server))

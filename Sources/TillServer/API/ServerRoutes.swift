@@ -126,13 +126,14 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.get("customers/{customer}") { _, context in
         let app = try context.requireApp()
-        return try json(
-            try await server.customer(
-                bundleId: app.bundleId,
-                customerId: try ContentController.pathComponent("customer", context)
-            ),
-            context: context
+        let body = try await server.customerBody(
+            bundleId: app.bundleId,
+            customerId: try ContentController.pathComponent("customer", context),
+            encoder: context.responseEncoder
         )
+        var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        response.headers[.contentType] = "application/json"
+        return response
     }
     group.get("keys") { _, context in
         _ = try context.requireApp()

@@ -414,6 +414,24 @@ extension PurchaseServer {
         )
     }
 
+    /// `customer(bundleId:customerId:)` encoded with `encoder`, as `GET /v1/customers/{id}` answers it.
+    ///
+    /// Encoding is most of what a read costs once the data is cached, so the bytes are kept too: until this
+    /// process writes (the database's generation), the catalogue changes, a second passes (other processes),
+    /// or the first of the customer's entitlements ends, after which the view is worked out again.
+    func customerBody(bundleId: String, customerId: String, encoder: JSONEncoder) async throws -> [UInt8] {
+        try await customerBodies.value(
+            for: CustomerKey(bundleId: bundleId, customerId: customerId),
+            generation: database.writeGeneration,
+            isStale: { encoded in encoded.validUntil.map { $0 <= self.nowMilliseconds } ?? false }
+        ) {
+            let now = nowMilliseconds
+            let view = try await customer(bundleId: bundleId, customerId: customerId)
+            let ends = view.entitlements.compactMap(\.expiresDate).filter { $0 > now }
+            return EncodedCustomer(body: Array(try encoder.encode(view)), validUntil: ends.min())
+        }.body
+    }
+
     /// What the database holds about a customer, read on one connection.
     private func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
         -> CustomerSnapshot

@@ -26,6 +26,8 @@ public final class PurchaseServer: Sendable {
     let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
     let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
     let customerSnapshots = SnapshotCache<CustomerKey, CustomerSnapshot>(lifetime: .seconds(1))
+    /// Customer views as JSON, until the data under them changes or one of their entitlements ends.
+    let customerBodies = SnapshotCache<CustomerKey, EncodedCustomer>(lifetime: .seconds(1))
     /// This process's hold on an SQLite file's queue (nil on PostgreSQL and in memory).
     let queueLock: SQLiteQueueLock?
     /// Set when Apple stopped answering (timeouts, resets, 5xx); the first real answer after it brings the
@@ -121,6 +123,7 @@ public final class PurchaseServer: Sendable {
     func catalogueChanged() {
         appsByKey.invalidateAll()
         catalogues.invalidateAll()
+        customerBodies.invalidateAll()  // entitlements come from the catalogue
     }
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
@@ -129,6 +132,12 @@ public final class PurchaseServer: Sendable {
         }
         return app
     }
+}
+
+/// A customer view encoded for the app API, and the time (UNIX ms) it stops being true, if any.
+struct EncodedCustomer: Sendable {
+    var body: [UInt8]
+    var validUntil: Int64?
 }
 
 struct CustomerKey: Hashable, Sendable {

@@ -30,14 +30,21 @@ final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.capacity = capacity
     }
 
-    func value(for key: Key, generation: UInt64 = 0, load: () async throws -> Value) async throws -> Value {
+    /// - Parameter isStale: a cached value it returns true for is loaded again (a value that knows it changes
+    ///   at some time, such as entitlements that end).
+    func value(
+        for key: Key,
+        generation: UInt64 = 0,
+        isStale: (Value) -> Bool = { _ in false },
+        load: () async throws -> Value
+    ) async throws -> Value {
         let now = ContinuousClock.now
         let (cached, invalidations) = state.withLock { state in
             let entry = state.entries[key]
             let fresh = entry.flatMap { $0.expires > now && $0.generation == generation ? $0.value : nil }
             return (fresh, state.invalidations)
         }
-        if let cached { return cached }
+        if let cached, !isStale(cached) { return cached }
         let value = try await load()
         state.withLock { state in
             guard state.invalidations == invalidations else { return }
