@@ -1,10 +1,12 @@
 import Foundation
 import SQLKit
+import Synchronization
 import Testing
 import TillCore
-import TillServer
 import TillSimulator
 import TillStorage
+
+@testable import TillServer
 
 /// Apple down in the middle of a run: purchases are still acknowledged and credited, and once Apple answers
 /// again everything that waited is confirmed, once.
@@ -89,6 +91,21 @@ struct OutageTests {
             }
             let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "rae")
             #expect(customer.balances == ["gems": 2000])
+        }
+    }
+
+    @Test func afterAnOutageTheBacklogIsConfirmedWithASlowStart() async throws {
+        try await ServerFixture.run { fixture in
+            let server = fixture.server
+            #expect(server.recoveryLimit(4096) == 4096)
+            server.recoveringSince.withLock { $0 = ContinuousClock.now }
+            #expect(server.recoveryLimit(4096) == 16)
+            server.recoveringSince.withLock { $0 = ContinuousClock.now - .seconds(3) }
+            #expect(server.recoveryLimit(4096) == 128)
+            server.recoveringSince.withLock { $0 = ContinuousClock.now - .seconds(9) }
+            #expect(server.recoveryLimit(4096) == 4096)
+            // Full speed reached: the slow start is over.
+            #expect(server.recoveringSince.withLock { $0 } == nil)
         }
     }
 

@@ -109,6 +109,7 @@ extension PurchaseServer {
         }
         if moved > 0 {
             logger.notice("Apple answers again: \(moved) submissions waiting to retry are due now")
+            recoveringSince.withLock { $0 = ContinuousClock.now }
             workAvailable.signal()
         }
     }
@@ -457,7 +458,8 @@ public struct ConfirmationWorker: Service {
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = server.workAvailable.current
                 let probing = server.appleUnavailable.withLock { $0 }
-                let room = probing ? 1 - inFlight.value : settings.concurrency - inFlight.value
+                let limit = probing ? 1 : server.recoveryLimit(settings.concurrency)
+                let room = limit - inFlight.value
                 if room > 0 {
                     let due = lastClaim + (probing ? probeInterval : claimInterval)
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
@@ -478,6 +480,20 @@ public struct ConfirmationWorker: Service {
             // Graceful shutdown: attempts under way finish (the group waits for them); the rest waits for the next start.
         }
         try? await http.shutdown()
+    }
+}
+
+extension PurchaseServer {
+    /// Confirmations allowed in flight: all of `concurrency`, except in the seconds after Apple came back with
+    /// a backlog, when it starts at 16 and doubles every second (a slow start, as TCP's).
+    func recoveryLimit(_ concurrency: Int) -> Int {
+        recoveringSince.withLock { since in
+            guard let start = since else { return concurrency }
+            let seconds = Int((ContinuousClock.now - start).components.seconds)
+            let limit = seconds >= 20 ? concurrency : 16 << seconds
+            if limit >= concurrency { since = nil }
+            return min(limit, concurrency)
+        }
     }
 }
 

@@ -33,6 +33,9 @@ public final class PurchaseServer: Sendable {
     /// Set when Apple stopped answering (timeouts, resets, 5xx); the first real answer after it brings the
     /// submissions that wait for their back-off forward (see `appleAnswered()`).
     let appleUnavailable = Mutex(false)
+    /// When Apple came back with a backlog: the worker's concurrency starts small then doubles each second,
+    /// so confirming the backlog does not take the CPU that acknowledging new purchases needs.
+    let recoveringSince = Mutex<ContinuousClock.Instant?>(nil)
 
     init(
         configuration: ServerConfiguration,
