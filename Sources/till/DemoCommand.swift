@@ -30,7 +30,8 @@ struct DemoCommand: AsyncParsableCommand {
             say(
                 """
                 till demo: the App Store simulator on \(world.simulatorURL), till serve on \(world.serverURL), \
-                and the app (TillClient) for customer \(DemoWorld.customer), in this process.
+                and the app (TillClient) for customer \(DemoWorld.customer), in this process; \
+                files in \(world.directory.path) until the end.
                 """
             )
             let walkthrough = try DemoWalkthrough(world: world, report: report)
