@@ -32,7 +32,7 @@ final class DemoReport {
         steps.append(Step(number: steps.count + 1, title: title))
         write("")
         write("\(steps.count). \(title)")
-        for line in Self.wrap(explanation, width: 100) { write("   " + line) }
+        for line in TextFormat.wrap(explanation, width: 100) { write("   " + line) }
         do {
             try await body()
         } catch {
@@ -63,12 +63,12 @@ final class DemoReport {
         let failed = steps.filter { !$0.behaved }
         write("")
         if failed.isEmpty {
-            write("✓ All \(steps.count) steps behaved as expected, in \(DemoFormat.duration(elapsed)).")
+            write("✓ All \(steps.count) steps behaved as expected, in \(TextFormat.duration(elapsed)).")
         } else {
             let numbers = failed.map { "\($0.number) (\($0.title))" }.joined(separator: ", ")
             write(
                 "✗ \(failed.count) of \(steps.count) steps did not behave as expected: \(numbers); "
-                    + "in \(DemoFormat.duration(elapsed))."
+                    + "in \(TextFormat.duration(elapsed))."
             )
         }
         return failed.isEmpty
@@ -77,40 +77,5 @@ final class DemoReport {
     private func record(_ change: (inout Step) -> Void) {
         if steps.isEmpty { steps.append(Step(number: 1, title: "setting up")) }
         change(&steps[steps.count - 1])
-    }
-
-    static func wrap(_ text: String, width: Int) -> [String] {
-        var lines: [String] = []
-        var line = ""
-        for word in text.split(separator: " ") {
-            if !line.isEmpty, line.count + 1 + word.count > width {
-                lines.append(line)
-                line = ""
-            }
-            line += (line.isEmpty ? "" : " ") + word
-        }
-        if !line.isEmpty { lines.append(line) }
-        return lines
-    }
-}
-
-/// How the demo writes durations, sizes and simulated times.
-enum DemoFormat {
-    static func duration(_ duration: Duration) -> String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        if seconds < 1 { return "\(Int((seconds * 1000).rounded())) ms" }
-        return String(format: "%.1f s", seconds)
-    }
-
-    static func megabytes(_ bytes: Int64) -> String {
-        String(format: "%.1f MB", Double(bytes) / 1_000_000)
-    }
-
-    /// A span of simulated time in the units a reader expects of subscriptions.
-    static func span(milliseconds: Int64) -> String {
-        let minutes = Double(milliseconds) / 60_000
-        if abs(minutes) < 120 { return String(format: "%.0f min", minutes) }
-        if abs(minutes) < 48 * 60 { return String(format: "%.1f h", minutes / 60) }
-        return String(format: "%.0f days", minutes / 1440)
     }
 }

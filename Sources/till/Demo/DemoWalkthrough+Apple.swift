@@ -29,9 +29,9 @@ extension DemoWalkthrough {
             }
             report.expect(
                 elapsed < .seconds(2) && provisional,
-                "gems.100 delivered in \(DemoFormat.duration(elapsed)), before Apple answered: provisional, "
+                "gems.100 delivered in \(TextFormat.duration(elapsed)), before Apple answered: provisional, "
                     + "submission \(submission.state)",
-                otherwise: "took \(DemoFormat.duration(elapsed)), provisional: \(provisional)"
+                otherwise: "took \(TextFormat.duration(elapsed)), provisional: \(provisional)"
             )
             guard let (status, after) = try await settled(submission.id) else {
                 report.fail("Apple's confirmation follows — not settled after 15 s")
@@ -39,7 +39,7 @@ extension DemoWalkthrough {
             }
             report.expect(
                 status.state == .confirmed,
-                "confirmed by Apple \(DemoFormat.duration(after)) later (\(status.lastStatus ?? "?"))",
+                "confirmed by Apple \(TextFormat.duration(after)) later (\(status.lastStatus ?? "?"))",
                 otherwise: "\(status.state): \(status.lastError ?? status.reason ?? "")"
             )
             let snapshot = try await phone.entitlements.refresh()
@@ -76,9 +76,9 @@ extension DemoWalkthrough {
                 submissions.append(submission.id)
                 report.expect(
                     elapsed < .seconds(2),
-                    "gems.100 ×\(quantity) delivered in \(DemoFormat.duration(elapsed)) although Apple is down; "
+                    "gems.100 ×\(quantity) delivered in \(TextFormat.duration(elapsed)) although Apple is down; "
                         + "balance \(delivery.snapshot.balance("gems")) gems",
-                    otherwise: "took \(DemoFormat.duration(elapsed))"
+                    otherwise: "took \(TextFormat.duration(elapsed))"
                 )
             }
             let client = world.client
@@ -107,7 +107,7 @@ extension DemoWalkthrough {
             }
             report.expect(
                 confirmed != nil && submissions.count == 2,
-                "both confirmed \(confirmed.map { DemoFormat.duration($0.after) } ?? "") after Apple came back",
+                "both confirmed \(confirmed.map { TextFormat.duration($0.after) } ?? "") after Apple came back",
                 otherwise: "not all confirmed within 15 s"
             )
         }
@@ -135,7 +135,7 @@ extension DemoWalkthrough {
             }
             report.expect(
                 submission.kind == "appReceipt",
-                "gems.100 delivered in \(DemoFormat.duration(elapsed)) from the app receipt",
+                "gems.100 delivered in \(TextFormat.duration(elapsed)) from the app receipt",
                 otherwise: "the server recorded a \(submission.kind)"
             )
             struct VerifyReceipt: Encodable {
@@ -169,7 +169,7 @@ extension DemoWalkthrough {
             }
             report.expect(
                 status.state == .confirmed && status.environment == "Sandbox" && status.lastStatus == "status 0",
-                "the server followed the 21007 to the sandbox: confirmed there \(DemoFormat.duration(after)) later "
+                "the server followed the 21007 to the sandbox: confirmed there \(TextFormat.duration(after)) later "
                     + "(\(status.lastStatus ?? "?"), \(status.environment))",
                 otherwise:
                     "\(status.state) in \(status.environment): \(status.lastStatus ?? "") \(status.lastError ?? "")"

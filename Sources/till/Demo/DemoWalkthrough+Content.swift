@@ -43,7 +43,7 @@ extension DemoWalkthrough {
             )
             report.expect(
                 upload.status == 201,
-                "the operator uploaded \(Self.magazineFile) (\(DemoFormat.megabytes(Int64(issue.count)))) "
+                "the operator uploaded \(Self.magazineFile) (\(TextFormat.megabytes(Int64(issue.count)))) "
                     + "through the admin API",
                 otherwise: "the upload answered \(upload.status)"
             )
@@ -75,8 +75,8 @@ extension DemoWalkthrough {
             report.expect(
                 partial >= 1_000_000 && partial < issue.count
                     && queue.contains { $0.transactionId == failure.transaction.transactionId },
-                "the download stopped at \(DemoFormat.megabytes(partial)) of "
-                    + "\(DemoFormat.megabytes(Int64(issue.count))): not delivered, so the transaction stays "
+                "the download stopped at \(TextFormat.megabytes(partial)) of "
+                    + "\(TextFormat.megabytes(Int64(issue.count))): not delivered, so the transaction stays "
                     + "unfinished, and the partial file is kept",
                 otherwise: "partial file \(partial) bytes, \(queue.count) unfinished"
             )
@@ -97,7 +97,7 @@ extension DemoWalkthrough {
             report.expect(
                 file.resumedFrom == partial && file.transferred == Int64(issue.count) - partial,
                 "the download resumed with Range from byte \(file.resumedFrom): "
-                    + "\(DemoFormat.megabytes(file.transferred)) more",
+                    + "\(TextFormat.megabytes(file.transferred)) more",
                 otherwise: "resumed from \(file.resumedFrom), transferred \(file.transferred), partial was \(partial)"
             )
             let stored = (try? Data(contentsOf: file.url)).map { Self.sha256($0) }
@@ -143,7 +143,7 @@ extension DemoWalkthrough {
             let stored = file.flatMap { try? Data(contentsOf: $0.url) }.map { Self.sha256($0) }
             report.expect(
                 stored == Self.magazineSHA256,
-                "the magazine was downloaded on the iPad too (\(DemoFormat.megabytes(file?.size ?? 0)), checked)",
+                "the magazine was downloaded on the iPad too (\(TextFormat.megabytes(file?.size ?? 0)), checked)",
                 otherwise: "the iPad's copy: \(stored ?? "missing")"
             )
             let gems = await tablet.balance(of: "gems")

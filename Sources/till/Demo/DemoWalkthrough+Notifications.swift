@@ -26,7 +26,7 @@ extension DemoWalkthrough {
             let month = world.simulator.clock.rate.monthSeconds ?? 300
             _ = try await world.simulator.advanceClock(seconds: 2 * month + 5)
             report.note(
-                "the App Store's clock moved \(DemoFormat.span(milliseconds: Int64((2 * month + 5) * 1000))) "
+                "the App Store's clock moved \(TextFormat.span(milliseconds: Int64((2 * month + 5) * 1000))) "
                     + "(two sandbox months)"
             )
             let simulator = world.simulator
@@ -42,7 +42,7 @@ extension DemoWalkthrough {
             report.expect(
                 renewed != nil,
                 "Apple renewed the subscription twice and the server took both DID_RENEW notifications "
-                    + "(\(renewed.map { DemoFormat.duration($0.after) } ?? "?"))",
+                    + "(\(renewed.map { TextFormat.duration($0.after) } ?? "?"))",
                 otherwise: "fewer than 2 renewals were delivered within 10 s"
             )
             let expectedEnd = firstEnd + Int64(2 * month * 1000)
@@ -54,10 +54,10 @@ extension DemoWalkthrough {
             let newEnd = after?.value.snapshot.entitlements.first { $0.id == "premium" }?.expiresDate ?? 0
             report.expect(
                 after?.value.snapshot.grants("premium", at: storeNow) == true,
-                "the app's snapshot grants premium until \(DemoFormat.span(milliseconds: newEnd - storeNow)) from "
+                "the app's snapshot grants premium until \(TextFormat.span(milliseconds: newEnd - storeNow)) from "
                     + "now, App Store time; without the renewals it would have ended "
-                    + "\(DemoFormat.span(milliseconds: storeNow - firstEnd)) ago",
-                otherwise: "premium ends \(DemoFormat.span(milliseconds: newEnd - storeNow)) from now"
+                    + "\(TextFormat.span(milliseconds: storeNow - firstEnd)) ago",
+                otherwise: "premium ends \(TextFormat.span(milliseconds: newEnd - storeNow)) from now"
             )
         }
     }
@@ -84,7 +84,7 @@ extension DemoWalkthrough {
             report.expect(
                 revoked != nil,
                 "the server revoked pro on Apple's notification; "
-                    + "\(revoked.map { DemoFormat.duration($0.after) } ?? "?") later the iPhone's snapshot no longer "
+                    + "\(revoked.map { TextFormat.duration($0.after) } ?? "?") later the iPhone's snapshot no longer "
                     + "grants it",
                 otherwise: "the iPhone still has pro after 10 s"
             )

@@ -21,8 +21,8 @@ extension DemoWalkthrough {
                 grants += catalogue.entitlements.map { "→ \($0)" }
                 if catalogue.isServerDelivered { grants.append("+ \(catalogue.content.count) file(s)") }
                 report.note(
-                    Self.column(product.productId, 17) + Self.column(catalogue.type, 18)
-                        + Self.column(product.store.title, 24) + Self.column(product.store.displayPrice, 8)
+                    TextFormat.column(product.productId, 17) + TextFormat.column(catalogue.type, 18)
+                        + TextFormat.column(product.store.title, 24) + TextFormat.column(product.store.displayPrice, 8)
                         + grants.joined(separator: " ")
                 )
             }
@@ -66,14 +66,14 @@ extension DemoWalkthrough {
                     let grant = snapshot.snapshot.entitlements.first { $0.id == grants }
                     granted = snapshot.snapshot.grants(grants, at: storeNow)
                     if let end = grant?.expiresDate {
-                        what = "grants \(grants) for \(DemoFormat.span(milliseconds: end - storeNow)) of App Store time"
+                        what = "grants \(grants) for \(TextFormat.span(milliseconds: end - storeNow)) of App Store time"
                     } else {
                         what = "grants \(grants)"
                     }
                 }
                 report.expect(
                     granted,
-                    "\(productId) (\(kind)) delivered and finished in \(DemoFormat.duration(elapsed)): \(what)",
+                    "\(productId) (\(kind)) delivered and finished in \(TextFormat.duration(elapsed)): \(what)",
                     otherwise: "the snapshot does not show it: \(snapshot.snapshot.entitlements.map(\.id))"
                 )
             }
@@ -145,9 +145,5 @@ extension DemoWalkthrough {
                 otherwise: "recorded \(recorded) times, \(waiting) submissions still waiting"
             )
         }
-    }
-
-    static func column(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
     }
 }

@@ -130,31 +130,3 @@ struct ShopSession: Sendable {
         var id: String
     }
 }
-
-/// What the simulated customer does on the next payment sheet: confirm unless told otherwise, once.
-final class PaymentSheet: Sendable {
-    private let next = Mutex(SimulatorStorefront.SheetAction.confirm)
-
-    func set(_ action: SimulatorStorefront.SheetAction) { next.withLock { $0 = action } }
-
-    func answer() -> SimulatorStorefront.SheetAction {
-        next.withLock { action in
-            defer { action = .confirm }
-            return action
-        }
-    }
-}
-
-/// A JSON value for the small bodies `till shop` sends to the simulator's admin API.
-enum JSONValue: Encodable, Sendable {
-    case bool(Bool)
-    case int(Int)
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .bool(let value): try container.encode(value)
-        case .int(let value): try container.encode(value)
-        }
-    }
-}

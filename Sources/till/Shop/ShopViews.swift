@@ -34,9 +34,9 @@ struct ShopProducts: ShopView {
             var grants = product.credits.map { "+\($0.value) \($0.key)" }.sorted()
             grants += product.entitlements.map { "→ \($0)" }
             if !product.files.isEmpty { grants.append("+ \(product.files.count) file(s)") }
-            return String(format: "%2d  ", index + 1) + DemoWalkthrough.column(product.productId, 17)
-                + DemoWalkthrough.column(product.title, 24) + DemoWalkthrough.column(product.displayPrice, 8)
-                + DemoWalkthrough.column(product.type, 17) + grants.joined(separator: " ")
+            return String(format: "%2d  ", index + 1) + TextFormat.column(product.productId, 17)
+                + TextFormat.column(product.title, 24) + TextFormat.column(product.displayPrice, 8)
+                + TextFormat.column(product.type, 17) + grants.joined(separator: " ")
                 + (product.owned ? "  (owned)" : "")
         }
         if !invalidProductIds.isEmpty {
@@ -74,7 +74,7 @@ struct ShopFile: Encodable {
     }
 
     var line: String {
-        var text = "\(name) (\(DemoFormat.megabytes(size)))"
+        var text = "\(name) (\(TextFormat.megabytes(size)))"
         if let path { text += ": " + path }
         if let resumedFrom, resumedFrom > 0 { text += ", resumed from byte \(resumedFrom)" }
         if transferred == 0 { text += ", already on this device" }
