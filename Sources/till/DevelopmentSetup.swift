@@ -10,6 +10,10 @@ enum DevelopmentSetup {
         var bundleId: String
         var appKey: String
         var deviceId: String
+        /// The simulator's app (its admin API's id for it).
+        var appAppleId: Int64
+        /// The sandbox tester owning the device.
+        var accountId: String
     }
 
     static let bundleId = "com.example.till"
@@ -59,6 +63,13 @@ enum DevelopmentSetup {
                     description: "Ninety days"
                 ),
                 ProductInput(productId: "newsletter", type: .freeSubscription, title: "Newsletter"),
+                ProductInput(
+                    productId: "magazine.1",
+                    type: .nonConsumable,
+                    price: 1990,
+                    title: "Till Monthly, issue 1",
+                    description: "The magazine, delivered by the server"
+                ),
             ]
             for product in products {
                 _ = try await simulator.createProduct(appAppleId: simulatorApp.appAppleId, product)
@@ -138,6 +149,16 @@ enum DevelopmentSetup {
                     "newsletter",
                     CatalogProductInput(type: .freeSubscription, title: "Newsletter", entitlements: ["newsletter"])
                 ),
+                (
+                    "magazine.1",
+                    CatalogProductInput(
+                        type: .nonConsumable,
+                        title: "Till Monthly, issue 1",
+                        entitlements: ["magazine.1"],
+                        price: 1990,
+                        currency: "USD"
+                    )
+                ),
             ]
             for (id, input) in catalogue { _ = try await server.putProduct(bundleId: bundleId, productId: id, input) }
         }
@@ -154,6 +175,12 @@ enum DevelopmentSetup {
             device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
         }
         guard let device else { throw CancellationError() }
-        return Demo(bundleId: bundleId, appKey: app.appKey, deviceId: device.id)
+        return Demo(
+            bundleId: bundleId,
+            appKey: app.appKey,
+            deviceId: device.id,
+            appAppleId: simulatorApp.appAppleId,
+            accountId: account.id
+        )
     }
 }

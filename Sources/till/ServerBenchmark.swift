@@ -480,33 +480,6 @@ final class Outcomes: Sendable {
     var results: ([Duration], [Int: Int]) { state.withLock { ($0.0.sorted(), $0.1) } }
 }
 
-/// A service running in the background on a port it chose, until `stop()`.
-struct Ports {
-    let port: Int
-    let group: ServiceGroup
-    let task: Task<Void, any Error>
-
-    static func start<S: Service>(
-        _ make: (@escaping @Sendable (Int) async -> Void) -> S,
-        logger: Logger
-    ) async throws -> Ports {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let service = make { continuation.yield($0) }
-        let group = ServiceGroup(
-            configuration: .init(services: [service], gracefulShutdownSignals: [], logger: logger)
-        )
-        let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CancellationError() }
-        return Ports(port: port, group: group, task: task)
-    }
-
-    func stop() async {
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
-    }
-}
-
 extension Duration {
     fileprivate var nanoseconds: Int64 {
         components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000

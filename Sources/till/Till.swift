@@ -6,6 +6,8 @@ struct Till: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "till",
         abstract: "Till: a self-hosted in-app purchase backend.",
-        subcommands: [ServeCommand.self, SimulatorCommand.self, Inspect.self, Bench.self]
+        subcommands: [
+            ServeCommand.self, SimulatorCommand.self, DemoCommand.self, ShopCommand.self, Inspect.self, Bench.self,
+        ]
     )
 }

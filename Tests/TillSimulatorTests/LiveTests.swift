@@ -37,10 +37,19 @@ struct LiveTests {
                 ).payload
                 #expect(notification.notificationType == .subscribed && notification.subtype == .initialBuy)
                 #expect(notification.data?.signedTransactionInfo != nil && notification.data?.signedRenewalInfo != nil)
-                let log = try await fixture.simulator.notificationLog(
+                // The simulator records the delivery once the receiver's answer is in, just after the receiver
+                // has the payload: wait for it rather than race it.
+                var log = try await fixture.simulator.notificationLog(
                     appAppleId: fixture.app.appAppleId,
                     environment: .sandbox
                 )
+                for _ in 0..<50 where log.first?.state != "delivered" {
+                    try await Task.sleep(for: .milliseconds(100))
+                    log = try await fixture.simulator.notificationLog(
+                        appAppleId: fixture.app.appAppleId,
+                        environment: .sandbox
+                    )
+                }
                 #expect(log.first?.state == "delivered" && log.first?.attempts == 2)
 
                 // A renewal in accelerated time arrives by itself.

@@ -96,7 +96,11 @@ extension PurchaseCoordinator {
             do {
                 let product = try await catalogueProduct(transaction.productId)
                 if product?.isServerDelivered == true {
-                    files = try await content.download(productId: transaction.productId, customerId: customerId)
+                    files = try await content.download(
+                        productId: transaction.productId,
+                        customerId: customerId,
+                        progress: downloadProgress
+                    )
                 }
             } catch let error as TillClientError where error.code == "notEntitled" {
                 // The server recorded the purchase but grants nothing from it now (an expired period brought back

@@ -50,6 +50,8 @@ public actor PurchaseCoordinator<Store: Storefront> {
     /// The last background outcome reported per queue entry, so that a retry failing the same way is not
     /// reported again.
     var reported: [String: String] = [:]
+    /// Told how the downloads of purchased or restored content progress (see ``observeDownloads(_:)``).
+    var downloadProgress: (@Sendable (DownloadProgress) -> Void)?
 
     /// A coordinator over components the app built.
     public init(
@@ -279,6 +281,13 @@ public actor PurchaseCoordinator<Store: Storefront> {
     public func spend(_ amount: Int64, of credit: String, requestId: String) async throws -> VerifiedSnapshot {
         _ = try await server.debit(customerId: customerId, credit: credit, amount: amount, requestId: requestId)
         return try await entitlements.refresh()
+    }
+
+    /// Reports the progress of the files the pipeline downloads for purchased and restored products (a progress
+    /// bar while a purchase is delivered); nil stops reporting. Cancelling the purchase's task from the handler
+    /// stops the download and keeps the partial file: the transaction stays unfinished and is resumed later.
+    public func observeDownloads(_ handler: (@Sendable (DownloadProgress) -> Void)?) {
+        downloadProgress = handler
     }
 
     /// Downloads a product's files again (deleted, or new files added) while the customer is entitled.

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+/// `till demo`, run as a user runs it: every step of the story behaves as expected, within two minutes.
+@Suite(.timeLimit(.minutes(3)))
+struct DemoCommandTests {
+    /// One numbered step of the demo's output and its ✓ / ✗ lines.
+    struct Step {
+        var title: String
+        var checks: [String] = []
+    }
+
+    static let titles = [
+        "The catalogue from the server",
+        "A purchase of each product type",
+        "Apple is slow",
+        "Apple is down",
+        "The Till server unreachable: the outbox",
+        "A magazine issue delivered by the server, interrupted and resumed",
+        "Restore on a second device",
+        "Subscription renewals in accelerated time",
+        "A refund revokes access",
+        "A sandbox receipt sent to production (21007)",
+        "A tampered entitlement store is rejected",
+    ]
+
+    static func steps(in output: String) -> [Step] {
+        var steps: [Step] = []
+        for line in output.split(separator: "\n", omittingEmptySubsequences: false) {
+            if let dot = line.firstIndex(of: "."), !line.hasPrefix(" "), Int(line[..<dot]) != nil {
+                steps.append(Step(title: String(line[line.index(dot, offsetBy: 2)...])))
+            } else if line.hasPrefix("   ✓ ") || line.hasPrefix("   ✗ "), !steps.isEmpty {
+                steps[steps.count - 1].checks.append(String(line.dropFirst(3)))
+            }
+        }
+        return steps
+    }
+
+    @Test(.enabled(if: TillExecutable.url != nil, "needs the till executable next to the tests (swift build)"))
+    func theDemoWalksThroughTheWholeStoryAndEveryStepPasses() async throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let run = try await TillExecutable.run(["demo"], timeout: .seconds(150))
+        let elapsed = clock.now - started
+
+        #expect(run.status == 0, "\(run)")
+        let steps = Self.steps(in: run.output)
+        #expect(steps.map(\.title) == Self.titles, "\(run)")
+        for step in steps {
+            #expect(!step.checks.isEmpty, "\(step.title) checked nothing")
+            #expect(step.checks.allSatisfy { $0.hasPrefix("✓") }, "\(step.title): \(step.checks)")
+        }
+        #expect(run.output.contains("✓ All 11 steps behaved as expected"), "\(run)")
+        #expect(elapsed < .seconds(120), "the demo took \(elapsed)")
+        // It cleans up after itself.
+        let directory = run.output.components(separatedBy: "files in ").dropFirst().first?
+            .components(separatedBy: " until the end").first
+        #expect(directory?.contains("till-demo-") == true, "\(run)")
+        #expect(!FileManager.default.fileExists(atPath: directory ?? "/"), "\(directory ?? "")")
+    }
+}
