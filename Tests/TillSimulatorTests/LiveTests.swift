@@ -26,8 +26,16 @@ struct LiveTests {
             try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
                 _ in
                 _ = try await fixture.buy("premium.monthly")
-                // The first delivery fails (500); the retry, 10 simulated seconds later, succeeds.
-                try await Task.sleep(for: .milliseconds(400))
+                // The first delivery fails (500); the retry, 10 simulated seconds later, succeeds. The clock moves
+                // only once the first attempt was made: on a busy machine it can take longer than a moment.
+                for _ in 0..<100 {
+                    let log = try await fixture.simulator.notificationLog(
+                        appAppleId: fixture.app.appAppleId,
+                        environment: .sandbox
+                    )
+                    if (log.first?.attempts ?? 0) >= 1 { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
                 #expect(receiver.payloads.isEmpty)
                 _ = try await fixture.simulator.advanceClock(seconds: 11)
                 let payloads = await receiver.waitFor(1)
