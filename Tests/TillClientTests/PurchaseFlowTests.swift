@@ -179,7 +179,8 @@ struct PurchaseFlowTests {
                     return
                 }
                 #expect(second.isRefusedByServer)
-                #expect(try await fixture.submissions(containing: try #require(purchase.transactionId)) == 2)
+                let submitted = try await fixture.submissions(containing: try #require(purchase.transactionId))
+                #expect(submitted == 2, "submissions holding the transaction: \(submitted)")
                 #expect(await !bob.isEntitled(to: "pro"))
             }
         }
