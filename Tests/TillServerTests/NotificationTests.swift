@@ -184,7 +184,7 @@ struct NotificationTests {
 
                 // A refunded consumable takes its credits back.
                 _ = try await fixture.simulator.refund(transactionId: try #require(gems.transactionId), reason: 0)
-                try await waitFor { try await self.customer(fixture, "c1").balances == ["gems": 0] }
+                try await waitUntil { try await self.customer(fixture, "c1").balances == ["gems": 0] }
                 // Sandbox money never reaches the revenue report.
                 let report = try await fixture.server.revenue(
                     bundleId: ServerFixture.bundleId,
@@ -576,14 +576,4 @@ struct NotificationTests {
         }
     }
 
-    /// Polls `condition` for up to `timeout`.
-    func waitFor(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw Timeout(description: "the condition did not hold within \(timeout)")
-    }
 }

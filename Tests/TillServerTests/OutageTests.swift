@@ -33,7 +33,7 @@ struct OutageTests {
             // Acknowledged and credited at once, whatever Apple is doing.
             #expect(during.allSatisfy { $0.submission.state == .pending })
             #expect(during.last?.customer.balances == ["gems": 500])
-            try await eventually {
+            try await waitUntil {
                 var states: [SubmissionState] = []
                 for result in during { states.append(try await state(of: result, fixture)) }
                 return states.allSatisfy { $0 == .retrying }
@@ -131,14 +131,14 @@ struct OutageTests {
                 SubmissionRequest(customerId: "pia", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
-            try await eventually { try await state(of: stuck, fixture) == .retrying }
+            try await waitUntil { try await state(of: stuck, fixture) == .retrying }
             fixture.simulator.faults.add(try FaultRule(parsing: "*:serverAPI:outage=503,times=1"))
             let other = try await fixture.buy("gems.100")
             let unlucky = try await fixture.server.submit(
                 SubmissionRequest(customerId: "quinn", signedTransaction: other.signedTransaction),
                 app: fixture.app
             )
-            try await eventually { try await state(of: unlucky, fixture) == .retrying }
+            try await waitUntil { try await state(of: unlucky, fixture) == .retrying }
             let third = try await fixture.buy("gems.100")
             let ok = try await fixture.server.submit(
                 SubmissionRequest(customerId: "quinn", signedTransaction: third.signedTransaction),
@@ -153,14 +153,5 @@ struct OutageTests {
 
     func state(of result: SubmissionResult, _ fixture: ServerFixture) async throws -> SubmissionState {
         try await fixture.server.submission(id: result.submission.id, bundleId: ServerFixture.bundleId).state
-    }
-
-    func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("condition not met within \(timeout)")
     }
 }

@@ -164,3 +164,18 @@ func withServices<S: Service>(
         try await group.waitForAll()
     }
 }
+
+/// Polls `condition` every 50 ms for up to `timeout`; throws when it never holds.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw ConditionTimedOut(timeout: timeout)
+}
+
+struct ConditionTimedOut: Error, CustomStringConvertible {
+    var timeout: Duration
+    var description: String { "the condition did not hold within \(timeout)" }
+}

@@ -42,8 +42,8 @@ struct ContentController {
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try json(
             try await server.content(
-                bundleId: try ContentController.pathComponent("bundle", context),
-                productId: try ContentController.pathComponent("product", context)
+                bundleId: try context.pathParameter("bundle"),
+                productId: try context.pathParameter("product")
             ),
             context: context
         )
@@ -53,9 +53,9 @@ struct ContentController {
     /// context allows JSON bodies.
     @Sendable func upload(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let upload = try await server.putContent(
-            bundleId: try ContentController.pathComponent("bundle", context),
-            productId: try ContentController.pathComponent("product", context),
-            name: try Self.pathComponent("name", context),
+            bundleId: try context.pathParameter("bundle"),
+            productId: try context.pathParameter("product"),
+            name: try context.pathParameter("name"),
             contentType: request.headers[.contentType],
             declaredLength: request.headers[.contentLength].flatMap { Int64($0) },
             body: request.body
@@ -65,9 +65,9 @@ struct ContentController {
 
     @Sendable func remove(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try await server.deleteContent(
-            bundleId: try ContentController.pathComponent("bundle", context),
-            productId: try ContentController.pathComponent("product", context),
-            name: try Self.pathComponent("name", context)
+            bundleId: try context.pathParameter("bundle"),
+            productId: try context.pathParameter("product"),
+            name: try context.pathParameter("name")
         )
         return Response(status: .noContent)
     }
@@ -77,7 +77,7 @@ struct ContentController {
         let input = try await decode(DownloadsInput.self, request, context)
         let downloads = try await server.downloads(
             bundleId: app.bundleId,
-            customerId: try ContentController.pathComponent("customer", context),
+            customerId: try context.pathParameter("customer"),
             productId: input.productId,
             name: input.name
         )
@@ -89,8 +89,8 @@ struct ContentController {
     func download(_ request: Request, context: ServerRequestContext, sendBody: Bool) async throws -> Response {
         let query = request.uri.queryParameters
         let file = try await server.authorizeDownload(
-            bundleId: try Self.pathComponent("bundle", context),
-            sha256: try ContentController.pathComponent("sha256", context),
+            bundleId: try context.pathParameter("bundle"),
+            sha256: try context.pathParameter("sha256"),
             name: query.get("name"),
             customerId: query.get("customer"),
             expires: query.get("expires"),
@@ -157,12 +157,5 @@ struct ContentController {
         var value = "attachment; filename=\"\(ascii)\""
         if ascii != name { value += "; filename*=UTF-8''\(DownloadSigner.encode(name))" }
         return value
-    }
-
-    /// A path parameter percent-decoded (the router hands them over as sent), so `My%20Book.pdf` is `My Book.pdf`
-    /// and an encoded `%2F` is seen, and refused, as a slash.
-    static func pathComponent(_ name: String, _ context: ServerRequestContext) throws -> String {
-        let raw = try context.parameters.require(name)
-        return raw.removingPercentEncoding ?? raw
     }
 }

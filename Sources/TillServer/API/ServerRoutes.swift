@@ -26,6 +26,13 @@ public struct ServerRequestContext: RequestContext {
     }
     public var maxUploadSize: Int { 2 * 1024 * 1024 }
 
+    /// A path parameter percent-decoded (the router hands them over as sent), so `alice%20smith` is
+    /// `alice smith` and an encoded `%2F` is seen, and refused where it matters, as a slash.
+    func pathParameter(_ name: String) throws -> String {
+        let raw = try parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
+    }
+
     func requireApp() throws -> ServerApp {
         guard let app else { throw ServerError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
         return app
@@ -120,7 +127,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.get("submissions/{id}") { _, context in
         let app = try context.requireApp()
         return try json(
-            try await server.submission(id: try ContentController.pathComponent("id", context), bundleId: app.bundleId),
+            try await server.submission(id: try context.pathParameter("id"), bundleId: app.bundleId),
             context: context
         )
     }
@@ -128,7 +135,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let body = try await server.customerBody(
             bundleId: app.bundleId,
-            customerId: try ContentController.pathComponent("customer", context),
+            customerId: try context.pathParameter("customer"),
             encoder: context.responseEncoder
         )
         var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: body)))
@@ -145,7 +152,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let snapshot = try await server.snapshot(
             bundleId: app.bundleId,
-            customerId: try ContentController.pathComponent("customer", context)
+            customerId: try context.pathParameter("customer")
         )
         var response = try json(snapshot, context: context)
         response.headers[.cacheControl] = "no-store"
@@ -154,7 +161,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
         let input = try await decode(RestoreInput.self, request, context)
-        let customerId = try ContentController.pathComponent("customer", context)
+        let customerId = try context.pathParameter("customer")
         var result = try await server.restore(
             SubmissionRequest(
                 customerId: customerId,
@@ -176,7 +183,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let input = try await decode(DebitInput.self, request, context)
         let balances = try await server.debit(
             bundleId: app.bundleId,
-            customerId: try ContentController.pathComponent("customer", context),
+            customerId: try context.pathParameter("customer"),
             credit: input.credit,
             amount: input.amount,
             requestId: input.requestId
@@ -189,7 +196,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let customer = try await server.link(
             bundleId: app.bundleId,
             guestId: input.customerId,
-            to: try ContentController.pathComponent("customer", context)
+            to: try context.pathParameter("customer")
         )
         return try json(customer, context: context)
     }
@@ -238,7 +245,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
     group.get("apps/{bundle}") { _, context in
         try json(
-            AppView(try await server.app(bundleId: try ContentController.pathComponent("bundle", context))),
+            AppView(try await server.app(bundleId: try context.pathParameter("bundle"))),
             context: context
         )
     }
@@ -246,22 +253,22 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         let input = try await decode(ServerAppInput.self, request, context)
         return try json(
             AppView(
-                try await server.updateApp(bundleId: try ContentController.pathComponent("bundle", context), input)
+                try await server.updateApp(bundleId: try context.pathParameter("bundle"), input)
             ),
             context: context
         )
     }
     group.get("apps/{bundle}/products") { _, context in
         try json(
-            try await server.products(bundleId: try ContentController.pathComponent("bundle", context)),
+            try await server.products(bundleId: try context.pathParameter("bundle")),
             context: context
         )
     }
     group.put("apps/{bundle}/products/{product}") { request, context in
         let input = try await decode(CatalogProductInput.self, request, context)
         let product = try await server.putProduct(
-            bundleId: try ContentController.pathComponent("bundle", context),
-            productId: try ContentController.pathComponent("product", context),
+            bundleId: try context.pathParameter("bundle"),
+            productId: try context.pathParameter("product"),
             input
         )
         return try json(product, context: context)
@@ -277,7 +284,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         return try json(try await server.submissions(state: state), context: context)
     }
     group.post("submissions/{id}/retry") { _, context in
-        try json(try await server.requeue(id: try ContentController.pathComponent("id", context)), context: context)
+        try json(try await server.requeue(id: try context.pathParameter("id")), context: context)
     }
     group.get("reports/revenue") { request, context in
         let query = request.uri.queryParameters

@@ -37,15 +37,6 @@ struct AppleClient: Sendable {
         return await execute(request)
     }
 
-    private struct VerifyReceiptRequest: Encodable {
-        var receiptData: String
-        var password: String?
-        enum CodingKeys: String, CodingKey {
-            case receiptData = "receipt-data"
-            case password
-        }
-    }
-
     /// `{"receipt-data":…,"password":…}`. Receipts are kilobytes of base64 and shared secrets are hex, neither of
     /// which JSON escapes: they are written as they are (escaping them character by character was a visible
     /// share of a confirmation's cost); anything else goes through the encoder.
