@@ -1,97 +1,94 @@
-import Logging
-import NIOCore
-import NIOPosix
-import SQLiteNIO
+import Foundation
 import Synchronization
 
-/// SQLite connections lent one at a time, from a mutex rather than an event loop.
+/// SQLite connections lent one at a time, from a mutex.
 ///
-/// AsyncKit's pool hands out a connection through futures on an event loop: measured here, borrowing cost
-/// about 80 µs of CPU, more than the statement it was borrowed for (a read by primary key costs about 35 µs
-/// on a held connection; `till bench database`). Connections are opened when first needed, up to `maximum`;
-/// a borrower beyond that waits for the first one returned.
+/// Connections are opened when first needed, up to `maximum`; a borrower beyond that waits for the first one
+/// given back. (AsyncKit's pool lends through futures on an event loop: measured here, borrowing cost about
+/// 80 µs of CPU, more than the statement it was borrowed for.)
 final class SQLiteConnectionPool: Sendable {
     private struct State {
-        var idle: [SQLiteConnection] = []
+        var idle: [SQLiteHandle] = []
         var opened = 0
-        var waiters: [CheckedContinuation<SQLiteConnection, any Error>] = []
+        var waiters: [CheckedContinuation<SQLiteHandle, any Error>] = []
         var closed = false
     }
 
     private let state = Mutex(State())
-    private let source: TunedSQLiteSource
     private let maximum: Int
-    private let logger: Logger
-    private let eventLoopGroup: any EventLoopGroup
-    private let threads: NIOThreadPool
+    private let open: @Sendable () throws -> SQLiteHandle
+    private let onClose: @Sendable () -> Void
 
-    init(
-        source: TunedSQLiteSource,
-        maximum: Int,
-        logger: Logger,
-        eventLoopGroup: any EventLoopGroup,
-        threads: NIOThreadPool
-    ) {
-        self.source = source
-        self.maximum = maximum
-        self.logger = logger
-        self.eventLoopGroup = eventLoopGroup
-        self.threads = threads
+    /// - Parameters:
+    ///   - open: opens and sets up one connection.
+    ///   - onClose: runs once every connection is closed (a scratch database removes its files).
+    init(maximum: Int, open: @escaping @Sendable () throws -> SQLiteHandle, onClose: @escaping @Sendable () -> Void) {
+        self.maximum = max(1, maximum)
+        self.open = open
+        self.onClose = onClose
     }
 
     private enum Lease {
-        case ready(SQLiteConnection)
+        case ready(SQLiteHandle)
         case open
         case wait
         case closed
     }
 
-    func withConnection<T>(_ body: (SQLiteConnection) async throws -> T) async throws -> T {
+    func withConnection<T>(_ body: (SQLiteHandle) async throws -> T) async throws -> T {
         let connection = try await borrow()
         defer { giveBack(connection) }
         return try await body(connection)
     }
 
-    func borrow() async throws -> SQLiteConnection {
-        let fast = state.withLock { state -> SQLiteConnection? in state.idle.popLast() }
-        if let fast { return fast }
-        return try await withCheckedThrowingContinuation { continuation in
-            let lease = state.withLock { state -> Lease in
-                if state.closed { return .closed }
-                if let connection = state.idle.popLast() { return .ready(connection) }
-                if state.opened < maximum {
-                    state.opened += 1
-                    return .open
-                }
-                state.waiters.append(continuation)
-                return .wait
+    func borrow() async throws -> SQLiteHandle {
+        let lease = state.withLock { state -> Lease in
+            if state.closed { return .closed }
+            if let connection = state.idle.popLast() { return .ready(connection) }
+            if state.opened < maximum {
+                state.opened += 1
+                return .open
             }
-            switch lease {
-            case .ready(let connection): continuation.resume(returning: connection)
-            case .closed: continuation.resume(throwing: DatabaseClosedError())
-            case .wait: break
-            case .open:
-                let loop = eventLoopGroup.any()
-                source.makeConnection(logger: logger, on: loop).whenComplete { result in
-                    switch result {
-                    case .success(let connection): continuation.resume(returning: connection)
-                    case .failure(let error):
-                        self.state.withLock { $0.opened -= 1 }
-                        continuation.resume(throwing: error)
-                    }
+            return .wait
+        }
+        switch lease {
+        case .ready(let connection): return connection
+        case .closed: throw DatabaseClosedError()
+        case .open:
+            do {
+                return try open()
+            } catch {
+                state.withLock { $0.opened -= 1 }
+                throw error
+            }
+        case .wait:
+            return try await withCheckedThrowingContinuation { continuation in
+                let lease = state.withLock { state -> Lease in
+                    if state.closed { return .closed }
+                    if let connection = state.idle.popLast() { return .ready(connection) }
+                    state.waiters.append(continuation)
+                    return .wait
+                }
+                switch lease {
+                case .ready(let connection): continuation.resume(returning: connection)
+                case .closed: continuation.resume(throwing: DatabaseClosedError())
+                case .wait, .open: break
                 }
             }
         }
     }
 
-    func giveBack(_ connection: SQLiteConnection) {
+    func giveBack(_ connection: SQLiteHandle) {
         enum Next {
-            case waiter(CheckedContinuation<SQLiteConnection, any Error>)
+            case waiter(CheckedContinuation<SQLiteHandle, any Error>)
             case idle
-            case close
+            case close(last: Bool)
         }
         let next = state.withLock { state -> Next in
-            if state.closed { return .close }
+            if state.closed {
+                state.opened -= 1
+                return .close(last: state.opened == 0)
+            }
             if !state.waiters.isEmpty { return .waiter(state.waiters.removeFirst()) }
             state.idle.append(connection)
             return .idle
@@ -99,36 +96,37 @@ final class SQLiteConnectionPool: Sendable {
         switch next {
         case .waiter(let waiter): waiter.resume(returning: connection)
         case .idle: break
-        case .close: _ = connection.close()  // borrowed when the pool closed
+        case .close(let last):
+            connection.close()  // borrowed when the pool closed
+            if last { onClose() }
         }
     }
 
     deinit {
-        // Dropped without `close()`: close what is left in the background, then the threads.
-        let idle = state.withLock { state in
+        // Dropped without `close()`: the idle connections close as they are released.
+        let wasOpen = state.withLock { state in
             defer { state.idle = [] }
-            return state.closed ? [] : state.idle
+            return !state.closed
         }
-        guard !idle.isEmpty else { return }
-        let threads = self.threads
-        EventLoopFuture.andAllComplete(idle.map { $0.close() }, on: eventLoopGroup.any()).whenComplete { _ in
-            threads.shutdownGracefully { _ in }
-        }
+        if wasOpen { onClose() }
     }
 
-    /// Closes every connection (all must have been given back) and the threads they ran on.
+    /// Closes every idle connection now, and each borrowed one when it is given back.
     func close() async throws {
-        let (idle, waiters) = state.withLock { state in
+        let (idle, waiters, last) = state.withLock {
+            state -> ([SQLiteHandle], [CheckedContinuation<SQLiteHandle, any Error>], Bool) in
+            if state.closed { return ([], [], false) }
             state.closed = true
             defer {
                 state.idle = []
                 state.waiters = []
             }
-            return (state.idle, state.waiters)
+            state.opened -= state.idle.count
+            return (state.idle, state.waiters, state.opened == 0)
         }
         for waiter in waiters { waiter.resume(throwing: DatabaseClosedError()) }
-        for connection in idle { try? await connection.close() }
-        try await threads.shutdownGracefully()
+        for connection in idle { connection.close() }
+        if last { onClose() }
     }
 }
 

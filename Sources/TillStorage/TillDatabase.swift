@@ -6,6 +6,8 @@ import NIOPosix
 import PostgresKit
 import SQLKit
 import SQLiteKit
+import SQLiteNIO
+import Foundation
 
 /// A pooled connection to SQLite or PostgreSQL, with transactions and migrations.
 ///
@@ -54,37 +56,29 @@ public final class TillDatabase: Sendable {
     ) async throws -> TillDatabase {
         switch configuration {
         case .sqlite, .sqliteInMemory:
-            let storage: SQLiteConfiguration.Storage
-            if case .sqlite(let path) = configuration {
-                storage = .file(path: path)
+            // A scratch database is a temporary file (sqlite-nio's SQLite is built without shared caches, so
+            // connections cannot share memory), removed when the pool closes.
+            let scratch = configuration == .sqliteInMemory
+            let path: String
+            if case .sqlite(let file) = configuration {
+                path = file
             } else {
-                storage = .memory
+                path = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "till-scratch-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).sqlite"
+                ).path
             }
-            let loops = Self.loopCount(eventLoopGroup)
-            let perLoop = max(1, maximumConnections / loops)
-            // One thread per connection and two spare: a connection waiting in SQLite's busy handler
-            // (another process writing) never takes the thread the lock holder needs.
-            let threads = NIOThreadPool(numberOfThreads: perLoop * loops + 2)
-            threads.start()
-            let source = TunedSQLiteSource(
-                base: SQLiteConnectionSource(
-                    configuration: SQLiteConfiguration(storage: storage, enableForeignKeys: true),
-                    threadPool: threads
-                ),
-                wal: configuration != .sqliteInMemory
-            )
             let pool = SQLiteConnectionPool(
-                source: source,
-                maximum: perLoop * loops,
-                logger: logger,
-                eventLoopGroup: eventLoopGroup,
-                threads: threads
+                maximum: maximumConnections,
+                open: { try Self.openTuned(path: path, scratch: scratch) },
+                onClose: {
+                    guard scratch else { return }
+                    for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                }
             )
-            let database = PooledSQLiteDatabase(pool: pool, logger: logger, eventLoop: eventLoopGroup.any())
             return TillDatabase(
                 engine: .sqlite,
                 configuration: configuration,
-                sql: database.sql(queryLogLevel: nil),
+                sql: DirectSQLiteDatabase(target: .pool(pool), logger: logger, eventLoop: eventLoopGroup.any()),
                 shutdown: { try await pool.close() }
             )
         case .postgres(let url):
@@ -160,25 +154,19 @@ public final class TillDatabase: Sendable {
     }
 }
 
-/// SQLite connections with the settings Till relies on: WAL, a busy timeout, foreign keys.
-struct TunedSQLiteSource: ConnectionPoolSource {
-    let base: SQLiteConnectionSource
-    let wal: Bool
-
-    func makeConnection(logger: Logger, on eventLoop: any EventLoop) -> EventLoopFuture<SQLiteConnection> {
-        base.makeConnection(logger: logger, on: eventLoop).flatMap { connection in
-            var pragmas = ["PRAGMA busy_timeout = 15000", "PRAGMA foreign_keys = ON"]
-            // Memory-mapped reads: a page another connection's write made stale is read from the mapping
-            // rather than copied in again through read(2).
-            if wal {
-                pragmas += ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA mmap_size = 268435456"]
-            }
-            var future = eventLoop.makeSucceededVoidFuture()
-            for pragma in pragmas {
-                future = future.flatMap { connection.query(pragma, []).map { _ in } }
-            }
-            return future.map { connection }
-        }
+extension TillDatabase {
+    /// Opens one SQLite connection with the settings Till relies on: WAL, a busy timeout, foreign keys, reads
+    /// through a memory map. A scratch database is not made durable at all.
+    static func openTuned(path: String, scratch: Bool) throws -> SQLiteHandle {
+        let handle = try SQLiteHandle(path: path)
+        var pragmas = [
+            "PRAGMA busy_timeout = 15000", "PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL",
+            // A page another connection's write made stale is read from the mapping, not copied in again.
+            "PRAGMA mmap_size = 268435456",
+        ]
+        pragmas.append(scratch ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL")
+        for pragma in pragmas { try handle.execute(pragma, []) { _, _ in } }
+        return handle
     }
 }
 
@@ -214,37 +202,77 @@ final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable
     }
 }
 
-/// An `SQLiteDatabase` that runs each query on a connection borrowed from the pool.
-struct PooledSQLiteDatabase: SQLiteDatabase {
-    let pool: SQLiteConnectionPool
+/// sql-kit's view of the SQLite connections: each statement runs on a connection borrowed from the pool, or
+/// on the one a session holds, on the calling thread (see `SQLiteHandle`).
+struct DirectSQLiteDatabase: SQLDatabase {
+    enum Target {
+        case pool(SQLiteConnectionPool)
+        case session(SQLiteHandle)
+    }
+
+    let target: Target
     let logger: Logger
     let eventLoop: any EventLoop
+    var dialect: any SQLDialect { SQLiteDialect() }
+    var version: (any SQLDatabaseReportedVersion)? { nil }
+    var queryLogLevel: Logger.Level? { nil }
+    private static let encoder = SQLiteDataEncoder()
+    private static let decoder = SQLiteDataDecoder()
 
-    func query(
-        _ query: String,
-        _ binds: [SQLiteData],
-        logger: Logger,
-        _ onRow: @escaping @Sendable (SQLiteRow) -> Void
-    ) -> EventLoopFuture<Void> {
-        let promise = eventLoop.makePromise(of: Void.self)
-        promise.completeWithTask { try await self.query(query, binds, onRow) }
-        return promise.futureResult
-    }
-
-    func query(_ query: String, _ binds: [SQLiteData], _ onRow: @escaping @Sendable (SQLiteRow) -> Void) async throws {
-        try await pool.withConnection { try await $0.query(query, binds, onRow) }
-    }
-
-    func withConnection<T>(_ closure: @escaping @Sendable (SQLiteConnection) -> EventLoopFuture<T>) -> EventLoopFuture<
-        T
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
+        Void
     > {
-        let promise = eventLoop.makePromise(of: T.self)
-        promise.completeWithTask { try await pool.withConnection { try await closure($0).get() } }
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await self.execute(sql: query, onRow) }
         return promise.futureResult
     }
 
-    func withConnection<T>(_ closure: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
-        try await pool.withConnection { try await closure($0) }
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        let (sql, rawBinds) = serialize(query)
+        let binds = try rawBinds.map { try Self.encoder.encode($0) }
+        let run = { (handle: SQLiteHandle) throws in
+            try handle.execute(sql, binds) { columns, values in
+                onRow(DirectSQLiteRow(columns: columns, values: values, decoder: Self.decoder))
+            }
+        }
+        switch target {
+        case .session(let handle): try run(handle)
+        case .pool(let pool): try await pool.withConnection { try run($0) }
+        }
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        switch target {
+        case .session: return try await closure(self)
+        case .pool(let pool):
+            return try await pool.withConnection { handle in
+                try await closure(DirectSQLiteDatabase(target: .session(handle), logger: logger, eventLoop: eventLoop))
+            }
+        }
+    }
+}
+
+/// A row of `DirectSQLiteDatabase`, decoded with sqlite-kit's decoder.
+struct DirectSQLiteRow: SQLRow {
+    let columns: SQLiteHandle.Columns
+    let values: [SQLiteData]
+    let decoder: SQLiteDataDecoder
+
+    var allColumns: [String] { columns.names }
+
+    func contains(column: String) -> Bool { columns.index[column] != nil }
+
+    func decodeNil(column: String) throws -> Bool {
+        guard let offset = columns.index[column] else { return true }
+        if case .null = values[offset] { return true }
+        return false
+    }
+
+    func decode<D: Decodable>(column: String, as: D.Type) throws -> D {
+        guard let offset = columns.index[column] else {
+            throw SQLiteFailure(code: 1, message: "no column \(column) in the row (\(columns.names))")
+        }
+        return try decoder.decode(D.self, from: values[offset])
     }
 }
 

@@ -80,8 +80,11 @@ struct OutageTests {
                     )
                 )
             }
-            // Counted over a fixed window once every submission is in, so that a slow machine (the submissions
-            // taking longer to arrive) does not stretch it.
+            // Counted over a fixed window that starts once the worker has seen Apple fail and the attempts already
+            // in flight then have ended, so that a slow machine (the first attempts coming late) does not put the
+            // first wave inside the window.
+            try await waitUntil { try await failedAttempts(fixture) >= 1 }
+            try await Task.sleep(for: .seconds(1))
             let before = try await failedAttempts(fixture)
             try await Task.sleep(for: .seconds(3))
             // Without the probe, 20 due submissions with a back-off of 0.1–1 s make dozens of attempts in 3 s.
