@@ -1,4 +1,5 @@
 import AsyncKit
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -7,7 +8,6 @@ import PostgresKit
 import SQLKit
 import SQLiteKit
 import SQLiteNIO
-import Foundation
 
 /// A pooled connection to SQLite or PostgreSQL, with transactions and migrations.
 ///
@@ -63,16 +63,19 @@ public final class TillDatabase: Sendable {
             if case .sqlite(let file) = configuration {
                 path = file
             } else {
-                path = FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "till-scratch-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).sqlite"
-                ).path
+                path =
+                    FileManager.default.temporaryDirectory.appendingPathComponent(
+                        "till-scratch-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).sqlite"
+                    ).path
             }
             let pool = SQLiteConnectionPool(
                 maximum: maximumConnections,
                 open: { try Self.openTuned(path: path, scratch: scratch) },
                 onClose: {
                     guard scratch else { return }
-                    for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                    for suffix in ["", "-wal", "-shm", "-journal"] {
+                        try? FileManager.default.removeItem(atPath: path + suffix)
+                    }
                 }
             )
             return TillDatabase(

@@ -131,3 +131,27 @@ struct TillStorageTests {
         #expect(throws: DatabaseError.self) { try DatabaseConfiguration(parsing: "mysql://x") }
     }
 }
+
+/// The memoised column names are sql-kit's own snake_case names.
+@Suite struct ColumnNameTests {
+    private struct Tricky: Encodable {
+        var appAppleId = 1
+        var myURLValue = 2
+        var sha256 = 3
+        var x5cChain = 4
+        var a = 5
+        var isUpgraded = 6
+        var ABC = 7
+        var transactionIDs = 8
+        var nextAttemptAt: Int? = nil
+    }
+
+    @Test func columnNamesMatchSQLKitsSnakeCase() throws {
+        let reference = SQLQueryEncoder(keyEncodingStrategy: .convertToSnakeCase, nilEncodingStrategy: .asNil)
+        let expected = try reference.encode(Tricky()).map(\.0)
+        #expect(expected.contains("my_uRL_value") && expected.contains("next_attempt_at"))
+        #expect(try ColumnNames.encoder.encode(Tricky()).map(\.0) == expected)
+        // Twice: the second time from the memo.
+        #expect(try ColumnNames.encoder.encode(Tricky()).map(\.0) == expected)
+    }
+}

@@ -11,8 +11,8 @@ struct SimulatorStore: Sendable {
     let database: TillDatabase
     var sql: any SQLDatabase { database.sql }
 
-    static let encoding = SQLQueryEncoder(keyEncodingStrategy: .convertToSnakeCase, nilEncodingStrategy: .asNil)
-    static let decoding = SQLRowDecoder(keyDecodingStrategy: .convertFromSnakeCase)
+    static let encoding = ColumnNames.encoder
+    static let decoding = ColumnNames.decoder
 
     func migrate() async throws {
         try await database.migrate(SimulatorSchema.migrations, schema: SimulatorSchema.name)
