@@ -82,7 +82,10 @@ final class SQLiteHandle: @unchecked Sendable {
         // on a bound value (ORDER BY with LIMIT, aggregates), which cost 3% of a submission.
         defer { sqlite_nio_sqlite3_reset(pointer) }
         guard sqlite_nio_sqlite3_bind_parameter_count(pointer) == Int32(binds.count) else {
-            throw SQLiteFailure(code: SQLITE_RANGE, message: "\(binds.count) values for the parameters of: \(sql.prefix(200))")
+            throw SQLiteFailure(
+                code: SQLITE_RANGE,
+                message: "\(binds.count) values for the parameters of: \(sql.prefix(200))"
+            )
         }
         for (offset, value) in binds.enumerated() {
             try check(bind(value, at: Int32(offset + 1), to: pointer), sql)

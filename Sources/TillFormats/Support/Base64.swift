@@ -38,7 +38,12 @@ public enum Base64 {
 
     /// Decodes `input`; nil when it holds a character outside the alphabet, misplaced padding, or a dangling bit group.
     public static func decode<Input: Collection<UInt8>>(_ input: Input, alphabet: Alphabet) -> [UInt8]? {
-        if alphabet == .url, let fast = input.withContiguousStorageIfAvailable({ decodeURL($0) }) { return fast }
+        // Contiguous bytes (a native string's UTF-8, an array) are read through a pointer: the generic loop
+        // costs a witness-table call per character (7% of a verifyReceipt answer, on a 6 KB receipt).
+        let contiguous = input.withContiguousStorageIfAvailable { bytes -> [UInt8]? in
+            alphabet == .url ? decodeURL(bytes) : decodeGeneral(bytes, alphabet: alphabet)
+        }
+        if let contiguous { return contiguous }
         return decodeGeneral(input, alphabet: alphabet)
     }
 

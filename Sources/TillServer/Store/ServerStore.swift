@@ -225,29 +225,23 @@ struct ServerStore: Sendable {
     // MARK: Submissions
 
     func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "srv_submissions").model(submission, with: Self.encoding).run()
+        try await db.run(RecordStatements.insert(into: "srv_submissions", submission, with: Self.encoding))
     }
 
     func update(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
-        try await db.update("srv_submissions").set(model: submission, with: Self.encoding).where(
-            "id",
-            .equal,
-            submission.id
-        ).run()
+        try await db.run(RecordStatements.update("srv_submissions", submission, keys: ["id"], with: Self.encoding))
     }
 
     func submission(id: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
-        try await db.select().column("*").from("srv_submissions").where("id", .equal, id)
+        try await db.raw("SELECT * FROM srv_submissions WHERE id = \(bind: id)")
             .first(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
     func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord?
     {
-        try await db.select().column("*").from("srv_submissions").where("bundle_id", .equal, bundleId)
-            .where("idempotency_key", .equal, idempotencyKey).first(
-                decoding: SubmissionRecord.self,
-                with: Self.decoding
-            )
+        try await db.raw(
+            "SELECT * FROM srv_submissions WHERE bundle_id = \(bind: bundleId) AND idempotency_key = \(bind: idempotencyKey)"
+        ).first(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
     func submissions(state: String, limit: Int, on db: any SQLDatabase) async throws -> [SubmissionRecord] {
@@ -263,24 +257,33 @@ struct ServerStore: Sendable {
     // MARK: Ledger
 
     func transaction(environment: String, transactionId: String, on db: any SQLDatabase) async throws -> LedgerRecord? {
-        try await db.select().column("*").from("srv_transactions").where("environment", .equal, environment)
-            .where("transaction_id", .equal, transactionId).first(decoding: LedgerRecord.self, with: Self.decoding)
+        try await db.raw(
+            "SELECT * FROM srv_transactions WHERE environment = \(bind: environment) AND transaction_id = \(bind: transactionId)"
+        ).first(decoding: LedgerRecord.self, with: Self.decoding)
     }
 
     func insert(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "srv_transactions").model(record, with: Self.encoding).run()
+        try await db.run(RecordStatements.insert(into: "srv_transactions", record, with: Self.encoding))
     }
 
     func update(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
-        try await db.update("srv_transactions").set(model: record, with: Self.encoding)
-            .where("environment", .equal, record.environment).where("transaction_id", .equal, record.transactionId)
-            .run()
+        try await db.run(
+            RecordStatements.update(
+                "srv_transactions",
+                record,
+                keys: ["environment", "transaction_id"],
+                with: Self.encoding
+            )
+        )
     }
 
     func transactions(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
-        try await db.select().column("*").from("srv_transactions").where("bundle_id", .equal, bundleId)
-            .where("customer_id", .equal, customerId).orderBy("purchase_date")
-            .all(decoding: LedgerRecord.self, with: Self.decoding)
+        try await db.raw(
+            """
+            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+            ORDER BY purchase_date
+            """
+        ).all(decoding: LedgerRecord.self, with: Self.decoding)
     }
 
     func transactions(submissionId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {

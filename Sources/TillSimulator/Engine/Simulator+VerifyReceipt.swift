@@ -31,15 +31,11 @@ extension Simulator {
         }
     }
 
-    private var receiptAnchors: TrustAnchors {
-        TrustAnchors(roots: [signer.receiptAuthority.root], intermediates: [signer.receiptAuthority.intermediate])
-    }
-
     private func verifyAppReceipt(_ bytes: [UInt8], request: VerifyReceiptRequest, environment: AppStoreEnvironment)
         async throws
         -> VerifyReceiptResponse
     {
-        let verification = await ReceiptVerifier(.init(anchors: receiptAnchors)).verify(der: bytes)
+        let verification = await receiptVerifier.verify(der: bytes)
         guard case .valid(let verified) = verification else {
             let reason = verification.failure?.reason
             let malformed = reason == .invalidFormat || reason == .malformedPayload || reason == .tooLarge
@@ -110,7 +106,7 @@ extension Simulator {
     ) async throws
         -> VerifyReceiptResponse
     {
-        let verification = await TransactionReceiptVerifier(.init(anchors: receiptAnchors)).verify(base64: text)
+        let verification = await transactionReceiptVerifier.verify(base64: text)
         guard case .valid(let decoded) = verification else {
             return VerifyReceiptResponse(
                 status: verification.failure?.reason == .invalidFormat ? .malformedReceiptData : .notAuthenticated

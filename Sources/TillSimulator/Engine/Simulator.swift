@@ -56,6 +56,9 @@ public final class Simulator: Sendable {
     let logger: Logger
     let notificationsDue: WakeUp
     let renewalsDue: WakeUp
+    /// Kept for the simulator's life, so that their caches of checked signers and chains are used.
+    let receiptVerifier: ReceiptVerifier
+    let transactionReceiptVerifier: TransactionReceiptVerifier
 
     init(
         configuration: SimulatorConfiguration,
@@ -73,6 +76,12 @@ public final class Simulator: Sendable {
         self.logger = logger
         self.notificationsDue = WakeUp()
         self.renewalsDue = WakeUp()
+        let anchors = TrustAnchors(
+            roots: [signer.receiptAuthority.root],
+            intermediates: [signer.receiptAuthority.intermediate]
+        )
+        self.receiptVerifier = ReceiptVerifier(.init(anchors: anchors))
+        self.transactionReceiptVerifier = TransactionReceiptVerifier(.init(anchors: anchors))
     }
 
     /// Opens (and migrates) the simulator's database, restores its clock and authorities.
