@@ -38,13 +38,14 @@ public final class TillDatabase: Sendable {
         engine: Engine,
         configuration: DatabaseConfiguration,
         sql: any SQLDatabase,
+        writeLock: AsyncLock?,
         shutdown: @escaping @Sendable () async throws -> Void
     ) {
         self.engine = engine
         self.configuration = configuration
         self.sql = sql
         self.shutdownPool = shutdown
-        self.writeLock = engine == .sqlite ? AsyncLock() : nil
+        self.writeLock = writeLock
     }
 
     /// Opens a pool of connections.
@@ -78,10 +79,16 @@ public final class TillDatabase: Sendable {
                     }
                 }
             )
+            let writeLock = AsyncLock()
             return TillDatabase(
                 engine: .sqlite,
                 configuration: configuration,
-                sql: DirectSQLiteDatabase(target: .pool(pool), logger: logger, eventLoop: eventLoopGroup.any()),
+                sql: DirectSQLiteDatabase(
+                    target: .pool(pool, writeLock),
+                    logger: logger,
+                    eventLoop: eventLoopGroup.any()
+                ),
+                writeLock: writeLock,
                 shutdown: { try await pool.close() }
             )
         case .postgres(let url):
@@ -97,6 +104,7 @@ public final class TillDatabase: Sendable {
                 engine: .postgres,
                 configuration: configuration,
                 sql: PooledPostgresDatabase(box: box, logger: logger),
+                writeLock: nil,
                 shutdown: { try await box.close() }
             )
         }
@@ -209,7 +217,10 @@ final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable
 /// on the one a session holds, on the calling thread (see `SQLiteHandle`).
 struct DirectSQLiteDatabase: SQLDatabase {
     enum Target {
-        case pool(SQLiteConnectionPool)
+        /// A connection borrowed for each statement. A statement that may write takes the write lock first,
+        /// like a transaction: statements run on the caller's thread, and one waiting in SQLite's busy
+        /// handler would hold that thread while the transaction it waits for needs a thread to commit.
+        case pool(SQLiteConnectionPool, AsyncLock)
         case session(SQLiteHandle)
     }
 
@@ -233,21 +244,37 @@ struct DirectSQLiteDatabase: SQLDatabase {
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, rawBinds) = serialize(query)
         let binds = try rawBinds.map { try Self.encoder.encode($0) }
-        let run = { (handle: SQLiteHandle) throws in
+        let run: @Sendable (SQLiteHandle) throws -> Void = { handle in
             try handle.execute(sql, binds) { columns, values in
                 onRow(DirectSQLiteRow(columns: columns, values: values, decoder: Self.decoder))
             }
         }
         switch target {
         case .session(let handle): try run(handle)
-        case .pool(let pool): try await pool.withConnection { try run($0) }
+        case .pool(let pool, let writeLock):
+            if Self.onlyReads(sql) {
+                try await pool.withConnection { try run($0) }
+            } else {
+                // The lock before the connection, as `transaction` does: the other order can leave every
+                // connection held by a waiter while the lock's holder waits for a connection.
+                try await writeLock.withLock { try await pool.withConnection { try run($0) } }
+            }
         }
+    }
+
+    /// A plain SELECT (sql-kit's and Till's own start with the word); anything else counts as a write.
+    static func onlyReads(_ sql: String) -> Bool {
+        var prefix = sql.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }.prefix(7).makeIterator()
+        for expected in "SELECT ".utf8 {
+            guard let byte = prefix.next(), byte & 0xDF == expected & 0xDF else { return false }
+        }
+        return true
     }
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         switch target {
         case .session: return try await closure(self)
-        case .pool(let pool):
+        case .pool(let pool, _):
             return try await pool.withConnection { handle in
                 try await closure(DirectSQLiteDatabase(target: .session(handle), logger: logger, eventLoop: eventLoop))
             }

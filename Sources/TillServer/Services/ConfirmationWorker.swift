@@ -454,17 +454,34 @@ public struct ConfirmationWorker: Service {
         // with every due submission (each failing at once and rescheduled) costs the CPU that acknowledging
         // new purchases needs. The first real answer lets everything through again (`appleIsBack()`).
         let probeInterval = Duration.seconds(1)
+        // New attempts use the CPU that acknowledgements leave (see ConfirmationPacer).
+        let pacer = settings.pacing ? server.confirmationPacer : nil
+        let probe = Task { await pacer?.run() }
+        defer { probe.cancel() }
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = server.workAvailable.current
                 let probing = server.appleUnavailable.withLock { $0 }
                 let limit = probing ? 1 : server.recoveryLimit(settings.concurrency)
-                let room = limit - inFlight.value
+                var room = limit - inFlight.value
+                let paced = probing ? nil : pacer
+                if room > 0, let paced {
+                    let granted = paced.take(room)
+                    if granted == 0 {
+                        try? await Task.sleep(for: min(paced.untilNext(), claimInterval))
+                        continue
+                    }
+                    room = granted
+                }
                 if room > 0 {
                     let due = lastClaim + (probing ? probeInterval : claimInterval)
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
                     lastClaim = clock.now
                     let claimed = (try? await server.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
+                    if let paced {
+                        paced.refund(room - claimed.count)
+                        if claimed.count == room && room < limit - inFlight.value { paced.limited() }
+                    }
                     for submission in claimed {
                         inFlight.add(1)
                         group.addTask {

@@ -150,7 +150,7 @@ extension PurchaseServer {
             try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
             let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
             let submission = SubmissionRecord(
-                id: UUID().uuidString.lowercased(),
+                id: UUID.random().uuidString.lowercased(),
                 bundleId: app.bundleId,
                 customerId: owner,
                 idempotencyKey: request.idempotencyKey,

@@ -36,6 +36,8 @@ public final class PurchaseServer: Sendable {
     /// When Apple came back with a backlog: the worker's concurrency starts small then doubles each second,
     /// so confirming the backlog does not take the CPU that acknowledging new purchases needs.
     let recoveringSince = Mutex<ContinuousClock.Instant?>(nil)
+    /// How fast the worker may start confirmation attempts (see `ConfirmationPacer`).
+    let confirmationPacer = ConfirmationPacer()
 
     init(
         configuration: ServerConfiguration,

@@ -45,14 +45,19 @@ public struct ConfirmationSettings: Sendable, Hashable {
     /// Back-off: `base × 2^(attempt-1)`, at most `cap`, with ±20% jitter.
     public var backoffBase: Duration
     public var backoffCap: Duration
+    /// New attempts start only as fast as the CPU left by acknowledgements allows (`ConfirmationPacer`);
+    /// `false` starts them as soon as there is room in `concurrency`.
+    public var pacing: Bool
 
     public init(
         maximumAttempts: Int = 12,
         concurrency: Int = 64,
         requestTimeout: Duration = .seconds(30),
         backoffBase: Duration = .seconds(2),
-        backoffCap: Duration = .seconds(3600)
+        backoffCap: Duration = .seconds(3600),
+        pacing: Bool = true
     ) {
+        self.pacing = pacing
         self.maximumAttempts = maximumAttempts
         self.concurrency = concurrency
         self.requestTimeout = requestTimeout

@@ -26,6 +26,7 @@ import X509
 /// | `confirmation.max-attempts` | `12` | attempts before a submission is dead-lettered |
 /// | `confirmation.concurrency` | `64` | confirmations in flight at once |
 /// | `confirmation.timeout-seconds` | `30` | how long one call to Apple may take |
+/// | `confirmation.pacing` | `true` | start attempts only as fast as the CPU left by acknowledgements allows |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 public struct ServerSettings: Sendable {
@@ -119,7 +120,8 @@ public struct ServerSettings: Sendable {
         confirmation = ConfirmationSettings(
             maximumAttempts: max(1, config.int(forKey: "confirmation.max-attempts", default: 12)),
             concurrency: max(1, config.int(forKey: "confirmation.concurrency", default: 64)),
-            requestTimeout: .seconds(max(1, config.int(forKey: "confirmation.timeout-seconds", default: 30)))
+            requestTimeout: .seconds(max(1, config.int(forKey: "confirmation.timeout-seconds", default: 30))),
+            pacing: config.bool(forKey: "confirmation.pacing", default: true)
         )
         simulatorPort = config.int(forKey: "simulator.port", default: 8090)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"

@@ -382,7 +382,7 @@ struct ServerStore: Sendable {
         try await db.raw(
             """
             INSERT INTO srv_events (id, bundle_id, kind, detail, created_at)
-            VALUES (\(bind: UUID().uuidString.lowercased()), \(bind: bundleId), \(bind: kind), \(bind: detail), \(bind: at))
+            VALUES (\(bind: UUID.random().uuidString.lowercased()), \(bind: bundleId), \(bind: kind), \(bind: detail), \(bind: at))
             """
         ).run()
     }
