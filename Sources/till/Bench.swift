@@ -45,6 +45,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: …for this many seconds (0: no outage).")
     var outageSeconds: Int = 0
 
+    @Flag(inversion: .prefixedNo, help: "submissions: pace confirmation attempts by the CPU acknowledgements leave.")
+    var pacing = true
+
     @Option(help: "submissions and reads: HTTP connections the load generator opens.")
     var connections: Int = 64
 
@@ -69,7 +72,8 @@ struct Bench: AsyncParsableCommand {
             connections: connections,
             databaseURL: databaseURL,
             outageAt: outageAt,
-            outageSeconds: outageSeconds
+            outageSeconds: outageSeconds,
+            pacing: pacing
         )
         switch target {
         case .submissions: return print(try await ServerBenchmark.submissions(options))

@@ -27,6 +27,7 @@ enum ServerBenchmark {
         var databaseURL: String?
         var outageAt: Int = 0
         var outageSeconds: Int = 0
+        var pacing = true
     }
 
     /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
@@ -56,7 +57,11 @@ enum ServerBenchmark {
                 sandboxJWSRoots: [simulator.signer.jwsAuthority.root],
                 sandboxReceiptRoots: [simulator.signer.receiptAuthority.root],
                 sandboxReceiptIntermediates: [simulator.signer.receiptAuthority.intermediate],
-                confirmation: ConfirmationSettings(concurrency: options.concurrency, requestTimeout: .seconds(30)),
+                confirmation: ConfirmationSettings(
+                    concurrency: options.concurrency,
+                    requestTimeout: .seconds(30),
+                    pacing: options.pacing
+                ),
                 contentDirectory: directory.appendingPathComponent("content").path
             ),
             logger: quiet
@@ -230,12 +235,20 @@ enum ServerBenchmark {
             let clock = ContinuousClock()
             var samples: [(ContinuousClock.Instant, Int)] = []
             var lastProgress = clock.now
+            var cpu = processCPUSeconds()
             while true {
                 try await Task.sleep(for: .seconds(1))
                 let confirmed =
                     try await server.database.sql.raw(
                         "SELECT COUNT(*) AS n FROM srv_submissions WHERE state = 'confirmed'"
                     ).first()?.decode(column: "n", as: Int.self) ?? 0
+                // A timeline, a line a second: what was confirmed, the pace allowed, the CPU used.
+                let cpuNow = processCPUSeconds()
+                say(
+                    "  t=\(Int(Self.seconds(clock.now - start)))s confirmed=+\(confirmed - (samples.last?.1 ?? 0)) "
+                        + "pace=\(Int(server.confirmationPace))/s cpu=\(Int((cpuNow - cpu) * 100))%"
+                )
+                cpu = cpuNow
                 if confirmed != samples.last?.1 { lastProgress = clock.now }
                 samples.append((clock.now, confirmed))
                 if confirmed >= total || clock.now - lastProgress > patience { break }

@@ -38,6 +38,8 @@ public final class PurchaseServer: Sendable {
     let recoveringSince = Mutex<ContinuousClock.Instant?>(nil)
     /// How fast the worker may start confirmation attempts (see `ConfirmationPacer`).
     let confirmationPacer = ConfirmationPacer()
+    /// Confirmation attempts a second the pacer allows now.
+    public var confirmationPace: Double { confirmationPacer.rate }
 
     init(
         configuration: ServerConfiguration,
