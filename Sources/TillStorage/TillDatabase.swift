@@ -26,9 +26,12 @@ public final class TillDatabase: Sendable {
     /// `transaction`, which `writeGeneration` counts (caches rely on it).
     public let sql: any SQLDatabase
     private let shutdownPool: @Sendable () async throws -> Void
-    /// SQLite only: this process's write transactions, one at a time.
-    private let writeLock: AsyncLock?
+    /// SQLite only: write transactions committed in groups.
+    private let groupCommit: GroupCommit?
     private let writes = NIOLockedValueBox<UInt64>(0)
+
+    /// SQLite: how many groups of write transactions were committed (see `GroupCommit`); nil on PostgreSQL.
+    public var groupsCommitted: Int? { groupCommit?.groupCount }
 
     /// Counts this process's finished transactions (committed or not), except those marked as changing no
     /// data that callers cache: a cache entry read at one count is current while the count stays the same.
@@ -45,7 +48,7 @@ public final class TillDatabase: Sendable {
         self.configuration = configuration
         self.sql = sql
         self.shutdownPool = shutdown
-        self.writeLock = writeLock
+        self.groupCommit = writeLock.map { GroupCommit(database: sql, writeLock: $0) }
     }
 
     /// Opens a pool of connections.
@@ -113,7 +116,10 @@ public final class TillDatabase: Sendable {
     /// Runs `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
     ///
     /// On SQLite the transaction takes the write lock at once (`BEGIN IMMEDIATE`), so two writers never
-    /// deadlock upgrading their locks; the busy timeout makes the second one wait.
+    /// deadlock upgrading their locks; the busy timeout makes the second one wait. Transactions waiting for
+    /// this process's writer are committed together, each in its own savepoint (`GroupCommit`): the result
+    /// comes back once the group is committed. A body must not start another transaction (it would wait for
+    /// its own group).
     ///
     /// `bookkeeping: true` marks a transaction that changes nothing a cache holds (queue claims), so it leaves
     /// `writeGeneration` alone.
@@ -122,9 +128,7 @@ public final class TillDatabase: Sendable {
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         defer { if !bookkeeping { writes.withLockedValue { $0 &+= 1 } } }
-        if let writeLock {
-            return try await writeLock.withLock { try await self.run(transaction: body) }
-        }
+        if let groupCommit { return try await groupCommit.run(body) }
         return try await run(transaction: body)
     }
 

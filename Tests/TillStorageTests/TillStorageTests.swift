@@ -155,3 +155,44 @@ struct TillStorageTests {
         #expect(try ColumnNames.encoder.encode(Tricky()).map(\.0) == expected)
     }
 }
+
+/// Write transactions committed in groups keep their own outcomes.
+@Suite struct GroupCommitTests {
+    struct Refused: Error {}
+
+    @Test func concurrentTransactionsCommitTogetherAndAFailingOneAloneIsRolledBack() async throws {
+        let database = try await TillDatabase.open(.sqlite(path: TestDatabases.temporaryFile()))
+        try await database.sql.raw("CREATE TABLE grouped (n INTEGER PRIMARY KEY, note TEXT NOT NULL)").run()
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for n in 0..<40 {
+                group.addTask {
+                    do {
+                        let echoed = try await database.transaction { db -> Int in
+                            try await db.raw("INSERT INTO grouped (n, note) VALUES (\(bind: n), 'first')").run()
+                            try await db.raw("UPDATE grouped SET note = 'second' WHERE n = \(bind: n)").run()
+                            if n % 5 == 0 { throw Refused() }
+                            return n
+                        }
+                        #expect(echoed == n)
+                        return (n, true)
+                    } catch is Refused {
+                        return (n, false)
+                    }
+                }
+            }
+            var outcomes: [Int: Bool] = [:]
+            for try await (n, committed) in group { outcomes[n] = committed }
+            return outcomes
+        }
+        #expect(outcomes.count == 40)
+        let rows = try await database.sql.raw("SELECT n, note FROM grouped ORDER BY n").all()
+        let kept = try rows.map { try $0.decode(column: "n", as: Int.self) }
+        #expect(kept == (0..<40).filter { $0 % 5 != 0 })
+        #expect(try rows.allSatisfy { try $0.decode(column: "note", as: String.self) == "second" })
+        #expect(outcomes.filter { !$0.value }.keys.sorted() == [0, 5, 10, 15, 20, 25, 30, 35])
+        // 40 transactions started together did not take 40 commits (the table's creation took one).
+        let groups = try #require(database.groupsCommitted)
+        #expect(groups < 30, "\(groups) groups for 40 transactions")
+        try await database.shutdown()
+    }
+}
