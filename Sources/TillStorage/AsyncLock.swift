@@ -2,9 +2,9 @@ import Synchronization
 
 /// A first-come, first-served lock for async code: waiters suspend instead of blocking a thread.
 ///
-/// SQLite has one writer at a time. Serialising this process's write transactions here, instead of in
-/// SQLite's busy handler, means no transaction sleeps in back-off and no thread of the SQLite pool is
-/// held waiting for a lock whose owner needs a thread to commit. An uncontended lock costs a mutex, not a
+/// SQLite has one writer at a time. Serialising this process's writes here, instead of in SQLite's busy
+/// handler, means no write sleeps in back-off and no thread (statements run on the caller's) is held
+/// waiting for a lock whose owner needs a thread to commit. An uncontended lock costs a mutex, not a
 /// hop to an actor's executor.
 final class AsyncLock: Sendable {
     private struct State {

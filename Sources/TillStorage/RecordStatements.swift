@@ -24,9 +24,13 @@ public enum RecordStatements {
         with encoder: SQLQueryEncoder
     ) throws -> any SQLExpression {
         let columns = try encoder.encode(record)
-        let set = columns.filter { !keys.contains($0.0) }
-        let match = keys.map { key in (key, columns.first { $0.0 == key }?.1 ?? SQLLiteral.null) }
-        return Update(table: table, set: set, keys: match)
+        let match = try keys.map { key in
+            guard let column = columns.first(where: { $0.0 == key }) else {
+                throw MissingKeyColumn(table: table, column: key)
+            }
+            return column
+        }
+        return Update(table: table, set: columns.filter { !keys.contains($0.0) }, keys: match)
     }
 
     private static func name(_ name: String, _ serializer: inout SQLSerializer) {
@@ -34,6 +38,19 @@ public enum RecordStatements {
             name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }
         )
         serializer.write("\"" + name + "\"")
+    }
+
+    /// Writes `each` for every column, with `separator` between them.
+    private static func list(
+        _ columns: [(String, any SQLExpression)],
+        separator: String,
+        _ serializer: inout SQLSerializer,
+        _ each: ((String, any SQLExpression), inout SQLSerializer) -> Void
+    ) {
+        for (offset, column) in columns.enumerated() {
+            if offset > 0 { serializer.write(separator) }
+            each(column, &serializer)
+        }
     }
 
     private struct Insert: SQLExpression {
@@ -44,15 +61,9 @@ public enum RecordStatements {
             serializer.write("INSERT INTO ")
             RecordStatements.name(table, &serializer)
             serializer.write(" (")
-            for (offset, column) in columns.enumerated() {
-                if offset > 0 { serializer.write(", ") }
-                RecordStatements.name(column.0, &serializer)
-            }
+            RecordStatements.list(columns, separator: ", ", &serializer) { RecordStatements.name($0.0, &$1) }
             serializer.write(") VALUES (")
-            for (offset, column) in columns.enumerated() {
-                if offset > 0 { serializer.write(", ") }
-                column.1.serialize(to: &serializer)
-            }
+            RecordStatements.list(columns, separator: ", ", &serializer) { $0.1.serialize(to: &$1) }
             serializer.write(")")
         }
     }
@@ -66,21 +77,25 @@ public enum RecordStatements {
             serializer.write("UPDATE ")
             RecordStatements.name(table, &serializer)
             serializer.write(" SET ")
-            for (offset, column) in set.enumerated() {
-                if offset > 0 { serializer.write(", ") }
-                RecordStatements.name(column.0, &serializer)
-                serializer.write(" = ")
-                column.1.serialize(to: &serializer)
-            }
+            RecordStatements.list(set, separator: ", ", &serializer, Self.assignment)
             serializer.write(" WHERE ")
-            for (offset, key) in keys.enumerated() {
-                if offset > 0 { serializer.write(" AND ") }
-                RecordStatements.name(key.0, &serializer)
-                serializer.write(" = ")
-                key.1.serialize(to: &serializer)
-            }
+            RecordStatements.list(keys, separator: " AND ", &serializer, Self.assignment)
+        }
+
+        /// `"name" = value`.
+        private static func assignment(_ column: (String, any SQLExpression), _ serializer: inout SQLSerializer) {
+            RecordStatements.name(column.0, &serializer)
+            serializer.write(" = ")
+            column.1.serialize(to: &serializer)
         }
     }
+}
+
+/// An UPDATE asked to match on a column its record does not have.
+public struct MissingKeyColumn: Error, CustomStringConvertible {
+    public let table: String
+    public let column: String
+    public var description: String { "a record of \(table) has no column \(column) to match on" }
 }
 
 extension SQLDatabase {

@@ -21,7 +21,6 @@ final class SQLiteHandle: @unchecked Sendable {
     private var raw: OpaquePointer?
     private var statements: [String: PreparedStatement] = [:]
     private static let maximumCachedStatements = 256
-    let path: String
 
     /// The column names of a prepared statement, looked up by name for each row it returns.
     final class Columns: Sendable {
@@ -45,7 +44,6 @@ final class SQLiteHandle: @unchecked Sendable {
     /// Opens (creating when missing) the database file at `path`.
     init(path: String) throws {
         Self.initializeLibrary
-        self.path = path
         var handle: OpaquePointer?
         let flags =
             SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
@@ -193,9 +191,6 @@ public struct SQLiteFailure: Error, CustomStringConvertible, Sendable {
     /// SQLite's result code, extended (`SQLITE_CONSTRAINT_UNIQUE` is 2067).
     public let code: Int32
     public let message: String
-
-    /// The primary result code: `SQLITE_CONSTRAINT` for every kind of constraint failure, `SQLITE_BUSY`, ….
-    public var primaryCode: Int32 { code & 0xff }
 
     public var description: String { "SQLite error \(code): \(message)" }
 }

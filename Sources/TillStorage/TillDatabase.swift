@@ -22,8 +22,9 @@ public final class TillDatabase: Sendable {
 
     public let engine: Engine
     public let configuration: DatabaseConfiguration
-    /// Any query outside a transaction; each runs on a pooled connection. Reads only: writes go through
-    /// `transaction`, which `writeGeneration` counts (caches rely on it).
+    /// Any query outside a transaction; each runs on a pooled connection. Reads, mostly: writes that caches
+    /// depend on go through `transaction`, which `writeGeneration` counts. (On SQLite an autocommit write
+    /// takes the write lock as a transaction does.)
     public let sql: any SQLDatabase
     private let shutdownPool: @Sendable () async throws -> Void
     /// SQLite only: write transactions committed in groups.
@@ -140,12 +141,12 @@ public final class TillDatabase: Sendable {
         try await sql.withSession(body)
     }
 
+    /// PostgreSQL's transactions, one per connection (SQLite's go through `GroupCommit`).
     private func run<Result: Sendable>(
         transaction body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
-        let begin = engine == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN"
-        return try await sql.withSession { session in
-            try await session.raw(SQLQueryString(begin)).run()
+        try await sql.withSession { session in
+            try await session.raw("BEGIN").run()
             do {
                 let result = try await body(session)
                 try await session.raw("COMMIT").run()
@@ -188,16 +189,14 @@ extension TillDatabase {
 /// AsyncKit's pool synchronises itself (each event loop's pool is confined to its loop) but is not
 /// declared `Sendable`; this box says so once.
 ///
-/// The box also owns the pool's lifetime: `close()` shuts it (and the SQLite thread pool) down, and a box
-/// dropped without being closed shuts them down in the background instead of tripping AsyncKit's assertion.
+/// The box also owns the pool's lifetime: `close()` shuts it down, and a box dropped without being closed
+/// shuts it down in the background instead of tripping AsyncKit's assertion.
 final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable {
     let pool: EventLoopGroupConnectionPool<Source>
-    private let threads: NIOThreadPool?
     private let closed = NIOLockedValueBox(false)
 
-    init(_ pool: EventLoopGroupConnectionPool<Source>, threads: NIOThreadPool? = nil) {
+    init(_ pool: EventLoopGroupConnectionPool<Source>) {
         self.pool = pool
-        self.threads = threads
     }
 
     func close() async throws {
@@ -207,13 +206,11 @@ final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable
             })
         else { return }
         try await pool.shutdownAsync()
-        try await threads?.shutdownGracefully()
     }
 
     deinit {
         guard !closed.withLockedValue({ $0 }) else { return }
-        let threads = self.threads
-        pool.shutdownGracefully { _ in threads?.shutdownGracefully { _ in } }
+        pool.shutdownGracefully { _ in }
     }
 }
 

@@ -196,3 +196,28 @@ struct TillStorageTests {
         try await database.shutdown()
     }
 }
+
+/// Statements built from records.
+@Suite struct RecordStatementTests {
+    private struct Row: Codable {
+        var id: String
+        var noteText: String?
+    }
+
+    @Test func recordsAreInsertedAndUpdatedByKeyAndAMissingKeyIsAnError() async throws {
+        let database = try await TillDatabase.open(.sqlite(path: TestDatabases.temporaryFile()))
+        try await database.sql.raw("CREATE TABLE rows (id TEXT PRIMARY KEY, note_text TEXT)").run()
+        try await database.sql.run(
+            RecordStatements.insert(into: "rows", Row(id: "a", noteText: "x"), with: ColumnNames.encoder)
+        )
+        try await database.sql.run(
+            RecordStatements.update("rows", Row(id: "a", noteText: nil), keys: ["id"], with: ColumnNames.encoder)
+        )
+        let row = try await database.sql.raw("SELECT * FROM rows").first(decoding: Row.self, with: ColumnNames.decoder)
+        #expect(row?.id == "a" && row?.noteText == nil)
+        #expect(throws: MissingKeyColumn.self) {
+            try RecordStatements.update("rows", Row(id: "a"), keys: ["row_id"], with: ColumnNames.encoder)
+        }
+        try await database.shutdown()
+    }
+}

@@ -456,8 +456,8 @@ public struct ConfirmationWorker: Service {
         let probeInterval = Duration.seconds(1)
         // New attempts use the CPU that acknowledgements leave (see ConfirmationPacer).
         let pacer = settings.pacing ? server.confirmationPacer : nil
-        let probe = Task { await pacer?.run() }
-        defer { probe.cancel() }
+        let probe = pacer.map { pacer in Task { await pacer.run() } }
+        defer { probe?.cancel() }
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = server.workAvailable.current

@@ -31,7 +31,7 @@ public final class PurchaseServer: Sendable {
     /// This process's hold on an SQLite file's queue (nil on PostgreSQL and in memory).
     let queueLock: SQLiteQueueLock?
     /// Set when Apple stopped answering (timeouts, resets, 5xx); the first real answer after it brings the
-    /// submissions that wait for their back-off forward (see `appleAnswered()`).
+    /// submissions that wait for their back-off forward (see `appleIsBack()`).
     let appleUnavailable = Mutex(false)
     /// When Apple came back with a backlog: the worker's concurrency starts small then doubles each second,
     /// so confirming the backlog does not take the CPU that acknowledging new purchases needs.
