@@ -13,9 +13,20 @@ import Synchronization
 /// error; the others commit. Every caller resumes only after the group's COMMIT, so what a caller was told
 /// was committed is on disk as before. A failed COMMIT fails the whole group.
 final class GroupCommit: Sendable {
-    private struct Job: Sendable {
+    /// How a waiting caller is woken: its transaction was committed (or failed), or it leads the next group.
+    private enum Wake: Sendable {
+        case finished
+        case lead
+    }
+
+    private final class Job: Sendable {
         let body: @Sendable (any SQLDatabase) async throws -> Void
-        let finish: @Sendable ((any Error)?) -> Void
+        let wake: CheckedContinuation<Wake, any Error>
+
+        init(body: @escaping @Sendable (any SQLDatabase) async throws -> Void, wake: CheckedContinuation<Wake, any Error>) {
+            self.body = body
+            self.wake = wake
+        }
     }
 
     private struct State {
@@ -40,53 +51,64 @@ final class GroupCommit: Sendable {
     var groupCount: Int { groups.withLock { $0 } }
 
     /// Runs `body` in the next group; returns its result once the group is committed.
+    ///
+    /// The caller that finds no group under way leads one on its own task: it commits the group that starts
+    /// with its own transaction, then wakes the first caller still waiting to lead the next, and returns. A
+    /// leader therefore never waits for a task to be scheduled, and nobody runs groups for long on behalf of
+    /// others (the first version started a task to lead, and every group waited for it to be scheduled: under
+    /// load, behind every other ready task).
     func run<Result: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> Result) async throws
         -> Result
     {
         let result = Mutex<Result?>(nil)
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let job = Job(
-                body: { db in
-                    let value = try await body(db)
-                    result.withLock { $0 = value }
-                },
-                finish: { error in
-                    if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-                }
-            )
+        let work: @Sendable (any SQLDatabase) async throws -> Void = { db in
+            let value = try await body(db)
+            result.withLock { $0 = value }
+        }
+        let wake = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Wake, any Error>) in
+            let job = Job(body: work, wake: continuation)
             let lead = state.withLock { state -> Bool in
                 state.queue.append(job)
                 if state.leading { return false }
                 state.leading = true
                 return true
             }
-            if lead { Task { await self.lead() } }
+            // Resumed before the caller suspends: it goes on at once, without being scheduled again.
+            if lead { continuation.resume(returning: .lead) }
         }
+        if case .lead = wake { try await lead() }
         guard let value = result.withLock({ $0 }) else {
             throw SQLiteFailure(code: 1, message: "a committed transaction left no result")
         }
         return value
     }
 
-    /// Commits groups until nothing waits.
-    private func lead() async {
-        while true {
-            let group = state.withLock { state -> [Job] in
-                let group = Array(state.queue.prefix(maximumGroup))
-                state.queue.removeFirst(group.count)
-                if group.isEmpty { state.leading = false }
-                return group
-            }
-            if group.isEmpty { return }
-            await commit(group)
+    /// Commits the next group (led by this caller, whose job is its first), wakes its other callers, and
+    /// passes the lead to the first caller left waiting. Throws this caller's own error.
+    private func lead() async throws {
+        let group = state.withLock { state -> [Job] in
+            let group = Array(state.queue.prefix(maximumGroup))
+            state.queue.removeFirst(group.count)
+            return group
         }
+        let outcomes = await commit(group)
+        let next = state.withLock { state -> Job? in
+            if let next = state.queue.first { return next }
+            state.leading = false
+            return nil
+        }
+        next?.wake.resume(returning: .lead)
+        for (job, outcome) in zip(group, outcomes).dropFirst() {
+            if let outcome { job.wake.resume(throwing: outcome) } else { job.wake.resume(returning: .finished) }
+        }
+        if let mine = outcomes.first, let error = mine { throw error }
     }
 
-    private func commit(_ group: [Job]) async {
+    /// Runs `group` in one transaction, each job in its own savepoint; returns each job's error, if any.
+    private func commit(_ group: [Job]) async -> [(any Error)?] {
         groups.withLock { $0 += 1 }
-        let outcomes: [(any Error)?]
         do {
-            outcomes = try await writeLock.withLock {
+            return try await writeLock.withLock {
                 try await self.database.withSession { session -> [(any Error)?] in
                     var outcomes: [(any Error)?] = []
                     try await session.raw("BEGIN IMMEDIATE").run()
@@ -113,9 +135,7 @@ final class GroupCommit: Sendable {
             }
         } catch {
             // BEGIN, a savepoint or COMMIT failed: nothing of the group is committed.
-            for job in group { job.finish(error) }
-            return
+            return group.map { _ in error }
         }
-        for (job, outcome) in zip(group, outcomes) { job.finish(outcome) }
     }
 }

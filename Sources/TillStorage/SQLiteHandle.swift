@@ -21,6 +21,8 @@ final class SQLiteHandle: @unchecked Sendable {
     private var raw: OpaquePointer?
     private var statements: [String: PreparedStatement] = [:]
     private static let maximumCachedStatements = 256
+    /// Told of the log's length after each commit (kept alive as long as SQLite may call it).
+    private var walObserver: WALCheckpointer?
 
     /// The column names of a prepared statement, looked up by name for each row it returns.
     final class Columns: Sendable {
@@ -68,6 +70,35 @@ final class SQLiteHandle: @unchecked Sendable {
         statements = [:]
         if let raw { sqlite_nio_sqlite3_close_v2(raw) }
         raw = nil
+        walObserver = nil
+    }
+
+    /// Reports the log's length to `checkpointer` after each commit; this also turns SQLite's automatic
+    /// checkpoint off for this connection (one WAL hook per connection).
+    func setWALHook(_ checkpointer: WALCheckpointer) {
+        guard let raw else { return }
+        walObserver = checkpointer
+        sqlite_nio_sqlite3_wal_hook(
+            raw,
+            { context, connection, schema, pages in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue()
+                    .committed(pages: pages, connection: connection, schema: schema)
+                return SQLITE_OK
+            },
+            Unmanaged.passUnretained(checkpointer).toOpaque()
+        )
+    }
+
+    /// Copies what it can of the log into the database file without waiting for readers or writers; returns
+    /// the pages copied so far, from the log's start.
+    @discardableResult
+    func checkpointPassive() -> Int32? {
+        guard let raw else { return nil }
+        var log: Int32 = 0
+        var copied: Int32 = 0
+        let status = sqlite_nio_sqlite3_wal_checkpoint_v2(raw, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+        return status == SQLITE_OK && copied >= 0 ? copied : nil
     }
 
     /// Runs one statement with its binds, calling `onRow` for each row it returns, on this thread.

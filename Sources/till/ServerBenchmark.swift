@@ -94,16 +94,21 @@ enum ServerBenchmark {
         try await withServers(options, faults: [latency]) { server, simulator, demo, port in
             say("preparing \(count) purchases, one device each, with their app receipts…")
             let bodies = try await purchases(count: count, simulator: simulator, demo: demo)
-            let client = makeClient(connections: options.connections)
-            let url = "http://127.0.0.1:\(port)/v1/receipts"
+            let requests = bodies.map { body in
+                LoadGenerator.Request(
+                    method: .POST,
+                    path: "/v1/receipts",
+                    host: "127.0.0.1:\(port)",
+                    headers: [("Authorization", "Bearer \(demo.appKey)"), ("Content-Type", "application/json")],
+                    body: body
+                )
+            }
+            let generator = LoadGenerator()
             say("sending \(count) submissions at \(options.rate)/s; Apple answers in \(options.appleLatency) s")
             let clock = ContinuousClock()
             let start = clock.now
             let cpuAtStart = processCPUSeconds()
-            let outcomes = Outcomes()
-            let duringOutage = Outcomes()
             let outageStart = start + .seconds(options.outageAt)
-            let outageEnd = outageStart + .seconds(options.outageSeconds)
             if options.outageSeconds > 0 {
                 let rule = try FaultRule(parsing: "*:verifyReceipt:outage=reset,for=\(options.outageSeconds)")
                 Task {
@@ -118,39 +123,36 @@ enum ServerBenchmark {
                 patience: .seconds(60 + options.outageSeconds)
             )
             async let watched = confirmations.watch(from: start)
-            await withDiscardingTaskGroup { group in
-                for (index, body) in bodies.enumerated() {
-                    let due = start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(options.rate))
-                    if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
-                    group.addTask {
-                        var request = HTTPClientRequest(url: url)
-                        request.method = .POST
-                        request.headers.add(name: "Authorization", value: "Bearer \(demo.appKey)")
-                        request.headers.add(name: "Content-Type", value: "application/json")
-                        request.body = .bytes(ByteBuffer(bytes: body))
-                        let status: Int
-                        do {
-                            let response = try await client.execute(request, timeout: .seconds(30))
-                            _ = try await response.body.collect(upTo: 1 << 20)
-                            status = Int(response.status.code)
-                        } catch {
-                            status = 0
-                        }
-                        // From when it was due, so that a stalled server cannot hide its queue.
-                        let elapsed = clock.now - due
-                        outcomes.record(status: status, elapsed: elapsed)
-                        if due >= outageStart && due < outageEnd {
-                            duringOutage.record(status: status, elapsed: elapsed)
-                        }
-                    }
+            let answers = try await generator.run(
+                host: "127.0.0.1",
+                port: port,
+                requests: requests,
+                rate: options.rate,
+                connections: options.connections
+            )
+            try await generator.shutdown()
+            let outcomes = Outcomes()
+            let duringOutage = Outcomes()
+            let outageFirst = options.outageAt * options.rate
+            let outageEnd = (options.outageAt + options.outageSeconds) * options.rate
+            for answer in answers {
+                let elapsed = Duration.nanoseconds(answer.nanoseconds)
+                outcomes.record(status: answer.status, elapsed: elapsed)
+                if answer.index >= outageFirst && answer.index < outageEnd {
+                    duringOutage.record(status: answer.status, elapsed: elapsed)
                 }
             }
             let sent = clock.now - start
+            // Acknowledgement latency by the second the submission was due, to see when the tail happens.
+            let bySecond = Dictionary(grouping: answers) { $0.index / options.rate }
+            for second in bySecond.keys.sorted() {
+                let times = bySecond[second]!.map { Duration.nanoseconds($0.nanoseconds) }.sorted()
+                say("  second \(second): ack p50=\(ms(percentile(times, 0.5))) p99=\(ms(percentile(times, 0.99))) max=\(ms(times.last ?? .zero)) ms")
+            }
             let cpuSending = processCPUSeconds() - cpuAtStart
             let (acknowledged, failures) = outcomes.results
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
-            try await client.shutdown()
             report = """
                 submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
                 failed=\(failures) ack_p50_ms=\(ms(percentile(acknowledged, 0.5))) \

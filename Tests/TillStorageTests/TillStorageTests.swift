@@ -170,6 +170,9 @@ struct TillStorageTests {
                         let echoed = try await database.transaction { db -> Int in
                             try await db.raw("INSERT INTO grouped (n, note) VALUES (\(bind: n), 'first')").run()
                             try await db.raw("UPDATE grouped SET note = 'second' WHERE n = \(bind: n)").run()
+                            // Holding the writer a while, as a busy server's transactions do, so that the
+                            // others queue up behind this group and go together in the next.
+                            try await Task.sleep(for: .milliseconds(2))
                             if n % 5 == 0 { throw Refused() }
                             return n
                         }
@@ -218,6 +221,37 @@ struct TillStorageTests {
         #expect(throws: MissingKeyColumn.self) {
             try RecordStatements.update("rows", Row(id: "a"), keys: ["row_id"], with: ColumnNames.encoder)
         }
+        try await database.shutdown()
+    }
+}
+
+/// The write-ahead log is checkpointed off the committing thread, and does not grow without end.
+@Suite struct WALCheckpointTests {
+    @Test func checkpointsRunInTheBackgroundAndTheLogStartsOver() async throws {
+        let path = TestDatabases.temporaryFile()
+        let database = try await TillDatabase.open(.sqlite(path: path), walCheckpointPages: 50, walRestartPages: 400)
+        try await database.sql.raw("CREATE TABLE filler (n INTEGER PRIMARY KEY, text TEXT NOT NULL)").run()
+        let page = String(repeating: "x", count: 3000)
+        // About 2,000 pages in all: five times the restart length, forty times the checkpoint length.
+        for n in 0..<2000 {
+            try await database.transaction { db in
+                try await db.raw("INSERT INTO filler (n, text) VALUES (\(bind: n), \(bind: page))").run()
+            }
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while try #require(database.walCheckpoints) == 0 && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try #require(database.walCheckpoints) > 0)
+        // Frames are 4 KiB pages and a 24-byte header; a log that never started over would hold all 2,000.
+        let walSize = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0
+        #expect(walSize < 1000 * (4096 + 24), "the log is \(walSize) bytes")
+        let count = try await database.sql.raw("SELECT COUNT(*) AS n FROM filler").first()?.decode(
+            column: "n",
+            as: Int.self
+        )
+        #expect(count == 2000)
         try await database.shutdown()
     }
 }
