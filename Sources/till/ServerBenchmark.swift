@@ -108,6 +108,7 @@ enum ServerBenchmark {
             let clock = ContinuousClock()
             let start = clock.now
             let cpuAtStart = processCPUSeconds()
+            let ticksAtStart = machineTicks()
             let outageStart = start + .seconds(options.outageAt)
             if options.outageSeconds > 0 {
                 let rule = try FaultRule(parsing: "*:verifyReceipt:outage=reset,for=\(options.outageSeconds)")
@@ -150,6 +151,7 @@ enum ServerBenchmark {
                 say("  second \(second): ack p50=\(ms(percentile(times, 0.5))) p99=\(ms(percentile(times, 0.99))) max=\(ms(times.last ?? .zero)) ms")
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
+            let steal = stealPercent(from: ticksAtStart, to: machineTicks())
             let (acknowledged, failures) = outcomes.results
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
@@ -157,7 +159,7 @@ enum ServerBenchmark {
                 submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
                 failed=\(failures) ack_p50_ms=\(ms(percentile(acknowledged, 0.5))) \
                 ack_p90_ms=\(ms(percentile(acknowledged, 0.9))) ack_p99_ms=\(ms(percentile(acknowledged, 0.99))) \
-                ack_max_ms=\(ms(acknowledged.last ?? .zero))
+                ack_max_ms=\(ms(acknowledged.last ?? .zero)) steal_while_sending_pct=\(steal)
                 confirmations confirmed=\(confirmed.confirmed) peak_per_sec_5s=\(confirmed.peakRate) \
                 mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
                 apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency)
@@ -468,6 +470,23 @@ enum ServerBenchmark {
 
     static func ms(_ duration: Duration) -> String { String(format: "%.2f", Double(duration.nanoseconds) / 1e6) }
     static func seconds(_ duration: Duration) -> String { String(format: "%.1f", Double(duration.nanoseconds) / 1e9) }
+}
+
+/// The machine's CPU time so far, in clock ticks: all of it, and the part the hypervisor gave to other
+/// machines (steal), from `/proc/stat`. Nil where there is no such file.
+func machineTicks() -> (total: Double, steal: Double)? {
+    guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+    else { return nil }
+    let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+    guard fields.count >= 8 else { return nil }
+    return (fields.prefix(8).reduce(0, +), fields[7])
+}
+
+/// The share of the machine's CPU time stolen by the hypervisor between two readings, in percent.
+func stealPercent(from start: (total: Double, steal: Double)?, to end: (total: Double, steal: Double)?) -> String {
+    guard let start, let end, end.total > start.total else { return "unknown" }
+    return String(format: "%.1f", 100 * (end.steal - start.steal) / (end.total - start.total))
 }
 
 /// CPU time this process has used (user and system), in seconds.

@@ -39,9 +39,9 @@ struct CrashRecoveryTests {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await first.database.sql.raw(
             """
-            INSERT INTO srv_submissions (id, bundle_id, customer_id, kind, payload, environment, state,
+            INSERT INTO srv_submissions (id, bundle_id, customer_id, kind, environment, state,
                 attempts, next_attempt_at, transaction_ids, claimed_until, created_at, updated_at)
-            VALUES ('s1', 'b', 'c', 'appReceipt', 'x', 'Sandbox', 'pending', 0, \(bind: now), '[]',
+            VALUES ('s1', 'b', 'c', 'appReceipt', 'Sandbox', 'pending', 0, \(bind: now), '[]',
                 \(bind: now + 600_000), \(bind: now), \(bind: now))
             """
         ).run()

@@ -224,7 +224,12 @@ private func respondWithWait(
             result.customer = try await server.customer(bundleId: app.bundleId, customerId: submission.customerId)
         }
     }
-    result.signedSnapshot = try await server.snapshot(bundleId: app.bundleId, customerId: customerId).signedSnapshot
+    // The customer the answer shows is the one signed: both are as the submission's transaction left them.
+    result.signedSnapshot = try server.signedSnapshot(
+        of: result.customer,
+        bundleId: app.bundleId,
+        customerId: customerId
+    ).signedSnapshot
     let settled = result.submission.state != .pending && result.submission.state != .retrying
     return try json(result, status: settled ? .ok : .accepted, context: context)
 }

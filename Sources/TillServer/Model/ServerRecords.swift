@@ -81,7 +81,6 @@ struct SubmissionRecord: Codable, Sendable {
     var idempotencyKey: String?
     /// appReceipt, transactionReceipt or signedTransaction.
     var kind: String
-    var payload: String
     var environment: String
     var state: String
     var attempts: Int

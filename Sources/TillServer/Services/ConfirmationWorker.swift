@@ -34,8 +34,9 @@ enum ConfirmationOutcome: Sendable {
         return !Self.answersAboutTheSubmission.contains(status)  // the rest are transport causes: no answer
     }
 
-    /// Retry statuses that are neither a status code nor HTTP and still come from an answer.
-    static let answersAboutTheSubmission: Set<String> = ["unreadable", "redirect loop"]
+    /// Retry statuses that are neither a status code nor HTTP and say nothing of Apple's availability: they come
+    /// from an answer, or from this server's own database.
+    static let answersAboutTheSubmission: Set<String> = ["unreadable", "redirect loop", "database"]
 
     /// Apple answered about the submission itself (yes, or no for good).
     var isAppleAnswer: Bool {
@@ -70,7 +71,12 @@ extension PurchaseServer {
     /// One confirmation attempt: asks Apple and records the outcome.
     func confirm(_ submission: SubmissionRecord, client: AppleClient) async {
         do {
-            guard let app = try await store.app(bundleId: submission.bundleId, on: store.sql) else { return }
+            guard
+                let app = try await appsByBundle.value(
+                    for: submission.bundleId,
+                    load: { try await store.app(bundleId: submission.bundleId, on: store.sql) }
+                )
+            else { return }
             let clock = ContinuousClock()
             let start = clock.now
             let outcome = await ask(client, about: submission, app: app)
@@ -102,7 +108,7 @@ extension PurchaseServer {
                 WHERE state = 'retrying' AND next_attempt_at > \(bind: now)
                   AND (last_status IN ('status 21005', 'status 21009') OR last_status LIKE 'status 211%' OR last_status LIKE 'HTTP 5%'
                        OR (last_status NOT LIKE 'status %' AND last_status NOT LIKE 'HTTP %'
-                           AND last_status NOT IN ('unreadable', 'redirect loop')))
+                           AND last_status NOT IN ('unreadable', 'redirect loop', 'database')))
                 RETURNING id
                 """
             ).all().count
@@ -129,11 +135,20 @@ extension PurchaseServer {
     private func askVerifyReceipt(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
         -> ConfirmationOutcome
     {
+        let payload: String
+        do {
+            guard let stored = try await store.payload(submissionId: submission.id, on: store.sql) else {
+                return .rejected(status: "no receipt", reason: "the submission's receipt is not in the database")
+            }
+            payload = stored
+        } catch {
+            return .retry(status: "database", error: "the submission's receipt could not be read: \(error)")
+        }
         var environment = AppStoreEnvironment.production
         for _ in 0..<3 {
             switch await client.verifyReceipt(
                 environment,
-                receiptData: submission.payload,
+                receiptData: payload,
                 password: app.sharedSecrets.first
             ) {
             case .transport(let cause):

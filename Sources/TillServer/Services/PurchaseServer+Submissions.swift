@@ -141,7 +141,8 @@ extension PurchaseServer {
         let verified = try await verifier.verify(input, app: app)
         let now = nowMilliseconds
         let catalogue = try await catalogue(bundleId: app.bundleId)
-        let outcome = try await database.transaction { db -> (SubmissionRecord, [RefusedTransaction])? in
+        let outcome = try await database.transaction {
+            db -> (SubmissionRecord, [RefusedTransaction], CustomerSnapshot)? in
             if let key = request.idempotencyKey,
                 try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
             {
@@ -155,7 +156,6 @@ extension PurchaseServer {
                 customerId: owner,
                 idempotencyKey: request.idempotencyKey,
                 kind: input.kind.rawValue,
-                payload: input.payload,
                 environment: verified.environment.rawValue,
                 state: SubmissionState.pending.rawValue,
                 attempts: 0,
@@ -170,6 +170,7 @@ extension PurchaseServer {
                 confirmedAt: nil
             )
             try await self.store.insert(submission, on: db)
+            try await self.store.insertPayload(submissionId: submission.id, payload: input.payload, on: db)
             let refused = try await self.record(
                 verified.transactions,
                 submission: submission,
@@ -177,9 +178,12 @@ extension PurchaseServer {
                 catalogue: catalogue,
                 on: db
             )
-            return (submission, refused)
+            // The customer as this transaction leaves them, read while it holds the connection (a read after
+            // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
+            let customer = try await self.snapshot(bundleId: app.bundleId, owner: owner, on: db)
+            return (submission, refused, customer)
         }
-        guard let (submission, refused) = outcome else {
+        guard let (submission, refused, customer) = outcome else {
             // A resend with the same idempotency key committed first: answer with its submission.
             guard let key = request.idempotencyKey,
                 let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
@@ -195,7 +199,7 @@ extension PurchaseServer {
         }
         return SubmissionResult(
             submission: view(submission),
-            customer: try await customer(bundleId: app.bundleId, customerId: submission.customerId),
+            customer: try await view(of: customer, bundleId: app.bundleId),
             refused: refused
         )
     }
@@ -203,7 +207,7 @@ extension PurchaseServer {
     /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
     private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
     {
-        guard existing.payload == payload else {
+        guard try await store.payload(submissionId: existing.id, on: store.sql) == payload else {
             throw ServerError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
@@ -383,6 +387,11 @@ extension PurchaseServer {
                 try await self.snapshot(bundleId: bundleId, customerId: customerId, on: db)
             }
         }
+        return try await view(of: snapshot, bundleId: bundleId)
+    }
+
+    /// The customer view of what the database held, with entitlements worked out now.
+    func view(of snapshot: CustomerSnapshot, bundleId: String) async throws -> CustomerView {
         let ledger = snapshot.ledger
         let states = snapshot.states
         let catalogue = try await catalogue(bundleId: bundleId)
@@ -436,7 +445,11 @@ extension PurchaseServer {
     private func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
         -> CustomerSnapshot
     {
-        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+        try await snapshot(bundleId: bundleId, owner: try await store.resolve(bundleId: bundleId, customerId: customerId, on: db), on: db)
+    }
+
+    /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
+    private func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
         let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
         return CustomerSnapshot(
             owner: owner,

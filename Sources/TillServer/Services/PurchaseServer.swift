@@ -24,6 +24,8 @@ public final class PurchaseServer: Sendable {
     let submissionSettled: Signal
     /// Apps by key and catalogues by bundle id, read on every request (see `SnapshotCache`).
     let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
+    /// Apps by bundle id, for the confirmation worker (one lookup per attempt).
+    let appsByBundle = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
     let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
     let customerSnapshots = SnapshotCache<CustomerKey, CustomerSnapshot>(lifetime: .seconds(1))
     /// Customer views as JSON, until the data under them changes or one of their entitlements ends.
@@ -129,6 +131,7 @@ public final class PurchaseServer: Sendable {
     /// Forgets cached apps and catalogues after this process changed one.
     func catalogueChanged() {
         appsByKey.invalidateAll()
+        appsByBundle.invalidateAll()
         catalogues.invalidateAll()
         customerBodies.invalidateAll()  // entitlements come from the catalogue
     }

@@ -93,5 +93,15 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // What the app sent (a receipt of kilobytes) in a table of its own, written once: every claim and every
+        // settlement rewrites its submission's row, and SQLite rewrites a row whole, overflow pages included.
+        Migration(
+            "005-submission-payloads",
+            [
+                "CREATE TABLE srv_submission_payloads (id TEXT PRIMARY KEY, payload TEXT NOT NULL)",
+                "INSERT INTO srv_submission_payloads (id, payload) SELECT id, payload FROM srv_submissions",
+                "ALTER TABLE srv_submissions DROP COLUMN payload",
+            ]
+        ),
     ]
 }

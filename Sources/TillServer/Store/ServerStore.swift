@@ -228,6 +228,18 @@ struct ServerStore: Sendable {
         try await db.run(RecordStatements.insert(into: "srv_submissions", submission, with: Self.encoding))
     }
 
+    /// What the app sent for a submission (written once, with the submission).
+    func insertPayload(submissionId: String, payload: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            "INSERT INTO srv_submission_payloads (id, payload) VALUES (\(bind: submissionId), \(bind: payload))"
+        ).run()
+    }
+
+    func payload(submissionId: String, on db: any SQLDatabase) async throws -> String? {
+        try await db.raw("SELECT payload FROM srv_submission_payloads WHERE id = \(bind: submissionId)").first()?
+            .decode(column: "payload", as: String.self)
+    }
+
     func update(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
         try await db.run(RecordStatements.update("srv_submissions", submission, keys: ["id"], with: Self.encoding))
     }
