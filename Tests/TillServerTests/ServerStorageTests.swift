@@ -222,3 +222,146 @@ struct ServerStorageTests {
         try await database.shutdown()
     }
 }
+
+
+/// A submission's answer is written by hand for speed; it must be what the response encoder writes.
+@Suite struct SubmissionAnswerJSONTests {
+    @Test func theAnswerIsWrittenAsTheResponseEncoderWritesIt() throws {
+        let awkward = "quote \" backslash \\ slash / newline \n control \u{01} é"
+        let customer = CustomerView(
+            customerId: awkward,
+            entitlements: [
+                Entitlement(
+                    id: "pro",
+                    productId: "pro.monthly",
+                    transactionId: "t1",
+                    environment: "Sandbox",
+                    expiresDate: 1_800_000_000_000,
+                    provisional: true
+                ),
+                Entitlement(
+                    id: "maps",
+                    productId: "maps",
+                    transactionId: "t2",
+                    environment: "Production",
+                    expiresDate: nil,
+                    provisional: false
+                ),
+            ],
+            balances: ["gems": 100, "coins": 0],
+            purchases: [
+                PurchaseView(
+                    transactionId: "t1",
+                    originalTransactionId: "t0",
+                    productId: "pro.monthly",
+                    productType: "Auto-Renewable Subscription",
+                    environment: "Sandbox",
+                    quantity: 1,
+                    purchaseDate: 1_700_000_000_000,
+                    expiresDate: 1_800_000_000_000,
+                    revocationDate: 1_750_000_000_000,
+                    revocationReason: "refund",
+                    confirmed: false
+                ),
+                PurchaseView(
+                    transactionId: "t2",
+                    originalTransactionId: "t2",
+                    productId: "maps",
+                    productType: nil,
+                    environment: "Production",
+                    quantity: 3,
+                    purchaseDate: 1_700_000_000_001,
+                    expiresDate: nil,
+                    revocationDate: nil,
+                    revocationReason: nil,
+                    confirmed: true
+                ),
+            ],
+            subscriptions: [
+                SubscriptionStateView(
+                    originalTransactionId: "t0",
+                    environment: "Sandbox",
+                    productId: "pro.monthly",
+                    autoRenewProductId: "pro.yearly",
+                    autoRenewStatus: true,
+                    status: "gracePeriod",
+                    expiresDate: 1_800_000_000_000,
+                    isInBillingRetryPeriod: true,
+                    gracePeriodExpiresDate: 1_800_100_000_000,
+                    expirationIntent: 2,
+                    renewalDate: 1_800_000_000_000,
+                    priceIncreaseStatus: 1,
+                    lastNotificationType: "DID_FAIL_TO_RENEW",
+                    updatedAt: 1_700_000_000_002
+                ),
+                SubscriptionStateView(
+                    originalTransactionId: "t9",
+                    environment: "Production",
+                    productId: nil,
+                    autoRenewProductId: nil,
+                    autoRenewStatus: nil,
+                    status: nil,
+                    expiresDate: nil,
+                    isInBillingRetryPeriod: false,
+                    gracePeriodExpiresDate: nil,
+                    expirationIntent: nil,
+                    renewalDate: nil,
+                    priceIncreaseStatus: nil,
+                    lastNotificationType: nil,
+                    updatedAt: 0
+                ),
+            ]
+        )
+        let submission = SubmissionView(
+            id: "s1",
+            state: .retrying,
+            kind: "appReceipt",
+            environment: "Sandbox",
+            customerId: "c1",
+            transactionIds: ["t1", "t2"],
+            attempts: 2,
+            nextAttemptAt: 1_700_000_100_000,
+            lastStatus: "status 21005",
+            lastError: "the receipt server is not available",
+            reason: "why",
+            createdAt: 1_700_000_000_000,
+            confirmedAt: 1_700_000_200_000
+        )
+        let bare = SubmissionView(
+            id: "s2",
+            state: .pending,
+            kind: "signedTransaction",
+            environment: "Production",
+            customerId: "c2",
+            transactionIds: [],
+            attempts: 0,
+            nextAttemptAt: nil,
+            lastStatus: nil,
+            lastError: nil,
+            reason: nil,
+            createdAt: 0,
+            confirmedAt: nil
+        )
+        let results = [
+            SubmissionResult(
+                submission: submission,
+                customer: customer,
+                refused: [RefusedTransaction(transactionId: "t3", reason: "ownedByAnotherCustomer")],
+                signedSnapshot: "a.b.c"
+            ),
+            SubmissionResult(
+                submission: bare,
+                customer: CustomerView(customerId: "c2", entitlements: [], balances: [:], purchases: []),
+                refused: []
+            ),
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for result in results {
+            #expect(
+                String(decoding: result.json(), as: UTF8.self)
+                    == String(decoding: try encoder.encode(result), as: UTF8.self)
+            )
+        }
+    }
+}

@@ -92,9 +92,9 @@ public struct SnapshotSigner: Sendable {
     }
 
     public func sign(_ snapshot: EntitlementSnapshot) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let input = encodedHeader + "." + Base64.encode(Array(try encoder.encode(snapshot)), alphabet: .url)
+        var writer = JSONWriter()
+        snapshot.writeJSON(to: &writer)
+        let input = encodedHeader + "." + Base64.encode(writer.bytes, alphabet: .url)
         let signature = try key.signature(for: Array(input.utf8))
         return input + "." + Base64.encode(signature.rawRepresentation, alphabet: .url)
     }

@@ -67,6 +67,12 @@ public struct ChainValidator: Sendable {
         }
     }
 
+    /// Whether issuer names lead from `leaf` to one of the roots, through `intermediates` and the anchors'
+    /// (names only: no signature is checked). False means no date can make the chain valid.
+    public func reachesRoot(_ leaf: Certificate, intermediates: [Certificate]) -> Bool {
+        reachesRoot(leaf, through: intermediates + anchors.intermediates)
+    }
+
     /// Whether issuer names lead from `leaf` to one of the roots through `pool` (names only: the signatures
     /// and policies are the verifier's job).
     private func reachesRoot(_ leaf: Certificate, through pool: [Certificate]) -> Bool {

@@ -231,7 +231,9 @@ private func respondWithWait(
         customerId: customerId
     ).signedSnapshot
     let settled = result.submission.state != .pending && result.submission.state != .retrying
-    return try json(result, status: settled ? .ok : .accepted, context: context)
+    var response = Response(status: settled ? .ok : .accepted, body: .init(byteBuffer: ByteBuffer(bytes: result.json())))
+    response.headers[.contentType] = "application/json"
+    return response
 }
 
 // MARK: Admin API

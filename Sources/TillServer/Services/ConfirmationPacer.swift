@@ -19,11 +19,11 @@ import Synchronization
 final class ConfirmationPacer: Sendable {
     struct Settings: Sendable {
         /// Longest queue wait that still counts as an idle enough machine.
-        var target: Duration = .milliseconds(2)
+        var target: Duration = .milliseconds(1)
         /// Attempts a second allowed however busy the machine is.
         var minimum: Double = 20
         /// Attempts a second allowed at the start.
-        var initial: Double = 200
+        var initial: Double = 20
         /// Attempts a second allowed at most.
         var maximum: Double = 20_000
     }

@@ -484,3 +484,96 @@ extension PurchaseServer {
         String(decoding: (try? JSONEncoder().encode(value)) ?? Data("null".utf8), as: UTF8.self)
     }
 }
+
+extension SubmissionResult {
+    /// The answer as `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes` writes it (the server's
+    /// response encoder), without its cost: this is written once per purchase.
+    func json() -> [UInt8] {
+        var writer = JSONWriter(capacity: 4096)
+        writer.object { w in
+            w.key("customer")
+            customer.writeJSON(to: &w)
+            w.key("refused")
+            w.array(refused) { w, refused in
+                w.object { w in
+                    w.field("reason", refused.reason)
+                    w.field("transactionId", refused.transactionId)
+                }
+            }
+            w.field("signedSnapshot", signedSnapshot)
+            w.key("submission")
+            w.object { w in
+                w.field("attempts", submission.attempts)
+                w.field("confirmedAt", submission.confirmedAt)
+                w.field("createdAt", submission.createdAt)
+                w.field("customerId", submission.customerId)
+                w.field("environment", submission.environment)
+                w.field("id", submission.id)
+                w.field("kind", submission.kind)
+                w.field("lastError", submission.lastError)
+                w.field("lastStatus", submission.lastStatus)
+                w.field("nextAttemptAt", submission.nextAttemptAt)
+                w.field("reason", submission.reason)
+                w.field("state", submission.state.rawValue)
+                w.key("transactionIds")
+                w.array(submission.transactionIds) { w, id in w.string(id) }
+            }
+        }
+        return writer.bytes
+    }
+}
+
+extension CustomerView {
+    func writeJSON(to writer: inout JSONWriter) {
+        writer.object { w in
+            w.field("balances", balances)
+            w.field("customerId", customerId)
+            w.key("entitlements")
+            w.array(entitlements) { w, entitlement in
+                w.object { w in
+                    w.field("environment", entitlement.environment)
+                    w.field("expiresDate", entitlement.expiresDate)
+                    w.field("id", entitlement.id)
+                    w.field("productId", entitlement.productId)
+                    w.field("provisional", entitlement.provisional)
+                    w.field("transactionId", entitlement.transactionId)
+                }
+            }
+            w.key("purchases")
+            w.array(purchases) { w, purchase in
+                w.object { w in
+                    w.field("confirmed", purchase.confirmed)
+                    w.field("environment", purchase.environment)
+                    w.field("expiresDate", purchase.expiresDate)
+                    w.field("originalTransactionId", purchase.originalTransactionId)
+                    w.field("productId", purchase.productId)
+                    w.field("productType", purchase.productType)
+                    w.field("purchaseDate", purchase.purchaseDate)
+                    w.field("quantity", purchase.quantity)
+                    w.field("revocationDate", purchase.revocationDate)
+                    w.field("revocationReason", purchase.revocationReason)
+                    w.field("transactionId", purchase.transactionId)
+                }
+            }
+            w.key("subscriptions")
+            w.array(subscriptions) { w, state in
+                w.object { w in
+                    w.field("autoRenewProductId", state.autoRenewProductId)
+                    w.field("autoRenewStatus", state.autoRenewStatus)
+                    w.field("environment", state.environment)
+                    w.field("expirationIntent", state.expirationIntent)
+                    w.field("expiresDate", state.expiresDate)
+                    w.field("gracePeriodExpiresDate", state.gracePeriodExpiresDate)
+                    w.field("isInBillingRetryPeriod", state.isInBillingRetryPeriod)
+                    w.field("lastNotificationType", state.lastNotificationType)
+                    w.field("originalTransactionId", state.originalTransactionId)
+                    w.field("priceIncreaseStatus", state.priceIncreaseStatus)
+                    w.field("productId", state.productId)
+                    w.field("renewalDate", state.renewalDate)
+                    w.field("status", state.status)
+                    w.field("updatedAt", state.updatedAt)
+                }
+            }
+        }
+    }
+}
