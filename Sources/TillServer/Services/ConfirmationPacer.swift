@@ -21,9 +21,9 @@ final class ConfirmationPacer: Sendable {
         /// Longest queue wait that still counts as an idle enough machine.
         var target: Duration = .milliseconds(1)
         /// Attempts a second allowed however busy the machine is.
-        var minimum: Double = 20
+        var minimum: Double = 5
         /// Attempts a second allowed at the start.
-        var initial: Double = 20
+        var initial: Double = 5
         /// Attempts a second allowed at most.
         var maximum: Double = 20_000
     }
