@@ -23,7 +23,10 @@ final class GroupCommit: Sendable {
         let body: @Sendable (any SQLDatabase) async throws -> Void
         let wake: CheckedContinuation<Wake, any Error>
 
-        init(body: @escaping @Sendable (any SQLDatabase) async throws -> Void, wake: CheckedContinuation<Wake, any Error>) {
+        init(
+            body: @escaping @Sendable (any SQLDatabase) async throws -> Void,
+            wake: CheckedContinuation<Wake, any Error>
+        ) {
             self.body = body
             self.wake = wake
         }

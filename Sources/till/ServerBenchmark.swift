@@ -148,7 +148,9 @@ enum ServerBenchmark {
             let bySecond = Dictionary(grouping: answers) { $0.index / options.rate }
             for second in bySecond.keys.sorted() {
                 let times = bySecond[second]!.map { Duration.nanoseconds($0.nanoseconds) }.sorted()
-                say("  second \(second): ack p50=\(ms(percentile(times, 0.5))) p99=\(ms(percentile(times, 0.99))) max=\(ms(times.last ?? .zero)) ms")
+                say(
+                    "  second \(second): ack p50=\(ms(percentile(times, 0.5))) p99=\(ms(percentile(times, 0.99))) max=\(ms(times.last ?? .zero)) ms"
+                )
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
             let steal = stealPercent(from: ticksAtStart, to: machineTicks())

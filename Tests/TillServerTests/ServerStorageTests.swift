@@ -223,7 +223,6 @@ struct ServerStorageTests {
     }
 }
 
-
 /// A submission's answer is written by hand for speed; it must be what the response encoder writes.
 @Suite struct SubmissionAnswerJSONTests {
     @Test func theAnswerIsWrittenAsTheResponseEncoderWritesIt() throws {

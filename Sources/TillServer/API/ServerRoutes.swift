@@ -231,7 +231,10 @@ private func respondWithWait(
         customerId: customerId
     ).signedSnapshot
     let settled = result.submission.state != .pending && result.submission.state != .retrying
-    var response = Response(status: settled ? .ok : .accepted, body: .init(byteBuffer: ByteBuffer(bytes: result.json())))
+    var response = Response(
+        status: settled ? .ok : .accepted,
+        body: .init(byteBuffer: ByteBuffer(bytes: result.json()))
+    )
     response.headers[.contentType] = "application/json"
     return response
 }

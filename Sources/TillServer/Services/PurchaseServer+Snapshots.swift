@@ -18,11 +18,16 @@ extension PurchaseServer {
 
     /// What the server vouches `customerId` of `bundleId` has now, signed.
     public func snapshot(bundleId: String, customerId: String) async throws -> SignedSnapshot {
-        try signedSnapshot(of: try await customer(bundleId: bundleId, customerId: customerId), bundleId: bundleId, customerId: customerId)
+        try signedSnapshot(
+            of: try await customer(bundleId: bundleId, customerId: customerId),
+            bundleId: bundleId,
+            customerId: customerId
+        )
     }
 
     /// The signed snapshot of `customer`, as the app asked for it under `customerId`.
-    public func signedSnapshot(of customer: CustomerView, bundleId: String, customerId: String) throws -> SignedSnapshot {
+    public func signedSnapshot(of customer: CustomerView, bundleId: String, customerId: String) throws -> SignedSnapshot
+    {
         let snapshot = self.snapshot(of: customer, bundleId: bundleId, customerId: customerId)
         return SignedSnapshot(signedSnapshot: try snapshotSigner.sign(snapshot), snapshot: snapshot)
     }

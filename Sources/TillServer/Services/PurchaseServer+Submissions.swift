@@ -445,7 +445,11 @@ extension PurchaseServer {
     private func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
         -> CustomerSnapshot
     {
-        try await snapshot(bundleId: bundleId, owner: try await store.resolve(bundleId: bundleId, customerId: customerId, on: db), on: db)
+        try await snapshot(
+            bundleId: bundleId,
+            owner: try await store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+            on: db
+        )
     }
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
