@@ -54,7 +54,7 @@ public struct JSONWriter: Sendable {
 
     public mutating func bool(_ value: Bool) {
         separate()
-        bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+        if value { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }
     }
 
     /// `key: value` for a string, left out when nil (as a synthesised `Encodable` does).

@@ -28,8 +28,8 @@ final class WALCheckpointer: @unchecked Sendable {
     private var finished = false
     private var handle: SQLiteHandle?
     private var checkpoints = 0
-    /// The log's length, in pages, when the last checkpoint ended: SQLite reports the whole length after a
-    /// commit, copied or not, and the log only starts over once a writer finds it wholly copied.
+    /// Pages of the log the last checkpoint had copied, from its start: SQLite reports the log's whole length
+    /// after a commit, copied or not, and the log only starts over once a writer finds it wholly copied.
     private var copied: Int32 = 0
 
     private init(handle: SQLiteHandle, threshold: Int32, restartThreshold: Int32) {
@@ -40,8 +40,8 @@ final class WALCheckpointer: @unchecked Sendable {
 
     /// Starts the thread, with its own connection to `path` (opened by `open`).
     static func start(
-        threshold: Int32 = 1000,
-        restartThreshold: Int32 = 16_384,
+        threshold: Int32,
+        restartThreshold: Int32,
         open: () throws -> SQLiteHandle
     ) throws -> WALCheckpointer {
         let checkpointer = WALCheckpointer(
@@ -91,10 +91,12 @@ final class WALCheckpointer: @unchecked Sendable {
             if stopped {
                 let handle = self.handle
                 self.handle = nil
+                condition.unlock()
+                handle?.close()
+                condition.lock()
                 finished = true
                 condition.broadcast()
                 condition.unlock()
-                handle?.close()
                 return
             }
             requested = false

@@ -6,7 +6,6 @@ import NIOCore
 import NIOHTTP1
 import SQLKit
 import ServiceLifecycle
-import Synchronization
 import TillCore
 import TillFormats
 import TillServer
@@ -132,17 +131,8 @@ enum ServerBenchmark {
                 connections: options.connections
             )
             try await generator.shutdown()
-            let outcomes = Outcomes()
-            let duringOutage = Outcomes()
-            let outageFirst = options.outageAt * options.rate
-            let outageEnd = (options.outageAt + options.outageSeconds) * options.rate
-            for answer in answers {
-                let elapsed = Duration.nanoseconds(answer.nanoseconds)
-                outcomes.record(status: answer.status, elapsed: elapsed)
-                if answer.index >= outageFirst && answer.index < outageEnd {
-                    duringOutage.record(status: answer.status, elapsed: elapsed)
-                }
-            }
+            let outageRequests =
+                (options.outageAt * options.rate)..<((options.outageAt + options.outageSeconds) * options.rate)
             let sent = clock.now - start
             // Acknowledgement latency by the second the submission was due, to see when the tail happens.
             let bySecond = Dictionary(grouping: answers) { $0.index / options.rate }
@@ -154,7 +144,7 @@ enum ServerBenchmark {
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
             let steal = stealPercent(from: ticksAtStart, to: machineTicks())
-            let (acknowledged, failures) = outcomes.results
+            let (acknowledged, failures) = tally(answers)
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
             report = """
@@ -169,7 +159,7 @@ enum ServerBenchmark {
                 (client, server, confirmation and simulator together, from the first submission to the last confirmation)
                 """
             if options.outageSeconds > 0 {
-                let (acknowledged, failures) = duringOutage.results
+                let (acknowledged, failures) = tally(answers.filter { outageRequests.contains($0.index) })
                 let ended = Duration.seconds(options.outageAt + options.outageSeconds)
                 let sentDuring = acknowledged.count + failures.values.reduce(0, +)
                 report += """
@@ -503,17 +493,18 @@ func processCPUSeconds() -> Double {
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
-/// Answers of the submissions benchmark, recorded from many tasks.
-final class Outcomes: Sendable {
-    private let state = Mutex<([Duration], [Int: Int])>(([], [:]))
-
-    func record(status: Int, elapsed: Duration) {
-        state.withLock {
-            if status == 200 || status == 202 { $0.0.append(elapsed) } else { $0.1[status, default: 0] += 1 }
+/// The acknowledged latencies, sorted, and the count of each other status (0: no answer).
+func tally(_ answers: [LoadGenerator.Outcome]) -> ([Duration], [Int: Int]) {
+    var acknowledged: [Duration] = []
+    var failures: [Int: Int] = [:]
+    for answer in answers {
+        if answer.status == 200 || answer.status == 202 {
+            acknowledged.append(.nanoseconds(answer.nanoseconds))
+        } else {
+            failures[answer.status, default: 0] += 1
         }
     }
-
-    var results: ([Duration], [Int: Int]) { state.withLock { ($0.0.sorted(), $0.1) } }
+    return (acknowledged.sorted(), failures)
 }
 
 extension Duration {

@@ -64,12 +64,12 @@ public enum Base64 {
     }
 
     /// Characters of `table`'s alphabet with no padding or whitespace, four at a time.
-    private static func decodeQuads(_ input: UnsafeBufferPointer<UInt8>, table urlTable: [UInt8]) -> [UInt8]? {
+    private static func decodeQuads(_ input: UnsafeBufferPointer<UInt8>, table values: [UInt8]) -> [UInt8]? {
         let count = input.count
         guard count % 4 != 1 else { return nil }
         let outputCount = count / 4 * 3 + (count % 4 == 0 ? 0 : count % 4 - 1)
         var valid = true
-        let output = urlTable.withUnsafeBufferPointer { table in
+        let output = values.withUnsafeBufferPointer { table in
             [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
                 var i = 0
                 var o = 0

@@ -135,8 +135,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let body = try await server.customerBody(
             bundleId: app.bundleId,
-            customerId: try context.pathParameter("customer"),
-            encoder: context.responseEncoder
+            customerId: try context.pathParameter("customer")
         )
         var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         response.headers[.contentType] = "application/json"

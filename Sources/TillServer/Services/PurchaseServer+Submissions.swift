@@ -423,12 +423,13 @@ extension PurchaseServer {
         )
     }
 
-    /// `customer(bundleId:customerId:)` encoded with `encoder`, as `GET /v1/customers/{id}` answers it.
+    /// `customer(bundleId:customerId:)` as `GET /v1/customers/{id}` answers it (written as the submission's
+    /// answer writes its customer: `CustomerView.writeJSON`).
     ///
     /// Encoding is most of what a read costs once the data is cached, so the bytes are kept too: until this
     /// process writes (the database's generation), the catalogue changes, a second passes (other processes),
     /// or the first of the customer's entitlements ends, after which the view is worked out again.
-    func customerBody(bundleId: String, customerId: String, encoder: JSONEncoder) async throws -> [UInt8] {
+    func customerBody(bundleId: String, customerId: String) async throws -> [UInt8] {
         try await customerBodies.value(
             for: CustomerKey(bundleId: bundleId, customerId: customerId),
             generation: database.writeGeneration,
@@ -437,7 +438,9 @@ extension PurchaseServer {
             let now = nowMilliseconds
             let view = try await customer(bundleId: bundleId, customerId: customerId)
             let ends = view.entitlements.compactMap(\.expiresDate).filter { $0 > now }
-            return EncodedCustomer(body: Array(try encoder.encode(view)), validUntil: ends.min())
+            var writer = JSONWriter()
+            view.writeJSON(to: &writer)
+            return EncodedCustomer(body: writer.bytes, validUntil: ends.min())
         }.body
     }
 
