@@ -5,10 +5,14 @@ import SQLKit
 public struct Migration: Sendable {
     public var id: String
     public var statements: [String]
+    /// The engine the statements are for (a storage layout that only one of them has); the other records the
+    /// step as applied without running anything. Nil: both.
+    public var engine: TillDatabase.Engine?
 
-    public init(_ id: String, _ statements: [String]) {
+    public init(_ id: String, _ statements: [String], only engine: TillDatabase.Engine? = nil) {
         self.id = id
         self.statements = statements
+        self.engine = engine
     }
 }
 
@@ -43,7 +47,7 @@ extension TillDatabase {
                     "SELECT id FROM till_schema_migrations WHERE schema = \(bind: schema) AND id = \(bind: migration.id)"
                 ).first()
                 guard applied == nil else { return }
-                for statement in migration.statements {
+                for statement in migration.statements where migration.engine == nil || migration.engine == engine {
                     do {
                         try await db.raw(SQLQueryString(statement)).run()
                     } catch {

@@ -4,6 +4,17 @@ import TillStorage
 enum ServerSchema {
     static let name = "server"
 
+    /// SQLite statements that rebuild `table` as a WITHOUT ROWID table with `columns` (its columns, in the same
+    /// order, and its primary key), its rows, and its `indexes`.
+    private static func clusteredByKey(_ table: String, _ columns: String, indexes: [String]) -> [String] {
+        [
+            "CREATE TABLE \(table)_by_key (\(columns)) WITHOUT ROWID",
+            "INSERT INTO \(table)_by_key SELECT * FROM \(table)",
+            "DROP TABLE \(table)",
+            "ALTER TABLE \(table)_by_key RENAME TO \(table)",
+        ] + indexes
+    }
+
     static let migrations: [Migration] = [
         Migration(
             "001-core",
@@ -102,6 +113,86 @@ enum ServerSchema {
                 "INSERT INTO srv_submission_payloads (id, payload) SELECT id, payload FROM srv_submissions",
                 "ALTER TABLE srv_submissions DROP COLUMN payload",
             ]
+        ),
+        // Most submissions come without an idempotency key: only those with one need a place in its index.
+        Migration(
+            "006-partial-idempotency-index",
+            [
+                "DROP INDEX srv_submissions_idempotency",
+                """
+                CREATE UNIQUE INDEX srv_submissions_idempotency ON srv_submissions (bundle_id, idempotency_key)
+                WHERE idempotency_key IS NOT NULL
+                """,
+            ]
+        ),
+        // SQLite keeps a table whose primary key is not an integer as two B-trees: the rows by rowid, and the
+        // key in an index of its own. Every commit writes each page it changed, a leaf of each B-tree at least,
+        // and an acknowledged submission wrote 23 pages (94 KB of log, copied again by the checkpoint).
+        // WITHOUT ROWID keeps the rows in their key's B-tree: five B-trees fewer to update and to write for
+        // each submission. PostgreSQL has no rowid; there the step changes nothing.
+        Migration(
+            "007-tables-stored-by-key",
+            clusteredByKey(
+                "srv_customers",
+                """
+                bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, alias_of TEXT, created_at BIGINT NOT NULL,
+                PRIMARY KEY (bundle_id, customer_id)
+                """,
+                indexes: []
+            )
+                + clusteredByKey(
+                    "srv_submissions",
+                    """
+                    id TEXT NOT NULL PRIMARY KEY, bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL,
+                    idempotency_key TEXT, kind TEXT NOT NULL, environment TEXT NOT NULL, state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL, next_attempt_at BIGINT, last_status TEXT, last_error TEXT, reason TEXT,
+                    transaction_ids TEXT NOT NULL, claimed_until BIGINT, created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL, confirmed_at BIGINT
+                    """,
+                    indexes: [
+                        """
+                        CREATE UNIQUE INDEX srv_submissions_idempotency ON srv_submissions (bundle_id, idempotency_key)
+                        WHERE idempotency_key IS NOT NULL
+                        """,
+                        "CREATE INDEX srv_submissions_due ON srv_submissions (state, next_attempt_at)",
+                    ]
+                )
+                + clusteredByKey(
+                    "srv_transactions",
+                    """
+                    environment TEXT NOT NULL, transaction_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                    customer_id TEXT NOT NULL, original_transaction_id TEXT NOT NULL, product_id TEXT NOT NULL,
+                    product_type TEXT, quantity INTEGER NOT NULL, purchase_date BIGINT NOT NULL, expires_date BIGINT,
+                    revocation_date BIGINT, revocation_reason TEXT, is_upgraded BOOLEAN NOT NULL, ownership TEXT NOT NULL,
+                    price BIGINT, currency TEXT, storefront TEXT, web_order_line_item_id TEXT,
+                    submission_id TEXT NOT NULL, confirmed BOOLEAN NOT NULL, created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL, PRIMARY KEY (environment, transaction_id)
+                    """,
+                    indexes: [
+                        "CREATE INDEX srv_transactions_customer ON srv_transactions (bundle_id, customer_id)",
+                        "CREATE INDEX srv_transactions_original ON srv_transactions (environment, original_transaction_id)",
+                    ]
+                )
+                + clusteredByKey(
+                    "srv_balance_entries",
+                    """
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, credit TEXT NOT NULL, delta BIGINT NOT NULL,
+                    reference TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (bundle_id, reference, credit)
+                    """,
+                    indexes: [
+                        "CREATE INDEX srv_balance_customer ON srv_balance_entries (bundle_id, customer_id, credit)"
+                    ]
+                )
+                + clusteredByKey(
+                    "srv_finance",
+                    """
+                    environment TEXT NOT NULL, transaction_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                    product_id TEXT NOT NULL, amount BIGINT NOT NULL, currency TEXT NOT NULL, occurred_at BIGINT NOT NULL,
+                    kind TEXT NOT NULL, PRIMARY KEY (environment, transaction_id, kind)
+                    """,
+                    indexes: ["CREATE INDEX srv_finance_time ON srv_finance (bundle_id, occurred_at)"]
+                ),
+            only: .sqlite
         ),
     ]
 }
