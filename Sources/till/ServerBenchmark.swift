@@ -145,6 +145,10 @@ enum ServerBenchmark {
             let cpuSending = processCPUSeconds() - cpuAtStart
             let steal = stealPercent(from: ticksAtStart, to: machineTicks())
             let (acknowledged, failures) = tally(answers)
+            say(
+                "  all sent: ack p50=\(ms(percentile(acknowledged, 0.5))) p99=\(ms(percentile(acknowledged, 0.99))) ms, "
+                    + "cpu \(String(format: "%.1f", cpuSending)) s, steal \(steal)%"
+            )
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
             report = """

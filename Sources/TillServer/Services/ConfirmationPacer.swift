@@ -1,18 +1,28 @@
+import Foundation
 import Synchronization
 
-/// Paces the start of confirmation attempts so that they use the CPU that acknowledging purchases leaves.
+/// Paces confirmation work so that it uses the CPU that acknowledging purchases leaves.
 ///
 /// A customer waits for the acknowledgement and nobody waits for the confirmation, so under load the
 /// confirmations must yield. Apple's latency costs nothing (a confirmation in flight only waits); the
-/// work around each call does cost something: the request and its answer, and settling the outcome. At
+/// work around each call does cost something: the request, reading the answer, settling the outcome. At
 /// 1,000 purchases a second on two cores, unpaced confirmations took the CPU and acknowledgements queued
 /// for seconds.
 ///
-/// The signal is the scheduler's queue: every 10 ms a probe task yields and measures how long it waited to
-/// run again. That wait is what every request handler also waits at each step. Every 100 ms the allowed rate
-/// of new attempts is adjusted, in the manner of TCP's congestion control:
-/// - the longest wait of the window is over `target` (the queue is backing up): the rate is cut to 60%;
-/// - otherwise, if the worker used the whole rate (it had more work ready), the rate grows by 25% (and 10/s).
+/// Two kinds of work take tokens from one rate: starting an attempt (`take`), and reading an answer that came
+/// back (`answer()`, which waits its turn; waiting answers come first). Pacing the starts alone was not
+/// enough: an attempt's cost comes seconds after its start, and the starts of a quiet second came back as a
+/// burst in a busy one.
+///
+/// Two signals say whether the machine is busy: every 10 ms a probe task yields and measures how long it
+/// waited to run again (what every request handler also waits at each step), and every 100 ms the share of
+/// the machine's CPU time in use is read from the kernel (it sees what the scheduler's queue does not: the
+/// event loop threads, the database's threads, other processes). Every 100 ms the rate is adjusted, in the
+/// manner of TCP's congestion control:
+/// - the longest wait of the window is over `target`, or more than `busy` of the CPU time was used: the rate
+///   is cut to 60%;
+/// - otherwise, if the worker used the whole rate (it had more work ready) or answers are waiting, the rate
+///   grows by 25% (and 10/s).
 ///
 /// The rate never falls below `minimum`, so confirmations always move; the backlog left by a burst is
 /// confirmed when the burst ends.
@@ -26,6 +36,10 @@ final class ConfirmationPacer: Sendable {
         var initial: Double = 5
         /// Attempts a second allowed at most.
         var maximum: Double = 20_000
+        /// Share of the machine's CPU time (all cores, all processes) above which the machine counts as busy.
+        var busy: Double = 0.6
+        /// Longest an answer waits for its turn; past it, it is read anyway (its claim must not lapse).
+        var longestAnswerWait: Duration = .seconds(30)
     }
 
     private struct State {
@@ -36,6 +50,13 @@ final class ConfirmationPacer: Sendable {
         var longestWait: Duration = .zero
         /// The worker asked for more than the tokens it had in this window.
         var wanted = false
+        /// Answers from Apple waiting for a token before they are read and settled, oldest first, with the
+        /// time each must go on at the latest.
+        var answers: [(wake: CheckedContinuation<Void, Never>, deadline: ContinuousClock.Instant)] = []
+        /// Share of the machine's CPU time used in the last window, when the system says.
+        var cpuBusy: Double?
+        /// The probe stopped: answers go through at once.
+        var closed = false
     }
 
     let settings: Settings
@@ -50,16 +71,68 @@ final class ConfirmationPacer: Sendable {
     /// Attempts a second allowed now.
     var rate: Double { state.withLock { $0.rate } }
 
-    /// Takes up to `wanted` attempts from what the rate allows now.
+    /// Takes up to `wanted` attempts from what the rate allows now. Answers waiting come first: a new
+    /// attempt is work later, a waiting answer is work now.
     func take(_ wanted: Int) -> Int {
         guard wanted > 0 else { return 0 }
         let now = clock.now
-        return state.withLock { state in
+        let (granted, released) = state.withLock { state in
             refill(&state, at: now)
-            let granted = min(wanted, Int(state.tokens))
+            let released = release(&state, at: now)
+            let granted = state.answers.isEmpty ? min(wanted, Int(state.tokens)) : 0
             state.tokens -= Double(granted)
-            return granted
+            return (granted, released)
         }
+        for answer in released { answer.resume() }
+        return granted
+    }
+
+    /// Waits for a token before an answer from Apple is read and settled.
+    ///
+    /// An attempt's cost comes seconds after it starts, when Apple answers: pacing the starts alone lets the
+    /// answers of a busy spell's start land all at once on a later one (at 1,000 purchases a second, a second
+    /// of starts came back as a burst that took the acknowledgements' p99 past 20 ms). The answers share the
+    /// starts' tokens; `pump()` lets them through in order.
+    func answer() async {
+        await withCheckedContinuation { continuation in
+            let now = clock.now
+            let deadline = now + settings.longestAnswerWait
+            let go = state.withLock { state -> Bool in
+                refill(&state, at: now)
+                if state.closed { return true }
+                if state.answers.isEmpty && state.tokens >= 1 {
+                    state.tokens -= 1
+                    return true
+                }
+                state.answers.append((continuation, deadline))
+                return false
+            }
+            if go { continuation.resume() }
+        }
+    }
+
+    /// Lets through the waiting answers the tokens allow.
+    func pump() {
+        let now = clock.now
+        let released = state.withLock { state in
+            refill(&state, at: now)
+            return release(&state, at: now)
+        }
+        for answer in released { answer.resume() }
+    }
+
+    /// Answers waiting now.
+    var waitingAnswers: Int { state.withLock { $0.answers.count } }
+
+    private func release(_ state: inout State, at now: ContinuousClock.Instant) -> [CheckedContinuation<Void, Never>] {
+        var count = min(state.answers.count, Int(state.tokens))
+        state.tokens -= Double(count)
+        // The oldest first: past its deadline, an answer goes on without a token.
+        while count < state.answers.count && state.answers[count].deadline <= now { count += 1 }
+        guard count > 0 else { return [] }
+        let released = state.answers.prefix(count).map(\.wake)
+        state.answers.removeFirst(count)
+        return released
     }
 
     /// Gives back attempts taken but not used (fewer submissions were due).
@@ -94,29 +167,80 @@ final class ConfirmationPacer: Sendable {
         state.withLock { $0.longestWait = max($0.longestWait, wait) }
     }
 
+    /// Records the share of the machine's CPU time used in the window that ends.
+    func observe(cpuBusy: Double?) {
+        state.withLock { $0.cpuBusy = cpuBusy }
+    }
+
     /// Ends a window: adjusts the rate from what the probe saw.
     func adjust() {
         state.withLock { state in
-            if state.longestWait > settings.target {
+            if state.longestWait > settings.target || (state.cpuBusy ?? 0) > settings.busy {
                 state.rate = max(settings.minimum, state.rate * 0.6)
-            } else if state.wanted {
+            } else if state.wanted || !state.answers.isEmpty {
                 state.rate = min(settings.maximum, state.rate * 1.25 + 10)
             }
             state.longestWait = .zero
             state.wanted = false
+            state.cpuBusy = nil
         }
     }
 
-    /// Probes the scheduler until cancelled: a yield every 10 ms, and `adjust()` every 100 ms.
+    /// Probes the scheduler until cancelled: a yield every 10 ms, and `adjust()` every 100 ms; lets waiting
+    /// answers through at each probe. On cancellation every waiting answer goes on.
     func run() async {
+        state.withLock { $0.closed = false }
         var probes = 0
+        var cpu = MachineCPU()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(10))
             let before = clock.now
             await Task.yield()
             observe(wait: clock.now - before)
             probes += 1
-            if probes % 10 == 0 { adjust() }
+            if probes % 10 == 0 {
+                observe(cpuBusy: cpu.busySinceLastCall())
+                adjust()
+            }
+            pump()
         }
+        let left = state.withLock { state in
+            defer { state.answers = [] }
+            state.closed = true
+            return state.answers
+        }
+        for answer in left { answer.wake.resume() }
+    }
+}
+
+/// The share of the machine's CPU time in use, from the kernel's counters (`/proc/stat` on Linux): every
+/// process counts, this one's event loops and threads, a database on the same host, other tenants (steal).
+struct MachineCPU {
+    private var last: (busy: UInt64, total: UInt64)?
+
+    /// Busy time over all time since the previous call (nil at the first call, or where unknown).
+    mutating func busySinceLastCall() -> Double? {
+        guard let now = Self.read() else { return nil }
+        defer { last = now }
+        guard let last, now.total > last.total else { return nil }
+        return Double(now.busy &- last.busy) / Double(now.total - last.total)
+    }
+
+    /// Busy and total ticks of all CPUs: the first line of /proc/stat, `cpu user nice system idle iowait irq
+    /// softirq steal …`; idle and iowait are the idle ones.
+    private static func read() -> (busy: UInt64, total: UInt64)? {
+        #if os(Linux)
+            guard let file = fopen("/proc/stat", "r") else { return nil }
+            defer { fclose(file) }
+            var buffer = [CChar](repeating: 0, count: 256)
+            guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
+            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let fields = line.split(separator: " ").dropFirst().prefix(8).compactMap { UInt64($0) }
+            guard line.hasPrefix("cpu "), fields.count == 8 else { return nil }
+            let total = fields.reduce(0, +)
+            return (total - fields[3] - fields[4], total)
+        #else
+            return nil
+        #endif
     }
 }

@@ -68,8 +68,9 @@ extension PurchaseServer {
         }
     }
 
-    /// One confirmation attempt: asks Apple and records the outcome.
-    func confirm(_ submission: SubmissionRecord, client: AppleClient) async {
+    /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
+    /// turn before it is read (`ConfirmationPacer.answer()`).
+    func confirm(_ submission: SubmissionRecord, client: AppleClient, pacer: ConfirmationPacer? = nil) async {
         do {
             guard
                 let app = try await appsByBundle.value(
@@ -79,7 +80,7 @@ extension PurchaseServer {
             else { return }
             let clock = ContinuousClock()
             let start = clock.now
-            let outcome = await ask(client, about: submission, app: app)
+            let outcome = await ask(client, about: submission, app: app, pacer: pacer)
             let result = try await settle(submission, outcome: outcome, app: app)
             metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
             if outcome.meansAppleIsUnavailable {
@@ -120,21 +121,27 @@ extension PurchaseServer {
         }
     }
 
-    private func ask(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
-        -> ConfirmationOutcome
-    {
+    private func ask(
+        _ client: AppleClient,
+        about submission: SubmissionRecord,
+        app: ServerApp,
+        pacer: ConfirmationPacer?
+    ) async -> ConfirmationOutcome {
         switch submission.kind {
         case LocallyVerified.Kind.signedTransaction.rawValue:
-            return await askServerAPI(client, about: submission, app: app)
+            return await askServerAPI(client, about: submission, app: app, pacer: pacer)
         default:
-            return await askVerifyReceipt(client, about: submission, app: app)
+            return await askVerifyReceipt(client, about: submission, app: app, pacer: pacer)
         }
     }
 
     /// verifyReceipt: production first, the sandbox on 21007, production on 21008; statuses classified by the table.
-    private func askVerifyReceipt(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
-        -> ConfirmationOutcome
-    {
+    private func askVerifyReceipt(
+        _ client: AppleClient,
+        about submission: SubmissionRecord,
+        app: ServerApp,
+        pacer: ConfirmationPacer?
+    ) async -> ConfirmationOutcome {
         let payload: String
         do {
             guard let stored = try await store.payload(submissionId: submission.id, on: store.sql) else {
@@ -160,6 +167,7 @@ extension PurchaseServer {
                         error: "verifyReceipt (\(environment)) answered HTTP \(status)"
                     )
                 }
+                await pacer?.answer()
                 guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
                     return .retry(
                         status: "unreadable",
@@ -238,9 +246,12 @@ extension PurchaseServer {
     }
 
     /// Signed transactions: Get Transaction Info, whose signed answer is verified like the submission was.
-    private func askServerAPI(_ client: AppleClient, about submission: SubmissionRecord, app: ServerApp) async
-        -> ConfirmationOutcome
-    {
+    private func askServerAPI(
+        _ client: AppleClient,
+        about submission: SubmissionRecord,
+        app: ServerApp,
+        pacer: ConfirmationPacer?
+    ) async -> ConfirmationOutcome {
         let environment = AppStoreEnvironment(submission.environment)
         guard app.apiKeyId != nil, app.apiPrivateKey != nil, app.apiIssuerId != nil else {
             // Without a key there is no one to ask: the local check of Apple's signature stands.
@@ -258,6 +269,7 @@ extension PurchaseServer {
         case .transport(let cause):
             return .retry(status: cause, error: "no answer from the App Store Server API")
         case .http(200, let body):
+            await pacer?.answer()
             guard let info = try? JSONDecoder().decode(TransactionInfoResponse.self, from: Data(body)),
                 let jws = info.signedTransactionInfo,
                 case .some(let verified) = try? await verifier.verify(.signedTransaction(jws), app: app)
@@ -500,7 +512,7 @@ public struct ConfirmationWorker: Service {
                     for submission in claimed {
                         inFlight.add(1)
                         group.addTask {
-                            await server.confirm(submission, client: client)
+                            await server.confirm(submission, client: client, pacer: paced)
                             inFlight.add(-1)
                             server.workAvailable.signal()
                         }
