@@ -21,6 +21,7 @@ struct ServerSettingsTests {
         #expect(settings.development && settings.host == "127.0.0.1" && settings.port == 8080)
         #expect(settings.database == .sqlite(path: "till.sqlite"))
         #expect(settings.confirmation.maximumAttempts == 12 && settings.confirmation.concurrency == 64)
+        #expect(settings.confirmation.pacing && settings.confirmation.busyCPUShare == 0.6)
         #expect(settings.logLevel == .info && settings.operatorToken == nil)
         #expect(settings.snapshotPrivateKeyFile == nil)  // the key is made once and kept in the database
     }
@@ -33,12 +34,13 @@ struct ServerSettingsTests {
             flags: ["http.port": .init(.int(9100), isSecret: false)],
             environment: [
                 "TILL_HTTP_PORT": "9200", "TILL_CONFIRMATION_MAX_ATTEMPTS": "7", "PATH": "/bin",
-                "TILL_SNAPSHOT_PRIVATE_KEY_FILE": "/etc/till/snapshot.pem",
+                "TILL_SNAPSHOT_PRIVATE_KEY_FILE": "/etc/till/snapshot.pem", "TILL_CONFIRMATION_BUSY_CPU_SHARE": "0.85",
             ],
             file: path
         )
         #expect(settings.port == 9100)  // flag
         #expect(settings.confirmation.maximumAttempts == 7)  // environment
+        #expect(settings.confirmation.busyCPUShare == 0.85)
         #expect(settings.snapshotPrivateKeyFile == "/etc/till/snapshot.pem")
         #expect(settings.host == "0.0.0.0" && settings.confirmation.concurrency == 8)  // file
         #expect(settings.logLevel == .debug)

@@ -39,7 +39,7 @@ public final class PurchaseServer: Sendable {
     /// so confirming the backlog does not take the CPU that acknowledging new purchases needs.
     let recoveringSince = Mutex<ContinuousClock.Instant?>(nil)
     /// How fast the worker may start confirmation attempts (see `ConfirmationPacer`).
-    let confirmationPacer = ConfirmationPacer()
+    let confirmationPacer: ConfirmationPacer
     /// Confirmation attempts a second the pacer allows now.
     public var confirmationPace: Double { confirmationPacer.rate }
 
@@ -63,6 +63,7 @@ public final class PurchaseServer: Sendable {
         self.now = now
         self.workAvailable = Signal()
         self.submissionSettled = Signal()
+        self.confirmationPacer = ConfirmationPacer(.init(busy: configuration.confirmation.busyCPUShare))
     }
 
     /// Opens and migrates the database.

@@ -48,6 +48,9 @@ public struct ConfirmationSettings: Sendable, Hashable {
     /// New attempts start only as fast as the CPU left by acknowledgements allows (`ConfirmationPacer`);
     /// `false` starts them as soon as there is room in `concurrency`.
     public var pacing: Bool
+    /// Share of the machine's CPU time in use above which the pacer counts the machine as busy (with
+    /// `pacing`); 1 leaves only the scheduler's queue as the signal.
+    public var busyCPUShare: Double
 
     public init(
         maximumAttempts: Int = 12,
@@ -55,9 +58,11 @@ public struct ConfirmationSettings: Sendable, Hashable {
         requestTimeout: Duration = .seconds(30),
         backoffBase: Duration = .seconds(2),
         backoffCap: Duration = .seconds(3600),
-        pacing: Bool = true
+        pacing: Bool = true,
+        busyCPUShare: Double = 0.6
     ) {
         self.pacing = pacing
+        self.busyCPUShare = busyCPUShare
         self.maximumAttempts = maximumAttempts
         self.concurrency = concurrency
         self.requestTimeout = requestTimeout
