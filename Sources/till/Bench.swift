@@ -48,6 +48,9 @@ struct Bench: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "submissions: pace confirmation attempts by the CPU acknowledgements leave.")
     var pacing = true
 
+    @Option(help: "submissions: the pacer's CPU threshold (confirmation.busy-cpu-share).")
+    var busyCPUShare: Double = 0.5
+
     @Option(help: "submissions and reads: HTTP connections the load generator opens.")
     var connections: Int = 64
 
@@ -61,6 +64,7 @@ struct Bench: AsyncParsableCommand {
         guard (1...100_000).contains(concurrency) else { throw ValidationError("--concurrency must be positive") }
         guard (1...4096).contains(connections) else { throw ValidationError("--connections must be 1 to 4096") }
         guard outageAt >= 0, outageSeconds >= 0 else { throw ValidationError("outage times are not negative") }
+        guard busyCPUShare > 0 && busyCPUShare <= 1 else { throw ValidationError("--busy-cpu-share is in (0, 1]") }
     }
 
     func run() async throws {
@@ -73,7 +77,8 @@ struct Bench: AsyncParsableCommand {
             databaseURL: databaseURL,
             outageAt: outageAt,
             outageSeconds: outageSeconds,
-            pacing: pacing
+            pacing: pacing,
+            busyCPUShare: busyCPUShare
         )
         switch target {
         case .submissions: return print(try await ServerBenchmark.submissions(options))

@@ -27,6 +27,7 @@ enum ServerBenchmark {
         var outageAt: Int = 0
         var outageSeconds: Int = 0
         var pacing = true
+        var busyCPUShare = 0.5
     }
 
     /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
@@ -59,7 +60,8 @@ enum ServerBenchmark {
                 confirmation: ConfirmationSettings(
                     concurrency: options.concurrency,
                     requestTimeout: .seconds(30),
-                    pacing: options.pacing
+                    pacing: options.pacing,
+                    busyCPUShare: options.busyCPUShare
                 ),
                 contentDirectory: directory.appendingPathComponent("content").path
             ),

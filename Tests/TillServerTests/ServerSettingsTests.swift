@@ -21,7 +21,7 @@ struct ServerSettingsTests {
         #expect(settings.development && settings.host == "127.0.0.1" && settings.port == 8080)
         #expect(settings.database == .sqlite(path: "till.sqlite"))
         #expect(settings.confirmation.maximumAttempts == 12 && settings.confirmation.concurrency == 64)
-        #expect(settings.confirmation.pacing && settings.confirmation.busyCPUShare == 0.6)
+        #expect(settings.confirmation.pacing && settings.confirmation.busyCPUShare == 0.5)
         #expect(settings.logLevel == .info && settings.operatorToken == nil)
         #expect(settings.snapshotPrivateKeyFile == nil)  // the key is made once and kept in the database
     }

@@ -37,7 +37,7 @@ final class ConfirmationPacer: Sendable {
         /// Attempts a second allowed at most.
         var maximum: Double = 20_000
         /// Share of the machine's CPU time (all cores, all processes) above which the machine counts as busy.
-        var busy: Double = 0.6
+        var busy: Double = 0.5
         /// Longest an answer waits for its turn; past it, it is read anyway (its claim must not lapse).
         var longestAnswerWait: Duration = .seconds(30)
     }

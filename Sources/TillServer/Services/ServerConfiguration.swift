@@ -59,7 +59,7 @@ public struct ConfirmationSettings: Sendable, Hashable {
         backoffBase: Duration = .seconds(2),
         backoffCap: Duration = .seconds(3600),
         pacing: Bool = true,
-        busyCPUShare: Double = 0.6
+        busyCPUShare: Double = 0.5
     ) {
         self.pacing = pacing
         self.busyCPUShare = busyCPUShare

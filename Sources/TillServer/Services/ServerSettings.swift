@@ -122,7 +122,7 @@ public struct ServerSettings: Sendable {
             concurrency: max(1, config.int(forKey: "confirmation.concurrency", default: 64)),
             requestTimeout: .seconds(max(1, config.int(forKey: "confirmation.timeout-seconds", default: 30))),
             pacing: config.bool(forKey: "confirmation.pacing", default: true),
-            busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.6)))
+            busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.5)))
         )
         simulatorPort = config.int(forKey: "simulator.port", default: 8090)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
