@@ -15,8 +15,8 @@ import VaporCSQLite
 /// is. Past `restartThreshold` pages, the committing writer therefore checkpoints what is left itself, while it
 /// still holds the write lock, so that no new frame can come in meanwhile and the next writer starts the log
 /// from its beginning. It does so only once the thread has copied all but a sixteenth of `restartThreshold`
-/// (it wakes the thread otherwise): every writer waits for this one, and at 1,000 submissions a second a
-/// remainder of a thousand pages held them for 5 ms.
+/// (it wakes the thread otherwise), or once the log is twice that length: every writer waits for this one,
+/// and at 1,000 submissions a second a remainder of a thousand pages held them for 5 ms.
 final class WALCheckpointer: @unchecked Sendable {
     /// Pages in the log that wake the thread (SQLite's own default is 1,000).
     let threshold: Int32
@@ -76,8 +76,10 @@ final class WALCheckpointer: @unchecked Sendable {
         if pages < copied { copied = 0 }  // the log started over
         let uncopied = pages - copied
         // The writer finishes only a short remainder (the frames written while the thread last ran): a long
-        // one is the thread's, and the log grows a little past `restartThreshold` meanwhile.
-        let finish = pages >= restartThreshold && uncopied <= restartThreshold / 16
+        // one is the thread's, and the log grows a little past `restartThreshold` meanwhile. At twice that
+        // length (a thread starved of CPU), the writer finishes whatever is left, so the log stays bounded.
+        let finish =
+            pages >= restartThreshold && (uncopied <= restartThreshold / 16 || pages >= restartThreshold * 2)
         if !finish && (uncopied >= threshold || pages >= restartThreshold) && !requested {
             requested = true
             condition.signal()
