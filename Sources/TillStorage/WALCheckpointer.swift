@@ -28,6 +28,8 @@ final class WALCheckpointer: @unchecked Sendable {
     private var requested = false
     private var stopped = false
     private var finished = false
+    /// The thread is copying: a checkpoint started meanwhile on another connection is refused (SQLITE_BUSY).
+    private var running = false
     private var handle: SQLiteHandle?
     private var checkpoints = 0
     /// Pages of the log the last checkpoint had copied, from its start: SQLite reports the log's whole length
@@ -82,7 +84,13 @@ final class WALCheckpointer: @unchecked Sendable {
             pages >= restartThreshold && (uncopied <= restartThreshold / 16 || pages >= restartThreshold * 2)
         if !finish && (uncopied >= threshold || pages >= restartThreshold) && !requested {
             requested = true
-            condition.signal()
+            condition.broadcast()
+        }
+        // A checkpoint refused because the thread is copying does nothing, and the next commit tries again: on a
+        // loaded machine, whose disk syncs slowly, the log grew to three times `restartThreshold` that way. At
+        // twice that length the writer waits for the thread instead, so that its own checkpoint is not refused.
+        if finish && pages >= restartThreshold * 2 {
+            while running { condition.wait() }
         }
         condition.unlock()
         if finish {
@@ -107,12 +115,15 @@ final class WALCheckpointer: @unchecked Sendable {
                 return
             }
             requested = false
+            running = true
             let handle = self.handle
             condition.unlock()
             let log = handle?.checkpointPassive()
             condition.lock()
+            running = false
             checkpoints += 1
             if let log { copied = log }
+            condition.broadcast()
             condition.unlock()
         }
     }
