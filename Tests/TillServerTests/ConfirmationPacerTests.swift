@@ -5,7 +5,10 @@ import Testing
 
 /// The pacer's rule: confirmations slow down while the scheduler's queue backs up, and speed up again while
 /// it keeps up and there is work waiting.
-@Suite struct ConfirmationPacerTests {
+///
+/// Tests that wait for other tasks poll without a deadline of their own: on a loaded machine, with every suite
+/// sharing two cooperative threads, a task was seen to wait 30 s for its turn. The suite's time limit bounds them.
+@Suite(.timeLimit(.minutes(2))) struct ConfirmationPacerTests {
     @Test func aBackedUpQueueCutsTheRateAndAnIdleOneWithWorkRaisesIt() {
         let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 20, initial: 200))
         pacer.observe(wait: .milliseconds(5))
@@ -28,14 +31,16 @@ import Testing
         #expect(pacer.rate == 35)
     }
 
-    @Test func attemptsAreGrantedFromTheRateWithoutABurst() async throws {
-        let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 20, initial: 100))
+    @Test func attemptsAreGrantedFromTheRateWithoutABurst() {
+        let clock = HandClock()
+        let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 20, initial: 100), now: clock.now)
         // At most a tenth of a second's worth at once, however long the pacer was idle.
-        try await Task.sleep(for: .milliseconds(300))
-        let first = pacer.take(1000)
-        #expect(first >= 9 && first <= 11, "\(first)")
+        clock.advance(by: .milliseconds(300))
+        #expect(pacer.take(1000) == 10)
         #expect(pacer.take(1000) == 0)
-        #expect(pacer.untilNext() <= .milliseconds(11))
+        #expect(pacer.untilNext() <= .milliseconds(10) + .microseconds(1))
+        clock.advance(by: .milliseconds(25))
+        #expect(pacer.take(1000) == 2, "one every 10 ms")
         // What was taken and not used comes back.
         pacer.refund(5)
         #expect(pacer.take(1000) == 5)
@@ -57,26 +62,26 @@ import Testing
     }
 
     @Test func answersWaitForTokensAndGoBeforeNewAttempts() async throws {
-        // A token every 1,000 s: the test hands them out itself, so the scheduler's delays cannot matter.
-        let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 0.001, initial: 0.001))
+        // The clock stands still: the test hands the tokens out itself, so the scheduler's delays cannot matter.
+        let pacer = ConfirmationPacer(
+            .init(target: .milliseconds(2), minimum: 0.001, initial: 0.001),
+            now: HandClock().now
+        )
         #expect(pacer.take(1000) == 1)  // the one token there is at the start
-        let finished = Counter()
-        let answers = (0..<3).map { _ in
+        let (finished, finishing) = AsyncStream.makeStream(of: Int.self)
+        let answers = (0..<3).map { index in
             Task {
                 await pacer.answer()
-                finished.add()
+                finishing.yield(index)
             }
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        while pacer.waitingAnswers < 3 && clock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(pacer.waitingAnswers == 3)
+        try await until { pacer.waitingAnswers == 3 }
         // A token comes back: the first waiting answer takes it before a new attempt does.
         pacer.refund(1)
         #expect(pacer.take(1000) == 0)
         #expect(pacer.waitingAnswers == 2)
-        while finished.value < 1 && clock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(finished.value == 1)
+        var order = finished.makeAsyncIterator()
+        #expect(await order.next() != nil, "the answer let through goes on")
         for left in [1, 0] {
             pacer.refund(1)
             pacer.pump()
@@ -87,18 +92,20 @@ import Testing
     }
 
     @Test func anAnswerWaitsNoLongerThanItsLimit() async throws {
+        let clock = HandClock()
         let pacer = ConfirmationPacer(
-            .init(target: .milliseconds(2), minimum: 0.001, initial: 0.001, longestAnswerWait: .milliseconds(50))
+            .init(target: .milliseconds(2), minimum: 0.001, initial: 0.001, longestAnswerWait: .milliseconds(50)),
+            now: clock.now
         )
         #expect(pacer.take(1) == 1)
         let answer = Task { await pacer.answer() }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        while pacer.waitingAnswers < 1 && clock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(pacer.waitingAnswers == 1, "no token for 1,000 s, and nothing lets it through but pump()")
-        try await Task.sleep(for: .milliseconds(60))
+        try await until { pacer.waitingAnswers == 1 }
+        clock.advance(by: .milliseconds(49))
         pacer.pump()
-        #expect(pacer.waitingAnswers == 0)
+        #expect(pacer.waitingAnswers == 1, "not yet")
+        clock.advance(by: .milliseconds(1))
+        pacer.pump()
+        #expect(pacer.waitingAnswers == 0, "no token for 1,000 s, and nothing lets it through but pump()")
         await answer.value
     }
 
@@ -107,9 +114,7 @@ import Testing
         #expect(pacer.take(1) == 1)
         let probe = Task { await pacer.run() }
         let answer = Task { await pacer.answer() }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(5)
-        while pacer.waitingAnswers < 1 && clock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        try await until { pacer.waitingAnswers == 1 }
         probe.cancel()
         await probe.value
         await answer.value
@@ -127,8 +132,14 @@ import Testing
     #endif
 }
 
-private final class Counter: Sendable {
-    private let count = Mutex(0)
-    var value: Int { count.withLock { $0 } }
-    func add() { count.withLock { $0 += 1 } }
+/// A clock that moves only when told to.
+private final class HandClock: Sendable {
+    private let instant = Mutex(ContinuousClock.now)
+    var now: @Sendable () -> ContinuousClock.Instant { { self.instant.withLock { $0 } } }
+    func advance(by duration: Duration) { instant.withLock { $0 += duration } }
+}
+
+/// Polls `condition` every millisecond until it holds; the test's time limit ends it otherwise.
+private func until(_ condition: () -> Bool) async throws {
+    while !condition() { try await Task.sleep(for: .milliseconds(1)) }
 }

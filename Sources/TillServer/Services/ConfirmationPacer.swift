@@ -62,10 +62,13 @@ final class ConfirmationPacer: Sendable {
     let settings: Settings
     private let state: Mutex<State>
     private let clock = ContinuousClock()
+    /// The time that tokens are counted in; tests turn it by hand.
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(_ settings: Settings = Settings()) {
+    init(_ settings: Settings = Settings(), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.settings = settings
-        state = Mutex(State(rate: settings.initial, tokens: 1, lastRefill: ContinuousClock.now))
+        self.now = now
+        state = Mutex(State(rate: settings.initial, tokens: 1, lastRefill: now()))
     }
 
     /// Attempts a second allowed now.
@@ -75,7 +78,7 @@ final class ConfirmationPacer: Sendable {
     /// attempt is work later, a waiting answer is work now.
     func take(_ wanted: Int) -> Int {
         guard wanted > 0 else { return 0 }
-        let now = clock.now
+        let now = self.now()
         let (granted, released) = state.withLock { state in
             refill(&state, at: now)
             let released = release(&state, at: now)
@@ -95,7 +98,7 @@ final class ConfirmationPacer: Sendable {
     /// starts' tokens; `pump()` lets them through in order.
     func answer() async {
         await withCheckedContinuation { continuation in
-            let now = clock.now
+            let now = self.now()
             let deadline = now + settings.longestAnswerWait
             let go = state.withLock { state -> Bool in
                 refill(&state, at: now)
@@ -113,7 +116,7 @@ final class ConfirmationPacer: Sendable {
 
     /// Lets through the waiting answers the tokens allow.
     func pump() {
-        let now = clock.now
+        let now = self.now()
         let released = state.withLock { state in
             refill(&state, at: now)
             return release(&state, at: now)
