@@ -57,6 +57,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions and reads: the server's database (default: an SQLite file in a temporary folder).")
     var databaseURL: String?
 
+    @Option(help: "submissions: write each request's due time and acknowledgement latency to this CSV file.")
+    var latencies: String?
+
     func validate() throws {
         guard seconds >= 1 else { throw ValidationError("--seconds must be at least 1") }
         guard (1...1000).contains(purchases) else { throw ValidationError("--purchases must be between 1 and 1000") }
@@ -78,7 +81,8 @@ struct Bench: AsyncParsableCommand {
             outageAt: outageAt,
             outageSeconds: outageSeconds,
             pacing: pacing,
-            busyCPUShare: busyCPUShare
+            busyCPUShare: busyCPUShare,
+            latenciesFile: latencies
         )
         switch target {
         case .submissions: return print(try await ServerBenchmark.submissions(options))

@@ -28,6 +28,8 @@ enum ServerBenchmark {
         var outageSeconds: Int = 0
         var pacing = true
         var busyCPUShare = 0.5
+        /// Where to write `index,due_ms,status,latency_ms` for every request, to study the tail.
+        var latenciesFile: String? = nil
     }
 
     /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
@@ -145,6 +147,15 @@ enum ServerBenchmark {
                 )
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
+            if let file = options.latenciesFile {
+                var csv = "index,due_ms,status,latency_ms\n"
+                for answer in answers.sorted(by: { $0.index < $1.index }) {
+                    let due = Double(answer.index) * 1000 / Double(options.rate)
+                    csv += "\(answer.index),\(String(format: "%.3f", due)),\(answer.status),"
+                    csv += "\(String(format: "%.3f", Double(answer.nanoseconds) / 1e6))\n"
+                }
+                try csv.write(toFile: file, atomically: true, encoding: .utf8)
+            }
             let steal = stealPercent(from: ticksAtStart, to: machineTicks())
             let (acknowledged, failures) = tally(answers)
             say(
