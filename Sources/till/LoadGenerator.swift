@@ -20,6 +20,12 @@ final class LoadGenerator {
         var nanoseconds: Int64
         /// The request's index in `requests`.
         var index: Int
+        /// From when the request was due to when its bytes were written (the generator's own lateness), in
+        /// nanoseconds; 0 when it was never sent.
+        var sendDelayNanoseconds: Int64 = 0
+        /// When the request was due, on the monotonic clock (`CLOCK_MONOTONIC`, as `perf record -k mono`
+        /// stamps its samples), to line requests up with what the machine did meanwhile.
+        var dueUptimeNanoseconds: UInt64 = 0
     }
 
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -87,6 +93,8 @@ final class LoadGenerator {
         var waitingHead = 0
         var next = 0
         var outcomes: [Outcome] = []
+        /// When each request was written, once it was.
+        var sentAt: [NIODeadline?]
 
         init(
             loop: any EventLoop,
@@ -100,6 +108,7 @@ final class LoadGenerator {
             self.promise = promise
             // A little ahead, so the first request is not late for want of a scheduled wake-up.
             self.origin = .now() + .milliseconds(5)
+            self.sentAt = Array(repeating: nil, count: requests.count)
             outcomes.reserveCapacity(requests.count)
         }
 
@@ -168,8 +177,14 @@ final class LoadGenerator {
         }
 
         private func record(_ index: Int, status: Int) {
-            let elapsed = NIODeadline.now() - due(index)
-            let outcome = Outcome(status: status, nanoseconds: elapsed.nanoseconds, index: index)
+            let due = due(index)
+            let outcome = Outcome(
+                status: status,
+                nanoseconds: (NIODeadline.now() - due).nanoseconds,
+                index: index,
+                sendDelayNanoseconds: sentAt[index].map { ($0 - due).nanoseconds } ?? 0,
+                dueUptimeNanoseconds: due.uptimeNanoseconds
+            )
             outcomes.append(outcome)
             if outcomes.count == requests.count { promise.succeed(outcomes) }
         }
@@ -191,6 +206,7 @@ final class LoadGenerator {
         func send(_ index: Int) {
             guard let context else { return run.lost(self, inFlight: index) }
             inFlight = index
+            run.sentAt[index] = .now()
             let request = run.requests[index]
             context.write(NIOAny(HTTPClientRequestPart.head(request.head)), promise: nil)
             context.write(NIOAny(HTTPClientRequestPart.body(.byteBuffer(request.body))), promise: nil)

@@ -28,7 +28,8 @@ enum ServerBenchmark {
         var outageSeconds: Int = 0
         var pacing = true
         var busyCPUShare = 0.5
-        /// Where to write `index,due_ms,status,latency_ms` for every request, to study the tail.
+        /// Where to write `index,due_ms,status,latency_ms,send_delay_ms,due_monotonic_ms` for every request, to
+        /// study the tail (the last column lines requests up with `perf record -k mono` samples).
         var latenciesFile: String? = nil
     }
 
@@ -148,11 +149,13 @@ enum ServerBenchmark {
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
             if let file = options.latenciesFile {
-                var csv = "index,due_ms,status,latency_ms\n"
+                var csv = "index,due_ms,status,latency_ms,send_delay_ms,due_monotonic_ms\n"
                 for answer in answers.sorted(by: { $0.index < $1.index }) {
                     let due = Double(answer.index) * 1000 / Double(options.rate)
                     csv += "\(answer.index),\(String(format: "%.3f", due)),\(answer.status),"
-                    csv += "\(String(format: "%.3f", Double(answer.nanoseconds) / 1e6))\n"
+                    csv += "\(String(format: "%.3f", Double(answer.nanoseconds) / 1e6)),"
+                    csv += "\(String(format: "%.3f", Double(answer.sendDelayNanoseconds) / 1e6)),"
+                    csv += "\(String(format: "%.3f", Double(answer.dueUptimeNanoseconds) / 1e6))\n"
                 }
                 try csv.write(toFile: file, atomically: true, encoding: .utf8)
             }
