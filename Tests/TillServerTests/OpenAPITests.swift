@@ -85,8 +85,9 @@ struct OpenAPITests {
             let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
             return (object?["error"] as? [String: Any])?["code"] as? String
         }
-        /// The router found no route for the path and method (its own 404s carry a more specific code).
-        var unrouted: Bool { status == 404 && code == "notFound" }
+        /// The router found no route for the path and method: `notFound` for an unknown path, `methodNotAllowed`
+        /// for a known one (handlers' own 404s carry a more specific code).
+        var unrouted: Bool { (status == 404 && code == "notFound") || (status == 405 && code == "methodNotAllowed") }
     }
 
     func call(

@@ -295,6 +295,86 @@ struct ServerHTTPTests {
         }
     }
 
+    @Test func aRestoreCanWaitForApplesAnswerAndThenRestoresOnlyWhatAppleConfirms() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                _ = try await fixture.buy("pro")
+                let receipt = try await fixture.receipt()
+                try await fixture.simulator.deleteAccount(id: fixture.account.id)  // Apple will answer 21010
+                let waited = try await call(
+                    client,
+                    .post,
+                    "/v1/customers/erin/restore?wait=10",
+                    body(["receipt": receipt]),
+                    token: fixture.app.appKey
+                )
+                #expect(waited.status == 200)
+                #expect((waited.object["submission"] as? [String: Any])?["state"] as? String == "rejected")
+                #expect((waited.object["restored"] as? [Any])?.isEmpty == true)
+                #expect(((waited.object["customer"] as? [String: Any])?["entitlements"] as? [Any])?.isEmpty == true)
+            }
+        }
+    }
+
+    @Test func aKnownPathWithAnotherMethodIs405WithAllow() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let key = fixture.app.appKey
+                let sha = String(repeating: "0", count: 64)
+                for (method, path, token, allow) in [
+                    (HTTPRequest.Method.delete, "/v1/customers/alice", key, "GET"),
+                    (.post, "/v1/products", key, "GET"),
+                    (.get, "/v1/receipts", key, "POST"),
+                    (.put, "/v1/content/\(ServerFixture.bundleId)/\(sha)", nil, "GET, HEAD"),
+                    (.delete, "/admin/v1/apps/\(ServerFixture.bundleId)", "operator", "GET, PATCH"),
+                    (.get, "/v1/apple/notifications", nil, "POST"),
+                ] {
+                    let reply = try await call(client, method, path, token: token)
+                    #expect(reply.status == 405, "\(method) \(path)")
+                    #expect(reply.code == "methodNotAllowed", "\(method) \(path)")
+                    #expect(reply.headers[.allow] == allow, "\(method) \(path)")
+                }
+                // An unknown path is still 404, whatever the method.
+                #expect(try await call(client, .delete, "/v1/nowhere", token: key).code == "notFound")
+                #expect(try await call(client, .get, "/v1/customers/alice/extra", token: key).code == "notFound")
+            }
+        }
+    }
+
+    @Test func aProductIsCreatedWith201AndReplacedWith200AndAnAppKeepsItsBundleId() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let path = "/admin/v1/apps/\(ServerFixture.bundleId)/products/issue.9"
+                let product = #"{"type":"nonConsumable","entitlements":["issue-9"]}"#
+                #expect(try await call(client, .put, path, product, token: "operator").status == 201)
+                #expect(try await call(client, .put, path, product, token: "operator").status == 200)
+
+                let appPath = "/admin/v1/apps/\(ServerFixture.bundleId)"
+                let moved = try await call(
+                    client,
+                    .patch,
+                    appPath,
+                    #"{"bundleId":"com.example.other","name":"Other"}"#,
+                    token: "operator"
+                )
+                #expect(moved.status == 400 && moved.code == "bundleIdImmutable")
+                let unchanged = try await call(client, .get, appPath, token: "operator")
+                #expect(unchanged.object["name"] as? String != "Other")  // nothing of the refused change was kept
+                let renamed = try await call(
+                    client,
+                    .patch,
+                    appPath,
+                    body(["bundleId": ServerFixture.bundleId, "name": "Renamed"]),
+                    token: "operator"
+                )
+                #expect(renamed.status == 200 && renamed.object["name"] as? String == "Renamed")
+            }
+        }
+    }
+
     @Test func theRevenueReportCountsProductionOnlyAndDeadLettersCanBeRetried() async throws {
         try await ServerFixture.run(confirmation: .init(maximumAttempts: 1)) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))

@@ -26,7 +26,8 @@ enum OpenAPIDocument {
               own signatures and take no key.
 
             Every refusal is JSON: `{"error":{"code":"…","message":"…"}}`, with a stable `code` to branch on. A path
-            or method the server does not route answers 404 with the code `notFound`. Times are UNIX milliseconds
+            the server does not route answers 404 with the code `notFound`; a known path asked with a method it
+            does not take answers 405 with the code `methodNotAllowed` and an `Allow` header. Times are UNIX milliseconds
             unless said otherwise; amounts are milliunits (2990 is 2.99). Fields that have no value are left out of
             answers, never sent as `null`. Every answer carries an `X-Request-Id` header: the caller's own when it
             sends a sane one (1–128 letters, digits, `-`, `_`, `.`), otherwise a new one.
@@ -345,11 +346,17 @@ enum OpenAPIDocument {
               summary: Restore purchases
               description: A submission for the customer in the path, through the same pipeline (idempotently),
                 answering with everything the customer can have back (never consumables). Always 200, even while the
-                confirmation is pending.
+                confirmation is pending; the submission in the answer tells its state.
               security:
                 - appKey: []
               parameters:
                 - $ref: '#/components/parameters/Customer'
+                - name: wait
+                  in: query
+                  description: Seconds to wait for Apple's answer (at most 60 are waited) before answering with what
+                    is restored then; a receipt Apple refuses restores nothing. Ignored unless a positive number.
+                  schema:
+                    type: number
               requestBody:
                 required: true
                 content:
@@ -680,7 +687,8 @@ enum OpenAPIDocument {
               tags: [admin]
               operationId: updateApp
               summary: Change an app
-              description: Only the fields sent change; `bundleId` in the body is ignored.
+              description: Only the fields sent change. The bundle id cannot change; `bundleId` in the body may only
+                repeat it.
               security:
                 - operatorToken: []
               requestBody:
@@ -697,7 +705,8 @@ enum OpenAPIDocument {
                       schema:
                         $ref: '#/components/schemas/App'
                 '400':
-                  description: '`invalidBody`, `invalidAPIKey`.'
+                  description: '`invalidBody`, `invalidAPIKey`, `bundleIdImmutable` (another `bundleId` in the
+                    body).'
                   content:
                     application/json:
                       schema:
@@ -739,7 +748,8 @@ enum OpenAPIDocument {
               tags: [admin]
               operationId: putProduct
               summary: Create or replace a product
-              description: The product's content files are kept. Answers 200 whether it was created or replaced.
+              description: The product's content files are kept. Answers 201 when it was created, 200 when it was
+                replaced.
               security:
                 - operatorToken: []
               parameters:
@@ -753,7 +763,13 @@ enum OpenAPIDocument {
                       $ref: '#/components/schemas/ProductInput'
               responses:
                 '200':
-                  description: The product.
+                  description: The product, replaced.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: '#/components/schemas/Product'
+                '201':
+                  description: The product, created.
                   content:
                     application/json:
                       schema:

@@ -42,8 +42,9 @@ public struct ServerRequestContext: RequestContext {
 /// The server's HTTP interface (see docs/api.md).
 public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
+    let routeMethods = RouteMethods()
     router.middlewares.add(RequestMiddleware(metrics: server.metrics))
-    router.middlewares.add(ServerErrorMiddleware())
+    router.middlewares.add(ServerErrorMiddleware(routes: routeMethods))
     router.get("/health") { _, _ in
         Response(
             status: .ok,
@@ -69,6 +70,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
         server
     )
     ContentController(server: server).addRoutes(to: router)
+    routeMethods.record(router.routes)
     return router
 }
 
@@ -169,7 +171,8 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
                 signedTransaction: input.signedTransaction,
                 idempotencyKey: input.idempotencyKey
             ),
-            app: app
+            app: app,
+            wait: waitParameter(request)
         )
         result.signedSnapshot = try await server.snapshot(
             bundleId: app.bundleId,
@@ -212,11 +215,11 @@ private func respondWithWait(
     app: ServerApp
 ) async throws -> Response {
     var result = result
-    if let wait = request.uri.queryParameters.get("wait").flatMap(Double.init), wait > 0 {
+    if let wait = waitParameter(request) {
         let submission = try await server.waitForSettlement(
             id: result.submission.id,
             bundleId: app.bundleId,
-            timeout: .milliseconds(Int64(min(wait, 60) * 1000))
+            timeout: wait
         )
         if submission.state != result.submission.state {
             result.submission = submission
@@ -236,6 +239,14 @@ private func respondWithWait(
     )
     response.headers[.contentType] = "application/json"
     return response
+}
+
+/// `?wait=SECONDS`, at most 60; nil when absent, zero or not a number.
+private func waitParameter(_ request: Request) -> Duration? {
+    guard let wait = request.uri.queryParameters.get("wait").flatMap(Double.init), wait > 0 else {
+        return nil
+    }
+    return .milliseconds(Int64(min(wait, 60) * 1000))
 }
 
 // MARK: Admin API
@@ -275,12 +286,12 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
     group.put("apps/{bundle}/products/{product}") { request, context in
         let input = try await decode(CatalogProductInput.self, request, context)
-        let product = try await server.putProduct(
+        let written = try await server.putProduct(
             bundleId: try context.pathParameter("bundle"),
             productId: try context.pathParameter("product"),
             input
         )
-        return try json(product, context: context)
+        return try json(written.product, status: written.created ? .created : .ok, context: context)
     }
     group.get("submissions") { request, context in
         let state = request.uri.queryParameters.get("state") ?? "deadLettered"
@@ -446,9 +457,11 @@ extension HTTPField.Name {
     static let requestId = HTTPField.Name("X-Request-Id")!
 }
 
-/// JSON errors with stable codes for everything, including bodies that are too large or routes that do not exist.
+/// JSON errors with stable codes for everything, including bodies that are too large, routes that do not exist
+/// (404 `notFound`) and known paths asked with a method they do not take (405 `methodNotAllowed`, with `Allow`).
 struct ServerErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
+    let routes: RouteMethods
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -457,6 +470,17 @@ struct ServerErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as ServerError {
             throw error
+        } catch let error as HTTPError where error.status == .notFound && !Self.routed(context) {
+            // The router matched nothing: either the path is unknown, or it is known under other methods.
+            let allowed = routes.methods(forPath: request.uri.path)
+            guard !allowed.isEmpty else { throw ServerError(.notFound, "notFound", "no route \(request.uri.path)") }
+            let list = allowed.map(\.rawValue).joined(separator: ", ")
+            throw ServerError(
+                .methodNotAllowed,
+                "methodNotAllowed",
+                "\(request.uri.path) takes \(list), not \(request.method.rawValue)",
+                headers: [.allow: list]
+            )
         } catch let error as HTTPError {
             throw ServerError(
                 error.status,
@@ -473,6 +497,12 @@ struct ServerErrorMiddleware: RouterMiddleware {
             throw ServerError(.internalServerError, "internalError", "the server could not handle the request")
         }
     }
+}
+
+extension ServerErrorMiddleware {
+    /// Whether the router matched a route: it then names the endpoint by its path (`/v1/…`); when it matched none,
+    /// the name is absent or Hummingbird's `NotFound`.
+    static func routed(_ context: Context) -> Bool { context.endpointPath?.hasPrefix("/") == true }
 }
 
 func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, context: ServerRequestContext) throws -> Response

@@ -107,6 +107,14 @@ extension PurchaseServer {
 
     public func updateApp(bundleId: String, _ input: ServerAppInput) async throws -> ServerApp {
         defer { catalogueChanged() }
+        // The bundle id is the app's key everywhere (ledger, catalogue, content, links): it names the app and does
+        // not change. Saying it again is harmless; saying another one is refused rather than silently ignored.
+        if let given = input.bundleId, given != bundleId {
+            throw ServerError.badRequest(
+                "bundleIdImmutable",
+                "an app's bundle id cannot change; create an app for \(given) instead"
+            )
+        }
         return try await database.transaction { db in
             var app = try await self.requireApp(bundleId: bundleId, on: db)
             if let value = input.appAppleId { app.appAppleId = value }
@@ -145,9 +153,10 @@ extension PurchaseServer {
         }
     }
 
-    /// Creates or replaces a product of the catalogue.
+    /// Creates or replaces a product of the catalogue; `created` says which (the admin API answers 201 or 200).
+    @discardableResult
     public func putProduct(bundleId: String, productId: String, _ input: CatalogProductInput) async throws
-        -> CatalogProduct
+        -> (product: CatalogProduct, created: Bool)
     {
         defer { catalogueChanged() }
         guard !productId.isEmpty, productId.count <= 100 else {
@@ -196,7 +205,7 @@ extension PurchaseServer {
                 updatedAt: now
             )
             try await self.store.save(product, on: db)
-            return product
+            return (product, existing == nil)
         }
     }
 

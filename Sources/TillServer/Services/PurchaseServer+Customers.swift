@@ -73,12 +73,26 @@ extension PurchaseServer {
 
     /// Restore: the same pipeline as a submission (idempotent: nothing is recorded twice), answering with
     /// everything the customer can have back. Consumables are never restored.
-    public func restore(_ request: SubmissionRequest, app: ServerApp) async throws -> RestoreResult {
+    ///
+    /// With `wait`, it waits up to that long for Apple's answer, as `?wait=` does for a submission, and answers with
+    /// the customer as Apple's answer left them: a receipt Apple refuses restores nothing.
+    public func restore(_ request: SubmissionRequest, app: ServerApp, wait: Duration? = nil) async throws
+        -> RestoreResult
+    {
         let result = try await submit(request, app: app)
-        let restored = result.customer.purchases.filter {
+        var submission = result.submission
+        var customer = result.customer
+        if let wait {
+            let settled = try await waitForSettlement(id: submission.id, bundleId: app.bundleId, timeout: wait)
+            if settled.state != submission.state {
+                submission = settled
+                customer = try await self.customer(bundleId: app.bundleId, customerId: settled.customerId)
+            }
+        }
+        let restored = customer.purchases.filter {
             $0.revocationDate == nil && ProductType(rawValue: $0.productType ?? "") != .consumable
         }
-        return RestoreResult(submission: result.submission, restored: restored, customer: result.customer)
+        return RestoreResult(submission: submission, restored: restored, customer: customer)
     }
 
     /// Spends credits: never below zero, and once per request id (a resend returns the same balances).

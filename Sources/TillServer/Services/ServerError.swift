@@ -8,11 +8,14 @@ public struct ServerError: Error, Sendable, CustomStringConvertible {
     public var status: HTTPResponse.Status
     public var code: String
     public var message: String
+    /// Headers the answer carries besides its JSON body (`Allow` on a 405).
+    public var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers
     }
 
     public var description: String { "\(code): \(message)" }
@@ -30,7 +33,7 @@ public struct ServerError: Error, Sendable, CustomStringConvertible {
 extension ServerError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
-        var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        var response = Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         response.headers[.contentType] = "application/json"
         return response
     }
