@@ -60,17 +60,13 @@ struct ServeCommand: AsyncParsableCommand {
             contentDirectory: settings.contentDirectory,
             content: settings.content
         )
-        if let path = settings.snapshotPrivateKeyFile {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ValidationError("cannot read \(path)")
-            }
-            do {
-                configuration.snapshotSigningKey = try P256.Signing.PrivateKey(
-                    pemRepresentation: String(decoding: data, as: UTF8.self)
-                )
-            } catch {
-                throw ValidationError("\(path) is not a P-256 private key in PEM: \(error)")
-            }
+        do {
+            configuration.snapshotSigningKey = try settings.snapshotPrivateKeyFile.map(SnapshotKeyFiles.signingKey)
+            configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(
+                SnapshotKeyFiles.publishedKey
+            )
+        } catch let error as ServerError {
+            throw ValidationError(error.message)
         }
         for path in settings.sandboxRootFiles {
             guard let data = FileManager.default.contents(atPath: path) else {

@@ -24,6 +24,7 @@ struct ServerSettingsTests {
         #expect(settings.confirmation.pacing && settings.confirmation.busyCPUShare == 0.5)
         #expect(settings.logLevel == .info && settings.operatorToken == nil)
         #expect(settings.snapshotPrivateKeyFile == nil)  // the key is made once and kept in the database
+        #expect(settings.snapshotPublishedKeyFiles.isEmpty)
     }
 
     @Test func flagsBeatTheEnvironmentWhichBeatsTheFile() async throws {
@@ -35,6 +36,7 @@ struct ServerSettingsTests {
             environment: [
                 "TILL_HTTP_PORT": "9200", "TILL_CONFIRMATION_MAX_ATTEMPTS": "7", "PATH": "/bin",
                 "TILL_SNAPSHOT_PRIVATE_KEY_FILE": "/etc/till/snapshot.pem", "TILL_CONFIRMATION_BUSY_CPU_SHARE": "0.85",
+                "TILL_SNAPSHOT_PUBLISHED_KEY_FILES": "/etc/till/previous.pem, ,/etc/till/next.pub.pem",
             ],
             file: path
         )
@@ -42,6 +44,7 @@ struct ServerSettingsTests {
         #expect(settings.confirmation.maximumAttempts == 7)  // environment
         #expect(settings.confirmation.busyCPUShare == 0.85)
         #expect(settings.snapshotPrivateKeyFile == "/etc/till/snapshot.pem")
+        #expect(settings.snapshotPublishedKeyFiles == ["/etc/till/previous.pem", "/etc/till/next.pub.pem"])
         #expect(settings.host == "0.0.0.0" && settings.confirmation.concurrency == 8)  // file
         #expect(settings.logLevel == .debug)
         #expect(settings.database == .sqlite(path: "till.sqlite"))  // default

@@ -237,6 +237,65 @@ struct SnapshotTests {
         }
     }
 
+    /// A rotation in two steps: the next key is published before it signs, and the previous one stays published
+    /// after, so that a snapshot a device holds verifies against the key set at every moment.
+    @Test func aRotationPublishesTheNextKeyBeforeAndThePreviousKeyAfter() async throws {
+        let previous = P256.Signing.PrivateKey()
+        let next = P256.Signing.PrivateKey()
+        let (old, new) = (SnapshotPublicKey(previous.publicKey).kid, SnapshotPublicKey(next.publicKey).kid)
+
+        var before = ServerConfiguration(operatorToken: "operator", snapshotSigningKey: previous)
+        before.snapshotPublishedKeys = [next.publicKey]
+        let first = try await PurchaseServer.open(before)
+        #expect(first.snapshotKeys.keys.map(\.kid) == [old, new])  // the signing key first
+        let held = try await first.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
+        try await first.shutdown()
+
+        var after = ServerConfiguration(operatorToken: "operator", snapshotSigningKey: next)
+        after.snapshotPublishedKeys = [previous.publicKey, next.publicKey]  // the signing key is listed once
+        let second = try await PurchaseServer.open(after)
+        #expect(second.snapshotKeys.keys.map(\.kid) == [new, old])
+        let verifier = SnapshotVerifier(keys: second.snapshotKeys.keys)
+        #expect(try verifier.verify(held.signedSnapshot) == held.snapshot)  // signed before the switch
+        let fresh = try await second.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
+        let onlyNext = SnapshotVerifier(keys: [SnapshotPublicKey(next.publicKey)])
+        #expect(try onlyNext.verify(fresh.signedSnapshot).owner == "erin")  // signed with the next key
+        // Once the previous key is no longer published, what it signed is refused.
+        #expect(throws: SnapshotError.unknownKey(old)) {
+            try onlyNext.verify(held.signedSnapshot)
+        }
+        try await second.shutdown()
+    }
+
+    /// `snapshot.published-key-files` takes public keys, or private keys whose public half is published.
+    @Test func publishedKeyFilesArePublicOrPrivatePEMAndBadOnesAreRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-keys-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = P256.Signing.PrivateKey()
+        func write(_ name: String, _ text: String) throws -> String {
+            let path = directory.appendingPathComponent(name).path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let publicFile = try write("next.pub.pem", key.publicKey.pemRepresentation)
+        let privateFile = try write("previous.pem", key.pemRepresentation)
+        #expect(try SnapshotKeyFiles.publishedKey(at: publicFile).rawRepresentation == key.publicKey.rawRepresentation)
+        #expect(try SnapshotKeyFiles.publishedKey(at: privateFile).rawRepresentation == key.publicKey.rawRepresentation)
+        #expect(try SnapshotKeyFiles.signingKey(at: privateFile).rawRepresentation == key.rawRepresentation)
+        let garbage = try write("garbage.pem", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+        #expect { try SnapshotKeyFiles.publishedKey(at: garbage) } throws: {
+            ($0 as? ServerError)?.code == "invalidSnapshotKey"
+        }
+        // A public key cannot sign.
+        #expect { try SnapshotKeyFiles.signingKey(at: publicFile) } throws: {
+            ($0 as? ServerError)?.code == "invalidSnapshotKey"
+        }
+        #expect { try SnapshotKeyFiles.publishedKey(at: directory.appendingPathComponent("none").path) } throws: {
+            ($0 as? ServerError)?.code == "snapshotKeyUnreadable"
+        }
+    }
+
     /// Every process of a deployment, and every restart, signs with the one key the first process stored, so
     /// a snapshot on a device keeps verifying whichever process the app talks to.
     @Test(arguments: ServerDatabases.all)

@@ -200,7 +200,8 @@ enum OpenAPIDocument {
               summary: The keys entitlement snapshots are signed with
               description: A JSON Web Key Set (RFC 7517) of the deployment's ES256 keys, the current one first. Every
                 process of a deployment signs with the same key (kept in the database unless `snapshot.private-key-file`
-                is set), so one set checks every snapshot. An app may also ship the key inside itself.
+                is set), so one set checks every snapshot. During a rotation the set also lists the next or the
+                previous key (`snapshot.published-key-files`). An app may also ship the key inside itself.
               security:
                 - appKey: []
               responses:

@@ -13,9 +13,6 @@ public struct SignedSnapshot: Codable, Sendable, Hashable {
 }
 
 extension PurchaseServer {
-    /// The keys apps check snapshots with (`GET /v1/keys`): the deployment's current key.
-    public var snapshotKeys: SnapshotKeySet { SnapshotKeySet(keys: [snapshotSigner.publicKey]) }
-
     /// What the server vouches `customerId` of `bundleId` has now, signed.
     public func snapshot(bundleId: String, customerId: String) async throws -> SignedSnapshot {
         try signedSnapshot(

@@ -17,6 +17,9 @@ public final class PurchaseServer: Sendable {
     public let metrics: ServerMetrics
     /// Signs entitlement snapshots with the deployment's key (see `ServerConfiguration.snapshotSigningKey`).
     let snapshotSigner: SnapshotSigner
+    /// The keys apps check snapshots with (`GET /v1/keys`): the signing key first, then the configured
+    /// `snapshotPublishedKeys` (a rotation's next or previous key).
+    public let snapshotKeys: SnapshotKeySet
     let now: @Sendable () -> Date
     /// Nudges the confirmation worker when a submission is queued.
     let workAvailable: Signal
@@ -54,6 +57,12 @@ public final class PurchaseServer: Sendable {
     ) {
         self.configuration = configuration
         self.snapshotSigner = snapshotSigner
+        var published = [snapshotSigner.publicKey]
+        for key in configuration.snapshotPublishedKeys.map(SnapshotPublicKey.init)
+        where !published.contains(where: { $0.kid == key.kid }) {
+            published.append(key)
+        }
+        self.snapshotKeys = SnapshotKeySet(keys: published)
         self.queueLock = queueLock
         self.database = database
         self.store = ServerStore(database: database)

@@ -99,6 +99,10 @@ public struct ServerConfiguration: Sendable {
     /// Signs entitlement snapshots (ES256); nil means "made once and kept in the database", like `serverSecret`,
     /// so that snapshots apps keep on disk verify after restarts and whichever process signed them.
     public var snapshotSigningKey: P256.Signing.PrivateKey?
+    /// Keys published in `GET /v1/keys` after the signing key, which do not sign: the next key before a rotation
+    /// (so apps know it before the first snapshot it signs), the previous one after it (so the snapshots on
+    /// devices keep verifying until they are replaced).
+    public var snapshotPublishedKeys: [P256.Signing.PublicKey] = []
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,

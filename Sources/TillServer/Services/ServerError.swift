@@ -32,7 +32,9 @@ public struct ServerError: Error, Sendable, CustomStringConvertible {
 
 extension ServerError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes  // paths in messages read as paths
+        let body = try encoder.encode(["error": ["code": code, "message": message]])
         var response = Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         response.headers[.contentType] = "application/json"
         return response

@@ -1,4 +1,5 @@
 import Configuration
+import Crypto
 import Foundation
 import Logging
 import SystemPackage
@@ -20,6 +21,7 @@ import X509
 /// | `content.url-lifetime-seconds` (`TILL_CONTENT_URL_LIFETIME_SECONDS`) | `900` | how long a signed download URL works |
 /// | `server.secret` (`TILL_SERVER_SECRET`) | made once and kept in the database | signs download URLs (16 characters or more); every process of one deployment needs the same |
 /// | `snapshot.private-key-file` (`TILL_SNAPSHOT_PRIVATE_KEY_FILE`) | made once and kept in the database | a P-256 private key (PEM) that signs entitlement snapshots; every process of one deployment needs the same |
+/// | `snapshot.published-key-files` (`TILL_SNAPSHOT_PUBLISHED_KEY_FILES`) | none | comma-separated PEM files (public or private P-256 keys) whose public keys `GET /v1/keys` lists after the signing key, for a rotation |
 /// | `apple.verify-receipt.production`, `…sandbox` | Apple's URLs | verifyReceipt endpoints |
 /// | `apple.server-api.production`, `…sandbox` | Apple's URLs | App Store Server API base URLs |
 /// | `apple.sandbox-roots` (`TILL_APPLE_SANDBOX_ROOTS`) | none | comma-separated certificate files trusted for sandbox data only |
@@ -40,6 +42,8 @@ public struct ServerSettings: Sendable {
     public var serverSecret: String?
     /// A PEM file holding the P-256 key that signs entitlement snapshots (read by `till serve`).
     public var snapshotPrivateKeyFile: String?
+    /// PEM files of keys published beside the signing key without signing (a rotation's next or previous key).
+    public var snapshotPublishedKeyFiles: [String]
     public var apple: AppleEndpoints
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
@@ -95,6 +99,7 @@ public struct ServerSettings: Sendable {
             throw ServerError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
         }
         snapshotPrivateKeyFile = config.string(forKey: "snapshot.private-key-file")
+        snapshotPublishedKeyFiles = Self.list(config.string(forKey: "snapshot.published-key-files", default: ""))
         let apple = AppleEndpoints.apple
         self.apple = AppleEndpoints(
             verifyReceipt: [
@@ -115,8 +120,7 @@ public struct ServerSettings: Sendable {
                 .sandbox: config.string(forKey: "apple.server-api.sandbox", default: apple.serverAPI[.sandbox]!),
             ]
         )
-        sandboxRootFiles = config.string(forKey: "apple.sandbox-roots", default: "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        sandboxRootFiles = Self.list(config.string(forKey: "apple.sandbox-roots", default: ""))
         confirmation = ConfirmationSettings(
             maximumAttempts: max(1, config.int(forKey: "confirmation.max-attempts", default: 12)),
             concurrency: max(1, config.int(forKey: "confirmation.concurrency", default: 64)),
@@ -146,5 +150,39 @@ public struct ServerSettings: Sendable {
                 "production mode needs operator.token (TILL_OPERATOR_TOKEN)"
             )
         }
+    }
+
+    /// A comma-separated list, its items trimmed, empty ones dropped.
+    static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+/// Reads the snapshot keys that `snapshot.private-key-file` and `snapshot.published-key-files` name.
+public enum SnapshotKeyFiles {
+    /// The signing key: a P-256 private key in PEM (PKCS#8 or SEC 1).
+    public static func signingKey(at path: String) throws -> P256.Signing.PrivateKey {
+        let pem = try text(at: path)
+        do {
+            return try P256.Signing.PrivateKey(pemRepresentation: pem)
+        } catch {
+            throw ServerError.badRequest("invalidSnapshotKey", "\(path) is not a P-256 private key in PEM: \(error)")
+        }
+    }
+
+    /// A key to publish: a P-256 public key in PEM (`openssl pkey -pubout`), or a private key whose public half
+    /// is published (the previous signing key's file, kept as it was).
+    public static func publishedKey(at path: String) throws -> P256.Signing.PublicKey {
+        let pem = try text(at: path)
+        if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) { return key }
+        if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) { return key.publicKey }
+        throw ServerError.badRequest("invalidSnapshotKey", "\(path) holds no P-256 public or private key in PEM")
+    }
+
+    private static func text(at path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ServerError.badRequest("snapshotKeyUnreadable", "cannot read \(path)")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 }
