@@ -114,23 +114,41 @@ let package = Package(
             ] + crypto + server,
             swiftSettings: upcoming
         ),
+        // What every test target shares: the `till` executable as a user runs it, the simulator and a production
+        // server started apart and wired by settings, the test databases, and the rule for missing prerequisites.
+        .target(
+            name: "TillTestSupport",
+            dependencies: [
+                "TillStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            path: "Tests/TillTestSupport",
+            swiftSettings: upcoming
+        ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
         .testTarget(name: "TillFormatsTests", dependencies: ["TillFormats"] + crypto, swiftSettings: upcoming),
         .testTarget(
             name: "TillStorageTests",
-            dependencies: ["TillStorage", .product(name: "SQLKit", package: "sql-kit")],
+            dependencies: ["TillStorage", "TillTestSupport", .product(name: "SQLKit", package: "sql-kit")],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillServerTests",
-            dependencies: ["TillServer", "TillSimulator", .product(name: "HummingbirdTesting", package: "hummingbird")]
+            dependencies: [
+                "TillServer", "TillSimulator", "TillTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
                 + crypto + server,
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillSimulatorTests",
             dependencies: [
-                "TillSimulator", "TillStorage", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "TillSimulator", "TillStorage", "TillTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
                 + crypto + server,
             exclude: ["judge"],
@@ -139,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "TillClientTests",
             dependencies: [
-                "TillClient", "TillServer", "TillSimulator", "TillStorage",
+                "TillClient", "TillServer", "TillSimulator", "TillStorage", "TillTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ] + crypto + server,
             swiftSettings: upcoming

@@ -72,9 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ValidationError("cannot read \(path)")
             }
-            let certificates = try TrustAnchors.certificates(fromFile: Array(data))
-            configuration.sandboxJWSRoots += certificates
-            configuration.sandboxReceiptRoots += certificates
+            configuration.trustForSandbox(try TrustAnchors.certificates(fromFile: Array(data)))
         }
 
         var simulator: Simulator?

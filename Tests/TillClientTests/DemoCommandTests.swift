@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillTestSupport
 
 /// `till demo`, run as a user runs it: every step of the story behaves as expected, within two minutes.
 @Suite(.timeLimit(.minutes(3)))
@@ -36,7 +37,7 @@ struct DemoCommandTests {
         return steps
     }
 
-    @Test(.enabled(if: TillExecutable.url != nil, "needs the till executable next to the tests (swift build)"))
+    @Test(.enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)))
     func theDemoWalksThroughTheWholeStoryAndEveryStepPasses() async throws {
         let clock = ContinuousClock()
         let started = clock.now

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillTestSupport
 import TillClient
 import TillCore
 
@@ -10,7 +11,7 @@ import TillCore
 /// script (`--json`) and a person (the menu) see, and what the server and the store hold afterwards.
 @Suite(
     .timeLimit(.minutes(2)),
-    .enabled(if: TillExecutable.url != nil, "needs the till executable next to the tests (swift build)")
+    .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
 )
 struct ShopCommandTests {
     /// Runs `till shop` as the fixture's app, with its files in the fixture's scratch directory.

@@ -6,6 +6,7 @@ import NIOHTTP1
 import SQLKit
 import SwiftASN1
 import Testing
+import TillTestSupport
 import TillCore
 import TillFormats
 import TillServer
@@ -53,7 +54,7 @@ struct CrashRecoveryTests {
         try await second.shutdown()
     }
 
-    @Test(.enabled(if: TillExecutable.url != nil, "needs the till executable next to the tests (swift build)"))
+    @Test(.enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)))
     func killedAndStoppedServersLoseNoAcceptedSubmission() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -135,18 +136,6 @@ struct CrashRecoveryTests {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
-}
-
-/// The `till` executable SwiftPM built beside the test bundle.
-enum TillExecutable {
-    static let url: URL? = {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [
-            beside.appendingPathComponent("till"),
-            beside.deletingLastPathComponent().appendingPathComponent("till"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
 }
 
 /// Which submissions a server answered 2xx.
@@ -303,79 +292,24 @@ struct World: Sendable {
     }
 }
 
-/// `till serve --mode production` as a child process, pointed at the in-test simulator.
-final class TillProcess: @unchecked Sendable {
-    let process: Process
-    let base: String
-    private let exited: AsyncStream<Int32>
-
-    private init(process: Process, base: String, exited: AsyncStream<Int32>) {
-        self.process = process
-        self.base = base
-        self.exited = exited
-    }
-
+extension TillProcess {
+    /// `till serve --mode production` on the world's database file, pointed at the in-test simulator.
     static func start(_ world: World) async throws -> TillProcess {
-        let process = Process()
-        process.executableURL = try #require(TillExecutable.url)
-        process.arguments = [
-            "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-            "--database-url", world.directory.appendingPathComponent("till.sqlite").path, "--log-level", "warning",
-        ]
         let simulator = "http://127.0.0.1:\(world.simulatorPort)"
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TILL_") }
-        environment["TILL_APPLE_VERIFY_RECEIPT_PRODUCTION"] = simulator + "/production/verifyReceipt"
-        environment["TILL_APPLE_VERIFY_RECEIPT_SANDBOX"] = simulator + "/sandbox/verifyReceipt"
-        environment["TILL_APPLE_SERVER_API_PRODUCTION"] = simulator + "/production"
-        environment["TILL_APPLE_SERVER_API_SANDBOX"] = simulator + "/sandbox"
-        environment["TILL_APPLE_SANDBOX_ROOTS"] = world.rootsFile
-        environment["TILL_CONTENT_DIRECTORY"] = world.directory.appendingPathComponent("content").path
-        environment["TILL_CONFIRMATION_TIMEOUT_SECONDS"] = "10"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        let (exited, exit) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { process in
-            // A clean exit's status, or the signal that ended the process.
-            exit.yield(process.terminationStatus)
-            exit.finish()
-        }
-        try process.run()
-        // The banner's first line names the address: "till serve (production) on http://127.0.0.1:PORT".
-        let (lines, feed) = AsyncStream.makeStream(of: String.self)
-        Thread.detachNewThread {
-            var pending = Data()
-            while true {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    feed.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-                    pending = Data(pending[(newline + 1)...])
-                }
-            }
-            feed.finish()
-        }
-        for await line in lines {
-            if let range = line.range(of: " on http://") {
-                let base = "http://" + line[range.upperBound...].split(separator: " ")[0]
-                return TillProcess(process: process, base: base, exited: exited)
-            }
-        }
-        throw ServerError(.internalServerError, "noBanner", "till serve exited before it listened")
-    }
-
-    func kill(_ signal: Int32) {
-        #if canImport(Glibc)
-            _ = Glibc.kill(process.processIdentifier, signal)
-        #else
-            _ = Darwin.kill(process.processIdentifier, signal)
-        #endif
-    }
-
-    /// The exit status (0 for a clean exit) or the signal that ended the process.
-    func exitStatus() async -> Int32 {
-        for await status in exited { return status }
-        return process.terminationStatus
+        return try await start(
+            [
+                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+                "--database-url", world.directory.appendingPathComponent("till.sqlite").path, "--log-level", "warning",
+            ],
+            environment: [
+                "TILL_APPLE_VERIFY_RECEIPT_PRODUCTION": simulator + "/production/verifyReceipt",
+                "TILL_APPLE_VERIFY_RECEIPT_SANDBOX": simulator + "/sandbox/verifyReceipt",
+                "TILL_APPLE_SERVER_API_PRODUCTION": simulator + "/production",
+                "TILL_APPLE_SERVER_API_SANDBOX": simulator + "/sandbox",
+                "TILL_APPLE_SANDBOX_ROOTS": world.rootsFile,
+                "TILL_CONTENT_DIRECTORY": world.directory.appendingPathComponent("content").path,
+                "TILL_CONFIRMATION_TIMEOUT_SECONDS": "10",
+            ]
+        )
     }
 }

@@ -375,6 +375,37 @@ struct ServerHTTPTests {
         }
     }
 
+    @Test func anAliasNeedsTwoDifferentIdsOfAtMost200Characters() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let long = String(repeating: "g", count: 201)
+                for (account, guest, code) in [
+                    ("carol", "carol", "invalidAlias"), ("carol", "", "invalidCustomerId"),
+                    ("carol", long, "invalidCustomerId"),
+                    (long, "guest-1", "invalidCustomerId"), ("%20", "guest-1", "invalidCustomerId"),
+                ] {
+                    let reply = try await call(
+                        client,
+                        .post,
+                        "/v1/customers/\(account)/aliases",
+                        body(["customerId": guest]),
+                        token: fixture.app.appKey
+                    )
+                    #expect(reply.status == 400 && reply.code == code, "\(account.count) ← \(guest.count)")
+                }
+                let linked = try await call(
+                    client,
+                    .post,
+                    "/v1/customers/carol/aliases",
+                    body(["customerId": String(repeating: "g", count: 200)]),
+                    token: fixture.app.appKey
+                )
+                #expect(linked.status == 200)
+            }
+        }
+    }
+
     @Test func theRevenueReportCountsProductionOnlyAndDeadLettersCanBeRetried() async throws {
         try await ServerFixture.run(confirmation: .init(maximumAttempts: 1)) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))

@@ -77,7 +77,7 @@ struct ContentController {
         let input = try await decode(DownloadsInput.self, request, context)
         let downloads = try await server.downloads(
             bundleId: app.bundleId,
-            customerId: try context.pathParameter("customer"),
+            customerId: try context.customerParameter(),
             productId: input.productId,
             name: input.name
         )

@@ -308,6 +308,8 @@ enum OpenAPIDocument {
                     application/json:
                       schema:
                         $ref: '#/components/schemas/Customer'
+                '400':
+                  $ref: '#/components/responses/InvalidCustomerId'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '500':
@@ -336,6 +338,8 @@ enum OpenAPIDocument {
                     application/json:
                       schema:
                         $ref: '#/components/schemas/SignedSnapshot'
+                '400':
+                  $ref: '#/components/responses/InvalidCustomerId'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '500':
@@ -388,8 +392,9 @@ enum OpenAPIDocument {
               tags: [app]
               operationId: debit
               summary: Spend credits
-              description: A balance never goes below zero, and a `requestId` is spent once (a resend answers the same
-                balances without spending twice).
+              description: A balance never goes below zero, and a `requestId` is spent once per customer id (a resend
+                answers the same balances without spending twice; the same request id with another credit or amount is
+                refused with `requestIdReused`).
               security:
                 - appKey: []
               parameters:
@@ -408,8 +413,8 @@ enum OpenAPIDocument {
                       schema:
                         $ref: '#/components/schemas/Balances'
                 '400':
-                  description: '`invalidBody`, `invalidAmount` (not positive), `invalidRequestId` (not 1–200
-                    characters).'
+                  description: '`invalidBody`, `invalidCustomerId` (the path''s), `invalidAmount` (not positive),
+                    `invalidRequestId` (not 1–200 characters).'
                   content:
                     application/json:
                       schema:
@@ -417,7 +422,8 @@ enum OpenAPIDocument {
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '409':
-                  description: '`insufficientBalance`.'
+                  description: '`insufficientBalance`, `requestIdReused` (this customer spent the request id on another
+                    credit or amount).'
                   content:
                     application/json:
                       schema:
@@ -432,7 +438,8 @@ enum OpenAPIDocument {
               operationId: link
               summary: Link a guest id to this customer
               description: The guest's purchases and balances move to the customer in the path once; later submissions
-                under the guest id land on the customer.
+                under the guest id land on the customer. A guest id belongs to one account, and accounts are never
+                merged.
               security:
                 - appKey: []
               parameters:
@@ -451,13 +458,21 @@ enum OpenAPIDocument {
                       schema:
                         $ref: '#/components/schemas/Customer'
                 '400':
-                  description: '`invalidBody`, `invalidAlias` (an empty id, or the guest is the customer).'
+                  description: '`invalidBody`, `invalidCustomerId` (the path''s or the guest id: empty or over 200
+                    characters once trimmed), `invalidAlias` (the guest id is the customer''s own).'
                   content:
                     application/json:
                       schema:
                         $ref: '#/components/schemas/Error'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
+                '409':
+                  description: '`guestLinkedElsewhere` (the guest id is linked to another account), `guestIsAnAccount`
+                    (guests are linked to it), `accountIsAGuest` (the path names a linked guest).'
+                  content:
+                    application/json:
+                      schema:
+                        $ref: '#/components/schemas/Error'
                 '413':
                   $ref: '#/components/responses/BodyTooLarge'
                 '500':
@@ -486,7 +501,11 @@ enum OpenAPIDocument {
                       schema:
                         $ref: '#/components/schemas/Downloads'
                 '400':
-                  $ref: '#/components/responses/InvalidBody'
+                  description: '`invalidBody`, `invalidCustomerId` (the path''s).'
+                  content:
+                    application/json:
+                      schema:
+                        $ref: '#/components/schemas/Error'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '403':
@@ -1053,9 +1072,10 @@ enum OpenAPIDocument {
               name: customer
               in: path
               required: true
-              description: The app's account id for the customer, or a guest id; aliases are resolved.
+              description: The app's account id for the customer, or a guest id; aliases are resolved. Spaces
+                around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
               schema:
-                type: string
+                $ref: '#/components/schemas/CustomerId'
             SubmissionId:
               name: id
               in: path
@@ -1085,6 +1105,12 @@ enum OpenAPIDocument {
                     $ref: '#/components/schemas/Error'
             InvalidBody:
               description: '`invalidBody`: the body is not the JSON expected.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            InvalidCustomerId:
+              description: '`invalidCustomerId`: the customer in the path is empty or over 200 characters.'
               content:
                 application/json:
                   schema:
@@ -1334,35 +1360,59 @@ enum OpenAPIDocument {
               type: object
               description: The customer and exactly one of `receipt`, `transactionReceipt`, `signedTransaction`.
               required: [customerId]
+              oneOf:
+                - required: [receipt]
+                - required: [transactionReceipt]
+                - required: [signedTransaction]
               properties:
                 customerId:
-                  type: string
-                  description: The app's account id, or an anonymous device id for a guest (1–200 characters,
-                    trimmed).
+                  $ref: '#/components/schemas/CustomerId'
                 receipt:
-                  type: string
-                  description: The app receipt, base64.
+                  $ref: '#/components/schemas/Base64Receipt'
                 transactionReceipt:
-                  type: string
-                  description: An iOS 6-style transaction receipt, base64.
+                  $ref: '#/components/schemas/Base64Receipt'
                 signedTransaction:
-                  type: string
-                  description: A StoreKit 2 signed transaction (JWS).
+                  $ref: '#/components/schemas/CompactJWS'
                 idempotencyKey:
-                  type: string
-                  description: A resend with the same key answers the first submission (1–200 characters).
+                  $ref: '#/components/schemas/IdempotencyKey'
             RestoreRequest:
               type: object
-              description: A submission without `customerId` (it is in the path).
+              description: A submission without `customerId` (it is in the path), with exactly one of `receipt`,
+                `transactionReceipt`, `signedTransaction`.
+              oneOf:
+                - required: [receipt]
+                - required: [transactionReceipt]
+                - required: [signedTransaction]
               properties:
                 receipt:
-                  type: string
+                  $ref: '#/components/schemas/Base64Receipt'
                 transactionReceipt:
-                  type: string
+                  $ref: '#/components/schemas/Base64Receipt'
                 signedTransaction:
-                  type: string
+                  $ref: '#/components/schemas/CompactJWS'
                 idempotencyKey:
-                  type: string
+                  $ref: '#/components/schemas/IdempotencyKey'
+            CustomerId:
+              type: string
+              description: The app's account id, or an anonymous device id for a guest (1–200 characters once the
+                spaces around it are trimmed).
+              minLength: 1
+              maxLength: 200
+              pattern: '\S'
+            IdempotencyKey:
+              type: string
+              description: A resend with the same key answers the first submission (1–200 characters).
+              minLength: 1
+              maxLength: 200
+            Base64Receipt:
+              type: string
+              description: An app receipt or an iOS 6-style transaction receipt, base64 (line breaks allowed).
+              minLength: 1
+              pattern: '^[A-Za-z0-9+/=\r\n]+$'
+            CompactJWS:
+              type: string
+              description: A StoreKit 2 signed transaction, a compact JWS (three base64url segments).
+              pattern: '^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$'
             Submission:
               type: object
               required: [id, state, kind, environment, customerId, transactionIds, attempts, createdAt]
@@ -1687,10 +1737,13 @@ enum OpenAPIDocument {
                 amount:
                   type: integer
                   format: int64
+                  minimum: 1
                   description: Positive.
                 requestId:
                   type: string
                   description: Spent once (1–200 characters).
+                  minLength: 1
+                  maxLength: 200
             Balances:
               type: object
               required: [balances]
@@ -1702,8 +1755,7 @@ enum OpenAPIDocument {
               required: [customerId]
               properties:
                 customerId:
-                  type: string
-                  description: The guest id to link to the customer in the path.
+                  $ref: '#/components/schemas/CustomerId'
 
             DownloadsRequest:
               type: object
@@ -1750,6 +1802,7 @@ enum OpenAPIDocument {
                 signedPayload:
                   type: string
                   description: A JWS signed by Apple whose payload is the notification.
+                  minLength: 1
             NotificationResult:
               type: object
               required: [status, notificationUUID, outcome]

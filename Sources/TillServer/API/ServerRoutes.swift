@@ -33,6 +33,11 @@ public struct ServerRequestContext: RequestContext {
         return raw.removingPercentEncoding ?? raw
     }
 
+    /// The `{customer}` of a path, percent-decoded and checked as every customer id is (`CustomerIdentifier`).
+    func customerParameter() throws -> String {
+        try CustomerIdentifier.validated(try pathParameter("customer"), field: "the customer in the path")
+    }
+
     func requireApp() throws -> ServerApp {
         guard let app else { throw ServerError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
         return app
@@ -137,7 +142,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let body = try await server.customerBody(
             bundleId: app.bundleId,
-            customerId: try context.pathParameter("customer")
+            customerId: try context.customerParameter()
         )
         var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         response.headers[.contentType] = "application/json"
@@ -153,7 +158,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let snapshot = try await server.snapshot(
             bundleId: app.bundleId,
-            customerId: try context.pathParameter("customer")
+            customerId: try context.customerParameter()
         )
         var response = try json(snapshot, context: context)
         response.headers[.cacheControl] = "no-store"
@@ -162,7 +167,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
         let input = try await decode(RestoreInput.self, request, context)
-        let customerId = try context.pathParameter("customer")
+        let customerId = try context.customerParameter()
         var result = try await server.restore(
             SubmissionRequest(
                 customerId: customerId,
@@ -176,7 +181,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         )
         result.signedSnapshot = try await server.snapshot(
             bundleId: app.bundleId,
-            customerId: customerId.trimmingCharacters(in: .whitespaces)
+            customerId: customerId
         ).signedSnapshot
         return try json(result, context: context)
     }
@@ -185,7 +190,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let input = try await decode(DebitInput.self, request, context)
         let balances = try await server.debit(
             bundleId: app.bundleId,
-            customerId: try context.pathParameter("customer"),
+            customerId: try context.customerParameter(),
             credit: input.credit,
             amount: input.amount,
             requestId: input.requestId
@@ -198,7 +203,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let customer = try await server.link(
             bundleId: app.bundleId,
             guestId: input.customerId,
-            to: try context.pathParameter("customer")
+            to: try context.customerParameter()
         )
         return try json(customer, context: context)
     }

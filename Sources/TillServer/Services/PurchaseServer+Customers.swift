@@ -95,7 +95,12 @@ extension PurchaseServer {
         return RestoreResult(submission: submission, restored: restored, customer: customer)
     }
 
-    /// Spends credits: never below zero, and once per request id (a resend returns the same balances).
+    /// Spends credits: never below zero, and once per request id of a customer.
+    ///
+    /// A request id belongs to the customer id it was sent for (two customers who both number their orders from 1
+    /// each spend their own "order-1"). Sending the same debit again answers the balances without spending twice;
+    /// the same request id with another credit or amount is refused (`409 requestIdReused`), never answered as if
+    /// it had been spent.
     public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
         async throws -> [String: Int64]
     {
@@ -103,11 +108,22 @@ extension PurchaseServer {
         guard !requestId.isEmpty, requestId.count <= 200 else {
             throw ServerError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
         }
+        guard !credit.isEmpty, credit.count <= 200 else {
+            throw ServerError.badRequest("invalidCredit", "credit has 1 to 200 characters")
+        }
         let now = nowMilliseconds
+        // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
+        // still finds the debit it repeats. Its length first, so that no two (customer, request) pairs meet.
+        let reference = "debit:\(customerId.utf8.count):\(customerId):\(requestId)"
         return try await database.transaction { db in
             let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            let reference = "debit:\(requestId)"
-            if try await self.store.balanceEntryExists(bundleId: bundleId, reference: reference, on: db) {
+            if let spent = try await self.store.balanceEntry(bundleId: bundleId, reference: reference, on: db) {
+                guard spent.credit == credit, spent.delta == -amount else {
+                    throw ServerError.conflict(
+                        "requestIdReused",
+                        "request \(requestId) of \(customerId) spent \(-spent.delta) \(spent.credit); a resend must be the same debit"
+                    )
+                }
                 return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
             }
             let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
@@ -130,26 +146,52 @@ extension PurchaseServer {
         }
     }
 
-    /// Links a guest (an anonymous device id that bought before signing in) to an account: its purchases and
-    /// balances move to the account, once, and later submissions under either id count for the account.
+    /// Links a guest (an anonymous device id that bought before signing in) to an account: the guest's own
+    /// purchases and balances move to the account, once, and later submissions under the guest id count for the
+    /// account.
+    ///
+    /// A guest id belongs to one account. Linking it to another is refused (`409 guestLinkedElsewhere`): on a
+    /// shared device a second sign-in must not take the first account's purchases. Accounts are never merged: an
+    /// id that other guests are linked to is an account and cannot become a guest (`409 guestIsAnAccount`), and
+    /// a guest id cannot be linked to as if it were an account (`409 accountIsAGuest`).
     public func link(bundleId: String, guestId: String, to accountId: String) async throws -> CustomerView {
-        guard guestId != accountId, !guestId.isEmpty, !accountId.isEmpty else {
-            throw ServerError.badRequest("invalidAlias", "link a guest id to a different account id")
+        let guestId = try CustomerIdentifier.validated(guestId, field: "customerId (the guest id)")
+        let accountId = try CustomerIdentifier.validated(accountId, field: "the account id")
+        guard guestId != accountId else {
+            throw ServerError.badRequest("invalidAlias", "a guest id cannot be linked to itself")
         }
         let now = nowMilliseconds
         try await database.transaction { db in
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
-            let account = try await self.store.resolve(bundleId: bundleId, customerId: accountId, on: db)
-            let guest = try await self.store.resolve(bundleId: bundleId, customerId: guestId, on: db)
-            guard guest != account else { return }
-            try await self.store.moveTransactions(bundleId: bundleId, from: guest, to: account, on: db)
-            try await self.store.moveBalances(bundleId: bundleId, from: guest, to: account, on: db)
-            try await self.store.setAlias(bundleId: bundleId, customerId: guest, aliasOf: account, on: db)
+            if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
+                throw ServerError.conflict(
+                    "accountIsAGuest",
+                    "\(accountId) is a guest id linked to \(owner): link guests to \(owner)"
+                )
+            }
+            if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: guestId, on: db) {
+                guard owner == accountId else {
+                    throw ServerError.conflict(
+                        "guestLinkedElsewhere",
+                        "\(guestId) is already linked to another account; a guest id belongs to one account"
+                    )
+                }
+                return  // linked already: nothing changes
+            }
+            guard try await !self.store.hasGuests(bundleId: bundleId, customerId: guestId, on: db) else {
+                throw ServerError.conflict(
+                    "guestIsAnAccount",
+                    "\(guestId) has guests linked to it: accounts are never merged"
+                )
+            }
+            try await self.store.moveTransactions(bundleId: bundleId, from: guestId, to: accountId, on: db)
+            try await self.store.moveBalances(bundleId: bundleId, from: guestId, to: accountId, on: db)
+            try await self.store.setAlias(bundleId: bundleId, customerId: guestId, aliasOf: accountId, on: db)
             try await self.store.recordEvent(
                 bundleId: bundleId,
                 kind: "linked",
-                detail: "\(guest) → \(account)",
+                detail: "\(guestId) → \(accountId)",
                 at: now,
                 on: db
             )

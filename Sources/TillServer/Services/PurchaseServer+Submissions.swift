@@ -114,10 +114,7 @@ extension PurchaseServer {
     }
 
     private func accept(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
-        let customerId = request.customerId.trimmingCharacters(in: .whitespaces)
-        guard !customerId.isEmpty, customerId.count <= 200 else {
-            throw ServerError.badRequest("invalidCustomerId", "customerId is required (at most 200 characters)")
-        }
+        let customerId = try CustomerIdentifier.validated(request.customerId)
         let inputs: [SubmissionInput] = [
             request.receipt.map(SubmissionInput.appReceipt),
             request.transactionReceipt.map(SubmissionInput.transactionReceipt),

@@ -130,3 +130,20 @@ public struct ServerConfiguration: Sendable {
         self.snapshotSigningKey = snapshotSigningKey
     }
 }
+
+extension ServerConfiguration {
+    /// Trusts `certificates` for sandbox data only, as `apple.sandbox-roots` gives them: the self-signed ones are
+    /// roots (of JWS and of receipts), the others intermediates that complete the chains of receipts, whose
+    /// iOS 6-style form carries only its leaf. An intermediate vouches for nothing by itself: a chain through it
+    /// must still end at one of the roots.
+    public mutating func trustForSandbox(_ certificates: [Certificate]) {
+        for certificate in certificates {
+            if certificate.subject == certificate.issuer {
+                if !sandboxJWSRoots.contains(certificate) { sandboxJWSRoots.append(certificate) }
+                if !sandboxReceiptRoots.contains(certificate) { sandboxReceiptRoots.append(certificate) }
+            } else if !sandboxReceiptIntermediates.contains(certificate) {
+                sandboxReceiptIntermediates.append(certificate)
+            }
+        }
+    }
+}

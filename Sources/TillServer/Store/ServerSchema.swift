@@ -194,5 +194,7 @@ enum ServerSchema {
                 ),
             only: .sqlite
         ),
+        // Whether an id has guests linked to it (an account, never to be linked as a guest itself).
+        Migration("008-customer-guests", ["CREATE INDEX srv_customers_alias ON srv_customers (bundle_id, alias_of)"]),
     ]
 }

@@ -216,6 +216,20 @@ struct ServerStore: Sendable {
         ).run()
     }
 
+    /// The account a guest id is linked to; nil for an id that is no one's guest.
+    func aliasOf(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String? {
+        try await db.raw(
+            "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
+        ).first()?.decode(column: "alias_of", as: String?.self)
+    }
+
+    /// Whether any guest id is linked to `customerId` (which makes it an account).
+    func hasGuests(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            "SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND alias_of = \(bind: customerId) LIMIT 1"
+        ).first() != nil
+    }
+
     func customerExists(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Bool {
         try await db.raw(
             "SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
@@ -348,10 +362,22 @@ struct ServerStore: Sendable {
         return result
     }
 
-    func balanceEntryExists(bundleId: String, reference: String, on db: any SQLDatabase) async throws -> Bool {
-        try await db.raw(
-            "SELECT reference FROM srv_balance_entries WHERE bundle_id = \(bind: bundleId) AND reference = \(bind: reference)"
-        ).first() != nil
+    /// The balance entry written under `reference` (a debit's has one credit), if any.
+    func balanceEntry(bundleId: String, reference: String, on db: any SQLDatabase) async throws
+        -> (customerId: String, credit: String, delta: Int64)?
+    {
+        guard
+            let row = try await db.raw(
+                """
+                SELECT customer_id, credit, delta FROM srv_balance_entries
+                WHERE bundle_id = \(bind: bundleId) AND reference = \(bind: reference)
+                """
+            ).first()
+        else { return nil }
+        return (
+            try row.decode(column: "customer_id", as: String.self), try row.decode(column: "credit", as: String.self),
+            try row.decode(column: "delta", as: Int64.self)
+        )
     }
 
     /// Moves every balance entry of `from` to `to` (linking a guest to an account).

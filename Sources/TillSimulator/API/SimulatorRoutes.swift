@@ -256,24 +256,29 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
 
     group.get("certificates/{kind}") { _, context in
         let name = try context.parameters.require("kind")
-        let authority: SigningAuthority
+        let signer = simulator.signer
+        let certificates: [Certificate]
         switch name {
-        case "jws-root.pem", "jws-root.der": authority = simulator.signer.jwsAuthority
-        case "receipt-root.pem", "receipt-root.der": authority = simulator.signer.receiptAuthority
+        case "jws-root.pem", "jws-root.der": certificates = [signer.jwsAuthority.root]
+        case "receipt-root.pem", "receipt-root.der": certificates = [signer.receiptAuthority.root]
+        case "receipt-intermediate.pem", "receipt-intermediate.der": certificates = [signer.receiptAuthority.intermediate]
+        // Everything a server needs to accept the simulator's sandbox data (`apple.sandbox-roots`).
+        case "sandbox-trust.pem":
+            certificates = [
+                signer.jwsAuthority.root, signer.receiptAuthority.root, signer.receiptAuthority.intermediate,
+            ]
         default: throw SimulatorError.notFound("certificate", name)
         }
         if name.hasSuffix(".der") {
             var response = Response(
                 status: .ok,
-                body: .init(byteBuffer: ByteBuffer(bytes: try derBytes(authority.root)))
+                body: .init(byteBuffer: ByteBuffer(bytes: try derBytes(certificates[0])))
             )
             response.headers[.contentType] = "application/pkix-cert"
             return response
         }
-        var response = Response(
-            status: .ok,
-            body: .init(byteBuffer: ByteBuffer(string: try authority.root.serializeAsPEM().pemString + "\n"))
-        )
+        let pem = try certificates.map { try $0.serializeAsPEM().pemString + "\n" }.joined()
+        var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: pem)))
         response.headers[.contentType] = "application/x-pem-file"
         return response
     }

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The built `till` executable, run as a user runs it: arguments, standard input, and what it prints.
-enum TillExecutable {
-    static let url: URL? = {
+public enum TillExecutable {
+    /// SwiftPM builds it beside the test bundle (`.build/debug/till`).
+    public static let url: URL? = {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let candidates = [
             beside.appendingPathComponent("till"),
@@ -11,39 +12,47 @@ enum TillExecutable {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    struct Run: CustomStringConvertible {
-        var status: Int32
-        var output: String
-        var errors: String
+    /// The executable, or a failure saying how to get it (`swift build`).
+    public static func require() throws -> URL {
+        guard let url else { throw TestSupportFailure("no till executable next to the tests: run swift build first") }
+        return url
+    }
 
-        var description: String { "exit \(status)\n--- stdout\n\(output)\n--- stderr\n\(errors)" }
+    public struct Run: CustomStringConvertible, Sendable {
+        public var status: Int32
+        public var output: String
+        public var errors: String
+
+        public var description: String { "exit \(status)\n--- stdout\n\(output)\n--- stderr\n\(errors)" }
 
         /// Standard output as JSON.
-        func json() throws -> [String: Any] {
+        public func json() throws -> [String: Any] {
             guard let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] else {
-                throw Failure(description: "not a JSON object: \(output)")
+                throw TestSupportFailure("not a JSON object: \(output)")
             }
             return object
         }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    /// The environment a child `till` gets: this process's, without its `TILL_…` settings (the tests' own
+    /// `TILL_TEST_POSTGRES_URL` among them), plus `extra`.
+    public static func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TILL_") }.merging(extra) { $1 }
     }
 
     /// Runs `till` with `arguments` and waits for it to exit; kills it after `timeout`.
-    static func run(
+    public static func run(
         _ arguments: [String],
         input: String? = nil,
         directory: URL? = nil,
+        environment extra: [String: String] = [:],
         timeout: Duration = .seconds(60)
     ) async throws -> Run {
-        guard let url else { throw Failure(description: "no till executable next to the tests") }
         let process = Process()
-        process.executableURL = url
+        process.executableURL = try require()
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TILL_") }
+        process.environment = environment(extra)
         let output = Pipe()
         let errors = Pipe()
         let standardInput = Pipe()
@@ -75,8 +84,8 @@ enum TillExecutable {
         }
         guard let status else {
             process.terminate()
-            throw Failure(
-                description: "till \(arguments.joined(separator: " ")) did not exit within \(timeout): "
+            throw TestSupportFailure(
+                "till \(arguments.joined(separator: " ")) did not exit within \(timeout): "
                     + String(decoding: await out, as: UTF8.self)
             )
         }
@@ -88,9 +97,15 @@ enum TillExecutable {
     }
 
     /// Reads a pipe to its end on a thread of its own (a full pipe would block the process).
-    private static func readAll(_ handle: FileHandle) async -> Data {
+    static func readAll(_ handle: FileHandle) async -> Data {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: handle.readDataToEndOfFile()) }
         }
     }
+}
+
+/// A test helper's failure, with what went wrong.
+public struct TestSupportFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }

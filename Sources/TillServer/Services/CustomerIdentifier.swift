@@ -1,0 +1,22 @@
+import Foundation
+
+/// The one check every customer id entering the server passes, wherever it comes from: a submission's
+/// `customerId`, the `{customer}` of a path, a guest id to link.
+///
+/// The spaces around an id are trimmed (apps have sent `"alice "`); what is left has 1 to 200 characters,
+/// otherwise `400 invalidCustomerId`: no customer can have that id.
+enum CustomerIdentifier {
+    static let maximumLength = 200
+
+    /// The id as the server stores it, or a 400 naming `field`.
+    static func validated(_ raw: String, field: String = "customerId") throws -> String {
+        let id = raw.trimmingCharacters(in: .whitespaces)
+        guard (1...maximumLength).contains(id.count) else {
+            throw ServerError.badRequest(
+                "invalidCustomerId",
+                "\(field) has 1 to \(maximumLength) characters once the spaces around it are trimmed"
+            )
+        }
+        return id
+    }
+}

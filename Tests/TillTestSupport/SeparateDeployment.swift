@@ -1,0 +1,322 @@
+import Foundation
+import NIOHTTP1
+
+/// `till simulator` and `till serve --mode production`, each a process of its own, wired only by the settings
+/// docs/configuration.md gives ("Production against a separately started simulator"), and driven only over
+/// HTTP: Till as a user runs it against a simulator started elsewhere.
+///
+/// The settings are read from that section of the docs, so the docs' example is what these tests run. The
+/// simulator gets an app with the usual products, an App Store Server API key and a sandbox tester with a
+/// device; the server gets the same app (its shared secret and key) and catalogue through its admin API, and
+/// the simulator sends the app's sandbox notifications to the server.
+public struct SeparateDeployment: Sendable {
+    public static let bundleId = "com.example.till"
+    public static let appAppleId: Int64 = 1_234_567_890
+
+    /// The simulator's APIs (admin, StoreKit, Apple's endpoints); its admin API needs no token.
+    public let simulator: JSONHTTP
+    /// The server's admin API, with the operator token.
+    public let admin: JSONHTTP
+    /// The server's app API, with the app's key.
+    public let app: JSONHTTP
+    /// The server's routes that need no key (`/metrics`, `/v1/apple/notifications`).
+    public let open: JSONHTTP
+    public let serverProcess: TillProcess
+    public let simulatorProcess: TillProcess
+    /// The shared secret App Store Connect (the simulator) holds for the app now.
+    public let sharedSecret: String
+    public let accountId: String
+    public let deviceId: String
+    /// The server's working directory (its trust file and content).
+    public let directory: URL
+    /// The settings the server was started with (`TILL_…`), as the docs give them.
+    public let settings: [String: String]
+
+    /// A purchase the simulator's StoreKit made.
+    public struct Payment: Decodable, Sendable {
+        public var id: String
+        public var state: String
+        public var transactionId: String?
+        public var originalTransactionId: String?
+        public var signedTransaction: String?
+        public var transactionReceipt: String?
+    }
+
+    /// Starts both, prepares them, runs `body`, and stops both (gracefully, as an operator would) whatever
+    /// `body` did. `settings` are more `TILL_…` settings for the server; `database` is the server's.
+    public static func run(
+        database: TestDatabase = .sqlite,
+        settings extra: [String: String] = [:],
+        _ body: (SeparateDeployment) async throws -> Void
+    ) async throws {
+        try Prerequisite.tillExecutable.require()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let recipe = try DocumentedDeployment.read()
+
+        let simulatorProcess = try await TillProcess.start(
+            ["simulator", "--port", "0", "--database", ":memory:", "--log-level", "warning"]
+        )
+        do {
+            let deployment = try await start(
+                simulatorProcess: simulatorProcess,
+                recipe: recipe,
+                database: database,
+                settings: extra,
+                directory: directory
+            )
+            do {
+                try await body(deployment)
+            } catch {
+                await deployment.serverProcess.stop()
+                await simulatorProcess.stop()
+                throw DeploymentFailure(error: error, server: deployment.serverProcess.output)
+            }
+            await deployment.serverProcess.stop()
+        } catch {
+            await simulatorProcess.stop()
+            throw error
+        }
+        await simulatorProcess.stop()
+    }
+
+    private static func start(
+        simulatorProcess: TillProcess,
+        recipe: DocumentedDeployment,
+        database: TestDatabase,
+        settings extra: [String: String],
+        directory: URL
+    ) async throws -> SeparateDeployment {
+        let simulator = JSONHTTP(base: simulatorProcess.base)
+        // App Store Connect: the app, its products and API key, a sandbox tester and a device.
+        let created = try await expect(
+            201,
+            simulator.post("/admin/v1/apps", ["bundleId": bundleId, "appAppleId": appAppleId, "name": "Till"])
+        )
+        let sharedSecret = try field(created, "sharedSecret")
+        for product: [String: Any] in [
+            ["productId": "gems.100", "type": "consumable", "price": 990, "title": "100 Gems"],
+            ["productId": "pro", "type": "nonConsumable", "price": 4990, "title": "Pro"],
+            [
+                "productId": "premium.monthly", "type": "autoRenewable", "subscriptionGroup": "premium",
+                "subscriptionPeriod": "P1M", "price": 990, "title": "Premium",
+            ],
+            ["productId": "issue.1", "type": "nonRenewing", "price": 2990, "title": "Issue 1"],
+        ] {
+            _ = try await expect(201, simulator.post("/admin/v1/apps/\(appAppleId)/products", product))
+        }
+        let key = try await expect(201, simulator.post("/admin/v1/apps/\(appAppleId)/api-keys"))
+        let account = try await expect(201, simulator.post("/admin/v1/accounts", ["environment": "Sandbox"]))
+        let accountId = try field(account, "id")
+        let device = try await expect(201, simulator.post("/admin/v1/accounts/\(accountId)/devices", ["name": "iPhone"]))
+
+        // What the server trusts, fetched as the docs fetch it, then the server started with the docs' settings.
+        for (path, file) in recipe.downloads {
+            let certificate = try await expect(200, simulator.get(path))
+            try Data(certificate.body).write(to: directory.appendingPathComponent(file))
+        }
+        var settings = recipe.settings(simulator: simulator.base)
+        settings["TILL_DATABASE_URL"] = try await database.freshURL(prefix: "till_e2e")
+        settings["TILL_CONTENT_DIRECTORY"] = directory.appendingPathComponent("content").path
+        settings["TILL_LOG_LEVEL"] = "warning"
+        settings.merge(extra) { $1 }
+        let serverProcess = try await TillProcess.start(
+            ["serve", "--port", "0"],
+            environment: settings,
+            directory: directory
+        )
+        do {
+            let token = try settings["TILL_OPERATOR_TOKEN"].unwrapped("the docs' settings give TILL_OPERATOR_TOKEN")
+            let admin = JSONHTTP(base: serverProcess.base, token: token)
+            let registered = try await expect(
+                201,
+                admin.post(
+                    "/admin/v1/apps",
+                    [
+                        "bundleId": bundleId, "appAppleId": appAppleId, "name": "Till", "sharedSecrets": [sharedSecret],
+                        "apiKeyId": try field(key, "keyId"), "apiIssuerId": try field(key, "issuerId"),
+                        "apiPrivateKey": try field(key, "privateKey"), "acceptSandbox": true,
+                    ]
+                )
+            )
+            for (productId, product): (String, [String: Any]) in [
+                ("gems.100", ["type": "consumable", "credits": ["gems": 100], "price": 990, "currency": "USD"]),
+                ("pro", ["type": "nonConsumable", "entitlements": ["pro"]]),
+                (
+                    "premium.monthly",
+                    ["type": "autoRenewable", "entitlements": ["premium"], "subscriptionGroup": "premium"]
+                ),
+                ("issue.1", ["type": "nonRenewing", "entitlements": ["issue-1"], "durationSeconds": 86_400]),
+            ] {
+                _ = try await expect(201, admin.send(.PUT, "/admin/v1/apps/\(bundleId)/products/\(productId)", product))
+            }
+            // Apple's sandbox notifications for the app go to the server.
+            _ = try await expect(
+                200,
+                simulator.send(
+                    .PATCH,
+                    "/admin/v1/apps/\(appAppleId)",
+                    ["notificationUrlSandbox": serverProcess.base + "/v1/apple/notifications"]
+                )
+            )
+            return SeparateDeployment(
+                simulator: simulator,
+                admin: admin,
+                app: JSONHTTP(base: serverProcess.base, token: try field(registered, "appKey")),
+                open: JSONHTTP(base: serverProcess.base),
+                serverProcess: serverProcess,
+                simulatorProcess: simulatorProcess,
+                sharedSecret: sharedSecret,
+                accountId: accountId,
+                deviceId: try field(device, "id"),
+                directory: directory,
+                settings: settings
+            )
+        } catch {
+            await serverProcess.stop()
+            throw DeploymentFailure(error: error, server: serverProcess.output)
+        }
+    }
+
+    // MARK: What an app and an operator do
+
+    /// Buys `productId` on the tester's device through the simulator's StoreKit (sandbox).
+    public func buy(_ productId: String, quantity: Int? = nil) async throws -> Payment {
+        var body: [String: Any] = ["deviceId": deviceId, "bundleId": Self.bundleId, "productId": productId]
+        if let quantity { body["quantity"] = quantity }
+        return try await Self.expect(200, simulator.post("/storekit/sandbox/payments", body)).decode(Payment.self)
+    }
+
+    /// The device's app receipt, base64.
+    public func receipt() async throws -> String {
+        let reply = try await Self.expect(
+            200,
+            simulator.get("/storekit/sandbox/devices/\(deviceId)/receipt?bundleId=\(Self.bundleId)")
+        )
+        return try Self.field(reply, "receiptData")
+    }
+
+    /// `POST /v1/receipts` for `customerId` with one format (`receipt`, `transactionReceipt`,
+    /// `signedTransaction`), waiting up to `wait` seconds for Apple's answer.
+    public func submit(
+        _ customerId: String,
+        _ format: String,
+        _ payload: String,
+        wait: Int? = nil,
+        idempotencyKey: String? = nil
+    ) async throws -> JSONReply {
+        var body: [String: Any] = ["customerId": customerId, format: payload]
+        if let idempotencyKey { body["idempotencyKey"] = idempotencyKey }
+        return try await app.post("/v1/receipts" + (wait.map { "?wait=\($0)" } ?? ""), body)
+    }
+
+    /// `GET /v1/customers/{id}`.
+    public func customer(_ id: String) async throws -> [String: Any] {
+        try await Self.expect(200, app.get("/v1/customers/\(id)")).object
+    }
+
+    /// Polls `GET /v1/submissions/{id}` until it leaves the queue (confirmed, rejected, dead-lettered) or
+    /// `timeout` passes; answers the last state seen.
+    public func settled(_ submissionId: String, timeout: Duration = .seconds(60)) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let submission = try await Self.expect(200, app.get("/v1/submissions/\(submissionId)")).object
+            let state = submission["state"] as? String
+            if state != "pending" && state != "retrying" || ContinuousClock.now >= deadline { return submission }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Waits until `condition` holds, asking every 100 ms, for up to `timeout`; throws if it never does.
+    public func eventually(
+        _ what: String,
+        timeout: Duration = .seconds(60),
+        _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestSupportFailure("\(what) did not happen within \(timeout)")
+    }
+
+    /// The server's `/metrics` text.
+    public func metrics() async throws -> String {
+        try await Self.expect(200, open.get("/metrics")).text
+    }
+
+    // MARK: Helpers
+
+    /// The reply, when it has `status`; otherwise a failure showing it.
+    @discardableResult
+    public static func expect(_ status: Int, _ reply: JSONReply) throws -> JSONReply {
+        guard reply.status == status else { throw TestSupportFailure("expected \(status), got \(reply)") }
+        return reply
+    }
+
+    static func field(_ reply: JSONReply, _ name: String) throws -> String {
+        if let text = reply.object[name] as? String { return text }
+        throw TestSupportFailure("no \(name) in \(reply)")
+    }
+}
+
+/// A failure inside a deployment, with what the server printed.
+public struct DeploymentFailure: Error, CustomStringConvertible {
+    public var error: any Error
+    public var server: String
+    public var description: String { "\(error)\n--- till serve printed:\n\(server.suffix(4000))" }
+}
+
+extension Optional {
+    func unwrapped(_ message: String) throws -> Wrapped {
+        guard let self else { throw TestSupportFailure(message) }
+        return self
+    }
+}
+
+/// The deployment docs/configuration.md describes under "Production against a separately started simulator":
+/// the files it fetches from the simulator and the `TILL_…` settings it starts `till serve` with. Read from the
+/// docs, so that the tests start the two exactly as a reader would.
+public struct DocumentedDeployment: Sendable {
+    /// The docs' example, marked in the Markdown with this comment before its code block.
+    public static let marker = "<!-- example: separate-simulator -->"
+    public static let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/configuration.md")
+
+    /// (path on the simulator, file name) for each `curl -s $S/… -o FILE`.
+    public var downloads: [(String, String)]
+    /// `TILL_NAME=value` lines, `$S` unexpanded.
+    public var assignments: [(String, String)]
+
+    /// The settings with `$S` set to the simulator's address.
+    public func settings(simulator: String) -> [String: String] {
+        Dictionary(
+            assignments.map { ($0.0, $0.1.replacingOccurrences(of: "$S", with: simulator)) },
+            uniquingKeysWith: { $1 }
+        )
+    }
+
+    public static func read() throws -> DocumentedDeployment {
+        let text = try String(contentsOf: document, encoding: .utf8)
+        guard let marked = text.range(of: marker),
+            let open = text.range(of: "```bash\n", range: marked.upperBound..<text.endIndex),
+            let close = text.range(of: "\n```", range: open.upperBound..<text.endIndex)
+        else { throw TestSupportFailure("docs/configuration.md has no \(marker) followed by a bash block") }
+        var downloads: [(String, String)] = []
+        var assignments: [(String, String)] = []
+        for line in text[open.upperBound..<close.lowerBound].split(separator: "\n") {
+            let words = line.split(separator: " ").map(String.init)
+            if words.first == "curl", let url = words.first(where: { $0.hasPrefix("$S/") }),
+                let output = words.firstIndex(of: "-o"), output + 1 < words.count
+            {
+                downloads.append((String(url.dropFirst(2)), words[output + 1]))
+            } else if let first = words.first, first.hasPrefix("TILL_"), let equals = first.firstIndex(of: "=") {
+                assignments.append((String(first[..<equals]), String(first[first.index(after: equals)...])))
+            }
+        }
+        guard !assignments.isEmpty else { throw TestSupportFailure("the docs' example sets no TILL_ variable") }
+        return DocumentedDeployment(downloads: downloads, assignments: assignments)
+    }
+}

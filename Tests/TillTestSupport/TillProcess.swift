@@ -1,0 +1,144 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A long-running `till` (`serve`, `simulator`) started as a user starts it, in a process of its own.
+///
+/// It is ready once its banner names its address (`… on http://127.0.0.1:PORT`); everything it prints is kept,
+/// for a failing test to show.
+public final class TillProcess: Sendable {
+    public let process: Process
+    /// `http://127.0.0.1:PORT`, from the banner.
+    public let base: String
+    /// Ends with the exit status; any number of callers may await it.
+    private let exited: Task<Int32, Never>
+    private let printed: PrintedLines
+
+    private init(process: Process, base: String, exited: Task<Int32, Never>, printed: PrintedLines) {
+        self.process = process
+        self.base = base
+        self.exited = exited
+        self.printed = printed
+    }
+
+    /// What it printed so far (standard output and error).
+    public var output: String { printed.text }
+
+    /// Starts `till arguments` with `environment` (see `TillExecutable.environment`) and waits up to `timeout`
+    /// for the banner.
+    public static func start(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        directory: URL? = nil,
+        timeout: Duration = .seconds(60)
+    ) async throws -> TillProcess {
+        let process = Process()
+        process.executableURL = try TillExecutable.require()
+        process.arguments = arguments
+        process.environment = TillExecutable.environment(environment)
+        if let directory { process.currentDirectoryURL = directory }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        let (exits, exit) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { process in
+            // A clean exit's status, or the signal that ended the process.
+            exit.yield(process.terminationStatus)
+            exit.finish()
+        }
+        let exited = Task {
+            for await status in exits { return status }
+            return process.terminationStatus
+        }
+        let printed = PrintedLines()
+        let (lines, feed) = AsyncStream.makeStream(of: String.self)
+        try process.run()
+        for (pipe, isOutput) in [(output, true), (errors, false)] {
+            Thread.detachNewThread {
+                var pending = Data()
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    pending.append(chunk)
+                    while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                        pending = Data(pending[(newline + 1)...])
+                        printed.append(line)
+                        if isOutput { feed.yield(line) }
+                    }
+                }
+                if isOutput { feed.finish() }
+            }
+        }
+        let found = try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask {
+                for await line in lines {
+                    if let range = line.range(of: " on http://") {
+                        return "http://" + line[range.upperBound...].split(separator: " ")[0]
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let base = found else {
+            process.terminate()
+            throw TestSupportFailure("till \(arguments.joined(separator: " ")) never listened:\n\(printed.text)")
+        }
+        return TillProcess(process: process, base: base, exited: exited, printed: printed)
+    }
+
+    public func kill(_ signal: Int32) {
+        #if canImport(Glibc)
+            _ = Glibc.kill(process.processIdentifier, signal)
+        #else
+            _ = Darwin.kill(process.processIdentifier, signal)
+        #endif
+    }
+
+    /// The exit status (0 for a clean exit) or the signal that ended the process.
+    public func exitStatus() async -> Int32 {
+        await exited.value
+    }
+
+    /// Stops it as an operator would (SIGTERM: a graceful shutdown), and kills it if it has not exited after
+    /// `grace`.
+    @discardableResult
+    public func stop(grace: Duration = .seconds(15)) async -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        kill(SIGTERM)
+        let status = await withTaskGroup(of: Int32?.self) { group in
+            group.addTask { await self.exitStatus() }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let status { return status }
+        kill(SIGKILL)
+        return await exitStatus()
+    }
+}
+
+/// Lines a process printed, appended by the threads reading its pipes.
+final class PrintedLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+}
