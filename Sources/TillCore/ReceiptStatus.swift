@@ -11,7 +11,8 @@ public struct ReceiptStatus: RawRepresentable, Sendable, Hashable, Codable, Cust
     public enum Action: Sendable, Hashable {
         /// The receipt is valid (it may still hold expired subscriptions).
         case valid
-        /// The request itself is wrong; sending it again unchanged will fail again.
+        /// The request itself is wrong, not the receipt (unreadable JSON, 21000; a shared secret the App Store
+        /// does not hold, 21004): the sender's configuration must be fixed, then the same receipt sent again.
         case fixRequest
         /// The receipt belongs to the other environment: send it there.
         case redirect(to: AppStoreEnvironment)
@@ -48,9 +49,9 @@ public struct ReceiptStatus: RawRepresentable, Sendable, Hashable, Codable, Cust
     public func action(isRetryable: Bool? = nil) -> Action {
         switch rawValue {
         case 0, 21006: return .valid
-        case 21000: return .fixRequest
+        case 21000, 21004: return .fixRequest
         case 21002, 21005, 21009: return .retryLater
-        case 21001, 21003, 21004, 21010: return .terminal
+        case 21001, 21003, 21010: return .terminal
         case 21007: return .redirect(to: .sandbox)
         case 21008: return .redirect(to: .production)
         case Self.internalErrorRange: return isRetryable == false ? .terminal : .retryLater

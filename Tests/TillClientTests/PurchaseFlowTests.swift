@@ -65,7 +65,7 @@ struct PurchaseFlowTests {
                 #expect(transaction.error?.isCancellation == true)
                 // Not charged, nothing sent, nothing waiting; the failed entry is finished so it does not come back.
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
-                #expect(try await fixture.server.submissions(state: "pending").isEmpty)
+                #expect(try await fixture.server.submissions(state: "pending").items.isEmpty)
                 #expect(await coordinator.outbox.pending.isEmpty)
                 #expect(try await fixture.unfinished().isEmpty)
                 #expect(await !coordinator.isEntitled(to: "pro"))

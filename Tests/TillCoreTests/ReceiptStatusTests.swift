@@ -4,9 +4,9 @@ import TillCore
 struct ReceiptStatusTests {
     @Test(arguments: [
         (0, ReceiptStatus.Action.valid), (21006, .valid),
-        (21000, .fixRequest),
+        (21000, .fixRequest), (21004, .fixRequest),
         (21002, .retryLater), (21005, .retryLater), (21009, .retryLater),
-        (21001, .terminal), (21003, .terminal), (21004, .terminal), (21010, .terminal),
+        (21001, .terminal), (21003, .terminal), (21010, .terminal),
         (21007, .redirect(to: .sandbox)), (21008, .redirect(to: .production)),
     ])
     func eachDocumentedStatusHasItsAction(code: Int, action: ReceiptStatus.Action) {

@@ -132,7 +132,7 @@ struct ContentDeliveryTests {
             #expect(created.object["sha256"] as? String == Self.sha256(Self.manual))
             #expect(created.object["size"] as? Int == Self.manual.count)
             let listed = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
-            let files = try #require(listed.json as? [[String: Any]])
+            let files = try #require(listed.object["items"] as? [[String: Any]])
             #expect(files.map { $0["name"] as? String } == ["manual.pdf"])
             #expect(files.first?["sha256"] as? String == Self.sha256(Self.manual))
             #expect(files.first?["contentType"] as? String == "application/pdf")
@@ -157,7 +157,7 @@ struct ContentDeliveryTests {
             let replaced = try await upload(client, second, contentType: nil)
             #expect(replaced.status == 200 && replaced.object["contentType"] as? String == "application/octet-stream")
             let relisted = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
-            #expect((relisted.json as? [[String: Any]])?.map { $0["sha256"] as? String } == [Self.sha256(second)])
+            #expect((relisted.object["items"] as? [[String: Any]])?.map { $0["sha256"] as? String } == [Self.sha256(second)])
             #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(Self.sha256(Self.manual))"))
 
             // The same bytes on two products are stored once and kept until the last product lets go.
@@ -172,7 +172,7 @@ struct ContentDeliveryTests {
             )
             #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(Self.sha256(second))"))
             let emptied = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
-            #expect(emptied.status == 200 && (emptied.json as? [Any])?.isEmpty == true)
+            #expect(emptied.status == 200 && (emptied.object["items"] as? [Any])?.isEmpty == true)
 
             let gone = try await call(client, .delete, "\(Self.admin)/pro/content/manual.pdf", token: "operator")
             #expect(gone.status == 404 && gone.code == "contentNotFound")
@@ -217,7 +217,7 @@ struct ContentDeliveryTests {
                 )
             }
             let listed = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
-            #expect((listed.json as? [Any])?.isEmpty == true)
+            #expect((listed.object["items"] as? [Any])?.isEmpty == true)
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
             let atLimit = try await upload(client, name: "My%20Book%20%C3%A9.bin", [UInt8](repeating: 7, count: 1024))
             #expect(atLimit.status == 201 && atLimit.object["name"] as? String == "My Book é.bin")

@@ -262,7 +262,7 @@ struct World: Sendable {
             request.headers.add(name: "Authorization", value: "Bearer \(World.operatorToken)")
             let response = try await http.execute(request, timeout: .seconds(10))
             let body = Data((try await response.body.collect(upTo: 1 << 24)).readableBytesView)
-            confirmed = ((try? JSONSerialization.jsonObject(with: body)) as? [Any])?.count ?? 0
+            confirmed = ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["total"] as? Int ?? 0
             if confirmed >= count { return }
             try await Task.sleep(for: .milliseconds(200))
         }

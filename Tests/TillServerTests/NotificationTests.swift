@@ -547,6 +547,7 @@ struct NotificationTests {
             func verified(_ type: NotificationType, _ transaction: JWSTransactionDecodedPayload) -> VerifiedNotification
             {
                 VerifiedNotification(
+                    signedPayload: "",
                     payload: ResponseBodyV2DecodedPayload(notificationType: type, signedDate: Date()),
                     uuid: UUID().uuidString,
                     type: type,

@@ -95,7 +95,8 @@ struct ServerHTTPTests {
                 )
                 #expect(try await call(client, .get, "/admin/v1/apps", token: fixture.app.appKey).status == 401)
                 let apps = try await call(client, .get, "/admin/v1/apps", token: "operator")
-                #expect((apps.json as? [[String: Any]])?.first?["apiPrivateKey"] == nil)
+                #expect((apps.object["items"] as? [[String: Any]])?.first?["apiPrivateKey"] == nil)
+                #expect((apps.object["items"] as? [[String: Any]])?.first?["hasAPIKey"] as? Bool == true)
             }
         }
     }
@@ -464,7 +465,7 @@ struct ServerHTTPTests {
                 )
                 #expect((submitted.object["submission"] as? [String: Any])?["state"] as? String == "deadLettered")
                 let dead = try await call(client, .get, "/admin/v1/submissions?state=deadLettered", token: "operator")
-                let id = try #require((dead.json as? [[String: Any]])?.first?["id"] as? String)
+                let id = try #require((dead.object["items"] as? [[String: Any]])?.first?["id"] as? String)
                 #expect(
                     try await call(client, .post, "/admin/v1/submissions/\(id)/retry", token: "operator").status == 200
                 )

@@ -129,7 +129,7 @@ struct ServerStorageTests {
                 let report = try await server.revenue(bundleId: nil, from: 0, to: Int64.max / 2, groupBy: groupBy)
                 #expect(report.rows.isEmpty)
             }
-            #expect(try await server.submissions(state: "deadLettered").isEmpty)
+            #expect(try await server.submissions(state: "deadLettered").items.isEmpty)
             #expect(try await server.masterList(bundleId: ServerFixture.bundleId).products.count == 4)
             let rows = try await server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()
             #expect(try rows?.decode(column: "n", as: Int.self) == 2)

@@ -44,9 +44,13 @@ public struct SeparateDeployment: Sendable {
 
     /// Starts both, prepares them, runs `body`, and stops both (gracefully, as an operator would) whatever
     /// `body` did. `settings` are more `TILL_…` settings for the server; `database` is the server's.
+    ///
+    /// With `notifications` false the simulator is given no notification URL: a test delivers Apple's
+    /// notifications itself, when it wants (`deliverNotification`).
     public static func run(
         database: TestDatabase = .sqlite,
         settings extra: [String: String] = [:],
+        notifications: Bool = true,
         _ body: (SeparateDeployment) async throws -> Void
     ) async throws {
         try Prerequisite.tillExecutable.require()
@@ -64,6 +68,7 @@ public struct SeparateDeployment: Sendable {
                 recipe: recipe,
                 database: database,
                 settings: extra,
+                notifications: notifications,
                 directory: directory
             )
             do {
@@ -86,6 +91,7 @@ public struct SeparateDeployment: Sendable {
         recipe: DocumentedDeployment,
         database: TestDatabase,
         settings extra: [String: String],
+        notifications: Bool,
         directory: URL
     ) async throws -> SeparateDeployment {
         let simulator = JSONHTTP(base: simulatorProcess.base)
@@ -151,15 +157,17 @@ public struct SeparateDeployment: Sendable {
             ] {
                 _ = try await expect(201, admin.send(.PUT, "/admin/v1/apps/\(bundleId)/products/\(productId)", product))
             }
-            // Apple's sandbox notifications for the app go to the server.
-            _ = try await expect(
-                200,
-                simulator.send(
-                    .PATCH,
-                    "/admin/v1/apps/\(appAppleId)",
-                    ["notificationUrlSandbox": serverProcess.base + "/v1/apple/notifications"]
+            if notifications {
+                // Apple's sandbox notifications for the app go to the server.
+                _ = try await expect(
+                    200,
+                    simulator.send(
+                        .PATCH,
+                        "/admin/v1/apps/\(appAppleId)",
+                        ["notificationUrlSandbox": serverProcess.base + "/v1/apple/notifications"]
+                    )
                 )
-            )
+            }
             return SeparateDeployment(
                 simulator: simulator,
                 admin: admin,
@@ -240,6 +248,35 @@ public struct SeparateDeployment: Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         throw TestSupportFailure("\(what) did not happen within \(timeout)")
+    }
+
+    /// Delivers to the server, as Apple would, the sandbox notification of `type` about `transactionId` that the
+    /// simulator signed (for a deployment started without notifications); answers the server's reply.
+    @discardableResult
+    public func deliverNotification(_ type: String, transactionId: String) async throws -> JSONReply {
+        let log = try await Self.expect(
+            200,
+            simulator.get("/admin/v1/apps/\(Self.appAppleId)/notifications?environment=sandbox")
+        ).array
+        guard
+            let entry = log.first(where: {
+                $0["notificationType"] as? String == type && $0["transactionId"] as? String == transactionId
+            }),
+            let signedPayload = entry["signedPayload"] as? String
+        else { throw TestSupportFailure("the simulator signed no \(type) about \(transactionId): \(log)") }
+        return try await open.post("/v1/apple/notifications", ["signedPayload": signedPayload])
+    }
+
+    /// Adds a fault to the simulator (`ENVIRONMENT:ENDPOINT:EFFECT`, docs/simulator.md).
+    public func fault(_ spec: String) async throws {
+        try await Self.expect(201, simulator.post("/admin/v1/faults", ["spec": spec]))
+    }
+
+    /// The sum of a Prometheus counter's samples whose labels include every one of `labels` (`name="value"`).
+    public func counter(_ name: String, _ labels: String...) async throws -> Double {
+        try await metrics().split(separator: "\n").filter { line in
+            line.hasPrefix(name + "{") && labels.allSatisfy { line.contains($0) }
+        }.compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
     }
 
     /// The server's `/metrics` text.

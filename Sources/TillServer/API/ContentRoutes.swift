@@ -40,13 +40,11 @@ struct ContentController {
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try json(
-            try await server.content(
-                bundleId: try context.pathParameter("bundle"),
-                productId: try context.pathParameter("product")
-            ),
-            context: context
+        let files = try await server.content(
+            bundleId: try context.pathParameter("bundle"),
+            productId: try context.pathParameter("product")
         )
+        return try json(Page.of(files, key: { PageKey(number: 0, text: $0.name) }, try request.pageRequest()), context: context)
     }
 
     /// The body is streamed to disk rather than collected: content files are far larger than the 2 MiB the

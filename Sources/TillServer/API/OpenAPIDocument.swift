@@ -624,18 +624,22 @@ enum OpenAPIDocument {
             get:
               tags: [admin]
               operationId: apps
-              summary: Every app
+              summary: Every app, a page at a time
+              description: Oldest first. Pages with `limit` and `cursor` like every admin list.
               security:
                 - operatorToken: []
+              parameters:
+                - $ref: '#/components/parameters/Limit'
+                - $ref: '#/components/parameters/Cursor'
               responses:
                 '200':
-                  description: The apps.
+                  description: A page of apps.
                   content:
                     application/json:
                       schema:
-                        type: array
-                        items:
-                          $ref: '#/components/schemas/App'
+                        $ref: '#/components/schemas/AppPage'
+                '400':
+                  $ref: '#/components/responses/InvalidPage'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '500':
@@ -743,20 +747,22 @@ enum OpenAPIDocument {
             get:
               tags: [admin]
               operationId: products
-              summary: An app's catalogue
+              summary: An app's catalogue, a page at a time
               security:
                 - operatorToken: []
               parameters:
                 - $ref: '#/components/parameters/Bundle'
+                - $ref: '#/components/parameters/Limit'
+                - $ref: '#/components/parameters/Cursor'
               responses:
                 '200':
-                  description: The products, in master-list order.
+                  description: A page of products, in master-list order (`position`, then product id).
                   content:
                     application/json:
                       schema:
-                        type: array
-                        items:
-                          $ref: '#/components/schemas/Product'
+                        $ref: '#/components/schemas/ProductPage'
+                '400':
+                  $ref: '#/components/responses/InvalidPage'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '404':
@@ -814,21 +820,23 @@ enum OpenAPIDocument {
             get:
               tags: [admin, content]
               operationId: content
-              summary: A product's files
+              summary: A product's files, a page at a time
               security:
                 - operatorToken: []
               parameters:
                 - $ref: '#/components/parameters/Bundle'
                 - $ref: '#/components/parameters/Product'
+                - $ref: '#/components/parameters/Limit'
+                - $ref: '#/components/parameters/Cursor'
               responses:
                 '200':
-                  description: The files, in upload order.
+                  description: A page of files, by name.
                   content:
                     application/json:
                       schema:
-                        type: array
-                        items:
-                          $ref: '#/components/schemas/ContentFile'
+                        $ref: '#/components/schemas/ContentFilePage'
+                '400':
+                  $ref: '#/components/responses/InvalidPage'
                 '401':
                   $ref: '#/components/responses/Unauthorized'
                 '404':
@@ -927,8 +935,8 @@ enum OpenAPIDocument {
             get:
               tags: [admin]
               operationId: submissions
-              summary: Submissions in a state
-              description: At most 500, oldest change first.
+              summary: Submissions in a state, a page at a time
+              description: Oldest change first; `total` counts every submission in the state.
               security:
                 - operatorToken: []
               parameters:
@@ -937,17 +945,17 @@ enum OpenAPIDocument {
                   schema:
                     $ref: '#/components/schemas/SubmissionState'
                     default: deadLettered
+                - $ref: '#/components/parameters/Limit'
+                - $ref: '#/components/parameters/Cursor'
               responses:
                 '200':
-                  description: The submissions.
+                  description: A page of submissions.
                   content:
                     application/json:
                       schema:
-                        type: array
-                        items:
-                          $ref: '#/components/schemas/Submission'
+                        $ref: '#/components/schemas/SubmissionPage'
                 '400':
-                  description: '`invalidState`.'
+                  description: '`invalidState`, `invalidLimit`, `invalidCursor`.'
                   content:
                     application/json:
                       schema:
@@ -1068,6 +1076,22 @@ enum OpenAPIDocument {
               description: The product id.
               schema:
                 type: string
+            Limit:
+              name: limit
+              in: query
+              description: How many items a page holds at most.
+              schema:
+                type: integer
+                minimum: 1
+                maximum: 1000
+                default: 100
+            Cursor:
+              name: cursor
+              in: query
+              description: 'The `nextCursor` of the previous page; without it, the first page. Pages stay consistent
+                while items come and go: each starts after the previous page''s last item.'
+              schema:
+                type: string
             Customer:
               name: customer
               in: path
@@ -1105,6 +1129,12 @@ enum OpenAPIDocument {
                     $ref: '#/components/schemas/Error'
             InvalidBody:
               description: '`invalidBody`: the body is not the JSON expected.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            InvalidPage:
+              description: '`invalidLimit` (not 1–1000) or `invalidCursor` (not a `nextCursor` of this list).'
               content:
                 application/json:
                   schema:
@@ -1392,6 +1422,66 @@ enum OpenAPIDocument {
                   $ref: '#/components/schemas/CompactJWS'
                 idempotencyKey:
                   $ref: '#/components/schemas/IdempotencyKey'
+            AppPage:
+              type: object
+              description: A page of a list; follow `nextCursor` until it is null.
+              required: [items, total]
+              properties:
+                items:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/App'
+                nextCursor:
+                  type: [string, 'null']
+                  description: Pass as `cursor` for the next page; null on the last page.
+                total:
+                  type: integer
+                  description: How many items the whole list has.
+            ProductPage:
+              type: object
+              description: A page of a list; follow `nextCursor` until it is null.
+              required: [items, total]
+              properties:
+                items:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/Product'
+                nextCursor:
+                  type: [string, 'null']
+                  description: Pass as `cursor` for the next page; null on the last page.
+                total:
+                  type: integer
+                  description: How many items the whole list has.
+            ContentFilePage:
+              type: object
+              description: A page of a list; follow `nextCursor` until it is null.
+              required: [items, total]
+              properties:
+                items:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/ContentFile'
+                nextCursor:
+                  type: [string, 'null']
+                  description: Pass as `cursor` for the next page; null on the last page.
+                total:
+                  type: integer
+                  description: How many items the whole list has.
+            SubmissionPage:
+              type: object
+              description: A page of a list; follow `nextCursor` until it is null.
+              required: [items, total]
+              properties:
+                items:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/Submission'
+                nextCursor:
+                  type: [string, 'null']
+                  description: Pass as `cursor` for the next page; null on the last page.
+                total:
+                  type: integer
+                  description: How many items the whole list has.
             CustomerId:
               type: string
               description: The app's account id, or an anonymous device id for a guest (1–200 characters once the
@@ -1445,6 +1535,12 @@ enum OpenAPIDocument {
                   description: Apple's last answer (`HTTP 200`, `status 21005`, `timeout`, …).
                 lastError:
                   type: string
+                retryCause:
+                  type: string
+                  enum: [appleUnavailable, configuration, other]
+                  description: While retrying, why the last attempt failed. `appleUnavailable` is tried again as soon
+                    as Apple answers; `configuration` (Apple refused this server's shared secret or API key) as soon as
+                    the app's credentials change; `other` after its back-off.
                 reason:
                   type: string
                   description: Why Apple refused it (rejected), or why retries stopped (dead-lettered).

@@ -263,7 +263,14 @@ struct RevenueQuery {
 }
 
 func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
-    group.get("apps") { _, context in try json(try await server.apps().map(AppView.init), context: context) }
+    group.get("apps") { request, context in
+        let page = Page.of(
+            try await server.apps(),
+            key: { PageKey(number: $0.createdAt, text: $0.bundleId) },
+            try request.pageRequest()
+        )
+        return try json(page.map(AppView.init), context: context)
+    }
     group.post("apps") { request, context in
         let input = try await decode(ServerAppInput.self, request, context)
         return try json(AppView(try await server.createApp(input)), status: .created, context: context)
@@ -283,11 +290,13 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
             context: context
         )
     }
-    group.get("apps/{bundle}/products") { _, context in
-        try json(
+    group.get("apps/{bundle}/products") { request, context in
+        let page = Page.of(
             try await server.products(bundleId: try context.pathParameter("bundle")),
-            context: context
+            key: { PageKey(number: Int64($0.position), text: $0.productId) },
+            try request.pageRequest()
         )
+        return try json(page, context: context)
     }
     group.put("apps/{bundle}/products/{product}") { request, context in
         let input = try await decode(CatalogProductInput.self, request, context)
@@ -306,7 +315,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
                 "state is pending, confirmed, retrying, rejected or deadLettered"
             )
         }
-        return try json(try await server.submissions(state: state), context: context)
+        return try json(try await server.submissions(state: state, page: try request.pageRequest()), context: context)
     }
     group.post("submissions/{id}/retry") { _, context in
         try json(try await server.requeue(id: try context.pathParameter("id")), context: context)
@@ -333,8 +342,15 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
 }
 
+extension Request {
+    /// The admin lists' `?limit=` and `?cursor=`.
+    func pageRequest() throws -> PageRequest {
+        try PageRequest(limit: uri.queryParameters.get("limit"), cursor: uri.queryParameters.get("cursor"))
+    }
+}
+
 /// An app as the admin API shows it: the App Store Server API private key is never returned.
-struct AppView: Codable {
+struct AppView: Codable, Sendable {
     var bundleId: String
     var appAppleId: Int64?
     var name: String

@@ -17,6 +17,9 @@ struct NotificationRecord: Codable, Sendable {
     /// The customer the notification was applied to (nil when unmatched or not about a purchase).
     var customerId: String?
     var detail: String?
+    /// The notification as Apple sent it, kept only while it is `unmatched`: once a submission records its
+    /// purchase, it is verified again and applied (see `applyWaitingNotifications`).
+    var signedPayload: String?
 }
 
 /// What the server did with a notification, as recorded in `srv_notifications.outcome`.

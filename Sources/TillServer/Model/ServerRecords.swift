@@ -73,6 +73,20 @@ public enum SubmissionState: String, Codable, Sendable {
     case deadLettered
 }
 
+/// Why a confirmation attempt did not settle its submission: what decides when it is tried again. Apple's answer
+/// is classified once, in the worker; the queue's SQL reads this column rather than parsing `lastStatus`.
+public enum RetryCause: String, Codable, Sendable {
+    /// Apple could not be reached or said it cannot answer now (no answer, HTTP 5xx, 21005, 21009, 211xx): due
+    /// again as soon as Apple answers anything.
+    case appleUnavailable
+    /// Apple says this server's request is wrong (the app's shared secret, 21004; a Server API key refused, 401),
+    /// or the settings for the call are unusable: the purchase is not at fault, so nothing is revoked, and the
+    /// attempt is due again as soon as an operator changes the app.
+    case configuration
+    /// Something about this submission or this answer (unreadable, 429, the database): its own back-off.
+    case other
+}
+
 /// A receipt or signed transaction an app submitted.
 struct SubmissionRecord: Codable, Sendable {
     var id: String
@@ -87,6 +101,8 @@ struct SubmissionRecord: Codable, Sendable {
     var nextAttemptAt: Int64?
     var lastStatus: String?
     var lastError: String?
+    /// Set while retrying: why the last attempt failed.
+    var retryCause: RetryCause?
     var reason: String?
     /// JSON array of the transaction ids the submission carried.
     var transactionIds: String

@@ -18,6 +18,8 @@ struct AppleClient: Sendable {
         case http(status: Int, body: [UInt8])
         /// No answer: the cause (`timeout`, `connection reset`, …).
         case transport(String)
+        /// Not sent: this server's settings for the call are unusable (no URL, a key that does not load).
+        case misconfigured(String)
     }
 
     private var timeAmount: TimeAmount {
@@ -28,7 +30,7 @@ struct AppleClient: Sendable {
 
     func verifyReceipt(_ environment: AppStoreEnvironment, receiptData: String, password: String?) async -> Answer {
         guard let url = endpoints.verifyReceipt[environment] else {
-            return .transport("no verifyReceipt URL for \(environment)")
+            return .misconfigured("no verifyReceipt URL for \(environment)")
         }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
@@ -71,10 +73,10 @@ struct AppleClient: Sendable {
     /// Get Transaction Info, authenticated with the app's App Store Server API key.
     func transactionInfo(_ environment: AppStoreEnvironment, transactionId: String, app: ServerApp) async -> Answer {
         guard let base = endpoints.serverAPI[environment] else {
-            return .transport("no App Store Server API URL for \(environment)")
+            return .misconfigured("no App Store Server API URL for \(environment)")
         }
         guard let token = try? await bearerToken(app: app) else {
-            return .transport("the app's App Store Server API key is unusable")
+            return .misconfigured("the app's App Store Server API key is unusable")
         }
         var request = HTTPClientRequest(url: "\(base)/inApps/v1/transactions/\(transactionId)")
         request.headers.add(name: "Authorization", value: "Bearer \(token)")

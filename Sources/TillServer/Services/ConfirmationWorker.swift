@@ -13,36 +13,25 @@ import TillStorage
 enum ConfirmationOutcome: Sendable {
     var status: String {
         switch self {
-        case .confirmed(_, _, let status), .retry(let status, _), .rejected(let status, _): status
+        case .confirmed(_, _, let status), .retry(let status, _, _), .rejected(let status, _): status
         }
     }
 
     /// Apple vouches for the submission, in this environment; its answer may carry more transactions.
     case confirmed(environment: AppStoreEnvironment, transactions: [PurchaseTransaction], status: String)
-    /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`).
-    case retry(status: String, error: String)
-    /// Apple refuses it for good.
+    /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`), `cause` decides when.
+    case retry(status: String, error: String, cause: RetryCause)
+    /// Apple refuses the purchase for good (forged, unknown, the account gone).
     case rejected(status: String, reason: String)
 
-    /// Apple could not be reached or said it cannot answer now (no answer, HTTP 5xx, 21005, 21009, 211xx).
+    /// Apple could not be reached or said it cannot answer now.
     var meansAppleIsUnavailable: Bool {
-        guard case .retry(let status, _) = self else { return false }
-        if status.hasPrefix("status ") {
-            return status == "status 21005" || status == "status 21009" || status.hasPrefix("status 211")
-        }
-        if status.hasPrefix("HTTP ") { return status.hasPrefix("HTTP 5") }
-        return !Self.answersAboutTheSubmission.contains(status)  // the rest are transport causes: no answer
+        if case .retry(_, _, .appleUnavailable) = self { return true }
+        return false
     }
 
-    /// Retry statuses that are neither a status code nor HTTP and say nothing of Apple's availability: they come
-    /// from an answer, or from this server's own database.
-    static let answersAboutTheSubmission: Set<String> = ["unreadable", "redirect loop", "database"]
-
-    /// Apple answered about the submission itself (yes, or no for good).
-    var isAppleAnswer: Bool {
-        if case .retry = self { return false }
-        return true
-    }
+    /// Apple answered (yes, no, or something about this submission or this server's configuration).
+    var isAppleAnswer: Bool { !meansAppleIsUnavailable }
 }
 
 extension PurchaseServer {
@@ -102,18 +91,7 @@ extension PurchaseServer {
     /// that failed for a reason of their own (a status about the receipt, 429) keep their schedule.
     func appleIsBack() async throws {
         let now = nowMilliseconds
-        let moved = try await database.transaction(bookkeeping: true) { db in
-            try await db.raw(
-                """
-                UPDATE srv_submissions SET next_attempt_at = \(bind: now)
-                WHERE state = 'retrying' AND next_attempt_at > \(bind: now)
-                  AND (last_status IN ('status 21005', 'status 21009') OR last_status LIKE 'status 211%' OR last_status LIKE 'HTTP 5%'
-                       OR (last_status NOT LIKE 'status %' AND last_status NOT LIKE 'HTTP %'
-                           AND last_status NOT IN ('unreadable', 'redirect loop', 'database')))
-                RETURNING id
-                """
-            ).all().count
-        }
+        let moved = try await store.bringForward(cause: .appleUnavailable, bundleId: nil, at: now)
         if moved > 0 {
             logger.notice("Apple answers again: \(moved) submissions waiting to retry are due now")
             recoveringSince.withLock { $0 = ContinuousClock.now }
@@ -149,7 +127,11 @@ extension PurchaseServer {
             }
             payload = stored
         } catch {
-            return .retry(status: "database", error: "the submission's receipt could not be read: \(error)")
+            return .retry(
+                status: "database",
+                error: "the submission's receipt could not be read: \(error)",
+                cause: .other
+            )
         }
         var environment = AppStoreEnvironment.production
         for _ in 0..<3 {
@@ -158,23 +140,35 @@ extension PurchaseServer {
                 receiptData: payload,
                 password: app.sharedSecrets.first
             ) {
+            case .misconfigured(let problem):
+                return .retry(status: "configuration", error: problem, cause: .configuration)
             case .transport(let cause):
-                return .retry(status: cause, error: "no answer from verifyReceipt (\(environment))")
+                metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: cause)
+                return .retry(
+                    status: cause,
+                    error: "no answer from verifyReceipt (\(environment))",
+                    cause: .appleUnavailable
+                )
             case .http(let status, let body):
                 guard status == 200 else {
+                    metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "HTTP \(status)")
                     return .retry(
                         status: "HTTP \(status)",
-                        error: "verifyReceipt (\(environment)) answered HTTP \(status)"
+                        error: "verifyReceipt (\(environment)) answered HTTP \(status)",
+                        cause: status >= 500 ? .appleUnavailable : .other
                     )
                 }
                 await pacer?.answer()
                 guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
+                    metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "unreadable")
                     return .retry(
                         status: "unreadable",
-                        error: "verifyReceipt (\(environment)) answered something that is not its JSON"
+                        error: "verifyReceipt (\(environment)) answered something that is not its JSON",
+                        cause: .other
                     )
                 }
                 let code = response.status
+                metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "status \(code.rawValue)")
                 switch code.action(isRetryable: response.isRetryable) {
                 case .valid:
                     return .confirmed(
@@ -186,15 +180,25 @@ extension PurchaseServer {
                     environment = other
                     continue
                 case .retryLater:
-                    return .retry(status: "status \(code.rawValue)", error: code.meaning)
+                    return .retry(status: "status \(code.rawValue)", error: code.meaning, cause: .appleUnavailable)
                 case .fixRequest:
-                    return .retry(status: "status \(code.rawValue)", error: code.meaning)
+                    // This server's request is wrong (the app's shared secret, for 21004), not the purchase:
+                    // nothing is taken from the customer, and the operator's fix brings the attempt forward.
+                    return .retry(
+                        status: "status \(code.rawValue)",
+                        error: "\(code.meaning) Fix the app's settings (sharedSecrets) in Till.",
+                        cause: .configuration
+                    )
                 case .terminal:
                     return .rejected(status: "status \(code.rawValue)", reason: code.meaning)
                 }
             }
         }
-        return .retry(status: "redirect loop", error: "verifyReceipt kept redirecting between environments")
+        return .retry(
+            status: "redirect loop",
+            error: "verifyReceipt kept redirecting between environments",
+            cause: .other
+        )
     }
 
     /// What verifyReceipt's answer says about the customer's transactions (renewals the app never sent included).
@@ -265,10 +269,15 @@ extension PurchaseServer {
         guard let transactionId = ids.first else {
             return .rejected(status: "empty", reason: "no transaction to confirm")
         }
-        switch await client.transactionInfo(environment, transactionId: transactionId, app: app) {
+        let answer = await client.transactionInfo(environment, transactionId: transactionId, app: app)
+        switch answer {
+        case .misconfigured(let problem):
+            return .retry(status: "configuration", error: problem, cause: .configuration)
         case .transport(let cause):
-            return .retry(status: cause, error: "no answer from the App Store Server API")
+            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: cause)
+            return .retry(status: cause, error: "no answer from the App Store Server API", cause: .appleUnavailable)
         case .http(200, let body):
+            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: "HTTP 200")
             await pacer?.answer()
             guard let info = try? JSONDecoder().decode(TransactionInfoResponse.self, from: Data(body)),
                 let jws = info.signedTransactionInfo,
@@ -276,23 +285,31 @@ extension PurchaseServer {
             else {
                 return .retry(
                     status: "HTTP 200",
-                    error: "the App Store Server API answered an unverifiable transaction"
+                    error: "the App Store Server API answered an unverifiable transaction",
+                    cause: .other
                 )
             }
             return .confirmed(environment: environment, transactions: verified.transactions, status: "HTTP 200")
         case .http(let status, let body):
             let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
             let code = error.map { ServerAPIErrorCode(rawValue: $0.errorCode) }
-            if status == 404, code == .transactionIdNotFound || code == .invalidTransactionId {
-                return .rejected(
-                    status: "HTTP 404 \(code!.rawValue)",
-                    reason: "Apple does not know transaction \(transactionId)"
+            let label = code.map { "HTTP \(status) \($0.rawValue)" } ?? "HTTP \(status)"
+            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: label)
+            if status == 404, let code, code == .transactionIdNotFound || code == .invalidTransactionId {
+                return .rejected(status: label, reason: "Apple does not know transaction \(transactionId)")
+            }
+            if status == 401 {
+                // Apple refused this server's token: the app's key is wrong or revoked, not the purchase.
+                return .retry(
+                    status: label,
+                    error: "the App Store Server API refused the app's key: fix apiKeyId, apiIssuerId or apiPrivateKey",
+                    cause: .configuration
                 )
             }
-            let label = code.map { "HTTP \(status) \($0.rawValue)" } ?? "HTTP \(status)"
             return .retry(
                 status: label,
-                error: error?.errorMessage ?? "the App Store Server API answered HTTP \(status)"
+                error: error?.errorMessage ?? "the App Store Server API answered HTTP \(status)",
+                cause: status >= 500 ? .appleUnavailable : .other
             )
         }
     }
@@ -318,6 +335,7 @@ extension PurchaseServer {
                 current.state = SubmissionState.confirmed.rawValue
                 current.lastStatus = status
                 current.lastError = nil
+                current.retryCause = nil
                 current.confirmedAt = now
                 current.nextAttemptAt = nil
                 if environment.rawValue != current.environment {
@@ -336,16 +354,16 @@ extension PurchaseServer {
                         transactionId: id,
                         on: db
                     ),
-                        row.customerId == current.customerId, !row.confirmed
+                        row.customerId == current.customerId, !row.confirmed || row.isRevokedByRejection
                     {
-                        row.confirmed = true
-                        row.updatedAt = now
+                        try await self.appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
                         try await self.store.update(row, on: db)
                     }
                 }
-            case .retry(let status, let error):
+            case .retry(let status, let error, let cause):
                 current.lastStatus = status
                 current.lastError = error
+                current.retryCause = cause
                 if current.attempts >= settings.maximumAttempts {
                     current.state = SubmissionState.deadLettered.rawValue
                     current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
@@ -368,63 +386,21 @@ extension PurchaseServer {
             case .rejected(let status, let reason):
                 current.state = SubmissionState.rejected.rawValue
                 current.lastStatus = status
+                current.retryCause = nil
                 current.reason = reason
                 current.nextAttemptAt = nil
                 try await self.store.update(current, on: db)
-                try await self.revokeUnconfirmed(of: current, because: "apple: \(status)", catalogue: catalogue, on: db)
+                try await self.revokeUnconfirmed(
+                    of: current,
+                    because: LedgerRecord.rejectionPrefix + status,
+                    catalogue: catalogue,
+                    on: db
+                )
             }
             return SubmissionState(rawValue: current.state) ?? .pending
         }
         submissionSettled.signal()
         return state
-    }
-
-    /// Takes back what a rejected submission granted: its transactions that no confirmation vouches for.
-    private func revokeUnconfirmed(
-        of submission: SubmissionRecord,
-        because reason: String,
-        catalogue: [String: CatalogProduct],
-        on db: any SQLDatabase
-    ) async throws {
-        let now = nowMilliseconds
-        for var row in try await store.transactions(submissionId: submission.id, on: db)
-        where !row.confirmed && row.revocationDate == nil {
-            row.revocationDate = now
-            row.revocationReason = reason
-            row.updatedAt = now
-            try await store.update(row, on: db)
-            if let product = catalogue[row.productId], product.type == .consumable {
-                for (credit, amount) in product.credits {
-                    try await store.addBalanceEntry(
-                        bundleId: row.bundleId,
-                        customerId: row.customerId,
-                        credit: credit,
-                        delta: -amount * Int64(row.quantity),
-                        reference: "revoke:\(row.environment):\(row.transactionId)",
-                        at: now,
-                        on: db
-                    )
-                }
-            }
-            try await store.recordFinance(
-                environment: row.environment,
-                transactionId: row.transactionId,
-                bundleId: row.bundleId,
-                productId: row.productId,
-                amount: -(row.price ?? 0),
-                currency: row.currency ?? "USD",
-                at: now,
-                kind: "revocation",
-                on: db
-            )
-        }
-        try await store.recordEvent(
-            bundleId: submission.bundleId,
-            kind: "rejected",
-            detail: "submission \(submission.id): \(reason)",
-            at: now,
-            on: db
-        )
     }
 
     /// An iOS 6-style receipt claims its environment without signing it: Apple's answer decides.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Logging
 import SQLKit
 import TillCore
 import TillFormats
@@ -115,8 +116,9 @@ extension PurchaseServer {
                 "an app's bundle id cannot change; create an app for \(given) instead"
             )
         }
-        return try await database.transaction { db in
+        let (app, before) = try await database.transaction { db in
             var app = try await self.requireApp(bundleId: bundleId, on: db)
+            let before = app
             if let value = input.appAppleId { app.appAppleId = value }
             if let value = input.name { app.name = value }
             if let value = input.sharedSecrets { app.sharedSecrets = value }
@@ -127,8 +129,21 @@ extension PurchaseServer {
             if let value = input.restorePolicy { app.restorePolicy = value }
             try self.validateAPIKey(app)
             try await self.store.save(app, on: db)
-            return app
+            return (app, before)
         }
+        if app.sharedSecrets != before.sharedSecrets || app.apiKeyId != before.apiKeyId
+            || app.apiIssuerId != before.apiIssuerId || app.apiPrivateKey != before.apiPrivateKey
+        {
+            // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
+            // once, with the new settings (forget the old ones first), rather than after their back-off.
+            catalogueChanged()
+            let moved = try await store.bringForward(cause: .configuration, bundleId: bundleId, at: nowMilliseconds)
+            if moved > 0 {
+                logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
+                workAvailable.signal()
+            }
+        }
+        return app
     }
 
     public func apps() async throws -> [ServerApp] { try await store.apps(on: store.sql) }

@@ -117,7 +117,7 @@ extension PurchaseServer {
         let reference = "debit:\(customerId.utf8.count):\(customerId):\(requestId)"
         return try await database.transaction { db in
             let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            if let spent = try await self.store.balanceEntry(bundleId: bundleId, reference: reference, on: db) {
+            if let spent = try await self.store.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
                 guard spent.credit == credit, spent.delta == -amount else {
                     throw ServerError.conflict(
                         "requestIdReused",
@@ -199,9 +199,15 @@ extension PurchaseServer {
         return try await customer(bundleId: bundleId, customerId: accountId)
     }
 
-    /// Submissions in a state, oldest change first (the dead-letter queue by default).
-    public func submissions(state: String) async throws -> [SubmissionView] {
-        try await store.submissions(state: state, limit: 500, on: store.sql).map(view)
+    /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
+    public func submissions(state: String, page: PageRequest = PageRequest()) async throws -> Page<SubmissionView> {
+        let records = try await store.submissions(state: state, after: page.after, limit: page.limit + 1, on: store.sql)
+        let shown = records.prefix(page.limit)
+        return Page(
+            items: shown.map(view),
+            nextCursor: records.count > page.limit ? shown.last.map { PageKey(number: $0.updatedAt, text: $0.id).cursor } : nil,
+            total: try await store.count(state: state, on: store.sql)
+        )
     }
 
     /// Puts a dead-lettered submission back in the queue, with its attempts counted from zero.

@@ -25,6 +25,8 @@ public struct NotificationResult: Codable, Sendable, Hashable {
 
 /// A notification whose signatures were checked, ready to be applied.
 struct VerifiedNotification: Sendable {
+    /// As Apple sent it.
+    var signedPayload: String
     var payload: ResponseBodyV2DecodedPayload
     var uuid: String
     var type: NotificationType
@@ -117,8 +119,8 @@ extension PurchaseServer {
             record.outcome = outcome.rawValue
             record.customerId = customerId
             record.detail = detail
-            try await db.update("srv_notifications").set(model: record, with: ServerStore.encoding)
-                .where("notification_uuid", .equal, record.notificationUuid).run()
+            record.signedPayload = outcome == .unmatched ? verified.signedPayload : nil
+            try await self.store.update(record, on: db)
             let status: NotificationResult.Status =
                 switch outcome {
                 case .applied, .recorded: .applied
@@ -133,7 +135,7 @@ extension PurchaseServer {
     }
 
     /// Checks the envelope's signature (it names the app only once it is trusted), or throws (nothing recorded).
-    private func verifyEnvelope(_ signedPayload: String) async throws -> VerifiedNotification {
+    func verifyEnvelope(_ signedPayload: String) async throws -> VerifiedNotification {
         let payload = try Self.trusted(
             await verifier.verifySigned(signedPayload, as: ResponseBodyV2DecodedPayload.self, app: nil),
             "signedPayload"
@@ -147,6 +149,7 @@ extension PurchaseServer {
             throw ServerError.badRequest("malformedNotification", "the notification names no bundle id or environment")
         }
         return VerifiedNotification(
+            signedPayload: signedPayload,
             payload: payload,
             uuid: uuid,
             type: type,
@@ -157,7 +160,7 @@ extension PurchaseServer {
 
     /// Checks the signed transaction and renewal info inside a notification on their own: signed for `app`, in
     /// the notification's environment, about one subscription. Throws when one is not (nothing recorded).
-    private func verifyContents(of verified: inout VerifiedNotification, app: ServerApp) async throws {
+    func verifyContents(of verified: inout VerifiedNotification, app: ServerApp) async throws {
         guard let data = verified.payload.data else { return }
         let environment = verified.environment
         if let jws = data.signedTransactionInfo {
@@ -227,6 +230,11 @@ extension PurchaseServer {
         guard let signed = notification.transaction, let transaction = signed.purchaseTransaction() else {
             return (notification.renewal == nil ? .recorded : .applied, nil, nil)
         }
+        try await store.lockPurchase(
+            environment: environment.rawValue,
+            originalTransactionId: transaction.originalTransactionId,
+            on: db
+        )
         let owner = try await owner(of: transaction, bundleId: app.bundleId, on: db)
         if Self.recordedOnly.contains(notification.type) {
             return (.recorded, owner, nil)
@@ -246,7 +254,8 @@ extension PurchaseServer {
             row = existing
             row.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? row.expiresDate
             row.isUpgraded = row.isUpgraded || transaction.isUpgraded
-            row.confirmed = true
+            // Apple signed it: confirmed, and a rejection's revocation of it is lifted.
+            try await appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
         } else {
             row = try await insertNotified(
                 transaction,
@@ -369,6 +378,43 @@ extension PurchaseServer {
             )
         }
         return record
+    }
+
+    /// Applies the notifications that came before anyone owned this purchase, now that a submission recorded it
+    /// (Apple often notifies before the app submits): verified again from what Apple sent, applied in the order
+    /// Apple signed them, and recorded as applied. The same facts give the same state in either order.
+    func applyWaitingNotifications(
+        environment: String,
+        originalTransactionId: String,
+        app: ServerApp,
+        catalogue: [String: CatalogProduct],
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        for var record in try await store.unmatchedNotifications(
+            environment: environment,
+            originalTransactionId: originalTransactionId,
+            on: db
+        ) where record.bundleId == app.bundleId {
+            guard let signedPayload = record.signedPayload,
+                var notification = try? await verifyEnvelope(signedPayload),
+                (try? await verifyContents(of: &notification, app: app)) != nil
+            else { continue }
+            let (outcome, customerId, detail) = try await apply(
+                notification,
+                app: app,
+                catalogue: catalogue,
+                now: now,
+                on: db
+            )
+            guard outcome != .unmatched else { continue }
+            record.outcome = outcome.rawValue
+            record.customerId = customerId
+            record.detail = detail ?? "applied when a submission recorded the purchase"
+            record.signedPayload = nil
+            try await store.update(record, on: db)
+            logger.info("notification \(record.type) \(record.notificationUuid): applied once the purchase was submitted")
+        }
     }
 
     /// Keeps the renewal state the notification's renewal info reports (older renewal info never wins).

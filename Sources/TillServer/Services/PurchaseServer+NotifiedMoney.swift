@@ -14,14 +14,14 @@ extension PurchaseServer {
         catalogue: [String: CatalogProduct],
         on db: any SQLDatabase
     ) async throws {
-        let booked = try await db.raw(
-            """
-            SELECT amount, currency FROM srv_finance WHERE environment = \(bind: row.environment)
-            AND transaction_id = \(bind: row.transactionId) AND kind = 'purchase'
-            """
-        ).first()
-        let amount = try booked?.decode(column: "amount", as: Int64.self) ?? row.price ?? 0
-        let currency = try booked?.decode(column: "currency", as: String.self) ?? row.currency
+        let booked = try await store.financeEntry(
+            environment: row.environment,
+            transactionId: row.transactionId,
+            kind: "purchase",
+            on: db
+        )
+        let amount = booked?.amount ?? row.price ?? 0
+        let currency = booked?.currency ?? row.currency
         let share = Int64(signed.revocationPercentage ?? 100_000)
         if amount > 0, let currency, row.ownership == Ownership.purchased.rawValue {
             try await store.recordFinance(
@@ -58,19 +58,19 @@ extension PurchaseServer {
         now: Int64,
         on db: any SQLDatabase
     ) async throws {
-        if let refund = try await db.raw(
-            """
-            SELECT amount, currency FROM srv_finance WHERE environment = \(bind: row.environment)
-            AND transaction_id = \(bind: row.transactionId) AND kind = 'refund'
-            """
-        ).first() {
+        if let refund = try await store.financeEntry(
+            environment: row.environment,
+            transactionId: row.transactionId,
+            kind: "refund",
+            on: db
+        ) {
             try await store.recordFinance(
                 environment: row.environment,
                 transactionId: row.transactionId,
                 bundleId: row.bundleId,
                 productId: row.productId,
-                amount: -(try refund.decode(column: "amount", as: Int64.self)),
-                currency: try refund.decode(column: "currency", as: String.self),
+                amount: -refund.amount,
+                currency: refund.currency,
                 at: now,
                 kind: "refundReversed",
                 on: db

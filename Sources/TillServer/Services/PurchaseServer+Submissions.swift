@@ -48,6 +48,8 @@ public struct SubmissionView: Codable, Sendable, Hashable {
     /// The last answer from Apple (`status 21005`, `HTTP 503`, `timeout`, …).
     public var lastStatus: String?
     public var lastError: String?
+    /// While retrying: why the last attempt failed, which decides when the next one is.
+    public var retryCause: RetryCause?
     /// Why Apple refused it (rejected), or why retries stopped (dead-lettered).
     public var reason: String?
     public var createdAt: Int64
@@ -147,7 +149,7 @@ extension PurchaseServer {
             }
             try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
             let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
-            let submission = SubmissionRecord(
+            var submission = SubmissionRecord(
                 id: UUID.random().uuidString.lowercased(),
                 bundleId: app.bundleId,
                 customerId: owner,
@@ -159,6 +161,7 @@ extension PurchaseServer {
                 nextAttemptAt: now,
                 lastStatus: nil,
                 lastError: nil,
+                retryCause: nil,
                 reason: nil,
                 transactionIds: Self.json(verified.transactions.map(\.transactionId)),
                 claimedUntil: nil,
@@ -175,6 +178,14 @@ extension PurchaseServer {
                 catalogue: catalogue,
                 on: db
             )
+            if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
+                // Nothing of it is this customer's: there is nothing to ask Apple (a replay of someone else's
+                // purchase must not cost a call to Apple, nor a place in the queue).
+                submission.state = SubmissionState.rejected.rawValue
+                submission.reason = "every transaction belongs to another customer (ownedByAnotherCustomer)"
+                submission.nextAttemptAt = nil
+                try await self.store.update(submission, on: db)
+            }
             // The customer as this transaction leaves them, read while it holds the connection (a read after
             // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
             let customer = try await self.snapshot(bundleId: app.bundleId, owner: owner, on: db)
@@ -187,13 +198,13 @@ extension PurchaseServer {
             else { throw ServerError(.internalServerError, "submissionLost", "the submission could not be recorded") }
             return try await replay(existing, payload: input.payload, app: app)
         }
-        workAvailable.signal()
         if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
             throw ServerError.conflict(
                 "ownedByAnotherCustomer",
                 "every transaction of this submission belongs to another customer (\(refused.count) refused)"
             )
         }
+        workAvailable.signal()
         return SubmissionResult(
             submission: view(submission),
             customer: try await view(of: customer, bundleId: app.bundleId),
@@ -246,6 +257,8 @@ extension PurchaseServer {
     ) async throws -> [RefusedTransaction] {
         var refused: [RefusedTransaction] = []
         let now = nowMilliseconds
+        // Purchases recorded for the first time, whose notifications may have come first.
+        var firstRecorded: [(environment: String, originalTransactionId: String)] = []
         for transaction in transactions {
             let environment = transaction.environment.rawValue
             let product = catalogue[transaction.productId]
@@ -293,6 +306,16 @@ extension PurchaseServer {
                 existing.updatedAt = now
                 try await store.update(existing, on: db)
                 continue
+            }
+            try await store.lockPurchase(
+                environment: environment,
+                originalTransactionId: transaction.originalTransactionId,
+                on: db
+            )
+            if !firstRecorded.contains(where: {
+                $0.environment == environment && $0.originalTransactionId == transaction.originalTransactionId
+            }) {
+                firstRecorded.append((environment, transaction.originalTransactionId))
             }
             let record = LedgerRecord(
                 environment: environment,
@@ -348,6 +371,16 @@ extension PurchaseServer {
                 )
             }
         }
+        for purchase in firstRecorded {
+            try await applyWaitingNotifications(
+                environment: purchase.environment,
+                originalTransactionId: purchase.originalTransactionId,
+                app: app,
+                catalogue: catalogue,
+                now: now,
+                on: db
+            )
+        }
         return refused
     }
 
@@ -365,6 +398,7 @@ extension PurchaseServer {
             nextAttemptAt: record.state == SubmissionState.retrying.rawValue ? record.nextAttemptAt : nil,
             lastStatus: record.lastStatus,
             lastError: record.lastError,
+            retryCause: record.state == SubmissionState.retrying.rawValue ? record.retryCause : nil,
             reason: record.reason,
             createdAt: record.createdAt,
             confirmedAt: record.confirmedAt
@@ -518,6 +552,7 @@ extension SubmissionResult {
                 w.field("lastStatus", submission.lastStatus)
                 w.field("nextAttemptAt", submission.nextAttemptAt)
                 w.field("reason", submission.reason)
+                w.field("retryCause", submission.retryCause?.rawValue)
                 w.field("state", submission.state.rawValue)
                 w.key("transactionIds")
                 w.array(submission.transactionIds) { w, id in w.string(id) }

@@ -4,6 +4,7 @@ import Metrics
 import Prometheus
 import SQLKit
 import Synchronization
+import TillCore
 
 /// The server's measurements, through swift-metrics into a Prometheus registry of its own.
 ///
@@ -54,6 +55,17 @@ public final class ServerMetrics: Sendable {
         ).increment()
         Metrics.Timer(label: "till_confirmation_attempt_seconds", dimensions: [("result", result)], factory: factory)
             .recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// One call to Apple (or the simulator) came back: `endpoint` is verifyReceipt or serverAPI, `status` what it
+    /// said (`status 21007`, `status 0`, `HTTP 200`, `HTTP 404 4040010`, `timeout`, …). A sandbox receipt shows
+    /// production-first at work: a production call answering `status 21007`, then a sandbox call.
+    func appleCall(endpoint: String, environment: AppStoreEnvironment, status: String) {
+        Counter(
+            label: "till_apple_calls_total",
+            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue), ("status", Self.coarse(status))],
+            factory: factory
+        ).increment()
     }
 
     /// An HTTP request was answered. Its counter and timer are looked up once per route and status, as this
@@ -120,7 +132,8 @@ public final class ServerMetrics: Sendable {
             return String(status.prefix(while: { $0 != " " })) + " "
                 + String(status.split(separator: " ").dropFirst().first ?? "")
         }
-        return ["timeout", "connect timeout", "connection closed", "unreadable", "redirect loop"].contains(status)
+        return ["timeout", "connect timeout", "connection closed", "unreadable", "redirect loop", "configuration"]
+            .contains(status)
             ? status : "other"
     }
 

@@ -28,6 +28,7 @@ import X509
 /// | `confirmation.max-attempts` | `12` | attempts before a submission is dead-lettered |
 /// | `confirmation.concurrency` | `64` | confirmations in flight at once |
 /// | `confirmation.timeout-seconds` | `30` | how long one call to Apple may take |
+/// | `confirmation.backoff-base-seconds`, `…-cap-seconds` | `2`, `3600` | the first retry's delay, doubled each time up to the cap |
 /// | `confirmation.pacing` | `true` | start attempts only as fast as the CPU left by acknowledgements allows |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
@@ -125,6 +126,10 @@ public struct ServerSettings: Sendable {
             maximumAttempts: max(1, config.int(forKey: "confirmation.max-attempts", default: 12)),
             concurrency: max(1, config.int(forKey: "confirmation.concurrency", default: 64)),
             requestTimeout: .seconds(max(1, config.int(forKey: "confirmation.timeout-seconds", default: 30))),
+            backoffBase: .milliseconds(
+                Int64(max(0.001, config.double(forKey: "confirmation.backoff-base-seconds", default: 2)) * 1000)
+            ),
+            backoffCap: .seconds(max(1, config.int(forKey: "confirmation.backoff-cap-seconds", default: 3600))),
             pacing: config.bool(forKey: "confirmation.pacing", default: true),
             busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.5)))
         )

@@ -196,5 +196,48 @@ enum ServerSchema {
         ),
         // Whether an id has guests linked to it (an account, never to be linked as a guest itself).
         Migration("008-customer-guests", ["CREATE INDEX srv_customers_alias ON srv_customers (bundle_id, alias_of)"]),
+        // Why a submission waits to be retried, classified once when Apple answers (it was parsed out of
+        // last_status by patterns, in Swift and in SQL). A rejection for this server's own configuration (21004)
+        // revoked the customer's purchase; those submissions go back to the queue, and Apple's confirmation gives
+        // back what the rejection took.
+        Migration(
+            "009-retry-causes",
+            [
+                "ALTER TABLE srv_submissions ADD COLUMN retry_cause TEXT",
+                """
+                UPDATE srv_submissions SET retry_cause = CASE
+                    WHEN last_status IN ('status 21000', 'status 21004') OR last_status LIKE 'HTTP 401%' THEN 'configuration'
+                    WHEN last_status IN ('status 21005', 'status 21009') OR last_status LIKE 'status 211%'
+                        OR last_status LIKE 'HTTP 5%' THEN 'appleUnavailable'
+                    WHEN last_status LIKE 'status %' OR last_status LIKE 'HTTP %'
+                        OR last_status IN ('unreadable', 'redirect loop', 'database') THEN 'other'
+                    ELSE 'appleUnavailable' END
+                WHERE state = 'retrying'
+                """,
+                """
+                UPDATE srv_submissions SET state = 'retrying', retry_cause = 'configuration', reason = NULL,
+                    last_error = 'The shared secret does not match the one on file for the account.',
+                    next_attempt_at = updated_at
+                WHERE state = 'rejected' AND last_status = 'status 21004'
+                """,
+            ]
+        ),
+        // Apple often notifies before the app submits: a notification about a purchase no one owns yet is kept
+        // whole, and applied when a submission records the purchase (the same facts, the same state, in any order).
+        Migration(
+            "010-waiting-notifications",
+            [
+                "ALTER TABLE srv_notifications ADD COLUMN signed_payload TEXT",
+                """
+                CREATE INDEX srv_notifications_unmatched ON srv_notifications (environment, original_transaction_id)
+                WHERE outcome = 'unmatched'
+                """,
+            ]
+        ),
+        // The admin API pages through submissions of a state, oldest change first.
+        Migration(
+            "011-submission-pages",
+            ["CREATE INDEX srv_submissions_state_updated ON srv_submissions (state, updated_at, id)"]
+        ),
     ]
 }

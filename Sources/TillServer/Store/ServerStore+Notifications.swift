@@ -17,6 +17,35 @@ extension ServerStore {
             .first(decoding: NotificationRecord.self, with: Self.decoding)
     }
 
+    /// Notifications about a subscription (or purchase) that no customer owned when they came, oldest first.
+    func unmatchedNotifications(environment: String, originalTransactionId: String, on db: any SQLDatabase)
+        async throws -> [NotificationRecord]
+    {
+        try await db.raw(
+            """
+            SELECT * FROM srv_notifications
+            WHERE outcome = 'unmatched' AND environment = \(bind: environment)
+              AND original_transaction_id = \(bind: originalTransactionId)
+            ORDER BY signed_date, received_at
+            """
+        ).all(decoding: NotificationRecord.self, with: Self.decoding)
+    }
+
+    func update(_ notification: NotificationRecord, on db: any SQLDatabase) async throws {
+        try await db.update("srv_notifications").set(model: notification, with: Self.encoding)
+            .where("notification_uuid", .equal, notification.notificationUuid).run()
+    }
+
+    /// Serialises, until the end of `db`'s transaction, the work of every process on one subscription (or one-off
+    /// purchase): a notification about it and a submission recording it must each see the other's result. On
+    /// PostgreSQL an advisory lock; SQLite has one writer already.
+    func lockPurchase(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws {
+        guard database.engine == .postgres else { return }
+        try await db.raw(
+            "SELECT pg_advisory_xact_lock(hashtextextended(\(bind: environment + ":" + originalTransactionId), 0))"
+        ).run()
+    }
+
     // MARK: Subscription states
 
     /// Stores a subscription's state unless a newer one (by `signedDate`) is already there: notifications

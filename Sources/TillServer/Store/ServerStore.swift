@@ -270,9 +270,32 @@ struct ServerStore: Sendable {
         ).first(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
-    func submissions(state: String, limit: Int, on db: any SQLDatabase) async throws -> [SubmissionRecord] {
-        try await db.select().column("*").from("srv_submissions").where("state", .equal, state).orderBy("updated_at")
-            .limit(limit).all(decoding: SubmissionRecord.self, with: Self.decoding)
+    /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.
+    func submissions(state: String, after: PageKey?, limit: Int, on db: any SQLDatabase) async throws
+        -> [SubmissionRecord]
+    {
+        let after = after ?? PageKey(number: Int64.min, text: "")
+        return try await db.raw(
+            """
+            SELECT * FROM srv_submissions WHERE state = \(bind: state)
+              AND (updated_at > \(bind: after.number) OR (updated_at = \(bind: after.number) AND id > \(bind: after.text)))
+            ORDER BY updated_at, id LIMIT \(literal: limit)
+            """
+        ).all(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    /// Makes the submissions waiting to retry for `cause` (of one app, or all) due at `now`; answers how many.
+    func bringForward(cause: RetryCause, bundleId: String?, at now: Int64) async throws -> Int {
+        try await database.transaction(bookkeeping: true) { db in
+            try await db.raw(
+                """
+                UPDATE srv_submissions SET next_attempt_at = \(bind: now)
+                WHERE state = 'retrying' AND retry_cause = \(bind: cause.rawValue) AND next_attempt_at > \(bind: now)
+                  AND (\(bind: bundleId) IS NULL OR bundle_id = \(bind: bundleId))
+                RETURNING id
+                """
+            ).all().count
+        }
     }
 
     func count(state: String, on db: any SQLDatabase) async throws -> Int {
@@ -282,9 +305,15 @@ struct ServerStore: Sendable {
 
     // MARK: Ledger
 
+    /// `FOR UPDATE` on PostgreSQL: the ledger's rows are read, changed and written back whole, so a reader inside a
+    /// transaction holds the rows it read until it commits, and a concurrent change (a link moving them to an
+    /// account, a notification) waits for it rather than being overwritten with what it read before. SQLite has a
+    /// single writer already.
+    private var forUpdate: SQLQueryString { database.engine == .postgres ? " FOR UPDATE" : "" }
+
     func transaction(environment: String, transactionId: String, on db: any SQLDatabase) async throws -> LedgerRecord? {
         try await db.raw(
-            "SELECT * FROM srv_transactions WHERE environment = \(bind: environment) AND transaction_id = \(bind: transactionId)"
+            "SELECT * FROM srv_transactions WHERE environment = \(bind: environment) AND transaction_id = \(bind: transactionId)\(forUpdate)"
         ).first(decoding: LedgerRecord.self, with: Self.decoding)
     }
 
@@ -313,16 +342,20 @@ struct ServerStore: Sendable {
     }
 
     func transactions(submissionId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
-        try await db.select().column("*").from("srv_transactions").where("submission_id", .equal, submissionId)
-            .all(decoding: LedgerRecord.self, with: Self.decoding)
+        try await db.raw(
+            "SELECT * FROM srv_transactions WHERE submission_id = \(bind: submissionId)\(forUpdate)"
+        ).all(decoding: LedgerRecord.self, with: Self.decoding)
     }
 
     func transactions(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws
         -> [LedgerRecord]
     {
-        try await db.select().column("*").from("srv_transactions").where("environment", .equal, environment)
-            .where("original_transaction_id", .equal, originalTransactionId).orderBy("purchase_date")
-            .all(decoding: LedgerRecord.self, with: Self.decoding)
+        try await db.raw(
+            """
+            SELECT * FROM srv_transactions WHERE environment = \(bind: environment)
+            AND original_transaction_id = \(bind: originalTransactionId) ORDER BY purchase_date\(forUpdate)
+            """
+        ).all(decoding: LedgerRecord.self, with: Self.decoding)
     }
 
     // MARK: Balances
@@ -362,22 +395,21 @@ struct ServerStore: Sendable {
         return result
     }
 
-    /// The balance entry written under `reference` (a debit's has one credit), if any.
-    func balanceEntry(bundleId: String, reference: String, on db: any SQLDatabase) async throws
-        -> (customerId: String, credit: String, delta: Int64)?
+    /// The balance entries written under `reference` (a debit's has one credit; a purchase's one per credit).
+    func balanceEntries(bundleId: String, reference: String, on db: any SQLDatabase) async throws
+        -> [(customerId: String, credit: String, delta: Int64)]
     {
-        guard
-            let row = try await db.raw(
-                """
-                SELECT customer_id, credit, delta FROM srv_balance_entries
-                WHERE bundle_id = \(bind: bundleId) AND reference = \(bind: reference)
-                """
-            ).first()
-        else { return nil }
-        return (
-            try row.decode(column: "customer_id", as: String.self), try row.decode(column: "credit", as: String.self),
-            try row.decode(column: "delta", as: Int64.self)
-        )
+        try await db.raw(
+            """
+            SELECT customer_id, credit, delta FROM srv_balance_entries
+            WHERE bundle_id = \(bind: bundleId) AND reference = \(bind: reference) ORDER BY credit
+            """
+        ).all().map {
+            (
+                try $0.decode(column: "customer_id", as: String.self), try $0.decode(column: "credit", as: String.self),
+                try $0.decode(column: "delta", as: Int64.self)
+            )
+        }
     }
 
     /// Moves every balance entry of `from` to `to` (linking a guest to an account).
@@ -414,6 +446,21 @@ struct ServerStore: Sendable {
             ON CONFLICT (environment, transaction_id, kind) DO NOTHING
             """
         ).run()
+    }
+
+    /// The money booked for a transaction under `kind` (`purchase`, `refund`, `revocation`, …), if any.
+    func financeEntry(environment: String, transactionId: String, kind: String, on db: any SQLDatabase) async throws
+        -> (amount: Int64, currency: String)?
+    {
+        guard
+            let row = try await db.raw(
+                """
+                SELECT amount, currency FROM srv_finance WHERE environment = \(bind: environment)
+                AND transaction_id = \(bind: transactionId) AND kind = \(bind: kind)
+                """
+            ).first()
+        else { return nil }
+        return (try row.decode(column: "amount", as: Int64.self), try row.decode(column: "currency", as: String.self))
     }
 
     func recordEvent(bundleId: String, kind: String, detail: String, at: Int64, on db: any SQLDatabase) async throws {
