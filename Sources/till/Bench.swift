@@ -60,6 +60,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: write each request's due time and acknowledgement latency to this CSV file.")
     var latencies: String?
 
+    @Option(help: "submissions: CPU-bound processes to run beside the server (each keeps a core busy).")
+    var neighbours = 0
+
     func validate() throws {
         guard seconds >= 1 else { throw ValidationError("--seconds must be at least 1") }
         guard (1...1000).contains(purchases) else { throw ValidationError("--purchases must be between 1 and 1000") }
@@ -68,6 +71,7 @@ struct Bench: AsyncParsableCommand {
         guard (1...4096).contains(connections) else { throw ValidationError("--connections must be 1 to 4096") }
         guard outageAt >= 0, outageSeconds >= 0 else { throw ValidationError("outage times are not negative") }
         guard busyCPUShare > 0 && busyCPUShare <= 1 else { throw ValidationError("--busy-cpu-share is in (0, 1]") }
+        guard (0...64).contains(neighbours) else { throw ValidationError("--neighbours is 0 to 64") }
     }
 
     func run() async throws {
@@ -82,7 +86,8 @@ struct Bench: AsyncParsableCommand {
             outageSeconds: outageSeconds,
             pacing: pacing,
             busyCPUShare: busyCPUShare,
-            latenciesFile: latencies
+            latenciesFile: latencies,
+            neighbours: neighbours
         )
         switch target {
         case .submissions: return print(try await ServerBenchmark.submissions(options))

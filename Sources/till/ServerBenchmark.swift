@@ -31,6 +31,8 @@ enum ServerBenchmark {
         /// Where to write `index,due_ms,status,latency_ms,send_delay_ms,due_monotonic_ms` for every request, to
         /// study the tail (the last column lines requests up with `perf record -k mono` samples).
         var latenciesFile: String? = nil
+        /// CPU-bound processes run beside the server for the whole run (a co-located database, a build).
+        var neighbours = 0
     }
 
     /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
@@ -108,6 +110,9 @@ enum ServerBenchmark {
                 )
             }
             let generator = LoadGenerator()
+            let neighbours = try Neighbours(count: options.neighbours)
+            defer { neighbours.stop() }
+            if options.neighbours > 0 { say("\(options.neighbours) CPU-bound processes run beside the server") }
             say("sending \(count) submissions at \(options.rate)/s; Apple answers in \(options.appleLatency) s")
             let clock = ContinuousClock()
             let start = clock.now
@@ -174,7 +179,7 @@ enum ServerBenchmark {
                 ack_max_ms=\(ms(acknowledged.last ?? .zero)) steal_while_sending_pct=\(steal)
                 confirmations confirmed=\(confirmed.confirmed) peak_per_sec_5s=\(confirmed.peakRate) \
                 mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
-                apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency)
+                apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency) neighbours=\(options.neighbours)
                 cpu while_sending_s=\(String(format: "%.1f", cpuSending)) seconds=\(String(format: "%.1f", cpu)) per_purchase_ms=\(String(format: "%.2f", cpu * 1000 / Double(count))) \
                 (client, server, confirmation and simulator together, from the first submission to the last confirmation)
                 """
@@ -191,6 +196,29 @@ enum ServerBenchmark {
             }
         }
         return report
+    }
+
+    /// Processes that each keep a core busy (`sh -c 'while :; do :; done'`), as a database, a build or another
+    /// service on the same machine would: the pacer must confirm whatever they do.
+    struct Neighbours {
+        let processes: [Process]
+
+        init(count: Int) throws {
+            processes = try (0..<count).map { _ in
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "while :; do :; done"]
+                try process.run()
+                return process
+            }
+        }
+
+        func stop() {
+            for process in processes where process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
     }
 
     /// One device and one purchase of a consumable per submission, as many customers would send them.
@@ -503,14 +531,8 @@ func stealPercent(from start: (total: Double, steal: Double)?, to end: (total: D
 
 /// CPU time this process has used (user and system), in seconds.
 func processCPUSeconds() -> Double {
-    var usage = rusage()
-    #if canImport(Glibc)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-    #else
-        getrusage(RUSAGE_SELF, &usage)
-    #endif
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    let used = ProcessCPU.used()
+    return Double(used.components.seconds) + Double(used.components.attoseconds) / 1e18
 }
 
 /// The acknowledged latencies, sorted, and the count of each other status (0: no answer).

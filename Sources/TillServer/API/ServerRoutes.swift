@@ -48,7 +48,7 @@ public struct ServerRequestContext: RequestContext {
 public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     let routeMethods = RouteMethods()
-    router.middlewares.add(RequestMiddleware(metrics: server.metrics))
+    router.middlewares.add(RequestMiddleware(metrics: server.metrics, pacer: server.confirmationPacer))
     router.middlewares.add(ServerErrorMiddleware(routes: routeMethods))
     router.get("/health") { _, _ in
         Response(
@@ -424,6 +424,8 @@ struct OperatorTokenMiddleware: RouterMiddleware {
 struct RequestMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let metrics: ServerMetrics
+    /// Told of every request answered: confirmations yield while someone waits for this process.
+    let pacer: ConfirmationPacer
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -446,6 +448,7 @@ struct RequestMiddleware: RouterMiddleware {
         let elapsed = clock.now - start
         let route = context.endpointPath ?? "unmatched"
         metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: elapsed)
+        pacer.served()
         guard detailed || response.status.code >= 500 else { return response }
         context.logger.log(
             level: response.status.code >= 500 ? .error : .info,

@@ -1,6 +1,10 @@
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Paces confirmation work so that it uses the CPU that acknowledging purchases leaves.
 ///
 /// A customer waits for the acknowledgement and nobody waits for the confirmation, so under load the
@@ -14,18 +18,19 @@ import Synchronization
 /// enough: an attempt's cost comes seconds after its start, and the starts of a quiet second came back as a
 /// burst in a busy one.
 ///
-/// Two signals say whether the machine is busy: every 10 ms a probe task yields and measures how long it
-/// waited to run again (what every request handler also waits at each step), and every 100 ms the share of
-/// the machine's CPU time in use is read from the kernel (it sees what the scheduler's queue does not: the
-/// event loop threads, the database's threads, other processes). Every 100 ms the rate is adjusted, in the
-/// manner of TCP's congestion control:
-/// - the longest wait of the window is over `target`, or more than `busy` of the CPU time was used: the rate
-///   is cut to 60%;
+/// Every signal is this process's own, so that what runs beside it (a database, a build, other tenants) cannot
+/// hold its confirmations back: every 10 ms a probe task yields and measures how long it waited to run again
+/// (what every request handler also waits at each step), every 100 ms this process's CPU time is read
+/// (`getrusage`) as a share of the machine's cores, and the HTTP layer counts the requests it answers
+/// (`served()`). Every 100 ms the rate is adjusted, in the manner of TCP's congestion control:
+/// - the oldest due attempt claimed in the window had waited more than `longestDelay`: the rate grows by 25%
+///   (and 10/s) whatever else holds, so that the queue always drains — pacing may defer confirmations, never
+///   starve them;
+/// - otherwise, when requests were answered in the window (someone is waiting for this process) and the
+///   probe's longest wait was over `target` or this process used more than `busy` of the machine's cores: the
+///   rate is cut to 60%, never below `minimum`;
 /// - otherwise, if the worker used the whole rate (it had more work ready) or answers are waiting, the rate
-///   grows by 25% (and 10/s).
-///
-/// The rate never falls below `minimum`, so confirmations always move; the backlog left by a burst is
-/// confirmed when the burst ends.
+///   grows by 25% (and 10/s). With no request to protect, nothing holds it back.
 final class ConfirmationPacer: Sendable {
     struct Settings: Sendable {
         /// Longest queue wait that still counts as an idle enough machine.
@@ -36,8 +41,11 @@ final class ConfirmationPacer: Sendable {
         var initial: Double = 5
         /// Attempts a second allowed at most.
         var maximum: Double = 20_000
-        /// Share of the machine's CPU time (all cores, all processes) above which the machine counts as busy.
+        /// Share of the machine's cores this process may use while it answers requests, above which it counts
+        /// as busy.
         var busy: Double = 0.5
+        /// The longest a due attempt waits for pacing's sake: past it, the rate grows until the queue catches up.
+        var longestDelay: Duration = .seconds(30)
         /// Longest an answer waits for its turn; past it, it is read anyway (its claim must not lapse).
         var longestAnswerWait: Duration = .seconds(30)
     }
@@ -53,8 +61,12 @@ final class ConfirmationPacer: Sendable {
         /// Answers from Apple waiting for a token before they are read and settled, oldest first, with the
         /// time each must go on at the latest.
         var answers: [(wake: CheckedContinuation<Void, Never>, deadline: ContinuousClock.Instant)] = []
-        /// Share of the machine's CPU time used in the last window, when the system says.
+        /// Share of the machine's cores this process used in the last window, when the system says.
         var cpuBusy: Double?
+        /// Requests answered in this window.
+        var served = 0
+        /// How long the oldest due attempt claimed in this window had waited past its due time.
+        var lateness: Duration = .zero
         /// The probe stopped: answers go through at once.
         var closed = false
     }
@@ -170,15 +182,29 @@ final class ConfirmationPacer: Sendable {
         state.withLock { $0.longestWait = max($0.longestWait, wait) }
     }
 
-    /// Records the share of the machine's CPU time used in the window that ends.
+    /// Records the share of the machine's cores this process used in the window that ends.
     func observe(cpuBusy: Double?) {
         state.withLock { $0.cpuBusy = cpuBusy }
     }
 
-    /// Ends a window: adjusts the rate from what the probe saw.
+    /// A request was answered: someone waits for this process, and confirmations yield to them.
+    func served() {
+        state.withLock { $0.served += 1 }
+    }
+
+    /// The worker claimed due attempts, the oldest of which had waited `lateness` past its due time.
+    func observe(lateness: Duration) {
+        state.withLock { $0.lateness = max($0.lateness, lateness) }
+    }
+
+    /// Ends a window: adjusts the rate from what the window saw.
     func adjust() {
         state.withLock { state in
-            if state.longestWait > settings.target || (state.cpuBusy ?? 0) > settings.busy {
+            let busy =
+                state.served > 0 && (state.longestWait > settings.target || (state.cpuBusy ?? 0) > settings.busy)
+            if state.lateness > settings.longestDelay {
+                state.rate = min(settings.maximum, state.rate * 1.25 + 10)
+            } else if busy {
                 state.rate = max(settings.minimum, state.rate * 0.6)
             } else if state.wanted || !state.answers.isEmpty {
                 state.rate = min(settings.maximum, state.rate * 1.25 + 10)
@@ -186,6 +212,8 @@ final class ConfirmationPacer: Sendable {
             state.longestWait = .zero
             state.wanted = false
             state.cpuBusy = nil
+            state.served = 0
+            state.lateness = .zero
         }
     }
 
@@ -194,7 +222,7 @@ final class ConfirmationPacer: Sendable {
     func run() async {
         state.withLock { $0.closed = false }
         var probes = 0
-        var cpu = MachineCPU()
+        var cpu = ProcessCPU()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(10))
             let before = clock.now
@@ -216,34 +244,34 @@ final class ConfirmationPacer: Sendable {
     }
 }
 
-/// The share of the machine's CPU time in use, from the kernel's counters (`/proc/stat` on Linux): every
-/// process counts, this one's event loops and threads, a database on the same host, other tenants (steal).
-struct MachineCPU {
-    private var last: (busy: UInt64, total: UInt64)?
+/// The share of the machine's cores this process uses: its CPU time (user and system, every thread, from
+/// `getrusage`) over the time passed times the cores. Other processes do not count: what runs beside the server
+/// must not decide how fast it confirms.
+public struct ProcessCPU {
+    private var last: (cpu: Duration, at: ContinuousClock.Instant)?
+    private let cores = Double(max(1, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// Busy time over all time since the previous call (nil at the first call, or where unknown).
-    mutating func busySinceLastCall() -> Double? {
-        guard let now = Self.read() else { return nil }
+    /// This process's share since the previous call (nil at the first call).
+    public init() {}
+
+    public mutating func busySinceLastCall() -> Double? {
+        let now = (cpu: Self.used(), at: ContinuousClock.now)
         defer { last = now }
-        guard let last, now.total > last.total else { return nil }
-        return Double(now.busy &- last.busy) / Double(now.total - last.total)
+        guard let last else { return nil }
+        let wall = now.at - last.at
+        guard wall > .zero else { return nil }
+        return (now.cpu - last.cpu) / wall / cores
     }
 
-    /// Busy and total ticks of all CPUs: the first line of /proc/stat, `cpu user nice system idle iowait irq
-    /// softirq steal …`; idle and iowait are the idle ones.
-    private static func read() -> (busy: UInt64, total: UInt64)? {
-        #if os(Linux)
-            guard let file = fopen("/proc/stat", "r") else { return nil }
-            defer { fclose(file) }
-            var buffer = [CChar](repeating: 0, count: 256)
-            guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
-            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let fields = line.split(separator: " ").dropFirst().prefix(8).compactMap { UInt64($0) }
-            guard line.hasPrefix("cpu "), fields.count == 8 else { return nil }
-            let total = fields.reduce(0, +)
-            return (total - fields[3] - fields[4], total)
+    /// User and system time this process has used.
+    public static func used() -> Duration {
+        var usage = rusage()
+        #if canImport(Glibc)
+            getrusage(RUSAGE_SELF.rawValue, &usage)
         #else
-            return nil
+            getrusage(RUSAGE_SELF, &usage)
         #endif
+        func duration(_ time: timeval) -> Duration { .seconds(Int64(time.tv_sec)) + .microseconds(Int64(time.tv_usec)) }
+        return duration(usage.ru_utime) + duration(usage.ru_stime)
     }
 }

@@ -180,7 +180,13 @@ extension PurchaseServer {
                     environment = other
                     continue
                 case .retryLater:
-                    return .retry(status: "status \(code.rawValue)", error: code.meaning, cause: .appleUnavailable)
+                    // 21002 is about this receipt's data (malformed, or a passing problem with it), not Apple's
+                    // health: it keeps its own schedule when Apple answers again.
+                    return .retry(
+                        status: "status \(code.rawValue)",
+                        error: code.meaning,
+                        cause: code == .malformedReceiptData ? .other : .appleUnavailable
+                    )
                 case .fixRequest:
                     // This server's request is wrong (the app's shared secret, for 21004), not the purchase:
                     // nothing is taken from the customer, and the operator's fix brings the attempt forward.
@@ -481,6 +487,9 @@ public struct ConfirmationWorker: Service {
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
                     lastClaim = clock.now
                     let claimed = (try? await server.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
+                    if let paced, let oldest = claimed.compactMap(\.nextAttemptAt).min() {
+                        paced.observe(lateness: .milliseconds(max(0, server.nowMilliseconds - oldest)))
+                    }
                     if let paced {
                         paced.refund(room - claimed.count)
                         if claimed.count == room && room < limit - inFlight.value { paced.limited() }

@@ -72,7 +72,12 @@ public final class PurchaseServer: Sendable {
         self.now = now
         self.workAvailable = Signal()
         self.submissionSettled = Signal()
-        self.confirmationPacer = ConfirmationPacer(.init(busy: configuration.confirmation.busyCPUShare))
+        self.confirmationPacer = ConfirmationPacer(
+            .init(
+                busy: configuration.confirmation.busyCPUShare,
+                longestDelay: configuration.confirmation.longestPacingDelay
+            )
+        )
     }
 
     /// Opens and migrates the database.

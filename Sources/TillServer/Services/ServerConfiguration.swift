@@ -48,9 +48,12 @@ public struct ConfirmationSettings: Sendable, Hashable {
     /// New attempts start only as fast as the CPU left by acknowledgements allows (`ConfirmationPacer`);
     /// `false` starts them as soon as there is room in `concurrency`.
     public var pacing: Bool
-    /// Share of the machine's CPU time in use above which the pacer counts the machine as busy (with
-    /// `pacing`); 1 leaves only the scheduler's queue as the signal.
+    /// Share of the machine's cores this process may use while answering requests before the pacer counts it
+    /// as busy (with `pacing`); 1 leaves only the scheduler's queue as the signal. Other processes never count.
     public var busyCPUShare: Double
+    /// The longest a due attempt waits because of pacing: past it, confirmations speed up until the queue
+    /// catches up, however busy the process is.
+    public var longestPacingDelay: Duration
 
     public init(
         maximumAttempts: Int = 12,
@@ -59,10 +62,12 @@ public struct ConfirmationSettings: Sendable, Hashable {
         backoffBase: Duration = .seconds(2),
         backoffCap: Duration = .seconds(3600),
         pacing: Bool = true,
-        busyCPUShare: Double = 0.5
+        busyCPUShare: Double = 0.5,
+        longestPacingDelay: Duration = .seconds(30)
     ) {
         self.pacing = pacing
         self.busyCPUShare = busyCPUShare
+        self.longestPacingDelay = longestPacingDelay
         self.maximumAttempts = maximumAttempts
         self.concurrency = concurrency
         self.requestTimeout = requestTimeout

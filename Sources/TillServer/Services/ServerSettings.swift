@@ -30,6 +30,8 @@ import X509
 /// | `confirmation.timeout-seconds` | `30` | how long one call to Apple may take |
 /// | `confirmation.backoff-base-seconds`, `…-cap-seconds` | `2`, `3600` | the first retry's delay, doubled each time up to the cap |
 /// | `confirmation.pacing` | `true` | start attempts only as fast as the CPU left by acknowledgements allows |
+/// | `confirmation.busy-cpu-share` | `0.5` | the share of the machine's cores this process may use before pacing slows confirmations |
+/// | `confirmation.longest-delay-seconds` | `30` | the longest pacing holds back a due confirmation |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 public struct ServerSettings: Sendable {
@@ -131,7 +133,8 @@ public struct ServerSettings: Sendable {
             ),
             backoffCap: .seconds(max(1, config.int(forKey: "confirmation.backoff-cap-seconds", default: 3600))),
             pacing: config.bool(forKey: "confirmation.pacing", default: true),
-            busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.5)))
+            busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.5))),
+            longestPacingDelay: .seconds(max(1, config.int(forKey: "confirmation.longest-delay-seconds", default: 30)))
         )
         simulatorPort = config.int(forKey: "simulator.port", default: 8090)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
