@@ -129,7 +129,11 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
-        .testTarget(name: "TillFormatsTests", dependencies: ["TillFormats"] + crypto, swiftSettings: upcoming),
+        .testTarget(
+            name: "TillFormatsTests",
+            dependencies: ["TillFormats", "TillTestSupport"] + crypto,
+            swiftSettings: upcoming
+        ),
         .testTarget(
             name: "TillStorageTests",
             dependencies: ["TillStorage", "TillTestSupport", .product(name: "SQLKit", package: "sql-kit")],

@@ -1,5 +1,9 @@
 import AsyncHTTPClient
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Hummingbird
 import Logging
 import NIOCore
@@ -213,9 +217,11 @@ enum ServerBenchmark {
             }
         }
 
+        /// SIGKILL: a child of this process inherits SIGTERM ignored (the service group handles it with a dispatch
+        /// source), and a shell loop keeps it so.
         func stop() {
             for process in processes where process.isRunning {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
             }
         }

@@ -7,7 +7,7 @@ import X509
 @testable import TillFormats
 
 /// Real Apple-signed receipts (§7.2) and Xcode's (§7.1), with their expected values.
-@Suite(.enabled(if: Vectors.available, Comment(rawValue: Vectors.skipMessage)))
+@Suite(.enabled(if: Vectors.shouldRun, Comment(rawValue: Vectors.skipMessage)))
 struct AppleReceiptVectorTests {
     static let folder = "third-party/AppReceiptValidator/"
 

@@ -5,7 +5,7 @@ import TillFormats
 
 /// Apple's notification fixtures decode to the values of apple-formats §7.1, and each payload
 /// takes its identity from the object it carries.
-@Suite(.enabled(if: Fixtures.available, Fixtures.skipReason))
+@Suite(.enabled(if: Fixtures.shouldRun, Fixtures.skipReason))
 struct NotificationFixtureTests {
     private let uuid = "002e14d5-51f5-4503-b5a8-c3a1af68eb20"
 

@@ -4,7 +4,7 @@ import TillCore
 import TillFormats
 
 /// Apple's App Store Server API response and error fixtures decode to the values Apple's client tests assert.
-@Suite(.enabled(if: Fixtures.available, Fixtures.skipReason))
+@Suite(.enabled(if: Fixtures.shouldRun, Fixtures.skipReason))
 struct ServerAPIFixtureTests {
     @Test func allSubscriptionStatuses() throws {
         let response = try Fixtures.model(StatusResponse.self, "getAllSubscriptionStatusesResponse")

@@ -4,7 +4,7 @@ import TillCore
 import TillFormats
 
 /// Apple's signed-payload model fixtures decode to the values Apple's own tests assert (apple-formats §7.1).
-@Suite(.enabled(if: Fixtures.available, Fixtures.skipReason))
+@Suite(.enabled(if: Fixtures.shouldRun, Fixtures.skipReason))
 struct SignedPayloadFixtureTests {
     @Test func signedTransactionDecodesEveryField() throws {
         let tx = try Fixtures.model(JWSTransactionDecodedPayload.self, "signedTransaction")

@@ -16,7 +16,7 @@ struct TapeDecoderTests {
         #expect(tape == foundation, sourceLocation: sourceLocation)
     }
 
-    @Test(.enabled(if: Vectors.available, Comment(rawValue: Vectors.skipMessage)))
+    @Test(.enabled(if: Vectors.shouldRun, Comment(rawValue: Vectors.skipMessage)))
     func agreesWithFoundationOnApplesModels() throws {
         let models = "apple-library/models/"
         try agree(JWSTransactionDecodedPayload.self, Vectors.bytes(models + "signedTransaction.json"))

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TillTestSupport
 import TillCore
 import TillFormats
 import TillStorage
@@ -399,18 +400,9 @@ struct ContentDeliveryTests {
         }
     }
 
-    /// A new SQLite file always; the PostgreSQL of `TILL_TEST_POSTGRES_URL` too when it is set (`.ci/run` starts one).
-    static var secretDatabases: [DatabaseConfiguration] {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("till-secret-\(UUID()).sqlite").path
-        var list: [DatabaseConfiguration] = [.sqlite(path: file)]
-        if let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty {
-            list.append(.postgres(url: url))
-        }
-        return list
-    }
-
-    @Test(arguments: secretDatabases)
-    func theServerSecretIsMadeOnceAndSharedThroughTheDatabase(database: DatabaseConfiguration) async throws {
+    @Test(arguments: TestDatabase.all)
+    func theServerSecretIsMadeOnceAndSharedThroughTheDatabase(engine: TestDatabase) async throws {
+        let database = try await engine.fresh(prefix: "till_secret")
         defer {
             if case .sqlite(let path) = database {
                 for suffix in ["", "-wal", "-shm", ".lock"] {

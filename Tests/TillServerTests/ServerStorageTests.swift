@@ -3,6 +3,7 @@ import Logging
 import SQLKit
 import ServiceLifecycle
 import Testing
+import TillTestSupport
 import TillCore
 import TillFormats
 import TillStorage
@@ -10,46 +11,16 @@ import TillStorage
 @testable import TillServer
 @testable import TillSimulator
 
-/// The databases the server's storage tests run on: an SQLite file always, and a fresh PostgreSQL database
-/// when `TILL_TEST_POSTGRES_URL` is set (`.ci/run` starts a server and sets it).
-enum ServerDatabases {
-    static var postgresURL: String? {
-        guard let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
-        return url
-    }
-
-    static var all: [String] { ["sqlite"] + (postgresURL == nil ? [] : ["postgres"]) }
-
-    /// A database no other test touches: a new SQLite file, or a new PostgreSQL database on the test server.
-    static func fresh(_ engine: String) async throws -> DatabaseConfiguration {
-        guard engine == "postgres", let base = postgresURL else {
-            return .sqlite(
-                path: FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "till-srv-\(UUID().uuidString).sqlite"
-                )
-                .path
-            )
-        }
-        let name = "till_srv_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
-        let admin = try await TillDatabase.open(.postgres(url: base))
-        try await admin.sql.raw("CREATE DATABASE \(unsafeRaw: name)").run()
-        try await admin.shutdown()
-        guard var components = URLComponents(string: base) else { throw CancellationError() }
-        components.path = "/" + name
-        return .postgres(url: components.string!)
-    }
-}
-
 /// The server's storage, end to end, on SQLite and PostgreSQL: the same code must give the same answers.
 @Suite(.serialized)
 struct ServerStorageTests {
-    @Test(arguments: ServerDatabases.all)
-    func theWholePurchaseLifeWorksOnEachDatabase(_ engine: String) async throws {
+    @Test(arguments: TestDatabase.all)
+    func theWholePurchaseLifeWorksOnEachDatabase(_ engine: TestDatabase) async throws {
         do { try await life(engine) } catch { Issue.record("\(String(reflecting: error))"); throw error }
     }
 
-    func life(_ engine: String) async throws {
-        try await ServerFixture.run(database: try await ServerDatabases.fresh(engine)) { fixture in
+    func life(_ engine: TestDatabase) async throws {
+        try await ServerFixture.run(database: try await engine.fresh(prefix: "till_srv")) { fixture in
             let server = fixture.server
             // A StoreKit 2 purchase and an app receipt, confirmed with the simulator.
             let pro = try await fixture.buy("pro")
@@ -138,12 +109,9 @@ struct ServerStorageTests {
 
     /// Several `till serve` processes on one PostgreSQL database share the queue: every submission is tried
     /// by exactly one of them (`FOR UPDATE SKIP LOCKED`), and all are confirmed.
-    @Test func serversSharingOnePostgresDatabaseConfirmEachSubmissionOnce() async throws {
-        guard ServerDatabases.postgresURL != nil else {
-            print("skipped: TILL_TEST_POSTGRES_URL is not set (.ci/run starts PostgreSQL and sets it)")
-            return
-        }
-        let database = try await ServerDatabases.fresh("postgres")
+    @Test(.enabled(if: Prerequisite.postgres.shouldRun, Comment(rawValue: Prerequisite.postgres.skipMessage)))
+    func serversSharingOnePostgresDatabaseConfirmEachSubmissionOnce() async throws {
+        let database = try await TestDatabase.postgres.fresh(prefix: "till_srv")
         let count = 40
         try await ServerFixture.run(database: database) { fixture in
             let other = try await PurchaseServer.open(fixture.server.configuration)
@@ -197,9 +165,9 @@ struct ServerStorageTests {
 
     /// Submissions stored before their receipts had a table of their own keep their receipts, and can still be
     /// confirmed: the migration moves each one.
-    @Test(arguments: ServerDatabases.all)
-    func receiptsStoredInSubmissionRowsMoveToTheirOwnTable(_ engine: String) async throws {
-        let database = try await TillDatabase.open(try await ServerDatabases.fresh(engine))
+    @Test(arguments: TestDatabase.all)
+    func receiptsStoredInSubmissionRowsMoveToTheirOwnTable(_ engine: TestDatabase) async throws {
+        let database = try await TillDatabase.open(try await engine.fresh(prefix: "till_srv"))
         let before = ServerSchema.migrations.prefix { $0.id != "005-submission-payloads" }
         #expect(ServerSchema.migrations[before.count].id == "005-submission-payloads")
         try await database.migrate(Array(before), schema: ServerSchema.name)
@@ -224,9 +192,9 @@ struct ServerStorageTests {
 
     /// 006 and 007: rows written before them are all there after, keys stay unique, and on SQLite the tables
     /// are stored by their key and a keyed resend is still found through an index.
-    @Test(arguments: ServerDatabases.all)
-    func tablesRebuiltByKeyKeepTheirRowsAndConstraints(_ engine: String) async throws {
-        let database = try await TillDatabase.open(try await ServerDatabases.fresh(engine))
+    @Test(arguments: TestDatabase.all)
+    func tablesRebuiltByKeyKeepTheirRowsAndConstraints(_ engine: TestDatabase) async throws {
+        let database = try await TillDatabase.open(try await engine.fresh(prefix: "till_srv"))
         let before = ServerSchema.migrations.prefix { $0.id != "006-partial-idempotency-index" }
         #expect(ServerSchema.migrations[before.count + 1].id == "007-tables-stored-by-key")
         try await database.migrate(Array(before), schema: ServerSchema.name)

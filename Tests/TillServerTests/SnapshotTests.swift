@@ -6,6 +6,7 @@ import HummingbirdTesting
 import NIOCore
 import SQLKit
 import Testing
+import TillTestSupport
 import TillCore
 import TillFormats
 import TillStorage
@@ -298,12 +299,12 @@ struct SnapshotTests {
 
     /// Every process of a deployment, and every restart, signs with the one key the first process stored, so
     /// a snapshot on a device keeps verifying whichever process the app talks to.
-    @Test(arguments: ServerDatabases.all)
-    func everyProcessOfADeploymentSignsWithTheSameKey(_ engine: String) async throws {
-        let database = try await ServerDatabases.fresh(engine)
+    @Test(arguments: TestDatabase.all)
+    func everyProcessOfADeploymentSignsWithTheSameKey(_ engine: TestDatabase) async throws {
+        let database = try await engine.fresh(prefix: "till_srv")
         let configuration = ServerConfiguration(database: database, operatorToken: "operator")
         let servers: [PurchaseServer]
-        if engine == "postgres" {
+        if engine == .postgres {
             // Several processes starting at once on one database: one of them makes the key, all use it.
             servers = try await withThrowingTaskGroup(of: PurchaseServer.self) { group in
                 for _ in 0..<3 { group.addTask { try await PurchaseServer.open(configuration) } }

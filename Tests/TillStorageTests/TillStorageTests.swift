@@ -1,16 +1,16 @@
 import Foundation
 import SQLKit
 import Testing
+import TillTestSupport
 import TillStorage
 
 /// The databases storage tests run against: SQLite always, PostgreSQL when `TILL_TEST_POSTGRES_URL` is set
-/// (`.ci/run` starts one).
+/// (`.ci/run` starts one) and always under CI.
 enum TestDatabases {
     static var all: [DatabaseConfiguration] {
         var list: [DatabaseConfiguration] = [.sqliteInMemory, .sqlite(path: temporaryFile())]
-        if let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty {
-            list.append(.postgres(url: url))
-        }
+        // Under CI PostgreSQL is required: a missing one fails the cases that need it (see `Prerequisite`).
+        if Prerequisite.postgres.shouldRun { list.append(.postgres(url: TestDatabase.postgresURL ?? "postgres://missing")) }
         return list
     }
 
