@@ -139,6 +139,20 @@ struct ServerAPITests {
                     "errorCode"
                 ] as? Int == 4000021
             )
+            // Booleans as Apple's clients send them: Swift and Node `true`, Python `True`.
+            for (value, count) in [("true", 1), ("True", 1), ("TRUE", 1), ("false", 2), ("False", 2)] {
+                let (status, body) = try await get(
+                    client,
+                    "/sandbox/inApps/v2/history/\(original)?revoked=\(value)",
+                    token: token
+                )
+                #expect(status == 200 && (body?["signedTransactions"] as? [String])?.count == count, "\(value)")
+            }
+            #expect(
+                try await get(client, "/sandbox/inApps/v2/history/\(original)?revoked=yes", token: token).1?[
+                    "errorCode"
+                ] as? Int == 4000030
+            )
 
             let statuses = try #require(
                 try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)", token: token).1

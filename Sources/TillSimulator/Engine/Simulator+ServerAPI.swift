@@ -82,7 +82,7 @@ extension Simulator {
         environment: AppStoreEnvironment
     ) async throws -> HistoryResponse {
         let filter: TransactionHistoryQuery
-        do { filter = try TransactionHistoryQuery(queryItems: query) } catch {
+        do { filter = try TransactionHistoryQuery(queryItems: Self.normalizingBooleans(query)) } catch {
             throw ServerAPIFailure(status: 400, error: error)
         }
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
@@ -314,6 +314,19 @@ extension Simulator {
         }
         let end = min(items.count, offset + 20)
         return (Array(items[offset..<end]), Base64.encode(Array(String(end).utf8), alphabet: .url), end < items.count)
+    }
+
+    /// Boolean query parameters in every form Apple's clients send: `true`/`false` (Swift, Java, Node) and
+    /// `True`/`False` (Python writes `str(bool)`), in any case. `revoked` (Get Transaction History) is the only
+    /// boolean query parameter of the endpoints served here; notification history's `onlyFailures` is a JSON
+    /// boolean in the body. Other values are left for the query parser to refuse (`invalidRevoked`).
+    static func normalizingBooleans(_ query: [(String, String)]) -> [(String, String)] {
+        let booleans: Set<String> = ["revoked"]
+        return query.map { name, value in
+            let lowered = value.lowercased()
+            guard booleans.contains(name), lowered == "true" || lowered == "false" else { return (name, value) }
+            return (name, lowered)
+        }
     }
 
     private func attempts(of record: SimNotificationRecord) -> [SendAttemptItem] {
