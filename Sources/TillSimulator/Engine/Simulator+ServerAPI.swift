@@ -74,7 +74,8 @@ extension Simulator {
         return TransactionInfoResponse(signedTransactionInfo: try signTransaction(tx, app: app))
     }
 
-    /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page.
+    /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page. The revision is a
+    /// position in that order (``HistoryRevision``): a transaction that changes while a client pages comes again.
     func transactionHistory(
         _ transactionId: String,
         query: [(String, String)],
@@ -84,6 +85,13 @@ extension Simulator {
         let filter: TransactionHistoryQuery
         do { filter = try TransactionHistoryQuery(queryItems: Self.normalizingBooleans(query)) } catch {
             throw ServerAPIFailure(status: 400, error: error)
+        }
+        var token: HistoryRevision.Token?
+        if let revision = filter.revision {
+            guard let parsed = HistoryRevision.Token(revision) else {
+                throw ServerAPIFailure(.invalidRequestRevision)
+            }
+            token = parsed
         }
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
         var transactions = try await store.transactions(
@@ -108,11 +116,9 @@ extension Simulator {
             if let revoked = filter.revoked, revoked != (candidate.revocationDate != nil) { return false }
             return true
         }
-        transactions.sort { $0.signedSequence < $1.signedSequence }
-        if filter.sort == .descending { transactions.reverse() }
-        let page = try paginate(transactions, revision: filter.revision)
+        let page = try HistoryRevision.page(of: transactions, after: token, descending: filter.sort == .descending)
         return HistoryResponse(
-            revision: page.revision,
+            revision: page.revision.token,
             hasMore: page.hasMore,
             bundleId: app.bundleId,
             appAppleId: app.appAppleId,
