@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Testing
 import TillCore
@@ -74,5 +75,48 @@ struct ServerAPIBehaviourJudgeTests {
         #expect(Set(try #require(summary["revokedTrue"] as? [String])) == refunded)
         let notRevoked = try #require(summary["revokedFalse"] as? [String])
         #expect(Set(notRevoked) == Set(ids).subtracting(refunded) && notRevoked.count == ids.count - 6)
+    }
+
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
+    func notificationHistoryByTransactionIdIsTheWholeCustomerAndTheSandboxSendsOnce() async throws {
+        try PythonJudge.requireLibrary()
+        let fixture = try await SimulatorFixture.make()
+        let receiver = NotificationReceiver(failures: .max)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var customer: [String] = []
+        var otherCustomer: [String] = []
+        try await withLiveServer({ receiver.application(onServerRunning: $0) }) { receiverPort in
+            _ = try await fixture.simulator.updateApp(
+                appAppleId: fixture.app.appAppleId,
+                AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications")
+            )
+            let issue = try #require(try await fixture.buy("issue.1").transactionId)
+            let pro = try #require(try await fixture.buy("pro").transactionId)
+            let gems = try #require(try await fixture.buy("gems.100").transactionId)
+            try await fixture.simulator.requestRefund(transactionId: gems, reason: .unintendedPurchase)
+            _ = try await fixture.simulator.refund(transactionId: pro, reason: 1)
+            customer = [issue, pro, gems]
+            let other = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
+            let device = try await fixture.simulator.createDevice(accountId: other.id, DeviceInput())
+            otherCustomer.append(try #require(try await fixture.buy("gems.100", on: device).transactionId))
+
+            // Every notification is attempted once and refused by the receiver. Apple's sandbox does not retry:
+            // even days later (past the whole production schedule), nothing is due again.
+            #expect(try await fixture.simulator.deliverDueNotifications(client: client) == 6)
+            _ = try await fixture.simulator.advanceClock(seconds: 4 * 86_400)
+            #expect(try await fixture.simulator.deliverDueNotifications(client: client) == 0)
+        }
+        try await client.shutdown()
+        #expect(receiver.payloads.isEmpty)
+
+        // Asked by the non-renewing subscription's transaction id: the customer's other purchases come too.
+        let summary = try await judge(fixture, scenario: "notifications", ["customerTransactionId": customer[0]])
+        let mine = try #require(summary["customer"] as? [[String: Any]], "\(summary)")
+        let types = mine.compactMap { $0["type"] as? String }
+        #expect(Set(types) == ["ONE_TIME_CHARGE", "CONSUMPTION_REQUEST", "REFUND"] && types.count == 5, "\(mine)")
+        #expect(mine.allSatisfy { customer.contains($0["transactionId"] as? String ?? "") }, "\(mine)")
+        let failures = try #require(summary["onlyFailures"] as? [[String: Any]])
+        #expect(failures.count == 6 && failures.allSatisfy { $0["sendAttempts"] as? Int == 1 }, "\(failures)")
+        #expect(failures.contains { otherCustomer.contains($0["transactionId"] as? String ?? "") })
     }
 }

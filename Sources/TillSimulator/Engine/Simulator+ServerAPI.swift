@@ -247,6 +247,7 @@ extension Simulator {
     }
 
     /// Get Notification History: notifications sent in a window of at most 180 days, with filters, 20 a page.
+    /// `transactionId` selects every notification of that transaction's customer.
     func notificationHistory(
         _ request: NotificationHistoryRequest,
         paginationToken: String?,
@@ -262,9 +263,19 @@ extension Simulator {
         if request.transactionId != nil && request.notificationType != nil {
             throw ServerAPIFailure(.multipleFiltersSupplied)
         }
-        var original: String?
+        // Apple: `transactionId` is any transaction of the customer and limits the history to that customer,
+        // not to one subscription (NotificationHistoryRequest).
+        var customerTransactions: Set<String>?
         if let id = request.transactionId {
-            original = try await requireTransaction(id, app: app, environment: environment).originalTransactionId
+            let tx = try await requireTransaction(id, app: app, environment: environment)
+            customerTransactions = Set(
+                try await store.transactions(
+                    accountId: tx.accountId,
+                    appAppleId: app.appAppleId,
+                    environment: environment.rawValue,
+                    on: store.sql
+                ).map(\.transactionId)
+            )
         }
         let records = try await store.notifications(
             appAppleId: app.appAppleId,
@@ -275,7 +286,7 @@ extension Simulator {
         ).filter { record in
             if let type = request.notificationType, record.notificationType != type.rawValue { return false }
             if let subtype = request.notificationSubtype, record.subtype != subtype.rawValue { return false }
-            if let original, record.originalTransactionId != original { return false }
+            if let customerTransactions, !customerTransactions.contains(record.transactionId ?? "") { return false }
             if request.onlyFailures == true, record.state == "delivered" || record.state == "unsent" { return false }
             return record.testToken == nil || record.attempts > 0
         }

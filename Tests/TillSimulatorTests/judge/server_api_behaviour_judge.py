@@ -9,7 +9,8 @@ with {"error": …} when Apple's library refuses something.
 
 Scenarios:
   history        page through Get Transaction History ascending and descending while transactions are
-                 refunded, call again with the last revision, and filter with revoked=True / revoked=False.
+                 refunded, call again with the last revision, and filter with revoked=True / revoked=False;
+  notifications  Get Notification History for one customer (transactionId) and with onlyFailures.
 """
 import base64
 import json
@@ -19,6 +20,7 @@ import requests
 
 from appstoreserverlibrary.api_client import AppStoreServerAPIClient, GetTransactionHistoryVersion
 from appstoreserverlibrary.models.Environment import Environment
+from appstoreserverlibrary.models.NotificationHistoryRequest import NotificationHistoryRequest
 from appstoreserverlibrary.models.TransactionHistoryRequest import Order, TransactionHistoryRequest
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier
 
@@ -97,11 +99,39 @@ class Judge:
                     break
             summary[name] = ids
 
+    # MARK: notifications
+
+    def notification_history(self, request):
+        items, token = [], None
+        while True:
+            response = self.client.get_notification_history(token, request)
+            for item in response.notificationHistory:
+                payload = self.verifier.verify_and_decode_notification(item.signedPayload)
+                entry = {"type": payload.rawNotificationType, "subtype": payload.rawSubtype,
+                         "sendAttempts": len(item.sendAttempts or [])}
+                if payload.data is not None and payload.data.signedTransactionInfo is not None:
+                    transaction = self.transaction(payload.data.signedTransactionInfo)
+                    entry["transactionId"] = transaction["transactionId"]
+                    entry["originalTransactionId"] = transaction["originalTransactionId"]
+                items.append(entry)
+            token = response.paginationToken
+            if not response.hasMore:
+                return items
+
+    def notifications(self):
+        now = self.spec["nowMs"]
+        # The test moves the clock days ahead after the notifications were sent.
+        window = {"startDate": now - 7 * 86_400_000, "endDate": now + 60_000}
+        self.summary["customer"] = self.notification_history(
+            NotificationHistoryRequest(transactionId=self.spec["customerTransactionId"], **window))
+        self.summary["onlyFailures"] = self.notification_history(
+            NotificationHistoryRequest(onlyFailures=True, **window))
+
 
 def main() -> int:
     spec = json.load(sys.stdin)
     judge = Judge(spec)
-    scenarios = {"history": judge.history}
+    scenarios = {"history": judge.history, "notifications": judge.notifications}
     try:
         scenarios[spec["scenario"]]()
     except Exception as error:  # the judge's verdict: refused
