@@ -119,4 +119,14 @@ struct ServerAPIBehaviourJudgeTests {
         #expect(failures.count == 6 && failures.allSatisfy { $0["sendAttempts"] as? Int == 1 }, "\(failures)")
         #expect(failures.contains { otherCustomer.contains($0["transactionId"] as? String ?? "") })
     }
+
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
+    func aFreeSubscriptionIsSignedAsNonConsumable() async throws {
+        try PythonJudge.requireLibrary()
+        let fixture = try await SimulatorFixture.make()
+        let free = try #require(try await fixture.buy("newsletter").signedTransaction)
+        let summary = try await judge(fixture, scenario: "signed_data", ["transactions": [free]])
+        let transactions = try #require(summary["transactions"] as? [[String: Any]], "\(summary)")
+        #expect(transactions.first?["type"] as? String == "Non-Consumable", "\(transactions)")
+    }
 }

@@ -10,7 +10,9 @@ with {"error": …} when Apple's library refuses something.
 Scenarios:
   history        page through Get Transaction History ascending and descending while transactions are
                  refunded, call again with the last revision, and filter with revoked=True / revoked=False;
-  notifications  Get Notification History for one customer (transactionId) and with onlyFailures.
+  notifications  Get Notification History for one customer (transactionId) and with onlyFailures;
+  signed_data    decode a free subscription's transaction, and the statuses (renewal info and latest
+                 transaction) of the given subscriptions.
 """
 import base64
 import json
@@ -127,11 +129,34 @@ class Judge:
         self.summary["onlyFailures"] = self.notification_history(
             NotificationHistoryRequest(onlyFailures=True, **window))
 
+    # MARK: signed data
+
+    def signed_data(self):
+        summary = self.summary
+        summary["transactions"] = [self.transaction(jws) for jws in self.spec.get("transactions", [])]
+        summary["subscriptions"] = {}
+        for original in self.spec.get("subscriptions", []):
+            statuses = self.client.get_all_subscription_statuses(original)
+            for group in statuses.data:
+                for item in group.lastTransactions:
+                    if item.originalTransactionId != original:
+                        continue
+                    renewal = self.verifier.verify_and_decode_renewal_info(item.signedRenewalInfo)
+                    summary["subscriptions"][original] = {
+                        "status": item.rawStatus,
+                        "transaction": self.transaction(item.signedTransactionInfo),
+                        "renewalInfo": {"expirationIntent": renewal.rawExpirationIntent,
+                                        "autoRenewStatus": renewal.rawAutoRenewStatus,
+                                        "isInBillingRetryPeriod": renewal.isInBillingRetryPeriod,
+                                        "gracePeriodExpiresDate": renewal.gracePeriodExpiresDate,
+                                        "renewalDate": renewal.renewalDate},
+                    }
+
 
 def main() -> int:
     spec = json.load(sys.stdin)
     judge = Judge(spec)
-    scenarios = {"history": judge.history, "notifications": judge.notifications}
+    scenarios = {"history": judge.history, "notifications": judge.notifications, "signed_data": judge.signed_data}
     try:
         scenarios[spec["scenario"]]()
     except Exception as error:  # the judge's verdict: refused
