@@ -129,4 +129,68 @@ struct ServerAPIBehaviourJudgeTests {
         let transactions = try #require(summary["transactions"] as? [[String: Any]], "\(summary)")
         #expect(transactions.first?["type"] as? String == "Non-Consumable", "\(transactions)")
     }
+
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
+    func expirationIntentWaitsForExpiryAndGraceRecoveryKeepsThePaidDays() async throws {
+        try PythonJudge.requireLibrary()
+        let fixture = try await SimulatorFixture.make(gracePeriodDays: 16)
+
+        // One customer turns auto-renew off; when the period ends below, the subscription expires (intent 1).
+        let leaving = try #require(try await fixture.buy("premium.monthly").transactionId)
+        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: leaving, enabled: false)
+
+        // Another one's card fails at the first renewal and is fixed within the 16-day grace period.
+        let other = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await fixture.simulator.createDevice(accountId: other.id, DeviceInput())
+        let recovering = try #require(try await fixture.buy("premium.monthly", on: device).transactionId)
+        let first = try #require(
+            try await fixture.simulator.store.transaction(id: recovering, on: fixture.simulator.store.sql)
+        )
+        let paidUntil = try #require(first.expiresDate)
+        _ = try await fixture.simulator.updateAccount(id: other.id, AccountInput(paymentFailure: 0))
+        // 5 minutes a month: the period ends after 300 s, and 16 days of grace are 160 s.
+        let advance = Double(paidUntil - fixture.simulator.clock.nowMilliseconds) / 1000 + 1
+        _ = try await fixture.simulator.advanceClock(seconds: advance)
+        #expect(
+            try await fixture.simulator.store.subscription(
+                originalTransactionId: recovering,
+                on: fixture.simulator.store.sql
+            )?
+            .status == SubscriptionStatus.gracePeriod.rawValue
+        )
+        _ = try await fixture.simulator.updateAccount(id: other.id, AccountInput(paymentFailure: -1))
+        _ = try await fixture.simulator.advanceClock(seconds: 60)
+
+        // A third customer turns auto-renew off now: still active, so no intent yet.
+        let third = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
+        let thirdDevice = try await fixture.simulator.createDevice(accountId: third.id, DeviceInput())
+        let active = try #require(try await fixture.buy("premium.monthly", on: thirdDevice).transactionId)
+        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: active, enabled: false)
+
+        let summary = try await judge(
+            fixture,
+            scenario: "signed_data",
+            ["subscriptions": [active, leaving, recovering]]
+        )
+        let subscriptions = try #require(summary["subscriptions"] as? [String: [String: Any]], "\(summary)")
+        let stillActive = try #require(subscriptions[active])
+        let activeRenewal = try #require(stillActive["renewalInfo"] as? [String: Any])
+        #expect(stillActive["status"] as? Int == 1 && activeRenewal["autoRenewStatus"] as? Int == 0)
+        #expect(activeRenewal["expirationIntent"] is NSNull, "\(activeRenewal)")
+        let expired = try #require(subscriptions[leaving])
+        #expect(expired["status"] as? Int == 2)
+        #expect((expired["renewalInfo"] as? [String: Any])?["expirationIntent"] as? Int == 1, "\(expired)")
+
+        let recovered = try #require(subscriptions[recovering])
+        let renewal = try #require(recovered["transaction"] as? [String: Any])
+        let renewalInfo = try #require(recovered["renewalInfo"] as? [String: Any])
+        #expect(recovered["status"] as? Int == 1 && renewal["transactionId"] as? String != recovering)
+        // The new period starts when the paid one ended, not when the card was fixed, and lasts a full period.
+        let start = try #require(renewal["purchaseDate"] as? Int)
+        let end = try #require(renewal["expiresDate"] as? Int)
+        #expect(Int64(start) == paidUntil, "\(renewal)")
+        #expect(abs(Int64(end - start) - (paidUntil - first.purchaseDate)) <= 1, "\(renewal)")
+        #expect(renewalInfo["renewalDate"] as? Int == end && renewalInfo["gracePeriodExpiresDate"] is NSNull)
+        #expect(renewalInfo["expirationIntent"] is NSNull && renewalInfo["isInBillingRetryPeriod"] as? Bool == false)
+    }
 }

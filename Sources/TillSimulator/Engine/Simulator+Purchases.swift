@@ -556,7 +556,6 @@ extension Simulator {
                 change = (.didChangeRenewalPref, nil)
             } else if !subscription.autoRenewStatus {
                 subscription.autoRenewStatus = true
-                subscription.expirationIntent = nil
                 change = (.didChangeRenewalStatus, .autoRenewEnabled)
             }
             subscription.updatedAt = now
