@@ -35,6 +35,12 @@ struct SimulatorCommand: AsyncParsableCommand {
     )
     var faults: [String] = []
 
+    @Option(
+        help:
+            "Retry refused sandbox notifications after these delays in seconds of simulated time, e.g. 10,60,300 (Apple's sandbox sends once; production always retries at 1, 12, 24, 48 and 72 h)."
+    )
+    var sandboxNotificationRetries: String?
+
     @Option(help: "Require this bearer token on the admin API.")
     var adminToken: String?
 
@@ -48,9 +54,22 @@ struct SimulatorCommand: AsyncParsableCommand {
         var logger = Logger(label: "till.simulator")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let faultRules = try faults.map { try FaultRule(parsing: $0) }
+        var sandboxRetryDelays: [Double] = []
+        if let sandboxNotificationRetries {
+            let delays = sandboxNotificationRetries.split(separator: ",").map {
+                Double($0.trimmingCharacters(in: .whitespaces))
+            }
+            guard !delays.isEmpty, delays.allSatisfy({ ($0 ?? -1) > 0 }) else {
+                throw ValidationError("--sandbox-notification-retries takes positive seconds, e.g. 10,60,300")
+            }
+            sandboxRetryDelays = delays.compactMap { $0 }
+        }
         let configuration = SimulatorConfiguration(
             database: try DatabaseConfiguration(parsing: database),
             renewalRate: rate,
+            notificationRetryDelays: [
+                .production: SimulatorConfiguration.productionNotificationRetryDelays, .sandbox: sandboxRetryDelays,
+            ],
             faults: faultRules,
             adminToken: adminToken
         )

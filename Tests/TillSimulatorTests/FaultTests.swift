@@ -1,4 +1,7 @@
 import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
 import Testing
 import TillCore
 
@@ -67,5 +70,71 @@ struct FaultTests {
         #expect(FaultRegistry.classify(path: "/production/inApps/v1/transactions/1")! == (.production, .serverAPI))
         #expect(FaultRegistry.classify(path: "/storekit/sandbox/payments")! == (.sandbox, .storeKit))
         #expect(FaultRegistry.classify(path: "/admin/v1/apps") == nil)
+    }
+
+    /// The bodies of docs/simulator.md's `curl … $S/admin/v1/faults -d '…'` examples, so the guide and this test
+    /// cannot drift apart.
+    static func documentedFaultBodies() throws -> [String] {
+        let guide = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/simulator.md")
+        let text = try String(contentsOf: guide, encoding: .utf8)
+        return text.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("-X POST $S/admin/v1/faults -d '"),
+                let start = line.range(of: "-d '")?.upperBound,
+                let end = line[start...].firstIndex(of: "'")
+            else { return nil }
+            return String(line[start..<end])
+        }
+    }
+
+    @Test func theGuidesFaultExamplesWorkAsWrittenAndEachCanBeRemovedByItsId() async throws {
+        let bodies = try Self.documentedFaultBodies()
+        #expect(bodies.count >= 4 && bodies.contains { !$0.contains("spec") }, "\(bodies)")
+        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let app = Application(router: buildSimulatorRouter(simulator))
+        try await app.test(.router) { client in
+            var ids: [String] = []
+            for body in bodies {
+                let created = try await client.execute(
+                    uri: "/admin/v1/faults",
+                    method: .post,
+                    body: ByteBuffer(string: body)
+                ) { response in
+                    (response.status, try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)))
+                }
+                let object = created.1 as? [String: Any]
+                #expect(created.0 == .created, "\(body): \(object ?? [:])")
+                // A fault given without an id gets one, which the answer carries.
+                ids.append(try #require(object?["id"] as? String, "\(body)"))
+            }
+            #expect(Set(ids).count == bodies.count)
+            let rateLimit = try #require(simulator.faults.all.first { $0.rateLimited == true && $0.probability == 0.5 })
+            #expect(rateLimit.environment == "Sandbox" && rateLimit.endpoint == .serverAPI)
+
+            for id in ids {
+                try await client.execute(uri: "/admin/v1/faults/\(id)", method: .delete) { response in
+                    #expect(response.status == .noContent)
+                }
+            }
+            #expect(simulator.faults.all.isEmpty)
+        }
+        try await simulator.shutdown()
+    }
+
+    @Test func aFaultObjectIsCheckedLikeTheCommandLineSyntax() throws {
+        let decoder = JSONDecoder()
+        let lowercase = try decoder.decode(
+            FaultRule.self,
+            from: Data(#"{"environment":"sandbox","endpoint":"verifyReceipt","status":21005}"#.utf8)
+        )
+        #expect(lowercase.environment == "Sandbox" && !lowercase.id.isEmpty)
+        let named = try decoder.decode(FaultRule.self, from: Data(#"{"id":"slow","endpoint":"storeKit"}"#.utf8))
+        #expect(named.id == "slow" && named.environment == nil)
+        for bad in [
+            #"{"endpoint":"inbox"}"#, #"{"environment":"Mars","endpoint":"serverAPI"}"#,
+            #"{"endpoint":"serverAPI","probability":2}"#, #"{"id":"","endpoint":"serverAPI"}"#,
+        ] {
+            #expect(throws: (any Error).self, "\(bad)") { try decoder.decode(FaultRule.self, from: Data(bad.utf8)) }
+        }
     }
 }

@@ -16,7 +16,10 @@ import X509
 /// The simulator on real loopback sockets: notifications delivered and retried, connection faults, restarts.
 struct LiveTests {
     @Test func notificationsAreSignedDeliveredAndRetriedUntilTheReceiverAccepts() async throws {
-        let fixture = try await SimulatorFixture.make()
+        // Apple's sandbox sends a notification once; retries there are an option, turned on here.
+        var configuration = SimulatorConfiguration()
+        configuration.notificationRetryDelays[.sandbox] = [10]
+        let fixture = try await SimulatorFixture.make(configuration)
         let receiver = NotificationReceiver(failures: 1)
         try await withLiveServer({ receiver.application(onServerRunning: $0) }) { receiverPort in
             _ = try await fixture.simulator.updateApp(

@@ -18,6 +18,13 @@ struct PurchaseTests {
             #expect(verified.payload.productId == productId)
             #expect(verified.payload.transactionId == purchase.transactionId)
             #expect(verified.payload.environment == .sandbox)
+            // Every transaction carries one of Apple's four types; a free subscription is a non-consumable, as
+            // in its receipt (1707 = 0) and in the history filter.
+            let expected: [String: TransactionType] = [
+                "gems.100": .consumable, "pro": .nonConsumable, "issue.1": .nonRenewingSubscription,
+                "newsletter": .nonConsumable, "premium.monthly": .autoRenewableSubscription,
+            ]
+            #expect(verified.payload.type == expected[productId], "\(productId)")
             let iOS6 = TransactionReceiptVerifier(
                 .init(
                     anchors: TrustAnchors(

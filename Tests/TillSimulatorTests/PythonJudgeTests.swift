@@ -7,29 +7,11 @@ import TillFormats
 
 /// Apple's official App Store Server Library (Python, from PyPI) judges the simulator: it must accept the
 /// simulator's JWS with the simulator's root trusted, and decode its App Store Server API responses.
-/// `.ci/run` installs the library; elsewhere the test is skipped with a message.
+/// `.ci/run` installs the library; elsewhere the test is skipped with a message, except under `CI`, where it fails.
 struct PythonJudgeTests {
-    static let judge = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("judge/app_store_server_library_judge.py").path
-
-    static let libraryInstalled: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import appstoreserverlibrary"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
-
-    @Test(
-        .enabled(
-            if: libraryInstalled,
-            "Apple's app-store-server-library for Python is not installed (pip install app-store-server-library)"
-        )
-    )
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
     func applesLibraryAcceptsTheSimulatorsSignedDataAndResponses() async throws {
+        try PythonJudge.requireLibrary()
         let fixture = try await SimulatorFixture.make()
         let pro = try await fixture.buy("pro")
         let subscription = try await fixture.buy("premium.monthly")
@@ -77,36 +59,17 @@ struct PythonJudgeTests {
                     "nowMs": fixture.simulator.clock.nowMilliseconds,
                 ],
             ]
-            let (status, output) = try await Self.run(input: try JSONSerialization.data(withJSONObject: spec))
-            let summary = try #require(
-                try JSONSerialization.jsonObject(with: output) as? [String: Any],
-                "\(String(decoding: output, as: UTF8.self))"
-            )
+            let (status, summary) = try await PythonJudge.run("app_store_server_library_judge.py", spec: spec)
             #expect(status == 0, "\(summary)")
             #expect((summary["transactions"] as? [Any])?.count == transactions.count)
             #expect((summary["notifications"] as? [Any])?.count == notifications.count)
             let api = try #require(summary["api"] as? [String: Any])
             #expect(api["transactionInfo"] as? String == original)
             #expect((api["history"] as? [String: Any])?["count"] as? Int == transactions.count + 0)
+            #expect(api["revokedTrue"] as? Int == 1 && api["revokedFalse"] as? Int == transactions.count - 1)
             #expect((api["order"] as? [String: Any])?["status"] as? Int == 0)
             #expect(api["refunds"] as? Int == 1)
             #expect(api["testNotificationType"] as? String == "TEST")
         }
-    }
-
-    static func run(input: Data) async throws -> (Int32, Data) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", judge]
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let output = await Task.detached { stdout.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
     }
 }

@@ -139,6 +139,20 @@ struct ServerAPITests {
                     "errorCode"
                 ] as? Int == 4000021
             )
+            // Booleans as Apple's clients send them: Swift and Node `true`, Python `True`.
+            for (value, count) in [("true", 1), ("True", 1), ("TRUE", 1), ("false", 2), ("False", 2)] {
+                let (status, body) = try await get(
+                    client,
+                    "/sandbox/inApps/v2/history/\(original)?revoked=\(value)",
+                    token: token
+                )
+                #expect(status == 200 && (body?["signedTransactions"] as? [String])?.count == count, "\(value)")
+            }
+            #expect(
+                try await get(client, "/sandbox/inApps/v2/history/\(original)?revoked=yes", token: token).1?[
+                    "errorCode"
+                ] as? Int == 4000030
+            )
 
             let statuses = try #require(
                 try await get(client, "/sandbox/inApps/v1/subscriptions/\(original)", token: token).1
@@ -214,6 +228,73 @@ struct ServerAPITests {
                 token: token
             )
             #expect(limited == 429 && limitedBody?["errorCode"] as? Int == 4290000)
+        }
+    }
+
+    @Test func historyRevisionsAreStablePositionsInModificationOrder() async throws {
+        let fixture = try await SimulatorFixture.make()
+        var bought: [String] = []
+        for _ in 0..<25 { bought.append(try #require(try await fixture.buy("gems.100").transactionId)) }
+        let ids = bought
+        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let app = Application(router: buildSimulatorRouter(fixture.simulator))
+        try await app.test(.router) { client in
+            let token = try await BearerToken.make(credentials)
+            func page(_ query: String) async throws -> (ids: [String], revoked: [Bool], revision: String, more: Bool) {
+                let (status, body) = try await get(
+                    client,
+                    "/sandbox/inApps/v2/history/\(ids[0])?\(query)",
+                    token: token
+                )
+                #expect(status == 200, "\(query): \(body ?? [:])")
+                var pageIds: [String] = []
+                var revoked: [Bool] = []
+                for jws in body?["signedTransactions"] as? [String] ?? [] {
+                    let payload = try #require(
+                        await fixture.jwsVerifier.verify(jws, as: JWSTransactionDecodedPayload.self).value?.payload
+                    )
+                    pageIds.append(payload.transactionId ?? "")
+                    revoked.append(payload.revocationDate != nil)
+                }
+                return (pageIds, revoked, body?["revision"] as? String ?? "", body?["hasMore"] as? Bool ?? false)
+            }
+
+            let first = try await page("sort=ASCENDING")
+            #expect(first.ids == Array(ids[0..<20]) && first.more)
+            // A revision handed out before revisions were sequence numbers (a base64url offset) goes on from the
+            // same place.
+            let legacy = Base64.encode(Array("20".utf8), alphabet: .url)
+            #expect(try await page("sort=ASCENDING&revision=\(legacy)").ids == Array(ids[20...]))
+
+            // One transaction already seen and one not reached yet are refunded while the client pages.
+            _ = try await fixture.simulator.refund(transactionId: ids[3], reason: 0)
+            _ = try await fixture.simulator.refund(transactionId: ids[22], reason: 0)
+            let second = try await page("sort=ASCENDING&revision=\(first.revision)")
+            #expect(second.ids == [ids[20], ids[21], ids[23], ids[24], ids[3], ids[22]] && !second.more)
+            #expect(second.revoked == [false, false, false, false, true, true])
+            // The last revision, kept for later, brings what changed since and nothing else.
+            #expect(try await page("sort=ASCENDING&revision=\(second.revision)").ids.isEmpty)
+            _ = try await fixture.simulator.refund(transactionId: ids[10], reason: 0)
+            let later = try await page("sort=ASCENDING&revision=\(second.revision)")
+            #expect(later.ids == [ids[10]] && later.revoked == [true] && !later.more)
+
+            // Descending: newest changes first; what changes while paging comes on the next page.
+            let top = try await page("sort=DESCENDING")
+            #expect(top.ids.prefix(3) == [ids[10], ids[22], ids[3]] && top.ids.count == 20 && top.more)
+            _ = try await fixture.simulator.refund(transactionId: ids[1], reason: 0)
+            let rest = try await page("sort=DESCENDING&revision=\(top.revision)")
+            #expect(rest.ids.first == ids[1] && rest.revoked.first == true && !rest.more)
+            #expect(Set(top.ids + rest.ids) == Set(ids) && top.ids.count + rest.ids.count == ids.count)
+
+            // Filters apply to every page; revisions stay positions in the unfiltered order.
+            let revoked = try await page("revoked=true&sort=DESCENDING")
+            #expect(revoked.ids == [ids[1], ids[10], ids[22], ids[3]] && !revoked.more)
+
+            #expect(
+                try await get(client, "/sandbox/inApps/v2/history/\(ids[0])?revision=nonsense", token: token).1?[
+                    "errorCode"
+                ] as? Int == 4000005
+            )
         }
     }
 }

@@ -72,6 +72,61 @@ struct SubscriptionTests {
         #expect(kinds.last == "DID_RENEW/BILLING_RECOVERY")
     }
 
+    @Test func aCardFixedWithinTheGracePeriodKeepsThePaidDaysUninterrupted() async throws {
+        let fixture = try await SimulatorFixture.make(gracePeriodDays: 16)
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        let paidUntil = try await subscription(fixture, original).expiresDate
+        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        #expect(try await subscription(fixture, original).status == SubscriptionStatus.gracePeriod.rawValue)
+        // Fixed a minute into the 160 s of grace: the next period starts when the paid one ended.
+        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
+        _ = try await fixture.simulator.advanceClock(seconds: 60)
+        let state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.active.rawValue && state.expiresDate == paidUntil + 300_000)
+        let renewal = try #require(
+            try await fixture.simulator.store.transaction(id: state.lastTransactionId, on: fixture.simulator.store.sql)
+        )
+        #expect(renewal.purchaseDate == paidUntil && renewal.transactionReason == "RENEWAL")
+        #expect(try await notifications(fixture).last == "DID_RENEW/BILLING_RECOVERY")
+    }
+
+    @Test func turningAutoRenewOffLeavesNoExpirationIntentUntilTheSubscriptionExpires() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
+        var state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.active.rawValue && !state.autoRenewStatus)
+        #expect(state.expirationIntent == nil)
+        let signed = try await fixture.simulator.signedRenewalInfo(
+            deviceId: fixture.phone.id,
+            originalTransactionId: original,
+            environment: .sandbox
+        )
+        let renewal = try #require(
+            await fixture.jwsVerifier.verify(signed, as: JWSRenewalInfoDecodedPayload.self).value
+        ).payload
+        #expect(renewal.expirationIntent == nil && renewal.autoRenewStatus == AutoRenewStatus(rawValue: 0))
+        // verifyReceipt's pending_renewal_info leaves expiration_intent out too.
+        let receipt = try await fixture.simulator.appReceipt(
+            deviceId: fixture.phone.id,
+            bundleId: SimulatorFixture.bundleId,
+            environment: .sandbox
+        )
+        let body = #"{"receipt-data":"\#(Base64.encode(receipt))","password":"secret-1"}"#
+        let response = await fixture.simulator.verifyReceipt(
+            body: Array(body.utf8),
+            isPOST: true,
+            environment: .sandbox
+        )
+        let pending = try #require(response.pendingRenewalInfo?.first)
+        #expect(pending.autoRenewStatus == AutoRenewStatus(rawValue: 0) && pending.expirationIntent == nil)
+
+        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        state = try await subscription(fixture, original)
+        #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 1)
+    }
+
     @Test func billingRetryEndsInExpiry() async throws {
         let fixture = try await SimulatorFixture.make()
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)

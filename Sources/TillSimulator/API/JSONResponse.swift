@@ -40,7 +40,8 @@ func decodeBody<T: Decodable>(_ type: T.Type, from request: Request, context: so
     }
 }
 
-private func describe(_ error: DecodingError) -> String {
+/// What is wrong with a request body, in a few words.
+func describe(_ error: DecodingError) -> String {
     switch error {
     case .keyNotFound(let key, _): "missing \(key.stringValue)"
     case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):

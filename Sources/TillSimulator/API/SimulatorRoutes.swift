@@ -226,21 +226,25 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     group.get("faults") { _, context in try jsonResponse(simulator.faults.all, context: context) }
     group.post("faults") { request, context in
         var request = request
-        let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
+        let body = Data(try await request.collectBody(upTo: 64 * 1024).readableBytesView)
         let rule: FaultRule
-        if let data = body.data(using: .utf8),
-            let decoded = try? TillFormatsJSON.decoder.decode(FaultRule.self, from: data)
-        {
-            rule = decoded
-        } else if let spec = try? TillFormatsJSON.decoder.decode([String: String].self, from: Data(body.utf8))["spec"] {
+        if let spec = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["spec"] as? String {
             rule = try FaultRule(parsing: spec)
         } else {
-            throw SimulatorError.badRequest(
-                "invalidFault",
-                "give a fault rule object or {\"spec\": \"sandbox:verifyReceipt:status=21005\"}"
-            )
+            do {
+                rule = try TillFormatsJSON.decoder.decode(FaultRule.self, from: body)
+            } catch {
+                let reason = (error as? DecodingError).map(describe) ?? "the body is not JSON"
+                throw SimulatorError.badRequest(
+                    "invalidFault",
+                    "give a fault rule object or {\"spec\": \"sandbox:verifyReceipt:status=21005\"}: \(reason)"
+                )
+            }
         }
-        simulator.faults.add(rule)
+        // A rule given without an id got one: the answer carries it, for DELETE /admin/v1/faults/{id}.
+        guard simulator.faults.addIfNew(rule) else {
+            throw SimulatorError.conflict("faultExists", "a fault with id \(rule.id) is active")
+        }
         return try jsonResponse(rule, status: .created, context: context)
     }
     group.delete("faults") { _, _ in

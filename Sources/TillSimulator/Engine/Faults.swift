@@ -153,6 +153,50 @@ public struct FaultRule: Codable, Sendable, Hashable {
         }
     }
 
+    /// Decodes the admin API's JSON form. `id` is optional: a rule given without one gets a generated id, which
+    /// the answer (and `GET /admin/v1/faults`) shows and `DELETE /admin/v1/faults/{id}` takes. `environment` is
+    /// `Production`, `Sandbox` (in any case) or absent (or `*`) for both; values are checked as the command-line
+    /// syntax checks them.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func invalid(_ key: CodingKeys, _ message: String) -> DecodingError {
+            DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: message)
+        }
+        let id = try container.decodeIfPresent(String.self, forKey: .id) ?? UUID().uuidString.lowercased()
+        guard !id.isEmpty, !id.contains("/") else { throw invalid(.id, "an id is a non-empty name without /") }
+        var environment: String?
+        if let name = try container.decodeIfPresent(String.self, forKey: .environment), name != "*" {
+            guard let parsed = AppStoreEnvironment(parsing: name), parsed == .production || parsed == .sandbox else {
+                throw invalid(.environment, "environment is Production, Sandbox or absent for both, got \(name)")
+            }
+            environment = parsed.rawValue
+        }
+        let probability = try container.decodeIfPresent(Double.self, forKey: .probability)
+        if let probability, !(0...1).contains(probability) {
+            throw invalid(.probability, "probability is between 0 and 1, got \(probability)")
+        }
+        let latencyMinimum = try container.decodeIfPresent(Double.self, forKey: .latencyMinimum)
+        let latencyMaximum = try container.decodeIfPresent(Double.self, forKey: .latencyMaximum)
+        if [latencyMinimum, latencyMaximum].contains(where: { ($0 ?? 0) < 0 }) {
+            throw invalid(.latencyMinimum, "latencies are seconds, not negative")
+        }
+        self.init(
+            id: id,
+            environment: environment,
+            endpoint: try container.decode(FaultEndpoint.self, forKey: .endpoint),
+            latencyMinimum: latencyMinimum,
+            latencyMaximum: latencyMaximum,
+            outage: try container.decodeIfPresent(Outage.self, forKey: .outage),
+            hangSeconds: try container.decodeIfPresent(Double.self, forKey: .hangSeconds),
+            status: try container.decodeIfPresent(Int.self, forKey: .status),
+            isRetryable: try container.decodeIfPresent(Bool.self, forKey: .isRetryable),
+            rateLimited: try container.decodeIfPresent(Bool.self, forKey: .rateLimited),
+            probability: probability,
+            untilMilliseconds: try container.decodeIfPresent(Int64.self, forKey: .untilMilliseconds),
+            remaining: try container.decodeIfPresent(Int.self, forKey: .remaining)
+        )
+    }
+
     func matches(environment: AppStoreEnvironment, endpoint: FaultEndpoint) -> Bool {
         self.endpoint == endpoint && (self.environment == nil || self.environment == environment.rawValue)
     }
@@ -176,6 +220,15 @@ public final class FaultRegistry: Sendable {
     public var all: [FaultRule] { rules.withLock { $0 } }
 
     public func add(_ rule: FaultRule) { rules.withLock { $0.append(rule) } }
+
+    /// Adds a rule unless one with its id is active; returns whether it was added.
+    public func addIfNew(_ rule: FaultRule) -> Bool {
+        rules.withLock { rules in
+            guard !rules.contains(where: { $0.id == rule.id }) else { return false }
+            rules.append(rule)
+            return true
+        }
+    }
 
     public func remove(id: String) -> Bool {
         rules.withLock { rules in

@@ -253,8 +253,8 @@ extension Simulator {
                 var tx = try await self.store.transaction(id: id, on: db),
                 !tx.finished
             {
+                // Finishing changes nothing Apple signs: the transaction keeps its place in history.
                 tx.finished = true
-                tx.signedSequence = try await self.nextSequence(on: db)
                 try await self.store.update(tx, on: db)
             }
         }
@@ -556,7 +556,6 @@ extension Simulator {
                 change = (.didChangeRenewalPref, nil)
             } else if !subscription.autoRenewStatus {
                 subscription.autoRenewStatus = true
-                subscription.expirationIntent = nil
                 change = (.didChangeRenewalStatus, .autoRenewEnabled)
             }
             subscription.updatedAt = now

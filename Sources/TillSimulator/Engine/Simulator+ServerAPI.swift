@@ -74,7 +74,8 @@ extension Simulator {
         return TransactionInfoResponse(signedTransactionInfo: try signTransaction(tx, app: app))
     }
 
-    /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page.
+    /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page. The revision is a
+    /// position in that order (``HistoryRevision``): a transaction that changes while a client pages comes again.
     func transactionHistory(
         _ transactionId: String,
         query: [(String, String)],
@@ -82,8 +83,15 @@ extension Simulator {
         environment: AppStoreEnvironment
     ) async throws -> HistoryResponse {
         let filter: TransactionHistoryQuery
-        do { filter = try TransactionHistoryQuery(queryItems: query) } catch {
+        do { filter = try TransactionHistoryQuery(queryItems: Self.normalizingBooleans(query)) } catch {
             throw ServerAPIFailure(status: 400, error: error)
+        }
+        var token: HistoryRevision.Token?
+        if let revision = filter.revision {
+            guard let parsed = HistoryRevision.Token(revision) else {
+                throw ServerAPIFailure(.invalidRequestRevision)
+            }
+            token = parsed
         }
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
         var transactions = try await store.transactions(
@@ -108,11 +116,9 @@ extension Simulator {
             if let revoked = filter.revoked, revoked != (candidate.revocationDate != nil) { return false }
             return true
         }
-        transactions.sort { $0.signedSequence < $1.signedSequence }
-        if filter.sort == .descending { transactions.reverse() }
-        let page = try paginate(transactions, revision: filter.revision)
+        let page = try HistoryRevision.page(of: transactions, after: token, descending: filter.sort == .descending)
         return HistoryResponse(
-            revision: page.revision,
+            revision: page.revision.token,
             hasMore: page.hasMore,
             bundleId: app.bundleId,
             appAppleId: app.appAppleId,
@@ -241,6 +247,7 @@ extension Simulator {
     }
 
     /// Get Notification History: notifications sent in a window of at most 180 days, with filters, 20 a page.
+    /// `transactionId` selects every notification of that transaction's customer.
     func notificationHistory(
         _ request: NotificationHistoryRequest,
         paginationToken: String?,
@@ -256,9 +263,19 @@ extension Simulator {
         if request.transactionId != nil && request.notificationType != nil {
             throw ServerAPIFailure(.multipleFiltersSupplied)
         }
-        var original: String?
+        // Apple: `transactionId` is any transaction of the customer and limits the history to that customer,
+        // not to one subscription (NotificationHistoryRequest).
+        var customerTransactions: Set<String>?
         if let id = request.transactionId {
-            original = try await requireTransaction(id, app: app, environment: environment).originalTransactionId
+            let tx = try await requireTransaction(id, app: app, environment: environment)
+            customerTransactions = Set(
+                try await store.transactions(
+                    accountId: tx.accountId,
+                    appAppleId: app.appAppleId,
+                    environment: environment.rawValue,
+                    on: store.sql
+                ).map(\.transactionId)
+            )
         }
         let records = try await store.notifications(
             appAppleId: app.appAppleId,
@@ -269,7 +286,7 @@ extension Simulator {
         ).filter { record in
             if let type = request.notificationType, record.notificationType != type.rawValue { return false }
             if let subtype = request.notificationSubtype, record.subtype != subtype.rawValue { return false }
-            if let original, record.originalTransactionId != original { return false }
+            if let customerTransactions, !customerTransactions.contains(record.transactionId ?? "") { return false }
             if request.onlyFailures == true, record.state == "delivered" || record.state == "unsent" { return false }
             return record.testToken == nil || record.attempts > 0
         }
@@ -314,6 +331,19 @@ extension Simulator {
         }
         let end = min(items.count, offset + 20)
         return (Array(items[offset..<end]), Base64.encode(Array(String(end).utf8), alphabet: .url), end < items.count)
+    }
+
+    /// Boolean query parameters in every form Apple's clients send: `true`/`false` (Swift, Java, Node) and
+    /// `True`/`False` (Python writes `str(bool)`), in any case. `revoked` (Get Transaction History) is the only
+    /// boolean query parameter of the endpoints served here; notification history's `onlyFailures` is a JSON
+    /// boolean in the body. Other values are left for the query parser to refuse (`invalidRevoked`).
+    static func normalizingBooleans(_ query: [(String, String)]) -> [(String, String)] {
+        let booleans: Set<String> = ["revoked"]
+        return query.map { name, value in
+            let lowered = value.lowercased()
+            guard booleans.contains(name), lowered == "true" || lowered == "false" else { return (name, value) }
+            return (name, lowered)
+        }
     }
 
     private func attempts(of record: SimNotificationRecord) -> [SendAttemptItem] {

@@ -19,7 +19,7 @@ extension Simulator {
             originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
             expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
             quantity: tx.quantity,
-            type: TransactionType(tx.type),
+            type: Self.transactionType(of: tx.type),
             appAccountToken: tx.appAccountToken,
             inAppOwnershipType: Ownership(rawValue: tx.ownership),
             signedDate: signedAt,
@@ -37,6 +37,13 @@ extension Simulator {
             revocationType: tx.revocationType.map(RevocationType.init(rawValue:)),
             revocationPercentage: tx.revocationType == "REFUND_FULL" ? 100_000 : nil
         )
+    }
+
+    /// The `type` a transaction is signed with: one of Apple's four values. A free subscription (App Store
+    /// Connect's old Newsstand type: free, never expires, restored) is signed as `Non-Consumable`, as its receipt
+    /// entry (attribute 1707 = 0) and the history's `productType` filter (`NON_CONSUMABLE`) already describe it.
+    static func transactionType(of type: ProductType) -> TransactionType {
+        TransactionType(type) ?? .nonConsumable
     }
 
     func signTransaction(_ tx: SimTransaction, app: SimApp) throws -> String {

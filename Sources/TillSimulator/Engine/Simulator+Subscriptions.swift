@@ -102,13 +102,15 @@ extension Simulator {
                             on: db
                         )
                     {
-                        // The retry succeeded: a new period starts now.
+                        // The retry succeeded. Within the billing grace period the paid days go on uninterrupted:
+                        // the new period starts when the last one ended. In billing retry they were paused: the
+                        // new period starts now.
                         try await self.renew(
                             &subscription,
                             account: account,
                             app: app,
                             product: product,
-                            from: now,
+                            from: status == .gracePeriod ? subscription.expiresDate : now,
                             recovery: true,
                             on: db
                         )
@@ -243,8 +245,9 @@ extension Simulator {
                 throw SimulatorError.notFound("app", String(subscription.appAppleId))
             }
             guard subscription.autoRenewStatus != enabled else { return subscription }
+            // `expirationIntent` is the reason a subscription expired: it is set when the period ends without a
+            // renewal (EXPIRED/VOLUNTARY), not when the customer turns auto-renew off.
             subscription.autoRenewStatus = enabled
-            subscription.expirationIntent = enabled ? nil : 1
             subscription.updatedAt = self.clock.nowMilliseconds
             try await self.store.upsert(subscription, on: db)
             try await self.notify(

@@ -16,7 +16,10 @@ public struct SimulatorConfiguration: Sendable {
     public var maximumSandboxRenewals: Int
     /// How long the store keeps retrying a failed renewal, in (scaled) days.
     public var billingRetryDays: Double
-    /// Delays between attempts to deliver a notification that the receiver refused, per environment.
+    /// Delays (seconds of simulated time) between attempts to deliver a notification that the receiver refused,
+    /// per environment. Apple retries in production only, 1, 12, 24, 48 and 72 hours after the previous attempt;
+    /// its sandbox sends a notification once. Sandbox delays are an option for testing a receiver's retry
+    /// handling (`till simulator --sandbox-notification-retries 10,60,300`), empty by default.
     public var notificationRetryDelays: [AppStoreEnvironment: [Double]]
     /// Faults active from the start.
     public var faults: [FaultRule]
@@ -29,7 +32,7 @@ public struct SimulatorConfiguration: Sendable {
         maximumSandboxRenewals: Int = 12,
         billingRetryDays: Double = 60,
         notificationRetryDelays: [AppStoreEnvironment: [Double]] = [
-            .production: [3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600], .sandbox: [10, 60, 300, 900, 3600],
+            .production: SimulatorConfiguration.productionNotificationRetryDelays, .sandbox: [],
         ],
         faults: [FaultRule] = [],
         adminToken: String? = nil
@@ -42,6 +45,11 @@ public struct SimulatorConfiguration: Sendable {
         self.faults = faults
         self.adminToken = adminToken
     }
+
+    /// Apple's production schedule: retries 1, 12, 24, 48 and 72 hours after the previous attempt.
+    public static let productionNotificationRetryDelays: [Double] = [
+        3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600,
+    ]
 }
 
 /// The App Store stand-in: its state, its signing authorities and its clock. The HTTP layer

@@ -151,7 +151,9 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     public var deviceId: String?
     /// Finished by the app on its purchasing device (finished consumables leave the receipt).
     public var finished: Bool
-    /// Increases with every change, for history revisions.
+    /// The modification sequence number: taken from one store-wide counter when the transaction is recorded and
+    /// again whenever its signed data changes (refund, revocation, upgrade). History revisions are positions in it
+    /// (``HistoryRevision``).
     public var signedSequence: Int64
     public var createdAt: Int64
 

@@ -323,13 +323,14 @@ struct SimulatorStore: Sendable {
             .orderBy("subscription_group").all(decoding: SimSubscription.self, with: Self.decoding)
     }
 
-    /// Subscriptions whose period (or grace period, or retry window) has ended by `now` and that the engine must move on.
+    /// Subscriptions the engine must look at: those whose period has ended by `now`, and every one in the grace
+    /// period or in billing retry (the store retries the charge, which may now go through, and ends those periods).
     func dueSubscriptions(now: Int64, limit: Int, on db: any SQLDatabase) async throws -> [SimSubscription] {
         try await db.raw(
             """
             SELECT * FROM sim_subscriptions
             WHERE (status = 1 AND expires_date <= \(bind: now))
-               OR (status = 4 AND grace_period_expires_date <= \(bind: now))
+               OR (status = 4)
                OR (status = 3)
             ORDER BY expires_date LIMIT \(literal: limit)
             """

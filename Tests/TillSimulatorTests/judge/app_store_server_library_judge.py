@@ -47,6 +47,11 @@ def main() -> int:
     history = client.get_transaction_history(api["transactionId"], None, TransactionHistoryRequest(), GetTransactionHistoryVersion.V2)
     summary["api"]["history"] = {"count": len(history.signedTransactions), "hasMore": history.hasMore,
                                  "environment": history.rawEnvironment, "appAppleId": history.appAppleId}
+    # revoked, the one boolean query parameter, as Apple's Python client writes it: revoked=True / revoked=False.
+    for name, value in (("revokedTrue", True), ("revokedFalse", False)):
+        filtered = client.get_transaction_history(api["transactionId"], None, TransactionHistoryRequest(revoked=value),
+                                                  GetTransactionHistoryVersion.V2)
+        summary["api"][name] = len(filtered.signedTransactions)
     statuses = client.get_all_subscription_statuses(api["originalTransactionId"])
     summary["api"]["statuses"] = [
         {"group": group.subscriptionGroupIdentifier, "status": [item.rawStatus for item in group.lastTransactions]}

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+/// Runs the judge scripts in `judge/`, which use Apple's official App Store Server Library for Python.
+///
+/// Without the library a judge test is skipped with a message on a developer's machine, but fails when the
+/// environment variable `CI` is set: CI must never go green by skipping the judge.
+enum PythonJudge {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("judge")
+
+    static let libraryInstalled: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import appstoreserverlibrary"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+
+    static var onCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty } ?? false }
+
+    /// The condition of a judge test: run where the library is installed, and always on CI.
+    static var enabled: Bool { libraryInstalled || onCI }
+
+    static let skipMessage: Comment =
+        "Apple's app-store-server-library for Python is not installed (pip install app-store-server-library)"
+
+    /// Fails the test when the library is missing (only reached on CI, where the test is never skipped).
+    static func requireLibrary() throws {
+        try #require(
+            libraryInstalled,
+            "CI is set but Apple's app-store-server-library for Python is not installed: the judge cannot run"
+        )
+    }
+
+    /// Runs `judge/<script>` with `spec` as JSON on standard input; returns its exit status and its JSON summary.
+    ///
+    /// The process is driven from a thread of its own: blocking reads and waits on the cooperative pool would
+    /// starve the simulator under test, which answers the judge from that same pool.
+    static func run(_ script: String, spec: [String: Any]) async throws -> (status: Int32, summary: [String: Any]) {
+        let input = try JSONSerialization.data(withJSONObject: spec)
+        let path = directory.appendingPathComponent(script).path
+        let (status, output) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(Int32, Data), any Error>) in
+            Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = ["python3", path]
+                let stdin = Pipe()
+                let stdout = Pipe()
+                process.standardInput = stdin
+                process.standardOutput = stdout
+                do {
+                    try process.run()
+                    stdin.fileHandleForWriting.write(input)
+                    try stdin.fileHandleForWriting.close()
+                    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    continuation.resume(returning: (process.terminationStatus, output))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+        }
+        let summary = try #require(
+            try? JSONSerialization.jsonObject(with: output) as? [String: Any],
+            "the judge printed no JSON: \(String(decoding: output, as: UTF8.self))"
+        )
+        return (status, summary)
+    }
+}
