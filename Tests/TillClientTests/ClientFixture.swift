@@ -177,14 +177,14 @@ struct ClientFixture {
             baseURL: simulatorURL,
             deviceId: (device ?? self.device).id,
             bundleId: Self.bundleId,
-            timeout: .seconds(10),
+            timeout: .seconds(30),
             pollInterval: pollInterval,
             httpClient: http,
             paymentSheet: sheet
         )
     }
 
-    func client(_ url: String, timeout: Duration = .seconds(10)) -> TillServerClient {
+    func client(_ url: String, timeout: Duration = .seconds(30)) -> TillServerClient {
         TillServerClient(baseURL: url, appKey: app.appKey, timeout: timeout, httpClient: http)
     }
 

@@ -25,7 +25,7 @@ struct ContentStoreTests {
         try ContentStore(
             directory: fixture.directory.appendingPathComponent("content"),
             server: client,
-            timeout: .seconds(10),
+            timeout: .seconds(30),
             httpClient: fixture.http
         )
     }

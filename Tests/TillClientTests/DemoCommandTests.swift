@@ -39,10 +39,8 @@ struct DemoCommandTests {
 
     @Test(.enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)))
     func theDemoWalksThroughTheWholeStoryAndEveryStepPasses() async throws {
-        let clock = ContinuousClock()
-        let started = clock.now
-        let run = try await TillExecutable.run(["demo"], timeout: .seconds(150))
-        let elapsed = clock.now - started
+        // How long the demo takes is a figure for docs/demo.md, not an assertion: a loaded runner is slower.
+        let run = try await TillExecutable.run(["demo"], timeout: .seconds(600))
 
         #expect(run.status == 0, "\(run)")
         let steps = Self.steps(in: run.output)
@@ -52,7 +50,6 @@ struct DemoCommandTests {
             #expect(step.checks.allSatisfy { $0.hasPrefix("✓") }, "\(step.title): \(step.checks)")
         }
         #expect(run.output.contains("✓ All 11 steps behaved as expected"), "\(run)")
-        #expect(elapsed < .seconds(120), "the demo took \(elapsed)")
         // It cleans up after itself.
         let directory = run.output.components(separatedBy: "files in ").dropFirst().first?
             .components(separatedBy: " until the end").first

@@ -48,7 +48,7 @@ struct OutboxTests {
 
             // Back on the same port: the retry sends it, delivers, finishes.
             try await fixture.serve(port: port) { _ in
-                let deadline = ContinuousClock.now + .seconds(15)
+                let deadline = ContinuousClock.now + .seconds(60)
                 while try await !fixture.unfinished().isEmpty, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(100))
                     await coordinator.retry()

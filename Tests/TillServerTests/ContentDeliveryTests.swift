@@ -84,7 +84,7 @@ struct ContentDeliveryTests {
         let reply = try await call(
             client,
             .post,
-            "/v1/receipts?wait=10",
+            "/v1/receipts?wait=60",
             json: String(decoding: body, as: UTF8.self),
             token: fixture.app.appKey
         )

@@ -54,7 +54,7 @@ extension ServerHTTPTests {
                 let waited = try await call(
                     client,
                     .post,
-                    "/v1/receipts?wait=10",
+                    "/v1/receipts?wait=60",
                     body(["customerId": "alice", "signedTransaction": purchase.signedTransaction!]),
                     token: fixture.app.appKey
                 )
@@ -93,7 +93,7 @@ extension ServerHTTPTests {
                 let answer = try await call(
                     client,
                     .post,
-                    "/v1/receipts?wait=5",
+                    "/v1/receipts?wait=60",
                     body(["customerId": "bob", "signedTransaction": purchase.signedTransaction!]),
                     token: fixture.app.appKey
                 )

@@ -14,7 +14,7 @@ struct SeparateDeploymentTests {
         try await SeparateDeployment.run(database: database) { deployment in
             let payment = try await deployment.buy("pro")
             let receipt = try #require(payment.transactionReceipt)
-            let reply = try await deployment.submit("alice", "transactionReceipt", receipt, wait: 30)
+            let reply = try await deployment.submit("alice", "transactionReceipt", receipt, wait: 60)
             #expect(reply.status == 200, "\(reply)")
             let submission = reply.object["submission"] as? [String: Any]
             #expect(submission?["state"] as? String == "confirmed")
@@ -203,7 +203,7 @@ extension SeparateDeploymentTests {
             let gems = try await deployment.buy("gems.100")
             let receipt = try await deployment.receipt()
             try await deployment.fault("production:verifyReceipt:status=21010,times=1")
-            let rejected = try await deployment.submit("alice", "receipt", receipt, wait: 30)
+            let rejected = try await deployment.submit("alice", "receipt", receipt, wait: 60)
             #expect((rejected.object["submission"] as? [String: Any])?["state"] as? String == "rejected", "\(rejected)")
             let taken = try await state(deployment, "alice")
             #expect(taken.contains("purchase pro confirmed=false revoked=true"), "\(taken)")
@@ -211,12 +211,12 @@ extension SeparateDeploymentTests {
             #expect(!taken.contains { $0.hasPrefix("entitlement pro") }, "\(taken)")
 
             if format == "receipt" {
-                let again = try await deployment.submit("alice", "receipt", receipt, wait: 30)
+                let again = try await deployment.submit("alice", "receipt", receipt, wait: 60)
                 #expect((again.object["submission"] as? [String: Any])?["state"] as? String == "confirmed", "\(again)")
             } else {
                 for payment in [pro, gems] {
                     let jws = try #require(payment.signedTransaction)
-                    let again = try await deployment.submit("alice", "signedTransaction", jws, wait: 30)
+                    let again = try await deployment.submit("alice", "signedTransaction", jws, wait: 60)
                     #expect(
                         (again.object["submission"] as? [String: Any])?["state"] as? String == "confirmed",
                         "\(again)"
@@ -243,7 +243,7 @@ extension SeparateDeploymentTests {
                     let delivered = try await deployment.deliverNotification("ONE_TIME_CHARGE", transactionId: transaction)
                     #expect(delivered.object["outcome"] as? String == "unmatched", "\(delivered)")
                     try await deployment.fault("production:verifyReceipt:status=21010,times=1")
-                    let reply = try await deployment.submit("alice", "receipt", receipt, wait: 30)
+                    let reply = try await deployment.submit("alice", "receipt", receipt, wait: 60)
                     #expect((reply.object["submission"] as? [String: Any])?["state"] as? String == "rejected")
                 } else {
                     try await deployment.fault("production:verifyReceipt:outage=503,times=1")
@@ -268,7 +268,7 @@ extension SeparateDeploymentTests {
     @Test func aRefusedReplayCallsAppleForNothing() async throws {
         try await SeparateDeployment.run(notifications: false) { deployment in
             let jws = try #require(try await deployment.buy("pro").signedTransaction)
-            let first = try await deployment.submit("alice", "signedTransaction", jws, wait: 30)
+            let first = try await deployment.submit("alice", "signedTransaction", jws, wait: 60)
             #expect((first.object["submission"] as? [String: Any])?["state"] as? String == "confirmed")
             let calls = try await deployment.counter("till_apple_calls_total", #"endpoint="serverAPI""#)
             #expect(calls == 1)
@@ -293,7 +293,7 @@ extension SeparateDeploymentTests {
     @Test func eachCallToAppleIsCountedWithItsEnvironmentAndStatus() async throws {
         try await SeparateDeployment.run(notifications: false) { deployment in
             _ = try await deployment.buy("pro")
-            let reply = try await deployment.submit("alice", "receipt", try await deployment.receipt(), wait: 30)
+            let reply = try await deployment.submit("alice", "receipt", try await deployment.receipt(), wait: 60)
             #expect((reply.object["submission"] as? [String: Any])?["state"] as? String == "confirmed")
             let production = try await deployment.counter(
                 "till_apple_calls_total",

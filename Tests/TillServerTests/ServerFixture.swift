@@ -127,7 +127,7 @@ struct ServerFixture {
         )
     }
 
-    func settled(_ result: SubmissionResult, timeout: Duration = .seconds(10)) async throws -> SubmissionView {
+    func settled(_ result: SubmissionResult, timeout: Duration = .seconds(60)) async throws -> SubmissionView {
         try await server.waitForSettlement(id: result.submission.id, bundleId: Self.bundleId, timeout: timeout)
     }
 }
@@ -165,8 +165,9 @@ func withServices<S: Service>(
     }
 }
 
-/// Polls `condition` every 50 ms for up to `timeout`; throws when it never holds.
-func waitUntil(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+/// Polls `condition` every 50 ms for up to `timeout` (generous: it returns as soon as the condition holds, and a
+/// loaded 2-core runner can be slow); throws when it never holds.
+func waitUntil(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }

@@ -126,7 +126,7 @@ struct ServerHTTPTests {
                 let waited = try await call(
                     client,
                     .post,
-                    "/v1/receipts?wait=10",
+                    "/v1/receipts?wait=60",
                     body(["customerId": "alice", "signedTransaction": second.signedTransaction!]),
                     token: fixture.app.appKey
                 )
@@ -306,7 +306,7 @@ struct ServerHTTPTests {
                 let waited = try await call(
                     client,
                     .post,
-                    "/v1/customers/erin/restore?wait=10",
+                    "/v1/customers/erin/restore?wait=60",
                     body(["receipt": receipt]),
                     token: fixture.app.appKey
                 )
@@ -459,7 +459,7 @@ struct ServerHTTPTests {
                 let submitted = try await call(
                     client,
                     .post,
-                    "/v1/receipts?wait=5",
+                    "/v1/receipts?wait=60",
                     body(["customerId": "dan", "receipt": try await fixture.receipt()]),
                     token: fixture.app.appKey
                 )
@@ -472,7 +472,7 @@ struct ServerHTTPTests {
                 let settled = try await fixture.server.waitForSettlement(
                     id: id,
                     bundleId: ServerFixture.bundleId,
-                    timeout: .seconds(5)
+                    timeout: .seconds(60)
                 )
                 #expect(settled.state == .confirmed)
             }

@@ -63,7 +63,7 @@ struct SnapshotTests {
             decoding: try JSONEncoder().encode(SubmissionRequest(customerId: customer, signedTransaction: jws)),
             as: UTF8.self
         )
-        return try await call(client, .post, "/v1/receipts?wait=10", body, token: fixture.app.appKey)
+        return try await call(client, .post, "/v1/receipts?wait=60", body, token: fixture.app.appKey)
     }
 
     @Test func aCustomerGetsASnapshotThePublishedKeysVerify() async throws {

@@ -64,7 +64,7 @@ final class NotificationReceiver: Sendable {
     }
 
     /// Waits until `count` payloads arrived (at most `timeout`).
-    func waitFor(_ count: Int, timeout: Duration = .seconds(10)) async -> [String] {
+    func waitFor(_ count: Int, timeout: Duration = .seconds(60)) async -> [String] {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {

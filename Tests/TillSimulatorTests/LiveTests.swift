@@ -31,7 +31,7 @@ struct LiveTests {
                 _ = try await fixture.buy("premium.monthly")
                 // The first delivery fails (500); the retry, 10 simulated seconds later, succeeds. The clock moves
                 // only once the first attempt was made: on a busy machine it can take longer than a moment.
-                for _ in 0..<100 {
+                for _ in 0..<600 {
                     let log = try await fixture.simulator.notificationLog(
                         appAppleId: fixture.app.appAppleId,
                         environment: .sandbox
@@ -54,7 +54,7 @@ struct LiveTests {
                     appAppleId: fixture.app.appAppleId,
                     environment: .sandbox
                 )
-                for _ in 0..<50 where log.first?.state != "delivered" {
+                for _ in 0..<600 where log.first?.state != "delivered" {
                     try await Task.sleep(for: .milliseconds(100))
                     log = try await fixture.simulator.notificationLog(
                         appAppleId: fixture.app.appAppleId,

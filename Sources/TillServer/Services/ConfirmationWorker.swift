@@ -515,14 +515,20 @@ public struct ConfirmationWorker: Service {
 extension PurchaseServer {
     /// Confirmations allowed in flight: all of `concurrency`, except in the seconds after Apple came back with
     /// a backlog, when it starts at 16 and doubles every second (a slow start, as TCP's).
-    func recoveryLimit(_ concurrency: Int) -> Int {
+    func recoveryLimit(_ concurrency: Int, now: ContinuousClock.Instant = .now) -> Int {
         recoveringSince.withLock { since in
             guard let start = since else { return concurrency }
-            let seconds = Int((ContinuousClock.now - start).components.seconds)
-            let limit = seconds >= 20 ? concurrency : 16 << seconds
-            if limit >= concurrency { since = nil }
-            return min(limit, concurrency)
+            let limit = Self.slowStartLimit(since: start, now: now, concurrency: concurrency)
+            if limit >= concurrency { since = nil }  // full speed reached: the slow start is over
+            return limit
         }
+    }
+
+    /// The slow start's limit `now`, for a recovery that began at `since`: 16, doubled each whole second, at most
+    /// `concurrency`.
+    static func slowStartLimit(since: ContinuousClock.Instant, now: ContinuousClock.Instant, concurrency: Int) -> Int {
+        let seconds = max(0, Int((now - since).components.seconds))
+        return seconds >= 20 ? concurrency : min(16 << seconds, concurrency)
     }
 }
 
