@@ -1,9 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 import Hummingbird
 import Logging
 import NIOCore
@@ -15,6 +11,10 @@ import TillFormats
 import TillServer
 import TillSimulator
 import TillStorage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The verification server under load, with the simulator standing in for a slow Apple, all on this machine.
 ///

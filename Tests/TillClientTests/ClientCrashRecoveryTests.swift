@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -9,8 +10,10 @@ import TillCore
 /// The app killed at the worst moments: after a new launch on the same files, each purchase completes once.
 @Suite(.timeLimit(.minutes(2)))
 struct ClientCrashRecoveryTests {
-    @Test func killedBetweenPurchaseAndSubmissionThePurchaseCompletesOnceAtTheNextLaunch() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func killedBetweenPurchaseAndSubmissionThePurchaseCompletesOnceAtTheNextLaunch(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 // The store charged; the app died before it could hand the transactions to its coordinator.
                 let store = fixture.storefront()
@@ -42,8 +45,10 @@ struct ClientCrashRecoveryTests {
         }
     }
 
-    @Test func killedWhileTheSubmissionWasInTheOutboxItIsSentOnceAtTheNextLaunch() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func killedWhileTheSubmissionWasInTheOutboxItIsSentOnceAtTheNextLaunch(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             var url = ""
             try await fixture.serve { url = $0 }
             let port = try #require(URLComponents(string: url)?.port)
@@ -75,8 +80,11 @@ struct ClientCrashRecoveryTests {
         }
     }
 
-    @Test func killedBetweenDownloadAndFinishThePurchaseCompletesOnceWithoutDownloadingAgain() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all)
+    func killedBetweenDownloadAndFinishThePurchaseCompletesOnceWithoutDownloadingAgain(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 // Everything succeeds up to the finish, which never happens: the process dies first.
                 let dying = ObservedStorefront(fixture.storefront()) { _ in throw Killed() }

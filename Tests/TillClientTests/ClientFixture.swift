@@ -11,6 +11,7 @@ import TillClient
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -36,7 +37,12 @@ struct ClientFixture {
     static let manual: [UInt8] = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
     static let issue: [UInt8] = Array("Issue 1: the whole magazine.\n".utf8)
 
-    static func run(_ body: (ClientFixture) async throws -> Void) async throws {
+    /// Runs `body` with a simulator, a server on `database` (SQLite in memory, or a fresh PostgreSQL database)
+    /// and its worker.
+    static func run(database engine: TestDatabase = .sqlite, _ body: (ClientFixture) async throws -> Void)
+        async throws
+    {
+        let database = engine == .sqlite ? .sqliteInMemory : try await engine.fresh(prefix: "till_client")
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("till-client-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -71,6 +77,7 @@ struct ClientFixture {
             try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
                 let server = try await PurchaseServer.open(
                     ServerConfiguration(
+                        database: database,
                         operatorToken: "operator-token-0123456789",
                         apple: .simulator("http://127.0.0.1:\(port)"),
                         sandboxJWSRoots: [simulator.signer.jwsAuthority.root],

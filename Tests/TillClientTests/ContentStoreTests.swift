@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -30,8 +31,10 @@ struct ContentStoreTests {
         )
     }
 
-    @Test func anInterruptedDownloadResumesWithRangeFromWhereItStopped() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func anInterruptedDownloadResumesWithRangeFromWhereItStopped(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 try await Self.entitleAlice(fixture, client)
@@ -61,8 +64,10 @@ struct ContentStoreTests {
         }
     }
 
-    @Test func aCorruptPartialFileIsCaughtByTheChecksumAndDownloadedAgain() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aCorruptPartialFileIsCaughtByTheChecksumAndDownloadedAgain(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 try await Self.entitleAlice(fixture, client)
@@ -84,8 +89,10 @@ struct ContentStoreTests {
         }
     }
 
-    @Test func contentIsDownloadedAgainLaterWhileEntitledAndRefusedOtherwise() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func contentIsDownloadedAgainLaterWhileEntitledAndRefusedOtherwise(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 let coordinator = try fixture.coordinator(url)

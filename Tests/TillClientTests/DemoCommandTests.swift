@@ -37,7 +37,9 @@ struct DemoCommandTests {
         return steps
     }
 
-    @Test(.enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)))
+    @Test(
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
     func theDemoWalksThroughTheWholeStoryAndEveryStepPasses() async throws {
         // How long the demo takes is a figure for docs/demo.md, not an assertion: a loaded runner is slower.
         let run = try await TillExecutable.run(["demo"], timeout: .seconds(600))

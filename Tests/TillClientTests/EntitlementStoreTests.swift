@@ -4,6 +4,7 @@ import Testing
 import TillClient
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -36,8 +37,10 @@ struct EntitlementStoreTests {
         return coordinator
     }
 
-    @Test func anEditedSnapshotFileIsRejectedAndAFreshOneFetched() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func anEditedSnapshotFileIsRejectedAndAFreshOneFetched(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try await Self.buyGems(fixture, url)
                 let file = coordinator.entitlements.fileURL
@@ -72,8 +75,10 @@ struct EntitlementStoreTests {
         }
     }
 
-    @Test func aSnapshotSignedByAnotherKeyOrForAnotherCustomerIsRejected() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aSnapshotSignedByAnotherKeyOrForAnotherCustomerIsRejected(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try await Self.buyGems(fixture, url)
                 let file = coordinator.entitlements.fileURL
@@ -113,8 +118,10 @@ struct EntitlementStoreTests {
         }
     }
 
-    @Test func pinnedKeysVerifyTheSnapshotWithoutTheServer() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func pinnedKeysVerifyTheSnapshotWithoutTheServer(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             var keys: [SnapshotPublicKey] = []
             var directory = URL(fileURLWithPath: "/")
             try await fixture.serve { url in
@@ -164,8 +171,10 @@ struct EntitlementStoreTests {
         }
     }
 
-    @Test func spendingCreditsIsCountedOncePerRequestAndShownFromTheSnapshot() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func spendingCreditsIsCountedOncePerRequestAndShownFromTheSnapshot(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try await Self.buyGems(fixture, url)
                 #expect(try await coordinator.spend(30, of: "gems", requestId: "order-1").balance("gems") == 70)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -9,8 +10,10 @@ import TillCore
 /// The outbox: nothing is lost while the server is away, nothing reaches the ledger twice.
 @Suite(.timeLimit(.minutes(2)))
 struct OutboxTests {
-    @Test func aPurchaseMadeWhileTheServerIsDownWaitsInTheOutboxAndIsSentOnceWhenItIsBack() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aPurchaseMadeWhileTheServerIsDownWaitsInTheOutboxAndIsSentOnceWhenItIsBack(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             // Find a port for the server, then take it down.
             var url = ""
             try await fixture.serve { url = $0 }
@@ -62,8 +65,10 @@ struct OutboxTests {
         }
     }
 
-    @Test func aSubmissionSentBeforeAKillIsAnsweredWithTheSameSubmissionWhenResent() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aSubmissionSentBeforeAKillIsAnsweredWithTheSameSubmissionWhenResent(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 let directory = fixture.directory.appendingPathComponent("outbox")
@@ -98,8 +103,10 @@ struct OutboxTests {
         }
     }
 
-    @Test func aSubmissionTheServerRefusesForGoodIsKeptAsideWithTheReason() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aSubmissionTheServerRefusesForGoodIsKeptAsideWithTheReason(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 let directory = fixture.directory.appendingPathComponent("outbox")
@@ -133,8 +140,10 @@ struct OutboxTests {
         }
     }
 
-    @Test func leftoversOfAWriteCutShortAreIgnoredAndWholeEntriesKept() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func leftoversOfAWriteCutShortAreIgnoredAndWholeEntriesKept(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             let directory = fixture.directory.appendingPathComponent("outbox")
             let client = fixture.client(try await ClientFixture.deadURL())
             let entry = OutboxEntry(

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -9,8 +10,10 @@ import TillCore
 /// Purchases as an app makes them: store, server, snapshot, content, finish, on live loopback sockets.
 @Suite(.timeLimit(.minutes(2)))
 struct PurchaseFlowTests {
-    @Test func aPurchaseOfEachProductTypeIsDeliveredBeforeItIsFinished() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aPurchaseOfEachProductTypeIsDeliveredBeforeItIsFinished(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let entitlementsAtFinish = Counter()
                 let store = ObservedStorefront(fixture.storefront()) { transaction in
@@ -53,8 +56,10 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test func aCancelledPurchaseIsReportedAsCancelledAndNothingIsSubmitted() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aCancelledPurchaseIsReportedAsCancelledAndNothingIsSubmitted(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url, storefront: fixture.storefront { _ in .cancel })
                 let outcome = try await coordinator.purchase(productId: "pro")
@@ -73,8 +78,10 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test func aDeclinedPaymentIsAFailureWithTheStoresCode() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aDeclinedPaymentIsAFailureWithTheStoresCode(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
@@ -90,8 +97,10 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test func anAskToBuyPurchaseIsPendingUntilApprovedThenDeliveredFromTheUpdates() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func anAskToBuyPurchaseIsPendingUntilApprovedThenDeliveredFromTheUpdates(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
@@ -129,8 +138,10 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test func theCatalogueComesFromTheServerWithTheStoresPrices() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func theCatalogueComesFromTheServerWithTheStoresPrices(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 _ = try await fixture.server.putProduct(
                     bundleId: ClientFixture.bundleId,
@@ -154,8 +165,10 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test func aPurchaseTheServerRefusesIsReportedAndLeftUnfinished() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aPurchaseTheServerRefusesIsReportedAndLeftUnfinished(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 // Alice's purchase, submitted for her; then the device's app signs in as bob before finishing it.
                 let purchase = try await fixture.storefront().purchase(Payment(productId: "pro"))
@@ -186,8 +199,10 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test func aDeclinedAskToBuyIsReportedAsFailedAndNothingIsSubmitted() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aDeclinedAskToBuyIsReportedAsFailedAndNothingIsSubmitted(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -9,8 +10,10 @@ import TillCore
 /// Restore as the caller sees it: completed with what came back, nothing to restore, or failed.
 @Suite(.timeLimit(.minutes(2)))
 struct RestoreTests {
-    @Test func restoreOnASecondDeviceOfTheSameAccountDeliversWhatIsRestorable() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func restoreOnASecondDeviceOfTheSameAccountDeliversWhatIsRestorable(
+        _ database: TestDatabase
+    ) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let first = try fixture.coordinator(url)
                 for productId in ["gems.100", "pro", "premium.monthly", "news.free", "issue.1"] {
@@ -50,8 +53,8 @@ struct RestoreTests {
         }
     }
 
-    @Test func restoreWithNothingToRestoreSaysSo() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func restoreWithNothingToRestoreSaysSo(_ database: TestDatabase) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
                 // A consumable is never restored.
@@ -64,8 +67,10 @@ struct RestoreTests {
         }
     }
 
-    @Test func restoreTheStoreCannotDoIsAFailureForTheCaller() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func restoreTheStoreCannotDoIsAFailureForTheCaller(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
                 try await fixture.simulator.deleteAccount(id: fixture.account.id)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -9,8 +10,10 @@ import TillCore
 /// The server's app API through ``TillServerClient``, and how each kind of failure comes out.
 @Suite(.timeLimit(.minutes(2)))
 struct ServerClientTests {
-    @Test func theMasterListIsFetchedAgainOnlyWhenItChanged() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func theMasterListIsFetchedAgainOnlyWhenItChanged(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 guard case .updated(let list) = try await client.products() else {
@@ -31,8 +34,10 @@ struct ServerClientTests {
         }
     }
 
-    @Test func submissionsCustomersAliasesAndRestoreAnswerTyped() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func submissionsCustomersAliasesAndRestoreAnswerTyped(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 let store = fixture.storefront()
@@ -60,8 +65,8 @@ struct ServerClientTests {
         }
     }
 
-    @Test func failuresSayWhetherToRetryLaterOrNot() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func failuresSayWhetherToRetryLaterOrNot(_ database: TestDatabase) async throws {
+        try await ClientFixture.run(database: database) { fixture in
             // Nothing listening: unreachable, try again later.
             let dead = fixture.client(try await ClientFixture.deadURL())
             await #expect {
@@ -115,8 +120,10 @@ struct ServerClientTests {
         }
     }
 
-    @Test func theStorefrontLooksProductsUpAndReportsInvalidIds() async throws {
-        try await ClientFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func theStorefrontLooksProductsUpAndReportsInvalidIds(_ database: TestDatabase)
+        async throws
+    {
+        try await ClientFixture.run(database: database) { fixture in
             let store = fixture.storefront()
             let lookup = try await store.products(["pro", "gems.100", "nope"])
             #expect(lookup.products.map(\.productId) == ["pro", "gems.100"])

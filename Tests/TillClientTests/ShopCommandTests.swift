@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TillTestSupport
 import TillClient
 import TillCore
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator

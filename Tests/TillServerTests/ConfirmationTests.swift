@@ -3,14 +3,17 @@ import HTTPTypes
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
 
 /// The pipeline against the simulator: local verification at once, confirmation with "Apple" in the background.
 struct ConfirmationTests {
-    @Test func aSignedTransactionIsGrantedAtOnceAndConfirmedThroughTheServerAPI() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aSignedTransactionIsGrantedAtOnceAndConfirmedThroughTheServerAPI(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("pro")
             let result = try await fixture.server.submit(
                 SubmissionRequest(customerId: "alice", signedTransaction: purchase.signedTransaction),
@@ -28,8 +31,10 @@ struct ConfirmationTests {
         }
     }
 
-    @Test func anAppReceiptIsConfirmedThroughVerifyReceiptAfterThe21007Redirect() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func anAppReceiptIsConfirmedThroughVerifyReceiptAfterThe21007Redirect(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             _ = try await fixture.buy("gems.100", quantity: 2)
             _ = try await fixture.buy("premium.monthly")
             let result = try await fixture.server.submit(
@@ -53,8 +58,10 @@ struct ConfirmationTests {
         }
     }
 
-    @Test func temporaryFailuresAreRetriedWithTheirCauseRecorded() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func temporaryFailuresAreRetriedWithTheirCauseRecorded(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             _ = try await fixture.buy("pro")
             fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21005,times=2"))
             let result = try await fixture.server.submit(
@@ -68,8 +75,10 @@ struct ConfirmationTests {
         }
     }
 
-    @Test func aReceiptOfADeletedAccountIsRejectedAndWhatItGrantedIsRevoked() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aReceiptOfADeletedAccountIsRejectedAndWhatItGrantedIsRevoked(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             _ = try await fixture.buy("gems.100")
             _ = try await fixture.buy("pro")
             let receipt = try await fixture.receipt()
@@ -87,8 +96,9 @@ struct ConfirmationTests {
         }
     }
 
-    @Test func retriesRunOutIntoTheDeadLetterQueue() async throws {
+    @Test(arguments: TestDatabase.all) func retriesRunOutIntoTheDeadLetterQueue(_ database: TestDatabase) async throws {
         try await ServerFixture.run(
+            database: database,
             confirmation: .init(maximumAttempts: 3, backoffBase: .milliseconds(20), backoffCap: .milliseconds(50))
         ) { fixture in
             _ = try await fixture.buy("pro")
@@ -107,8 +117,10 @@ struct ConfirmationTests {
         }
     }
 
-    @Test func resendsAreIdempotentAndReplaysByAnotherCustomerAreRefused() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func resendsAreIdempotentAndReplaysByAnotherCustomerAreRefused(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("gems.100")
             let request = SubmissionRequest(
                 customerId: "erin",
@@ -154,8 +166,10 @@ struct ConfirmationTests {
         }
     }
 
-    @Test func forgedAndForeignDataIsRefusedBeforeAnythingIsRecorded() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func forgedAndForeignDataIsRefusedBeforeAnythingIsRecorded(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("pro")
             let jws = try #require(purchase.signedTransaction)
             let parts = jws.split(separator: ".")

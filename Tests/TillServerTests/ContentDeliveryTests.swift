@@ -5,10 +5,10 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
-import TillTestSupport
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -108,23 +108,29 @@ struct ContentDeliveryTests {
     /// A fixture whose content lives in a directory of its own, served in-process (`.router`) or on a port (`.live`).
     func withContent(
         _ mode: TestingSetup = .router,
+        database: TestDatabase = .sqlite,
         configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (ServerFixture, any TestClientProtocol, String) async throws -> Void
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-content-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await ServerFixture.run(configure: {
-            $0.contentDirectory = directory
-            configure(&$0)
-        }) { fixture in
+        try await ServerFixture.run(
+            database: database,
+            configure: {
+                $0.contentDirectory = directory
+                configure(&$0)
+            }
+        ) { fixture in
             try await Application(router: buildServerRouter(fixture.server)).test(mode) { client in
                 try await body(fixture, client, directory)
             }
         }
     }
 
-    @Test func uploadsAreListedByHashChangeTheMasterListAndShareBlobs() async throws {
-        try await withContent { fixture, client, directory in
+    @Test(arguments: TestDatabase.all) func uploadsAreListedByHashChangeTheMasterListAndShareBlobs(
+        _ database: TestDatabase
+    ) async throws {
+        try await withContent(database: database) { fixture, client, directory in
             let before = try await call(client, .get, "/v1/products", token: fixture.app.appKey)
             let etag = try #require(before.headers[.eTag])
 
@@ -158,7 +164,9 @@ struct ContentDeliveryTests {
             let replaced = try await upload(client, second, contentType: nil)
             #expect(replaced.status == 200 && replaced.object["contentType"] as? String == "application/octet-stream")
             let relisted = try await call(client, .get, "\(Self.admin)/pro/content", token: "operator")
-            #expect((relisted.object["items"] as? [[String: Any]])?.map { $0["sha256"] as? String } == [Self.sha256(second)])
+            #expect(
+                (relisted.object["items"] as? [[String: Any]])?.map { $0["sha256"] as? String } == [Self.sha256(second)]
+            )
             #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(Self.sha256(Self.manual))"))
 
             // The same bytes on two products are stored once and kept until the last product lets go.
@@ -187,8 +195,12 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func badNamesAndOversizedUploadsAreRefused() async throws {
-        try await withContent(configure: { $0.content.maxUploadBytes = 1024 }) { fixture, client, directory in
+    @Test(arguments: TestDatabase.all) func badNamesAndOversizedUploadsAreRefused(_ database: TestDatabase) async throws
+    {
+        try await withContent(database: database, configure: { $0.content.maxUploadBytes = 1024 }) {
+            fixture,
+            client,
+            directory in
             for name in [
                 "a%2Fb.pdf", "%2E%2E", "a..b", "line%0Abreak", "quote%22.pdf", String(repeating: "n", count: 201),
             ] {
@@ -225,8 +237,13 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func downloadURLsAreSignedOnlyForEntitledCustomers() async throws {
-        try await withContent(configure: { $0.content.urlLifetime = .seconds(120) }) { fixture, client, _ in
+    @Test(arguments: TestDatabase.all) func downloadURLsAreSignedOnlyForEntitledCustomers(_ database: TestDatabase)
+        async throws
+    {
+        try await withContent(database: database, configure: { $0.content.urlLifetime = .seconds(120) }) {
+            fixture,
+            client,
+            _ in
             #expect(try await upload(client).status == 201)
             #expect(
                 try await upload(client, name: "readme.txt", Array("hi".utf8), contentType: "text/plain").status == 201
@@ -284,8 +301,10 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func aSignedURLServesTheFileWithRangesAndValidatorsWithoutTheAppKey() async throws {
-        try await withContent(.live) { fixture, client, _ in
+    @Test(arguments: TestDatabase.all) func aSignedURLServesTheFileWithRangesAndValidatorsWithoutTheAppKey(
+        _ database: TestDatabase
+    ) async throws {
+        try await withContent(.live, database: database) { fixture, client, _ in
             #expect(try await upload(client).status == 201)
             try await buyPro(fixture, client, customer: "alice")
             let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
@@ -326,8 +345,8 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func tamperedAndExpiredURLsAreRefused() async throws {
-        try await withContent { fixture, client, _ in
+    @Test(arguments: TestDatabase.all) func tamperedAndExpiredURLsAreRefused(_ database: TestDatabase) async throws {
+        try await withContent(database: database) { fixture, client, _ in
             #expect(try await upload(client).status == 201)
             try await buyPro(fixture, client, customer: "alice")
             let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
@@ -364,8 +383,10 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func aRefundRevokesDownloadsAlreadyHandedOut() async throws {
-        try await withContent { fixture, client, _ in
+    @Test(arguments: TestDatabase.all) func aRefundRevokesDownloadsAlreadyHandedOut(_ database: TestDatabase)
+        async throws
+    {
+        try await withContent(database: database) { fixture, client, _ in
             #expect(try await upload(client).status == 201)
             try await buyPro(fixture, client, customer: "alice")
             let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
@@ -387,8 +408,10 @@ struct ContentDeliveryTests {
         }
     }
 
-    @Test func aFileTakenOffItsProductIsNoLongerServed() async throws {
-        try await withContent { fixture, client, _ in
+    @Test(arguments: TestDatabase.all) func aFileTakenOffItsProductIsNoLongerServed(_ database: TestDatabase)
+        async throws
+    {
+        try await withContent(database: database) { fixture, client, _ in
             #expect(try await upload(client).status == 201)
             try await buyPro(fixture, client, customer: "alice")
             let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))

@@ -6,12 +6,12 @@ import NIOHTTP1
 import SQLKit
 import SwiftASN1
 import Testing
-import TillTestSupport
 import TillCore
 import TillFormats
 import TillServer
 import TillSimulator
 import TillStorage
+import TillTestSupport
 import X509
 
 #if canImport(Glibc)
@@ -54,7 +54,9 @@ struct CrashRecoveryTests {
         try await second.shutdown()
     }
 
-    @Test(.enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)))
+    @Test(
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
     func killedAndStoppedServersLoseNoAcceptedSubmission() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

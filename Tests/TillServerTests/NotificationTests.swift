@@ -8,6 +8,7 @@ import Testing
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -112,8 +113,10 @@ struct NotificationTests {
 
     // MARK: End to end
 
-    @Test func aRenewalIsRecordedForTheSubscriptionsOwnerAndMovesTheEntitlement() async throws {
-        try await ServerFixture.run(followSimulatorClock: true) { fixture in
+    @Test(arguments: TestDatabase.all) func aRenewalIsRecordedForTheSubscriptionsOwnerAndMovesTheEntitlement(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database, followSimulatorClock: true) { fixture in
             try await withNotifications(fixture) {
                 let purchase = try await fixture.buy("premium.monthly")
                 let transactionId = try #require(purchase.transactionId)
@@ -157,8 +160,10 @@ struct NotificationTests {
         }
     }
 
-    @Test func aRefundTakesAccessAwayAndCountsNegative() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aRefundTakesAccessAwayAndCountsNegative(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let subscription = try await fixture.buy("premium.monthly")
             let gems = try await fixture.buy("gems.100")
             try await submit(fixture, subscription, as: "c1")
@@ -198,8 +203,10 @@ struct NotificationTests {
         }
     }
 
-    @Test func anUpgradeRetiresTheReplacedPeriodAndGrantsTheNewProduct() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func anUpgradeRetiresTheReplacedPeriodAndGrantsTheNewProduct(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let appAppleId = try #require(fixture.app.appAppleId)
             _ = try await fixture.simulator.updateProduct(
                 appAppleId: appAppleId,
@@ -249,8 +256,10 @@ struct NotificationTests {
         }
     }
 
-    @Test func aRetriedDeliveryIsAnsweredDuplicateAndChangesNothing() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aRetriedDeliveryIsAnsweredDuplicateAndChangesNothing(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("premium.monthly")
             try await submit(fixture, purchase, as: "c1")
             // No URL configured: the simulator keeps the renewal's notification for us to deliver by hand.
@@ -290,8 +299,10 @@ struct NotificationTests {
         }
     }
 
-    @Test func unverifiableNotificationsAreRefusedAndNothingIsApplied() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func unverifiableNotificationsAreRefusedAndNothingIsApplied(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("premium.monthly")
             try await submit(fixture, purchase, as: "c1")
             let signed = try decodedTransaction(try #require(purchase.signedTransaction))
@@ -378,8 +389,10 @@ struct NotificationTests {
         }
     }
 
-    @Test func unknownAppsTestsAndRefusedSandboxesAreAnsweredWithoutChangingTheLedger() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func unknownAppsTestsAndRefusedSandboxesAreAnsweredWithoutChangingTheLedger(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("premium.monthly")
             try await submit(fixture, purchase, as: "c1")
             let simulator = fixture.simulator.signer.jws
@@ -441,8 +454,10 @@ struct NotificationTests {
         }
     }
 
-    @Test func aGracePeriodKeepsAccessAndBillingRetryIsVisible() async throws {
-        try await ServerFixture.run(followSimulatorClock: true) { fixture in
+    @Test(arguments: TestDatabase.all) func aGracePeriodKeepsAccessAndBillingRetryIsVisible(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database, followSimulatorClock: true) { fixture in
             let purchase = try await fixture.buy("premium.monthly")
             try await submit(fixture, purchase, as: "c1")
             let firstEnd = try #require(try await customer(fixture, "c1").entitlements.first?.expiresDate)
@@ -485,8 +500,10 @@ struct NotificationTests {
 
     // MARK: Production (Apple's roots cannot be had in a test: the step after verification)
 
-    @Test func productionRenewalsAndRefundsReachTheRevenueReport() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func productionRenewalsAndRefundsReachTheRevenueReport(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let server = fixture.server
             let start = server.nowMilliseconds
             try await server.database.transaction { db in

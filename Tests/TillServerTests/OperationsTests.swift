@@ -6,6 +6,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -18,8 +19,8 @@ extension ServerHTTPTests {
         }
     }
 
-    @Test func everyAnswerCarriesARequestId() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func everyAnswerCarriesARequestId(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let given = try await call(
@@ -46,8 +47,10 @@ extension ServerHTTPTests {
         }
     }
 
-    @Test func metricsCountSubmissionsConfirmationsAndTheQueue() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func metricsCountSubmissionsConfirmationsAndTheQueue(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let purchase = try await fixture.buy("pro")
@@ -84,8 +87,8 @@ extension ServerHTTPTests {
         }
     }
 
-    @Test func theQueueGaugesSeeWaitingSubmissions() async throws {
-        try await ServerFixture.run(confirmation: .init(maximumAttempts: 1)) { fixture in
+    @Test(arguments: TestDatabase.all) func theQueueGaugesSeeWaitingSubmissions(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, confirmation: .init(maximumAttempts: 1)) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:outage=503"))

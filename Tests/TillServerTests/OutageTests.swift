@@ -5,6 +5,7 @@ import Testing
 import TillCore
 import TillSimulator
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 
@@ -12,9 +13,14 @@ import TillStorage
 /// again everything that waited is confirmed, once.
 @Suite(.timeLimit(.minutes(2)))
 struct OutageTests {
-    @Test func purchasesDuringAnOutageAreAcknowledgedAndConfirmedAsSoonAsAppleAnswersAgain() async throws {
+    @Test(arguments: TestDatabase.all) func purchasesDuringAnOutageAreAcknowledgedAndConfirmedAsSoonAsAppleAnswersAgain(
+        _ database: TestDatabase
+    ) async throws {
         // A back-off of a minute: without the recovery, nothing failed would be tried again within this test.
-        try await ServerFixture.run(confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))) {
+        try await ServerFixture.run(
+            database: database,
+            confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))
+        ) {
             fixture in
             // Apple is down until the test says otherwise (not for a fixed time: a slow machine would let the
             // outage end before the first attempts).
@@ -65,8 +71,13 @@ struct OutageTests {
         }
     }
 
-    @Test func aDeadAppleIsProbedOnceASecondInsteadOfHammered() async throws {
-        try await ServerFixture.run(confirmation: .init(backoffBase: .milliseconds(100), backoffCap: .seconds(1))) {
+    @Test(arguments: TestDatabase.all) func aDeadAppleIsProbedOnceASecondInsteadOfHammered(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(
+            database: database,
+            confirmation: .init(backoffBase: .milliseconds(100), backoffCap: .seconds(1))
+        ) {
             fixture in
             let outage = try FaultRule(parsing: "*:serverAPI:outage=reset")
             fixture.simulator.faults.add(outage)
@@ -145,8 +156,13 @@ struct OutageTests {
             .reduce(0, +)
     }
 
-    @Test func aReceiptsOwnProblemKeepsItsScheduleWhenAppleAnswersAgain() async throws {
-        try await ServerFixture.run(confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))) {
+    @Test(arguments: TestDatabase.all) func aReceiptsOwnProblemKeepsItsScheduleWhenAppleAnswersAgain(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(
+            database: database,
+            confirmation: .init(backoffBase: .seconds(60), backoffCap: .seconds(60))
+        ) {
             fixture in
             // 21002 is about this receipt's data, not Apple's health: no reason to try it early.
             fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21002,times=1"))

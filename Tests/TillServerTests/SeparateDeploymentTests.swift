@@ -54,7 +54,11 @@ extension SeparateDeploymentTests {
             let x = try await deployment.customer("acct-x")
             let y = try await deployment.customer("acct-y")
             #expect(x["customerId"] as? String == "acct-x")
-            #expect(Set((x["purchases"] as? [[String: Any]] ?? []).compactMap { $0["productId"] as? String }) == ["gems.100", "pro"])
+            #expect(
+                Set((x["purchases"] as? [[String: Any]] ?? []).compactMap { $0["productId"] as? String }) == [
+                    "gems.100", "pro",
+                ]
+            )
             #expect(x["balances"] as? [String: Int] == ["gems": 100])
             #expect((y["purchases"] as? [[String: Any]])?.isEmpty == true)
             #expect((y["balances"] as? [String: Int])?.isEmpty == true)
@@ -240,7 +244,10 @@ extension SeparateDeploymentTests {
                 let transaction = try #require(pro.transactionId)
                 let receipt = try await deployment.receipt()
                 if notificationFirst {
-                    let delivered = try await deployment.deliverNotification("ONE_TIME_CHARGE", transactionId: transaction)
+                    let delivered = try await deployment.deliverNotification(
+                        "ONE_TIME_CHARGE",
+                        transactionId: transaction
+                    )
                     #expect(delivered.object["outcome"] as? String == "unmatched", "\(delivered)")
                     try await deployment.fault("production:verifyReceipt:status=21010,times=1")
                     let reply = try await deployment.submit("alice", "receipt", receipt, wait: 60)
@@ -252,7 +259,10 @@ extension SeparateDeploymentTests {
                     try await deployment.eventually("the first attempt") {
                         try await deployment.app.get("/v1/submissions/\(id)").object["attempts"] as? Int == 1
                     }
-                    let delivered = try await deployment.deliverNotification("ONE_TIME_CHARGE", transactionId: transaction)
+                    let delivered = try await deployment.deliverNotification(
+                        "ONE_TIME_CHARGE",
+                        transactionId: transaction
+                    )
                     #expect(delivered.object["outcome"] as? String == "applied", "\(delivered)")
                     try await deployment.fault("production:verifyReceipt:status=21010,times=1")
                     #expect(try await deployment.settled(id)["state"] as? String == "rejected")

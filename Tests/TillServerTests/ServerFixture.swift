@@ -6,6 +6,7 @@ import ServiceLifecycle
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -21,15 +22,17 @@ struct ServerFixture {
 
     static let bundleId = "com.example.till"
 
-    /// Runs `body` with the simulator listening and the server's worker confirming.
+    /// Runs `body` with the simulator listening and the server's worker confirming, the server on `database`
+    /// (SQLite in memory, or a fresh PostgreSQL database).
     static func run(
-        database: DatabaseConfiguration = .sqliteInMemory,
+        database engine: TestDatabase = .sqlite,
         confirmation: ConfirmationSettings = .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
         restorePolicy: RestorePolicy = .keepWithFirstOwner,
         followSimulatorClock: Bool = false,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
+        let database = engine == .sqlite ? .sqliteInMemory : try await engine.fresh(prefix: "till_srv")
         let simulator = try await Simulator.open(SimulatorConfiguration())
         let simApp = try await simulator.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")

@@ -6,6 +6,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -48,8 +49,10 @@ struct ServerHTTPTests {
         String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
     }
 
-    @Test func appsAuthenticateAndTheMasterListIsCached() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func appsAuthenticateAndTheMasterListIsCached(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 #expect(try await call(client, .get, "/v1/products", token: nil).status == 401)
@@ -101,8 +104,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func submissionsAreAcceptedAtOnceAndWaitedForOnRequest() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func submissionsAreAcceptedAtOnceAndWaitedForOnRequest(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let purchase = try await fixture.buy("pro")
@@ -173,8 +178,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func aCachedCustomerViewEndsWithItsEntitlement() async throws {
-        try await ServerFixture.run(followSimulatorClock: true) { fixture in
+    @Test(arguments: TestDatabase.all) func aCachedCustomerViewEndsWithItsEntitlement(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database, followSimulatorClock: true) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let issue = try await fixture.buy("issue.1")  // a non-renewing day
@@ -198,8 +205,9 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func creditsAreSpentOnceAndNeverBelowZero() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func creditsAreSpentOnceAndNeverBelowZero(_ database: TestDatabase) async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let gems = try await fixture.buy("gems.100", quantity: 2)
@@ -242,8 +250,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func aGuestsPurchasesMoveToTheAccountOnceAndRestoreSkipsConsumables() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aGuestsPurchasesMoveToTheAccountOnceAndRestoreSkipsConsumables(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let gems = try await fixture.buy("gems.100")
@@ -296,8 +306,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func aRestoreCanWaitForApplesAnswerAndThenRestoresOnlyWhatAppleConfirms() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aRestoreCanWaitForApplesAnswerAndThenRestoresOnlyWhatAppleConfirms(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 _ = try await fixture.buy("pro")
@@ -318,8 +330,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func aKnownPathWithAnotherMethodIs405WithAllow() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aKnownPathWithAnotherMethodIs405WithAllow(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let key = fixture.app.appKey
@@ -344,8 +358,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func aProductIsCreatedWith201AndReplacedWith200AndAnAppKeepsItsBundleId() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aProductIsCreatedWith201AndReplacedWith200AndAnAppKeepsItsBundleId(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let path = "/admin/v1/apps/\(ServerFixture.bundleId)/products/issue.9"
@@ -376,8 +392,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func anAliasNeedsTwoDifferentIdsOfAtMost200Characters() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func anAliasNeedsTwoDifferentIdsOfAtMost200Characters(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let long = String(repeating: "g", count: 201)
@@ -407,8 +425,10 @@ struct ServerHTTPTests {
         }
     }
 
-    @Test func theRevenueReportCountsProductionOnlyAndDeadLettersCanBeRetried() async throws {
-        try await ServerFixture.run(confirmation: .init(maximumAttempts: 1)) { fixture in
+    @Test(arguments: TestDatabase.all) func theRevenueReportCountsProductionOnlyAndDeadLettersCanBeRetried(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database, confirmation: .init(maximumAttempts: 1)) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             let store = fixture.server.store
             for (env, id, amount, day) in [

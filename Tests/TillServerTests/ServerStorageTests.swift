@@ -3,10 +3,10 @@ import Logging
 import SQLKit
 import ServiceLifecycle
 import Testing
-import TillTestSupport
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -20,7 +20,7 @@ struct ServerStorageTests {
     }
 
     func life(_ engine: TestDatabase) async throws {
-        try await ServerFixture.run(database: try await engine.fresh(prefix: "till_srv")) { fixture in
+        try await ServerFixture.run(database: engine) { fixture in
             let server = fixture.server
             // A StoreKit 2 purchase and an app receipt, confirmed with the simulator.
             let pro = try await fixture.buy("pro")
@@ -111,9 +111,8 @@ struct ServerStorageTests {
     /// by exactly one of them (`FOR UPDATE SKIP LOCKED`), and all are confirmed.
     @Test(.enabled(if: Prerequisite.postgres.shouldRun, Comment(rawValue: Prerequisite.postgres.skipMessage)))
     func serversSharingOnePostgresDatabaseConfirmEachSubmissionOnce() async throws {
-        let database = try await TestDatabase.postgres.fresh(prefix: "till_srv")
         let count = 40
-        try await ServerFixture.run(database: database) { fixture in
+        try await ServerFixture.run(database: .postgres) { fixture in
             let other = try await PurchaseServer.open(fixture.server.configuration)
             // Both servers accept submissions and both workers claim from the one queue.
             var requests: [SubmissionRequest] = []

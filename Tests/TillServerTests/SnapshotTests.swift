@@ -6,10 +6,10 @@ import HummingbirdTesting
 import NIOCore
 import SQLKit
 import Testing
-import TillTestSupport
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
@@ -66,8 +66,10 @@ struct SnapshotTests {
         return try await call(client, .post, "/v1/receipts?wait=60", body, token: fixture.app.appKey)
     }
 
-    @Test func aCustomerGetsASnapshotThePublishedKeysVerify() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aCustomerGetsASnapshotThePublishedKeysVerify(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let key = fixture.app.appKey
@@ -129,8 +131,10 @@ struct SnapshotTests {
         }
     }
 
-    @Test func aDebitChangesTheSnapshotAndAnEditedOneIsRefused() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aDebitChangesTheSnapshotAndAnEditedOneIsRefused(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let key = fixture.app.appKey
@@ -176,8 +180,10 @@ struct SnapshotTests {
         }
     }
 
-    @Test func aGuestsSnapshotNamesTheAccountThatOwnsItsPurchases() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func aGuestsSnapshotNamesTheAccountThatOwnsItsPurchases(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 let key = fixture.app.appKey
@@ -222,8 +228,8 @@ struct SnapshotTests {
         }
     }
 
-    @Test func bothRoutesNeedTheAppKey() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: TestDatabase.all) func bothRoutesNeedTheAppKey(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
             try await app.test(.router) { client in
                 for path in ["/v1/keys", "/v1/customers/alice/snapshot"] {

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 import TillCore
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -45,8 +46,10 @@ struct FaultTests {
         #expect(registry.all.isEmpty)
     }
 
-    @Test func aStoreKitOutageFailsPaymentsAndRestores() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func aStoreKitOutageFailsPaymentsAndRestores(_ database: TestDatabase)
+        async throws
+    {
+        let fixture = try await SimulatorFixture.make(database: database)
         _ = try await fixture.buy("pro")
         fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=2"))
         await #expect(throws: SimulatorError.self) { _ = try await fixture.buy("gems.100") }

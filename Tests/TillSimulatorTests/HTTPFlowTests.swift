@@ -6,6 +6,7 @@ import Testing
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -29,8 +30,9 @@ struct HTTPFlowTests {
         }
     }
 
-    @Test(arguments: SimulatorDatabases.all)
-    func aDeveloperSetsUpAnAppAndAnAppBuysRestoresAndReadsItsReceipt(_ database: DatabaseConfiguration) async throws {
+    @Test(arguments: TestDatabase.all)
+    func aDeveloperSetsUpAnAppAndAnAppBuysRestoresAndReadsItsReceipt(_ engine: TestDatabase) async throws {
+        let database = engine == .sqlite ? .sqliteInMemory : try await engine.fresh(prefix: "till_sim")
         let simulator = try await Simulator.open(SimulatorConfiguration(database: database))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
@@ -233,16 +235,5 @@ struct HTTPFlowTests {
             }
         }
         try await simulator.shutdown()
-    }
-}
-
-/// SQLite always, PostgreSQL when `TILL_TEST_POSTGRES_URL` is set.
-enum SimulatorDatabases {
-    static var all: [DatabaseConfiguration] {
-        var list: [DatabaseConfiguration] = [.sqliteInMemory]
-        if let url = ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"], !url.isEmpty {
-            list.append(.postgres(url: url))
-        }
-        return list
     }
 }

@@ -9,17 +9,20 @@ import Testing
 import TillCore
 import TillFormats
 import TillStorage
+import TillTestSupport
 import X509
 
 @testable import TillSimulator
 
 /// The simulator on real loopback sockets: notifications delivered and retried, connection faults, restarts.
 struct LiveTests {
-    @Test func notificationsAreSignedDeliveredAndRetriedUntilTheReceiverAccepts() async throws {
+    @Test(arguments: TestDatabase.all) func notificationsAreSignedDeliveredAndRetriedUntilTheReceiverAccepts(
+        _ database: TestDatabase
+    ) async throws {
         // Apple's sandbox sends a notification once; retries there are an option, turned on here.
         var configuration = SimulatorConfiguration()
         configuration.notificationRetryDelays[.sandbox] = [10]
-        let fixture = try await SimulatorFixture.make(configuration)
+        let fixture = try await SimulatorFixture.make(configuration, database: database)
         let receiver = NotificationReceiver(failures: 1)
         try await withLiveServer({ receiver.application(onServerRunning: $0) }) { receiverPort in
             _ = try await fixture.simulator.updateApp(
@@ -75,8 +78,8 @@ struct LiveTests {
         }
     }
 
-    @Test func outagesResetConnectionsOrAnswer503() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func outagesResetConnectionsOrAnswer503(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
             port in
@@ -106,11 +109,11 @@ struct LiveTests {
         try await client.shutdown()
     }
 
-    @Test func stateSurvivesARestart() async throws {
+    @Test(arguments: TestDatabase.all) func stateSurvivesARestart(_ database: TestDatabase) async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-sim-\(UUID().uuidString).sqlite")
             .path
         let configuration = SimulatorConfiguration(database: .sqlite(path: path))
-        let fixture = try await SimulatorFixture.make(configuration)
+        let fixture = try await SimulatorFixture.make(configuration, database: database)
         let purchase = try await fixture.buy("premium.monthly")
         _ = try await fixture.simulator.advanceClock(seconds: 42)
         let rootBefore = try fixture.simulator.signer.jwsAuthority.root.serializeAsPEM().pemString

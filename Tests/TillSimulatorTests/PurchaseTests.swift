@@ -2,12 +2,15 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
 struct PurchaseTests {
-    @Test func eachProductTypeIsPurchasedAndSignedVerifiably() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func eachProductTypeIsPurchasedAndSignedVerifiably(_ database: TestDatabase)
+        async throws
+    {
+        let fixture = try await SimulatorFixture.make(database: database)
         for productId in ["gems.100", "pro", "issue.1", "newsletter", "premium.monthly"] {
             let purchase = try await fixture.buy(productId)
             #expect(purchase.state == "purchased", "\(productId)")
@@ -49,8 +52,8 @@ struct PurchaseTests {
         #expect(payload.expiresDate != nil && payload.subscriptionGroupIdentifier == "premium")
     }
 
-    @Test func failedCancelledAndDeferredPayments() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func failedCancelledAndDeferredPayments(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let cancelled = try await fixture.buy("pro", userAction: "cancel")
         #expect(cancelled.state == "failed" && cancelled.error?.code == StoreKitErrorCode.paymentCancelled.rawValue)
         #expect(
@@ -89,8 +92,10 @@ struct PurchaseTests {
         #expect(declined.state == "failed")
     }
 
-    @Test func unfinishedTransactionsComeBackUntilFinished() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func unfinishedTransactionsComeBackUntilFinished(_ database: TestDatabase)
+        async throws
+    {
+        let fixture = try await SimulatorFixture.make(database: database)
         let gems = try await fixture.buy("gems.100", quantity: 3)
         #expect(gems.quantity == 3)
         let first = try await fixture.simulator.queue(
@@ -125,8 +130,10 @@ struct PurchaseTests {
         #expect(try await fixture.receipt().inAppPurchases.isEmpty)
     }
 
-    @Test func restoreBringsBackOnlyRestorableProductsOnAnotherDevice() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func restoreBringsBackOnlyRestorableProductsOnAnotherDevice(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         #expect(
             try await fixture.simulator.restore(
                 deviceId: fixture.tablet.id,
@@ -169,8 +176,8 @@ struct PurchaseTests {
         #expect(failed.status == "failed" && failed.error != nil)
     }
 
-    @Test func nonConsumablesAreNotChargedTwice() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func nonConsumablesAreNotChargedTwice(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let first = try await fixture.buy("pro")
         let again = try await fixture.buy("pro", on: fixture.tablet)
         let againJWS = try #require(again.signedTransaction)

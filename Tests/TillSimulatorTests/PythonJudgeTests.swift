@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -9,10 +10,10 @@ import TillFormats
 /// simulator's JWS with the simulator's root trusted, and decode its App Store Server API responses.
 /// `.ci/run` installs the library; elsewhere the test is skipped with a message, except under `CI`, where it fails.
 struct PythonJudgeTests {
-    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
-    func applesLibraryAcceptsTheSimulatorsSignedDataAndResponses() async throws {
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
+    func applesLibraryAcceptsTheSimulatorsSignedDataAndResponses(_ database: TestDatabase) async throws {
         try PythonJudge.requireLibrary()
-        let fixture = try await SimulatorFixture.make()
+        let fixture = try await SimulatorFixture.make(database: database)
         let pro = try await fixture.buy("pro")
         let subscription = try await fixture.buy("premium.monthly")
         _ = try await fixture.buy("gems.100")

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -37,10 +38,11 @@ struct ServerAPIBehaviourJudgeTests {
         return summary
     }
 
-    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
-    func historyRevisionsSurviveRefundsWhilePagingAndRevokedTakesPythonsBooleans() async throws {
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
+    func historyRevisionsSurviveRefundsWhilePagingAndRevokedTakesPythonsBooleans(_ database: TestDatabase) async throws
+    {
         try PythonJudge.requireLibrary()
-        let fixture = try await SimulatorFixture.make()
+        let fixture = try await SimulatorFixture.make(database: database)
         var ids: [String] = []
         for _ in 0..<27 { ids.append(try #require(try await fixture.buy("gems.100").transactionId)) }
         let summary = try await judge(
@@ -77,10 +79,12 @@ struct ServerAPIBehaviourJudgeTests {
         #expect(Set(notRevoked) == Set(ids).subtracting(refunded) && notRevoked.count == ids.count - 6)
     }
 
-    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
-    func notificationHistoryByTransactionIdIsTheWholeCustomerAndTheSandboxSendsOnce() async throws {
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
+    func notificationHistoryByTransactionIdIsTheWholeCustomerAndTheSandboxSendsOnce(_ database: TestDatabase)
+        async throws
+    {
         try PythonJudge.requireLibrary()
-        let fixture = try await SimulatorFixture.make()
+        let fixture = try await SimulatorFixture.make(database: database)
         let receiver = NotificationReceiver(failures: .max)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         var customer: [String] = []
@@ -120,20 +124,20 @@ struct ServerAPIBehaviourJudgeTests {
         #expect(failures.contains { otherCustomer.contains($0["transactionId"] as? String ?? "") })
     }
 
-    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
-    func aFreeSubscriptionIsSignedAsNonConsumable() async throws {
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
+    func aFreeSubscriptionIsSignedAsNonConsumable(_ database: TestDatabase) async throws {
         try PythonJudge.requireLibrary()
-        let fixture = try await SimulatorFixture.make()
+        let fixture = try await SimulatorFixture.make(database: database)
         let free = try #require(try await fixture.buy("newsletter").signedTransaction)
         let summary = try await judge(fixture, scenario: "signed_data", ["transactions": [free]])
         let transactions = try #require(summary["transactions"] as? [[String: Any]], "\(summary)")
         #expect(transactions.first?["type"] as? String == "Non-Consumable", "\(transactions)")
     }
 
-    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage))
-    func expirationIntentWaitsForExpiryAndGraceRecoveryKeepsThePaidDays() async throws {
+    @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
+    func expirationIntentWaitsForExpiryAndGraceRecoveryKeepsThePaidDays(_ database: TestDatabase) async throws {
         try PythonJudge.requireLibrary()
-        let fixture = try await SimulatorFixture.make(gracePeriodDays: 16)
+        let fixture = try await SimulatorFixture.make(database: database, gracePeriodDays: 16)
 
         // One customer turns auto-renew off; when the period ends below, the subscription expires (intent 1).
         let leaving = try #require(try await fixture.buy("premium.monthly").transactionId)

@@ -6,6 +6,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -68,8 +69,8 @@ struct ServerAPITests {
         }
     }
 
-    @Test func tokensAreCheckedExactlyLikeApple() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func tokensAreCheckedExactlyLikeApple(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let purchase = try await fixture.buy("pro")
         let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
         let path = "/sandbox/inApps/v1/transactions/\(try #require(purchase.transactionId))"
@@ -104,8 +105,10 @@ struct ServerAPITests {
         }
     }
 
-    @Test func endpointsAnswerWithApplesShapesAndErrors() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func endpointsAnswerWithApplesShapesAndErrors(_ database: TestDatabase)
+        async throws
+    {
+        let fixture = try await SimulatorFixture.make(database: database)
         let pro = try await fixture.buy("pro")
         let subscription = try await fixture.buy("premium.monthly")
         _ = try await fixture.simulator.advanceClock(seconds: 301)
@@ -231,8 +234,10 @@ struct ServerAPITests {
         }
     }
 
-    @Test func historyRevisionsAreStablePositionsInModificationOrder() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func historyRevisionsAreStablePositionsInModificationOrder(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         var bought: [String] = []
         for _ in 0..<25 { bought.append(try #require(try await fixture.buy("gems.100").transactionId)) }
         let ids = bought

@@ -1,6 +1,7 @@
 import Foundation
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -14,11 +15,16 @@ struct SimulatorFixture {
 
     static let bundleId = "com.example.till"
 
+    /// The simulator on `database` (SQLite in memory, or a fresh PostgreSQL database), whatever `configuration`
+    /// says of it.
     static func make(
         _ configuration: SimulatorConfiguration = .init(),
+        database engine: TestDatabase = .sqlite,
         environment: AppStoreEnvironment = .sandbox,
         gracePeriodDays: Int = 0
     ) async throws -> SimulatorFixture {
+        var configuration = configuration
+        if engine == .postgres { configuration.database = try await engine.fresh(prefix: "till_sim") }
         let simulator = try await Simulator.open(configuration)
         let app = try await simulator.createApp(
             AppInput(

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -26,8 +27,10 @@ struct SubscriptionTests {
         ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
     }
 
-    @Test func aMonthlySubscriptionRenewsEveryFiveMinutesAndStopsAfterTwelveRenewals() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func aMonthlySubscriptionRenewsEveryFiveMinutesAndStopsAfterTwelveRenewals(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let purchase = try await fixture.buy("premium.monthly")
         let original = try #require(purchase.transactionId)
         let first = try await subscription(fixture, original)
@@ -50,8 +53,10 @@ struct SubscriptionTests {
         #expect(kinds.last == "EXPIRED/VOLUNTARY")
     }
 
-    @Test func aFailedRenewalGoesThroughGraceAndBillingRetryThenRecovers() async throws {
-        let fixture = try await SimulatorFixture.make(gracePeriodDays: 16)
+    @Test(arguments: TestDatabase.all) func aFailedRenewalGoesThroughGraceAndBillingRetryThenRecovers(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database, gracePeriodDays: 16)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
         _ = try await fixture.simulator.advanceClock(seconds: 301)
@@ -72,8 +77,10 @@ struct SubscriptionTests {
         #expect(kinds.last == "DID_RENEW/BILLING_RECOVERY")
     }
 
-    @Test func aCardFixedWithinTheGracePeriodKeepsThePaidDaysUninterrupted() async throws {
-        let fixture = try await SimulatorFixture.make(gracePeriodDays: 16)
+    @Test(arguments: TestDatabase.all) func aCardFixedWithinTheGracePeriodKeepsThePaidDaysUninterrupted(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database, gracePeriodDays: 16)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         let paidUntil = try await subscription(fixture, original).expiresDate
         _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
@@ -91,8 +98,10 @@ struct SubscriptionTests {
         #expect(try await notifications(fixture).last == "DID_RENEW/BILLING_RECOVERY")
     }
 
-    @Test func turningAutoRenewOffLeavesNoExpirationIntentUntilTheSubscriptionExpires() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func turningAutoRenewOffLeavesNoExpirationIntentUntilTheSubscriptionExpires(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
         var state = try await subscription(fixture, original)
@@ -127,8 +136,8 @@ struct SubscriptionTests {
         #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 1)
     }
 
-    @Test func billingRetryEndsInExpiry() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func billingRetryEndsInExpiry(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
         _ = try await fixture.simulator.advanceClock(seconds: 301)
@@ -140,8 +149,10 @@ struct SubscriptionTests {
         #expect(try await notifications(fixture).suffix(2) == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"])
     }
 
-    @Test func turningAutoRenewOffLetsItExpireAndBuyingAgainResubscribes() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func turningAutoRenewOffLetsItExpireAndBuyingAgainResubscribes(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
         _ = try await fixture.simulator.advanceClock(seconds: 301)
@@ -156,8 +167,10 @@ struct SubscriptionTests {
         )
     }
 
-    @Test func upgradesApplyNowAndDowngradesAtTheNextRenewal() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func upgradesApplyNowAndDowngradesAtTheNextRenewal(_ database: TestDatabase)
+        async throws
+    {
+        let fixture = try await SimulatorFixture.make(database: database)
         let monthly = try await fixture.buy("premium.monthly")
         let original = try #require(monthly.transactionId)
         // Upgrade to a higher level: immediate, the current period is cancelled.
@@ -185,8 +198,10 @@ struct SubscriptionTests {
         )
     }
 
-    @Test func aRefundRevokesTheSubscriptionAndAFamilyCopyCanBeRevoked() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func aRefundRevokesTheSubscriptionAndAFamilyCopyCanBeRevoked(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         let refunded = try await fixture.simulator.refund(transactionId: original, reason: 1)
         #expect(refunded.revocationReason == 1 && refunded.revocationDate != nil)

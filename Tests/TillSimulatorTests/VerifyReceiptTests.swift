@@ -5,6 +5,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 
 @testable import TillSimulator
 
@@ -28,8 +29,8 @@ struct VerifyReceiptTests {
 
     func status(_ json: [String: Any]) -> Int? { json["status"] as? Int }
 
-    @Test func statusCodesOfAppReceipts() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func statusCodesOfAppReceipts(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         _ = try await fixture.buy("pro")
         _ = try await fixture.buy("premium.monthly")
         let receipt = try await fixture.simulator.appReceipt(
@@ -102,8 +103,10 @@ struct VerifyReceiptTests {
         }
     }
 
-    @Test func productionReceiptsGoToProductionAndExcludeOldTransactions() async throws {
-        let fixture = try await SimulatorFixture.make(environment: .production)
+    @Test(arguments: TestDatabase.all) func productionReceiptsGoToProductionAndExcludeOldTransactions(
+        _ database: TestDatabase
+    ) async throws {
+        let fixture = try await SimulatorFixture.make(database: database, environment: .production)
         _ = try await fixture.buy("premium.monthly")
         _ = try await fixture.simulator.advanceClock(seconds: 86_400 * 65)  // two real months: two renewals
         let receipt = try await fixture.simulator.appReceipt(
@@ -129,8 +132,8 @@ struct VerifyReceiptTests {
         }
     }
 
-    @Test func iOS6ReceiptsAndTheExpiredStatus() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func iOS6ReceiptsAndTheExpiredStatus(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let consumable = try await fixture.buy("gems.100")
         let subscription = try await fixture.buy("premium.monthly")
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
@@ -172,8 +175,8 @@ struct VerifyReceiptTests {
         }
     }
 
-    @Test func faultsAnswerWithRetryableStatuses() async throws {
-        let fixture = try await SimulatorFixture.make()
+    @Test(arguments: TestDatabase.all) func faultsAnswerWithRetryableStatuses(_ database: TestDatabase) async throws {
+        let fixture = try await SimulatorFixture.make(database: database)
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
             fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:verifyReceipt:status=21005,times=1"))

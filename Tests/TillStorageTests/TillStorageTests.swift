@@ -1,8 +1,8 @@
 import Foundation
 import SQLKit
 import Testing
-import TillTestSupport
 import TillStorage
+import TillTestSupport
 
 /// The databases storage tests run against: SQLite always, PostgreSQL when `TILL_TEST_POSTGRES_URL` is set
 /// (`.ci/run` starts one) and always under CI.
@@ -10,7 +10,9 @@ enum TestDatabases {
     static var all: [DatabaseConfiguration] {
         var list: [DatabaseConfiguration] = [.sqliteInMemory, .sqlite(path: temporaryFile())]
         // Under CI PostgreSQL is required: a missing one fails the cases that need it (see `Prerequisite`).
-        if Prerequisite.postgres.shouldRun { list.append(.postgres(url: TestDatabase.postgresURL ?? "postgres://missing")) }
+        if Prerequisite.postgres.shouldRun {
+            list.append(.postgres(url: TestDatabase.postgresURL ?? "postgres://missing"))
+        }
         return list
     }
 

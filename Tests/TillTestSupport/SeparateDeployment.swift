@@ -115,7 +115,10 @@ public struct SeparateDeployment: Sendable {
         let key = try await expect(201, simulator.post("/admin/v1/apps/\(appAppleId)/api-keys"))
         let account = try await expect(201, simulator.post("/admin/v1/accounts", ["environment": "Sandbox"]))
         let accountId = try field(account, "id")
-        let device = try await expect(201, simulator.post("/admin/v1/accounts/\(accountId)/devices", ["name": "iPhone"]))
+        let device = try await expect(
+            201,
+            simulator.post("/admin/v1/accounts/\(accountId)/devices", ["name": "iPhone"])
+        )
 
         // What the server trusts, fetched as the docs fetch it, then the server started with the docs' settings.
         for (path, file) in recipe.downloads {

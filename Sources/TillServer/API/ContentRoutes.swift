@@ -44,7 +44,10 @@ struct ContentController {
             bundleId: try context.pathParameter("bundle"),
             productId: try context.pathParameter("product")
         )
-        return try json(Page.of(files, key: { PageKey(number: 0, text: $0.name) }, try request.pageRequest()), context: context)
+        return try json(
+            Page.of(files, key: { PageKey(number: 0, text: $0.name) }, try request.pageRequest()),
+            context: context
+        )
     }
 
     /// The body is streamed to disk rather than collected: content files are far larger than the 2 MiB the

@@ -168,7 +168,11 @@ extension PurchaseServer {
                     )
                 }
                 let code = response.status
-                metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "status \(code.rawValue)")
+                metrics.appleCall(
+                    endpoint: "verifyReceipt",
+                    environment: environment,
+                    status: "status \(code.rawValue)"
+                )
                 switch code.action(isRetryable: response.isRetryable) {
                 case .valid:
                     return .confirmed(

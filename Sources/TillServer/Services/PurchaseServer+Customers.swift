@@ -205,7 +205,8 @@ extension PurchaseServer {
         let shown = records.prefix(page.limit)
         return Page(
             items: shown.map(view),
-            nextCursor: records.count > page.limit ? shown.last.map { PageKey(number: $0.updatedAt, text: $0.id).cursor } : nil,
+            nextCursor: records.count > page.limit
+                ? shown.last.map { PageKey(number: $0.updatedAt, text: $0.id).cursor } : nil,
             total: try await store.count(state: state, on: store.sql)
         )
     }

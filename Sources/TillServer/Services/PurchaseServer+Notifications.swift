@@ -413,7 +413,9 @@ extension PurchaseServer {
             record.detail = detail ?? "applied when a submission recorded the purchase"
             record.signedPayload = nil
             try await store.update(record, on: db)
-            logger.info("notification \(record.type) \(record.notificationUuid): applied once the purchase was submitted")
+            logger.info(
+                "notification \(record.type) \(record.notificationUuid): applied once the purchase was submitted"
+            )
         }
     }
 

@@ -60,7 +60,6 @@ extension PurchaseServer {
         )
     }
 
-
     /// Apple vouches for a ledger row: it is confirmed, and what a rejection of it took comes back.
     func appleVouches(
         for row: inout LedgerRecord,
@@ -74,7 +73,11 @@ extension PurchaseServer {
         let lifted = row.revocationReason ?? ""
         row.revocationDate = nil
         row.revocationReason = nil
-        for entry in try await store.balanceEntries(bundleId: row.bundleId, reference: Self.rejectionReference(row), on: db) {
+        for entry in try await store.balanceEntries(
+            bundleId: row.bundleId,
+            reference: Self.rejectionReference(row),
+            on: db
+        ) {
             try await store.addBalanceEntry(
                 bundleId: row.bundleId,
                 customerId: row.customerId,
@@ -106,7 +109,8 @@ extension PurchaseServer {
         try await store.recordEvent(
             bundleId: row.bundleId,
             kind: "restored",
-            detail: "\(row.environment) transaction \(row.transactionId) of \(row.customerId): Apple vouches for it; lifted \(lifted)",
+            detail:
+                "\(row.environment) transaction \(row.transactionId) of \(row.customerId): Apple vouches for it; lifted \(lifted)",
             at: now,
             on: db
         )

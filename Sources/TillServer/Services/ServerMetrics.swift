@@ -63,7 +63,9 @@ public final class ServerMetrics: Sendable {
     func appleCall(endpoint: String, environment: AppStoreEnvironment, status: String) {
         Counter(
             label: "till_apple_calls_total",
-            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue), ("status", Self.coarse(status))],
+            dimensions: [
+                ("endpoint", endpoint), ("environment", environment.rawValue), ("status", Self.coarse(status)),
+            ],
             factory: factory
         ).increment()
     }

@@ -265,7 +265,8 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         switch name {
         case "jws-root.pem", "jws-root.der": certificates = [signer.jwsAuthority.root]
         case "receipt-root.pem", "receipt-root.der": certificates = [signer.receiptAuthority.root]
-        case "receipt-intermediate.pem", "receipt-intermediate.der": certificates = [signer.receiptAuthority.intermediate]
+        case "receipt-intermediate.pem", "receipt-intermediate.der":
+            certificates = [signer.receiptAuthority.intermediate]
         // Everything a server needs to accept the simulator's sandbox data (`apple.sandbox-roots`).
         case "sandbox-trust.pem":
             certificates = [
