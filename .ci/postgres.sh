@@ -14,7 +14,7 @@ start)
     rm -rf "$STATE"; mkdir -p "$STATE"; chown postgres:postgres "$STATE"
     runuser -u postgres -- "$PGBIN/initdb" -D "$STATE" -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 >/dev/null
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$STATE" -l "$STATE/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $STATE -c fsync=off -c max_connections=200" start >/dev/null
+        -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $STATE -c fsync=off -c max_connections=1000 -c shared_buffers=128MB" start >/dev/null
     psql "postgresql://postgres@127.0.0.1:$PGPORT/postgres" -qc "CREATE DATABASE till_test" >/dev/null
     echo "export TILL_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:$PGPORT/till_test?sslmode=disable"
     ;;

@@ -112,8 +112,10 @@ struct LiveTests {
     @Test(arguments: TestDatabase.all) func stateSurvivesARestart(_ database: TestDatabase) async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-sim-\(UUID().uuidString).sqlite")
             .path
-        let configuration = SimulatorConfiguration(database: .sqlite(path: path))
-        let fixture = try await SimulatorFixture.make(configuration, database: database)
+        // The same database for both starts: a file, or one fresh PostgreSQL database.
+        let stored = database == .sqlite ? .sqlite(path: path) : try await database.fresh(prefix: "till_sim")
+        let configuration = SimulatorConfiguration(database: stored)
+        let fixture = try await SimulatorFixture.make(configuration)
         let purchase = try await fixture.buy("premium.monthly")
         _ = try await fixture.simulator.advanceClock(seconds: 42)
         let rootBefore = try fixture.simulator.signer.jwsAuthority.root.serializeAsPEM().pemString
