@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillTestSupport
 
 /// Runs the judge scripts in `judge/`, which use Apple's official App Store Server Library for Python.
 ///
@@ -8,24 +9,12 @@ import Testing
 enum PythonJudge {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("judge")
 
-    static let libraryInstalled: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import appstoreserverlibrary"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
-
-    static var onCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty } ?? false }
+    static var libraryInstalled: Bool { Prerequisite.applesPythonLibrary.isAvailable }
 
     /// The condition of a judge test: run where the library is installed, and always on CI.
-    static var enabled: Bool { libraryInstalled || onCI }
+    static var enabled: Bool { Prerequisite.applesPythonLibrary.shouldRun }
 
-    static let skipMessage: Comment =
-        "Apple's app-store-server-library for Python is not installed (pip install app-store-server-library)"
+    static let skipMessage = Comment(rawValue: Prerequisite.applesPythonLibrary.skipMessage)
 
     /// Fails the test when the library is missing (only reached on CI, where the test is never skipped).
     static func requireLibrary() throws {

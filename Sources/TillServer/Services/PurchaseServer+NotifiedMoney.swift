@@ -58,24 +58,7 @@ extension PurchaseServer {
         now: Int64,
         on db: any SQLDatabase
     ) async throws {
-        if let refund = try await store.financeEntry(
-            environment: row.environment,
-            transactionId: row.transactionId,
-            kind: "refund",
-            on: db
-        ) {
-            try await store.recordFinance(
-                environment: row.environment,
-                transactionId: row.transactionId,
-                bundleId: row.bundleId,
-                productId: row.productId,
-                amount: -refund.amount,
-                currency: refund.currency,
-                at: now,
-                kind: "refundReversed",
-                on: db
-            )
-        }
+        try await store.reverseFinance(of: row, kind: "refund", as: "refundReversed", at: now, on: db)
         if let product = catalogue[row.productId], product.type == .consumable {
             for (credit, units) in product.credits {
                 try await store.addBalanceEntry(

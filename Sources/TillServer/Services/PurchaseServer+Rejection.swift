@@ -88,24 +88,7 @@ extension PurchaseServer {
                 on: db
             )
         }
-        if let booked = try await store.financeEntry(
-            environment: row.environment,
-            transactionId: row.transactionId,
-            kind: "revocation",
-            on: db
-        ), booked.amount != 0 {
-            try await store.recordFinance(
-                environment: row.environment,
-                transactionId: row.transactionId,
-                bundleId: row.bundleId,
-                productId: row.productId,
-                amount: -booked.amount,
-                currency: booked.currency,
-                at: now,
-                kind: "restoration",
-                on: db
-            )
-        }
+        try await store.reverseFinance(of: row, kind: "revocation", as: "restoration", at: now, on: db)
         try await store.recordEvent(
             bundleId: row.bundleId,
             kind: "restored",

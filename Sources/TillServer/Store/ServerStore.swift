@@ -463,6 +463,32 @@ struct ServerStore: Sendable {
         return (try row.decode(column: "amount", as: Int64.self), try row.decode(column: "currency", as: String.self))
     }
 
+    /// Books the opposite of `row`'s finance entry of `kind` as an entry of `reversal` (a refund reversed, a
+    /// revocation lifted), once; nothing when there is no such entry or it is zero.
+    func reverseFinance(of row: LedgerRecord, kind: String, as reversal: String, at: Int64, on db: any SQLDatabase)
+        async throws
+    {
+        guard
+            let booked = try await financeEntry(
+                environment: row.environment,
+                transactionId: row.transactionId,
+                kind: kind,
+                on: db
+            ), booked.amount != 0
+        else { return }
+        try await recordFinance(
+            environment: row.environment,
+            transactionId: row.transactionId,
+            bundleId: row.bundleId,
+            productId: row.productId,
+            amount: -booked.amount,
+            currency: booked.currency,
+            at: at,
+            kind: reversal,
+            on: db
+        )
+    }
+
     func recordEvent(bundleId: String, kind: String, detail: String, at: Int64, on db: any SQLDatabase) async throws {
         try await db.raw(
             """
