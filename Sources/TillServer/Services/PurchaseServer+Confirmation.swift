@@ -1,0 +1,436 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import SQLKit
+import ServiceLifecycle
+import Synchronization
+import TillCore
+import TillFormats
+import TillStorage
+
+/// How one confirmation attempt ended.
+enum ConfirmationOutcome: Sendable {
+    var status: String {
+        switch self {
+        case .confirmed(_, _, let status), .retry(let status, _, _), .rejected(let status, _): status
+        }
+    }
+
+    /// Apple vouches for the submission, in this environment; its answer may carry more transactions.
+    case confirmed(environment: AppStoreEnvironment, transactions: [PurchaseTransaction], status: String)
+    /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`), `cause` decides when.
+    case retry(status: String, error: String, cause: RetryCause)
+    /// Apple refuses the purchase for good (forged, unknown, the account gone).
+    case rejected(status: String, reason: String)
+
+    /// Apple could not be reached or said it cannot answer now.
+    var meansAppleIsUnavailable: Bool {
+        if case .retry(_, _, .appleUnavailable) = self { return true }
+        return false
+    }
+
+    /// Apple answered (yes, no, or something about this submission or this server's configuration).
+    var isAppleAnswer: Bool { !meansAppleIsUnavailable }
+}
+
+extension PurchaseServer {
+    /// Claims due submissions for this process: pending or retrying, due, and not claimed by a live worker.
+    /// On PostgreSQL several servers share the queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
+    func claimDueSubmissions(limit: Int, leaseSeconds: Int64) async throws -> [SubmissionRecord] {
+        guard limit > 0 else { return [] }
+        let now = nowMilliseconds
+        let until = now + leaseSeconds * 1000
+        let lock = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        return try await database.transaction(bookkeeping: true) { db in
+            try await db.raw(
+                """
+                UPDATE srv_submissions SET claimed_until = \(bind: until)
+                WHERE id IN (
+                    SELECT id FROM srv_submissions
+                    WHERE state IN ('pending', 'retrying') AND next_attempt_at <= \(bind: now)
+                      AND (claimed_until IS NULL OR claimed_until < \(bind: now))
+                    ORDER BY next_attempt_at LIMIT \(literal: limit) \(unsafeRaw: lock))
+                RETURNING *
+                """
+            ).all(decoding: SubmissionRecord.self, with: ServerStore.decoding)
+        }
+    }
+
+    /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
+    /// turn before it is read (`ConfirmationPacer.answer()`).
+    func confirm(_ submission: SubmissionRecord, client: AppleClient, pacer: ConfirmationPacer? = nil) async {
+        do {
+            guard
+                let app = try await appsByBundle.value(
+                    for: submission.bundleId,
+                    load: { try await store.app(bundleId: submission.bundleId, on: store.sql) }
+                )
+            else { return }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let outcome = await ask(client, about: submission, app: app, pacer: pacer)
+            let result = try await settle(submission, outcome: outcome, app: app)
+            metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
+            if outcome.meansAppleIsUnavailable {
+                appleUnavailable.withLock { $0 = true }
+            } else if outcome.isAppleAnswer,
+                appleUnavailable.withLock({ wasDown in
+                    defer { wasDown = false }; return wasDown
+                })
+            {
+                try await appleIsBack()
+            }
+        } catch {
+            logger.error("confirmation of \(submission.id) failed: \(error)")
+        }
+    }
+
+    /// Apple answers again after an outage: submissions waiting out a back-off because Apple could not be
+    /// reached are due now, instead of up to an hour later (the back-off grows while Apple is down). Those
+    /// that failed for a reason of their own (a status about the receipt, 429) keep their schedule.
+    func appleIsBack() async throws {
+        let now = nowMilliseconds
+        let moved = try await store.bringForward(cause: .appleUnavailable, bundleId: nil, at: now)
+        if moved > 0 {
+            logger.notice("Apple answers again: \(moved) submissions waiting to retry are due now")
+            recoveringSince.withLock { $0 = ContinuousClock.now }
+            workAvailable.signal()
+        }
+    }
+
+    private func ask(
+        _ client: AppleClient,
+        about submission: SubmissionRecord,
+        app: ServerApp,
+        pacer: ConfirmationPacer?
+    ) async -> ConfirmationOutcome {
+        switch submission.kind {
+        case LocallyVerified.Kind.signedTransaction.rawValue:
+            return await askServerAPI(client, about: submission, app: app, pacer: pacer)
+        default:
+            return await askVerifyReceipt(client, about: submission, app: app, pacer: pacer)
+        }
+    }
+
+    /// verifyReceipt: production first, the sandbox on 21007, production on 21008; statuses classified by the table.
+    private func askVerifyReceipt(
+        _ client: AppleClient,
+        about submission: SubmissionRecord,
+        app: ServerApp,
+        pacer: ConfirmationPacer?
+    ) async -> ConfirmationOutcome {
+        let payload: String
+        do {
+            guard let stored = try await store.payload(submissionId: submission.id, on: store.sql) else {
+                return .rejected(status: "no receipt", reason: "the submission's receipt is not in the database")
+            }
+            payload = stored
+        } catch {
+            return .retry(
+                status: "database",
+                error: "the submission's receipt could not be read: \(error)",
+                cause: .other
+            )
+        }
+        var environment = AppStoreEnvironment.production
+        for _ in 0..<3 {
+            switch await client.verifyReceipt(
+                environment,
+                receiptData: payload,
+                password: app.sharedSecrets.first
+            ) {
+            case .misconfigured(let problem):
+                return .retry(status: "configuration", error: problem, cause: .configuration)
+            case .transport(let cause):
+                metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: cause)
+                return .retry(
+                    status: cause,
+                    error: "no answer from verifyReceipt (\(environment))",
+                    cause: .appleUnavailable
+                )
+            case .http(let status, let body):
+                guard status == 200 else {
+                    metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "HTTP \(status)")
+                    return .retry(
+                        status: "HTTP \(status)",
+                        error: "verifyReceipt (\(environment)) answered HTTP \(status)",
+                        cause: status >= 500 ? .appleUnavailable : .other
+                    )
+                }
+                await pacer?.answer()
+                guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
+                    metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "unreadable")
+                    return .retry(
+                        status: "unreadable",
+                        error: "verifyReceipt (\(environment)) answered something that is not its JSON",
+                        cause: .other
+                    )
+                }
+                let code = response.status
+                metrics.appleCall(
+                    endpoint: "verifyReceipt",
+                    environment: environment,
+                    status: "status \(code.rawValue)"
+                )
+                switch code.action(isRetryable: response.isRetryable) {
+                case .valid:
+                    return .confirmed(
+                        environment: environment,
+                        transactions: transactions(from: response, bundleId: app.bundleId, environment: environment),
+                        status: "status \(code.rawValue)"
+                    )
+                case .redirect(let other):
+                    environment = other
+                    continue
+                case .retryLater:
+                    // 21002 is about this receipt's data (malformed, or a passing problem with it), not Apple's
+                    // health: it keeps its own schedule when Apple answers again.
+                    return .retry(
+                        status: "status \(code.rawValue)",
+                        error: code.meaning,
+                        cause: code == .malformedReceiptData ? .other : .appleUnavailable
+                    )
+                case .fixRequest:
+                    // This server's request is wrong (the app's shared secret, for 21004), not the purchase:
+                    // nothing is taken from the customer, and the operator's fix brings the attempt forward.
+                    return .retry(
+                        status: "status \(code.rawValue)",
+                        error: "\(code.meaning) Fix the app's settings (sharedSecrets) in Till.",
+                        cause: .configuration
+                    )
+                case .terminal:
+                    return .rejected(status: "status \(code.rawValue)", reason: code.meaning)
+                }
+            }
+        }
+        return .retry(
+            status: "redirect loop",
+            error: "verifyReceipt kept redirecting between environments",
+            cause: .other
+        )
+    }
+
+    /// What verifyReceipt's answer says about the customer's transactions (renewals the app never sent included).
+    private func transactions(from response: VerifyReceiptResponse, bundleId: String, environment: AppStoreEnvironment)
+        -> [PurchaseTransaction]
+    {
+        var all: [PurchaseTransaction] = []
+        let entries = (response.receipt?.inApp ?? []) + (response.latestReceiptInfo ?? [])
+        for entry in entries {
+            guard let id = entry.transactionId, let product = entry.productId, let date = entry.purchaseDate else {
+                continue
+            }
+            all.append(
+                PurchaseTransaction(
+                    transactionId: id,
+                    originalTransactionId: entry.originalTransactionId,
+                    productId: product,
+                    bundleId: bundleId,
+                    quantity: entry.quantity ?? 1,
+                    purchaseDate: date,
+                    originalPurchaseDate: entry.originalPurchaseDate,
+                    expiresDate: entry.expiresDate,
+                    revocationDate: entry.cancellationDate,
+                    webOrderLineItemId: entry.webOrderLineItemId,
+                    isUpgraded: entry.isUpgraded ?? false,
+                    environment: environment
+                )
+            )
+        }
+        if let single = response.transactionReceipt ?? response.latestTransactionReceiptInfo,
+            let id = single.transactionId,
+            let product = single.productId, let date = single.purchaseDate
+        {
+            all.append(
+                PurchaseTransaction(
+                    transactionId: id,
+                    originalTransactionId: single.originalTransactionId,
+                    productId: product,
+                    bundleId: bundleId,
+                    quantity: single.quantity ?? 1,
+                    purchaseDate: date,
+                    expiresDate: single.expiresDate,
+                    environment: environment
+                )
+            )
+        }
+        var seen: Set<String> = []
+        return all.filter { seen.insert($0.transactionId).inserted }
+    }
+
+    /// Signed transactions: Get Transaction Info, whose signed answer is verified like the submission was.
+    private func askServerAPI(
+        _ client: AppleClient,
+        about submission: SubmissionRecord,
+        app: ServerApp,
+        pacer: ConfirmationPacer?
+    ) async -> ConfirmationOutcome {
+        let environment = AppStoreEnvironment(submission.environment)
+        guard app.apiKeyId != nil, app.apiPrivateKey != nil, app.apiIssuerId != nil else {
+            // Without a key there is no one to ask: the local check of Apple's signature stands.
+            return .confirmed(
+                environment: environment,
+                transactions: [],
+                status: "local signature (no App Store Server API key)"
+            )
+        }
+        let ids = (try? JSONDecoder().decode([String].self, from: Data(submission.transactionIds.utf8))) ?? []
+        guard let transactionId = ids.first else {
+            return .rejected(status: "empty", reason: "no transaction to confirm")
+        }
+        let answer = await client.transactionInfo(environment, transactionId: transactionId, app: app)
+        switch answer {
+        case .misconfigured(let problem):
+            return .retry(status: "configuration", error: problem, cause: .configuration)
+        case .transport(let cause):
+            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: cause)
+            return .retry(status: cause, error: "no answer from the App Store Server API", cause: .appleUnavailable)
+        case .http(200, let body):
+            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: "HTTP 200")
+            await pacer?.answer()
+            guard let info = try? JSONDecoder().decode(TransactionInfoResponse.self, from: Data(body)),
+                let jws = info.signedTransactionInfo,
+                case .some(let verified) = try? await verifier.verify(.signedTransaction(jws), app: app)
+            else {
+                return .retry(
+                    status: "HTTP 200",
+                    error: "the App Store Server API answered an unverifiable transaction",
+                    cause: .other
+                )
+            }
+            return .confirmed(environment: environment, transactions: verified.transactions, status: "HTTP 200")
+        case .http(let status, let body):
+            let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
+            let code = error.map { ServerAPIErrorCode(rawValue: $0.errorCode) }
+            let label = code.map { "HTTP \(status) \($0.rawValue)" } ?? "HTTP \(status)"
+            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: label)
+            if status == 404, let code, code == .transactionIdNotFound || code == .invalidTransactionId {
+                return .rejected(status: label, reason: "Apple does not know transaction \(transactionId)")
+            }
+            if status == 401 {
+                // Apple refused this server's token: the app's key is wrong or revoked, not the purchase.
+                return .retry(
+                    status: label,
+                    error: "the App Store Server API refused the app's key: fix apiKeyId, apiIssuerId or apiPrivateKey",
+                    cause: .configuration
+                )
+            }
+            return .retry(
+                status: label,
+                error: error?.errorMessage ?? "the App Store Server API answered HTTP \(status)",
+                cause: status >= 500 ? .appleUnavailable : .other
+            )
+        }
+    }
+
+    /// Records an attempt's outcome: confirmation, a scheduled retry (or the dead-letter queue), or rejection
+    /// with the revocation of what the local check granted.
+    @discardableResult
+    func settle(_ submission: SubmissionRecord, outcome: ConfirmationOutcome, app: ServerApp) async throws
+        -> SubmissionState
+    {
+        let now = nowMilliseconds
+        let settings = configuration.confirmation
+        let catalogue = try await catalogue(bundleId: app.bundleId)
+        let state = try await database.transaction { db -> SubmissionState in
+            guard var current = try await self.store.submission(id: submission.id, on: db),
+                current.state == SubmissionState.pending.rawValue || current.state == SubmissionState.retrying.rawValue
+            else { return SubmissionState(rawValue: submission.state) ?? .pending }
+            current.attempts += 1
+            current.updatedAt = now
+            current.claimedUntil = nil
+            switch outcome {
+            case .confirmed(let environment, let transactions, let status):
+                current.state = SubmissionState.confirmed.rawValue
+                current.lastStatus = status
+                current.lastError = nil
+                current.retryCause = nil
+                current.confirmedAt = now
+                current.nextAttemptAt = nil
+                if environment.rawValue != current.environment {
+                    try await self.moveEnvironment(of: current, to: environment, on: db)
+                    current.environment = environment.rawValue
+                }
+                try await self.store.update(current, on: db)
+                // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
+                _ = try await self.record(transactions, submission: current, app: app, catalogue: catalogue, on: db)
+                for id in Set(
+                    transactions.map(\.transactionId)
+                        + (try JSONDecoder().decode([String].self, from: Data(current.transactionIds.utf8)))
+                ) {
+                    if var row = try await self.store.transaction(
+                        environment: current.environment,
+                        transactionId: id,
+                        on: db
+                    ),
+                        row.customerId == current.customerId, !row.confirmed || row.isRevokedByRejection
+                    {
+                        try await self.appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
+                        try await self.store.update(row, on: db)
+                    }
+                }
+            case .retry(let status, let error, let cause):
+                current.lastStatus = status
+                current.lastError = error
+                current.retryCause = cause
+                if current.attempts >= settings.maximumAttempts {
+                    current.state = SubmissionState.deadLettered.rawValue
+                    current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
+                    current.nextAttemptAt = nil
+                    try await self.store.recordEvent(
+                        bundleId: app.bundleId,
+                        kind: "deadLettered",
+                        detail: "submission \(current.id): \(status)",
+                        at: now,
+                        on: db
+                    )
+                } else {
+                    current.state = SubmissionState.retrying.rawValue
+                    let delay = settings.delay(afterAttempt: current.attempts)
+                    current.nextAttemptAt =
+                        now + Int64(delay.components.seconds) * 1000 + delay.components.attoseconds
+                        / 1_000_000_000_000_000
+                }
+                try await self.store.update(current, on: db)
+            case .rejected(let status, let reason):
+                current.state = SubmissionState.rejected.rawValue
+                current.lastStatus = status
+                current.retryCause = nil
+                current.reason = reason
+                current.nextAttemptAt = nil
+                try await self.store.update(current, on: db)
+                try await self.revokeUnconfirmed(
+                    of: current,
+                    because: LedgerRecord.rejectionPrefix + status,
+                    catalogue: catalogue,
+                    on: db
+                )
+            }
+            return SubmissionState(rawValue: current.state) ?? .pending
+        }
+        submissionSettled.signal()
+        return state
+    }
+
+    /// An iOS 6-style receipt claims its environment without signing it: Apple's answer decides.
+    private func moveEnvironment(
+        of submission: SubmissionRecord,
+        to environment: AppStoreEnvironment,
+        on db: any SQLDatabase
+    ) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_transactions SET environment = \(bind: environment.rawValue)
+            WHERE submission_id = \(bind: submission.id) AND environment = \(bind: submission.environment)
+            """
+        ).run()
+        try await db.raw(
+            """
+            UPDATE srv_finance SET environment = \(bind: environment.rawValue)
+            WHERE environment = \(bind: submission.environment) AND transaction_id IN (
+                SELECT transaction_id FROM srv_transactions WHERE submission_id = \(bind: submission.id))
+            """
+        ).run()
+    }
+}
