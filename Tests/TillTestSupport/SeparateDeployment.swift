@@ -120,19 +120,11 @@ public struct SeparateDeployment: Sendable {
             simulator.post("/admin/v1/accounts/\(accountId)/devices", ["name": "iPhone"])
         )
 
-        // What the server trusts, fetched as the docs fetch it, then the server started with the docs' settings.
-        for (path, file) in recipe.downloads {
-            let certificate = try await expect(200, simulator.get(path))
-            try Data(certificate.body).write(to: directory.appendingPathComponent(file))
-        }
-        var settings = recipe.settings(simulator: simulator.base)
-        settings["TILL_DATABASE_URL"] = try await database.freshURL(prefix: "till_e2e")
-        settings["TILL_CONTENT_DIRECTORY"] = directory.appendingPathComponent("content").path
-        settings["TILL_LOG_LEVEL"] = "warning"
-        settings.merge(extra) { $1 }
-        let serverProcess = try await TillProcess.start(
-            ["serve", "--port", "0"],
-            environment: settings,
+        let (serverProcess, settings) = try await startServer(
+            beside: simulatorProcess,
+            recipe: recipe,
+            database: database,
+            settings: extra,
             directory: directory
         )
         do {
@@ -188,6 +180,63 @@ public struct SeparateDeployment: Sendable {
             await serverProcess.stop()
             throw DeploymentFailure(error: error, server: serverProcess.output)
         }
+    }
+
+    /// What the server trusts, fetched as the docs fetch it, then the server started with the docs' settings.
+    private static func startServer(
+        beside simulatorProcess: TillProcess,
+        recipe: DocumentedDeployment,
+        database: TestDatabase,
+        settings extra: [String: String],
+        directory: URL
+    ) async throws -> (TillProcess, [String: String]) {
+        let simulator = JSONHTTP(base: simulatorProcess.base)
+        for (path, file) in recipe.downloads {
+            let certificate = try await expect(200, simulator.get(path))
+            try Data(certificate.body).write(to: directory.appendingPathComponent(file))
+        }
+        var settings = recipe.settings(simulator: simulator.base)
+        settings["TILL_DATABASE_URL"] = try await database.freshURL(prefix: "till_e2e")
+        settings["TILL_CONTENT_DIRECTORY"] = directory.appendingPathComponent("content").path
+        settings["TILL_LOG_LEVEL"] = "warning"
+        settings.merge(extra) { $1 }
+        let server = try await TillProcess.start(["serve", "--port", "0"], environment: settings, directory: directory)
+        return (server, settings)
+    }
+
+    /// The two processes started as the docs say and nothing set up in them: `body` gets the simulator's and the
+    /// server's addresses and the working directory, as a reader has them after the docs' first block.
+    public static func runUnprepared(
+        database: TestDatabase = .sqlite,
+        _ body: (_ simulator: String, _ server: String, _ directory: URL) async throws -> Void
+    ) async throws {
+        try Prerequisite.tillExecutable.require()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulatorProcess = try await TillProcess.start(
+            ["simulator", "--port", "0", "--database", ":memory:", "--log-level", "warning"]
+        )
+        do {
+            let (server, _) = try await startServer(
+                beside: simulatorProcess,
+                recipe: try DocumentedDeployment.read(),
+                database: database,
+                settings: [:],
+                directory: directory
+            )
+            do {
+                try await body(simulatorProcess.base, server.base, directory)
+            } catch {
+                await server.stop()
+                throw DeploymentFailure(error: error, server: server.output)
+            }
+            await server.stop()
+        } catch {
+            await simulatorProcess.stop()
+            throw error
+        }
+        await simulatorProcess.stop()
     }
 
     // MARK: What an app and an operator do
@@ -338,15 +387,20 @@ public struct DocumentedDeployment: Sendable {
         )
     }
 
-    public static func read() throws -> DocumentedDeployment {
+    /// The bash block that follows `marker` in docs/configuration.md.
+    public static func block(after marker: String) throws -> String {
         let text = try String(contentsOf: document, encoding: .utf8)
         guard let marked = text.range(of: marker),
             let open = text.range(of: "```bash\n", range: marked.upperBound..<text.endIndex),
             let close = text.range(of: "\n```", range: open.upperBound..<text.endIndex)
         else { throw TestSupportFailure("docs/configuration.md has no \(marker) followed by a bash block") }
+        return String(text[open.upperBound..<close.lowerBound])
+    }
+
+    public static func read() throws -> DocumentedDeployment {
         var downloads: [(String, String)] = []
         var assignments: [(String, String)] = []
-        for line in text[open.upperBound..<close.lowerBound].split(separator: "\n") {
+        for line in try block(after: marker).split(separator: "\n") {
             let words = line.split(separator: " ").map(String.init)
             if words.first == "curl", let url = words.first(where: { $0.hasPrefix("$S/") }),
                 let output = words.firstIndex(of: "-o"), output + 1 < words.count

@@ -20,6 +20,17 @@ public struct Page<Item: Codable & Sendable>: Codable, Sendable {
         )
     }
 
+    private enum CodingKeys: String, CodingKey { case items, nextCursor, total }
+
+    /// `nextCursor` is written `null` on the last page (as the document says), not left out: a client that loops
+    /// "until it is null" must see it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(items, forKey: .items)
+        try container.encode(nextCursor, forKey: .nextCursor)
+        try container.encode(total, forKey: .total)
+    }
+
     func map<T>(_ transform: (Item) throws -> T) rethrows -> Page<T> {
         Page<T>(items: try items.map(transform), nextCursor: nextCursor, total: total)
     }

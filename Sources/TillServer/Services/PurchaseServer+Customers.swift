@@ -104,7 +104,7 @@ extension PurchaseServer {
     public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
         async throws -> [String: Int64]
     {
-        guard amount > 0 else { throw ServerError.badRequest("invalidAmount", "amount is positive") }
+        guard amount > 0 else { throw ServerError.badRequest("invalidAmount", "amount must be positive") }
         guard !requestId.isEmpty, requestId.count <= 200 else {
             throw ServerError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
         }
