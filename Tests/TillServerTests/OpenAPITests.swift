@@ -201,8 +201,8 @@ struct OpenAPITests {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        try process.run()
-        let text = await Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
+        try ChildProcess.launch(process)
+        let text = await ChildProcess.readAllInBackground(output.fileHandleForReading)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(String(decoding: text, as: UTF8.self))")
     }

@@ -4,8 +4,12 @@ import Testing
 import TillTestSupport
 
 /// Till as a user runs it: `till simulator` and `till serve --mode production`, two processes wired only by the
-/// settings docs/configuration.md gives, driven only over HTTP.
-@Suite(.enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)))
+/// settings docs/configuration.md gives, driven only over HTTP. One at a time: each starts two processes and a
+/// database, and a 2-core runner starting a dozen pairs at once spends its time switching between them.
+@Suite(
+    .serialized,
+    .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+)
 struct SeparateDeploymentTests {
     /// Issue 15, item 4: development mode supplied the simulator's receipt intermediate in-process; a server
     /// started on its own gets it from `apple.sandbox-roots`, through the file the docs fetch.
@@ -381,8 +385,8 @@ extension SeparateDeploymentTests {
             let output = Pipe()
             process.standardOutput = output
             process.standardError = output
-            try process.run()
-            let printed = await Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
+            try ChildProcess.launch(process)
+            let printed = await ChildProcess.readAllInBackground(output.fileHandleForReading)
             process.waitUntilExit()
             let text = String(decoding: printed, as: UTF8.self)
             #expect(process.terminationStatus == 0, "\(text)")

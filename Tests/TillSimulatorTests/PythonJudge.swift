@@ -42,10 +42,10 @@ enum PythonJudge {
                 process.standardInput = stdin
                 process.standardOutput = stdout
                 do {
-                    try process.run()
+                    try ChildProcess.launch(process)
                     stdin.fileHandleForWriting.write(input)
                     try stdin.fileHandleForWriting.close()
-                    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+                    let output = ChildProcess.readAll(stdout.fileHandleForReading)
                     process.waitUntilExit()
                     continuation.resume(returning: (process.terminationStatus, output))
                 } catch {

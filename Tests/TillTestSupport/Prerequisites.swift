@@ -72,7 +72,7 @@ public struct Prerequisite: Sendable {
         process.arguments = ["python3", "-c", "import \(module)"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
+        guard (try? ChildProcess.launch(process)) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0
     }

@@ -64,11 +64,11 @@ public enum TillExecutable {
             exit.yield(process.terminationStatus)
             exit.finish()
         }
-        try process.run()
+        try ChildProcess.launch(process)
         if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
         try standardInput.fileHandleForWriting.close()
-        async let out = readAll(output.fileHandleForReading)
-        async let err = readAll(errors.fileHandleForReading)
+        async let out = ChildProcess.readAllInBackground(output.fileHandleForReading)
+        async let err = ChildProcess.readAllInBackground(errors.fileHandleForReading)
         let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
             group.addTask {
                 for await status in exits { return status }
@@ -94,13 +94,6 @@ public enum TillExecutable {
             output: String(decoding: await out, as: UTF8.self),
             errors: String(decoding: await err, as: UTF8.self)
         )
-    }
-
-    /// Reads a pipe to its end on a thread of its own (a full pipe would block the process).
-    static func readAll(_ handle: FileHandle) async -> Data {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: handle.readDataToEndOfFile()) }
-        }
     }
 }
 

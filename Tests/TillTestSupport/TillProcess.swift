@@ -59,13 +59,11 @@ public final class TillProcess: Sendable {
         }
         let printed = PrintedLines()
         let (lines, feed) = AsyncStream.makeStream(of: String.self)
-        try process.run()
+        try ChildProcess.launch(process)
         for (pipe, isOutput) in [(output, true), (errors, false)] {
             Thread.detachNewThread {
                 var pending = Data()
-                while true {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
+                ChildProcess.readChunks(pipe.fileHandleForReading) { chunk in
                     pending.append(chunk)
                     while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                         let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)

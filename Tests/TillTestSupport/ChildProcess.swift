@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Starting child processes and reading their pipes safely from tests that run in parallel.
+///
+/// Two faults of Foundation's `Process` and `FileHandle` on Linux were met in CI runs: `Process.run()` called from
+/// several threads at once crashed (a bad pointer in its copy of the environment), and `availableData` /
+/// `readDataToEndOfFile()` trap ("Interrupted system call") when a signal — a child's exit — lands during a read.
+/// Every test that starts a process goes through here: launches one at a time, reads retried on EINTR.
+public enum ChildProcess {
+    private static let launching = Mutex(())
+
+    /// Starts `process`, one launch at a time in this test process.
+    public static func launch(_ process: Process) throws {
+        try launching.withLock { _ in try process.run() }
+    }
+
+    /// Calls `body` with each chunk read from `handle` until its end.
+    public static func readChunks(_ handle: FileHandle, _ body: (Data) -> Void) {
+        let descriptor = handle.fileDescriptor
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                body(Data(buffer[0..<count]))
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
+    }
+
+    /// Everything `handle` gives until its end.
+    public static func readAll(_ handle: FileHandle) -> Data {
+        var data = Data()
+        readChunks(handle) { data.append($0) }
+        return data
+    }
+
+    /// Everything `handle` gives until its end, read on a thread of its own (a full pipe would block the child).
+    public static func readAllInBackground(_ handle: FileHandle) async -> Data {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: readAll(handle)) }
+        }
+    }
+}
