@@ -414,7 +414,7 @@ enum OpenAPIDocument {
                         $ref: '#/components/schemas/Balances'
                 '400':
                   description: '`invalidBody`, `invalidCustomerId` (the path''s), `invalidAmount` (not positive),
-                    `invalidRequestId` (not 1–200 characters).'
+                    `invalidRequestId`, `invalidCredit` (not 1–200 characters).'
                   content:
                     application/json:
                       schema:

@@ -251,9 +251,9 @@ public struct ProcessCPU {
     private var last: (cpu: Duration, at: ContinuousClock.Instant)?
     private let cores = Double(max(1, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// This process's share since the previous call (nil at the first call).
     public init() {}
 
+    /// This process's share since the previous call (nil at the first call).
     public mutating func busySinceLastCall() -> Double? {
         let now = (cpu: Self.used(), at: ContinuousClock.now)
         defer { last = now }

@@ -230,12 +230,6 @@ struct ServerStore: Sendable {
         ).first() != nil
     }
 
-    func customerExists(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Bool {
-        try await db.raw(
-            "SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
-        ).first() != nil
-    }
-
     // MARK: Submissions
 
     func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
