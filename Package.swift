@@ -68,6 +68,17 @@ let package = Package(
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),
+        // What the server and the simulator share over HTTP: the error type and middleware, JSON bodies, wake-ups.
+        .target(
+            name: "TillHTTPKit",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(name: "TillFormats", dependencies: ["TillCore"] + crypto, swiftSettings: upcoming),
         .target(
             name: "TillStorage",
@@ -87,12 +98,12 @@ let package = Package(
         ),
         .target(
             name: "TillServer",
-            dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
+            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit"] + crypto + server,
             swiftSettings: upcoming
         ),
         .target(
             name: "TillSimulator",
-            dependencies: ["TillCore", "TillFormats", "TillStorage"] + crypto + server,
+            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit"] + crypto + server,
             swiftSettings: upcoming
         ),
         .target(
@@ -109,7 +120,7 @@ let package = Package(
         .executableTarget(
             name: "till",
             dependencies: [
-                "TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient",
+                "TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient", "TillHTTPKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ] + crypto + server,
             swiftSettings: upcoming
@@ -130,6 +141,11 @@ let package = Package(
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
         .testTarget(
+            name: "TillHTTPKitTests",
+            dependencies: ["TillHTTPKit", .product(name: "HummingbirdTesting", package: "hummingbird")],
+            swiftSettings: upcoming
+        ),
+        .testTarget(
             name: "TillFormatsTests",
             dependencies: ["TillFormats", "TillTestSupport"] + crypto,
             swiftSettings: upcoming
@@ -142,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "TillServer", "TillSimulator", "TillTestSupport",
+                "TillServer", "TillSimulator", "TillTestSupport", "TillHTTPKit",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
                 + crypto + server,
@@ -151,7 +167,7 @@ let package = Package(
         .testTarget(
             name: "TillSimulatorTests",
             dependencies: [
-                "TillSimulator", "TillStorage", "TillTestSupport",
+                "TillSimulator", "TillStorage", "TillTestSupport", "TillHTTPKit",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
                 + crypto + server,

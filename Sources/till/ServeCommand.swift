@@ -8,6 +8,7 @@ import ServiceLifecycle
 import SystemPackage
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillServer
 import TillSimulator
 import TillStorage
@@ -45,7 +46,7 @@ struct ServeCommand: AsyncParsableCommand {
         let settings: ServerSettings
         do {
             settings = try await ServerSettings.load(flags: flags, file: config)
-        } catch let error as ServerError {
+        } catch let error as TillHTTPError {
             throw ValidationError(error.message)
         }
         var logger = Logger(label: "till")
@@ -65,7 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(
                 SnapshotKeyFiles.publishedKey
             )
-        } catch let error as ServerError {
+        } catch let error as TillHTTPError {
             throw ValidationError(error.message)
         }
         for path in settings.sandboxRootFiles {

@@ -3,6 +3,7 @@ import HTTPTypes
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillTestSupport
 
 @testable import TillServer
@@ -136,13 +137,13 @@ struct ConfirmationTests {
                 app: fixture.app
             )
             #expect(third.customer.balances == ["gems": 100])
-            await #expect(throws: ServerError.self) {
+            await #expect(throws: TillHTTPError.self) {
                 _ = try await fixture.server.submit(
                     SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt(), idempotencyKey: "k-1"),
                     app: fixture.app
                 )
             }
-            await #expect(throws: ServerError.self) {
+            await #expect(throws: TillHTTPError.self) {
                 _ = try await fixture.server.submit(
                     SubmissionRequest(customerId: "frank", signedTransaction: purchase.signedTransaction),
                     app: fixture.app
@@ -157,7 +158,7 @@ struct ConfirmationTests {
             for _ in 0..<2 {
                 await #expect {
                     _ = try await fixture.server.submit(replay, app: fixture.app)
-                } throws: { ($0 as? ServerError)?.code == "ownedByAnotherCustomer" }
+                } throws: { ($0 as? TillHTTPError)?.code == "ownedByAnotherCustomer" }
             }
             #expect(
                 try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "frank").balances
@@ -183,7 +184,7 @@ struct ConfirmationTests {
                     app: fixture.app
                 )
                 Issue.record("a forged transaction was accepted")
-            } catch let error as ServerError {
+            } catch let error as TillHTTPError {
                 #expect(error.status == .unprocessableContent && error.code == "verificationFailure")
             }
             let strict = try await fixture.server.updateApp(
@@ -196,7 +197,7 @@ struct ConfirmationTests {
                     app: strict
                 )
                 Issue.record("a sandbox transaction was accepted by an app that refuses them")
-            } catch let error as ServerError {
+            } catch let error as TillHTTPError {
                 #expect(error.code == "sandboxNotAccepted")
             }
             #expect(

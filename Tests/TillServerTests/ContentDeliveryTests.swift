@@ -7,6 +7,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 import TillTestSupport
 
@@ -219,7 +220,7 @@ struct ContentDeliveryTests {
                 continuation.yield(ByteBuffer(repeating: 7, count: 600))
                 continuation.finish()
             }
-            await #expect(throws: ServerError.self) {
+            await #expect(throws: TillHTTPError.self) {
                 try await fixture.server.putContent(
                     bundleId: Self.bundle,
                     productId: "pro",
@@ -473,7 +474,7 @@ struct ContentDeliveryTests {
         )
         #expect(set.content == ContentSettings(maxUploadBytes: 1_048_576, urlLifetime: .seconds(60)))
         #expect(set.serverSecret == "sixteen-chars-ok")
-        await #expect(throws: ServerError.self) {
+        await #expect(throws: TillHTTPError.self) {
             try await ServerSettings.load(flags: [:], environment: ["TILL_SERVER_SECRET": "short"], file: nil)
         }
     }

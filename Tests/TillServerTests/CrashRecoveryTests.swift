@@ -8,6 +8,7 @@ import SwiftASN1
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillServer
 import TillSimulator
 import TillStorage
@@ -35,7 +36,7 @@ struct CrashRecoveryTests {
         let first = try await PurchaseServer.open(configuration)
         await #expect {
             _ = try await PurchaseServer.open(configuration)
-        } throws: { ($0 as? ServerError)?.code == "databaseInUse" }
+        } throws: { ($0 as? TillHTTPError)?.code == "databaseInUse" }
         // A claim as a worker killed mid-attempt leaves it: it would block the submission for minutes.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await first.database.sql.raw(

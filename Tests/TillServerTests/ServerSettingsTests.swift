@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Testing
 import TillCore
+import TillHTTPKit
 import TillStorage
 
 @testable import TillServer
@@ -51,7 +52,7 @@ struct ServerSettingsTests {
     }
 
     @Test func productionNeedsAnOperatorTokenAndTalksToApple() async throws {
-        await #expect(throws: ServerError.self) {
+        await #expect(throws: TillHTTPError.self) {
             try await ServerSettings.load(flags: [:], environment: ["TILL_MODE": "production"], file: nil)
         }
         let settings = try await ServerSettings.load(
@@ -77,20 +78,20 @@ struct ServerSettingsTests {
             do {
                 _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)
                 Issue.record("\(environment) was accepted")
-            } catch let error as ServerError {
+            } catch let error as TillHTTPError {
                 #expect(error.code == code)
             }
         }
         do {
             _ = try await ServerSettings.load(flags: [:], environment: [:], file: "/nonexistent/till.json")
             Issue.record("a missing file was accepted")
-        } catch let error as ServerError {
+        } catch let error as TillHTTPError {
             #expect(error.code == "configFileMissing")
         }
         do {
             _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file("{not json"))
             Issue.record("a broken file was accepted")
-        } catch let error as ServerError {
+        } catch let error as TillHTTPError {
             #expect(error.code == "invalidConfigFile")
         }
     }

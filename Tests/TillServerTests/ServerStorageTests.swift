@@ -5,6 +5,7 @@ import ServiceLifecycle
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 import TillTestSupport
 
@@ -65,7 +66,7 @@ struct ServerStorageTests {
                     requestId: "spend-1"
                 )["gems"] == 50
             )
-            await #expect(throws: ServerError.self) {
+            await #expect(throws: TillHTTPError.self) {
                 try await server.debit(
                     bundleId: ServerFixture.bundleId,
                     customerId: "guest-1",
@@ -89,7 +90,7 @@ struct ServerStorageTests {
             #expect(Set(restored.restored.map(\.productId)) == ["pro"])
 
             // Another customer replaying the purchase is refused.
-            await #expect(throws: ServerError.self) {
+            await #expect(throws: TillHTTPError.self) {
                 try await server.submit(
                     SubmissionRequest(customerId: "mallory", signedTransaction: pro.signedTransaction),
                     app: fixture.app

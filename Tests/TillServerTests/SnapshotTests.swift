@@ -8,6 +8,7 @@ import SQLKit
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 import TillTestSupport
 
@@ -292,14 +293,14 @@ struct SnapshotTests {
         #expect(try SnapshotKeyFiles.signingKey(at: privateFile).rawRepresentation == key.rawRepresentation)
         let garbage = try write("garbage.pem", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
         #expect { try SnapshotKeyFiles.publishedKey(at: garbage) } throws: {
-            ($0 as? ServerError)?.code == "invalidSnapshotKey"
+            ($0 as? TillHTTPError)?.code == "invalidSnapshotKey"
         }
         // A public key cannot sign.
         #expect { try SnapshotKeyFiles.signingKey(at: publicFile) } throws: {
-            ($0 as? ServerError)?.code == "invalidSnapshotKey"
+            ($0 as? TillHTTPError)?.code == "invalidSnapshotKey"
         }
         #expect { try SnapshotKeyFiles.publishedKey(at: directory.appendingPathComponent("none").path) } throws: {
-            ($0 as? ServerError)?.code == "snapshotKeyUnreadable"
+            ($0 as? TillHTTPError)?.code == "snapshotKeyUnreadable"
         }
     }
 

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 import TillCore
+import TillHTTPKit
 import TillTestSupport
 
 @testable import TillSimulator
@@ -28,7 +29,7 @@ struct FaultTests {
             "sandbox:verifyReceipt:latency=x",
             "sandbox:verifyReceipt:outage=fire", "sandbox:verifyReceipt:probability=2", "sandbox:verifyReceipt:warp",
         ] {
-            #expect(throws: SimulatorError.self) { try FaultRule(parsing: bad) }
+            #expect(throws: TillHTTPError.self) { try FaultRule(parsing: bad) }
         }
     }
 
@@ -52,7 +53,7 @@ struct FaultTests {
         let fixture = try await SimulatorFixture.make(database: database)
         _ = try await fixture.buy("pro")
         fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=2"))
-        await #expect(throws: SimulatorError.self) { _ = try await fixture.buy("gems.100") }
+        await #expect(throws: TillHTTPError.self) { _ = try await fixture.buy("gems.100") }
         let restore = try await fixture.simulator.restore(
             deviceId: fixture.tablet.id,
             bundleId: SimulatorFixture.bundleId,

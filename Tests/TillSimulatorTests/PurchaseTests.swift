@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillTestSupport
 
 @testable import TillSimulator
@@ -75,7 +76,7 @@ struct PurchaseTests {
         )
         let deferred = try await fixture.buy("pro")
         #expect(deferred.state == "deferred" && deferred.transactionId == nil)
-        await #expect(throws: SimulatorError.self) {
+        await #expect(throws: TillHTTPError.self) {
             try await fixture.simulator.finish(entryId: deferred.id, deviceId: fixture.phone.id, environment: .sandbox)
         }
         let approved = try await fixture.simulator.resolveDeferredPayment(

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillTestSupport
 
 @testable import TillSimulator
@@ -206,7 +207,7 @@ struct SubscriptionTests {
         let refunded = try await fixture.simulator.refund(transactionId: original, reason: 1)
         #expect(refunded.revocationReason == 1 && refunded.revocationDate != nil)
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.revoked.rawValue)
-        await #expect(throws: SimulatorError.self) {
+        await #expect(throws: TillHTTPError.self) {
             try await fixture.simulator.refund(transactionId: original, reason: 0)
         }
 

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOFileSystem
+import TillHTTPKit
 
 /// Content delivery over HTTP (see docs/content.md): operators upload files to products, apps ask for signed
 /// download URLs for an entitled customer, and the device fetches the file with the URL alone.
@@ -99,7 +100,7 @@ struct ContentController {
         )
         guard let size = try await server.contentBlobs.size(file.sha256), size == file.size else {
             context.logger.error("content file \(file.sha256) (\(file.name)) is missing or truncated on disk")
-            throw ServerError(.internalServerError, "contentMissing", "the server has lost \(file.name)")
+            throw TillHTTPError(.internalServerError, "contentMissing", "the server has lost \(file.name)")
         }
         let etag = "\"\(file.sha256)\""
         var headers: HTTPFields = [.eTag: etag, .acceptRanges: "bytes", .cacheControl: "private"]
@@ -115,7 +116,7 @@ struct ContentController {
         case .notModified:
             return Response(status: .notModified, headers: headers)
         case .unsatisfiable:
-            var response = try ServerError(
+            var response = try TillHTTPError(
                 .rangeNotSatisfiable,
                 "rangeNotSatisfiable",
                 "\(file.name) has \(size) bytes"

@@ -1,5 +1,6 @@
 import Hummingbird
 import TillFormats
+import TillHTTPKit
 
 /// `POST /v1/apple/notifications`: App Store Server Notifications V2 (docs/notifications.md).
 ///
@@ -9,7 +10,7 @@ func addNotificationRoutes(to router: Router<ServerRequestContext>, _ server: Pu
     router.post("v1/apple/notifications") { request, context in
         let body = try await decode(ResponseBodyV2.self, request, context)
         guard let signedPayload = body.signedPayload, !signedPayload.isEmpty else {
-            throw ServerError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
+            throw TillHTTPError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
         }
         return try json(try await server.receiveNotification(signedPayload: signedPayload), context: context)
     }

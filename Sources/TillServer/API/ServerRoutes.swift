@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import TillCore
 import TillFormats
+import TillHTTPKit
 
 /// The request context of the server's routes: the app the request authenticated as, and a request id.
 public struct ServerRequestContext: RequestContext {
@@ -39,7 +40,9 @@ public struct ServerRequestContext: RequestContext {
     }
 
     func requireApp() throws -> ServerApp {
-        guard let app else { throw ServerError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
+        guard let app else {
+            throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>")
+        }
         return app
     }
 }
@@ -49,7 +52,9 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     let router = Router(context: ServerRequestContext.self)
     let routeMethods = RouteMethods()
     router.middlewares.add(RequestMiddleware(metrics: server.metrics, pacer: server.confirmationPacer))
-    router.middlewares.add(ServerErrorMiddleware(routes: routeMethods))
+    router.middlewares.add(
+        TillHTTPErrorMiddleware(routes: routeMethods, program: "server") { ["request_id": .string($0.requestId)] }
+    )
     router.get("/health") { _, _ in
         Response(
             status: .ok,
@@ -310,7 +315,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     group.get("submissions") { request, context in
         let state = request.uri.queryParameters.get("state") ?? "deadLettered"
         guard SubmissionState(rawValue: state) != nil else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidState",
                 "state is pending, confirmed, retrying, rejected or deadLettered"
             )
@@ -325,14 +330,14 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         guard let fromText = query.get("from"), let toText = query.get("to"),
             let from = ReportDates.parse(fromText), let to = ReportDates.parse(toText), from < to
         else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidRange",
                 "from and to are dates (2026-11-01) or UNIX milliseconds, from before to"
             )
         }
         let groupBy = query.get("groupBy") ?? "day"
         guard ["day", "product", "currency"].contains(groupBy) else {
-            throw ServerError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
+            throw TillHTTPError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
         }
         let bundleId = query.get("bundleId")
         return try json(
@@ -390,7 +395,7 @@ struct AppKeyMiddleware: RouterMiddleware {
     {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
             let app = try await server.app(appKey: String(header.dropFirst(7)))
-        else { throw ServerError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
+        else { throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
         var context = context
         context.app = app
         return try await next(request, context)
@@ -409,7 +414,7 @@ struct OperatorTokenMiddleware: RouterMiddleware {
         let given = Array((request.headers[.authorization] ?? "").utf8)
         let equal = given.count == expected.count && zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
         guard equal else {
-            throw ServerError(
+            throw TillHTTPError(
                 .unauthorized,
                 "unauthorized",
                 "the admin API needs Authorization: Bearer <operator token>"
@@ -481,79 +486,15 @@ extension HTTPField.Name {
     static let requestId = HTTPField.Name("X-Request-Id")!
 }
 
-/// JSON errors with stable codes for everything, including bodies that are too large, routes that do not exist
-/// (404 `notFound`) and known paths asked with a method they do not take (405 `methodNotAllowed`, with `Allow`).
-struct ServerErrorMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
-    let routes: RouteMethods
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch let error as ServerError {
-            throw error
-        } catch let error as HTTPError where error.status == .notFound && !Self.routed(context) {
-            // The router matched nothing: either the path is unknown, or it is known under other methods.
-            let allowed = routes.methods(forPath: request.uri.path)
-            guard !allowed.isEmpty else { throw ServerError(.notFound, "notFound", "no route \(request.uri.path)") }
-            let list = allowed.map(\.rawValue).joined(separator: ", ")
-            throw ServerError(
-                .methodNotAllowed,
-                "methodNotAllowed",
-                "\(request.uri.path) takes \(list), not \(request.method.rawValue)",
-                headers: [.allow: list]
-            )
-        } catch let error as HTTPError {
-            throw ServerError(
-                error.status,
-                error.status == .notFound ? "notFound" : "httpError",
-                error.body ?? error.status.reasonPhrase
-            )
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            context.logger.error(
-                "request failed: \(request.method) \(request.uri.path): \(error)",
-                metadata: ["request_id": .string(context.requestId)]
-            )
-            throw ServerError(.internalServerError, "internalError", "the server could not handle the request")
-        }
-    }
-}
-
-extension ServerErrorMiddleware {
-    /// Whether the router matched a route: it then names the endpoint by its path (`/v1/…`); when it matched none,
-    /// the name is absent or Hummingbird's `NotFound`.
-    static func routed(_ context: Context) -> Bool { context.endpointPath?.hasPrefix("/") == true }
-}
-
+/// `value` as JSON with the server's encoder (sorted keys, unescaped slashes).
 func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, context: ServerRequestContext) throws -> Response
 {
-    let data = try context.responseEncoder.encode(value)
-    var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(bytes: data)))
-    response.headers[.contentType] = "application/json"
-    return response
+    try JSONBody.response(value, status: status, encoder: context.responseEncoder)
 }
 
+/// The request body as a `T`, within the server's upload limit.
 func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: ServerRequestContext) async throws -> T {
-    var request = request
-    let buffer: ByteBuffer
-    do {
-        buffer = try await request.collectBody(upTo: context.maxUploadSize)
-    } catch {
-        throw ServerError(
-            .contentTooLarge,
-            "bodyTooLarge",
-            "the request body is larger than \(context.maxUploadSize) bytes"
-        )
-    }
-    do {
-        return try context.requestDecoder.decode(T.self, from: Data(buffer.readableBytesView))
-    } catch {
-        throw ServerError.badRequest("invalidBody", "the request body is not a valid \(T.self)")
-    }
+    try await JSONBody.decode(type, from: request, limit: context.maxUploadSize, decoder: context.requestDecoder)
 }
 
 enum ReportDates {

@@ -7,6 +7,7 @@ import ServiceLifecycle
 import Synchronization
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// Confirms submissions with Apple in the background: many at once (Apple takes seconds), bounded.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOFileSystem
+import TillHTTPKit
 
 /// The content directory: each uploaded file kept once, named by its SHA-256 (`<directory>/<sha256>`), however
 /// many products list it.
@@ -35,7 +36,7 @@ struct ContentBlobs: Sendable {
                     for try await buffer in body {
                         size += Int64(buffer.readableBytes)
                         guard size <= limit else {
-                            throw ServerError(
+                            throw TillHTTPError(
                                 .contentTooLarge,
                                 "bodyTooLarge",
                                 "a content file has at most \(limit) bytes"

@@ -1,4 +1,5 @@
 import Foundation
+import TillHTTPKit
 
 /// The one check every customer id entering the server passes, wherever it comes from: a submission's
 /// `customerId`, the `{customer}` of a path, a guest id to link.
@@ -12,7 +13,7 @@ enum CustomerIdentifier {
     static func validated(_ raw: String, field: String = "customerId") throws -> String {
         let id = raw.trimmingCharacters(in: .whitespaces)
         guard (1...maximumLength).contains(id.count) else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidCustomerId",
                 "\(field) has 1 to \(maximumLength) characters once the spaces around it are trimmed"
             )

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TillCore
 import TillFormats
+import TillHTTPKit
 import X509
 
 /// What a submission proved locally: its environment and its transactions.
@@ -115,13 +116,13 @@ final class LocalVerifier: Sendable {
             }
         }
         if verified.environment != .production && !app.acceptSandbox {
-            throw ServerError.unprocessable(
+            throw TillHTTPError.unprocessable(
                 "sandboxNotAccepted",
                 "\(app.bundleId) does not accept \(verified.environment) purchases"
             )
         }
         if verified.environment != .production && verified.environment != .sandbox {
-            throw ServerError.unprocessable(
+            throw TillHTTPError.unprocessable(
                 "invalidEnvironment",
                 "\(verified.environment) purchases are not accepted by a server"
             )
@@ -170,14 +171,14 @@ final class LocalVerifier: Sendable {
             switch await attempt(index) {
             case .valid(let verified?):
                 if index > 0 && verified.environment != .sandbox {
-                    throw ServerError.unprocessable(
+                    throw TillHTTPError.unprocessable(
                         "untrustedForProduction",
                         "only Apple's roots vouch for \(verified.environment) purchases"
                     )
                 }
                 return verified
             case .valid(nil):
-                throw ServerError.unprocessable(
+                throw TillHTTPError.unprocessable(
                     "malformedPayload",
                     "the signed data lacks a transaction id, product id, date or environment"
                 )
@@ -185,11 +186,11 @@ final class LocalVerifier: Sendable {
                 // Only a chain Apple does not vouch for is worth trying against the sandbox roots.
                 chainFailure = chainFailure ?? failure
             case .invalid(let failure):
-                throw ServerError.unprocessable(failure.reason.rawValue, failure.detail)
+                throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
             }
         }
         let failure = chainFailure ?? VerificationFailure(.invalidFormat, "nothing to verify")
-        throw ServerError.unprocessable(failure.reason.rawValue, failure.detail)
+        throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
     }
 }
 

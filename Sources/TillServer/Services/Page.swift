@@ -1,5 +1,6 @@
 import Foundation
 import TillFormats
+import TillHTTPKit
 
 /// One page of an admin list: its items in a stable order, the cursor of the next page (nil on the last page),
 /// and how many items the whole list has.
@@ -86,13 +87,13 @@ public struct PageRequest: Sendable {
     init(limit: String?, cursor: String?) throws {
         if let limit {
             guard let value = Int(limit), (1...Self.maximumLimit).contains(value) else {
-                throw ServerError.badRequest("invalidLimit", "limit is a number from 1 to \(Self.maximumLimit)")
+                throw TillHTTPError.badRequest("invalidLimit", "limit is a number from 1 to \(Self.maximumLimit)")
             }
             self.limit = value
         }
         if let cursor, !cursor.isEmpty {
             guard let key = PageKey(cursor: cursor) else {
-                throw ServerError.badRequest("invalidCursor", "cursor is not a nextCursor this list gave")
+                throw TillHTTPError.badRequest("invalidCursor", "cursor is not a nextCursor this list gave")
             }
             after = key
         }

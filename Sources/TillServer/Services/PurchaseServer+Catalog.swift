@@ -4,6 +4,7 @@ import Logging
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// A new app, or the fields to change.
@@ -81,7 +82,7 @@ extension PurchaseServer {
     public func createApp(_ input: ServerAppInput) async throws -> ServerApp {
         defer { catalogueChanged() }
         guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155, !bundleId.contains(" ") else {
-            throw ServerError.badRequest("invalidBundleId", "bundleId is a reverse-DNS string")
+            throw TillHTTPError.badRequest("invalidBundleId", "bundleId is a reverse-DNS string")
         }
         let app = ServerApp(
             bundleId: bundleId,
@@ -99,7 +100,7 @@ extension PurchaseServer {
         try validateAPIKey(app)
         return try await database.transaction { db in
             if try await self.store.app(bundleId: bundleId, on: db) != nil {
-                throw ServerError.conflict("appExists", "an app with bundle id \(bundleId) exists")
+                throw TillHTTPError.conflict("appExists", "an app with bundle id \(bundleId) exists")
             }
             try await self.store.save(app, on: db)
             return app
@@ -111,7 +112,7 @@ extension PurchaseServer {
         // The bundle id is the app's key everywhere (ledger, catalogue, content, links): it names the app and does
         // not change. Saying it again is harmless; saying another one is refused rather than silently ignored.
         if let given = input.bundleId, given != bundleId {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "bundleIdImmutable",
                 "an app's bundle id cannot change; create an app for \(given) instead"
             )
@@ -161,7 +162,7 @@ extension PurchaseServer {
         guard let pem = app.apiPrivateKey else { return }
         guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.apiKeyId != nil, app.apiIssuerId != nil
         else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidAPIKey",
                 "an App Store Server API key needs apiKeyId, apiIssuerId and a P-256 PEM private key"
             )
@@ -175,28 +176,28 @@ extension PurchaseServer {
     {
         defer { catalogueChanged() }
         guard !productId.isEmpty, productId.count <= 100 else {
-            throw ServerError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
+            throw TillHTTPError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
         }
         guard let type = input.type else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidProductType",
                 "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
             )
         }
         if type == .consumable, (input.credits ?? [:]).isEmpty, !(input.entitlements ?? []).isEmpty {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "consumableEntitlements",
                 "consumables credit balances; they grant no entitlements"
             )
         }
         if type == .nonRenewing, (input.durationSeconds ?? 0) <= 0, !(input.entitlements ?? []).isEmpty {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "durationRequired",
                 "a non-renewing subscription needs durationSeconds: the server sets its expiry"
             )
         }
         guard (input.credits ?? [:]).values.allSatisfy({ $0 > 0 }) else {
-            throw ServerError.badRequest("invalidCredits", "credits are positive")
+            throw TillHTTPError.badRequest("invalidCredits", "credits are positive")
         }
         let now = nowMilliseconds
         return try await database.transaction { db in

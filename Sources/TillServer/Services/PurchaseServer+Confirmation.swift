@@ -7,6 +7,7 @@ import ServiceLifecycle
 import Synchronization
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// How one confirmation attempt ended.

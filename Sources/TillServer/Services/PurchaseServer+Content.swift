@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import SQLKit
 import TillCore
+import TillHTTPKit
 import TillStorage
 
 /// A file a customer may download now, with its signed URL.
@@ -47,7 +48,7 @@ extension PurchaseServer {
         let limit = configuration.content.maxUploadBytes
         _ = try await productForContent(bundleId: bundleId, productId: productId, on: store.sql)
         if let declaredLength, declaredLength > limit {
-            throw ServerError(.contentTooLarge, "bodyTooLarge", "a content file has at most \(limit) bytes")
+            throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "a content file has at most \(limit) bytes")
         }
         let received = try await contentBlobs.receive(body, limit: limit)
         let file = ContentFile(name: name, sha256: received.sha256, size: received.size, contentType: contentType)
@@ -78,10 +79,10 @@ extension PurchaseServer {
         let now = nowMilliseconds
         let removed = try await database.transaction { db -> ContentFile in
             guard var product = try await self.store.product(bundleId: bundleId, productId: productId, on: db) else {
-                throw ServerError.notFound("product", productId)
+                throw TillHTTPError.notFound("product", productId)
             }
             guard let index = product.content.firstIndex(where: { $0.name == name }) else {
-                throw ServerError.notFound("content", name)
+                throw TillHTTPError.notFound("content", name)
             }
             let removed = product.content.remove(at: index)
             product.updatedAt = now
@@ -94,7 +95,7 @@ extension PurchaseServer {
     /// A product's files, in upload order.
     public func content(bundleId: String, productId: String) async throws -> [ContentFile] {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
-            throw ServerError.notFound("product", productId)
+            throw TillHTTPError.notFound("product", productId)
         }
         return product.content
     }
@@ -104,16 +105,16 @@ extension PurchaseServer {
         -> [ContentDownload]
     {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
-            throw ServerError.notFound("product", productId)
+            throw TillHTTPError.notFound("product", productId)
         }
         var files = product.content
         if let name {
             files = files.filter { $0.name == name }
-            guard !files.isEmpty else { throw ServerError.notFound("content", name) }
+            guard !files.isEmpty else { throw TillHTTPError.notFound("content", name) }
         }
         let customer = try await customer(bundleId: bundleId, customerId: customerId)
         if case .refused(let reason) = ContentAccess.decide(product, for: customer) {
-            throw ServerError(.forbidden, "notEntitled", reason)
+            throw TillHTTPError(.forbidden, "notEntitled", reason)
         }
         let lifetime = max(1, configuration.content.urlLifetime.components.seconds)
         let expires = Int64(now().timeIntervalSince1970.rounded(.down)) + lifetime
@@ -161,22 +162,22 @@ extension PurchaseServer {
         case .valid(let valid):
             link = valid
         case .invalid(.badSignature):
-            throw ServerError(
+            throw TillHTTPError(
                 .forbidden,
                 "invalidSignature",
                 "this download URL was not signed by this server; ask for a new one"
             )
         case .invalid(.expired):
-            throw ServerError(.forbidden, "urlExpired", "this download URL has expired; ask for a new one")
+            throw TillHTTPError(.forbidden, "urlExpired", "this download URL has expired; ask for a new one")
         }
         let listing = try await store.products(bundleId: bundleId, on: store.sql).filter { product in
             product.content.contains { $0.sha256 == link.sha256 && $0.name == link.name }
         }
         guard let file = listing.first?.content.first(where: { $0.sha256 == link.sha256 && $0.name == link.name })
-        else { throw ServerError.notFound("content", link.name) }
+        else { throw TillHTTPError.notFound("content", link.name) }
         let customer = try await customer(bundleId: bundleId, customerId: link.customerId)
         guard listing.contains(where: { ContentAccess.decide($0, for: customer) == .granted }) else {
-            throw ServerError(
+            throw TillHTTPError(
                 .forbidden,
                 "notEntitled",
                 "customer \(link.customerId) may no longer download \(link.name)"
@@ -201,10 +202,10 @@ extension PurchaseServer {
         -> CatalogProduct
     {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: db) else {
-            throw ServerError.notFound("product", productId)
+            throw TillHTTPError.notFound("product", productId)
         }
         guard product.type != .consumable else {
-            throw ServerError.conflict(
+            throw TillHTTPError.conflict(
                 "consumableContent",
                 "\(productId) is a consumable: consumables deliver no content"
             )
@@ -219,7 +220,7 @@ extension PurchaseServer {
             $0.properties.generalCategory != .control && $0 != "\"" && $0 != "\\"
         }
         guard (1...200).contains(name.count), !name.contains("/"), !name.contains(".."), name != ".", printable else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidName",
                 "a content name has 1 to 200 printable characters, without /, \\, \" or .."
             )
@@ -231,7 +232,7 @@ extension PurchaseServer {
         guard let header, !header.isEmpty else { return "application/octet-stream" }
         let visible = header.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x20 && $0.value != 0x7F }
         guard header.count <= 200, header.contains("/"), visible else {
-            throw ServerError.badRequest("invalidContentType", "Content-Type is a media type such as application/pdf")
+            throw TillHTTPError.badRequest("invalidContentType", "Content-Type is a media type such as application/pdf")
         }
         return header
     }

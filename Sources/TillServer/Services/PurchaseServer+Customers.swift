@@ -3,6 +3,7 @@ import Foundation
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// A product of the master list, as apps fetch it.
@@ -104,12 +105,12 @@ extension PurchaseServer {
     public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
         async throws -> [String: Int64]
     {
-        guard amount > 0 else { throw ServerError.badRequest("invalidAmount", "amount must be positive") }
+        guard amount > 0 else { throw TillHTTPError.badRequest("invalidAmount", "amount must be positive") }
         guard !requestId.isEmpty, requestId.count <= 200 else {
-            throw ServerError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
+            throw TillHTTPError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
         }
         guard !credit.isEmpty, credit.count <= 200 else {
-            throw ServerError.badRequest("invalidCredit", "credit has 1 to 200 characters")
+            throw TillHTTPError.badRequest("invalidCredit", "credit has 1 to 200 characters")
         }
         let now = nowMilliseconds
         // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
@@ -119,7 +120,7 @@ extension PurchaseServer {
             let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
             if let spent = try await self.store.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
                 guard spent.credit == credit, spent.delta == -amount else {
-                    throw ServerError.conflict(
+                    throw TillHTTPError.conflict(
                         "requestIdReused",
                         "request \(requestId) of \(customerId) spent \(-spent.delta) \(spent.credit); a resend must be the same debit"
                     )
@@ -128,7 +129,7 @@ extension PurchaseServer {
             }
             let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
             guard balance >= amount else {
-                throw ServerError.conflict(
+                throw TillHTTPError.conflict(
                     "insufficientBalance",
                     "\(customerId) has \(balance) \(credit), \(amount) requested"
                 )
@@ -158,21 +159,21 @@ extension PurchaseServer {
         let guestId = try CustomerIdentifier.validated(guestId, field: "customerId (the guest id)")
         let accountId = try CustomerIdentifier.validated(accountId, field: "the account id")
         guard guestId != accountId else {
-            throw ServerError.badRequest("invalidAlias", "a guest id cannot be linked to itself")
+            throw TillHTTPError.badRequest("invalidAlias", "a guest id cannot be linked to itself")
         }
         let now = nowMilliseconds
         try await database.transaction { db in
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
             if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
-                throw ServerError.conflict(
+                throw TillHTTPError.conflict(
                     "accountIsAGuest",
                     "\(accountId) is a guest id linked to \(owner): link guests to \(owner)"
                 )
             }
             if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: guestId, on: db) {
                 guard owner == accountId else {
-                    throw ServerError.conflict(
+                    throw TillHTTPError.conflict(
                         "guestLinkedElsewhere",
                         "\(guestId) is already linked to another account; a guest id belongs to one account"
                     )
@@ -180,7 +181,7 @@ extension PurchaseServer {
                 return  // linked already: nothing changes
             }
             guard try await !self.store.hasGuests(bundleId: bundleId, customerId: guestId, on: db) else {
-                throw ServerError.conflict(
+                throw TillHTTPError.conflict(
                     "guestIsAnAccount",
                     "\(guestId) has guests linked to it: accounts are never merged"
                 )
@@ -215,10 +216,10 @@ extension PurchaseServer {
     public func requeue(id: String) async throws -> SubmissionView {
         let record = try await database.transaction { db -> SubmissionRecord in
             guard var record = try await self.store.submission(id: id, on: db) else {
-                throw ServerError.notFound("submission", id)
+                throw TillHTTPError.notFound("submission", id)
             }
             guard record.state == SubmissionState.deadLettered.rawValue else {
-                throw ServerError.conflict("notDeadLettered", "submission \(id) is \(record.state)")
+                throw TillHTTPError.conflict("notDeadLettered", "submission \(id) is \(record.state)")
             }
             record.state = SubmissionState.pending.rawValue
             record.attempts = 0

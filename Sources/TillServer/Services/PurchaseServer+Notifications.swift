@@ -4,6 +4,7 @@ import Logging
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// The answer to a notification delivery (docs/notifications.md).
@@ -64,13 +65,13 @@ extension PurchaseServer {
             // Not acknowledged: Apple retries (production: 5 times over 3 days), which gives an operator time
             // to register the app, and App Store Connect shows the failures.
             logger.warning("notification \(notification.uuid) for unknown app \(notification.bundleId)")
-            throw ServerError.notFound("app", notification.bundleId)
+            throw TillHTTPError.notFound("app", notification.bundleId)
         }
         if let expected = app.appAppleId, let given = notification.payload.identity.appAppleId, expected != given {
             logger.warning(
                 "notification \(notification.uuid) for app Apple id \(given), \(app.bundleId) is \(expected)"
             )
-            throw ServerError(.notFound, "appNotFound", "no app \(app.bundleId) with Apple id \(given)")
+            throw TillHTTPError(.notFound, "appNotFound", "no app \(app.bundleId) with Apple id \(given)")
         }
         try await verifyContents(of: &notification, app: app)
         return try await receive(notification, app: app)
@@ -142,11 +143,14 @@ extension PurchaseServer {
         )
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.count <= 100, let type = payload.notificationType
         else {
-            throw ServerError.badRequest("malformedNotification", "the notification has no notificationUUID or type")
+            throw TillHTTPError.badRequest("malformedNotification", "the notification has no notificationUUID or type")
         }
         let identity = payload.identity
         guard let bundleId = identity.bundleId, let environment = identity.environment else {
-            throw ServerError.badRequest("malformedNotification", "the notification names no bundle id or environment")
+            throw TillHTTPError.badRequest(
+                "malformedNotification",
+                "the notification names no bundle id or environment"
+            )
         }
         return VerifiedNotification(
             signedPayload: signedPayload,
@@ -169,7 +173,7 @@ extension PurchaseServer {
                 "signedTransactionInfo"
             )
             guard transaction.environment == environment else {
-                throw ServerError(
+                throw TillHTTPError(
                     .unauthorized,
                     "invalidSignature",
                     "signedTransactionInfo is \(transaction.environment?.rawValue ?? "unlabelled") data in a \(environment) notification"
@@ -186,7 +190,7 @@ extension PurchaseServer {
                 verified.transaction == nil
                     || renewal.originalTransactionId == verified.transaction?.originalTransactionId
             else {
-                throw ServerError(
+                throw TillHTTPError(
                     .unauthorized,
                     "invalidSignature",
                     "signedRenewalInfo belongs to another environment or subscription"
@@ -201,7 +205,7 @@ extension PurchaseServer {
         case .valid(let value):
             return value
         case .invalid(let failure):
-            throw ServerError(.unauthorized, "invalidSignature", "\(field): \(failure.reason): \(failure.detail)")
+            throw TillHTTPError(.unauthorized, "invalidSignature", "\(field): \(failure.reason): \(failure.detail)")
         }
     }
 

@@ -4,6 +4,7 @@ import Logging
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// What an app sends after a purchase or restore: exactly one of the three formats.
@@ -123,14 +124,14 @@ extension PurchaseServer {
             request.signedTransaction.map(SubmissionInput.signedTransaction),
         ].compactMap { $0 }
         guard inputs.count == 1, let input = inputs.first, !input.payload.isEmpty else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "oneFormatExpected",
                 "send exactly one of receipt, transactionReceipt or signedTransaction"
             )
         }
         if let key = request.idempotencyKey {
             guard !key.isEmpty, key.count <= 200 else {
-                throw ServerError.badRequest("invalidIdempotencyKey", "an idempotency key has 1 to 200 characters")
+                throw TillHTTPError.badRequest("invalidIdempotencyKey", "an idempotency key has 1 to 200 characters")
             }
             if let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
                 return try await replay(existing, payload: input.payload, app: app)
@@ -195,11 +196,11 @@ extension PurchaseServer {
             // A resend with the same idempotency key committed first: answer with its submission.
             guard let key = request.idempotencyKey,
                 let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
-            else { throw ServerError(.internalServerError, "submissionLost", "the submission could not be recorded") }
+            else { throw TillHTTPError(.internalServerError, "submissionLost", "the submission could not be recorded") }
             return try await replay(existing, payload: input.payload, app: app)
         }
         if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
-            throw ServerError.conflict(
+            throw TillHTTPError.conflict(
                 "ownedByAnotherCustomer",
                 "every transaction of this submission belongs to another customer (\(refused.count) refused)"
             )
@@ -216,7 +217,7 @@ extension PurchaseServer {
     private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
     {
         guard try await store.payload(submissionId: existing.id, on: store.sql) == payload else {
-            throw ServerError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
+            throw TillHTTPError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
         // replay must not look accepted).
@@ -234,7 +235,7 @@ extension PurchaseServer {
             }
         }
         if !ids.isEmpty && refused.count == ids.count {
-            throw ServerError.conflict(
+            throw TillHTTPError.conflict(
                 "ownedByAnotherCustomer",
                 "every transaction of this submission belongs to another customer (\(refused.count) refused)"
             )
@@ -500,7 +501,7 @@ extension PurchaseServer {
     /// A submission, as the app polls it.
     public func submission(id: String, bundleId: String) async throws -> SubmissionView {
         guard let record = try await store.submission(id: id, on: store.sql), record.bundleId == bundleId else {
-            throw ServerError.notFound("submission", id)
+            throw TillHTTPError.notFound("submission", id)
         }
         return view(record)
     }

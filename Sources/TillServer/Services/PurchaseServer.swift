@@ -5,6 +5,7 @@ import SQLKit
 import Synchronization
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// The verification server's state and services: what the HTTP layer and the confirmation worker call.
@@ -22,9 +23,9 @@ public final class PurchaseServer: Sendable {
     public let snapshotKeys: SnapshotKeySet
     let now: @Sendable () -> Date
     /// Nudges the confirmation worker when a submission is queued.
-    let workAvailable: Signal
+    let workAvailable: Wakeup
     /// Wakes requests waiting (`?wait=`) for a submission to leave the queue.
-    let submissionSettled: Signal
+    let submissionSettled: Wakeup
     /// Apps by key and catalogues by bundle id, read on every request (see `SnapshotCache`).
     let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
     /// Apps by bundle id, for the confirmation worker (one lookup per attempt).
@@ -70,8 +71,8 @@ public final class PurchaseServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.now = now
-        self.workAvailable = Signal()
-        self.submissionSettled = Signal()
+        self.workAvailable = Wakeup()
+        self.submissionSettled = Wakeup()
         self.confirmationPacer = ConfirmationPacer(
             .init(
                 busy: configuration.confirmation.busyCPUShare,
@@ -153,7 +154,7 @@ public final class PurchaseServer: Sendable {
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
         guard let app = try await store.app(bundleId: bundleId, on: db) else {
-            throw ServerError.notFound("app", bundleId)
+            throw TillHTTPError.notFound("app", bundleId)
         }
         return app
     }
@@ -176,23 +177,4 @@ struct CustomerSnapshot: Sendable {
     var ledger: [LedgerRecord]
     var balances: [String: Int64]
     var states: [SubscriptionStateRecord]
-}
-
-/// A level-triggered wake-up for loops and waiters: `signal()` wakes every current waiter.
-final class Signal: Sendable {
-    private let generation = Mutex<UInt64>(0)
-
-    func signal() { generation.withLock { $0 &+= 1 } }
-
-    var current: UInt64 { generation.withLock { $0 } }
-
-    /// Returns when signalled after `since`, or after `timeout`.
-    func wait(since: UInt64, timeout: Duration) async {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline && !Task.isCancelled {
-            if current != since { return }
-            try? await Task.sleep(for: min(.milliseconds(10), deadline - clock.now))
-        }
-    }
 }

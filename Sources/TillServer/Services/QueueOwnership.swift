@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Synchronization
+import TillHTTPKit
 import TillStorage
 
 #if canImport(Glibc)
@@ -31,7 +32,7 @@ final class SQLiteQueueLock: Sendable {
         let path = file + ".lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw ServerError(
+            throw TillHTTPError(
                 .internalServerError,
                 "databaseLockUnavailable",
                 "cannot open \(path): \(String(cString: strerror(errno)))"
@@ -39,7 +40,7 @@ final class SQLiteQueueLock: Sendable {
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)
-            throw ServerError(
+            throw TillHTTPError(
                 .conflict,
                 "databaseInUse",
                 "another till serve is using \(file) (it holds \(path)); an SQLite database has one server, "

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SystemPackage
 import TillCore
+import TillHTTPKit
 import TillStorage
 import X509
 
@@ -67,12 +68,15 @@ public struct ServerSettings: Sendable {
         ]
         if let file {
             guard FileManager.default.fileExists(atPath: file) else {
-                throw ServerError.badRequest("configFileMissing", "no settings file at \(file)")
+                throw TillHTTPError.badRequest("configFileMissing", "no settings file at \(file)")
             }
             do {
                 providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
             } catch {
-                throw ServerError.badRequest("invalidConfigFile", "\(file) is not a JSON object of settings: \(error)")
+                throw TillHTTPError.badRequest(
+                    "invalidConfigFile",
+                    "\(file) is not a JSON object of settings: \(error)"
+                )
             }
         }
         return try ServerSettings(config: ConfigReader(providers: providers))
@@ -81,7 +85,7 @@ public struct ServerSettings: Sendable {
     public init(config: ConfigReader) throws {
         let mode = config.string(forKey: "mode", default: "development")
         guard ["development", "production"].contains(mode) else {
-            throw ServerError.badRequest("invalidMode", "mode is development or production, not \(mode)")
+            throw TillHTTPError.badRequest("invalidMode", "mode is development or production, not \(mode)")
         }
         development = mode == "development"
         host = config.string(forKey: "http.host", default: "127.0.0.1")
@@ -90,7 +94,7 @@ public struct ServerSettings: Sendable {
         database = try DatabaseConfiguration(parsing: databaseURL)
         operatorToken = config.string(forKey: "operator.token", isSecret: true)
         if let operatorToken, operatorToken.utf8.count < 16 {
-            throw ServerError.badRequest("weakOperatorToken", "operator.token needs 16 characters or more")
+            throw TillHTTPError.badRequest("weakOperatorToken", "operator.token needs 16 characters or more")
         }
         contentDirectory = config.string(forKey: "content.directory", default: "till-content")
         content = ContentSettings(
@@ -99,7 +103,7 @@ public struct ServerSettings: Sendable {
         )
         serverSecret = config.string(forKey: "server.secret", isSecret: true)
         if let serverSecret, serverSecret.utf8.count < 16 {
-            throw ServerError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
+            throw TillHTTPError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
         }
         snapshotPrivateKeyFile = config.string(forKey: "snapshot.private-key-file")
         snapshotPublishedKeyFiles = Self.list(config.string(forKey: "snapshot.published-key-files", default: ""))
@@ -143,17 +147,17 @@ public struct ServerSettings: Sendable {
         )
         let level = config.string(forKey: "log.level", default: "info")
         guard let logLevel = Logger.Level(rawValue: level) else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidLogLevel",
                 "log.level is trace, debug, info, notice, warning, error or critical, not \(level)"
             )
         }
         self.logLevel = logLevel
         guard (0...65535).contains(port), (0...65535).contains(simulatorPort) else {
-            throw ServerError.badRequest("invalidPort", "ports are between 0 and 65535")
+            throw TillHTTPError.badRequest("invalidPort", "ports are between 0 and 65535")
         }
         guard development || operatorToken != nil else {
-            throw ServerError.badRequest(
+            throw TillHTTPError.badRequest(
                 "operatorTokenRequired",
                 "production mode needs operator.token (TILL_OPERATOR_TOKEN)"
             )
@@ -174,7 +178,7 @@ public enum SnapshotKeyFiles {
         do {
             return try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw ServerError.badRequest("invalidSnapshotKey", "\(path) is not a P-256 private key in PEM: \(error)")
+            throw TillHTTPError.badRequest("invalidSnapshotKey", "\(path) is not a P-256 private key in PEM: \(error)")
         }
     }
 
@@ -184,12 +188,12 @@ public enum SnapshotKeyFiles {
         let pem = try text(at: path)
         if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) { return key }
         if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) { return key.publicKey }
-        throw ServerError.badRequest("invalidSnapshotKey", "\(path) holds no P-256 public or private key in PEM")
+        throw TillHTTPError.badRequest("invalidSnapshotKey", "\(path) holds no P-256 public or private key in PEM")
     }
 
     private static func text(at path: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ServerError.badRequest("snapshotKeyUnreadable", "cannot read \(path)")
+            throw TillHTTPError.badRequest("snapshotKeyUnreadable", "cannot read \(path)")
         }
         return String(decoding: data, as: UTF8.self)
     }

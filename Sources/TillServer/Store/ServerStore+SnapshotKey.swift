@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import SQLKit
+import TillHTTPKit
 
 extension ServerStore {
     /// The setting that holds the deployment's snapshot signing key.
@@ -15,7 +16,7 @@ extension ServerStore {
         do {
             return try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw ServerError(
+            throw TillHTTPError(
                 .internalServerError,
                 "invalidSnapshotKey",
                 "srv_settings holds no usable P-256 key under \(Self.snapshotKeySetting): \(error)"

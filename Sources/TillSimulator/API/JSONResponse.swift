@@ -2,17 +2,15 @@ import Foundation
 import Hummingbird
 import NIOCore
 import TillFormats
+import TillHTTPKit
 
-/// Encodes a value with the context's encoder as a JSON response.
+/// Encodes a value with Apple's JSON conventions as a JSON response.
 func jsonResponse<T: Encodable>(
     _ value: T,
     status: HTTPResponse.Status = .ok,
     context: some RequestContext
 ) throws -> Response {
-    let data = try TillFormatsJSON.encoder.encode(value)
-    var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(bytes: data)))
-    response.headers[.contentType] = "application/json"
-    return response
+    try JSONBody.response(value, status: status, encoder: TillFormatsJSON.encoder)
 }
 
 enum TillFormatsJSON {
@@ -24,29 +22,5 @@ enum TillFormatsJSON {
 func decodeBody<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext, limit: Int = 1 << 20)
     async throws -> T
 {
-    var request = request
-    let buffer: ByteBuffer
-    do {
-        buffer = try await request.collectBody(upTo: limit)
-    } catch {
-        throw SimulatorError(.contentTooLarge, "bodyTooLarge", "the request body is larger than \(limit) bytes")
-    }
-    do {
-        return try TillFormatsJSON.decoder.decode(T.self, from: Data(buffer.readableBytesView))
-    } catch let error as DecodingError {
-        throw SimulatorError.badRequest("invalidBody", "the request body is not a valid \(T.self): \(describe(error))")
-    } catch {
-        throw SimulatorError.badRequest("invalidBody", "the request body is not JSON")
-    }
-}
-
-/// What is wrong with a request body, in a few words.
-func describe(_ error: DecodingError) -> String {
-    switch error {
-    case .keyNotFound(let key, _): "missing \(key.stringValue)"
-    case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-        (context.codingPath.map(\.stringValue).joined(separator: ".") + " " + context.debugDescription)
-            .trimmingCharacters(in: .whitespaces)
-    @unknown default: "\(error)"
-    }
+    try await JSONBody.decode(type, from: request, limit: limit, decoder: TillFormatsJSON.decoder)
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import TillHTTPKit
 
 /// Builds the simulator's HTTP server, with its notification delivery and renewal services.
 ///
@@ -14,7 +15,6 @@ public func buildSimulatorApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = buildSimulatorRouter(simulator)
-    router.middlewares.add(SimulatorErrorMiddleware(logger: simulator.logger))
     let faults = simulator.faults
     var application = Application(
         router: router,
@@ -28,29 +28,4 @@ public func buildSimulatorApplication(
         SubscriptionRenewalService(simulator: simulator)
     )
     return application
-}
-
-/// Turns errors that are not already HTTP errors into JSON 500s, and logs them.
-struct SimulatorErrorMiddleware: RouterMiddleware {
-    typealias Context = SimulatorRequestContext
-    let logger: Logger
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch let error as any HTTPResponseError {
-            throw error
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
-            throw SimulatorError(
-                .internalServerError,
-                "internalError",
-                "the simulator could not handle the request: \(error)"
-            )
-        }
-    }
 }

@@ -4,16 +4,20 @@ import NIOCore
 import SwiftASN1
 import TillCore
 import TillFormats
+import TillHTTPKit
 import X509
 
 /// The simulator's HTTP interface: App Store Connect (admin), StoreKit for apps, verifyReceipt and the App
 /// Store Server API per environment. See docs/simulator.md.
 public func buildSimulatorRouter(_ simulator: Simulator) -> Router<SimulatorRequestContext> {
     let router = Router(context: SimulatorRequestContext.self)
+    let routeMethods = RouteMethods()
+    router.middlewares.add(TillHTTPErrorMiddleware(routes: routeMethods, program: "simulator"))
     router.get("/health") { _, _ in #"{"status":"ok"}"# }
     addAdminRoutes(to: router.group("admin/v1"), simulator)
     addStoreKitRoutes(to: router.group("storekit/{environment}"), simulator)
     addAppleRoutes(to: router, simulator)
+    routeMethods.record(router.routes)
     return router
 }
 
@@ -22,7 +26,7 @@ func environment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironme
     let name = try context.parameters.require("environment")
     guard let environment = AppStoreEnvironment(parsing: name), environment == .production || environment == .sandbox
     else {
-        throw SimulatorError.notFound("environment", name)
+        throw TillHTTPError.notFound("environment", name)
     }
     return environment
 }
@@ -30,7 +34,7 @@ func environment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironme
 func int64(_ context: SimulatorRequestContext, _ name: String) throws -> Int64 {
     let text = try context.parameters.require(name)
     guard let value = Int64(text) else {
-        throw SimulatorError.badRequest("invalidIdentifier", "\(name) is a number, got \(text)")
+        throw TillHTTPError.badRequest("invalidIdentifier", "\(name) is a number, got \(text)")
     }
     return value
 }
@@ -159,7 +163,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     group.post("transactions/{transaction}/refund") { request, context in
         let input = try await decodeBody(RefundInput.self, from: request, context: context)
         guard [nil, 0, 1].contains(input.reason) else {
-            throw SimulatorError.badRequest("invalidReason", "reason is 0 (other) or 1 (an issue in the app)")
+            throw TillHTTPError.badRequest("invalidReason", "reason is 0 (other) or 1 (an issue in the app)")
         }
         let tx = try await simulator.refund(
             transactionId: try context.parameters.require("transaction"),
@@ -198,7 +202,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     group.post("clock/advance") { request, context in
         let input = try await decodeBody(AdvanceInput.self, from: request, context: context)
         guard input.seconds > 0, input.seconds <= 10 * 365 * 86_400 else {
-            throw SimulatorError.badRequest("invalidSeconds", "seconds is positive and at most ten years")
+            throw TillHTTPError.badRequest("invalidSeconds", "seconds is positive and at most ten years")
         }
         _ = try await simulator.advanceClock(seconds: input.seconds)
         return try jsonResponse(simulator.clockView, context: context)
@@ -208,7 +212,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         let rate: RenewalRate
         if let name = input.rate {
             guard let named = RenewalRate(name: name) else {
-                throw SimulatorError.badRequest(
+                throw TillHTTPError.badRequest(
                     "invalidRate",
                     "rates: \(RenewalRate.presets.keys.sorted().joined(separator: ", "))"
                 )
@@ -217,7 +221,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         } else if let seconds = input.monthSeconds, seconds >= 1 {
             rate = RenewalRate(monthSeconds: seconds)
         } else {
-            throw SimulatorError.badRequest("invalidRate", "give rate (a preset name) or monthSeconds (≥ 1)")
+            throw TillHTTPError.badRequest("invalidRate", "give rate (a preset name) or monthSeconds (≥ 1)")
         }
         try await simulator.setRenewalRate(rate)
         return try jsonResponse(simulator.clockView, context: context)
@@ -234,8 +238,8 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
             do {
                 rule = try TillFormatsJSON.decoder.decode(FaultRule.self, from: body)
             } catch {
-                let reason = (error as? DecodingError).map(describe) ?? "the body is not JSON"
-                throw SimulatorError.badRequest(
+                let reason = (error as? DecodingError).map(JSONBody.describe) ?? "the body is not JSON"
+                throw TillHTTPError.badRequest(
                     "invalidFault",
                     "give a fault rule object or {\"spec\": \"sandbox:verifyReceipt:status=21005\"}: \(reason)"
                 )
@@ -243,7 +247,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         }
         // A rule given without an id got one: the answer carries it, for DELETE /admin/v1/faults/{id}.
         guard simulator.faults.addIfNew(rule) else {
-            throw SimulatorError.conflict("faultExists", "a fault with id \(rule.id) is active")
+            throw TillHTTPError.conflict("faultExists", "a fault with id \(rule.id) is active")
         }
         return try jsonResponse(rule, status: .created, context: context)
     }
@@ -253,7 +257,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
     group.delete("faults/{fault}") { _, context in
         guard simulator.faults.remove(id: try context.parameters.require("fault")) else {
-            throw SimulatorError.notFound("fault", try context.parameters.require("fault"))
+            throw TillHTTPError.notFound("fault", try context.parameters.require("fault"))
         }
         return Response(status: .noContent)
     }
@@ -272,7 +276,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
             certificates = [
                 signer.jwsAuthority.root, signer.receiptAuthority.root, signer.receiptAuthority.intermediate,
             ]
-        default: throw SimulatorError.notFound("certificate", name)
+        default: throw TillHTTPError.notFound("certificate", name)
         }
         if name.hasSuffix(".der") {
             var response = Response(
@@ -298,7 +302,7 @@ struct AdminTokenMiddleware: RouterMiddleware {
         -> Response
     {
         guard request.headers[.authorization] == "Bearer \(token)" else {
-            throw SimulatorError(
+            throw TillHTTPError(
                 .unauthorized,
                 "unauthorized",
                 "the admin API needs Authorization: Bearer <admin token>"

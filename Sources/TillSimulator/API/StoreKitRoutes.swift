@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import TillCore
 import TillFormats
+import TillHTTPKit
 
 struct ProductsInput: Codable {
     var bundleId: String
@@ -26,7 +27,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
     group.post("products") { request, context in
         let input = try await decodeBody(ProductsInput.self, from: request, context: context)
         guard input.productIdentifiers.count <= 200 else {
-            throw SimulatorError.badRequest("tooManyProducts", "at most 200 product identifiers per request")
+            throw TillHTTPError.badRequest("tooManyProducts", "at most 200 product identifiers per request")
         }
         let environment = try environment(context)
         var storefront = "USA"
@@ -124,7 +125,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
 
 private func bundle(_ request: Request) throws -> String {
     guard let bundleId = request.uri.queryParameters.get("bundleId"), !bundleId.isEmpty else {
-        throw SimulatorError.badRequest("missingBundleId", "the bundleId query parameter is required")
+        throw TillHTTPError.badRequest("missingBundleId", "the bundleId query parameter is required")
     }
     return bundleId
 }

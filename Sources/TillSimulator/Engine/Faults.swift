@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Synchronization
 import TillCore
+import TillHTTPKit
 
 /// The Apple endpoints a fault can hit.
 public enum FaultEndpoint: String, Codable, Sendable, CaseIterable {
@@ -84,20 +85,20 @@ public struct FaultRule: Codable, Sendable, Hashable {
     public init(parsing text: String, now: Date = Date()) throws {
         let parts = text.split(separator: ":", maxSplits: 2).map(String.init)
         guard parts.count == 3 else {
-            throw SimulatorError.badRequest("invalidFault", "a fault is ENVIRONMENT:ENDPOINT:EFFECT, got \(text)")
+            throw TillHTTPError.badRequest("invalidFault", "a fault is ENVIRONMENT:ENDPOINT:EFFECT, got \(text)")
         }
         var environment: String?
         switch parts[0].lowercased() {
         case "*", "any": environment = nil
         case let name:
             guard let parsed = AppStoreEnvironment(parsing: name), parsed == .production || parsed == .sandbox else {
-                throw SimulatorError.badRequest("invalidFault", "unknown environment \(parts[0]) in \(text)")
+                throw TillHTTPError.badRequest("invalidFault", "unknown environment \(parts[0]) in \(text)")
             }
             environment = parsed.rawValue
         }
         guard let endpoint = FaultEndpoint.allCases.first(where: { $0.rawValue.lowercased() == parts[1].lowercased() })
         else {
-            throw SimulatorError.badRequest("invalidFault", "unknown endpoint \(parts[1]) in \(text)")
+            throw TillHTTPError.badRequest("invalidFault", "unknown endpoint \(parts[1]) in \(text)")
         }
         self.init(environment: environment, endpoint: endpoint)
         for effect in parts[2].split(separator: ",").map(String.init) {
@@ -107,7 +108,7 @@ public struct FaultRule: Codable, Sendable, Hashable {
             case "latency":
                 let bounds = value.split(separator: "-").compactMap { Double($0) }
                 guard bounds.count == 1 || bounds.count == 2, bounds.allSatisfy({ $0 >= 0 }) else {
-                    throw SimulatorError.badRequest("invalidFault", "latency is SECONDS or MIN-MAX, got \(value)")
+                    throw TillHTTPError.badRequest("invalidFault", "latency is SECONDS or MIN-MAX, got \(value)")
                 }
                 latencyMinimum = bounds[0]
                 latencyMaximum = bounds.last
@@ -116,39 +117,39 @@ public struct FaultRule: Codable, Sendable, Hashable {
                 case "503", "http503": outage = .http503
                 case "reset": outage = .reset
                 case "hang": outage = .hang
-                default: throw SimulatorError.badRequest("invalidFault", "outage is 503, reset or hang, got \(value)")
+                default: throw TillHTTPError.badRequest("invalidFault", "outage is 503, reset or hang, got \(value)")
                 }
             case "status":
                 let retryable = value.hasSuffix("+retryable")
                 guard let code = Int(value.replacingOccurrences(of: "+retryable", with: "")) else {
-                    throw SimulatorError.badRequest("invalidFault", "status is a number, got \(value)")
+                    throw TillHTTPError.badRequest("invalidFault", "status is a number, got \(value)")
                 }
                 status = code
                 if (21100...21199).contains(code) { isRetryable = retryable }
             case "hang":
                 guard let seconds = Double(value), seconds > 0 else {
-                    throw SimulatorError.badRequest("invalidFault", "hang is a number of seconds, got \(value)")
+                    throw TillHTTPError.badRequest("invalidFault", "hang is a number of seconds, got \(value)")
                 }
                 outage = .hang
                 hangSeconds = seconds
             case "rate-limit": rateLimited = true
             case "probability":
                 guard let p = Double(value), (0...1).contains(p) else {
-                    throw SimulatorError.badRequest("invalidFault", "probability is between 0 and 1, got \(value)")
+                    throw TillHTTPError.badRequest("invalidFault", "probability is between 0 and 1, got \(value)")
                 }
                 probability = p
             case "for":
                 guard let seconds = Double(value), seconds > 0 else {
-                    throw SimulatorError.badRequest("invalidFault", "for is a number of seconds, got \(value)")
+                    throw TillHTTPError.badRequest("invalidFault", "for is a number of seconds, got \(value)")
                 }
                 untilMilliseconds = Int64((now.timeIntervalSince1970 + seconds) * 1000)
             case "times":
                 guard let count = Int(value), count > 0 else {
-                    throw SimulatorError.badRequest("invalidFault", "times is a positive number, got \(value)")
+                    throw TillHTTPError.badRequest("invalidFault", "times is a positive number, got \(value)")
                 }
                 remaining = count
             default:
-                throw SimulatorError.badRequest("invalidFault", "unknown effect \(effect) in \(text)")
+                throw TillHTTPError.badRequest("invalidFault", "unknown effect \(effect) in \(text)")
             }
         }
     }

@@ -4,6 +4,7 @@ import HTTPTypes
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// A new app in App Store Connect.
@@ -162,7 +163,7 @@ extension Simulator {
 
     public func createApp(_ input: AppInput) async throws -> SimApp {
         guard !input.bundleId.isEmpty, input.bundleId.count <= 155, !input.bundleId.contains(" ") else {
-            throw SimulatorError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidBundleId",
                 "a bundle id is a reverse-DNS string, got \(input.bundleId)"
             )
@@ -183,10 +184,10 @@ extension Simulator {
         )
         return try await database.transaction { db in
             if try await self.store.app(bundleId: app.bundleId, on: db) != nil {
-                throw SimulatorError.conflict("appExists", "an app with bundle id \(app.bundleId) exists")
+                throw TillHTTPError.conflict("appExists", "an app with bundle id \(app.bundleId) exists")
             }
             if try await self.store.app(appAppleId: app.appAppleId, on: db) != nil {
-                throw SimulatorError.conflict("appExists", "an app with Apple id \(app.appAppleId) exists")
+                throw TillHTTPError.conflict("appExists", "an app with Apple id \(app.appAppleId) exists")
             }
             try await self.store.insert(app, on: db)
             return app
@@ -254,14 +255,14 @@ extension Simulator {
 
     private static func validate(gracePeriodDays: Int) throws {
         guard [0, 3, 16, 28].contains(gracePeriodDays) else {
-            throw SimulatorError.badRequest("invalidGracePeriod", "the billing grace period is 0, 3, 16 or 28 days")
+            throw TillHTTPError.badRequest("invalidGracePeriod", "the billing grace period is 0, 3, 16 or 28 days")
         }
     }
 
     private static func validate(url: String?) throws {
         guard let url, !url.isEmpty else { return }
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
-            throw SimulatorError.badRequest("invalidURL", "a notification URL is http(s)://host/…, got \(url)")
+            throw TillHTTPError.badRequest("invalidURL", "a notification URL is http(s)://host/…, got \(url)")
         }
     }
 
@@ -269,10 +270,10 @@ extension Simulator {
 
     public func createProduct(appAppleId: Int64, _ input: ProductInput) async throws -> SimProduct {
         guard let productId = input.productId, !productId.isEmpty, productId.count <= 100 else {
-            throw SimulatorError.badRequest("invalidProductId", "productId is required (at most 100 characters)")
+            throw TillHTTPError.badRequest("invalidProductId", "productId is required (at most 100 characters)")
         }
         guard let type = input.type else {
-            throw SimulatorError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidProductType",
                 "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
             )
@@ -296,7 +297,7 @@ extension Simulator {
         return try await database.transaction { db in
             _ = try await self.requireApp(appAppleId: appAppleId, on: db)
             if try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) != nil {
-                throw SimulatorError.conflict("productExists", "product \(productId) exists")
+                throw TillHTTPError.conflict("productExists", "product \(productId) exists")
             }
             try await self.store.upsert(created, on: db)
             return created
@@ -307,10 +308,10 @@ extension Simulator {
         try await database.transaction { db in
             guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db)
             else {
-                throw SimulatorError.notFound("product", productId)
+                throw TillHTTPError.notFound("product", productId)
             }
             if let type = input.type, type != product.type {
-                throw SimulatorError.badRequest("typeIsFixed", "a product's type cannot change")
+                throw TillHTTPError.badRequest("typeIsFixed", "a product's type cannot change")
             }
             try self.apply(input, to: &product)
             try await self.store.upsert(product, on: db)
@@ -346,23 +347,23 @@ extension Simulator {
             product.prices["USA"] = StorefrontPrice(price: product.type.isFree ? 0 : 990, currency: "USD")
         }
         guard product.prices.values.allSatisfy({ $0.price >= 0 && $0.currency.count == 3 }) else {
-            throw SimulatorError.badRequest("invalidPrice", "prices are non-negative milliunits of a 3-letter currency")
+            throw TillHTTPError.badRequest("invalidPrice", "prices are non-negative milliunits of a 3-letter currency")
         }
         if product.type == .autoRenewable {
             product.subscriptionGroup = input.subscriptionGroup ?? product.subscriptionGroup
             product.subscriptionPeriod = input.subscriptionPeriod ?? product.subscriptionPeriod
             product.groupLevel = input.groupLevel ?? product.groupLevel
             guard product.subscriptionGroup?.isEmpty == false, product.subscriptionPeriod != nil else {
-                throw SimulatorError.badRequest(
+                throw TillHTTPError.badRequest(
                     "subscriptionNeedsGroup",
                     "an auto-renewable subscription needs subscriptionGroup and subscriptionPeriod (P1W … P1Y)"
                 )
             }
             guard product.groupLevel >= 1 else {
-                throw SimulatorError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)")
+                throw TillHTTPError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)")
             }
         } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil {
-            throw SimulatorError.badRequest(
+            throw TillHTTPError.badRequest(
                 "notASubscription",
                 "only auto-renewable subscriptions have a group and a period"
             )
@@ -374,7 +375,7 @@ extension Simulator {
     public func createAccount(_ input: AccountInput) async throws -> SimAccount {
         guard let name = input.environment, let environment = AppStoreEnvironment(parsing: name),
             environment == .production || environment == .sandbox
-        else { throw SimulatorError.badRequest("invalidEnvironment", "an account is Production or Sandbox") }
+        else { throw TillHTTPError.badRequest("invalidEnvironment", "an account is Production or Sandbox") }
         let id = UUID().uuidString.lowercased()
         let account = SimAccount(
             id: id,
@@ -396,7 +397,7 @@ extension Simulator {
     public func updateAccount(id: String, _ input: AccountInput) async throws -> SimAccount {
         try await database.transaction { db in
             guard var account = try await self.store.account(id: id, on: db) else {
-                throw SimulatorError.notFound("account", id)
+                throw TillHTTPError.notFound("account", id)
             }
             if let storefront = input.storefront {
                 try Self.validate(storefront: storefront)
@@ -416,7 +417,7 @@ extension Simulator {
     public func deleteAccount(id: String) async throws {
         try await database.transaction { db in
             guard var account = try await self.store.account(id: id, on: db) else {
-                throw SimulatorError.notFound("account", id)
+                throw TillHTTPError.notFound("account", id)
             }
             account.deleted = true
             try await self.store.update(account, on: db)
@@ -426,7 +427,7 @@ extension Simulator {
 
     public func account(id: String) async throws -> SimAccount {
         guard let account = try await store.account(id: id, on: store.sql) else {
-            throw SimulatorError.notFound("account", id)
+            throw TillHTTPError.notFound("account", id)
         }
         return account
     }
@@ -437,7 +438,7 @@ extension Simulator {
         _ = try await account(id: accountId)
         let vendor = input.vendorIdentifier ?? UUID().uuidString
         guard UUID(uuidString: vendor) != nil else {
-            throw SimulatorError.badRequest("invalidVendorIdentifier", "vendorIdentifier is a UUID")
+            throw TillHTTPError.badRequest("invalidVendorIdentifier", "vendorIdentifier is a UUID")
         }
         let device = SimDevice(
             id: UUID().uuidString.lowercased(),
@@ -457,7 +458,7 @@ extension Simulator {
 
     private static func validate(storefront: String) throws {
         guard storefront.count == 3, storefront.allSatisfy({ $0.isUppercase && $0.isLetter }) else {
-            throw SimulatorError.badRequest(
+            throw TillHTTPError.badRequest(
                 "invalidStorefront",
                 "a storefront is an ISO 3166-1 alpha-3 code such as USA"
             )

@@ -7,6 +7,7 @@ import SQLKit
 import ServiceLifecycle
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 extension Simulator {
@@ -153,12 +154,13 @@ public struct NotificationDeliveryService: Service {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                let seen = simulator.notificationsDue.current
                 do {
                     try await simulator.deliverDueNotifications(client: client)
                 } catch {
                     simulator.logger.warning("notification delivery failed: \(error)")
                 }
-                await simulator.notificationsDue.wait(timeout: .milliseconds(250))
+                await simulator.notificationsDue.wait(since: seen, timeout: .milliseconds(250))
             }
         } onGracefulShutdown: {
         }

@@ -3,6 +3,7 @@ import HTTPTypes
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// A payment an app adds to the queue (`SKPayment` / `Product.purchase()`).
@@ -165,13 +166,13 @@ extension Simulator {
     public func resolveDeferredPayment(id: String, approve: Bool) async throws -> QueueTransaction {
         let entryId = try await database.transaction { db -> String in
             guard var payment = try await self.store.payment(id: id, on: db) else {
-                throw SimulatorError.notFound("payment", id)
+                throw TillHTTPError.notFound("payment", id)
             }
             guard payment.state == "deferred" else {
-                throw SimulatorError.conflict("notDeferred", "payment \(id) is \(payment.state), not deferred")
+                throw TillHTTPError.conflict("notDeferred", "payment \(id) is \(payment.state), not deferred")
             }
             guard var entry = try await self.store.queueEntries(paymentId: id, on: db).first else {
-                throw SimulatorError.notFound("queueEntry", id)
+                throw TillHTTPError.notFound("queueEntry", id)
             }
             if approve {
                 guard let account = try await self.store.account(id: payment.accountId, on: db), !account.deleted,
@@ -182,7 +183,7 @@ extension Simulator {
                         on: db
                     )
                 else {
-                    throw SimulatorError.conflict(
+                    throw TillHTTPError.conflict(
                         "cannotComplete",
                         "the account, app or product of payment \(id) is gone"
                     )
@@ -242,10 +243,10 @@ extension Simulator {
         try await database.transaction { db in
             _ = try await self.requireDevice(deviceId, environment: environment, on: db)
             guard var entry = try await self.store.queueEntry(id: entryId, on: db), entry.deviceId == deviceId else {
-                throw SimulatorError.notFound("queueEntry", entryId)
+                throw TillHTTPError.notFound("queueEntry", entryId)
             }
             guard entry.state != "deferred" && entry.state != "purchasing" else {
-                throw SimulatorError.conflict("notFinishable", "a \(entry.state) transaction cannot be finished")
+                throw TillHTTPError.conflict("notFinishable", "a \(entry.state) transaction cannot be finished")
             }
             entry.finished = true
             try await self.store.update(entry, on: db)
@@ -267,24 +268,24 @@ extension Simulator {
     {
         do {
             try await faultsForStoreKit(environment)
-        } catch let error as SimulatorError where error.status == .serviceUnavailable {
+        } catch let error as TillHTTPError where error.status == .serviceUnavailable {
             return RestoreResult(status: "failed", transactions: [], error: .init(code: 0, message: error.message))
         }
-        let outcome = try await database.transaction { db -> Result<[String], SimulatorError> in
+        let outcome = try await database.transaction { db -> Result<[String], TillHTTPError> in
             guard let device = try await self.store.device(id: deviceId, on: db) else {
-                throw SimulatorError.notFound("device", deviceId)
+                throw TillHTTPError.notFound("device", deviceId)
             }
             let app = try await self.requireApp(bundleId: bundleId, on: db)
             guard let account = try await self.store.account(id: device.accountId, on: db),
                 account.appStoreEnvironment == environment
             else {
-                throw SimulatorError.badRequest(
+                throw TillHTTPError.badRequest(
                     "wrongEnvironment",
                     "the device's account is not a \(environment) account"
                 )
             }
             guard !account.deleted else {
-                return .failure(SimulatorError(.forbidden, "accountDeleted", "the account was deleted"))
+                return .failure(TillHTTPError(.forbidden, "accountDeleted", "the account was deleted"))
             }
             let transactions = try await self.store.transactions(
                 accountId: account.id,
@@ -364,7 +365,7 @@ extension Simulator {
     func queueTransaction(entryId: String) async throws -> QueueTransaction {
         let db = store.sql
         guard let entry = try await store.queueEntry(id: entryId, on: db) else {
-            throw SimulatorError.notFound("queueEntry", entryId)
+            throw TillHTTPError.notFound("queueEntry", entryId)
         }
         var view = QueueTransaction(
             id: entry.id,
@@ -542,7 +543,7 @@ extension Simulator {
         }
 
         guard let latest = try await store.transaction(id: subscription.lastTransactionId, on: db) else {
-            throw SimulatorError(
+            throw TillHTTPError(
                 .internalServerError,
                 "inconsistentSubscription",
                 "subscription \(subscription.originalTransactionId) has no last transaction"
@@ -655,7 +656,7 @@ extension Simulator {
         guard let rule = faults.take(environment: environment, endpoint: .storeKit) else { return }
         if let latency = rule.latency { try await Task.sleep(for: .seconds(latency)) }
         if rule.outage != nil {
-            throw SimulatorError(.serviceUnavailable, "storeUnavailable", "Cannot connect to the App Store.")
+            throw TillHTTPError(.serviceUnavailable, "storeUnavailable", "Cannot connect to the App Store.")
         }
     }
 }

@@ -3,6 +3,7 @@ import JWTKit
 import SQLKit
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// The claims of an App Store Server API bearer token.

@@ -5,6 +5,7 @@ import SQLKit
 import ServiceLifecycle
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 extension Simulator {
@@ -239,10 +240,10 @@ extension Simulator {
                     on: db
                 )
             else {
-                throw SimulatorError.notFound("subscription", originalTransactionId)
+                throw TillHTTPError.notFound("subscription", originalTransactionId)
             }
             guard let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db) else {
-                throw SimulatorError.notFound("app", String(subscription.appAppleId))
+                throw TillHTTPError.notFound("app", String(subscription.appAppleId))
             }
             guard subscription.autoRenewStatus != enabled else { return subscription }
             // `expirationIntent` is the reason a subscription expired: it is set when the period ends without a
@@ -279,19 +280,19 @@ extension Simulator {
     {
         let result = try await database.transaction { db -> SimTransaction in
             guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw SimulatorError.notFound("transaction", transactionId)
+                throw TillHTTPError.notFound("transaction", transactionId)
             }
             guard tx.revocationDate == nil else {
-                throw SimulatorError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
+                throw TillHTTPError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
             }
             if type == "FAMILY_REVOKE", tx.ownership != Ownership.familyShared.rawValue {
-                throw SimulatorError.conflict(
+                throw TillHTTPError.conflict(
                     "notFamilyShared",
                     "transaction \(transactionId) is not a family-shared copy"
                 )
             }
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
-                throw SimulatorError.notFound("app", String(tx.appAppleId))
+                throw TillHTTPError.notFound("app", String(tx.appAppleId))
             }
             tx.revocationDate = self.clock.nowMilliseconds
             tx.revocationReason = reason
@@ -328,10 +329,10 @@ extension Simulator {
     public func requestRefund(transactionId: String, reason: ConsumptionRequestReason) async throws {
         try await database.transaction { db in
             guard let tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw SimulatorError.notFound("transaction", transactionId)
+                throw TillHTTPError.notFound("transaction", transactionId)
             }
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
-                throw SimulatorError.notFound("app", String(tx.appAppleId))
+                throw TillHTTPError.notFound("app", String(tx.appAppleId))
             }
             try await self.enqueueNotification(
                 app: app,
@@ -351,7 +352,7 @@ extension Simulator {
         try await database.transaction { db in
             guard let tx = try await self.store.transaction(id: transactionId, on: db),
                 let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
-            else { throw SimulatorError.notFound("transaction", transactionId) }
+            else { throw TillHTTPError.notFound("transaction", transactionId) }
             try await self.enqueueNotification(
                 app: app,
                 environment: AppStoreEnvironment(tx.environment),
@@ -391,12 +392,13 @@ public struct SubscriptionRenewalService: Service {
 
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let seen = simulator.renewalsDue.current
             do {
                 try await simulator.processDueSubscriptions()
             } catch {
                 simulator.logger.warning("subscription renewal failed: \(error)")
             }
-            await simulator.renewalsDue.wait(timeout: .milliseconds(500))
+            await simulator.renewalsDue.wait(since: seen, timeout: .milliseconds(500))
         }
     }
 }

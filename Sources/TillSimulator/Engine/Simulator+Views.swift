@@ -1,6 +1,7 @@
 import Foundation
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// A notification as the admin API lists it.
@@ -92,7 +93,7 @@ extension Simulator {
                 on: store.sql
             ),
             subscription.accountId == account.id
-        else { throw SimulatorError.notFound("subscription", originalTransactionId) }
+        else { throw TillHTTPError.notFound("subscription", originalTransactionId) }
         let app = try await requireApp(appAppleId: subscription.appAppleId, on: store.sql)
         return try await signRenewalInfo(subscription, app: app, on: store.sql)
     }

@@ -5,6 +5,7 @@ import SQLKit
 import Synchronization
 import TillCore
 import TillFormats
+import TillHTTPKit
 import TillStorage
 
 /// What a simulator is made of.
@@ -62,8 +63,8 @@ public final class Simulator: Sendable {
     public let faults: FaultRegistry
     let store: SimulatorStore
     let logger: Logger
-    let notificationsDue: WakeUp
-    let renewalsDue: WakeUp
+    let notificationsDue: Wakeup
+    let renewalsDue: Wakeup
     /// Kept for the simulator's life, so that their caches of checked signers and chains are used.
     let receiptVerifier: ReceiptVerifier
     let transactionReceiptVerifier: TransactionReceiptVerifier
@@ -82,8 +83,8 @@ public final class Simulator: Sendable {
         self.clock = clock
         self.faults = FaultRegistry(configuration.faults)
         self.logger = logger
-        self.notificationsDue = WakeUp()
-        self.renewalsDue = WakeUp()
+        self.notificationsDue = Wakeup()
+        self.renewalsDue = Wakeup()
         let anchors = TrustAnchors(
             roots: [signer.receiptAuthority.root],
             intermediates: [signer.receiptAuthority.intermediate]
@@ -121,14 +122,14 @@ public final class Simulator: Sendable {
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> SimApp {
         guard let app = try await store.app(bundleId: bundleId, on: db) else {
-            throw SimulatorError.notFound("app", bundleId)
+            throw TillHTTPError.notFound("app", bundleId)
         }
         return app
     }
 
     func requireApp(appAppleId: Int64, on db: any SQLDatabase) async throws -> SimApp {
         guard let app = try await store.app(appAppleId: appAppleId, on: db) else {
-            throw SimulatorError.notFound("app", String(appAppleId))
+            throw TillHTTPError.notFound("app", String(appAppleId))
         }
         return app
     }
@@ -138,16 +139,16 @@ public final class Simulator: Sendable {
         -> (SimDevice, SimAccount)
     {
         guard let device = try await store.device(id: deviceId, on: db) else {
-            throw SimulatorError.notFound("device", deviceId)
+            throw TillHTTPError.notFound("device", deviceId)
         }
         guard let account = try await store.account(id: device.accountId, on: db) else {
-            throw SimulatorError.notFound("account", device.accountId)
+            throw TillHTTPError.notFound("account", device.accountId)
         }
         guard !account.deleted else {
-            throw SimulatorError(.forbidden, "accountDeleted", "the account signed in on \(deviceId) was deleted")
+            throw TillHTTPError(.forbidden, "accountDeleted", "the account signed in on \(deviceId) was deleted")
         }
         guard account.appStoreEnvironment == environment else {
-            throw SimulatorError.badRequest(
+            throw TillHTTPError.badRequest(
                 "wrongEnvironment",
                 "the account on \(deviceId) is a \(account.environment) account, not \(environment)"
             )
@@ -196,26 +197,4 @@ func stableNumber(_ text: String, below limit: Int) -> Int {
         ($0 ^ UInt64($1.value)) &* 1_099_511_628_211
     }
     return Int(hash % UInt64(limit))
-}
-
-/// A nudge for a background loop (notification delivery, renewals) when there is new work.
-final class WakeUp: Sendable {
-    private let pending = Mutex(false)
-
-    func signal() { pending.withLock { $0 = true } }
-
-    /// Returns when signalled (or at once if a signal is pending), or after `timeout`.
-    func wait(timeout: Duration) async {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline {
-            if pending.withLock({
-                let was = $0; $0 = false; return was
-            }) {
-                return
-            }
-            try? await Task.sleep(for: min(.milliseconds(25), deadline - clock.now))
-            if Task.isCancelled { return }
-        }
-    }
 }

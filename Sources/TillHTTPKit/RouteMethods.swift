@@ -7,7 +7,9 @@ import Synchronization
 ///
 /// The router's own trie answers 404 in both cases; this table is filled from `Router.routes` once every route is
 /// added, and consulted only for requests the router did not match.
-final class RouteMethods: Sendable {
+public final class RouteMethods: Sendable {
+    public init() {}
+
     private struct Entry: Sendable {
         var path: RouterPath
         var methods: Set<HTTPRequest.Method>
@@ -16,7 +18,7 @@ final class RouteMethods: Sendable {
     private let entries = Mutex<[Entry]>([])
 
     /// Takes the router's routes; the paths are grouped as the router lists them.
-    func record(_ routes: [Router<ServerRequestContext>.RouteDescription]) {
+    public func record<Context>(_ routes: [Router<Context>.RouteDescription]) {
         var grouped: [String: Entry] = [:]
         for route in routes {
             grouped[route.path.description, default: Entry(path: route.path, methods: [])].methods.insert(route.method)
@@ -25,7 +27,7 @@ final class RouteMethods: Sendable {
     }
 
     /// The methods that `path` takes, sorted for the `Allow` header; empty when no route has this path.
-    func methods(forPath path: String) -> [HTTPRequest.Method] {
+    public func methods(forPath path: String) -> [HTTPRequest.Method] {
         let segments = path.split(separator: "/", omittingEmptySubsequences: true)
         let allowed = entries.withLock { entries in
             entries.filter { Self.matches($0.path, segments) }.reduce(into: Set<HTTPRequest.Method>()) {

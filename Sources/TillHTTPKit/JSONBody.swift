@@ -1,0 +1,60 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// JSON request and response bodies, with the refusals every route gives for a body it cannot take.
+public enum JSONBody {
+    /// `value` encoded by `encoder` as an `application/json` response.
+    public static func response<T: Encodable>(
+        _ value: T,
+        status: HTTPResponse.Status = .ok,
+        encoder: JSONEncoder
+    ) throws -> Response {
+        response(bytes: ByteBuffer(bytes: try encoder.encode(value)), status: status)
+    }
+
+    /// JSON already written (by `JSONWriter` on a hot path) as an `application/json` response.
+    public static func response(bytes: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: bytes))
+    }
+
+    /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes, 400 `invalidBody` saying what is
+    /// wrong when it is not a `T`.
+    public static func decode<T: Decodable>(
+        _ type: T.Type,
+        from request: Request,
+        limit: Int,
+        decoder: JSONDecoder
+    ) async throws -> T {
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch {
+            throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "the request body is larger than \(limit) bytes")
+        }
+        do {
+            return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw TillHTTPError.badRequest(
+                "invalidBody",
+                "the request body is not a valid \(T.self): \(describe(error))"
+            )
+        } catch {
+            throw TillHTTPError.badRequest("invalidBody", "the request body is not JSON")
+        }
+    }
+
+    /// What is wrong with a body, in a few words: the missing key, or the path and what was expected there.
+    public static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, let context):
+            "missing " + (context.codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: ".")
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            (context.codingPath.map(\.stringValue).joined(separator: ".") + " " + context.debugDescription)
+                .trimmingCharacters(in: .whitespaces)
+        @unknown default: "\(error)"
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// A request refused by the server or the simulator: the HTTP status, a stable machine `code` to branch on, and a
+/// message for people. Written as `{"error":{"code":"…","message":"…"}}`, the one error shape of both APIs.
+public struct TillHTTPError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    /// Headers the answer carries besides its JSON body (`Allow` on a 405).
+    public var headers: HTTPFields
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    public static func badRequest(_ code: String, _ message: String) -> TillHTTPError {
+        TillHTTPError(.badRequest, code, message)
+    }
+
+    /// 404 with the code `<what>NotFound` (`appNotFound`, `productNotFound`, …).
+    public static func notFound(_ what: String, _ id: String) -> TillHTTPError {
+        TillHTTPError(.notFound, "\(what)NotFound", "no \(what) \(id)")
+    }
+
+    public static func conflict(_ code: String, _ message: String) -> TillHTTPError {
+        TillHTTPError(.conflict, code, message)
+    }
+
+    public static func unprocessable(_ code: String, _ message: String) -> TillHTTPError {
+        TillHTTPError(.unprocessableContent, code, message)
+    }
+
+    /// The JSON body of the answer.
+    public var body: String {
+        #"{"error":{"code":"# + JSONText.string(code) + #","message":"# + JSONText.string(message) + "}}"
+    }
+}
+
+extension TillHTTPError: HTTPResponseError {
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        response.headers[.contentType] = "application/json"
+        return response
+    }
+}

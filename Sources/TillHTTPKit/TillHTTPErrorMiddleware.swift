@@ -1,0 +1,66 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Makes every failure a JSON `TillHTTPError` with a stable code: routes that do not exist (404 `notFound`), known paths
+/// asked with a method they do not take (405 `methodNotAllowed`, with `Allow`), Hummingbird's own errors, and
+/// anything unexpected (500 `internalError`, logged, its details kept out of the answer).
+public struct TillHTTPErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let routes: RouteMethods
+    /// Names the program in the 500 message ("the server could not handle the request").
+    let program: String
+    /// Log metadata of a request (its request id) for the line a 500 writes.
+    let metadata: @Sendable (Context) -> Logger.Metadata
+
+    /// - Parameter routes: filled from the router's routes once they are all added (`RouteMethods.record`).
+    public init(
+        routes: RouteMethods,
+        program: String,
+        metadata: @escaping @Sendable (Context) -> Logger.Metadata = { _ in [:] }
+    ) {
+        self.routes = routes
+        self.program = program
+        self.metadata = metadata
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as TillHTTPError {
+            throw error
+        } catch let error as HTTPError where error.status == .notFound && !Self.routed(context) {
+            // The router matched nothing: either the path is unknown, or it is known under other methods.
+            let allowed = routes.methods(forPath: request.uri.path)
+            guard !allowed.isEmpty else { throw TillHTTPError(.notFound, "notFound", "no route \(request.uri.path)") }
+            let list = allowed.map(\.rawValue).joined(separator: ", ")
+            throw TillHTTPError(
+                .methodNotAllowed,
+                "methodNotAllowed",
+                "\(request.uri.path) takes \(list), not \(request.method.rawValue)",
+                headers: [.allow: list]
+            )
+        } catch let error as HTTPError {
+            throw TillHTTPError(
+                error.status,
+                error.status == .notFound ? "notFound" : "httpError",
+                error.body ?? error.status.reasonPhrase
+            )
+        } catch let error as any HTTPResponseError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            context.logger.error(
+                "request failed: \(request.method) \(request.uri.path): \(error)",
+                metadata: metadata(context)
+            )
+            throw TillHTTPError(.internalServerError, "internalError", "the \(program) could not handle the request")
+        }
+    }
+
+    /// Whether the router matched a route: it then names the endpoint by its path (`/v1/…`); when it matched none,
+    /// the name is absent or Hummingbird's `NotFound`.
+    public static func routed(_ context: Context) -> Bool { context.endpointPath?.hasPrefix("/") == true }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+import TillHTTPKit
+
+/// The one error shape of the server and the simulator, and the middleware that gives every failure that shape.
+struct TillHTTPErrorTests {
+    struct Failure: Error {}
+
+    static func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        let routes = RouteMethods()
+        router.middlewares.add(TillHTTPErrorMiddleware(routes: routes, program: "test"))
+        router.get("/items/{id}") { _, context -> String in
+            let id = try context.parameters.require("id")
+            guard id == "1" else { throw TillHTTPError.notFound("item", id) }
+            return "one"
+        }
+        router.put("/items/{id}") { _, _ in "put" }
+        router.get("/broken") { _, _ -> String in throw Failure() }
+        router.post("/echo") { request, _ -> [String: Int] in
+            try await JSONBody.decode([String: Int].self, from: request, limit: 64, decoder: JSONDecoder())
+        }
+        routes.record(router.routes)
+        return router
+    }
+
+    struct Answer {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var code: String?
+        var message: String?
+    }
+
+    func call(_ method: HTTPRequest.Method, _ path: String, body: String? = nil) async throws -> Answer {
+        try await Application(router: Self.router()).test(.router) { client in
+            try await client.execute(uri: path, method: method, body: body.map { ByteBuffer(string: $0) }) { response in
+                let object = try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
+                let error = (object as? [String: Any])?["error"] as? [String: Any]
+                return Answer(
+                    status: response.status,
+                    headers: response.headers,
+                    code: error?["code"] as? String,
+                    message: error?["message"] as? String
+                )
+            }
+        }
+    }
+
+    @Test func theBodyIsJSONWhateverTheMessageHolds() throws {
+        let error = TillHTTPError(.badRequest, "odd", "a \"quote\", a \\ backslash, a /path/, a\nnewline and \u{1}")
+        let object = try JSONSerialization.jsonObject(with: Data(error.body.utf8)) as? [String: [String: String]]
+        #expect(object?["error"]?["code"] == "odd")
+        #expect(object?["error"]?["message"] == error.message)
+        #expect(error.body.contains("/path/"), "slashes are left as they are")
+    }
+
+    @Test func aHandlersRefusalKeepsItsCode() async throws {
+        let answer = try await call(.get, "/items/2")
+        #expect(answer.status == .notFound && answer.code == "itemNotFound" && answer.message == "no item 2")
+    }
+
+    @Test func anUnknownPathIsNotFoundAndAKnownOneWithAnotherMethodIsNotAllowed() async throws {
+        let unknown = try await call(.get, "/nothing")
+        #expect(unknown.status == .notFound && unknown.code == "notFound")
+        let wrongMethod = try await call(.delete, "/items/1")
+        #expect(wrongMethod.status == .methodNotAllowed && wrongMethod.code == "methodNotAllowed")
+        #expect(wrongMethod.headers[.allow] == "GET, PUT")
+    }
+
+    @Test func anUnexpectedErrorIsA500WithoutItsDetails() async throws {
+        let answer = try await call(.get, "/broken")
+        #expect(answer.status == .internalServerError && answer.code == "internalError")
+        #expect(answer.message == "the test could not handle the request")
+    }
+
+    @Test func aBodyThatIsNotWhatTheRouteTakesSaysWhatIsWrong() async throws {
+        let wrong = try await call(.post, "/echo", body: #"{"a":"text"}"#)
+        #expect(wrong.status == .badRequest && wrong.code == "invalidBody")
+        #expect(wrong.message?.contains("a") == true)
+        let notJSON = try await call(.post, "/echo", body: "{")
+        #expect(notJSON.status == .badRequest && notJSON.code == "invalidBody")
+        let large = try await call(.post, "/echo", body: "{\"a\":" + String(repeating: " ", count: 100) + "1}")
+        #expect(large.status == .contentTooLarge && large.code == "bodyTooLarge")
+    }
+}
