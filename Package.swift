@@ -65,9 +65,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),
+        // The HTTP contract: openapi.yaml, and the Swift types and client generated from it (committed; see
+        // docs/contract.md and Tools/generate-contract).
+        .target(
+            name: "TillContract",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/MANIFEST"]
+        ),
         // What the server and the simulator share over HTTP: the error type and middleware, JSON bodies, wake-ups.
         .target(
             name: "TillHTTPKit",
@@ -98,7 +109,7 @@ let package = Package(
         ),
         .target(
             name: "TillServer",
-            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit"] + crypto + server,
+            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit", "TillContract"] + crypto + server,
             swiftSettings: upcoming
         ),
         .target(
@@ -140,6 +151,11 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
+        .testTarget(
+            name: "TillContractTests",
+            dependencies: ["TillContract", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: upcoming
+        ),
         .testTarget(
             name: "TillHTTPKitTests",
             dependencies: ["TillHTTPKit", .product(name: "HummingbirdTesting", package: "hummingbird")],
