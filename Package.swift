@@ -132,7 +132,7 @@ let package = Package(
             name: "till",
             dependencies: [
                 "TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient", "TillHTTPKit",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "TillContract", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ] + crypto + server,
             swiftSettings: upcoming
         ),
@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "TillServer", "TillSimulator", "TillTestSupport", "TillHTTPKit",
+                "TillServer", "TillSimulator", "TillTestSupport", "TillHTTPKit", "TillContract",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
                 + crypto + server,
@@ -193,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "TillClientTests",
             dependencies: [
-                "TillClient", "TillServer", "TillSimulator", "TillStorage", "TillTestSupport",
+                "TillClient", "TillServer", "TillSimulator", "TillStorage", "TillTestSupport", "TillContract",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ] + crypto + server,
             swiftSettings: upcoming

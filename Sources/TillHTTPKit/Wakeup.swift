@@ -31,20 +31,40 @@ public final class Wakeup: Sendable {
     /// The number of signals so far; pass it to `wait(since:timeout:)`.
     public var current: UInt64 { state.withLock { $0.generation } }
 
+    /// Why a wait ended.
+    public enum Outcome: Sendable, Hashable {
+        /// A signal came after `since`.
+        case signalled
+        /// The timeout passed first.
+        case timedOut
+        /// The waiting task was cancelled.
+        case cancelled
+    }
+
     /// Returns once signalled after `since` (at once if that already happened), after `timeout`, or when the task
-    /// is cancelled.
-    public func wait(since: UInt64, timeout: Duration) async {
-        guard current == since, !Task.isCancelled else { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.signalled(since: since) }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            await group.next()
+    /// is cancelled; says which.
+    @discardableResult
+    public func wait(since: UInt64, timeout: Duration) async -> Outcome {
+        if current != since { return .signalled }
+        if Task.isCancelled { return .cancelled }
+        return await withTaskGroup(of: Outcome.self) { group in
+            group.addTask { await self.signalled(since: since) ? .signalled : .cancelled }
+            group.addTask {
+                do {
+                    try await Task.sleep(for: timeout)
+                    return .timedOut
+                } catch {
+                    return .cancelled
+                }
+            }
+            let first = await group.next() ?? .cancelled
             group.cancelAll()
+            return first
         }
     }
 
-    /// Returns once signalled after `since`, or when cancelled.
-    private func signalled(since: UInt64) async {
+    /// Returns true once signalled after `since`, false when cancelled first.
+    private func signalled(since: UInt64) async -> Bool {
         let id = state.withLock { state in
             defer { state.nextWaiter &+= 1 }
             return state.nextWaiter
@@ -62,5 +82,6 @@ public final class Wakeup: Sendable {
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
+        return current != since
     }
 }

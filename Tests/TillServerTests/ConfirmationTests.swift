@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -162,7 +163,7 @@ struct ConfirmationTests {
             }
             #expect(
                 try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "frank").balances
-                    .isEmpty
+                    .additionalProperties.isEmpty
             )
         }
     }

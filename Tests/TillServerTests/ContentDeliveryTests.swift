@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -539,7 +540,7 @@ struct ContentDeliveryTests {
                         transactionId: "1",
                         originalTransactionId: "1",
                         productId: "map.pack",
-                        productType: "nonConsumable",
+                        productType: .nonConsumable,
                         environment: "Sandbox",
                         quantity: 1,
                         purchaseDate: 0,
@@ -548,7 +549,8 @@ struct ContentDeliveryTests {
                         revocationReason: nil,
                         confirmed: true
                     )
-                ]
+                ],
+                subscriptions: []
             )
         }
         #expect(ContentAccess.decide(product, for: customer(revoked: nil)) == .granted)

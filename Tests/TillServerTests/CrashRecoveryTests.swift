@@ -6,6 +6,7 @@ import NIOHTTP1
 import SQLKit
 import SwiftASN1
 import Testing
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit

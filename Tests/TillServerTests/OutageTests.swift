@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import Synchronization
 import Testing
+import TillContract
 import TillCore
 import TillSimulator
 import TillStorage

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import TillContract
 import TillCore
 import TillFormats
 import TillStorage

@@ -3,6 +3,7 @@ import Logging
 import SQLKit
 import ServiceLifecycle
 import Testing
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -182,7 +183,7 @@ struct ServerStorageTests {
         try await store.migrate()
         #expect(try await store.payload(submissionId: "s-old", on: database.sql) == "the receipt")
         let moved = try await store.submission(id: "s-old", on: database.sql)
-        #expect(moved?.state == "retrying")
+        #expect(moved?.state == .retrying)
         // The row no longer carries it: claims and settlements rewrite a small row.
         await #expect(throws: (any Error).self) {
             try await database.sql.raw("SELECT payload FROM srv_submissions").run()
@@ -299,7 +300,7 @@ struct ServerStorageTests {
                     transactionId: "t1",
                     originalTransactionId: "t0",
                     productId: "pro.monthly",
-                    productType: "Auto-Renewable Subscription",
+                    productType: .autoRenewable,
                     environment: "Sandbox",
                     quantity: 1,
                     purchaseDate: 1_700_000_000_000,
@@ -360,7 +361,7 @@ struct ServerStorageTests {
         let submission = SubmissionView(
             id: "s1",
             state: .retrying,
-            kind: "appReceipt",
+            kind: .appReceipt,
             environment: "Sandbox",
             customerId: "c1",
             transactionIds: ["t1", "t2"],
@@ -375,7 +376,7 @@ struct ServerStorageTests {
         let bare = SubmissionView(
             id: "s2",
             state: .pending,
-            kind: "signedTransaction",
+            kind: .signedTransaction,
             environment: "Production",
             customerId: "c2",
             transactionIds: [],
@@ -396,7 +397,13 @@ struct ServerStorageTests {
             ),
             SubmissionResult(
                 submission: bare,
-                customer: CustomerView(customerId: "c2", entitlements: [], balances: [:], purchases: []),
+                customer: CustomerView(
+                    customerId: "c2",
+                    entitlements: [],
+                    balances: [:],
+                    purchases: [],
+                    subscriptions: []
+                ),
                 refused: []
             ),
         ]
@@ -406,6 +413,16 @@ struct ServerStorageTests {
             #expect(
                 String(decoding: result.json(), as: UTF8.self)
                     == String(decoding: try encoder.encode(result), as: UTF8.self)
+            )
+            // The contract's generated types read back every field the writer wrote (the customer body of
+            // GET /v1/customers/{customer} is the same writer, alone).
+            #expect(
+                try JSONDecoder().decode(Components.Schemas.SubmissionResult.self, from: Data(result.json())) == result
+            )
+            var writer = JSONWriter()
+            result.customer.writeJSON(to: &writer)
+            #expect(
+                try JSONDecoder().decode(Components.Schemas.Customer.self, from: Data(writer.bytes)) == result.customer
             )
         }
     }

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import NIOCore
 import SQLKit
 import Testing
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit

@@ -1322,6 +1322,23 @@ public enum ContractDocument {
         SubmissionState:
           type: string
           enum: [pending, confirmed, retrying, rejected, deadLettered]
+          description: Where a submission's confirmation with Apple stands. `pending` is verified locally and waits
+            for its first attempt; `confirmed` by Apple; `retrying` after a temporary failure, with the next attempt
+            scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when
+            retries ran out and an operator must look.
+        SubmissionKind:
+          type: string
+          enum: [appReceipt, transactionReceipt, signedTransaction]
+          description: The format submitted. An app receipt (base64 PKCS#7), an iOS 6-style transaction receipt,
+            or a StoreKit 2 signed transaction (JWS).
+        RetryCause:
+          type: string
+          enum: [appleUnavailable, configuration, other]
+          description: While retrying, why the last attempt failed, which decides when the next one is.
+            `appleUnavailable` (no answer, HTTP 5xx, 21005, 21009, 211xx) is tried again as soon as Apple answers
+            anything; `configuration` (Apple refused this server's shared secret, 21004, or its API key, 401) keeps
+            the customer's access and is tried again as soon as the app's credentials change; `other` (an unreadable
+            answer, 429, the database) after its own back-off.
         Credits:
           type: object
           description: 'Credit name to amount (`{"gems": 100}`).'
@@ -1496,8 +1513,7 @@ public enum ContractDocument {
             state:
               $ref: '#/components/schemas/SubmissionState'
             kind:
-              type: string
-              enum: [appReceipt, transactionReceipt, signedTransaction]
+              $ref: '#/components/schemas/SubmissionKind'
             environment:
               type: string
               examples: [Production, Sandbox]
@@ -1520,11 +1536,7 @@ public enum ContractDocument {
             lastError:
               type: string
             retryCause:
-              type: string
-              enum: [appleUnavailable, configuration, other]
-              description: While retrying, why the last attempt failed. `appleUnavailable` is tried again as soon
-                as Apple answers; `configuration` (Apple refused this server's shared secret or API key) as soon as
-                the app's credentials change; `other` after its back-off.
+              $ref: '#/components/schemas/RetryCause'
             reason:
               type: string
               description: Why Apple refused it (rejected), or why retries stopped (dead-lettered).

@@ -75,6 +75,8 @@ extension Components {
             case keepWithFirstOwner = "keepWithFirstOwner"
             case transferToLatest = "transferToLatest"
         }
+        /// Where a submission's confirmation with Apple stands. `pending` is verified locally and waits for its first attempt; `confirmed` by Apple; `retrying` after a temporary failure, with the next attempt scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when retries ran out and an operator must look.
+        ///
         /// - Remark: Generated from `#/components/schemas/SubmissionState`.
         @frozen public enum SubmissionState: String, Codable, Hashable, Sendable, CaseIterable {
             case pending = "pending"
@@ -82,6 +84,22 @@ extension Components {
             case retrying = "retrying"
             case rejected = "rejected"
             case deadLettered = "deadLettered"
+        }
+        /// The format submitted. An app receipt (base64 PKCS#7), an iOS 6-style transaction receipt, or a StoreKit 2 signed transaction (JWS).
+        ///
+        /// - Remark: Generated from `#/components/schemas/SubmissionKind`.
+        @frozen public enum SubmissionKind: String, Codable, Hashable, Sendable, CaseIterable {
+            case appReceipt = "appReceipt"
+            case transactionReceipt = "transactionReceipt"
+            case signedTransaction = "signedTransaction"
+        }
+        /// While retrying, why the last attempt failed, which decides when the next one is. `appleUnavailable` (no answer, HTTP 5xx, 21005, 21009, 211xx) is tried again as soon as Apple answers anything; `configuration` (Apple refused this server's shared secret, 21004, or its API key, 401) keeps the customer's access and is tried again as soon as the app's credentials change; `other` (an unreadable answer, 429, the database) after its own back-off.
+        ///
+        /// - Remark: Generated from `#/components/schemas/RetryCause`.
+        @frozen public enum RetryCause: String, Codable, Hashable, Sendable, CaseIterable {
+            case appleUnavailable = "appleUnavailable"
+            case configuration = "configuration"
+            case other = "other"
         }
         /// Credit name to amount (`{"gems": 100}`).
         ///
@@ -461,13 +479,7 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/Submission/state`.
             public var state: Components.Schemas.SubmissionState
             /// - Remark: Generated from `#/components/schemas/Submission/kind`.
-            @frozen public enum KindPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case appReceipt = "appReceipt"
-                case transactionReceipt = "transactionReceipt"
-                case signedTransaction = "signedTransaction"
-            }
-            /// - Remark: Generated from `#/components/schemas/Submission/kind`.
-            public var kind: Components.Schemas.Submission.KindPayload
+            public var kind: Components.Schemas.SubmissionKind
             /// - Remark: Generated from `#/components/schemas/Submission/environment`.
             public var environment: Swift.String
             /// The owner, after aliases.
@@ -488,18 +500,8 @@ extension Components {
             public var lastStatus: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Submission/lastError`.
             public var lastError: Swift.String?
-            /// While retrying, why the last attempt failed. `appleUnavailable` is tried again as soon as Apple answers; `configuration` (Apple refused this server's shared secret or API key) as soon as the app's credentials change; `other` after its back-off.
-            ///
             /// - Remark: Generated from `#/components/schemas/Submission/retryCause`.
-            @frozen public enum RetryCausePayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case appleUnavailable = "appleUnavailable"
-                case configuration = "configuration"
-                case other = "other"
-            }
-            /// While retrying, why the last attempt failed. `appleUnavailable` is tried again as soon as Apple answers; `configuration` (Apple refused this server's shared secret or API key) as soon as the app's credentials change; `other` after its back-off.
-            ///
-            /// - Remark: Generated from `#/components/schemas/Submission/retryCause`.
-            public var retryCause: Components.Schemas.Submission.RetryCausePayload?
+            public var retryCause: Components.Schemas.RetryCause?
             /// Why Apple refused it (rejected), or why retries stopped (dead-lettered).
             ///
             /// - Remark: Generated from `#/components/schemas/Submission/reason`.
@@ -521,14 +523,14 @@ extension Components {
             ///   - nextAttemptAt: When the next attempt is due (only while retrying).
             ///   - lastStatus: Apple's last answer (`HTTP 200`, `status 21005`, `timeout`, …).
             ///   - lastError:
-            ///   - retryCause: While retrying, why the last attempt failed. `appleUnavailable` is tried again as soon as Apple answers; `configuration` (Apple refused this server's shared secret or API key) as soon as the app's credentials change; `other` after its back-off.
+            ///   - retryCause:
             ///   - reason: Why Apple refused it (rejected), or why retries stopped (dead-lettered).
             ///   - createdAt:
             ///   - confirmedAt:
             public init(
                 id: Swift.String,
                 state: Components.Schemas.SubmissionState,
-                kind: Components.Schemas.Submission.KindPayload,
+                kind: Components.Schemas.SubmissionKind,
                 environment: Swift.String,
                 customerId: Swift.String,
                 transactionIds: [Swift.String],
@@ -536,7 +538,7 @@ extension Components {
                 nextAttemptAt: Swift.Int64? = nil,
                 lastStatus: Swift.String? = nil,
                 lastError: Swift.String? = nil,
-                retryCause: Components.Schemas.Submission.RetryCausePayload? = nil,
+                retryCause: Components.Schemas.RetryCause? = nil,
                 reason: Swift.String? = nil,
                 createdAt: Swift.Int64,
                 confirmedAt: Swift.Int64? = nil

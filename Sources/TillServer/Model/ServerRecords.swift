@@ -59,44 +59,15 @@ public struct CatalogProduct: Codable, Sendable, Hashable {
     public var updatedAt: Int64
 }
 
-/// The states of a submission's confirmation with Apple.
-public enum SubmissionState: String, Codable, Sendable {
-    /// Verified locally; waiting for its first confirmation attempt.
-    case pending
-    /// Apple confirmed it.
-    case confirmed
-    /// An attempt failed for a temporary reason; another is scheduled.
-    case retrying
-    /// Apple refused it for good; what the local check granted was revoked.
-    case rejected
-    /// Retries ran out; an operator must look.
-    case deadLettered
-}
-
-/// Why a confirmation attempt did not settle its submission: what decides when it is tried again. Apple's answer
-/// is classified once, in the worker; the queue's SQL reads this column rather than parsing `lastStatus`.
-public enum RetryCause: String, Codable, Sendable {
-    /// Apple could not be reached or said it cannot answer now (no answer, HTTP 5xx, 21005, 21009, 211xx): due
-    /// again as soon as Apple answers anything.
-    case appleUnavailable
-    /// Apple says this server's request is wrong (the app's shared secret, 21004; a Server API key refused, 401),
-    /// or the settings for the call are unusable: the purchase is not at fault, so nothing is revoked, and the
-    /// attempt is due again as soon as an operator changes the app.
-    case configuration
-    /// Something about this submission or this answer (unreadable, 429, the database): its own back-off.
-    case other
-}
-
 /// A receipt or signed transaction an app submitted.
 struct SubmissionRecord: Codable, Sendable {
     var id: String
     var bundleId: String
     var customerId: String
     var idempotencyKey: String?
-    /// appReceipt, transactionReceipt or signedTransaction.
-    var kind: String
+    var kind: SubmissionKind
     var environment: String
-    var state: String
+    var state: SubmissionState
     var attempts: Int
     var nextAttemptAt: Int64?
     var lastStatus: String?

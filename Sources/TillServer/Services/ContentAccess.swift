@@ -1,3 +1,4 @@
+import TillContract
 import TillCore
 
 /// Whether a customer may download a product's content: a pure rule over the catalogue and the customer's

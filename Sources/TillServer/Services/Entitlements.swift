@@ -1,17 +1,6 @@
 import Foundation
+import TillContract
 import TillCore
-
-/// An entitlement a customer has now.
-public struct Entitlement: Codable, Sendable, Hashable {
-    public var id: String
-    public var productId: String
-    public var transactionId: String
-    public var environment: String
-    /// Nil for entitlements that do not expire.
-    public var expiresDate: Int64?
-    /// True until Apple has confirmed the purchase that grants it.
-    public var provisional: Bool
-}
 
 /// Derives entitlements from a customer's ledger: a pure function of transactions, catalogue and time.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -7,11 +8,7 @@ import X509
 
 /// What a submission proved locally: its environment and its transactions.
 struct LocallyVerified: Sendable {
-    enum Kind: String, Sendable {
-        case appReceipt, transactionReceipt, signedTransaction
-    }
-
-    var kind: Kind
+    var kind: SubmissionKind
     var environment: AppStoreEnvironment
     var transactions: [PurchaseTransaction]
 }
@@ -200,7 +197,7 @@ enum SubmissionInput: Sendable {
     case transactionReceipt(String)
     case signedTransaction(String)
 
-    var kind: LocallyVerified.Kind {
+    var kind: SubmissionKind {
         switch self {
         case .appReceipt: .appReceipt
         case .transactionReceipt: .transactionReceipt

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import SQLKit
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit

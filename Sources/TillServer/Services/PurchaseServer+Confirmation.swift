@@ -5,6 +5,7 @@ import NIOCore
 import SQLKit
 import ServiceLifecycle
 import Synchronization
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -107,7 +108,7 @@ extension PurchaseServer {
         pacer: ConfirmationPacer?
     ) async -> ConfirmationOutcome {
         switch submission.kind {
-        case LocallyVerified.Kind.signedTransaction.rawValue:
+        case .signedTransaction:
             return await askServerAPI(client, about: submission, app: app, pacer: pacer)
         default:
             return await askVerifyReceipt(client, about: submission, app: app, pacer: pacer)
@@ -336,14 +337,14 @@ extension PurchaseServer {
         let catalogue = try await catalogue(bundleId: app.bundleId)
         let state = try await database.transaction { db -> SubmissionState in
             guard var current = try await self.store.submission(id: submission.id, on: db),
-                current.state == SubmissionState.pending.rawValue || current.state == SubmissionState.retrying.rawValue
-            else { return SubmissionState(rawValue: submission.state) ?? .pending }
+                current.state == .pending || current.state == .retrying
+            else { return submission.state }
             current.attempts += 1
             current.updatedAt = now
             current.claimedUntil = nil
             switch outcome {
             case .confirmed(let environment, let transactions, let status):
-                current.state = SubmissionState.confirmed.rawValue
+                current.state = .confirmed
                 current.lastStatus = status
                 current.lastError = nil
                 current.retryCause = nil
@@ -376,7 +377,7 @@ extension PurchaseServer {
                 current.lastError = error
                 current.retryCause = cause
                 if current.attempts >= settings.maximumAttempts {
-                    current.state = SubmissionState.deadLettered.rawValue
+                    current.state = .deadLettered
                     current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
                     current.nextAttemptAt = nil
                     try await self.store.recordEvent(
@@ -387,7 +388,7 @@ extension PurchaseServer {
                         on: db
                     )
                 } else {
-                    current.state = SubmissionState.retrying.rawValue
+                    current.state = .retrying
                     let delay = settings.delay(afterAttempt: current.attempts)
                     current.nextAttemptAt =
                         now + Int64(delay.components.seconds) * 1000 + delay.components.attoseconds
@@ -395,7 +396,7 @@ extension PurchaseServer {
                 }
                 try await self.store.update(current, on: db)
             case .rejected(let status, let reason):
-                current.state = SubmissionState.rejected.rawValue
+                current.state = .rejected
                 current.lastStatus = status
                 current.retryCause = nil
                 current.reason = reason
@@ -408,7 +409,7 @@ extension PurchaseServer {
                     on: db
                 )
             }
-            return SubmissionState(rawValue: current.state) ?? .pending
+            return current.state
         }
         submissionSettled.signal()
         return state

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SQLKit
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -91,7 +92,7 @@ extension PurchaseServer {
             }
         }
         let restored = customer.purchases.filter {
-            $0.revocationDate == nil && ProductType(rawValue: $0.productType ?? "") != .consumable
+            $0.revocationDate == nil && $0.productType != .consumable
         }
         return RestoreResult(submission: submission, restored: restored, customer: customer)
     }
@@ -218,10 +219,10 @@ extension PurchaseServer {
             guard var record = try await self.store.submission(id: id, on: db) else {
                 throw TillHTTPError.notFound("submission", id)
             }
-            guard record.state == SubmissionState.deadLettered.rawValue else {
+            guard record.state == .deadLettered else {
                 throw TillHTTPError.conflict("notDeadLettered", "submission \(id) is \(record.state)")
             }
-            record.state = SubmissionState.pending.rawValue
+            record.state = .pending
             record.attempts = 0
             record.nextAttemptAt = self.nowMilliseconds
             record.reason = nil

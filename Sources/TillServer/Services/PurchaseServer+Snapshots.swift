@@ -1,4 +1,5 @@
 import Foundation
+import TillContract
 import TillCore
 import TillFormats
 
@@ -46,13 +47,13 @@ extension PurchaseServer {
                     provisional: $0.provisional
                 )
             },
-            balances: customer.balances,
+            balances: customer.balances.additionalProperties,
             purchases: customer.purchases.map {
                 EntitlementSnapshot.Purchase(
                     transactionId: $0.transactionId,
                     originalTransactionId: $0.originalTransactionId,
                     productId: $0.productId,
-                    productType: $0.productType,
+                    productType: $0.productType?.rawValue,
                     quantity: $0.quantity,
                     purchaseDate: $0.purchaseDate,
                     expiresDate: $0.expiresDate,

@@ -2,100 +2,11 @@ import Foundation
 import HTTPTypes
 import Logging
 import SQLKit
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
 import TillStorage
-
-/// What an app sends after a purchase or restore: exactly one of the three formats.
-public struct SubmissionRequest: Codable, Sendable {
-    /// The app's account id, or a guest id (link it later with an alias).
-    public var customerId: String
-    /// An app receipt (base64 PKCS#7).
-    public var receipt: String?
-    /// An iOS 6-style transaction receipt (base64).
-    public var transactionReceipt: String?
-    /// A StoreKit 2 signed transaction (JWS).
-    public var signedTransaction: String?
-    /// The same key always gets the same submission back, so a resend never counts twice.
-    public var idempotencyKey: String?
-
-    public init(
-        customerId: String,
-        receipt: String? = nil,
-        transactionReceipt: String? = nil,
-        signedTransaction: String? = nil,
-        idempotencyKey: String? = nil
-    ) {
-        self.customerId = customerId
-        self.receipt = receipt
-        self.transactionReceipt = transactionReceipt
-        self.signedTransaction = signedTransaction
-        self.idempotencyKey = idempotencyKey
-    }
-}
-
-/// A submission and where its confirmation with Apple stands.
-public struct SubmissionView: Codable, Sendable, Hashable {
-    public var id: String
-    public var state: SubmissionState
-    public var kind: String
-    public var environment: String
-    public var customerId: String
-    public var transactionIds: [String]
-    public var attempts: Int
-    /// When the next confirmation attempt is due (retrying).
-    public var nextAttemptAt: Int64?
-    /// The last answer from Apple (`status 21005`, `HTTP 503`, `timeout`, …).
-    public var lastStatus: String?
-    public var lastError: String?
-    /// While retrying: why the last attempt failed, which decides when the next one is.
-    public var retryCause: RetryCause?
-    /// Why Apple refused it (rejected), or why retries stopped (dead-lettered).
-    public var reason: String?
-    public var createdAt: Int64
-    public var confirmedAt: Int64?
-}
-
-/// A transaction the submission carried that was not credited to this customer.
-public struct RefusedTransaction: Codable, Sendable, Hashable {
-    public var transactionId: String
-    public var reason: String
-}
-
-/// A purchase of a customer, as the server recorded it.
-public struct PurchaseView: Codable, Sendable, Hashable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var productId: String
-    public var productType: String?
-    public var environment: String
-    public var quantity: Int
-    public var purchaseDate: Int64
-    public var expiresDate: Int64?
-    public var revocationDate: Int64?
-    public var revocationReason: String?
-    public var confirmed: Bool
-}
-
-/// Everything the server knows a customer has.
-public struct CustomerView: Codable, Sendable, Hashable {
-    public var customerId: String
-    public var entitlements: [Entitlement]
-    public var balances: [String: Int64]
-    public var purchases: [PurchaseView]
-    /// The renewal state of each auto-renewable subscription, as Apple's notifications last reported it.
-    public var subscriptions: [SubscriptionStateView] = []
-}
-
-/// The answer to a submission.
-public struct SubmissionResult: Codable, Sendable {
-    public var submission: SubmissionView
-    public var customer: CustomerView
-    public var refused: [RefusedTransaction]
-    /// The customer's entitlement snapshot, signed (set by the HTTP layer: `POST /v1/receipts`).
-    public var signedSnapshot: String? = nil
-}
 
 extension PurchaseServer {
     /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
@@ -103,15 +14,15 @@ extension PurchaseServer {
     public func submit(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
         let clock = ContinuousClock()
         let start = clock.now
-        let kind =
+        let kind: SubmissionKind =
             request.signedTransaction != nil
-            ? "signedTransaction" : request.transactionReceipt != nil ? "transactionReceipt" : "appReceipt"
+            ? .signedTransaction : request.transactionReceipt != nil ? .transactionReceipt : .appReceipt
         do {
             let result = try await accept(request, app: app)
-            metrics.submission(kind: kind, outcome: "accepted", duration: clock.now - start)
+            metrics.submission(kind: kind.rawValue, outcome: "accepted", duration: clock.now - start)
             return result
         } catch {
-            metrics.submission(kind: kind, outcome: "refused", duration: clock.now - start)
+            metrics.submission(kind: kind.rawValue, outcome: "refused", duration: clock.now - start)
             throw error
         }
     }
@@ -155,9 +66,9 @@ extension PurchaseServer {
                 bundleId: app.bundleId,
                 customerId: owner,
                 idempotencyKey: request.idempotencyKey,
-                kind: input.kind.rawValue,
+                kind: input.kind,
                 environment: verified.environment.rawValue,
-                state: SubmissionState.pending.rawValue,
+                state: .pending,
                 attempts: 0,
                 nextAttemptAt: now,
                 lastStatus: nil,
@@ -182,7 +93,7 @@ extension PurchaseServer {
             if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
                 // Nothing of it is this customer's: there is nothing to ask Apple (a replay of someone else's
                 // purchase must not cost a call to Apple, nor a place in the queue).
-                submission.state = SubmissionState.rejected.rawValue
+                submission.state = .rejected
                 submission.reason = "every transaction belongs to another customer (ownedByAnotherCustomer)"
                 submission.nextAttemptAt = nil
                 try await self.store.update(submission, on: db)
@@ -390,16 +301,16 @@ extension PurchaseServer {
     func view(_ record: SubmissionRecord) -> SubmissionView {
         SubmissionView(
             id: record.id,
-            state: SubmissionState(rawValue: record.state) ?? .pending,
+            state: record.state,
             kind: record.kind,
             environment: record.environment,
             customerId: record.customerId,
             transactionIds: (try? JSONDecoder().decode([String].self, from: Data(record.transactionIds.utf8))) ?? [],
             attempts: record.attempts,
-            nextAttemptAt: record.state == SubmissionState.retrying.rawValue ? record.nextAttemptAt : nil,
+            nextAttemptAt: record.state == .retrying ? record.nextAttemptAt : nil,
             lastStatus: record.lastStatus,
             lastError: record.lastError,
-            retryCause: record.state == SubmissionState.retrying.rawValue ? record.retryCause : nil,
+            retryCause: record.state == .retrying ? record.retryCause : nil,
             reason: record.reason,
             createdAt: record.createdAt,
             confirmedAt: record.confirmedAt
@@ -435,13 +346,13 @@ extension PurchaseServer {
                 now: nowMilliseconds,
                 gracePeriods: Self.gracePeriods(states)
             ),
-            balances: snapshot.balances,
+            balances: Components.Schemas.Credits(snapshot.balances),
             purchases: ledger.map {
                 PurchaseView(
                     transactionId: $0.transactionId,
                     originalTransactionId: $0.originalTransactionId,
                     productId: $0.productId,
-                    productType: $0.productType,
+                    productType: $0.productType.flatMap(Components.Schemas.ProductType.init(rawValue:)),
                     environment: $0.environment,
                     quantity: $0.quantity,
                     purchaseDate: $0.purchaseDate,
@@ -548,7 +459,7 @@ extension SubmissionResult {
                 w.field("customerId", submission.customerId)
                 w.field("environment", submission.environment)
                 w.field("id", submission.id)
-                w.field("kind", submission.kind)
+                w.field("kind", submission.kind.rawValue)
                 w.field("lastError", submission.lastError)
                 w.field("lastStatus", submission.lastStatus)
                 w.field("nextAttemptAt", submission.nextAttemptAt)
@@ -566,7 +477,7 @@ extension SubmissionResult {
 extension CustomerView {
     func writeJSON(to writer: inout JSONWriter) {
         writer.object { w in
-            w.field("balances", balances)
+            w.field("balances", balances.additionalProperties)
             w.field("customerId", customerId)
             w.key("entitlements")
             w.array(entitlements) { w, entitlement in
@@ -587,7 +498,7 @@ extension CustomerView {
                     w.field("expiresDate", purchase.expiresDate)
                     w.field("originalTransactionId", purchase.originalTransactionId)
                     w.field("productId", purchase.productId)
-                    w.field("productType", purchase.productType)
+                    w.field("productType", purchase.productType?.rawValue)
                     w.field("purchaseDate", purchase.purchaseDate)
                     w.field("quantity", purchase.quantity)
                     w.field("revocationDate", purchase.revocationDate)

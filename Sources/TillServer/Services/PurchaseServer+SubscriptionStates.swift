@@ -1,32 +1,9 @@
 import Foundation
 import SQLKit
+import TillContract
 import TillCore
 import TillFormats
 import TillStorage
-
-/// A subscription's renewal state, as the customer view shows it.
-public struct SubscriptionStateView: Codable, Sendable, Hashable {
-    public var originalTransactionId: String
-    public var environment: String
-    public var productId: String?
-    /// The product the subscription renews to next.
-    public var autoRenewProductId: String?
-    public var autoRenewStatus: Bool?
-    /// `active`, `expired`, `billingRetry`, `gracePeriod` or `revoked`, as Apple last reported it.
-    public var status: String?
-    /// The end of the latest period the ledger holds.
-    public var expiresDate: Int64?
-    /// Apple is still trying to charge a failed renewal.
-    public var isInBillingRetryPeriod: Bool
-    /// Access continues until then while in billing retry.
-    public var gracePeriodExpiresDate: Int64?
-    /// Apple's `expirationIntent`: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
-    public var expirationIntent: Int?
-    public var renewalDate: Int64?
-    public var priceIncreaseStatus: Int?
-    public var lastNotificationType: String?
-    public var updatedAt: Int64
-}
 
 extension PurchaseServer {
     /// The renewal states of the subscriptions in a customer's ledger.

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillContract
 import TillCore
 import TillStorage
 
