@@ -91,6 +91,12 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .target(name: "TillFormats", dependencies: ["TillCore"] + crypto, swiftSettings: upcoming),
+        // Signed entitlement snapshots: what the server signs and the app SDK checks, without the receipt machinery.
+        .target(
+            name: "TillSnapshot",
+            dependencies: ["TillCore", "TillContract", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "TillStorage",
             dependencies: [
@@ -109,7 +115,8 @@ let package = Package(
         ),
         .target(
             name: "TillServer",
-            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit", "TillContract"] + crypto + server,
+            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit", "TillContract", "TillSnapshot"]
+                + crypto + server,
             swiftSettings: upcoming
         ),
         .target(
@@ -120,7 +127,7 @@ let package = Package(
         .target(
             name: "TillClient",
             dependencies: [
-                "TillCore", "TillFormats",
+                "TillCore", "TillSnapshot", "TillContract",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -132,7 +139,7 @@ let package = Package(
             name: "till",
             dependencies: [
                 "TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient", "TillHTTPKit",
-                "TillContract", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "TillContract", "TillSnapshot", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ] + crypto + server,
             swiftSettings: upcoming
         ),
@@ -157,6 +164,14 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(
+            name: "TillSnapshotTests",
+            // TillFormats only to craft hostile input (its base64).
+            dependencies: [
+                "TillSnapshot", "TillContract", "TillFormats", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: upcoming
+        ),
+        .testTarget(
             name: "TillHTTPKitTests",
             dependencies: ["TillHTTPKit", .product(name: "HummingbirdTesting", package: "hummingbird")],
             swiftSettings: upcoming
@@ -174,7 +189,7 @@ let package = Package(
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "TillServer", "TillSimulator", "TillTestSupport", "TillHTTPKit", "TillContract",
+                "TillServer", "TillSimulator", "TillTestSupport", "TillHTTPKit", "TillContract", "TillSnapshot",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
                 + crypto + server,
@@ -194,6 +209,7 @@ let package = Package(
             name: "TillClientTests",
             dependencies: [
                 "TillClient", "TillServer", "TillSimulator", "TillStorage", "TillTestSupport", "TillContract",
+                "TillSnapshot",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ] + crypto + server,
             swiftSettings: upcoming

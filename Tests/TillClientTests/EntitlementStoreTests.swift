@@ -2,8 +2,10 @@ import Crypto
 import Foundation
 import Testing
 import TillClient
+import TillContract
 import TillCore
 import TillFormats
+import TillSnapshot
 import TillTestSupport
 
 @testable import TillServer

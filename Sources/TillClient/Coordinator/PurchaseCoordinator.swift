@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import TillCore
-import TillFormats
+import TillSnapshot
 
 /// Runs the app's side of every purchase: store → server → snapshot → content → finish.
 ///

@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
+import TillContract
 import TillCore
-import TillFormats
+import TillSnapshot
 
 /// A snapshot whose signature checked out against a trusted key, for this app and customer. Only
 /// ``EntitlementStore`` makes them.

@@ -1719,16 +1719,18 @@ public enum ContractDocument {
           properties:
             kty:
               type: string
-              const: EC
+              description: "`EC` for the keys this server makes. Not an enum, so that a client keeps the keys it can use
+                when a later server publishes another kind beside them."
+              examples: [EC]
             crv:
               type: string
-              const: P-256
+              examples: [P-256]
             alg:
               type: string
-              const: ES256
+              examples: [ES256]
             use:
               type: string
-              const: sig
+              examples: [sig]
             kid:
               type: string
               description: The first 16 hex digits of the SHA-256 of the key's X9.63 form; a snapshot's JWS header names

@@ -971,30 +971,16 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey`.
         public struct SnapshotPublicKey: Codable, Hashable, Sendable {
+            /// `EC` for the keys this server makes. Not an enum, so that a client keeps the keys it can use when a later server publishes another kind beside them.
+            ///
             /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/kty`.
-            @frozen public enum KtyPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case ec = "EC"
-            }
-            /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/kty`.
-            public var kty: Components.Schemas.SnapshotPublicKey.KtyPayload
+            public var kty: Swift.String
             /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/crv`.
-            @frozen public enum CrvPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case p256 = "P-256"
-            }
-            /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/crv`.
-            public var crv: Components.Schemas.SnapshotPublicKey.CrvPayload
+            public var crv: Swift.String
             /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/alg`.
-            @frozen public enum AlgPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case es256 = "ES256"
-            }
-            /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/alg`.
-            public var alg: Components.Schemas.SnapshotPublicKey.AlgPayload
+            public var alg: Swift.String
             /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/use`.
-            @frozen public enum UsePayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case sig = "sig"
-            }
-            /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/use`.
-            public var use: Components.Schemas.SnapshotPublicKey.UsePayload
+            public var use: Swift.String
             /// The first 16 hex digits of the SHA-256 of the key's X9.63 form; a snapshot's JWS header names it.
             ///
             /// - Remark: Generated from `#/components/schemas/SnapshotPublicKey/kid`.
@@ -1010,7 +996,7 @@ extension Components {
             /// Creates a new `SnapshotPublicKey`.
             ///
             /// - Parameters:
-            ///   - kty:
+            ///   - kty: `EC` for the keys this server makes. Not an enum, so that a client keeps the keys it can use when a later server publishes another kind beside them.
             ///   - crv:
             ///   - alg:
             ///   - use:
@@ -1018,10 +1004,10 @@ extension Components {
             ///   - x: The curve point's x coordinate, 32 bytes, base64url without padding.
             ///   - y: Its y coordinate, likewise.
             public init(
-                kty: Components.Schemas.SnapshotPublicKey.KtyPayload,
-                crv: Components.Schemas.SnapshotPublicKey.CrvPayload,
-                alg: Components.Schemas.SnapshotPublicKey.AlgPayload,
-                use: Components.Schemas.SnapshotPublicKey.UsePayload,
+                kty: Swift.String,
+                crv: Swift.String,
+                alg: Swift.String,
+                use: Swift.String,
                 kid: Swift.String,
                 x: Swift.String,
                 y: Swift.String

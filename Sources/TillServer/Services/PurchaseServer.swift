@@ -3,9 +3,11 @@ import Foundation
 import Logging
 import SQLKit
 import Synchronization
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillSnapshot
 import TillStorage
 
 /// The verification server's state and services: what the HTTP layer and the confirmation worker call.

@@ -1,8 +1,10 @@
 import Crypto
 import Foundation
 import Testing
+import TillContract
 import TillCore
 import TillFormats
+import TillSnapshot
 
 /// Entitlement snapshots: signed by the server's key, checked by apps that know it, useless once edited.
 struct SnapshotSignatureTests {

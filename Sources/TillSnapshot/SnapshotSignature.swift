@@ -1,51 +1,7 @@
 import Crypto
 import Foundation
+import TillContract
 import TillCore
-
-/// A Till server's snapshot signing key, published as a JSON Web Key (RFC 7517) so apps can check snapshots.
-public struct SnapshotPublicKey: Codable, Sendable, Hashable {
-    public var kty: String
-    public var crv: String
-    public var alg: String
-    public var use: String
-    /// The key's id: the first 16 hex digits of the SHA-256 of its X9.63 form.
-    public var kid: String
-    /// The curve point, base64url without padding.
-    public var x: String
-    public var y: String
-
-    public init(_ key: P256.Signing.PublicKey) {
-        let raw = Array(key.rawRepresentation)  // x ‖ y, 32 bytes each
-        kty = "EC"
-        crv = "P-256"
-        alg = "ES256"
-        use = "sig"
-        kid = Self.keyId(of: key)
-        x = Base64.encode(raw[0..<32], alphabet: .url)
-        y = Base64.encode(raw[32..<64], alphabet: .url)
-    }
-
-    static func keyId(of key: P256.Signing.PublicKey) -> String {
-        SHA256.hash(data: key.x963Representation).prefix(8).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// The key itself; throws for anything but an ES256 P-256 key whose id matches it.
-    public func publicKey() throws(SnapshotError) -> P256.Signing.PublicKey {
-        guard kty == "EC", crv == "P-256", alg == "ES256" else { throw .unsupportedKey(kid) }
-        guard let x = Base64.decode(x, alphabet: .url), let y = Base64.decode(y, alphabet: .url), x.count == 32,
-            y.count == 32, let key = try? P256.Signing.PublicKey(rawRepresentation: x + y)
-        else { throw .unsupportedKey(kid) }
-        guard Self.keyId(of: key) == kid else { throw .unsupportedKey(kid) }
-        return key
-    }
-}
-
-/// The keys a server publishes (`GET /v1/keys`): the current one first; older ones stay while snapshots they
-/// signed may still be on devices.
-public struct SnapshotKeySet: Codable, Sendable, Hashable {
-    public var keys: [SnapshotPublicKey]
-    public init(keys: [SnapshotPublicKey]) { self.keys = keys }
-}
 
 /// Why a snapshot was not trusted.
 public enum SnapshotError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -88,15 +44,15 @@ public struct SnapshotSigner: Sendable {
         self.key = key
         publicKey = SnapshotPublicKey(key.publicKey)
         let header = #"{"alg":"ES256","kid":"\#(publicKey.kid)","typ":"\#(Self.type)"}"#
-        encodedHeader = Base64.encode(Array(header.utf8), alphabet: .url)
+        encodedHeader = Base64URL.encode(Array(header.utf8))
     }
 
     public func sign(_ snapshot: EntitlementSnapshot) throws -> String {
         var writer = JSONWriter()
         snapshot.writeJSON(to: &writer)
-        let input = encodedHeader + "." + Base64.encode(writer.bytes, alphabet: .url)
+        let input = encodedHeader + "." + Base64URL.encode(writer.bytes)
         let signature = try key.signature(for: Array(input.utf8))
-        return input + "." + Base64.encode(signature.rawRepresentation, alphabet: .url)
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 }
 
@@ -115,19 +71,20 @@ public struct SnapshotVerifier: Sendable {
     public var keyIds: [String] { keys.keys.sorted() }
 
     public func verify(_ jws: String) throws(SnapshotError) -> EntitlementSnapshot {
-        let bytes = Array(jws.utf8)
-        guard bytes.count <= 4 << 20, let parts = CompactJWS(bytes) else { throw .malformed("not a compact JWS") }
-        guard let headerJSON = Base64.decode(parts.headerSegment, alphabet: .url),
+        guard jws.utf8.count <= 4 << 20 else { throw .malformed("not a compact JWS") }
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw .malformed("not a compact JWS") }
+        guard let headerJSON = Base64URL.decode(parts[0]),
             let header = try? JSONDecoder().decode(SnapshotHeader.self, from: Data(headerJSON))
         else { throw .malformed("unreadable header") }
         guard header.alg == "ES256" else { throw .unsupportedKey(header.kid) }
         guard header.typ == SnapshotSigner.type else { throw .malformed("typ is not \(SnapshotSigner.type)") }
         guard let key = keys[header.kid] else { throw .unknownKey(header.kid) }
-        guard let signatureBytes = Base64.decode(parts.signatureSegment, alphabet: .url),
+        guard let signatureBytes = Base64URL.decode(parts[2]),
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            key.isValidSignature(signature, for: Array(bytes[..<parts.payloadSegment.endIndex]))
+            key.isValidSignature(signature, for: Array(jws.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)))
         else { throw .badSignature }
-        guard let payload = Base64.decode(parts.payloadSegment, alphabet: .url),
+        guard let payload = Base64URL.decode(parts[1]),
             let snapshot = try? JSONDecoder().decode(EntitlementSnapshot.self, from: Data(payload))
         else { throw .malformed("unreadable payload") }
         return snapshot
