@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TillClient
+import TillContract
 import TillCore
 import TillTestSupport
 

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
+import TillContract
 
 /// How far one file's download is.
 public struct DownloadProgress: Sendable, Hashable {

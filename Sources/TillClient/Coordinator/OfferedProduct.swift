@@ -1,3 +1,5 @@
+import TillContract
+
 /// A product the app can offer: the server's description with the store's localized price.
 public struct OfferedProduct: Sendable, Hashable {
     public var catalogue: CatalogueProduct

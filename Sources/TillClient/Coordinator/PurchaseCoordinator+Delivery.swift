@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillContract
 import TillCore
 
 /// The pipeline: submit, snapshot, content, finish.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillContract
 import TillCore
 import TillSnapshot
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
+import TillContract
 import TillSnapshot
 
 /// The app API of `till serve` (docs/api.md), called with the app's key.

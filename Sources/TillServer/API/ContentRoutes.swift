@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOFileSystem
+import TillContract
 import TillHTTPKit
 
 /// Content delivery over HTTP (see docs/content.md): operators upload files to products, apps ask for signed

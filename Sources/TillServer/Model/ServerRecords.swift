@@ -28,14 +28,6 @@ public struct ServerApp: Codable, Sendable, Hashable {
     public var createdAt: Int64
 }
 
-/// A file delivered with a product after a verified purchase.
-public struct ContentFile: Codable, Sendable, Hashable {
-    public var name: String
-    public var sha256: String
-    public var size: Int64
-    public var contentType: String
-}
-
 /// A product of the server-side catalogue: what it is and what buying it gives.
 public struct CatalogProduct: Codable, Sendable, Hashable {
     public var bundleId: String

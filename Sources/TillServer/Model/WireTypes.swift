@@ -1,4 +1,5 @@
 import TillContract
+import TillCore
 
 // The server's names for the wire types it answers with. Each is the type swift-openapi-generator made from
 // Sources/TillContract/openapi.yaml (see docs/contract.md): a field added there is a field here, on the client, in
@@ -27,3 +28,24 @@ public typealias Entitlement = Components.Schemas.Entitlement
 public typealias SubscriptionStateView = Components.Schemas.SubscriptionState
 /// The answer to a submission.
 public typealias SubmissionResult = Components.Schemas.SubmissionResult
+/// A product of the master list, as apps fetch it.
+public typealias MasterListProduct = Components.Schemas.MasterListProduct
+/// The server-side master list of product ids; its ETag changes whenever the catalogue does.
+public typealias MasterList = Components.Schemas.MasterList
+/// The outcome of a restore: the submission and every purchase the customer can have back.
+public typealias RestoreResult = Components.Schemas.RestoreResult
+/// A file a product delivers.
+public typealias ContentFile = Components.Schemas.ContentFile
+
+extension Components.Schemas.ProductType {
+    /// The contract's name for one of TillCore's five product types.
+    init(_ type: ProductType) {
+        switch type {
+        case .consumable: self = .consumable
+        case .nonConsumable: self = .nonConsumable
+        case .autoRenewable: self = .autoRenewable
+        case .nonRenewing: self = .nonRenewing
+        case .freeSubscription: self = .freeSubscription
+        }
+    }
+}

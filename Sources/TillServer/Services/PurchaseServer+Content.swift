@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import SQLKit
+import TillContract
 import TillCore
 import TillHTTPKit
 import TillStorage

@@ -7,32 +7,6 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// A product of the master list, as apps fetch it.
-public struct MasterListProduct: Codable, Sendable, Hashable {
-    public var productId: String
-    public var type: ProductType
-    public var title: String
-    public var entitlements: [String]
-    public var credits: [String: Int64]
-    public var content: [ContentFile]
-    public var subscriptionGroup: String?
-}
-
-/// The server-side master list of product ids; its ETag changes whenever the catalogue does.
-public struct MasterList: Codable, Sendable {
-    public var products: [MasterListProduct]
-    public var etag: String
-}
-
-/// The outcome of a restore: the submission and every purchase the customer can have back.
-public struct RestoreResult: Codable, Sendable {
-    public var submission: SubmissionView
-    public var restored: [PurchaseView]
-    public var customer: CustomerView
-    /// The customer's entitlement snapshot, signed (set by the HTTP layer: `POST /v1/customers/{id}/restore`).
-    public var signedSnapshot: String? = nil
-}
-
 /// Revenue per day, product or currency (production only: sandbox purchases never count).
 public struct RevenueReport: Codable, Sendable {
     public struct Row: Codable, Sendable, Hashable {
@@ -56,10 +30,10 @@ extension PurchaseServer {
         let products = try await store.products(bundleId: bundleId, on: store.sql).map {
             MasterListProduct(
                 productId: $0.productId,
-                type: $0.type,
+                _type: Components.Schemas.ProductType($0.type),
                 title: $0.title,
                 entitlements: $0.entitlements,
-                credits: $0.credits,
+                credits: Components.Schemas.Credits($0.credits),
                 content: $0.content,
                 subscriptionGroup: $0.subscriptionGroup
             )

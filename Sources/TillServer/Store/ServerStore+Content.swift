@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillContract
 
 extension ServerStore {
     /// The secret every process of a deployment signs download URLs with when none is configured: the first

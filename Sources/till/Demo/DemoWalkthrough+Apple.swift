@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import TillClient
+import TillContract
 import TillCore
 import TillSimulator
 
@@ -137,9 +138,9 @@ extension DemoWalkthrough {
                 return
             }
             report.expect(
-                submission.kind == "appReceipt",
+                submission.kind == .appReceipt,
                 "gems.100 delivered in \(TextFormat.duration(elapsed)) from the app receipt",
-                otherwise: "the server recorded a \(submission.kind)"
+                otherwise: "the server recorded a \(submission.kind.rawValue)"
             )
             struct VerifyReceipt: Encodable {
                 var receiptData: String

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOHTTP1
 import TillClient
+import TillContract
 import TillSimulator
 
 /// The magazine: content delivered by the server, interrupted and resumed; and restore on a second device.

@@ -1,5 +1,6 @@
 import Foundation
 import TillClient
+import TillContract
 import TillCore
 
 /// The catalogue, one purchase of each type, and the server unreachable (the outbox).
@@ -17,11 +18,11 @@ extension DemoWalkthrough {
             let offered = try await phone.offeredProducts()
             for product in offered.products {
                 let catalogue = product.catalogue
-                var grants = catalogue.credits.map { "+\($0.value) \($0.key)" }.sorted()
+                var grants = catalogue.credits.additionalProperties.map { "+\($0.value) \($0.key)" }.sorted()
                 grants += catalogue.entitlements.map { "→ \($0)" }
                 if catalogue.isServerDelivered { grants.append("+ \(catalogue.content.count) file(s)") }
                 report.note(
-                    TextFormat.column(product.productId, 17) + TextFormat.column(catalogue.type, 18)
+                    TextFormat.column(product.productId, 17) + TextFormat.column(catalogue._type.rawValue, 18)
                         + TextFormat.column(product.store.title, 24) + TextFormat.column(product.store.displayPrice, 8)
                         + grants.joined(separator: " ")
                 )

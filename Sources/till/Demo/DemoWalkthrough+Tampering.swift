@@ -1,5 +1,6 @@
 import Foundation
 import TillClient
+import TillContract
 import TillFormats
 
 /// The entitlement store on disk, edited by hand.

@@ -1,5 +1,6 @@
 import Foundation
 import TillClient
+import TillContract
 import TillCore
 import TillServer
 import TillSimulator

@@ -1,5 +1,6 @@
 import Foundation
 import TillClient
+import TillContract
 import TillCore
 
 /// What each `till shop` command does, for the subcommands and the interactive menu alike.
@@ -49,13 +50,13 @@ extension ShopSession {
             products: offered.products.map { product in
                 ShopProducts.Product(
                     productId: product.productId,
-                    type: product.catalogue.type,
+                    type: product.catalogue._type.rawValue,
                     title: product.store.title,
                     description: product.store.description,
                     displayPrice: product.store.displayPrice,
                     price: product.store.price,
                     currency: product.store.currency,
-                    credits: product.catalogue.credits,
+                    credits: product.catalogue.credits.additionalProperties,
                     entitlements: product.catalogue.entitlements,
                     files: product.catalogue.content.map(ShopFile.init),
                     owned: product.catalogue.productType != .consumable

@@ -1,5 +1,6 @@
 import Foundation
 import TillClient
+import TillContract
 
 /// What a `till shop` command shows: JSON with `--json`, otherwise ``text``.
 protocol ShopView: Encodable {
