@@ -37,7 +37,9 @@ let server: [Target.Dependency] = [
 
 let package = Package(
     name: "Till",
-    platforms: [.macOS(.v15)],
+    // What the code needs: Synchronization's Mutex (TillClient, the server) arrived with these releases. The server,
+    // the simulator and the CLI run on macOS and Linux; TillClient, TillSnapshot and TillContract on every platform.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "till", targets: ["till"]),
         .library(name: "TillCore", targets: ["TillCore"]),
@@ -66,6 +68,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),
@@ -126,12 +129,13 @@ let package = Package(
         ),
         .target(
             name: "TillClient",
+            // The contract, the snapshot check and URLSession: nothing of the server's receipt machinery, no SwiftNIO.
             dependencies: [
                 "TillCore", "TillSnapshot", "TillContract",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: upcoming
         ),

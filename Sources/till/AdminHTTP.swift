@@ -21,7 +21,7 @@ struct AdminHTTP: Sendable {
     let baseURL: String
     /// Sent as `Authorization: Bearer`, when set.
     let token: String?
-    var client: HTTPClient = TillHTTP.shared
+    var client: HTTPClient = .shared
 
     init(baseURL: String, token: String? = nil) {
         var base = baseURL

@@ -16,6 +16,10 @@ import TillTestSupport
 @testable import TillServer
 @testable import TillSimulator
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// A simulator and a verification server on loopback ports, with an app whose products cover the five types,
 /// and a sandbox account with a device: what an app using TillClient talks to.
 ///
@@ -30,7 +34,7 @@ struct ClientFixture {
     let simulatorURL: String
     /// A scratch directory removed after the test.
     let directory: URL
-    let http: HTTPClient
+    let http: URLSession
 
     static let bundleId = "com.example.till"
     /// Bytes of the `pro` manual: large enough to arrive in many chunks, so a download can be interrupted.
@@ -71,7 +75,7 @@ struct ClientFixture {
         let key = try await simulator.createAPIKey(appAppleId: simApp.appAppleId)
         let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
         let device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: TillHTTP.configuration)
+        let http = TillHTTP.makeSession()
 
         do {
             try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in
@@ -141,11 +145,11 @@ struct ClientFixture {
                 try await server.shutdown()
             }
         } catch {
-            try? await http.shutdown()
+            http.invalidateAndCancel()
             try? await simulator.shutdown()
             throw error
         }
-        try await http.shutdown()
+        http.finishTasksAndInvalidate()
         try await simulator.shutdown()
     }
 
@@ -186,13 +190,13 @@ struct ClientFixture {
             bundleId: Self.bundleId,
             timeout: .seconds(30),
             pollInterval: pollInterval,
-            httpClient: http,
+            session: http,
             paymentSheet: sheet
         )
     }
 
     func client(_ url: String, timeout: Duration = .seconds(30)) -> TillServerClient {
-        TillServerClient(baseURL: url, appKey: app.appKey, timeout: timeout, httpClient: http)
+        TillServerClient(baseURL: url, appKey: app.appKey, timeout: timeout, session: http)
     }
 
     /// An app's coordinator keeping its files in `folder` of the scratch directory: the same folder is the
@@ -241,7 +245,7 @@ struct ClientFixture {
                 directory: root.appendingPathComponent("content"),
                 server: client,
                 timeout: timeout,
-                httpClient: http
+                session: http
             )
         )
     }

@@ -7,6 +7,10 @@ import TillTestSupport
 @testable import TillServer
 @testable import TillSimulator
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Downloads of server-delivered content: resumed with Range, checked, placed whole.
 @Suite(.timeLimit(.minutes(2)))
 struct ContentStoreTests {
@@ -27,7 +31,7 @@ struct ContentStoreTests {
             directory: fixture.directory.appendingPathComponent("content"),
             server: client,
             timeout: .seconds(30),
-            httpClient: fixture.http
+            session: fixture.http
         )
     }
 

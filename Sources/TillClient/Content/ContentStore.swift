@@ -1,9 +1,10 @@
-import AsyncHTTPClient
 import Crypto
 import Foundation
-import NIOCore
-import NIOHTTP1
 import TillContract
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// How far one file's download is.
 public struct DownloadProgress: Sendable, Hashable {
@@ -59,11 +60,11 @@ public actor ContentStore {
         directory: URL,
         server: TillServerClient,
         timeout: Duration = .seconds(30),
-        httpClient: HTTPClient = TillHTTP.shared
+        session: URLSession = TillHTTP.shared
     ) throws {
         self.directory = directory
         self.server = server
-        http = HTTPService(baseURL: server.baseURL, bearer: nil, timeout: timeout, client: httpClient)
+        http = HTTPService(baseURL: server.baseURL, bearer: nil, timeout: timeout, session: session)
         try DurableFiles.createDirectory(directory.appendingPathComponent("partial", isDirectory: true))
         try DurableFiles.createDirectory(directory.appendingPathComponent("products", isDirectory: true))
     }
@@ -205,49 +206,45 @@ public actor ContentStore {
         if offset > 0 {
             headers = [("Range", "bytes=\(offset)-"), ("If-Range", "\"\(file.sha256)\"")]
         }
-        var request = http.request(.GET, link.url, headers: headers)
-        request.headers.replaceOrAdd(name: "Accept", value: "*/*")
-        let outcome = try await http.perform(request) { response -> (Int64, Int64) in
-            let status = Int(response.status.code)
-            var start: Int64
-            switch status {
-            case 206:
-                guard let range = response.headers.first(name: "Content-Range"),
-                    Self.rangeStart(range) == offset
-                else {
-                    throw TillClientError(
-                        .invalidResponse,
-                        status: status,
-                        message: "the server answered another range than bytes=\(offset)-"
-                    )
-                }
-                start = offset
-            case 200:
-                start = 0
-            case 416:
-                // The partial file is not a prefix the server can continue: start over next time.
-                try DurableFiles.remove(partial)
+        var request = try http.request("GET", link.url, headers: headers)
+        request.setValue("*/*", forHTTPHeaderField: "Accept")
+        let response = try await http.stream(request)
+        let status = response.status
+        var start: Int64
+        switch status {
+        case 206:
+            guard let range = response.header("Content-Range"), Self.rangeStart(range) == offset else {
                 throw TillClientError(
-                    .refused,
-                    status: 416,
-                    message: "the partial download of \(file.name) was unusable"
-                )
-            default:
-                let bytes = try await response.body.collect(upTo: 64 * 1024)
-                throw HTTPService.failure(
-                    .init(status: status, headers: response.headers, body: Array(bytes.readableBytesView))
+                    .invalidResponse,
+                    status: status,
+                    message: "the server answered another range than bytes=\(offset)-"
                 )
             }
-            let transferred = try await Self.write(
-                response.body,
-                to: partial,
-                from: start,
-                limit: file.size
-            ) { received in
-                progress?(DownloadProgress(productId: productId, name: file.name, received: received, total: file.size))
-            }
-            return (transferred, start)
+            start = offset
+        case 200:
+            start = 0
+        case 416:
+            // The partial file is not a prefix the server can continue: start over next time.
+            try DurableFiles.remove(partial)
+            throw TillClientError(
+                .refused,
+                status: 416,
+                message: "the partial download of \(file.name) was unusable"
+            )
+        default:
+            let bytes = (try? await response.collect(upTo: 64 * 1024)) ?? []
+            throw HTTPService.failure(status: status, body: bytes)
         }
+        let transferred = try await Self.write(
+            response.body,
+            to: partial,
+            from: start,
+            limit: file.size,
+            url: request.url
+        ) { received in
+            progress?(DownloadProgress(productId: productId, name: file.name, received: received, total: file.size))
+        }
+        let outcome = (transferred, start)
         try DurableFiles.sync(partial)
         guard Self.size(of: partial) == file.size, try Self.sha256(of: partial) == file.sha256 else {
             try DurableFiles.remove(partial)
@@ -261,10 +258,11 @@ public actor ContentStore {
 
     /// Writes the body into `url` from byte `start` (truncating what follows), and answers the bytes written.
     private static func write(
-        _ body: HTTPClientResponse.Body,
+        _ body: AsyncThrowingStream<Data, any Error>,
         to url: URL,
         from start: Int64,
         limit: Int64,
+        url source: URL?,
         progress: (Int64) -> Void
     ) async throws -> Int64 {
         if !FileManager.default.fileExists(atPath: url.path) {
@@ -282,18 +280,26 @@ public actor ContentStore {
         }
         defer { try? handle.close() }
         var written: Int64 = 0
-        for try await chunk in body {
-            guard start + written + Int64(chunk.readableBytes) <= limit else {
-                throw TillClientError(.invalidResponse, message: "the download is longer than the listed size")
+        do {
+            for try await chunk in body {
+                guard start + written + Int64(chunk.count) <= limit else {
+                    throw TillClientError(.invalidResponse, message: "the download is longer than the listed size")
+                }
+                do {
+                    try handle.write(contentsOf: chunk)
+                } catch {
+                    throw TillClientError(.fileSystem, message: "cannot write \(url.path): \(error)")
+                }
+                written += Int64(chunk.count)
+                progress(start + written)
+                try Task.checkCancellation()
             }
-            do {
-                try handle.write(contentsOf: Data(chunk.readableBytesView))
-            } catch {
-                throw TillClientError(.fileSystem, message: "cannot write \(url.path): \(error)")
-            }
-            written += Int64(chunk.readableBytes)
-            progress(start + written)
-            try Task.checkCancellation()
+        } catch let error as TillClientError {
+            throw error
+        } catch {
+            if Task.isCancelled || error is CancellationError { throw CancellationError() }
+            // The connection broke or stalled mid-file: what arrived stays in the partial file for a resume.
+            throw HTTPService.transportFailure(error, url: source)
         }
         return written
     }

@@ -1,18 +1,25 @@
-import AsyncHTTPClient
-import NIOCore
+import Foundation
 
-/// The HTTP client TillClient's types use unless they are given another.
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The URL session TillClient's types use unless they are given another: Foundation's on Apple platforms,
+/// FoundationNetworking's on Linux. TillClient speaks HTTP only through URLSession, so an app links no SwiftNIO.
 public enum TillHTTP {
-    /// A connection the server refuses fails at once instead of being retried until the request's time limit
-    /// (AsyncHTTPClient's default): TillClient has its own retries (the outbox, the unfinished transactions), and an
-    /// app should learn in milliseconds, not seconds, that its purchase waits in the outbox.
-    public static let configuration: HTTPClient.Configuration = {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout.connect = .seconds(10)
-        return configuration
-    }()
+    /// Ephemeral (no cookies, no cache: every answer is about one customer, now), and without a request timeout of
+    /// its own: each call has its deadline (`timeout:` of the client types), and a download its idle limit.
+    public static func makeSession() -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.timeoutIntervalForRequest = 600
+        configuration.timeoutIntervalForResource = 7 * 24 * 3600
+        return URLSession(configuration: configuration)
+    }
 
-    /// Shared by every TillClient object made without a client of its own; never shut down.
-    public static let shared = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    /// Shared by every TillClient object made without a session of its own.
+    public static let shared = makeSession()
 }

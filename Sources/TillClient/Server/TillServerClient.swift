@@ -1,39 +1,58 @@
-import AsyncHTTPClient
 import Foundation
-import NIOHTTP1
+import HTTPTypes
+import OpenAPIRuntime
+import OpenAPIURLSession
 import TillContract
 import TillSnapshot
 
-/// The app API of `till serve` (docs/api.md), called with the app's key.
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The app API of `till serve` (docs/api.md), called with the app's key through the client that
+/// swift-openapi-generator made from the contract, over URLSession.
 ///
 /// Every method throws ``TillClientError``: check ``TillClientError/isTemporary`` to tell "try again later"
 /// (unreachable, timeout, 5xx) from "this request is wrong" (4xx, with the server's `code`).
 public struct TillServerClient: Sendable {
-    let http: HTTPService
+    let client: Client
+    /// Without a trailing slash.
+    public let baseURL: String
+    let timeout: Duration
 
     /// - Parameters:
     ///   - baseURL: the server, e.g. `https://till.example.com`.
     ///   - appKey: the app's key (`tk_…`), sent as `Authorization: Bearer`.
     ///   - timeout: how long one request may take before it counts as timed out.
+    ///   - session: the URL session to send through.
     public init(
         baseURL: String,
         appKey: String,
         timeout: Duration = .seconds(30),
-        httpClient: HTTPClient = TillHTTP.shared
+        session: URLSession = TillHTTP.shared
     ) {
-        http = HTTPService(baseURL: baseURL, bearer: appKey, timeout: timeout, client: httpClient)
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        self.baseURL = base
+        self.timeout = timeout
+        client = Client(
+            serverURL: URL(string: base) ?? URL(fileURLWithPath: "/"),
+            transport: URLSessionTransport(configuration: .init(session: session)),
+            middlewares: [AnswerMiddleware(appKey: appKey)]
+        )
     }
-
-    /// The server's base URL, without a trailing slash.
-    public var baseURL: String { http.baseURL }
 
     /// The master list. With the ETag of the list the app has, an unchanged list answers ``CatalogueFetch/notModified``.
     public func products(ifNoneMatch etag: String? = nil) async throws -> CatalogueFetch {
-        let reply = try await http.get("/v1/products", headers: etag.map { [("If-None-Match", $0)] } ?? [])
-        if reply.status == 304 { return .notModified }
-        var catalogue = try reply.decode(ProductCatalogue.self)
-        if let header = reply.headers.first(name: "ETag"), !header.isEmpty { catalogue.etag = header }
-        return .updated(catalogue)
+        let output = try await call { try await $0.masterList(headers: .init(ifNoneMatch: etag)) }
+        switch output {
+        case .ok(let ok):
+            var catalogue = try Self.read { try ok.body.json }
+            if let header = ok.headers.eTag, !header.isEmpty { catalogue.etag = header }
+            return .updated(catalogue)
+        case .notModified: return .notModified
+        default: throw Self.unexpected(output)
+        }
     }
 
     /// Submits a purchase for `customerId`. The server verifies it locally and records it in milliseconds; with
@@ -47,34 +66,57 @@ public struct TillServerClient: Sendable {
         idempotencyKey: String? = nil,
         wait: Duration? = nil
     ) async throws -> SubmissionAnswer {
-        var path = "/v1/receipts"
-        var timeout: Duration? = nil
+        var seconds: Double? = nil
+        var limit = timeout
         if let wait, wait > .zero {
-            let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
-            path += "?wait=" + String(format: "%.3f", min(seconds, 60))
-            timeout = http.timeout + wait
+            seconds = min(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18, 60)
+            limit = timeout + wait
         }
-        let body = SubmissionBody(customerId: customerId, evidence: evidence, idempotencyKey: idempotencyKey)
-        return try await http.send(.POST, path, json: body, timeout: timeout).decode(SubmissionAnswer.self)
+        var body = Components.Schemas.SubmissionRequest(customerId: customerId, idempotencyKey: idempotencyKey)
+        switch evidence {
+        case .appReceipt(let receipt): body.receipt = receipt
+        case .transactionReceipt(let receipt): body.transactionReceipt = receipt
+        case .signedTransaction(let jws): body.signedTransaction = jws
+        }
+        let output = try await call(timeout: limit) { [body, seconds] in
+            try await $0.submit(query: .init(wait: seconds), body: .json(body))
+        }
+        switch output {
+        case .ok(let ok): return try Self.read { try ok.body.json }
+        case .accepted(let accepted): return try Self.read { try accepted.body.json }
+        default: throw Self.unexpected(output)
+        }
     }
 
     /// Where a submission stands.
     public func submission(id: String) async throws -> SubmissionStatus {
-        try await http.get("/v1/submissions/" + PathComponent.encode(id)).decode(SubmissionStatus.self)
+        let output = try await call { try await $0.submission(path: .init(id: id)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
     }
 
     /// What the server says the customer has now (unsigned; see ``snapshot(customerId:)``).
     public func customer(_ customerId: String) async throws -> CustomerAccount {
-        try await http.get(customerPath(customerId)).decode(CustomerAccount.self)
+        let output = try await call { try await $0.customer(path: .init(customer: customerId)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
     }
 
     /// Restores a customer's purchases from evidence (usually the app receipt): everything they can have back.
     public func restore(customerId: String, evidence: PurchaseEvidence, idempotencyKey: String? = nil) async throws
         -> RestoreAnswer
     {
-        let body = SubmissionBody(customerId: nil, evidence: evidence, idempotencyKey: idempotencyKey)
-        return try await http.send(.POST, customerPath(customerId) + "/restore", json: body)
-            .decode(RestoreAnswer.self)
+        var body = Components.Schemas.RestoreRequest(idempotencyKey: idempotencyKey)
+        switch evidence {
+        case .appReceipt(let receipt): body.receipt = receipt
+        case .transactionReceipt(let receipt): body.transactionReceipt = receipt
+        case .signedTransaction(let jws): body.signedTransaction = jws
+        }
+        let output = try await call { [body] in
+            try await $0.restore(path: .init(customer: customerId), body: .json(body))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
     }
 
     /// Spends `amount` of a consumable credit. The same `requestId` is spent once, however often it is sent.
@@ -82,74 +124,113 @@ public struct TillServerClient: Sendable {
     public func debit(customerId: String, credit: String, amount: Int64, requestId: String) async throws
         -> [String: Int64]
     {
-        struct Body: Encodable {
-            var credit: String
-            var amount: Int64
-            var requestId: String
-        }
-        struct Answer: Decodable { var balances: [String: Int64] }
-        return try await http.post(
-            customerPath(customerId) + "/debits",
-            json: Body(credit: credit, amount: amount, requestId: requestId)
-        ).decode(Answer.self).balances
+        let body = Components.Schemas.DebitRequest(credit: credit, amount: amount, requestId: requestId)
+        let output = try await call { try await $0.debit(path: .init(customer: customerId), body: .json(body)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }.balances.additionalProperties
     }
 
     /// Makes `guestId` an alias of `customerId`: the guest's purchases and balances move to the account, once.
     public func link(guestId: String, to customerId: String) async throws -> CustomerAccount {
-        struct Body: Encodable { var customerId: String }
-        return try await http.post(customerPath(customerId) + "/aliases", json: Body(customerId: guestId))
-            .decode(CustomerAccount.self)
+        let body = Components.Schemas.AliasRequest(customerId: guestId)
+        let output = try await call { try await $0.link(path: .init(customer: customerId), body: .json(body)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
     }
 
     /// Signed download URLs for a product's files (one file when `name` is given), if the customer may have them
     /// now; refused with `notEntitled` otherwise.
     public func downloads(customerId: String, productId: String, name: String? = nil) async throws -> [ContentLink] {
-        struct Body: Encodable {
-            var productId: String
-            var name: String?
-        }
-        struct Answer: Decodable { var downloads: [ContentLink] }
-        return try await http.post(
-            customerPath(customerId) + "/downloads",
-            json: Body(productId: productId, name: name)
-        ).decode(Answer.self).downloads
+        let body = Components.Schemas.DownloadsRequest(productId: productId, name: name)
+        let output = try await call { try await $0.downloads(path: .init(customer: customerId), body: .json(body)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }.downloads
     }
 
     /// The keys the server signs snapshots with (`GET /v1/keys`), the current one first.
     public func snapshotKeys() async throws -> SnapshotKeySet {
-        try await http.get("/v1/keys").decode(SnapshotKeySet.self)
+        let output = try await call { try await $0.snapshotKeys() }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
     }
 
     /// The customer's signed entitlement snapshot (`GET /v1/customers/{id}/snapshot`), not yet verified.
     public func snapshot(customerId: String) async throws -> SnapshotResponse {
-        try await http.get(customerPath(customerId) + "/snapshot").decode(SnapshotResponse.self)
+        let output = try await call { try await $0.snapshot(path: .init(customer: customerId)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
     }
 
     /// The absolute URL of a download link.
-    public func url(of link: ContentLink) -> String { http.url(link.url) }
+    public func url(of link: ContentLink) -> String {
+        link.url.hasPrefix("http://") || link.url.hasPrefix("https://") ? link.url : baseURL + link.url
+    }
 
-    private func customerPath(_ customerId: String) -> String {
-        "/v1/customers/" + PathComponent.encode(customerId)
+    /// Calls the generated client within the deadline, with every failure as a ``TillClientError``.
+    private func call<Output: Sendable>(
+        timeout: Duration? = nil,
+        _ operation: @escaping @Sendable (Client) async throws -> Output
+    ) async throws -> Output {
+        let client = self.client
+        let base = URL(string: baseURL)
+        return try await HTTPService.withDeadline(timeout ?? self.timeout, url: base) {
+            do {
+                return try await operation(client)
+            } catch let error as ClientError {
+                // The runtime wraps what the middleware and the transport throw.
+                if let answer = error.underlyingError as? TillClientError { throw answer }
+                if error.underlyingError is CancellationError || Task.isCancelled { throw CancellationError() }
+                if error.response != nil {
+                    throw TillClientError(
+                        .invalidResponse,
+                        message: "the answer could not be read: \(error.underlyingError)"
+                    )
+                }
+                throw HTTPService.transportFailure(error.underlyingError, url: base)
+            }
+        }
+    }
+
+    /// A documented answer the call does not expect (the middleware turns error statuses into errors first).
+    private static func unexpected(_ output: some Sendable) -> TillClientError {
+        TillClientError(.invalidResponse, message: "an unexpected answer: \(output)")
+    }
+
+    /// The body of an answer, as the contract says it is.
+    private static func read<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            throw TillClientError(.invalidResponse, message: "the answer is not what the contract says: \(error)")
+        }
     }
 }
 
-/// `POST /v1/receipts` and `/restore` bodies: exactly one evidence field.
-struct SubmissionBody: Encodable {
-    var customerId: String?
-    var evidence: PurchaseEvidence
-    var idempotencyKey: String?
+/// Sends the app's key with every request, and turns every answer that is not 2xx or 304 into the
+/// ``TillClientError`` its status and `{"error":{"code","message"}}` body stand for, before the generated code
+/// decodes it: each call then handles only its successful answers.
+struct AnswerMiddleware: ClientMiddleware {
+    let appKey: String
 
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        try container.encodeIfPresent(customerId, forKey: Key(stringValue: "customerId"))
-        try container.encode(evidence.payload, forKey: Key(stringValue: evidence.field))
-        try container.encodeIfPresent(idempotencyKey, forKey: Key(stringValue: "idempotencyKey"))
+    func intercept(
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        baseURL: URL,
+        operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        var request = request
+        request.headerFields[.authorization] = "Bearer \(appKey)"
+        // The runtime writes header parameters URI-encoded (the quotes of an entity tag as %22), which no server
+        // reads as an entity tag. Decoding exactly inverts that encoding, whatever the tag holds.
+        if let tags = request.headerFields[.ifNoneMatch], let decoded = tags.removingPercentEncoding {
+            request.headerFields[.ifNoneMatch] = decoded
+        }
+        let (response, responseBody) = try await next(request, body, baseURL)
+        let status = response.status.code
+        guard !(200..<300).contains(status) && status != 304 else { return (response, responseBody) }
+        var bytes: [UInt8] = []
+        if let responseBody { bytes = try await [UInt8](collecting: responseBody, upTo: 64 * 1024) }
+        throw HTTPService.failure(status: status, body: bytes)
     }
 }

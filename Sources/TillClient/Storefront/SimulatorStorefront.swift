@@ -1,6 +1,8 @@
-import AsyncHTTPClient
 import Foundation
-import NIOHTTP1
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A ``Storefront`` over `till simulator`'s StoreKit API (`/storekit/{sandbox|production}`), as one app on one
 /// device sees it.
@@ -39,7 +41,7 @@ public struct SimulatorStorefront: Storefront {
         locale: String = "en-US",
         timeout: Duration = .seconds(30),
         pollInterval: Duration = .seconds(2),
-        httpClient: HTTPClient = TillHTTP.shared,
+        session: URLSession = TillHTTP.shared,
         paymentSheet: @escaping @Sendable (Payment) async -> SheetAction = { _ in .confirm }
     ) {
         self.environment = environment
@@ -52,7 +54,7 @@ public struct SimulatorStorefront: Storefront {
             baseURL: baseURL + "/storekit/" + environment.rawValue,
             bearer: nil,
             timeout: timeout,
-            client: httpClient
+            session: session
         )
     }
 
@@ -121,7 +123,7 @@ public struct SimulatorStorefront: Storefront {
 
     public func finish(_ transaction: StoreTransaction) async throws {
         _ = try await http.send(
-            .POST,
+            "POST",
             device + "/queue/" + PathComponent.encode(transaction.id) + "/finish",
             body: nil
         )
