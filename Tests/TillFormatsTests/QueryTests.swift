@@ -46,6 +46,10 @@ struct QueryTests {
     @Test(arguments: [
         ("startDate=yesterday", ServerAPIErrorCode.invalidStartDate),
         ("endDate=12.5", .invalidEndDate),
+        // Epoch milliseconds millions of years away: Int64.max as a Date does not convert back to an Int64.
+        ("startDate=9223372036854775807", .invalidStartDate),
+        ("endDate=-9223372036854775808", .invalidEndDate),
+        ("endDate=100000000000000001", .invalidEndDate),
         ("productType=SUBSCRIPTION", .invalidProductType),
         ("sort=RANDOM", .invalidSort),
         ("inAppOwnershipType=BORROWED", .invalidInAppOwnershipType),
@@ -53,6 +57,25 @@ struct QueryTests {
     ])
     func historyQueryRejectsWhatAppleRejects(query: String, expected: ServerAPIErrorCode) {
         #expect(throws: APIError(expected)) { try TransactionHistoryQuery(queryString: query) }
+    }
+
+    /// A date's milliseconds saturate instead of trapping, and Apple's JSON refuses dates millions of years away.
+    @Test func millisecondsBeyondInt64SaturateAndFarDatesAreRefused() throws {
+        #expect(Date(millisecondsSince1970: .max).millisecondsSince1970 == .max)
+        #expect(Date(millisecondsSince1970: .min).millisecondsSince1970 == .min)
+        #expect(Date(timeIntervalSince1970: 1e300).millisecondsSince1970 == .max)
+        #expect(Date(millisecondsSince1970: 1_697_679_936_049).millisecondsSince1970 == 1_697_679_936_049)
+        let decoder = AppleJSON.makeDecoder()
+        for json in [#"{"startDate":9223372036854775807}"#, #"{"endDate":-9223372036854775808}"#] {
+            #expect(throws: DecodingError.self) {
+                try decoder.decode(NotificationHistoryRequest.self, from: Data(json.utf8))
+            }
+        }
+        let sane = try decoder.decode(
+            NotificationHistoryRequest.self,
+            from: Data(#"{"startDate":-62135769600000}"#.utf8)
+        )
+        #expect(sane.startDate?.millisecondsSince1970 == -62_135_769_600_000)
     }
 
     @Test func valuesArePercentEncodedAndDecoded() throws {

@@ -151,6 +151,29 @@ import Testing
         await answer.value
     }
 
+    /// Callers read the time before they take the pacer's lock: one that read it earlier can get there after one
+    /// that read it later. Such a stale time took tokens away (elapsed time below zero times the rate), down below
+    /// zero, and the next release read the waiting answers at a negative index: the test process died of SIGILL.
+    @Test func aStaleTimeTakesNoTokensAway() async throws {
+        let clock = HandClock()
+        let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 1000, initial: 1000), now: clock.now)
+        #expect(pacer.take(1) == 1)  // the one token there is at the start
+        let answer = Task { await pacer.answer() }
+        try await until { pacer.waitingAnswers == 1 }
+        // Read 5 ms before the time the pacer last saw: 5 tokens' worth at 1,000 a second.
+        clock.advance(by: .milliseconds(-5))
+        pacer.pump()
+        #expect(pacer.waitingAnswers == 1, "no token came, and none was taken away")
+        #expect(pacer.take(1000) == 0)
+        // 1 ms after the latest time seen: one token, which the waiting answer takes.
+        clock.advance(by: .milliseconds(6))
+        pacer.pump()
+        #expect(pacer.waitingAnswers == 0)
+        await answer.value
+        clock.advance(by: .milliseconds(2))
+        #expect(pacer.take(1000) == 2)
+    }
+
     @Test func waitingAnswersGoOnWhenTheProbeStops() async throws {
         let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 0.001, initial: 0.001))
         #expect(pacer.take(1) == 1)

@@ -28,6 +28,11 @@ struct FaultTests {
             "sandbox:verifyReceipt", "mars:verifyReceipt:latency=1", "sandbox:inbox:latency=1",
             "sandbox:verifyReceipt:latency=x",
             "sandbox:verifyReceipt:outage=fire", "sandbox:verifyReceipt:probability=2", "sandbox:verifyReceipt:warp",
+            // Past what a Duration or Int64 milliseconds hold: they trapped in Task.sleep and in the rule's end.
+            "sandbox:verifyReceipt:latency=inf", "sandbox:verifyReceipt:latency=1-1e300",
+            "sandbox:serverAPI:hang=1e300",
+            "sandbox:serverAPI:hang=inf", "sandbox:serverAPI:outage=503,for=1e300",
+            "sandbox:serverAPI:outage=503,for=inf",
         ] {
             #expect(throws: TillHTTPError.self) { try FaultRule(parsing: bad) }
         }
@@ -125,6 +130,36 @@ struct FaultTests {
         try await simulator.shutdown()
     }
 
+    /// Delays and rates past what `Duration` and Int64 milliseconds hold trapped and stopped the simulator; the
+    /// admin API refuses them with 400 (and the simulator goes on answering).
+    @Test func hugeDelaysAndRatesAreRefusedWith400() async throws {
+        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let app = Application(router: buildSimulatorRouter(simulator))
+        try await app.test(.router) { client in
+            for (method, uri, body) in [
+                (HTTPRequest.Method.post, "/admin/v1/faults", #"{"spec":"sandbox:serverAPI:latency=1e300"}"#),
+                (.post, "/admin/v1/faults", #"{"spec":"sandbox:serverAPI:outage=503,for=1e300"}"#),
+                (.post, "/admin/v1/faults", #"{"endpoint":"serverAPI","hangSeconds":1e300,"outage":"hang"}"#),
+                (.put, "/admin/v1/clock/rate", #"{"monthSeconds":1e300}"#),
+                (.put, "/admin/v1/clock/rate", #"{"monthSeconds":0.5}"#),
+            ] {
+                try await client.execute(uri: uri, method: method, body: ByteBuffer(string: body)) { response in
+                    #expect(response.status == .badRequest, "\(body)")
+                }
+            }
+            #expect(simulator.faults.all.isEmpty)
+            try await client.execute(
+                uri: "/admin/v1/clock/rate",
+                method: .put,
+                body: ByteBuffer(string: #"{"monthSeconds":31536000}"#)
+            ) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).contains(#""renewalRate":"monthly-every-31536000-seconds""#))
+            }
+        }
+        try await simulator.shutdown()
+    }
+
     @Test func aFaultObjectIsCheckedLikeTheCommandLineSyntax() throws {
         let decoder = JSONDecoder()
         let lowercase = try decoder.decode(
@@ -137,6 +172,8 @@ struct FaultTests {
         for bad in [
             #"{"endpoint":"inbox"}"#, #"{"environment":"Mars","endpoint":"serverAPI"}"#,
             #"{"endpoint":"serverAPI","probability":2}"#, #"{"id":"","endpoint":"serverAPI"}"#,
+            #"{"endpoint":"serverAPI","latencyMaximum":1e300}"#, #"{"endpoint":"serverAPI","hangSeconds":1e300}"#,
+            #"{"endpoint":"serverAPI","hangSeconds":-1}"#, #"{"endpoint":"serverAPI","remaining":-1}"#,
         ] {
             #expect(throws: (any Error).self, "\(bad)") { try decoder.decode(FaultRule.self, from: Data(bad.utf8)) }
         }

@@ -43,10 +43,12 @@ enum PythonJudge {
                 process.standardOutput = stdout
                 do {
                     try ChildProcess.launch(process)
-                    stdin.fileHandleForWriting.write(input)
-                    try stdin.fileHandleForWriting.close()
+                    // The throwing write: `write(_:)` is a `try!` in Foundation, and a judge that exits before it
+                    // reads its input (EPIPE) would stop the whole test process instead of failing this test.
+                    let written = Result { try ChildProcess.write(input, to: stdin.fileHandleForWriting) }
                     let output = ChildProcess.readAll(stdout.fileHandleForReading)
                     process.waitUntilExit()
+                    try written.get()
                     continuation.resume(returning: (process.terminationStatus, output))
                 } catch {
                     continuation.resume(throwing: error)

@@ -234,6 +234,43 @@ struct ServerAPITests {
         }
     }
 
+    /// Dates are epoch milliseconds, and one far enough away (Int64.max) is a `Date` whose milliseconds no longer fit
+    /// in an Int64 when converted back: it trapped in the filter and stopped the whole process. Refused with 400.
+    @Test func datesMillionsOfYearsAwayAreRefusedNotTrappedOn() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let original = try #require(try await fixture.buy("gems.100").transactionId)
+        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let app = Application(router: buildSimulatorRouter(fixture.simulator))
+        try await app.test(.router) { client in
+            let token = try await BearerToken.make(credentials)
+            for (query, code) in [
+                ("startDate=\(Int64.max)", 4_000_015), ("endDate=\(Int64.max)", 4_000_016),
+                ("startDate=\(Int64.min)", 4_000_015), ("endDate=-9223372036854775000", 4_000_016),
+            ] {
+                let (status, body) = try await get(
+                    client,
+                    "/sandbox/inApps/v2/history/\(original)?\(query)",
+                    token: token
+                )
+                #expect(status == 400 && body?["errorCode"] as? Int == code, "\(query): \(status) \(body ?? [:])")
+            }
+            let now = fixture.simulator.clock.nowMilliseconds
+            for window in [
+                #"{"startDate":\#(now - 1000),"endDate":\#(Int64.max)}"#,
+                #"{"startDate":\#(Int64.max - 1000),"endDate":\#(Int64.max)}"#,
+            ] {
+                let (status, _) = try await get(
+                    client,
+                    "/sandbox/inApps/v1/notifications/history",
+                    token: token,
+                    method: .post,
+                    body: window
+                )
+                #expect(status == 400, "\(window)")
+            }
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func historyRevisionsAreStablePositionsInModificationOrder(
         _ database: TestDatabase
     ) async throws {

@@ -16,6 +16,10 @@ import Synchronization
 public enum ChildProcess {
     private static let launching = Mutex(())
 
+    /// SIGPIPE ignored in this process, as SwiftNIO ignores it once a server or client starts (most suites start
+    /// one): a write to a child that is gone fails with EPIPE instead of killing the test process.
+    private static let ignoringBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     /// Starts `process`, one launch at a time in this test process.
     public static func launch(_ process: Process) throws {
         try launching.withLock { _ in try process.run() }
@@ -42,6 +46,14 @@ public enum ChildProcess {
         var data = Data()
         readChunks(handle) { data.append($0) }
         return data
+    }
+
+    /// Writes `data` to a child's standard input and closes it, throwing what the write meets (EPIPE when the child
+    /// exited without reading it). Foundation's `FileHandle.write(_:)` is a `try!`: it traps instead.
+    public static func write(_ data: Data, to handle: FileHandle) throws {
+        _ = ignoringBrokenPipes
+        defer { try? handle.close() }
+        if !data.isEmpty { try handle.write(contentsOf: data) }
     }
 
     /// Everything `handle` gives until its end, read on a thread of its own (a full pipe would block the child).

@@ -66,7 +66,7 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
     public var queryString: String { QueryString.format(queryItems) }
 
     /// Parses parameters as the App Store does, throwing the error body it answers with:
-    /// `invalidStartDate`/`invalidEndDate` for a date that is not epoch milliseconds,
+    /// `invalidStartDate`/`invalidEndDate` for a date that is not epoch milliseconds (or lies millions of years away),
     /// `invalidProductType`, `invalidSort`, `invalidInAppOwnershipType` for a value Apple does not
     /// define, `invalidRevoked` for anything but `true`/`false`. Unknown names are ignored; a
     /// single-valued name given twice keeps the last value.
@@ -77,10 +77,14 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
             case "revision":
                 revision = value
             case "startDate":
-                guard let ms = Int64(value) else { throw APIError(.invalidStartDate) }
+                guard let ms = Int64(value), Date.acceptedMilliseconds.contains(ms) else {
+                    throw APIError(.invalidStartDate)
+                }
                 startDate = Date(millisecondsSince1970: ms)
             case "endDate":
-                guard let ms = Int64(value) else { throw APIError(.invalidEndDate) }
+                guard let ms = Int64(value), Date.acceptedMilliseconds.contains(ms) else {
+                    throw APIError(.invalidEndDate)
+                }
                 endDate = Date(millisecondsSince1970: ms)
             case "productId":
                 productIds.append(value)

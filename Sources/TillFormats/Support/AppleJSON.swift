@@ -12,6 +12,9 @@ public enum AppleJSON {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             if let whole = try? container.decode(Int64.self) {
+                guard Date.acceptedMilliseconds.contains(whole) else {
+                    throw DecodingError.dataCorruptedError(in: container, debugDescription: "date out of range")
+                }
                 return Date(millisecondsSince1970: whole)
             }
             let value = try container.decode(Double.self)
@@ -36,13 +39,21 @@ public enum AppleJSON {
 }
 
 extension Date {
+    /// The UNIX epoch milliseconds a date read from Apple's JSON or from a query may have: some 3 million years
+    /// either side of 1970. A date beyond is refused as malformed: `Int64.max` milliseconds, say, is a `Date` whose
+    /// milliseconds no longer fit in an `Int64` once converted back through `Double`.
+    public static let acceptedMilliseconds: ClosedRange<Int64> = -100_000_000_000_000_000...100_000_000_000_000_000
+
     /// A date from UNIX epoch milliseconds.
     public init(millisecondsSince1970 ms: Int64) {
         self.init(timeIntervalSince1970: Double(ms) / 1000)
     }
 
-    /// UNIX epoch milliseconds, rounded to the nearest millisecond.
+    /// UNIX epoch milliseconds, rounded to the nearest millisecond; `Int64.min` or `Int64.max` for a date beyond
+    /// (a conversion that does not fit traps, and a request's date must not stop the process).
     public var millisecondsSince1970: Int64 {
-        Int64((timeIntervalSince1970 * 1000).rounded())
+        let milliseconds = (timeIntervalSince1970 * 1000).rounded()
+        if let exact = Int64(exactly: milliseconds) { return exact }
+        return milliseconds < 0 ? .min : .max
     }
 }

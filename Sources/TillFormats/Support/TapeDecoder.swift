@@ -49,7 +49,10 @@ struct TapeDecoder: Decoder {
     }
 
     private func decodeMilliseconds() throws -> Int64 {
-        if let whole = integer() { return whole }
+        if let whole = integer() {
+            guard Date.acceptedMilliseconds.contains(whole) else { throw mismatch(Date.self) }
+            return whole
+        }
         let value = try decode(Double.self)
         guard value.isFinite, abs(value) < 1e17 else { throw mismatch(Date.self) }
         return Int64(value.rounded(.towardZero))

@@ -94,7 +94,7 @@ final class ConfirmationPacer: Sendable {
         let (granted, released) = state.withLock { state in
             refill(&state, at: now)
             let released = release(&state, at: now)
-            let granted = state.answers.isEmpty ? min(wanted, Int(state.tokens)) : 0
+            let granted = state.answers.isEmpty ? max(0, min(wanted, Int(state.tokens))) : 0
             state.tokens -= Double(granted)
             return (granted, released)
         }
@@ -140,7 +140,7 @@ final class ConfirmationPacer: Sendable {
     var waitingAnswers: Int { state.withLock { $0.answers.count } }
 
     private func release(_ state: inout State, at now: ContinuousClock.Instant) -> [CheckedContinuation<Void, Never>] {
-        var count = min(state.answers.count, Int(state.tokens))
+        var count = max(0, min(state.answers.count, Int(state.tokens)))
         state.tokens -= Double(count)
         // The oldest first: past its deadline, an answer goes on without a token.
         while count < state.answers.count && state.answers[count].deadline <= now { count += 1 }
@@ -169,7 +169,11 @@ final class ConfirmationPacer: Sendable {
         }
     }
 
+    /// Every caller reads `now` before it takes the lock, so one that read it earlier can get here after one that
+    /// read it later: time seen going backwards adds nothing and takes nothing away. (It once took the tokens
+    /// below zero, and `release` then read the waiting answers at index -1: a trap that killed the process.)
     private func refill(_ state: inout State, at now: ContinuousClock.Instant) {
+        guard now > state.lastRefill else { return }
         let elapsed = now - state.lastRefill
         state.lastRefill = now
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

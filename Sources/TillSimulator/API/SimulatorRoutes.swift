@@ -218,10 +218,13 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
                 )
             }
             rate = named
-        } else if let seconds = input.monthSeconds, seconds >= 1 {
+        } else if let seconds = input.monthSeconds, RenewalRate.acceptedMonthSeconds.contains(seconds) {
             rate = RenewalRate(monthSeconds: seconds)
         } else {
-            throw TillHTTPError.badRequest("invalidRate", "give rate (a preset name) or monthSeconds (≥ 1)")
+            throw TillHTTPError.badRequest(
+                "invalidRate",
+                "give rate (a preset name) or monthSeconds (1 to \(Int(RenewalRate.acceptedMonthSeconds.upperBound)))"
+            )
         }
         try await simulator.setRenewalRate(rate)
         return try jsonResponse(simulator.clockView, context: context)

@@ -48,6 +48,12 @@ public struct FaultRule: Codable, Sendable, Hashable {
     /// The rule applies this many more times.
     public var remaining: Int?
 
+    /// The longest latency or hang a rule may add, in seconds (a day). Larger ones were no test's need, and a
+    /// value past what `Duration` holds (1e300, `inf` on the command line) trapped in `Task.sleep`.
+    public static let longestDelay: Double = 86_400
+    /// The longest a rule may last (`for=`), in seconds: ten years, as the clock advances at most.
+    public static let longestWindow: Double = 10 * 365 * 86_400
+
     public init(
         id: String = UUID().uuidString.lowercased(),
         environment: String? = nil,
@@ -107,8 +113,13 @@ public struct FaultRule: Codable, Sendable, Hashable {
             switch pair[0] {
             case "latency":
                 let bounds = value.split(separator: "-").compactMap { Double($0) }
-                guard bounds.count == 1 || bounds.count == 2, bounds.allSatisfy({ $0 >= 0 }) else {
-                    throw TillHTTPError.badRequest("invalidFault", "latency is SECONDS or MIN-MAX, got \(value)")
+                guard bounds.count == 1 || bounds.count == 2,
+                    bounds.allSatisfy({ (0...Self.longestDelay).contains($0) })
+                else {
+                    throw TillHTTPError.badRequest(
+                        "invalidFault",
+                        "latency is SECONDS or MIN-MAX, at most \(Int(Self.longestDelay)) seconds, got \(value)"
+                    )
                 }
                 latencyMinimum = bounds[0]
                 latencyMaximum = bounds.last
@@ -127,8 +138,11 @@ public struct FaultRule: Codable, Sendable, Hashable {
                 status = code
                 if (21100...21199).contains(code) { isRetryable = retryable }
             case "hang":
-                guard let seconds = Double(value), seconds > 0 else {
-                    throw TillHTTPError.badRequest("invalidFault", "hang is a number of seconds, got \(value)")
+                guard let seconds = Double(value), seconds > 0, seconds <= Self.longestDelay else {
+                    throw TillHTTPError.badRequest(
+                        "invalidFault",
+                        "hang is a number of seconds, at most \(Int(Self.longestDelay)), got \(value)"
+                    )
                 }
                 outage = .hang
                 hangSeconds = seconds
@@ -139,8 +153,11 @@ public struct FaultRule: Codable, Sendable, Hashable {
                 }
                 probability = p
             case "for":
-                guard let seconds = Double(value), seconds > 0 else {
-                    throw TillHTTPError.badRequest("invalidFault", "for is a number of seconds, got \(value)")
+                guard let seconds = Double(value), seconds > 0, seconds <= Self.longestWindow else {
+                    throw TillHTTPError.badRequest(
+                        "invalidFault",
+                        "for is a number of seconds, at most \(Int(Self.longestWindow)), got \(value)"
+                    )
                 }
                 untilMilliseconds = Int64((now.timeIntervalSince1970 + seconds) * 1000)
             case "times":
@@ -178,8 +195,19 @@ public struct FaultRule: Codable, Sendable, Hashable {
         }
         let latencyMinimum = try container.decodeIfPresent(Double.self, forKey: .latencyMinimum)
         let latencyMaximum = try container.decodeIfPresent(Double.self, forKey: .latencyMaximum)
-        if [latencyMinimum, latencyMaximum].contains(where: { ($0 ?? 0) < 0 }) {
-            throw invalid(.latencyMinimum, "latencies are seconds, not negative")
+        if [latencyMinimum, latencyMaximum].contains(where: { !(0...Self.longestDelay).contains($0 ?? 0) }) {
+            throw invalid(
+                .latencyMinimum,
+                "latencies are seconds, not negative and at most \(Int(Self.longestDelay))"
+            )
+        }
+        let hangSeconds = try container.decodeIfPresent(Double.self, forKey: .hangSeconds)
+        if let hangSeconds, !(hangSeconds > 0 && hangSeconds <= Self.longestDelay) {
+            throw invalid(.hangSeconds, "hangSeconds is positive and at most \(Int(Self.longestDelay))")
+        }
+        let remaining = try container.decodeIfPresent(Int.self, forKey: .remaining)
+        if let remaining, remaining < 0 {
+            throw invalid(.remaining, "remaining is a count, not negative")
         }
         self.init(
             id: id,
@@ -188,13 +216,13 @@ public struct FaultRule: Codable, Sendable, Hashable {
             latencyMinimum: latencyMinimum,
             latencyMaximum: latencyMaximum,
             outage: try container.decodeIfPresent(Outage.self, forKey: .outage),
-            hangSeconds: try container.decodeIfPresent(Double.self, forKey: .hangSeconds),
+            hangSeconds: hangSeconds,
             status: try container.decodeIfPresent(Int.self, forKey: .status),
             isRetryable: try container.decodeIfPresent(Bool.self, forKey: .isRetryable),
             rateLimited: try container.decodeIfPresent(Bool.self, forKey: .rateLimited),
             probability: probability,
             untilMilliseconds: try container.decodeIfPresent(Int64.self, forKey: .untilMilliseconds),
-            remaining: try container.decodeIfPresent(Int.self, forKey: .remaining)
+            remaining: remaining
         )
     }
 

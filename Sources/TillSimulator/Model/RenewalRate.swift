@@ -14,6 +14,10 @@ public struct RenewalRate: Codable, Sendable, Hashable, CustomStringConvertible 
         self.monthSeconds = monthSeconds
     }
 
+    /// The month lengths `PUT /admin/v1/clock/rate` accepts: a second to a year. A longer one is slower than real time
+    /// and no test's need; a huge one (1e300) made dates past what Int64 milliseconds hold, and trapped.
+    public static let acceptedMonthSeconds: ClosedRange<Double> = 1...(365 * 86_400)
+
     public static let realTime = RenewalRate(monthSeconds: nil)
     public static let monthlyEveryHour = RenewalRate(monthSeconds: 3600)
     public static let monthlyEvery30Minutes = RenewalRate(monthSeconds: 1800)

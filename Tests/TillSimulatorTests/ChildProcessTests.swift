@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+import TillTestSupport
+
+/// The child-process helpers every test that starts `python3` or `till` goes through.
+struct ChildProcessTests {
+    /// A child that exits without reading its standard input: writing to it fails with EPIPE. Foundation's
+    /// `FileHandle.write(_:)` is a `try!` and trapped (SIGILL, the whole test process); the helper throws instead.
+    @Test func writingToAChildThatExitedThrowsInsteadOfTrapping() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exit 3"]
+        let stdin = Pipe()
+        process.standardInput = stdin
+        try ChildProcess.launch(process)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 3)
+        // More than a pipe holds, in case the kernel took the first bytes before it noticed the reader was gone.
+        #expect(throws: (any Error).self) {
+            try ChildProcess.write(Data(repeating: 0x7B, count: 1 << 20), to: stdin.fileHandleForWriting)
+        }
+    }
+}
