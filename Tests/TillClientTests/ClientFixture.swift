@@ -269,31 +269,6 @@ struct ClientFixture {
     }
 }
 
-/// Runs a service (an application reports its port) for the duration of `body`.
-func withServices<S: Service>(
-    _ make: (@escaping @Sendable (Int) async -> Void) -> S,
-    _ body: (Int) async throws -> Void
-) async throws {
-    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-    let service = make { port in continuation.yield(port) }
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        let serviceGroup = ServiceGroup(
-            configuration: .init(services: [service], gracefulShutdownSignals: [], logger: Logger(label: "test"))
-        )
-        group.addTask { try await serviceGroup.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CancellationError() }
-        do {
-            try await body(port)
-        } catch {
-            await serviceGroup.triggerGracefulShutdown()
-            throw error
-        }
-        await serviceGroup.triggerGracefulShutdown()
-        try await group.waitForAll()
-    }
-}
-
 extension ClientFixture {
     /// How many submissions the server holds that carry `transactionId`, in any state.
     /// How many submissions carry a transaction, in whatever state: one query, so that a submission the worker

@@ -17,15 +17,7 @@ import TillTestSupport
 
 /// Content delivery as an operator, an app and a device use it: uploads, signed URLs, ranged downloads, refusals.
 struct ContentDeliveryTests {
-    struct Reply {
-        var status: Int
-        var headers: HTTPFields
-        var body: [UInt8]
-        var json: Any? { try? JSONSerialization.jsonObject(with: Data(body)) }
-        var object: [String: Any] { json as? [String: Any] ?? [:] }
-        var code: String? { (object["error"] as? [String: Any])?["code"] as? String }
-        var message: String? { (object["error"] as? [String: Any])?["message"] as? String }
-    }
+    typealias Reply = HTTPReply
 
     static let bundle = ServerFixture.bundleId
     static let admin = "/admin/v1/apps/\(ServerFixture.bundleId)/products"
@@ -44,18 +36,9 @@ struct ContentDeliveryTests {
         bytes: [UInt8]? = nil,
         json: String? = nil,
         token: String? = nil,
-        headers extra: HTTPFields = [:]
+        headers: HTTPFields = [:]
     ) async throws -> Reply {
-        var headers = extra
-        if let token { headers[.authorization] = "Bearer \(token)" }
-        let body = bytes.map { ByteBuffer(bytes: $0) } ?? json.map { ByteBuffer(string: $0) }
-        return try await client.execute(uri: path, method: method, headers: headers, body: body) { response in
-            Reply(
-                status: Int(response.status.code),
-                headers: response.headers,
-                body: Array(response.body.readableBytesView)
-            )
-        }
+        try await client.call(method, path, json: json, bytes: bytes, token: token, headers: headers)
     }
 
     func upload(

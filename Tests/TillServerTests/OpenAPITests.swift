@@ -78,18 +78,7 @@ struct OpenAPITests {
         "sha256": String(repeating: "0", count: 64),
     ]
 
-    struct Reply {
-        var status: Int
-        var headers: HTTPFields
-        var body: [UInt8]
-        var code: String? {
-            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
-            return (object?["error"] as? [String: Any])?["code"] as? String
-        }
-        /// The router found no route for the path and method: `notFound` for an unknown path, `methodNotAllowed`
-        /// for a known one (handlers' own 404s carry a more specific code).
-        var unrouted: Bool { (status == 404 && code == "notFound") || (status == 405 && code == "methodNotAllowed") }
-    }
+    typealias Reply = HTTPReply
 
     func call(
         _ client: any TestClientProtocol,
@@ -97,22 +86,9 @@ struct OpenAPITests {
         _ path: String,
         body: String? = nil,
         token: String? = nil,
-        headers extra: HTTPFields = [:]
+        headers: HTTPFields = [:]
     ) async throws -> Reply {
-        var headers = extra
-        if let token { headers[.authorization] = "Bearer \(token)" }
-        return try await client.execute(
-            uri: path,
-            method: method,
-            headers: headers,
-            body: body.map { ByteBuffer(string: $0) }
-        ) { response in
-            Reply(
-                status: Int(response.status.code),
-                headers: response.headers,
-                body: Array(response.body.readableBytesView)
-            )
-        }
+        try await client.call(method, path, json: body, token: token, headers: headers)
     }
 
     /// Runs `body` with the fixture's server behind an in-process router, its content in a directory of its own.
@@ -206,4 +182,10 @@ struct OpenAPITests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(String(decoding: text, as: UTF8.self))")
     }
+}
+
+extension HTTPReply {
+    /// The router found no route for the path and method: `notFound` for an unknown path, `methodNotAllowed`
+    /// for a known one (handlers' own 404s carry a more specific code).
+    var unrouted: Bool { (status == 404 && code == "notFound") || (status == 405 && code == "methodNotAllowed") }
 }

@@ -14,13 +14,7 @@ import TillTestSupport
 
 /// The server's HTTP API, as an app and an operator use it.
 struct ServerHTTPTests {
-    struct Reply {
-        var status: Int
-        var headers: HTTPFields
-        var json: Any?
-        var object: [String: Any] { json as? [String: Any] ?? [:] }
-        var code: String? { (object["error"] as? [String: Any])?["code"] as? String }
-    }
+    typealias Reply = HTTPReply
 
     func call(
         _ client: some TestClientProtocol,
@@ -28,22 +22,9 @@ struct ServerHTTPTests {
         _ path: String,
         _ body: String? = nil,
         token: String?,
-        headers extra: HTTPFields = [:]
+        headers: HTTPFields = [:]
     ) async throws -> Reply {
-        var headers = extra
-        if let token { headers[.authorization] = "Bearer \(token)" }
-        return try await client.execute(
-            uri: path,
-            method: method,
-            headers: headers,
-            body: body.map { ByteBuffer(string: $0) }
-        ) { response in
-            Reply(
-                status: Int(response.status.code),
-                headers: response.headers,
-                json: try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
-            )
-        }
+        try await client.call(method, path, json: body, token: token, headers: headers)
     }
 
     func body(_ object: [String: Any]) -> String {

@@ -20,14 +20,7 @@ import TillTestSupport
 /// Signed entitlement snapshots, as an app fetches and checks them: `GET /v1/keys` and
 /// `GET /v1/customers/{customer}/snapshot`.
 struct SnapshotTests {
-    struct Reply {
-        var status: Int
-        var headers: HTTPFields
-        var body: Data
-
-        func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(T.self, from: body) }
-        var object: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-    }
+    typealias Reply = HTTPReply
 
     func call(
         _ client: some TestClientProtocol,
@@ -36,20 +29,7 @@ struct SnapshotTests {
         _ body: String? = nil,
         token: String?
     ) async throws -> Reply {
-        var headers: HTTPFields = [:]
-        if let token { headers[.authorization] = "Bearer \(token)" }
-        return try await client.execute(
-            uri: path,
-            method: method,
-            headers: headers,
-            body: body.map { ByteBuffer(string: $0) }
-        ) { response in
-            Reply(
-                status: Int(response.status.code),
-                headers: response.headers,
-                body: Data(response.body.readableBytesView)
-            )
-        }
+        try await client.call(method, path, json: body, token: token)
     }
 
     /// A verifier built the way an app builds it: from the key set the server publishes.

@@ -12,22 +12,12 @@ import TillTestSupport
 
 /// The admin and StoreKit HTTP APIs, driven as a developer and an app would.
 struct HTTPFlowTests {
-    struct Reply {
-        var status: Int
-        var json: Any?
-        var object: [String: Any] { json as? [String: Any] ?? [:] }
-        var array: [[String: Any]] { json as? [[String: Any]] ?? [] }
-    }
+    typealias Reply = HTTPReply
 
     func call(_ client: some TestClientProtocol, _ method: HTTPRequest.Method, _ path: String, _ body: String? = nil)
         async throws -> Reply
     {
-        try await client.execute(uri: path, method: method, body: body.map { ByteBuffer(string: $0) }) { response in
-            Reply(
-                status: Int(response.status.code),
-                json: try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
-            )
-        }
+        try await client.call(method, path, json: body)
     }
 
     @Test(arguments: TestDatabase.all)

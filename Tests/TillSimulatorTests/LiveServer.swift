@@ -5,31 +5,6 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-/// Runs an application on a loopback port for the duration of `body`, then stops it.
-func withLiveServer<App: ApplicationProtocol>(
-    _ make: (@escaping @Sendable (Int) async -> Void) -> App,
-    _ body: (Int) async throws -> Void
-) async throws {
-    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-    let app = make { port in continuation.yield(port) }
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        let serviceGroup = ServiceGroup(
-            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
-        )
-        group.addTask { try await serviceGroup.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CancellationError() }
-        do {
-            try await body(port)
-        } catch {
-            await serviceGroup.triggerGracefulShutdown()
-            throw error
-        }
-        await serviceGroup.triggerGracefulShutdown()
-        try await group.waitForAll()
-    }
-}
-
 /// A notification endpoint for tests: records every signed payload, and fails the first `failures` deliveries.
 final class NotificationReceiver: Sendable {
     private let state: Mutex<(payloads: [String], failuresLeft: Int)>

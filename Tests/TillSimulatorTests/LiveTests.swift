@@ -24,12 +24,12 @@ struct LiveTests {
         configuration.notificationRetryDelays[.sandbox] = [10]
         let fixture = try await SimulatorFixture.make(configuration, database: database)
         let receiver = NotificationReceiver(failures: 1)
-        try await withLiveServer({ receiver.application(onServerRunning: $0) }) { receiverPort in
+        try await withServices({ receiver.application(onServerRunning: $0) }) { receiverPort in
             _ = try await fixture.simulator.updateApp(
                 appAppleId: fixture.app.appAppleId,
                 AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications")
             )
-            try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+            try await withServices({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
                 _ in
                 _ = try await fixture.buy("premium.monthly")
                 // The first delivery fails (500); the retry, 10 simulated seconds later, succeeds. The clock moves
@@ -81,7 +81,7 @@ struct LiveTests {
     @Test(arguments: TestDatabase.all) func outagesResetConnectionsOrAnswer503(_ database: TestDatabase) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+        try await withServices({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
             port in
             func post(_ path: String, timeout: TimeAmount = .seconds(5)) async throws -> HTTPClientResponse {
                 var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")

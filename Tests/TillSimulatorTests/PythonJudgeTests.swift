@@ -44,7 +44,7 @@ struct PythonJudgeTests {
             try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)
         ).orderId
 
-        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+        try await withServices({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
             port in
             let spec: [String: Any] = [
                 "rootDER": Base64.encode(try derBytes(fixture.simulator.signer.jwsAuthority.root)),

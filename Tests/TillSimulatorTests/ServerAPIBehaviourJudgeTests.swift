@@ -28,7 +28,7 @@ struct ServerAPIBehaviourJudgeTests {
 
     func judge(_ fixture: SimulatorFixture, scenario: String, _ extra: [String: Any]) async throws -> [String: Any] {
         var summary: [String: Any] = [:]
-        try await withLiveServer({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
+        try await withServices({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {
             port in
             let spec = try await spec(fixture, port: port, scenario: scenario).merging(extra) { $1 }
             let (status, output) = try await PythonJudge.run("server_api_behaviour_judge.py", spec: spec)
@@ -89,7 +89,7 @@ struct ServerAPIBehaviourJudgeTests {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         var customer: [String] = []
         var otherCustomer: [String] = []
-        try await withLiveServer({ receiver.application(onServerRunning: $0) }) { receiverPort in
+        try await withServices({ receiver.application(onServerRunning: $0) }) { receiverPort in
             _ = try await fixture.simulator.updateApp(
                 appAppleId: fixture.app.appAppleId,
                 AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications")
