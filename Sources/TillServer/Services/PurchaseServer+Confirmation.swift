@@ -43,19 +43,8 @@ extension PurchaseServer {
         guard limit > 0 else { return [] }
         let now = nowMilliseconds
         let until = now + leaseSeconds * 1000
-        let lock = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
         return try await database.transaction(bookkeeping: true) { db in
-            try await db.raw(
-                """
-                UPDATE srv_submissions SET claimed_until = \(bind: until)
-                WHERE id IN (
-                    SELECT id FROM srv_submissions
-                    WHERE state IN ('pending', 'retrying') AND next_attempt_at <= \(bind: now)
-                      AND (claimed_until IS NULL OR claimed_until < \(bind: now))
-                    ORDER BY next_attempt_at LIMIT \(literal: limit) \(unsafeRaw: lock))
-                RETURNING *
-                """
-            ).all(decoding: SubmissionRecord.self, with: ServerStore.decoding)
+            try await self.store.claimDue(limit: limit, now: now, until: until, engine: self.database.engine, on: db)
         }
     }
 
@@ -351,7 +340,7 @@ extension PurchaseServer {
                 current.confirmedAt = now
                 current.nextAttemptAt = nil
                 if environment.rawValue != current.environment {
-                    try await self.moveEnvironment(of: current, to: environment, on: db)
+                    try await self.store.moveEnvironment(of: current, to: environment, on: db)
                     current.environment = environment.rawValue
                 }
                 try await self.store.update(current, on: db)
@@ -413,26 +402,5 @@ extension PurchaseServer {
         }
         submissionSettled.signal()
         return state
-    }
-
-    /// An iOS 6-style receipt claims its environment without signing it: Apple's answer decides.
-    private func moveEnvironment(
-        of submission: SubmissionRecord,
-        to environment: AppStoreEnvironment,
-        on db: any SQLDatabase
-    ) async throws {
-        try await db.raw(
-            """
-            UPDATE srv_transactions SET environment = \(bind: environment.rawValue)
-            WHERE submission_id = \(bind: submission.id) AND environment = \(bind: submission.environment)
-            """
-        ).run()
-        try await db.raw(
-            """
-            UPDATE srv_finance SET environment = \(bind: environment.rawValue)
-            WHERE environment = \(bind: submission.environment) AND transaction_id IN (
-                SELECT transaction_id FROM srv_transactions WHERE submission_id = \(bind: submission.id))
-            """
-        ).run()
     }
 }

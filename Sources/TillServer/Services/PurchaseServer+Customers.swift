@@ -210,17 +210,7 @@ extension PurchaseServer {
 
     /// The money of production purchases between `from` and `to`, grouped; sandbox is excluded.
     public func revenue(bundleId: String?, from: Int64, to: Int64, groupBy: String) async throws -> RevenueReport {
-        struct Row: Decodable {
-            var productId: String
-            var currency: String
-            var amount: Int64
-            var occurredAt: Int64
-        }
-        var query = store.sql.select().columns("product_id", "currency", "amount", "occurred_at").from("srv_finance")
-            .where("environment", .equal, AppStoreEnvironment.production.rawValue)
-            .where("occurred_at", .greaterThanOrEqual, from).where("occurred_at", .lessThan, to)
-        if let bundleId { query = query.where("bundle_id", .equal, bundleId) }
-        let rows = try await query.all(decoding: Row.self, with: ServerStore.decoding)
+        let rows = try await store.productionFinance(bundleId: bundleId, from: from, to: to)
         var grouped: [String: RevenueReport.Row] = [:]
         var totals: [String: Int64] = [:]
         for row in rows {

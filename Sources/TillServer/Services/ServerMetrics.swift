@@ -4,6 +4,7 @@ import Metrics
 import Prometheus
 import SQLKit
 import Synchronization
+import TillContract
 import TillCore
 
 /// The server's measurements, through swift-metrics into a Prometheus registry of its own.
@@ -152,20 +153,10 @@ extension Duration {
 extension PurchaseServer {
     /// Reads the queue's depth and age into the gauges, then prints every metric.
     public func metricsExposition() async throws -> [UInt8] {
-        struct Row: Decodable {
-            var state: String
-            var n: Int
-            var oldest: Int64?
-        }
-        let rows = try await store.sql.raw(
-            """
-            SELECT state, COUNT(*) AS n, MIN(created_at) AS oldest FROM srv_submissions
-            WHERE state IN ('pending', 'retrying', 'deadLettered') GROUP BY state
-            """
-        ).all(decoding: Row.self)
-        let oldest = rows.filter { $0.state != "deadLettered" }.compactMap(\.oldest).min()
+        let rows = try await store.queueDepth()
+        let oldest = rows.filter { $0.state != .deadLettered }.compactMap(\.oldest).min()
         metrics.recordQueue(
-            depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state, $0.n) }),
+            depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state.rawValue, $0.n) }),
             oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
         )
         return metrics.emit()
