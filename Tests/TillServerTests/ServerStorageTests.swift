@@ -98,7 +98,7 @@ struct ServerStorageTests {
                 )
             }
             // The operator's reads: sandbox never counts as revenue; nothing is dead-lettered.
-            for groupBy in ["day", "product", "currency"] {
+            for groupBy in RevenueReport.GroupByPayload.allCases {
                 let report = try await server.revenue(bundleId: nil, from: 0, to: Int64.max / 2, groupBy: groupBy)
                 #expect(report.rows.isEmpty)
             }

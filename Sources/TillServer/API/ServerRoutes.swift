@@ -336,8 +336,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
                 "from and to are dates (2026-11-01) or UNIX milliseconds, from before to"
             )
         }
-        let groupBy = query.get("groupBy") ?? "day"
-        guard ["day", "product", "currency"].contains(groupBy) else {
+        guard let groupBy = RevenueReport.GroupByPayload(rawValue: query.get("groupBy") ?? "day") else {
             throw TillHTTPError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
         }
         let bundleId = query.get("bundleId")

@@ -28,6 +28,9 @@ public typealias Entitlement = Components.Schemas.Entitlement
 public typealias SubscriptionStateView = Components.Schemas.SubscriptionState
 /// The answer to a submission.
 public typealias SubmissionResult = Components.Schemas.SubmissionResult
+/// Revenue per day, product or currency (production only: sandbox purchases never count); amounts in milliunits
+/// of their currency, refunds and revocations negative.
+public typealias RevenueReport = Components.Schemas.RevenueReport
 /// A product of the master list, as apps fetch it.
 public typealias MasterListProduct = Components.Schemas.MasterListProduct
 /// The server-side master list of product ids; its ETag changes whenever the catalogue does.

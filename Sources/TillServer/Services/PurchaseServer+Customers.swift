@@ -7,23 +7,6 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// Revenue per day, product or currency (production only: sandbox purchases never count).
-public struct RevenueReport: Codable, Sendable {
-    public struct Row: Codable, Sendable, Hashable {
-        public var key: String
-        public var currency: String
-        /// Milliunits of `currency`; refunds and revocations count negative.
-        public var amount: Int64
-        public var count: Int
-    }
-
-    public var from: Int64
-    public var to: Int64
-    public var groupBy: String
-    public var rows: [Row]
-    public var totals: [String: Int64]
-}
-
 extension PurchaseServer {
     /// The catalogue as apps see it, with an ETag for `If-None-Match`.
     public func masterList(bundleId: String) async throws -> MasterList {
@@ -209,19 +192,22 @@ extension PurchaseServer {
     }
 
     /// The money of production purchases between `from` and `to`, grouped; sandbox is excluded.
-    public func revenue(bundleId: String?, from: Int64, to: Int64, groupBy: String) async throws -> RevenueReport {
+    public func revenue(bundleId: String?, from: Int64, to: Int64, groupBy: RevenueReport.GroupByPayload)
+        async throws -> RevenueReport
+    {
         let rows = try await store.productionFinance(bundleId: bundleId, from: from, to: to)
-        var grouped: [String: RevenueReport.Row] = [:]
+        var grouped: [String: Components.Schemas.RevenueRow] = [:]
         var totals: [String: Int64] = [:]
         for row in rows {
             let key: String =
                 switch groupBy {
-                case "product": row.productId
-                case "currency": row.currency
-                default: String(ReceiptDate.formatRFC3339(Date(millisecondsSince1970: row.occurredAt)).prefix(10))
+                case .product: row.productId
+                case .currency: row.currency
+                case .day: String(ReceiptDate.formatRFC3339(Date(millisecondsSince1970: row.occurredAt)).prefix(10))
                 }
             let id = key + "|" + row.currency
-            var entry = grouped[id] ?? RevenueReport.Row(key: key, currency: row.currency, amount: 0, count: 0)
+            var entry =
+                grouped[id] ?? Components.Schemas.RevenueRow(key: key, currency: row.currency, amount: 0, count: 0)
             entry.amount += row.amount
             entry.count += 1
             grouped[id] = entry
@@ -232,7 +218,7 @@ extension PurchaseServer {
             to: to,
             groupBy: groupBy,
             rows: grouped.values.sorted { ($0.key, $0.currency) < ($1.key, $1.currency) },
-            totals: totals
+            totals: .init(additionalProperties: totals)
         )
     }
 }
