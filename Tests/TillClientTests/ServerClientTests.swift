@@ -117,9 +117,16 @@ struct ServerClientTests {
             // The store down (503): the server's fault, try again later. The latency rule goes first: on a loaded
             // machine the timed-out request may not have reached the store (and used the rule up) within 0.3 s.
             fixture.simulator.faults.removeAll()
+            // A store client with the usual time limit: 0.3 s is no limit to judge a 503 by on a loaded runner.
+            let patient = SimulatorStorefront(
+                baseURL: fixture.simulatorURL,
+                deviceId: fixture.device.id,
+                bundleId: ClientFixture.bundleId,
+                session: fixture.http
+            )
             fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=1"))
             await #expect {
-                try await impatient.unfinishedTransactions()
+                try await patient.unfinishedTransactions()
             } throws: { error in
                 let error = error as? TillClientError
                 return error?.kind == .serverFault && error?.status == 503 && error?.isTemporary == true

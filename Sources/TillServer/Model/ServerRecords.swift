@@ -67,8 +67,8 @@ struct SubmissionRecord: Codable, Sendable {
     /// Set while retrying: why the last attempt failed.
     var retryCause: RetryCause?
     var reason: String?
-    /// JSON array of the transaction ids the submission carried.
-    var transactionIds: String
+    /// The transaction ids the submission carried.
+    var transactionIds: TransactionIDs
     var claimedUntil: Int64?
     var createdAt: Int64
     var updatedAt: Int64
@@ -100,4 +100,22 @@ struct LedgerRecord: Codable, Sendable {
     var confirmed: Bool
     var createdAt: Int64
     var updatedAt: Int64
+}
+
+/// The transaction ids a submission carried: an array in Swift, one JSON text column in SQL (`transaction_ids`),
+/// decoded once where the row is read rather than wherever the ids are needed.
+struct TransactionIDs: Codable, Sendable, Hashable {
+    var ids: [String]
+
+    init(_ ids: [String]) { self.ids = ids }
+
+    init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        ids = try JSONDecoder().decode([String].self, from: Data(text.utf8))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(String(decoding: try JSONEncoder().encode(ids), as: UTF8.self))
+    }
 }

@@ -266,7 +266,7 @@ extension PurchaseServer {
                 status: "local signature (no App Store Server API key)"
             )
         }
-        let ids = (try? JSONDecoder().decode([String].self, from: Data(submission.transactionIds.utf8))) ?? []
+        let ids = submission.transactionIds.ids
         guard let transactionId = ids.first else {
             return .rejected(status: "empty", reason: "no transaction to confirm")
         }
@@ -347,8 +347,7 @@ extension PurchaseServer {
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
                 _ = try await self.record(transactions, submission: current, app: app, catalogue: catalogue, on: db)
                 for id in Set(
-                    transactions.map(\.transactionId)
-                        + (try JSONDecoder().decode([String].self, from: Data(current.transactionIds.utf8)))
+                    transactions.map(\.transactionId) + current.transactionIds.ids
                 ) {
                     if var row = try await self.store.transaction(
                         environment: current.environment,

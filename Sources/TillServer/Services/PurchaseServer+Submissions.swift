@@ -75,7 +75,7 @@ extension PurchaseServer {
                 lastError: nil,
                 retryCause: nil,
                 reason: nil,
-                transactionIds: Self.json(verified.transactions.map(\.transactionId)),
+                transactionIds: TransactionIDs(verified.transactions.map(\.transactionId)),
                 claimedUntil: nil,
                 createdAt: now,
                 updatedAt: now,
@@ -132,7 +132,7 @@ extension PurchaseServer {
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
         // replay must not look accepted).
-        let ids = (try? JSONDecoder().decode([String].self, from: Data(existing.transactionIds.utf8))) ?? []
+        let ids = existing.transactionIds.ids
         var refused: [RefusedTransaction] = []
         for id in ids {
             if let row = try await store.transaction(
@@ -305,7 +305,7 @@ extension PurchaseServer {
             kind: record.kind,
             environment: record.environment,
             customerId: record.customerId,
-            transactionIds: (try? JSONDecoder().decode([String].self, from: Data(record.transactionIds.utf8))) ?? [],
+            transactionIds: record.transactionIds.ids,
             attempts: record.attempts,
             nextAttemptAt: record.state == .retrying ? record.nextAttemptAt : nil,
             lastStatus: record.lastStatus,
@@ -428,10 +428,6 @@ extension PurchaseServer {
             guard clock.now < deadline else { return current }
             await submissionSettled.wait(since: since, timeout: deadline - clock.now)
         }
-    }
-
-    static func json<T: Encodable>(_ value: T) -> String {
-        String(decoding: (try? JSONEncoder().encode(value)) ?? Data("null".utf8), as: UTF8.self)
     }
 }
 
