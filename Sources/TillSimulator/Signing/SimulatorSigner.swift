@@ -40,14 +40,9 @@ public struct SimulatorSigner: Sendable {
         kind: TestPKI.KeyKind,
         database: TillDatabase
     ) async throws -> SigningAuthority {
-        if let row = try await database.sql.raw(
-            "SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)"
-        ).first() {
-            return try decode(
-                keyPEM: try row.decode(column: "private_key_pem", as: String.self),
-                chainPEM: try row.decode(column: "chain_pem", as: String.self),
-                kind: kind
-            )
+        let store = SimulatorStore(database: database)
+        if let stored = try await store.signingKey(named: name) {
+            return try decode(keyPEM: stored.keyPEM, chainPEM: stored.chainPEM, kind: kind)
         }
         let made = try TestPKI.makeAuthority(
             kind: kind,
@@ -61,22 +56,17 @@ public struct SimulatorSigner: Sendable {
             case .rsa(let key): key.pemRepresentation
             }
         let chainPEM = try made.chain.map { try $0.serializeAsPEM().pemString }.joined(separator: "\n")
-        try await database.sql.raw(
-            """
-            INSERT INTO sim_keys (name, private_key_pem, chain_pem, created_at)
-            VALUES (\(bind: name), \(bind: keyPEM), \(bind: chainPEM), \(bind: Int64(Date().timeIntervalSince1970 * 1000)))
-            ON CONFLICT (name) DO NOTHING
-            """
-        ).run()
-        // Another process may have stored its own first: use whatever is stored.
-        let row = try await database.sql.raw(
-            "SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)"
-        ).first()!
-        return try decode(
-            keyPEM: try row.decode(column: "private_key_pem", as: String.self),
-            chainPEM: try row.decode(column: "chain_pem", as: String.self),
-            kind: kind
+        try await store.storeSigningKey(
+            named: name,
+            keyPEM: keyPEM,
+            chainPEM: chainPEM,
+            at: Int64(Date().timeIntervalSince1970 * 1000)
         )
+        // Another process may have stored its own first: use whatever is stored.
+        guard let stored = try await store.signingKey(named: name) else {
+            throw SimulatorSignerError.keyNotStored(name)
+        }
+        return try decode(keyPEM: stored.keyPEM, chainPEM: stored.chainPEM, kind: kind)
     }
 
     private static func decode(keyPEM: String, chainPEM: String, kind: TestPKI.KeyKind) throws -> SigningAuthority {
@@ -101,5 +91,17 @@ public struct SimulatorSigner: Sendable {
             privateKey: receiptAuthority.leafKey.rsa!,
             certificateDER: receiptLeafDER
         )
+    }
+}
+
+/// The signing keys could not be kept.
+enum SimulatorSignerError: Error, CustomStringConvertible {
+    /// The key was stored, yet reading it back found nothing (the table was emptied meanwhile).
+    case keyNotStored(String)
+
+    var description: String {
+        switch self {
+        case .keyNotStored(let name): "the \(name) signing key was stored but is not there to read back"
+        }
     }
 }

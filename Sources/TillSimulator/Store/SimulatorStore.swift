@@ -18,6 +18,31 @@ struct SimulatorStore: Sendable {
         try await database.migrate(SimulatorSchema.migrations, schema: SimulatorSchema.name)
     }
 
+    // MARK: Signing keys
+
+    /// The signing key (PEM) and its certificate chain stored under `name`, if any.
+    func signingKey(named name: String) async throws -> (keyPEM: String, chainPEM: String)? {
+        guard
+            let row = try await sql.raw("SELECT private_key_pem, chain_pem FROM sim_keys WHERE name = \(bind: name)")
+                .first()
+        else { return nil }
+        return (
+            try row.decode(column: "private_key_pem", as: String.self),
+            try row.decode(column: "chain_pem", as: String.self)
+        )
+    }
+
+    /// Stores a signing key under `name` unless one is stored already (another process may have been first).
+    func storeSigningKey(named name: String, keyPEM: String, chainPEM: String, at: Int64) async throws {
+        try await sql.raw(
+            """
+            INSERT INTO sim_keys (name, private_key_pem, chain_pem, created_at)
+            VALUES (\(bind: name), \(bind: keyPEM), \(bind: chainPEM), \(bind: at))
+            ON CONFLICT (name) DO NOTHING
+            """
+        ).run()
+    }
+
     // MARK: Counters and settings
 
     /// The next value of a named counter (1, 2, 3, …), safe under concurrency.
