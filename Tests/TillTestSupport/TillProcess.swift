@@ -78,8 +78,11 @@ public final class TillProcess: Sendable {
         let found = try await withThrowingTaskGroup(of: String?.self) { group in
             group.addTask {
                 for await line in lines {
-                    if let range = line.range(of: " on http://") {
-                        return "http://" + line[range.upperBound...].split(separator: " ")[0]
+                    // A line that ends right after " on http://" names no address: keep reading.
+                    if let range = line.range(of: " on http://"),
+                        let address = line[range.upperBound...].split(separator: " ").first
+                    {
+                        return "http://" + address
                     }
                 }
                 return nil
