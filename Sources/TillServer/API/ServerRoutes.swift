@@ -354,32 +354,24 @@ extension Request {
     }
 }
 
-/// An app as the admin API shows it: the App Store Server API private key is never returned.
-struct AppView: Codable, Sendable {
-    var bundleId: String
-    var appAppleId: Int64?
-    var name: String
-    var appKey: String
-    var sharedSecrets: [String]
-    var apiKeyId: String?
-    var apiIssuerId: String?
-    var hasAPIKey: Bool
-    var acceptSandbox: Bool
-    var restorePolicy: RestorePolicy
-    var createdAt: Int64
+/// An app as the admin API shows it (the contract's `App`): the App Store Server API private key is never returned.
+typealias AppView = Components.Schemas.App
 
+extension Components.Schemas.App {
     init(_ app: ServerApp) {
-        bundleId = app.bundleId
-        appAppleId = app.appAppleId
-        name = app.name
-        appKey = app.appKey
-        sharedSecrets = app.sharedSecrets
-        apiKeyId = app.apiKeyId
-        apiIssuerId = app.apiIssuerId
-        hasAPIKey = app.apiPrivateKey != nil
-        acceptSandbox = app.acceptSandbox
-        restorePolicy = app.restorePolicy
-        createdAt = app.createdAt
+        self.init(
+            bundleId: app.bundleId,
+            appAppleId: app.appAppleId,
+            name: app.name,
+            appKey: app.appKey,
+            sharedSecrets: app.sharedSecrets,
+            apiKeyId: app.apiKeyId,
+            apiIssuerId: app.apiIssuerId,
+            hasAPIKey: app.apiPrivateKey != nil,
+            acceptSandbox: app.acceptSandbox,
+            restorePolicy: app.restorePolicy,
+            createdAt: app.createdAt
+        )
     }
 }
 

@@ -1,14 +1,6 @@
 import Foundation
 import TillCore
 
-/// How a transaction already owned by one customer is treated when another customer submits it.
-public enum RestorePolicy: String, Codable, Sendable, CaseIterable {
-    /// The first customer keeps it; the second submission is refused as a replay.
-    case keepWithFirstOwner
-    /// It moves to the customer who submitted it last (as after a restore on a new account).
-    case transferToLatest
-}
-
 /// An app the server verifies purchases for.
 public struct ServerApp: Codable, Sendable, Hashable {
     public var bundleId: String

@@ -31,6 +31,9 @@ public typealias SubmissionResult = Components.Schemas.SubmissionResult
 /// Revenue per day, product or currency (production only: sandbox purchases never count); amounts in milliunits
 /// of their currency, refunds and revocations negative.
 public typealias RevenueReport = Components.Schemas.RevenueReport
+/// How a transaction already owned by one customer is treated when another customer submits it:
+/// `keepWithFirstOwner` refuses it as a replay; `transferToLatest` moves it to the customer who submitted it last.
+public typealias RestorePolicy = Components.Schemas.RestorePolicy
 /// A product of the master list, as apps fetch it.
 public typealias MasterListProduct = Components.Schemas.MasterListProduct
 /// The server-side master list of product ids; its ETag changes whenever the catalogue does.
