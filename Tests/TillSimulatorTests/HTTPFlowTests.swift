@@ -226,4 +226,19 @@ struct HTTPFlowTests {
         }
         try await simulator.shutdown()
     }
+
+    /// The simulator's own API answers a route it does not have, or a method a path does not take, with the same
+    /// JSON errors as the server (TillHTTPKit), not Hummingbird's bare 404.
+    @Test func unknownRoutesAndMethodsAreJSONErrors() async throws {
+        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let app = Application(router: buildSimulatorRouter(simulator))
+        try await app.test(.router) { client in
+            let unknown = try await call(client, .get, "/admin/v1/nothing")
+            #expect(unknown.status == 404 && unknown.code == "notFound")
+            let wrongMethod = try await client.call(.delete, "/health")
+            #expect(wrongMethod.status == 405 && wrongMethod.code == "methodNotAllowed")
+            #expect(wrongMethod.headers[.allow]?.contains("GET") == true)
+        }
+        try await simulator.shutdown()
+    }
 }
