@@ -1,4 +1,5 @@
 import Foundation
+import TillContract
 import TillCore
 import TillServer
 import TillSimulator

@@ -8,6 +8,7 @@ import NIOPosix
 import SQLKit
 import ServiceLifecycle
 import TillClient
+import TillContract
 import TillCore
 import TillFormats
 import TillStorage

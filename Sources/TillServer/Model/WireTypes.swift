@@ -34,6 +34,8 @@ public typealias RevenueReport = Components.Schemas.RevenueReport
 /// How a transaction already owned by one customer is treated when another customer submits it:
 /// `keepWithFirstOwner` refuses it as a replay; `transferToLatest` moves it to the customer who submitted it last.
 public typealias RestorePolicy = Components.Schemas.RestorePolicy
+/// A new app, or the fields of one to change (`POST` and `PATCH /admin/v1/apps`).
+public typealias ServerAppInput = Components.Schemas.AppInput
 /// A product of the master list, as apps fetch it.
 public typealias MasterListProduct = Components.Schemas.MasterListProduct
 /// The server-side master list of product ids; its ETag changes whenever the catalogue does.

@@ -8,42 +8,6 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// A new app, or the fields to change.
-public struct ServerAppInput: Codable, Sendable {
-    public var bundleId: String?
-    public var appAppleId: Int64?
-    public var name: String?
-    /// Shared secrets, current first; the others are still accepted while a rotation settles.
-    public var sharedSecrets: [String]?
-    public var apiKeyId: String?
-    public var apiIssuerId: String?
-    public var apiPrivateKey: String?
-    public var acceptSandbox: Bool?
-    public var restorePolicy: RestorePolicy?
-
-    public init(
-        bundleId: String? = nil,
-        appAppleId: Int64? = nil,
-        name: String? = nil,
-        sharedSecrets: [String]? = nil,
-        apiKeyId: String? = nil,
-        apiIssuerId: String? = nil,
-        apiPrivateKey: String? = nil,
-        acceptSandbox: Bool? = nil,
-        restorePolicy: RestorePolicy? = nil
-    ) {
-        self.bundleId = bundleId
-        self.appAppleId = appAppleId
-        self.name = name
-        self.sharedSecrets = sharedSecrets
-        self.apiKeyId = apiKeyId
-        self.apiIssuerId = apiIssuerId
-        self.apiPrivateKey = apiPrivateKey
-        self.acceptSandbox = acceptSandbox
-        self.restorePolicy = restorePolicy
-    }
-}
-
 /// A catalogue product to create or replace.
 public struct CatalogProductInput: Codable, Sendable {
     public var type: ProductType?
