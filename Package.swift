@@ -86,6 +86,7 @@ let package = Package(
         .target(
             name: "TillHTTPKit",
             dependencies: [
+                "TillCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TillCore
 
 /// A request refused by the server or the simulator: the HTTP status, a stable machine `code` to branch on, and a
 /// message for people. Written as `{"error":{"code":"…","message":"…"}}`, the one error shape of both APIs.
@@ -37,9 +38,17 @@ public struct TillHTTPError: Error, Sendable, Hashable, CustomStringConvertible 
         TillHTTPError(.unprocessableContent, code, message)
     }
 
-    /// The JSON body of the answer.
+    /// The JSON body of the answer (slashes left as they are, so paths in messages read as paths).
     public var body: String {
-        #"{"error":{"code":"# + JSONText.string(code) + #","message":"# + JSONText.string(message) + "}}"
+        var writer = JSONWriter(capacity: 64 + message.utf8.count)
+        writer.object { w in
+            w.key("error")
+            w.object { w in
+                w.field("code", code)
+                w.field("message", message)
+            }
+        }
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
 
