@@ -15,6 +15,17 @@ import TillTestSupport
 /// The server's app API through ``TillServerClient``, and how each kind of failure comes out.
 @Suite(.timeLimit(.minutes(2)))
 struct ServerClientTests {
+    /// A base URL the client cannot send to is a clear error on every call, not a request to somewhere else.
+    @Test func aBaseURLThatIsNotHTTPFailsEveryCallSayingSo() async {
+        let client = TillServerClient(baseURL: "ftp://till.example.com", appKey: "tk_x")
+        await #expect {
+            _ = try await client.customer("alice")
+        } throws: { error in
+            let error = error as? TillClientError
+            return error?.kind == .unreachable && error?.message.contains("not an http(s) URL") == true
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func theMasterListIsFetchedAgainOnlyWhenItChanged(_ database: TestDatabase)
         async throws
     {

@@ -15,7 +15,8 @@ import TillSnapshot
 /// Every method throws ``TillClientError``: check ``TillClientError/isTemporary`` to tell "try again later"
 /// (unreachable, timeout, 5xx) from "this request is wrong" (4xx, with the server's `code`).
 public struct TillServerClient: Sendable {
-    let client: Client
+    /// Nil when `baseURL` is not an http(s) URL: every call then fails `unreachable`, saying so.
+    let client: Client?
     /// Without a trailing slash.
     public let baseURL: String
     let timeout: Duration
@@ -35,11 +36,14 @@ public struct TillServerClient: Sendable {
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
         self.timeout = timeout
-        client = Client(
-            serverURL: URL(string: base) ?? URL(fileURLWithPath: "/"),
-            transport: URLSessionTransport(configuration: .init(session: session)),
-            middlewares: [AnswerMiddleware(appKey: appKey)]
-        )
+        client = URL(string: base).flatMap { url in
+            ["http", "https"].contains(url.scheme?.lowercased() ?? "")
+                ? Client(
+                    serverURL: url,
+                    transport: URLSessionTransport(configuration: .init(session: session)),
+                    middlewares: [AnswerMiddleware(appKey: appKey)]
+                ) : nil
+        }
     }
 
     /// The master list. With the ETag of the list the app has, an unchanged list answers ``CatalogueFetch/notModified``.
@@ -171,7 +175,9 @@ public struct TillServerClient: Sendable {
         timeout: Duration? = nil,
         _ operation: @escaping @Sendable (Client) async throws -> Output
     ) async throws -> Output {
-        let client = self.client
+        guard let client else {
+            throw TillClientError(.unreachable, message: "could not reach \(baseURL): not an http(s) URL")
+        }
         let base = URL(string: baseURL)
         return try await HTTPService.withDeadline(timeout ?? self.timeout, url: base) {
             do {
