@@ -24,11 +24,6 @@ public typealias ContentLink = Components.Schemas.ContentDownload
 /// `signedSnapshot` counts: ``EntitlementStore`` verifies it and ignores the clear copy.
 public typealias SnapshotResponse = Components.Schemas.SignedSnapshot
 
-extension Components.Schemas.SubmissionState {
-    /// Whether Apple's answer is in (or the server stopped asking).
-    public var isSettled: Bool { self != .pending && self != .retrying }
-}
-
 extension Components.Schemas.ContentDownload {
     /// The file the link downloads, as the master list describes it.
     public var file: CatalogueFile {

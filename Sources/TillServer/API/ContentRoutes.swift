@@ -12,16 +12,6 @@ import TillHTTPKit
 struct ContentController {
     let server: PurchaseServer
 
-    /// `POST /v1/customers/{customer}/downloads`: one product, one file of it or all.
-    struct DownloadsInput: Decodable {
-        var productId: String
-        var name: String?
-    }
-
-    struct DownloadsView: Encodable {
-        var downloads: [ContentDownload]
-    }
-
     func addRoutes(to router: Router<ServerRequestContext>) {
         let admin = router.group("admin/v1").add(
             middleware: OperatorTokenMiddleware(token: server.configuration.operatorToken)
@@ -77,14 +67,14 @@ struct ContentController {
 
     @Sendable func downloads(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let app = try context.requireApp()
-        let input = try await decode(DownloadsInput.self, request, context)
+        let input = try await decode(Components.Schemas.DownloadsRequest.self, request, context)
         let downloads = try await server.downloads(
             bundleId: app.bundleId,
             customerId: try context.customerParameter(),
             productId: input.productId,
             name: input.name
         )
-        return try json(DownloadsView(downloads: downloads), context: context)
+        return try json(Components.Schemas.Downloads(downloads: downloads), context: context)
     }
 
     /// `GET` (and `HEAD`) of a signed URL: 200 with the file, 206 with a range of it, 304 when the client's copy is

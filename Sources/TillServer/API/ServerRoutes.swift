@@ -87,22 +87,6 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
 
 // MARK: App-facing API
 
-struct DebitInput: Codable {
-    var credit: String
-    var amount: Int64
-    var requestId: String
-}
-
-struct AliasInput: Codable { var customerId: String }
-
-/// A restore: the customer is in the path.
-struct RestoreInput: Codable {
-    var receipt: String?
-    var transactionReceipt: String?
-    var signedTransaction: String?
-    var idempotencyKey: String?
-}
-
 func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
     group.get("products") { request, context in
         let app = try context.requireApp()
@@ -172,7 +156,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
-        let input = try await decode(RestoreInput.self, request, context)
+        let input = try await decode(Components.Schemas.RestoreRequest.self, request, context)
         let customerId = try context.customerParameter()
         var result = try await server.restore(
             SubmissionRequest(
@@ -193,7 +177,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("customers/{customer}/debits") { request, context in
         let app = try context.requireApp()
-        let input = try await decode(DebitInput.self, request, context)
+        let input = try await decode(Components.Schemas.DebitRequest.self, request, context)
         let balances = try await server.debit(
             bundleId: app.bundleId,
             customerId: try context.customerParameter(),
@@ -201,11 +185,11 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             amount: input.amount,
             requestId: input.requestId
         )
-        return try json(["balances": balances], context: context)
+        return try json(Components.Schemas.Balances(balances: .init(balances)), context: context)
     }
     group.post("customers/{customer}/aliases") { request, context in
         let app = try context.requireApp()
-        let input = try await decode(AliasInput.self, request, context)
+        let input = try await decode(Components.Schemas.AliasRequest.self, request, context)
         let customer = try await server.link(
             bundleId: app.bundleId,
             guestId: input.customerId,
@@ -243,7 +227,7 @@ private func respondWithWait(
         bundleId: app.bundleId,
         customerId: customerId
     ).signedSnapshot
-    let settled = result.submission.state != .pending && result.submission.state != .retrying
+    let settled = result.submission.state.isSettled
     var response = Response(
         status: settled ? .ok : .accepted,
         body: .init(byteBuffer: ByteBuffer(bytes: result.json()))
@@ -258,224 +242,6 @@ private func waitParameter(_ request: Request) -> Duration? {
         return nil
     }
     return .milliseconds(Int64(min(wait, 60) * 1000))
-}
-
-// MARK: Admin API
-
-struct RevenueQuery {
-    var from: Int64
-    var to: Int64
-    var groupBy: String
-}
-
-func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
-    group.get("apps") { request, context in
-        let page = Page.of(
-            try await server.apps(),
-            key: { PageKey(number: $0.createdAt, text: $0.bundleId) },
-            try request.pageRequest()
-        )
-        return try json(page.map(AppView.init), context: context)
-    }
-    group.post("apps") { request, context in
-        let input = try await decode(ServerAppInput.self, request, context)
-        return try json(AppView(try await server.createApp(input)), status: .created, context: context)
-    }
-    group.get("apps/{bundle}") { _, context in
-        try json(
-            AppView(try await server.app(bundleId: try context.pathParameter("bundle"))),
-            context: context
-        )
-    }
-    group.patch("apps/{bundle}") { request, context in
-        let input = try await decode(ServerAppInput.self, request, context)
-        return try json(
-            AppView(
-                try await server.updateApp(bundleId: try context.pathParameter("bundle"), input)
-            ),
-            context: context
-        )
-    }
-    group.get("apps/{bundle}/products") { request, context in
-        let page = Page.of(
-            try await server.products(bundleId: try context.pathParameter("bundle")),
-            key: { PageKey(number: Int64($0.position), text: $0.productId) },
-            try request.pageRequest()
-        )
-        return try json(page, context: context)
-    }
-    group.put("apps/{bundle}/products/{product}") { request, context in
-        let input = try await decode(CatalogProductInput.self, request, context)
-        let written = try await server.putProduct(
-            bundleId: try context.pathParameter("bundle"),
-            productId: try context.pathParameter("product"),
-            input
-        )
-        return try json(written.product, status: written.created ? .created : .ok, context: context)
-    }
-    group.get("submissions") { request, context in
-        let state = request.uri.queryParameters.get("state") ?? "deadLettered"
-        guard SubmissionState(rawValue: state) != nil else {
-            throw TillHTTPError.badRequest(
-                "invalidState",
-                "state is pending, confirmed, retrying, rejected or deadLettered"
-            )
-        }
-        return try json(try await server.submissions(state: state, page: try request.pageRequest()), context: context)
-    }
-    group.post("submissions/{id}/retry") { _, context in
-        try json(try await server.requeue(id: try context.pathParameter("id")), context: context)
-    }
-    group.get("reports/revenue") { request, context in
-        let query = request.uri.queryParameters
-        guard let fromText = query.get("from"), let toText = query.get("to"),
-            let from = ReportDates.parse(fromText), let to = ReportDates.parse(toText), from < to
-        else {
-            throw TillHTTPError.badRequest(
-                "invalidRange",
-                "from and to are dates (2026-11-01) or UNIX milliseconds, from before to"
-            )
-        }
-        guard let groupBy = RevenueReport.GroupByPayload(rawValue: query.get("groupBy") ?? "day") else {
-            throw TillHTTPError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
-        }
-        let bundleId = query.get("bundleId")
-        return try json(
-            try await server.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
-            context: context
-        )
-    }
-}
-
-extension Request {
-    /// The admin lists' `?limit=` and `?cursor=`.
-    func pageRequest() throws -> PageRequest {
-        try PageRequest(limit: uri.queryParameters.get("limit"), cursor: uri.queryParameters.get("cursor"))
-    }
-}
-
-/// An app as the admin API shows it (the contract's `App`): the App Store Server API private key is never returned.
-typealias AppView = Components.Schemas.App
-
-extension Components.Schemas.App {
-    init(_ app: ServerApp) {
-        self.init(
-            bundleId: app.bundleId,
-            appAppleId: app.appAppleId,
-            name: app.name,
-            appKey: app.appKey,
-            sharedSecrets: app.sharedSecrets,
-            apiKeyId: app.apiKeyId,
-            apiIssuerId: app.apiIssuerId,
-            hasAPIKey: app.apiPrivateKey != nil,
-            acceptSandbox: app.acceptSandbox,
-            restorePolicy: app.restorePolicy,
-            createdAt: app.createdAt
-        )
-    }
-}
-
-// MARK: Middleware and helpers
-
-/// Authenticates apps by their key (`Authorization: Bearer tk_…`).
-struct AppKeyMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
-    let server: PurchaseServer
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            let app = try await server.app(appKey: String(header.dropFirst(7)))
-        else { throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
-        var context = context
-        context.app = app
-        return try await next(request, context)
-    }
-}
-
-/// Requires the operator token on the admin API, compared in constant time.
-struct OperatorTokenMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
-    let token: String
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        let expected = Array("Bearer \(token)".utf8)
-        let given = Array((request.headers[.authorization] ?? "").utf8)
-        let equal = given.count == expected.count && zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
-        guard equal else {
-            throw TillHTTPError(
-                .unauthorized,
-                "unauthorized",
-                "the admin API needs Authorization: Bearer <operator token>"
-            )
-        }
-        return try await next(request, context)
-    }
-}
-
-/// Gives every request an id (the caller's `X-Request-Id` when it sends a sane one), puts it in the log
-/// metadata and the response, logs one line per request, and counts and times it by route.
-struct RequestMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
-    let metrics: ServerMetrics
-    /// Told of every request answered: confirmations yield while someone waits for this process.
-    let pacer: ConfirmationPacer
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let id = Self.requestId(request.headers[.requestId])
-        var context = context
-        context.requestId = id
-        // Setting metadata makes the log handler format it again: only when lines at info level are written.
-        let detailed = context.logger.logLevel <= .info
-        if detailed { context.logger[metadataKey: "request_id"] = .string(id) }
-        var response: Response
-        do {
-            response = try await next(request, context)
-        } catch let error as any HTTPResponseError {
-            response = try error.response(from: request, context: context)
-        }
-        response.headers[.requestId] = id
-        let elapsed = clock.now - start
-        let route = context.endpointPath ?? "unmatched"
-        metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: elapsed)
-        pacer.served()
-        guard detailed || response.status.code >= 500 else { return response }
-        context.logger.log(
-            level: response.status.code >= 500 ? .error : .info,
-            "\(request.method) \(request.uri.path) \(response.status.code)",
-            metadata: [
-                "route": .string(route),
-                "status": .stringConvertible(response.status.code),
-                "duration_ms": .string(String(format: "%.2f", Double(elapsed.nanoseconds) / 1e6)),
-            ]
-        )
-        return response
-    }
-
-    /// The caller's id when it is 1–128 characters of letters, digits, `-`, `_` or `.`; otherwise a new one.
-    static func requestId(_ given: String?) -> String {
-        if let given, (1...128).contains(given.utf8.count),
-            given.utf8.allSatisfy({
-                $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
-                    || (0x61...0x7A).contains($0)
-            })
-        {
-            return given
-        }
-        let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        return String(repeating: "0", count: 16 - hex.utf8.count) + hex
-    }
-}
-
-extension HTTPField.Name {
-    static let requestId = HTTPField.Name("X-Request-Id")!
 }
 
 /// `value` as JSON with the server's encoder (sorted keys, unescaped slashes).

@@ -36,6 +36,9 @@ public typealias RevenueReport = Components.Schemas.RevenueReport
 public typealias RestorePolicy = Components.Schemas.RestorePolicy
 /// A new app, or the fields of one to change (`POST` and `PATCH /admin/v1/apps`).
 public typealias ServerAppInput = Components.Schemas.AppInput
+/// A file a customer may download now, with its signed URL (relative to the server's base URL; it works without
+/// the app key, for this customer only, until `expiresAt`, in UNIX milliseconds).
+public typealias ContentDownload = Components.Schemas.ContentDownload
 /// A product of the master list, as apps fetch it.
 public typealias MasterListProduct = Components.Schemas.MasterListProduct
 /// The server-side master list of product ids; its ETag changes whenever the catalogue does.

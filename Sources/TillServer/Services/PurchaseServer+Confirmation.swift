@@ -326,7 +326,7 @@ extension PurchaseServer {
         let catalogue = try await catalogue(bundleId: app.bundleId)
         let state = try await database.transaction { db -> SubmissionState in
             guard var current = try await self.store.submission(id: submission.id, on: db),
-                current.state == .pending || current.state == .retrying
+                !current.state.isSettled
             else { return submission.state }
             current.attempts += 1
             current.updatedAt = now

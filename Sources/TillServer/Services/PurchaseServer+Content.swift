@@ -8,18 +8,6 @@ import TillCore
 import TillHTTPKit
 import TillStorage
 
-/// A file a customer may download now, with its signed URL.
-public struct ContentDownload: Codable, Sendable, Hashable {
-    public var name: String
-    public var sha256: String
-    public var size: Int64
-    public var contentType: String
-    /// Relative to the server's base URL; it works without the app key, for this customer only, until `expiresAt`.
-    public var url: String
-    /// UNIX milliseconds, like every time of the API (the URL's own `expires` is in seconds).
-    public var expiresAt: Int64
-}
-
 /// An upload stored: the file as the product now lists it, and whether its name was new to the product.
 public struct ContentUpload: Sendable, Hashable {
     public var file: ContentFile

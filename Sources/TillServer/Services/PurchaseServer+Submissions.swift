@@ -424,7 +424,7 @@ extension PurchaseServer {
         while true {
             let since = submissionSettled.current
             let current = try await submission(id: id, bundleId: bundleId)
-            if current.state != .pending && current.state != .retrying { return current }
+            if current.state.isSettled { return current }
             guard clock.now < deadline else { return current }
             await submissionSettled.wait(since: since, timeout: deadline - clock.now)
         }

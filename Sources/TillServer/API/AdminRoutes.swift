@@ -1,0 +1,125 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+
+// The admin API under /admin/v1 (the operator token): apps, the catalogue, submissions and the revenue report.
+
+struct RevenueQuery {
+    var from: Int64
+    var to: Int64
+    var groupBy: String
+}
+
+func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
+    group.get("apps") { request, context in
+        let page = Page.of(
+            try await server.apps(),
+            key: { PageKey(number: $0.createdAt, text: $0.bundleId) },
+            try request.pageRequest()
+        )
+        return try json(page.map(AppView.init), context: context)
+    }
+    group.post("apps") { request, context in
+        let input = try await decode(ServerAppInput.self, request, context)
+        return try json(AppView(try await server.createApp(input)), status: .created, context: context)
+    }
+    group.get("apps/{bundle}") { _, context in
+        try json(
+            AppView(try await server.app(bundleId: try context.pathParameter("bundle"))),
+            context: context
+        )
+    }
+    group.patch("apps/{bundle}") { request, context in
+        let input = try await decode(ServerAppInput.self, request, context)
+        return try json(
+            AppView(
+                try await server.updateApp(bundleId: try context.pathParameter("bundle"), input)
+            ),
+            context: context
+        )
+    }
+    group.get("apps/{bundle}/products") { request, context in
+        let page = Page.of(
+            try await server.products(bundleId: try context.pathParameter("bundle")),
+            key: { PageKey(number: Int64($0.position), text: $0.productId) },
+            try request.pageRequest()
+        )
+        return try json(page, context: context)
+    }
+    group.put("apps/{bundle}/products/{product}") { request, context in
+        let input = try await decode(CatalogProductInput.self, request, context)
+        let written = try await server.putProduct(
+            bundleId: try context.pathParameter("bundle"),
+            productId: try context.pathParameter("product"),
+            input
+        )
+        return try json(written.product, status: written.created ? .created : .ok, context: context)
+    }
+    group.get("submissions") { request, context in
+        let state = request.uri.queryParameters.get("state") ?? "deadLettered"
+        guard SubmissionState(rawValue: state) != nil else {
+            throw TillHTTPError.badRequest(
+                "invalidState",
+                "state is pending, confirmed, retrying, rejected or deadLettered"
+            )
+        }
+        return try json(try await server.submissions(state: state, page: try request.pageRequest()), context: context)
+    }
+    group.post("submissions/{id}/retry") { _, context in
+        try json(try await server.requeue(id: try context.pathParameter("id")), context: context)
+    }
+    group.get("reports/revenue") { request, context in
+        let query = request.uri.queryParameters
+        guard let fromText = query.get("from"), let toText = query.get("to"),
+            let from = ReportDates.parse(fromText), let to = ReportDates.parse(toText), from < to
+        else {
+            throw TillHTTPError.badRequest(
+                "invalidRange",
+                "from and to are dates (2026-11-01) or UNIX milliseconds, from before to"
+            )
+        }
+        guard let groupBy = RevenueReport.GroupByPayload(rawValue: query.get("groupBy") ?? "day") else {
+            throw TillHTTPError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
+        }
+        let bundleId = query.get("bundleId")
+        return try json(
+            try await server.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
+            context: context
+        )
+    }
+}
+
+extension Request {
+    /// The admin lists' `?limit=` and `?cursor=`.
+    func pageRequest() throws -> PageRequest {
+        try PageRequest(limit: uri.queryParameters.get("limit"), cursor: uri.queryParameters.get("cursor"))
+    }
+}
+
+/// An app as the admin API shows it (the contract's `App`): the App Store Server API private key is never returned.
+typealias AppView = Components.Schemas.App
+
+extension Components.Schemas.App {
+    init(_ app: ServerApp) {
+        self.init(
+            bundleId: app.bundleId,
+            appAppleId: app.appAppleId,
+            name: app.name,
+            appKey: app.appKey,
+            sharedSecrets: app.sharedSecrets,
+            apiKeyId: app.apiKeyId,
+            apiIssuerId: app.apiIssuerId,
+            hasAPIKey: app.apiPrivateKey != nil,
+            acceptSandbox: app.acceptSandbox,
+            restorePolicy: app.restorePolicy,
+            createdAt: app.createdAt
+        )
+    }
+}

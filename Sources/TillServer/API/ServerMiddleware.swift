@@ -1,0 +1,113 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+
+// The server's middleware: app key and operator token authentication, request ids, metrics and logs.
+
+/// Authenticates apps by their key (`Authorization: Bearer tk_…`).
+struct AppKeyMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let server: PurchaseServer
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+            let app = try await server.app(appKey: String(header.dropFirst(7)))
+        else { throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
+        var context = context
+        context.app = app
+        return try await next(request, context)
+    }
+}
+
+/// Requires the operator token on the admin API, compared in constant time.
+struct OperatorTokenMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let expected = Array("Bearer \(token)".utf8)
+        let given = Array((request.headers[.authorization] ?? "").utf8)
+        let equal = given.count == expected.count && zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        guard equal else {
+            throw TillHTTPError(
+                .unauthorized,
+                "unauthorized",
+                "the admin API needs Authorization: Bearer <operator token>"
+            )
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Gives every request an id (the caller's `X-Request-Id` when it sends a sane one), puts it in the log
+/// metadata and the response, logs one line per request, and counts and times it by route.
+struct RequestMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let metrics: ServerMetrics
+    /// Told of every request answered: confirmations yield while someone waits for this process.
+    let pacer: ConfirmationPacer
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let id = Self.requestId(request.headers[.requestId])
+        var context = context
+        context.requestId = id
+        // Setting metadata makes the log handler format it again: only when lines at info level are written.
+        let detailed = context.logger.logLevel <= .info
+        if detailed { context.logger[metadataKey: "request_id"] = .string(id) }
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response = try error.response(from: request, context: context)
+        }
+        response.headers[.requestId] = id
+        let elapsed = clock.now - start
+        let route = context.endpointPath ?? "unmatched"
+        metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: elapsed)
+        pacer.served()
+        guard detailed || response.status.code >= 500 else { return response }
+        context.logger.log(
+            level: response.status.code >= 500 ? .error : .info,
+            "\(request.method) \(request.uri.path) \(response.status.code)",
+            metadata: [
+                "route": .string(route),
+                "status": .stringConvertible(response.status.code),
+                "duration_ms": .string(String(format: "%.2f", Double(elapsed.nanoseconds) / 1e6)),
+            ]
+        )
+        return response
+    }
+
+    /// The caller's id when it is 1–128 characters of letters, digits, `-`, `_` or `.`; otherwise a new one.
+    static func requestId(_ given: String?) -> String {
+        if let given, (1...128).contains(given.utf8.count),
+            given.utf8.allSatisfy({
+                $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
+                    || (0x61...0x7A).contains($0)
+            })
+        {
+            return given
+        }
+        let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return String(repeating: "0", count: 16 - hex.utf8.count) + hex
+    }
+}
+
+extension HTTPField.Name {
+    static let requestId = HTTPField.Name("X-Request-Id")!
+}
