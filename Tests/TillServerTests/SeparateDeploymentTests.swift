@@ -378,18 +378,12 @@ extension SeparateDeploymentTests {
             let script = try DocumentedDeployment.block(after: "<!-- example: separate-simulator-setup -->")
                 .replacingOccurrences(of: "http://127.0.0.1:8090", with: simulator)
                 .replacingOccurrences(of: "http://127.0.0.1:8080", with: server)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-euo", "pipefail", "-c", script]
-            process.currentDirectoryURL = directory
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try ChildProcess.launch(process)
-            let printed = await ChildProcess.readAllInBackground(output.fileHandleForReading)
-            process.waitUntilExit()
-            let text = String(decoding: printed, as: UTF8.self)
-            #expect(process.terminationStatus == 0, "\(text)")
+            let (status, text) = try await ChildProcess.run(
+                "/bin/bash",
+                ["-euo", "pipefail", "-c", script],
+                in: directory
+            )
+            #expect(status == 0, "\(text)")
             // curl prints no newline after a body: the submission's answer is the last JSON object printed.
             let answer =
                 text.range(of: "{\"customer\":", options: .backwards).map { String(text[$0.lowerBound...]) } ?? ""

@@ -62,4 +62,22 @@ public enum ChildProcess {
             Thread.detachNewThread { continuation.resume(returning: readAll(handle)) }
         }
     }
+
+    /// Runs `executable` with `arguments` to its end: its exit status, and what it printed on standard output and
+    /// standard error together.
+    public static func run(_ executable: String, _ arguments: [String], in directory: URL? = nil) async throws
+        -> (status: Int32, output: String)
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try launch(process)
+        let printed = await readAllInBackground(output.fileHandleForReading)
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: printed, as: UTF8.self))
+    }
 }
