@@ -77,11 +77,11 @@ enum DevelopmentSetup {
             }
         }
         let app: ServerApp
-        if let existing = try? await server.app(bundleId: bundleId) {
+        if let existing = try? await server.catalogue.app(bundleId: bundleId) {
             app = existing
         } else {
             let key = try await simulator.createAPIKey(appAppleId: simulatorApp.appAppleId)
-            app = try await server.createApp(
+            app = try await server.catalogue.createApp(
                 ServerAppInput(
                     bundleId: bundleId,
                     appAppleId: simulatorApp.appAppleId,
@@ -161,7 +161,9 @@ enum DevelopmentSetup {
                     )
                 ),
             ]
-            for (id, input) in catalogue { _ = try await server.putProduct(bundleId: bundleId, productId: id, input) }
+            for (id, input) in catalogue {
+                _ = try await server.catalogue.putProduct(bundleId: bundleId, productId: id, input)
+            }
         }
         let account: SimAccount
         if let existing = try await simulator.accounts().first(where: { $0.environment == "Sandbox" && !$0.deleted }) {

@@ -297,7 +297,7 @@ enum ServerBenchmark {
                 let cpuNow = processCPUSeconds()
                 say(
                     "  t=\(Int(Self.seconds(clock.now - start)))s confirmed=+\(confirmed - (samples.last?.1 ?? 0)) "
-                        + "pace=\(Int(server.confirmationPace))/s cpu=\(Int((cpuNow - cpu) * 100))%"
+                        + "pace=\(Int(server.queue.pace))/s cpu=\(Int((cpuNow - cpu) * 100))%"
                 )
                 cpu = cpuNow
                 if confirmed != samples.last?.1 { lastProgress = clock.now }
@@ -387,14 +387,14 @@ enum ServerBenchmark {
             let customers = 100
             say("preparing \(customers) customers, each with a confirmed purchase…")
             let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
-            let app = try await server.app(bundleId: demo.bundleId)
+            let app = try await server.catalogue.app(bundleId: demo.bundleId)
             for index in 0..<customers {
                 let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
                 let purchase = try await simulator.addPayment(
                     PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "pro"),
                     environment: .sandbox
                 )
-                _ = try await server.submit(
+                _ = try await server.intake.submit(
                     SubmissionRequest(customerId: "reader-\(index)", signedTransaction: purchase.signedTransaction),
                     app: app
                 )

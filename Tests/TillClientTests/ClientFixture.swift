@@ -92,7 +92,7 @@ struct ClientFixture {
                         contentDirectory: directory.appendingPathComponent("server-content").path
                     )
                 )
-                let app = try await server.createApp(
+                let app = try await server.catalogue.createApp(
                     ServerAppInput(
                         bundleId: bundleId,
                         appAppleId: simApp.appAppleId,
@@ -123,7 +123,7 @@ struct ClientFixture {
                     ("news.free", CatalogProductInput(type: .freeSubscription, entitlements: ["news"])),
                 ]
                 for (productId, input) in catalogue {
-                    _ = try await server.putProduct(bundleId: bundleId, productId: productId, input)
+                    _ = try await server.catalogue.putProduct(bundleId: bundleId, productId: productId, input)
                 }
                 let fixture = ClientFixture(
                     simulator: simulator,
@@ -168,7 +168,7 @@ struct ClientFixture {
             }
             continuation.finish()
         }
-        _ = try await server.putContent(
+        _ = try await server.content.putContent(
             bundleId: Self.bundleId,
             productId: productId,
             name: name,
@@ -257,7 +257,7 @@ struct ClientFixture {
     }
 
     func customer(_ id: String) async throws -> CustomerView {
-        try await server.customer(bundleId: Self.bundleId, customerId: id)
+        try await server.customers.customer(bundleId: Self.bundleId, customerId: id)
     }
 
     /// A loopback URL where nothing listens: a server that is down.

@@ -71,7 +71,7 @@ struct PurchaseFlowTests {
                 #expect(transaction.error?.isCancellation == true)
                 // Not charged, nothing sent, nothing waiting; the failed entry is finished so it does not come back.
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
-                #expect(try await fixture.server.submissions(state: "pending").items.isEmpty)
+                #expect(try await fixture.server.queue.submissions(state: "pending").items.isEmpty)
                 #expect(await coordinator.outbox.pending.isEmpty)
                 #expect(try await fixture.unfinished().isEmpty)
                 #expect(await !coordinator.isEntitled(to: "pro"))
@@ -144,7 +144,7 @@ struct PurchaseFlowTests {
     {
         try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
-                _ = try await fixture.server.putProduct(
+                _ = try await fixture.server.catalogue.putProduct(
                     bundleId: ClientFixture.bundleId,
                     productId: "retired",
                     CatalogProductInput(type: .nonConsumable, entitlements: ["retired"])

@@ -17,7 +17,7 @@ struct ConfirmationTests {
     ) async throws {
         try await ServerFixture.run(database: database) { fixture in
             let purchase = try await fixture.buy("pro")
-            let result = try await fixture.server.submit(
+            let result = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "alice", signedTransaction: purchase.signedTransaction),
                 app: fixture.app
             )
@@ -28,7 +28,10 @@ struct ConfirmationTests {
             )
             let settled = try await fixture.settled(result)
             #expect(settled.state == .confirmed && settled.lastStatus == "HTTP 200")
-            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "alice")
+            let customer = try await fixture.server.customers.customer(
+                bundleId: ServerFixture.bundleId,
+                customerId: "alice"
+            )
             #expect(customer.entitlements.first?.provisional == false)
         }
     }
@@ -39,7 +42,7 @@ struct ConfirmationTests {
         try await ServerFixture.run(database: database) { fixture in
             _ = try await fixture.buy("gems.100", quantity: 2)
             _ = try await fixture.buy("premium.monthly")
-            let result = try await fixture.server.submit(
+            let result = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "bob", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
@@ -49,12 +52,15 @@ struct ConfirmationTests {
             #expect(settled.state == .confirmed && settled.environment == "Sandbox" && settled.lastStatus == "status 0")
             // Renewals Apple reports are recorded even though the app never sent them.
             _ = try await fixture.simulator.advanceClock(seconds: 301)
-            let again = try await fixture.server.submit(
+            let again = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "bob", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
             _ = try await fixture.settled(again)
-            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "bob")
+            let customer = try await fixture.server.customers.customer(
+                bundleId: ServerFixture.bundleId,
+                customerId: "bob"
+            )
             #expect(customer.purchases.filter { $0.productId == "premium.monthly" }.count == 2)
             #expect(customer.balances == ["gems": 200])
         }
@@ -66,7 +72,7 @@ struct ConfirmationTests {
         try await ServerFixture.run(database: database) { fixture in
             _ = try await fixture.buy("pro")
             fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21005,times=2"))
-            let result = try await fixture.server.submit(
+            let result = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "carol", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
@@ -85,14 +91,17 @@ struct ConfirmationTests {
             _ = try await fixture.buy("pro")
             let receipt = try await fixture.receipt()
             try await fixture.simulator.deleteAccount(id: fixture.account.id)
-            let result = try await fixture.server.submit(
+            let result = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "mallory", receipt: receipt),
                 app: fixture.app
             )
             #expect(result.customer.balances == ["gems": 100])
             let settled = try await fixture.settled(result)
             #expect(settled.state == .rejected && settled.lastStatus == "status 21010")
-            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "mallory")
+            let customer = try await fixture.server.customers.customer(
+                bundleId: ServerFixture.bundleId,
+                customerId: "mallory"
+            )
             #expect(customer.entitlements.isEmpty && customer.balances == ["gems": 0])
             #expect(customer.purchases.allSatisfy { $0.revocationReason == "apple: status 21010" })
         }
@@ -105,7 +114,7 @@ struct ConfirmationTests {
         ) { fixture in
             _ = try await fixture.buy("pro")
             fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:outage=503"))
-            let result = try await fixture.server.submit(
+            let result = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "dave", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
@@ -113,7 +122,8 @@ struct ConfirmationTests {
             #expect(settled.state == .deadLettered && settled.attempts == 3 && settled.lastStatus == "HTTP 503")
             // Dead-lettered is not revoked: Apple never said no.
             #expect(
-                try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "dave").entitlements
+                try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "dave")
+                    .entitlements
                     .map(\.id) == ["pro"]
             )
         }
@@ -129,23 +139,23 @@ struct ConfirmationTests {
                 signedTransaction: purchase.signedTransaction,
                 idempotencyKey: "k-1"
             )
-            let first = try await fixture.server.submit(request, app: fixture.app)
-            let second = try await fixture.server.submit(request, app: fixture.app)
+            let first = try await fixture.server.intake.submit(request, app: fixture.app)
+            let second = try await fixture.server.intake.submit(request, app: fixture.app)
             #expect(first.submission.id == second.submission.id && second.customer.balances == ["gems": 100])
             // The same transaction without a key is recognised by its id: credited once.
-            let third = try await fixture.server.submit(
+            let third = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "erin", signedTransaction: purchase.signedTransaction),
                 app: fixture.app
             )
             #expect(third.customer.balances == ["gems": 100])
             await #expect(throws: TillHTTPError.self) {
-                _ = try await fixture.server.submit(
+                _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt(), idempotencyKey: "k-1"),
                     app: fixture.app
                 )
             }
             await #expect(throws: TillHTTPError.self) {
-                _ = try await fixture.server.submit(
+                _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "frank", signedTransaction: purchase.signedTransaction),
                     app: fixture.app
                 )
@@ -158,11 +168,12 @@ struct ConfirmationTests {
             )
             for _ in 0..<2 {
                 await #expect {
-                    _ = try await fixture.server.submit(replay, app: fixture.app)
+                    _ = try await fixture.server.intake.submit(replay, app: fixture.app)
                 } throws: { ($0 as? TillHTTPError)?.code == "ownedByAnotherCustomer" }
             }
             #expect(
-                try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "frank").balances
+                try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "frank")
+                    .balances
                     .additionalProperties.isEmpty
             )
         }
@@ -180,7 +191,7 @@ struct ConfirmationTests {
             let forged = [String(parts[0]), Base64.encode(Array(payload.utf8), alphabet: .url), String(parts[2])]
                 .joined(separator: ".")
             do {
-                _ = try await fixture.server.submit(
+                _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "eve", signedTransaction: forged),
                     app: fixture.app
                 )
@@ -188,12 +199,12 @@ struct ConfirmationTests {
             } catch let error as TillHTTPError {
                 #expect(error.status == .unprocessableContent && error.code == "verificationFailure")
             }
-            let strict = try await fixture.server.updateApp(
+            let strict = try await fixture.server.catalogue.updateApp(
                 bundleId: ServerFixture.bundleId,
                 ServerAppInput(acceptSandbox: false)
             )
             do {
-                _ = try await fixture.server.submit(
+                _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "eve", signedTransaction: jws),
                     app: strict
                 )
@@ -202,7 +213,8 @@ struct ConfirmationTests {
                 #expect(error.code == "sandboxNotAccepted")
             }
             #expect(
-                try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "eve").purchases.isEmpty
+                try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "eve")
+                    .purchases.isEmpty
             )
         }
     }

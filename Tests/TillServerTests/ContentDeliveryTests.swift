@@ -205,7 +205,7 @@ struct ContentDeliveryTests {
                 continuation.finish()
             }
             await #expect(throws: TillHTTPError.self) {
-                try await fixture.server.putContent(
+                try await fixture.server.content.putContent(
                     bundleId: Self.bundle,
                     productId: "pro",
                     name: "big.bin",
@@ -354,7 +354,7 @@ struct ContentDeliveryTests {
             }
 
             // Genuinely signed by this server, but its time is up.
-            let past = fixture.server.downloadSigner.url(
+            let past = fixture.server.content.downloadSigner.url(
                 for: DownloadLink(
                     bundleId: Self.bundle,
                     sha256: Self.sha256(Self.manual),

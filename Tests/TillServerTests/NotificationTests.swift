@@ -77,11 +77,11 @@ struct NotificationTests {
     }
 
     func customer(_ fixture: ServerFixture, _ id: String) async throws -> CustomerView {
-        try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: id)
+        try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: id)
     }
 
     func submit(_ fixture: ServerFixture, _ purchase: QueueTransaction, as customerId: String) async throws {
-        let result = try await fixture.server.submit(
+        let result = try await fixture.server.intake.submit(
             SubmissionRequest(customerId: customerId, signedTransaction: purchase.signedTransaction),
             app: fixture.app
         )
@@ -193,7 +193,7 @@ struct NotificationTests {
                 _ = try await fixture.simulator.refund(transactionId: try #require(gems.transactionId), reason: 0)
                 try await waitUntil { try await self.customer(fixture, "c1").balances == ["gems": 0] }
                 // Sandbox money never reaches the revenue report.
-                let report = try await fixture.server.revenue(
+                let report = try await fixture.server.ledger.revenue(
                     bundleId: ServerFixture.bundleId,
                     from: 0,
                     to: Int64.max,
@@ -225,7 +225,7 @@ struct NotificationTests {
                     price: 1990
                 )
             )
-            _ = try await fixture.server.putProduct(
+            _ = try await fixture.server.catalogue.putProduct(
                 bundleId: ServerFixture.bundleId,
                 productId: "premium.plus",
                 CatalogProductInput(
@@ -436,7 +436,7 @@ struct NotificationTests {
                 #expect(unknown.0 == 404 && errorCode(unknown) == "appNotFound")
                 #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_notifications") == 1)
 
-                _ = try await fixture.server.updateApp(
+                _ = try await fixture.server.catalogue.updateApp(
                     bundleId: ServerFixture.bundleId,
                     ServerAppInput(acceptSandbox: false)
                 )
@@ -445,7 +445,7 @@ struct NotificationTests {
                 #expect(refused.1["outcome"] as? String == "sandboxNotAccepted")
                 #expect(try await customer(fixture, "c1").purchases.allSatisfy { $0.revocationDate == nil })
                 // Recorded all the same: a retry of it stays ignored even after the app accepts the sandbox again.
-                _ = try await fixture.server.updateApp(
+                _ = try await fixture.server.catalogue.updateApp(
                     bundleId: ServerFixture.bundleId,
                     ServerAppInput(acceptSandbox: true)
                 )
@@ -575,14 +575,19 @@ struct NotificationTests {
                     transaction: transaction
                 )
             }
-            #expect(try await server.receive(verified(.didRenew, renewal), app: fixture.app).status == .applied)
+            #expect(
+                try await server.notifications.receive(verified(.didRenew, renewal), app: fixture.app).status
+                    == .applied
+            )
             renewal.revocationDate = Date(millisecondsSince1970: start + 90_000)
             renewal.revocationReason = .other
             renewal.revocationType = .refundProrated
             renewal.revocationPercentage = 50_000
-            #expect(try await server.receive(verified(.refund, renewal), app: fixture.app).status == .applied)
+            #expect(
+                try await server.notifications.receive(verified(.refund, renewal), app: fixture.app).status == .applied
+            )
 
-            let report = try await server.revenue(
+            let report = try await server.ledger.revenue(
                 bundleId: ServerFixture.bundleId,
                 from: 0,
                 to: Int64.max,

@@ -31,7 +31,7 @@ struct OutageTests {
             for _ in 0..<5 {
                 let purchase = try await fixture.buy("gems.100")
                 during.append(
-                    try await fixture.server.submit(
+                    try await fixture.server.intake.submit(
                         SubmissionRequest(customerId: "olga", signedTransaction: purchase.signedTransaction),
                         app: fixture.app
                     )
@@ -45,7 +45,7 @@ struct OutageTests {
                 for result in during { states.append(try await state(of: result, fixture)) }
                 return states.allSatisfy { $0 == .retrying }
             }
-            let waiting = try await fixture.server.submission(
+            let waiting = try await fixture.server.intake.submission(
                 id: during[0].submission.id,
                 bundleId: ServerFixture.bundleId
             )
@@ -53,7 +53,7 @@ struct OutageTests {
 
             #expect(fixture.simulator.faults.remove(id: outage.id))
             let after = try await fixture.buy("gems.100")
-            let next = try await fixture.server.submit(
+            let next = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "olga", signedTransaction: after.signedTransaction),
                 app: fixture.app
             )
@@ -62,7 +62,10 @@ struct OutageTests {
                 let settled = try await fixture.settled(result)
                 #expect(settled.state == .confirmed && settled.attempts == 2)
             }
-            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "olga")
+            let customer = try await fixture.server.customers.customer(
+                bundleId: ServerFixture.bundleId,
+                customerId: "olga"
+            )
             #expect(customer.balances == ["gems": 600] && customer.purchases.count == 6)
             #expect(customer.purchases.allSatisfy { $0.confirmed })
             let rows = try await fixture.server.database.sql.raw(
@@ -86,7 +89,7 @@ struct OutageTests {
             for _ in 0..<20 {
                 let purchase = try await fixture.buy("gems.100")
                 submitted.append(
-                    try await fixture.server.submit(
+                    try await fixture.server.intake.submit(
                         SubmissionRequest(customerId: "rae", signedTransaction: purchase.signedTransaction),
                         app: fixture.app
                     )
@@ -115,7 +118,10 @@ struct OutageTests {
             for result in submitted {
                 #expect(try await fixture.settled(result).state == .confirmed)
             }
-            let customer = try await fixture.server.customer(bundleId: ServerFixture.bundleId, customerId: "rae")
+            let customer = try await fixture.server.customers.customer(
+                bundleId: ServerFixture.bundleId,
+                customerId: "rae"
+            )
             #expect(customer.balances == ["gems": 2000])
         }
     }
@@ -126,11 +132,11 @@ struct OutageTests {
     @Test func theSlowStartAfterAnOutageBeginsAtSixteenAndDoublesEachSecond() {
         let start = ContinuousClock.now
         let limits = [0, 1, 3, 7, 8, 30].map {
-            PurchaseServer.slowStartLimit(since: start, now: start + .seconds($0), concurrency: 4096)
+            ConfirmationQueue.slowStartLimit(since: start, now: start + .seconds($0), concurrency: 4096)
         }
         #expect(limits == [16, 32, 128, 2048, 4096, 4096])
-        #expect(PurchaseServer.slowStartLimit(since: start, now: start + .milliseconds(999), concurrency: 64) == 16)
-        #expect(PurchaseServer.slowStartLimit(since: start, now: start + .seconds(2), concurrency: 40) == 40)
+        #expect(ConfirmationQueue.slowStartLimit(since: start, now: start + .milliseconds(999), concurrency: 64) == 16)
+        #expect(ConfirmationQueue.slowStartLimit(since: start, now: start + .seconds(2), concurrency: 40) == 40)
     }
 
     /// Once the slow start reaches full speed it is over: later limits are the whole concurrency at once.
@@ -138,13 +144,13 @@ struct OutageTests {
         // A server without a worker: nothing else reads or clears the recovery while the test does.
         let server = try await PurchaseServer.open(ServerConfiguration(operatorToken: "operator"))
         let start = ContinuousClock.now
-        #expect(server.recoveryLimit(64, now: start) == 64)
-        server.recoveringSince.withLock { $0 = start }
-        #expect(server.recoveryLimit(64, now: start + .seconds(1)) == 32)
-        #expect(server.recoveringSince.withLock { $0 } == start)
-        #expect(server.recoveryLimit(64, now: start + .seconds(2)) == 64)
-        #expect(server.recoveringSince.withLock { $0 } == nil)
-        #expect(server.recoveryLimit(64, now: start) == 64)
+        #expect(server.queue.recoveryLimit(64, now: start) == 64)
+        server.queue.recoveringSince.withLock { $0 = start }
+        #expect(server.queue.recoveryLimit(64, now: start + .seconds(1)) == 32)
+        #expect(server.queue.recoveringSince.withLock { $0 } == start)
+        #expect(server.queue.recoveryLimit(64, now: start + .seconds(2)) == 64)
+        #expect(server.queue.recoveringSince.withLock { $0 } == nil)
+        #expect(server.queue.recoveryLimit(64, now: start) == 64)
         try await server.shutdown()
     }
 
@@ -168,20 +174,20 @@ struct OutageTests {
             // 21002 is about this receipt's data, not Apple's health: no reason to try it early.
             fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21002,times=1"))
             _ = try await fixture.buy("pro")
-            let stuck = try await fixture.server.submit(
+            let stuck = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "pia", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
             try await waitUntil { try await state(of: stuck, fixture) == .retrying }
             fixture.simulator.faults.add(try FaultRule(parsing: "*:serverAPI:outage=503,times=1"))
             let other = try await fixture.buy("gems.100")
-            let unlucky = try await fixture.server.submit(
+            let unlucky = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "quinn", signedTransaction: other.signedTransaction),
                 app: fixture.app
             )
             try await waitUntil { try await state(of: unlucky, fixture) == .retrying }
             let third = try await fixture.buy("gems.100")
-            let ok = try await fixture.server.submit(
+            let ok = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "quinn", signedTransaction: third.signedTransaction),
                 app: fixture.app
             )
@@ -193,6 +199,6 @@ struct OutageTests {
     }
 
     func state(of result: SubmissionResult, _ fixture: ServerFixture) async throws -> SubmissionState {
-        try await fixture.server.submission(id: result.submission.id, bundleId: ServerFixture.bundleId).state
+        try await fixture.server.intake.submission(id: result.submission.id, bundleId: ServerFixture.bundleId).state
     }
 }

@@ -72,7 +72,7 @@ struct ServerFixture {
             )
             configure(&configuration)
             let server = try await PurchaseServer.open(configuration, now: now)
-            let app = try await server.createApp(
+            let app = try await server.catalogue.createApp(
                 ServerAppInput(
                     bundleId: bundleId,
                     appAppleId: simApp.appAppleId,
@@ -83,22 +83,22 @@ struct ServerFixture {
                     restorePolicy: restorePolicy
                 )
             )
-            _ = try await server.putProduct(
+            _ = try await server.catalogue.putProduct(
                 bundleId: bundleId,
                 productId: "gems.100",
                 CatalogProductInput(type: .consumable, credits: ["gems": 100], price: 990, currency: "USD")
             )
-            _ = try await server.putProduct(
+            _ = try await server.catalogue.putProduct(
                 bundleId: bundleId,
                 productId: "pro",
                 CatalogProductInput(type: .nonConsumable, entitlements: ["pro"])
             )
-            _ = try await server.putProduct(
+            _ = try await server.catalogue.putProduct(
                 bundleId: bundleId,
                 productId: "premium.monthly",
                 CatalogProductInput(type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "premium")
             )
-            _ = try await server.putProduct(
+            _ = try await server.catalogue.putProduct(
                 bundleId: bundleId,
                 productId: "issue.1",
                 CatalogProductInput(type: .nonRenewing, entitlements: ["issue-1"], durationSeconds: 86_400)
@@ -132,6 +132,6 @@ struct ServerFixture {
     }
 
     func settled(_ result: SubmissionResult, timeout: Duration = .seconds(60)) async throws -> SubmissionView {
-        try await server.waitForSettlement(id: result.submission.id, bundleId: Self.bundleId, timeout: timeout)
+        try await server.intake.waitForSettlement(id: result.submission.id, bundleId: Self.bundleId, timeout: timeout)
     }
 }

@@ -471,7 +471,7 @@ struct ServerHTTPTests {
                 #expect(
                     try await call(client, .post, "/admin/v1/submissions/\(id)/retry", token: "operator").status == 200
                 )
-                let settled = try await fixture.server.waitForSettlement(
+                let settled = try await fixture.server.intake.waitForSettlement(
                     id: id,
                     bundleId: ServerFixture.bundleId,
                     timeout: .seconds(60)

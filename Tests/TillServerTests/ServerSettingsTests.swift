@@ -139,13 +139,15 @@ struct SnapshotCacheTests {
         try await ServerFixture.run { fixture in
             let server = fixture.server
             let purchase = try await fixture.buy("gems.100")
-            let result = try await server.submit(
+            let result = try await server.intake.submit(
                 SubmissionRequest(customerId: "carol", signedTransaction: purchase.signedTransaction),
                 app: fixture.app
             )
             _ = try await fixture.settled(result)
             #expect(
-                try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 100
+                try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances[
+                    "gems"
+                ] == 100
             )
             // A write the cache was not told about, other than through the database's generation.
             try await server.database.transaction { db in
@@ -160,7 +162,9 @@ struct SnapshotCacheTests {
                 )
             }
             #expect(
-                try await server.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances["gems"] == 60
+                try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances[
+                    "gems"
+                ] == 60
             )
         }
     }

@@ -26,31 +26,31 @@ struct ServerStorageTests {
             let server = fixture.server
             // A StoreKit 2 purchase and an app receipt, confirmed with the simulator.
             let pro = try await fixture.buy("pro")
-            let first = try await server.submit(
+            let first = try await server.intake.submit(
                 SubmissionRequest(customerId: "guest-1", signedTransaction: pro.signedTransaction),
                 app: fixture.app
             )
             #expect(try await fixture.settled(first).state == .confirmed)
             _ = try await fixture.buy("gems.100", quantity: 2)
             let receipt = try await fixture.receipt()
-            let second = try await server.submit(
+            let second = try await server.intake.submit(
                 SubmissionRequest(customerId: "guest-1", receipt: receipt, idempotencyKey: "r-1"),
                 app: fixture.app
             )
             #expect(try await fixture.settled(second).state == .confirmed)
             // A resend changes nothing.
-            let again = try await server.submit(
+            let again = try await server.intake.submit(
                 SubmissionRequest(customerId: "guest-1", receipt: receipt, idempotencyKey: "r-1"),
                 app: fixture.app
             )
             #expect(again.submission.id == second.submission.id)
 
-            var customer = try await server.customer(bundleId: ServerFixture.bundleId, customerId: "guest-1")
+            var customer = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "guest-1")
             #expect(customer.entitlements.map(\.id) == ["pro"] && customer.balances == ["gems": 200])
             #expect(customer.purchases.allSatisfy { $0.confirmed })
 
             // Spend, idempotently, never below zero.
-            let balances = try await server.debit(
+            let balances = try await server.ledger.debit(
                 bundleId: ServerFixture.bundleId,
                 customerId: "guest-1",
                 credit: "gems",
@@ -59,7 +59,7 @@ struct ServerStorageTests {
             )
             #expect(balances["gems"] == 50)
             #expect(
-                try await server.debit(
+                try await server.ledger.debit(
                     bundleId: ServerFixture.bundleId,
                     customerId: "guest-1",
                     credit: "gems",
@@ -68,7 +68,7 @@ struct ServerStorageTests {
                 )["gems"] == 50
             )
             await #expect(throws: TillHTTPError.self) {
-                try await server.debit(
+                try await server.ledger.debit(
                     bundleId: ServerFixture.bundleId,
                     customerId: "guest-1",
                     credit: "gems",
@@ -78,13 +78,21 @@ struct ServerStorageTests {
             }
 
             // The guest signs in: everything moves once.
-            customer = try await server.link(bundleId: ServerFixture.bundleId, guestId: "guest-1", to: "alice")
+            customer = try await server.customers.link(
+                bundleId: ServerFixture.bundleId,
+                guestId: "guest-1",
+                to: "alice"
+            )
             #expect(customer.customerId == "alice" && customer.balances == ["gems": 50])
-            customer = try await server.link(bundleId: ServerFixture.bundleId, guestId: "guest-1", to: "alice")
+            customer = try await server.customers.link(
+                bundleId: ServerFixture.bundleId,
+                guestId: "guest-1",
+                to: "alice"
+            )
             #expect(customer.balances == ["gems": 50])
 
             // Restore returns what is restorable, never the consumables.
-            let restored = try await server.restore(
+            let restored = try await server.intake.restore(
                 SubmissionRequest(customerId: "alice", receipt: try await fixture.receipt()),
                 app: fixture.app
             )
@@ -92,18 +100,23 @@ struct ServerStorageTests {
 
             // Another customer replaying the purchase is refused.
             await #expect(throws: TillHTTPError.self) {
-                try await server.submit(
+                try await server.intake.submit(
                     SubmissionRequest(customerId: "mallory", signedTransaction: pro.signedTransaction),
                     app: fixture.app
                 )
             }
             // The operator's reads: sandbox never counts as revenue; nothing is dead-lettered.
             for groupBy in RevenueReport.GroupByPayload.allCases {
-                let report = try await server.revenue(bundleId: nil, from: 0, to: Int64.max / 2, groupBy: groupBy)
+                let report = try await server.ledger.revenue(
+                    bundleId: nil,
+                    from: 0,
+                    to: Int64.max / 2,
+                    groupBy: groupBy
+                )
                 #expect(report.rows.isEmpty)
             }
-            #expect(try await server.submissions(state: "deadLettered").items.isEmpty)
-            #expect(try await server.masterList(bundleId: ServerFixture.bundleId).products.count == 4)
+            #expect(try await server.queue.submissions(state: "deadLettered").items.isEmpty)
+            #expect(try await server.catalogue.masterList(bundleId: ServerFixture.bundleId).products.count == 4)
             let rows = try await server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()
             #expect(try rows?.decode(column: "n", as: Int.self) == 2)
         }
@@ -128,7 +141,7 @@ struct ServerStorageTests {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for (index, request) in requests.enumerated() {
                         let server = index.isMultiple(of: 2) ? fixture.server : other
-                        group.addTask { _ = try await server.submit(request, app: fixture.app) }
+                        group.addTask { _ = try await server.intake.submit(request, app: fixture.app) }
                     }
                     try await group.waitForAll()
                 }

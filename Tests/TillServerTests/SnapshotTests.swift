@@ -63,7 +63,7 @@ struct SnapshotTests {
                 #expect(submitted.status == 200)
 
                 let verifier = try await verifier(client, token: key)
-                #expect(verifier.keyIds == [fixture.server.snapshotSigner.publicKey.kid])
+                #expect(verifier.keyIds == [fixture.server.snapshots.signer.publicKey.kid])
                 let reply = try await call(client, .get, "/v1/customers/alice/snapshot", token: key)
                 #expect(reply.status == 200 && reply.headers[.cacheControl] == "no-store")
                 let answer = try reply.decode(SignedSnapshot.self)
@@ -155,7 +155,7 @@ struct SnapshotTests {
                 }
                 // And one signed with a key of its own, even under the server's key id.
                 var impostor = SnapshotSigner(key: P256.Signing.PrivateKey()).publicKey
-                impostor.kid = fixture.server.snapshotSigner.publicKey.kid
+                impostor.kid = fixture.server.snapshots.signer.publicKey.kid
                 #expect(SnapshotVerifier(keys: [impostor]).keyIds.isEmpty)
                 let selfSigned = try SnapshotSigner(key: P256.Signing.PrivateKey()).sign(richer)
                 #expect(throws: SnapshotError.self) { try verifier.verify(selfSigned) }
@@ -237,17 +237,17 @@ struct SnapshotTests {
         var before = ServerConfiguration(operatorToken: "operator", snapshotSigningKey: previous)
         before.snapshotPublishedKeys = [next.publicKey]
         let first = try await PurchaseServer.open(before)
-        #expect(first.snapshotKeys.keys.map(\.kid) == [old, new])  // the signing key first
-        let held = try await first.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
+        #expect(first.snapshots.keys.keys.map(\.kid) == [old, new])  // the signing key first
+        let held = try await first.snapshots.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
         try await first.shutdown()
 
         var after = ServerConfiguration(operatorToken: "operator", snapshotSigningKey: next)
         after.snapshotPublishedKeys = [previous.publicKey, next.publicKey]  // the signing key is listed once
         let second = try await PurchaseServer.open(after)
-        #expect(second.snapshotKeys.keys.map(\.kid) == [new, old])
-        let verifier = SnapshotVerifier(keys: second.snapshotKeys.keys)
+        #expect(second.snapshots.keys.keys.map(\.kid) == [new, old])
+        let verifier = SnapshotVerifier(keys: second.snapshots.keys.keys)
         #expect(try verifier.verify(held.signedSnapshot) == held.snapshot)  // signed before the switch
-        let fresh = try await second.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
+        let fresh = try await second.snapshots.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
         let onlyNext = SnapshotVerifier(keys: [SnapshotPublicKey(next.publicKey)])
         #expect(try onlyNext.verify(fresh.signedSnapshot).owner == "erin")  // signed with the next key
         // Once the previous key is no longer published, what it signed is refused.
@@ -302,13 +302,13 @@ struct SnapshotTests {
         } else {
             // An SQLite file has one server at a time: the same key survives a restart.
             let first = try await PurchaseServer.open(configuration)
-            let kid = first.snapshotKeys.keys.map(\.kid)
+            let kid = first.snapshots.keys.keys.map(\.kid)
             try await first.shutdown()
             let second = try await PurchaseServer.open(configuration)
-            #expect(second.snapshotKeys.keys.map(\.kid) == kid)
+            #expect(second.snapshots.keys.keys.map(\.kid) == kid)
             servers = [second]
         }
-        let kids = Set(servers.flatMap { $0.snapshotKeys.keys.map(\.kid) })
+        let kids = Set(servers.flatMap { $0.snapshots.keys.keys.map(\.kid) })
         #expect(kids.count == 1)
         let stored = try await servers[0].database.sql.raw(
             "SELECT value FROM srv_settings WHERE name = \(bind: ServerStore.snapshotKeySetting)"
@@ -316,10 +316,10 @@ struct SnapshotTests {
         let storedKey = try P256.Signing.PrivateKey(pemRepresentation: try #require(stored))
         #expect(kids == [SnapshotPublicKey(storedKey.publicKey).kid])
         // What one signs, the keys another publishes verify.
-        let signed = try await servers[0].snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
+        let signed = try await servers[0].snapshots.snapshot(bundleId: ServerFixture.bundleId, customerId: "erin")
         for server in servers {
             #expect(
-                try SnapshotVerifier(keys: server.snapshotKeys.keys).verify(signed.signedSnapshot) == signed.snapshot
+                try SnapshotVerifier(keys: server.snapshots.keys.keys).verify(signed.signedSnapshot) == signed.snapshot
             )
         }
         for server in servers { try await server.shutdown() }
@@ -329,7 +329,7 @@ struct SnapshotTests {
         var configured = configuration
         configured.snapshotSigningKey = own
         let server = try await PurchaseServer.open(configured)
-        #expect(server.snapshotKeys.keys.map(\.kid) == [SnapshotPublicKey(own.publicKey).kid])
+        #expect(server.snapshots.keys.keys.map(\.kid) == [SnapshotPublicKey(own.publicKey).kid])
         try await server.shutdown()
     }
 }

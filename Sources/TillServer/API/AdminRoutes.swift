@@ -20,7 +20,7 @@ struct RevenueQuery {
 func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
     group.get("apps") { request, context in
         let page = Page.of(
-            try await server.apps(),
+            try await server.catalogue.apps(),
             key: { PageKey(number: $0.createdAt, text: $0.bundleId) },
             try request.pageRequest()
         )
@@ -28,11 +28,11 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
     group.post("apps") { request, context in
         let input = try await decode(ServerAppInput.self, request, context)
-        return try json(AppView(try await server.createApp(input)), status: .created, context: context)
+        return try json(AppView(try await server.catalogue.createApp(input)), status: .created, context: context)
     }
     group.get("apps/{bundle}") { _, context in
         try json(
-            AppView(try await server.app(bundleId: try context.pathParameter("bundle"))),
+            AppView(try await server.catalogue.app(bundleId: try context.pathParameter("bundle"))),
             context: context
         )
     }
@@ -40,14 +40,14 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         let input = try await decode(ServerAppInput.self, request, context)
         return try json(
             AppView(
-                try await server.updateApp(bundleId: try context.pathParameter("bundle"), input)
+                try await server.catalogue.updateApp(bundleId: try context.pathParameter("bundle"), input)
             ),
             context: context
         )
     }
     group.get("apps/{bundle}/products") { request, context in
         let page = Page.of(
-            try await server.products(bundleId: try context.pathParameter("bundle")),
+            try await server.catalogue.products(bundleId: try context.pathParameter("bundle")),
             key: { PageKey(number: Int64($0.position), text: $0.productId) },
             try request.pageRequest()
         )
@@ -55,7 +55,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
     group.put("apps/{bundle}/products/{product}") { request, context in
         let input = try await decode(CatalogProductInput.self, request, context)
-        let written = try await server.putProduct(
+        let written = try await server.catalogue.putProduct(
             bundleId: try context.pathParameter("bundle"),
             productId: try context.pathParameter("product"),
             input
@@ -70,10 +70,13 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
                 "state is pending, confirmed, retrying, rejected or deadLettered"
             )
         }
-        return try json(try await server.submissions(state: state, page: try request.pageRequest()), context: context)
+        return try json(
+            try await server.queue.submissions(state: state, page: try request.pageRequest()),
+            context: context
+        )
     }
     group.post("submissions/{id}/retry") { _, context in
-        try json(try await server.requeue(id: try context.pathParameter("id")), context: context)
+        try json(try await server.queue.requeue(id: try context.pathParameter("id")), context: context)
     }
     group.get("reports/revenue") { request, context in
         let query = request.uri.queryParameters
@@ -90,7 +93,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         }
         let bundleId = query.get("bundleId")
         return try json(
-            try await server.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
+            try await server.ledger.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
             context: context
         )
     }

@@ -32,7 +32,7 @@ struct ContentController {
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let files = try await server.content(
+        let files = try await server.content.content(
             bundleId: try context.pathParameter("bundle"),
             productId: try context.pathParameter("product")
         )
@@ -45,7 +45,7 @@ struct ContentController {
     /// The body is streamed to disk rather than collected: content files are far larger than the 2 MiB the
     /// context allows JSON bodies.
     @Sendable func upload(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let upload = try await server.putContent(
+        let upload = try await server.content.putContent(
             bundleId: try context.pathParameter("bundle"),
             productId: try context.pathParameter("product"),
             name: try context.pathParameter("name"),
@@ -57,7 +57,7 @@ struct ContentController {
     }
 
     @Sendable func remove(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await server.deleteContent(
+        try await server.content.deleteContent(
             bundleId: try context.pathParameter("bundle"),
             productId: try context.pathParameter("product"),
             name: try context.pathParameter("name")
@@ -68,7 +68,7 @@ struct ContentController {
     @Sendable func downloads(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let app = try context.requireApp()
         let input = try await decode(Components.Schemas.DownloadsRequest.self, request, context)
-        let downloads = try await server.downloads(
+        let downloads = try await server.content.downloads(
             bundleId: app.bundleId,
             customerId: try context.customerParameter(),
             productId: input.productId,
@@ -81,7 +81,7 @@ struct ContentController {
     /// current, 416 for a range outside it. The file is streamed from disk in chunks.
     func download(_ request: Request, context: ServerRequestContext, sendBody: Bool) async throws -> Response {
         let query = request.uri.queryParameters
-        let file = try await server.authorizeDownload(
+        let file = try await server.content.authorizeDownload(
             bundleId: try context.pathParameter("bundle"),
             sha256: try context.pathParameter("sha256"),
             name: query.get("name"),
@@ -89,7 +89,7 @@ struct ContentController {
             expires: query.get("expires"),
             signature: query.get("signature")
         )
-        guard let size = try await server.contentBlobs.size(file.sha256), size == file.size else {
+        guard let size = try await server.content.blobs.size(file.sha256), size == file.size else {
             context.logger.error("content file \(file.sha256) (\(file.name)) is missing or truncated on disk")
             throw TillHTTPError(.internalServerError, "contentMissing", "the server has lost \(file.name)")
         }
@@ -130,7 +130,7 @@ struct ContentController {
 
     /// The bytes of `range` read from disk 128 KiB at a time, so a large file never sits in memory.
     private func stream(_ sha256: String, _ range: ClosedRange<Int64>) -> ResponseBody {
-        let path = server.contentBlobs.path(sha256)
+        let path = server.content.blobs.path(sha256)
         return ResponseBody(contentLength: Int(range.upperBound - range.lowerBound + 1)) { writer in
             try await FileSystem.shared.withFileHandle(forReadingAt: path) { handle in
                 for try await chunk in handle.readChunks(

@@ -12,6 +12,9 @@ func addNotificationRoutes(to router: Router<ServerRequestContext>, _ server: Pu
         guard let signedPayload = body.signedPayload, !signedPayload.isEmpty else {
             throw TillHTTPError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
         }
-        return try json(try await server.receiveNotification(signedPayload: signedPayload), context: context)
+        return try json(
+            try await server.notifications.receiveNotification(signedPayload: signedPayload),
+            context: context
+        )
     }
 }

@@ -20,7 +20,7 @@ struct AppKeyMiddleware: RouterMiddleware {
         -> Response
     {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            let app = try await server.app(appKey: String(header.dropFirst(7)))
+            let app = try await server.catalogue.app(appKey: String(header.dropFirst(7)))
         else { throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
         var context = context
         context.app = app

@@ -52,7 +52,7 @@ public struct ServerRequestContext: RequestContext {
 public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     let routeMethods = RouteMethods()
-    router.middlewares.add(RequestMiddleware(metrics: server.metrics, pacer: server.confirmationPacer))
+    router.middlewares.add(RequestMiddleware(metrics: server.metrics, pacer: server.queue.pacer))
     router.middlewares.add(
         TillHTTPErrorMiddleware(routes: routeMethods, program: "server") { ["request_id": .string($0.requestId)] }
     )
@@ -90,7 +90,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
 func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: PurchaseServer) {
     group.get("products") { request, context in
         let app = try context.requireApp()
-        let list = try await server.masterList(bundleId: app.bundleId)
+        let list = try await server.catalogue.masterList(bundleId: app.bundleId)
         let conditional = DownloadPlan.plan(
             ifNoneMatch: request.headers[values: .ifNoneMatch],
             range: nil,
@@ -111,7 +111,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.post("receipts") { request, context in
         let app = try context.requireApp()
         let input = try await decode(SubmissionRequest.self, request, context)
-        let result = try await server.submit(input, app: app)
+        let result = try await server.intake.submit(input, app: app)
         return try await respondWithWait(
             result,
             customerId: input.customerId.trimmingCharacters(in: .whitespaces),
@@ -124,13 +124,13 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.get("submissions/{id}") { _, context in
         let app = try context.requireApp()
         return try json(
-            try await server.submission(id: try context.pathParameter("id"), bundleId: app.bundleId),
+            try await server.intake.submission(id: try context.pathParameter("id"), bundleId: app.bundleId),
             context: context
         )
     }
     group.get("customers/{customer}") { _, context in
         let app = try context.requireApp()
-        let body = try await server.customerBody(
+        let body = try await server.customers.customerBody(
             bundleId: app.bundleId,
             customerId: try context.customerParameter()
         )
@@ -140,13 +140,13 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.get("keys") { _, context in
         _ = try context.requireApp()
-        var response = try json(server.snapshotKeys, context: context)
+        var response = try json(server.snapshots.keys, context: context)
         response.headers[.cacheControl] = "public, max-age=3600"
         return response
     }
     group.get("customers/{customer}/snapshot") { _, context in
         let app = try context.requireApp()
-        let snapshot = try await server.snapshot(
+        let snapshot = try await server.snapshots.snapshot(
             bundleId: app.bundleId,
             customerId: try context.customerParameter()
         )
@@ -158,7 +158,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
         let app = try context.requireApp()
         let input = try await decode(Components.Schemas.RestoreRequest.self, request, context)
         let customerId = try context.customerParameter()
-        var result = try await server.restore(
+        var result = try await server.intake.restore(
             SubmissionRequest(
                 customerId: customerId,
                 receipt: input.receipt,
@@ -169,7 +169,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             app: app,
             wait: waitParameter(request)
         )
-        result.signedSnapshot = try await server.snapshot(
+        result.signedSnapshot = try await server.snapshots.snapshot(
             bundleId: app.bundleId,
             customerId: customerId
         ).signedSnapshot
@@ -178,7 +178,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.post("customers/{customer}/debits") { request, context in
         let app = try context.requireApp()
         let input = try await decode(Components.Schemas.DebitRequest.self, request, context)
-        let balances = try await server.debit(
+        let balances = try await server.ledger.debit(
             bundleId: app.bundleId,
             customerId: try context.customerParameter(),
             credit: input.credit,
@@ -190,7 +190,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     group.post("customers/{customer}/aliases") { request, context in
         let app = try context.requireApp()
         let input = try await decode(Components.Schemas.AliasRequest.self, request, context)
-        let customer = try await server.link(
+        let customer = try await server.customers.link(
             bundleId: app.bundleId,
             guestId: input.customerId,
             to: try context.customerParameter()
@@ -211,18 +211,21 @@ private func respondWithWait(
 ) async throws -> Response {
     var result = result
     if let wait = waitParameter(request) {
-        let submission = try await server.waitForSettlement(
+        let submission = try await server.intake.waitForSettlement(
             id: result.submission.id,
             bundleId: app.bundleId,
             timeout: wait
         )
         if submission.state != result.submission.state {
             result.submission = submission
-            result.customer = try await server.customer(bundleId: app.bundleId, customerId: submission.customerId)
+            result.customer = try await server.customers.customer(
+                bundleId: app.bundleId,
+                customerId: submission.customerId
+            )
         }
     }
     // The customer the answer shows is the one signed: both are as the submission's transaction left them.
-    result.signedSnapshot = try server.signedSnapshot(
+    result.signedSnapshot = try server.snapshots.signedSnapshot(
         of: result.customer,
         bundleId: app.bundleId,
         customerId: customerId

@@ -12,14 +12,14 @@ import TillStorage
 
 /// Confirms submissions with Apple in the background: many at once (Apple takes seconds), bounded.
 public struct ConfirmationWorker: Service {
-    let server: PurchaseServer
+    let queue: ConfirmationQueue
 
     public init(server: PurchaseServer) {
-        self.server = server
+        self.queue = server.queue
     }
 
     public func run() async throws {
-        let settings = server.configuration.confirmation
+        let settings = queue.configuration.confirmation
         // Apple takes seconds per answer: one connection per confirmation in flight, or the pool's default
         // of 8 connections a host would cap the worker at a few confirmations a second.
         var httpConfiguration = HTTPClient.Configuration()
@@ -28,7 +28,7 @@ public struct ConfirmationWorker: Service {
             concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency
         )
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-        let client = AppleClient(http: http, endpoints: server.configuration.apple, timeout: settings.requestTimeout)
+        let client = AppleClient(http: http, endpoints: queue.configuration.apple, timeout: settings.requestTimeout)
         // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
         let lease = Int64(settings.requestTimeout.components.seconds) * 4 + 30
         let inFlight = InFlightCount()
@@ -43,14 +43,14 @@ public struct ConfirmationWorker: Service {
         // new purchases needs. The first real answer lets everything through again (`appleIsBack()`).
         let probeInterval = Duration.seconds(1)
         // New attempts use the CPU that acknowledgements leave (see ConfirmationPacer).
-        let pacer = settings.pacing ? server.confirmationPacer : nil
+        let pacer = settings.pacing ? queue.pacer : nil
         let probe = pacer.map { pacer in Task { await pacer.run() } }
         defer { probe?.cancel() }
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
-                let since = server.workAvailable.current
-                let probing = server.appleUnavailable.withLock { $0 }
-                let limit = probing ? 1 : server.recoveryLimit(settings.concurrency)
+                let since = queue.signals.workAvailable.current
+                let probing = queue.appleUnavailable.withLock { $0 }
+                let limit = probing ? 1 : queue.recoveryLimit(settings.concurrency)
                 var room = limit - inFlight.value
                 let paced = probing ? nil : pacer
                 if room > 0, let paced {
@@ -65,9 +65,9 @@ public struct ConfirmationWorker: Service {
                     let due = lastClaim + (probing ? probeInterval : claimInterval)
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
                     lastClaim = clock.now
-                    let claimed = (try? await server.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
+                    let claimed = (try? await queue.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
                     if let paced, let oldest = claimed.compactMap(\.nextAttemptAt).min() {
-                        paced.observe(lateness: .milliseconds(max(0, server.nowMilliseconds - oldest)))
+                        paced.observe(lateness: .milliseconds(max(0, queue.clock.milliseconds - oldest)))
                     }
                     if let paced {
                         paced.refund(room - claimed.count)
@@ -76,38 +76,18 @@ public struct ConfirmationWorker: Service {
                     for submission in claimed {
                         inFlight.add(1)
                         group.addTask {
-                            await server.confirm(submission, client: client, pacer: paced)
+                            await queue.confirm(submission, client: client, pacer: paced)
                             inFlight.add(-1)
-                            server.workAvailable.signal()
+                            queue.signals.workAvailable.signal()
                         }
                     }
                     if claimed.count == room { continue }  // more may be due: claim again once there is room
                 }
-                await server.workAvailable.wait(since: since, timeout: .milliseconds(250))
+                await queue.signals.workAvailable.wait(since: since, timeout: .milliseconds(250))
             }
             // Graceful shutdown: attempts under way finish (the group waits for them); the rest waits for the next start.
         }
         try? await http.shutdown()
-    }
-}
-
-extension PurchaseServer {
-    /// Confirmations allowed in flight: all of `concurrency`, except in the seconds after Apple came back with
-    /// a backlog, when it starts at 16 and doubles every second (a slow start, as TCP's).
-    func recoveryLimit(_ concurrency: Int, now: ContinuousClock.Instant = .now) -> Int {
-        recoveringSince.withLock { since in
-            guard let start = since else { return concurrency }
-            let limit = Self.slowStartLimit(since: start, now: now, concurrency: concurrency)
-            if limit >= concurrency { since = nil }  // full speed reached: the slow start is over
-            return limit
-        }
-    }
-
-    /// The slow start's limit `now`, for a recovery that began at `since`: 16, doubled each whole second, at most
-    /// `concurrency`.
-    static func slowStartLimit(since: ContinuousClock.Instant, now: ContinuousClock.Instant, concurrency: Int) -> Int {
-        let seconds = max(0, Int((now - since).components.seconds))
-        return seconds >= 20 ? concurrency : min(16 << seconds, concurrency)
     }
 }
 

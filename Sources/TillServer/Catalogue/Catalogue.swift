@@ -2,50 +2,78 @@ import Crypto
 import Foundation
 import Logging
 import SQLKit
+import Synchronization
 import TillContract
 import TillCore
-import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// A catalogue product to create or replace.
-public struct CatalogProductInput: Codable, Sendable {
-    public var type: ProductType?
-    public var title: String?
-    public var entitlements: [String]?
-    public var credits: [String: Int64]?
-    public var subscriptionGroup: String?
-    public var durationSeconds: Int64?
-    public var price: Int64?
-    public var currency: String?
-    public var position: Int?
+/// The catalogue: the apps the server serves and their products, the master list apps fetch, and the caches of
+/// both that every request reads.
+///
+/// It is the only component that writes apps and products (content files are written by `ContentDelivery`,
+/// which tells it through `changed()`). Everything that depends on the catalogue (customer views, the master list's
+/// ETag) reads `revision`, which every change moves.
+public final class Catalogue: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let clock: ServerClock
+    let signals: QueueSignals
+    let logger: Logger
+    /// Apps by key, read on every request of the app API.
+    private let appsByKey = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
+    /// Apps by bundle id, for the confirmation worker (one lookup per attempt).
+    private let appsByBundle = SnapshotCache<String, ServerApp?>(lifetime: .seconds(1))
+    /// Products by id per bundle id, read on every submission and customer view.
+    private let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
+    private let changes = Atomic<UInt64>(0)
 
-    public init(
-        type: ProductType? = nil,
-        title: String? = nil,
-        entitlements: [String]? = nil,
-        credits: [String: Int64]? = nil,
-        subscriptionGroup: String? = nil,
-        durationSeconds: Int64? = nil,
-        price: Int64? = nil,
-        currency: String? = nil,
-        position: Int? = nil
-    ) {
-        self.type = type
-        self.title = title
-        self.entitlements = entitlements
-        self.credits = credits
-        self.subscriptionGroup = subscriptionGroup
-        self.durationSeconds = durationSeconds
-        self.price = price
-        self.currency = currency
-        self.position = position
+    init(database: TillDatabase, store: ServerStore, clock: ServerClock, signals: QueueSignals, logger: Logger) {
+        self.database = database
+        self.store = store
+        self.clock = clock
+        self.signals = signals
+        self.logger = logger
     }
-}
 
-extension PurchaseServer {
+    /// Moves with every change this process makes to an app, a product or its content.
+    var revision: UInt64 { changes.load(ordering: .acquiring) }
+
+    /// Forgets cached apps and catalogues after this process changed one.
+    func changed() {
+        appsByKey.invalidateAll()
+        appsByBundle.invalidateAll()
+        catalogues.invalidateAll()
+        changes.add(1, ordering: .releasing)
+    }
+
+    /// An app's products by id, as of at most a second ago (this process's own changes at once).
+    func products(of bundleId: String) async throws -> [String: CatalogProduct] {
+        try await catalogues.value(for: bundleId) {
+            Dictionary(
+                uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: store.sql).map {
+                    ($0.productId, $0)
+                }
+            )
+        }
+    }
+
+    /// The app of a bundle id, as of at most a second ago; nil when there is none.
+    func cachedApp(bundleId: String) async throws -> ServerApp? {
+        try await appsByBundle.value(for: bundleId) { try await store.app(bundleId: bundleId, on: store.sql) }
+    }
+
+    func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
+        guard let app = try await store.app(bundleId: bundleId, on: db) else {
+            throw TillHTTPError.notFound("app", bundleId)
+        }
+        return app
+    }
+
+    // MARK: Apps
+
     public func createApp(_ input: ServerAppInput) async throws -> ServerApp {
-        defer { catalogueChanged() }
+        defer { changed() }
         guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155, !bundleId.contains(" ") else {
             throw TillHTTPError.badRequest("invalidBundleId", "bundleId is a reverse-DNS string")
         }
@@ -60,7 +88,7 @@ extension PurchaseServer {
             apiPrivateKey: input.apiPrivateKey,
             acceptSandbox: input.acceptSandbox ?? true,
             restorePolicy: input.restorePolicy ?? .keepWithFirstOwner,
-            createdAt: nowMilliseconds
+            createdAt: clock.milliseconds
         )
         try validateAPIKey(app)
         return try await database.transaction { db in
@@ -73,7 +101,7 @@ extension PurchaseServer {
     }
 
     public func updateApp(bundleId: String, _ input: ServerAppInput) async throws -> ServerApp {
-        defer { catalogueChanged() }
+        defer { changed() }
         // The bundle id is the app's key everywhere (ledger, catalogue, content, links): it names the app and does
         // not change. Saying it again is harmless; saying another one is refused rather than silently ignored.
         if let given = input.bundleId, given != bundleId {
@@ -102,11 +130,11 @@ extension PurchaseServer {
         {
             // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
             // once, with the new settings (forget the old ones first), rather than after their back-off.
-            catalogueChanged()
-            let moved = try await store.bringForward(cause: .configuration, bundleId: bundleId, at: nowMilliseconds)
+            changed()
+            let moved = try await store.bringForward(cause: .configuration, bundleId: bundleId, at: clock.milliseconds)
             if moved > 0 {
                 logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
-                workAvailable.signal()
+                signals.workAvailable.signal()
             }
         }
         return app
@@ -132,67 +160,6 @@ extension PurchaseServer {
                 "an App Store Server API key needs apiKeyId, apiIssuerId and a P-256 PEM private key"
             )
         }
-    }
-
-    /// Creates or replaces a product of the catalogue; `created` says which (the admin API answers 201 or 200).
-    @discardableResult
-    public func putProduct(bundleId: String, productId: String, _ input: CatalogProductInput) async throws
-        -> (product: CatalogProduct, created: Bool)
-    {
-        defer { catalogueChanged() }
-        guard !productId.isEmpty, productId.count <= 100 else {
-            throw TillHTTPError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
-        }
-        guard let type = input.type else {
-            throw TillHTTPError.badRequest(
-                "invalidProductType",
-                "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
-            )
-        }
-        if type == .consumable, (input.credits ?? [:]).isEmpty, !(input.entitlements ?? []).isEmpty {
-            throw TillHTTPError.badRequest(
-                "consumableEntitlements",
-                "consumables credit balances; they grant no entitlements"
-            )
-        }
-        if type == .nonRenewing, (input.durationSeconds ?? 0) <= 0, !(input.entitlements ?? []).isEmpty {
-            throw TillHTTPError.badRequest(
-                "durationRequired",
-                "a non-renewing subscription needs durationSeconds: the server sets its expiry"
-            )
-        }
-        guard (input.credits ?? [:]).values.allSatisfy({ $0 > 0 }) else {
-            throw TillHTTPError.badRequest("invalidCredits", "credits are positive")
-        }
-        let now = nowMilliseconds
-        return try await database.transaction { db in
-            _ = try await self.requireApp(bundleId: bundleId, on: db)
-            let existing = try await self.store.product(bundleId: bundleId, productId: productId, on: db)
-            let count = try await self.store.products(bundleId: bundleId, on: db).count
-            let product = CatalogProduct(
-                bundleId: bundleId,
-                productId: productId,
-                type: type,
-                title: input.title ?? existing?.title ?? productId,
-                entitlements: input.entitlements ?? [],
-                credits: input.credits ?? [:],
-                content: existing?.content ?? [],
-                subscriptionGroup: input.subscriptionGroup,
-                durationSeconds: input.durationSeconds,
-                price: input.price,
-                currency: input.currency,
-                position: input.position ?? existing?.position ?? count,
-                createdAt: existing?.createdAt ?? now,
-                updatedAt: now
-            )
-            try await self.store.save(product, on: db)
-            return (product, existing == nil)
-        }
-    }
-
-    public func products(bundleId: String) async throws -> [CatalogProduct] {
-        _ = try await requireApp(bundleId: bundleId, on: store.sql)
-        return try await store.products(bundleId: bundleId, on: store.sql)
     }
 
     static func randomToken() -> String {

@@ -5,7 +5,7 @@ import TillCore
 import TillFormats
 import TillStorage
 
-extension PurchaseServer {
+extension Customers {
     /// The renewal states of the subscriptions in a customer's ledger.
     func subscriptionStates(of ledger: [LedgerRecord], bundleId: String, on db: any SQLDatabase) async throws
         -> [SubscriptionStateRecord]

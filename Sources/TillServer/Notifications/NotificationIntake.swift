@@ -37,7 +37,40 @@ struct VerifiedNotification: Sendable {
     var renewal: JWSRenewalInfoDecodedPayload?
 }
 
-extension PurchaseServer {
+/// Notification intake: App Store Server Notifications V2, verified (every signature, the app, the environment),
+/// recorded once by UUID, and applied in the same transaction — the renewal state kept here, the transaction handed
+/// to the ledger. A notification that comes before anyone owns its purchase waits, and is applied when a
+/// submission records it (`applyWaitingNotifications`).
+public final class NotificationIntake: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let verifier: LocalVerifier
+    let catalogue: Catalogue
+    let ledger: Ledger
+    let metrics: ServerMetrics
+    let clock: ServerClock
+    let logger: Logger
+
+    init(
+        database: TillDatabase,
+        store: ServerStore,
+        verifier: LocalVerifier,
+        catalogue: Catalogue,
+        ledger: Ledger,
+        metrics: ServerMetrics,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.database = database
+        self.store = store
+        self.verifier = verifier
+        self.catalogue = catalogue
+        self.ledger = ledger
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
+
     /// Notification types that change nothing the server keeps beyond the renewal state: recorded only.
     static let recordedOnly: Set<NotificationType> = [
         .test, .consumptionRequest, .refundDeclined, .priceIncrease, .renewalExtension, .externalPurchaseToken,
@@ -79,12 +112,8 @@ extension PurchaseServer {
 
     /// Records a verified notification once by its UUID and applies it, in one database transaction.
     func receive(_ verified: VerifiedNotification, app: ServerApp) async throws -> NotificationResult {
-        let now = nowMilliseconds
-        let catalogue = Dictionary(
-            uniqueKeysWithValues: try await store.products(bundleId: app.bundleId, on: store.sql).map {
-                ($0.productId, $0)
-            }
-        )
+        let now = clock.milliseconds
+        let catalogue = try await self.catalogue.products(of: app.bundleId)
         let result = try await database.transaction { db -> NotificationResult in
             var record = NotificationRecord(
                 notificationUuid: verified.uuid,
@@ -249,49 +278,22 @@ extension PurchaseServer {
                 "no customer owns \(environment) original transaction \(transaction.originalTransactionId) yet"
             )
         }
-        var row: LedgerRecord
-        if let existing = try await store.transaction(
-            environment: environment.rawValue,
-            transactionId: transaction.transactionId,
+        try await ledger.applyNotified(
+            transaction,
+            signed: signed,
+            owner: owner,
+            change: Ledger.NotifiedChange(
+                isFamilyRevocation: notification.type == .revoke,
+                reversesRefund: notification.type == .refundReversed,
+                startsUpgrade: notification.payload.subtype == .upgrade
+                    && (notification.type == .didChangeRenewalPref || notification.type == .offerRedeemed)
+            ),
+            uuid: notification.uuid,
+            app: app,
+            catalogue: catalogue,
+            now: now,
             on: db
-        ) {
-            row = existing
-            row.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? row.expiresDate
-            row.isUpgraded = row.isUpgraded || transaction.isUpgraded
-            // Apple signed it: confirmed, and a rejection's revocation of it is lifted.
-            try await appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
-        } else {
-            row = try await insertNotified(
-                transaction,
-                customerId: owner,
-                uuid: notification.uuid,
-                app: app,
-                catalogue: catalogue,
-                now: now,
-                on: db
-            )
-        }
-        if let revoked = transaction.revocationDate, row.revocationDate == nil {
-            row.revocationDate = revoked.millisecondsSince1970
-            row.revocationReason =
-                transaction.isUpgraded ? "upgraded" : (notification.type == .revoke ? "familyRevoked" : "refund")
-            if row.revocationReason == "refund" {
-                try await bookRefund(of: row, signed: signed, catalogue: catalogue, on: db)
-            }
-        } else if notification.type == .refundReversed, transaction.revocationDate == nil,
-            row.revocationReason == "refund"
-        {
-            row.revocationDate = nil
-            row.revocationReason = nil
-            try await reverseRefund(of: row, catalogue: catalogue, now: now, on: db)
-        }
-        row.updatedAt = now
-        try await store.update(row, on: db)
-        if notification.type == .didChangeRenewalPref && notification.payload.subtype == .upgrade
-            || notification.type == .offerRedeemed && notification.payload.subtype == .upgrade
-        {
-            try await markUpgraded(before: row, now: now, on: db)
-        }
+        )
         return (.applied, owner, nil)
     }
 
@@ -315,73 +317,6 @@ extension PurchaseServer {
         ).filter { $0.bundleId == bundleId }
         guard let newest = rows.last else { return nil }
         return try await store.resolve(bundleId: bundleId, customerId: newest.customerId, on: db)
-    }
-
-    /// A transaction the app never submitted (a renewal, a purchase on another device): recorded for the owner,
-    /// confirmed (Apple signed it), with its credits and its revenue.
-    private func insertNotified(
-        _ transaction: PurchaseTransaction,
-        customerId: String,
-        uuid: String,
-        app: ServerApp,
-        catalogue: [String: CatalogProduct],
-        now: Int64,
-        on db: any SQLDatabase
-    ) async throws -> LedgerRecord {
-        let environment = transaction.environment.rawValue
-        let product = catalogue[transaction.productId]
-        let record = LedgerRecord(
-            environment: environment,
-            transactionId: transaction.transactionId,
-            bundleId: app.bundleId,
-            customerId: customerId,
-            originalTransactionId: transaction.originalTransactionId,
-            productId: transaction.productId,
-            productType: (product?.type ?? transaction.productType)?.rawValue,
-            quantity: transaction.quantity,
-            purchaseDate: transaction.purchaseDate.millisecondsSince1970,
-            expiresDate: transaction.expiresDate?.millisecondsSince1970,
-            revocationDate: nil,
-            revocationReason: nil,
-            isUpgraded: transaction.isUpgraded,
-            ownership: transaction.ownership.rawValue,
-            price: transaction.price ?? product?.price,
-            currency: transaction.currency ?? product?.currency,
-            storefront: transaction.storefront,
-            webOrderLineItemId: transaction.webOrderLineItemId,
-            submissionId: "notification:\(uuid)",
-            confirmed: true,
-            createdAt: now,
-            updatedAt: now
-        )
-        try await store.insert(record, on: db)
-        if let product, product.type == .consumable {
-            for (credit, amount) in product.credits {
-                try await store.addBalanceEntry(
-                    bundleId: app.bundleId,
-                    customerId: customerId,
-                    credit: credit,
-                    delta: amount * Int64(transaction.quantity),
-                    reference: "purchase:\(environment):\(transaction.transactionId)",
-                    at: now,
-                    on: db
-                )
-            }
-        }
-        if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0 {
-            try await store.recordFinance(
-                environment: environment,
-                transactionId: transaction.transactionId,
-                bundleId: app.bundleId,
-                productId: transaction.productId,
-                amount: price,
-                currency: currency,
-                at: record.purchaseDate,
-                kind: "purchase",
-                on: db
-            )
-        }
-        return record
     }
 
     /// Applies the notifications that came before anyone owned this purchase, now that a submission recorded it

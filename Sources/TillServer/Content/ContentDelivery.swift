@@ -14,9 +14,39 @@ public struct ContentUpload: Sendable, Hashable {
     public var created: Bool
 }
 
-extension PurchaseServer {
-    var contentBlobs: ContentBlobs { ContentBlobs(directory: configuration.contentDirectory) }
-    var downloadSigner: DownloadSigner { DownloadSigner(secret: configuration.serverSecret) }
+/// Content delivery: the files products deliver, stored by hash (`ContentBlobs`), listed in the catalogue, and
+/// handed out through signed, expiring URLs (`DownloadSigner`) only to customers entitled to them now
+/// (`ContentAccess`).
+public final class ContentDelivery: Sendable {
+    let configuration: ServerConfiguration
+    let database: TillDatabase
+    let store: ServerStore
+    let catalogue: Catalogue
+    let customers: Customers
+    let clock: ServerClock
+    let logger: Logger
+    let blobs: ContentBlobs
+    let downloadSigner: DownloadSigner
+
+    init(
+        configuration: ServerConfiguration,
+        database: TillDatabase,
+        store: ServerStore,
+        catalogue: Catalogue,
+        customers: Customers,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.store = store
+        self.catalogue = catalogue
+        self.customers = customers
+        self.clock = clock
+        self.logger = logger
+        self.blobs = ContentBlobs(directory: configuration.contentDirectory)
+        self.downloadSigner = DownloadSigner(secret: configuration.serverSecret)
+    }
 
     /// Adds a file to a product, or replaces the one of the same name; the master list (and its ETag) changes.
     ///
@@ -31,7 +61,7 @@ extension PurchaseServer {
         declaredLength: Int64?,
         body: Body
     ) async throws -> ContentUpload where Body.Element == ByteBuffer {
-        defer { catalogueChanged() }
+        defer { catalogue.changed() }
         try Self.validateContentName(name)
         let contentType = try Self.validateContentType(contentType)
         let limit = configuration.content.maxUploadBytes
@@ -39,9 +69,9 @@ extension PurchaseServer {
         if let declaredLength, declaredLength > limit {
             throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "a content file has at most \(limit) bytes")
         }
-        let received = try await contentBlobs.receive(body, limit: limit)
+        let received = try await blobs.receive(body, limit: limit)
         let file = ContentFile(name: name, sha256: received.sha256, size: received.size, contentType: contentType)
-        let now = nowMilliseconds
+        let now = clock.milliseconds
         let replaced: ContentFile?
         do {
             replaced = try await database.transaction { db in
@@ -54,18 +84,18 @@ extension PurchaseServer {
                 return previous
             }
         } catch {
-            await contentBlobs.discard(received)
+            await blobs.discard(received)
             throw error
         }
-        try await contentBlobs.place(received)
+        try await blobs.place(received)
         if let replaced, replaced.sha256 != file.sha256 { await collectBlob(replaced.sha256) }
         return ContentUpload(file: file, created: replaced == nil)
     }
 
     /// Takes a file off a product; its bytes are deleted once no product of any app lists them.
     public func deleteContent(bundleId: String, productId: String, name: String) async throws {
-        defer { catalogueChanged() }
-        let now = nowMilliseconds
+        defer { catalogue.changed() }
+        let now = clock.milliseconds
         let removed = try await database.transaction { db -> ContentFile in
             guard var product = try await self.store.product(bundleId: bundleId, productId: productId, on: db) else {
                 throw TillHTTPError.notFound("product", productId)
@@ -101,12 +131,12 @@ extension PurchaseServer {
             files = files.filter { $0.name == name }
             guard !files.isEmpty else { throw TillHTTPError.notFound("content", name) }
         }
-        let customer = try await customer(bundleId: bundleId, customerId: customerId)
+        let customer = try await customers.customer(bundleId: bundleId, customerId: customerId)
         if case .refused(let reason) = ContentAccess.decide(product, for: customer) {
             throw TillHTTPError(.forbidden, "notEntitled", reason)
         }
         let lifetime = max(1, configuration.content.urlLifetime.components.seconds)
-        let expires = Int64(now().timeIntervalSince1970.rounded(.down)) + lifetime
+        let expires = Int64(clock.now().timeIntervalSince1970.rounded(.down)) + lifetime
         let signer = downloadSigner
         return files.map { file in
             let link = DownloadLink(
@@ -144,7 +174,7 @@ extension PurchaseServer {
             customerId: customerId,
             expires: expires,
             signature: signature,
-            now: now()
+            now: clock.now()
         )
         let link: DownloadLink
         switch verdict {
@@ -164,7 +194,7 @@ extension PurchaseServer {
         }
         guard let file = listing.first?.content.first(where: { $0.sha256 == link.sha256 && $0.name == link.name })
         else { throw TillHTTPError.notFound("content", link.name) }
-        let customer = try await customer(bundleId: bundleId, customerId: link.customerId)
+        let customer = try await customers.customer(bundleId: bundleId, customerId: link.customerId)
         guard listing.contains(where: { ContentAccess.decide($0, for: customer) == .granted }) else {
             throw TillHTTPError(
                 .forbidden,
@@ -179,7 +209,7 @@ extension PurchaseServer {
     /// the change to the catalogue has been made.
     private func collectBlob(_ sha256: String) async {
         do {
-            try await contentBlobs.collect(sha256) {
+            try await blobs.collect(sha256) {
                 try await !self.store.products(referencingContent: sha256, on: self.store.sql).isEmpty
             }
         } catch {

@@ -11,7 +11,7 @@ import TillStorage
 /// later vouches for such a transaction — another submission of it is confirmed, or a notification carries it
 /// signed — the rejection's revocation is lifted and its credits and money come back. Refunds, upgrades and
 /// family revocations are Apple's own word and are never lifted this way.
-extension PurchaseServer {
+extension Ledger {
     /// Takes back what a rejected submission granted: its transactions that no confirmation vouches for.
     func revokeUnconfirmed(
         of submission: SubmissionRecord,
@@ -19,26 +19,21 @@ extension PurchaseServer {
         catalogue: [String: CatalogProduct],
         on db: any SQLDatabase
     ) async throws {
-        let now = nowMilliseconds
+        let now = clock.milliseconds
         for var row in try await store.transactions(submissionId: submission.id, on: db)
         where !row.confirmed && row.revocationDate == nil {
             row.revocationDate = now
             row.revocationReason = reason
             row.updatedAt = now
             try await store.update(row, on: db)
-            if let product = catalogue[row.productId], product.type == .consumable {
-                for (credit, amount) in product.credits {
-                    try await store.addBalanceEntry(
-                        bundleId: row.bundleId,
-                        customerId: row.customerId,
-                        credit: credit,
-                        delta: -amount * Int64(row.quantity),
-                        reference: Self.rejectionReference(row),
-                        at: now,
-                        on: db
-                    )
-                }
-            }
+            try await credit(
+                row,
+                product: catalogue[row.productId],
+                sign: -1,
+                reference: Self.reference("revoke", of: row),
+                at: now,
+                on: db
+            )
             try await store.recordFinance(
                 environment: row.environment,
                 transactionId: row.transactionId,
@@ -75,7 +70,7 @@ extension PurchaseServer {
         row.revocationReason = nil
         for entry in try await store.balanceEntries(
             bundleId: row.bundleId,
-            reference: Self.rejectionReference(row),
+            reference: Self.reference("revoke", of: row),
             on: db
         ) {
             try await store.addBalanceEntry(
@@ -83,7 +78,7 @@ extension PurchaseServer {
                 customerId: row.customerId,
                 credit: entry.credit,
                 delta: -entry.delta,
-                reference: "restore:\(row.environment):\(row.transactionId)",
+                reference: Self.reference("restore", of: row),
                 at: now,
                 on: db
             )
@@ -97,11 +92,6 @@ extension PurchaseServer {
             at: now,
             on: db
         )
-    }
-
-    /// The balance entries a rejection wrote for a row (one per credit).
-    static func rejectionReference(_ row: LedgerRecord) -> String {
-        "revoke:\(row.environment):\(row.transactionId)"
     }
 }
 

@@ -36,61 +36,14 @@ enum ConfirmationOutcome: Sendable {
     var isAppleAnswer: Bool { !meansAppleIsUnavailable }
 }
 
-extension PurchaseServer {
-    /// Claims due submissions for this process: pending or retrying, due, and not claimed by a live worker.
-    /// On PostgreSQL several servers share the queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
-    func claimDueSubmissions(limit: Int, leaseSeconds: Int64) async throws -> [SubmissionRecord] {
-        guard limit > 0 else { return [] }
-        let now = nowMilliseconds
-        let until = now + leaseSeconds * 1000
-        return try await database.transaction(bookkeeping: true) { db in
-            try await self.store.claimDue(limit: limit, now: now, until: until, engine: self.database.engine, on: db)
-        }
-    }
+/// The questions a confirmation asks Apple, and Apple's answer classified once: confirmed, rejected, or retried
+/// for a `RetryCause` that the queue stores and its SQL reads.
+struct AppleQuestions: Sendable {
+    let store: ServerStore
+    let verifier: LocalVerifier
+    let metrics: ServerMetrics
 
-    /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
-    /// turn before it is read (`ConfirmationPacer.answer()`).
-    func confirm(_ submission: SubmissionRecord, client: AppleClient, pacer: ConfirmationPacer? = nil) async {
-        do {
-            guard
-                let app = try await appsByBundle.value(
-                    for: submission.bundleId,
-                    load: { try await store.app(bundleId: submission.bundleId, on: store.sql) }
-                )
-            else { return }
-            let clock = ContinuousClock()
-            let start = clock.now
-            let outcome = await ask(client, about: submission, app: app, pacer: pacer)
-            let result = try await settle(submission, outcome: outcome, app: app)
-            metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
-            if outcome.meansAppleIsUnavailable {
-                appleUnavailable.withLock { $0 = true }
-            } else if outcome.isAppleAnswer,
-                appleUnavailable.withLock({ wasDown in
-                    defer { wasDown = false }; return wasDown
-                })
-            {
-                try await appleIsBack()
-            }
-        } catch {
-            logger.error("confirmation of \(submission.id) failed: \(error)")
-        }
-    }
-
-    /// Apple answers again after an outage: submissions waiting out a back-off because Apple could not be
-    /// reached are due now, instead of up to an hour later (the back-off grows while Apple is down). Those
-    /// that failed for a reason of their own (a status about the receipt, 429) keep their schedule.
-    func appleIsBack() async throws {
-        let now = nowMilliseconds
-        let moved = try await store.bringForward(cause: .appleUnavailable, bundleId: nil, at: now)
-        if moved > 0 {
-            logger.notice("Apple answers again: \(moved) submissions waiting to retry are due now")
-            recoveringSince.withLock { $0 = ContinuousClock.now }
-            workAvailable.signal()
-        }
-    }
-
-    private func ask(
+    func ask(
         _ client: AppleClient,
         about submission: SubmissionRecord,
         app: ServerApp,
@@ -313,93 +266,5 @@ extension PurchaseServer {
                 cause: status >= 500 ? .appleUnavailable : .other
             )
         }
-    }
-
-    /// Records an attempt's outcome: confirmation, a scheduled retry (or the dead-letter queue), or rejection
-    /// with the revocation of what the local check granted.
-    @discardableResult
-    func settle(_ submission: SubmissionRecord, outcome: ConfirmationOutcome, app: ServerApp) async throws
-        -> SubmissionState
-    {
-        let now = nowMilliseconds
-        let settings = configuration.confirmation
-        let catalogue = try await catalogue(bundleId: app.bundleId)
-        let state = try await database.transaction { db -> SubmissionState in
-            guard var current = try await self.store.submission(id: submission.id, on: db),
-                !current.state.isSettled
-            else { return submission.state }
-            current.attempts += 1
-            current.updatedAt = now
-            current.claimedUntil = nil
-            switch outcome {
-            case .confirmed(let environment, let transactions, let status):
-                current.state = .confirmed
-                current.lastStatus = status
-                current.lastError = nil
-                current.retryCause = nil
-                current.confirmedAt = now
-                current.nextAttemptAt = nil
-                if environment.rawValue != current.environment {
-                    try await self.store.moveEnvironment(of: current, to: environment, on: db)
-                    current.environment = environment.rawValue
-                }
-                try await self.store.update(current, on: db)
-                // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
-                _ = try await self.record(transactions, submission: current, app: app, catalogue: catalogue, on: db)
-                for id in Set(
-                    transactions.map(\.transactionId) + current.transactionIds.ids
-                ) {
-                    if var row = try await self.store.transaction(
-                        environment: current.environment,
-                        transactionId: id,
-                        on: db
-                    ),
-                        row.customerId == current.customerId, !row.confirmed || row.isRevokedByRejection
-                    {
-                        try await self.appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
-                        try await self.store.update(row, on: db)
-                    }
-                }
-            case .retry(let status, let error, let cause):
-                current.lastStatus = status
-                current.lastError = error
-                current.retryCause = cause
-                if current.attempts >= settings.maximumAttempts {
-                    current.state = .deadLettered
-                    current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
-                    current.nextAttemptAt = nil
-                    try await self.store.recordEvent(
-                        bundleId: app.bundleId,
-                        kind: "deadLettered",
-                        detail: "submission \(current.id): \(status)",
-                        at: now,
-                        on: db
-                    )
-                } else {
-                    current.state = .retrying
-                    let delay = settings.delay(afterAttempt: current.attempts)
-                    current.nextAttemptAt =
-                        now + Int64(delay.components.seconds) * 1000 + delay.components.attoseconds
-                        / 1_000_000_000_000_000
-                }
-                try await self.store.update(current, on: db)
-            case .rejected(let status, let reason):
-                current.state = .rejected
-                current.lastStatus = status
-                current.retryCause = nil
-                current.reason = reason
-                current.nextAttemptAt = nil
-                try await self.store.update(current, on: db)
-                try await self.revokeUnconfirmed(
-                    of: current,
-                    because: LedgerRecord.rejectionPrefix + status,
-                    catalogue: catalogue,
-                    on: db
-                )
-            }
-            return current.state
-        }
-        submissionSettled.signal()
-        return state
     }
 }

@@ -14,11 +14,32 @@ public struct SignedSnapshot: Codable, Sendable, Hashable {
     public var snapshot: EntitlementSnapshot
 }
 
-extension PurchaseServer {
+/// Entitlement snapshots: what the server vouches a customer has, signed with the deployment's key, and the keys
+/// apps check them with.
+public final class Snapshots: Sendable {
+    let customers: Customers
+    let clock: ServerClock
+    /// Signs entitlement snapshots with the deployment's key (see `ServerConfiguration.snapshotSigningKey`).
+    let signer: SnapshotSigner
+    /// The keys apps check snapshots with (`GET /v1/keys`): the signing key first, then the configured
+    /// `snapshotPublishedKeys` (a rotation's next or previous key).
+    public let keys: SnapshotKeySet
+
+    init(signer: SnapshotSigner, published: [SnapshotPublicKey], customers: Customers, clock: ServerClock) {
+        self.signer = signer
+        var keys = [signer.publicKey]
+        for key in published where !keys.contains(where: { $0.kid == key.kid }) {
+            keys.append(key)
+        }
+        self.keys = SnapshotKeySet(keys: keys)
+        self.customers = customers
+        self.clock = clock
+    }
+
     /// What the server vouches `customerId` of `bundleId` has now, signed.
     public func snapshot(bundleId: String, customerId: String) async throws -> SignedSnapshot {
         try signedSnapshot(
-            of: try await customer(bundleId: bundleId, customerId: customerId),
+            of: try await customers.customer(bundleId: bundleId, customerId: customerId),
             bundleId: bundleId,
             customerId: customerId
         )
@@ -28,7 +49,7 @@ extension PurchaseServer {
     public func signedSnapshot(of customer: CustomerView, bundleId: String, customerId: String) throws -> SignedSnapshot
     {
         let snapshot = self.snapshot(of: customer, bundleId: bundleId, customerId: customerId)
-        return SignedSnapshot(signedSnapshot: try snapshotSigner.sign(snapshot), snapshot: snapshot)
+        return SignedSnapshot(signedSnapshot: try signer.sign(snapshot), snapshot: snapshot)
     }
 
     /// The payload of `customer`'s snapshot, issued now.
@@ -39,7 +60,7 @@ extension PurchaseServer {
             bundleId: bundleId,
             customerId: customerId,
             owner: customer.customerId,
-            issuedAt: nowMilliseconds,
+            issuedAt: clock.milliseconds,
             entitlements: customer.entitlements.map {
                 EntitlementSnapshot.Grant(
                     id: $0.id,

@@ -1,0 +1,129 @@
+import Crypto
+import Foundation
+import Logging
+import SQLKit
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// A catalogue product to create or replace.
+public struct CatalogProductInput: Codable, Sendable {
+    public var type: ProductType?
+    public var title: String?
+    public var entitlements: [String]?
+    public var credits: [String: Int64]?
+    public var subscriptionGroup: String?
+    public var durationSeconds: Int64?
+    public var price: Int64?
+    public var currency: String?
+    public var position: Int?
+
+    public init(
+        type: ProductType? = nil,
+        title: String? = nil,
+        entitlements: [String]? = nil,
+        credits: [String: Int64]? = nil,
+        subscriptionGroup: String? = nil,
+        durationSeconds: Int64? = nil,
+        price: Int64? = nil,
+        currency: String? = nil,
+        position: Int? = nil
+    ) {
+        self.type = type
+        self.title = title
+        self.entitlements = entitlements
+        self.credits = credits
+        self.subscriptionGroup = subscriptionGroup
+        self.durationSeconds = durationSeconds
+        self.price = price
+        self.currency = currency
+        self.position = position
+    }
+}
+
+extension Catalogue {
+    /// Creates or replaces a product of the catalogue; `created` says which (the admin API answers 201 or 200).
+    @discardableResult
+    public func putProduct(bundleId: String, productId: String, _ input: CatalogProductInput) async throws
+        -> (product: CatalogProduct, created: Bool)
+    {
+        defer { changed() }
+        guard !productId.isEmpty, productId.count <= 100 else {
+            throw TillHTTPError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
+        }
+        guard let type = input.type else {
+            throw TillHTTPError.badRequest(
+                "invalidProductType",
+                "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
+            )
+        }
+        if type == .consumable, (input.credits ?? [:]).isEmpty, !(input.entitlements ?? []).isEmpty {
+            throw TillHTTPError.badRequest(
+                "consumableEntitlements",
+                "consumables credit balances; they grant no entitlements"
+            )
+        }
+        if type == .nonRenewing, (input.durationSeconds ?? 0) <= 0, !(input.entitlements ?? []).isEmpty {
+            throw TillHTTPError.badRequest(
+                "durationRequired",
+                "a non-renewing subscription needs durationSeconds: the server sets its expiry"
+            )
+        }
+        guard (input.credits ?? [:]).values.allSatisfy({ $0 > 0 }) else {
+            throw TillHTTPError.badRequest("invalidCredits", "credits are positive")
+        }
+        let now = clock.milliseconds
+        return try await database.transaction { db in
+            _ = try await self.requireApp(bundleId: bundleId, on: db)
+            let existing = try await self.store.product(bundleId: bundleId, productId: productId, on: db)
+            let count = try await self.store.products(bundleId: bundleId, on: db).count
+            let product = CatalogProduct(
+                bundleId: bundleId,
+                productId: productId,
+                type: type,
+                title: input.title ?? existing?.title ?? productId,
+                entitlements: input.entitlements ?? [],
+                credits: input.credits ?? [:],
+                content: existing?.content ?? [],
+                subscriptionGroup: input.subscriptionGroup,
+                durationSeconds: input.durationSeconds,
+                price: input.price,
+                currency: input.currency,
+                position: input.position ?? existing?.position ?? count,
+                createdAt: existing?.createdAt ?? now,
+                updatedAt: now
+            )
+            try await self.store.save(product, on: db)
+            return (product, existing == nil)
+        }
+    }
+
+    public func products(bundleId: String) async throws -> [CatalogProduct] {
+        _ = try await requireApp(bundleId: bundleId, on: store.sql)
+        return try await store.products(bundleId: bundleId, on: store.sql)
+    }
+
+    /// The catalogue as apps see it, with an ETag for `If-None-Match`.
+    func masterList(bundleId: String) async throws -> MasterList {
+        let products = try await store.products(bundleId: bundleId, on: store.sql).map {
+            MasterListProduct(
+                productId: $0.productId,
+                _type: Components.Schemas.ProductType($0.type),
+                title: $0.title,
+                entitlements: $0.entitlements,
+                credits: Components.Schemas.Credits($0.credits),
+                content: $0.content,
+                subscriptionGroup: $0.subscriptionGroup
+            )
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let digest = SHA256.hash(data: try encoder.encode(products))
+        return MasterList(
+            products: products,
+            etag: "\"" + digest.prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        )
+    }
+}

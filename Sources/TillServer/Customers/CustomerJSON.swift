@@ -1,0 +1,57 @@
+import TillContract
+import TillCore
+
+extension CustomerView {
+    func writeJSON(to writer: inout JSONWriter) {
+        writer.object { w in
+            w.field("balances", balances.additionalProperties)
+            w.field("customerId", customerId)
+            w.key("entitlements")
+            w.array(entitlements) { w, entitlement in
+                w.object { w in
+                    w.field("environment", entitlement.environment)
+                    w.field("expiresDate", entitlement.expiresDate)
+                    w.field("id", entitlement.id)
+                    w.field("productId", entitlement.productId)
+                    w.field("provisional", entitlement.provisional)
+                    w.field("transactionId", entitlement.transactionId)
+                }
+            }
+            w.key("purchases")
+            w.array(purchases) { w, purchase in
+                w.object { w in
+                    w.field("confirmed", purchase.confirmed)
+                    w.field("environment", purchase.environment)
+                    w.field("expiresDate", purchase.expiresDate)
+                    w.field("originalTransactionId", purchase.originalTransactionId)
+                    w.field("productId", purchase.productId)
+                    w.field("productType", purchase.productType?.rawValue)
+                    w.field("purchaseDate", purchase.purchaseDate)
+                    w.field("quantity", purchase.quantity)
+                    w.field("revocationDate", purchase.revocationDate)
+                    w.field("revocationReason", purchase.revocationReason)
+                    w.field("transactionId", purchase.transactionId)
+                }
+            }
+            w.key("subscriptions")
+            w.array(subscriptions) { w, state in
+                w.object { w in
+                    w.field("autoRenewProductId", state.autoRenewProductId)
+                    w.field("autoRenewStatus", state.autoRenewStatus)
+                    w.field("environment", state.environment)
+                    w.field("expirationIntent", state.expirationIntent)
+                    w.field("expiresDate", state.expiresDate)
+                    w.field("gracePeriodExpiresDate", state.gracePeriodExpiresDate)
+                    w.field("isInBillingRetryPeriod", state.isInBillingRetryPeriod)
+                    w.field("lastNotificationType", state.lastNotificationType)
+                    w.field("originalTransactionId", state.originalTransactionId)
+                    w.field("priceIncreaseStatus", state.priceIncreaseStatus)
+                    w.field("productId", state.productId)
+                    w.field("renewalDate", state.renewalDate)
+                    w.field("status", state.status)
+                    w.field("updatedAt", state.updatedAt)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+import TillHTTPKit
+import TillStorage
+
+/// Customers: who a customer id really is (guests linked to accounts), and what they have now — entitlements,
+/// balances, purchases, subscriptions — read from the ledger and the catalogue, and cached as values and as the
+/// bytes `GET /v1/customers/{id}` answers.
+public final class Customers: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let catalogue: Catalogue
+    let ledger: Ledger
+    let clock: ServerClock
+    private let customerSnapshots = SnapshotCache<CustomerKey, CustomerSnapshot>(lifetime: .seconds(1))
+    /// Customer views as JSON, until the data under them changes or one of their entitlements ends.
+    private let customerBodies = SnapshotCache<CustomerKey, EncodedCustomer>(lifetime: .seconds(1))
+
+    init(database: TillDatabase, store: ServerStore, catalogue: Catalogue, ledger: Ledger, clock: ServerClock) {
+        self.database = database
+        self.store = store
+        self.catalogue = catalogue
+        self.ledger = ledger
+        self.clock = clock
+    }
+
+    /// A customer's entitlements, balances and purchases now.
+    ///
+    /// What the database holds is cached until this process writes anything (or for a second, for changes
+    /// made by other processes); entitlements are worked out from it at each read, so expiry is exact.
+    public func customer(bundleId: String, customerId: String) async throws -> CustomerView {
+        let snapshot = try await customerSnapshots.value(
+            for: CustomerKey(bundleId: bundleId, customerId: customerId),
+            generation: database.writeGeneration
+        ) {
+            try await self.database.read { db in
+                try await self.snapshot(bundleId: bundleId, customerId: customerId, on: db)
+            }
+        }
+        return try await view(of: snapshot, bundleId: bundleId)
+    }
+
+    /// The customer view of what the database held, with entitlements worked out now.
+    func view(of snapshot: CustomerSnapshot, bundleId: String) async throws -> CustomerView {
+        let ledger = snapshot.ledger
+        let states = snapshot.states
+        let catalogue = try await self.catalogue.products(of: bundleId)
+        return CustomerView(
+            customerId: snapshot.owner,
+            entitlements: EntitlementRules.entitlements(
+                ledger,
+                catalogue: catalogue,
+                now: clock.milliseconds,
+                gracePeriods: Self.gracePeriods(states)
+            ),
+            balances: Components.Schemas.Credits(snapshot.balances),
+            purchases: ledger.map {
+                PurchaseView(
+                    transactionId: $0.transactionId,
+                    originalTransactionId: $0.originalTransactionId,
+                    productId: $0.productId,
+                    productType: $0.productType.flatMap(Components.Schemas.ProductType.init(rawValue:)),
+                    environment: $0.environment,
+                    quantity: $0.quantity,
+                    purchaseDate: $0.purchaseDate,
+                    expiresDate: $0.expiresDate,
+                    revocationDate: $0.revocationDate,
+                    revocationReason: $0.revocationReason,
+                    confirmed: $0.confirmed
+                )
+            },
+            subscriptions: Self.subscriptionViews(states, ledger: ledger)
+        )
+    }
+
+    /// `customer(bundleId:customerId:)` as `GET /v1/customers/{id}` answers it (written as the submission's
+    /// answer writes its customer: `CustomerView.writeJSON`).
+    ///
+    /// Encoding is most of what a read costs once the data is cached, so the bytes are kept too: until this
+    /// process writes (the database's generation), the catalogue changes, a second passes (other processes),
+    /// or the first of the customer's entitlements ends, after which the view is worked out again.
+    func customerBody(bundleId: String, customerId: String) async throws -> [UInt8] {
+        try await customerBodies.value(
+            for: CustomerKey(bundleId: bundleId, customerId: customerId),
+            // Entitlements come from the catalogue too: its changes retire the bytes as the database's do (both
+            // counters only grow, so their sum moves whenever either does).
+            generation: database.writeGeneration &+ catalogue.revision,
+            isStale: { encoded in encoded.validUntil.map { $0 <= self.clock.milliseconds } ?? false }
+        ) {
+            let now = clock.milliseconds
+            let view = try await customer(bundleId: bundleId, customerId: customerId)
+            let ends = view.entitlements.compactMap(\.expiresDate).filter { $0 > now }
+            var writer = JSONWriter()
+            view.writeJSON(to: &writer)
+            return EncodedCustomer(body: writer.bytes, validUntil: ends.min())
+        }.body
+    }
+
+    /// What the database holds about a customer, read on one connection.
+    private func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
+        -> CustomerSnapshot
+    {
+        try await snapshot(
+            bundleId: bundleId,
+            owner: try await store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+            on: db
+        )
+    }
+
+    /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
+    func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
+        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
+        return CustomerSnapshot(
+            owner: owner,
+            ledger: ledger,
+            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
+            states: try await subscriptionStates(of: ledger, bundleId: bundleId, on: db)
+        )
+    }
+
+    /// Links a guest (an anonymous device id that bought before signing in) to an account: the guest's own
+    /// purchases and balances move to the account, once, and later submissions under the guest id count for the
+    /// account.
+    ///
+    /// A guest id belongs to one account. Linking it to another is refused (`409 guestLinkedElsewhere`): on a
+    /// shared device a second sign-in must not take the first account's purchases. Accounts are never merged: an
+    /// id that other guests are linked to is an account and cannot become a guest (`409 guestIsAnAccount`), and
+    /// a guest id cannot be linked to as if it were an account (`409 accountIsAGuest`).
+    public func link(bundleId: String, guestId: String, to accountId: String) async throws -> CustomerView {
+        let guestId = try CustomerIdentifier.validated(guestId, field: "customerId (the guest id)")
+        let accountId = try CustomerIdentifier.validated(accountId, field: "the account id")
+        guard guestId != accountId else {
+            throw TillHTTPError.badRequest("invalidAlias", "a guest id cannot be linked to itself")
+        }
+        let now = clock.milliseconds
+        try await database.transaction { db in
+            try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
+            try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
+            if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
+                throw TillHTTPError.conflict(
+                    "accountIsAGuest",
+                    "\(accountId) is a guest id linked to \(owner): link guests to \(owner)"
+                )
+            }
+            if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: guestId, on: db) {
+                guard owner == accountId else {
+                    throw TillHTTPError.conflict(
+                        "guestLinkedElsewhere",
+                        "\(guestId) is already linked to another account; a guest id belongs to one account"
+                    )
+                }
+                return  // linked already: nothing changes
+            }
+            guard try await !self.store.hasGuests(bundleId: bundleId, customerId: guestId, on: db) else {
+                throw TillHTTPError.conflict(
+                    "guestIsAnAccount",
+                    "\(guestId) has guests linked to it: accounts are never merged"
+                )
+            }
+            try await self.ledger.transfer(bundleId: bundleId, from: guestId, to: accountId, on: db)
+            try await self.store.setAlias(bundleId: bundleId, customerId: guestId, aliasOf: accountId, on: db)
+            try await self.store.recordEvent(
+                bundleId: bundleId,
+                kind: "linked",
+                detail: "\(guestId) → \(accountId)",
+                at: now,
+                on: db
+            )
+        }
+        return try await customer(bundleId: bundleId, customerId: accountId)
+    }
+}
+
+/// A customer view encoded for the app API, and the time (UNIX ms) it stops being true, if any.
+struct EncodedCustomer: Sendable {
+    var body: [UInt8]
+    var validUntil: Int64?
+}
+
+struct CustomerKey: Hashable, Sendable {
+    var bundleId: String
+    var customerId: String
+}
+
+/// What the database holds about a customer: who it really is (after aliases), its ledger and balances.
+struct CustomerSnapshot: Sendable {
+    var owner: String
+    var ledger: [LedgerRecord]
+    var balances: [String: Int64]
+    var states: [SubscriptionStateRecord]
+}

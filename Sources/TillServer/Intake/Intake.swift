@@ -1,0 +1,312 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// Intake: what happens in the milliseconds of `POST /v1/submissions` (and restore). A submission is verified
+/// locally, recorded once (its idempotency key), posted to the ledger, and queued for Apple's confirmation; the
+/// app gets its customer back at once, and may wait (`?wait=`) for the queue to settle it.
+public final class Intake: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let verifier: LocalVerifier
+    let catalogue: Catalogue
+    let ledger: Ledger
+    let customers: Customers
+    let notifications: NotificationIntake
+    let signals: QueueSignals
+    let metrics: ServerMetrics
+    let clock: ServerClock
+
+    init(
+        database: TillDatabase,
+        store: ServerStore,
+        verifier: LocalVerifier,
+        catalogue: Catalogue,
+        ledger: Ledger,
+        customers: Customers,
+        notifications: NotificationIntake,
+        signals: QueueSignals,
+        metrics: ServerMetrics,
+        clock: ServerClock
+    ) {
+        self.database = database
+        self.store = store
+        self.verifier = verifier
+        self.catalogue = catalogue
+        self.ledger = ledger
+        self.customers = customers
+        self.notifications = notifications
+        self.signals = signals
+        self.metrics = metrics
+        self.clock = clock
+    }
+
+    /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
+    /// credits, and queues the confirmation with Apple. Answers in milliseconds.
+    public func submit(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let kind: SubmissionKind =
+            request.signedTransaction != nil
+            ? .signedTransaction : request.transactionReceipt != nil ? .transactionReceipt : .appReceipt
+        do {
+            let result = try await accept(request, app: app)
+            metrics.submission(kind: kind.rawValue, outcome: "accepted", duration: clock.now - start)
+            return result
+        } catch {
+            metrics.submission(kind: kind.rawValue, outcome: "refused", duration: clock.now - start)
+            throw error
+        }
+    }
+
+    private func accept(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
+        let customerId = try CustomerIdentifier.validated(request.customerId)
+        let inputs: [SubmissionInput] = [
+            request.receipt.map(SubmissionInput.appReceipt),
+            request.transactionReceipt.map(SubmissionInput.transactionReceipt),
+            request.signedTransaction.map(SubmissionInput.signedTransaction),
+        ].compactMap { $0 }
+        guard inputs.count == 1, let input = inputs.first, !input.payload.isEmpty else {
+            throw TillHTTPError.badRequest(
+                "oneFormatExpected",
+                "send exactly one of receipt, transactionReceipt or signedTransaction"
+            )
+        }
+        if let key = request.idempotencyKey {
+            guard !key.isEmpty, key.count <= 200 else {
+                throw TillHTTPError.badRequest("invalidIdempotencyKey", "an idempotency key has 1 to 200 characters")
+            }
+            if let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
+                return try await replay(existing, payload: input.payload, app: app)
+            }
+        }
+
+        let verified = try await verifier.verify(input, app: app)
+        let now = clock.milliseconds
+        let catalogue = try await self.catalogue.products(of: app.bundleId)
+        let outcome = try await database.transaction {
+            db -> (SubmissionRecord, [RefusedTransaction], CustomerSnapshot)? in
+            if let key = request.idempotencyKey,
+                try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
+            {
+                return nil  // a concurrent resend won the race; answer with its submission below
+            }
+            try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
+            let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
+            var submission = SubmissionRecord(
+                id: UUID.random().uuidString.lowercased(),
+                bundleId: app.bundleId,
+                customerId: owner,
+                idempotencyKey: request.idempotencyKey,
+                kind: input.kind,
+                environment: verified.environment.rawValue,
+                state: .pending,
+                attempts: 0,
+                nextAttemptAt: now,
+                lastStatus: nil,
+                lastError: nil,
+                retryCause: nil,
+                reason: nil,
+                transactionIds: TransactionIDs(verified.transactions.map(\.transactionId)),
+                claimedUntil: nil,
+                createdAt: now,
+                updatedAt: now,
+                confirmedAt: nil
+            )
+            try await self.store.insert(submission, on: db)
+            try await self.store.insertPayload(submissionId: submission.id, payload: input.payload, on: db)
+            let refused = try await self.record(
+                verified.transactions,
+                submission: submission,
+                app: app,
+                catalogue: catalogue,
+                on: db
+            )
+            if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
+                // Nothing of it is this customer's: there is nothing to ask Apple (a replay of someone else's
+                // purchase must not cost a call to Apple, nor a place in the queue).
+                submission.state = .rejected
+                submission.reason = "every transaction belongs to another customer (ownedByAnotherCustomer)"
+                submission.nextAttemptAt = nil
+                try await self.store.update(submission, on: db)
+            }
+            // The customer as this transaction leaves them, read while it holds the connection (a read after
+            // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
+            let customer = try await self.customers.snapshot(bundleId: app.bundleId, owner: owner, on: db)
+            return (submission, refused, customer)
+        }
+        guard let (submission, refused, customer) = outcome else {
+            // A resend with the same idempotency key committed first: answer with its submission.
+            guard let key = request.idempotencyKey,
+                let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
+            else { throw TillHTTPError(.internalServerError, "submissionLost", "the submission could not be recorded") }
+            return try await replay(existing, payload: input.payload, app: app)
+        }
+        if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
+            throw TillHTTPError.conflict(
+                "ownedByAnotherCustomer",
+                "every transaction of this submission belongs to another customer (\(refused.count) refused)"
+            )
+        }
+        signals.workAvailable.signal()
+        return SubmissionResult(
+            submission: SubmissionView(submission),
+            customer: try await customers.view(of: customer, bundleId: app.bundleId),
+            refused: refused
+        )
+    }
+
+    /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
+    private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
+    {
+        guard try await store.payload(submissionId: existing.id, on: store.sql) == payload else {
+            throw TillHTTPError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
+        }
+        // The first answer again: transactions another customer owns are still refused (a resend of a refused
+        // replay must not look accepted).
+        let ids = existing.transactionIds.ids
+        var refused: [RefusedTransaction] = []
+        for id in ids {
+            if let row = try await store.transaction(
+                environment: existing.environment,
+                transactionId: id,
+                on: store.sql
+            ),
+                row.customerId != existing.customerId
+            {
+                refused.append(RefusedTransaction(transactionId: id, reason: "ownedByAnotherCustomer"))
+            }
+        }
+        if !ids.isEmpty && refused.count == ids.count {
+            throw TillHTTPError.conflict(
+                "ownedByAnotherCustomer",
+                "every transaction of this submission belongs to another customer (\(refused.count) refused)"
+            )
+        }
+        return SubmissionResult(
+            submission: SubmissionView(existing),
+            customer: try await customers.customer(bundleId: app.bundleId, customerId: existing.customerId),
+            refused: refused
+        )
+    }
+
+    /// Records a submission's transactions in the ledger, then applies the notifications that were waiting for
+    /// a purchase recorded for the first time. Returns the transactions refused because another customer owns
+    /// them. Apple's answer to a submission is recorded the same way (`ConfirmationQueue.settle`).
+    func record(
+        _ transactions: [PurchaseTransaction],
+        submission: SubmissionRecord,
+        app: ServerApp,
+        catalogue: [String: CatalogProduct],
+        on db: any SQLDatabase
+    ) async throws -> [RefusedTransaction] {
+        let recording = try await ledger.record(
+            transactions,
+            submission: submission,
+            app: app,
+            catalogue: catalogue,
+            on: db
+        )
+        for purchase in recording.firstRecorded {
+            try await notifications.applyWaitingNotifications(
+                environment: purchase.environment,
+                originalTransactionId: purchase.originalTransactionId,
+                app: app,
+                catalogue: catalogue,
+                now: clock.milliseconds,
+                on: db
+            )
+        }
+        return recording.refused
+    }
+
+    /// A submission, as the app polls it.
+    public func submission(id: String, bundleId: String) async throws -> SubmissionView {
+        guard let record = try await store.submission(id: id, on: store.sql), record.bundleId == bundleId else {
+            throw TillHTTPError.notFound("submission", id)
+        }
+        return SubmissionView(record)
+    }
+
+    /// Waits up to `timeout` for a submission to be confirmed, rejected or dead-lettered.
+    public func waitForSettlement(id: String, bundleId: String, timeout: Duration) async throws -> SubmissionView {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            let since = signals.submissionSettled.current
+            let current = try await submission(id: id, bundleId: bundleId)
+            if current.state.isSettled { return current }
+            guard clock.now < deadline else { return current }
+            await signals.submissionSettled.wait(since: since, timeout: deadline - clock.now)
+        }
+    }
+
+    /// Restore: the same pipeline as a submission (idempotent: nothing is recorded twice), answering with
+    /// everything the customer can have back. Consumables are never restored.
+    ///
+    /// With `wait`, it waits up to that long for Apple's answer, as `?wait=` does for a submission, and answers with
+    /// the customer as Apple's answer left them: a receipt Apple refuses restores nothing.
+    public func restore(_ request: SubmissionRequest, app: ServerApp, wait: Duration? = nil) async throws
+        -> RestoreResult
+    {
+        let result = try await submit(request, app: app)
+        var submission = result.submission
+        var customer = result.customer
+        if let wait {
+            let settled = try await waitForSettlement(id: submission.id, bundleId: app.bundleId, timeout: wait)
+            if settled.state != submission.state {
+                submission = settled
+                customer = try await customers.customer(bundleId: app.bundleId, customerId: settled.customerId)
+            }
+        }
+        let restored = customer.purchases.filter {
+            $0.revocationDate == nil && $0.productType != .consumable
+        }
+        return RestoreResult(submission: submission, restored: restored, customer: customer)
+    }
+}
+
+extension SubmissionResult {
+    /// The answer as `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes` writes it (the server's
+    /// response encoder), without its cost: this is written once per purchase.
+    func json() -> [UInt8] {
+        var writer = JSONWriter(capacity: 4096)
+        writer.object { w in
+            w.key("customer")
+            customer.writeJSON(to: &w)
+            w.key("refused")
+            w.array(refused) { w, refused in
+                w.object { w in
+                    w.field("reason", refused.reason)
+                    w.field("transactionId", refused.transactionId)
+                }
+            }
+            w.field("signedSnapshot", signedSnapshot)
+            w.key("submission")
+            w.object { w in
+                w.field("attempts", submission.attempts)
+                w.field("confirmedAt", submission.confirmedAt)
+                w.field("createdAt", submission.createdAt)
+                w.field("customerId", submission.customerId)
+                w.field("environment", submission.environment)
+                w.field("id", submission.id)
+                w.field("kind", submission.kind.rawValue)
+                w.field("lastError", submission.lastError)
+                w.field("lastStatus", submission.lastStatus)
+                w.field("nextAttemptAt", submission.nextAttemptAt)
+                w.field("reason", submission.reason)
+                w.field("retryCause", submission.retryCause?.rawValue)
+                w.field("state", submission.state.rawValue)
+                w.key("transactionIds")
+                w.array(submission.transactionIds) { w, id in w.string(id) }
+            }
+        }
+        return writer.bytes
+    }
+}

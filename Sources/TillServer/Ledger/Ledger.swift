@@ -1,0 +1,228 @@
+import Foundation
+import Logging
+import SQLKit
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// The ledger: the only code that posts transactions, credits and debits balances, revokes, refunds and books
+/// money. Every other component tells it what happened (a submission verified, Apple's answer, a notification);
+/// it decides what that does to the customer's purchases, balances and the company's books.
+///
+/// Each rule is written once here: a first sight of a transaction is `post`, whoever saw it; a consumable's credits
+/// are moved by `credit`, whether bought, refunded, revoked or given back.
+public final class Ledger: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let clock: ServerClock
+
+    init(database: TillDatabase, store: ServerStore, clock: ServerClock) {
+        self.database = database
+        self.store = store
+        self.clock = clock
+    }
+
+    /// What recording a submission's transactions did.
+    struct Recording: Sendable {
+        /// Transactions not credited because another customer owns them.
+        var refused: [RefusedTransaction] = []
+        /// Purchases (environment, original transaction id) recorded for the first time: notifications about
+        /// them may have come first and be waiting.
+        var firstRecorded: [PurchaseKey] = []
+    }
+
+    /// One purchase: an original transaction in an environment.
+    struct PurchaseKey: Hashable, Sendable {
+        var environment: String
+        var originalTransactionId: String
+    }
+
+    /// Records the transactions a submission (or Apple's answer to it) carried, once each: new ones are posted,
+    /// known ones take what the signed data says (revocation, upgrade, expiry), and a transaction another customer
+    /// owns is refused or moved as the app's restore policy says.
+    func record(
+        _ transactions: [PurchaseTransaction],
+        submission: SubmissionRecord,
+        app: ServerApp,
+        catalogue: [String: CatalogProduct],
+        on db: any SQLDatabase
+    ) async throws -> Recording {
+        var recording = Recording()
+        let now = clock.milliseconds
+        for transaction in transactions {
+            let environment = transaction.environment.rawValue
+            let product = catalogue[transaction.productId]
+            if var existing = try await store.transaction(
+                environment: environment,
+                transactionId: transaction.transactionId,
+                on: db
+            ) {
+                if existing.customerId != submission.customerId {
+                    guard app.restorePolicy == .transferToLatest,
+                        !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
+                    else {
+                        recording.refused.append(
+                            RefusedTransaction(
+                                transactionId: transaction.transactionId,
+                                reason: "ownedByAnotherCustomer"
+                            )
+                        )
+                        try await store.recordEvent(
+                            bundleId: app.bundleId,
+                            kind: "replayRefused",
+                            detail:
+                                "\(environment) transaction \(transaction.transactionId) of \(existing.customerId) submitted by \(submission.customerId)",
+                            at: now,
+                            on: db
+                        )
+                        continue
+                    }
+                    try await store.recordEvent(
+                        bundleId: app.bundleId,
+                        kind: "transferred",
+                        detail:
+                            "\(environment) transaction \(transaction.transactionId) moved from \(existing.customerId) to \(submission.customerId)",
+                        at: now,
+                        on: db
+                    )
+                    existing.customerId = submission.customerId
+                }
+                if let revoked = transaction.revocationDate, existing.revocationDate == nil {
+                    existing.revocationDate = revoked.millisecondsSince1970
+                    existing.revocationReason = transaction.isUpgraded ? "upgraded" : "refund"
+                }
+                existing.isUpgraded = existing.isUpgraded || transaction.isUpgraded
+                existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
+                existing.updatedAt = now
+                try await store.update(existing, on: db)
+                continue
+            }
+            try await store.lockPurchase(
+                environment: environment,
+                originalTransactionId: transaction.originalTransactionId,
+                on: db
+            )
+            let key = PurchaseKey(environment: environment, originalTransactionId: transaction.originalTransactionId)
+            if !recording.firstRecorded.contains(key) { recording.firstRecorded.append(key) }
+            try await post(
+                transaction,
+                to: submission.customerId,
+                app: app,
+                product: product,
+                source: submission.id,
+                confirmed: false,
+                carryingRevocation: true,
+                now: now,
+                on: db
+            )
+        }
+        return recording
+    }
+
+    /// Posts a transaction seen for the first time: its ledger row, a consumable's credits (unless it arrives
+    /// revoked), and the money paid for it.
+    ///
+    /// - Parameters:
+    ///   - source: the submission id, or `notification:<uuid>` for a transaction only a notification carried.
+    ///   - confirmed: whether Apple itself vouches for it already (a notification is Apple's signed word).
+    ///   - carryingRevocation: whether a revocation in the data goes in the row now (a submission); a notification
+    ///     applies it afterwards, as a refund with its money (`revoke(_:…)`).
+    @discardableResult
+    func post(
+        _ transaction: PurchaseTransaction,
+        to customerId: String,
+        app: ServerApp,
+        product: CatalogProduct?,
+        source: String,
+        confirmed: Bool,
+        carryingRevocation: Bool,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> LedgerRecord {
+        let environment = transaction.environment.rawValue
+        let revocation = carryingRevocation ? transaction.revocationDate : nil
+        let record = LedgerRecord(
+            environment: environment,
+            transactionId: transaction.transactionId,
+            bundleId: app.bundleId,
+            customerId: customerId,
+            originalTransactionId: transaction.originalTransactionId,
+            productId: transaction.productId,
+            productType: (product?.type ?? transaction.productType)?.rawValue,
+            quantity: transaction.quantity,
+            purchaseDate: transaction.purchaseDate.millisecondsSince1970,
+            expiresDate: transaction.expiresDate?.millisecondsSince1970,
+            revocationDate: revocation?.millisecondsSince1970,
+            revocationReason: revocation == nil ? nil : (transaction.isUpgraded ? "upgraded" : "refund"),
+            isUpgraded: transaction.isUpgraded,
+            ownership: transaction.ownership.rawValue,
+            price: transaction.price ?? product?.price,
+            currency: transaction.currency ?? product?.currency,
+            storefront: transaction.storefront,
+            webOrderLineItemId: transaction.webOrderLineItemId,
+            submissionId: source,
+            confirmed: confirmed,
+            createdAt: now,
+            updatedAt: now
+        )
+        try await store.insert(record, on: db)
+        if record.revocationDate == nil {
+            try await credit(
+                record,
+                product: product,
+                sign: 1,
+                reference: Self.reference("purchase", of: record),
+                at: now,
+                on: db
+            )
+        }
+        if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0 {
+            try await store.recordFinance(
+                environment: environment,
+                transactionId: transaction.transactionId,
+                bundleId: app.bundleId,
+                productId: transaction.productId,
+                amount: price,
+                currency: currency,
+                at: record.purchaseDate,
+                kind: "purchase",
+                on: db
+            )
+        }
+        return record
+    }
+
+    /// Moves a consumable's credits for a ledger row: what its quantity gives (`sign` 1) or takes back (`sign` −1).
+    /// Products that are not consumables credit nothing.
+    ///
+    /// - Parameter reference: the balance entries' reference, `Ledger.reference(_:of:)`.
+    func credit(
+        _ row: LedgerRecord,
+        product: CatalogProduct?,
+        sign: Int64,
+        reference: String,
+        at now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        guard let product, product.type == .consumable else { return }
+        for (credit, amount) in product.credits {
+            try await store.addBalanceEntry(
+                bundleId: row.bundleId,
+                customerId: row.customerId,
+                credit: credit,
+                delta: sign * amount * Int64(row.quantity),
+                reference: reference,
+                at: now,
+                on: db
+            )
+        }
+    }
+
+    /// A balance entry's reference: what happened (`purchase`, `refund`, `revoke`, …) to which transaction, so that
+    /// each happens once per transaction and can be looked up (a rejection's credits, when Apple later vouches).
+    static func reference(_ event: String, of row: LedgerRecord) -> String {
+        "\(event):\(row.environment):\(row.transactionId)"
+    }
+}

@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+import Logging
+import SQLKit
+import Synchronization
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillSnapshot
+import TillStorage
+
+/// The verification server, as the composition root: it opens the database and builds the components, each with
+/// one job and its dependencies given explicitly (docs/architecture.md draws them):
+///
+/// - `catalogue`: apps, products, the master list;
+/// - `ledger`: the only code that posts, credits, debits, revokes and refunds;
+/// - `customers`: who a customer is and what they have now;
+/// - `snapshots`: what the server vouches a customer has, signed;
+/// - `intake`: submissions and restores, verified locally and recorded in milliseconds;
+/// - `queue`: the confirmation with Apple, retried and classified (run by `ConfirmationWorker`);
+/// - `notifications`: App Store Server Notifications, verified, recorded once and applied;
+/// - `content`: the files products deliver and their signed download URLs;
+/// - `metrics`: what `/metrics` reports.
+///
+/// The HTTP layer (`buildServerApplication`) and the command line call the components.
+public final class PurchaseServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let database: TillDatabase
+    public let metrics: ServerMetrics
+    public let catalogue: Catalogue
+    public let ledger: Ledger
+    public let customers: Customers
+    public let snapshots: Snapshots
+    public let intake: Intake
+    public let queue: ConfirmationQueue
+    public let notifications: NotificationIntake
+    public let content: ContentDelivery
+    let store: ServerStore
+    let clock: ServerClock
+    let logger: Logger
+    /// This process's hold on an SQLite file's queue (nil on PostgreSQL and in memory).
+    let queueLock: SQLiteQueueLock?
+
+    init(
+        configuration: ServerConfiguration,
+        database: TillDatabase,
+        queueLock: SQLiteQueueLock? = nil,
+        logger: Logger,
+        metrics: ServerMetrics,
+        snapshotSigner: SnapshotSigner,
+        now: @escaping @Sendable () -> Date
+    ) {
+        let store = ServerStore(database: database)
+        let clock = ServerClock(now: now)
+        let signals = QueueSignals()
+        let verifier = LocalVerifier(configuration: configuration)
+        self.configuration = configuration
+        self.database = database
+        self.queueLock = queueLock
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.metrics = metrics
+        catalogue = Catalogue(database: database, store: store, clock: clock, signals: signals, logger: logger)
+        ledger = Ledger(database: database, store: store, clock: clock)
+        customers = Customers(database: database, store: store, catalogue: catalogue, ledger: ledger, clock: clock)
+        snapshots = Snapshots(
+            signer: snapshotSigner,
+            published: configuration.snapshotPublishedKeys.map(SnapshotPublicKey.init),
+            customers: customers,
+            clock: clock
+        )
+        notifications = NotificationIntake(
+            database: database,
+            store: store,
+            verifier: verifier,
+            catalogue: catalogue,
+            ledger: ledger,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
+        intake = Intake(
+            database: database,
+            store: store,
+            verifier: verifier,
+            catalogue: catalogue,
+            ledger: ledger,
+            customers: customers,
+            notifications: notifications,
+            signals: signals,
+            metrics: metrics,
+            clock: clock
+        )
+        queue = ConfirmationQueue(
+            configuration: configuration,
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            ledger: ledger,
+            intake: intake,
+            verifier: verifier,
+            signals: signals,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
+        content = ContentDelivery(
+            configuration: configuration,
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            customers: customers,
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    /// Opens and migrates the database.
+    public static func open(
+        _ configuration: ServerConfiguration,
+        logger: Logger = Logger(label: "till.server"),
+        metrics: ServerMetrics = ServerMetrics(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> PurchaseServer {
+        let queueLock = try SQLiteQueueLock.acquire(for: configuration.database)
+        let database: TillDatabase
+        do {
+            database = try await TillDatabase.open(configuration.database, logger: logger)
+        } catch {
+            queueLock?.release()
+            throw error
+        }
+        let store = ServerStore(database: database)
+        try await store.migrate()
+        if queueLock != nil {
+            // This process owns the file's queue: any claim in it was left by a server that stopped mid-attempt.
+            let released = try await store.releaseClaims()
+            if released > 0 { logger.notice("resuming \(released) confirmations a stopped server had under way") }
+        }
+        var configuration = configuration
+        if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }
+        let snapshotKey: P256.Signing.PrivateKey
+        if let configured = configuration.snapshotSigningKey {
+            snapshotKey = configured
+        } else {
+            snapshotKey = try await store.sharedSnapshotKey()
+        }
+        try FileManager.default.createDirectory(
+            atPath: configuration.contentDirectory,
+            withIntermediateDirectories: true
+        )
+        return PurchaseServer(
+            configuration: configuration,
+            database: database,
+            queueLock: queueLock,
+            logger: logger,
+            metrics: metrics,
+            snapshotSigner: SnapshotSigner(key: snapshotKey),
+            now: now
+        )
+    }
+
+    public func shutdown() async throws {
+        defer { queueLock?.release() }
+        try await database.shutdown()
+    }
+
+    /// Now, in UNIX milliseconds, as every component sees it.
+    var nowMilliseconds: Int64 { clock.milliseconds }
+}

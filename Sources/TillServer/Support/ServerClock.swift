@@ -1,0 +1,19 @@
+import Foundation
+import TillHTTPKit
+
+/// The server's notion of now. Every component reads time through it, so a test moves one clock for all of them.
+struct ServerClock: Sendable {
+    let now: @Sendable () -> Date
+
+    /// Now, in UNIX milliseconds (the unit of every time the server stores).
+    var milliseconds: Int64 { Int64((now().timeIntervalSince1970 * 1000).rounded()) }
+}
+
+/// The confirmation queue's two wake-ups, shared by the components that fill it (intake, a credentials fix in
+/// the catalogue, an operator's requeue) and the one that drains it.
+struct QueueSignals: Sendable {
+    /// Nudges the confirmation worker when a submission is queued or brought forward.
+    let workAvailable = Wakeup()
+    /// Wakes requests waiting (`?wait=`) for a submission to leave the queue.
+    let submissionSettled = Wakeup()
+}
