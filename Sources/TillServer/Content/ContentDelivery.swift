@@ -17,7 +17,7 @@ public struct ContentUpload: Sendable, Hashable {
 /// Content delivery: the files products deliver, stored by hash (`ContentBlobs`), listed in the catalogue, and
 /// handed out through signed, expiring URLs (`DownloadSigner`) only to customers entitled to them now
 /// (`ContentAccess`).
-public final class ContentDelivery: Sendable {
+public struct ContentDelivery: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
     let store: ServerStore
@@ -25,28 +25,9 @@ public final class ContentDelivery: Sendable {
     let customers: Customers
     let clock: ServerClock
     let logger: Logger
-    let blobs: ContentBlobs
-    let downloadSigner: DownloadSigner
 
-    init(
-        configuration: ServerConfiguration,
-        database: TillDatabase,
-        store: ServerStore,
-        catalogue: Catalogue,
-        customers: Customers,
-        clock: ServerClock,
-        logger: Logger
-    ) {
-        self.configuration = configuration
-        self.database = database
-        self.store = store
-        self.catalogue = catalogue
-        self.customers = customers
-        self.clock = clock
-        self.logger = logger
-        self.blobs = ContentBlobs(directory: configuration.contentDirectory)
-        self.downloadSigner = DownloadSigner(secret: configuration.serverSecret)
-    }
+    var blobs: ContentBlobs { ContentBlobs(directory: configuration.contentDirectory) }
+    var downloadSigner: DownloadSigner { DownloadSigner(secret: configuration.serverSecret) }
 
     /// Adds a file to a product, or replaces the one of the same name; the master list (and its ETag) changes.
     ///

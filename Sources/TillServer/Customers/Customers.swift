@@ -8,7 +8,7 @@ import TillStorage
 /// Customers: who a customer id really is (guests linked to accounts), and what they have now — entitlements,
 /// balances, purchases, subscriptions — read from the ledger and the catalogue, and cached as values and as the
 /// bytes `GET /v1/customers/{id}` answers.
-public final class Customers: Sendable {
+public struct Customers: Sendable {
     let database: TillDatabase
     let store: ServerStore
     let catalogue: Catalogue
@@ -17,14 +17,6 @@ public final class Customers: Sendable {
     private let customerSnapshots = SnapshotCache<CustomerKey, CustomerSnapshot>(lifetime: .seconds(1))
     /// Customer views as JSON, until the data under them changes or one of their entitlements ends.
     private let customerBodies = SnapshotCache<CustomerKey, EncodedCustomer>(lifetime: .seconds(1))
-
-    init(database: TillDatabase, store: ServerStore, catalogue: Catalogue, ledger: Ledger, clock: ServerClock) {
-        self.database = database
-        self.store = store
-        self.catalogue = catalogue
-        self.ledger = ledger
-        self.clock = clock
-    }
 
     /// A customer's entitlements, balances and purchases now.
     ///

@@ -11,7 +11,7 @@ import TillStorage
 /// Intake: what happens in the milliseconds of `POST /v1/submissions` (and restore). A submission is verified
 /// locally, recorded once (its idempotency key), posted to the ledger, and queued for Apple's confirmation; the
 /// app gets its customer back at once, and may wait (`?wait=`) for the queue to settle it.
-public final class Intake: Sendable {
+public struct Intake: Sendable {
     let database: TillDatabase
     let store: ServerStore
     let verifier: LocalVerifier
@@ -22,30 +22,6 @@ public final class Intake: Sendable {
     let signals: QueueSignals
     let metrics: ServerMetrics
     let clock: ServerClock
-
-    init(
-        database: TillDatabase,
-        store: ServerStore,
-        verifier: LocalVerifier,
-        catalogue: Catalogue,
-        ledger: Ledger,
-        customers: Customers,
-        notifications: NotificationIntake,
-        signals: QueueSignals,
-        metrics: ServerMetrics,
-        clock: ServerClock
-    ) {
-        self.database = database
-        self.store = store
-        self.verifier = verifier
-        self.catalogue = catalogue
-        self.ledger = ledger
-        self.customers = customers
-        self.notifications = notifications
-        self.signals = signals
-        self.metrics = metrics
-        self.clock = clock
-    }
 
     /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
     /// credits, and queues the confirmation with Apple. Answers in milliseconds.

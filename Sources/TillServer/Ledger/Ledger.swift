@@ -13,16 +13,10 @@ import TillStorage
 ///
 /// Each rule is written once here: a first sight of a transaction is `post`, whoever saw it; a consumable's credits
 /// are moved by `credit`, whether bought, refunded, revoked or given back.
-public final class Ledger: Sendable {
+public struct Ledger: Sendable {
     let database: TillDatabase
     let store: ServerStore
     let clock: ServerClock
-
-    init(database: TillDatabase, store: ServerStore, clock: ServerClock) {
-        self.database = database
-        self.store = store
-        self.clock = clock
-    }
 
     /// What recording a submission's transactions did.
     struct Recording: Sendable {

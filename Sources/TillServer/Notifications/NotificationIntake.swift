@@ -41,7 +41,7 @@ struct VerifiedNotification: Sendable {
 /// recorded once by UUID, and applied in the same transaction — the renewal state kept here, the transaction handed
 /// to the ledger. A notification that comes before anyone owns its purchase waits, and is applied when a
 /// submission records it (`applyWaitingNotifications`).
-public final class NotificationIntake: Sendable {
+public struct NotificationIntake: Sendable {
     let database: TillDatabase
     let store: ServerStore
     let verifier: LocalVerifier
@@ -50,26 +50,6 @@ public final class NotificationIntake: Sendable {
     let metrics: ServerMetrics
     let clock: ServerClock
     let logger: Logger
-
-    init(
-        database: TillDatabase,
-        store: ServerStore,
-        verifier: LocalVerifier,
-        catalogue: Catalogue,
-        ledger: Ledger,
-        metrics: ServerMetrics,
-        clock: ServerClock,
-        logger: Logger
-    ) {
-        self.database = database
-        self.store = store
-        self.verifier = verifier
-        self.catalogue = catalogue
-        self.ledger = ledger
-        self.metrics = metrics
-        self.clock = clock
-        self.logger = logger
-    }
 
     /// Notification types that change nothing the server keeps beyond the renewal state: recorded only.
     static let recordedOnly: Set<NotificationType> = [
