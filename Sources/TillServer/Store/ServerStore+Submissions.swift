@@ -1,0 +1,74 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+import TillStorage
+
+extension ServerStore {
+    // MARK: Submissions
+
+    func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_submissions", submission, with: Self.encoding))
+    }
+
+    /// What the app sent for a submission (written once, with the submission).
+    func insertPayload(submissionId: String, payload: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            "INSERT INTO srv_submission_payloads (id, payload) VALUES (\(bind: submissionId), \(bind: payload))"
+        ).run()
+    }
+
+    func payload(submissionId: String, on db: any SQLDatabase) async throws -> String? {
+        try await db.raw("SELECT payload FROM srv_submission_payloads WHERE id = \(bind: submissionId)").first()?
+            .decode(column: "payload", as: String.self)
+    }
+
+    func update(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.update("srv_submissions", submission, keys: ["id"], with: Self.encoding))
+    }
+
+    func submission(id: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
+        try await db.raw("SELECT * FROM srv_submissions WHERE id = \(bind: id)")
+            .first(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord?
+    {
+        try await db.raw(
+            "SELECT * FROM srv_submissions WHERE bundle_id = \(bind: bundleId) AND idempotency_key = \(bind: idempotencyKey)"
+        ).first(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.
+    func submissions(state: String, after: PageKey?, limit: Int, on db: any SQLDatabase) async throws
+        -> [SubmissionRecord]
+    {
+        let after = after ?? PageKey(number: Int64.min, text: "")
+        return try await db.raw(
+            """
+            SELECT * FROM srv_submissions WHERE state = \(bind: state)
+              AND (updated_at > \(bind: after.number) OR (updated_at = \(bind: after.number) AND id > \(bind: after.text)))
+            ORDER BY updated_at, id LIMIT \(literal: limit)
+            """
+        ).all(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    /// Makes the submissions waiting to retry for `cause` (of one app, or all) due at `now`; answers how many.
+    func bringForward(cause: RetryCause, bundleId: String?, at now: Int64) async throws -> Int {
+        try await database.transaction(bookkeeping: true) { db in
+            try await db.raw(
+                """
+                UPDATE srv_submissions SET next_attempt_at = \(bind: now)
+                WHERE state = 'retrying' AND retry_cause = \(bind: cause.rawValue) AND next_attempt_at > \(bind: now)
+                  AND (\(bind: bundleId) IS NULL OR bundle_id = \(bind: bundleId))
+                RETURNING id
+                """
+            ).all().count
+        }
+    }
+
+    func count(state: String, on db: any SQLDatabase) async throws -> Int {
+        try await db.raw("SELECT COUNT(*) AS n FROM srv_submissions WHERE state = \(bind: state)").first()?
+            .decode(column: "n", as: Int.self) ?? 0
+    }
+}
