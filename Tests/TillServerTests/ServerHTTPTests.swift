@@ -348,8 +348,20 @@ struct ServerHTTPTests {
             try await app.test(.router) { client in
                 let path = "/admin/v1/apps/\(ServerFixture.bundleId)/products/issue.9"
                 let product = #"{"type":"nonConsumable","entitlements":["issue-9"]}"#
-                #expect(try await call(client, .put, path, product, token: "operator").status == 201)
+                let created = try await call(client, .put, path, product, token: "operator")
+                #expect(created.status == 201)
+                // The answer is the contract's Product, to the field.
+                let shown = try created.decode(Components.Schemas.Product.self)
+                #expect(
+                    shown.productId == "issue.9" && shown._type == .nonConsumable && shown.entitlements == ["issue-9"]
+                )
                 #expect(try await call(client, .put, path, product, token: "operator").status == 200)
+                // The body is the contract's ProductInput: a product without a type, or with one the contract does
+                // not name, is not one.
+                for refused in [#"{"entitlements":["issue-9"]}"#, #"{"type":"lifetime"}"#] {
+                    let answer = try await call(client, .put, path, refused, token: "operator")
+                    #expect(answer.status == 400 && answer.code == "invalidBody")
+                }
 
                 let appPath = "/admin/v1/apps/\(ServerFixture.bundleId)"
                 let moved = try await call(

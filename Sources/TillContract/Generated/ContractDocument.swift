@@ -793,8 +793,8 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/Product'
             '400':
-              description: '`invalidBody`, `invalidProductId` (not 1–100 characters), `invalidProductType` (no
-                `type`), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting
+              description: '`invalidBody` (also for a missing or unknown `type`), `invalidProductId` (not 1–100
+                characters), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting
                 entitlements without `durationSeconds`), `invalidCredits` (not positive).'
               content:
                 application/json:

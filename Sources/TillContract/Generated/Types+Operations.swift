@@ -5563,7 +5563,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidProductId` (not 1–100 characters), `invalidProductType` (no `type`), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`), `invalidCredits` (not positive).
+            /// `invalidBody` (also for a missing or unknown `type`), `invalidProductId` (not 1–100 characters), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`), `invalidCredits` (not positive).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/put(putProduct)/responses/400`.
             ///

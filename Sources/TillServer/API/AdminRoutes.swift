@@ -47,7 +47,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
     group.get("apps/{bundle}/products") { request, context in
         let page = Page.of(
-            try await server.catalogue.products(bundleId: try context.pathParameter("bundle")),
+            try await server.catalogue.products(bundleId: try context.pathParameter("bundle")).map(ProductView.init),
             key: { PageKey(number: Int64($0.position), text: $0.productId) },
             try request.pageRequest()
         )
@@ -60,7 +60,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
             productId: try context.pathParameter("product"),
             input
         )
-        return try json(written.product, status: written.created ? .created : .ok, context: context)
+        return try json(ProductView(written.product), status: written.created ? .created : .ok, context: context)
     }
     group.get("submissions") { request, context in
         let state = request.uri.queryParameters.get("state") ?? "deadLettered"

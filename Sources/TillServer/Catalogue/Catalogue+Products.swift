@@ -8,20 +8,10 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// A catalogue product to create or replace.
-public struct CatalogProductInput: Codable, Sendable {
-    public var type: ProductType?
-    public var title: String?
-    public var entitlements: [String]?
-    public var credits: [String: Int64]?
-    public var subscriptionGroup: String?
-    public var durationSeconds: Int64?
-    public var price: Int64?
-    public var currency: String?
-    public var position: Int?
-
+extension CatalogProductInput {
+    /// A product input with TillCore's product type and plain credits, as the command line and tests write one.
     public init(
-        type: ProductType? = nil,
+        type: ProductType,
         title: String? = nil,
         entitlements: [String]? = nil,
         credits: [String: Int64]? = nil,
@@ -31,15 +21,39 @@ public struct CatalogProductInput: Codable, Sendable {
         currency: String? = nil,
         position: Int? = nil
     ) {
-        self.type = type
-        self.title = title
-        self.entitlements = entitlements
-        self.credits = credits
-        self.subscriptionGroup = subscriptionGroup
-        self.durationSeconds = durationSeconds
-        self.price = price
-        self.currency = currency
-        self.position = position
+        self.init(
+            _type: Components.Schemas.ProductType(type),
+            title: title,
+            entitlements: entitlements,
+            credits: credits.map { Components.Schemas.Credits($0) },
+            subscriptionGroup: subscriptionGroup,
+            durationSeconds: durationSeconds,
+            price: price,
+            currency: currency,
+            position: position
+        )
+    }
+}
+
+extension Components.Schemas.Product {
+    /// A catalogue product as the admin API shows it.
+    init(_ product: CatalogProduct) {
+        self.init(
+            bundleId: product.bundleId,
+            productId: product.productId,
+            _type: Components.Schemas.ProductType(product.type),
+            title: product.title,
+            entitlements: product.entitlements,
+            credits: Components.Schemas.Credits(product.credits),
+            content: product.content,
+            subscriptionGroup: product.subscriptionGroup,
+            durationSeconds: product.durationSeconds,
+            price: product.price,
+            currency: product.currency,
+            position: product.position,
+            createdAt: product.createdAt,
+            updatedAt: product.updatedAt
+        )
     }
 }
 
@@ -53,13 +67,10 @@ extension Catalogue {
         guard !productId.isEmpty, productId.count <= 100 else {
             throw TillHTTPError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
         }
-        guard let type = input.type else {
-            throw TillHTTPError.badRequest(
-                "invalidProductType",
-                "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
-            )
-        }
-        if type == .consumable, (input.credits ?? [:]).isEmpty, !(input.entitlements ?? []).isEmpty {
+        let type = ProductType(input._type)
+        if type == .consumable, (input.credits?.additionalProperties ?? [:]).isEmpty,
+            !(input.entitlements ?? []).isEmpty
+        {
             throw TillHTTPError.badRequest(
                 "consumableEntitlements",
                 "consumables credit balances; they grant no entitlements"
@@ -71,7 +82,7 @@ extension Catalogue {
                 "a non-renewing subscription needs durationSeconds: the server sets its expiry"
             )
         }
-        guard (input.credits ?? [:]).values.allSatisfy({ $0 > 0 }) else {
+        guard (input.credits?.additionalProperties ?? [:]).values.allSatisfy({ $0 > 0 }) else {
             throw TillHTTPError.badRequest("invalidCredits", "credits are positive")
         }
         let now = clock.milliseconds
@@ -85,7 +96,7 @@ extension Catalogue {
                 type: type,
                 title: input.title ?? existing?.title ?? productId,
                 entitlements: input.entitlements ?? [],
-                credits: input.credits ?? [:],
+                credits: input.credits?.additionalProperties ?? [:],
                 content: existing?.content ?? [],
                 subscriptionGroup: input.subscriptionGroup,
                 durationSeconds: input.durationSeconds,

@@ -45,8 +45,25 @@ public typealias MasterListProduct = Components.Schemas.MasterListProduct
 public typealias MasterList = Components.Schemas.MasterList
 /// The outcome of a restore: the submission and every purchase the customer can have back.
 public typealias RestoreResult = Components.Schemas.RestoreResult
+/// A catalogue product to create or replace (`PUT /admin/v1/apps/{bundle}/products/{product}`).
+public typealias CatalogProductInput = Components.Schemas.ProductInput
+/// A catalogue product as the admin API shows it (`CatalogProduct` is its database row).
+public typealias ProductView = Components.Schemas.Product
 /// A file a product delivers.
 public typealias ContentFile = Components.Schemas.ContentFile
+
+extension ProductType {
+    /// TillCore's product type for the contract's name of it.
+    init(_ type: Components.Schemas.ProductType) {
+        switch type {
+        case .consumable: self = .consumable
+        case .nonConsumable: self = .nonConsumable
+        case .autoRenewable: self = .autoRenewable
+        case .nonRenewing: self = .nonRenewing
+        case .freeSubscription: self = .freeSubscription
+        }
+    }
+}
 
 extension Components.Schemas.ProductType {
     /// The contract's name for one of TillCore's five product types.
