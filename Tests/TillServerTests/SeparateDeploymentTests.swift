@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import Testing
+import TillContract
 import TillTestSupport
 
 /// Till as a user runs it: `till simulator` and `till serve --mode production`, two processes wired only by the
@@ -347,6 +348,10 @@ extension SeparateDeploymentTests {
                 #expect(page.status == 200, "\(page)")
                 #expect(page.object["total"] as? Int == 5)
                 #expect(page.object.keys.contains("nextCursor"), "the last page says nextCursor: null too")
+                // Page<T> is hand-written (the generator cannot write that null: swift-openapi-generator#934); its
+                // bytes are the contract's page, to the field.
+                let typed = try page.decode(Components.Schemas.SubmissionPage.self)
+                #expect(typed.total == 5 && typed.nextCursor == page.object["nextCursor"] as? String)
                 seen += (page.object["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
                 cursor = page.object["nextCursor"] as? String
                 pages += 1
@@ -357,10 +362,14 @@ extension SeparateDeploymentTests {
                 let page = try await deployment.admin.get(path)
                 #expect(page.status == 200 && page.object["items"] is [Any] && page.object["total"] is Int, "\(page)")
             }
+            let apps = try await deployment.admin.get("/admin/v1/apps").decode(Components.Schemas.AppPage.self)
+            #expect(apps.items.map(\.bundleId) == [SeparateDeployment.bundleId])
             let products = try await deployment.admin.get(
                 "/admin/v1/apps/\(SeparateDeployment.bundleId)/products?limit=3"
             )
             #expect((products.object["items"] as? [Any])?.count == 3 && products.object["total"] as? Int == 4)
+            let typedProducts = try products.decode(Components.Schemas.ProductPage.self)
+            #expect(typedProducts.items.count == 3 && typedProducts.nextCursor != nil)
             let badLimit = try await deployment.admin.get("/admin/v1/submissions?limit=0")
             #expect(badLimit.status == 400 && badLimit.code == "invalidLimit", "\(badLimit)")
             let badCursor = try await deployment.admin.get("/admin/v1/submissions?cursor=nonsense")

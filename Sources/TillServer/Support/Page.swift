@@ -4,6 +4,11 @@ import TillHTTPKit
 
 /// One page of an admin list: its items in a stable order, the cursor of the next page (nil on the last page),
 /// and how many items the whole list has.
+///
+/// Hand-written beside the contract's `AppPage`, `ProductPage`, `ContentFilePage` and `SubmissionPage` (a missing
+/// feature, not a measurement): the generated encoder leaves a nil `nextCursor` out, and the contract promises
+/// `null` on the last page (apple/swift-openapi-generator#934, open). `everyAdminListPagesWithACursorAndATotal`
+/// decodes these bytes with the generated page types.
 public struct Page<Item: Codable & Sendable>: Codable, Sendable {
     public var items: [Item]
     public var nextCursor: String?
