@@ -82,7 +82,7 @@ struct SnapshotTests {
                 #expect(snapshot.balances == ["gems": 300] && snapshot.balance("gems") == 300)
                 #expect(Set(snapshot.purchases.map(\.productId)) == ["pro", "gems.100"])
                 let consumable = try #require(snapshot.purchases.first { $0.productId == "gems.100" })
-                #expect(consumable.productType == "consumable" && consumable.quantity == 3)
+                #expect(consumable.productType == .consumable && consumable.quantity == 3)
                 #expect(consumable.transactionId == gems.transactionId)
                 #expect(snapshot.purchases.allSatisfy { $0.confirmed && !$0.revoked })
 
@@ -101,7 +101,9 @@ struct SnapshotTests {
                     bundleId: ServerFixture.bundleId,
                     customerId: "bob smith"
                 )
-                #expect(empty.entitlements.isEmpty && empty.balances.isEmpty && empty.purchases.isEmpty)
+                #expect(
+                    empty.entitlements.isEmpty && empty.balances.additionalProperties.isEmpty && empty.purchases.isEmpty
+                )
                 // Alice's snapshot is no good to Bob's app session.
                 #expect(throws: SnapshotError.wrongSubject("customer alice")) {
                     try verifier.verify(

@@ -21,7 +21,7 @@ struct SnapshotSignatureTests {
                 transactionId: "2000000000000001",
                 originalTransactionId: "2000000000000001",
                 productId: "pro",
-                productType: "nonConsumable",
+                productType: .nonConsumable,
                 quantity: 1,
                 purchaseDate: 1_794_000_000_000,
                 expiresDate: nil,
@@ -83,7 +83,9 @@ struct SnapshotSignatureTests {
 
     @Test func expiringEntitlementsEndAtTheirDate() {
         var timed = snapshot
-        timed.entitlements = [.init(id: "premium", productId: "premium.monthly", expiresDate: 1000, provisional: true)]
+        timed.entitlements = [
+            EntitlementSnapshot.Grant(id: "premium", productId: "premium.monthly", expiresDate: 1000, provisional: true)
+        ]
         #expect(timed.grants("premium", at: 999) && !timed.grants("premium", at: 1000) && !timed.grants("pro", at: 0))
     }
 }

@@ -5,7 +5,10 @@ extension Components.Schemas.Credits {
     public init(_ amounts: [String: Int64]) { self.init(additionalProperties: amounts) }
 
     /// The amount of `credit`, nil when the customer has none of it.
-    public subscript(credit: String) -> Int64? { additionalProperties[credit] }
+    public subscript(credit: String) -> Int64? {
+        get { additionalProperties[credit] }
+        set { additionalProperties[credit] = newValue }
+    }
 }
 
 extension Components.Schemas.Credits: ExpressibleByDictionaryLiteral {

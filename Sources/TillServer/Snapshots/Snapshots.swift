@@ -4,15 +4,10 @@ import TillCore
 import TillFormats
 import TillSnapshot
 
-/// A customer's entitlement snapshot, signed (`GET /v1/customers/{customer}/snapshot`).
-///
-/// `signedSnapshot` is what an app keeps and checks with ``SnapshotVerifier``; `snapshot` is the same payload in
-/// plain JSON, for reading without decoding the JWS. Only the signed form is evidence.
-public struct SignedSnapshot: Codable, Sendable, Hashable {
-    /// A compact JWS, ES256, header `{"alg":"ES256","kid":…,"typ":"till-snapshot"}`.
-    public var signedSnapshot: String
-    public var snapshot: EntitlementSnapshot
-}
+/// A customer's entitlement snapshot, signed (`GET /v1/customers/{customer}/snapshot`): the contract's
+/// `SignedSnapshot`. `signedSnapshot` is what an app keeps and checks with ``SnapshotVerifier``; `snapshot` is the
+/// same payload in plain JSON, for reading without decoding the JWS. Only the signed form is evidence.
+public typealias SignedSnapshot = Components.Schemas.SignedSnapshot
 
 /// Entitlement snapshots: what the server vouches a customer has, signed with the deployment's key, and the keys
 /// apps check them with.
@@ -69,13 +64,13 @@ public final class Snapshots: Sendable {
                     provisional: $0.provisional
                 )
             },
-            balances: customer.balances.additionalProperties,
+            balances: customer.balances,
             purchases: customer.purchases.map {
                 EntitlementSnapshot.Purchase(
                     transactionId: $0.transactionId,
                     originalTransactionId: $0.originalTransactionId,
                     productId: $0.productId,
-                    productType: $0.productType?.rawValue,
+                    productType: $0.productType,
                     quantity: $0.quantity,
                     purchaseDate: $0.purchaseDate,
                     expiresDate: $0.expiresDate,

@@ -3,6 +3,7 @@ import TillClient
 import TillContract
 import TillCore
 import TillSimulator
+import TillSnapshot
 
 /// What Apple tells the server on its own: renewals in accelerated time, and a refund.
 extension DemoWalkthrough {

@@ -2,6 +2,7 @@ import Foundation
 import TillClient
 import TillContract
 import TillCore
+import TillSnapshot
 
 /// The catalogue, one purchase of each type, and the server unreachable (the outbox).
 extension DemoWalkthrough {

@@ -109,7 +109,7 @@ extension ShopSession {
             view.submissionId = delivery.submission?.id
             view.submissionState = delivery.submission?.state.rawValue
             view.files = delivery.files.map(ShopFile.init)
-            view.balances = delivery.snapshot.snapshot.balances
+            view.balances = delivery.snapshot.snapshot.balances.additionalProperties
             view.entitlements = delivery.snapshot.snapshot.entitlements.filter { delivery.snapshot.grants($0.id) }
                 .map(\.id)
         case .cancelled:
@@ -130,7 +130,10 @@ extension ShopSession {
     }
 
     func balance() async -> ShopBalance {
-        ShopBalance(customerId: customerId, balances: await app.entitlements.snapshot?.snapshot.balances ?? [:])
+        ShopBalance(
+            customerId: customerId,
+            balances: await app.entitlements.snapshot?.snapshot.balances.additionalProperties ?? [:]
+        )
     }
 
     func entitlements() async throws -> ShopEntitlements {
@@ -150,7 +153,7 @@ extension ShopSession {
                     active: verified.grants($0.id)
                 )
             },
-            balances: snapshot.balances,
+            balances: snapshot.balances.additionalProperties,
             purchases: snapshot.purchases.map {
                 ShopEntitlements.Purchase(
                     productId: $0.productId,
@@ -166,7 +169,7 @@ extension ShopSession {
     /// Spends credits on the server, once per `requestId`.
     func spend(_ amount: Int64, of credit: String, requestId: String) async throws -> ShopBalance {
         let snapshot = try await app.spend(amount, of: credit, requestId: requestId)
-        return ShopBalance(customerId: customerId, balances: snapshot.snapshot.balances)
+        return ShopBalance(customerId: customerId, balances: snapshot.snapshot.balances.additionalProperties)
     }
 
     func restore(progress: ProgressBar? = nil) async -> ShopRestore {

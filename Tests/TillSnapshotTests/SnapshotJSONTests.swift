@@ -1,9 +1,12 @@
 import Foundation
 import Testing
+import TillContract
 import TillCore
+import TillSnapshot
 
-/// The snapshot's bytes are written by hand for speed; they must be what `JSONEncoder` writes.
-@Suite struct JSONWriterTests {
+/// The snapshot's bytes (what is signed) are written by hand for speed; they must be what `JSONEncoder` writes
+/// with the contract's generated `EntitlementSnapshot`.
+@Suite struct SnapshotJSONTests {
     static func encoded<T: Encodable>(_ value: T) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -28,7 +31,7 @@ import TillCore
                     transactionId: "1000000001",
                     originalTransactionId: "1000000000",
                     productId: "pro.monthly",
-                    productType: "Auto-Renewable Subscription",
+                    productType: .autoRenewable,
                     quantity: 2,
                     purchaseDate: 1_700_000_000_000,
                     expiresDate: 1_800_000_000_000,
