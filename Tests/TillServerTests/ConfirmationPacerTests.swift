@@ -189,12 +189,15 @@ import Testing
     @Test func theProcesssCPUShareCountsOnlyThisProcess() {
         var cpu = ProcessCPU()
         #expect(cpu.busySinceLastCall() == nil, "nothing to compare with yet")
-        // Spin on this thread for a while: the share is this process's, within what one core can give.
+        // Spin on this thread for a while: the share is this process's, of what all cores can give. Other tests
+        // run in this process at the same time, so it may be anything up to the whole machine; the kernel accounts
+        // the time of threads still running a little late or early, hence the tenth allowed over 1 (a full
+        // run once saw more than 1 over 50 ms while every core was busy).
         let start = ContinuousClock.now
         var spins = 0
-        while ContinuousClock.now - start < .milliseconds(50) { spins &+= 1 }
+        while ContinuousClock.now - start < .milliseconds(200) { spins &+= 1 }
         let share = cpu.busySinceLastCall()
-        #expect(share != nil && share! > 0 && share! <= 1, "\(String(describing: share)) after \(spins) spins")
+        #expect(share != nil && share! > 0 && share! <= 1.1, "\(String(describing: share)) after \(spins) spins")
     }
 }
 

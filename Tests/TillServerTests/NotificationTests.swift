@@ -123,7 +123,7 @@ struct NotificationTests {
                 let transactionId = try #require(purchase.transactionId)
                 // Apple tells the server before the app does: no customer owns it yet, and none is invented.
                 let subscribed = try await delivered(.subscribed, .initialBuy, fixture)
-                #expect(subscribed.outcome == "unmatched" && subscribed.customerId == nil)
+                #expect(subscribed.outcome == .unmatched && subscribed.customerId == nil)
                 #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_transactions") == 0)
 
                 try await submit(fixture, purchase, as: "c1")
@@ -131,7 +131,7 @@ struct NotificationTests {
 
                 _ = try await fixture.simulator.advanceClock(seconds: 301)
                 let renewed = try await delivered(.didRenew, nil, fixture)
-                #expect(renewed.outcome == "applied" && renewed.customerId == "c1")
+                #expect(renewed.outcome == .applied && renewed.customerId == "c1")
                 let renewalId = try #require(renewed.transactionId)
                 #expect(renewalId != transactionId)
 
@@ -176,7 +176,7 @@ struct NotificationTests {
                 let subscriptionId = try #require(subscription.transactionId)
                 _ = try await fixture.simulator.refund(transactionId: subscriptionId, reason: 1)
                 let refunded = try await delivered(.refund, nil, fixture)
-                #expect(refunded.outcome == "applied" && refunded.customerId == "c1")
+                #expect(refunded.outcome == .applied && refunded.customerId == "c1")
                 let customer = try await customer(fixture, "c1")
                 #expect(customer.entitlements.isEmpty)
                 let purchase = try #require(customer.purchases.first { $0.transactionId == subscriptionId })
@@ -239,7 +239,7 @@ struct NotificationTests {
             try await withNotifications(fixture) {
                 _ = try await fixture.buy("premium.plus")
                 let upgraded = try await delivered(.didChangeRenewalPref, .upgrade, fixture)
-                #expect(upgraded.outcome == "applied" && upgraded.customerId == "c1")
+                #expect(upgraded.outcome == .applied && upgraded.customerId == "c1")
                 let plusId = try #require(upgraded.transactionId)
                 let customer = try await customer(fixture, "c1")
                 let replaced = try #require(customer.purchases.first { $0.transactionId == monthly.transactionId })
@@ -487,7 +487,7 @@ struct NotificationTests {
                 _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
                 _ = try await fixture.simulator.advanceClock(seconds: 1)
                 let recovered = try await delivered(.didRenew, .billingRecovery, fixture)
-                #expect(recovered.outcome == "applied" && recovered.customerId == "c1")
+                #expect(recovered.outcome == .applied && recovered.customerId == "c1")
                 view = try await customer(fixture, "c1")
                 state = try #require(view.subscriptions.first)
                 #expect(

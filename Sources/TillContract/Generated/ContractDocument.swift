@@ -1902,14 +1902,24 @@ public enum ContractDocument {
           required: [status, notificationUUID, outcome]
           properties:
             status:
-              type: string
-              enum: [applied, duplicate, ignored]
+              $ref: '#/components/schemas/NotificationStatus'
             notificationUUID:
               type: string
             outcome:
-              type: string
-              enum: [applied, recorded, unmatched, sandboxNotAccepted, unsupportedEnvironment]
-              description: What the first delivery did.
+              $ref: '#/components/schemas/NotificationOutcome'
+        NotificationStatus:
+          type: string
+          enum: [applied, duplicate, ignored]
+          description: '`applied`: recorded for the first time (and applied, where there was something to apply);
+            `duplicate`: already recorded, a retried delivery, nothing changed; `ignored`: recorded and deliberately not
+            applied (sandbox refused, unsupported environment, no owner yet).'
+        NotificationOutcome:
+          type: string
+          enum: [applied, recorded, unmatched, sandboxNotAccepted, unsupportedEnvironment]
+          description: 'What the first delivery did. `applied`: the ledger or the subscription state changed;
+            `recorded`: nothing to change (TEST, CONSUMPTION_REQUEST, REFUND_DECLINED, …); `unmatched`: about a
+            purchase no customer owns yet (applied when one submits it); `sandboxNotAccepted`: sandbox data for an app
+            that does not accept the sandbox; `unsupportedEnvironment`: Xcode or LocalTesting data.'
 
         App:
           type: object

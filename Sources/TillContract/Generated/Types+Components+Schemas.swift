@@ -1396,39 +1396,21 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/NotificationResult`.
         public struct NotificationResult: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/NotificationResult/status`.
-            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case applied = "applied"
-                case duplicate = "duplicate"
-                case ignored = "ignored"
-            }
-            /// - Remark: Generated from `#/components/schemas/NotificationResult/status`.
-            public var status: Components.Schemas.NotificationResult.StatusPayload
+            public var status: Components.Schemas.NotificationStatus
             /// - Remark: Generated from `#/components/schemas/NotificationResult/notificationUUID`.
             public var notificationUUID: Swift.String
-            /// What the first delivery did.
-            ///
             /// - Remark: Generated from `#/components/schemas/NotificationResult/outcome`.
-            @frozen public enum OutcomePayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case applied = "applied"
-                case recorded = "recorded"
-                case unmatched = "unmatched"
-                case sandboxNotAccepted = "sandboxNotAccepted"
-                case unsupportedEnvironment = "unsupportedEnvironment"
-            }
-            /// What the first delivery did.
-            ///
-            /// - Remark: Generated from `#/components/schemas/NotificationResult/outcome`.
-            public var outcome: Components.Schemas.NotificationResult.OutcomePayload
+            public var outcome: Components.Schemas.NotificationOutcome
             /// Creates a new `NotificationResult`.
             ///
             /// - Parameters:
             ///   - status:
             ///   - notificationUUID:
-            ///   - outcome: What the first delivery did.
+            ///   - outcome:
             public init(
-                status: Components.Schemas.NotificationResult.StatusPayload,
+                status: Components.Schemas.NotificationStatus,
                 notificationUUID: Swift.String,
-                outcome: Components.Schemas.NotificationResult.OutcomePayload
+                outcome: Components.Schemas.NotificationOutcome
             ) {
                 self.status = status
                 self.notificationUUID = notificationUUID
@@ -1439,6 +1421,24 @@ extension Components {
                 case notificationUUID
                 case outcome
             }
+        }
+        /// `applied`: recorded for the first time (and applied, where there was something to apply); `duplicate`: already recorded, a retried delivery, nothing changed; `ignored`: recorded and deliberately not applied (sandbox refused, unsupported environment, no owner yet).
+        ///
+        /// - Remark: Generated from `#/components/schemas/NotificationStatus`.
+        @frozen public enum NotificationStatus: String, Codable, Hashable, Sendable, CaseIterable {
+            case applied = "applied"
+            case duplicate = "duplicate"
+            case ignored = "ignored"
+        }
+        /// What the first delivery did. `applied`: the ledger or the subscription state changed; `recorded`: nothing to change (TEST, CONSUMPTION_REQUEST, REFUND_DECLINED, …); `unmatched`: about a purchase no customer owns yet (applied when one submits it); `sandboxNotAccepted`: sandbox data for an app that does not accept the sandbox; `unsupportedEnvironment`: Xcode or LocalTesting data.
+        ///
+        /// - Remark: Generated from `#/components/schemas/NotificationOutcome`.
+        @frozen public enum NotificationOutcome: String, Codable, Hashable, Sendable, CaseIterable {
+            case applied = "applied"
+            case recorded = "recorded"
+            case unmatched = "unmatched"
+            case sandboxNotAccepted = "sandboxNotAccepted"
+            case unsupportedEnvironment = "unsupportedEnvironment"
         }
         /// An app; its App Store Server API private key is never returned.
         ///

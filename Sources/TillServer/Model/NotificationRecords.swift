@@ -1,4 +1,5 @@
 import Foundation
+import TillContract
 
 /// An App Store Server Notification the server received, kept once per `notificationUUID`.
 struct NotificationRecord: Codable, Sendable {
@@ -10,8 +11,8 @@ struct NotificationRecord: Codable, Sendable {
     var subtype: String?
     var signedDate: Int64?
     var receivedAt: Int64
-    /// What the server did with it: a ``NotificationOutcome`` raw value.
-    var outcome: String
+    /// What the server did with it (the contract's enum, in Swift and in the row).
+    var outcome: NotificationOutcome
     var transactionId: String?
     var originalTransactionId: String?
     /// The customer the notification was applied to (nil when unmatched or not about a purchase).
@@ -20,20 +21,6 @@ struct NotificationRecord: Codable, Sendable {
     /// The notification as Apple sent it, kept only while it is `unmatched`: once a submission records its
     /// purchase, it is verified again and applied (see `applyWaitingNotifications`).
     var signedPayload: String?
-}
-
-/// What the server did with a notification, as recorded in `srv_notifications.outcome`.
-public enum NotificationOutcome: String, Codable, Sendable {
-    /// The ledger or the subscription state changed.
-    case applied
-    /// Nothing to change (TEST, CONSUMPTION_REQUEST, REFUND_DECLINED, PRICE_INCREASE, …); recorded only.
-    case recorded
-    /// About a subscription or purchase no customer owns yet; nothing was invented.
-    case unmatched
-    /// Sandbox data for an app that does not accept the sandbox.
-    case sandboxNotAccepted
-    /// An environment a server never records (Xcode, LocalTesting).
-    case unsupportedEnvironment
 }
 
 /// The renewal state of one auto-renewable subscription (one original transaction), from the newest signed

@@ -49,6 +49,12 @@ public typealias RestoreResult = Components.Schemas.RestoreResult
 public typealias CatalogProductInput = Components.Schemas.ProductInput
 /// A catalogue product as the admin API shows it (`CatalogProduct` is its database row).
 public typealias ProductView = Components.Schemas.Product
+/// The answer to a notification delivery (docs/notifications.md).
+public typealias NotificationResult = Components.Schemas.NotificationResult
+/// Whether a delivery was new, a retry, or deliberately not applied.
+public typealias NotificationStatus = Components.Schemas.NotificationStatus
+/// What the server did with a notification, as recorded in `srv_notifications.outcome`.
+public typealias NotificationOutcome = Components.Schemas.NotificationOutcome
 /// A file a product delivers.
 public typealias ContentFile = Components.Schemas.ContentFile
 

@@ -2,27 +2,11 @@ import Foundation
 import HTTPTypes
 import Logging
 import SQLKit
+import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
 import TillStorage
-
-/// The answer to a notification delivery (docs/notifications.md).
-public struct NotificationResult: Codable, Sendable, Hashable {
-    public enum Status: String, Codable, Sendable {
-        /// Recorded for the first time (and applied, where there was something to apply).
-        case applied
-        /// Already recorded: a retried delivery; nothing changed.
-        case duplicate
-        /// Recorded and deliberately not applied (sandbox refused, unsupported environment, no owner yet).
-        case ignored
-    }
-
-    public var status: Status
-    public var notificationUUID: String
-    /// What the first delivery did.
-    public var outcome: NotificationOutcome
-}
 
 /// A notification whose signatures were checked, ready to be applied.
 struct VerifiedNotification: Sendable {
@@ -103,7 +87,7 @@ public struct NotificationIntake: Sendable {
                 subtype: verified.payload.subtype?.rawValue,
                 signedDate: verified.payload.signedDate?.millisecondsSince1970,
                 receivedAt: now,
-                outcome: NotificationOutcome.applied.rawValue,
+                outcome: .applied,
                 transactionId: verified.transaction?.transactionId,
                 originalTransactionId: verified.transaction?.originalTransactionId
                     ?? verified.renewal?.originalTransactionId,
@@ -116,7 +100,7 @@ public struct NotificationIntake: Sendable {
                 return NotificationResult(
                     status: .duplicate,
                     notificationUUID: verified.uuid,
-                    outcome: first.flatMap { NotificationOutcome(rawValue: $0.outcome) } ?? .applied
+                    outcome: first?.outcome ?? .applied
                 )
             }
             let (outcome, customerId, detail) = try await self.apply(
@@ -126,12 +110,12 @@ public struct NotificationIntake: Sendable {
                 now: now,
                 on: db
             )
-            record.outcome = outcome.rawValue
+            record.outcome = outcome
             record.customerId = customerId
             record.detail = detail
             record.signedPayload = outcome == .unmatched ? verified.signedPayload : nil
             try await self.store.update(record, on: db)
-            let status: NotificationResult.Status =
+            let status: NotificationStatus =
                 switch outcome {
                 case .applied, .recorded: .applied
                 case .unmatched, .sandboxNotAccepted, .unsupportedEnvironment: .ignored
@@ -327,7 +311,7 @@ public struct NotificationIntake: Sendable {
                 on: db
             )
             guard outcome != .unmatched else { continue }
-            record.outcome = outcome.rawValue
+            record.outcome = outcome
             record.customerId = customerId
             record.detail = detail ?? "applied when a submission recorded the purchase"
             record.signedPayload = nil

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillContract
 import TillStorage
 
 extension ServerStore {
@@ -24,7 +25,7 @@ extension ServerStore {
         try await db.raw(
             """
             SELECT * FROM srv_notifications
-            WHERE outcome = 'unmatched' AND environment = \(bind: environment)
+            WHERE outcome = \(bind: NotificationOutcome.unmatched.rawValue) AND environment = \(bind: environment)
               AND original_transaction_id = \(bind: originalTransactionId)
             ORDER BY signed_date, received_at
             """
