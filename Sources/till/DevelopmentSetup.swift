@@ -21,10 +21,12 @@ enum DevelopmentSetup {
 
     static func prepare(server: PurchaseServer, simulator: Simulator) async throws -> Demo {
         let simulatorApp: SimApp
-        if let existing = try await simulator.apps().first(where: { $0.bundleId == bundleId }) {
+        if let existing = try await simulator.appStoreConnect.apps().first(where: { $0.bundleId == bundleId }) {
             simulatorApp = existing
         } else {
-            simulatorApp = try await simulator.createApp(AppInput(bundleId: bundleId, name: "Till Demo"))
+            simulatorApp = try await simulator.appStoreConnect.createApp(
+                AppInput(bundleId: bundleId, name: "Till Demo")
+            )
             let products: [ProductInput] = [
                 ProductInput(
                     productId: "gems.100",
@@ -73,14 +75,14 @@ enum DevelopmentSetup {
                 ),
             ]
             for product in products {
-                _ = try await simulator.createProduct(appAppleId: simulatorApp.appAppleId, product)
+                _ = try await simulator.appStoreConnect.createProduct(appAppleId: simulatorApp.appAppleId, product)
             }
         }
         let app: ServerApp
         if let existing = try? await server.catalogue.app(bundleId: bundleId) {
             app = existing
         } else {
-            let key = try await simulator.createAPIKey(appAppleId: simulatorApp.appAppleId)
+            let key = try await simulator.appStoreConnect.createAPIKey(appAppleId: simulatorApp.appAppleId)
             app = try await server.catalogue.createApp(
                 ServerAppInput(
                     bundleId: bundleId,
@@ -166,16 +168,21 @@ enum DevelopmentSetup {
             }
         }
         let account: SimAccount
-        if let existing = try await simulator.accounts().first(where: { $0.environment == "Sandbox" && !$0.deleted }) {
+        if let existing = try await simulator.appStoreConnect.accounts().first(where: {
+            $0.environment == "Sandbox" && !$0.deleted
+        }) {
             account = existing
         } else {
-            account = try await simulator.createAccount(
+            account = try await simulator.appStoreConnect.createAccount(
                 AccountInput(environment: "Sandbox", email: "tester@example.com")
             )
         }
-        var device = try await simulator.devices(accountId: account.id).first
+        var device = try await simulator.appStoreConnect.devices(accountId: account.id).first
         if device == nil {
-            device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
+            device = try await simulator.appStoreConnect.createDevice(
+                accountId: account.id,
+                DeviceInput(name: "iPhone")
+            )
         }
         guard let device else { throw CancellationError() }
         return Demo(

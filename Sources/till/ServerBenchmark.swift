@@ -238,18 +238,23 @@ enum ServerBenchmark {
                     // history, and one growing account would make each receipt slower to build than the last.
                     var made: [(Int, [UInt8])] = []
                     for index in stride(from: lane, to: count, by: lanes) {
-                        let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
-                        let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
-                        let purchase = try await simulator.addPayment(
+                        let account = try await simulator.appStoreConnect.createAccount(
+                            AccountInput(environment: "Sandbox")
+                        )
+                        let device = try await simulator.appStoreConnect.createDevice(
+                            accountId: account.id,
+                            DeviceInput()
+                        )
+                        let purchase = try await simulator.payments.addPayment(
                             PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "gems.100"),
                             environment: .sandbox
                         )
-                        let receipt = try await simulator.appReceipt(
+                        let receipt = try await simulator.payments.appReceipt(
                             deviceId: device.id,
                             bundleId: demo.bundleId,
                             environment: .sandbox
                         )
-                        try await simulator.finish(
+                        try await simulator.payments.finish(
                             entryId: purchase.id,
                             deviceId: device.id,
                             environment: .sandbox
@@ -386,11 +391,11 @@ enum ServerBenchmark {
         try await withServers(options, faults: []) { server, simulator, demo, port in
             let customers = 100
             say("preparing \(customers) customers, each with a confirmed purchase…")
-            let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
+            let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
             let app = try await server.catalogue.app(bundleId: demo.bundleId)
             for index in 0..<customers {
-                let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
-                let purchase = try await simulator.addPayment(
+                let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
+                let purchase = try await simulator.payments.addPayment(
                     PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "pro"),
                     environment: .sandbox
                 )

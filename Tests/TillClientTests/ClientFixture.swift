@@ -54,7 +54,7 @@ struct ClientFixture {
         defer { try? FileManager.default.removeItem(at: directory) }
 
         let simulator = try await Simulator.open(SimulatorConfiguration())
-        let simApp = try await simulator.createApp(
+        let simApp = try await simulator.appStoreConnect.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
         )
         for input in [
@@ -71,11 +71,14 @@ struct ClientFixture {
             ProductInput(productId: "issue.1", type: .nonRenewing, price: 2990, title: "Issue 1"),
             ProductInput(productId: "news.free", type: .freeSubscription, price: 0, title: "Free news"),
         ] {
-            _ = try await simulator.createProduct(appAppleId: simApp.appAppleId, input)
+            _ = try await simulator.appStoreConnect.createProduct(appAppleId: simApp.appAppleId, input)
         }
-        let key = try await simulator.createAPIKey(appAppleId: simApp.appAppleId)
-        let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
-        let device = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
+        let key = try await simulator.appStoreConnect.createAPIKey(appAppleId: simApp.appAppleId)
+        let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await simulator.appStoreConnect.createDevice(
+            accountId: account.id,
+            DeviceInput(name: "iPhone")
+        )
         let http = TillHTTP.makeSession()
 
         do {
@@ -253,7 +256,11 @@ struct ClientFixture {
 
     /// The device's unfinished queue entries, as the simulator holds them.
     func unfinished(device: SimDevice? = nil) async throws -> [QueueTransaction] {
-        try await simulator.queue(deviceId: (device ?? self.device).id, bundleId: Self.bundleId, environment: .sandbox)
+        try await simulator.payments.queue(
+            deviceId: (device ?? self.device).id,
+            bundleId: Self.bundleId,
+            environment: .sandbox
+        )
     }
 
     func customer(_ id: String) async throws -> CustomerView {

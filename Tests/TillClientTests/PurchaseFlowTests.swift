@@ -83,7 +83,10 @@ struct PurchaseFlowTests {
         async throws
     {
         try await ClientFixture.run(database: database) { fixture in
-            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(paymentFailure: 0)
+            )
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
                 let outcome = try await coordinator.purchase(productId: "pro")
@@ -102,7 +105,10 @@ struct PurchaseFlowTests {
         _ database: TestDatabase
     ) async throws {
         try await ClientFixture.run(database: database) { fixture in
-            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(askToBuy: true)
+            )
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
                 let outcome = try await coordinator.purchase(productId: "pro")
@@ -117,7 +123,7 @@ struct PurchaseFlowTests {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await coordinator.run(every: .milliseconds(200)) }
                     let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                    _ = try await fixture.simulator.resolveDeferredPayment(
+                    _ = try await fixture.simulator.payments.resolveDeferredPayment(
                         id: try #require(entry.paymentId),
                         approve: true
                     )
@@ -204,7 +210,10 @@ struct PurchaseFlowTests {
         _ database: TestDatabase
     ) async throws {
         try await ClientFixture.run(database: database) { fixture in
-            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(askToBuy: true)
+            )
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
                 guard case .pending = try await coordinator.purchase(productId: "pro") else {
@@ -214,7 +223,7 @@ struct PurchaseFlowTests {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await coordinator.run(every: .milliseconds(200)) }
                     let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                    _ = try await fixture.simulator.resolveDeferredPayment(
+                    _ = try await fixture.simulator.payments.resolveDeferredPayment(
                         id: try #require(entry.paymentId),
                         approve: false
                     )

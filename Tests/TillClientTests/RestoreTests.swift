@@ -24,7 +24,7 @@ struct RestoreTests {
                     }
                 }
 
-                let tablet = try await fixture.simulator.createDevice(
+                let tablet = try await fixture.simulator.appStoreConnect.createDevice(
                     accountId: fixture.account.id,
                     DeviceInput(name: "iPad")
                 )
@@ -74,7 +74,7 @@ struct RestoreTests {
         try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 let coordinator = try fixture.coordinator(url)
-                try await fixture.simulator.deleteAccount(id: fixture.account.id)
+                try await fixture.simulator.appStoreConnect.deleteAccount(id: fixture.account.id)
                 let outcome = await coordinator.restore()
                 guard case .failed(let failure) = outcome else {
                     Issue.record("expected failed, got \(outcome)")

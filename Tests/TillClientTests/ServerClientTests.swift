@@ -158,7 +158,10 @@ struct ServerClientTests {
                 pro.title == "Pro" && pro.price == 4990 && pro.currency == "USD" && pro.productType == .nonConsumable
             )
             #expect(pro.decimalPrice == Decimal(string: "4.99"))
-            _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(canMakePayments: false))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(canMakePayments: false)
+            )
             #expect(try await !store.canMakePayments())
             let refused = try await store.purchase(Payment(productId: "pro"))
             #expect(refused.transactionState == .failed && refused.error?.code == .paymentNotAllowed)

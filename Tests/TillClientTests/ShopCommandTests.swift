@@ -93,17 +93,19 @@ struct ShopCommandTests {
                 #expect(try declined.json()["outcome"] as? String == "failed")
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
                 // The tester's card works again afterwards.
-                #expect(try await fixture.simulator.account(id: fixture.account.id).paymentFailure == nil)
+                #expect(
+                    try await fixture.simulator.appStoreConnect.account(id: fixture.account.id).paymentFailure == nil
+                )
 
                 let asked = try await shop(fixture, url, ["buy", "pro", "--ask-to-buy", "--json"])
                 #expect(asked.status == 0, "\(asked)")
                 #expect(try asked.json()["outcome"] as? String == "pending")
                 let paymentId = try #require(try asked.json()["paymentId"] as? String)
-                #expect(try await fixture.simulator.account(id: fixture.account.id).askToBuy == false)
+                #expect(try await fixture.simulator.appStoreConnect.account(id: fixture.account.id).askToBuy == false)
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
 
                 // A parent approves; the next launch of the app delivers the purchase.
-                _ = try await fixture.simulator.resolveDeferredPayment(id: paymentId, approve: true)
+                _ = try await fixture.simulator.payments.resolveDeferredPayment(id: paymentId, approve: true)
                 let after = try await shop(fixture, url, ["entitlements", "--json"])
                 #expect(after.errors.contains("delivered at launch: pro"), "\(after)")
                 let granted = try #require(try after.json()["entitlements"] as? [[String: Any]])
@@ -117,7 +119,7 @@ struct ShopCommandTests {
         try await ClientFixture.run { fixture in
             try await fixture.serve { url in
                 #expect(try await shop(fixture, url, ["buy", "pro", "--json"]).status == 0)
-                let tablet = try await fixture.simulator.createDevice(
+                let tablet = try await fixture.simulator.appStoreConnect.createDevice(
                     accountId: fixture.account.id,
                     DeviceInput(name: "iPad")
                 )
@@ -189,7 +191,7 @@ struct ShopCommandTests {
     }
 
     func newDevice(_ fixture: ClientFixture) async throws -> SimDevice {
-        let account = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
-        return try await fixture.simulator.createDevice(accountId: account.id, DeviceInput(name: "new"))
+        let account = try await fixture.simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+        return try await fixture.simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput(name: "new"))
     }
 }

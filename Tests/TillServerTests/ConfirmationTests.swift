@@ -51,7 +51,7 @@ struct ConfirmationTests {
             let settled = try await fixture.settled(result)
             #expect(settled.state == .confirmed && settled.environment == "Sandbox" && settled.lastStatus == "status 0")
             // Renewals Apple reports are recorded even though the app never sent them.
-            _ = try await fixture.simulator.advanceClock(seconds: 301)
+            _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
             let again = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "bob", receipt: try await fixture.receipt()),
                 app: fixture.app
@@ -90,7 +90,7 @@ struct ConfirmationTests {
             _ = try await fixture.buy("gems.100")
             _ = try await fixture.buy("pro")
             let receipt = try await fixture.receipt()
-            try await fixture.simulator.deleteAccount(id: fixture.account.id)
+            try await fixture.simulator.appStoreConnect.deleteAccount(id: fixture.account.id)
             let result = try await fixture.server.intake.submit(
                 SubmissionRequest(customerId: "mallory", receipt: receipt),
                 app: fixture.app

@@ -168,13 +168,13 @@ struct World: Sendable {
     var database: DatabaseConfiguration { .sqlite(path: directory.appendingPathComponent("till.sqlite").path) }
 
     static func make(simulator: Simulator, directory: URL, simulatorPort: Int) async throws -> World {
-        let app = try await simulator.createApp(AppInput(bundleId: "com.example.crash", name: "Crash"))
-        _ = try await simulator.createProduct(
+        let app = try await simulator.appStoreConnect.createApp(AppInput(bundleId: "com.example.crash", name: "Crash"))
+        _ = try await simulator.appStoreConnect.createProduct(
             appAppleId: app.appAppleId,
             ProductInput(productId: "gems.100", type: .consumable, price: 990, title: "100 Gems")
         )
-        let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
-        let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
+        let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
         let rootsFile = directory.appendingPathComponent("sandbox-root.pem").path
         try (try simulator.signer.jwsAuthority.root.serializeAsPEM().pemString + "\n")
             .write(toFile: rootsFile, atomically: true, encoding: .utf8)
@@ -193,7 +193,7 @@ struct World: Sendable {
     func purchases(_ count: Int) async throws -> [String] {
         var made: [String] = []
         for _ in 0..<count {
-            let purchase = try await simulator.addPayment(
+            let purchase = try await simulator.payments.addPayment(
                 PaymentRequest(deviceId: device, bundleId: simulatorApp.bundleId, productId: "gems.100"),
                 environment: .sandbox
             )
@@ -204,7 +204,7 @@ struct World: Sendable {
 
     /// Creates the app and its product through the admin API; returns the app key.
     func register(on server: TillProcess, http: HTTPClient) async throws -> String {
-        let key = try await simulator.createAPIKey(appAppleId: simulatorApp.appAppleId)
+        let key = try await simulator.appStoreConnect.createAPIKey(appAppleId: simulatorApp.appAppleId)
         let created = try await send(
             http,
             .POST,

@@ -179,8 +179,11 @@ extension NotificationTests {
             let firstEnd = try #require(try await customer(fixture, "c1").entitlements.first?.expiresDate)
             // 16 days of grace: 160 s with a month of 300 s.
             try await withNotifications(fixture, gracePeriodDays: 16) {
-                _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
-                _ = try await fixture.simulator.advanceClock(seconds: 301)
+                _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                    id: fixture.account.id,
+                    AccountInput(paymentFailure: 0)
+                )
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
                 _ = try await delivered(.didFailToRenew, .gracePeriod, fixture)
                 var view = try await customer(fixture, "c1")
                 var state = try #require(view.subscriptions.first)
@@ -192,15 +195,18 @@ extension NotificationTests {
                 #expect(fixture.server.nowMilliseconds > firstEnd)
                 #expect(view.entitlements.map(\.id) == ["premium"] && view.entitlements.first?.expiresDate == graceEnd)
 
-                _ = try await fixture.simulator.advanceClock(seconds: 170)
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 170)
                 _ = try await delivered(.gracePeriodExpired, nil, fixture)
                 view = try await customer(fixture, "c1")
                 state = try #require(view.subscriptions.first)
                 #expect(state.status == "billingRetry" && state.isInBillingRetryPeriod)
                 #expect(view.entitlements.isEmpty)
 
-                _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
-                _ = try await fixture.simulator.advanceClock(seconds: 1)
+                _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                    id: fixture.account.id,
+                    AccountInput(paymentFailure: -1)
+                )
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 1)
                 let recovered = try await delivered(.didRenew, .billingRecovery, fixture)
                 #expect(recovered.outcome == .applied && recovered.customerId == "c1")
                 view = try await customer(fixture, "c1")

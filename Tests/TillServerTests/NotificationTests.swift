@@ -34,7 +34,7 @@ struct NotificationTests {
                 onServerRunning: { await report($0.localAddress?.port ?? 0) }
             )
         }) { port in
-            _ = try await fixture.simulator.updateApp(
+            _ = try await fixture.simulator.appStoreConnect.updateApp(
                 appAppleId: try #require(fixture.app.appAppleId),
                 AppPatch(
                     notificationUrlSandbox: "http://127.0.0.1:\(port)/v1/apple/notifications",
@@ -57,7 +57,7 @@ struct NotificationTests {
         let deadline = clock.now + timeout
         let store = fixture.server.store
         while clock.now < deadline {
-            let log = try await fixture.simulator.notificationLog(
+            let log = try await fixture.simulator.notifications.notificationLog(
                 appAppleId: try #require(fixture.app.appAppleId),
                 environment: .sandbox
             )
@@ -129,7 +129,7 @@ struct NotificationTests {
                 try await submit(fixture, purchase, as: "c1")
                 let firstEnd = try #require(try await customer(fixture, "c1").entitlements.first?.expiresDate)
 
-                _ = try await fixture.simulator.advanceClock(seconds: 301)
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
                 let renewed = try await delivered(.didRenew, nil, fixture)
                 #expect(renewed.outcome == .applied && renewed.customerId == "c1")
                 let renewalId = try #require(renewed.transactionId)
@@ -151,7 +151,10 @@ struct NotificationTests {
                     ) == 1
                 )
 
-                _ = try await fixture.simulator.setAutoRenew(originalTransactionId: transactionId, enabled: false)
+                _ = try await fixture.simulator.subscriptions.setAutoRenew(
+                    originalTransactionId: transactionId,
+                    enabled: false
+                )
                 _ = try await delivered(.didChangeRenewalStatus, .autoRenewDisabled, fixture)
                 let state = try #require(try await customer(fixture, "c1").subscriptions.first)
                 #expect(state.originalTransactionId == transactionId && state.autoRenewStatus == false)
@@ -174,7 +177,7 @@ struct NotificationTests {
 
             try await withNotifications(fixture) {
                 let subscriptionId = try #require(subscription.transactionId)
-                _ = try await fixture.simulator.refund(transactionId: subscriptionId, reason: 1)
+                _ = try await fixture.simulator.subscriptions.refund(transactionId: subscriptionId, reason: 1)
                 let refunded = try await delivered(.refund, nil, fixture)
                 #expect(refunded.outcome == .applied && refunded.customerId == "c1")
                 let customer = try await customer(fixture, "c1")
@@ -190,7 +193,10 @@ struct NotificationTests {
                 )
 
                 // A refunded consumable takes its credits back.
-                _ = try await fixture.simulator.refund(transactionId: try #require(gems.transactionId), reason: 0)
+                _ = try await fixture.simulator.subscriptions.refund(
+                    transactionId: try #require(gems.transactionId),
+                    reason: 0
+                )
                 try await waitUntil { try await self.customer(fixture, "c1").balances == ["gems": 0] }
                 // Sandbox money never reaches the revenue report.
                 let report = try await fixture.server.ledger.revenue(
@@ -209,12 +215,12 @@ struct NotificationTests {
     ) async throws {
         try await ServerFixture.run(database: database) { fixture in
             let appAppleId = try #require(fixture.app.appAppleId)
-            _ = try await fixture.simulator.updateProduct(
+            _ = try await fixture.simulator.appStoreConnect.updateProduct(
                 appAppleId: appAppleId,
                 productId: "premium.monthly",
                 ProductInput(groupLevel: 2)
             )
-            _ = try await fixture.simulator.createProduct(
+            _ = try await fixture.simulator.appStoreConnect.createProduct(
                 appAppleId: appAppleId,
                 ProductInput(
                     productId: "premium.plus",
@@ -264,8 +270,8 @@ struct NotificationTests {
             let purchase = try await fixture.buy("premium.monthly")
             try await submit(fixture, purchase, as: "c1")
             // No URL configured: the simulator keeps the renewal's notification for us to deliver by hand.
-            _ = try await fixture.simulator.advanceClock(seconds: 301)
-            let log = try await fixture.simulator.notificationLog(
+            _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
+            let log = try await fixture.simulator.notifications.notificationLog(
                 appAppleId: try #require(fixture.app.appAppleId),
                 environment: .sandbox
             )

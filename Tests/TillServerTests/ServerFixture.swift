@@ -35,7 +35,7 @@ struct ServerFixture {
     ) async throws {
         let database = engine == .sqlite ? .sqliteInMemory : try await engine.fresh(prefix: "till_srv")
         let simulator = try await Simulator.open(SimulatorConfiguration())
-        let simApp = try await simulator.createApp(
+        let simApp = try await simulator.appStoreConnect.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
         )
         for input in [
@@ -50,11 +50,11 @@ struct ServerFixture {
             ),
             ProductInput(productId: "issue.1", type: .nonRenewing, price: 2990),
         ] {
-            _ = try await simulator.createProduct(appAppleId: simApp.appAppleId, input)
+            _ = try await simulator.appStoreConnect.createProduct(appAppleId: simApp.appAppleId, input)
         }
-        let key = try await simulator.createAPIKey(appAppleId: simApp.appAppleId)
-        let account = try await simulator.createAccount(AccountInput(environment: "Sandbox"))
-        let device = try await simulator.createDevice(accountId: account.id, DeviceInput())
+        let key = try await simulator.appStoreConnect.createAPIKey(appAppleId: simApp.appAppleId)
+        let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
 
         // Following the simulator's clock, the server sees periods end when the simulated App Store does.
         let clock = simulator.clock
@@ -119,7 +119,7 @@ struct ServerFixture {
     }
 
     func buy(_ productId: String, quantity: Int? = nil) async throws -> QueueTransaction {
-        try await simulator.addPayment(
+        try await simulator.payments.addPayment(
             PaymentRequest(deviceId: device.id, bundleId: Self.bundleId, productId: productId, quantity: quantity),
             environment: .sandbox
         )
@@ -127,7 +127,7 @@ struct ServerFixture {
 
     func receipt() async throws -> String {
         Base64.encode(
-            try await simulator.appReceipt(deviceId: device.id, bundleId: Self.bundleId, environment: .sandbox)
+            try await simulator.payments.appReceipt(deviceId: device.id, bundleId: Self.bundleId, environment: .sandbox)
         )
     }
 

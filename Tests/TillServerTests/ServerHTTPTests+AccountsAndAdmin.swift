@@ -77,7 +77,7 @@ extension ServerHTTPTests {
             try await app.test(.router) { client in
                 _ = try await fixture.buy("pro")
                 let receipt = try await fixture.receipt()
-                try await fixture.simulator.deleteAccount(id: fixture.account.id)  // Apple will answer 21010
+                try await fixture.simulator.appStoreConnect.deleteAccount(id: fixture.account.id)  // Apple will answer 21010
                 let waited = try await call(
                     client,
                     .post,

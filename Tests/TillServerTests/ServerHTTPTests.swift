@@ -181,7 +181,7 @@ struct ServerHTTPTests {
                 #expect(try await entitlements() == ["issue-1"])
                 #expect(try await entitlements() == ["issue-1"])  // from the cache
                 // A day later (the server follows the simulator's clock), well within the cache's second.
-                _ = try await fixture.simulator.advanceClock(seconds: 86_401)
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 86_401)
                 #expect(try await entitlements() == [])
             }
         }

@@ -59,14 +59,14 @@ struct FaultTests {
         _ = try await fixture.buy("pro")
         fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=2"))
         await #expect(throws: TillHTTPError.self) { _ = try await fixture.buy("gems.100") }
-        let restore = try await fixture.simulator.restore(
+        let restore = try await fixture.simulator.payments.restore(
             deviceId: fixture.tablet.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
         #expect(restore.status == "failed" && restore.error?.message == "Cannot connect to the App Store.")
         #expect(
-            try await fixture.simulator.restore(
+            try await fixture.simulator.payments.restore(
                 deviceId: fixture.tablet.id,
                 bundleId: SimulatorFixture.bundleId,
                 environment: .sandbox

@@ -25,7 +25,7 @@ struct LiveTests {
         let fixture = try await SimulatorFixture.make(configuration, database: database)
         let receiver = NotificationReceiver(failures: 1)
         try await withServices({ receiver.application(onServerRunning: $0) }) { receiverPort in
-            _ = try await fixture.simulator.updateApp(
+            _ = try await fixture.simulator.appStoreConnect.updateApp(
                 appAppleId: fixture.app.appAppleId,
                 AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications")
             )
@@ -35,7 +35,7 @@ struct LiveTests {
                 // The first delivery fails (500); the retry, 10 simulated seconds later, succeeds. The clock moves
                 // only once the first attempt was made: on a busy machine it can take longer than a moment.
                 for _ in 0..<600 {
-                    let log = try await fixture.simulator.notificationLog(
+                    let log = try await fixture.simulator.notifications.notificationLog(
                         appAppleId: fixture.app.appAppleId,
                         environment: .sandbox
                     )
@@ -43,7 +43,7 @@ struct LiveTests {
                     try await Task.sleep(for: .milliseconds(100))
                 }
                 #expect(receiver.payloads.isEmpty)
-                _ = try await fixture.simulator.advanceClock(seconds: 11)
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 11)
                 let payloads = await receiver.waitFor(1)
                 let first = try #require(payloads.first)
                 let notification = try #require(
@@ -53,13 +53,13 @@ struct LiveTests {
                 #expect(notification.data?.signedTransactionInfo != nil && notification.data?.signedRenewalInfo != nil)
                 // The simulator records the delivery once the receiver's answer is in, just after the receiver
                 // has the payload: wait for it rather than race it.
-                var log = try await fixture.simulator.notificationLog(
+                var log = try await fixture.simulator.notifications.notificationLog(
                     appAppleId: fixture.app.appAppleId,
                     environment: .sandbox
                 )
                 for _ in 0..<600 where log.first?.state != "delivered" {
                     try await Task.sleep(for: .milliseconds(100))
-                    log = try await fixture.simulator.notificationLog(
+                    log = try await fixture.simulator.notifications.notificationLog(
                         appAppleId: fixture.app.appAppleId,
                         environment: .sandbox
                     )
@@ -67,7 +67,7 @@ struct LiveTests {
                 #expect(log.first?.state == "delivered" && log.first?.attempts == 2)
 
                 // A renewal in accelerated time arrives by itself.
-                _ = try await fixture.simulator.advanceClock(seconds: 300)
+                _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 300)
                 let renewed = await receiver.waitFor(2)
                 #expect(renewed.count == 2)
                 let renewal = try #require(
@@ -117,14 +117,14 @@ struct LiveTests {
         let configuration = SimulatorConfiguration(database: stored)
         let fixture = try await SimulatorFixture.make(configuration)
         let purchase = try await fixture.buy("premium.monthly")
-        _ = try await fixture.simulator.advanceClock(seconds: 42)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 42)
         let rootBefore = try fixture.simulator.signer.jwsAuthority.root.serializeAsPEM().pemString
         try await fixture.simulator.shutdown()
 
         let reopened = try await Simulator.open(configuration)
         #expect(try reopened.signer.jwsAuthority.root.serializeAsPEM().pemString == rootBefore)
         #expect(reopened.clock.offsetMilliseconds == 42_000)
-        #expect(try await reopened.accounts().map(\.id) == [fixture.account.id])
+        #expect(try await reopened.appStoreConnect.accounts().map(\.id) == [fixture.account.id])
         let transaction = try await reopened.store.transaction(
             id: try #require(purchase.transactionId),
             on: reopened.store.sql

@@ -62,31 +62,38 @@ struct PurchaseTests {
         )
         #expect(try await fixture.buy("pro", quantity: 2).error?.code == StoreKitErrorCode.paymentInvalid.rawValue)
 
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(canMakePayments: false))
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(canMakePayments: false)
+        )
         #expect(try await fixture.buy("pro").error?.code == StoreKitErrorCode.paymentNotAllowed.rawValue)
-        _ = try await fixture.simulator.updateAccount(
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
             id: fixture.account.id,
             AccountInput(canMakePayments: true, paymentFailure: 0)
         )
         #expect(try await fixture.buy("pro").state == "failed")
 
-        _ = try await fixture.simulator.updateAccount(
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
             id: fixture.account.id,
             AccountInput(paymentFailure: -1, askToBuy: true)
         )
         let deferred = try await fixture.buy("pro")
         #expect(deferred.state == "deferred" && deferred.transactionId == nil)
         await #expect(throws: TillHTTPError.self) {
-            try await fixture.simulator.finish(entryId: deferred.id, deviceId: fixture.phone.id, environment: .sandbox)
+            try await fixture.simulator.payments.finish(
+                entryId: deferred.id,
+                deviceId: fixture.phone.id,
+                environment: .sandbox
+            )
         }
-        let approved = try await fixture.simulator.resolveDeferredPayment(
+        let approved = try await fixture.simulator.payments.resolveDeferredPayment(
             id: try #require(deferred.paymentId),
             approve: true
         )
         #expect(approved.id == deferred.id && approved.state == "purchased" && approved.transactionId != nil)
 
         let another = try await fixture.buy("gems.100")
-        let declined = try await fixture.simulator.resolveDeferredPayment(
+        let declined = try await fixture.simulator.payments.resolveDeferredPayment(
             id: try #require(another.paymentId),
             approve: false
         )
@@ -99,12 +106,12 @@ struct PurchaseTests {
         let fixture = try await SimulatorFixture.make(database: database)
         let gems = try await fixture.buy("gems.100", quantity: 3)
         #expect(gems.quantity == 3)
-        let first = try await fixture.simulator.queue(
+        let first = try await fixture.simulator.payments.queue(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
-        let second = try await fixture.simulator.queue(
+        let second = try await fixture.simulator.payments.queue(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
@@ -112,7 +119,7 @@ struct PurchaseTests {
         #expect(first.map(\.id) == [gems.id] && second.map(\.id) == [gems.id])
         // The other device's queue is its own.
         #expect(
-            try await fixture.simulator.queue(
+            try await fixture.simulator.payments.queue(
                 deviceId: fixture.tablet.id,
                 bundleId: SimulatorFixture.bundleId,
                 environment: .sandbox
@@ -120,9 +127,9 @@ struct PurchaseTests {
         )
         // An unfinished consumable is in the receipt; once finished, it leaves it.
         #expect(try await fixture.receipt().inAppPurchases.map(\.transactionId) == [gems.transactionId])
-        try await fixture.simulator.finish(entryId: gems.id, deviceId: fixture.phone.id, environment: .sandbox)
+        try await fixture.simulator.payments.finish(entryId: gems.id, deviceId: fixture.phone.id, environment: .sandbox)
         #expect(
-            try await fixture.simulator.queue(
+            try await fixture.simulator.payments.queue(
                 deviceId: fixture.phone.id,
                 bundleId: SimulatorFixture.bundleId,
                 environment: .sandbox
@@ -136,7 +143,7 @@ struct PurchaseTests {
     ) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         #expect(
-            try await fixture.simulator.restore(
+            try await fixture.simulator.payments.restore(
                 deviceId: fixture.tablet.id,
                 bundleId: SimulatorFixture.bundleId,
                 environment: .sandbox
@@ -146,7 +153,7 @@ struct PurchaseTests {
         for productId in ["gems.100", "pro", "issue.1", "newsletter", "premium.monthly"] {
             bought[productId] = try await fixture.buy(productId)
         }
-        let restore = try await fixture.simulator.restore(
+        let restore = try await fixture.simulator.payments.restore(
             deviceId: fixture.tablet.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
@@ -161,15 +168,15 @@ struct PurchaseTests {
         )
         // The restored transactions are in the tablet's queue until finished.
         #expect(
-            try await fixture.simulator.queue(
+            try await fixture.simulator.payments.queue(
                 deviceId: fixture.tablet.id,
                 bundleId: SimulatorFixture.bundleId,
                 environment: .sandbox
             ).count == 3
         )
 
-        try await fixture.simulator.deleteAccount(id: fixture.account.id)
-        let failed = try await fixture.simulator.restore(
+        try await fixture.simulator.appStoreConnect.deleteAccount(id: fixture.account.id)
+        let failed = try await fixture.simulator.payments.restore(
             deviceId: fixture.tablet.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox

@@ -17,25 +17,25 @@ struct PythonJudgeTests {
         let pro = try await fixture.buy("pro")
         let subscription = try await fixture.buy("premium.monthly")
         _ = try await fixture.buy("gems.100")
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
-        _ = try await fixture.simulator.refund(transactionId: try #require(pro.transactionId), reason: 0)
-        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.subscriptions.refund(transactionId: try #require(pro.transactionId), reason: 0)
+        let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let original = try #require(subscription.transactionId)
-        let renewal = try await fixture.simulator.signedRenewalInfo(
+        let renewal = try await fixture.simulator.payments.signedRenewalInfo(
             deviceId: fixture.phone.id,
             originalTransactionId: original,
             environment: .sandbox
         )
-        let appTransaction = try await fixture.simulator.signedAppTransaction(
+        let appTransaction = try await fixture.simulator.payments.signedAppTransaction(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
-        let notifications = try await fixture.simulator.notificationLog(
+        let notifications = try await fixture.simulator.notifications.notificationLog(
             appAppleId: fixture.app.appAppleId,
             environment: .sandbox
         ).map(\.signedPayload)
-        let transactions = try await fixture.simulator.signedTransactions(
+        let transactions = try await fixture.simulator.payments.signedTransactions(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox

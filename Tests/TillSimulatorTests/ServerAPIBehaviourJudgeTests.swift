@@ -12,7 +12,7 @@ import TillTestSupport
 struct ServerAPIBehaviourJudgeTests {
     /// The part of a judge's spec every scenario needs: trust, app and API key.
     func spec(_ fixture: SimulatorFixture, port: Int, scenario: String) async throws -> [String: Any] {
-        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         return [
             "scenario": scenario,
             "rootDER": Base64.encode(try derBytes(fixture.simulator.signer.jwsAuthority.root)),
@@ -90,25 +90,25 @@ struct ServerAPIBehaviourJudgeTests {
         var customer: [String] = []
         var otherCustomer: [String] = []
         try await withServices({ receiver.application(onServerRunning: $0) }) { receiverPort in
-            _ = try await fixture.simulator.updateApp(
+            _ = try await fixture.simulator.appStoreConnect.updateApp(
                 appAppleId: fixture.app.appAppleId,
                 AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(receiverPort)/notifications")
             )
             let issue = try #require(try await fixture.buy("issue.1").transactionId)
             let pro = try #require(try await fixture.buy("pro").transactionId)
             let gems = try #require(try await fixture.buy("gems.100").transactionId)
-            try await fixture.simulator.requestRefund(transactionId: gems, reason: .unintendedPurchase)
-            _ = try await fixture.simulator.refund(transactionId: pro, reason: 1)
+            try await fixture.simulator.subscriptions.requestRefund(transactionId: gems, reason: .unintendedPurchase)
+            _ = try await fixture.simulator.subscriptions.refund(transactionId: pro, reason: 1)
             customer = [issue, pro, gems]
-            let other = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
-            let device = try await fixture.simulator.createDevice(accountId: other.id, DeviceInput())
+            let other = try await fixture.simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+            let device = try await fixture.simulator.appStoreConnect.createDevice(accountId: other.id, DeviceInput())
             otherCustomer.append(try #require(try await fixture.buy("gems.100", on: device).transactionId))
 
             // Every notification is attempted once and refused by the receiver. Apple's sandbox does not retry:
             // even days later (past the whole production schedule), nothing is due again.
-            #expect(try await fixture.simulator.deliverDueNotifications(client: client) == 6)
-            _ = try await fixture.simulator.advanceClock(seconds: 4 * 86_400)
-            #expect(try await fixture.simulator.deliverDueNotifications(client: client) == 0)
+            #expect(try await fixture.simulator.notifications.deliverDueNotifications(client: client) == 6)
+            _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 4 * 86_400)
+            #expect(try await fixture.simulator.notifications.deliverDueNotifications(client: client) == 0)
         }
         try await client.shutdown()
         #expect(receiver.payloads.isEmpty)
@@ -141,20 +141,20 @@ struct ServerAPIBehaviourJudgeTests {
 
         // One customer turns auto-renew off; when the period ends below, the subscription expires (intent 1).
         let leaving = try #require(try await fixture.buy("premium.monthly").transactionId)
-        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: leaving, enabled: false)
+        _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: leaving, enabled: false)
 
         // Another one's card fails at the first renewal and is fixed within the 16-day grace period.
-        let other = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
-        let device = try await fixture.simulator.createDevice(accountId: other.id, DeviceInput())
+        let other = try await fixture.simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+        let device = try await fixture.simulator.appStoreConnect.createDevice(accountId: other.id, DeviceInput())
         let recovering = try #require(try await fixture.buy("premium.monthly", on: device).transactionId)
         let first = try #require(
             try await fixture.simulator.store.transaction(id: recovering, on: fixture.simulator.store.sql)
         )
         let paidUntil = try #require(first.expiresDate)
-        _ = try await fixture.simulator.updateAccount(id: other.id, AccountInput(paymentFailure: 0))
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(id: other.id, AccountInput(paymentFailure: 0))
         // 5 minutes a month: the period ends after 300 s, and 16 days of grace are 160 s.
         let advance = Double(paidUntil - fixture.simulator.clock.nowMilliseconds) / 1000 + 1
-        _ = try await fixture.simulator.advanceClock(seconds: advance)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: advance)
         #expect(
             try await fixture.simulator.store.subscription(
                 originalTransactionId: recovering,
@@ -162,14 +162,14 @@ struct ServerAPIBehaviourJudgeTests {
             )?
             .status == SubscriptionStatus.gracePeriod.rawValue
         )
-        _ = try await fixture.simulator.updateAccount(id: other.id, AccountInput(paymentFailure: -1))
-        _ = try await fixture.simulator.advanceClock(seconds: 60)
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(id: other.id, AccountInput(paymentFailure: -1))
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 60)
 
         // A third customer turns auto-renew off now: still active, so no intent yet.
-        let third = try await fixture.simulator.createAccount(AccountInput(environment: "Sandbox"))
-        let thirdDevice = try await fixture.simulator.createDevice(accountId: third.id, DeviceInput())
+        let third = try await fixture.simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+        let thirdDevice = try await fixture.simulator.appStoreConnect.createDevice(accountId: third.id, DeviceInput())
         let active = try #require(try await fixture.buy("premium.monthly", on: thirdDevice).transactionId)
-        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: active, enabled: false)
+        _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: active, enabled: false)
 
         let summary = try await judge(
             fixture,

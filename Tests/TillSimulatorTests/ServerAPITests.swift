@@ -72,7 +72,7 @@ struct ServerAPITests {
     @Test(arguments: TestDatabase.all) func tokensAreCheckedExactlyLikeApple(_ database: TestDatabase) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let purchase = try await fixture.buy("pro")
-        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let path = "/sandbox/inApps/v1/transactions/\(try #require(purchase.transactionId))"
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
@@ -111,10 +111,10 @@ struct ServerAPITests {
         let fixture = try await SimulatorFixture.make(database: database)
         let pro = try await fixture.buy("pro")
         let subscription = try await fixture.buy("premium.monthly")
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         let proId = try #require(pro.transactionId)
-        _ = try await fixture.simulator.refund(transactionId: proId, reason: 1)
-        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        _ = try await fixture.simulator.subscriptions.refund(transactionId: proId, reason: 1)
+        let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let original = try #require(subscription.transactionId)
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
@@ -239,7 +239,7 @@ struct ServerAPITests {
     @Test func datesMillionsOfYearsAwayAreRefusedNotTrappedOn() async throws {
         let fixture = try await SimulatorFixture.make()
         let original = try #require(try await fixture.buy("gems.100").transactionId)
-        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
             let token = try await BearerToken.make(credentials)
@@ -278,7 +278,7 @@ struct ServerAPITests {
         var bought: [String] = []
         for _ in 0..<25 { bought.append(try #require(try await fixture.buy("gems.100").transactionId)) }
         let ids = bought
-        let credentials = try await fixture.simulator.createAPIKey(appAppleId: fixture.app.appAppleId)
+        let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let app = Application(router: buildSimulatorRouter(fixture.simulator))
         try await app.test(.router) { client in
             let token = try await BearerToken.make(credentials)
@@ -309,21 +309,21 @@ struct ServerAPITests {
             #expect(try await page("sort=ASCENDING&revision=\(legacy)").ids == Array(ids[20...]))
 
             // One transaction already seen and one not reached yet are refunded while the client pages.
-            _ = try await fixture.simulator.refund(transactionId: ids[3], reason: 0)
-            _ = try await fixture.simulator.refund(transactionId: ids[22], reason: 0)
+            _ = try await fixture.simulator.subscriptions.refund(transactionId: ids[3], reason: 0)
+            _ = try await fixture.simulator.subscriptions.refund(transactionId: ids[22], reason: 0)
             let second = try await page("sort=ASCENDING&revision=\(first.revision)")
             #expect(second.ids == [ids[20], ids[21], ids[23], ids[24], ids[3], ids[22]] && !second.more)
             #expect(second.revoked == [false, false, false, false, true, true])
             // The last revision, kept for later, brings what changed since and nothing else.
             #expect(try await page("sort=ASCENDING&revision=\(second.revision)").ids.isEmpty)
-            _ = try await fixture.simulator.refund(transactionId: ids[10], reason: 0)
+            _ = try await fixture.simulator.subscriptions.refund(transactionId: ids[10], reason: 0)
             let later = try await page("sort=ASCENDING&revision=\(second.revision)")
             #expect(later.ids == [ids[10]] && later.revoked == [true] && !later.more)
 
             // Descending: newest changes first; what changes while paging comes on the next page.
             let top = try await page("sort=DESCENDING")
             #expect(top.ids.prefix(3) == [ids[10], ids[22], ids[3]] && top.ids.count == 20 && top.more)
-            _ = try await fixture.simulator.refund(transactionId: ids[1], reason: 0)
+            _ = try await fixture.simulator.subscriptions.refund(transactionId: ids[1], reason: 0)
             let rest = try await page("sort=DESCENDING&revision=\(top.revision)")
             #expect(rest.ids.first == ids[1] && rest.revoked.first == true && !rest.more)
             #expect(Set(top.ids + rest.ids) == Set(ids) && top.ids.count + rest.ids.count == ids.count)

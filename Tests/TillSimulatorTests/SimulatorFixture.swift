@@ -26,7 +26,7 @@ struct SimulatorFixture {
         var configuration = configuration
         if engine == .postgres { configuration.database = try await engine.fresh(prefix: "till_sim") }
         let simulator = try await Simulator.open(configuration)
-        let app = try await simulator.createApp(
+        let app = try await simulator.appStoreConnect.createApp(
             AppInput(
                 appAppleId: 1_234_567_890,
                 bundleId: bundleId,
@@ -78,10 +78,12 @@ struct SimulatorFixture {
                 price: 490
             ),
         ]
-        for product in products { _ = try await simulator.createProduct(appAppleId: app.appAppleId, product) }
-        let account = try await simulator.createAccount(AccountInput(environment: environment.rawValue))
-        let phone = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
-        let tablet = try await simulator.createDevice(accountId: account.id, DeviceInput(name: "iPad"))
+        for product in products {
+            _ = try await simulator.appStoreConnect.createProduct(appAppleId: app.appAppleId, product)
+        }
+        let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: environment.rawValue))
+        let phone = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
+        let tablet = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput(name: "iPad"))
         return SimulatorFixture(simulator: simulator, app: app, account: account, phone: phone, tablet: tablet)
     }
 
@@ -90,7 +92,7 @@ struct SimulatorFixture {
     func buy(_ productId: String, on device: SimDevice? = nil, quantity: Int? = nil, userAction: String? = nil)
         async throws -> QueueTransaction
     {
-        try await simulator.addPayment(
+        try await simulator.payments.addPayment(
             PaymentRequest(
                 deviceId: (device ?? phone).id,
                 bundleId: Self.bundleId,
@@ -115,7 +117,7 @@ struct SimulatorFixture {
     }
 
     func receipt(on device: SimDevice? = nil) async throws -> AppReceipt {
-        let der = try await simulator.appReceipt(
+        let der = try await simulator.payments.appReceipt(
             deviceId: (device ?? phone).id,
             bundleId: Self.bundleId,
             environment: environment

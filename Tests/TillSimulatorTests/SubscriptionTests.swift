@@ -37,12 +37,12 @@ struct SubscriptionTests {
         let first = try await subscription(fixture, original)
         #expect(first.expiresDate - (purchase.purchaseDate ?? 0) == 300_000)
 
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         var state = try await subscription(fixture, original)
         #expect(state.renewalCount == 1 && state.status == 1)
         #expect(state.expiresDate == first.expiresDate + 300_000)
 
-        _ = try await fixture.simulator.advanceClock(seconds: 3600)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 3600)
         state = try await subscription(fixture, original)
         #expect(state.renewalCount == 12 && state.status == SubscriptionStatus.expired.rawValue)
         let receipt = try await fixture.receipt()
@@ -59,17 +59,23 @@ struct SubscriptionTests {
     ) async throws {
         let fixture = try await SimulatorFixture.make(database: database, gracePeriodDays: 16)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(paymentFailure: 0)
+        )
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         var state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.gracePeriod.rawValue && state.billingRetry)
         // 16 days at 5 minutes a month: 160 seconds of grace.
-        _ = try await fixture.simulator.advanceClock(seconds: 170)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 170)
         state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.billingRetry.rawValue)
 
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
-        _ = try await fixture.simulator.advanceClock(seconds: 1)
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(paymentFailure: -1)
+        )
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 1)
         state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.active.rawValue && state.renewalCount == 1)
         let kinds = try await notifications(fixture)
@@ -84,12 +90,18 @@ struct SubscriptionTests {
         let fixture = try await SimulatorFixture.make(database: database, gracePeriodDays: 16)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         let paidUntil = try await subscription(fixture, original).expiresDate
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(paymentFailure: 0)
+        )
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.gracePeriod.rawValue)
         // Fixed a minute into the 160 s of grace: the next period starts when the paid one ended.
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: -1))
-        _ = try await fixture.simulator.advanceClock(seconds: 60)
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(paymentFailure: -1)
+        )
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 60)
         let state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.active.rawValue && state.expiresDate == paidUntil + 300_000)
         let renewal = try #require(
@@ -104,11 +116,11 @@ struct SubscriptionTests {
     ) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
-        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
+        _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
         var state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.active.rawValue && !state.autoRenewStatus)
         #expect(state.expirationIntent == nil)
-        let signed = try await fixture.simulator.signedRenewalInfo(
+        let signed = try await fixture.simulator.payments.signedRenewalInfo(
             deviceId: fixture.phone.id,
             originalTransactionId: original,
             environment: .sandbox
@@ -118,13 +130,13 @@ struct SubscriptionTests {
         ).payload
         #expect(renewal.expirationIntent == nil && renewal.autoRenewStatus == AutoRenewStatus(rawValue: 0))
         // verifyReceipt's pending_renewal_info leaves expiration_intent out too.
-        let receipt = try await fixture.simulator.appReceipt(
+        let receipt = try await fixture.simulator.payments.appReceipt(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
         let body = #"{"receipt-data":"\#(Base64.encode(receipt))","password":"secret-1"}"#
-        let response = await fixture.simulator.verifyReceipt(
+        let response = await fixture.simulator.receipts.verifyReceipt(
             body: Array(body.utf8),
             isPOST: true,
             environment: .sandbox
@@ -132,7 +144,7 @@ struct SubscriptionTests {
         let pending = try #require(response.pendingRenewalInfo?.first)
         #expect(pending.autoRenewStatus == AutoRenewStatus(rawValue: 0) && pending.expirationIntent == nil)
 
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 1)
     }
@@ -140,11 +152,14 @@ struct SubscriptionTests {
     @Test(arguments: TestDatabase.all) func billingRetryEndsInExpiry(_ database: TestDatabase) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(paymentFailure: 0)
+        )
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.billingRetry.rawValue)
         // 60 days of retry = 600 seconds.
-        _ = try await fixture.simulator.advanceClock(seconds: 601)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 601)
         let state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 2)
         #expect(try await notifications(fixture).suffix(2) == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"])
@@ -155,8 +170,8 @@ struct SubscriptionTests {
     ) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
-        _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.expired.rawValue)
         let again = try await fixture.buy("premium.monthly")
         #expect(again.originalTransactionId == original && again.transactionId != original)
@@ -187,7 +202,7 @@ struct SubscriptionTests {
         #expect(downgrade.transactionId == upgrade.transactionId)
         var state = try await subscription(fixture, original)
         #expect(state.productId == "premium.plus.monthly" && state.autoRenewProductId == "basic.monthly")
-        _ = try await fixture.simulator.advanceClock(seconds: 301)
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         state = try await subscription(fixture, original)
         #expect(state.productId == "basic.monthly")
         // A crossgrade to another duration also waits for the renewal.
@@ -204,20 +219,23 @@ struct SubscriptionTests {
     ) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
-        let refunded = try await fixture.simulator.refund(transactionId: original, reason: 1)
+        let refunded = try await fixture.simulator.subscriptions.refund(transactionId: original, reason: 1)
         #expect(refunded.revocationReason == 1 && refunded.revocationDate != nil)
         #expect(try await subscription(fixture, original).status == SubscriptionStatus.revoked.rawValue)
         await #expect(throws: TillHTTPError.self) {
-            try await fixture.simulator.refund(transactionId: original, reason: 0)
+            try await fixture.simulator.subscriptions.refund(transactionId: original, reason: 0)
         }
 
-        _ = try await fixture.simulator.updateProduct(
+        _ = try await fixture.simulator.appStoreConnect.updateProduct(
             appAppleId: fixture.app.appAppleId,
             productId: "pro",
             ProductInput(familyShareable: true)
         )
-        _ = try await fixture.simulator.updateAccount(id: fixture.account.id, AccountInput(familyId: "family-1"))
-        let child = try await fixture.simulator.createAccount(
+        _ = try await fixture.simulator.appStoreConnect.updateAccount(
+            id: fixture.account.id,
+            AccountInput(familyId: "family-1")
+        )
+        let child = try await fixture.simulator.appStoreConnect.createAccount(
             AccountInput(environment: "Sandbox", familyId: "family-1")
         )
         _ = try await fixture.buy("pro")
@@ -230,7 +248,7 @@ struct SubscriptionTests {
             ).first
         )
         #expect(shared.ownership == "FAMILY_SHARED")
-        let revoked = try await fixture.simulator.revokeFamilyShared(transactionId: shared.transactionId)
+        let revoked = try await fixture.simulator.subscriptions.revokeFamilyShared(transactionId: shared.transactionId)
         #expect(revoked.revocationType == "FAMILY_REVOKE")
         #expect(try await notifications(fixture).contains("REVOKE"))
     }

@@ -33,7 +33,7 @@ struct VerifyReceiptTests {
         let fixture = try await SimulatorFixture.make(database: database)
         _ = try await fixture.buy("pro")
         _ = try await fixture.buy("premium.monthly")
-        let receipt = try await fixture.simulator.appReceipt(
+        let receipt = try await fixture.simulator.payments.appReceipt(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
@@ -88,15 +88,16 @@ struct VerifyReceiptTests {
             )
 
             // A rotated shared secret: the old one now fails with 21004.
-            _ = try await fixture.simulator.rotateSharedSecret(appAppleId: fixture.app.appAppleId)
+            _ = try await fixture.simulator.appStoreConnect.rotateSharedSecret(appAppleId: fixture.app.appAppleId)
             #expect(
                 status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: "secret-1")))
                     == 21004
             )
 
             // 21010: the account was deleted.
-            try await fixture.simulator.deleteAccount(id: fixture.account.id)
-            let rotated = try await fixture.simulator.app(appAppleId: fixture.app.appAppleId).sharedSecret
+            try await fixture.simulator.appStoreConnect.deleteAccount(id: fixture.account.id)
+            let rotated = try await fixture.simulator.appStoreConnect.app(appAppleId: fixture.app.appAppleId)
+                .sharedSecret
             #expect(
                 status(try await post(client, "/sandbox/verifyReceipt", request(receipt, password: rotated))) == 21010
             )
@@ -108,8 +109,8 @@ struct VerifyReceiptTests {
     ) async throws {
         let fixture = try await SimulatorFixture.make(database: database, environment: .production)
         _ = try await fixture.buy("premium.monthly")
-        _ = try await fixture.simulator.advanceClock(seconds: 86_400 * 65)  // two real months: two renewals
-        let receipt = try await fixture.simulator.appReceipt(
+        _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 86_400 * 65)  // two real months: two renewals
+        let receipt = try await fixture.simulator.payments.appReceipt(
             deviceId: fixture.phone.id,
             bundleId: SimulatorFixture.bundleId,
             environment: .production
@@ -167,8 +168,8 @@ struct VerifyReceiptTests {
             )
 
             let original = try #require(subscription.transactionId)
-            _ = try await fixture.simulator.setAutoRenew(originalTransactionId: original, enabled: false)
-            _ = try await fixture.simulator.advanceClock(seconds: 301)
+            _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
+            _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
             let expired = try await post(client, "/sandbox/verifyReceipt", body(subscription.transactionReceipt))
             #expect(status(expired) == 21006)
             #expect(expired["receipt"] is [String: Any] && expired["latest_expired_receipt_info"] is [String: Any])

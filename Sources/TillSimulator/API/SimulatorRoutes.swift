@@ -60,48 +60,55 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     if let token = simulator.configuration.adminToken {
         group.add(middleware: AdminTokenMiddleware(token: token))
     }
-    group.get("apps") { _, context in try jsonResponse(try await simulator.apps(), context: context) }
+    group.get("apps") { _, context in try jsonResponse(try await simulator.appStoreConnect.apps(), context: context) }
     group.post("apps") { request, context in
         let input = try await decodeBody(AppInput.self, from: request, context: context)
-        return try jsonResponse(try await simulator.createApp(input), status: .created, context: context)
+        return try jsonResponse(
+            try await simulator.appStoreConnect.createApp(input),
+            status: .created,
+            context: context
+        )
     }
     group.get("apps/{app}") { _, context in
-        try jsonResponse(try await simulator.app(appAppleId: try int64(context, "app")), context: context)
+        try jsonResponse(
+            try await simulator.appStoreConnect.app(appAppleId: try int64(context, "app")),
+            context: context
+        )
     }
     group.patch("apps/{app}") { request, context in
         let patch = try await decodeBody(AppPatch.self, from: request, context: context)
         return try jsonResponse(
-            try await simulator.updateApp(appAppleId: try int64(context, "app"), patch),
+            try await simulator.appStoreConnect.updateApp(appAppleId: try int64(context, "app"), patch),
             context: context
         )
     }
     group.post("apps/{app}/shared-secret") { _, context in
         try jsonResponse(
-            try await simulator.rotateSharedSecret(appAppleId: try int64(context, "app")),
+            try await simulator.appStoreConnect.rotateSharedSecret(appAppleId: try int64(context, "app")),
             context: context
         )
     }
     group.post("apps/{app}/api-keys") { _, context in
         try jsonResponse(
-            try await simulator.createAPIKey(appAppleId: try int64(context, "app")),
+            try await simulator.appStoreConnect.createAPIKey(appAppleId: try int64(context, "app")),
             status: .created,
             context: context
         )
     }
     group.get("apps/{app}/products") { _, context in
         try jsonResponse(
-            try await simulator.products(appAppleId: try int64(context, "app")),
+            try await simulator.appStoreConnect.products(appAppleId: try int64(context, "app")),
             context: context
         )
     }
     group.post("apps/{app}/products") { request, context in
         let input = try await decodeBody(ProductInput.self, from: request, context: context)
-        let product = try await simulator.createProduct(appAppleId: try int64(context, "app"), input)
+        let product = try await simulator.appStoreConnect.createProduct(appAppleId: try int64(context, "app"), input)
         return try jsonResponse(product, status: .created, context: context)
     }
     group.patch("apps/{app}/products/{product}") { request, context in
         let input = try await decodeBody(ProductInput.self, from: request, context: context)
-        let product = try await simulator.updateProduct(
+        let product = try await simulator.appStoreConnect.updateProduct(
             appAppleId: try int64(context, "app"),
             productId: try context.parameters.require("product"),
             input
@@ -112,51 +119,72 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         let environment =
             AppStoreEnvironment(parsing: request.uri.queryParameters.get("environment") ?? "sandbox") ?? .sandbox
         return try jsonResponse(
-            try await simulator.notificationLog(appAppleId: try int64(context, "app"), environment: environment),
+            try await simulator.notifications.notificationLog(
+                appAppleId: try int64(context, "app"),
+                environment: environment
+            ),
             context: context
         )
     }
 
-    group.get("accounts") { _, context in try jsonResponse(try await simulator.accounts(), context: context) }
+    group.get("accounts") { _, context in
+        try jsonResponse(try await simulator.appStoreConnect.accounts(), context: context)
+    }
     group.post("accounts") { request, context in
         let input = try await decodeBody(AccountInput.self, from: request, context: context)
-        return try jsonResponse(try await simulator.createAccount(input), status: .created, context: context)
+        return try jsonResponse(
+            try await simulator.appStoreConnect.createAccount(input),
+            status: .created,
+            context: context
+        )
     }
     group.get("accounts/{account}") { _, context in
-        try jsonResponse(try await simulator.account(id: try context.parameters.require("account")), context: context)
+        try jsonResponse(
+            try await simulator.appStoreConnect.account(id: try context.parameters.require("account")),
+            context: context
+        )
     }
     group.patch("accounts/{account}") { request, context in
         let input = try await decodeBody(AccountInput.self, from: request, context: context)
         return try jsonResponse(
-            try await simulator.updateAccount(id: try context.parameters.require("account"), input),
+            try await simulator.appStoreConnect.updateAccount(id: try context.parameters.require("account"), input),
             context: context
         )
     }
     group.delete("accounts/{account}") { _, context in
-        try await simulator.deleteAccount(id: try context.parameters.require("account"))
+        try await simulator.appStoreConnect.deleteAccount(id: try context.parameters.require("account"))
         return Response(status: .noContent)
     }
     group.get("accounts/{account}/devices") { _, context in
         try jsonResponse(
-            try await simulator.devices(accountId: try context.parameters.require("account")),
+            try await simulator.appStoreConnect.devices(accountId: try context.parameters.require("account")),
             context: context
         )
     }
     group.post("accounts/{account}/devices") { request, context in
         let input = try await decodeBody(DeviceInput.self, from: request, context: context)
-        let device = try await simulator.createDevice(accountId: try context.parameters.require("account"), input)
+        let device = try await simulator.appStoreConnect.createDevice(
+            accountId: try context.parameters.require("account"),
+            input
+        )
         return try jsonResponse(device, status: .created, context: context)
     }
 
     group.post("payments/{payment}/approve") { _, context in
         try jsonResponse(
-            try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: true),
+            try await simulator.payments.resolveDeferredPayment(
+                id: try context.parameters.require("payment"),
+                approve: true
+            ),
             context: context
         )
     }
     group.post("payments/{payment}/decline") { _, context in
         try jsonResponse(
-            try await simulator.resolveDeferredPayment(id: try context.parameters.require("payment"), approve: false),
+            try await simulator.payments.resolveDeferredPayment(
+                id: try context.parameters.require("payment"),
+                approve: false
+            ),
             context: context
         )
     }
@@ -165,7 +193,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         guard [nil, 0, 1].contains(input.reason) else {
             throw TillHTTPError.badRequest("invalidReason", "reason is 0 (other) or 1 (an issue in the app)")
         }
-        let tx = try await simulator.refund(
+        let tx = try await simulator.subscriptions.refund(
             transactionId: try context.parameters.require("transaction"),
             reason: input.reason ?? 0
         )
@@ -173,39 +201,41 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
     group.post("transactions/{transaction}/revoke") { _, context in
         try jsonResponse(
-            try await simulator.revokeFamilyShared(transactionId: try context.parameters.require("transaction")),
+            try await simulator.subscriptions.revokeFamilyShared(
+                transactionId: try context.parameters.require("transaction")
+            ),
             context: context
         )
     }
     group.post("transactions/{transaction}/refund-request") { request, context in
         let input = try await decodeBody(RefundRequestInput.self, from: request, context: context)
-        try await simulator.requestRefund(
+        try await simulator.subscriptions.requestRefund(
             transactionId: try context.parameters.require("transaction"),
             reason: ConsumptionRequestReason(rawValue: input.reason ?? "UNINTENDED_PURCHASE")
         )
         return Response(status: .accepted)
     }
     group.post("transactions/{transaction}/refund-decline") { _, context in
-        try await simulator.declineRefund(transactionId: try context.parameters.require("transaction"))
+        try await simulator.subscriptions.declineRefund(transactionId: try context.parameters.require("transaction"))
         return Response(status: .accepted)
     }
     group.post("subscriptions/{original}/auto-renew") { request, context in
         let input = try await decodeBody(AutoRenewInput.self, from: request, context: context)
-        let subscription = try await simulator.setAutoRenew(
+        let subscription = try await simulator.subscriptions.setAutoRenew(
             originalTransactionId: try context.parameters.require("original"),
             enabled: input.enabled
         )
         return try jsonResponse(subscription, context: context)
     }
 
-    group.get("clock") { _, context in try jsonResponse(simulator.clockView, context: context) }
+    group.get("clock") { _, context in try jsonResponse(simulator.clock.view, context: context) }
     group.post("clock/advance") { request, context in
         let input = try await decodeBody(AdvanceInput.self, from: request, context: context)
         guard input.seconds > 0, input.seconds <= 10 * 365 * 86_400 else {
             throw TillHTTPError.badRequest("invalidSeconds", "seconds is positive and at most ten years")
         }
-        _ = try await simulator.advanceClock(seconds: input.seconds)
-        return try jsonResponse(simulator.clockView, context: context)
+        _ = try await simulator.subscriptions.advanceClock(seconds: input.seconds)
+        return try jsonResponse(simulator.clock.view, context: context)
     }
     group.put("clock/rate") { request, context in
         let input = try await decodeBody(RateInput.self, from: request, context: context)
@@ -226,8 +256,8 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
                 "give rate (a preset name) or monthSeconds (1 to \(Int(RenewalRate.acceptedMonthSeconds.upperBound)))"
             )
         }
-        try await simulator.setRenewalRate(rate)
-        return try jsonResponse(simulator.clockView, context: context)
+        try await simulator.subscriptions.setRenewalRate(rate)
+        return try jsonResponse(simulator.clock.view, context: context)
     }
 
     group.get("faults") { _, context in try jsonResponse(simulator.faults.all, context: context) }

@@ -17,7 +17,7 @@ struct BundleInput: Codable { var bundleId: String }
 /// StoreKit as an app on a device sees it.
 func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator: Simulator) {
     group.get("devices/{device}/can-make-payments") { _, context in
-        let (_, account) = try await simulator.requireDevice(
+        let (_, account) = try await simulator.store.requireDevice(
             try context.parameters.require("device"),
             environment: try environment(context),
             on: simulator.store.sql
@@ -32,10 +32,14 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let environment = try environment(context)
         var storefront = "USA"
         if let deviceId = input.deviceId {
-            storefront = try await simulator.requireDevice(deviceId, environment: environment, on: simulator.store.sql)
-                .1.storefront
+            storefront = try await simulator.store.requireDevice(
+                deviceId,
+                environment: environment,
+                on: simulator.store.sql
+            )
+            .1.storefront
         }
-        let response = try await simulator.lookUpProducts(
+        let response = try await simulator.payments.lookUpProducts(
             bundleId: input.bundleId,
             productIds: input.productIdentifiers,
             storefront: storefront,
@@ -47,13 +51,13 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
     group.post("payments") { request, context in
         let input = try await decodeBody(PaymentRequest.self, from: request, context: context)
         return try jsonResponse(
-            try await simulator.addPayment(input, environment: try environment(context)),
+            try await simulator.payments.addPayment(input, environment: try environment(context)),
             context: context
         )
     }
     group.get("devices/{device}/queue") { request, context in
         let bundleId = try bundle(request)
-        let queue = try await simulator.queue(
+        let queue = try await simulator.payments.queue(
             deviceId: try context.parameters.require("device"),
             bundleId: bundleId,
             environment: try environment(context)
@@ -61,7 +65,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         return try jsonResponse(queue, context: context)
     }
     group.post("devices/{device}/queue/{entry}/finish") { _, context in
-        try await simulator.finish(
+        try await simulator.payments.finish(
             entryId: try context.parameters.require("entry"),
             deviceId: try context.parameters.require("device"),
             environment: try environment(context)
@@ -70,7 +74,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
     }
     group.post("devices/{device}/restore") { request, context in
         let input = try await decodeBody(BundleInput.self, from: request, context: context)
-        let result = try await simulator.restore(
+        let result = try await simulator.payments.restore(
             deviceId: try context.parameters.require("device"),
             bundleId: input.bundleId,
             environment: try environment(context)
@@ -78,7 +82,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         return try jsonResponse(result, context: context)
     }
     group.get("devices/{device}/receipt") { request, context in
-        let receipt = try await simulator.appReceipt(
+        let receipt = try await simulator.payments.appReceipt(
             deviceId: try context.parameters.require("device"),
             bundleId: try bundle(request),
             environment: try environment(context)
@@ -86,7 +90,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         return try jsonResponse(["receiptData": Base64.encode(receipt)], context: context)
     }
     group.get("devices/{device}/app-transaction") { request, context in
-        let signed = try await simulator.signedAppTransaction(
+        let signed = try await simulator.payments.signedAppTransaction(
             deviceId: try context.parameters.require("device"),
             bundleId: try bundle(request),
             environment: try environment(context)
@@ -94,7 +98,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         return try jsonResponse(["signedAppTransaction": signed], context: context)
     }
     group.get("devices/{device}/transactions") { request, context in
-        let signed = try await simulator.signedTransactions(
+        let signed = try await simulator.payments.signedTransactions(
             deviceId: try context.parameters.require("device"),
             bundleId: try bundle(request),
             environment: try environment(context)
@@ -102,7 +106,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         return try jsonResponse(["signedTransactions": signed], context: context)
     }
     group.get("devices/{device}/subscriptions/{original}/renewal-info") { _, context in
-        let signed = try await simulator.signedRenewalInfo(
+        let signed = try await simulator.payments.signedRenewalInfo(
             deviceId: try context.parameters.require("device"),
             originalTransactionId: try context.parameters.require("original"),
             environment: try environment(context)
@@ -113,12 +117,15 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let input = try await decodeBody(AutoRenewInput.self, from: request, context: context)
         let deviceId = try context.parameters.require("device")
         let original = try context.parameters.require("original")
-        _ = try await simulator.signedRenewalInfo(
+        _ = try await simulator.payments.signedRenewalInfo(
             deviceId: deviceId,
             originalTransactionId: original,
             environment: try environment(context)
         )
-        let subscription = try await simulator.setAutoRenew(originalTransactionId: original, enabled: input.enabled)
+        let subscription = try await simulator.subscriptions.setAutoRenew(
+            originalTransactionId: original,
+            enabled: input.enabled
+        )
         return try jsonResponse(subscription, context: context)
     }
 }
@@ -144,7 +151,7 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     let api = router.group("{environment}/inApps")
     api.get("v1/transactions/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.transactionInfo(
+            try await simulator.serverAPI.transactionInfo(
                 try context.parameters.require("transaction"),
                 app: app,
                 environment: environment
@@ -153,7 +160,7 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     }
     api.get("v2/history/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.transactionHistory(
+            try await simulator.serverAPI.transactionHistory(
                 try context.parameters.require("transaction"),
                 query: QueryString.parse(request.uri.query ?? ""),
                 app: app,
@@ -163,7 +170,7 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     }
     api.get("v1/subscriptions/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.subscriptionStatuses(
+            try await simulator.serverAPI.subscriptionStatuses(
                 try context.parameters.require("transaction"),
                 query: QueryString.parse(request.uri.query ?? ""),
                 app: app,
@@ -173,12 +180,16 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     }
     api.get("v1/lookup/{order}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.lookUpOrder(try context.parameters.require("order"), app: app, environment: environment)
+            try await simulator.serverAPI.lookUpOrder(
+                try context.parameters.require("order"),
+                app: app,
+                environment: environment
+            )
         }
     }
     api.get("v2/refund/lookup/{transaction}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.refundHistory(
+            try await simulator.serverAPI.refundHistory(
                 try context.parameters.require("transaction"),
                 revision: request.uri.queryParameters.get("revision"),
                 app: app,
@@ -188,12 +199,12 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
     }
     api.post("v1/notifications/test") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.requestTestNotification(app: app, environment: environment)
+            try await simulator.serverAPI.requestTestNotification(app: app, environment: environment)
         }
     }
     api.get("v1/notifications/test/{token}") { request, context in
         try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.testNotificationStatus(
+            try await simulator.serverAPI.testNotificationStatus(
                 try context.parameters.require("token"),
                 app: app,
                 environment: environment
@@ -212,7 +223,7 @@ func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Sim
             else {
                 throw ServerAPIFailure(.generalBadRequest)
             }
-            return try await simulator.notificationHistory(
+            return try await simulator.serverAPI.notificationHistory(
                 filter,
                 paginationToken: request.uri.queryParameters.get("paginationToken"),
                 app: app,
@@ -255,7 +266,7 @@ private func verifyReceipt(_ request: Request, _ context: SimulatorRequestContex
     }
     var request = request
     let body = try? await request.collectBody(upTo: 2 * 1024 * 1024)
-    let response = await simulator.verifyReceipt(
+    let response = await simulator.receipts.verifyReceipt(
         body: body.map { Array($0.readableBytesView) },
         isPOST: request.method == .post,
         environment: environment
@@ -275,7 +286,7 @@ private func serverAPI<T: Encodable>(
             if rule.outage != nil { return Response(status: .serviceUnavailable) }
             if rule.rateLimited == true { throw ServerAPIFailure(.rateLimitExceeded) }
         }
-        let app = try await simulator.authenticate(authorization: request.headers[.authorization])
+        let app = try await simulator.serverAPI.authenticate(authorization: request.headers[.authorization])
         return try jsonResponse(try await body(app, environment), context: context)
     } catch let failure as ServerAPIFailure {
         guard let error = failure.error else { return Response(status: .init(code: failure.status)) }

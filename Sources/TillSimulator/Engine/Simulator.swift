@@ -53,21 +53,31 @@ public struct SimulatorConfiguration: Sendable {
     ]
 }
 
-/// The App Store stand-in: its state, its signing authorities and its clock. The HTTP layer
-/// (``buildSimulatorApplication(_:)``) and the background services call into it.
+/// The App Store stand-in, as the composition root: it opens the database, restores the clock and the signing
+/// authorities, and builds the rooms, each with its dependencies given explicitly (docs/architecture.md):
+///
+/// - `receipts`: signed transactions, renewal info, app transactions, receipts, and verifyReceipt;
+/// - `notifications`: App Store Server Notifications, signed and delivered with Apple's retries;
+/// - `subscriptions`: the subscription engine (renewals, billing retry, expiry, refunds) as time passes;
+/// - `payments`: StoreKit on a device: product lookup, payments, the transaction queue, restore;
+/// - `serverAPI`: the App Store Server API;
+/// - `appStoreConnect`: apps, keys, products, sandbox accounts and devices.
+///
+/// The HTTP layer (``buildSimulatorApplication(_:)``) and the background services call the rooms.
 public final class Simulator: Sendable {
     public let configuration: SimulatorConfiguration
     public let database: TillDatabase
     public let signer: SimulatorSigner
     public let clock: SimulatorClock
     public let faults: FaultRegistry
+    public let receipts: Receipts
+    public let notifications: NotificationSender
+    public let subscriptions: SubscriptionEngine
+    public let payments: Payments
+    public let serverAPI: ServerAPI
+    public let appStoreConnect: AppStoreConnect
     let store: SimulatorStore
     let logger: Logger
-    let notificationsDue: Wakeup
-    let renewalsDue: Wakeup
-    /// Kept for the simulator's life, so that their caches of checked signers and chains are used.
-    let receiptVerifier: ReceiptVerifier
-    let transactionReceiptVerifier: TransactionReceiptVerifier
 
     init(
         configuration: SimulatorConfiguration,
@@ -76,21 +86,74 @@ public final class Simulator: Sendable {
         clock: SimulatorClock,
         logger: Logger
     ) {
-        self.configuration = configuration
-        self.database = database
-        self.store = SimulatorStore(database: database)
-        self.signer = signer
-        self.clock = clock
-        self.faults = FaultRegistry(configuration.faults)
-        self.logger = logger
-        self.notificationsDue = Wakeup()
-        self.renewalsDue = Wakeup()
+        let store = SimulatorStore(database: database)
+        let faults = FaultRegistry(configuration.faults)
         let anchors = TrustAnchors(
             roots: [signer.receiptAuthority.root],
             intermediates: [signer.receiptAuthority.intermediate]
         )
-        self.receiptVerifier = ReceiptVerifier(.init(anchors: anchors))
-        self.transactionReceiptVerifier = TransactionReceiptVerifier(.init(anchors: anchors))
+        // Kept for the simulator's life, so that their caches of checked signers and chains are used.
+        let receiptVerifier = ReceiptVerifier(.init(anchors: anchors))
+        let transactionReceiptVerifier = TransactionReceiptVerifier(.init(anchors: anchors))
+        let receipts = Receipts(
+            store: store,
+            signer: signer,
+            clock: clock,
+            logger: logger,
+            receiptVerifier: receiptVerifier,
+            transactionReceiptVerifier: transactionReceiptVerifier
+        )
+        let notifications = NotificationSender(
+            configuration: configuration,
+            store: store,
+            signer: signer,
+            clock: clock,
+            logger: logger,
+            receipts: receipts,
+            due: Wakeup()
+        )
+        let subscriptions = SubscriptionEngine(
+            configuration: configuration,
+            database: database,
+            store: store,
+            clock: clock,
+            notifications: notifications,
+            due: Wakeup()
+        )
+        let payments = Payments(
+            database: database,
+            store: store,
+            clock: clock,
+            faults: faults,
+            receipts: receipts,
+            notifications: notifications
+        )
+        let serverAPI = ServerAPI(
+            database: database,
+            store: store,
+            clock: clock,
+            receipts: receipts,
+            notifications: notifications
+        )
+        let appStoreConnect = AppStoreConnect(
+            database: database,
+            store: store,
+            clock: clock,
+            subscriptions: subscriptions
+        )
+        self.configuration = configuration
+        self.database = database
+        self.store = store
+        self.signer = signer
+        self.clock = clock
+        self.faults = faults
+        self.logger = logger
+        self.receipts = receipts
+        self.notifications = notifications
+        self.subscriptions = subscriptions
+        self.payments = payments
+        self.serverAPI = serverAPI
+        self.appStoreConnect = appStoreConnect
     }
 
     /// Opens (and migrates) the simulator's database, restores its clock and authorities.
@@ -116,65 +179,6 @@ public final class Simulator: Sendable {
 
     public func shutdown() async throws {
         try await database.shutdown()
-    }
-
-    // MARK: Lookups shared by the APIs
-
-    func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> SimApp {
-        guard let app = try await store.app(bundleId: bundleId, on: db) else {
-            throw TillHTTPError.notFound("app", bundleId)
-        }
-        return app
-    }
-
-    func requireApp(appAppleId: Int64, on db: any SQLDatabase) async throws -> SimApp {
-        guard let app = try await store.app(appAppleId: appAppleId, on: db) else {
-            throw TillHTTPError.notFound("app", String(appAppleId))
-        }
-        return app
-    }
-
-    /// The device, its account, and a check that the account belongs to the environment and still exists.
-    func requireDevice(_ deviceId: String, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
-        -> (SimDevice, SimAccount)
-    {
-        guard let device = try await store.device(id: deviceId, on: db) else {
-            throw TillHTTPError.notFound("device", deviceId)
-        }
-        guard let account = try await store.account(id: device.accountId, on: db) else {
-            throw TillHTTPError.notFound("account", device.accountId)
-        }
-        guard !account.deleted else {
-            throw TillHTTPError(.forbidden, "accountDeleted", "the account signed in on \(deviceId) was deleted")
-        }
-        guard account.appStoreEnvironment == environment else {
-            throw TillHTTPError.badRequest(
-                "wrongEnvironment",
-                "the account on \(deviceId) is a \(account.environment) account, not \(environment)"
-            )
-        }
-        return (device, account)
-    }
-
-    /// The next transaction id of an environment: production ids have 15 digits, sandbox ids 16, as Apple's do.
-    func nextTransactionId(_ environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> String {
-        let start: Int64 = environment == .production ? 530_000_000_000_000 : 2_000_000_900_000_000
-        return String(try await store.next("transaction-\(environment.rawValue)", startingAt: start, on: db))
-    }
-
-    func nextWebOrderLineItemId(_ environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> String {
-        let start: Int64 = environment == .production ? 530_000_010_000_000 : 2_000_000_100_000_000
-        return String(try await store.next("web-order-\(environment.rawValue)", startingAt: start, on: db))
-    }
-
-    func nextSequence(on db: any SQLDatabase) async throws -> Int64 {
-        try await store.next("revision", on: db)
-    }
-
-    /// An order id as on Apple's e-mailed receipts (`MK5TTTVWJH`).
-    func makeOrderId() -> String {
-        let characters = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
-        return String((0..<10).map { _ in characters.randomElement()! })
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TillCore
 import TillFormats
 
 /// The simulator's notion of now: the real clock plus an offset that the admin API advances, and the
@@ -45,6 +46,24 @@ public final class SimulatorClock: Sendable {
             $0.offsetMilliseconds += Int64(seconds * 1000)
             return $0.offsetMilliseconds
         }
+    }
+}
+
+extension SimulatorClock {
+    /// The clock as the admin API shows it.
+    var view: ClockView {
+        ClockView(
+            now: nowMilliseconds,
+            offsetSeconds: Double(offsetMilliseconds) / 1000,
+            renewalRate: rate.description,
+            monthSeconds: rate.monthSeconds
+        )
+    }
+
+    /// When a period starting at `start` (milliseconds) ends: accelerated in the sandbox, real in production.
+    func expiry(of period: SubscriptionPeriod, from start: Int64, environment: AppStoreEnvironment) -> Int64 {
+        let pace = environment == .production ? RenewalRate.realTime : rate
+        return pace.end(of: period, from: Date(milliseconds: start)).millisecondsSince1970
     }
 }
 

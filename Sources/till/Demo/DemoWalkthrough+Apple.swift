@@ -155,7 +155,7 @@ extension DemoWalkthrough {
                 report.fail("the device has an app receipt — it has none")
                 return
             }
-            let secret = try await world.simulator.app(appAppleId: world.app.appAppleId).sharedSecret
+            let secret = try await world.simulator.appStoreConnect.app(appAppleId: world.app.appAppleId).sharedSecret
             let production = try await AdminHTTP(baseURL: world.simulatorURL).json(
                 .POST,
                 "/production/verifyReceipt",

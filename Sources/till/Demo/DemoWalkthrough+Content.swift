@@ -121,7 +121,7 @@ extension DemoWalkthrough {
             consumables or non-renewing subscriptions); the app delivers each, downloading the magazine.
             """
         ) {
-            let device = try await world.simulator.createDevice(
+            let device = try await world.simulator.appStoreConnect.createDevice(
                 accountId: world.app.accountId,
                 DeviceInput(name: "iPad")
             )

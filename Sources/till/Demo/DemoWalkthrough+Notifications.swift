@@ -26,7 +26,7 @@ extension DemoWalkthrough {
                 return
             }
             let month = world.simulator.clock.rate.monthSeconds ?? 300
-            _ = try await world.simulator.advanceClock(seconds: 2 * month + 5)
+            _ = try await world.simulator.subscriptions.advanceClock(seconds: 2 * month + 5)
             report.note(
                 "the App Store's clock moved \(TextFormat.span(milliseconds: Int64((2 * month + 5) * 1000))) "
                     + "(two sandbox months)"
@@ -34,7 +34,10 @@ extension DemoWalkthrough {
             let simulator = world.simulator
             let appAppleId = world.app.appAppleId
             let renewed = try await wait(timeout: .seconds(10)) { () -> [NotificationLogEntry]? in
-                let log = try await simulator.notificationLog(appAppleId: appAppleId, environment: .sandbox)
+                let log = try await simulator.notifications.notificationLog(
+                    appAppleId: appAppleId,
+                    environment: .sandbox
+                )
                 let renewals = log.filter {
                     $0.notificationType == "DID_RENEW" && $0.originalTransactionId == original
                         && $0.state == "delivered"
@@ -76,7 +79,7 @@ extension DemoWalkthrough {
                 report.fail("pro was bought — it was not, in step 2")
                 return
             }
-            _ = try await world.simulator.refund(transactionId: transactionId, reason: 1)
+            _ = try await world.simulator.subscriptions.refund(transactionId: transactionId, reason: 1)
             report.note("Apple refunded transaction \(transactionId)")
             let app = phone
             let revoked = try await wait(timeout: .seconds(10)) { () -> VerifiedSnapshot? in

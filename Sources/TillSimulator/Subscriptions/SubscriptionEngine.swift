@@ -8,7 +8,19 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-extension Simulator {
+/// The subscription engine: renewals, billing retry and grace periods, expiry, auto-renew changes, refunds and
+/// revocations, as simulated time passes (`SubscriptionRenewalService` runs it), each with its notification.
+public struct SubscriptionEngine: Sendable {
+    let configuration: SimulatorConfiguration
+    let database: TillDatabase
+    let store: SimulatorStore
+    let clock: SimulatorClock
+    let notifications: NotificationSender
+    /// Signalled when a renewal may be due sooner than the loop expected (a purchase, a clock change).
+    let due: Wakeup
+}
+
+extension SubscriptionEngine {
     /// Moves every subscription whose time has come: renewals, billing failures, grace and retry periods,
     /// expiry. Returns how many subscriptions changed.
     @discardableResult
@@ -21,7 +33,7 @@ extension Simulator {
             changed += progressed
             if due.count < 100 || progressed == 0 { break }
         }
-        if changed > 0 { notificationsDue.signal() }
+        if changed > 0 { notifications.due.signal() }
         return changed
     }
 
@@ -154,11 +166,15 @@ extension Simulator {
         let price =
             product.prices[account.storefront] ?? StorefrontPrice(price: previous.price, currency: previous.currency)
         var tx = previous
-        tx.transactionId = try await nextTransactionId(environment, on: db)
+        tx.transactionId = try await store.nextTransactionId(environment, on: db)
         tx.productId = product.productId
         tx.purchaseDate = start
-        tx.expiresDate = expiry(of: product.subscriptionPeriod ?? .oneMonth, from: start, environment: environment)
-        tx.webOrderLineItemId = try await nextWebOrderLineItemId(environment, on: db)
+        tx.expiresDate = clock.expiry(
+            of: product.subscriptionPeriod ?? .oneMonth,
+            from: start,
+            environment: environment
+        )
+        tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
         tx.transactionReason = "RENEWAL"
         tx.price = price.price
         tx.currency = price.currency
@@ -170,7 +186,7 @@ extension Simulator {
         tx.orderId = makeOrderId()
         tx.deviceId = nil
         tx.finished = true
-        tx.signedSequence = try await nextSequence(on: db)
+        tx.signedSequence = try await store.nextSequence(on: db)
         tx.createdAt = clock.nowMilliseconds
         try await store.insert(tx, on: db)
         subscription.productId = product.productId
@@ -184,7 +200,7 @@ extension Simulator {
         subscription.expirationIntent = nil
         subscription.updatedAt = clock.nowMilliseconds
         try await store.upsert(subscription, on: db)
-        try await enqueueNotification(
+        try await notifications.enqueueNotification(
             app: app,
             environment: environment,
             type: .didRenew,
@@ -219,7 +235,7 @@ extension Simulator {
         on db: any SQLDatabase
     ) async throws {
         let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
-        try await enqueueNotification(
+        try await notifications.enqueueNotification(
             app: app,
             environment: AppStoreEnvironment(subscription.environment),
             type: type,
@@ -260,7 +276,7 @@ extension Simulator {
             )
             return subscription
         }
-        notificationsDue.signal()
+        notifications.due.signal()
         return result
     }
 
@@ -297,7 +313,7 @@ extension Simulator {
             tx.revocationDate = self.clock.nowMilliseconds
             tx.revocationReason = reason
             tx.revocationType = type
-            tx.signedSequence = try await self.nextSequence(on: db)
+            tx.signedSequence = try await store.nextSequence(on: db)
             try await self.store.update(tx, on: db)
             if tx.type == .autoRenewable,
                 var subscription = try await self.store.subscription(
@@ -311,7 +327,7 @@ extension Simulator {
                 subscription.updatedAt = self.clock.nowMilliseconds
                 try await self.store.upsert(subscription, on: db)
             }
-            try await self.enqueueNotification(
+            try await notifications.enqueueNotification(
                 app: app,
                 environment: AppStoreEnvironment(tx.environment),
                 type: notification,
@@ -321,7 +337,7 @@ extension Simulator {
             )
             return tx
         }
-        notificationsDue.signal()
+        notifications.due.signal()
         return result
     }
 
@@ -334,7 +350,7 @@ extension Simulator {
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
                 throw TillHTTPError.notFound("app", String(tx.appAppleId))
             }
-            try await self.enqueueNotification(
+            try await notifications.enqueueNotification(
                 app: app,
                 environment: AppStoreEnvironment(tx.environment),
                 type: .consumptionRequest,
@@ -344,7 +360,7 @@ extension Simulator {
                 on: db
             )
         }
-        notificationsDue.signal()
+        notifications.due.signal()
     }
 
     /// Apple declines a refund request (REFUND_DECLINED).
@@ -353,7 +369,7 @@ extension Simulator {
             guard let tx = try await self.store.transaction(id: transactionId, on: db),
                 let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
             else { throw TillHTTPError.notFound("transaction", transactionId) }
-            try await self.enqueueNotification(
+            try await notifications.enqueueNotification(
                 app: app,
                 environment: AppStoreEnvironment(tx.environment),
                 type: .refundDeclined,
@@ -362,7 +378,7 @@ extension Simulator {
                 on: db
             )
         }
-        notificationsDue.signal()
+        notifications.due.signal()
     }
 
     /// Moves simulated time forward and brings every subscription up to date before returning.
@@ -370,7 +386,7 @@ extension Simulator {
         let offset = clock.advance(by: seconds)
         try await store.setSetting("clock_offset_ms", String(offset), on: store.sql)
         try await processDueSubscriptions()
-        notificationsDue.signal()
+        notifications.due.signal()
         return clock.now()
     }
 
@@ -392,13 +408,13 @@ public struct SubscriptionRenewalService: Service {
 
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let seen = simulator.renewalsDue.current
+            let seen = simulator.subscriptions.due.current
             do {
-                try await simulator.processDueSubscriptions()
+                try await simulator.subscriptions.processDueSubscriptions()
             } catch {
                 simulator.logger.warning("subscription renewal failed: \(error)")
             }
-            await simulator.renewalsDue.wait(since: seen, timeout: .milliseconds(500))
+            await simulator.subscriptions.due.wait(since: seen, timeout: .milliseconds(500))
         }
     }
 }

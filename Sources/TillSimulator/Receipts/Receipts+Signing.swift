@@ -5,7 +5,7 @@ import TillCore
 import TillFormats
 import TillStorage
 
-extension Simulator {
+extension Receipts {
     /// A transaction as StoreKit 2 and the App Store Server API sign it.
     func transactionPayload(_ tx: SimTransaction, app: SimApp, signedAt: Date) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(

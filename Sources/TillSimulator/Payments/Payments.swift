@@ -1,10 +1,22 @@
 import Foundation
 import HTTPTypes
+import Logging
 import SQLKit
 import TillCore
 import TillFormats
 import TillHTTPKit
 import TillStorage
+
+/// Payments and the device queue: what StoreKit does on a device — product lookup, a payment (approved,
+/// failed, cancelled or deferred), the transaction queue, finishing, restoring, the device's receipt.
+public struct Payments: Sendable {
+    let database: TillDatabase
+    let store: SimulatorStore
+    let clock: SimulatorClock
+    let faults: FaultRegistry
+    let receipts: Receipts
+    let notifications: NotificationSender
+}
 
 /// A payment an app adds to the queue (`SKPayment` / `Product.purchase()`).
 public struct PaymentRequest: Codable, Sendable {
@@ -71,14 +83,14 @@ public struct RestoreResult: Codable, Sendable {
     public var error: QueueTransaction.Failure?
 }
 
-extension Simulator {
+extension Payments {
     /// Adds a payment: it ends purchased, failed or deferred, and lands in the device's queue.
     public func addPayment(_ request: PaymentRequest, environment: AppStoreEnvironment) async throws -> QueueTransaction
     {
         try await faultsForStoreKit(environment)
         let entryId = try await database.transaction { db -> String in
-            let (device, account) = try await self.requireDevice(request.deviceId, environment: environment, on: db)
-            let app = try await self.requireApp(bundleId: request.bundleId, on: db)
+            let (device, account) = try await store.requireDevice(request.deviceId, environment: environment, on: db)
+            let app = try await store.requireApp(bundleId: request.bundleId, on: db)
             let now = self.clock.nowMilliseconds
             var payment = SimPayment(
                 id: UUID().uuidString.lowercased(),
@@ -158,7 +170,7 @@ extension Simulator {
             }
             return entry.id
         }
-        notificationsDue.signal()
+        notifications.due.signal()
         return try await queueTransaction(entryId: entryId)
     }
 
@@ -209,7 +221,7 @@ extension Simulator {
             try await self.store.update(entry, on: db)
             return entry.id
         }
-        notificationsDue.signal()
+        notifications.due.signal()
         return try await queueTransaction(entryId: entryId)
     }
 
@@ -219,8 +231,8 @@ extension Simulator {
     {
         try await faultsForStoreKit(environment)
         let ids = try await database.transaction { db -> [String] in
-            let (device, _) = try await self.requireDevice(deviceId, environment: environment, on: db)
-            let app = try await self.requireApp(bundleId: bundleId, on: db)
+            let (device, _) = try await store.requireDevice(deviceId, environment: environment, on: db)
+            let app = try await store.requireApp(bundleId: bundleId, on: db)
             var ids: [String] = []
             for var entry in try await self.store.unfinishedQueue(
                 deviceId: device.id,
@@ -241,7 +253,7 @@ extension Simulator {
     /// Finishes a queue entry. A finished consumable leaves the receipt; deferred entries cannot be finished.
     public func finish(entryId: String, deviceId: String, environment: AppStoreEnvironment) async throws {
         try await database.transaction { db in
-            _ = try await self.requireDevice(deviceId, environment: environment, on: db)
+            _ = try await store.requireDevice(deviceId, environment: environment, on: db)
             guard var entry = try await self.store.queueEntry(id: entryId, on: db), entry.deviceId == deviceId else {
                 throw TillHTTPError.notFound("queueEntry", entryId)
             }
@@ -275,7 +287,7 @@ extension Simulator {
             guard let device = try await self.store.device(id: deviceId, on: db) else {
                 throw TillHTTPError.notFound("device", deviceId)
             }
-            let app = try await self.requireApp(bundleId: bundleId, on: db)
+            let app = try await store.requireApp(bundleId: bundleId, on: db)
             guard let account = try await self.store.account(id: device.accountId, on: db),
                 account.appStoreEnvironment == environment
             else {
@@ -308,7 +320,7 @@ extension Simulator {
                     seq: seq,
                     state: "restored",
                     transactionId: tx.transactionId,
-                    restoredTransactionId: try await self.nextTransactionId(environment, on: db),
+                    restoredTransactionId: try await store.nextTransactionId(environment, on: db),
                     paymentId: nil,
                     productId: tx.productId,
                     errorCode: nil,
@@ -383,8 +395,8 @@ extension Simulator {
                 entry.restoredTransactionId == nil ? tx.originalTransactionId : tx.transactionId
             view.purchaseDate = tx.purchaseDate
             view.quantity = tx.quantity
-            view.signedTransaction = try signTransaction(tx, app: app)
-            view.transactionReceipt = try transactionReceipt(tx, app: app, device: device)
+            view.signedTransaction = try receipts.signTransaction(tx, app: app)
+            view.transactionReceipt = try receipts.transactionReceipt(tx, app: app, device: device)
         }
         return view
     }
@@ -401,7 +413,7 @@ extension Simulator {
         let now = clock.nowMilliseconds
         let price = product.prices[account.storefront] ?? StorefrontPrice(price: 0, currency: "USD")
         var tx = SimTransaction(
-            transactionId: try await nextTransactionId(environment, on: db),
+            transactionId: try await store.nextTransactionId(environment, on: db),
             originalTransactionId: "",
             accountId: account.id,
             appAppleId: app.appAppleId,
@@ -430,7 +442,7 @@ extension Simulator {
             orderId: makeOrderId(),
             deviceId: payment.deviceId,
             finished: false,
-            signedSequence: try await nextSequence(on: db),
+            signedSequence: try await store.nextSequence(on: db),
             createdAt: now
         )
         tx.originalTransactionId = tx.transactionId
@@ -482,7 +494,7 @@ extension Simulator {
         payment.updatedAt = clock.nowMilliseconds
         try await store.update(payment, on: db)
         if let notification {
-            try await enqueueNotification(
+            try await notifications.enqueueNotification(
                 app: app,
                 environment: AppStoreEnvironment(tx.environment),
                 type: notification.0,
@@ -509,7 +521,7 @@ extension Simulator {
         let period = product.subscriptionPeriod ?? .oneMonth
         let now = tx.purchaseDate
         tx.subscriptionGroup = group
-        tx.webOrderLineItemId = try await nextWebOrderLineItemId(environment, on: db)
+        tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
 
         guard
             var subscription = try await store.subscription(
@@ -520,7 +532,7 @@ extension Simulator {
                 on: db
             )
         else {
-            tx.expiresDate = expiry(of: period, from: now, environment: environment)
+            tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
             try await store.upsert(newSubscription(tx, account: account, app: app), on: db)
             return (tx, (.subscribed, .initialBuy), false)
         }
@@ -536,7 +548,7 @@ extension Simulator {
 
         if !active {
             // Resubscribing after expiry or revocation keeps the original transaction id of the group.
-            tx.expiresDate = expiry(of: period, from: now, environment: environment)
+            tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
             subscription = newSubscription(tx, account: account, app: app, keeping: subscription)
             try await store.upsert(subscription, on: db)
             return (tx, (.subscribed, .resubscribe), false)
@@ -580,9 +592,9 @@ extension Simulator {
         var replaced = latest
         replaced.isUpgraded = true
         replaced.revocationDate = now
-        replaced.signedSequence = try await nextSequence(on: db)
+        replaced.signedSequence = try await store.nextSequence(on: db)
         try await store.update(replaced, on: db)
-        tx.expiresDate = expiry(of: period, from: now, environment: environment)
+        tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
         subscription.productId = product.productId
         subscription.autoRenewProductId = product.productId
         subscription.expiresDate = tx.expiresDate!
@@ -623,12 +635,6 @@ extension Simulator {
         )
     }
 
-    /// When a period starting at `start` (milliseconds) ends: accelerated in the sandbox, real in production.
-    func expiry(of period: SubscriptionPeriod, from start: Int64, environment: AppStoreEnvironment) -> Int64 {
-        let rate = environment == .production ? RenewalRate.realTime : clock.rate
-        return rate.end(of: period, from: Date(milliseconds: start)).millisecondsSince1970
-    }
-
     /// Family Sharing: family members get their own shared copy of a shareable non-consumable or subscription.
     private func shareWithFamily(_ tx: SimTransaction, account: SimAccount, product: SimProduct, on db: any SQLDatabase)
         async throws
@@ -639,14 +645,14 @@ extension Simulator {
         for member in try await store.accounts(familyId: family, on: db)
         where member.id != account.id && !member.deleted {
             var shared = tx
-            shared.transactionId = try await nextTransactionId(AppStoreEnvironment(tx.environment), on: db)
+            shared.transactionId = try await store.nextTransactionId(AppStoreEnvironment(tx.environment), on: db)
             shared.originalTransactionId = shared.transactionId
             shared.accountId = member.id
             shared.ownership = Ownership.familyShared.rawValue
             shared.price = 0
             shared.deviceId = nil
             shared.orderId = tx.orderId
-            shared.signedSequence = try await nextSequence(on: db)
+            shared.signedSequence = try await store.nextSequence(on: db)
             try await store.insert(shared, on: db)
         }
     }
@@ -661,15 +667,15 @@ extension Simulator {
     }
 }
 
-extension Simulator {
+extension Payments {
     /// The device's receipt file for an app (PKCS#7 DER).
     public func appReceipt(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [UInt8]
     {
         try await faultsForStoreKit(environment)
         return try await database.transaction { db in
-            let (device, account) = try await self.requireDevice(deviceId, environment: environment, on: db)
-            let app = try await self.requireApp(bundleId: bundleId, on: db)
-            return try await self.appReceipt(account: account, device: device, app: app, on: db)
+            let (device, account) = try await store.requireDevice(deviceId, environment: environment, on: db)
+            let app = try await store.requireApp(bundleId: bundleId, on: db)
+            return try await receipts.appReceipt(account: account, device: device, app: app, on: db)
         }
     }
 }

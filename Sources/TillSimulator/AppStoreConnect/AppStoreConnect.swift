@@ -1,11 +1,20 @@
 import Crypto
 import Foundation
 import HTTPTypes
+import Logging
 import SQLKit
 import TillCore
 import TillFormats
 import TillHTTPKit
 import TillStorage
+
+/// The App Store Connect admin: apps, their keys and shared secrets, products, sandbox accounts and devices.
+public struct AppStoreConnect: Sendable {
+    let database: TillDatabase
+    let store: SimulatorStore
+    let clock: SimulatorClock
+    let subscriptions: SubscriptionEngine
+}
 
 /// A new app in App Store Connect.
 public struct AppInput: Codable, Sendable {
@@ -158,7 +167,7 @@ public struct DeviceInput: Codable, Sendable {
     }
 }
 
-extension Simulator {
+extension AppStoreConnect {
     // MARK: Apps
 
     public func createApp(_ input: AppInput) async throws -> SimApp {
@@ -199,7 +208,7 @@ extension Simulator {
         try Self.validate(url: patch.notificationUrlSandbox)
         if let grace = patch.gracePeriodDays { try Self.validate(gracePeriodDays: grace) }
         return try await database.transaction { db in
-            var app = try await self.requireApp(appAppleId: appAppleId, on: db)
+            var app = try await store.requireApp(appAppleId: appAppleId, on: db)
             if let name = patch.name { app.name = name }
             if let url = patch.notificationUrlProduction { app.notificationUrlProduction = url.isEmpty ? nil : url }
             if let url = patch.notificationUrlSandbox { app.notificationUrlSandbox = url.isEmpty ? nil : url }
@@ -212,7 +221,7 @@ extension Simulator {
     /// A new shared secret: verifyReceipt answers 21004 to the old one from now on.
     public func rotateSharedSecret(appAppleId: Int64) async throws -> SimApp {
         try await database.transaction { db in
-            var app = try await self.requireApp(appAppleId: appAppleId, on: db)
+            var app = try await store.requireApp(appAppleId: appAppleId, on: db)
             app.sharedSecret = Self.makeSharedSecret()
             try await self.store.update(app, on: db)
             return app
@@ -222,12 +231,12 @@ extension Simulator {
     public func apps() async throws -> [SimApp] { try await store.apps(on: store.sql) }
 
     public func app(appAppleId: Int64) async throws -> SimApp {
-        try await requireApp(appAppleId: appAppleId, on: store.sql)
+        try await store.requireApp(appAppleId: appAppleId, on: store.sql)
     }
 
     /// A new App Store Server API key for an app; the private key is returned once and not kept.
     public func createAPIKey(appAppleId: Int64) async throws -> APIKeyCredentials {
-        let app = try await requireApp(appAppleId: appAppleId, on: store.sql)
+        let app = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
         let key = P256.Signing.PrivateKey()
         let keyId = String((0..<10).map { _ in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789").randomElement()! })
         let issuerId = UUID().uuidString.lowercased()
@@ -295,7 +304,7 @@ extension Simulator {
         try apply(input, to: &product)
         let created = product
         return try await database.transaction { db in
-            _ = try await self.requireApp(appAppleId: appAppleId, on: db)
+            _ = try await store.requireApp(appAppleId: appAppleId, on: db)
             if try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) != nil {
                 throw TillHTTPError.conflict("productExists", "product \(productId) exists")
             }
@@ -320,7 +329,7 @@ extension Simulator {
     }
 
     public func products(appAppleId: Int64) async throws -> [SimProduct] {
-        _ = try await requireApp(appAppleId: appAppleId, on: store.sql)
+        _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
         return try await store.products(appAppleId: appAppleId, on: store.sql)
     }
 
@@ -422,7 +431,7 @@ extension Simulator {
             account.deleted = true
             try await self.store.update(account, on: db)
         }
-        renewalsDue.signal()
+        subscriptions.due.signal()
     }
 
     public func account(id: String) async throws -> SimAccount {

@@ -26,7 +26,7 @@ public struct ProductsResponse: Codable, Sendable {
     public var invalidProductIdentifiers: [String]
 }
 
-extension Simulator {
+extension Payments {
     /// Looks products up as StoreKit does: those sellable in the environment and priced in the storefront are
     /// valid, every other identifier is returned as invalid.
     public func lookUpProducts(
@@ -37,7 +37,7 @@ extension Simulator {
         environment: AppStoreEnvironment
     ) async throws -> ProductsResponse {
         try await faultsForStoreKit(environment)
-        let app = try await requireApp(bundleId: bundleId, on: store.sql)
+        let app = try await store.requireApp(bundleId: bundleId, on: store.sql)
         var products: [StoreProduct] = []
         var invalid: [String] = []
         for id in productIds {

@@ -5,7 +5,7 @@ import TillCore
 import TillFormats
 import TillStorage
 
-extension Simulator {
+extension Receipts {
     /// Apple's verifyReceipt for one environment, with its status codes (apple-formats.md §3).
     ///
     /// HTTP is always 200; the outcome is `status`. Faults (latency, outages, forced statuses) are applied by the

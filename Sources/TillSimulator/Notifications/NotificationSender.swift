@@ -10,7 +10,20 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-extension Simulator {
+/// App Store Server Notifications V2: each event written once to the outbox, signed, and delivered to the
+/// app's URL with Apple's retry schedule (`NotificationDeliveryService` runs it).
+public struct NotificationSender: Sendable {
+    let configuration: SimulatorConfiguration
+    let store: SimulatorStore
+    let signer: SimulatorSigner
+    let clock: SimulatorClock
+    let logger: Logger
+    let receipts: Receipts
+    /// Signalled when a notification is due, so that the delivery loop wakes at once.
+    let due: Wakeup
+}
+
+extension NotificationSender {
     /// Records an App Store Server Notification V2 in the outbox; the delivery service sends it.
     @discardableResult
     func enqueueNotification(
@@ -31,14 +44,14 @@ extension Simulator {
             consumptionRequestReason: consumptionRequestReason
         )
         if let transaction {
-            data.signedTransactionInfo = try signTransaction(transaction, app: app)
+            data.signedTransactionInfo = try receipts.signTransaction(transaction, app: app)
             if transaction.type == .autoRenewable,
                 let subscription = try await store.subscription(
                     originalTransactionId: transaction.originalTransactionId,
                     on: db
                 )
             {
-                data.signedRenewalInfo = try await signRenewalInfo(subscription, app: app, on: db)
+                data.signedRenewalInfo = try await receipts.signRenewalInfo(subscription, app: app, on: db)
                 data.status = SubscriptionStatus(rawValue: subscription.status)
             }
         }
@@ -154,13 +167,13 @@ public struct NotificationDeliveryService: Service {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                let seen = simulator.notificationsDue.current
+                let seen = simulator.notifications.due.current
                 do {
-                    try await simulator.deliverDueNotifications(client: client)
+                    try await simulator.notifications.deliverDueNotifications(client: client)
                 } catch {
                     simulator.logger.warning("notification delivery failed: \(error)")
                 }
-                await simulator.notificationsDue.wait(since: seen, timeout: .milliseconds(250))
+                await simulator.notifications.due.wait(since: seen, timeout: .milliseconds(250))
             }
         } onGracefulShutdown: {
         }

@@ -1,10 +1,20 @@
 import Foundation
 import JWTKit
+import Logging
 import SQLKit
 import TillCore
 import TillFormats
 import TillHTTPKit
 import TillStorage
+
+/// The App Store Server API: Apple's calls, authenticated with the app's key, in Apple's shapes and errors.
+public struct ServerAPI: Sendable {
+    let database: TillDatabase
+    let store: SimulatorStore
+    let clock: SimulatorClock
+    let receipts: Receipts
+    let notifications: NotificationSender
+}
 
 /// The claims of an App Store Server API bearer token.
 struct AppStoreConnectClaims: JWTPayload {
@@ -38,7 +48,7 @@ public struct ServerAPIFailure: Error, Sendable {
     }
 }
 
-extension Simulator {
+extension ServerAPI {
     /// Checks a bearer token exactly as Apple does: ES256 with a registered key id, `iss` of that key,
     /// `aud` = `appstoreconnect-v1`, `bid` of the key's app, not expired, and at most 60 minutes of lifetime.
     func authenticate(authorization: String?) async throws(ServerAPIFailure) -> SimApp {
@@ -72,7 +82,7 @@ extension Simulator {
         -> TransactionInfoResponse
     {
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
-        return TransactionInfoResponse(signedTransactionInfo: try signTransaction(tx, app: app))
+        return TransactionInfoResponse(signedTransactionInfo: try receipts.signTransaction(tx, app: app))
     }
 
     /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page. The revision is a
@@ -124,7 +134,7 @@ extension Simulator {
             bundleId: app.bundleId,
             appAppleId: app.appAppleId,
             environment: environment,
-            signedTransactions: try page.items.map { try signTransaction($0, app: app) }
+            signedTransactions: try page.items.map { try receipts.signTransaction($0, app: app) }
         )
     }
 
@@ -160,8 +170,8 @@ extension Simulator {
                     LastTransactionsItem(
                         status: status,
                         originalTransactionId: subscription.originalTransactionId,
-                        signedTransactionInfo: try signTransaction(latest, app: app),
-                        signedRenewalInfo: try await signRenewalInfo(subscription, app: app, on: store.sql)
+                        signedTransactionInfo: try receipts.signTransaction(latest, app: app),
+                        signedRenewalInfo: try await receipts.signRenewalInfo(subscription, app: app, on: store.sql)
                     )
                 )
             }
@@ -191,7 +201,7 @@ extension Simulator {
         guard !transactions.isEmpty else { return OrderLookupResponse(status: .invalid, signedTransactions: []) }
         return OrderLookupResponse(
             status: .valid,
-            signedTransactions: try transactions.map { try signTransaction($0, app: app) }
+            signedTransactions: try transactions.map { try receipts.signTransaction($0, app: app) }
         )
     }
 
@@ -210,7 +220,7 @@ extension Simulator {
             .sorted { ($0.revocationDate!, $0.signedSequence) < ($1.revocationDate!, $1.signedSequence) }
         let page = try paginate(refunded, revision: revision)
         return RefundHistoryResponse(
-            signedTransactions: try page.items.map { try signTransaction($0, app: app) },
+            signedTransactions: try page.items.map { try receipts.signTransaction($0, app: app) },
             revision: page.revision,
             hasMore: page.hasMore
         )
@@ -222,7 +232,7 @@ extension Simulator {
     {
         let token = UUID().uuidString.lowercased() + "_" + String(clock.nowMilliseconds)
         _ = try await database.transaction { db in
-            try await self.enqueueNotification(
+            try await notifications.enqueueNotification(
                 app: app,
                 environment: environment,
                 type: .test,
@@ -232,7 +242,7 @@ extension Simulator {
                 on: db
             )
         }
-        notificationsDue.signal()
+        notifications.due.signal()
         return SendTestNotificationResponse(testNotificationToken: token)
     }
 

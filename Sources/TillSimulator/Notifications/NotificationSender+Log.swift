@@ -1,0 +1,48 @@
+import Foundation
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// A notification as the admin API lists it.
+public struct NotificationLogEntry: Codable, Sendable {
+    public var notificationUUID: String
+    public var notificationType: String
+    public var subtype: String?
+    public var originalTransactionId: String?
+    public var transactionId: String?
+    /// pending, delivered, failed, unsent (no URL configured).
+    public var state: String
+    public var attempts: Int
+    public var createdAt: Int64
+    public var signedPayload: String
+}
+
+extension NotificationSender {
+    /// Every notification of an app in an environment, oldest first.
+    public func notificationLog(appAppleId: Int64, environment: AppStoreEnvironment) async throws
+        -> [NotificationLogEntry]
+    {
+        _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
+        return try await store.notifications(
+            appAppleId: appAppleId,
+            environment: environment.rawValue,
+            from: 0,
+            to: Int64.max,
+            on: store.sql
+        )
+        .map {
+            NotificationLogEntry(
+                notificationUUID: $0.uuid,
+                notificationType: $0.notificationType,
+                subtype: $0.subtype,
+                originalTransactionId: $0.originalTransactionId,
+                transactionId: $0.transactionId,
+                state: $0.state,
+                attempts: $0.attempts,
+                createdAt: $0.createdAt,
+                signedPayload: $0.signedPayload
+            )
+        }
+    }
+}
