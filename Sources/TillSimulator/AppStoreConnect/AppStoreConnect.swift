@@ -258,17 +258,17 @@ extension AppStoreConnect {
         )
     }
 
-    private static func makeSharedSecret() -> String {
+    static func makeSharedSecret() -> String {
         (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 
-    private static func validate(gracePeriodDays: Int) throws {
+    static func validate(gracePeriodDays: Int) throws {
         guard [0, 3, 16, 28].contains(gracePeriodDays) else {
             throw TillHTTPError.badRequest("invalidGracePeriod", "the billing grace period is 0, 3, 16 or 28 days")
         }
     }
 
-    private static func validate(url: String?) throws {
+    static func validate(url: String?) throws {
         guard let url, !url.isEmpty else { return }
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
             throw TillHTTPError.badRequest("invalidURL", "a notification URL is http(s)://host/…, got \(url)")
@@ -333,7 +333,7 @@ extension AppStoreConnect {
         return try await store.products(appAppleId: appAppleId, on: store.sql)
     }
 
-    private func apply(_ input: ProductInput, to product: inout SimProduct) throws {
+    func apply(_ input: ProductInput, to product: inout SimProduct) throws {
         if let name = input.referenceName { product.referenceName = name }
         if let state = input.reviewState { product.reviewState = state }
         if let shareable = input.familyShareable { product.familyShareable = shareable }
@@ -379,98 +379,4 @@ extension AppStoreConnect {
         }
     }
 
-    // MARK: Accounts and devices
-
-    public func createAccount(_ input: AccountInput) async throws -> SimAccount {
-        guard let name = input.environment, let environment = AppStoreEnvironment(parsing: name),
-            environment == .production || environment == .sandbox
-        else { throw TillHTTPError.badRequest("invalidEnvironment", "an account is Production or Sandbox") }
-        let id = UUID().uuidString.lowercased()
-        let account = SimAccount(
-            id: id,
-            environment: environment.rawValue,
-            email: input.email ?? "\(environment == .sandbox ? "tester" : "customer")-\(id.prefix(8))@example.com",
-            storefront: input.storefront ?? "USA",
-            canMakePayments: input.canMakePayments ?? true,
-            paymentFailure: input.paymentFailure.flatMap { $0 < 0 ? nil : $0 },
-            askToBuy: input.askToBuy ?? false,
-            familyId: input.familyId,
-            deleted: false,
-            createdAt: clock.nowMilliseconds
-        )
-        try Self.validate(storefront: account.storefront)
-        try await store.insert(account, on: store.sql)
-        return account
-    }
-
-    public func updateAccount(id: String, _ input: AccountInput) async throws -> SimAccount {
-        try await database.transaction { db in
-            guard var account = try await self.store.account(id: id, on: db) else {
-                throw TillHTTPError.notFound("account", id)
-            }
-            if let storefront = input.storefront {
-                try Self.validate(storefront: storefront)
-                account.storefront = storefront
-            }
-            if let allowed = input.canMakePayments { account.canMakePayments = allowed }
-            if let failure = input.paymentFailure { account.paymentFailure = failure < 0 ? nil : failure }
-            if let askToBuy = input.askToBuy { account.askToBuy = askToBuy }
-            if let family = input.familyId { account.familyId = family.isEmpty ? nil : family }
-            if let email = input.email { account.email = email }
-            try await self.store.update(account, on: db)
-            return account
-        }
-    }
-
-    /// Deletes an account: its receipts then fail verifyReceipt with 21010.
-    public func deleteAccount(id: String) async throws {
-        try await database.transaction { db in
-            guard var account = try await self.store.account(id: id, on: db) else {
-                throw TillHTTPError.notFound("account", id)
-            }
-            account.deleted = true
-            try await self.store.update(account, on: db)
-        }
-        subscriptions.due.signal()
-    }
-
-    public func account(id: String) async throws -> SimAccount {
-        guard let account = try await store.account(id: id, on: store.sql) else {
-            throw TillHTTPError.notFound("account", id)
-        }
-        return account
-    }
-
-    public func accounts() async throws -> [SimAccount] { try await store.accounts(on: store.sql) }
-
-    public func createDevice(accountId: String, _ input: DeviceInput) async throws -> SimDevice {
-        _ = try await account(id: accountId)
-        let vendor = input.vendorIdentifier ?? UUID().uuidString
-        guard UUID(uuidString: vendor) != nil else {
-            throw TillHTTPError.badRequest("invalidVendorIdentifier", "vendorIdentifier is a UUID")
-        }
-        let device = SimDevice(
-            id: UUID().uuidString.lowercased(),
-            accountId: accountId,
-            name: input.name ?? "iPhone",
-            vendorIdentifier: vendor.uppercased(),
-            createdAt: clock.nowMilliseconds
-        )
-        try await store.insert(device, on: store.sql)
-        return device
-    }
-
-    public func devices(accountId: String) async throws -> [SimDevice] {
-        _ = try await account(id: accountId)
-        return try await store.devices(accountId: accountId, on: store.sql)
-    }
-
-    private static func validate(storefront: String) throws {
-        guard storefront.count == 3, storefront.allSatisfy({ $0.isUppercase && $0.isLetter }) else {
-            throw TillHTTPError.badRequest(
-                "invalidStorefront",
-                "a storefront is an ISO 3166-1 alpha-3 code such as USA"
-            )
-        }
-    }
 }

@@ -38,7 +38,7 @@ extension SubscriptionEngine {
     }
 
     /// Brings one subscription up to the current time; returns whether it changed.
-    private func advance(_ originalTransactionId: String) async throws -> Bool {
+    func advance(_ originalTransactionId: String) async throws -> Bool {
         try await database.transaction { db -> Bool in
             guard
                 var subscription = try await self.store.subscription(
@@ -152,7 +152,7 @@ extension SubscriptionEngine {
     }
 
     /// A renewal transaction for the next period (the period continues from `start`).
-    private func renew(
+    func renew(
         _ subscription: inout SimSubscription,
         account: SimAccount,
         app: SimApp,
@@ -210,7 +210,7 @@ extension SubscriptionEngine {
         )
     }
 
-    private func expire(
+    func expire(
         _ subscription: inout SimSubscription,
         intent: Int,
         subtype: NotificationSubtype?,
@@ -227,7 +227,7 @@ extension SubscriptionEngine {
         try await notify(subscription, type: .expired, subtype: subtype, app: app, on: db)
     }
 
-    private func notify(
+    func notify(
         _ subscription: SimSubscription,
         type: NotificationType,
         subtype: NotificationSubtype?,
@@ -278,107 +278,6 @@ extension SubscriptionEngine {
         }
         notifications.due.signal()
         return result
-    }
-
-    /// Refunds a transaction: it is revoked, and a REFUND notification goes out. A refunded subscription
-    /// period revokes the subscription.
-    public func refund(transactionId: String, reason: Int) async throws -> SimTransaction {
-        try await revoke(transactionId: transactionId, reason: reason, type: "REFUND_FULL", notification: .refund)
-    }
-
-    /// Removes a family member's shared copy of a purchase (REVOKE).
-    public func revokeFamilyShared(transactionId: String) async throws -> SimTransaction {
-        try await revoke(transactionId: transactionId, reason: 0, type: "FAMILY_REVOKE", notification: .revoke)
-    }
-
-    private func revoke(transactionId: String, reason: Int, type: String, notification: NotificationType) async throws
-        -> SimTransaction
-    {
-        let result = try await database.transaction { db -> SimTransaction in
-            guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw TillHTTPError.notFound("transaction", transactionId)
-            }
-            guard tx.revocationDate == nil else {
-                throw TillHTTPError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
-            }
-            if type == "FAMILY_REVOKE", tx.ownership != Ownership.familyShared.rawValue {
-                throw TillHTTPError.conflict(
-                    "notFamilyShared",
-                    "transaction \(transactionId) is not a family-shared copy"
-                )
-            }
-            guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
-                throw TillHTTPError.notFound("app", String(tx.appAppleId))
-            }
-            tx.revocationDate = self.clock.nowMilliseconds
-            tx.revocationReason = reason
-            tx.revocationType = type
-            tx.signedSequence = try await store.nextSequence(on: db)
-            try await self.store.update(tx, on: db)
-            if tx.type == .autoRenewable,
-                var subscription = try await self.store.subscription(
-                    originalTransactionId: tx.originalTransactionId,
-                    on: db
-                ),
-                subscription.lastTransactionId == tx.transactionId
-            {
-                subscription.status = SubscriptionStatus.revoked.rawValue
-                subscription.autoRenewStatus = false
-                subscription.updatedAt = self.clock.nowMilliseconds
-                try await self.store.upsert(subscription, on: db)
-            }
-            try await notifications.enqueueNotification(
-                app: app,
-                environment: AppStoreEnvironment(tx.environment),
-                type: notification,
-                subtype: nil,
-                transaction: tx,
-                on: db
-            )
-            return tx
-        }
-        notifications.due.signal()
-        return result
-    }
-
-    /// The customer asks Apple for a refund of a consumable: Apple asks the developer for consumption data.
-    public func requestRefund(transactionId: String, reason: ConsumptionRequestReason) async throws {
-        try await database.transaction { db in
-            guard let tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw TillHTTPError.notFound("transaction", transactionId)
-            }
-            guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
-                throw TillHTTPError.notFound("app", String(tx.appAppleId))
-            }
-            try await notifications.enqueueNotification(
-                app: app,
-                environment: AppStoreEnvironment(tx.environment),
-                type: .consumptionRequest,
-                subtype: nil,
-                transaction: tx,
-                consumptionRequestReason: reason,
-                on: db
-            )
-        }
-        notifications.due.signal()
-    }
-
-    /// Apple declines a refund request (REFUND_DECLINED).
-    public func declineRefund(transactionId: String) async throws {
-        try await database.transaction { db in
-            guard let tx = try await self.store.transaction(id: transactionId, on: db),
-                let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
-            else { throw TillHTTPError.notFound("transaction", transactionId) }
-            try await notifications.enqueueNotification(
-                app: app,
-                environment: AppStoreEnvironment(tx.environment),
-                type: .refundDeclined,
-                subtype: nil,
-                transaction: tx,
-                on: db
-            )
-        }
-        notifications.due.signal()
     }
 
     /// Moves simulated time forward and brings every subscription up to date before returning.

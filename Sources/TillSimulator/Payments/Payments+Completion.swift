@@ -1,0 +1,266 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+extension Payments {
+    /// Charges the account and records the transaction a payment buys, with its subscription bookkeeping.
+    func completePurchase(
+        payment: inout SimPayment,
+        account: SimAccount,
+        app: SimApp,
+        product: SimProduct,
+        on db: any SQLDatabase
+    ) async throws -> SimTransaction {
+        let environment = account.appStoreEnvironment
+        let now = clock.nowMilliseconds
+        let price = product.prices[account.storefront] ?? StorefrontPrice(price: 0, currency: "USD")
+        var tx = SimTransaction(
+            transactionId: try await store.nextTransactionId(environment, on: db),
+            originalTransactionId: "",
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            productId: product.productId,
+            productType: product.type.rawValue,
+            environment: environment.rawValue,
+            quantity: payment.quantity,
+            purchaseDate: now,
+            originalPurchaseDate: now,
+            expiresDate: nil,
+            webOrderLineItemId: nil,
+            subscriptionGroup: product.subscriptionGroup,
+            appAccountToken: payment.appAccountToken,
+            ownership: Ownership.purchased.rawValue,
+            price: product.type.isFree ? 0 : price.price * Int64(payment.quantity),
+            currency: price.currency,
+            storefront: account.storefront,
+            storefrontId: Storefronts.id(for: account.storefront),
+            transactionReason: "PURCHASE",
+            revocationDate: nil,
+            revocationReason: nil,
+            revocationType: nil,
+            isUpgraded: false,
+            offerType: nil,
+            isTrial: false,
+            orderId: makeOrderId(),
+            deviceId: payment.deviceId,
+            finished: false,
+            signedSequence: try await store.nextSequence(on: db),
+            createdAt: now
+        )
+        tx.originalTransactionId = tx.transactionId
+        var notification: (NotificationType, NotificationSubtype?)?
+
+        switch product.type {
+        case .consumable, .nonRenewing:
+            notification = (.oneTimeCharge, nil)
+        case .nonConsumable, .freeSubscription:
+            let owned = try await store.transactions(
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                on: db
+            ).first { $0.productId == product.productId && $0.revocationDate == nil }
+            if let owned {
+                // Already bought: the store hands it out again without charging.
+                tx.originalTransactionId = owned.originalTransactionId
+                tx.originalPurchaseDate = owned.originalPurchaseDate
+                tx.price = 0
+            } else {
+                notification = (.oneTimeCharge, nil)
+            }
+        case .autoRenewable:
+            let result = try await purchaseSubscription(tx: tx, account: account, app: app, product: product, on: db)
+            tx = result.transaction
+            notification = result.notification
+            if result.reusesExisting {
+                try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
+                return tx
+            }
+        }
+        try await store.insert(tx, on: db)
+        try await shareWithFamily(tx, account: account, product: product, on: db)
+        try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
+        return tx
+    }
+
+    /// Marks the payment purchased by `tx` and sends the purchase's notification, if it has one.
+    func recordPurchase(
+        _ payment: inout SimPayment,
+        of tx: SimTransaction,
+        notification: (NotificationType, NotificationSubtype?)?,
+        app: SimApp,
+        on db: any SQLDatabase
+    ) async throws {
+        payment.state = "purchased"
+        payment.transactionId = tx.transactionId
+        payment.updatedAt = clock.nowMilliseconds
+        try await store.update(payment, on: db)
+        if let notification {
+            try await notifications.enqueueNotification(
+                app: app,
+                environment: AppStoreEnvironment(tx.environment),
+                type: notification.0,
+                subtype: notification.1,
+                transaction: tx,
+                on: db
+            )
+        }
+    }
+
+    /// Subscribing inside a group: first purchase, resubscription, upgrade, downgrade or crossgrade.
+    func purchaseSubscription(
+        tx: SimTransaction,
+        account: SimAccount,
+        app: SimApp,
+        product: SimProduct,
+        on db: any SQLDatabase
+    ) async throws -> (
+        transaction: SimTransaction, notification: (NotificationType, NotificationSubtype?)?, reusesExisting: Bool
+    ) {
+        var tx = tx
+        let environment = account.appStoreEnvironment
+        let group = product.subscriptionGroup ?? product.productId
+        let period = product.subscriptionPeriod ?? .oneMonth
+        let now = tx.purchaseDate
+        tx.subscriptionGroup = group
+        tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
+
+        guard
+            var subscription = try await store.subscription(
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                group: group,
+                on: db
+            )
+        else {
+            tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
+            try await store.upsert(newSubscription(tx, account: account, app: app), on: db)
+            return (tx, (.subscribed, .initialBuy), false)
+        }
+
+        tx.originalTransactionId = subscription.originalTransactionId
+        if let first = try await store.transaction(id: subscription.originalTransactionId, on: db) {
+            tx.originalPurchaseDate = first.originalPurchaseDate
+        }
+        let active =
+            subscription.status == SubscriptionStatus.active.rawValue
+            || subscription.status == SubscriptionStatus.gracePeriod.rawValue
+            || subscription.status == SubscriptionStatus.billingRetry.rawValue
+
+        if !active {
+            // Resubscribing after expiry or revocation keeps the original transaction id of the group.
+            tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
+            subscription = newSubscription(tx, account: account, app: app, keeping: subscription)
+            try await store.upsert(subscription, on: db)
+            return (tx, (.subscribed, .resubscribe), false)
+        }
+
+        guard let latest = try await store.transaction(id: subscription.lastTransactionId, on: db) else {
+            throw TillHTTPError(
+                .internalServerError,
+                "inconsistentSubscription",
+                "subscription \(subscription.originalTransactionId) has no last transaction"
+            )
+        }
+        if product.productId == subscription.productId {
+            // Already subscribed to this product: nothing is charged; a pending change is reverted.
+            var change: (NotificationType, NotificationSubtype?)?
+            if subscription.autoRenewProductId != product.productId {
+                subscription.autoRenewProductId = product.productId
+                change = (.didChangeRenewalPref, nil)
+            } else if !subscription.autoRenewStatus {
+                subscription.autoRenewStatus = true
+                change = (.didChangeRenewalStatus, .autoRenewEnabled)
+            }
+            subscription.updatedAt = now
+            try await store.upsert(subscription, on: db)
+            return (latest, change, true)
+        }
+
+        let current = try await store.product(appAppleId: app.appAppleId, productId: subscription.productId, on: db)
+        let currentPeriod = current?.subscriptionPeriod ?? .oneMonth
+        let immediate =
+            product.groupLevel < (current?.groupLevel ?? Int.max)
+            || (product.groupLevel == current?.groupLevel && period == currentPeriod)
+        guard immediate else {
+            // Downgrades, and crossgrades to another duration, start at the next renewal.
+            subscription.autoRenewProductId = product.productId
+            subscription.updatedAt = now
+            try await store.upsert(subscription, on: db)
+            return (latest, (.didChangeRenewalPref, .downgrade), true)
+        }
+        // Upgrades, and crossgrades of the same duration, start now; the current period is cancelled.
+        var replaced = latest
+        replaced.isUpgraded = true
+        replaced.revocationDate = now
+        replaced.signedSequence = try await store.nextSequence(on: db)
+        try await store.update(replaced, on: db)
+        tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
+        subscription.productId = product.productId
+        subscription.autoRenewProductId = product.productId
+        subscription.expiresDate = tx.expiresDate!
+        subscription.lastTransactionId = tx.transactionId
+        subscription.status = SubscriptionStatus.active.rawValue
+        subscription.billingRetry = false
+        subscription.gracePeriodExpiresDate = nil
+        subscription.updatedAt = now
+        try await store.upsert(subscription, on: db)
+        return (tx, (.didChangeRenewalPref, .upgrade), false)
+    }
+
+    func newSubscription(
+        _ tx: SimTransaction,
+        account: SimAccount,
+        app: SimApp,
+        keeping previous: SimSubscription? = nil
+    ) -> SimSubscription {
+        SimSubscription(
+            originalTransactionId: tx.originalTransactionId,
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            environment: tx.environment,
+            subscriptionGroup: tx.subscriptionGroup ?? tx.productId,
+            productId: tx.productId,
+            autoRenewProductId: tx.productId,
+            autoRenewStatus: true,
+            expiresDate: tx.expiresDate!,
+            status: SubscriptionStatus.active.rawValue,
+            renewalCount: 0,
+            billingRetry: false,
+            gracePeriodExpiresDate: nil,
+            retryUntil: nil,
+            expirationIntent: nil,
+            lastTransactionId: tx.transactionId,
+            recentStartDate: tx.purchaseDate,
+            updatedAt: tx.purchaseDate
+        )
+    }
+
+    /// Family Sharing: family members get their own shared copy of a shareable non-consumable or subscription.
+    func shareWithFamily(_ tx: SimTransaction, account: SimAccount, product: SimProduct, on db: any SQLDatabase)
+        async throws
+    {
+        guard product.familyShareable, let family = account.familyId,
+            product.type == .nonConsumable || product.type == .autoRenewable
+        else { return }
+        for member in try await store.accounts(familyId: family, on: db)
+        where member.id != account.id && !member.deleted {
+            var shared = tx
+            shared.transactionId = try await store.nextTransactionId(AppStoreEnvironment(tx.environment), on: db)
+            shared.originalTransactionId = shared.transactionId
+            shared.accountId = member.id
+            shared.ownership = Ownership.familyShared.rawValue
+            shared.price = 0
+            shared.deviceId = nil
+            shared.orderId = tx.orderId
+            shared.signedSequence = try await store.nextSequence(on: db)
+            try await store.insert(shared, on: db)
+        }
+    }
+}
