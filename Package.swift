@@ -6,35 +6,6 @@ let upcoming: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
-let crypto: [Target.Dependency] = [
-    .product(name: "Crypto", package: "swift-crypto"),
-    .product(name: "_CryptoExtras", package: "swift-crypto"),
-    .product(name: "SwiftASN1", package: "swift-asn1"),
-    .product(name: "X509", package: "swift-certificates"),
-]
-
-let server: [Target.Dependency] = [
-    .product(name: "Hummingbird", package: "hummingbird"),
-    // Hummingbird's configuration support exposes swift-system's C module to its importers.
-    .product(name: "SystemPackage", package: "swift-system"),
-    .product(name: "AsyncHTTPClient", package: "async-http-client"),
-    .product(name: "JWTKit", package: "jwt-kit"),
-    .product(name: "Logging", package: "swift-log"),
-    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-    .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-    .product(name: "SQLKit", package: "sql-kit"),
-    .product(name: "HTTPTypes", package: "swift-http-types"),
-    .product(name: "NIOCore", package: "swift-nio"),
-    .product(name: "NIOHTTP1", package: "swift-nio"),
-    .product(name: "NIOPosix", package: "swift-nio"),
-    // Streams content files to and from disk off the event loops (Hummingbird's FileIO uses it too).
-    .product(name: "_NIOFileSystem", package: "swift-nio"),
-    .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-    .product(name: "Configuration", package: "swift-configuration"),
-    .product(name: "Metrics", package: "swift-metrics"),
-    .product(name: "Prometheus", package: "swift-prometheus"),
-]
-
 let package = Package(
     name: "Till",
     // What the code needs: Synchronization's Mutex (TillClient, the server) arrived with these releases. The server,
@@ -61,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
         .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
         .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
@@ -77,8 +49,8 @@ let package = Package(
         .target(
             name: "TillContract",
             dependencies: [
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
             exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/MANIFEST"]
         ),
@@ -87,65 +59,177 @@ let package = Package(
             name: "TillHTTPKit",
             dependencies: [
                 "TillCore",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: upcoming
         ),
-        .target(name: "TillFormats", dependencies: ["TillCore"] + crypto, swiftSettings: upcoming),
+        .target(name: "TillFormats", dependencies: [
+                "TillCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ], swiftSettings: upcoming),
         // Signed entitlement snapshots: what the server signs and the app SDK checks, without the receipt machinery.
         .target(
             name: "TillSnapshot",
-            dependencies: ["TillCore", "TillContract", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "TillContract",
+                "TillCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: upcoming
         ),
         .target(
             name: "TillStorage",
             dependencies: [
-                "TillCore",
-                .product(name: "SQLKit", package: "sql-kit"),
-                .product(name: "SQLiteKit", package: "sqlite-kit"),
-                .product(name: "PostgresKit", package: "postgres-kit"),
                 .product(name: "AsyncKit", package: "async-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
             ],
             swiftSettings: upcoming
         ),
         .target(
             name: "TillServer",
-            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit", "TillContract", "TillSnapshot"]
-                + crypto + server,
+            dependencies: [
+                "TillContract",
+                "TillCore",
+                "TillFormats",
+                "TillHTTPKit",
+                "TillSnapshot",
+                "TillStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: upcoming
         ),
         .target(
             name: "TillSimulator",
-            dependencies: ["TillCore", "TillFormats", "TillStorage", "TillHTTPKit"] + crypto + server,
+            dependencies: [
+                "TillCore",
+                "TillFormats",
+                "TillHTTPKit",
+                "TillStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: upcoming
         ),
         .target(
             name: "TillClient",
             // The contract, the snapshot check and URLSession: nothing of the server's receipt machinery, no SwiftNIO.
             dependencies: [
-                "TillCore", "TillSnapshot", "TillContract",
+                "TillContract",
+                "TillCore",
+                "TillSnapshot",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: upcoming
+        ),
+        // The development app `till serve` and `till demo` set up in the simulator and the server, and the helpers
+        // that start a service on a free port; shared by the command line and the benchmarks.
+        .target(
+            name: "TillDevelopment",
+            dependencies: [
+                "TillContract",
+                "TillCore",
+                "TillServer",
+                "TillSimulator",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcoming
+        ),
+        // The benchmarks and the load generator (`till bench`), kept out of the libraries that ship.
+        .target(
+            name: "TillBench",
+            dependencies: [
+                "TillContract",
+                "TillCore",
+                "TillDevelopment",
+                "TillFormats",
+                "TillServer",
+                "TillSimulator",
+                "TillStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcoming
         ),
         .executableTarget(
             name: "till",
             dependencies: [
-                "TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient", "TillHTTPKit",
-                "TillContract", "TillSnapshot", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ] + crypto + server,
+                "TillBench",
+                "TillClient",
+                "TillContract",
+                "TillCore",
+                "TillDevelopment",
+                "TillFormats",
+                "TillHTTPKit",
+                "TillServer",
+                "TillSimulator",
+                "TillSnapshot",
+                "TillStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: upcoming
         ),
         // What every test target shares: the `till` executable as a user runs it, the simulator and a production
@@ -155,14 +239,14 @@ let package = Package(
             dependencies: [
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TillTestSupport",
             swiftSettings: upcoming
@@ -170,58 +254,129 @@ let package = Package(
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
         .testTarget(
             name: "TillContractTests",
-            dependencies: ["TillContract", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "TillContract",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillSnapshotTests",
             // TillFormats only to craft hostile input (its base64).
             dependencies: [
-                "TillSnapshot", "TillContract", "TillFormats", .product(name: "Crypto", package: "swift-crypto"),
+                "TillContract",
+                "TillCore",
+                "TillFormats",
+                "TillSnapshot",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillHTTPKitTests",
-            dependencies: ["TillHTTPKit", .product(name: "HummingbirdTesting", package: "hummingbird")],
+            dependencies: [
+                "TillHTTPKit",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillFormatsTests",
-            dependencies: ["TillFormats", "TillTestSupport"] + crypto,
+            dependencies: [
+                "TillCore",
+                "TillFormats",
+                "TillTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillStorageTests",
-            dependencies: ["TillStorage", "TillTestSupport", .product(name: "SQLKit", package: "sql-kit")],
+            dependencies: [
+                "TillStorage",
+                "TillTestSupport",
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "TillServer", "TillSimulator", "TillTestSupport", "TillHTTPKit", "TillContract", "TillSnapshot",
+                "TillContract",
+                "TillCore",
+                "TillFormats",
+                "TillHTTPKit",
+                "TillServer",
+                "TillSimulator",
+                "TillSnapshot",
+                "TillStorage",
+                "TillTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-            ]
-                + crypto + server,
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillSimulatorTests",
             dependencies: [
-                "TillSimulator", "TillStorage", "TillTestSupport", "TillHTTPKit",
+                "TillCore",
+                "TillFormats",
+                "TillHTTPKit",
+                "TillSimulator",
+                "TillStorage",
+                "TillTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-            ]
-                + crypto + server,
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             exclude: ["judge"],
             swiftSettings: upcoming
         ),
         .testTarget(
             name: "TillClientTests",
             dependencies: [
-                "TillClient", "TillServer", "TillSimulator", "TillStorage", "TillTestSupport", "TillContract",
+                "TillClient",
+                "TillContract",
+                "TillCore",
+                "TillFormats",
+                "TillServer",
+                "TillSimulator",
                 "TillSnapshot",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-            ] + crypto + server,
+                "TillStorage",
+                "TillTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: upcoming
         ),
     ]

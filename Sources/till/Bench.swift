@@ -1,4 +1,5 @@
 import ArgumentParser
+import TillBench
 import TillFormats
 
 /// `till bench`: verification throughput on one core (build with `-c release`).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import TillDevelopment
 
 /// `till demo`: the whole system in one process — the App Store simulator, the verification server and an app on
 /// TillClient, on loopback ports — walked through the story of an app's purchases, step by step.

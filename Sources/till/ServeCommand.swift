@@ -7,6 +7,7 @@ import Logging
 import ServiceLifecycle
 import SystemPackage
 import TillCore
+import TillDevelopment
 import TillFormats
 import TillHTTPKit
 import TillServer

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TillClient
+import TillDevelopment
 
 /// `till shop`: a terminal storefront on TillClient, against a running `till serve` and the App Store simulator.
 /// Scriptable subcommands (each with `--json`), or an interactive menu without one.

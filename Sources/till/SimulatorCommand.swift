@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TillCore
+import TillDevelopment
 import TillSimulator
 import TillStorage
 import UnixSignals

@@ -10,7 +10,7 @@ struct InspectorTests {
     }
 
     @Test func aValidJWSIsReportedWithItsPayloadUnderApplesNames() async throws {
-        let jws = try TestAuthorities.jwsSigner.sign(VerificationBenchmark.sampleTransaction())
+        let jws = try TestAuthorities.jwsSigner.sign(Samples.transaction())
         let inspector = Inspector(
             .init(roots: [TestAuthorities.jwsAuthority.root], bundleId: "com.example.till", environment: .sandbox)
         )
@@ -24,7 +24,7 @@ struct InspectorTests {
     }
 
     @Test func failuresCarryTheReasonAndApplesStatus() async throws {
-        let jws = try TestAuthorities.jwsSigner.sign(VerificationBenchmark.sampleTransaction())
+        let jws = try TestAuthorities.jwsSigner.sign(Samples.transaction())
         let wrongApp = Inspector(.init(roots: [TestAuthorities.jwsAuthority.root], bundleId: "com.other"))
         let report = try object(await wrongApp.inspectJWS(jws).jsonLine())
         #expect(report["valid"] as? Bool == false)
@@ -38,7 +38,7 @@ struct InspectorTests {
     }
 
     @Test func noVerifyDecodesAndSaysSo() async throws {
-        let jws = try TestAuthorities.jwsSigner.sign(VerificationBenchmark.sampleTransaction())
+        let jws = try TestAuthorities.jwsSigner.sign(Samples.transaction())
         let report = try object(await Inspector(.init(verify: false)).inspectJWS(jws).jsonLine())
         #expect(report["valid"] as? Bool == false)
         #expect(report["reason"] as? String == "notVerified")
@@ -46,7 +46,7 @@ struct InspectorTests {
     }
 
     @Test func receiptsAreDescribedWithVerifyReceiptNamesAndTheHiddenAttributes() async throws {
-        let receipt = VerificationBenchmark.sampleReceipt(purchases: 2)
+        let receipt = Samples.receipt(purchases: 2)
         let der = try ReceiptFixtures.signer().sign(receipt)
         let inspector = Inspector(.init(roots: [TestAuthorities.receiptAuthority.root], bundleId: "com.example.till"))
         let report = try object(await inspector.inspectReceipt(Base64.encode(der)).jsonLine())

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillTestSupport
 
 /// Rules of the server's layout that the compiler does not check (docs/architecture.md).
 struct LayoutTests {
@@ -54,4 +55,106 @@ struct LayoutTests {
         }
         #expect(offenders.isEmpty, "TillClient imports \(offenders)")
     }
+
+    /// Package.swift declares for each target exactly what its files import: nothing missing (a module reached
+    /// only through another target's dependencies), nothing unused. Read from `swift package dump-package`.
+    @Test func everyTargetDeclaresExactlyWhatItImports() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("till-dump-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let (status, text) = try await ChildProcess.run(
+            "/usr/bin/env",
+            ["swift", "package", "--scratch-path", scratch.path, "dump-package"],
+            in: Self.root
+        )
+        try #require(status == 0, "swift package dump-package: \(text)")
+        let start = try #require(text.firstIndex(of: "{"))
+        let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text[start...].utf8))
+        let names = Set(manifest.targets.map(\.name))
+        // Modules of the toolchain, and C modules a declared product brings with it (not products of their own).
+        let implicit: Set<String> = [
+            "Foundation", "FoundationNetworking", "FoundationEssentials", "Testing", "Synchronization", "Dispatch",
+            "Glibc", "Darwin", "Musl", "VaporCSQLite",
+        ]
+        // A product whose module has another name.
+        let moduleOfProduct = ["_NIOFileSystem": "NIOFileSystem"]
+        var problems: [String] = []
+        for target in manifest.targets {
+            let declared = Set(target.dependencies.map { moduleOfProduct[$0] ?? $0 })
+            let folder = target.path ?? ((target.type == "test" ? "Tests/" : "Sources/") + target.name)
+            var imported: Set<String> = []
+            let enumerator = FileManager.default.enumerator(atPath: Self.root.appendingPathComponent(folder).path)
+            for case let file as String in try #require(enumerator)
+            where file.hasSuffix(".swift") {
+                let source = try String(
+                    contentsOf: Self.root.appendingPathComponent(folder + "/" + file),
+                    encoding: .utf8
+                )
+                for line in source.split(separator: "\n") {
+                    let words = line.split(separator: " ").filter { !$0.hasPrefix("@") && $0 != "public" }
+                    guard words.first == "import", words.count >= 2 else { continue }
+                    imported.insert(String(words[words.count == 3 ? 2 : 1].split(separator: ".")[0]))
+                }
+            }
+            imported.subtract(implicit)
+            imported.remove(target.name)
+            let missing = imported.subtracting(declared).sorted()
+            let unused = declared.subtracting(imported).sorted()
+            if !missing.isEmpty { problems.append("\(target.name) imports undeclared \(missing)") }
+            if !unused.isEmpty { problems.append("\(target.name) declares unused \(unused)") }
+        }
+        #expect(names.count >= 20, "read only \(names.sorted())")
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    /// The benchmarks and the load generator are not in the libraries that ship: only in TillBench.
+    @Test func benchmarksLiveOnlyInTillBench() throws {
+        var offenders: [String] = []
+        for target in ["TillCore", "TillFormats", "TillStorage", "TillServer", "TillSimulator", "TillClient"] {
+            for file in try Self.files(of: target) {
+                let text = try String(
+                    contentsOf: Self.root.appendingPathComponent("Sources/\(target)/" + file),
+                    encoding: .utf8
+                )
+                if text.contains("enum VerificationBenchmark") || text.contains("enum ServerBenchmark")
+                    || text.contains("LoadGenerator")
+                {
+                    offenders.append("\(target)/\(file)")
+                }
+            }
+        }
+        #expect(offenders.isEmpty, "benchmark code in a product library: \(offenders)")
+        #expect(try Self.files(of: "TillBench").contains("VerificationBenchmark.swift"))
+    }
+}
+
+/// What `swift package dump-package` says of the targets: each one's name, kind, folder and dependencies.
+private struct Manifest: Decodable {
+    struct Target: Decodable {
+        var name: String
+        var type: String
+        var path: String?
+        var dependencies: [String]
+
+        enum CodingKeys: String, CodingKey { case name, type, path, dependencies }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            type = try container.decode(String.self, forKey: .type)
+            path = try container.decodeIfPresent(String.self, forKey: .path)
+            // Each dependency is {"byName"|"target"|"product": [name, …]}; the name comes first.
+            dependencies = try container.decode([[String: [Dependency]]].self, forKey: .dependencies)
+                .compactMap { $0.values.first?.first?.text }
+        }
+    }
+
+    /// One element of a dependency's array: a name, a package, a condition (null) or settings.
+    struct Dependency: Decodable {
+        var text: String?
+        init(from decoder: any Decoder) throws {
+            text = try? decoder.singleValueContainer().decode(String.self)
+        }
+    }
+
+    var targets: [Target]
 }

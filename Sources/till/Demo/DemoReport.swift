@@ -1,4 +1,5 @@
 import Foundation
+import TillDevelopment
 
 /// Prints `till demo`'s walk-through — a numbered step, what happens in it, then one ✓ or ✗ line per expectation
 /// with its reason — and remembers which steps did not behave as expected.

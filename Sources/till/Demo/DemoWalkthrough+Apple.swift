@@ -3,6 +3,7 @@ import NIOHTTP1
 import TillClient
 import TillContract
 import TillCore
+import TillDevelopment
 import TillSimulator
 
 /// Apple slow, Apple down, and a sandbox receipt sent to production.

@@ -3,6 +3,7 @@ import Foundation
 import NIOHTTP1
 import TillClient
 import TillContract
+import TillDevelopment
 import TillSimulator
 
 /// The magazine: content delivered by the server, interrupted and resumed; and restore on a second device.

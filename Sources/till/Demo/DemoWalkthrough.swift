@@ -2,6 +2,7 @@ import Foundation
 import TillClient
 import TillContract
 import TillCore
+import TillDevelopment
 import TillServer
 import TillSimulator
 

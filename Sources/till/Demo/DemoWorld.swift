@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TillClient
 import TillCore
+import TillDevelopment
 import TillFormats
 import TillServer
 import TillSimulator

@@ -1,4 +1,5 @@
 import Logging
+import TillDevelopment
 import TillServer
 
 /// The verification server's HTTP listener and confirmation worker, which the demo stops and starts again on the

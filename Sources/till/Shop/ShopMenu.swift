@@ -1,5 +1,6 @@
 import Foundation
 import TillClient
+import TillDevelopment
 
 /// `till shop` without a subcommand: a menu, read line by line from standard input, while the app delivers in
 /// the background what the store reports later (an Ask to Buy approved, a purchase from another device) and

@@ -2,14 +2,14 @@ import Logging
 import ServiceLifecycle
 
 /// A service running in the background on a port it chose (or was given), until ``stop()``.
-struct Ports: Sendable {
-    let port: Int
+public struct Ports: Sendable {
+    public let port: Int
     let group: ServiceGroup
     let task: Task<Void, any Error>
 
     /// Starts the service `make` builds and answers once it reports its port; throws the service's error when it
     /// stops before listening (the port was taken).
-    static func start<S: Service>(
+    public static func start<S: Service>(
         _ make: (@escaping @Sendable (Int) async -> Void) -> S,
         logger: Logger
     ) async throws -> Ports {
@@ -30,7 +30,7 @@ struct Ports: Sendable {
         return Ports(port: port, group: group, task: task)
     }
 
-    func stop() async {
+    public func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
     }

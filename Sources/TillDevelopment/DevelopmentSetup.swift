@@ -6,20 +6,20 @@ import TillSimulator
 
 /// Development mode's starting point: one demo app known to both the simulator and the server (same shared
 /// secret, an App Store Server API key), a catalogue of each product type, and a sandbox tester with a device.
-enum DevelopmentSetup {
-    struct Demo {
-        var bundleId: String
-        var appKey: String
-        var deviceId: String
+public enum DevelopmentSetup {
+    public struct Demo: Sendable {
+        public var bundleId: String
+        public var appKey: String
+        public var deviceId: String
         /// The simulator's app (its admin API's id for it).
-        var appAppleId: Int64
+        public var appAppleId: Int64
         /// The sandbox tester owning the device.
-        var accountId: String
+        public var accountId: String
     }
 
-    static let bundleId = "com.example.till"
+    public static let bundleId = "com.example.till"
 
-    static func prepare(server: PurchaseServer, simulator: Simulator) async throws -> Demo {
+    public static func prepare(server: PurchaseServer, simulator: Simulator) async throws -> Demo {
         let simulatorApp: SimApp
         if let existing = try await simulator.appStoreConnect.apps().first(where: { $0.bundleId == bundleId }) {
             simulatorApp = existing

@@ -8,6 +8,7 @@ import SQLKit
 import ServiceLifecycle
 import TillContract
 import TillCore
+import TillDevelopment
 import TillFormats
 import TillServer
 import TillSimulator
@@ -21,8 +22,8 @@ import TillStorage
 ///
 /// The load generator runs in the same process as the server (the machine has 2 cores and nothing else to
 /// run it on), so every figure includes the client's own cost.
-enum ServerBenchmark {
-    struct Options {
+public enum ServerBenchmark {
+    public struct Options: Sendable {
         var seconds: Int
         var rate: Int
         var appleLatency: String
@@ -38,6 +39,34 @@ enum ServerBenchmark {
         var latenciesFile: String? = nil
         /// CPU-bound processes run beside the server for the whole run (a co-located database, a build).
         var neighbours = 0
+
+        public init(
+            seconds: Int,
+            rate: Int,
+            appleLatency: String,
+            concurrency: Int,
+            connections: Int,
+            databaseURL: String?,
+            outageAt: Int = 0,
+            outageSeconds: Int = 0,
+            pacing: Bool = true,
+            busyCPUShare: Double = 0.5,
+            latenciesFile: String? = nil,
+            neighbours: Int = 0
+        ) {
+            self.seconds = seconds
+            self.rate = rate
+            self.appleLatency = appleLatency
+            self.concurrency = concurrency
+            self.connections = connections
+            self.databaseURL = databaseURL
+            self.outageAt = outageAt
+            self.outageSeconds = outageSeconds
+            self.pacing = pacing
+            self.busyCPUShare = busyCPUShare
+            self.latenciesFile = latenciesFile
+            self.neighbours = neighbours
+        }
     }
 
     /// A simulator and a server listening on loopback ports, with the demo app, until `body` returns.
@@ -98,7 +127,7 @@ enum ServerBenchmark {
     // MARK: Submissions
 
     /// Submissions at a fixed rate (open loop: late answers do not slow the sender), then the confirmations.
-    static func submissions(_ options: Options) async throws -> String {
+    public static func submissions(_ options: Options) async throws -> String {
         let count = options.rate * options.seconds
         let latency = try FaultRule(parsing: "*:verifyReceipt:latency=\(options.appleLatency)")
         var report = ""
@@ -329,199 +358,6 @@ enum ServerBenchmark {
         static func seconds(_ duration: Duration) -> Double { Double(duration.nanoseconds) / 1e9 }
     }
 
-    // MARK: Statement costs
-
-    /// What one statement costs through sql-kit: wall time and this process's CPU per statement, for a
-    /// trivial read, a one-row read by key, and a write transaction of one insert.
-    static func database(_ options: Options) async throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-db-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let database = try await TillDatabase.open(
-            try DatabaseConfiguration(
-                parsing: options.databaseURL ?? directory.appendingPathComponent("db.sqlite").path
-            )
-        )
-        try await database.sql.raw("DROP TABLE IF EXISTS bench_rows").run()
-        try await database.sql.raw("CREATE TABLE bench_rows (id TEXT PRIMARY KEY, value BIGINT NOT NULL)").run()
-        let count = 2000 * options.seconds
-        var lines: [String] = []
-        func measure(_ name: String, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
-            let clock = ContinuousClock()
-            let cpu = processCPUSeconds()
-            let start = clock.now
-            for index in 0..<count { try await body(index) }
-            let wall = Double((clock.now - start).nanoseconds) / 1e3 / Double(count)
-            let used = (processCPUSeconds() - cpu) * 1e6 / Double(count)
-            lines.append(String(format: "database %@ wall_us=%.0f cpu_us=%.0f", name, wall, used))
-        }
-        try await measure("select-1") { _ in _ = try await database.sql.raw("SELECT 1 AS n").first() }
-        try await measure("insert-transaction") { index in
-            try await database.transaction { db in
-                try await db.raw("INSERT INTO bench_rows (id, value) VALUES (\(bind: "r\(index)"), \(bind: index))")
-                    .run()
-            }
-        }
-        try await measure("select-by-key") { index in
-            _ = try await database.sql.raw("SELECT value FROM bench_rows WHERE id = \(bind: "r\(index)")").first()
-        }
-        let inSession = try await database.transaction { db in
-            let clock = ContinuousClock()
-            let cpu = processCPUSeconds()
-            let start = clock.now
-            for index in 0..<count {
-                _ = try await db.raw("SELECT value FROM bench_rows WHERE id = \(bind: "r\(index)")").first()
-            }
-            let wall = Double((clock.now - start).nanoseconds) / 1e3 / Double(count)
-            let used = (processCPUSeconds() - cpu) * 1e6 / Double(count)
-            return String(format: "database select-by-key-in-one-transaction wall_us=%.0f cpu_us=%.0f", wall, used)
-        }
-        lines.append(inSession)
-        try await database.sql.raw("DROP TABLE bench_rows").run()
-        try await database.shutdown()
-        return lines.joined(separator: "\n")
-    }
-
-    // MARK: Entitlement reads
-
-    /// Customer reads (`GET /v1/customers/{id}`: entitlements, balances, purchases) as fast as they go, beside
-    /// a bare Hummingbird route answering a constant, with the same client, in the same run.
-    static func reads(_ options: Options) async throws -> String {
-        var report = ""
-        try await withServers(options, faults: []) { server, simulator, demo, port in
-            let customers = 100
-            say("preparing \(customers) customers, each with a confirmed purchase…")
-            let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
-            let app = try await server.catalogue.app(bundleId: demo.bundleId)
-            for index in 0..<customers {
-                let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
-                let purchase = try await simulator.payments.addPayment(
-                    PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "pro"),
-                    environment: .sandbox
-                )
-                _ = try await server.intake.submit(
-                    SubmissionRequest(customerId: "reader-\(index)", signedTransaction: purchase.signedTransaction),
-                    app: app
-                )
-            }
-            var quiet = Logger(label: "till.bench.bare")
-            quiet.logLevel = .warning
-            let bareRouter = Router()
-            bareRouter.get("/bare") { _, _ in #"{"entitlements":[]}"# }
-            let bare = try await Ports.start(
-                { report in
-                    Application(
-                        router: bareRouter,
-                        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                        onServerRunning: { channel in await report(channel.localAddress?.port ?? 0) },
-                        logger: quiet
-                    )
-                },
-                logger: quiet
-            )
-            let client = makeClient(connections: options.connections)
-            let duration = Duration.seconds(options.seconds)
-            let baseline = try await closedLoop(
-                client: client,
-                connections: options.connections,
-                duration: duration,
-                appKey: demo.appKey
-            ) { _ in "http://127.0.0.1:\(bare.port)/bare" }
-            let customerReads = try await closedLoop(
-                client: client,
-                connections: options.connections,
-                duration: duration,
-                appKey: demo.appKey
-            ) { index in "http://127.0.0.1:\(port)/v1/customers/reader-\(index % customers)" }
-            try await client.shutdown()
-            await bare.stop()
-            report = """
-                bare_route reads_per_sec=\(baseline.rate) p50_ms=\(ms(baseline.p50)) p99_ms=\(ms(baseline.p99)) \
-                errors=\(baseline.errors)
-                customer_reads reads_per_sec=\(customerReads.rate) p50_ms=\(ms(customerReads.p50)) \
-                p99_ms=\(ms(customerReads.p99)) errors=\(customerReads.errors) \
-                ratio_to_bare=\(String(format: "%.2f", Double(customerReads.rate) / Double(max(1, baseline.rate)))) \
-                connections=\(options.connections)
-                """
-        }
-        return report
-    }
-
-    struct LoopResult {
-        var rate: Int
-        var p50: Duration
-        var p99: Duration
-        var errors: Int
-    }
-
-    /// `connections` callers, each sending its next request when the last is answered, for `duration`.
-    static func closedLoop(
-        client: HTTPClient,
-        connections: Int,
-        duration: Duration,
-        appKey: String,
-        url: @escaping @Sendable (Int) -> String
-    ) async throws -> LoopResult {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start + duration
-        let results = try await withThrowingTaskGroup(of: ([Duration], Int).self) { group in
-            for caller in 0..<connections {
-                group.addTask {
-                    var latencies: [Duration] = []
-                    var errors = 0
-                    var index = caller
-                    while clock.now < deadline {
-                        var request = HTTPClientRequest(url: url(index))
-                        request.headers.add(name: "Authorization", value: "Bearer \(appKey)")
-                        let sent = clock.now
-                        do {
-                            let response = try await client.execute(request, timeout: .seconds(10))
-                            _ = try await response.body.collect(upTo: 1 << 20)
-                            if response.status == .ok { latencies.append(clock.now - sent) } else { errors += 1 }
-                        } catch {
-                            errors += 1
-                        }
-                        index += connections
-                    }
-                    return (latencies, errors)
-                }
-            }
-            var all: [Duration] = []
-            var errors = 0
-            for try await (latencies, failed) in group {
-                all += latencies
-                errors += failed
-            }
-            return (all.sorted(), errors)
-        }
-        let elapsed = Double((clock.now - start).nanoseconds) / 1e9
-        return LoopResult(
-            rate: Int(Double(results.0.count) / elapsed),
-            p50: percentile(results.0, 0.5),
-            p99: percentile(results.0, 0.99),
-            errors: results.1
-        )
-    }
-
-    // MARK: Helpers
-
-    static func makeClient(connections: Int) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(
-            idleTimeout: .seconds(60),
-            concurrentHTTP1ConnectionsPerHostSoftLimit: connections
-        )
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    static func percentile(_ sorted: [Duration], _ p: Double) -> Duration {
-        guard !sorted.isEmpty else { return .zero }
-        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-    }
-
-    static func ms(_ duration: Duration) -> String { String(format: "%.2f", Double(duration.nanoseconds) / 1e6) }
-    static func seconds(_ duration: Duration) -> String { String(format: "%.1f", Double(duration.nanoseconds) / 1e9) }
 }
 
 /// The machine's CPU time so far, in clock ticks: all of it, and the part the hypervisor gave to other
@@ -562,7 +398,7 @@ func tally(_ answers: [LoadGenerator.Outcome]) -> ([Duration], [Int: Int]) {
 }
 
 extension Duration {
-    fileprivate var nanoseconds: Int64 {
+    var nanoseconds: Int64 {
         components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }
