@@ -130,6 +130,8 @@ public struct Inspector: Sendable {
             case .renewalInfo: await jwsVerifier.verify(bytes: bytes, as: JWSRenewalInfoDecodedPayload.self).failure
             case .appTransaction: await jwsVerifier.verify(bytes: bytes, as: AppTransaction.self).failure
             case .notification: await jwsVerifier.verify(bytes: bytes, as: ResponseBodyV2DecodedPayload.self).failure
+            case .realtimeRequest:
+                await jwsVerifier.verify(bytes: bytes, as: DecodedRealtimeRequestBody.self).failure
             }
         }
     }
@@ -184,6 +186,7 @@ public struct Inspector: Sendable {
         let keys = Set(object.keys)
         if !keys.isDisjoint(with: ["notificationType", "notificationUUID"]) { return .notification }
         if keys.contains("receiptType") || keys.contains("originalApplicationVersion") { return .appTransaction }
+        if keys.contains("userLocale") && keys.contains("requestIdentifier") { return .realtimeRequest }
         let renewal: Set = [
             "autoRenewStatus", "autoRenewProductId", "renewalDate", "expirationIntent", "isInBillingRetryPeriod",
             "recentSubscriptionStartDate", "gracePeriodExpiresDate", "priceIncreaseStatus", "renewalPrice",

@@ -11,6 +11,8 @@ public enum JWSPayloadKind: String, Sendable, Hashable, CaseIterable {
     case appTransaction
     /// `signedPayload` of an App Store Server Notification V2.
     case notification
+    /// `signedPayload` of a Retention Messaging realtime request.
+    case realtimeRequest
 }
 
 /// Where a signed payload says it belongs; checked against the verifier's configured app.

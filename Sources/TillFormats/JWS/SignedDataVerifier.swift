@@ -149,7 +149,8 @@ public struct SignedDataVerifier: Sendable {
     }
 
     private func check(identity: PayloadIdentity, kind: JWSPayloadKind) -> VerificationFailure? {
-        let checksBundle = kind != .renewalInfo
+        // Renewal info names no bundle id, and a realtime request names the app by its Apple id only.
+        let checksBundle = kind != .renewalInfo && kind != .realtimeRequest
         if checksBundle, let expected = configuration.bundleId, identity.bundleId != expected {
             return .init(
                 .invalidAppIdentifier,
@@ -157,7 +158,8 @@ public struct SignedDataVerifier: Sendable {
             )
         }
         let checksAppAppleId =
-            (kind == .notification || kind == .appTransaction) && configuration.environment == .production
+            (kind == .notification || kind == .appTransaction || kind == .realtimeRequest)
+            && configuration.environment == .production
         if checksAppAppleId, let expected = configuration.appAppleId, identity.appAppleId != expected {
             return .init(
                 .invalidAppIdentifier,

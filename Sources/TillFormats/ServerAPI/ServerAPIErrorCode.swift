@@ -6,8 +6,8 @@
 ///
 /// The first three digits are the HTTP status of the response (4000006 → 400, 4290000 → 429).
 /// Clients must tolerate codes they do not know (Apple's fixture uses 9990000); the raw value is kept.
-/// Retention-messaging and performance-test codes (40001xx–40002xx, 40300xx) are not listed
-/// except the two 409 codes.
+/// Every code Apple's official libraries list is here, with the two Send Consumption Information codes Apple
+/// documents that they do not yet (4000044, 4000209).
 public struct ServerAPIErrorCode: AppleIntValue {
     public var rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
@@ -90,22 +90,64 @@ public struct ServerAPIErrorCode: AppleIntValue {
     public static let invalidUserStatus: ServerAPIErrorCode = 4000042
     /// An error that indicates the transaction is not a consumable in-app purchase.
     public static let invalidTransactionNotConsumable: ServerAPIErrorCode = 4000043
+    /// An error that indicates an invalid refund preference.
+    public static let invalidRefundPreference: ServerAPIErrorCode = 4000044
     /// An error that indicates the transaction type is not supported by this endpoint.
     public static let invalidTransactionTypeNotSupported: ServerAPIErrorCode = 4000047
     /// An error that indicates the endpoint doesn't support an app transaction ID.
     public static let appTransactionIdNotSupported: ServerAPIErrorCode = 4000048
+    /// An error that indicates the image isn't a valid PNG of an accepted size (Retention Messaging).
+    public static let invalidImage: ServerAPIErrorCode = 4000161
+    /// An error that indicates a message header is longer than 66 characters.
+    public static let headerTooLong: ServerAPIErrorCode = 4000162
+    /// An error that indicates a message body is longer than 144 characters.
+    public static let bodyTooLong: ServerAPIErrorCode = 4000163
+    /// An error that indicates an invalid locale.
+    public static let invalidLocale: ServerAPIErrorCode = 4000164
+    /// An error that indicates alternative text is longer than 150 characters.
+    public static let altTextTooLong: ServerAPIErrorCode = 4000175
     /// An error that indicates the app account token is not a valid UUID.
     public static let invalidAppAccountTokenUUID: ServerAPIErrorCode = 4000183
     /// An error that indicates the endpoint doesn't support Family Sharing transactions.
     public static let familyTransactionNotSupported: ServerAPIErrorCode = 4000185
     /// An error that indicates the transaction ID is not an original transaction ID.
     public static let transactionIdNotOriginalTransactionId: ServerAPIErrorCode = 4000187
+    /// An error that indicates a consumption percentage was sent for an auto-renewable subscription.
+    public static let consumptionPercentageAutoRenewableSubscription: ServerAPIErrorCode = 4000209
+    /// An error that indicates an invalid performance test request.
+    public static let invalidPerformanceTestRequest: ServerAPIErrorCode = 4000211
+    /// An error that indicates an invalid performance test request identifier.
+    public static let invalidRequestId: ServerAPIErrorCode = 4000212
+    /// An error that indicates a performance test is already running.
+    public static let existingPerformanceTestRun: ServerAPIErrorCode = 4000213
+    /// An error that indicates an invalid realtime URL.
+    public static let badRequestRealtimeUrl: ServerAPIErrorCode = 4000215
+    /// An error that indicates an image of the wrong size for where a message uses it.
+    public static let badRequestImageSize: ServerAPIErrorCode = 4000216
+    /// An error that indicates a message has too many bullet points.
+    public static let badRequestTooManyBulletPoints: ServerAPIErrorCode = 4000218
+    /// An error that indicates a bullet point's text is longer than 66 characters.
+    public static let badRequestBulletPointTextTooLong: ServerAPIErrorCode = 4000219
+    /// An error that indicates a header above the image was asked for a message without an image.
+    public static let badRequestAboveImageRequiresAnImage: ServerAPIErrorCode = 4000224
     /// An error that indicates the subscription doesn't qualify for a renewal-date extension.
     public static let subscriptionExtensionIneligible: ServerAPIErrorCode = 4030004
     /// An error that indicates the subscription has reached the maximum number of renewal-date extensions.
     public static let subscriptionMaxExtension: ServerAPIErrorCode = 4030005
     /// An error that indicates a Family Sharing subscription can't be extended directly.
     public static let familySharedSubscriptionExtensionIneligible: ServerAPIErrorCode = 4030007
+    /// An error that indicates the app has the maximum number of images.
+    public static let maximumNumberOfImagesReached: ServerAPIErrorCode = 4030014
+    /// An error that indicates the app has the maximum number of messages.
+    public static let maximumNumberOfMessagesReached: ServerAPIErrorCode = 4030016
+    /// An error that indicates the message isn't approved.
+    public static let messageNotApproved: ServerAPIErrorCode = 4030017
+    /// An error that indicates the message's image isn't approved.
+    public static let imageNotApproved: ServerAPIErrorCode = 4030018
+    /// An error that indicates a message still uses the image.
+    public static let imageInUse: ServerAPIErrorCode = 4030019
+    /// An error that indicates no performance test passed, so a production realtime URL can't be set.
+    public static let forbiddenNoPassingTest: ServerAPIErrorCode = 4030026
     /// An error that indicates the App Store account wasn't found.
     public static let accountNotFound: ServerAPIErrorCode = 4040001
     /// An error response that indicates the App Store account wasn't found, but you can try again.
@@ -126,8 +168,18 @@ public struct ServerAPIErrorCode: AppleIntValue {
     public static let statusRequestNotFound: ServerAPIErrorCode = 4040009
     /// An error that indicates a transaction identifier wasn't found.
     public static let transactionIdNotFound: ServerAPIErrorCode = 4040010
+    /// An error that indicates the image wasn't found.
+    public static let imageNotFound: ServerAPIErrorCode = 4040014
+    /// An error that indicates the message wasn't found.
+    public static let messageNotFound: ServerAPIErrorCode = 4040015
+    /// An error that indicates the performance test wasn't found.
+    public static let performanceTestRunNotFound: ServerAPIErrorCode = 4040018
     /// An error that indicates no AppTransaction exists for the customer.
     public static let appTransactionDoesNotExist: ServerAPIErrorCode = 4040019
+    /// An error that indicates no default message is configured.
+    public static let defaultMessageNotFound: ServerAPIErrorCode = 4040020
+    /// An error that indicates no realtime URL is configured.
+    public static let realtimeUrlNotFound: ServerAPIErrorCode = 4040021
     /// An error that indicates the image identifier already exists (retention messaging).
     public static let imageAlreadyExists: ServerAPIErrorCode = 4090000
     /// An error that indicates the message identifier already exists (retention messaging).
@@ -180,14 +232,35 @@ public struct ServerAPIErrorCode: AppleIntValue {
         (invalidSampleContentProvided, "invalidSampleContentProvided"),
         (invalidUserStatus, "invalidUserStatus"),
         (invalidTransactionNotConsumable, "invalidTransactionNotConsumable"),
+        (invalidRefundPreference, "invalidRefundPreference"),
         (invalidTransactionTypeNotSupported, "invalidTransactionTypeNotSupported"),
         (appTransactionIdNotSupported, "appTransactionIdNotSupported"),
+        (invalidImage, "invalidImage"),
+        (headerTooLong, "headerTooLong"),
+        (bodyTooLong, "bodyTooLong"),
+        (invalidLocale, "invalidLocale"),
+        (altTextTooLong, "altTextTooLong"),
         (invalidAppAccountTokenUUID, "invalidAppAccountTokenUUID"),
         (familyTransactionNotSupported, "familyTransactionNotSupported"),
         (transactionIdNotOriginalTransactionId, "transactionIdNotOriginalTransactionId"),
+        (consumptionPercentageAutoRenewableSubscription, "consumptionPercentageAutoRenewableSubscription"),
+        (invalidPerformanceTestRequest, "invalidPerformanceTestRequest"),
+        (invalidRequestId, "invalidRequestId"),
+        (existingPerformanceTestRun, "existingPerformanceTestRun"),
+        (badRequestRealtimeUrl, "badRequestRealtimeUrl"),
+        (badRequestImageSize, "badRequestImageSize"),
+        (badRequestTooManyBulletPoints, "badRequestTooManyBulletPoints"),
+        (badRequestBulletPointTextTooLong, "badRequestBulletPointTextTooLong"),
+        (badRequestAboveImageRequiresAnImage, "badRequestAboveImageRequiresAnImage"),
         (subscriptionExtensionIneligible, "subscriptionExtensionIneligible"),
         (subscriptionMaxExtension, "subscriptionMaxExtension"),
         (familySharedSubscriptionExtensionIneligible, "familySharedSubscriptionExtensionIneligible"),
+        (maximumNumberOfImagesReached, "maximumNumberOfImagesReached"),
+        (maximumNumberOfMessagesReached, "maximumNumberOfMessagesReached"),
+        (messageNotApproved, "messageNotApproved"),
+        (imageNotApproved, "imageNotApproved"),
+        (imageInUse, "imageInUse"),
+        (forbiddenNoPassingTest, "forbiddenNoPassingTest"),
         (accountNotFound, "accountNotFound"),
         (accountNotFoundRetryable, "accountNotFoundRetryable"),
         (appNotFound, "appNotFound"),
@@ -198,7 +271,12 @@ public struct ServerAPIErrorCode: AppleIntValue {
         (testNotificationNotFound, "testNotificationNotFound"),
         (statusRequestNotFound, "statusRequestNotFound"),
         (transactionIdNotFound, "transactionIdNotFound"),
+        (imageNotFound, "imageNotFound"),
+        (messageNotFound, "messageNotFound"),
+        (performanceTestRunNotFound, "performanceTestRunNotFound"),
         (appTransactionDoesNotExist, "appTransactionDoesNotExist"),
+        (defaultMessageNotFound, "defaultMessageNotFound"),
+        (realtimeUrlNotFound, "realtimeUrlNotFound"),
         (imageAlreadyExists, "imageAlreadyExists"),
         (messageAlreadyExists, "messageAlreadyExists"),
         (rateLimitExceeded, "rateLimitExceeded"),

@@ -127,6 +127,8 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         )
     }
 
+    addServerAPIAdminRoutes(to: group, simulator)
+
     group.get("accounts") { _, context in
         try jsonResponse(try await simulator.appStoreConnect.accounts(), context: context)
     }

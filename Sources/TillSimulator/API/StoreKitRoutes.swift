@@ -128,7 +128,22 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         )
         return try jsonResponse(subscription, context: context)
     }
+    // The customer views the subscription in their account settings and taps Cancel: Retention Messaging.
+    group.post("devices/{device}/subscriptions/{original}/retention-message") { request, context in
+        let input = try await decodeBody(RetentionMessageInput.self, from: request, context: context)
+        return try jsonResponse(
+            try await simulator.retention.retentionMessage(
+                deviceId: try context.parameters.require("device"),
+                originalTransactionId: try context.parameters.require("original"),
+                locale: input.locale ?? "en-US",
+                environment: try environment(context)
+            ),
+            context: context
+        )
+    }
 }
+
+struct RetentionMessageInput: Codable { var locale: String? }
 
 private func bundle(_ request: Request) throws -> String {
     guard let bundleId = request.uri.queryParameters.get("bundleId"), !bundleId.isEmpty else {
@@ -138,163 +153,3 @@ private func bundle(_ request: Request) throws -> String {
 }
 
 /// Apple's own endpoints, per environment: verifyReceipt and the App Store Server API, with their faults.
-func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Simulator) {
-    router.on("{environment}/verifyReceipt", method: .post) { request, context in
-        try await verifyReceipt(request, context, simulator)
-    }
-    for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
-        router.on("{environment}/verifyReceipt", method: method) { request, context in
-            try await verifyReceipt(request, context, simulator)
-        }
-    }
-
-    let api = router.group("{environment}/inApps")
-    api.get("v1/transactions/{transaction}") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.transactionInfo(
-                try context.parameters.require("transaction"),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-    api.get("v2/history/{transaction}") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.transactionHistory(
-                try context.parameters.require("transaction"),
-                query: QueryString.parse(request.uri.query ?? ""),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-    api.get("v1/subscriptions/{transaction}") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.subscriptionStatuses(
-                try context.parameters.require("transaction"),
-                query: QueryString.parse(request.uri.query ?? ""),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-    api.get("v1/lookup/{order}") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.lookUpOrder(
-                try context.parameters.require("order"),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-    api.get("v2/refund/lookup/{transaction}") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.refundHistory(
-                try context.parameters.require("transaction"),
-                revision: request.uri.queryParameters.get("revision"),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-    api.post("v1/notifications/test") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.requestTestNotification(app: app, environment: environment)
-        }
-    }
-    api.get("v1/notifications/test/{token}") { request, context in
-        try await serverAPI(request, context, simulator) { app, environment in
-            try await simulator.serverAPI.testNotificationStatus(
-                try context.parameters.require("token"),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-    api.post("v1/notifications/history") { request, context in
-        var request = request
-        let body = try await request.collectBody(upTo: 64 * 1024)
-        return try await serverAPI(request, context, simulator) { app, environment in
-            guard
-                let filter = try? TillFormatsJSON.decoder.decode(
-                    NotificationHistoryRequest.self,
-                    from: Data(body.readableBytesView)
-                )
-            else {
-                throw ServerAPIFailure(.generalBadRequest)
-            }
-            return try await simulator.serverAPI.notificationHistory(
-                filter,
-                paginationToken: request.uri.queryParameters.get("paginationToken"),
-                app: app,
-                environment: environment
-            )
-        }
-    }
-}
-
-/// Applies an endpoint's fault: latency, then an outage or nothing. Returns the rule for status faults.
-private func applyFault(_ simulator: Simulator, _ environment: AppStoreEnvironment, _ endpoint: FaultEndpoint)
-    async throws -> FaultRule?
-{
-    guard let rule = simulator.faults.take(environment: environment, endpoint: endpoint) else { return nil }
-    if let latency = rule.latency { try await Task.sleep(for: .seconds(latency)) }
-    switch rule.outage {
-    case .http503?, .reset?:
-        return rule
-    case .hang?:
-        try await Task.sleep(for: .seconds(rule.hangSeconds ?? 300))
-        return rule
-    case nil:
-        return rule
-    }
-}
-
-private func verifyReceipt(_ request: Request, _ context: SimulatorRequestContext, _ simulator: Simulator) async throws
-    -> Response
-{
-    let environment = try environment(context)
-    if let rule = try await applyFault(simulator, environment, .verifyReceipt) {
-        if rule.outage != nil { return Response(status: .serviceUnavailable) }
-        if let status = rule.status {
-            let retryable = (21100...21199).contains(status) ? (rule.isRetryable ?? true) : nil
-            return try jsonResponse(
-                VerifyReceiptResponse(status: ReceiptStatus(status), isRetryable: retryable),
-                context: context
-            )
-        }
-    }
-    var request = request
-    let body = try? await request.collectBody(upTo: 2 * 1024 * 1024)
-    let response = await simulator.receipts.verifyReceipt(
-        body: body.map { Array($0.readableBytesView) },
-        isPOST: request.method == .post,
-        environment: environment
-    )
-    return try jsonResponse(response, context: context)
-}
-
-private func serverAPI<T: Encodable>(
-    _ request: Request,
-    _ context: SimulatorRequestContext,
-    _ simulator: Simulator,
-    _ body: (SimApp, AppStoreEnvironment) async throws -> T
-) async throws -> Response {
-    let environment = try environment(context)
-    do {
-        if let rule = try await applyFault(simulator, environment, .serverAPI) {
-            if rule.outage != nil { return Response(status: .serviceUnavailable) }
-            if rule.rateLimited == true { throw ServerAPIFailure(.rateLimitExceeded) }
-        }
-        let app = try await simulator.serverAPI.authenticate(authorization: request.headers[.authorization])
-        return try jsonResponse(try await body(app, environment), context: context)
-    } catch let failure as ServerAPIFailure {
-        guard let error = failure.error else { return Response(status: .init(code: failure.status)) }
-        return try jsonResponse(error, status: .init(code: failure.status), context: context)
-    } catch is CancellationError {
-        throw CancellationError()
-    } catch {
-        simulator.logger.error("App Store Server API request failed: \(error)")
-        return try jsonResponse(APIError(.generalInternal), status: .internalServerError, context: context)
-    }
-}

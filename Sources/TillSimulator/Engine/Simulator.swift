@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Logging
@@ -26,6 +27,8 @@ public struct SimulatorConfiguration: Sendable {
     public var faults: [FaultRule]
     /// When set, the admin API requires `Authorization: Bearer <token>`.
     public var adminToken: String?
+    /// How long the App Store waits for a developer's Retention Messaging realtime URL (Apple: 700 ms).
+    public var realtimeTimeout: Duration
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,
@@ -36,7 +39,8 @@ public struct SimulatorConfiguration: Sendable {
             .production: SimulatorConfiguration.productionNotificationRetryDelays, .sandbox: [],
         ],
         faults: [FaultRule] = [],
-        adminToken: String? = nil
+        adminToken: String? = nil,
+        realtimeTimeout: Duration = .milliseconds(700)
     ) {
         self.database = database
         self.renewalRate = renewalRate
@@ -45,6 +49,7 @@ public struct SimulatorConfiguration: Sendable {
         self.notificationRetryDelays = notificationRetryDelays
         self.faults = faults
         self.adminToken = adminToken
+        self.realtimeTimeout = realtimeTimeout
     }
 
     /// Apple's production schedule: retries 1, 12, 24, 48 and 72 hours after the previous attempt.
@@ -61,7 +66,8 @@ public struct SimulatorConfiguration: Sendable {
 /// - `subscriptions`: the subscription engine (renewals, billing retry, expiry, refunds) as time passes;
 /// - `payments`: StoreKit on a device: product lookup, payments, the transaction queue, restore;
 /// - `serverAPI`: the App Store Server API;
-/// - `appStoreConnect`: apps, keys, products, sandbox accounts and devices.
+/// - `appStoreConnect`: apps, keys, products, sandbox accounts and devices;
+/// - `retention`: Retention Messaging: images, messages, default messages, the realtime URL and its calls.
 ///
 /// The HTTP layer (``buildSimulatorApplication(_:)``) and the background services call the rooms.
 public final class Simulator: Sendable {
@@ -76,6 +82,7 @@ public final class Simulator: Sendable {
     public let payments: Payments
     public let serverAPI: ServerAPI
     public let appStoreConnect: AppStoreConnect
+    public let retention: RetentionMessaging
     let store: SimulatorStore
     let logger: Logger
 
@@ -133,13 +140,23 @@ public final class Simulator: Sendable {
             store: store,
             clock: clock,
             receipts: receipts,
-            notifications: notifications
+            notifications: notifications,
+            subscriptions: subscriptions
         )
         let appStoreConnect = AppStoreConnect(
             database: database,
             store: store,
             clock: clock,
             subscriptions: subscriptions
+        )
+        let retention = RetentionMessaging(
+            configuration: configuration,
+            database: database,
+            store: store,
+            clock: clock,
+            receipts: receipts,
+            logger: logger,
+            http: HTTPClient.shared
         )
         self.configuration = configuration
         self.database = database
@@ -154,6 +171,7 @@ public final class Simulator: Sendable {
         self.payments = payments
         self.serverAPI = serverAPI
         self.appStoreConnect = appStoreConnect
+        self.retention = retention
     }
 
     /// Opens (and migrates) the simulator's database, restores its clock and authorities.

@@ -55,16 +55,62 @@ extension NotificationSender {
                 data.status = SubscriptionStatus(rawValue: subscription.status)
             }
         }
+        return try await record(
+            ResponseBodyV2DecodedPayload(notificationType: type, subtype: subtype, version: "2.0", data: data),
+            app: app,
+            environment: environment,
+            transaction: transaction,
+            testToken: testToken,
+            on: db
+        )
+    }
+
+    /// Records a notification whose payload carries a `summary` (RENEWAL_EXTENSION / SUMMARY), an
+    /// `externalPurchaseToken` or `appData` instead of `data`.
+    @discardableResult
+    func enqueueNotification(
+        app: SimApp,
+        environment: AppStoreEnvironment,
+        type: NotificationType,
+        subtype: NotificationSubtype?,
+        summary: NotificationSummary? = nil,
+        externalPurchaseToken: ExternalPurchaseToken? = nil,
+        appData: AppData? = nil,
+        on db: any SQLDatabase
+    ) async throws -> String {
+        try await record(
+            ResponseBodyV2DecodedPayload(
+                notificationType: type,
+                subtype: subtype,
+                version: "2.0",
+                summary: summary,
+                externalPurchaseToken: externalPurchaseToken,
+                appData: appData
+            ),
+            app: app,
+            environment: environment,
+            transaction: nil,
+            testToken: nil,
+            on: db
+        )
+    }
+
+    /// Signs a notification (a new UUID, signed now) and writes it to the outbox.
+    private func record(
+        _ payload: ResponseBodyV2DecodedPayload,
+        app: SimApp,
+        environment: AppStoreEnvironment,
+        transaction: SimTransaction?,
+        testToken: String?,
+        on db: any SQLDatabase
+    ) async throws -> String {
+        var payload = payload
         let now = clock.now()
         let uuid = UUID().uuidString.lowercased()
-        let payload = ResponseBodyV2DecodedPayload(
-            notificationType: type,
-            subtype: subtype,
-            notificationUUID: uuid,
-            version: "2.0",
-            signedDate: now,
-            data: data
-        )
+        payload.notificationUUID = uuid
+        payload.signedDate = now
+        let type = payload.notificationType ?? .test
+        let subtype = payload.subtype
         let hasURL = app.notificationURL(for: environment) != nil
         try await store.insert(
             SimNotificationRecord(

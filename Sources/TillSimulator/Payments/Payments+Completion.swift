@@ -195,7 +195,9 @@ extension Payments {
             try await store.upsert(subscription, on: db)
             return (latest, (.didChangeRenewalPref, .downgrade), true)
         }
-        // Upgrades, and crossgrades of the same duration, start now; the current period is cancelled.
+        // Upgrades, and crossgrades of the same duration, start now; the current period is cancelled. The app account
+        // token carries over unless the payment names one.
+        tx.appAccountToken = tx.appAccountToken ?? latest.appAccountToken
         var replaced = latest
         replaced.isUpgraded = true
         replaced.revocationDate = now

@@ -83,11 +83,13 @@ extension Receipts {
         return try signer.jws.sign(renewalPayload(subscription, app: app, product: product, storefront: storefront))
     }
 
-    /// The AppTransaction of an account's copy of an app, signed (StoreKit 2 `AppTransaction.shared`).
-    func signAppTransaction(account: SimAccount, device: SimDevice, app: SimApp) throws -> String {
-        let nonce = UUID().uuidString.lowercased()
-        let verification = Data(SHA384.hash(data: Data((nonce + device.vendorIdentifier.lowercased()).utf8)))
-            .base64EncodedString()
+    /// The AppTransaction of an account's copy of an app, signed: StoreKit 2's `AppTransaction.shared` on a device
+    /// (with the device verification value), or Get App Transaction Info on the server (without one).
+    func signAppTransaction(account: SimAccount, device: SimDevice?, app: SimApp) throws -> String {
+        let nonce = device.map { _ in UUID().uuidString.lowercased() }
+        let verification = device.map { device in
+            Data(SHA384.hash(data: Data((nonce! + device.vendorIdentifier.lowercased()).utf8))).base64EncodedString()
+        }
         let environment = account.appStoreEnvironment
         let payload = AppTransaction(
             receiptType: environment,
@@ -104,6 +106,11 @@ extension Receipts {
             originalPlatform: .iOS
         )
         return try signer.jws.sign(payload)
+    }
+
+    /// A Retention Messaging realtime request, signed like a notification.
+    func signRealtimeRequest(_ payload: DecodedRealtimeRequestBody) throws -> String {
+        try signer.jws.sign(payload)
     }
 
     /// A stable id of an account's copy of an app.

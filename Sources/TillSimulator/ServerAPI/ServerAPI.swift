@@ -14,6 +14,7 @@ public struct ServerAPI: Sendable {
     let clock: SimulatorClock
     let receipts: Receipts
     let notifications: NotificationSender
+    let subscriptions: SubscriptionEngine
 }
 
 /// The claims of an App Store Server API bearer token.
@@ -85,10 +86,13 @@ extension ServerAPI {
         return TransactionInfoResponse(signedTransactionInfo: try receipts.signTransaction(tx, app: app))
     }
 
-    /// Get Transaction History (v2): the customer's transactions in modification order, 20 a page. The revision is a
+    /// Get Transaction History: the customer's transactions in modification order, 20 a page. The revision is a
     /// position in that order (``HistoryRevision``): a transaction that changes while a client pages comes again.
+    /// Version 2 returns every transaction; version 1 (deprecated, still the default of Apple's Python client) leaves
+    /// out consumables the app finished, unless they were refunded or revoked.
     func transactionHistory(
         _ transactionId: String,
+        version: Int = 2,
         query: [(String, String)],
         app: SimApp,
         environment: AppStoreEnvironment
@@ -104,7 +108,12 @@ extension ServerAPI {
             }
             token = parsed
         }
-        let tx = try await requireTransaction(transactionId, app: app, environment: environment)
+        let tx = try await requireTransaction(
+            transactionId,
+            app: app,
+            environment: environment,
+            acceptsAppTransactionId: true
+        )
         var transactions = try await store.transactions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
@@ -112,6 +121,9 @@ extension ServerAPI {
             on: store.sql
         )
         transactions = transactions.filter { candidate in
+            if version == 1, candidate.type == .consumable, candidate.finished, candidate.revocationDate == nil {
+                return false
+            }
             if let start = filter.startDate, candidate.purchaseDate < start.millisecondsSince1970 { return false }
             if let end = filter.endDate, candidate.purchaseDate >= end.millisecondsSince1970 { return false }
             if !filter.productIds.isEmpty, !filter.productIds.contains(candidate.productId) { return false }
@@ -149,7 +161,12 @@ extension ServerAPI {
         do { filter = try SubscriptionStatusQuery(queryItems: query) } catch {
             throw ServerAPIFailure(status: 400, error: error)
         }
-        let tx = try await requireTransaction(transactionId, app: app, environment: environment)
+        let tx = try await requireTransaction(
+            transactionId,
+            app: app,
+            environment: environment,
+            acceptsAppTransactionId: true
+        )
         let subscriptions = try await store.subscriptions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
@@ -210,7 +227,12 @@ extension ServerAPI {
         async throws
         -> RefundHistoryResponse
     {
-        let tx = try await requireTransaction(transactionId, app: app, environment: environment)
+        let tx = try await requireTransaction(
+            transactionId,
+            app: app,
+            environment: environment,
+            acceptsAppTransactionId: true
+        )
         let refunded = try await store.transactions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
@@ -278,7 +300,7 @@ extension ServerAPI {
         // not to one subscription (NotificationHistoryRequest).
         var customerTransactions: Set<String>?
         if let id = request.transactionId {
-            let tx = try await requireTransaction(id, app: app, environment: environment)
+            let tx = try await requireTransaction(id, app: app, environment: environment, acceptsAppTransactionId: true)
             customerTransactions = Set(
                 try await store.transactions(
                     accountId: tx.accountId,
@@ -316,16 +338,35 @@ extension ServerAPI {
 
     // MARK: Helpers
 
-    private func requireTransaction(_ id: String, app: SimApp, environment: AppStoreEnvironment) async throws
-        -> SimTransaction
-    {
-        guard !id.isEmpty, id.count <= 30, id.allSatisfy(\.isNumber) else {
-            throw ServerAPIFailure(.invalidTransactionId)
+    /// The transaction a call names. Calls about a customer take any of their ids (Apple's `anyTransactionId`): a
+    /// transaction id, original or not, or the customer's app transaction id, which stands for their first
+    /// transaction here. Calls about one transaction refuse an app transaction id with `appTransactionIdNotSupported`.
+    func requireTransaction(
+        _ id: String,
+        app: SimApp,
+        environment: AppStoreEnvironment,
+        acceptsAppTransactionId: Bool = false
+    ) async throws -> SimTransaction {
+        guard Self.isTransactionId(id) else { throw ServerAPIFailure(.invalidTransactionId) }
+        if let tx = try await store.transaction(id: id, on: store.sql) {
+            guard tx.appAppleId == app.appAppleId, tx.environment == environment.rawValue else {
+                throw ServerAPIFailure(.transactionIdNotFound)
+            }
+            return tx
         }
-        guard let tx = try await store.transaction(id: id, on: store.sql), tx.appAppleId == app.appAppleId,
-            tx.environment == environment.rawValue
-        else { throw ServerAPIFailure(.transactionIdNotFound) }
-        return tx
+        for accountId in try await store.customers(appAppleId: app.appAppleId, environment: environment.rawValue, on: store.sql)
+        where receipts.appTransactionId(accountId: accountId, app: app) == id {
+            guard acceptsAppTransactionId else { throw ServerAPIFailure(.appTransactionIdNotSupported) }
+            if let first = try await store.transactions(
+                accountId: accountId,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                on: store.sql
+            ).first {
+                return first
+            }
+        }
+        throw ServerAPIFailure(.transactionIdNotFound)
     }
 
     /// Pages of 20; the revision is the base64url offset of the next page.

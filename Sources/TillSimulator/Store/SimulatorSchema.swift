@@ -104,6 +104,74 @@ enum SimulatorSchema {
                 "CREATE INDEX sim_notifications_due ON sim_notifications (state, next_attempt_at)",
                 "CREATE INDEX sim_notifications_app ON sim_notifications (app_apple_id, environment, created_at)",
             ]
-        )
+        ),
+        // The App Store Server API's calls that change or record something: consumption information, renewal-date
+        // extensions (one subscription, or every active subscriber of a product), and Retention Messaging.
+        Migration(
+            "002-server-api-2026",
+            [
+                """
+                CREATE TABLE sim_consumption (
+                    id TEXT PRIMARY KEY, transaction_id TEXT NOT NULL, app_apple_id BIGINT NOT NULL,
+                    environment TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
+                    requested_at BIGINT, received_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_consumption_app ON sim_consumption (app_apple_id, environment, received_at)",
+                """
+                CREATE TABLE sim_extensions (
+                    request_identifier TEXT NOT NULL, original_transaction_id TEXT NOT NULL,
+                    app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL, mass_request_identifier TEXT,
+                    extend_by_days INTEGER NOT NULL, extend_reason_code INTEGER NOT NULL, succeeded BOOLEAN NOT NULL,
+                    web_order_line_item_id TEXT, effective_date BIGINT, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app_apple_id, environment, request_identifier, original_transaction_id))
+                """,
+                "CREATE INDEX sim_extensions_subscription ON sim_extensions (original_transaction_id, created_at)",
+                """
+                CREATE TABLE sim_mass_extensions (
+                    request_identifier TEXT NOT NULL, app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL,
+                    product_id TEXT NOT NULL, storefront_country_codes TEXT NOT NULL, extend_by_days INTEGER NOT NULL,
+                    extend_reason_code INTEGER NOT NULL, complete BOOLEAN NOT NULL, complete_date BIGINT,
+                    succeeded_count INTEGER NOT NULL, failed_count INTEGER NOT NULL, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app_apple_id, environment, request_identifier))
+                """,
+                """
+                CREATE TABLE sim_retention_images (
+                    app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL, image_identifier TEXT NOT NULL,
+                    image_size TEXT NOT NULL, state TEXT NOT NULL, png TEXT NOT NULL, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app_apple_id, environment, image_identifier))
+                """,
+                """
+                CREATE TABLE sim_retention_messages (
+                    app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL, message_identifier TEXT NOT NULL,
+                    state TEXT NOT NULL, content TEXT NOT NULL, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app_apple_id, environment, message_identifier))
+                """,
+                """
+                CREATE TABLE sim_retention_defaults (
+                    app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL, product_id TEXT NOT NULL,
+                    locale TEXT NOT NULL, message_identifier TEXT NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (app_apple_id, environment, product_id, locale))
+                """,
+                """
+                CREATE TABLE sim_retention_settings (
+                    app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL, realtime_url TEXT,
+                    updated_at BIGINT NOT NULL, PRIMARY KEY (app_apple_id, environment))
+                """,
+                """
+                CREATE TABLE sim_retention_requests (
+                    request_identifier TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL, product_id TEXT NOT NULL, user_locale TEXT NOT NULL,
+                    performance_test_id TEXT, outcome TEXT NOT NULL, response TEXT, duration_ms INTEGER,
+                    created_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_retention_requests_app ON sim_retention_requests (app_apple_id, environment, created_at)",
+                """
+                CREATE TABLE sim_performance_tests (
+                    request_id TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL, environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL, target TEXT NOT NULL, result TEXT NOT NULL,
+                    summary TEXT, created_at BIGINT NOT NULL)
+                """,
+            ]
+        ),
     ]
 }

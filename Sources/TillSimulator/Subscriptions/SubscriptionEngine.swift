@@ -310,6 +310,7 @@ public struct SubscriptionRenewalService: Service {
             let seen = simulator.subscriptions.due.current
             do {
                 try await simulator.subscriptions.processDueSubscriptions()
+                try await simulator.subscriptions.processMassExtensions()
             } catch {
                 simulator.logger.warning("subscription renewal failed: \(error)")
             }

@@ -1,0 +1,121 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import TillCore
+import TillFormats
+import TillHTTPKit
+
+/// Apple's own endpoints, per environment: verifyReceipt, and the App Store Server API (``addServerAPIRoutes``).
+func addAppleRoutes(to router: Router<SimulatorRequestContext>, _ simulator: Simulator) {
+    router.on("{environment}/verifyReceipt", method: .post) { request, context in
+        try await verifyReceipt(request, context, simulator)
+    }
+    for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
+        router.on("{environment}/verifyReceipt", method: method) { request, context in
+            try await verifyReceipt(request, context, simulator)
+        }
+    }
+    addServerAPIRoutes(to: router.group("{environment}/inApps"), ServerAPICall(simulator: simulator))
+}
+
+/// Applies an endpoint's fault: latency, then an outage or nothing. Returns the rule for status faults.
+private func applyFault(_ simulator: Simulator, _ environment: AppStoreEnvironment, _ endpoint: FaultEndpoint)
+    async throws -> FaultRule?
+{
+    guard let rule = simulator.faults.take(environment: environment, endpoint: endpoint) else { return nil }
+    if let latency = rule.latency { try await Task.sleep(for: .seconds(latency)) }
+    if rule.outage == .hang { try await Task.sleep(for: .seconds(rule.hangSeconds ?? 300)) }
+    return rule
+}
+
+private func verifyReceipt(_ request: Request, _ context: SimulatorRequestContext, _ simulator: Simulator) async throws
+    -> Response
+{
+    let environment = try environment(context)
+    if let rule = try await applyFault(simulator, environment, .verifyReceipt) {
+        if rule.outage != nil { return Response(status: .serviceUnavailable) }
+        if let status = rule.status {
+            let retryable = (21100...21199).contains(status) ? (rule.isRetryable ?? true) : nil
+            return try jsonResponse(
+                VerifyReceiptResponse(status: ReceiptStatus(status), isRetryable: retryable),
+                context: context
+            )
+        }
+    }
+    var request = request
+    let body = try? await request.collectBody(upTo: 2 * 1024 * 1024)
+    let response = await simulator.receipts.verifyReceipt(
+        body: body.map { Array($0.readableBytesView) },
+        isPOST: request.method == .post,
+        environment: environment
+    )
+    return try jsonResponse(response, context: context)
+}
+
+/// One call of the App Store Server API as Apple answers it: the environment's faults, then the bearer token, then
+/// the call; Apple's error body (`{"errorCode","errorMessage"}`, none for 401) for a ``ServerAPIFailure``, and
+/// 500 `generalInternal` for anything unexpected.
+struct ServerAPICall: Sendable {
+    let simulator: Simulator
+
+    /// The largest request body a call reads (Retention Messaging's images are the largest).
+    static let bodyLimit = 5 * 1024 * 1024
+
+    /// A call answered with a JSON body.
+    func json<T: Encodable>(
+        _ request: Request,
+        _ context: SimulatorRequestContext,
+        _ call: @escaping (SimApp, AppStoreEnvironment, [UInt8]) async throws -> T
+    ) async throws -> Response {
+        try await answer(request, context) { app, environment, body in
+            try jsonResponse(try await call(app, environment, body), context: context)
+        }
+    }
+
+    /// A call answered with a status and no body (Apple's 200 or 202 for PUTs and DELETEs).
+    func empty(
+        _ request: Request,
+        _ context: SimulatorRequestContext,
+        status: HTTPResponse.Status = .ok,
+        _ call: @escaping (SimApp, AppStoreEnvironment, [UInt8]) async throws -> Void
+    ) async throws -> Response {
+        try await answer(request, context) { app, environment, body in
+            try await call(app, environment, body)
+            return Response(status: status)
+        }
+    }
+
+    private func answer(
+        _ request: Request,
+        _ context: SimulatorRequestContext,
+        _ call: (SimApp, AppStoreEnvironment, [UInt8]) async throws -> Response
+    ) async throws -> Response {
+        let environment = try environment(context)
+        var request = request
+        do {
+            let body = try await request.collectBody(upTo: Self.bodyLimit)
+            if let rule = try await applyFault(simulator, environment, .serverAPI) {
+                if rule.outage != nil { return Response(status: .serviceUnavailable) }
+                if rule.rateLimited == true { throw ServerAPIFailure(.rateLimitExceeded) }
+            }
+            let app = try await simulator.serverAPI.authenticate(authorization: request.headers[.authorization])
+            return try await call(app, environment, Array(body.readableBytesView))
+        } catch let failure as ServerAPIFailure {
+            guard let error = failure.error else { return Response(status: .init(code: failure.status)) }
+            return try jsonResponse(error, status: .init(code: failure.status), context: context)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            return try jsonResponse(APIError(.generalBadRequest), status: .badRequest, context: context)
+        } catch {
+            simulator.logger.error("App Store Server API request failed: \(error)")
+            return try jsonResponse(APIError(.generalInternal), status: .internalServerError, context: context)
+        }
+    }
+}
+
+/// A path parameter of a Server API route.
+func parameter(_ context: SimulatorRequestContext, _ name: String) throws -> String {
+    try context.parameters.require(name)
+}

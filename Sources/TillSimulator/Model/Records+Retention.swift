@@ -1,0 +1,66 @@
+import Foundation
+
+/// An image uploaded for retention messages (PNG, base64 in the row).
+struct SimRetentionImage: Codable, Sendable, Hashable {
+    var appAppleId: Int64
+    var environment: String
+    var imageIdentifier: String
+    /// `FULL_SIZE` or `BULLET_POINT`.
+    var imageSize: String
+    /// `PENDING`, `APPROVED` or `REJECTED`.
+    var state: String
+    var png: String
+    var createdAt: Int64
+}
+
+/// A retention message: its content as uploaded (`UploadMessageRequestBody`, JSON) and its review state.
+struct SimRetentionMessage: Codable, Sendable, Hashable {
+    var appAppleId: Int64
+    var environment: String
+    var messageIdentifier: String
+    var state: String
+    var content: String
+    var createdAt: Int64
+}
+
+/// The message shown for a product and locale when the realtime URL gives none.
+struct SimRetentionDefault: Codable, Sendable, Hashable {
+    var appAppleId: Int64
+    var environment: String
+    var productId: String
+    var locale: String
+    var messageIdentifier: String
+    var updatedAt: Int64
+}
+
+/// One call of the developer's realtime URL: a customer about to cancel, or a performance test's request.
+public struct SimRetentionRequest: Codable, Sendable, Hashable {
+    public var requestIdentifier: String
+    public var appAppleId: Int64
+    public var environment: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var userLocale: String
+    public var performanceTestId: String?
+    /// `PENDING`, then `SUCCESS` or the failure (`TIMED_OUT`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, `INVALID_RESPONSE`,
+    /// `NO_RESPONSE`, …), as Apple's performance test counts them.
+    public var outcome: String
+    /// The developer's answer, as sent.
+    public var response: String?
+    public var durationMs: Int?
+    public var createdAt: Int64
+}
+
+/// A performance test of a realtime URL (sandbox).
+struct SimPerformanceTest: Codable, Sendable, Hashable {
+    var requestId: String
+    var appAppleId: Int64
+    var environment: String
+    var originalTransactionId: String
+    var target: String
+    /// `PENDING`, `PASS` or `FAIL`.
+    var result: String
+    /// The configuration it ran with (`PerformanceTestConfig`, JSON).
+    var summary: String?
+    var createdAt: Int64
+}

@@ -1,0 +1,202 @@
+import Foundation
+import SQLKit
+import TillCore
+import TillStorage
+
+/// Retention Messaging: images, messages, default messages, the realtime URL, its calls and performance tests.
+extension SimulatorStore {
+    // MARK: Images
+
+    func insert(_ image: SimRetentionImage, on db: any SQLDatabase) async throws {
+        try await db.insert(into: "sim_retention_images").model(image, with: Self.encoding).run()
+    }
+
+    func retentionImage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> SimRetentionImage?
+    {
+        try await db.select().column("*").from("sim_retention_images").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("image_identifier", .equal, id)
+            .first(decoding: SimRetentionImage.self, with: Self.decoding)
+    }
+
+    func retentionImages(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> [SimRetentionImage]
+    {
+        try await db.select().column("*").from("sim_retention_images").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).orderBy("created_at").orderBy("image_identifier")
+            .all(decoding: SimRetentionImage.self, with: Self.decoding)
+    }
+
+    func deleteRetentionImage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase)
+        async throws
+    {
+        try await db.delete(from: "sim_retention_images").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("image_identifier", .equal, id).run()
+    }
+
+    func setRetentionImageState(
+        _ id: String,
+        appAppleId: Int64,
+        environment: String,
+        state: String,
+        on db: any SQLDatabase
+    ) async throws {
+        try await db.update("sim_retention_images").set("state", to: state).where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("image_identifier", .equal, id).run()
+    }
+
+    // MARK: Messages
+
+    func insert(_ message: SimRetentionMessage, on db: any SQLDatabase) async throws {
+        try await db.insert(into: "sim_retention_messages").model(message, with: Self.encoding).run()
+    }
+
+    func retentionMessage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> SimRetentionMessage?
+    {
+        try await db.select().column("*").from("sim_retention_messages").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("message_identifier", .equal, id)
+            .first(decoding: SimRetentionMessage.self, with: Self.decoding)
+    }
+
+    func retentionMessages(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> [SimRetentionMessage]
+    {
+        try await db.select().column("*").from("sim_retention_messages").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).orderBy("created_at").orderBy("message_identifier")
+            .all(decoding: SimRetentionMessage.self, with: Self.decoding)
+    }
+
+    func deleteRetentionMessage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase)
+        async throws
+    {
+        try await db.delete(from: "sim_retention_messages").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("message_identifier", .equal, id).run()
+    }
+
+    func setRetentionMessageState(
+        _ id: String,
+        appAppleId: Int64,
+        environment: String,
+        state: String,
+        on db: any SQLDatabase
+    ) async throws {
+        try await db.update("sim_retention_messages").set("state", to: state)
+            .where("app_apple_id", .equal, appAppleId).where("environment", .equal, environment)
+            .where("message_identifier", .equal, id).run()
+    }
+
+    // MARK: Default messages
+
+    func upsert(_ configuration: SimRetentionDefault, on db: any SQLDatabase) async throws {
+        try await deleteRetentionDefault(
+            productId: configuration.productId,
+            locale: configuration.locale,
+            appAppleId: configuration.appAppleId,
+            environment: configuration.environment,
+            on: db
+        )
+        try await db.insert(into: "sim_retention_defaults").model(configuration, with: Self.encoding).run()
+    }
+
+    func retentionDefault(
+        productId: String,
+        locale: String,
+        appAppleId: Int64,
+        environment: String,
+        on db: any SQLDatabase
+    ) async throws -> SimRetentionDefault? {
+        try await db.select().column("*").from("sim_retention_defaults").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("product_id", .equal, productId)
+            .where("locale", .equal, locale).first(decoding: SimRetentionDefault.self, with: Self.decoding)
+    }
+
+    func retentionDefaults(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> [SimRetentionDefault]
+    {
+        try await db.select().column("*").from("sim_retention_defaults").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).orderBy("product_id").orderBy("locale")
+            .all(decoding: SimRetentionDefault.self, with: Self.decoding)
+    }
+
+    func deleteRetentionDefault(
+        productId: String,
+        locale: String,
+        appAppleId: Int64,
+        environment: String,
+        on db: any SQLDatabase
+    ) async throws {
+        try await db.delete(from: "sim_retention_defaults").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("product_id", .equal, productId)
+            .where("locale", .equal, locale).run()
+    }
+
+    // MARK: Realtime URL
+
+    private struct RealtimeURLRow: Codable { var realtimeUrl: String? }
+
+    func realtimeURL(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws -> String? {
+        try await db.select().column("realtime_url").from("sim_retention_settings")
+            .where("app_apple_id", .equal, appAppleId).where("environment", .equal, environment)
+            .first(decoding: RealtimeURLRow.self, with: Self.decoding)?.realtimeUrl
+    }
+
+    func setRealtimeURL(_ url: String?, appAppleId: Int64, environment: String, at: Int64, on db: any SQLDatabase)
+        async throws
+    {
+        try await db.raw(
+            """
+            INSERT INTO sim_retention_settings (app_apple_id, environment, realtime_url, updated_at)
+            VALUES (\(bind: appAppleId), \(bind: environment), \(bind: url), \(bind: at))
+            ON CONFLICT (app_apple_id, environment) DO UPDATE SET realtime_url = \(bind: url), updated_at = \(bind: at)
+            """
+        ).run()
+    }
+
+    // MARK: Realtime requests and performance tests
+
+    func insert(_ request: SimRetentionRequest, on db: any SQLDatabase) async throws {
+        try await db.insert(into: "sim_retention_requests").model(request, with: Self.encoding).run()
+    }
+
+    func update(_ request: SimRetentionRequest, on db: any SQLDatabase) async throws {
+        try await db.update("sim_retention_requests").set(model: request, with: Self.encoding)
+            .where("request_identifier", .equal, request.requestIdentifier).run()
+    }
+
+    func retentionRequests(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> [SimRetentionRequest]
+    {
+        try await db.select().column("*").from("sim_retention_requests").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where("performance_test_id", .is, SQLLiteral.null)
+            .orderBy("created_at").all(decoding: SimRetentionRequest.self, with: Self.decoding)
+    }
+
+    func retentionRequests(performanceTestId: String, on db: any SQLDatabase) async throws -> [SimRetentionRequest] {
+        try await db.select().column("*").from("sim_retention_requests")
+            .where("performance_test_id", .equal, performanceTestId).orderBy("created_at")
+            .all(decoding: SimRetentionRequest.self, with: Self.decoding)
+    }
+
+    func insert(_ test: SimPerformanceTest, on db: any SQLDatabase) async throws {
+        try await db.insert(into: "sim_performance_tests").model(test, with: Self.encoding).run()
+    }
+
+    func update(_ test: SimPerformanceTest, on db: any SQLDatabase) async throws {
+        try await db.update("sim_performance_tests").set(model: test, with: Self.encoding)
+            .where("request_id", .equal, test.requestId).run()
+    }
+
+    func performanceTest(requestId: String, on db: any SQLDatabase) async throws -> SimPerformanceTest? {
+        try await db.select().column("*").from("sim_performance_tests").where("request_id", .equal, requestId)
+            .first(decoding: SimPerformanceTest.self, with: Self.decoding)
+    }
+
+    func performanceTests(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+        -> [SimPerformanceTest]
+    {
+        try await db.select().column("*").from("sim_performance_tests").where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).orderBy("created_at")
+            .all(decoding: SimPerformanceTest.self, with: Self.decoding)
+    }
+}
