@@ -128,6 +128,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
     }
 
     addServerAPIAdminRoutes(to: group, simulator)
+    addOfferAdminRoutes(to: group, simulator)
 
     group.get("accounts") { _, context in
         try jsonResponse(try await simulator.appStoreConnect.accounts(), context: context)

@@ -14,6 +14,11 @@ struct ProductsInput: Codable {
 
 struct BundleInput: Codable { var bundleId: String }
 
+struct RedeemInput: Codable {
+    var bundleId: String
+    var code: String
+}
+
 /// StoreKit as an app on a device sees it.
 func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator: Simulator) {
     group.get("devices/{device}/can-make-payments") { _, context in
@@ -30,21 +35,21 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
             throw TillHTTPError.badRequest("tooManyProducts", "at most 200 product identifiers per request")
         }
         let environment = try environment(context)
-        var storefront = "USA"
+        var account: SimAccount?
         if let deviceId = input.deviceId {
-            storefront = try await simulator.store.requireDevice(
+            account = try await simulator.store.requireDevice(
                 deviceId,
                 environment: environment,
                 on: simulator.store.sql
-            )
-            .1.storefront
+            ).1
         }
         let response = try await simulator.payments.lookUpProducts(
             bundleId: input.bundleId,
             productIds: input.productIdentifiers,
-            storefront: storefront,
+            storefront: account?.storefront ?? "USA",
             locale: input.locale ?? "en-US",
-            environment: environment
+            environment: environment,
+            account: account
         )
         return try jsonResponse(response, context: context)
     }
@@ -52,6 +57,19 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let input = try await decodeBody(PaymentRequest.self, from: request, context: context)
         return try jsonResponse(
             try await simulator.payments.addPayment(input, environment: try environment(context)),
+            context: context
+        )
+    }
+    // The offer code redemption sheet (`presentOfferCodeRedeemSheet`): the customer types a code.
+    group.post("devices/{device}/offer-codes/redeem") { request, context in
+        let input = try await decodeBody(RedeemInput.self, from: request, context: context)
+        return try jsonResponse(
+            try await simulator.payments.redeemOfferCode(
+                input.code,
+                deviceId: try context.parameters.require("device"),
+                bundleId: input.bundleId,
+                environment: try environment(context)
+            ),
             context: context
         )
     }

@@ -67,7 +67,8 @@ public struct SimulatorConfiguration: Sendable {
 /// - `payments`: StoreKit on a device: product lookup, payments, the transaction queue, restore;
 /// - `serverAPI`: the App Store Server API;
 /// - `appStoreConnect`: apps, keys, products, sandbox accounts and devices;
-/// - `retention`: Retention Messaging: images, messages, default messages, the realtime URL and its calls.
+/// - `retention`: Retention Messaging: images, messages, default messages, the realtime URL and its calls;
+/// - `offers`: introductory and promotional offers, offer codes and win-back offers, and who gets which.
 ///
 /// The HTTP layer (``buildSimulatorApplication(_:)``) and the background services call the rooms.
 public final class Simulator: Sendable {
@@ -83,6 +84,7 @@ public final class Simulator: Sendable {
     public let serverAPI: ServerAPI
     public let appStoreConnect: AppStoreConnect
     public let retention: RetentionMessaging
+    public let offers: Offers
     let store: SimulatorStore
     let logger: Logger
 
@@ -99,11 +101,13 @@ public final class Simulator: Sendable {
             roots: [signer.receiptAuthority.root],
             intermediates: [signer.receiptAuthority.intermediate]
         )
+        let offers = Offers(database: database, store: store, clock: clock)
         // Kept for the simulator's life, so that their caches of checked signers and chains are used.
         let receiptVerifier = ReceiptVerifier(.init(anchors: anchors))
         let transactionReceiptVerifier = TransactionReceiptVerifier(.init(anchors: anchors))
         let receipts = Receipts(
             store: store,
+            offers: offers,
             signer: signer,
             clock: clock,
             logger: logger,
@@ -133,7 +137,8 @@ public final class Simulator: Sendable {
             clock: clock,
             faults: faults,
             receipts: receipts,
-            notifications: notifications
+            notifications: notifications,
+            offers: offers
         )
         let serverAPI = ServerAPI(
             database: database,
@@ -172,6 +177,7 @@ public final class Simulator: Sendable {
         self.serverAPI = serverAPI
         self.appStoreConnect = appStoreConnect
         self.retention = retention
+        self.offers = offers
     }
 
     /// Opens (and migrates) the simulator's database, restores its clock and authorities.

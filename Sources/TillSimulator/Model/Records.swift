@@ -1,5 +1,6 @@
 import Foundation
 import TillCore
+import TillFormats
 
 /// An app in the App Store Connect stand-in.
 public struct SimApp: Codable, Sendable, Hashable {
@@ -156,8 +157,22 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     /// (``HistoryRevision``).
     public var signedSequence: Int64
     public var createdAt: Int64
+    /// The offer's identifier (promotional, win-back), or the offer code's reference name; nil for an introductory
+    /// offer and without an offer.
+    public var offerIdentifier: String? = nil
+    /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT` or `ONE_TIME`, with `offerType`.
+    public var offerDiscountType: String? = nil
+    /// The whole offer's length (ISO 8601), with `offerType`.
+    public var offerPeriod: String? = nil
+    /// The refunded share of a prorated refund, in milliunits (50000 = 50 %).
+    public var revocationPercentage: Int? = nil
 
     public var type: ProductType { ProductType(rawValue: productType) ?? .consumable }
+
+    /// Whether this period is an introductory offer's paid period (`is_in_intro_offer_period`).
+    public var isInIntroOfferPeriod: Bool {
+        offerType == OfferType.introductoryOffer.rawValue && offerDiscountType != OfferDiscountType.freeTrial.rawValue
+    }
 }
 
 /// An entry of a device's payment queue.
@@ -202,6 +217,19 @@ public struct SimSubscription: Codable, Sendable, Hashable {
     public var lastTransactionId: String
     public var recentStartDate: Int64
     public var updatedAt: Int64
+    /// The offer the next renewals get (JSON `AppliedOffer`): the rest of a pay-as-you-go offer, or a promotional
+    /// offer or offer code redeemed during a paid period.
+    public var offer: String? = nil
+    /// What the next renewal charges when no offer applies, in milliunits of the storefront's currency: the price
+    /// subscribed at, or the increased price the customer accepted. Nil: the product's current price.
+    public var renewalPrice: Int64? = nil
+    /// The customer's answer to a price increase: 0 not yet (consent required), 1 consented or only notified.
+    public var priceIncreaseStatus: Int? = nil
+
+    var appliedOffer: AppliedOffer? {
+        get { offer.flatMap { try? JSONDecoder().decode(AppliedOffer.self, from: Data($0.utf8)) } }
+        set { offer = newValue.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) } }
+    }
 }
 
 /// An App Store Server Notification and its delivery.

@@ -42,13 +42,18 @@ public enum SubscriptionPeriod: String, Codable, Sendable, CaseIterable {
 }
 
 /// StoreKit's `SKError.Code` values the simulator reports for failed payments.
-public enum StoreKitErrorCode: Int, Codable, Sendable {
+public enum StoreKitErrorCode: Int, Codable, Sendable, Error {
     case unknown = 0
     case clientInvalid = 1
     case paymentCancelled = 2
     case paymentInvalid = 3
     case paymentNotAllowed = 4
     case storeProductNotAvailable = 5
+    case invalidOfferIdentifier = 11
+    case invalidSignature = 12
+    case missingOfferParams = 13
+    case invalidOfferPrice = 14
+    case ineligibleForOffer = 18
 
     public var message: String {
         switch self {
@@ -58,6 +63,11 @@ public enum StoreKitErrorCode: Int, Codable, Sendable {
         case .paymentInvalid: "The payment parameters were not recognized."
         case .paymentNotAllowed: "This account is not allowed to make payments."
         case .storeProductNotAvailable: "The product is not available in this storefront."
+        case .invalidOfferIdentifier: "The offer identifier is not valid."
+        case .invalidSignature: "The offer's signature is not valid."
+        case .missingOfferParams: "Parameters are missing in the payment discount."
+        case .invalidOfferPrice: "The price of the offer is not valid."
+        case .ineligibleForOffer: "The customer is not eligible for the offer."
         }
     }
 }

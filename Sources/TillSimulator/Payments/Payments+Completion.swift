@@ -14,6 +14,7 @@ extension Payments {
         account: SimAccount,
         app: SimApp,
         product: SimProduct,
+        offer: OfferChoice?,
         on db: any SQLDatabase
     ) async throws -> SimTransaction {
         let environment = account.appStoreEnvironment
@@ -55,6 +56,13 @@ extension Payments {
         tx.originalTransactionId = tx.transactionId
         var notification: (NotificationType, NotificationSubtype?)?
 
+        if let offer, product.type != .autoRenewable {
+            // An offer code of a one-time product: the discounted price for each item, no duration.
+            tx.offerType = OfferType.subscriptionOfferCode.rawValue
+            tx.offerIdentifier = offer.offer.offerIdentifier
+            tx.offerDiscountType = offer.offer.discountType.rawValue
+            tx.price = offer.offer.price(in: account.storefront, regular: price).price * Int64(payment.quantity)
+        }
         switch product.type {
         case .consumable, .nonRenewing:
             notification = (.oneTimeCharge, nil)
@@ -74,14 +82,23 @@ extension Payments {
                 notification = (.oneTimeCharge, nil)
             }
         case .autoRenewable:
-            let result = try await purchaseSubscription(tx: tx, account: account, app: app, product: product, on: db)
+            let result = try await purchaseSubscription(
+                tx: tx,
+                account: account,
+                app: app,
+                product: product,
+                offer: offer?.offer,
+                on: db
+            )
             tx = result.transaction
             notification = result.notification
+            try await recordRedemption(offer, account: account, transaction: tx, on: db)
             if result.reusesExisting {
                 try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
                 return tx
             }
         }
+        if product.type != .autoRenewable { try await recordRedemption(offer, account: account, transaction: tx, on: db) }
         try await store.insert(tx, on: db)
         try await shareWithFamily(tx, account: account, product: product, on: db)
         try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
@@ -112,12 +129,17 @@ extension Payments {
         }
     }
 
-    /// Subscribing inside a group: first purchase, resubscription, upgrade, downgrade or crossgrade.
+    /// Subscribing inside a group: first purchase, resubscription, upgrade, downgrade or crossgrade, with an offer
+    /// or without. An offer bought with the plan already running (a promotional offer or offer code for the current
+    /// product, or with a downgrade) starts at the next renewal: no transaction now, OFFER_REDEEMED, and the
+    /// renewal info names it. With an upgrade it starts now (OFFER_REDEEMED / UPGRADE). Bought to subscribe or
+    /// resubscribe, it is the new period's (SUBSCRIBED).
     func purchaseSubscription(
         tx: SimTransaction,
         account: SimAccount,
         app: SimApp,
         product: SimProduct,
+        offer: SimOffer?,
         on db: any SQLDatabase
     ) async throws -> (
         transaction: SimTransaction, notification: (NotificationType, NotificationSubtype?)?, reusesExisting: Bool
@@ -126,9 +148,11 @@ extension Payments {
         let environment = account.appStoreEnvironment
         let group = product.subscriptionGroup ?? product.productId
         let period = product.subscriptionPeriod ?? .oneMonth
+        let regular = product.prices[account.storefront] ?? StorefrontPrice(price: tx.price, currency: tx.currency)
         let now = tx.purchaseDate
         tx.subscriptionGroup = group
         tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
+        tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
 
         guard
             var subscription = try await store.subscription(
@@ -139,8 +163,11 @@ extension Payments {
                 on: db
             )
         else {
-            tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
-            try await store.upsert(newSubscription(tx, account: account, app: app), on: db)
+            var created = newSubscription(tx, account: account, app: app)
+            if let offer { created.appliedOffer = apply(offer, to: &tx, storefront: account.storefront, regular: regular) }
+            created.expiresDate = tx.expiresDate!
+            created.renewalPrice = regular.price
+            try await store.upsert(created, on: db)
             return (tx, (.subscribed, .initialBuy), false)
         }
 
@@ -148,15 +175,15 @@ extension Payments {
         if let first = try await store.transaction(id: subscription.originalTransactionId, on: db) {
             tx.originalPurchaseDate = first.originalPurchaseDate
         }
-        let active =
-            subscription.status == SubscriptionStatus.active.rawValue
-            || subscription.status == SubscriptionStatus.gracePeriod.rawValue
-            || subscription.status == SubscriptionStatus.billingRetry.rawValue
 
-        if !active {
+        if !Offers.isActive(subscription) {
             // Resubscribing after expiry or revocation keeps the original transaction id of the group.
-            tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
             subscription = newSubscription(tx, account: account, app: app, keeping: subscription)
+            if let offer {
+                subscription.appliedOffer = apply(offer, to: &tx, storefront: account.storefront, regular: regular)
+            }
+            subscription.expiresDate = tx.expiresDate!
+            subscription.renewalPrice = regular.price
             try await store.upsert(subscription, on: db)
             return (tx, (.subscribed, .resubscribe), false)
         }
@@ -169,7 +196,8 @@ extension Payments {
             )
         }
         if product.productId == subscription.productId {
-            // Already subscribed to this product: nothing is charged; a pending change is reverted.
+            // Already subscribed to this product: nothing is charged; a pending change is reverted, and an offer
+            // waits for the next renewal.
             var change: (NotificationType, NotificationSubtype?)?
             if subscription.autoRenewProductId != product.productId {
                 subscription.autoRenewProductId = product.productId
@@ -177,6 +205,10 @@ extension Payments {
             } else if !subscription.autoRenewStatus {
                 subscription.autoRenewStatus = true
                 change = (.didChangeRenewalStatus, .autoRenewEnabled)
+            }
+            if let offer {
+                subscription.appliedOffer = pending(offer, storefront: account.storefront, regular: regular)
+                change = (.offerRedeemed, nil)
             }
             subscription.updatedAt = now
             try await store.upsert(subscription, on: db)
@@ -189,11 +221,13 @@ extension Payments {
             product.groupLevel < (current?.groupLevel ?? Int.max)
             || (product.groupLevel == current?.groupLevel && period == currentPeriod)
         guard immediate else {
-            // Downgrades, and crossgrades to another duration, start at the next renewal.
+            // Downgrades, and crossgrades to another duration, start at the next renewal, with their offer.
             subscription.autoRenewProductId = product.productId
+            subscription.appliedOffer = offer.map { pending($0, storefront: account.storefront, regular: regular) }
+            subscription.renewalPrice = regular.price
             subscription.updatedAt = now
             try await store.upsert(subscription, on: db)
-            return (latest, (.didChangeRenewalPref, .downgrade), true)
+            return (latest, (offer == nil ? .didChangeRenewalPref : .offerRedeemed, .downgrade), true)
         }
         // Upgrades, and crossgrades of the same duration, start now; the current period is cancelled. The app account
         // token carries over unless the payment names one.
@@ -203,7 +237,8 @@ extension Payments {
         replaced.revocationDate = now
         replaced.signedSequence = try await store.nextSequence(on: db)
         try await store.update(replaced, on: db)
-        tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
+        subscription.appliedOffer = offer.map { apply($0, to: &tx, storefront: account.storefront, regular: regular) }
+            ?? nil
         subscription.productId = product.productId
         subscription.autoRenewProductId = product.productId
         subscription.expiresDate = tx.expiresDate!
@@ -211,9 +246,71 @@ extension Payments {
         subscription.status = SubscriptionStatus.active.rawValue
         subscription.billingRetry = false
         subscription.gracePeriodExpiresDate = nil
+        subscription.renewalPrice = regular.price
         subscription.updatedAt = now
         try await store.upsert(subscription, on: db)
-        return (tx, (.didChangeRenewalPref, .upgrade), false)
+        return (tx, (offer == nil ? .didChangeRenewalPref : .offerRedeemed, .upgrade), false)
+    }
+
+    /// Puts an offer on the period `tx` starts: its type, identifier, payment mode, length and price, and the end
+    /// of a free trial or pay-up-front offer. Returns what the following renewals still get (pay as you go).
+    func apply(_ offer: SimOffer, to tx: inout SimTransaction, storefront: String, regular: StorefrontPrice)
+        -> AppliedOffer?
+    {
+        let charged = offer.price(in: storefront, regular: regular)
+        tx.offerType = offer.kind.offerType.rawValue
+        tx.offerIdentifier = offer.kind == .introductory ? nil : offer.offerIdentifier
+        tx.offerDiscountType = offer.discountType.rawValue
+        tx.offerPeriod = offer.offerPeriod
+        tx.price = charged.price
+        tx.currency = charged.currency
+        tx.isTrial = offer.kind == .introductory && offer.discountType == .freeTrial
+        if offer.discountType != .payAsYouGo, let duration = offer.duration {
+            let environment = AppStoreEnvironment(tx.environment)
+            let rate = environment == .production ? RenewalRate.realTime : clock.rate
+            tx.expiresDate = duration.end(from: Date(milliseconds: tx.purchaseDate), rate: rate).millisecondsSince1970
+        }
+        guard offer.discountType == .payAsYouGo, offer.periods > 1 else { return nil }
+        var remaining = pending(offer, storefront: storefront, regular: regular)
+        remaining.remainingRenewals = offer.periods - 1
+        return remaining
+    }
+
+    /// An offer that starts at the next renewal.
+    func pending(_ offer: SimOffer, storefront: String, regular: StorefrontPrice) -> AppliedOffer {
+        AppliedOffer(
+            type: offer.kind.offerType.rawValue,
+            identifier: offer.kind == .introductory ? nil : offer.offerIdentifier,
+            discountType: offer.discountType.rawValue,
+            period: offer.offerPeriod,
+            price: offer.price(in: storefront, regular: regular).price,
+            remainingRenewals: offer.discountType == .payAsYouGo ? offer.periods : 1
+        )
+    }
+
+    /// Remembers who redeemed which offer (custom codes count their redemptions; one-time-use codes are spent).
+    func recordRedemption(
+        _ offer: OfferChoice?,
+        account: SimAccount,
+        transaction: SimTransaction,
+        on db: any SQLDatabase
+    ) async throws {
+        guard let offer else { return }
+        try await store.insert(
+            SimulatorStore.OfferRedemption(
+                id: UUID().uuidString.lowercased(),
+                appAppleId: transaction.appAppleId,
+                accountId: account.id,
+                environment: account.environment,
+                productId: offer.offer.productId,
+                kind: offer.offer.kind.rawValue,
+                offerIdentifier: offer.offer.offerIdentifier,
+                code: offer.code,
+                transactionId: transaction.transactionId,
+                redeemedAt: clock.nowMilliseconds
+            ),
+            on: db
+        )
     }
 
     func newSubscription(

@@ -16,6 +16,7 @@ public struct Payments: Sendable {
     let faults: FaultRegistry
     let receipts: Receipts
     let notifications: NotificationSender
+    let offers: Offers
 }
 
 /// A payment an app adds to the queue (`SKPayment` / `Product.purchase()`).
@@ -28,6 +29,14 @@ public struct PaymentRequest: Codable, Sendable {
     public var appAccountToken: String?
     /// What the customer does on the payment sheet: `confirm` (the default) or `cancel`.
     public var userAction: String?
+    /// A promotional offer with the developer's signature.
+    public var promotionalOffer: PromotionalOfferInput?
+    /// The developer's signed word on the introductory offer (a compact JWS, `aud` `introductory-offer-eligibility`).
+    public var introductoryOfferEligibility: String?
+    /// A win-back offer of the product.
+    public var winBackOfferId: String?
+    /// An offer code being redeemed (the redemption sheet sets it).
+    public var offerCode: String?
 
     public init(
         deviceId: String,
@@ -36,7 +45,11 @@ public struct PaymentRequest: Codable, Sendable {
         quantity: Int? = nil,
         applicationUsername: String? = nil,
         appAccountToken: String? = nil,
-        userAction: String? = nil
+        userAction: String? = nil,
+        promotionalOffer: PromotionalOfferInput? = nil,
+        introductoryOfferEligibility: String? = nil,
+        winBackOfferId: String? = nil,
+        offerCode: String? = nil
     ) {
         self.deviceId = deviceId
         self.bundleId = bundleId
@@ -45,6 +58,10 @@ public struct PaymentRequest: Codable, Sendable {
         self.applicationUsername = applicationUsername
         self.appAccountToken = appAccountToken
         self.userAction = userAction
+        self.promotionalOffer = promotionalOffer
+        self.introductoryOfferEligibility = introductoryOfferEligibility
+        self.winBackOfferId = winBackOfferId
+        self.offerCode = offerCode
     }
 }
 
@@ -128,6 +145,14 @@ extension Payments {
             } else if let declined = account.paymentFailure {
                 failure = StoreKitErrorCode(rawValue: declined) ?? .unknown
             }
+            // The offer is decided with the payment: a signature's nonce is spent even when the payment fails later.
+            var offer: OfferChoice?
+            if failure == nil, let product {
+                switch try await self.offers.choose(for: request, account: account, app: app, product: product, on: db) {
+                case .success(let chosen): offer = chosen
+                case .failure(let refusal): failure = refusal
+                }
+            }
 
             let entry: SimQueueEntry
             if let failure {
@@ -158,6 +183,7 @@ extension Payments {
                     account: account,
                     app: app,
                     product: product!,
+                    offer: offer,
                     on: db
                 )
                 entry = try await self.enqueue(
@@ -200,11 +226,28 @@ extension Payments {
                         "the account, app or product of payment \(id) is gone"
                     )
                 }
+                // An approved payment gets what is automatic (the introductory offer): a signed offer the app asked
+                // for when it added the payment is not kept while the parent decides.
+                let request = PaymentRequest(
+                    deviceId: payment.deviceId,
+                    bundleId: app.bundleId,
+                    productId: payment.productId,
+                    applicationUsername: payment.applicationUsername,
+                    appAccountToken: payment.appAccountToken
+                )
+                let offer = try? await self.offers.choose(
+                    for: request,
+                    account: account,
+                    app: app,
+                    product: product,
+                    on: db
+                ).get()
                 let tx = try await self.completePurchase(
                     payment: &payment,
                     account: account,
                     app: app,
                     product: product,
+                    offer: offer ?? nil,
                     on: db
                 )
                 entry.state = "purchased"

@@ -27,15 +27,18 @@ extension Receipts {
             revocationDate: tx.revocationDate.map(Date.init(milliseconds:)),
             isUpgraded: tx.isUpgraded ? true : nil,
             offerType: tx.offerType.map(OfferType.init(rawValue:)),
+            offerIdentifier: tx.offerIdentifier,
             environment: AppStoreEnvironment(tx.environment),
             storefront: tx.storefront,
             storefrontId: tx.storefrontId,
             transactionReason: TransactionReason(rawValue: tx.transactionReason),
             currency: tx.currency,
             price: tx.price,
+            offerDiscountType: tx.offerDiscountType.map(OfferDiscountType.init(rawValue:)),
             appTransactionId: appTransactionId(accountId: tx.accountId, app: app),
+            offerPeriod: tx.offerPeriod,
             revocationType: tx.revocationType.map(RevocationType.init(rawValue:)),
-            revocationPercentage: tx.revocationType == "REFUND_FULL" ? 100_000 : nil
+            revocationPercentage: tx.revocationPercentage ?? (tx.revocationType == "REFUND_FULL" ? 100_000 : nil)
         )
     }
 
@@ -50,11 +53,21 @@ extension Receipts {
         try signer.jws.sign(transactionPayload(tx, app: app, signedAt: clock.now()))
     }
 
-    /// The renewal information of a subscription, signed.
-    func renewalPayload(_ subscription: SimSubscription, app: SimApp, product: SimProduct?, storefront: String)
-        -> JWSRenewalInfoDecodedPayload
-    {
+    /// The renewal information of a subscription: what its next renewal will be, with the offer it gets, its price,
+    /// the customer's answer to a price increase, the app account token it carries, and the win-back offers a lapsed
+    /// subscriber may redeem.
+    func renewalPayload(
+        _ subscription: SimSubscription,
+        app: SimApp,
+        product: SimProduct?,
+        storefront: String,
+        appAccountToken: String? = nil,
+        winBackOfferIds: [String] = []
+    ) -> JWSRenewalInfoDecodedPayload {
         let price = product?.prices[storefront]
+        let offer = subscription.appliedOffer.flatMap { $0.remainingRenewals > 0 ? $0 : nil }
+        let samePlan = subscription.autoRenewProductId == subscription.productId
+        let renewalPrice = offer?.price ?? (samePlan ? subscription.renewalPrice ?? price?.price : price?.price)
         return JWSRenewalInfoDecodedPayload(
             expirationIntent: subscription.expirationIntent.map(ExpirationIntent.init(rawValue:)),
             originalTransactionId: subscription.originalTransactionId,
@@ -62,14 +75,21 @@ extension Receipts {
             productId: subscription.productId,
             autoRenewStatus: AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0),
             isInBillingRetryPeriod: subscription.billingRetry,
+            priceIncreaseStatus: subscription.priceIncreaseStatus.map(PriceIncreaseStatus.init(rawValue:)),
             gracePeriodExpiresDate: subscription.gracePeriodExpiresDate.map(Date.init(milliseconds:)),
+            offerType: offer.map { OfferType(rawValue: $0.type) },
+            offerIdentifier: offer?.identifier,
             signedDate: clock.now(),
             environment: AppStoreEnvironment(subscription.environment),
             recentSubscriptionStartDate: Date(milliseconds: subscription.recentStartDate),
             renewalDate: Date(milliseconds: subscription.expiresDate),
             currency: price?.currency,
-            renewalPrice: price?.price,
-            appTransactionId: appTransactionId(accountId: subscription.accountId, app: app)
+            renewalPrice: renewalPrice,
+            offerDiscountType: offer.map { OfferDiscountType(rawValue: $0.discountType) },
+            eligibleWinBackOfferIds: winBackOfferIds.isEmpty ? nil : winBackOfferIds,
+            appAccountToken: appAccountToken,
+            appTransactionId: appTransactionId(accountId: subscription.accountId, app: app),
+            offerPeriod: offer?.period
         )
     }
 
@@ -80,7 +100,17 @@ extension Receipts {
             on: db
         )
         let storefront = try await store.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
-        return try signer.jws.sign(renewalPayload(subscription, app: app, product: product, storefront: storefront))
+        let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
+        return try signer.jws.sign(
+            renewalPayload(
+                subscription,
+                app: app,
+                product: product,
+                storefront: storefront,
+                appAccountToken: latest?.appAccountToken,
+                winBackOfferIds: try await offers.eligibleWinBackOfferIds(subscription, on: db)
+            )
+        )
     }
 
     /// The AppTransaction of an account's copy of an app, signed: StoreKit 2's `AppTransaction.shared` on a device
@@ -115,7 +145,11 @@ extension Receipts {
 
     /// A stable id of an account's copy of an app.
     func appTransactionId(accountId: String, app: SimApp) -> String {
-        let digest = SHA256.hash(data: Data("\(accountId)/\(app.appAppleId)".utf8))
+        Self.appTransactionId(accountId: accountId, appAppleId: app.appAppleId)
+    }
+
+    static func appTransactionId(accountId: String, appAppleId: Int64) -> String {
+        let digest = SHA256.hash(data: Data("\(accountId)/\(appAppleId)".utf8))
         let number = digest.prefix(7).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return String(704_000_000_000_000_000 + number % 1_000_000_000_000_000)
     }
@@ -138,7 +172,8 @@ extension Receipts {
                 webOrderLineItemId: tx.webOrderLineItemId.flatMap { Int64($0) },
                 cancellationDate: tx.revocationDate.map(Date.init(milliseconds:)),
                 isTrialPeriod: subscription ? tx.isTrial : nil,
-                isInIntroOfferPeriod: subscription ? false : nil
+                isInIntroOfferPeriod: subscription ? tx.isInIntroOfferPeriod : nil,
+                promotionalOfferId: tx.offerType == OfferType.promotionalOffer.rawValue ? tx.offerIdentifier : nil
             )
         }
     }

@@ -175,11 +175,15 @@ extension Receipts {
         info.subscriptionGroupIdentifier = tx.subscriptionGroup
         info.inAppOwnershipType = Ownership(rawValue: tx.ownership)
         info.appAccountToken = tx.appAccountToken
+        info.offerCodeRefName = tx.offerType == OfferType.subscriptionOfferCode.rawValue ? tx.offerIdentifier : nil
         return info
     }
 
+    /// A subscription's pending renewal: with the offer code or promotional offer its next renewal gets, and the
+    /// customer's answer to a price increase (`price_consent_status` only when consent was asked for).
     private func pendingRenewalInfo(_ subscription: SimSubscription) -> PendingRenewalInfoJSON {
-        PendingRenewalInfoJSON(
+        let offer = subscription.appliedOffer.flatMap { $0.remainingRenewals > 0 ? $0 : nil }
+        var info = PendingRenewalInfoJSON(
             autoRenewProductId: subscription.autoRenewProductId,
             autoRenewStatus: AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0),
             expirationIntent: subscription.expirationIntent.map(ExpirationIntent.init(rawValue:)),
@@ -189,6 +193,13 @@ extension Receipts {
             originalTransactionId: subscription.originalTransactionId,
             productId: subscription.productId
         )
+        info.offerCodeRefName = offer?.type == OfferType.subscriptionOfferCode.rawValue ? offer?.identifier : nil
+        info.promotionalOfferId = offer?.type == OfferType.promotionalOffer.rawValue ? offer?.identifier : nil
+        if let status = subscription.priceIncreaseStatus {
+            info.priceIncreaseStatus = PriceIncreaseStatus(rawValue: status)
+            info.priceConsentStatus = status
+        }
+        return info
     }
 
     private func transactionReceiptInfo(_ tx: SimTransaction, app: SimApp, decoded: TransactionReceipt)
@@ -211,7 +222,7 @@ extension Receipts {
             webOrderLineItemId: tx.webOrderLineItemId,
             expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
             isTrialPeriod: tx.type == .autoRenewable ? tx.isTrial : nil,
-            isInIntroOfferPeriod: tx.type == .autoRenewable ? false : nil,
+            isInIntroOfferPeriod: tx.type == .autoRenewable ? tx.isInIntroOfferPeriod : nil,
             inAppOwnershipType: Ownership(rawValue: tx.ownership)
         )
     }

@@ -8,6 +8,8 @@ import TillStorage
 /// and iOS 6 transaction receipts, and verifyReceipt, which checks a receipt and answers as Apple does.
 public struct Receipts: Sendable {
     let store: SimulatorStore
+    /// Renewal info names the win-back offers a lapsed subscriber may redeem.
+    let offers: Offers
     let signer: SimulatorSigner
     let clock: SimulatorClock
     let logger: Logger

@@ -173,5 +173,44 @@ enum SimulatorSchema {
                 """,
             ]
         ),
+        // Offers (introductory, promotional, offer codes, win-back), the offer on each transaction and the one a
+        // subscription carries to its next renewals; what a renewal charges and the customer's answer to a price
+        // increase; the share a prorated refund gave back.
+        Migration(
+            "003-offers",
+            [
+                """
+                CREATE TABLE sim_offers (
+                    app_apple_id BIGINT NOT NULL, product_id TEXT NOT NULL, kind TEXT NOT NULL,
+                    offer_identifier TEXT NOT NULL, discount_type TEXT NOT NULL, duration TEXT, periods INTEGER NOT NULL,
+                    prices TEXT NOT NULL, custom_code TEXT, redemption_limit INTEGER, minimum_paid_days INTEGER,
+                    minimum_days_since_expiry INTEGER, maximum_days_since_expiry INTEGER, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app_apple_id, product_id, kind, offer_identifier))
+                """,
+                """
+                CREATE TABLE sim_offer_codes (
+                    code TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL, product_id TEXT NOT NULL,
+                    offer_identifier TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE sim_offer_redemptions (
+                    id TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL, account_id TEXT NOT NULL,
+                    environment TEXT NOT NULL, product_id TEXT NOT NULL, kind TEXT NOT NULL,
+                    offer_identifier TEXT NOT NULL, code TEXT, transaction_id TEXT, redeemed_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX sim_offer_redemptions_account ON sim_offer_redemptions (account_id, app_apple_id)",
+                """
+                CREATE TABLE sim_signature_nonces (
+                    nonce TEXT PRIMARY KEY, app_apple_id BIGINT NOT NULL, used_at BIGINT NOT NULL)
+                """,
+                "ALTER TABLE sim_transactions ADD COLUMN offer_identifier TEXT",
+                "ALTER TABLE sim_transactions ADD COLUMN offer_discount_type TEXT",
+                "ALTER TABLE sim_transactions ADD COLUMN offer_period TEXT",
+                "ALTER TABLE sim_transactions ADD COLUMN revocation_percentage INTEGER",
+                "ALTER TABLE sim_subscriptions ADD COLUMN offer TEXT",
+                "ALTER TABLE sim_subscriptions ADD COLUMN renewal_price BIGINT",
+                "ALTER TABLE sim_subscriptions ADD COLUMN price_increase_status INTEGER",
+            ]
+        ),
     ]
 }

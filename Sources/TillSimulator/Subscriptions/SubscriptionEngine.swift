@@ -163,8 +163,12 @@ extension SubscriptionEngine {
     ) async throws {
         let environment = AppStoreEnvironment(subscription.environment)
         guard let previous = try await store.transaction(id: subscription.lastTransactionId, on: db) else { return }
-        let price =
+        let listed =
             product.prices[account.storefront] ?? StorefrontPrice(price: previous.price, currency: previous.currency)
+        // The subscriber keeps the price they subscribed at (or the increase they accepted) until the plan changes.
+        let regular =
+            product.productId == subscription.productId
+            ? StorefrontPrice(price: subscription.renewalPrice ?? listed.price, currency: listed.currency) : listed
         var tx = previous
         tx.transactionId = try await store.nextTransactionId(environment, on: db)
         tx.productId = product.productId
@@ -176,13 +180,36 @@ extension SubscriptionEngine {
         )
         tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
         tx.transactionReason = "RENEWAL"
-        tx.price = price.price
-        tx.currency = price.currency
+        tx.price = regular.price
+        tx.currency = regular.currency
         tx.revocationDate = nil
         tx.revocationReason = nil
         tx.revocationType = nil
+        tx.revocationPercentage = nil
         tx.isUpgraded = false
         tx.isTrial = false
+        tx.offerType = nil
+        tx.offerIdentifier = nil
+        tx.offerDiscountType = nil
+        tx.offerPeriod = nil
+        if var offer = subscription.appliedOffer, offer.remainingRenewals > 0 {
+            // The rest of a pay-as-you-go offer, or an offer redeemed during the last period.
+            tx.offerType = offer.type
+            tx.offerIdentifier = offer.identifier
+            tx.offerDiscountType = offer.discountType
+            tx.offerPeriod = offer.period
+            tx.price = offer.price
+            tx.isTrial = offer.type == OfferType.introductoryOffer.rawValue
+                && offer.discountType == OfferDiscountType.freeTrial.rawValue
+            if offer.discountType != OfferDiscountType.payAsYouGo.rawValue,
+                let length = offer.period.flatMap(OfferDuration.init)
+            {
+                let rate = environment == .production ? RenewalRate.realTime : clock.rate
+                tx.expiresDate = length.end(from: Date(milliseconds: start), rate: rate).millisecondsSince1970
+            }
+            offer.remainingRenewals -= 1
+            subscription.appliedOffer = offer.remainingRenewals > 0 ? offer : nil
+        }
         tx.orderId = makeOrderId()
         tx.deviceId = nil
         tx.finished = true
@@ -190,6 +217,8 @@ extension SubscriptionEngine {
         tx.createdAt = clock.nowMilliseconds
         try await store.insert(tx, on: db)
         subscription.productId = product.productId
+        subscription.renewalPrice = regular.price
+        subscription.priceIncreaseStatus = nil
         subscription.expiresDate = tx.expiresDate!
         subscription.lastTransactionId = tx.transactionId
         subscription.status = SubscriptionStatus.active.rawValue
