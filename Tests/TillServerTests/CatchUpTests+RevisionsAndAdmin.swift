@@ -72,6 +72,30 @@ extension CatchUpTests {
         }
     }
 
+    @Test(arguments: TestDatabase.all) func aPurchaseSubmittedAfterItsHistoryWasReadJoinsItsCustomersHistory(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            try await submit(fixture, try await fixture.buy("premium.monthly"), as: "c1")
+            #expect(try sandbox(try await catchUp(fixture)).transactions.histories == 1)
+            // Bought, not yet submitted: the customer's history lists it, and no one owns it.
+            let pro = try await fixture.buy("pro")
+            let unsubmitted = try sandbox(try await catchUp(fixture)).transactions
+            #expect(unsubmitted.fetched == 1 && unsubmitted.unmatched == 1 && unsubmitted.recorded == 0)
+            #expect(try await customer(fixture, "c1").purchases.count == 1, "no customer is invented")
+
+            // Submitted, it is a purchase no history has listed with an owner: its own history is read once, finds
+            // the customer's, and joins it.
+            try await submit(fixture, pro, as: "c1")
+            let joining = try sandbox(try await catchUp(fixture)).transactions
+            #expect(joining.histories == 2 && joining.fetched == 2)
+            #expect(try await anchors(fixture).count == 1)
+            let settled = try sandbox(try await catchUp(fixture)).transactions
+            #expect(settled.histories == 1 && settled.fetched == 0)
+            #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_catch_up_purchases") == 2)
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func theAdminEndpointAnswersWhatWasReadAndApplied(_ database: TestDatabase)
         async throws
     {
