@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Logging
+import ServiceLifecycle
 import TillContract
 import TillCore
 import TillFormats
@@ -120,7 +121,7 @@ public struct CatchUp: Sendable {
     }
 
     /// Catches up every app that has an App Store Server API key, one after the other (`CatchUpWorker`). An app
-    /// another process is catching up is left to it.
+    /// another process is catching up is left to it; a graceful shutdown stops it between two apps.
     func runAll(trigger: CatchUpRun.TriggerPayload) async {
         let apps: [ServerApp]
         do { apps = try await catalogue.apps() } catch {
@@ -128,7 +129,7 @@ public struct CatchUp: Sendable {
             return
         }
         for app in apps where Self.hasAPIKey(app) {
-            if Task.isCancelled { return }
+            if Task.isCancelled || Task.isShuttingDownGracefully { return }
             do {
                 _ = try await run(bundleId: app.bundleId, trigger: trigger)
             } catch let error as TillHTTPError where error.code == "catchUpRunning" {

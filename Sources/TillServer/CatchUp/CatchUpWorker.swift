@@ -3,7 +3,8 @@ import TillContract
 
 /// Catches up every app that has an App Store Server API key when the server starts, then every
 /// `catch-up.interval-seconds` (docs/configuration.md). With an interval of zero it does nothing, and only the admin
-/// API runs a catch-up. A graceful shutdown ends the wait between runs at once; a run under way finishes first.
+/// API runs a catch-up. A graceful shutdown ends the wait between runs at once; the app being caught up is finished
+/// first, the others wait for the next start.
 public struct CatchUpWorker: Service {
     let catchUp: CatchUp
 

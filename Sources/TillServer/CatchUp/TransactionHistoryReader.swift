@@ -111,7 +111,10 @@ struct TransactionHistoryReader: Sendable {
             }
         } catch {
             report.complete = false
-            report.error = CatchUpError(cause: .other, message: "the histories could not be listed: \(error)")
+            report.error = CatchUpError(
+                cause: .other,
+                message: "the histories' state could not be read or stored: \(error)"
+            )
         }
         return report
     }
