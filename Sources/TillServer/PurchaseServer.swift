@@ -20,6 +20,7 @@ import TillStorage
 /// - `intake`: submissions and restores, verified locally and recorded in milliseconds;
 /// - `queue`: the confirmation with Apple, retried and classified (run by `ConfirmationWorker`);
 /// - `notifications`: App Store Server Notifications, verified, recorded once and applied;
+/// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
 /// - `metrics`: what `/metrics` reports.
 ///
@@ -35,6 +36,7 @@ public final class PurchaseServer: Sendable {
     public let intake: Intake
     public let queue: ConfirmationQueue
     public let notifications: NotificationIntake
+    public let catchUp: CatchUp
     public let content: ContentDelivery
     let store: ServerStore
     let clock: ServerClock
@@ -106,6 +108,18 @@ public final class PurchaseServer: Sendable {
             clock: clock,
             logger: logger
         )
+        catchUp = CatchUp(
+            configuration: configuration,
+            database: database,
+            store: store,
+            verifier: verifier,
+            catalogue: catalogue,
+            ledger: ledger,
+            notifications: notifications,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
         content = ContentDelivery(
             configuration: configuration,
             database: database,
@@ -138,6 +152,8 @@ public final class PurchaseServer: Sendable {
             // This process owns the file's queue: any claim in it was left by a server that stopped mid-attempt.
             let released = try await store.releaseClaims()
             if released > 0 { logger.notice("resuming \(released) confirmations a stopped server had under way") }
+            let stopped = try await store.releaseCatchUpClaims()
+            if stopped > 0 { logger.notice("\(stopped) catch-up runs were under way when the server stopped") }
         }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }

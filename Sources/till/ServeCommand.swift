@@ -58,6 +58,7 @@ struct ServeCommand: AsyncParsableCommand {
             operatorToken: settings.operatorToken ?? PurchaseServerToken.make(),
             apple: settings.apple,
             confirmation: settings.confirmation,
+            catchUp: settings.catchUp,
             serverSecret: Array(settings.serverSecret?.utf8 ?? "".utf8),
             contentDirectory: settings.contentDirectory,
             content: settings.content

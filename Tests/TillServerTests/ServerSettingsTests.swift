@@ -27,6 +27,17 @@ struct ServerSettingsTests {
         #expect(settings.logLevel == .info && settings.operatorToken == nil)
         #expect(settings.snapshotPrivateKeyFile == nil)  // the key is made once and kept in the database
         #expect(settings.snapshotPublishedKeyFiles.isEmpty)
+        #expect(settings.catchUp == CatchUpSettings(interval: .seconds(3600), firstLookBack: .seconds(7 * 86_400)))
+    }
+
+    @Test func catchingUpCanBeSlowedOrTurnedOff() async throws {
+        let settings = try await ServerSettings.load(
+            flags: [:],
+            environment: ["TILL_CATCH_UP_INTERVAL_SECONDS": "0"],
+            file: try file(#"{"catch-up":{"interval-seconds":600,"first-look-back-days":180}}"#)
+        )
+        #expect(settings.catchUp.interval == .zero)  // the environment beats the file
+        #expect(settings.catchUp.firstLookBack == .seconds(180 * 86_400))
     }
 
     @Test func flagsBeatTheEnvironmentWhichBeatsTheFile() async throws {
@@ -75,6 +86,9 @@ struct ServerSettingsTests {
             (["TILL_HTTP_PORT": "70000"], "invalidPort"),
             (["TILL_LOG_LEVEL": "loud"], "invalidLogLevel"),
             (["TILL_OPERATOR_TOKEN": "op"], "weakOperatorToken"),
+            (["TILL_CATCH_UP_INTERVAL_SECONDS": "-1"], "invalidCatchUpInterval"),
+            (["TILL_CATCH_UP_FIRST_LOOK_BACK_DAYS": "181"], "invalidCatchUpLookBack"),
+            (["TILL_CATCH_UP_FIRST_LOOK_BACK_DAYS": "0"], "invalidCatchUpLookBack"),
         ] {
             do {
                 _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)

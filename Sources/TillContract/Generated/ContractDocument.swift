@@ -735,6 +735,64 @@ public enum ContractDocument {
               $ref: '#/components/responses/BodyTooLarge'
             '500':
               $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/catch-up:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+        post:
+          tags: [admin, notifications]
+          operationId: catchUp
+          summary: Catch up with Apple now
+          description: 'Reads, for each environment the app accepts, Apple''s Notification History since the last
+            complete run (less an overlap) and the Transaction History of every customer the ledger knows from the
+            revision stored by the last run, and applies what the server missed, exactly once (docs/notifications.md,
+            "Catching up"). Waits for the run to end; no body. Apple being unreachable or refusing is not an error of
+            the request: the run answers 200 with `outcome: incomplete`, and what was not read is read by the next run.'
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: What the run fetched and applied.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/CatchUpRun'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
+            '409':
+              description: '`noAPIKey` (the app has no App Store Server API key: there is no one to ask),
+                `catchUpRunning` (a run for this app is under way, in this process or another).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        get:
+          tags: [admin, notifications]
+          operationId: lastCatchUp
+          summary: The app's last catch-up run
+          description: The last finished run, whoever started it (the server at start, its interval, or the admin API).
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The last run.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/CatchUpRun'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `catchUpNeverRun`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/products:
         get:
           tags: [admin]
@@ -2054,6 +2112,128 @@ public enum ContractDocument {
             position:
               type: integer
               description: Order in the master list (last when new and not given).
+
+        CatchUpRun:
+          type: object
+          description: One catch-up run of an app (docs/notifications.md, "Catching up").
+          required: [bundleId, trigger, outcome, startedAt, finishedAt, environments]
+          properties:
+            bundleId:
+              type: string
+            trigger:
+              type: string
+              enum: [start, interval, admin]
+              description: '`start`: the server''s run when it starts; `interval`: its periodic run
+                (`catch-up.interval-seconds`); `admin`: `POST /admin/v1/apps/{bundle}/catch-up`.'
+            outcome:
+              type: string
+              enum: [complete, incomplete]
+              description: '`complete`: every page of every history was read and applied. `incomplete`: Apple did not
+                answer some of them (see each `error`); their checkpoints did not move, and the next run reads them.'
+            startedAt:
+              type: integer
+              format: int64
+            finishedAt:
+              type: integer
+              format: int64
+            environments:
+              type: array
+              description: Production, then the sandbox when the app accepts it.
+              items:
+                $ref: '#/components/schemas/CatchUpEnvironment'
+        CatchUpEnvironment:
+          type: object
+          required: [environment, notifications, transactions]
+          properties:
+            environment:
+              type: string
+              examples: [Production, Sandbox]
+            notifications:
+              $ref: '#/components/schemas/CatchUpNotifications'
+            transactions:
+              $ref: '#/components/schemas/CatchUpTransactions'
+        CatchUpNotifications:
+          type: object
+          description: 'Get Notification History over [`from`, `to`), every page; each notification went through the
+            same verification and recording as a delivery.'
+          required: [from, to, complete, pages, fetched, applied, duplicate, ignored, refused]
+          properties:
+            from:
+              type: integer
+              format: int64
+            to:
+              type: integer
+              format: int64
+            complete:
+              type: boolean
+              description: Every page was read; the checkpoint moved to `to`.
+            pages:
+              type: integer
+            fetched:
+              type: integer
+              description: Notifications Apple listed.
+            applied:
+              type: integer
+              description: Recorded now for the first time (missed, then recovered), as a delivery answered `applied`.
+            duplicate:
+              type: integer
+              description: Recorded before (delivered, or recovered by an earlier run); nothing changed.
+            ignored:
+              type: integer
+              description: Recorded now, not applied (`unmatched`, `sandboxNotAccepted`, `unsupportedEnvironment`).
+            refused:
+              type: integer
+              description: Their signatures or app did not check out; nothing recorded.
+            error:
+              $ref: '#/components/schemas/CatchUpError'
+        CatchUpTransactions:
+          type: object
+          description: Get Transaction History (v2), one history per App Store customer the ledger knows, each from the
+            revision the previous run stored.
+          required: [complete, histories, pages, fetched, recorded, revoked, updated, unchanged, unmatched, refused]
+          properties:
+            complete:
+              type: boolean
+              description: Every page of every history was read; each history's revision is stored.
+            histories:
+              type: integer
+              description: Customers' histories asked for (one per App Store customer, whatever the number of purchases).
+            pages:
+              type: integer
+            fetched:
+              type: integer
+              description: Signed transactions Apple listed (only those changed since the stored revision).
+            recorded:
+              type: integer
+              description: Transactions new to the ledger (renewals the app never sent), recorded for their owner.
+            revoked:
+              type: integer
+              description: Refunds and revocations applied now.
+            updated:
+              type: integer
+              description: Known transactions that changed otherwise (confirmed by Apple, a new expiry, upgraded).
+            unchanged:
+              type: integer
+            unmatched:
+              type: integer
+              description: About purchases no customer owns (never submitted); nothing recorded.
+            refused:
+              type: integer
+              description: Did not verify; nothing recorded.
+            error:
+              $ref: '#/components/schemas/CatchUpError'
+        CatchUpError:
+          type: object
+          description: 'Why part of a run was not read; the next run reads it. `cause` is `appleUnavailable` for no
+            answer, an HTTP 5xx or a 429 (Apple asks the key to slow down), `configuration` when Apple refused the app''s
+            key (401) or it does not load, `other` for anything else (a request Apple refused, the database).'
+          required: [cause, message]
+          properties:
+            cause:
+              $ref: '#/components/schemas/RetryCause'
+            message:
+              type: string
+              examples: ['the App Store Server API (Sandbox) answered HTTP 503']
 
         RevenueReport:
           type: object

@@ -1764,6 +1764,310 @@ extension Components {
                 case position
             }
         }
+        /// One catch-up run of an app (docs/notifications.md, "Catching up").
+        ///
+        /// - Remark: Generated from `#/components/schemas/CatchUpRun`.
+        public struct CatchUpRun: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/bundleId`.
+            public var bundleId: Swift.String
+            /// `start`: the server's run when it starts; `interval`: its periodic run (`catch-up.interval-seconds`); `admin`: `POST /admin/v1/apps/{bundle}/catch-up`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/trigger`.
+            @frozen public enum TriggerPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case start = "start"
+                case interval = "interval"
+                case admin = "admin"
+            }
+            /// `start`: the server's run when it starts; `interval`: its periodic run (`catch-up.interval-seconds`); `admin`: `POST /admin/v1/apps/{bundle}/catch-up`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/trigger`.
+            public var trigger: Components.Schemas.CatchUpRun.TriggerPayload
+            /// `complete`: every page of every history was read and applied. `incomplete`: Apple did not answer some of them (see each `error`); their checkpoints did not move, and the next run reads them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/outcome`.
+            @frozen public enum OutcomePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case complete = "complete"
+                case incomplete = "incomplete"
+            }
+            /// `complete`: every page of every history was read and applied. `incomplete`: Apple did not answer some of them (see each `error`); their checkpoints did not move, and the next run reads them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/outcome`.
+            public var outcome: Components.Schemas.CatchUpRun.OutcomePayload
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/startedAt`.
+            public var startedAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/finishedAt`.
+            public var finishedAt: Swift.Int64
+            /// Production, then the sandbox when the app accepts it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpRun/environments`.
+            public var environments: [Components.Schemas.CatchUpEnvironment]
+            /// Creates a new `CatchUpRun`.
+            ///
+            /// - Parameters:
+            ///   - bundleId:
+            ///   - trigger: `start`: the server's run when it starts; `interval`: its periodic run (`catch-up.interval-seconds`); `admin`: `POST /admin/v1/apps/{bundle}/catch-up`.
+            ///   - outcome: `complete`: every page of every history was read and applied. `incomplete`: Apple did not answer some of them (see each `error`); their checkpoints did not move, and the next run reads them.
+            ///   - startedAt:
+            ///   - finishedAt:
+            ///   - environments: Production, then the sandbox when the app accepts it.
+            public init(
+                bundleId: Swift.String,
+                trigger: Components.Schemas.CatchUpRun.TriggerPayload,
+                outcome: Components.Schemas.CatchUpRun.OutcomePayload,
+                startedAt: Swift.Int64,
+                finishedAt: Swift.Int64,
+                environments: [Components.Schemas.CatchUpEnvironment]
+            ) {
+                self.bundleId = bundleId
+                self.trigger = trigger
+                self.outcome = outcome
+                self.startedAt = startedAt
+                self.finishedAt = finishedAt
+                self.environments = environments
+            }
+            public enum CodingKeys: String, CodingKey {
+                case bundleId
+                case trigger
+                case outcome
+                case startedAt
+                case finishedAt
+                case environments
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/CatchUpEnvironment`.
+        public struct CatchUpEnvironment: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CatchUpEnvironment/environment`.
+            public var environment: Swift.String
+            /// - Remark: Generated from `#/components/schemas/CatchUpEnvironment/notifications`.
+            public var notifications: Components.Schemas.CatchUpNotifications
+            /// - Remark: Generated from `#/components/schemas/CatchUpEnvironment/transactions`.
+            public var transactions: Components.Schemas.CatchUpTransactions
+            /// Creates a new `CatchUpEnvironment`.
+            ///
+            /// - Parameters:
+            ///   - environment:
+            ///   - notifications:
+            ///   - transactions:
+            public init(
+                environment: Swift.String,
+                notifications: Components.Schemas.CatchUpNotifications,
+                transactions: Components.Schemas.CatchUpTransactions
+            ) {
+                self.environment = environment
+                self.notifications = notifications
+                self.transactions = transactions
+            }
+            public enum CodingKeys: String, CodingKey {
+                case environment
+                case notifications
+                case transactions
+            }
+        }
+        /// Get Notification History over [`from`, `to`), every page; each notification went through the same verification and recording as a delivery.
+        ///
+        /// - Remark: Generated from `#/components/schemas/CatchUpNotifications`.
+        public struct CatchUpNotifications: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/from`.
+            public var from: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/to`.
+            public var to: Swift.Int64
+            /// Every page was read; the checkpoint moved to `to`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/complete`.
+            public var complete: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/pages`.
+            public var pages: Swift.Int
+            /// Notifications Apple listed.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/fetched`.
+            public var fetched: Swift.Int
+            /// Recorded now for the first time (missed, then recovered), as a delivery answered `applied`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/applied`.
+            public var applied: Swift.Int
+            /// Recorded before (delivered, or recovered by an earlier run); nothing changed.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/duplicate`.
+            public var duplicate: Swift.Int
+            /// Recorded now, not applied (`unmatched`, `sandboxNotAccepted`, `unsupportedEnvironment`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/ignored`.
+            public var ignored: Swift.Int
+            /// Their signatures or app did not check out; nothing recorded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/refused`.
+            public var refused: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/CatchUpNotifications/error`.
+            public var error: Components.Schemas.CatchUpError?
+            /// Creates a new `CatchUpNotifications`.
+            ///
+            /// - Parameters:
+            ///   - from:
+            ///   - to:
+            ///   - complete: Every page was read; the checkpoint moved to `to`.
+            ///   - pages:
+            ///   - fetched: Notifications Apple listed.
+            ///   - applied: Recorded now for the first time (missed, then recovered), as a delivery answered `applied`.
+            ///   - duplicate: Recorded before (delivered, or recovered by an earlier run); nothing changed.
+            ///   - ignored: Recorded now, not applied (`unmatched`, `sandboxNotAccepted`, `unsupportedEnvironment`).
+            ///   - refused: Their signatures or app did not check out; nothing recorded.
+            ///   - error:
+            public init(
+                from: Swift.Int64,
+                to: Swift.Int64,
+                complete: Swift.Bool,
+                pages: Swift.Int,
+                fetched: Swift.Int,
+                applied: Swift.Int,
+                duplicate: Swift.Int,
+                ignored: Swift.Int,
+                refused: Swift.Int,
+                error: Components.Schemas.CatchUpError? = nil
+            ) {
+                self.from = from
+                self.to = to
+                self.complete = complete
+                self.pages = pages
+                self.fetched = fetched
+                self.applied = applied
+                self.duplicate = duplicate
+                self.ignored = ignored
+                self.refused = refused
+                self.error = error
+            }
+            public enum CodingKeys: String, CodingKey {
+                case from
+                case to
+                case complete
+                case pages
+                case fetched
+                case applied
+                case duplicate
+                case ignored
+                case refused
+                case error
+            }
+        }
+        /// Get Transaction History (v2), one history per App Store customer the ledger knows, each from the revision the previous run stored.
+        ///
+        /// - Remark: Generated from `#/components/schemas/CatchUpTransactions`.
+        public struct CatchUpTransactions: Codable, Hashable, Sendable {
+            /// Every page of every history was read; each history's revision is stored.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/complete`.
+            public var complete: Swift.Bool
+            /// Customers' histories asked for (one per App Store customer, whatever the number of purchases).
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/histories`.
+            public var histories: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/pages`.
+            public var pages: Swift.Int
+            /// Signed transactions Apple listed (only those changed since the stored revision).
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/fetched`.
+            public var fetched: Swift.Int
+            /// Transactions new to the ledger (renewals the app never sent), recorded for their owner.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/recorded`.
+            public var recorded: Swift.Int
+            /// Refunds and revocations applied now.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/revoked`.
+            public var revoked: Swift.Int
+            /// Known transactions that changed otherwise (confirmed by Apple, a new expiry, upgraded).
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/updated`.
+            public var updated: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/unchanged`.
+            public var unchanged: Swift.Int
+            /// About purchases no customer owns (never submitted); nothing recorded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/unmatched`.
+            public var unmatched: Swift.Int
+            /// Did not verify; nothing recorded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/refused`.
+            public var refused: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/CatchUpTransactions/error`.
+            public var error: Components.Schemas.CatchUpError?
+            /// Creates a new `CatchUpTransactions`.
+            ///
+            /// - Parameters:
+            ///   - complete: Every page of every history was read; each history's revision is stored.
+            ///   - histories: Customers' histories asked for (one per App Store customer, whatever the number of purchases).
+            ///   - pages:
+            ///   - fetched: Signed transactions Apple listed (only those changed since the stored revision).
+            ///   - recorded: Transactions new to the ledger (renewals the app never sent), recorded for their owner.
+            ///   - revoked: Refunds and revocations applied now.
+            ///   - updated: Known transactions that changed otherwise (confirmed by Apple, a new expiry, upgraded).
+            ///   - unchanged:
+            ///   - unmatched: About purchases no customer owns (never submitted); nothing recorded.
+            ///   - refused: Did not verify; nothing recorded.
+            ///   - error:
+            public init(
+                complete: Swift.Bool,
+                histories: Swift.Int,
+                pages: Swift.Int,
+                fetched: Swift.Int,
+                recorded: Swift.Int,
+                revoked: Swift.Int,
+                updated: Swift.Int,
+                unchanged: Swift.Int,
+                unmatched: Swift.Int,
+                refused: Swift.Int,
+                error: Components.Schemas.CatchUpError? = nil
+            ) {
+                self.complete = complete
+                self.histories = histories
+                self.pages = pages
+                self.fetched = fetched
+                self.recorded = recorded
+                self.revoked = revoked
+                self.updated = updated
+                self.unchanged = unchanged
+                self.unmatched = unmatched
+                self.refused = refused
+                self.error = error
+            }
+            public enum CodingKeys: String, CodingKey {
+                case complete
+                case histories
+                case pages
+                case fetched
+                case recorded
+                case revoked
+                case updated
+                case unchanged
+                case unmatched
+                case refused
+                case error
+            }
+        }
+        /// Why part of a run was not read; the next run reads it. `cause` is `appleUnavailable` for no answer, an HTTP 5xx or a 429 (Apple asks the key to slow down), `configuration` when Apple refused the app's key (401) or it does not load, `other` for anything else (a request Apple refused, the database).
+        ///
+        /// - Remark: Generated from `#/components/schemas/CatchUpError`.
+        public struct CatchUpError: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CatchUpError/cause`.
+            public var cause: Components.Schemas.RetryCause
+            /// - Remark: Generated from `#/components/schemas/CatchUpError/message`.
+            public var message: Swift.String
+            /// Creates a new `CatchUpError`.
+            ///
+            /// - Parameters:
+            ///   - cause:
+            ///   - message:
+            public init(
+                cause: Components.Schemas.RetryCause,
+                message: Swift.String
+            ) {
+                self.cause = cause
+                self.message = message
+            }
+            public enum CodingKeys: String, CodingKey {
+                case cause
+                case message
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/RevenueReport`.
         public struct RevenueReport: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/RevenueReport/from`.

@@ -5116,6 +5116,487 @@ public enum Operations {
             }
         }
     }
+    /// The app's last catch-up run
+    ///
+    /// The last finished run, whoever started it (the server at start, its interval, or the admin API).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/catch-up`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)`.
+    public enum LastCatchUp {
+        public static let id: Swift.String = "lastCatchUp"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.LastCatchUp.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.LastCatchUp.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.LastCatchUp.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.LastCatchUp.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.LastCatchUp.Input.Path,
+                headers: Operations.LastCatchUp.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.CatchUpRun)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.CatchUpRun {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.LastCatchUp.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.LastCatchUp.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The last run.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.LastCatchUp.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.LastCatchUp.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.LastCatchUp.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.LastCatchUp.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `catchUpNeverRun`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.LastCatchUp.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.LastCatchUp.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Catch up with Apple now
+    ///
+    /// Reads, for each environment the app accepts, Apple's Notification History since the last complete run (less an overlap) and the Transaction History of every customer the ledger knows from the revision stored by the last run, and applies what the server missed, exactly once (docs/notifications.md, "Catching up"). Waits for the run to end; no body. Apple being unreachable or refusing is not an error of the request: the run answers 200 with `outcome: incomplete`, and what was not read is read by the next run.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/catch-up`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)`.
+    public enum CatchUp {
+        public static let id: Swift.String = "catchUp"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.CatchUp.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CatchUp.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CatchUp.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.CatchUp.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.CatchUp.Input.Path,
+                headers: Operations.CatchUp.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.CatchUpRun)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.CatchUpRun {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CatchUp.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CatchUp.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// What the run fetched and applied.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.CatchUp.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.CatchUp.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/catch-up/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CatchUp.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CatchUp.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// `noAPIKey` (the app has no App Store Server API key: there is no one to ask), `catchUpRunning` (a run for this app is under way, in this process or another).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.CatchUp.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.CatchUp.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// An app's catalogue, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products`.

@@ -147,6 +147,20 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `PATCH /admin/v1/apps/{bundle}`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/patch(updateApp)`.
     func updateApp(_ input: Operations.UpdateApp.Input) async throws -> Operations.UpdateApp.Output
+    /// The app's last catch-up run
+    ///
+    /// The last finished run, whoever started it (the server at start, its interval, or the admin API).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/catch-up`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)`.
+    func lastCatchUp(_ input: Operations.LastCatchUp.Input) async throws -> Operations.LastCatchUp.Output
+    /// Catch up with Apple now
+    ///
+    /// Reads, for each environment the app accepts, Apple's Notification History since the last complete run (less an overlap) and the Transaction History of every customer the ledger knows from the revision stored by the last run, and applies what the server missed, exactly once (docs/notifications.md, "Catching up"). Waits for the run to end; no body. Apple being unreachable or refusing is not an error of the request: the run answers 200 with `outcome: incomplete`, and what was not read is read by the next run.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/catch-up`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)`.
+    func catchUp(_ input: Operations.CatchUp.Input) async throws -> Operations.CatchUp.Output
     /// An app's catalogue, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products`.
@@ -479,6 +493,36 @@ extension APIProtocol {
             path: path,
             headers: headers,
             body: body
+        ))
+    }
+    /// The app's last catch-up run
+    ///
+    /// The last finished run, whoever started it (the server at start, its interval, or the admin API).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/catch-up`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/get(lastCatchUp)`.
+    public func lastCatchUp(
+        path: Operations.LastCatchUp.Input.Path,
+        headers: Operations.LastCatchUp.Input.Headers = .init()
+    ) async throws -> Operations.LastCatchUp.Output {
+        try await lastCatchUp(Operations.LastCatchUp.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Catch up with Apple now
+    ///
+    /// Reads, for each environment the app accepts, Apple's Notification History since the last complete run (less an overlap) and the Transaction History of every customer the ledger knows from the revision stored by the last run, and applies what the server missed, exactly once (docs/notifications.md, "Catching up"). Waits for the run to end; no body. Apple being unreachable or refusing is not an error of the request: the run answers 200 with `outcome: incomplete`, and what was not read is read by the next run.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/catch-up`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)`.
+    public func catchUp(
+        path: Operations.CatchUp.Input.Path,
+        headers: Operations.CatchUp.Input.Headers = .init()
+    ) async throws -> Operations.CatchUp.Output {
+        try await catchUp(Operations.CatchUp.Input(
+            path: path,
+            headers: headers
         ))
     }
     /// An app's catalogue, a page at a time

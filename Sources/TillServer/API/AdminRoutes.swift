@@ -9,7 +9,8 @@ import TillCore
 import TillFormats
 import TillHTTPKit
 
-// The admin API under /admin/v1 (the operator token): apps, the catalogue, submissions and the revenue report.
+// The admin API under /admin/v1 (the operator token): apps, the catalogue, catching up with Apple, submissions and the
+// revenue report.
 
 struct RevenueQuery {
     var from: Int64
@@ -44,6 +45,12 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
             ),
             context: context
         )
+    }
+    group.post("apps/{bundle}/catch-up") { _, context in
+        try json(try await server.catchUp.run(bundleId: try context.pathParameter("bundle")), context: context)
+    }
+    group.get("apps/{bundle}/catch-up") { _, context in
+        try json(try await server.catchUp.lastRun(bundleId: try context.pathParameter("bundle")), context: context)
     }
     group.get("apps/{bundle}/products") { request, context in
         let page = Page.of(

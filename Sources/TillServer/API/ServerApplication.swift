@@ -4,7 +4,8 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// Builds the verification server's HTTP server, with its confirmation worker.
+/// Builds the verification server's HTTP server, with its confirmation worker and, unless
+/// `catch-up.interval-seconds` is zero, its catch-up with Apple at start and then periodically.
 public func buildServerApplication(
     _ server: PurchaseServer,
     host: String = "127.0.0.1",
@@ -18,5 +19,6 @@ public func buildServerApplication(
         logger: server.logger
     )
     application.addServices(ConfirmationWorker(server: server))
+    if server.configuration.catchUp.interval > .zero { application.addServices(CatchUpWorker(server: server)) }
     return application
 }

@@ -84,6 +84,27 @@ public struct ConfirmationSettings: Sendable, Hashable {
     }
 }
 
+/// How the server catches up with Apple after downtime or a lost notification (docs/notifications.md, "Catching up").
+public struct CatchUpSettings: Sendable, Hashable {
+    /// Between two automatic runs (the first is at start); zero turns them off, and only the admin API runs one.
+    public var interval: Duration
+    /// How far back an app's first run reads Notification History (Apple keeps 180 days).
+    public var firstLookBack: Duration
+    /// How far before the end of the last complete read the next one starts, so that a notification Apple lists
+    /// late is still read; what is read twice is recorded once.
+    public var overlap: Duration
+
+    public init(
+        interval: Duration = .seconds(3600),
+        firstLookBack: Duration = .seconds(7 * 86_400),
+        overlap: Duration = .seconds(600)
+    ) {
+        self.interval = interval
+        self.firstLookBack = firstLookBack
+        self.overlap = overlap
+    }
+}
+
 /// What a verification server is made of.
 public struct ServerConfiguration: Sendable {
     public var database: DatabaseConfiguration
@@ -95,6 +116,7 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptRoots: [Certificate]
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
+    public var catchUp: CatchUpSettings
     /// Signs download URLs; empty means "made once and kept in the database", so that URLs survive restarts and
     /// every process sharing one database agrees.
     public var serverSecret: [UInt8]
@@ -117,6 +139,7 @@ public struct ServerConfiguration: Sendable {
         sandboxReceiptRoots: [Certificate] = [],
         sandboxReceiptIntermediates: [Certificate] = [],
         confirmation: ConfirmationSettings = .init(),
+        catchUp: CatchUpSettings = .init(),
         serverSecret: [UInt8] = [],
         contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path,
         content: ContentSettings = .init(),
@@ -129,6 +152,7 @@ public struct ServerConfiguration: Sendable {
         self.sandboxReceiptRoots = sandboxReceiptRoots
         self.sandboxReceiptIntermediates = sandboxReceiptIntermediates
         self.confirmation = confirmation
+        self.catchUp = catchUp
         self.serverSecret = serverSecret
         self.contentDirectory = contentDirectory
         self.content = content

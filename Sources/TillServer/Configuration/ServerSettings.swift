@@ -33,6 +33,8 @@ import X509
 /// | `confirmation.pacing` | `true` | start attempts only as fast as the CPU left by acknowledgements allows |
 /// | `confirmation.busy-cpu-share` | `0.5` | the share of the machine's cores this process may use before pacing slows confirmations |
 /// | `confirmation.longest-delay-seconds` | `30` | the longest pacing holds back a due confirmation |
+/// | `catch-up.interval-seconds` | `3600` | between two catch-up runs with Apple's histories (the first at start); `0` turns them off |
+/// | `catch-up.first-look-back-days` | `7` | how far back an app's first catch-up reads Notification History (1–180) |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 public struct ServerSettings: Sendable {
@@ -51,6 +53,7 @@ public struct ServerSettings: Sendable {
     public var apple: AppleEndpoints
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
+    public var catchUp: CatchUpSettings
     public var simulatorPort: Int
     public var simulatorDatabase: DatabaseConfiguration
     public var logLevel: Logger.Level
@@ -139,6 +142,24 @@ public struct ServerSettings: Sendable {
             pacing: config.bool(forKey: "confirmation.pacing", default: true),
             busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.5))),
             longestPacingDelay: .seconds(max(1, config.int(forKey: "confirmation.longest-delay-seconds", default: 30)))
+        )
+        let catchUpInterval = config.int(forKey: "catch-up.interval-seconds", default: 3600)
+        let lookBackDays = config.int(forKey: "catch-up.first-look-back-days", default: 7)
+        guard catchUpInterval >= 0 else {
+            throw TillHTTPError.badRequest(
+                "invalidCatchUpInterval",
+                "catch-up.interval-seconds is 0 (off) or more, not \(catchUpInterval)"
+            )
+        }
+        guard (1...180).contains(lookBackDays) else {
+            throw TillHTTPError.badRequest(
+                "invalidCatchUpLookBack",
+                "catch-up.first-look-back-days is 1 to 180 (Apple keeps 180 days of notifications), not \(lookBackDays)"
+            )
+        }
+        catchUp = CatchUpSettings(
+            interval: .seconds(catchUpInterval),
+            firstLookBack: .seconds(lookBackDays * 86_400)
         )
         simulatorPort = config.int(forKey: "simulator.port", default: 8090)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"

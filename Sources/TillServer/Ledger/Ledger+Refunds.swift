@@ -22,12 +22,15 @@ extension Ledger {
     /// revocation) and takes the new expiry; an unknown one is posted for its owner, confirmed. Then a revocation
     /// is booked as a refund (prorated as Apple says), a reversed refund gives back, an upgrade ends what it
     /// replaces.
+    ///
+    /// - Parameter source: what carried it (`notification:<uuid>`, `transactionHistory`), kept as the source of a
+    ///   transaction it posts.
     func applyNotified(
         _ transaction: PurchaseTransaction,
         signed: JWSTransactionDecodedPayload,
         owner: String,
         change: NotifiedChange,
-        uuid: String,
+        source: String,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         now: Int64,
@@ -50,7 +53,7 @@ extension Ledger {
                 to: owner,
                 app: app,
                 product: catalogue[transaction.productId],
-                source: "notification:\(uuid)",
+                source: source,
                 confirmed: true,
                 carryingRevocation: false,
                 now: now,

@@ -119,7 +119,8 @@ public struct Ledger: Sendable {
     /// revoked), and the money paid for it.
     ///
     /// - Parameters:
-    ///   - source: the submission id, or `notification:<uuid>` for a transaction only a notification carried.
+    ///   - source: the submission id; `notification:<uuid>` for a transaction only a notification carried;
+    ///     `transactionHistory` for one only the catch-up read in a customer's history.
     ///   - confirmed: whether Apple itself vouches for it already (a notification is Apple's signed word).
     ///   - carryingRevocation: whether a revocation in the data goes in the row now (a submission); a notification
     ///     applies it afterwards, as a refund with its money (`revoke(_:…)`).

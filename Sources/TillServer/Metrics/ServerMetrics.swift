@@ -119,6 +119,35 @@ public final class ServerMetrics: Sendable {
         ).increment()
     }
 
+    /// A catch-up run ended: its outcome, and what it did with each notification and transaction Apple listed.
+    func catchUp(_ run: CatchUpRun) {
+        Counter(label: "till_catch_up_runs_total", dimensions: [("outcome", run.outcome.rawValue)], factory: factory)
+            .increment()
+        for environment in run.environments {
+            let notifications = environment.notifications
+            let transactions = environment.transactions
+            let counts = [
+                ("notifications", "applied", notifications.applied),
+                ("notifications", "duplicate", notifications.duplicate),
+                ("notifications", "ignored", notifications.ignored),
+                ("notifications", "refused", notifications.refused),
+                ("transactions", "recorded", transactions.recorded),
+                ("transactions", "revoked", transactions.revoked),
+                ("transactions", "updated", transactions.updated),
+                ("transactions", "unchanged", transactions.unchanged),
+                ("transactions", "unmatched", transactions.unmatched),
+                ("transactions", "refused", transactions.refused),
+            ]
+            for (history, result, count) in counts where count > 0 {
+                Counter(
+                    label: "till_catch_up_\(history)_total",
+                    dimensions: [("environment", environment.environment), ("result", result)],
+                    factory: factory
+                ).increment(by: count)
+            }
+        }
+    }
+
     /// Queue depth per state and the age of the oldest unconfirmed submission.
     func recordQueue(depth: [String: Int], oldestUnconfirmedAge: Duration?) {
         for state in ["pending", "retrying", "deadLettered"] {

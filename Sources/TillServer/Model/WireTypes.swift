@@ -83,3 +83,15 @@ extension Components.Schemas.ProductType {
         }
     }
 }
+
+/// One catch-up run of an app: what it read from Apple's Notification History and Transaction History, and what it
+/// applied (docs/notifications.md, "Catching up").
+public typealias CatchUpRun = Components.Schemas.CatchUpRun
+/// What a catch-up run read and applied in one environment.
+public typealias CatchUpEnvironmentReport = Components.Schemas.CatchUpEnvironment
+/// What a catch-up run read from Notification History in one environment, and what recording it did.
+public typealias NotificationHistoryReport = Components.Schemas.CatchUpNotifications
+/// What a catch-up run read from the customers' Transaction Histories in one environment, and what the ledger did.
+public typealias TransactionHistoryReport = Components.Schemas.CatchUpTransactions
+/// Why part of a catch-up run was not read (the next run reads it).
+public typealias CatchUpError = Components.Schemas.CatchUpError

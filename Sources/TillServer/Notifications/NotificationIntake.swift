@@ -232,7 +232,7 @@ public struct NotificationIntake: Sendable {
             originalTransactionId: transaction.originalTransactionId,
             on: db
         )
-        let owner = try await owner(of: transaction, bundleId: app.bundleId, on: db)
+        let owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
         if Self.recordedOnly.contains(notification.type) {
             return (.recorded, owner, nil)
         }
@@ -252,35 +252,13 @@ public struct NotificationIntake: Sendable {
                 startsUpgrade: notification.payload.subtype == .upgrade
                     && (notification.type == .didChangeRenewalPref || notification.type == .offerRedeemed)
             ),
-            uuid: notification.uuid,
+            source: "notification:\(notification.uuid)",
             app: app,
             catalogue: catalogue,
             now: now,
             on: db
         )
         return (.applied, owner, nil)
-    }
-
-    /// Who a notified transaction belongs to: the customer of its ledger row, else of the newest row of its
-    /// original transaction (a renewal belongs to whoever owns the subscription). Nil when no one does yet.
-    private func owner(of transaction: PurchaseTransaction, bundleId: String, on db: any SQLDatabase) async throws
-        -> String?
-    {
-        let environment = transaction.environment.rawValue
-        if let row = try await store.transaction(
-            environment: environment,
-            transactionId: transaction.transactionId,
-            on: db
-        ), row.bundleId == bundleId {
-            return try await store.resolve(bundleId: bundleId, customerId: row.customerId, on: db)
-        }
-        let rows = try await store.transactions(
-            environment: environment,
-            originalTransactionId: transaction.originalTransactionId,
-            on: db
-        ).filter { $0.bundleId == bundleId }
-        guard let newest = rows.last else { return nil }
-        return try await store.resolve(bundleId: bundleId, customerId: newest.customerId, on: db)
     }
 
     /// Applies the notifications that came before anyone owned this purchase, now that a submission recorded it

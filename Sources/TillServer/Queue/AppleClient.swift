@@ -7,7 +7,8 @@ import TillCore
 import TillFormats
 import TillHTTPKit
 
-/// Calls Apple (or the simulator): verifyReceipt and the App Store Server API.
+/// Calls Apple (or the simulator): verifyReceipt and the App Store Server API (Get Transaction Info for the queue,
+/// the notification and transaction histories for catching up).
 struct AppleClient: Sendable {
     let http: HTTPClient
     let endpoints: AppleEndpoints
@@ -73,17 +74,79 @@ struct AppleClient: Sendable {
 
     /// Get Transaction Info, authenticated with the app's App Store Server API key.
     func transactionInfo(_ environment: AppStoreEnvironment, transactionId: String, app: ServerApp) async -> Answer {
+        await serverAPI(environment, app: app, path: "/inApps/v1/transactions/\(Self.pathSegment(transactionId))")
+    }
+
+    /// Get Notification History: one page of the notifications Apple sent (or tried to send) in the request's
+    /// window; `paginationToken` is the previous page's, nil for the first.
+    func notificationHistory(
+        _ environment: AppStoreEnvironment,
+        _ body: NotificationHistoryRequest,
+        paginationToken: String?,
+        app: ServerApp
+    ) async -> Answer {
+        guard let json = try? AppleJSON.makeEncoder().encode(body) else {
+            return .misconfigured("the Notification History request could not be encoded")
+        }
+        let query = paginationToken.map { "?" + QueryString.format([("paginationToken", $0)]) } ?? ""
+        return await serverAPI(
+            environment,
+            app: app,
+            path: "/inApps/v1/notifications/history" + query,
+            method: .POST,
+            body: ByteBuffer(bytes: json)
+        )
+    }
+
+    /// Get Transaction History (v2): one page of the history of the customer who owns `transactionId`, in
+    /// modification order, after `revision` (the previous page's or the previous run's; nil for the whole history).
+    func transactionHistory(
+        _ environment: AppStoreEnvironment,
+        transactionId: String,
+        revision: String?,
+        app: ServerApp
+    ) async -> Answer {
+        let query = TransactionHistoryQuery(revision: revision).queryString
+        return await serverAPI(
+            environment,
+            app: app,
+            path: "/inApps/v2/history/\(Self.pathSegment(transactionId))" + (query.isEmpty ? "" : "?" + query)
+        )
+    }
+
+    /// A call to the App Store Server API, authenticated with the app's key.
+    private func serverAPI(
+        _ environment: AppStoreEnvironment,
+        app: ServerApp,
+        path: String,
+        method: HTTPMethod = .GET,
+        body: ByteBuffer? = nil
+    ) async -> Answer {
         guard let base = endpoints.serverAPI[environment] else {
             return .misconfigured("no App Store Server API URL for \(environment)")
         }
         guard let token = try? await bearerToken(app: app) else {
             return .misconfigured("the app's App Store Server API key is unusable")
         }
-        var request = HTTPClientRequest(url: "\(base)/inApps/v1/transactions/\(transactionId)")
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.headers.add(name: "Accept", value: "application/json")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(body)
+        }
         return await execute(request)
     }
+
+    /// A transaction id as a path segment: Apple's are digits; anything else is percent-encoded, never a path.
+    private static func pathSegment(_ id: String) -> String {
+        id.addingPercentEncoding(withAllowedCharacters: asciiDigitsAndLetters) ?? ""
+    }
+
+    private static let asciiDigitsAndLetters = CharacterSet(
+        charactersIn: "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    )
 
     private func execute(_ request: HTTPClientRequest) async -> Answer {
         do {

@@ -239,5 +239,33 @@ enum ServerSchema {
             "011-submission-pages",
             ["CREATE INDEX srv_submissions_state_updated ON srv_submissions (state, updated_at, id)"]
         ),
+        // Catching up with Apple (CatchUp): one run per app at a time, and its last report; how far each app's
+        // Notification History was read completely; and, per purchase, the customer history (its anchor) it is
+        // read through, with the revision of that history's last page.
+        Migration(
+            "012-catch-up",
+            [
+                """
+                CREATE TABLE srv_catch_up_runs (
+                    bundle_id TEXT PRIMARY KEY, claimed_until BIGINT, finished_at BIGINT, outcome TEXT, report TEXT)
+                """,
+                """
+                CREATE TABLE srv_catch_up_checkpoints (
+                    bundle_id TEXT NOT NULL, environment TEXT NOT NULL, notifications_until BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL, PRIMARY KEY (bundle_id, environment))
+                """,
+                """
+                CREATE TABLE srv_catch_up_purchases (
+                    bundle_id TEXT NOT NULL, environment TEXT NOT NULL, original_transaction_id TEXT NOT NULL,
+                    anchor TEXT NOT NULL, revision TEXT, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, original_transaction_id))
+                """,
+                // History read before a notification must not undo what the notification applied.
+                """
+                CREATE INDEX srv_notifications_applied_transaction ON srv_notifications (environment, transaction_id)
+                WHERE outcome = 'applied'
+                """,
+            ]
+        ),
     ]
 }

@@ -1,0 +1,235 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Logging
+import ServiceLifecycle
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// Catching up with Apple: after downtime or a lost notification, the server reads what Apple says it sent and
+/// what its customers did, and applies what it missed, exactly once (docs/notifications.md, "Catching up").
+///
+/// A run takes one app, in each environment it accepts (production; the sandbox when the app accepts it):
+/// `NotificationHistoryReader` reads Notification History since the last complete read and records every
+/// notification as a delivery would be; `TransactionHistoryReader` reads each App Store customer's Transaction
+/// History from its stored revision and gives the ledger what it did not have. One run at a time per app, across
+/// every process sharing the database (a claim in `srv_catch_up_runs`); the last run's report is kept there.
+/// `CatchUpWorker` runs it at start and then periodically; the admin API runs it on demand.
+public struct CatchUp: Sendable {
+    let configuration: ServerConfiguration
+    let database: TillDatabase
+    let store: ServerStore
+    let verifier: LocalVerifier
+    let catalogue: Catalogue
+    let ledger: Ledger
+    let notifications: NotificationIntake
+    let metrics: ServerMetrics
+    let clock: ServerClock
+    let logger: Logger
+
+    /// How long a run holds its app: a run stopped by a crash frees it after this (at once for the process that
+    /// owns an SQLite file, which clears the claims when it starts).
+    static let claimMilliseconds: Int64 = 15 * 60 * 1000
+
+    private var client: AppleClient {
+        AppleClient(http: .shared, endpoints: configuration.apple, timeout: configuration.confirmation.requestTimeout)
+    }
+
+    var notificationHistory: NotificationHistoryReader {
+        NotificationHistoryReader(
+            settings: configuration.catchUp,
+            database: database,
+            store: store,
+            notifications: notifications,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    var transactionHistory: TransactionHistoryReader {
+        TransactionHistoryReader(
+            database: database,
+            store: store,
+            verifier: verifier,
+            catalogue: catalogue,
+            ledger: ledger,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    /// Catches up one app now and answers what was read and applied. Throws `appNotFound`, `noAPIKey` (nobody to
+    /// ask) and `catchUpRunning`; Apple not answering is not an error of the run but part of its report.
+    public func run(bundleId: String, trigger: CatchUpRun.TriggerPayload = .admin) async throws -> CatchUpRun {
+        let app = try await catalogue.app(bundleId: bundleId)
+        guard Self.hasAPIKey(app) else {
+            throw TillHTTPError.conflict(
+                "noAPIKey",
+                "\(bundleId) has no App Store Server API key, so there is no one to ask: set apiKeyId, apiIssuerId and apiPrivateKey"
+            )
+        }
+        let startedAt = clock.milliseconds
+        let claimed = try await database.transaction(bookkeeping: true) { db in
+            try await self.store.claimCatchUp(
+                bundleId: bundleId,
+                now: startedAt,
+                until: startedAt + Self.claimMilliseconds,
+                on: db
+            )
+        }
+        guard claimed else {
+            throw TillHTTPError.conflict(
+                "catchUpRunning",
+                "a catch-up of \(bundleId) is under way; try again when it ends"
+            )
+        }
+        do {
+            let run = await read(app, trigger: trigger, startedAt: startedAt)
+            let report = String(decoding: try JSONEncoder().encode(run), as: UTF8.self)
+            try await database.transaction(bookkeeping: true) { db in
+                try await self.store.finishCatchUp(
+                    bundleId: bundleId,
+                    finishedAt: run.finishedAt,
+                    outcome: run.outcome.rawValue,
+                    report: report,
+                    on: db
+                )
+            }
+            metrics.catchUp(run)
+            log(run)
+            return run
+        } catch {
+            _ = try? await database.transaction(bookkeeping: true) { db in
+                try await self.store.releaseCatchUp(bundleId: bundleId, on: db)
+            }
+            throw error
+        }
+    }
+
+    /// The app's last finished run, or `catchUpNeverRun`.
+    public func lastRun(bundleId: String) async throws -> CatchUpRun {
+        _ = try await catalogue.app(bundleId: bundleId)
+        guard let report = try await store.lastCatchUpReport(bundleId: bundleId, on: store.sql) else {
+            throw TillHTTPError(.notFound, "catchUpNeverRun", "\(bundleId) has not caught up with Apple yet")
+        }
+        return try JSONDecoder().decode(CatchUpRun.self, from: Data(report.utf8))
+    }
+
+    /// Catches up every app that has an App Store Server API key, one after the other (`CatchUpWorker`). An app
+    /// another process is catching up is left to it; a graceful shutdown stops it between two apps.
+    func runAll(trigger: CatchUpRun.TriggerPayload) async {
+        let apps: [ServerApp]
+        do { apps = try await catalogue.apps() } catch {
+            logger.error("catch-up: the apps could not be read: \(error)")
+            return
+        }
+        for app in apps where Self.hasAPIKey(app) {
+            if Task.isCancelled || Task.isShuttingDownGracefully { return }
+            do {
+                _ = try await run(bundleId: app.bundleId, trigger: trigger)
+            } catch let error as TillHTTPError where error.code == "catchUpRunning" {
+                logger.debug("catch-up of \(app.bundleId): another run has it")
+            } catch {
+                logger.error("catch-up of \(app.bundleId) failed: \(error)")
+            }
+        }
+    }
+
+    /// Each environment the app accepts: both histories, each read as far as Apple answers.
+    private func read(_ app: ServerApp, trigger: CatchUpRun.TriggerPayload, startedAt: Int64) async -> CatchUpRun {
+        let client = self.client
+        var environments: [CatchUpEnvironmentReport] = []
+        for environment in Self.environments(of: app) {
+            let notifications = await notificationHistory.read(app, environment, client: client)
+            let transactions = await transactionHistory.read(app, environment, client: client)
+            environments.append(
+                CatchUpEnvironmentReport(
+                    environment: environment.rawValue,
+                    notifications: notifications,
+                    transactions: transactions
+                )
+            )
+        }
+        let complete = environments.allSatisfy { $0.notifications.complete && $0.transactions.complete }
+        return CatchUpRun(
+            bundleId: app.bundleId,
+            trigger: trigger,
+            outcome: complete ? .complete : .incomplete,
+            startedAt: startedAt,
+            finishedAt: clock.milliseconds,
+            environments: environments
+        )
+    }
+
+    private func log(_ run: CatchUpRun) {
+        let recovered = run.environments.reduce(0) { $0 + $1.notifications.applied + $1.notifications.ignored }
+        let recorded = run.environments.reduce(0) { $0 + $1.transactions.recorded }
+        let revoked = run.environments.reduce(0) { $0 + $1.transactions.revoked }
+        let errors = run.environments.flatMap { [$0.notifications.error, $0.transactions.error] }.compactMap { $0 }
+        let message =
+            "catch-up of \(run.bundleId) (\(run.trigger.rawValue)): \(run.outcome.rawValue); \(recovered) notifications recovered, \(recorded) transactions recorded, \(revoked) revoked"
+            + (errors.isEmpty ? "" : "; " + errors.map(\.message).joined(separator: "; "))
+        if errors.isEmpty { logger.info("\(message)") } else { logger.warning("\(message)") }
+    }
+
+    static func hasAPIKey(_ app: ServerApp) -> Bool {
+        app.apiKeyId != nil && app.apiIssuerId != nil && app.apiPrivateKey != nil
+    }
+
+    /// Production always; the sandbox only for an app that accepts sandbox purchases.
+    static func environments(of app: ServerApp) -> [AppStoreEnvironment] {
+        app.acceptSandbox ? [.production, .sandbox] : [.production]
+    }
+}
+
+/// Apple's answer to one call of a catch-up: the body of its 200, or why there is none.
+enum HistoryAnswer: Sendable {
+    case body([UInt8])
+    case failure(CatchUpError)
+}
+
+extension AppleClient.Answer {
+    /// The body of Apple's 200, or why there is none: no answer, a 5xx or a 429 (`appleUnavailable`), the app's key
+    /// refused or unusable (`configuration`), anything else (`other`: a request Apple refused).
+    func body(of call: String, in environment: AppStoreEnvironment, metrics: ServerMetrics) -> HistoryAnswer {
+        let api = "\(call) (\(environment.rawValue))"
+        switch self {
+        case .misconfigured(let problem):
+            return .failure(CatchUpError(cause: .configuration, message: "\(api): \(problem)"))
+        case .transport(let cause):
+            metrics.appleCall(endpoint: call, environment: environment, status: cause)
+            return .failure(CatchUpError(cause: .appleUnavailable, message: "no answer from \(api): \(cause)"))
+        case .http(200, let body):
+            metrics.appleCall(endpoint: call, environment: environment, status: "HTTP 200")
+            return .body(body)
+        case .http(let status, let body):
+            let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
+            metrics.appleCall(
+                endpoint: call,
+                environment: environment,
+                status: "HTTP \(status)" + (error.map { " \($0.errorCode)" } ?? "")
+            )
+            if status == 401 {
+                return .failure(
+                    CatchUpError(
+                        cause: .configuration,
+                        message: "\(api) refused the app's key: fix apiKeyId, apiIssuerId or apiPrivateKey"
+                    )
+                )
+            }
+            let detail = error.map { ": \($0.errorMessage) (\($0.errorCode))" } ?? ""
+            return .failure(
+                CatchUpError(
+                    // 429: Apple asks this key to slow down; like an outage, the next run reads what is left.
+                    cause: status >= 500 || status == 429 ? .appleUnavailable : .other,
+                    message: "\(api) answered HTTP \(status)\(detail)"
+                )
+            )
+        }
+    }
+}

@@ -1,0 +1,289 @@
+import Foundation
+import Logging
+import SQLKit
+import TillContract
+import TillCore
+import TillFormats
+import TillStorage
+
+/// Reads the Transaction History (v2) of every App Store customer the ledger knows, each from the revision its last
+/// page answered, and gives the ledger what it did not have: renewals the app never sent, refunds and revocations
+/// whose notification was lost. Each signed transaction is verified locally first.
+///
+/// History is per App Store customer, so one history serves all of a customer's purchases: it is asked for with the
+/// id of one purchase (its anchor), and every purchase it lists with an owner in the ledger is read through it from
+/// then on (`srv_catch_up_purchases`). A purchase of the ledger that no history lists yet starts a history of its
+/// own; if that history turns out to list another history's anchor (the same customer), it joins that one. Each
+/// page is applied and its revision stored in one database transaction, so a run cut short resumes after the last
+/// page applied.
+struct TransactionHistoryReader: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let verifier: LocalVerifier
+    let catalogue: Catalogue
+    let ledger: Ledger
+    let metrics: ServerMetrics
+    let clock: ServerClock
+    let logger: Logger
+
+    /// Pages of one history in one run at most (Apple's hold 20 transactions): a bound on a history that never ends.
+    static let maximumPages = 10_000
+
+    /// What one page did.
+    private struct PageEffect {
+        var recorded = 0
+        var revoked = 0
+        var updated = 0
+        var unchanged = 0
+        var unmatched = 0
+        /// The purchases (original transactions) of the page that have an owner in the ledger.
+        var listed: Set<String> = []
+    }
+
+    func read(_ app: ServerApp, _ environment: AppStoreEnvironment, client: AppleClient) async
+        -> TransactionHistoryReport
+    {
+        var report = TransactionHistoryReport(
+            complete: true,
+            histories: 0,
+            pages: 0,
+            fetched: 0,
+            recorded: 0,
+            revoked: 0,
+            updated: 0,
+            unchanged: 0,
+            unmatched: 0,
+            refused: 0
+        )
+        do {
+            let anchors = try await store.historyAnchors(
+                bundleId: app.bundleId,
+                environment: environment.rawValue,
+                on: store.sql
+            )
+            for anchor in anchors {
+                let (goOn, _) = await readHistory(
+                    app,
+                    environment,
+                    anchor: anchor.originalTransactionId,
+                    from: anchor.revision,
+                    client: client,
+                    into: &report
+                )
+                guard goOn else { return report }
+            }
+            // Purchases no history lists: each may be a customer whose history was never read.
+            let known = Set(anchors.map(\.originalTransactionId))
+            for purchase in try await store.purchasesOutsideHistories(
+                bundleId: app.bundleId,
+                environment: environment.rawValue,
+                on: store.sql
+            ) {
+                // A history read a moment ago may list it now.
+                guard
+                    try await !store.historyLists(
+                        bundleId: app.bundleId,
+                        environment: environment.rawValue,
+                        originalTransactionId: purchase,
+                        on: store.sql
+                    )
+                else { continue }
+                let (goOn, listed) = await readHistory(
+                    app,
+                    environment,
+                    anchor: purchase,
+                    from: nil,
+                    client: client,
+                    into: &report
+                )
+                if let joined = listed.intersection(known).subtracting([purchase]).sorted().first {
+                    try await database.transaction(bookkeeping: true) { db in
+                        try await self.store.joinHistory(
+                            bundleId: app.bundleId,
+                            environment: environment.rawValue,
+                            anchor: purchase,
+                            into: joined,
+                            on: db
+                        )
+                    }
+                }
+                guard goOn else { return report }
+            }
+        } catch {
+            report.complete = false
+            report.error = CatchUpError(
+                cause: .other,
+                message: "the histories' state could not be read or stored: \(error)"
+            )
+        }
+        return report
+    }
+
+    /// Reads one customer's history from `revision` to its end, page after page. Returns whether to go on with the
+    /// other histories (not when Apple is unavailable or refuses the key: the next run reads them) and the purchases
+    /// it listed.
+    private func readHistory(
+        _ app: ServerApp,
+        _ environment: AppStoreEnvironment,
+        anchor: String,
+        from revision: String?,
+        client: AppleClient,
+        into report: inout TransactionHistoryReport
+    ) async -> (Bool, Set<String>) {
+        report.histories += 1
+        var revision = revision
+        var listed: Set<String> = []
+        for _ in 0..<Self.maximumPages {
+            let answer = await client.transactionHistory(
+                environment,
+                transactionId: anchor,
+                revision: revision,
+                app: app
+            )
+            let page: HistoryResponse
+            switch answer.body(of: "transactionHistory", in: environment, metrics: metrics) {
+            case .failure(let error):
+                report.complete = false
+                report.error = error
+                // Apple down or slowing us down, or the app's key refused: every other history would be too.
+                return (error.cause == RetryCause.other, listed)
+            case .body(let body):
+                guard let decoded = try? AppleJSON.makeDecoder().decode(HistoryResponse.self, from: Data(body)),
+                    decoded.revision != nil || decoded.hasMore != true
+                else {
+                    report.complete = false
+                    report.error = CatchUpError(
+                        cause: .other,
+                        message: "Transaction History (\(environment.rawValue)) answered something that is not its JSON"
+                    )
+                    return (true, listed)
+                }
+                page = decoded
+            }
+            report.pages += 1
+            let signed = await verified(
+                page.signedTransactions ?? [],
+                app: app,
+                environment: environment,
+                into: &report
+            )
+            do {
+                let effect = try await apply(
+                    signed,
+                    app: app,
+                    environment: environment,
+                    anchor: anchor,
+                    revision: page.revision ?? revision
+                )
+                report.recorded += effect.recorded
+                report.revoked += effect.revoked
+                report.updated += effect.updated
+                report.unchanged += effect.unchanged
+                report.unmatched += effect.unmatched
+                listed.formUnion(effect.listed)
+            } catch {
+                report.complete = false
+                report.error = CatchUpError(cause: .other, message: "a page of history could not be applied: \(error)")
+                return (true, listed)
+            }
+            revision = page.revision ?? revision
+            guard page.hasMore == true else { return (true, listed) }
+        }
+        report.complete = false
+        report.error = CatchUpError(cause: .other, message: "a history has over \(Self.maximumPages) pages")
+        return (true, listed)
+    }
+
+    /// The page's signed transactions that verify: Apple's signature and chain, for this app, in this environment.
+    /// The others are counted as refused; nothing of them is recorded.
+    private func verified(
+        _ signedTransactions: [String],
+        app: ServerApp,
+        environment: AppStoreEnvironment,
+        into report: inout TransactionHistoryReport
+    ) async -> [(PurchaseTransaction, JWSTransactionDecodedPayload)] {
+        var verified: [(PurchaseTransaction, JWSTransactionDecodedPayload)] = []
+        for jws in signedTransactions {
+            report.fetched += 1
+            switch await verifier.verifySigned(jws, as: JWSTransactionDecodedPayload.self, app: app) {
+            case .valid(let signed):
+                guard signed.environment == environment, let transaction = signed.purchaseTransaction() else {
+                    report.refused += 1
+                    logger.warning("catch-up: a transaction of \(environment.rawValue) history is not its data")
+                    continue
+                }
+                verified.append((transaction, signed))
+            case .invalid(let failure):
+                report.refused += 1
+                logger.warning(
+                    "catch-up: a transaction of the history does not verify: \(failure.reason): \(failure.detail)"
+                )
+            }
+        }
+        return verified
+    }
+
+    /// Applies one page in one database transaction, with its revision: each transaction goes to its owner's ledger
+    /// as Apple's signed word (`Ledger.applyHistory`), unless a notification signed later already told the ledger
+    /// about it.
+    private func apply(
+        _ page: [(PurchaseTransaction, JWSTransactionDecodedPayload)],
+        app: ServerApp,
+        environment: AppStoreEnvironment,
+        anchor: String,
+        revision: String?
+    ) async throws -> PageEffect {
+        let catalogue = try await self.catalogue.products(of: app.bundleId)
+        let now = clock.milliseconds
+        return try await database.transaction { db -> PageEffect in
+            var effect = PageEffect()
+            for (transaction, signed) in page {
+                try await self.store.lockPurchase(
+                    environment: environment.rawValue,
+                    originalTransactionId: transaction.originalTransactionId,
+                    on: db
+                )
+                guard let owner = try await self.ledger.owner(of: transaction, bundleId: app.bundleId, on: db) else {
+                    effect.unmatched += 1  // never submitted: no customer is invented
+                    continue
+                }
+                effect.listed.insert(transaction.originalTransactionId)
+                if let signedDate = signed.signedDate?.millisecondsSince1970,
+                    try await self.store.hasNotificationApplied(
+                        environment: environment.rawValue,
+                        transactionId: transaction.transactionId,
+                        signedAfter: signedDate,
+                        on: db
+                    )
+                {
+                    effect.unchanged += 1
+                    continue
+                }
+                switch try await self.ledger.applyHistory(
+                    transaction,
+                    signed: signed,
+                    owner: owner,
+                    app: app,
+                    catalogue: catalogue,
+                    now: now,
+                    on: db
+                ) {
+                case .recorded: effect.recorded += 1
+                case .revoked: effect.revoked += 1
+                case .updated: effect.updated += 1
+                case .unchanged: effect.unchanged += 1
+                }
+            }
+            try await self.store.saveHistoryPage(
+                bundleId: app.bundleId,
+                environment: environment.rawValue,
+                anchor: anchor,
+                revision: revision,
+                listed: effect.listed,
+                at: now,
+                on: db
+            )
+            return effect
+        }
+    }
+}
