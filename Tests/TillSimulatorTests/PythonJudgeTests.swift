@@ -19,6 +19,27 @@ struct PythonJudgeTests {
         _ = try await fixture.buy("gems.100")
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         _ = try await fixture.simulator.subscriptions.refund(transactionId: try #require(pro.transactionId), reason: 0)
+        // Every notification type Apple added since 2023, so that Apple's verifier reads each one.
+        let simulator = fixture.simulator
+        let issue = try #require(try await fixture.buy("issue.1").transactionId)
+        _ = try await simulator.subscriptions.refund(transactionId: issue, reason: 0, percentage: 25_000)
+        _ = try await simulator.subscriptions.reverseRefund(transactionId: issue)
+        let subscribed = try #require(subscription.transactionId)
+        _ = try await simulator.subscriptions.extendRenewalDate(
+            originalTransactionId: subscribed, app: fixture.app, environment: .sandbox, days: 3, reason: 1,
+            requestIdentifier: "judge"
+        )
+        _ = try await simulator.subscriptions.increasePrice(
+            appAppleId: fixture.app.appAppleId, productId: "premium.monthly", PriceIncreaseInput(price: 9990)
+        )
+        _ = try await simulator.subscriptions.respondToPriceIncrease(originalTransactionId: subscribed, accept: true)
+        _ = try await simulator.events.rescindConsent(accountId: fixture.account.id, bundleId: SimulatorFixture.bundleId)
+        _ = try await simulator.events.externalPurchaseToken(
+            appAppleId: fixture.app.appAppleId, ExternalPurchaseTokenInput(subtype: "UNREPORTED")
+        )
+        for event in AdvancedCommerceEvent.allCases {
+            _ = try await simulator.events.advancedCommerce(event, originalTransactionId: subscribed)
+        }
         let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let original = try #require(subscription.transactionId)
         let renewal = try await fixture.simulator.payments.signedRenewalInfo(
@@ -64,6 +85,11 @@ struct PythonJudgeTests {
             #expect(status == 0, "\(summary)")
             #expect((summary["transactions"] as? [Any])?.count == transactions.count)
             #expect((summary["notifications"] as? [Any])?.count == notifications.count)
+            let types = Set(((summary["notifications"] as? [[String: Any]]) ?? []).compactMap { $0["notificationType"] as? String })
+            #expect(types.isSuperset(of: [
+                "REFUND_REVERSED", "RENEWAL_EXTENDED", "PRICE_INCREASE", "RESCIND_CONSENT", "EXTERNAL_PURCHASE_TOKEN",
+                "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
+            ]), "\(types)")
             let api = try #require(summary["api"] as? [String: Any])
             #expect(api["transactionInfo"] as? String == original)
             #expect((api["history"] as? [String: Any])?["count"] as? Int == transactions.count + 0)

@@ -16,17 +16,25 @@ public struct ExternalPurchaseToken: Codable, Sendable, Hashable {
     public var tokenCreationDate: Date?
     public var appAppleId: Int64?
     public var bundleId: String?
+    /// When a custom link token expires (custom link tokens only).
+    public var tokenExpirationDate: Date?
+    /// `ACQUISITION` or `SERVICES` (custom link tokens only).
+    public var tokenType: String?
 
     public init(
         externalPurchaseId: String? = nil,
         tokenCreationDate: Date? = nil,
         appAppleId: Int64? = nil,
-        bundleId: String? = nil
+        bundleId: String? = nil,
+        tokenExpirationDate: Date? = nil,
+        tokenType: String? = nil
     ) {
         self.externalPurchaseId = externalPurchaseId
         self.tokenCreationDate = tokenCreationDate
         self.appAppleId = appAppleId
         self.bundleId = bundleId
+        self.tokenExpirationDate = tokenExpirationDate
+        self.tokenType = tokenType
     }
 
     /// Sandbox when `externalPurchaseId` starts with `SANDBOX`, else production (also when the id is missing).

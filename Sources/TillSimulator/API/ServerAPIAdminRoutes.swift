@@ -54,3 +54,55 @@ func adminEnvironment(_ request: Request) throws -> AppStoreEnvironment {
     else { throw TillHTTPError.badRequest("invalidEnvironment", "environment is sandbox or production, got \(name)") }
     return environment
 }
+
+struct PriceConsentInput: Codable { var accept: Bool }
+struct RescindConsentInput: Codable { var bundleId: String }
+
+/// Admin actions that make the App Store send its other notifications: REFUND_REVERSED, PRICE_INCREASE,
+/// RESCIND_CONSENT, EXTERNAL_PURCHASE_TOKEN, and the Advanced Commerce ones.
+func addEventAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator: Simulator) {
+    group.post("transactions/{transaction}/reverse-refund") { _, context in
+        try jsonResponse(
+            try await simulator.subscriptions.reverseRefund(transactionId: try context.parameters.require("transaction")),
+            context: context
+        )
+    }
+    group.post("apps/{app}/products/{product}/price-increase") { request, context in
+        let input = try await decodeBody(PriceIncreaseInput.self, from: request, context: context)
+        return try jsonResponse(
+            try await simulator.subscriptions.increasePrice(
+                appAppleId: try int64(context, "app"),
+                productId: try context.parameters.require("product"),
+                input
+            ),
+            context: context
+        )
+    }
+    group.post("accounts/{account}/rescind-consent") { request, context in
+        let input = try await decodeBody(RescindConsentInput.self, from: request, context: context)
+        let uuid = try await simulator.events.rescindConsent(
+            accountId: try context.parameters.require("account"),
+            bundleId: input.bundleId
+        )
+        return try jsonResponse(["notificationUUID": uuid], status: .accepted, context: context)
+    }
+    group.post("apps/{app}/external-purchase-tokens") { request, context in
+        let input = try await decodeBody(ExternalPurchaseTokenInput.self, from: request, context: context)
+        return try jsonResponse(
+            try await simulator.events.externalPurchaseToken(appAppleId: try int64(context, "app"), input),
+            status: .created,
+            context: context
+        )
+    }
+    group.post("subscriptions/{original}/advanced-commerce/{event}") { _, context in
+        let name = try context.parameters.require("event")
+        guard let event = AdvancedCommerceEvent(rawValue: name) else {
+            throw TillHTTPError.notFound("Advanced Commerce event", name)
+        }
+        let uuid = try await simulator.events.advancedCommerce(
+            event,
+            originalTransactionId: try context.parameters.require("original")
+        )
+        return try jsonResponse(["notificationUUID": uuid], status: .accepted, context: context)
+    }
+}

@@ -41,7 +41,11 @@ func int64(_ context: SimulatorRequestContext, _ name: String) throws -> Int64 {
 
 // MARK: App Store Connect stand-in
 
-struct RefundInput: Codable { var reason: Int? }
+struct RefundInput: Codable {
+    var reason: Int?
+    /// A prorated refund's share, in milliunits (50000 = 50 %).
+    var percentage: Int?
+}
 struct RefundRequestInput: Codable { var reason: String? }
 struct AutoRenewInput: Codable { var enabled: Bool }
 struct AdvanceInput: Codable { var seconds: Double }
@@ -129,6 +133,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
 
     addServerAPIAdminRoutes(to: group, simulator)
     addOfferAdminRoutes(to: group, simulator)
+    addEventAdminRoutes(to: group, simulator)
 
     group.get("accounts") { _, context in
         try jsonResponse(try await simulator.appStoreConnect.accounts(), context: context)
@@ -198,7 +203,8 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         }
         let tx = try await simulator.subscriptions.refund(
             transactionId: try context.parameters.require("transaction"),
-            reason: input.reason ?? 0
+            reason: input.reason ?? 0,
+            percentage: input.percentage
         )
         return try jsonResponse(tx, context: context)
     }

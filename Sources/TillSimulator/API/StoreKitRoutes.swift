@@ -146,6 +146,20 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         )
         return try jsonResponse(subscription, context: context)
     }
+    // The customer answers a price increase that needs consent (the App Store's consent sheet).
+    group.post("devices/{device}/subscriptions/{original}/price-consent") { request, context in
+        let input = try await decodeBody(PriceConsentInput.self, from: request, context: context)
+        let original = try context.parameters.require("original")
+        _ = try await simulator.payments.signedRenewalInfo(
+            deviceId: try context.parameters.require("device"),
+            originalTransactionId: original,
+            environment: try environment(context)
+        )
+        return try jsonResponse(
+            try await simulator.subscriptions.respondToPriceIncrease(originalTransactionId: original, accept: input.accept),
+            context: context
+        )
+    }
     // The customer views the subscription in their account settings and taps Cancel: Retention Messaging.
     group.post("devices/{device}/subscriptions/{original}/retention-message") { request, context in
         let input = try await decodeBody(RetentionMessageInput.self, from: request, context: context)

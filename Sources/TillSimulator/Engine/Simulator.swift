@@ -68,7 +68,9 @@ public struct SimulatorConfiguration: Sendable {
 /// - `serverAPI`: the App Store Server API;
 /// - `appStoreConnect`: apps, keys, products, sandbox accounts and devices;
 /// - `retention`: Retention Messaging: images, messages, default messages, the realtime URL and its calls;
-/// - `offers`: introductory and promotional offers, offer codes and win-back offers, and who gets which.
+/// - `offers`: introductory and promotional offers, offer codes and win-back offers, and who gets which;
+/// - `events`: what the App Store reports that is not a purchase (consent withdrawn, external purchase tokens,
+///   Advanced Commerce changes).
 ///
 /// The HTTP layer (``buildSimulatorApplication(_:)``) and the background services call the rooms.
 public final class Simulator: Sendable {
@@ -85,6 +87,7 @@ public final class Simulator: Sendable {
     public let appStoreConnect: AppStoreConnect
     public let retention: RetentionMessaging
     public let offers: Offers
+    public let events: StoreEvents
     let store: SimulatorStore
     let logger: Logger
 
@@ -178,6 +181,13 @@ public final class Simulator: Sendable {
         self.appStoreConnect = appStoreConnect
         self.retention = retention
         self.offers = offers
+        self.events = StoreEvents(
+            database: database,
+            store: store,
+            clock: clock,
+            receipts: receipts,
+            notifications: notifications
+        )
     }
 
     /// Opens (and migrates) the simulator's database, restores its clock and authorities.

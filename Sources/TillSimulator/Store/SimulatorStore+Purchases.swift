@@ -126,6 +126,12 @@ extension SimulatorStore {
             .orderBy("subscription_group").all(decoding: SimSubscription.self, with: Self.decoding)
     }
 
+    func subscriptions(appAppleId: Int64, productId: String, on db: any SQLDatabase) async throws -> [SimSubscription] {
+        try await db.select().column("*").from("sim_subscriptions").where("app_apple_id", .equal, appAppleId)
+            .where("auto_renew_product_id", .equal, productId).orderBy("original_transaction_id")
+            .all(decoding: SimSubscription.self, with: Self.decoding)
+    }
+
     /// Subscriptions the engine must look at: those whose period has ended by `now`, and every one in the grace
     /// period or in billing retry (the store retries the charge, which may now go through, and ends those periods).
     func dueSubscriptions(now: Int64, limit: Int, on db: any SQLDatabase) async throws -> [SimSubscription] {

@@ -10,19 +10,85 @@ import TillStorage
 
 extension SubscriptionEngine {
     /// Refunds a transaction: it is revoked, and a REFUND notification goes out. A refunded subscription
-    /// period revokes the subscription.
-    public func refund(transactionId: String, reason: Int) async throws -> SimTransaction {
-        try await revoke(transactionId: transactionId, reason: reason, type: "REFUND_FULL", notification: .refund)
+    /// period revokes the subscription. A `percentage` (milliunits, below 100000) makes it a prorated refund
+    /// (`REFUND_PRORATED` with its `revocationPercentage`), as Apple grants after consumption information.
+    public func refund(transactionId: String, reason: Int, percentage: Int? = nil) async throws -> SimTransaction {
+        if let percentage, !(1...100_000).contains(percentage) {
+            throw TillHTTPError.badRequest("invalidPercentage", "percentage is 1 to 100000 milliunits (100000 = 100 %)")
+        }
+        let prorated = percentage.map { $0 < 100_000 } ?? false
+        return try await revoke(
+            transactionId: transactionId,
+            reason: reason,
+            type: prorated ? "REFUND_PRORATED" : "REFUND_FULL",
+            percentage: prorated ? percentage : nil,
+            notification: .refund
+        )
+    }
+
+    /// Apple reverses a refund it granted (a customer's dispute settled): the transaction is no longer revoked,
+    /// a refunded subscription period is active again with its renewal date unchanged, and REFUND_REVERSED goes out.
+    public func reverseRefund(transactionId: String) async throws -> SimTransaction {
+        let result = try await database.transaction { db -> SimTransaction in
+            guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
+                throw TillHTTPError.notFound("transaction", transactionId)
+            }
+            guard tx.revocationDate != nil, tx.revocationType?.hasPrefix("REFUND") == true else {
+                throw TillHTTPError.conflict("notRefunded", "transaction \(transactionId) was not refunded")
+            }
+            let app = try await self.store.requireApp(appAppleId: tx.appAppleId, on: db)
+            tx.revocationDate = nil
+            tx.revocationReason = nil
+            tx.revocationType = nil
+            tx.revocationPercentage = nil
+            tx.signedSequence = try await self.store.nextSequence(on: db)
+            try await self.store.update(tx, on: db)
+            if tx.type == .autoRenewable,
+                var subscription = try await self.store.subscription(
+                    originalTransactionId: tx.originalTransactionId,
+                    on: db
+                ),
+                subscription.lastTransactionId == tx.transactionId,
+                subscription.status == SubscriptionStatus.revoked.rawValue
+            {
+                let running = (tx.expiresDate ?? 0) > self.clock.nowMilliseconds
+                subscription.status = (running ? SubscriptionStatus.active : .expired).rawValue
+                subscription.autoRenewStatus = running
+                subscription.updatedAt = self.clock.nowMilliseconds
+                try await self.store.upsert(subscription, on: db)
+            }
+            try await self.notifications.enqueueNotification(
+                app: app,
+                environment: AppStoreEnvironment(tx.environment),
+                type: .refundReversed,
+                subtype: nil,
+                transaction: tx,
+                on: db
+            )
+            return tx
+        }
+        notifications.due.signal()
+        return result
     }
 
     /// Removes a family member's shared copy of a purchase (REVOKE).
     public func revokeFamilyShared(transactionId: String) async throws -> SimTransaction {
-        try await revoke(transactionId: transactionId, reason: 0, type: "FAMILY_REVOKE", notification: .revoke)
+        try await revoke(
+            transactionId: transactionId,
+            reason: 0,
+            type: "FAMILY_REVOKE",
+            percentage: nil,
+            notification: .revoke
+        )
     }
 
-    func revoke(transactionId: String, reason: Int, type: String, notification: NotificationType) async throws
-        -> SimTransaction
-    {
+    func revoke(
+        transactionId: String,
+        reason: Int,
+        type: String,
+        percentage: Int?,
+        notification: NotificationType
+    ) async throws -> SimTransaction {
         let result = try await database.transaction { db -> SimTransaction in
             guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
                 throw TillHTTPError.notFound("transaction", transactionId)
@@ -42,6 +108,7 @@ extension SubscriptionEngine {
             tx.revocationDate = self.clock.nowMilliseconds
             tx.revocationReason = reason
             tx.revocationType = type
+            tx.revocationPercentage = percentage
             tx.signedSequence = try await store.nextSequence(on: db)
             try await self.store.update(tx, on: db)
             if tx.type == .autoRenewable,

@@ -64,7 +64,10 @@ extension SubscriptionEngine {
                         productId: subscription.autoRenewProductId,
                         on: db
                     )
-                    if !subscription.autoRenewStatus {
+                    if subscription.priceIncreaseStatus == 0 {
+                        // A price increase that needed consent and did not get it.
+                        try await self.expire(&subscription, intent: 3, subtype: .priceIncrease, app: app, on: db)
+                    } else if !subscription.autoRenewStatus {
                         try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
                     } else if product == nil || !product!.reviewState.isSellable(in: environment) {
                         try await self.expire(&subscription, intent: 4, subtype: .productNotForSale, app: app, on: db)
