@@ -21,10 +21,22 @@ public func buildSimulatorRouter(_ simulator: Simulator) -> Router<SimulatorRequ
     return router
 }
 
-/// "production" or "sandbox" from the path.
+/// "production" or "sandbox" from the path: Apple's servers have no other.
 func environment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironment {
     let name = try context.parameters.require("environment")
     guard let environment = AppStoreEnvironment(parsing: name), environment == .production || environment == .sandbox
+    else {
+        throw TillHTTPError.notFound("environment", name)
+    }
+    return environment
+}
+
+/// StoreKit's environment from the path: "production", "sandbox", or "xcode" (StoreKit Testing in Xcode, on the
+/// device only: it has no verifyReceipt, Server API or notifications).
+func storeKitEnvironment(_ context: SimulatorRequestContext) throws -> AppStoreEnvironment {
+    let name = try context.parameters.require("environment")
+    guard let environment = AppStoreEnvironment(parsing: name),
+        environment == .production || environment == .sandbox || environment == .xcode
     else {
         throw TillHTTPError.notFound("environment", name)
     }
@@ -310,6 +322,8 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         let certificates: [Certificate]
         switch name {
         case "jws-root.pem", "jws-root.der": certificates = [signer.jwsAuthority.root]
+        // What Xcode's "Save Public Certificate" exports: a server trusts StoreKit Testing's data by it.
+        case "xcode-root.pem", "xcode-root.der": certificates = [signer.xcodeCertificate]
         case "receipt-root.pem", "receipt-root.der": certificates = [signer.receiptAuthority.root]
         case "receipt-intermediate.pem", "receipt-intermediate.der":
             certificates = [signer.receiptAuthority.intermediate]

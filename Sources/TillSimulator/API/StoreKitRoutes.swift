@@ -24,7 +24,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
     group.get("devices/{device}/can-make-payments") { _, context in
         let (_, account) = try await simulator.store.requireDevice(
             try context.parameters.require("device"),
-            environment: try environment(context),
+            environment: try storeKitEnvironment(context),
             on: simulator.store.sql
         )
         return try jsonResponse(["canMakePayments": account.canMakePayments], context: context)
@@ -34,7 +34,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         guard input.productIdentifiers.count <= 200 else {
             throw TillHTTPError.badRequest("tooManyProducts", "at most 200 product identifiers per request")
         }
-        let environment = try environment(context)
+        let environment = try storeKitEnvironment(context)
         var account: SimAccount?
         if let deviceId = input.deviceId {
             account = try await simulator.store.requireDevice(
@@ -56,7 +56,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
     group.post("payments") { request, context in
         let input = try await decodeBody(PaymentRequest.self, from: request, context: context)
         return try jsonResponse(
-            try await simulator.payments.addPayment(input, environment: try environment(context)),
+            try await simulator.payments.addPayment(input, environment: try storeKitEnvironment(context)),
             context: context
         )
     }
@@ -68,7 +68,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
                 input.code,
                 deviceId: try context.parameters.require("device"),
                 bundleId: input.bundleId,
-                environment: try environment(context)
+                environment: try storeKitEnvironment(context)
             ),
             context: context
         )
@@ -78,7 +78,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let queue = try await simulator.payments.queue(
             deviceId: try context.parameters.require("device"),
             bundleId: bundleId,
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(queue, context: context)
     }
@@ -86,7 +86,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         try await simulator.payments.finish(
             entryId: try context.parameters.require("entry"),
             deviceId: try context.parameters.require("device"),
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return Response(status: .noContent)
     }
@@ -95,7 +95,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let result = try await simulator.payments.restore(
             deviceId: try context.parameters.require("device"),
             bundleId: input.bundleId,
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(result, context: context)
     }
@@ -103,7 +103,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let receipt = try await simulator.payments.appReceipt(
             deviceId: try context.parameters.require("device"),
             bundleId: try bundle(request),
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(["receiptData": Base64.encode(receipt)], context: context)
     }
@@ -111,7 +111,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let signed = try await simulator.payments.signedAppTransaction(
             deviceId: try context.parameters.require("device"),
             bundleId: try bundle(request),
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(["signedAppTransaction": signed], context: context)
     }
@@ -119,7 +119,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let signed = try await simulator.payments.signedTransactions(
             deviceId: try context.parameters.require("device"),
             bundleId: try bundle(request),
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(["signedTransactions": signed], context: context)
     }
@@ -127,7 +127,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         let signed = try await simulator.payments.signedRenewalInfo(
             deviceId: try context.parameters.require("device"),
             originalTransactionId: try context.parameters.require("original"),
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(["signedRenewalInfo": signed], context: context)
     }
@@ -138,7 +138,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         _ = try await simulator.payments.signedRenewalInfo(
             deviceId: deviceId,
             originalTransactionId: original,
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         let subscription = try await simulator.subscriptions.setAutoRenew(
             originalTransactionId: original,
@@ -153,7 +153,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
         _ = try await simulator.payments.signedRenewalInfo(
             deviceId: try context.parameters.require("device"),
             originalTransactionId: original,
-            environment: try environment(context)
+            environment: try storeKitEnvironment(context)
         )
         return try jsonResponse(
             try await simulator.subscriptions.respondToPriceIncrease(originalTransactionId: original, accept: input.accept),
@@ -168,7 +168,7 @@ func addStoreKitRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulat
                 deviceId: try context.parameters.require("device"),
                 originalTransactionId: try context.parameters.require("original"),
                 locale: input.locale ?? "en-US",
-                environment: try environment(context)
+                environment: try storeKitEnvironment(context)
             ),
             context: context
         )

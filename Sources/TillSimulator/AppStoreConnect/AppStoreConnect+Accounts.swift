@@ -12,9 +12,10 @@ extension AppStoreConnect {
     // MARK: Accounts and devices
 
     public func createAccount(_ input: AccountInput) async throws -> SimAccount {
+        // Xcode accounts stand for StoreKit Testing in Xcode: a device whose purchases are signed locally.
         guard let name = input.environment, let environment = AppStoreEnvironment(parsing: name),
-            environment == .production || environment == .sandbox
-        else { throw TillHTTPError.badRequest("invalidEnvironment", "an account is Production or Sandbox") }
+            environment == .production || environment == .sandbox || environment == .xcode
+        else { throw TillHTTPError.badRequest("invalidEnvironment", "an account is Production, Sandbox or Xcode") }
         let id = UUID().uuidString.lowercased()
         let account = SimAccount(
             id: id,

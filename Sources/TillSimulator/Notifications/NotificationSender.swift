@@ -107,6 +107,8 @@ extension NotificationSender {
         var payload = payload
         let now = clock.now()
         let uuid = UUID().uuidString.lowercased()
+        // StoreKit Testing in Xcode sends no server notifications.
+        guard environment == .production || environment == .sandbox else { return uuid }
         payload.notificationUUID = uuid
         payload.signedDate = now
         let type = payload.notificationType ?? .test

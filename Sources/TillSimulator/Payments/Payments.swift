@@ -320,7 +320,10 @@ extension Payments {
             view.purchaseDate = tx.purchaseDate
             view.quantity = tx.quantity
             view.signedTransaction = try receipts.signTransaction(tx, app: app)
-            view.transactionReceipt = try receipts.transactionReceipt(tx, app: app, device: device)
+            // StoreKit Testing in Xcode: StoreKit 2's signed transactions only (see appReceipt).
+            if !AppStoreEnvironment(tx.environment).isLocallySigned {
+                view.transactionReceipt = try receipts.transactionReceipt(tx, app: app, device: device)
+            }
         }
         return view
     }
@@ -339,6 +342,13 @@ extension Payments {
     /// The device's receipt file for an app (PKCS#7 DER).
     public func appReceipt(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [UInt8]
     {
+        guard !environment.isLocallySigned else {
+            throw TillHTTPError(
+                .notImplemented,
+                "receiptNotSimulated",
+                "StoreKit Testing in Xcode is simulated for StoreKit 2's signed data only; its receipts are not"
+            )
+        }
         try await faultsForStoreKit(environment)
         return try await database.transaction { db in
             let (device, account) = try await store.requireDevice(deviceId, environment: environment, on: db)

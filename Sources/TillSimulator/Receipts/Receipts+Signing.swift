@@ -50,7 +50,7 @@ extension Receipts {
     }
 
     func signTransaction(_ tx: SimTransaction, app: SimApp) throws -> String {
-        try signer.jws.sign(transactionPayload(tx, app: app, signedAt: clock.now()))
+        try signer.jws(for: AppStoreEnvironment(tx.environment)).sign(transactionPayload(tx, app: app, signedAt: clock.now()))
     }
 
     /// The renewal information of a subscription: what its next renewal will be, with the offer it gets, its price,
@@ -101,7 +101,7 @@ extension Receipts {
         )
         let storefront = try await store.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
         let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
-        return try signer.jws.sign(
+        return try signer.jws(for: AppStoreEnvironment(subscription.environment)).sign(
             renewalPayload(
                 subscription,
                 app: app,
@@ -135,7 +135,7 @@ extension Receipts {
             appTransactionId: appTransactionId(accountId: account.id, app: app),
             originalPlatform: .iOS
         )
-        return try signer.jws.sign(payload)
+        return try signer.jws(for: environment).sign(payload)
     }
 
     /// A Retention Messaging realtime request, signed like a notification.

@@ -11,16 +11,34 @@ import _CryptoExtras
 /// The simulator's two signing authorities, made once and kept in the database so that data signed before
 /// a restart still verifies after it: an ECDSA P-256 chain for StoreKit 2 JWS and an RSA-2048 chain for
 /// receipts, both with Apple's marker extensions.
+///
+/// A third, StoreKit Testing in Xcode's, is one self-signed P-256 certificate, as the one Xcode makes for a project
+/// (`Editor → Save Public Certificate` exports it): data of the Xcode environment is signed with it, `x5c` holding only
+/// that certificate, and a server trusts it by that certificate alone.
 public struct SimulatorSigner: Sendable {
     public let jwsAuthority: SigningAuthority
     public let receiptAuthority: SigningAuthority
     public let jws: JWSSigner
     public let receipts: ReceiptSigner
+    /// StoreKit Testing in Xcode's certificate, and its signer.
+    public let xcodeCertificate: Certificate
+    let xcodeJWS: JWSSigner
     let receiptLeafDER: [UInt8]
 
-    init(jwsAuthority: SigningAuthority, receiptAuthority: SigningAuthority) throws {
+    /// The signer of an environment's JWS: Xcode's certificate for Xcode data, the App Store's chain otherwise.
+    func jws(for environment: AppStoreEnvironment) -> JWSSigner {
+        environment.isLocallySigned ? xcodeJWS : jws
+    }
+
+    init(
+        jwsAuthority: SigningAuthority,
+        receiptAuthority: SigningAuthority,
+        xcode: (key: P256.Signing.PrivateKey, certificate: Certificate)
+    ) throws {
         self.jwsAuthority = jwsAuthority
         self.receiptAuthority = receiptAuthority
+        self.xcodeCertificate = xcode.certificate
+        self.xcodeJWS = try JWSSigner(key: xcode.key, chain: [xcode.certificate], keyId: "Apple_Xcode_Key", type: "JWT")
         self.jws = try JWSSigner(key: jwsAuthority.leafKey.p256!, chain: jwsAuthority.chain)
         self.receipts = try ReceiptSigner(key: receiptAuthority.leafKey.rsa!, certificates: receiptAuthority.chain)
         var serializer = DER.Serializer()
@@ -32,7 +50,40 @@ public struct SimulatorSigner: Sendable {
     static func load(from database: TillDatabase) async throws -> SimulatorSigner {
         let jws = try await authority(named: "jws", kind: .p256, database: database)
         let receipts = try await authority(named: "receipt", kind: .rsa2048, database: database)
-        return try SimulatorSigner(jwsAuthority: jws, receiptAuthority: receipts)
+        return try SimulatorSigner(
+            jwsAuthority: jws,
+            receiptAuthority: receipts,
+            xcode: try await xcodeCertificate(database: database)
+        )
+    }
+
+    /// StoreKit Testing's self-signed certificate, made once and kept like the authorities.
+    private static func xcodeCertificate(database: TillDatabase) async throws
+        -> (key: P256.Signing.PrivateKey, certificate: Certificate)
+    {
+        let store = SimulatorStore(database: database)
+        if try await store.signingKey(named: "xcode") == nil {
+            let key = P256.Signing.PrivateKey()
+            let certificate = try TestPKI.makeSelfSigned(
+                key: Certificate.PrivateKey(key),
+                commonName: "StoreKit Testing in Xcode",
+                validFrom: Date(timeIntervalSince1970: 1_577_836_800),
+                validUntil: Date(timeIntervalSince1970: 1_577_836_800 + 40 * 365 * 86_400)
+            )
+            try await store.storeSigningKey(
+                named: "xcode",
+                keyPEM: key.pemRepresentation,
+                chainPEM: try certificate.serializeAsPEM().pemString,
+                at: Int64(Date().timeIntervalSince1970 * 1000)
+            )
+        }
+        guard let stored = try await store.signingKey(named: "xcode") else {
+            throw SimulatorSignerError.keyNotStored("xcode")
+        }
+        return (
+            try P256.Signing.PrivateKey(pemRepresentation: stored.keyPEM),
+            try Certificate(pemEncoded: stored.chainPEM)
+        )
     }
 
     private static func authority(

@@ -46,12 +46,15 @@ extension SimulatorStore {
 
     /// The next transaction id of an environment: production ids have 15 digits, sandbox ids 16, as Apple's do.
     func nextTransactionId(_ environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> String {
-        let start: Int64 = environment == .production ? 530_000_000_000_000 : 2_000_000_900_000_000
+        // StoreKit Testing in Xcode numbers its transactions from 1 within a project; here from 1 for the simulator.
+        let start: Int64 =
+            environment == .production ? 530_000_000_000_000 : environment == .sandbox ? 2_000_000_900_000_000 : 1
         return String(try await self.next("transaction-\(environment.rawValue)", startingAt: start, on: db))
     }
 
     func nextWebOrderLineItemId(_ environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> String {
-        let start: Int64 = environment == .production ? 530_000_010_000_000 : 2_000_000_100_000_000
+        let start: Int64 =
+            environment == .production ? 530_000_010_000_000 : environment == .sandbox ? 2_000_000_100_000_000 : 1
         return String(try await self.next("web-order-\(environment.rawValue)", startingAt: start, on: db))
     }
 
