@@ -74,57 +74,6 @@ public struct APIKeyCredentials: Codable, Sendable {
     public var privateKey: String
 }
 
-/// A new product, or the fields to change.
-public struct ProductInput: Codable, Sendable {
-    public var productId: String?
-    public var type: ProductType?
-    public var referenceName: String?
-    public var reviewState: ReviewState?
-    public var subscriptionGroup: String?
-    public var subscriptionPeriod: SubscriptionPeriod?
-    public var groupLevel: Int?
-    public var familyShareable: Bool?
-    /// Prices per storefront, in milliunits.
-    public var prices: [String: StorefrontPrice]?
-    public var localizations: [String: Localization]?
-    /// Shortcuts: the `USA` price in milliunits of `currency` (USD by default), and the `en-US` texts.
-    public var price: Int64?
-    public var currency: String?
-    public var title: String?
-    public var description: String?
-
-    public init(
-        productId: String? = nil,
-        type: ProductType? = nil,
-        referenceName: String? = nil,
-        reviewState: ReviewState? = nil,
-        subscriptionGroup: String? = nil,
-        subscriptionPeriod: SubscriptionPeriod? = nil,
-        groupLevel: Int? = nil,
-        familyShareable: Bool? = nil,
-        prices: [String: StorefrontPrice]? = nil,
-        localizations: [String: Localization]? = nil,
-        price: Int64? = nil,
-        currency: String? = nil,
-        title: String? = nil,
-        description: String? = nil
-    ) {
-        self.productId = productId
-        self.type = type
-        self.referenceName = referenceName
-        self.reviewState = reviewState
-        self.subscriptionGroup = subscriptionGroup
-        self.subscriptionPeriod = subscriptionPeriod
-        self.groupLevel = groupLevel
-        self.familyShareable = familyShareable
-        self.prices = prices
-        self.localizations = localizations
-        self.price = price
-        self.currency = currency
-        self.title = title
-        self.description = description
-    }
-}
 
 /// A new customer account (a production Apple ID or a sandbox tester), or the fields to change.
 public struct AccountInput: Codable, Sendable {
@@ -333,6 +282,9 @@ extension AppStoreConnect {
         return try await store.products(appAppleId: appAppleId, on: store.sql)
     }
 
+    /// Where Apple does not offer monthly plans with a 12-month commitment.
+    static let storefrontsWithoutCommitmentPlans: Set<String> = ["USA", "SGP"]
+
     func apply(_ input: ProductInput, to product: inout SimProduct) throws {
         if let name = input.referenceName { product.referenceName = name }
         if let state = input.reviewState { product.reviewState = state }
@@ -371,7 +323,21 @@ extension AppStoreConnect {
             guard product.groupLevel >= 1 else {
                 throw TillHTTPError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)")
             }
-        } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil {
+            if let monthly = input.monthlyCommitmentPrices {
+                guard product.subscriptionPeriod == .oneYear || monthly.isEmpty else {
+                    throw TillHTTPError.badRequest("invalidBillingPlan", "a monthly commitment plan is for 1-year subscriptions")
+                }
+                guard monthly.keys.allSatisfy({ !Self.storefrontsWithoutCommitmentPlans.contains($0) }),
+                    monthly.values.allSatisfy({ $0.price > 0 && $0.currency.count == 3 })
+                else {
+                    throw TillHTTPError.badRequest(
+                        "invalidBillingPlan",
+                        "monthly commitment prices are positive milliunits, in storefronts other than USA and SGP"
+                    )
+                }
+                product.monthlyCommitmentPrices = monthly.isEmpty ? nil : monthly
+            }
+        } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil || input.monthlyCommitmentPrices != nil {
             throw TillHTTPError.badRequest(
                 "notASubscription",
                 "only auto-renewable subscriptions have a group and a period"

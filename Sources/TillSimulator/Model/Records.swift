@@ -68,6 +68,9 @@ public struct SimProduct: Codable, Sendable, Hashable {
     /// Keyed by locale, e.g. `en-US`.
     public var localizations: [String: Localization]
     public var createdAt: Int64
+    /// A 1-year subscription's monthly price with a 12-month commitment, by storefront (`billingPlanType` MONTHLY);
+    /// nil when the product offers no such plan. Apple offers it everywhere but the United States and Singapore.
+    public var monthlyCommitmentPrices: [String: StorefrontPrice]? = nil
 }
 
 /// A customer account: a production Apple ID or a sandbox tester.
@@ -166,6 +169,12 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     public var offerPeriod: String? = nil
     /// The refunded share of a prorated refund, in milliunits (50000 = 50 %).
     public var revocationPercentage: Int? = nil
+    /// `MONTHLY` for a period of a 12-month commitment billed monthly.
+    public var billingPlanType: String? = nil
+    /// Which month of the commitment this period is (1 to 12), when the commitment ends, and its whole price.
+    public var commitmentPeriod: Int? = nil
+    public var commitmentExpiresDate: Int64? = nil
+    public var commitmentPrice: Int64? = nil
 
     public var type: ProductType { ProductType(rawValue: productType) ?? .consumable }
 
@@ -225,6 +234,17 @@ public struct SimSubscription: Codable, Sendable, Hashable {
     public var renewalPrice: Int64? = nil
     /// The customer's answer to a price increase: 0 not yet (consent required), 1 consented or only notified.
     public var priceIncreaseStatus: Int? = nil
+    /// `MONTHLY` while the subscription runs on a 12-month commitment billed monthly.
+    public var billingPlanType: String? = nil
+    /// The current month of the commitment (1 to 12) and when the commitment ends.
+    public var commitmentPeriod: Int? = nil
+    public var commitmentExpiresDate: Int64? = nil
+    /// Whether a new commitment starts when this one ends (the customer's cancellation turns it off; the months
+    /// committed to still renew).
+    public var commitmentAutoRenew: Bool? = nil
+
+    /// Whether the subscription is on a monthly commitment plan.
+    var isCommitted: Bool { billingPlanType == BillingPlanType.monthly.rawValue }
 
     var appliedOffer: AppliedOffer? {
         get { offer.flatMap { try? JSONDecoder().decode(AppliedOffer.self, from: Data($0.utf8)) } }

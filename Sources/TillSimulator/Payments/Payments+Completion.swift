@@ -15,6 +15,7 @@ extension Payments {
         app: SimApp,
         product: SimProduct,
         offer: OfferChoice?,
+        committed: Bool = false,
         on db: any SQLDatabase
     ) async throws -> SimTransaction {
         let environment = account.appStoreEnvironment
@@ -88,6 +89,7 @@ extension Payments {
                 app: app,
                 product: product,
                 offer: offer?.offer,
+                committed: committed,
                 on: db
             )
             tx = result.transaction
@@ -140,6 +142,7 @@ extension Payments {
         app: SimApp,
         product: SimProduct,
         offer: SimOffer?,
+        committed: Bool = false,
         on db: any SQLDatabase
     ) async throws -> (
         transaction: SimTransaction, notification: (NotificationType, NotificationSubtype?)?, reusesExisting: Bool
@@ -148,11 +151,24 @@ extension Payments {
         let environment = account.appStoreEnvironment
         let group = product.subscriptionGroup ?? product.productId
         let period = product.subscriptionPeriod ?? .oneMonth
-        let regular = product.prices[account.storefront] ?? StorefrontPrice(price: tx.price, currency: tx.currency)
+        var regular = product.prices[account.storefront] ?? StorefrontPrice(price: tx.price, currency: tx.currency)
         let now = tx.purchaseDate
         tx.subscriptionGroup = group
         tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
         tx.expiresDate = clock.expiry(of: period, from: now, environment: environment)
+        if committed, let monthly = product.monthlyCommitmentPrices?[account.storefront] {
+            // The first month of a 12-month commitment.
+            regular = monthly
+            tx.price = monthly.price
+            tx.currency = monthly.currency
+            tx.expiresDate = commitmentMonthEnd(from: now, environment: environment)
+            tx.billingPlanType = BillingPlanType.monthly.rawValue
+            tx.commitmentPeriod = 1
+            tx.commitmentExpiresDate = clock.expiry(of: .oneYear, from: now, environment: environment)
+            tx.commitmentPrice = monthly.price * 12
+        } else if product.monthlyCommitmentPrices != nil {
+            tx.billingPlanType = BillingPlanType.billedUpfront.rawValue
+        }
 
         guard
             var subscription = try await store.subscription(
@@ -167,6 +183,7 @@ extension Payments {
             if let offer { created.appliedOffer = apply(offer, to: &tx, storefront: account.storefront, regular: regular) }
             created.expiresDate = tx.expiresDate!
             created.renewalPrice = regular.price
+            commit(&created, to: tx)
             try await store.upsert(created, on: db)
             return (tx, (.subscribed, .initialBuy), false)
         }
@@ -184,6 +201,7 @@ extension Payments {
             }
             subscription.expiresDate = tx.expiresDate!
             subscription.renewalPrice = regular.price
+            commit(&subscription, to: tx)
             try await store.upsert(subscription, on: db)
             return (tx, (.subscribed, .resubscribe), false)
         }
@@ -250,67 +268,6 @@ extension Payments {
         subscription.updatedAt = now
         try await store.upsert(subscription, on: db)
         return (tx, (offer == nil ? .didChangeRenewalPref : .offerRedeemed, .upgrade), false)
-    }
-
-    /// Puts an offer on the period `tx` starts: its type, identifier, payment mode, length and price, and the end
-    /// of a free trial or pay-up-front offer. Returns what the following renewals still get (pay as you go).
-    func apply(_ offer: SimOffer, to tx: inout SimTransaction, storefront: String, regular: StorefrontPrice)
-        -> AppliedOffer?
-    {
-        let charged = offer.price(in: storefront, regular: regular)
-        tx.offerType = offer.kind.offerType.rawValue
-        tx.offerIdentifier = offer.kind == .introductory ? nil : offer.offerIdentifier
-        tx.offerDiscountType = offer.discountType.rawValue
-        tx.offerPeriod = offer.offerPeriod
-        tx.price = charged.price
-        tx.currency = charged.currency
-        tx.isTrial = offer.kind == .introductory && offer.discountType == .freeTrial
-        if offer.discountType != .payAsYouGo, let duration = offer.duration {
-            let environment = AppStoreEnvironment(tx.environment)
-            let rate = environment == .production ? RenewalRate.realTime : clock.rate
-            tx.expiresDate = duration.end(from: Date(milliseconds: tx.purchaseDate), rate: rate).millisecondsSince1970
-        }
-        guard offer.discountType == .payAsYouGo, offer.periods > 1 else { return nil }
-        var remaining = pending(offer, storefront: storefront, regular: regular)
-        remaining.remainingRenewals = offer.periods - 1
-        return remaining
-    }
-
-    /// An offer that starts at the next renewal.
-    func pending(_ offer: SimOffer, storefront: String, regular: StorefrontPrice) -> AppliedOffer {
-        AppliedOffer(
-            type: offer.kind.offerType.rawValue,
-            identifier: offer.kind == .introductory ? nil : offer.offerIdentifier,
-            discountType: offer.discountType.rawValue,
-            period: offer.offerPeriod,
-            price: offer.price(in: storefront, regular: regular).price,
-            remainingRenewals: offer.discountType == .payAsYouGo ? offer.periods : 1
-        )
-    }
-
-    /// Remembers who redeemed which offer (custom codes count their redemptions; one-time-use codes are spent).
-    func recordRedemption(
-        _ offer: OfferChoice?,
-        account: SimAccount,
-        transaction: SimTransaction,
-        on db: any SQLDatabase
-    ) async throws {
-        guard let offer else { return }
-        try await store.insert(
-            SimulatorStore.OfferRedemption(
-                id: UUID().uuidString.lowercased(),
-                appAppleId: transaction.appAppleId,
-                accountId: account.id,
-                environment: account.environment,
-                productId: offer.offer.productId,
-                kind: offer.offer.kind.rawValue,
-                offerIdentifier: offer.offer.offerIdentifier,
-                code: offer.code,
-                transactionId: transaction.transactionId,
-                redeemedAt: clock.nowMilliseconds
-            ),
-            on: db
-        )
     }
 
     func newSubscription(

@@ -26,6 +26,18 @@ public struct StoreProduct: Codable, Sendable, Hashable {
     public var promotionalOffers: [StoreOffer]?
     /// The win-back offers this customer may redeem now, best first.
     public var winBackOffers: [StoreOffer]?
+    /// A 1-year subscription's monthly plan with a 12-month commitment in this storefront (`billingPlanType`
+    /// `MONTHLY` in a payment buys it).
+    public var monthlyCommitment: StoreCommitmentPlan?
+}
+
+/// A monthly billing plan with a 12-month commitment, as StoreKit shows its price.
+public struct StoreCommitmentPlan: Codable, Sendable, Hashable {
+    public var billingPlanType: String
+    /// Each month's price, in milliunits.
+    public var price: Int64
+    public var displayPrice: String
+    public var totalBillingPeriods: Int
 }
 
 /// An offer as StoreKit shows it (`Product.SubscriptionOffer`).
@@ -89,6 +101,14 @@ extension Payments {
             )
             if product.type == .autoRenewable {
                 try await describeOffers(of: product, in: &item, regular: price, account: account, app: app)
+                item.monthlyCommitment = product.monthlyCommitmentPrices?[storefront].map {
+                    StoreCommitmentPlan(
+                        billingPlanType: BillingPlanType.monthly.rawValue,
+                        price: $0.price,
+                        displayPrice: Self.displayPrice($0),
+                        totalBillingPeriods: 12
+                    )
+                }
             }
             products.append(item)
         }

@@ -37,6 +37,8 @@ public struct PaymentRequest: Codable, Sendable {
     public var winBackOfferId: String?
     /// An offer code being redeemed (the redemption sheet sets it).
     public var offerCode: String?
+    /// `MONTHLY`: a 1-year subscription billed monthly with a 12-month commitment (`BILLED_UPFRONT` by default).
+    public var billingPlanType: String?
 
     public init(
         deviceId: String,
@@ -49,7 +51,8 @@ public struct PaymentRequest: Codable, Sendable {
         promotionalOffer: PromotionalOfferInput? = nil,
         introductoryOfferEligibility: String? = nil,
         winBackOfferId: String? = nil,
-        offerCode: String? = nil
+        offerCode: String? = nil,
+        billingPlanType: String? = nil
     ) {
         self.deviceId = deviceId
         self.bundleId = bundleId
@@ -62,6 +65,7 @@ public struct PaymentRequest: Codable, Sendable {
         self.introductoryOfferEligibility = introductoryOfferEligibility
         self.winBackOfferId = winBackOfferId
         self.offerCode = offerCode
+        self.billingPlanType = billingPlanType
     }
 }
 
@@ -145,9 +149,20 @@ extension Payments {
             } else if let declined = account.paymentFailure {
                 failure = StoreKitErrorCode(rawValue: declined) ?? .unknown
             }
+            let committed = request.billingPlanType == BillingPlanType.monthly.rawValue
+            if failure == nil, let plan = request.billingPlanType {
+                failure = try await self.commitmentRefusal(
+                    plan: plan,
+                    product: product!,
+                    account: account,
+                    app: app,
+                    on: db
+                )
+            }
             // The offer is decided with the payment: a signature's nonce is spent even when the payment fails later.
+            // Offers are set per billing plan, and the simulator's are for plans billed up front.
             var offer: OfferChoice?
-            if failure == nil, let product {
+            if failure == nil, !committed, let product {
                 switch try await self.offers.choose(for: request, account: account, app: app, product: product, on: db) {
                 case .success(let chosen): offer = chosen
                 case .failure(let refusal): failure = refusal
@@ -184,6 +199,7 @@ extension Payments {
                     app: app,
                     product: product!,
                     offer: offer,
+                    committed: committed,
                     on: db
                 )
                 entry = try await self.enqueue(

@@ -38,7 +38,16 @@ extension Receipts {
             appTransactionId: appTransactionId(accountId: tx.accountId, app: app),
             offerPeriod: tx.offerPeriod,
             revocationType: tx.revocationType.map(RevocationType.init(rawValue:)),
-            revocationPercentage: tx.revocationPercentage ?? (tx.revocationType == "REFUND_FULL" ? 100_000 : nil)
+            revocationPercentage: tx.revocationPercentage ?? (tx.revocationType == "REFUND_FULL" ? 100_000 : nil),
+            billingPlanType: tx.billingPlanType.map(BillingPlanType.init(rawValue:)),
+            commitmentInfo: tx.commitmentPeriod.map { month in
+                .init(
+                    billingPeriodNumber: month,
+                    commitmentExpiresDate: tx.commitmentExpiresDate.map(Date.init(milliseconds:)),
+                    commitmentPrice: tx.commitmentPrice,
+                    totalBillingPeriods: 12
+                )
+            }
         )
     }
 
@@ -67,7 +76,10 @@ extension Receipts {
         let price = product?.prices[storefront]
         let offer = subscription.appliedOffer.flatMap { $0.remainingRenewals > 0 ? $0 : nil }
         let samePlan = subscription.autoRenewProductId == subscription.productId
-        let renewalPrice = offer?.price ?? (samePlan ? subscription.renewalPrice ?? price?.price : price?.price)
+        let renewalPrice =
+            subscription.isCommitted
+            ? product?.monthlyCommitmentPrices?[storefront]?.price
+            : offer?.price ?? (samePlan ? subscription.renewalPrice ?? price?.price : price?.price)
         return JWSRenewalInfoDecodedPayload(
             expirationIntent: subscription.expirationIntent.map(ExpirationIntent.init(rawValue:)),
             originalTransactionId: subscription.originalTransactionId,
@@ -89,7 +101,24 @@ extension Receipts {
             eligibleWinBackOfferIds: winBackOfferIds.isEmpty ? nil : winBackOfferIds,
             appAccountToken: appAccountToken,
             appTransactionId: appTransactionId(accountId: subscription.accountId, app: app),
-            offerPeriod: offer?.period
+            offerPeriod: offer?.period,
+            renewalBillingPlanType: subscription.isCommitted
+                ? .monthly : product?.monthlyCommitmentPrices == nil ? nil : .billedUpfront,
+            commitmentInfo: subscription.isCommitted ? commitment(of: subscription, product: product, storefront: storefront) : nil
+        )
+    }
+
+    /// What the renewal info says of a monthly commitment: whether a new one follows this one, when, and its price.
+    private func commitment(of subscription: SimSubscription, product: SimProduct?, storefront: String)
+        -> JWSRenewalInfoDecodedPayload.CommitmentInfo
+    {
+        let monthly = product?.monthlyCommitmentPrices?[storefront]
+        return .init(
+            commitmentAutoRenewProductId: subscription.autoRenewProductId,
+            commitmentAutoRenewStatus: AutoRenewStatus(rawValue: subscription.commitmentAutoRenew == false ? 0 : 1),
+            commitmentRenewalBillingPlanType: .monthly,
+            commitmentRenewalDate: subscription.commitmentExpiresDate.map(Date.init(milliseconds:)),
+            commitmentRenewalPrice: monthly.map { $0.price * 12 }
         )
     }
 

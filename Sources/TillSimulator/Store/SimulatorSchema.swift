@@ -212,5 +212,21 @@ enum SimulatorSchema {
                 "ALTER TABLE sim_subscriptions ADD COLUMN price_increase_status INTEGER",
             ]
         ),
+        // Monthly billing with a 12-month commitment (April 2026): a 1-year product's monthly prices, and each
+        // period's place in its commitment.
+        Migration(
+            "004-commitment-plans",
+            [
+                "ALTER TABLE sim_products ADD COLUMN monthly_commitment_prices TEXT",
+                "ALTER TABLE sim_transactions ADD COLUMN billing_plan_type TEXT",
+                "ALTER TABLE sim_transactions ADD COLUMN commitment_period INTEGER",
+                "ALTER TABLE sim_transactions ADD COLUMN commitment_expires_date BIGINT",
+                "ALTER TABLE sim_transactions ADD COLUMN commitment_price BIGINT",
+                "ALTER TABLE sim_subscriptions ADD COLUMN billing_plan_type TEXT",
+                "ALTER TABLE sim_subscriptions ADD COLUMN commitment_period INTEGER",
+                "ALTER TABLE sim_subscriptions ADD COLUMN commitment_expires_date BIGINT",
+                "ALTER TABLE sim_subscriptions ADD COLUMN commitment_auto_renew BOOLEAN",
+            ]
+        ),
     ]
 }

@@ -126,6 +126,7 @@ struct SimulatorStore: Sendable {
         var prices: String
         var localizations: String
         var createdAt: Int64
+        var monthlyCommitmentPrices: String?
     }
 
     func upsert(_ product: SimProduct, on db: any SQLDatabase) async throws {
@@ -143,7 +144,10 @@ struct SimulatorStore: Sendable {
             familyShareable: product.familyShareable,
             prices: String(decoding: try encoder.encode(product.prices), as: UTF8.self),
             localizations: String(decoding: try encoder.encode(product.localizations), as: UTF8.self),
-            createdAt: product.createdAt
+            createdAt: product.createdAt,
+            monthlyCommitmentPrices: try product.monthlyCommitmentPrices.map {
+                String(decoding: try encoder.encode($0), as: UTF8.self)
+            }
         )
         try await db.delete(from: "sim_products").where("app_apple_id", .equal, product.appAppleId)
             .where("product_id", .equal, product.productId).run()
@@ -178,7 +182,10 @@ struct SimulatorStore: Sendable {
             familyShareable: row.familyShareable,
             prices: try decoder.decode([String: StorefrontPrice].self, from: Data(row.prices.utf8)),
             localizations: try decoder.decode([String: Localization].self, from: Data(row.localizations.utf8)),
-            createdAt: row.createdAt
+            createdAt: row.createdAt,
+            monthlyCommitmentPrices: try row.monthlyCommitmentPrices.map {
+                try decoder.decode([String: StorefrontPrice].self, from: Data($0.utf8))
+            }
         )
     }
 

@@ -67,7 +67,11 @@ extension SubscriptionEngine {
                     if subscription.priceIncreaseStatus == 0 {
                         // A price increase that needed consent and did not get it.
                         try await self.expire(&subscription, intent: 3, subtype: .priceIncrease, app: app, on: db)
-                    } else if !subscription.autoRenewStatus {
+                    } else if !subscription.autoRenewStatus
+                        || (subscription.isCommitted && subscription.commitmentPeriod == 12
+                            && subscription.commitmentAutoRenew == false)
+                    {
+                        // A commitment cancelled during its months ends after its twelfth.
                         try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
                     } else if product == nil || !product!.reviewState.isSellable(in: environment) {
                         try await self.expire(&subscription, intent: 4, subtype: .productNotForSale, app: app, on: db)
@@ -77,12 +81,13 @@ extension SubscriptionEngine {
                         try await self.expire(&subscription, intent: 1, subtype: .voluntary, app: app, on: db)
                     } else if !paymentWorks {
                         // The charge failed: billing retry, with access kept during the grace period if the app has one.
+                        // A commitment plan has no grace period and is retried for 90 days.
                         subscription.billingRetry = true
                         subscription.expirationIntent = 2
                         subscription.retryUntil =
                             subscription.expiresDate
-                            + Int64(rate.scale(days: self.configuration.billingRetryDays) * 1000)
-                        if app.gracePeriodDays > 0 {
+                            + Int64(rate.scale(days: subscription.isCommitted ? 90 : self.configuration.billingRetryDays) * 1000)
+                        if app.gracePeriodDays > 0 && !subscription.isCommitted {
                             subscription.status = SubscriptionStatus.gracePeriod.rawValue
                             subscription.gracePeriodExpiresDate =
                                 subscription.expiresDate + Int64(rate.scale(days: Double(app.gracePeriodDays)) * 1000)
@@ -94,7 +99,7 @@ extension SubscriptionEngine {
                         try await self.notify(
                             subscription,
                             type: .didFailToRenew,
-                            subtype: app.gracePeriodDays > 0 ? .gracePeriod : nil,
+                            subtype: app.gracePeriodDays > 0 && !subscription.isCommitted ? .gracePeriod : nil,
                             app: app,
                             on: db
                         )
@@ -195,7 +200,25 @@ extension SubscriptionEngine {
         tx.offerIdentifier = nil
         tx.offerDiscountType = nil
         tx.offerPeriod = nil
-        if var offer = subscription.appliedOffer, offer.remainingRenewals > 0 {
+        tx.billingPlanType = product.monthlyCommitmentPrices == nil ? nil : BillingPlanType.billedUpfront.rawValue
+        tx.commitmentPeriod = nil
+        tx.commitmentExpiresDate = nil
+        tx.commitmentPrice = nil
+        if subscription.isCommitted, let monthly = product.monthlyCommitmentPrices?[account.storefront] {
+            // The next month of the commitment, or the first of a new one after the twelfth.
+            let month = (subscription.commitmentPeriod ?? 12) % 12 + 1
+            if month == 1 {
+                subscription.commitmentExpiresDate = clock.expiry(of: .oneYear, from: start, environment: environment)
+            }
+            subscription.commitmentPeriod = month
+            tx.billingPlanType = BillingPlanType.monthly.rawValue
+            tx.commitmentPeriod = month
+            tx.commitmentExpiresDate = subscription.commitmentExpiresDate
+            tx.commitmentPrice = monthly.price * 12
+            tx.price = monthly.price
+            tx.currency = monthly.currency
+            tx.expiresDate = clock.expiry(of: .oneMonth, from: start, environment: environment)
+        } else if var offer = subscription.appliedOffer, offer.remainingRenewals > 0 {
             // The rest of a pay-as-you-go offer, or an offer redeemed during the last period.
             tx.offerType = offer.type
             tx.offerIdentifier = offer.identifier
@@ -220,7 +243,7 @@ extension SubscriptionEngine {
         tx.createdAt = clock.nowMilliseconds
         try await store.insert(tx, on: db)
         subscription.productId = product.productId
-        subscription.renewalPrice = regular.price
+        subscription.renewalPrice = subscription.isCommitted ? tx.price : regular.price
         subscription.priceIncreaseStatus = nil
         subscription.expiresDate = tx.expiresDate!
         subscription.lastTransactionId = tx.transactionId
@@ -293,10 +316,16 @@ extension SubscriptionEngine {
             guard let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db) else {
                 throw TillHTTPError.notFound("app", String(subscription.appAppleId))
             }
-            guard subscription.autoRenewStatus != enabled else { return subscription }
+            // A commitment's months are owed: cancelling stops the next commitment, not the next month.
+            let current = subscription.isCommitted ? subscription.commitmentAutoRenew ?? true : subscription.autoRenewStatus
+            guard current != enabled else { return subscription }
             // `expirationIntent` is the reason a subscription expired: it is set when the period ends without a
             // renewal (EXPIRED/VOLUNTARY), not when the customer turns auto-renew off.
-            subscription.autoRenewStatus = enabled
+            if subscription.isCommitted {
+                subscription.commitmentAutoRenew = enabled
+            } else {
+                subscription.autoRenewStatus = enabled
+            }
             subscription.updatedAt = self.clock.nowMilliseconds
             try await self.store.upsert(subscription, on: db)
             try await self.notify(
