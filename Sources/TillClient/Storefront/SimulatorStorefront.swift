@@ -101,6 +101,9 @@ public struct SimulatorStorefront: Storefront {
             var applicationUsername: String?
             var appAccountToken: String?
             var userAction: String
+            var promotionalOffer: PromotionalOffer?
+            var introductoryOfferEligibility: String?
+            var winBackOfferId: String?
         }
         let action = await paymentSheet(payment)
         return try await http.post(
@@ -112,7 +115,10 @@ public struct SimulatorStorefront: Storefront {
                 quantity: payment.quantity,
                 applicationUsername: payment.applicationUsername,
                 appAccountToken: payment.appAccountToken,
-                userAction: action.rawValue
+                userAction: action.rawValue,
+                promotionalOffer: payment.promotionalOffer,
+                introductoryOfferEligibility: payment.introductoryOfferEligibility,
+                winBackOfferId: payment.winBackOfferId
             )
         ).decode(StoreTransaction.self)
     }

@@ -73,6 +73,11 @@ public struct StoreError: Error, Sendable, Hashable, Codable, CustomStringConver
         public static let paymentNotAllowed = Code(rawValue: 4)
         public static let storeProductNotAvailable = Code(rawValue: 5)
         public static let cloudServiceNetworkConnectionFailed = Code(rawValue: 7)
+        public static let invalidOfferIdentifier = Code(rawValue: 11)
+        public static let invalidSignature = Code(rawValue: 12)
+        public static let missingOfferParams = Code(rawValue: 13)
+        public static let invalidOfferPrice = Code(rawValue: 14)
+        public static let ineligibleForOffer = Code(rawValue: 18)
 
         public init(from decoder: any Decoder) throws {
             rawValue = try decoder.singleValueContainer().decode(Int.self)
@@ -92,6 +97,11 @@ public struct StoreError: Error, Sendable, Hashable, Codable, CustomStringConver
             case .paymentNotAllowed: "paymentNotAllowed"
             case .storeProductNotAvailable: "storeProductNotAvailable"
             case .cloudServiceNetworkConnectionFailed: "cloudServiceNetworkConnectionFailed"
+            case .invalidOfferIdentifier: "invalidOfferIdentifier"
+            case .invalidSignature: "invalidSignature"
+            case .missingOfferParams: "missingOfferParams"
+            case .invalidOfferPrice: "invalidOfferPrice"
+            case .ineligibleForOffer: "ineligibleForOffer"
             default: "SKError \(rawValue)"
             }
         }

@@ -60,17 +60,58 @@ public struct Payment: Sendable, Hashable, Codable {
     public var applicationUsername: String?
     /// The app's UUID for the customer (`appAccountToken`), carried into the signed transaction.
     public var appAccountToken: String?
+    /// A promotional offer with the developer's signature (`SKPayment.paymentDiscount`; StoreKit 2's
+    /// `.promotionalOffer(…)` purchase options).
+    public var promotionalOffer: PromotionalOffer?
+    /// The developer's signed word on the introductory offer (StoreKit 2's `.introductoryOfferEligibility(compactJWS:)`).
+    public var introductoryOfferEligibility: String?
+    /// A win-back offer of the product (StoreKit 2's `.winBackOffer(_:)`).
+    public var winBackOfferId: String?
 
     public init(
         productId: String,
         quantity: Int = 1,
         applicationUsername: String? = nil,
-        appAccountToken: String? = nil
+        appAccountToken: String? = nil,
+        promotionalOffer: PromotionalOffer? = nil,
+        introductoryOfferEligibility: String? = nil,
+        winBackOfferId: String? = nil
     ) {
         self.productId = productId
         self.quantity = quantity
         self.applicationUsername = applicationUsername
         self.appAccountToken = appAccountToken
+        self.promotionalOffer = promotionalOffer
+        self.introductoryOfferEligibility = introductoryOfferEligibility
+        self.winBackOfferId = winBackOfferId
+    }
+}
+
+/// A promotional offer as a payment carries it, signed by the developer's server: the original signature
+/// (`SKPaymentDiscount`: key id, nonce, timestamp, base64 signature) or a compact JWS (iOS 26's
+/// `.promotionalOffer(_:compactJWS:)`). The store refuses a signature that does not verify, is stale or was used.
+public struct PromotionalOffer: Sendable, Hashable, Codable {
+    public var offerIdentifier: String
+    public var keyIdentifier: String?
+    public var nonce: String?
+    /// Milliseconds since 1970, when the signature was made.
+    public var timestamp: Int64?
+    public var signature: String?
+    public var compactJWS: String?
+
+    /// The original signature.
+    public init(offerIdentifier: String, keyIdentifier: String, nonce: String, timestamp: Int64, signature: String) {
+        self.offerIdentifier = offerIdentifier
+        self.keyIdentifier = keyIdentifier
+        self.nonce = nonce
+        self.timestamp = timestamp
+        self.signature = signature
+    }
+
+    /// The JWS signature.
+    public init(offerIdentifier: String, compactJWS: String) {
+        self.offerIdentifier = offerIdentifier
+        self.compactJWS = compactJWS
     }
 }
 

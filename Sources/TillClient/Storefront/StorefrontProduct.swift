@@ -20,6 +20,14 @@ public struct StorefrontProduct: Sendable, Hashable, Codable {
     /// An ISO 8601 period such as `P1M`.
     public var subscriptionPeriod: String?
     public var familyShareable: Bool?
+    /// A subscription's introductory offer, and whether this customer would get it
+    /// (`Product.SubscriptionInfo.introductoryOffer`, `isEligibleForIntroOffer`).
+    public var introductoryOffer: StorefrontOffer?
+    public var isEligibleForIntroOffer: Bool?
+    /// The promotional offers the app may give with a signature (`promotionalOffers`).
+    public var promotionalOffers: [StorefrontOffer]?
+    /// The win-back offers the customer may redeem now, best first (`winBackOffers`).
+    public var winBackOffers: [StorefrontOffer]?
 
     public init(
         productId: String,
@@ -52,4 +60,20 @@ public struct StorefrontProduct: Sendable, Hashable, Codable {
 
     /// The price as a decimal amount of ``currency``.
     public var decimalPrice: Decimal { Decimal(price) / 1000 }
+}
+
+/// A subscription offer as the store shows it (`Product.SubscriptionOffer`).
+public struct StorefrontOffer: Sendable, Hashable, Codable {
+    /// Nil for the introductory offer.
+    public var id: String?
+    /// `introductory`, `promotional` or `winBack`.
+    public var type: String
+    /// `FREE_TRIAL`, `PAY_AS_YOU_GO` or `PAY_UP_FRONT`.
+    public var paymentMode: String
+    /// Milliunits: per period (pay as you go), for the whole offer (pay up front), 0 for a free trial.
+    public var price: Int64
+    public var displayPrice: String
+    /// One period (ISO 8601) and how many of them.
+    public var period: String?
+    public var periodCount: Int
 }
