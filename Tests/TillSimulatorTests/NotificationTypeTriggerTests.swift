@@ -11,16 +11,6 @@ import TillTestSupport
 /// customer's consent, prorated refunds and their reversal, renewal-date extensions and their limits, consent
 /// withdrawn by a parent, external purchase tokens, and the Advanced Commerce notifications.
 struct NotificationTypeTriggerTests {
-    func notifications(_ fixture: SimulatorFixture) async throws -> [String] {
-        try await fixture.simulator.store.notifications(
-            appAppleId: fixture.app.appAppleId,
-            environment: "Sandbox",
-            from: 0,
-            to: Int64.max,
-            on: fixture.simulator.store.sql
-        ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
-    }
-
     func subscription(_ fixture: SimulatorFixture, _ original: String) async throws -> SimSubscription {
         try #require(try await fixture.simulator.store.subscription(originalTransactionId: original, on: fixture.simulator.store.sql))
     }
@@ -60,7 +50,7 @@ struct NotificationTypeTriggerTests {
         let next = try await subscription(fixture, accepting)
         let charged = try #require(try await simulator.store.transaction(id: next.lastTransactionId, on: simulator.store.sql))
         #expect(charged.price == 10990)
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(kinds.filter { $0 == "PRICE_INCREASE/PENDING" }.count == 2)
         #expect(kinds.filter { $0 == "PRICE_INCREASE/ACCEPTED" }.count == 2)
         #expect(kinds.contains("EXPIRED/PRICE_INCREASE"))
@@ -88,7 +78,7 @@ struct NotificationTypeTriggerTests {
         let state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.active.rawValue && state.autoRenewStatus)
         await #expect(throws: TillHTTPError.self) { _ = try await simulator.subscriptions.reverseRefund(transactionId: original) }
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(kinds.filter { $0 == "REFUND" || $0 == "REFUND_REVERSED" }.count == 2 && kinds.count == 3)
     }
 
@@ -120,7 +110,7 @@ struct NotificationTypeTriggerTests {
             requestIdentifier: "later"
         )
         #expect(retrying == .failure(.ineligible))
-        #expect(try await notifications(fixture).filter { $0 == "RENEWAL_EXTENDED" }.count == 2)
+        #expect(try await fixture.notificationKinds().filter { $0 == "RENEWAL_EXTENDED" }.count == 2)
     }
 
     @Test func consentWithdrawnExternalTokensAndAdvancedCommerceEachSendTheirNotification() async throws {
@@ -149,7 +139,7 @@ struct NotificationTypeTriggerTests {
         ) else { throw Failure("RESCIND_CONSENT does not verify") }
         #expect(payload.payload.data == nil && payload.payload.appData?.signedAppTransactionInfo != nil)
         // Sent within a millisecond of each other, so compared as a set.
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(Set(kinds).isSuperset(of: [
             "RESCIND_CONSENT", "EXTERNAL_PURCHASE_TOKEN/CREATED", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
         ]))

@@ -15,16 +15,6 @@ struct OfferTests {
         try await fixture.simulator.store.transactions(originalTransactionId: original, on: fixture.simulator.store.sql)
     }
 
-    func notifications(_ fixture: SimulatorFixture) async throws -> [String] {
-        try await fixture.simulator.store.notifications(
-            appAppleId: fixture.app.appAppleId,
-            environment: "Sandbox",
-            from: 0,
-            to: Int64.max,
-            on: fixture.simulator.store.sql
-        ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
-    }
-
     func offer(_ fixture: SimulatorFixture, _ product: String, _ input: OfferInput) async throws -> SimOffer {
         try await fixture.simulator.offers.createOffer(appAppleId: fixture.app.appAppleId, productId: product, input)
     }
@@ -123,7 +113,7 @@ struct OfferTests {
             try await fixture.simulator.store.transaction(id: boughtId, on: fixture.simulator.store.sql)
         )
         #expect(charge.price == 490 && charge.offerDiscountType == "ONE_TIME" && charge.offerPeriod == nil)
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(kinds.first == "SUBSCRIBED/INITIAL_BUY")
         #expect(kinds.contains("OFFER_REDEEMED"))
         #expect(kinds.last == "ONE_TIME_CHARGE")
@@ -159,7 +149,7 @@ struct OfferTests {
         )
         let resubscribed = try #require(try await transactions(fixture, original).last)
         #expect(back.state == "purchased" && resubscribed.offerType == 4 && resubscribed.offerIdentifier == "comeback")
-        #expect(try await notifications(fixture).last == "SUBSCRIBED/RESUBSCRIBE")
+        #expect(try await fixture.notificationKinds().last == "SUBSCRIBED/RESUBSCRIBE")
     }
 
     @Test func aSignedRequestWithAnExpiryIsRefusedAndAnOfferMustBeOneAppStoreConnectTakes() async throws {

@@ -89,6 +89,17 @@ struct SimulatorFixture {
 
     var environment: AppStoreEnvironment { account.appStoreEnvironment }
 
+    /// The app's sandbox notifications so far, oldest first, as `TYPE/SUBTYPE`.
+    func notificationKinds() async throws -> [String] {
+        try await simulator.store.notifications(
+            appAppleId: app.appAppleId,
+            environment: "Sandbox",
+            from: 0,
+            to: Int64.max,
+            on: simulator.store.sql
+        ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
+    }
+
     func buy(_ productId: String, on device: SimDevice? = nil, quantity: Int? = nil, userAction: String? = nil)
         async throws -> QueueTransaction
     {

@@ -18,16 +18,6 @@ struct SubscriptionTests {
         )
     }
 
-    func notifications(_ fixture: SimulatorFixture) async throws -> [String] {
-        try await fixture.simulator.store.notifications(
-            appAppleId: fixture.app.appAppleId,
-            environment: "Sandbox",
-            from: 0,
-            to: Int64.max,
-            on: fixture.simulator.store.sql
-        ).map { [$0.notificationType, $0.subtype].compactMap { $0 }.joined(separator: "/") }
-    }
-
     @Test(arguments: TestDatabase.all) func aMonthlySubscriptionRenewsEveryFiveMinutesAndStopsAfterTwelveRenewals(
         _ database: TestDatabase
     ) async throws {
@@ -48,7 +38,7 @@ struct SubscriptionTests {
         let receipt = try await fixture.receipt()
         #expect(receipt.inAppPurchases.count == 13)
         #expect(Set(receipt.inAppPurchases.map(\.originalTransactionId)) == [original])
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(kinds.first == "SUBSCRIBED/INITIAL_BUY")
         #expect(kinds.filter { $0 == "DID_RENEW" }.count == 12)
         #expect(kinds.last == "EXPIRED/VOLUNTARY")
@@ -78,7 +68,7 @@ struct SubscriptionTests {
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 1)
         state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.active.rawValue && state.renewalCount == 1)
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(kinds.contains("DID_FAIL_TO_RENEW/GRACE_PERIOD"))
         #expect(kinds.contains("GRACE_PERIOD_EXPIRED"))
         #expect(kinds.last == "DID_RENEW/BILLING_RECOVERY")
@@ -108,7 +98,7 @@ struct SubscriptionTests {
             try await fixture.simulator.store.transaction(id: state.lastTransactionId, on: fixture.simulator.store.sql)
         )
         #expect(renewal.purchaseDate == paidUntil && renewal.transactionReason == "RENEWAL")
-        #expect(try await notifications(fixture).last == "DID_RENEW/BILLING_RECOVERY")
+        #expect(try await fixture.notificationKinds().last == "DID_RENEW/BILLING_RECOVERY")
     }
 
     @Test(arguments: TestDatabase.all) func turningAutoRenewOffLeavesNoExpirationIntentUntilTheSubscriptionExpires(
@@ -162,7 +152,7 @@ struct SubscriptionTests {
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 601)
         let state = try await subscription(fixture, original)
         #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 2)
-        #expect(try await notifications(fixture).suffix(2) == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"])
+        #expect(try await fixture.notificationKinds().suffix(2) == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"])
     }
 
     @Test(arguments: TestDatabase.all) func turningAutoRenewOffLetsItExpireAndBuyingAgainResubscribes(
@@ -176,7 +166,7 @@ struct SubscriptionTests {
         let again = try await fixture.buy("premium.monthly")
         #expect(again.originalTransactionId == original && again.transactionId != original)
         #expect(
-            try await notifications(fixture) == [
+            try await fixture.notificationKinds() == [
                 "SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY",
                 "SUBSCRIBED/RESUBSCRIBE",
             ]
@@ -208,7 +198,7 @@ struct SubscriptionTests {
         // A crossgrade to another duration also waits for the renewal.
         _ = try await fixture.buy("premium.yearly")
         #expect(try await subscription(fixture, original).autoRenewProductId == "premium.yearly")
-        let kinds = try await notifications(fixture)
+        let kinds = try await fixture.notificationKinds()
         #expect(
             kinds.contains("DID_CHANGE_RENEWAL_PREF/UPGRADE") && kinds.contains("DID_CHANGE_RENEWAL_PREF/DOWNGRADE")
         )
@@ -250,6 +240,6 @@ struct SubscriptionTests {
         #expect(shared.ownership == "FAMILY_SHARED")
         let revoked = try await fixture.simulator.subscriptions.revokeFamilyShared(transactionId: shared.transactionId)
         #expect(revoked.revocationType == "FAMILY_REVOKE")
-        #expect(try await notifications(fixture).contains("REVOKE"))
+        #expect(try await fixture.notificationKinds().contains("REVOKE"))
     }
 }
