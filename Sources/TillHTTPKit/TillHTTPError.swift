@@ -25,9 +25,14 @@ public struct TillHTTPError: Error, Sendable, Hashable, CustomStringConvertible 
         TillHTTPError(.badRequest, code, message)
     }
 
-    /// 404 with the code `<what>NotFound` (`appNotFound`, `productNotFound`, …).
+    /// 404 with the code `<what>NotFound` (`appNotFound`, `productNotFound`, …); a `what` of several words makes
+    /// one identifier (`offer code` → `offerCodeNotFound`), so that the code stays a stable token.
     public static func notFound(_ what: String, _ id: String) -> TillHTTPError {
-        TillHTTPError(.notFound, "\(what)NotFound", "no \(what) \(id)")
+        let words = what.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+        let name = words.enumerated().map { index, word in
+            index == 0 ? word.prefix(1).lowercased() + word.dropFirst() : word.prefix(1).uppercased() + word.dropFirst()
+        }.joined()
+        return TillHTTPError(.notFound, "\(name)NotFound", "no \(what) \(id)")
     }
 
     public static func conflict(_ code: String, _ message: String) -> TillHTTPError {

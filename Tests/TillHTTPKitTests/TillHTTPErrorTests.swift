@@ -62,6 +62,13 @@ struct TillHTTPErrorTests {
         #expect(answer.status == .notFound && answer.code == "itemNotFound" && answer.message == "no item 2")
     }
 
+    @Test func aThingOfSeveralWordsMakesOneCode() {
+        #expect(TillHTTPError.notFound("offer code", "X").code == "offerCodeNotFound")
+        #expect(TillHTTPError.notFound("Advanced Commerce event", "x").code == "advancedCommerceEventNotFound")
+        #expect(TillHTTPError.notFound("auto-renewable product", "p").code == "autoRenewableProductNotFound")
+        #expect(TillHTTPError.notFound("offer code", "X").message == "no offer code X")
+    }
+
     @Test func anUnknownPathIsNotFoundAndAKnownOneWithAnotherMethodIsNotAllowed() async throws {
         let unknown = try await call(.get, "/nothing")
         #expect(unknown.status == .notFound && unknown.code == "notFound")

@@ -8,9 +8,12 @@ import Synchronization
 /// A notification endpoint for tests: records every signed payload, and fails the first `failures` deliveries.
 final class NotificationReceiver: Sendable {
     private let state: Mutex<(payloads: [String], failuresLeft: Int)>
+    /// How long each answer takes (a slow receiver).
+    private let delay: Duration
 
-    init(failures: Int = 0) {
+    init(failures: Int = 0, delay: Duration = .zero) {
         state = Mutex(([], failures))
+        self.delay = delay
     }
 
     var payloads: [String] { state.withLock { $0.payloads } }
@@ -20,6 +23,7 @@ final class NotificationReceiver: Sendable {
         router.post("/notifications") { request, _ -> Response in
             var request = request
             let body = try await request.collectBody(upTo: 1 << 20)
+            if self.delay > .zero { try await Task.sleep(for: self.delay) }
             let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
             let fail = self.state.withLock { state -> Bool in
                 if state.failuresLeft > 0 {

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import SQLKit
+import Synchronization
 import ServiceLifecycle
 import TillCore
 import TillFormats
@@ -148,7 +149,7 @@ extension NotificationSender {
         return due.count
     }
 
-    private func deliver(_ record: SimNotificationRecord, client: HTTPClient, timeout: TimeAmount) async {
+    func deliver(_ record: SimNotificationRecord, client: HTTPClient, timeout: TimeAmount) async {
         var record = record
         let environment = AppStoreEnvironment(record.environment)
         guard let app = try? await store.app(appAppleId: record.appAppleId, on: store.sql),
@@ -211,20 +212,49 @@ public struct NotificationDeliveryService: Service {
         self.simulator = simulator
     }
 
+    /// At most this many deliveries at once.
+    static let width = 64
+
+    /// Each due notification is delivered in a task of its own, started as soon as it is due: a receiver that is
+    /// slow or unreachable (Apple waits up to its timeout) holds up its own deliveries only, not every app's.
     public func run() async throws {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let sender = simulator.notifications
+        let inFlight = InFlight()
         await withGracefulShutdownHandler {
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                let seen = simulator.notifications.due.current
-                do {
-                    try await simulator.notifications.deliverDueNotifications(client: client)
-                } catch {
-                    simulator.logger.warning("notification delivery failed: \(error)")
+            await withDiscardingTaskGroup { group in
+                while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                    let seen = sender.due.current
+                    do {
+                        let due = try await sender.store.dueNotifications(
+                            now: sender.clock.nowMilliseconds,
+                            limit: Self.width,
+                            on: sender.store.sql
+                        )
+                        for record in due {
+                            let started = inFlight.uuids.withLock { running in
+                                running.count < Self.width && running.insert(record.uuid).inserted
+                            }
+                            guard started else { continue }
+                            group.addTask {
+                                await sender.deliver(record, client: client, timeout: .seconds(10))
+                                inFlight.uuids.withLock { _ = $0.remove(record.uuid) }
+                                sender.due.signal()
+                            }
+                        }
+                    } catch {
+                        simulator.logger.warning("notification delivery failed: \(error)")
+                    }
+                    await sender.due.wait(since: seen, timeout: .milliseconds(250))
                 }
-                await simulator.notifications.due.wait(since: seen, timeout: .milliseconds(250))
             }
         } onGracefulShutdown: {
         }
         try? await client.shutdown()
     }
+}
+
+/// The notifications being delivered now.
+private final class InFlight: Sendable {
+    let uuids = Mutex<Set<String>>([])
 }

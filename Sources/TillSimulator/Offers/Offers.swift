@@ -151,7 +151,7 @@ extension Offers {
                     on: db
                 ), offer.customCode == nil
             else {
-                throw TillHTTPError.notFound("offer code without a custom code", "\(productId)/\(offerIdentifier)")
+                throw TillHTTPError.notFound("offerCode", "\(productId)/\(offerIdentifier) (one-time-use codes are for an offer code without a custom code)")
             }
             let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
             var codes: [String] = []

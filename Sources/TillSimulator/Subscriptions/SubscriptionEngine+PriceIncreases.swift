@@ -44,7 +44,7 @@ extension SubscriptionEngine {
             let app = try await self.store.requireApp(appAppleId: appAppleId, on: db)
             guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db),
                 product.type == .autoRenewable
-            else { throw TillHTTPError.notFound("auto-renewable product", productId) }
+            else { throw TillHTTPError.notFound("product", "\(productId) among the auto-renewable subscriptions") }
             guard let listed = product.prices[storefront] else {
                 throw TillHTTPError.badRequest("invalidStorefront", "\(productId) has no price in \(storefront)")
             }

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+import TillCore
+import TillFormats
+import TillTestSupport
+
+@testable import TillSimulator
+
+extension LiveTests {
+    /// Each notification is delivered on its own: one app's slow receiver does not hold up another app's
+    /// notifications (the delivery loop used to wait for a whole batch, up to the 10-second timeout).
+    @Test func aSlowReceiverHoldsUpOnlyItsOwnNotifications() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let simulator = fixture.simulator
+        let other = try await simulator.appStoreConnect.createApp(AppInput(appAppleId: 42, bundleId: "com.example.other"))
+        let slow = NotificationReceiver(delay: .seconds(4))
+        let fast = NotificationReceiver()
+        try await withServices({ slow.application(onServerRunning: $0) }) { slowPort in
+            try await withServices({ fast.application(onServerRunning: $0) }) { fastPort in
+                _ = try await simulator.appStoreConnect.updateApp(
+                    appAppleId: fixture.app.appAppleId,
+                    AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(slowPort)/notifications")
+                )
+                _ = try await simulator.appStoreConnect.updateApp(
+                    appAppleId: other.appAppleId,
+                    AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(fastPort)/notifications")
+                )
+                // The apps as they are now, with their notification URLs.
+                let slowApp = try #require(try await simulator.store.app(appAppleId: fixture.app.appAppleId, on: simulator.store.sql))
+                let fastApp = try #require(try await simulator.store.app(appAppleId: other.appAppleId, on: simulator.store.sql))
+                try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { _ in
+                    _ = try await simulator.serverAPI.requestTestNotification(app: slowApp, environment: .sandbox)
+                    try await Task.sleep(for: .milliseconds(300))
+                    _ = try await simulator.serverAPI.requestTestNotification(app: fastApp, environment: .sandbox)
+                    let started = ContinuousClock.now
+                    #expect(await fast.waitFor(1, timeout: .seconds(3)).count == 1)
+                    #expect(ContinuousClock.now - started < .seconds(3))
+                    #expect(slow.payloads.isEmpty, "the slow receiver answers only after 4 s")
+                    #expect(await slow.waitFor(1, timeout: .seconds(10)).count == 1)
+
+                }
+            }
+        }
+    }
+}
