@@ -20,6 +20,7 @@ import TillStorage
 /// - `intake`: submissions and restores, verified locally and recorded in milliseconds;
 /// - `queue`: the confirmation with Apple, retried and classified (run by `ConfirmationWorker`);
 /// - `notifications`: App Store Server Notifications, verified, recorded once and applied;
+/// - `consumption`: Apple's consumption requests answered (run by `ConsumptionWorker`);
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
 /// - `metrics`: what `/metrics` reports.
@@ -36,6 +37,7 @@ public final class PurchaseServer: Sendable {
     public let intake: Intake
     public let queue: ConfirmationQueue
     public let notifications: NotificationIntake
+    public let consumption: ConsumptionAnswers
     public let catchUp: CatchUp
     public let content: ContentDelivery
     let store: ServerStore
@@ -73,12 +75,22 @@ public final class PurchaseServer: Sendable {
             customers: customers,
             clock: clock
         )
+        consumption = ConsumptionAnswers(
+            configuration: configuration,
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
         notifications = NotificationIntake(
             database: database,
             store: store,
             verifier: verifier,
             catalogue: catalogue,
             ledger: ledger,
+            consumption: consumption,
             metrics: metrics,
             clock: clock,
             logger: logger
@@ -154,6 +166,8 @@ public final class PurchaseServer: Sendable {
             if released > 0 { logger.notice("resuming \(released) confirmations a stopped server had under way") }
             let stopped = try await store.releaseCatchUpClaims()
             if stopped > 0 { logger.notice("\(stopped) catch-up runs were under way when the server stopped") }
+            let answering = try await store.releaseConsumptionClaims()
+            if answering > 0 { logger.notice("resuming \(answering) consumption answers a stopped server had under way") }
         }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }

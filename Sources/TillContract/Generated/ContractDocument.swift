@@ -469,6 +469,65 @@ public enum ContractDocument {
               $ref: '#/components/responses/BodyTooLarge'
             '500':
               $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/consumption-consent:
+        parameters:
+          - $ref: '#/components/parameters/Customer'
+        get:
+          tags: [app]
+          operationId: consumptionConsent
+          summary: Whether the customer consented to share consumption data with Apple
+          description: 'Consent belongs to the account the id resolves to (aliases are resolved when it is given). A
+            customer who never said is answered `consented: false` without `updatedAt`.'
+          security:
+            - appKey: []
+          responses:
+            '200':
+              description: The customer's consent.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ConsumptionConsent'
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        put:
+          tags: [app]
+          operationId: setConsumptionConsent
+          summary: Record the customer's consent to share consumption data with Apple
+          description: 'Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and
+            the server answers only for a customer whose consent the app recorded here (docs/notifications.md,
+            "Consumption requests"). Collecting consent is the app''s responsibility; `false` withdraws it. Answers
+            already sent stay sent.'
+          security:
+            - appKey: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/ConsumptionConsentInput'
+          responses:
+            '200':
+              description: The customer's consent now.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ConsumptionConsent'
+            '400':
+              description: '`invalidBody` (no boolean `consented`), `invalidCustomerId`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
       /v1/customers/{customer}/downloads:
         post:
           tags: [app, content]
@@ -791,6 +850,44 @@ public enum ContractDocument {
                 application/json:
                   schema:
                     $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/consumption-requests:
+        get:
+          tags: [admin, notifications]
+          operationId: consumptionRequests
+          summary: Apple's consumption requests and the server's answers, a page at a time
+          description: 'Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent
+            (Send Consumption Information v2) and what Apple answered, or why nothing was sent
+            (docs/notifications.md, "Consumption requests").'
+          security:
+            - operatorToken: []
+          parameters:
+            - $ref: '#/components/parameters/Bundle'
+            - name: state
+              in: query
+              description: Only the requests in this state.
+              schema:
+                $ref: '#/components/schemas/ConsumptionAnswerState'
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of consumption requests.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ConsumptionAnswerPage'
+            '400':
+              description: '`invalidLimit`, `invalidCursor`, `invalidState`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
             '500':
               $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/products:
@@ -1982,7 +2079,8 @@ public enum ContractDocument {
         App:
           type: object
           description: An app; its App Store Server API private key is never returned.
-          required: [bundleId, name, appKey, sharedSecrets, hasAPIKey, acceptSandbox, restorePolicy, createdAt]
+          required:
+            [bundleId, name, appKey, sharedSecrets, hasAPIKey, acceptSandbox, restorePolicy, consumption, createdAt]
           properties:
             bundleId:
               type: string
@@ -2007,6 +2105,8 @@ public enum ContractDocument {
               type: boolean
             restorePolicy:
               $ref: '#/components/schemas/RestorePolicy'
+            consumption:
+              $ref: '#/components/schemas/ConsumptionSettings'
             createdAt:
               type: integer
               format: int64
@@ -2039,6 +2139,145 @@ public enum ContractDocument {
               description: Whether sandbox purchases are accepted (true when a new app does not say).
             restorePolicy:
               $ref: '#/components/schemas/RestorePolicy'
+            consumption:
+              $ref: '#/components/schemas/ConsumptionSettings'
+
+        ConsumptionSettings:
+          type: object
+          description: 'What the server tells Apple, beside what the ledger knows, when it answers a consumption
+            request (Send Consumption Information v2). In `PATCH /admin/v1/apps/{bundle}` it replaces the app''s
+            settings whole: a field left out takes its default.'
+          properties:
+            sampleContentProvided:
+              type: boolean
+              description: Whether the app gives a free sample or trial of what it sells (false when not given).
+            refundPreference:
+              $ref: '#/components/schemas/RefundPreference'
+        RefundPreference:
+          type: string
+          enum: [DECLINE, GRANT_FULL, GRANT_PRORATED]
+          description: 'The app''s wish about refunds, sent to Apple as `refundPreference`; none is sent when it is
+            not set. Apple decides; the wish is one of its inputs.'
+        ConsumptionConsent:
+          type: object
+          required: [customerId, consented]
+          properties:
+            customerId:
+              type: string
+              description: The customer, after aliases.
+            consented:
+              type: boolean
+            updatedAt:
+              type: integer
+              format: int64
+              description: When the app last recorded it; absent when it never did.
+        ConsumptionConsentInput:
+          type: object
+          required: [consented]
+          properties:
+            consented:
+              type: boolean
+              description: True when the customer agreed that consumption data be shared with Apple; false withdraws.
+        ConsumptionAnswerState:
+          type: string
+          enum: [pending, retrying, sent, notSent, refused, expired]
+          description: '`pending`: waiting for its first attempt. `retrying`: Apple did not take it yet (no answer,
+            HTTP 5xx, 429, or 401 for the app''s key); tried again before the deadline. `sent`: Apple answered 202.
+            `notSent`: nothing was sent, on purpose (`detail` says why: no consent, no customer owns the purchase, a
+            family-shared purchase). `refused`: Apple refused what was sent with an error (`appleErrorCode`); not
+            retried. `expired`: Apple''s 12-hour deadline passed before it took an answer.'
+        ConsumptionInformation:
+          type: object
+          description: The body of Send Consumption Information v2, as sent.
+          required: [customerConsented, deliveryStatus, sampleContentProvided]
+          properties:
+            customerConsented:
+              type: boolean
+            deliveryStatus:
+              type: string
+              examples: [DELIVERED, UNDELIVERED_OTHER]
+            sampleContentProvided:
+              type: boolean
+            consumptionPercentage:
+              type: integer
+              description: Milliunits (50000 is 50%); never for auto-renewable subscriptions.
+            refundPreference:
+              $ref: '#/components/schemas/RefundPreference'
+        ConsumptionAnswer:
+          type: object
+          description: One CONSUMPTION_REQUEST from Apple and the server's answer to it.
+          required:
+            [notificationUUID, environment, transactionId, state, requestedAt, deadline, attempts, createdAt, updatedAt]
+          properties:
+            notificationUUID:
+              type: string
+            environment:
+              type: string
+              examples: [Production, Sandbox]
+            transactionId:
+              type: string
+            originalTransactionId:
+              type: string
+            productId:
+              type: string
+            customerId:
+              type: string
+              description: Who owns the purchase in the ledger, when someone does.
+            reason:
+              type: string
+              description: Apple's `consumptionRequestReason`.
+              examples: [UNINTENDED_PURCHASE, FULFILLMENT_ISSUE, UNSATISFIED_WITH_PURCHASE, LEGAL, OTHER]
+            state:
+              $ref: '#/components/schemas/ConsumptionAnswerState'
+            detail:
+              type: string
+              description: Why nothing was sent, why Apple refused, or the last attempt's failure.
+            requestedAt:
+              type: integer
+              format: int64
+              description: When Apple signed the request.
+            deadline:
+              type: integer
+              format: int64
+              description: Twelve hours after `requestedAt`; no answer is sent after it.
+            attempts:
+              type: integer
+            nextAttemptAt:
+              type: integer
+              format: int64
+            sent:
+              $ref: '#/components/schemas/ConsumptionInformation'
+            sentAt:
+              type: integer
+              format: int64
+            appleStatus:
+              type: integer
+              description: The HTTP status of Apple's last answer.
+            appleErrorCode:
+              type: integer
+              format: int64
+              description: Apple's `errorCode`, when it answered with one.
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+        ConsumptionAnswerPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/ConsumptionAnswer'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
 
         Product:
           type: object

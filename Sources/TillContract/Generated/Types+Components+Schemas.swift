@@ -1464,6 +1464,8 @@ extension Components {
             public var acceptSandbox: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/App/restorePolicy`.
             public var restorePolicy: Components.Schemas.RestorePolicy
+            /// - Remark: Generated from `#/components/schemas/App/consumption`.
+            public var consumption: Components.Schemas.ConsumptionSettings
             /// - Remark: Generated from `#/components/schemas/App/createdAt`.
             public var createdAt: Swift.Int64
             /// Creates a new `App`.
@@ -1479,6 +1481,7 @@ extension Components {
             ///   - hasAPIKey:
             ///   - acceptSandbox:
             ///   - restorePolicy:
+            ///   - consumption:
             ///   - createdAt:
             public init(
                 bundleId: Swift.String,
@@ -1491,6 +1494,7 @@ extension Components {
                 hasAPIKey: Swift.Bool,
                 acceptSandbox: Swift.Bool,
                 restorePolicy: Components.Schemas.RestorePolicy,
+                consumption: Components.Schemas.ConsumptionSettings,
                 createdAt: Swift.Int64
             ) {
                 self.bundleId = bundleId
@@ -1503,6 +1507,7 @@ extension Components {
                 self.hasAPIKey = hasAPIKey
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
+                self.consumption = consumption
                 self.createdAt = createdAt
             }
             public enum CodingKeys: String, CodingKey {
@@ -1516,6 +1521,7 @@ extension Components {
                 case hasAPIKey
                 case acceptSandbox
                 case restorePolicy
+                case consumption
                 case createdAt
             }
         }
@@ -1549,6 +1555,8 @@ extension Components {
             public var acceptSandbox: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/AppInput/restorePolicy`.
             public var restorePolicy: Components.Schemas.RestorePolicy?
+            /// - Remark: Generated from `#/components/schemas/AppInput/consumption`.
+            public var consumption: Components.Schemas.ConsumptionSettings?
             /// Creates a new `AppInput`.
             ///
             /// - Parameters:
@@ -1561,6 +1569,7 @@ extension Components {
             ///   - apiPrivateKey: The App Store Server API key, P-256 PEM; needs `apiKeyId` and `apiIssuerId`.
             ///   - acceptSandbox: Whether sandbox purchases are accepted (true when a new app does not say).
             ///   - restorePolicy:
+            ///   - consumption:
             public init(
                 bundleId: Swift.String? = nil,
                 appAppleId: Swift.Int64? = nil,
@@ -1570,7 +1579,8 @@ extension Components {
                 apiIssuerId: Swift.String? = nil,
                 apiPrivateKey: Swift.String? = nil,
                 acceptSandbox: Swift.Bool? = nil,
-                restorePolicy: Components.Schemas.RestorePolicy? = nil
+                restorePolicy: Components.Schemas.RestorePolicy? = nil,
+                consumption: Components.Schemas.ConsumptionSettings? = nil
             ) {
                 self.bundleId = bundleId
                 self.appAppleId = appAppleId
@@ -1581,6 +1591,7 @@ extension Components {
                 self.apiPrivateKey = apiPrivateKey
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
+                self.consumption = consumption
             }
             public enum CodingKeys: String, CodingKey {
                 case bundleId
@@ -1592,6 +1603,324 @@ extension Components {
                 case apiPrivateKey
                 case acceptSandbox
                 case restorePolicy
+                case consumption
+            }
+        }
+        /// What the server tells Apple, beside what the ledger knows, when it answers a consumption request (Send Consumption Information v2). In `PATCH /admin/v1/apps/{bundle}` it replaces the app's settings whole: a field left out takes its default.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionSettings`.
+        public struct ConsumptionSettings: Codable, Hashable, Sendable {
+            /// Whether the app gives a free sample or trial of what it sells (false when not given).
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionSettings/sampleContentProvided`.
+            public var sampleContentProvided: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionSettings/refundPreference`.
+            public var refundPreference: Components.Schemas.RefundPreference?
+            /// Creates a new `ConsumptionSettings`.
+            ///
+            /// - Parameters:
+            ///   - sampleContentProvided: Whether the app gives a free sample or trial of what it sells (false when not given).
+            ///   - refundPreference:
+            public init(
+                sampleContentProvided: Swift.Bool? = nil,
+                refundPreference: Components.Schemas.RefundPreference? = nil
+            ) {
+                self.sampleContentProvided = sampleContentProvided
+                self.refundPreference = refundPreference
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sampleContentProvided
+                case refundPreference
+            }
+        }
+        /// The app's wish about refunds, sent to Apple as `refundPreference`; none is sent when it is not set. Apple decides; the wish is one of its inputs.
+        ///
+        /// - Remark: Generated from `#/components/schemas/RefundPreference`.
+        @frozen public enum RefundPreference: String, Codable, Hashable, Sendable, CaseIterable {
+            case decline = "DECLINE"
+            case grantFull = "GRANT_FULL"
+            case grantProrated = "GRANT_PRORATED"
+        }
+        /// - Remark: Generated from `#/components/schemas/ConsumptionConsent`.
+        public struct ConsumptionConsent: Codable, Hashable, Sendable {
+            /// The customer, after aliases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsent/customerId`.
+            public var customerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsent/consented`.
+            public var consented: Swift.Bool
+            /// When the app last recorded it; absent when it never did.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsent/updatedAt`.
+            public var updatedAt: Swift.Int64?
+            /// Creates a new `ConsumptionConsent`.
+            ///
+            /// - Parameters:
+            ///   - customerId: The customer, after aliases.
+            ///   - consented:
+            ///   - updatedAt: When the app last recorded it; absent when it never did.
+            public init(
+                customerId: Swift.String,
+                consented: Swift.Bool,
+                updatedAt: Swift.Int64? = nil
+            ) {
+                self.customerId = customerId
+                self.consented = consented
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerId
+                case consented
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ConsumptionConsentInput`.
+        public struct ConsumptionConsentInput: Codable, Hashable, Sendable {
+            /// True when the customer agreed that consumption data be shared with Apple; false withdraws.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsentInput/consented`.
+            public var consented: Swift.Bool
+            /// Creates a new `ConsumptionConsentInput`.
+            ///
+            /// - Parameters:
+            ///   - consented: True when the customer agreed that consumption data be shared with Apple; false withdraws.
+            public init(consented: Swift.Bool) {
+                self.consented = consented
+            }
+            public enum CodingKeys: String, CodingKey {
+                case consented
+            }
+        }
+        /// `pending`: waiting for its first attempt. `retrying`: Apple did not take it yet (no answer, HTTP 5xx, 429, or 401 for the app's key); tried again before the deadline. `sent`: Apple answered 202. `notSent`: nothing was sent, on purpose (`detail` says why: no consent, no customer owns the purchase, a family-shared purchase). `refused`: Apple refused what was sent with an error (`appleErrorCode`); not retried. `expired`: Apple's 12-hour deadline passed before it took an answer.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerState`.
+        @frozen public enum ConsumptionAnswerState: String, Codable, Hashable, Sendable, CaseIterable {
+            case pending = "pending"
+            case retrying = "retrying"
+            case sent = "sent"
+            case notSent = "notSent"
+            case refused = "refused"
+            case expired = "expired"
+        }
+        /// The body of Send Consumption Information v2, as sent.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionInformation`.
+        public struct ConsumptionInformation: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/customerConsented`.
+            public var customerConsented: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/deliveryStatus`.
+            public var deliveryStatus: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/sampleContentProvided`.
+            public var sampleContentProvided: Swift.Bool
+            /// Milliunits (50000 is 50%); never for auto-renewable subscriptions.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/consumptionPercentage`.
+            public var consumptionPercentage: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/refundPreference`.
+            public var refundPreference: Components.Schemas.RefundPreference?
+            /// Creates a new `ConsumptionInformation`.
+            ///
+            /// - Parameters:
+            ///   - customerConsented:
+            ///   - deliveryStatus:
+            ///   - sampleContentProvided:
+            ///   - consumptionPercentage: Milliunits (50000 is 50%); never for auto-renewable subscriptions.
+            ///   - refundPreference:
+            public init(
+                customerConsented: Swift.Bool,
+                deliveryStatus: Swift.String,
+                sampleContentProvided: Swift.Bool,
+                consumptionPercentage: Swift.Int? = nil,
+                refundPreference: Components.Schemas.RefundPreference? = nil
+            ) {
+                self.customerConsented = customerConsented
+                self.deliveryStatus = deliveryStatus
+                self.sampleContentProvided = sampleContentProvided
+                self.consumptionPercentage = consumptionPercentage
+                self.refundPreference = refundPreference
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerConsented
+                case deliveryStatus
+                case sampleContentProvided
+                case consumptionPercentage
+                case refundPreference
+            }
+        }
+        /// One CONSUMPTION_REQUEST from Apple and the server's answer to it.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer`.
+        public struct ConsumptionAnswer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/notificationUUID`.
+            public var notificationUUID: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/environment`.
+            public var environment: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/transactionId`.
+            public var transactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/originalTransactionId`.
+            public var originalTransactionId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/productId`.
+            public var productId: Swift.String?
+            /// Who owns the purchase in the ledger, when someone does.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/customerId`.
+            public var customerId: Swift.String?
+            /// Apple's `consumptionRequestReason`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/reason`.
+            public var reason: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/state`.
+            public var state: Components.Schemas.ConsumptionAnswerState
+            /// Why nothing was sent, why Apple refused, or the last attempt's failure.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/detail`.
+            public var detail: Swift.String?
+            /// When Apple signed the request.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/requestedAt`.
+            public var requestedAt: Swift.Int64
+            /// Twelve hours after `requestedAt`; no answer is sent after it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/deadline`.
+            public var deadline: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/attempts`.
+            public var attempts: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/nextAttemptAt`.
+            public var nextAttemptAt: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/sent`.
+            public var sent: Components.Schemas.ConsumptionInformation?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/sentAt`.
+            public var sentAt: Swift.Int64?
+            /// The HTTP status of Apple's last answer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/appleStatus`.
+            public var appleStatus: Swift.Int?
+            /// Apple's `errorCode`, when it answered with one.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/appleErrorCode`.
+            public var appleErrorCode: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `ConsumptionAnswer`.
+            ///
+            /// - Parameters:
+            ///   - notificationUUID:
+            ///   - environment:
+            ///   - transactionId:
+            ///   - originalTransactionId:
+            ///   - productId:
+            ///   - customerId: Who owns the purchase in the ledger, when someone does.
+            ///   - reason: Apple's `consumptionRequestReason`.
+            ///   - state:
+            ///   - detail: Why nothing was sent, why Apple refused, or the last attempt's failure.
+            ///   - requestedAt: When Apple signed the request.
+            ///   - deadline: Twelve hours after `requestedAt`; no answer is sent after it.
+            ///   - attempts:
+            ///   - nextAttemptAt:
+            ///   - sent:
+            ///   - sentAt:
+            ///   - appleStatus: The HTTP status of Apple's last answer.
+            ///   - appleErrorCode: Apple's `errorCode`, when it answered with one.
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                notificationUUID: Swift.String,
+                environment: Swift.String,
+                transactionId: Swift.String,
+                originalTransactionId: Swift.String? = nil,
+                productId: Swift.String? = nil,
+                customerId: Swift.String? = nil,
+                reason: Swift.String? = nil,
+                state: Components.Schemas.ConsumptionAnswerState,
+                detail: Swift.String? = nil,
+                requestedAt: Swift.Int64,
+                deadline: Swift.Int64,
+                attempts: Swift.Int,
+                nextAttemptAt: Swift.Int64? = nil,
+                sent: Components.Schemas.ConsumptionInformation? = nil,
+                sentAt: Swift.Int64? = nil,
+                appleStatus: Swift.Int? = nil,
+                appleErrorCode: Swift.Int64? = nil,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64
+            ) {
+                self.notificationUUID = notificationUUID
+                self.environment = environment
+                self.transactionId = transactionId
+                self.originalTransactionId = originalTransactionId
+                self.productId = productId
+                self.customerId = customerId
+                self.reason = reason
+                self.state = state
+                self.detail = detail
+                self.requestedAt = requestedAt
+                self.deadline = deadline
+                self.attempts = attempts
+                self.nextAttemptAt = nextAttemptAt
+                self.sent = sent
+                self.sentAt = sentAt
+                self.appleStatus = appleStatus
+                self.appleErrorCode = appleErrorCode
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case notificationUUID
+                case environment
+                case transactionId
+                case originalTransactionId
+                case productId
+                case customerId
+                case reason
+                case state
+                case detail
+                case requestedAt
+                case deadline
+                case attempts
+                case nextAttemptAt
+                case sent
+                case sentAt
+                case appleStatus
+                case appleErrorCode
+                case createdAt
+                case updatedAt
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage`.
+        public struct ConsumptionAnswerPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage/items`.
+            public var items: [Components.Schemas.ConsumptionAnswer]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `ConsumptionAnswerPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.ConsumptionAnswer],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
             }
         }
         /// - Remark: Generated from `#/components/schemas/Product`.

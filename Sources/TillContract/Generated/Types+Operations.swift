@@ -3108,6 +3108,468 @@ public enum Operations {
             }
         }
     }
+    /// Whether the customer consented to share consumption data with Apple
+    ///
+    /// Consent belongs to the account the id resolves to (aliases are resolved when it is given). A customer who never said is answered `consented: false` without `updatedAt`.
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)`.
+    public enum ConsumptionConsent {
+        public static let id: Swift.String = "consumptionConsent"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.ConsumptionConsent.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionConsent.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionConsent.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ConsumptionConsent.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.ConsumptionConsent.Input.Path,
+                headers: Operations.ConsumptionConsent.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ConsumptionConsent)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ConsumptionConsent {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ConsumptionConsent.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ConsumptionConsent.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer's consent.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ConsumptionConsent.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ConsumptionConsent.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidCustomerId`: the customer in the path is empty or over 200 characters.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidCustomerId)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidCustomerId {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Record the customer's consent to share consumption data with Apple
+    ///
+    /// Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and the server answers only for a customer whose consent the app recorded here (docs/notifications.md, "Consumption requests"). Collecting consent is the app's responsibility; `false` withdraws it. Answers already sent stay sent.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)`.
+    public enum SetConsumptionConsent {
+        public static let id: Swift.String = "setConsumptionConsent"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.SetConsumptionConsent.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetConsumptionConsent.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetConsumptionConsent.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.SetConsumptionConsent.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.ConsumptionConsentInput)
+            }
+            public var body: Operations.SetConsumptionConsent.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.SetConsumptionConsent.Input.Path,
+                headers: Operations.SetConsumptionConsent.Input.Headers = .init(),
+                body: Operations.SetConsumptionConsent.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ConsumptionConsent)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ConsumptionConsent {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SetConsumptionConsent.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SetConsumptionConsent.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer's consent now.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SetConsumptionConsent.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.SetConsumptionConsent.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SetConsumptionConsent.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SetConsumptionConsent.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody` (no boolean `consented`), `invalidCustomerId`.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.SetConsumptionConsent.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.SetConsumptionConsent.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Signed download URLs for a product's files
     ///
     /// One URL per file of the product (or the one file named), if the customer may have them now.
@@ -5546,6 +6008,292 @@ public enum Operations {
             /// `internalError`: a fault of the server, logged with the request id.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Apple's consumption requests and the server's answers, a page at a time
+    ///
+    /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/consumption-requests`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)`.
+    public enum ConsumptionRequests {
+        public static let id: Swift.String = "consumptionRequests"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.ConsumptionRequests.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// Only the requests in this state.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query/state`.
+                public var state: Components.Schemas.ConsumptionAnswerState?
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - state: Only the requests in this state.
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    state: Components.Schemas.ConsumptionAnswerState? = nil,
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.state = state
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.ConsumptionRequests.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionRequests.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionRequests.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ConsumptionRequests.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.ConsumptionRequests.Input.Path,
+                query: Operations.ConsumptionRequests.Input.Query = .init(),
+                headers: Operations.ConsumptionRequests.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ConsumptionAnswerPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ConsumptionAnswerPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ConsumptionRequests.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ConsumptionRequests.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of consumption requests.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ConsumptionRequests.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ConsumptionRequests.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ConsumptionRequests.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ConsumptionRequests.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidLimit`, `invalidCursor`, `invalidState`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.ConsumptionRequests.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.ConsumptionRequests.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/500`.
             ///
             /// HTTP response code: `500 internalServerError`.
             case internalServerError(Components.Responses.InternalError)

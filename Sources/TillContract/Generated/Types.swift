@@ -102,6 +102,20 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/customers/{customer}/aliases`.
     /// - Remark: Generated from `#/paths//v1/customers/{customer}/aliases/post(link)`.
     func link(_ input: Operations.Link.Input) async throws -> Operations.Link.Output
+    /// Whether the customer consented to share consumption data with Apple
+    ///
+    /// Consent belongs to the account the id resolves to (aliases are resolved when it is given). A customer who never said is answered `consented: false` without `updatedAt`.
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)`.
+    func consumptionConsent(_ input: Operations.ConsumptionConsent.Input) async throws -> Operations.ConsumptionConsent.Output
+    /// Record the customer's consent to share consumption data with Apple
+    ///
+    /// Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and the server answers only for a customer whose consent the app recorded here (docs/notifications.md, "Consumption requests"). Collecting consent is the app's responsibility; `false` withdraws it. Answers already sent stay sent.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)`.
+    func setConsumptionConsent(_ input: Operations.SetConsumptionConsent.Input) async throws -> Operations.SetConsumptionConsent.Output
     /// Signed download URLs for a product's files
     ///
     /// One URL per file of the product (or the one file named), if the customer may have them now.
@@ -161,6 +175,13 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/catch-up`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)`.
     func catchUp(_ input: Operations.CatchUp.Input) async throws -> Operations.CatchUp.Output
+    /// Apple's consumption requests and the server's answers, a page at a time
+    ///
+    /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/consumption-requests`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)`.
+    func consumptionRequests(_ input: Operations.ConsumptionRequests.Input) async throws -> Operations.ConsumptionRequests.Output
     /// An app's catalogue, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products`.
@@ -386,6 +407,38 @@ extension APIProtocol {
             body: body
         ))
     }
+    /// Whether the customer consented to share consumption data with Apple
+    ///
+    /// Consent belongs to the account the id resolves to (aliases are resolved when it is given). A customer who never said is answered `consented: false` without `updatedAt`.
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)`.
+    public func consumptionConsent(
+        path: Operations.ConsumptionConsent.Input.Path,
+        headers: Operations.ConsumptionConsent.Input.Headers = .init()
+    ) async throws -> Operations.ConsumptionConsent.Output {
+        try await consumptionConsent(Operations.ConsumptionConsent.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Record the customer's consent to share consumption data with Apple
+    ///
+    /// Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and the server answers only for a customer whose consent the app recorded here (docs/notifications.md, "Consumption requests"). Collecting consent is the app's responsibility; `false` withdraws it. Answers already sent stay sent.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)`.
+    public func setConsumptionConsent(
+        path: Operations.SetConsumptionConsent.Input.Path,
+        headers: Operations.SetConsumptionConsent.Input.Headers = .init(),
+        body: Operations.SetConsumptionConsent.Input.Body
+    ) async throws -> Operations.SetConsumptionConsent.Output {
+        try await setConsumptionConsent(Operations.SetConsumptionConsent.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
     /// Signed download URLs for a product's files
     ///
     /// One URL per file of the product (or the one file named), if the customer may have them now.
@@ -522,6 +575,23 @@ extension APIProtocol {
     ) async throws -> Operations.CatchUp.Output {
         try await catchUp(Operations.CatchUp.Input(
             path: path,
+            headers: headers
+        ))
+    }
+    /// Apple's consumption requests and the server's answers, a page at a time
+    ///
+    /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/consumption-requests`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)`.
+    public func consumptionRequests(
+        path: Operations.ConsumptionRequests.Input.Path,
+        query: Operations.ConsumptionRequests.Input.Query = .init(),
+        headers: Operations.ConsumptionRequests.Input.Headers = .init()
+    ) async throws -> Operations.ConsumptionRequests.Output {
+        try await consumptionRequests(Operations.ConsumptionRequests.Input(
+            path: path,
+            query: query,
             headers: headers
         ))
     }

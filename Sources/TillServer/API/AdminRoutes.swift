@@ -129,6 +129,7 @@ extension Components.Schemas.App {
             hasAPIKey: app.apiPrivateKey != nil,
             acceptSandbox: app.acceptSandbox,
             restorePolicy: app.restorePolicy,
+            consumption: app.consumption,
             createdAt: app.createdAt
         )
     }

@@ -88,6 +88,7 @@ public final class Catalogue: Sendable {
             apiPrivateKey: input.apiPrivateKey,
             acceptSandbox: input.acceptSandbox ?? true,
             restorePolicy: input.restorePolicy ?? .keepWithFirstOwner,
+            consumption: Self.settings(input.consumption),
             createdAt: clock.milliseconds
         )
         try validateAPIKey(app)
@@ -121,6 +122,7 @@ public final class Catalogue: Sendable {
             if let value = input.apiPrivateKey { app.apiPrivateKey = value }
             if let value = input.acceptSandbox { app.acceptSandbox = value }
             if let value = input.restorePolicy { app.restorePolicy = value }
+            if let value = input.consumption { app.consumption = Self.settings(value) }
             try self.validateAPIKey(app)
             try await self.store.save(app, on: db)
             return (app, before)
@@ -160,6 +162,14 @@ public final class Catalogue: Sendable {
                 "an App Store Server API key needs apiKeyId, apiIssuerId and a P-256 PEM private key"
             )
         }
+    }
+
+    /// Consumption settings as kept: a field left out takes its default (no sample; no refund preference).
+    private static func settings(_ input: ConsumptionSettings?) -> ConsumptionSettings {
+        ConsumptionSettings(
+            sampleContentProvided: input?.sampleContentProvided ?? false,
+            refundPreference: input?.refundPreference
+        )
     }
 
     static func randomToken() -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import TillContract
 import TillCore
 
 /// An app the server verifies purchases for.
@@ -17,6 +18,8 @@ public struct ServerApp: Codable, Sendable, Hashable {
     /// Whether sandbox purchases are accepted at all (they are never counted as revenue).
     public var acceptSandbox: Bool
     public var restorePolicy: RestorePolicy
+    /// What the server tells Apple beside the ledger when it answers a consumption request.
+    public var consumption: ConsumptionSettings = ConsumptionSettings(sampleContentProvided: false)
     public var createdAt: Int64
 }
 

@@ -267,5 +267,32 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // Answering Apple's consumption requests (ConsumptionAnswers): what each app tells Apple beside the ledger, the
+        // customers' consent, and each CONSUMPTION_REQUEST with its answer, a durable queue (a restart loses none).
+        Migration(
+            "013-consumption-answers",
+            [
+                "ALTER TABLE srv_apps ADD COLUMN consumption_sample_content_provided BOOLEAN NOT NULL DEFAULT FALSE",
+                "ALTER TABLE srv_apps ADD COLUMN consumption_refund_preference TEXT",
+                """
+                CREATE TABLE srv_consumption_consents (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, consented BOOLEAN NOT NULL,
+                    updated_at BIGINT NOT NULL, PRIMARY KEY (bundle_id, customer_id))
+                """,
+                """
+                CREATE TABLE srv_consumption_requests (
+                    notification_uuid TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, environment TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL, original_transaction_id TEXT, product_id TEXT, customer_id TEXT,
+                    reason TEXT, state TEXT NOT NULL, detail TEXT, requested_at BIGINT NOT NULL, deadline BIGINT NOT NULL,
+                    attempts INTEGER NOT NULL, next_attempt_at BIGINT, claimed_until BIGINT, body TEXT, sent_at BIGINT,
+                    apple_status INTEGER, apple_error_code BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX srv_consumption_requests_due ON srv_consumption_requests (state, next_attempt_at)",
+                """
+                CREATE INDEX srv_consumption_requests_app
+                ON srv_consumption_requests (bundle_id, created_at, notification_uuid)
+                """,
+            ]
+        ),
     ]
 }

@@ -60,6 +60,8 @@ struct ServerStore: Sendable {
         var apiPrivateKey: String?
         var acceptSandbox: Bool
         var restorePolicy: String
+        var consumptionSampleContentProvided: Bool
+        var consumptionRefundPreference: String?
         var createdAt: Int64
     }
 
@@ -75,6 +77,8 @@ struct ServerStore: Sendable {
             apiPrivateKey: app.apiPrivateKey,
             acceptSandbox: app.acceptSandbox,
             restorePolicy: app.restorePolicy.rawValue,
+            consumptionSampleContentProvided: app.consumption.sampleContentProvided ?? false,
+            consumptionRefundPreference: app.consumption.refundPreference?.rawValue,
             createdAt: app.createdAt
         )
         try await db.insert(into: "srv_apps").model(row, with: Self.encoding)
@@ -111,6 +115,10 @@ struct ServerStore: Sendable {
             apiPrivateKey: row.apiPrivateKey,
             acceptSandbox: row.acceptSandbox,
             restorePolicy: RestorePolicy(rawValue: row.restorePolicy) ?? .keepWithFirstOwner,
+            consumption: ConsumptionSettings(
+                sampleContentProvided: row.consumptionSampleContentProvided,
+                refundPreference: row.consumptionRefundPreference.flatMap(ConsumptionSettings.RefundPreference.init)
+            ),
             createdAt: row.createdAt
         )
     }
