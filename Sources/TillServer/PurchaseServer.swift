@@ -21,6 +21,7 @@ import TillStorage
 /// - `queue`: the confirmation with Apple, retried and classified (run by `ConfirmationWorker`);
 /// - `notifications`: App Store Server Notifications, verified, recorded once and applied;
 /// - `consumption`: Apple's consumption requests answered (run by `ConsumptionWorker`);
+/// - `offers`: promotional offers and introductory-offer eligibility signed for apps;
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
 /// - `metrics`: what `/metrics` reports.
@@ -38,6 +39,7 @@ public final class PurchaseServer: Sendable {
     public let queue: ConfirmationQueue
     public let notifications: NotificationIntake
     public let consumption: ConsumptionAnswers
+    public let offers: Offers
     public let catchUp: CatchUp
     public let content: ContentDelivery
     let store: ServerStore
@@ -69,6 +71,14 @@ public final class PurchaseServer: Sendable {
         catalogue = Catalogue(database: database, store: store, clock: clock, signals: signals, logger: logger)
         ledger = Ledger(database: database, store: store, clock: clock)
         customers = Customers(database: database, store: store, catalogue: catalogue, ledger: ledger, clock: clock)
+        offers = Offers(
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            customers: customers,
+            clock: clock,
+            logger: logger
+        )
         snapshots = Snapshots(
             signer: snapshotSigner,
             published: configuration.snapshotPublishedKeys.map(SnapshotPublicKey.init),

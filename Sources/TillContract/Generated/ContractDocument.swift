@@ -34,6 +34,8 @@ public enum ContractDocument {
         description: Files delivered with products, and their signed download links.
       - name: notifications
         description: App Store Server Notifications V2.
+      - name: offers
+        description: Promotional offers and introductory-offer eligibility, signed by the server for StoreKit.
 
     paths:
       /health:
@@ -528,6 +530,117 @@ public enum ContractDocument {
               $ref: '#/components/responses/BodyTooLarge'
             '500':
               $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/offers/promotional:
+        post:
+          tags: [app, offers]
+          operationId: signPromotionalOffer
+          summary: Sign a promotional offer for this customer
+          description: 'The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`),
+            for a customer the offer''s rule admits, decided from the ledger, with the app''s In-App Purchase key (or its
+            App Store Server API key when no separate one is set). `format: signature` is the original signature
+            (StoreKit 1''s `SKPaymentDiscount`, StoreKit 2''s `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`);
+            `format: jws` is the compact JWS of 2025 (StoreKit 2''s `promotionalOffer(_:compactJWS:)`), which names the
+            customer''s newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from
+            the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).'
+          security:
+            - appKey: []
+          parameters:
+            - $ref: '#/components/parameters/Customer'
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/PromotionalOfferRequest'
+          responses:
+            '200':
+              description: The signature, and what to pass to StoreKit with it.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/PromotionalOfferSignature'
+            '400':
+              description: '`invalidBody` (also a missing or unknown `format`), `invalidCustomerId`,
+                `invalidAppAccountToken` (empty or over 255 characters), `appAccountTokenWithJWS` (the JWS does not sign
+                an app account token).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '403':
+              description: '`notEligible`: the offer''s rule does not admit this customer now.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '404':
+              description: '`productNotFound` (not in the catalogue), `offerNotFound` (the catalogue has no such offer
+                for the product).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '409':
+              description: '`noSigningKey`: the app has neither an In-App Purchase key nor an App Store Server API key.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/offers/introductory-eligibility:
+        post:
+          tags: [app, offers]
+          operationId: signIntroductoryOfferEligibility
+          summary: Sign whether this customer may have a subscription's introductory offer
+          description: 'The server decides from the ledger: a customer who had an introductory offer in the product''s
+            subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an
+            operator''s override for the customer and group wins. The answer is a compact JWS (`aud`
+            `introductory-offer-eligibility`) for StoreKit 2''s `introductoryOfferEligibility(compactJWS:)` (iOS 18.4),
+            naming the customer''s newest transaction in the ledger, or else `appTransactionId`.'
+          security:
+            - appKey: []
+          parameters:
+            - $ref: '#/components/parameters/Customer'
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/IntroductoryEligibilityRequest'
+          responses:
+            '200':
+              description: The decision, signed.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/IntroductoryEligibilitySignature'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`, `notASubscription` (the product is not an auto-renewable
+                subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name: send the
+                app transaction id), `invalidAppTransactionId` (not 1–30 digits).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/ProductNotFound'
+            '409':
+              description: '`noSigningKey`: the app has neither an In-App Purchase key nor an App Store Server API key.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
       /v1/customers/{customer}/downloads:
         post:
           tags: [app, content]
@@ -719,7 +832,7 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/App'
             '400':
               description: '`invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and
-                `apiIssuerId`, or not a P-256 PEM key).'
+                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key).'
               content:
                 application/json:
                   schema:
@@ -780,8 +893,8 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/App'
             '400':
-              description: '`invalidBody`, `invalidAPIKey`, `bundleIdImmutable` (another `bundleId` in the
-                body).'
+              description: '`invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `bundleIdImmutable` (another
+                `bundleId` in the body).'
               content:
                 application/json:
                   schema:
@@ -961,6 +1074,191 @@ public enum ContractDocument {
               $ref: '#/components/responses/AppNotFound'
             '413':
               $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/products/{product}/offers:
+        get:
+          tags: [admin, offers]
+          operationId: offers
+          summary: The promotional offers the server may sign for a product, a page at a time
+          security:
+            - operatorToken: []
+          parameters:
+            - $ref: '#/components/parameters/Bundle'
+            - $ref: '#/components/parameters/Product'
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of offers, by identifier.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/OfferPage'
+            '400':
+              $ref: '#/components/responses/InvalidPage'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/ProductNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/products/{product}/offers/{offer}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Product'
+          - $ref: '#/components/parameters/Offer'
+        put:
+          tags: [admin, offers]
+          operationId: putOffer
+          summary: Let the server sign a promotional offer, for the customers a rule admits
+          description: 'The offer identifier is the one set up for the product in App Store Connect. Answers 201 when the
+            offer is new, 200 when its rule was replaced.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/OfferInput'
+          responses:
+            '200':
+              description: The offer, replaced.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Offer'
+            '201':
+              description: The offer, created.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Offer'
+            '400':
+              description: '`invalidBody` (also a missing or unknown `eligibility`), `invalidOfferIdentifier` (not 1–64
+                printable characters), `notASubscription` (promotional offers are for auto-renewable subscriptions).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/ProductNotFound'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        delete:
+          tags: [admin, offers]
+          operationId: deleteOffer
+          summary: Stop signing a promotional offer
+          description: Signatures given before stay valid at Apple until they expire (24 hours).
+          security:
+            - operatorToken: []
+          responses:
+            '204':
+              description: Gone from the catalogue of offers.
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`productNotFound`, `offerNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Customer'
+          - $ref: '#/components/parameters/SubscriptionGroup'
+        get:
+          tags: [admin, offers]
+          operationId: introductoryOfferOverride
+          summary: The operator's word on a customer's introductory offer in a subscription group
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The override.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/IntroductoryOfferOverride'
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `overrideNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        put:
+          tags: [admin, offers]
+          operationId: putIntroductoryOfferOverride
+          summary: Decide a customer's introductory offer in a subscription group, whatever the ledger says
+          description: 'What the server signs for the customer (aliases resolved) in this group from now on: `true`
+            grants the introductory offer again (a goodwill gesture, a support case), `false` withholds it.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/IntroductoryOfferOverrideInput'
+          responses:
+            '200':
+              description: The override.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/IntroductoryOfferOverride'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `subscriptionGroupNotFound` (no auto-renewable product of the catalogue is
+                in it).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        delete:
+          tags: [admin, offers]
+          operationId: deleteIntroductoryOfferOverride
+          summary: Let the ledger decide again
+          security:
+            - operatorToken: []
+          responses:
+            '204':
+              description: The override is gone.
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `overrideNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
             '500':
               $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/products/{product}/content:
@@ -1221,6 +1519,21 @@ public enum ContractDocument {
           in: path
           required: true
           description: The product id.
+          schema:
+            type: string
+        Offer:
+          name: offer
+          in: path
+          required: true
+          description: The offer identifier, as set up in App Store Connect.
+          schema:
+            type: string
+        SubscriptionGroup:
+          name: group
+          in: path
+          required: true
+          description: A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an
+            auto-renewable product without one).
           schema:
             type: string
         Limit:
@@ -2078,9 +2391,10 @@ public enum ContractDocument {
 
         App:
           type: object
-          description: An app; its App Store Server API private key is never returned.
+          description: An app; its private keys are never returned.
           required:
-            [bundleId, name, appKey, sharedSecrets, hasAPIKey, acceptSandbox, restorePolicy, consumption, createdAt]
+            [bundleId, name, appKey, sharedSecrets, hasAPIKey, hasInAppPurchaseKey, acceptSandbox, restorePolicy, consumption,
+              createdAt]
           properties:
             bundleId:
               type: string
@@ -2101,6 +2415,14 @@ public enum ContractDocument {
               type: string
             hasAPIKey:
               type: boolean
+            inAppPurchaseKeyId:
+              type: string
+            inAppPurchaseIssuerId:
+              type: string
+            hasInAppPurchaseKey:
+              type: boolean
+              description: Whether a separate In-App Purchase key signs offers; without one, the App Store Server API key
+                does (Apple allows one key for both).
             acceptSandbox:
               type: boolean
             restorePolicy:
@@ -2134,6 +2456,14 @@ public enum ContractDocument {
             apiPrivateKey:
               type: string
               description: The App Store Server API key, P-256 PEM; needs `apiKeyId` and `apiIssuerId`.
+            inAppPurchaseKeyId:
+              type: string
+            inAppPurchaseIssuerId:
+              type: string
+            inAppPurchasePrivateKey:
+              type: string
+              description: 'The In-App Purchase key that signs offers, P-256 PEM; needs `inAppPurchaseKeyId` and
+                `inAppPurchaseIssuerId`. Without one the App Store Server API key signs them. An empty string removes it.'
             acceptSandbox:
               type: boolean
               description: Whether sandbox purchases are accepted (true when a new app does not say).
@@ -2351,6 +2681,163 @@ public enum ContractDocument {
             position:
               type: integer
               description: Order in the master list (last when new and not given).
+
+        OfferEligibility:
+          type: string
+          enum: [anyone, newCustomers, subscribers, lapsedSubscribers, currentOrLapsedSubscribers]
+          description: 'Who the server signs an offer for, decided from the ledger in the product''s subscription group.
+            `anyone`; `newCustomers`: never subscribed in the group; `subscribers`: subscribed in it now (a billing grace
+            period counts); `lapsedSubscribers`: subscribed in it before, not now; `currentOrLapsedSubscribers`: ever
+            subscribed in it. The App Store itself takes promotional offers only from customers who have or had a
+            subscription of the app.'
+        Offer:
+          type: object
+          description: A promotional offer the server may sign.
+          required: [bundleId, productId, subscriptionGroup, offerIdentifier, eligibility, createdAt, updatedAt]
+          properties:
+            bundleId:
+              type: string
+            productId:
+              type: string
+            subscriptionGroup:
+              type: string
+            offerIdentifier:
+              type: string
+            eligibility:
+              $ref: '#/components/schemas/OfferEligibility'
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+        OfferInput:
+          type: object
+          required: [eligibility]
+          properties:
+            eligibility:
+              $ref: '#/components/schemas/OfferEligibility'
+        OfferPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/Offer'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
+        PromotionalOfferRequest:
+          type: object
+          required: [productId, offerIdentifier, format]
+          properties:
+            productId:
+              type: string
+            offerIdentifier:
+              type: string
+            format:
+              type: string
+              enum: [signature, jws]
+              description: '`signature`: the original ECDSA signature; `jws`: the compact JWS.'
+            appAccountToken:
+              type: string
+              description: '`signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the
+                purchase will carry; signed lowercased, as Apple''s libraries do. Without it, the purchase must carry none.'
+        PromotionalOfferSignature:
+          type: object
+          description: 'What to pass to StoreKit. `signature`: `keyIdentifier`, `nonce`, `timestamp` and `signature`
+            (and `appAccountToken`, exactly); `jws`: `compactJWS`.'
+          required: [format, productId, offerIdentifier, keyIdentifier]
+          properties:
+            format:
+              type: string
+              enum: [signature, jws]
+            productId:
+              type: string
+            offerIdentifier:
+              type: string
+            keyIdentifier:
+              type: string
+              description: The key that signed it.
+            nonce:
+              type: string
+              description: A new UUID, lowercased.
+            timestamp:
+              type: integer
+              format: int64
+              description: When it was signed, UNIX milliseconds; Apple takes it for 24 hours.
+            signature:
+              type: string
+              description: ECDSA P-256 with SHA-256 over Apple's fields joined with U+2063, DER, base64.
+            appAccountToken:
+              type: string
+              description: The token signed (lowercased); the purchase must carry exactly this.
+            compactJWS:
+              type: string
+              description: 'ES256, `aud` `promotional-offer`: `iss`, `iat`, `bid`, `nonce`, `productId`,
+                `offerIdentifier`, and `transactionId` when the ledger has a purchase of the customer.'
+            transactionId:
+              type: string
+              description: The customer's transaction the JWS names.
+        IntroductoryEligibilityRequest:
+          type: object
+          required: [productId]
+          properties:
+            productId:
+              type: string
+            appTransactionId:
+              type: string
+              description: 'StoreKit''s `AppTransaction.appTransactionId`, named in the JWS when the ledger has no purchase
+                of the customer.'
+        IntroductoryEligibilitySignature:
+          type: object
+          required:
+            [productId, subscriptionGroup, allowIntroductoryOffer, reason, transactionId, keyIdentifier, compactJWS]
+          properties:
+            productId:
+              type: string
+            subscriptionGroup:
+              type: string
+            allowIntroductoryOffer:
+              type: boolean
+            reason:
+              type: string
+              description: Why the server decided so.
+              examples: [neverHadIntroductoryOffer, hadIntroductoryOffer, subscribedNow, operatorOverride]
+            transactionId:
+              type: string
+              description: The customer's transaction (or app transaction) the JWS names.
+            keyIdentifier:
+              type: string
+            compactJWS:
+              type: string
+              description: 'ES256, `aud` `introductory-offer-eligibility`: `iss`, `iat`, `bid`, `nonce`, `productId`,
+                `allowIntroductoryOffer`, `transactionId`.'
+        IntroductoryOfferOverride:
+          type: object
+          required: [customerId, subscriptionGroup, allowIntroductoryOffer, updatedAt]
+          properties:
+            customerId:
+              type: string
+              description: The customer, after aliases.
+            subscriptionGroup:
+              type: string
+            allowIntroductoryOffer:
+              type: boolean
+            updatedAt:
+              type: integer
+              format: int64
+        IntroductoryOfferOverrideInput:
+          type: object
+          required: [allowIntroductoryOffer]
+          properties:
+            allowIntroductoryOffer:
+              type: boolean
 
         CatchUpRun:
           type: object

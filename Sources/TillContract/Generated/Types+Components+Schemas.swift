@@ -1440,7 +1440,7 @@ extension Components {
             case sandboxNotAccepted = "sandboxNotAccepted"
             case unsupportedEnvironment = "unsupportedEnvironment"
         }
-        /// An app; its App Store Server API private key is never returned.
+        /// An app; its private keys are never returned.
         ///
         /// - Remark: Generated from `#/components/schemas/App`.
         public struct App: Codable, Hashable, Sendable {
@@ -1460,6 +1460,14 @@ extension Components {
             public var apiIssuerId: Swift.String?
             /// - Remark: Generated from `#/components/schemas/App/hasAPIKey`.
             public var hasAPIKey: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/App/inAppPurchaseKeyId`.
+            public var inAppPurchaseKeyId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/App/inAppPurchaseIssuerId`.
+            public var inAppPurchaseIssuerId: Swift.String?
+            /// Whether a separate In-App Purchase key signs offers; without one, the App Store Server API key does (Apple allows one key for both).
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/hasInAppPurchaseKey`.
+            public var hasInAppPurchaseKey: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/App/acceptSandbox`.
             public var acceptSandbox: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/App/restorePolicy`.
@@ -1479,6 +1487,9 @@ extension Components {
             ///   - apiKeyId:
             ///   - apiIssuerId:
             ///   - hasAPIKey:
+            ///   - inAppPurchaseKeyId:
+            ///   - inAppPurchaseIssuerId:
+            ///   - hasInAppPurchaseKey: Whether a separate In-App Purchase key signs offers; without one, the App Store Server API key does (Apple allows one key for both).
             ///   - acceptSandbox:
             ///   - restorePolicy:
             ///   - consumption:
@@ -1492,6 +1503,9 @@ extension Components {
                 apiKeyId: Swift.String? = nil,
                 apiIssuerId: Swift.String? = nil,
                 hasAPIKey: Swift.Bool,
+                inAppPurchaseKeyId: Swift.String? = nil,
+                inAppPurchaseIssuerId: Swift.String? = nil,
+                hasInAppPurchaseKey: Swift.Bool,
                 acceptSandbox: Swift.Bool,
                 restorePolicy: Components.Schemas.RestorePolicy,
                 consumption: Components.Schemas.ConsumptionSettings,
@@ -1505,6 +1519,9 @@ extension Components {
                 self.apiKeyId = apiKeyId
                 self.apiIssuerId = apiIssuerId
                 self.hasAPIKey = hasAPIKey
+                self.inAppPurchaseKeyId = inAppPurchaseKeyId
+                self.inAppPurchaseIssuerId = inAppPurchaseIssuerId
+                self.hasInAppPurchaseKey = hasInAppPurchaseKey
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
                 self.consumption = consumption
@@ -1519,6 +1536,9 @@ extension Components {
                 case apiKeyId
                 case apiIssuerId
                 case hasAPIKey
+                case inAppPurchaseKeyId
+                case inAppPurchaseIssuerId
+                case hasInAppPurchaseKey
                 case acceptSandbox
                 case restorePolicy
                 case consumption
@@ -1549,6 +1569,14 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AppInput/apiPrivateKey`.
             public var apiPrivateKey: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppInput/inAppPurchaseKeyId`.
+            public var inAppPurchaseKeyId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppInput/inAppPurchaseIssuerId`.
+            public var inAppPurchaseIssuerId: Swift.String?
+            /// The In-App Purchase key that signs offers, P-256 PEM; needs `inAppPurchaseKeyId` and `inAppPurchaseIssuerId`. Without one the App Store Server API key signs them. An empty string removes it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppInput/inAppPurchasePrivateKey`.
+            public var inAppPurchasePrivateKey: Swift.String?
             /// Whether sandbox purchases are accepted (true when a new app does not say).
             ///
             /// - Remark: Generated from `#/components/schemas/AppInput/acceptSandbox`.
@@ -1567,6 +1595,9 @@ extension Components {
             ///   - apiKeyId:
             ///   - apiIssuerId:
             ///   - apiPrivateKey: The App Store Server API key, P-256 PEM; needs `apiKeyId` and `apiIssuerId`.
+            ///   - inAppPurchaseKeyId:
+            ///   - inAppPurchaseIssuerId:
+            ///   - inAppPurchasePrivateKey: The In-App Purchase key that signs offers, P-256 PEM; needs `inAppPurchaseKeyId` and `inAppPurchaseIssuerId`. Without one the App Store Server API key signs them. An empty string removes it.
             ///   - acceptSandbox: Whether sandbox purchases are accepted (true when a new app does not say).
             ///   - restorePolicy:
             ///   - consumption:
@@ -1578,6 +1609,9 @@ extension Components {
                 apiKeyId: Swift.String? = nil,
                 apiIssuerId: Swift.String? = nil,
                 apiPrivateKey: Swift.String? = nil,
+                inAppPurchaseKeyId: Swift.String? = nil,
+                inAppPurchaseIssuerId: Swift.String? = nil,
+                inAppPurchasePrivateKey: Swift.String? = nil,
                 acceptSandbox: Swift.Bool? = nil,
                 restorePolicy: Components.Schemas.RestorePolicy? = nil,
                 consumption: Components.Schemas.ConsumptionSettings? = nil
@@ -1589,6 +1623,9 @@ extension Components {
                 self.apiKeyId = apiKeyId
                 self.apiIssuerId = apiIssuerId
                 self.apiPrivateKey = apiPrivateKey
+                self.inAppPurchaseKeyId = inAppPurchaseKeyId
+                self.inAppPurchaseIssuerId = inAppPurchaseIssuerId
+                self.inAppPurchasePrivateKey = inAppPurchasePrivateKey
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
                 self.consumption = consumption
@@ -1601,6 +1638,9 @@ extension Components {
                 case apiKeyId
                 case apiIssuerId
                 case apiPrivateKey
+                case inAppPurchaseKeyId
+                case inAppPurchaseIssuerId
+                case inAppPurchasePrivateKey
                 case acceptSandbox
                 case restorePolicy
                 case consumption
@@ -2091,6 +2131,395 @@ extension Components {
                 case price
                 case currency
                 case position
+            }
+        }
+        /// Who the server signs an offer for, decided from the ledger in the product's subscription group. `anyone`; `newCustomers`: never subscribed in the group; `subscribers`: subscribed in it now (a billing grace period counts); `lapsedSubscribers`: subscribed in it before, not now; `currentOrLapsedSubscribers`: ever subscribed in it. The App Store itself takes promotional offers only from customers who have or had a subscription of the app.
+        ///
+        /// - Remark: Generated from `#/components/schemas/OfferEligibility`.
+        @frozen public enum OfferEligibility: String, Codable, Hashable, Sendable, CaseIterable {
+            case anyone = "anyone"
+            case newCustomers = "newCustomers"
+            case subscribers = "subscribers"
+            case lapsedSubscribers = "lapsedSubscribers"
+            case currentOrLapsedSubscribers = "currentOrLapsedSubscribers"
+        }
+        /// A promotional offer the server may sign.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Offer`.
+        public struct Offer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Offer/bundleId`.
+            public var bundleId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/subscriptionGroup`.
+            public var subscriptionGroup: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/offerIdentifier`.
+            public var offerIdentifier: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/eligibility`.
+            public var eligibility: Components.Schemas.OfferEligibility
+            /// - Remark: Generated from `#/components/schemas/Offer/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Offer/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `Offer`.
+            ///
+            /// - Parameters:
+            ///   - bundleId:
+            ///   - productId:
+            ///   - subscriptionGroup:
+            ///   - offerIdentifier:
+            ///   - eligibility:
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                bundleId: Swift.String,
+                productId: Swift.String,
+                subscriptionGroup: Swift.String,
+                offerIdentifier: Swift.String,
+                eligibility: Components.Schemas.OfferEligibility,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64
+            ) {
+                self.bundleId = bundleId
+                self.productId = productId
+                self.subscriptionGroup = subscriptionGroup
+                self.offerIdentifier = offerIdentifier
+                self.eligibility = eligibility
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case bundleId
+                case productId
+                case subscriptionGroup
+                case offerIdentifier
+                case eligibility
+                case createdAt
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/OfferInput`.
+        public struct OfferInput: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/OfferInput/eligibility`.
+            public var eligibility: Components.Schemas.OfferEligibility
+            /// Creates a new `OfferInput`.
+            ///
+            /// - Parameters:
+            ///   - eligibility:
+            public init(eligibility: Components.Schemas.OfferEligibility) {
+                self.eligibility = eligibility
+            }
+            public enum CodingKeys: String, CodingKey {
+                case eligibility
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/OfferPage`.
+        public struct OfferPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/OfferPage/items`.
+            public var items: [Components.Schemas.Offer]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OfferPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OfferPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `OfferPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.Offer],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest`.
+        public struct PromotionalOfferRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/offerIdentifier`.
+            public var offerIdentifier: Swift.String
+            /// `signature`: the original ECDSA signature; `jws`: the compact JWS.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/format`.
+            @frozen public enum FormatPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case signature = "signature"
+                case jws = "jws"
+            }
+            /// `signature`: the original ECDSA signature; `jws`: the compact JWS.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/format`.
+            public var format: Components.Schemas.PromotionalOfferRequest.FormatPayload
+            /// `signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the purchase will carry; signed lowercased, as Apple's libraries do. Without it, the purchase must carry none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/appAccountToken`.
+            public var appAccountToken: Swift.String?
+            /// Creates a new `PromotionalOfferRequest`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - offerIdentifier:
+            ///   - format: `signature`: the original ECDSA signature; `jws`: the compact JWS.
+            ///   - appAccountToken: `signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the purchase will carry; signed lowercased, as Apple's libraries do. Without it, the purchase must carry none.
+            public init(
+                productId: Swift.String,
+                offerIdentifier: Swift.String,
+                format: Components.Schemas.PromotionalOfferRequest.FormatPayload,
+                appAccountToken: Swift.String? = nil
+            ) {
+                self.productId = productId
+                self.offerIdentifier = offerIdentifier
+                self.format = format
+                self.appAccountToken = appAccountToken
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case offerIdentifier
+                case format
+                case appAccountToken
+            }
+        }
+        /// What to pass to StoreKit. `signature`: `keyIdentifier`, `nonce`, `timestamp` and `signature` (and `appAccountToken`, exactly); `jws`: `compactJWS`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature`.
+        public struct PromotionalOfferSignature: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/format`.
+            @frozen public enum FormatPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case signature = "signature"
+                case jws = "jws"
+            }
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/format`.
+            public var format: Components.Schemas.PromotionalOfferSignature.FormatPayload
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/offerIdentifier`.
+            public var offerIdentifier: Swift.String
+            /// The key that signed it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/keyIdentifier`.
+            public var keyIdentifier: Swift.String
+            /// A new UUID, lowercased.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/nonce`.
+            public var nonce: Swift.String?
+            /// When it was signed, UNIX milliseconds; Apple takes it for 24 hours.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/timestamp`.
+            public var timestamp: Swift.Int64?
+            /// ECDSA P-256 with SHA-256 over Apple's fields joined with U+2063, DER, base64.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/signature`.
+            public var signature: Swift.String?
+            /// The token signed (lowercased); the purchase must carry exactly this.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/appAccountToken`.
+            public var appAccountToken: Swift.String?
+            /// ES256, `aud` `promotional-offer`: `iss`, `iat`, `bid`, `nonce`, `productId`, `offerIdentifier`, and `transactionId` when the ledger has a purchase of the customer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/compactJWS`.
+            public var compactJWS: Swift.String?
+            /// The customer's transaction the JWS names.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/transactionId`.
+            public var transactionId: Swift.String?
+            /// Creates a new `PromotionalOfferSignature`.
+            ///
+            /// - Parameters:
+            ///   - format:
+            ///   - productId:
+            ///   - offerIdentifier:
+            ///   - keyIdentifier: The key that signed it.
+            ///   - nonce: A new UUID, lowercased.
+            ///   - timestamp: When it was signed, UNIX milliseconds; Apple takes it for 24 hours.
+            ///   - signature: ECDSA P-256 with SHA-256 over Apple's fields joined with U+2063, DER, base64.
+            ///   - appAccountToken: The token signed (lowercased); the purchase must carry exactly this.
+            ///   - compactJWS: ES256, `aud` `promotional-offer`: `iss`, `iat`, `bid`, `nonce`, `productId`, `offerIdentifier`, and `transactionId` when the ledger has a purchase of the customer.
+            ///   - transactionId: The customer's transaction the JWS names.
+            public init(
+                format: Components.Schemas.PromotionalOfferSignature.FormatPayload,
+                productId: Swift.String,
+                offerIdentifier: Swift.String,
+                keyIdentifier: Swift.String,
+                nonce: Swift.String? = nil,
+                timestamp: Swift.Int64? = nil,
+                signature: Swift.String? = nil,
+                appAccountToken: Swift.String? = nil,
+                compactJWS: Swift.String? = nil,
+                transactionId: Swift.String? = nil
+            ) {
+                self.format = format
+                self.productId = productId
+                self.offerIdentifier = offerIdentifier
+                self.keyIdentifier = keyIdentifier
+                self.nonce = nonce
+                self.timestamp = timestamp
+                self.signature = signature
+                self.appAccountToken = appAccountToken
+                self.compactJWS = compactJWS
+                self.transactionId = transactionId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case format
+                case productId
+                case offerIdentifier
+                case keyIdentifier
+                case nonce
+                case timestamp
+                case signature
+                case appAccountToken
+                case compactJWS
+                case transactionId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilityRequest`.
+        public struct IntroductoryEligibilityRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilityRequest/productId`.
+            public var productId: Swift.String
+            /// StoreKit's `AppTransaction.appTransactionId`, named in the JWS when the ledger has no purchase of the customer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilityRequest/appTransactionId`.
+            public var appTransactionId: Swift.String?
+            /// Creates a new `IntroductoryEligibilityRequest`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - appTransactionId: StoreKit's `AppTransaction.appTransactionId`, named in the JWS when the ledger has no purchase of the customer.
+            public init(
+                productId: Swift.String,
+                appTransactionId: Swift.String? = nil
+            ) {
+                self.productId = productId
+                self.appTransactionId = appTransactionId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case appTransactionId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature`.
+        public struct IntroductoryEligibilitySignature: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/subscriptionGroup`.
+            public var subscriptionGroup: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/allowIntroductoryOffer`.
+            public var allowIntroductoryOffer: Swift.Bool
+            /// Why the server decided so.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/reason`.
+            public var reason: Swift.String
+            /// The customer's transaction (or app transaction) the JWS names.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/transactionId`.
+            public var transactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/keyIdentifier`.
+            public var keyIdentifier: Swift.String
+            /// ES256, `aud` `introductory-offer-eligibility`: `iss`, `iat`, `bid`, `nonce`, `productId`, `allowIntroductoryOffer`, `transactionId`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/compactJWS`.
+            public var compactJWS: Swift.String
+            /// Creates a new `IntroductoryEligibilitySignature`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - subscriptionGroup:
+            ///   - allowIntroductoryOffer:
+            ///   - reason: Why the server decided so.
+            ///   - transactionId: The customer's transaction (or app transaction) the JWS names.
+            ///   - keyIdentifier:
+            ///   - compactJWS: ES256, `aud` `introductory-offer-eligibility`: `iss`, `iat`, `bid`, `nonce`, `productId`, `allowIntroductoryOffer`, `transactionId`.
+            public init(
+                productId: Swift.String,
+                subscriptionGroup: Swift.String,
+                allowIntroductoryOffer: Swift.Bool,
+                reason: Swift.String,
+                transactionId: Swift.String,
+                keyIdentifier: Swift.String,
+                compactJWS: Swift.String
+            ) {
+                self.productId = productId
+                self.subscriptionGroup = subscriptionGroup
+                self.allowIntroductoryOffer = allowIntroductoryOffer
+                self.reason = reason
+                self.transactionId = transactionId
+                self.keyIdentifier = keyIdentifier
+                self.compactJWS = compactJWS
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case subscriptionGroup
+                case allowIntroductoryOffer
+                case reason
+                case transactionId
+                case keyIdentifier
+                case compactJWS
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride`.
+        public struct IntroductoryOfferOverride: Codable, Hashable, Sendable {
+            /// The customer, after aliases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/customerId`.
+            public var customerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/subscriptionGroup`.
+            public var subscriptionGroup: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/allowIntroductoryOffer`.
+            public var allowIntroductoryOffer: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `IntroductoryOfferOverride`.
+            ///
+            /// - Parameters:
+            ///   - customerId: The customer, after aliases.
+            ///   - subscriptionGroup:
+            ///   - allowIntroductoryOffer:
+            ///   - updatedAt:
+            public init(
+                customerId: Swift.String,
+                subscriptionGroup: Swift.String,
+                allowIntroductoryOffer: Swift.Bool,
+                updatedAt: Swift.Int64
+            ) {
+                self.customerId = customerId
+                self.subscriptionGroup = subscriptionGroup
+                self.allowIntroductoryOffer = allowIntroductoryOffer
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerId
+                case subscriptionGroup
+                case allowIntroductoryOffer
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverrideInput`.
+        public struct IntroductoryOfferOverrideInput: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverrideInput/allowIntroductoryOffer`.
+            public var allowIntroductoryOffer: Swift.Bool
+            /// Creates a new `IntroductoryOfferOverrideInput`.
+            ///
+            /// - Parameters:
+            ///   - allowIntroductoryOffer:
+            public init(allowIntroductoryOffer: Swift.Bool) {
+                self.allowIntroductoryOffer = allowIntroductoryOffer
+            }
+            public enum CodingKeys: String, CodingKey {
+                case allowIntroductoryOffer
             }
         }
         /// One catch-up run of an app (docs/notifications.md, "Catching up").

@@ -76,11 +76,13 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     let appGroup = router.group("v1").add(middleware: AppKeyMiddleware(server: server))
     addAppRoutes(to: appGroup, server)
     addConsumptionAppRoutes(to: appGroup, server)
+    addOfferAppRoutes(to: appGroup, server)
     let adminGroup = router.group("admin/v1").add(
         middleware: OperatorTokenMiddleware(token: server.configuration.operatorToken)
     )
     addAdminRoutes(to: adminGroup, server)
     addConsumptionAdminRoutes(to: adminGroup, server)
+    addOfferAdminRoutes(to: adminGroup, server)
     ContentController(server: server).addRoutes(to: router)
     routeMethods.record(router.routes)
     return router

@@ -294,5 +294,29 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // Offers the server signs for apps (Offers): the In-App Purchase key per app (kept as the App Store Server API
+        // key is), the promotional offers of the catalogue with their rule, the operator's word on a customer's
+        // introductory offer, and whether each ledger transaction was an introductory offer's (Apple's offerType 1).
+        Migration(
+            "014-offers",
+            [
+                "ALTER TABLE srv_apps ADD COLUMN in_app_purchase_key_id TEXT",
+                "ALTER TABLE srv_apps ADD COLUMN in_app_purchase_issuer_id TEXT",
+                "ALTER TABLE srv_apps ADD COLUMN in_app_purchase_private_key TEXT",
+                "ALTER TABLE srv_transactions ADD COLUMN introductory_offer BOOLEAN NOT NULL DEFAULT FALSE",
+                """
+                CREATE TABLE srv_offers (
+                    bundle_id TEXT NOT NULL, product_id TEXT NOT NULL, offer_identifier TEXT NOT NULL,
+                    eligibility TEXT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, product_id, offer_identifier))
+                """,
+                """
+                CREATE TABLE srv_introductory_overrides (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, subscription_group TEXT NOT NULL,
+                    allow_introductory_offer BOOLEAN NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, customer_id, subscription_group))
+                """,
+            ]
+        ),
     ]
 }

@@ -58,6 +58,9 @@ struct ServerStore: Sendable {
         var apiKeyId: String?
         var apiIssuerId: String?
         var apiPrivateKey: String?
+        var inAppPurchaseKeyId: String?
+        var inAppPurchaseIssuerId: String?
+        var inAppPurchasePrivateKey: String?
         var acceptSandbox: Bool
         var restorePolicy: String
         var consumptionSampleContentProvided: Bool
@@ -75,6 +78,9 @@ struct ServerStore: Sendable {
             apiKeyId: app.apiKeyId,
             apiIssuerId: app.apiIssuerId,
             apiPrivateKey: app.apiPrivateKey,
+            inAppPurchaseKeyId: app.inAppPurchaseKeyId,
+            inAppPurchaseIssuerId: app.inAppPurchaseIssuerId,
+            inAppPurchasePrivateKey: app.inAppPurchasePrivateKey,
             acceptSandbox: app.acceptSandbox,
             restorePolicy: app.restorePolicy.rawValue,
             consumptionSampleContentProvided: app.consumption.sampleContentProvided ?? false,
@@ -113,6 +119,9 @@ struct ServerStore: Sendable {
             apiKeyId: row.apiKeyId,
             apiIssuerId: row.apiIssuerId,
             apiPrivateKey: row.apiPrivateKey,
+            inAppPurchaseKeyId: row.inAppPurchaseKeyId,
+            inAppPurchaseIssuerId: row.inAppPurchaseIssuerId,
+            inAppPurchasePrivateKey: row.inAppPurchasePrivateKey,
             acceptSandbox: row.acceptSandbox,
             restorePolicy: RestorePolicy(rawValue: row.restorePolicy) ?? .keepWithFirstOwner,
             consumption: ConsumptionSettings(
