@@ -2164,6 +2164,9 @@ public enum ContractDocument {
               format: int64
             priceIncreaseStatus:
               type: integer
+              description: 'Apple''s answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has
+                not yet consented to one that needs consent (the subscription expires at the renewal without it), 1
+                consented, or notified of one that needed no consent. Absent when there is none.'
             lastNotificationType:
               type: string
             updatedAt:

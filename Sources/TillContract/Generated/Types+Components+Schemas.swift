@@ -877,6 +877,8 @@ extension Components {
             public var expirationIntent: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/renewalDate`.
             public var renewalDate: Swift.Int64?
+            /// Apple's answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has not yet consented to one that needs consent (the subscription expires at the renewal without it), 1 consented, or notified of one that needed no consent. Absent when there is none.
+            ///
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/priceIncreaseStatus`.
             public var priceIncreaseStatus: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/lastNotificationType`.
@@ -897,7 +899,7 @@ extension Components {
             ///   - gracePeriodExpiresDate:
             ///   - expirationIntent: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
             ///   - renewalDate:
-            ///   - priceIncreaseStatus:
+            ///   - priceIncreaseStatus: Apple's answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has not yet consented to one that needs consent (the subscription expires at the renewal without it), 1 consented, or notified of one that needed no consent. Absent when there is none.
             ///   - lastNotificationType:
             ///   - updatedAt:
             public init(
