@@ -20,6 +20,8 @@ import TillStorage
 /// - `intake`: submissions and restores, verified locally and recorded in milliseconds;
 /// - `queue`: the confirmation with Apple, retried and classified (run by `ConfirmationWorker`);
 /// - `notifications`: App Store Server Notifications, verified, recorded once and applied;
+/// - `consumption`: Apple's consumption requests answered (run by `ConsumptionWorker`);
+/// - `offers`: promotional offers and introductory-offer eligibility signed for apps;
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
 /// - `metrics`: what `/metrics` reports.
@@ -36,6 +38,8 @@ public final class PurchaseServer: Sendable {
     public let intake: Intake
     public let queue: ConfirmationQueue
     public let notifications: NotificationIntake
+    public let consumption: ConsumptionAnswers
+    public let offers: Offers
     public let catchUp: CatchUp
     public let content: ContentDelivery
     let store: ServerStore
@@ -67,11 +71,28 @@ public final class PurchaseServer: Sendable {
         catalogue = Catalogue(database: database, store: store, clock: clock, signals: signals, logger: logger)
         ledger = Ledger(database: database, store: store, clock: clock)
         customers = Customers(database: database, store: store, catalogue: catalogue, ledger: ledger, clock: clock)
+        offers = Offers(
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            customers: customers,
+            clock: clock,
+            logger: logger
+        )
         snapshots = Snapshots(
             signer: snapshotSigner,
             published: configuration.snapshotPublishedKeys.map(SnapshotPublicKey.init),
             customers: customers,
             clock: clock
+        )
+        consumption = ConsumptionAnswers(
+            configuration: configuration,
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
         )
         notifications = NotificationIntake(
             database: database,
@@ -79,6 +100,7 @@ public final class PurchaseServer: Sendable {
             verifier: verifier,
             catalogue: catalogue,
             ledger: ledger,
+            consumption: consumption,
             metrics: metrics,
             clock: clock,
             logger: logger
@@ -154,6 +176,8 @@ public final class PurchaseServer: Sendable {
             if released > 0 { logger.notice("resuming \(released) confirmations a stopped server had under way") }
             let stopped = try await store.releaseCatchUpClaims()
             if stopped > 0 { logger.notice("\(stopped) catch-up runs were under way when the server stopped") }
+            let answering = try await store.releaseConsumptionClaims()
+            if answering > 0 { logger.notice("resuming \(answering) consumption answers a stopped server had under way") }
         }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }

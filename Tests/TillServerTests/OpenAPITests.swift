@@ -74,6 +74,8 @@ struct OpenAPITests {
         "product": "pro",
         "name": "manual.pdf",
         "customer": "alice",
+        "offer": "loyal",
+        "group": "premium",
         "id": "00000000-0000-0000-0000-000000000000",
         "sha256": String(repeating: "0", count: 64),
     ]

@@ -24,16 +24,19 @@ struct ServerFixture {
     static let bundleId = "com.example.till"
 
     /// Runs `body` with the simulator listening and the server's worker confirming, the server on `database`
-    /// (SQLite in memory, or a fresh PostgreSQL database).
+    /// (SQLite in memory or, `persistent`, in a file of its own; or a fresh PostgreSQL database).
     static func run(
         database engine: TestDatabase = .sqlite,
         confirmation: ConfirmationSettings = .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
         restorePolicy: RestorePolicy = .keepWithFirstOwner,
         followSimulatorClock: Bool = false,
+        persistent: Bool = false,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
-        let database = engine == .sqlite ? .sqliteInMemory : try await engine.fresh(prefix: "till_srv")
+        // SQLite in memory unless the test opens a second server on the same database (`persistent`: a file).
+        let database =
+            engine == .sqlite && !persistent ? .sqliteInMemory : try await engine.fresh(prefix: "till_srv")
         let simulator = try await Simulator.open(SimulatorConfiguration())
         let simApp = try await simulator.appStoreConnect.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")

@@ -34,6 +34,8 @@ public enum ContractDocument {
         description: Files delivered with products, and their signed download links.
       - name: notifications
         description: App Store Server Notifications V2.
+      - name: offers
+        description: Promotional offers and introductory-offer eligibility, signed by the server for StoreKit.
 
     paths:
       /health:
@@ -469,6 +471,176 @@ public enum ContractDocument {
               $ref: '#/components/responses/BodyTooLarge'
             '500':
               $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/consumption-consent:
+        parameters:
+          - $ref: '#/components/parameters/Customer'
+        get:
+          tags: [app]
+          operationId: consumptionConsent
+          summary: Whether the customer consented to share consumption data with Apple
+          description: 'Consent belongs to the account the id resolves to (aliases are resolved when it is given). A
+            customer who never said is answered `consented: false` without `updatedAt`.'
+          security:
+            - appKey: []
+          responses:
+            '200':
+              description: The customer's consent.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ConsumptionConsent'
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        put:
+          tags: [app]
+          operationId: setConsumptionConsent
+          summary: Record the customer's consent to share consumption data with Apple
+          description: 'Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and
+            the server answers only for a customer whose consent the app recorded here (docs/notifications.md,
+            "Consumption requests"). Collecting consent is the app''s responsibility; `false` withdraws it. Answers
+            already sent stay sent.'
+          security:
+            - appKey: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/ConsumptionConsentInput'
+          responses:
+            '200':
+              description: The customer's consent now.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ConsumptionConsent'
+            '400':
+              description: '`invalidBody` (no boolean `consented`), `invalidCustomerId`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/offers/promotional:
+        post:
+          tags: [app, offers]
+          operationId: signPromotionalOffer
+          summary: Sign a promotional offer for this customer
+          description: 'The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`),
+            for a customer the offer''s rule admits, decided from the ledger, with the app''s In-App Purchase key (or its
+            App Store Server API key when no separate one is set). `format: signature` is the original signature
+            (StoreKit 1''s `SKPaymentDiscount`, StoreKit 2''s `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`);
+            `format: jws` is the compact JWS of 2025 (StoreKit 2''s `promotionalOffer(_:compactJWS:)`), which names the
+            customer''s newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from
+            the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).'
+          security:
+            - appKey: []
+          parameters:
+            - $ref: '#/components/parameters/Customer'
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/PromotionalOfferRequest'
+          responses:
+            '200':
+              description: The signature, and what to pass to StoreKit with it.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/PromotionalOfferSignature'
+            '400':
+              description: '`invalidBody` (also a missing or unknown `format`), `invalidCustomerId`,
+                `invalidAppAccountToken` (empty or over 255 characters), `appAccountTokenWithJWS` (the JWS does not sign
+                an app account token).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '403':
+              description: '`notEligible`: the offer''s rule does not admit this customer now.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '404':
+              description: '`productNotFound` (not in the catalogue), `offerNotFound` (the catalogue has no such offer
+                for the product).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '409':
+              description: '`noSigningKey`: the app has neither an In-App Purchase key nor an App Store Server API key.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/offers/introductory-eligibility:
+        post:
+          tags: [app, offers]
+          operationId: signIntroductoryOfferEligibility
+          summary: Sign whether this customer may have a subscription's introductory offer
+          description: 'The server decides from the ledger: a customer who had an introductory offer in the product''s
+            subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an
+            operator''s override for the customer and group wins. The answer is a compact JWS (`aud`
+            `introductory-offer-eligibility`) for StoreKit 2''s `introductoryOfferEligibility(compactJWS:)` (iOS 18.4),
+            naming the customer''s newest transaction in the ledger, or else `appTransactionId`.'
+          security:
+            - appKey: []
+          parameters:
+            - $ref: '#/components/parameters/Customer'
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/IntroductoryEligibilityRequest'
+          responses:
+            '200':
+              description: The decision, signed.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/IntroductoryEligibilitySignature'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`, `notASubscription` (the product is not an auto-renewable
+                subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name: send the
+                app transaction id), `invalidAppTransactionId` (not 1–30 digits).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/ProductNotFound'
+            '409':
+              description: '`noSigningKey`: the app has neither an In-App Purchase key nor an App Store Server API key.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
       /v1/customers/{customer}/downloads:
         post:
           tags: [app, content]
@@ -660,7 +832,7 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/App'
             '400':
               description: '`invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and
-                `apiIssuerId`, or not a P-256 PEM key).'
+                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key).'
               content:
                 application/json:
                   schema:
@@ -721,8 +893,8 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/App'
             '400':
-              description: '`invalidBody`, `invalidAPIKey`, `bundleIdImmutable` (another `bundleId` in the
-                body).'
+              description: '`invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `bundleIdImmutable` (another
+                `bundleId` in the body).'
               content:
                 application/json:
                   schema:
@@ -791,6 +963,44 @@ public enum ContractDocument {
                 application/json:
                   schema:
                     $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/consumption-requests:
+        get:
+          tags: [admin, notifications]
+          operationId: consumptionRequests
+          summary: Apple's consumption requests and the server's answers, a page at a time
+          description: 'Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent
+            (Send Consumption Information v2) and what Apple answered, or why nothing was sent
+            (docs/notifications.md, "Consumption requests").'
+          security:
+            - operatorToken: []
+          parameters:
+            - $ref: '#/components/parameters/Bundle'
+            - name: state
+              in: query
+              description: Only the requests in this state.
+              schema:
+                $ref: '#/components/schemas/ConsumptionAnswerState'
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of consumption requests.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ConsumptionAnswerPage'
+            '400':
+              description: '`invalidLimit`, `invalidCursor`, `invalidState`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
             '500':
               $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/products:
@@ -864,6 +1074,191 @@ public enum ContractDocument {
               $ref: '#/components/responses/AppNotFound'
             '413':
               $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/products/{product}/offers:
+        get:
+          tags: [admin, offers]
+          operationId: offers
+          summary: The promotional offers the server may sign for a product, a page at a time
+          security:
+            - operatorToken: []
+          parameters:
+            - $ref: '#/components/parameters/Bundle'
+            - $ref: '#/components/parameters/Product'
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of offers, by identifier.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/OfferPage'
+            '400':
+              $ref: '#/components/responses/InvalidPage'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/ProductNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/products/{product}/offers/{offer}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Product'
+          - $ref: '#/components/parameters/Offer'
+        put:
+          tags: [admin, offers]
+          operationId: putOffer
+          summary: Let the server sign a promotional offer, for the customers a rule admits
+          description: 'The offer identifier is the one set up for the product in App Store Connect. Answers 201 when the
+            offer is new, 200 when its rule was replaced.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/OfferInput'
+          responses:
+            '200':
+              description: The offer, replaced.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Offer'
+            '201':
+              description: The offer, created.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Offer'
+            '400':
+              description: '`invalidBody` (also a missing or unknown `eligibility`), `invalidOfferIdentifier` (not 1–64
+                printable characters), `notASubscription` (promotional offers are for auto-renewable subscriptions).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/ProductNotFound'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        delete:
+          tags: [admin, offers]
+          operationId: deleteOffer
+          summary: Stop signing a promotional offer
+          description: Signatures given before stay valid at Apple until they expire (24 hours).
+          security:
+            - operatorToken: []
+          responses:
+            '204':
+              description: Gone from the catalogue of offers.
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`productNotFound`, `offerNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Customer'
+          - $ref: '#/components/parameters/SubscriptionGroup'
+        get:
+          tags: [admin, offers]
+          operationId: introductoryOfferOverride
+          summary: The operator's word on a customer's introductory offer in a subscription group
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The override.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/IntroductoryOfferOverride'
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `overrideNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        put:
+          tags: [admin, offers]
+          operationId: putIntroductoryOfferOverride
+          summary: Decide a customer's introductory offer in a subscription group, whatever the ledger says
+          description: 'What the server signs for the customer (aliases resolved) in this group from now on: `true`
+            grants the introductory offer again (a goodwill gesture, a support case), `false` withholds it.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/IntroductoryOfferOverrideInput'
+          responses:
+            '200':
+              description: The override.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/IntroductoryOfferOverride'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `subscriptionGroupNotFound` (no auto-renewable product of the catalogue is
+                in it).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        delete:
+          tags: [admin, offers]
+          operationId: deleteIntroductoryOfferOverride
+          summary: Let the ledger decide again
+          security:
+            - operatorToken: []
+          responses:
+            '204':
+              description: The override is gone.
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `overrideNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
             '500':
               $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/products/{product}/content:
@@ -1124,6 +1519,21 @@ public enum ContractDocument {
           in: path
           required: true
           description: The product id.
+          schema:
+            type: string
+        Offer:
+          name: offer
+          in: path
+          required: true
+          description: The offer identifier, as set up in App Store Connect.
+          schema:
+            type: string
+        SubscriptionGroup:
+          name: group
+          in: path
+          required: true
+          description: A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an
+            auto-renewable product without one).
           schema:
             type: string
         Limit:
@@ -1754,6 +2164,9 @@ public enum ContractDocument {
               format: int64
             priceIncreaseStatus:
               type: integer
+              description: 'Apple''s answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has
+                not yet consented to one that needs consent (the subscription expires at the renewal without it), 1
+                consented, or notified of one that needed no consent. Absent when there is none.'
             lastNotificationType:
               type: string
             updatedAt:
@@ -1981,8 +2394,10 @@ public enum ContractDocument {
 
         App:
           type: object
-          description: An app; its App Store Server API private key is never returned.
-          required: [bundleId, name, appKey, sharedSecrets, hasAPIKey, acceptSandbox, restorePolicy, createdAt]
+          description: An app; its private keys are never returned.
+          required:
+            [bundleId, name, appKey, sharedSecrets, hasAPIKey, hasInAppPurchaseKey, acceptSandbox, restorePolicy, consumption,
+              createdAt]
           properties:
             bundleId:
               type: string
@@ -2003,10 +2418,20 @@ public enum ContractDocument {
               type: string
             hasAPIKey:
               type: boolean
+            inAppPurchaseKeyId:
+              type: string
+            inAppPurchaseIssuerId:
+              type: string
+            hasInAppPurchaseKey:
+              type: boolean
+              description: Whether a separate In-App Purchase key signs offers; without one, the App Store Server API key
+                does (Apple allows one key for both).
             acceptSandbox:
               type: boolean
             restorePolicy:
               $ref: '#/components/schemas/RestorePolicy'
+            consumption:
+              $ref: '#/components/schemas/ConsumptionSettings'
             createdAt:
               type: integer
               format: int64
@@ -2034,11 +2459,158 @@ public enum ContractDocument {
             apiPrivateKey:
               type: string
               description: The App Store Server API key, P-256 PEM; needs `apiKeyId` and `apiIssuerId`.
+            inAppPurchaseKeyId:
+              type: string
+            inAppPurchaseIssuerId:
+              type: string
+            inAppPurchasePrivateKey:
+              type: string
+              description: 'The In-App Purchase key that signs offers, P-256 PEM; needs `inAppPurchaseKeyId` and
+                `inAppPurchaseIssuerId`. Without one the App Store Server API key signs them. An empty string removes it.'
             acceptSandbox:
               type: boolean
               description: Whether sandbox purchases are accepted (true when a new app does not say).
             restorePolicy:
               $ref: '#/components/schemas/RestorePolicy'
+            consumption:
+              $ref: '#/components/schemas/ConsumptionSettings'
+
+        ConsumptionSettings:
+          type: object
+          description: 'What the server tells Apple, beside what the ledger knows, when it answers a consumption
+            request (Send Consumption Information v2). In `PATCH /admin/v1/apps/{bundle}` it replaces the app''s
+            settings whole: a field left out takes its default.'
+          properties:
+            sampleContentProvided:
+              type: boolean
+              description: Whether the app gives a free sample or trial of what it sells (false when not given).
+            refundPreference:
+              $ref: '#/components/schemas/RefundPreference'
+        RefundPreference:
+          type: string
+          enum: [DECLINE, GRANT_FULL, GRANT_PRORATED]
+          description: 'The app''s wish about refunds, sent to Apple as `refundPreference`; none is sent when it is
+            not set. Apple decides; the wish is one of its inputs.'
+        ConsumptionConsent:
+          type: object
+          required: [customerId, consented]
+          properties:
+            customerId:
+              type: string
+              description: The customer, after aliases.
+            consented:
+              type: boolean
+            updatedAt:
+              type: integer
+              format: int64
+              description: When the app last recorded it; absent when it never did.
+        ConsumptionConsentInput:
+          type: object
+          required: [consented]
+          properties:
+            consented:
+              type: boolean
+              description: True when the customer agreed that consumption data be shared with Apple; false withdraws.
+        ConsumptionAnswerState:
+          type: string
+          enum: [pending, retrying, sent, notSent, refused, expired]
+          description: '`pending`: waiting for its first attempt. `retrying`: Apple did not take it yet (no answer,
+            HTTP 5xx, 429, or 401 for the app''s key); tried again before the deadline. `sent`: Apple answered 202.
+            `notSent`: nothing was sent, on purpose (`detail` says why: no consent, no customer owns the purchase, a
+            family-shared purchase). `refused`: Apple refused what was sent with an error (`appleErrorCode`); not
+            retried. `expired`: Apple''s 12-hour deadline passed before it took an answer.'
+        ConsumptionInformation:
+          type: object
+          description: The body of Send Consumption Information v2, as sent.
+          required: [customerConsented, deliveryStatus, sampleContentProvided]
+          properties:
+            customerConsented:
+              type: boolean
+            deliveryStatus:
+              type: string
+              examples: [DELIVERED, UNDELIVERED_OTHER]
+            sampleContentProvided:
+              type: boolean
+            consumptionPercentage:
+              type: integer
+              description: Milliunits (50000 is 50%); never for auto-renewable subscriptions.
+            refundPreference:
+              $ref: '#/components/schemas/RefundPreference'
+        ConsumptionAnswer:
+          type: object
+          description: One CONSUMPTION_REQUEST from Apple and the server's answer to it.
+          required:
+            [notificationUUID, environment, transactionId, state, requestedAt, deadline, attempts, createdAt, updatedAt]
+          properties:
+            notificationUUID:
+              type: string
+            environment:
+              type: string
+              examples: [Production, Sandbox]
+            transactionId:
+              type: string
+            originalTransactionId:
+              type: string
+            productId:
+              type: string
+            customerId:
+              type: string
+              description: Who owns the purchase in the ledger, when someone does.
+            reason:
+              type: string
+              description: Apple's `consumptionRequestReason`.
+              examples: [UNINTENDED_PURCHASE, FULFILLMENT_ISSUE, UNSATISFIED_WITH_PURCHASE, LEGAL, OTHER]
+            state:
+              $ref: '#/components/schemas/ConsumptionAnswerState'
+            detail:
+              type: string
+              description: Why nothing was sent, why Apple refused, or the last attempt's failure.
+            requestedAt:
+              type: integer
+              format: int64
+              description: When Apple signed the request.
+            deadline:
+              type: integer
+              format: int64
+              description: Twelve hours after `requestedAt`; no answer is sent after it.
+            attempts:
+              type: integer
+            nextAttemptAt:
+              type: integer
+              format: int64
+            sent:
+              $ref: '#/components/schemas/ConsumptionInformation'
+            sentAt:
+              type: integer
+              format: int64
+            appleStatus:
+              type: integer
+              description: The HTTP status of Apple's last answer.
+            appleErrorCode:
+              type: integer
+              format: int64
+              description: Apple's `errorCode`, when it answered with one.
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+        ConsumptionAnswerPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/ConsumptionAnswer'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
 
         Product:
           type: object
@@ -2112,6 +2684,163 @@ public enum ContractDocument {
             position:
               type: integer
               description: Order in the master list (last when new and not given).
+
+        OfferEligibility:
+          type: string
+          enum: [anyone, newCustomers, subscribers, lapsedSubscribers, currentOrLapsedSubscribers]
+          description: 'Who the server signs an offer for, decided from the ledger in the product''s subscription group.
+            `anyone`; `newCustomers`: never subscribed in the group; `subscribers`: subscribed in it now (a billing grace
+            period counts); `lapsedSubscribers`: subscribed in it before, not now; `currentOrLapsedSubscribers`: ever
+            subscribed in it. The App Store itself takes promotional offers only from customers who have or had a
+            subscription of the app.'
+        Offer:
+          type: object
+          description: A promotional offer the server may sign.
+          required: [bundleId, productId, subscriptionGroup, offerIdentifier, eligibility, createdAt, updatedAt]
+          properties:
+            bundleId:
+              type: string
+            productId:
+              type: string
+            subscriptionGroup:
+              type: string
+            offerIdentifier:
+              type: string
+            eligibility:
+              $ref: '#/components/schemas/OfferEligibility'
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+        OfferInput:
+          type: object
+          required: [eligibility]
+          properties:
+            eligibility:
+              $ref: '#/components/schemas/OfferEligibility'
+        OfferPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/Offer'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
+        PromotionalOfferRequest:
+          type: object
+          required: [productId, offerIdentifier, format]
+          properties:
+            productId:
+              type: string
+            offerIdentifier:
+              type: string
+            format:
+              type: string
+              enum: [signature, jws]
+              description: '`signature`: the original ECDSA signature; `jws`: the compact JWS.'
+            appAccountToken:
+              type: string
+              description: '`signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the
+                purchase will carry; signed lowercased, as Apple''s libraries do. Without it, the purchase must carry none.'
+        PromotionalOfferSignature:
+          type: object
+          description: 'What to pass to StoreKit. `signature`: `keyIdentifier`, `nonce`, `timestamp` and `signature`
+            (and `appAccountToken`, exactly); `jws`: `compactJWS`.'
+          required: [format, productId, offerIdentifier, keyIdentifier]
+          properties:
+            format:
+              type: string
+              enum: [signature, jws]
+            productId:
+              type: string
+            offerIdentifier:
+              type: string
+            keyIdentifier:
+              type: string
+              description: The key that signed it.
+            nonce:
+              type: string
+              description: A new UUID, lowercased.
+            timestamp:
+              type: integer
+              format: int64
+              description: When it was signed, UNIX milliseconds; Apple takes it for 24 hours.
+            signature:
+              type: string
+              description: ECDSA P-256 with SHA-256 over Apple's fields joined with U+2063, DER, base64.
+            appAccountToken:
+              type: string
+              description: The token signed (lowercased); the purchase must carry exactly this.
+            compactJWS:
+              type: string
+              description: 'ES256, `aud` `promotional-offer`: `iss`, `iat`, `bid`, `nonce`, `productId`,
+                `offerIdentifier`, and `transactionId` when the ledger has a purchase of the customer.'
+            transactionId:
+              type: string
+              description: The customer's transaction the JWS names.
+        IntroductoryEligibilityRequest:
+          type: object
+          required: [productId]
+          properties:
+            productId:
+              type: string
+            appTransactionId:
+              type: string
+              description: 'StoreKit''s `AppTransaction.appTransactionId`, named in the JWS when the ledger has no purchase
+                of the customer.'
+        IntroductoryEligibilitySignature:
+          type: object
+          required:
+            [productId, subscriptionGroup, allowIntroductoryOffer, reason, transactionId, keyIdentifier, compactJWS]
+          properties:
+            productId:
+              type: string
+            subscriptionGroup:
+              type: string
+            allowIntroductoryOffer:
+              type: boolean
+            reason:
+              type: string
+              description: Why the server decided so.
+              examples: [neverHadIntroductoryOffer, hadIntroductoryOffer, subscribedNow, operatorOverride]
+            transactionId:
+              type: string
+              description: The customer's transaction (or app transaction) the JWS names.
+            keyIdentifier:
+              type: string
+            compactJWS:
+              type: string
+              description: 'ES256, `aud` `introductory-offer-eligibility`: `iss`, `iat`, `bid`, `nonce`, `productId`,
+                `allowIntroductoryOffer`, `transactionId`.'
+        IntroductoryOfferOverride:
+          type: object
+          required: [customerId, subscriptionGroup, allowIntroductoryOffer, updatedAt]
+          properties:
+            customerId:
+              type: string
+              description: The customer, after aliases.
+            subscriptionGroup:
+              type: string
+            allowIntroductoryOffer:
+              type: boolean
+            updatedAt:
+              type: integer
+              format: int64
+        IntroductoryOfferOverrideInput:
+          type: object
+          required: [allowIntroductoryOffer]
+          properties:
+            allowIntroductoryOffer:
+              type: boolean
 
         CatchUpRun:
           type: object

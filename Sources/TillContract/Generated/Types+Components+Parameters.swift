@@ -26,6 +26,14 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/parameters/Product`.
         public typealias Product = Swift.String
+        /// The offer identifier, as set up in App Store Connect.
+        ///
+        /// - Remark: Generated from `#/components/parameters/Offer`.
+        public typealias Offer = Swift.String
+        /// A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+        ///
+        /// - Remark: Generated from `#/components/parameters/SubscriptionGroup`.
+        public typealias SubscriptionGroup = Swift.String
         /// How many items a page holds at most.
         ///
         /// - Remark: Generated from `#/components/parameters/Limit`.

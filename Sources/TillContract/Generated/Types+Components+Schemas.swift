@@ -877,6 +877,8 @@ extension Components {
             public var expirationIntent: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/renewalDate`.
             public var renewalDate: Swift.Int64?
+            /// Apple's answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has not yet consented to one that needs consent (the subscription expires at the renewal without it), 1 consented, or notified of one that needed no consent. Absent when there is none.
+            ///
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/priceIncreaseStatus`.
             public var priceIncreaseStatus: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/lastNotificationType`.
@@ -897,7 +899,7 @@ extension Components {
             ///   - gracePeriodExpiresDate:
             ///   - expirationIntent: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
             ///   - renewalDate:
-            ///   - priceIncreaseStatus:
+            ///   - priceIncreaseStatus: Apple's answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has not yet consented to one that needs consent (the subscription expires at the renewal without it), 1 consented, or notified of one that needed no consent. Absent when there is none.
             ///   - lastNotificationType:
             ///   - updatedAt:
             public init(
@@ -1440,7 +1442,7 @@ extension Components {
             case sandboxNotAccepted = "sandboxNotAccepted"
             case unsupportedEnvironment = "unsupportedEnvironment"
         }
-        /// An app; its App Store Server API private key is never returned.
+        /// An app; its private keys are never returned.
         ///
         /// - Remark: Generated from `#/components/schemas/App`.
         public struct App: Codable, Hashable, Sendable {
@@ -1460,10 +1462,20 @@ extension Components {
             public var apiIssuerId: Swift.String?
             /// - Remark: Generated from `#/components/schemas/App/hasAPIKey`.
             public var hasAPIKey: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/App/inAppPurchaseKeyId`.
+            public var inAppPurchaseKeyId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/App/inAppPurchaseIssuerId`.
+            public var inAppPurchaseIssuerId: Swift.String?
+            /// Whether a separate In-App Purchase key signs offers; without one, the App Store Server API key does (Apple allows one key for both).
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/hasInAppPurchaseKey`.
+            public var hasInAppPurchaseKey: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/App/acceptSandbox`.
             public var acceptSandbox: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/App/restorePolicy`.
             public var restorePolicy: Components.Schemas.RestorePolicy
+            /// - Remark: Generated from `#/components/schemas/App/consumption`.
+            public var consumption: Components.Schemas.ConsumptionSettings
             /// - Remark: Generated from `#/components/schemas/App/createdAt`.
             public var createdAt: Swift.Int64
             /// Creates a new `App`.
@@ -1477,8 +1489,12 @@ extension Components {
             ///   - apiKeyId:
             ///   - apiIssuerId:
             ///   - hasAPIKey:
+            ///   - inAppPurchaseKeyId:
+            ///   - inAppPurchaseIssuerId:
+            ///   - hasInAppPurchaseKey: Whether a separate In-App Purchase key signs offers; without one, the App Store Server API key does (Apple allows one key for both).
             ///   - acceptSandbox:
             ///   - restorePolicy:
+            ///   - consumption:
             ///   - createdAt:
             public init(
                 bundleId: Swift.String,
@@ -1489,8 +1505,12 @@ extension Components {
                 apiKeyId: Swift.String? = nil,
                 apiIssuerId: Swift.String? = nil,
                 hasAPIKey: Swift.Bool,
+                inAppPurchaseKeyId: Swift.String? = nil,
+                inAppPurchaseIssuerId: Swift.String? = nil,
+                hasInAppPurchaseKey: Swift.Bool,
                 acceptSandbox: Swift.Bool,
                 restorePolicy: Components.Schemas.RestorePolicy,
+                consumption: Components.Schemas.ConsumptionSettings,
                 createdAt: Swift.Int64
             ) {
                 self.bundleId = bundleId
@@ -1501,8 +1521,12 @@ extension Components {
                 self.apiKeyId = apiKeyId
                 self.apiIssuerId = apiIssuerId
                 self.hasAPIKey = hasAPIKey
+                self.inAppPurchaseKeyId = inAppPurchaseKeyId
+                self.inAppPurchaseIssuerId = inAppPurchaseIssuerId
+                self.hasInAppPurchaseKey = hasInAppPurchaseKey
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
+                self.consumption = consumption
                 self.createdAt = createdAt
             }
             public enum CodingKeys: String, CodingKey {
@@ -1514,8 +1538,12 @@ extension Components {
                 case apiKeyId
                 case apiIssuerId
                 case hasAPIKey
+                case inAppPurchaseKeyId
+                case inAppPurchaseIssuerId
+                case hasInAppPurchaseKey
                 case acceptSandbox
                 case restorePolicy
+                case consumption
                 case createdAt
             }
         }
@@ -1543,12 +1571,22 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AppInput/apiPrivateKey`.
             public var apiPrivateKey: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppInput/inAppPurchaseKeyId`.
+            public var inAppPurchaseKeyId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppInput/inAppPurchaseIssuerId`.
+            public var inAppPurchaseIssuerId: Swift.String?
+            /// The In-App Purchase key that signs offers, P-256 PEM; needs `inAppPurchaseKeyId` and `inAppPurchaseIssuerId`. Without one the App Store Server API key signs them. An empty string removes it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppInput/inAppPurchasePrivateKey`.
+            public var inAppPurchasePrivateKey: Swift.String?
             /// Whether sandbox purchases are accepted (true when a new app does not say).
             ///
             /// - Remark: Generated from `#/components/schemas/AppInput/acceptSandbox`.
             public var acceptSandbox: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/AppInput/restorePolicy`.
             public var restorePolicy: Components.Schemas.RestorePolicy?
+            /// - Remark: Generated from `#/components/schemas/AppInput/consumption`.
+            public var consumption: Components.Schemas.ConsumptionSettings?
             /// Creates a new `AppInput`.
             ///
             /// - Parameters:
@@ -1559,8 +1597,12 @@ extension Components {
             ///   - apiKeyId:
             ///   - apiIssuerId:
             ///   - apiPrivateKey: The App Store Server API key, P-256 PEM; needs `apiKeyId` and `apiIssuerId`.
+            ///   - inAppPurchaseKeyId:
+            ///   - inAppPurchaseIssuerId:
+            ///   - inAppPurchasePrivateKey: The In-App Purchase key that signs offers, P-256 PEM; needs `inAppPurchaseKeyId` and `inAppPurchaseIssuerId`. Without one the App Store Server API key signs them. An empty string removes it.
             ///   - acceptSandbox: Whether sandbox purchases are accepted (true when a new app does not say).
             ///   - restorePolicy:
+            ///   - consumption:
             public init(
                 bundleId: Swift.String? = nil,
                 appAppleId: Swift.Int64? = nil,
@@ -1569,8 +1611,12 @@ extension Components {
                 apiKeyId: Swift.String? = nil,
                 apiIssuerId: Swift.String? = nil,
                 apiPrivateKey: Swift.String? = nil,
+                inAppPurchaseKeyId: Swift.String? = nil,
+                inAppPurchaseIssuerId: Swift.String? = nil,
+                inAppPurchasePrivateKey: Swift.String? = nil,
                 acceptSandbox: Swift.Bool? = nil,
-                restorePolicy: Components.Schemas.RestorePolicy? = nil
+                restorePolicy: Components.Schemas.RestorePolicy? = nil,
+                consumption: Components.Schemas.ConsumptionSettings? = nil
             ) {
                 self.bundleId = bundleId
                 self.appAppleId = appAppleId
@@ -1579,8 +1625,12 @@ extension Components {
                 self.apiKeyId = apiKeyId
                 self.apiIssuerId = apiIssuerId
                 self.apiPrivateKey = apiPrivateKey
+                self.inAppPurchaseKeyId = inAppPurchaseKeyId
+                self.inAppPurchaseIssuerId = inAppPurchaseIssuerId
+                self.inAppPurchasePrivateKey = inAppPurchasePrivateKey
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
+                self.consumption = consumption
             }
             public enum CodingKeys: String, CodingKey {
                 case bundleId
@@ -1590,8 +1640,329 @@ extension Components {
                 case apiKeyId
                 case apiIssuerId
                 case apiPrivateKey
+                case inAppPurchaseKeyId
+                case inAppPurchaseIssuerId
+                case inAppPurchasePrivateKey
                 case acceptSandbox
                 case restorePolicy
+                case consumption
+            }
+        }
+        /// What the server tells Apple, beside what the ledger knows, when it answers a consumption request (Send Consumption Information v2). In `PATCH /admin/v1/apps/{bundle}` it replaces the app's settings whole: a field left out takes its default.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionSettings`.
+        public struct ConsumptionSettings: Codable, Hashable, Sendable {
+            /// Whether the app gives a free sample or trial of what it sells (false when not given).
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionSettings/sampleContentProvided`.
+            public var sampleContentProvided: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionSettings/refundPreference`.
+            public var refundPreference: Components.Schemas.RefundPreference?
+            /// Creates a new `ConsumptionSettings`.
+            ///
+            /// - Parameters:
+            ///   - sampleContentProvided: Whether the app gives a free sample or trial of what it sells (false when not given).
+            ///   - refundPreference:
+            public init(
+                sampleContentProvided: Swift.Bool? = nil,
+                refundPreference: Components.Schemas.RefundPreference? = nil
+            ) {
+                self.sampleContentProvided = sampleContentProvided
+                self.refundPreference = refundPreference
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sampleContentProvided
+                case refundPreference
+            }
+        }
+        /// The app's wish about refunds, sent to Apple as `refundPreference`; none is sent when it is not set. Apple decides; the wish is one of its inputs.
+        ///
+        /// - Remark: Generated from `#/components/schemas/RefundPreference`.
+        @frozen public enum RefundPreference: String, Codable, Hashable, Sendable, CaseIterable {
+            case decline = "DECLINE"
+            case grantFull = "GRANT_FULL"
+            case grantProrated = "GRANT_PRORATED"
+        }
+        /// - Remark: Generated from `#/components/schemas/ConsumptionConsent`.
+        public struct ConsumptionConsent: Codable, Hashable, Sendable {
+            /// The customer, after aliases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsent/customerId`.
+            public var customerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsent/consented`.
+            public var consented: Swift.Bool
+            /// When the app last recorded it; absent when it never did.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsent/updatedAt`.
+            public var updatedAt: Swift.Int64?
+            /// Creates a new `ConsumptionConsent`.
+            ///
+            /// - Parameters:
+            ///   - customerId: The customer, after aliases.
+            ///   - consented:
+            ///   - updatedAt: When the app last recorded it; absent when it never did.
+            public init(
+                customerId: Swift.String,
+                consented: Swift.Bool,
+                updatedAt: Swift.Int64? = nil
+            ) {
+                self.customerId = customerId
+                self.consented = consented
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerId
+                case consented
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ConsumptionConsentInput`.
+        public struct ConsumptionConsentInput: Codable, Hashable, Sendable {
+            /// True when the customer agreed that consumption data be shared with Apple; false withdraws.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionConsentInput/consented`.
+            public var consented: Swift.Bool
+            /// Creates a new `ConsumptionConsentInput`.
+            ///
+            /// - Parameters:
+            ///   - consented: True when the customer agreed that consumption data be shared with Apple; false withdraws.
+            public init(consented: Swift.Bool) {
+                self.consented = consented
+            }
+            public enum CodingKeys: String, CodingKey {
+                case consented
+            }
+        }
+        /// `pending`: waiting for its first attempt. `retrying`: Apple did not take it yet (no answer, HTTP 5xx, 429, or 401 for the app's key); tried again before the deadline. `sent`: Apple answered 202. `notSent`: nothing was sent, on purpose (`detail` says why: no consent, no customer owns the purchase, a family-shared purchase). `refused`: Apple refused what was sent with an error (`appleErrorCode`); not retried. `expired`: Apple's 12-hour deadline passed before it took an answer.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerState`.
+        @frozen public enum ConsumptionAnswerState: String, Codable, Hashable, Sendable, CaseIterable {
+            case pending = "pending"
+            case retrying = "retrying"
+            case sent = "sent"
+            case notSent = "notSent"
+            case refused = "refused"
+            case expired = "expired"
+        }
+        /// The body of Send Consumption Information v2, as sent.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionInformation`.
+        public struct ConsumptionInformation: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/customerConsented`.
+            public var customerConsented: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/deliveryStatus`.
+            public var deliveryStatus: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/sampleContentProvided`.
+            public var sampleContentProvided: Swift.Bool
+            /// Milliunits (50000 is 50%); never for auto-renewable subscriptions.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/consumptionPercentage`.
+            public var consumptionPercentage: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionInformation/refundPreference`.
+            public var refundPreference: Components.Schemas.RefundPreference?
+            /// Creates a new `ConsumptionInformation`.
+            ///
+            /// - Parameters:
+            ///   - customerConsented:
+            ///   - deliveryStatus:
+            ///   - sampleContentProvided:
+            ///   - consumptionPercentage: Milliunits (50000 is 50%); never for auto-renewable subscriptions.
+            ///   - refundPreference:
+            public init(
+                customerConsented: Swift.Bool,
+                deliveryStatus: Swift.String,
+                sampleContentProvided: Swift.Bool,
+                consumptionPercentage: Swift.Int? = nil,
+                refundPreference: Components.Schemas.RefundPreference? = nil
+            ) {
+                self.customerConsented = customerConsented
+                self.deliveryStatus = deliveryStatus
+                self.sampleContentProvided = sampleContentProvided
+                self.consumptionPercentage = consumptionPercentage
+                self.refundPreference = refundPreference
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerConsented
+                case deliveryStatus
+                case sampleContentProvided
+                case consumptionPercentage
+                case refundPreference
+            }
+        }
+        /// One CONSUMPTION_REQUEST from Apple and the server's answer to it.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer`.
+        public struct ConsumptionAnswer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/notificationUUID`.
+            public var notificationUUID: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/environment`.
+            public var environment: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/transactionId`.
+            public var transactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/originalTransactionId`.
+            public var originalTransactionId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/productId`.
+            public var productId: Swift.String?
+            /// Who owns the purchase in the ledger, when someone does.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/customerId`.
+            public var customerId: Swift.String?
+            /// Apple's `consumptionRequestReason`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/reason`.
+            public var reason: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/state`.
+            public var state: Components.Schemas.ConsumptionAnswerState
+            /// Why nothing was sent, why Apple refused, or the last attempt's failure.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/detail`.
+            public var detail: Swift.String?
+            /// When Apple signed the request.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/requestedAt`.
+            public var requestedAt: Swift.Int64
+            /// Twelve hours after `requestedAt`; no answer is sent after it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/deadline`.
+            public var deadline: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/attempts`.
+            public var attempts: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/nextAttemptAt`.
+            public var nextAttemptAt: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/sent`.
+            public var sent: Components.Schemas.ConsumptionInformation?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/sentAt`.
+            public var sentAt: Swift.Int64?
+            /// The HTTP status of Apple's last answer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/appleStatus`.
+            public var appleStatus: Swift.Int?
+            /// Apple's `errorCode`, when it answered with one.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/appleErrorCode`.
+            public var appleErrorCode: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswer/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `ConsumptionAnswer`.
+            ///
+            /// - Parameters:
+            ///   - notificationUUID:
+            ///   - environment:
+            ///   - transactionId:
+            ///   - originalTransactionId:
+            ///   - productId:
+            ///   - customerId: Who owns the purchase in the ledger, when someone does.
+            ///   - reason: Apple's `consumptionRequestReason`.
+            ///   - state:
+            ///   - detail: Why nothing was sent, why Apple refused, or the last attempt's failure.
+            ///   - requestedAt: When Apple signed the request.
+            ///   - deadline: Twelve hours after `requestedAt`; no answer is sent after it.
+            ///   - attempts:
+            ///   - nextAttemptAt:
+            ///   - sent:
+            ///   - sentAt:
+            ///   - appleStatus: The HTTP status of Apple's last answer.
+            ///   - appleErrorCode: Apple's `errorCode`, when it answered with one.
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                notificationUUID: Swift.String,
+                environment: Swift.String,
+                transactionId: Swift.String,
+                originalTransactionId: Swift.String? = nil,
+                productId: Swift.String? = nil,
+                customerId: Swift.String? = nil,
+                reason: Swift.String? = nil,
+                state: Components.Schemas.ConsumptionAnswerState,
+                detail: Swift.String? = nil,
+                requestedAt: Swift.Int64,
+                deadline: Swift.Int64,
+                attempts: Swift.Int,
+                nextAttemptAt: Swift.Int64? = nil,
+                sent: Components.Schemas.ConsumptionInformation? = nil,
+                sentAt: Swift.Int64? = nil,
+                appleStatus: Swift.Int? = nil,
+                appleErrorCode: Swift.Int64? = nil,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64
+            ) {
+                self.notificationUUID = notificationUUID
+                self.environment = environment
+                self.transactionId = transactionId
+                self.originalTransactionId = originalTransactionId
+                self.productId = productId
+                self.customerId = customerId
+                self.reason = reason
+                self.state = state
+                self.detail = detail
+                self.requestedAt = requestedAt
+                self.deadline = deadline
+                self.attempts = attempts
+                self.nextAttemptAt = nextAttemptAt
+                self.sent = sent
+                self.sentAt = sentAt
+                self.appleStatus = appleStatus
+                self.appleErrorCode = appleErrorCode
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case notificationUUID
+                case environment
+                case transactionId
+                case originalTransactionId
+                case productId
+                case customerId
+                case reason
+                case state
+                case detail
+                case requestedAt
+                case deadline
+                case attempts
+                case nextAttemptAt
+                case sent
+                case sentAt
+                case appleStatus
+                case appleErrorCode
+                case createdAt
+                case updatedAt
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage`.
+        public struct ConsumptionAnswerPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage/items`.
+            public var items: [Components.Schemas.ConsumptionAnswer]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `ConsumptionAnswerPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.ConsumptionAnswer],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
             }
         }
         /// - Remark: Generated from `#/components/schemas/Product`.
@@ -1762,6 +2133,395 @@ extension Components {
                 case price
                 case currency
                 case position
+            }
+        }
+        /// Who the server signs an offer for, decided from the ledger in the product's subscription group. `anyone`; `newCustomers`: never subscribed in the group; `subscribers`: subscribed in it now (a billing grace period counts); `lapsedSubscribers`: subscribed in it before, not now; `currentOrLapsedSubscribers`: ever subscribed in it. The App Store itself takes promotional offers only from customers who have or had a subscription of the app.
+        ///
+        /// - Remark: Generated from `#/components/schemas/OfferEligibility`.
+        @frozen public enum OfferEligibility: String, Codable, Hashable, Sendable, CaseIterable {
+            case anyone = "anyone"
+            case newCustomers = "newCustomers"
+            case subscribers = "subscribers"
+            case lapsedSubscribers = "lapsedSubscribers"
+            case currentOrLapsedSubscribers = "currentOrLapsedSubscribers"
+        }
+        /// A promotional offer the server may sign.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Offer`.
+        public struct Offer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Offer/bundleId`.
+            public var bundleId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/subscriptionGroup`.
+            public var subscriptionGroup: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/offerIdentifier`.
+            public var offerIdentifier: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Offer/eligibility`.
+            public var eligibility: Components.Schemas.OfferEligibility
+            /// - Remark: Generated from `#/components/schemas/Offer/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Offer/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `Offer`.
+            ///
+            /// - Parameters:
+            ///   - bundleId:
+            ///   - productId:
+            ///   - subscriptionGroup:
+            ///   - offerIdentifier:
+            ///   - eligibility:
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                bundleId: Swift.String,
+                productId: Swift.String,
+                subscriptionGroup: Swift.String,
+                offerIdentifier: Swift.String,
+                eligibility: Components.Schemas.OfferEligibility,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64
+            ) {
+                self.bundleId = bundleId
+                self.productId = productId
+                self.subscriptionGroup = subscriptionGroup
+                self.offerIdentifier = offerIdentifier
+                self.eligibility = eligibility
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case bundleId
+                case productId
+                case subscriptionGroup
+                case offerIdentifier
+                case eligibility
+                case createdAt
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/OfferInput`.
+        public struct OfferInput: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/OfferInput/eligibility`.
+            public var eligibility: Components.Schemas.OfferEligibility
+            /// Creates a new `OfferInput`.
+            ///
+            /// - Parameters:
+            ///   - eligibility:
+            public init(eligibility: Components.Schemas.OfferEligibility) {
+                self.eligibility = eligibility
+            }
+            public enum CodingKeys: String, CodingKey {
+                case eligibility
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/OfferPage`.
+        public struct OfferPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/OfferPage/items`.
+            public var items: [Components.Schemas.Offer]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OfferPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OfferPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `OfferPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.Offer],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest`.
+        public struct PromotionalOfferRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/offerIdentifier`.
+            public var offerIdentifier: Swift.String
+            /// `signature`: the original ECDSA signature; `jws`: the compact JWS.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/format`.
+            @frozen public enum FormatPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case signature = "signature"
+                case jws = "jws"
+            }
+            /// `signature`: the original ECDSA signature; `jws`: the compact JWS.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/format`.
+            public var format: Components.Schemas.PromotionalOfferRequest.FormatPayload
+            /// `signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the purchase will carry; signed lowercased, as Apple's libraries do. Without it, the purchase must carry none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferRequest/appAccountToken`.
+            public var appAccountToken: Swift.String?
+            /// Creates a new `PromotionalOfferRequest`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - offerIdentifier:
+            ///   - format: `signature`: the original ECDSA signature; `jws`: the compact JWS.
+            ///   - appAccountToken: `signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the purchase will carry; signed lowercased, as Apple's libraries do. Without it, the purchase must carry none.
+            public init(
+                productId: Swift.String,
+                offerIdentifier: Swift.String,
+                format: Components.Schemas.PromotionalOfferRequest.FormatPayload,
+                appAccountToken: Swift.String? = nil
+            ) {
+                self.productId = productId
+                self.offerIdentifier = offerIdentifier
+                self.format = format
+                self.appAccountToken = appAccountToken
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case offerIdentifier
+                case format
+                case appAccountToken
+            }
+        }
+        /// What to pass to StoreKit. `signature`: `keyIdentifier`, `nonce`, `timestamp` and `signature` (and `appAccountToken`, exactly); `jws`: `compactJWS`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature`.
+        public struct PromotionalOfferSignature: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/format`.
+            @frozen public enum FormatPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case signature = "signature"
+                case jws = "jws"
+            }
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/format`.
+            public var format: Components.Schemas.PromotionalOfferSignature.FormatPayload
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/offerIdentifier`.
+            public var offerIdentifier: Swift.String
+            /// The key that signed it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/keyIdentifier`.
+            public var keyIdentifier: Swift.String
+            /// A new UUID, lowercased.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/nonce`.
+            public var nonce: Swift.String?
+            /// When it was signed, UNIX milliseconds; Apple takes it for 24 hours.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/timestamp`.
+            public var timestamp: Swift.Int64?
+            /// ECDSA P-256 with SHA-256 over Apple's fields joined with U+2063, DER, base64.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/signature`.
+            public var signature: Swift.String?
+            /// The token signed (lowercased); the purchase must carry exactly this.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/appAccountToken`.
+            public var appAccountToken: Swift.String?
+            /// ES256, `aud` `promotional-offer`: `iss`, `iat`, `bid`, `nonce`, `productId`, `offerIdentifier`, and `transactionId` when the ledger has a purchase of the customer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/compactJWS`.
+            public var compactJWS: Swift.String?
+            /// The customer's transaction the JWS names.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PromotionalOfferSignature/transactionId`.
+            public var transactionId: Swift.String?
+            /// Creates a new `PromotionalOfferSignature`.
+            ///
+            /// - Parameters:
+            ///   - format:
+            ///   - productId:
+            ///   - offerIdentifier:
+            ///   - keyIdentifier: The key that signed it.
+            ///   - nonce: A new UUID, lowercased.
+            ///   - timestamp: When it was signed, UNIX milliseconds; Apple takes it for 24 hours.
+            ///   - signature: ECDSA P-256 with SHA-256 over Apple's fields joined with U+2063, DER, base64.
+            ///   - appAccountToken: The token signed (lowercased); the purchase must carry exactly this.
+            ///   - compactJWS: ES256, `aud` `promotional-offer`: `iss`, `iat`, `bid`, `nonce`, `productId`, `offerIdentifier`, and `transactionId` when the ledger has a purchase of the customer.
+            ///   - transactionId: The customer's transaction the JWS names.
+            public init(
+                format: Components.Schemas.PromotionalOfferSignature.FormatPayload,
+                productId: Swift.String,
+                offerIdentifier: Swift.String,
+                keyIdentifier: Swift.String,
+                nonce: Swift.String? = nil,
+                timestamp: Swift.Int64? = nil,
+                signature: Swift.String? = nil,
+                appAccountToken: Swift.String? = nil,
+                compactJWS: Swift.String? = nil,
+                transactionId: Swift.String? = nil
+            ) {
+                self.format = format
+                self.productId = productId
+                self.offerIdentifier = offerIdentifier
+                self.keyIdentifier = keyIdentifier
+                self.nonce = nonce
+                self.timestamp = timestamp
+                self.signature = signature
+                self.appAccountToken = appAccountToken
+                self.compactJWS = compactJWS
+                self.transactionId = transactionId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case format
+                case productId
+                case offerIdentifier
+                case keyIdentifier
+                case nonce
+                case timestamp
+                case signature
+                case appAccountToken
+                case compactJWS
+                case transactionId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilityRequest`.
+        public struct IntroductoryEligibilityRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilityRequest/productId`.
+            public var productId: Swift.String
+            /// StoreKit's `AppTransaction.appTransactionId`, named in the JWS when the ledger has no purchase of the customer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilityRequest/appTransactionId`.
+            public var appTransactionId: Swift.String?
+            /// Creates a new `IntroductoryEligibilityRequest`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - appTransactionId: StoreKit's `AppTransaction.appTransactionId`, named in the JWS when the ledger has no purchase of the customer.
+            public init(
+                productId: Swift.String,
+                appTransactionId: Swift.String? = nil
+            ) {
+                self.productId = productId
+                self.appTransactionId = appTransactionId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case appTransactionId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature`.
+        public struct IntroductoryEligibilitySignature: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/productId`.
+            public var productId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/subscriptionGroup`.
+            public var subscriptionGroup: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/allowIntroductoryOffer`.
+            public var allowIntroductoryOffer: Swift.Bool
+            /// Why the server decided so.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/reason`.
+            public var reason: Swift.String
+            /// The customer's transaction (or app transaction) the JWS names.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/transactionId`.
+            public var transactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/keyIdentifier`.
+            public var keyIdentifier: Swift.String
+            /// ES256, `aud` `introductory-offer-eligibility`: `iss`, `iat`, `bid`, `nonce`, `productId`, `allowIntroductoryOffer`, `transactionId`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryEligibilitySignature/compactJWS`.
+            public var compactJWS: Swift.String
+            /// Creates a new `IntroductoryEligibilitySignature`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - subscriptionGroup:
+            ///   - allowIntroductoryOffer:
+            ///   - reason: Why the server decided so.
+            ///   - transactionId: The customer's transaction (or app transaction) the JWS names.
+            ///   - keyIdentifier:
+            ///   - compactJWS: ES256, `aud` `introductory-offer-eligibility`: `iss`, `iat`, `bid`, `nonce`, `productId`, `allowIntroductoryOffer`, `transactionId`.
+            public init(
+                productId: Swift.String,
+                subscriptionGroup: Swift.String,
+                allowIntroductoryOffer: Swift.Bool,
+                reason: Swift.String,
+                transactionId: Swift.String,
+                keyIdentifier: Swift.String,
+                compactJWS: Swift.String
+            ) {
+                self.productId = productId
+                self.subscriptionGroup = subscriptionGroup
+                self.allowIntroductoryOffer = allowIntroductoryOffer
+                self.reason = reason
+                self.transactionId = transactionId
+                self.keyIdentifier = keyIdentifier
+                self.compactJWS = compactJWS
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case subscriptionGroup
+                case allowIntroductoryOffer
+                case reason
+                case transactionId
+                case keyIdentifier
+                case compactJWS
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride`.
+        public struct IntroductoryOfferOverride: Codable, Hashable, Sendable {
+            /// The customer, after aliases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/customerId`.
+            public var customerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/subscriptionGroup`.
+            public var subscriptionGroup: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/allowIntroductoryOffer`.
+            public var allowIntroductoryOffer: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverride/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `IntroductoryOfferOverride`.
+            ///
+            /// - Parameters:
+            ///   - customerId: The customer, after aliases.
+            ///   - subscriptionGroup:
+            ///   - allowIntroductoryOffer:
+            ///   - updatedAt:
+            public init(
+                customerId: Swift.String,
+                subscriptionGroup: Swift.String,
+                allowIntroductoryOffer: Swift.Bool,
+                updatedAt: Swift.Int64
+            ) {
+                self.customerId = customerId
+                self.subscriptionGroup = subscriptionGroup
+                self.allowIntroductoryOffer = allowIntroductoryOffer
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerId
+                case subscriptionGroup
+                case allowIntroductoryOffer
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverrideInput`.
+        public struct IntroductoryOfferOverrideInput: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IntroductoryOfferOverrideInput/allowIntroductoryOffer`.
+            public var allowIntroductoryOffer: Swift.Bool
+            /// Creates a new `IntroductoryOfferOverrideInput`.
+            ///
+            /// - Parameters:
+            ///   - allowIntroductoryOffer:
+            public init(allowIntroductoryOffer: Swift.Bool) {
+                self.allowIntroductoryOffer = allowIntroductoryOffer
+            }
+            public enum CodingKeys: String, CodingKey {
+                case allowIntroductoryOffer
             }
         }
         /// One catch-up run of an app (docs/notifications.md, "Catching up").

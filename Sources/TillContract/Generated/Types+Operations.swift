@@ -3108,6 +3108,1217 @@ public enum Operations {
             }
         }
     }
+    /// Whether the customer consented to share consumption data with Apple
+    ///
+    /// Consent belongs to the account the id resolves to (aliases are resolved when it is given). A customer who never said is answered `consented: false` without `updatedAt`.
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)`.
+    public enum ConsumptionConsent {
+        public static let id: Swift.String = "consumptionConsent"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.ConsumptionConsent.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionConsent.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionConsent.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ConsumptionConsent.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.ConsumptionConsent.Input.Path,
+                headers: Operations.ConsumptionConsent.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ConsumptionConsent)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ConsumptionConsent {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ConsumptionConsent.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ConsumptionConsent.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer's consent.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ConsumptionConsent.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ConsumptionConsent.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidCustomerId`: the customer in the path is empty or over 200 characters.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidCustomerId)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidCustomerId {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Record the customer's consent to share consumption data with Apple
+    ///
+    /// Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and the server answers only for a customer whose consent the app recorded here (docs/notifications.md, "Consumption requests"). Collecting consent is the app's responsibility; `false` withdraws it. Answers already sent stay sent.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)`.
+    public enum SetConsumptionConsent {
+        public static let id: Swift.String = "setConsumptionConsent"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.SetConsumptionConsent.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetConsumptionConsent.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetConsumptionConsent.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.SetConsumptionConsent.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.ConsumptionConsentInput)
+            }
+            public var body: Operations.SetConsumptionConsent.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.SetConsumptionConsent.Input.Path,
+                headers: Operations.SetConsumptionConsent.Input.Headers = .init(),
+                body: Operations.SetConsumptionConsent.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ConsumptionConsent)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ConsumptionConsent {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SetConsumptionConsent.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SetConsumptionConsent.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer's consent now.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SetConsumptionConsent.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.SetConsumptionConsent.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/consumption-consent/PUT/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SetConsumptionConsent.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SetConsumptionConsent.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody` (no boolean `consented`), `invalidCustomerId`.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.SetConsumptionConsent.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.SetConsumptionConsent.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Sign a promotional offer for this customer
+    ///
+    /// The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`), for a customer the offer's rule admits, decided from the ledger, with the app's In-App Purchase key (or its App Store Server API key when no separate one is set). `format: signature` is the original signature (StoreKit 1's `SKPaymentDiscount`, StoreKit 2's `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`); `format: jws` is the compact JWS of 2025 (StoreKit 2's `promotionalOffer(_:compactJWS:)`), which names the customer's newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).
+    ///
+    /// - Remark: HTTP `POST /v1/customers/{customer}/offers/promotional`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)`.
+    public enum SignPromotionalOffer {
+        public static let id: Swift.String = "signPromotionalOffer"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.SignPromotionalOffer.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SignPromotionalOffer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SignPromotionalOffer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.SignPromotionalOffer.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.PromotionalOfferRequest)
+            }
+            public var body: Operations.SignPromotionalOffer.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.SignPromotionalOffer.Input.Path,
+                headers: Operations.SignPromotionalOffer.Input.Headers = .init(),
+                body: Operations.SignPromotionalOffer.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.PromotionalOfferSignature)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.PromotionalOfferSignature {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignPromotionalOffer.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignPromotionalOffer.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The signature, and what to pass to StoreKit with it.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SignPromotionalOffer.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.SignPromotionalOffer.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignPromotionalOffer.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignPromotionalOffer.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody` (also a missing or unknown `format`), `invalidCustomerId`, `invalidAppAccountToken` (empty or over 255 characters), `appAccountTokenWithJWS` (the JWS does not sign an app account token).
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.SignPromotionalOffer.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.SignPromotionalOffer.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignPromotionalOffer.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignPromotionalOffer.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// `notEligible`: the offer's rule does not admit this customer now.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.SignPromotionalOffer.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.SignPromotionalOffer.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignPromotionalOffer.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignPromotionalOffer.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `productNotFound` (not in the catalogue), `offerNotFound` (the catalogue has no such offer for the product).
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.SignPromotionalOffer.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.SignPromotionalOffer.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/promotional/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignPromotionalOffer.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignPromotionalOffer.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// `noSigningKey`: the app has neither an In-App Purchase key nor an App Store Server API key.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.SignPromotionalOffer.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.SignPromotionalOffer.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Sign whether this customer may have a subscription's introductory offer
+    ///
+    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId`.
+    ///
+    /// - Remark: HTTP `POST /v1/customers/{customer}/offers/introductory-eligibility`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)`.
+    public enum SignIntroductoryOfferEligibility {
+        public static let id: Swift.String = "signIntroductoryOfferEligibility"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.SignIntroductoryOfferEligibility.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SignIntroductoryOfferEligibility.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SignIntroductoryOfferEligibility.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.SignIntroductoryOfferEligibility.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.IntroductoryEligibilityRequest)
+            }
+            public var body: Operations.SignIntroductoryOfferEligibility.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.SignIntroductoryOfferEligibility.Input.Path,
+                headers: Operations.SignIntroductoryOfferEligibility.Input.Headers = .init(),
+                body: Operations.SignIntroductoryOfferEligibility.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.IntroductoryEligibilitySignature)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.IntroductoryEligibilitySignature {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignIntroductoryOfferEligibility.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignIntroductoryOfferEligibility.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The decision, signed.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SignIntroductoryOfferEligibility.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.SignIntroductoryOfferEligibility.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignIntroductoryOfferEligibility.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignIntroductoryOfferEligibility.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidCustomerId`, `notASubscription` (the product is not an auto-renewable subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name: send the app transaction id), `invalidAppTransactionId` (not 1–30 digits).
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.SignIntroductoryOfferEligibility.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.SignIntroductoryOfferEligibility.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `productNotFound` (also for an unknown app).
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.ProductNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.ProductNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/offers/introductory-eligibility/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SignIntroductoryOfferEligibility.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SignIntroductoryOfferEligibility.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// `noSigningKey`: the app has neither an In-App Purchase key nor an App Store Server API key.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.SignIntroductoryOfferEligibility.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.SignIntroductoryOfferEligibility.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Signed download URLs for a product's files
     ///
     /// One URL per file of the product (or the one file named), if the customer may have them now.
@@ -4459,7 +5670,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key).
+            /// `invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/post(createApp)/responses/400`.
             ///
@@ -4970,7 +6181,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidAPIKey`, `bundleIdImmutable` (another `bundleId` in the body).
+            /// `invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `bundleIdImmutable` (another `bundleId` in the body).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/patch(updateApp)/responses/400`.
             ///
@@ -5597,6 +6808,292 @@ public enum Operations {
             }
         }
     }
+    /// Apple's consumption requests and the server's answers, a page at a time
+    ///
+    /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/consumption-requests`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)`.
+    public enum ConsumptionRequests {
+        public static let id: Swift.String = "consumptionRequests"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.ConsumptionRequests.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// Only the requests in this state.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query/state`.
+                public var state: Components.Schemas.ConsumptionAnswerState?
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - state: Only the requests in this state.
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    state: Components.Schemas.ConsumptionAnswerState? = nil,
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.state = state
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.ConsumptionRequests.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionRequests.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ConsumptionRequests.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ConsumptionRequests.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.ConsumptionRequests.Input.Path,
+                query: Operations.ConsumptionRequests.Input.Query = .init(),
+                headers: Operations.ConsumptionRequests.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ConsumptionAnswerPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ConsumptionAnswerPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ConsumptionRequests.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ConsumptionRequests.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of consumption requests.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ConsumptionRequests.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ConsumptionRequests.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/consumption-requests/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ConsumptionRequests.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ConsumptionRequests.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidLimit`, `invalidCursor`, `invalidState`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.ConsumptionRequests.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.ConsumptionRequests.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// An app's catalogue, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products`.
@@ -6139,6 +7636,1688 @@ public enum Operations {
             /// `internalError`: a fault of the server, logged with the request id.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/put(putProduct)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// The promotional offers the server may sign for a product, a page at a time
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products/{product}/offers`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)`.
+    public enum Offers {
+        public static let id: Swift.String = "offers"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The product id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/path/product`.
+                public var product: Components.Parameters.Product
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - product: The product id.
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    product: Components.Parameters.Product
+                ) {
+                    self.bundle = bundle
+                    self.product = product
+                }
+            }
+            public var path: Operations.Offers.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.Offers.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Offers.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Offers.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.Offers.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.Offers.Input.Path,
+                query: Operations.Offers.Input.Query = .init(),
+                headers: Operations.Offers.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.OfferPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.OfferPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Offers.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Offers.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of offers, by identifier.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.Offers.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.Offers.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidLimit` (not 1–1000) or `invalidCursor` (not a `nextCursor` of this list).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidPage)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidPage {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `productNotFound` (also for an unknown app).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.ProductNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.ProductNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Let the server sign a promotional offer, for the customers a rule admits
+    ///
+    /// The offer identifier is the one set up for the product in App Store Connect. Answers 201 when the offer is new, 200 when its rule was replaced.
+    ///
+    /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)`.
+    public enum PutOffer {
+        public static let id: Swift.String = "putOffer"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The product id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/path/product`.
+                public var product: Components.Parameters.Product
+                /// The offer identifier, as set up in App Store Connect.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/path/offer`.
+                public var offer: Components.Parameters.Offer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - product: The product id.
+                ///   - offer: The offer identifier, as set up in App Store Connect.
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    product: Components.Parameters.Product,
+                    offer: Components.Parameters.Offer
+                ) {
+                    self.bundle = bundle
+                    self.product = product
+                    self.offer = offer
+                }
+            }
+            public var path: Operations.PutOffer.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PutOffer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PutOffer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.PutOffer.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.OfferInput)
+            }
+            public var body: Operations.PutOffer.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.PutOffer.Input.Path,
+                headers: Operations.PutOffer.Input.Headers = .init(),
+                body: Operations.PutOffer.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Offer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Offer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PutOffer.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.PutOffer.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The offer, replaced.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.PutOffer.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.PutOffer.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/responses/201/content/application\/json`.
+                    case json(Components.Schemas.Offer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Offer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PutOffer.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.PutOffer.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The offer, created.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.PutOffer.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.PutOffer.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/PUT/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PutOffer.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.PutOffer.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody` (also a missing or unknown `eligibility`), `invalidOfferIdentifier` (not 1–64 printable characters), `notASubscription` (promotional offers are for auto-renewable subscriptions).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.PutOffer.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.PutOffer.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `productNotFound` (also for an unknown app).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.ProductNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.ProductNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Stop signing a promotional offer
+    ///
+    /// Signatures given before stay valid at Apple until they expire (24 hours).
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)`.
+    public enum DeleteOffer {
+        public static let id: Swift.String = "deleteOffer"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The product id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/path/product`.
+                public var product: Components.Parameters.Product
+                /// The offer identifier, as set up in App Store Connect.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/path/offer`.
+                public var offer: Components.Parameters.Offer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - product: The product id.
+                ///   - offer: The offer identifier, as set up in App Store Connect.
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    product: Components.Parameters.Product,
+                    offer: Components.Parameters.Offer
+                ) {
+                    self.bundle = bundle
+                    self.product = product
+                    self.offer = offer
+                }
+            }
+            public var path: Operations.DeleteOffer.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteOffer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteOffer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.DeleteOffer.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.DeleteOffer.Input.Path,
+                headers: Operations.DeleteOffer.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                public init() {}
+            }
+            /// Gone from the catalogue of offers.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.DeleteOffer.Output.NoContent)
+            /// Gone from the catalogue of offers.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            public static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            public var noContent: Operations.DeleteOffer.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/offers/{offer}/DELETE/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteOffer.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteOffer.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `productNotFound`, `offerNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.DeleteOffer.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.DeleteOffer.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// The operator's word on a customer's introductory offer in a subscription group
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)`.
+    public enum IntroductoryOfferOverride {
+        public static let id: Swift.String = "introductoryOfferOverride"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/path/group`.
+                public var group: Components.Parameters.SubscriptionGroup
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///   - group: A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    customer: Components.Parameters.Customer,
+                    group: Components.Parameters.SubscriptionGroup
+                ) {
+                    self.bundle = bundle
+                    self.customer = customer
+                    self.group = group
+                }
+            }
+            public var path: Operations.IntroductoryOfferOverride.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.IntroductoryOfferOverride.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.IntroductoryOfferOverride.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.IntroductoryOfferOverride.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.IntroductoryOfferOverride.Input.Path,
+                headers: Operations.IntroductoryOfferOverride.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.IntroductoryOfferOverride)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.IntroductoryOfferOverride {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.IntroductoryOfferOverride.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.IntroductoryOfferOverride.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The override.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.IntroductoryOfferOverride.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.IntroductoryOfferOverride.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidCustomerId`: the customer in the path is empty or over 200 characters.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidCustomerId)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidCustomerId {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.IntroductoryOfferOverride.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.IntroductoryOfferOverride.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `overrideNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.IntroductoryOfferOverride.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.IntroductoryOfferOverride.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Decide a customer's introductory offer in a subscription group, whatever the ledger says
+    ///
+    /// What the server signs for the customer (aliases resolved) in this group from now on: `true` grants the introductory offer again (a goodwill gesture, a support case), `false` withholds it.
+    ///
+    /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)`.
+    public enum PutIntroductoryOfferOverride {
+        public static let id: Swift.String = "putIntroductoryOfferOverride"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/path/group`.
+                public var group: Components.Parameters.SubscriptionGroup
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///   - group: A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    customer: Components.Parameters.Customer,
+                    group: Components.Parameters.SubscriptionGroup
+                ) {
+                    self.bundle = bundle
+                    self.customer = customer
+                    self.group = group
+                }
+            }
+            public var path: Operations.PutIntroductoryOfferOverride.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PutIntroductoryOfferOverride.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PutIntroductoryOfferOverride.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.PutIntroductoryOfferOverride.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.IntroductoryOfferOverrideInput)
+            }
+            public var body: Operations.PutIntroductoryOfferOverride.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.PutIntroductoryOfferOverride.Input.Path,
+                headers: Operations.PutIntroductoryOfferOverride.Input.Headers = .init(),
+                body: Operations.PutIntroductoryOfferOverride.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.IntroductoryOfferOverride)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.IntroductoryOfferOverride {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PutIntroductoryOfferOverride.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.PutIntroductoryOfferOverride.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The override.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.PutIntroductoryOfferOverride.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.PutIntroductoryOfferOverride.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PutIntroductoryOfferOverride.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.PutIntroductoryOfferOverride.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidCustomerId`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.PutIntroductoryOfferOverride.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.PutIntroductoryOfferOverride.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/PUT/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PutIntroductoryOfferOverride.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.PutIntroductoryOfferOverride.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `subscriptionGroupNotFound` (no auto-renewable product of the catalogue is in it).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.PutIntroductoryOfferOverride.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.PutIntroductoryOfferOverride.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Let the ledger decide again
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)`.
+    public enum DeleteIntroductoryOfferOverride {
+        public static let id: Swift.String = "deleteIntroductoryOfferOverride"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/path/group`.
+                public var group: Components.Parameters.SubscriptionGroup
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///   - group: A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an auto-renewable product without one).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    customer: Components.Parameters.Customer,
+                    group: Components.Parameters.SubscriptionGroup
+                ) {
+                    self.bundle = bundle
+                    self.customer = customer
+                    self.group = group
+                }
+            }
+            public var path: Operations.DeleteIntroductoryOfferOverride.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteIntroductoryOfferOverride.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteIntroductoryOfferOverride.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.DeleteIntroductoryOfferOverride.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.DeleteIntroductoryOfferOverride.Input.Path,
+                headers: Operations.DeleteIntroductoryOfferOverride.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                public init() {}
+            }
+            /// The override is gone.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.DeleteIntroductoryOfferOverride.Output.NoContent)
+            /// The override is gone.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            public static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            public var noContent: Operations.DeleteIntroductoryOfferOverride.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidCustomerId`: the customer in the path is empty or over 200 characters.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidCustomerId)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidCustomerId {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/DELETE/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteIntroductoryOfferOverride.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteIntroductoryOfferOverride.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `overrideNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.DeleteIntroductoryOfferOverride.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.DeleteIntroductoryOfferOverride.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)/responses/500`.
             ///
             /// HTTP response code: `500 internalServerError`.
             case internalServerError(Components.Responses.InternalError)

@@ -102,6 +102,34 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/customers/{customer}/aliases`.
     /// - Remark: Generated from `#/paths//v1/customers/{customer}/aliases/post(link)`.
     func link(_ input: Operations.Link.Input) async throws -> Operations.Link.Output
+    /// Whether the customer consented to share consumption data with Apple
+    ///
+    /// Consent belongs to the account the id resolves to (aliases are resolved when it is given). A customer who never said is answered `consented: false` without `updatedAt`.
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)`.
+    func consumptionConsent(_ input: Operations.ConsumptionConsent.Input) async throws -> Operations.ConsumptionConsent.Output
+    /// Record the customer's consent to share consumption data with Apple
+    ///
+    /// Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and the server answers only for a customer whose consent the app recorded here (docs/notifications.md, "Consumption requests"). Collecting consent is the app's responsibility; `false` withdraws it. Answers already sent stay sent.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)`.
+    func setConsumptionConsent(_ input: Operations.SetConsumptionConsent.Input) async throws -> Operations.SetConsumptionConsent.Output
+    /// Sign a promotional offer for this customer
+    ///
+    /// The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`), for a customer the offer's rule admits, decided from the ledger, with the app's In-App Purchase key (or its App Store Server API key when no separate one is set). `format: signature` is the original signature (StoreKit 1's `SKPaymentDiscount`, StoreKit 2's `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`); `format: jws` is the compact JWS of 2025 (StoreKit 2's `promotionalOffer(_:compactJWS:)`), which names the customer's newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).
+    ///
+    /// - Remark: HTTP `POST /v1/customers/{customer}/offers/promotional`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)`.
+    func signPromotionalOffer(_ input: Operations.SignPromotionalOffer.Input) async throws -> Operations.SignPromotionalOffer.Output
+    /// Sign whether this customer may have a subscription's introductory offer
+    ///
+    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId`.
+    ///
+    /// - Remark: HTTP `POST /v1/customers/{customer}/offers/introductory-eligibility`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)`.
+    func signIntroductoryOfferEligibility(_ input: Operations.SignIntroductoryOfferEligibility.Input) async throws -> Operations.SignIntroductoryOfferEligibility.Output
     /// Signed download URLs for a product's files
     ///
     /// One URL per file of the product (or the one file named), if the customer may have them now.
@@ -161,6 +189,13 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/catch-up`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)`.
     func catchUp(_ input: Operations.CatchUp.Input) async throws -> Operations.CatchUp.Output
+    /// Apple's consumption requests and the server's answers, a page at a time
+    ///
+    /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/consumption-requests`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)`.
+    func consumptionRequests(_ input: Operations.ConsumptionRequests.Input) async throws -> Operations.ConsumptionRequests.Output
     /// An app's catalogue, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products`.
@@ -173,6 +208,42 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/put(putProduct)`.
     func putProduct(_ input: Operations.PutProduct.Input) async throws -> Operations.PutProduct.Output
+    /// The promotional offers the server may sign for a product, a page at a time
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products/{product}/offers`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)`.
+    func offers(_ input: Operations.Offers.Input) async throws -> Operations.Offers.Output
+    /// Let the server sign a promotional offer, for the customers a rule admits
+    ///
+    /// The offer identifier is the one set up for the product in App Store Connect. Answers 201 when the offer is new, 200 when its rule was replaced.
+    ///
+    /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)`.
+    func putOffer(_ input: Operations.PutOffer.Input) async throws -> Operations.PutOffer.Output
+    /// Stop signing a promotional offer
+    ///
+    /// Signatures given before stay valid at Apple until they expire (24 hours).
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)`.
+    func deleteOffer(_ input: Operations.DeleteOffer.Input) async throws -> Operations.DeleteOffer.Output
+    /// The operator's word on a customer's introductory offer in a subscription group
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)`.
+    func introductoryOfferOverride(_ input: Operations.IntroductoryOfferOverride.Input) async throws -> Operations.IntroductoryOfferOverride.Output
+    /// Decide a customer's introductory offer in a subscription group, whatever the ledger says
+    ///
+    /// What the server signs for the customer (aliases resolved) in this group from now on: `true` grants the introductory offer again (a goodwill gesture, a support case), `false` withholds it.
+    ///
+    /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)`.
+    func putIntroductoryOfferOverride(_ input: Operations.PutIntroductoryOfferOverride.Input) async throws -> Operations.PutIntroductoryOfferOverride.Output
+    /// Let the ledger decide again
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)`.
+    func deleteIntroductoryOfferOverride(_ input: Operations.DeleteIntroductoryOfferOverride.Input) async throws -> Operations.DeleteIntroductoryOfferOverride.Output
     /// A product's files, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products/{product}/content`.
@@ -386,6 +457,72 @@ extension APIProtocol {
             body: body
         ))
     }
+    /// Whether the customer consented to share consumption data with Apple
+    ///
+    /// Consent belongs to the account the id resolves to (aliases are resolved when it is given). A customer who never said is answered `consented: false` without `updatedAt`.
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/get(consumptionConsent)`.
+    public func consumptionConsent(
+        path: Operations.ConsumptionConsent.Input.Path,
+        headers: Operations.ConsumptionConsent.Input.Headers = .init()
+    ) async throws -> Operations.ConsumptionConsent.Output {
+        try await consumptionConsent(Operations.ConsumptionConsent.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Record the customer's consent to share consumption data with Apple
+    ///
+    /// Apple asks for consumption data when a customer requests a refund (`CONSUMPTION_REQUEST`), and the server answers only for a customer whose consent the app recorded here (docs/notifications.md, "Consumption requests"). Collecting consent is the app's responsibility; `false` withdraws it. Answers already sent stay sent.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/consumption-consent`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/consumption-consent/put(setConsumptionConsent)`.
+    public func setConsumptionConsent(
+        path: Operations.SetConsumptionConsent.Input.Path,
+        headers: Operations.SetConsumptionConsent.Input.Headers = .init(),
+        body: Operations.SetConsumptionConsent.Input.Body
+    ) async throws -> Operations.SetConsumptionConsent.Output {
+        try await setConsumptionConsent(Operations.SetConsumptionConsent.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Sign a promotional offer for this customer
+    ///
+    /// The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`), for a customer the offer's rule admits, decided from the ledger, with the app's In-App Purchase key (or its App Store Server API key when no separate one is set). `format: signature` is the original signature (StoreKit 1's `SKPaymentDiscount`, StoreKit 2's `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`); `format: jws` is the compact JWS of 2025 (StoreKit 2's `promotionalOffer(_:compactJWS:)`), which names the customer's newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).
+    ///
+    /// - Remark: HTTP `POST /v1/customers/{customer}/offers/promotional`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/promotional/post(signPromotionalOffer)`.
+    public func signPromotionalOffer(
+        path: Operations.SignPromotionalOffer.Input.Path,
+        headers: Operations.SignPromotionalOffer.Input.Headers = .init(),
+        body: Operations.SignPromotionalOffer.Input.Body
+    ) async throws -> Operations.SignPromotionalOffer.Output {
+        try await signPromotionalOffer(Operations.SignPromotionalOffer.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Sign whether this customer may have a subscription's introductory offer
+    ///
+    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId`.
+    ///
+    /// - Remark: HTTP `POST /v1/customers/{customer}/offers/introductory-eligibility`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)`.
+    public func signIntroductoryOfferEligibility(
+        path: Operations.SignIntroductoryOfferEligibility.Input.Path,
+        headers: Operations.SignIntroductoryOfferEligibility.Input.Headers = .init(),
+        body: Operations.SignIntroductoryOfferEligibility.Input.Body
+    ) async throws -> Operations.SignIntroductoryOfferEligibility.Output {
+        try await signIntroductoryOfferEligibility(Operations.SignIntroductoryOfferEligibility.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
     /// Signed download URLs for a product's files
     ///
     /// One URL per file of the product (or the one file named), if the customer may have them now.
@@ -525,6 +662,23 @@ extension APIProtocol {
             headers: headers
         ))
     }
+    /// Apple's consumption requests and the server's answers, a page at a time
+    ///
+    /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/consumption-requests`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/consumption-requests/get(consumptionRequests)`.
+    public func consumptionRequests(
+        path: Operations.ConsumptionRequests.Input.Path,
+        query: Operations.ConsumptionRequests.Input.Query = .init(),
+        headers: Operations.ConsumptionRequests.Input.Headers = .init()
+    ) async throws -> Operations.ConsumptionRequests.Output {
+        try await consumptionRequests(Operations.ConsumptionRequests.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
     /// An app's catalogue, a page at a time
     ///
     /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products`.
@@ -555,6 +709,96 @@ extension APIProtocol {
             path: path,
             headers: headers,
             body: body
+        ))
+    }
+    /// The promotional offers the server may sign for a product, a page at a time
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/products/{product}/offers`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)`.
+    public func offers(
+        path: Operations.Offers.Input.Path,
+        query: Operations.Offers.Input.Query = .init(),
+        headers: Operations.Offers.Input.Headers = .init()
+    ) async throws -> Operations.Offers.Output {
+        try await offers(Operations.Offers.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Let the server sign a promotional offer, for the customers a rule admits
+    ///
+    /// The offer identifier is the one set up for the product in App Store Connect. Answers 201 when the offer is new, 200 when its rule was replaced.
+    ///
+    /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)`.
+    public func putOffer(
+        path: Operations.PutOffer.Input.Path,
+        headers: Operations.PutOffer.Input.Headers = .init(),
+        body: Operations.PutOffer.Input.Body
+    ) async throws -> Operations.PutOffer.Output {
+        try await putOffer(Operations.PutOffer.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Stop signing a promotional offer
+    ///
+    /// Signatures given before stay valid at Apple until they expire (24 hours).
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/delete(deleteOffer)`.
+    public func deleteOffer(
+        path: Operations.DeleteOffer.Input.Path,
+        headers: Operations.DeleteOffer.Input.Headers = .init()
+    ) async throws -> Operations.DeleteOffer.Output {
+        try await deleteOffer(Operations.DeleteOffer.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// The operator's word on a customer's introductory offer in a subscription group
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/get(introductoryOfferOverride)`.
+    public func introductoryOfferOverride(
+        path: Operations.IntroductoryOfferOverride.Input.Path,
+        headers: Operations.IntroductoryOfferOverride.Input.Headers = .init()
+    ) async throws -> Operations.IntroductoryOfferOverride.Output {
+        try await introductoryOfferOverride(Operations.IntroductoryOfferOverride.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Decide a customer's introductory offer in a subscription group, whatever the ledger says
+    ///
+    /// What the server signs for the customer (aliases resolved) in this group from now on: `true` grants the introductory offer again (a goodwill gesture, a support case), `false` withholds it.
+    ///
+    /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/put(putIntroductoryOfferOverride)`.
+    public func putIntroductoryOfferOverride(
+        path: Operations.PutIntroductoryOfferOverride.Input.Path,
+        headers: Operations.PutIntroductoryOfferOverride.Input.Headers = .init(),
+        body: Operations.PutIntroductoryOfferOverride.Input.Body
+    ) async throws -> Operations.PutIntroductoryOfferOverride.Output {
+        try await putIntroductoryOfferOverride(Operations.PutIntroductoryOfferOverride.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Let the ledger decide again
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/introductory-offers/{group}/delete(deleteIntroductoryOfferOverride)`.
+    public func deleteIntroductoryOfferOverride(
+        path: Operations.DeleteIntroductoryOfferOverride.Input.Path,
+        headers: Operations.DeleteIntroductoryOfferOverride.Input.Headers = .init()
+    ) async throws -> Operations.DeleteIntroductoryOfferOverride.Output {
+        try await deleteIntroductoryOfferOverride(Operations.DeleteIntroductoryOfferOverride.Input(
+            path: path,
+            headers: headers
         ))
     }
     /// A product's files, a page at a time

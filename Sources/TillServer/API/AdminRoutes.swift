@@ -113,7 +113,7 @@ extension Request {
     }
 }
 
-/// An app as the admin API shows it (the contract's `App`): the App Store Server API private key is never returned.
+/// An app as the admin API shows it (the contract's `App`): its private keys are never returned.
 typealias AppView = Components.Schemas.App
 
 extension Components.Schemas.App {
@@ -127,8 +127,12 @@ extension Components.Schemas.App {
             apiKeyId: app.apiKeyId,
             apiIssuerId: app.apiIssuerId,
             hasAPIKey: app.apiPrivateKey != nil,
+            inAppPurchaseKeyId: app.inAppPurchaseKeyId,
+            inAppPurchaseIssuerId: app.inAppPurchaseIssuerId,
+            hasInAppPurchaseKey: app.inAppPurchasePrivateKey != nil,
             acceptSandbox: app.acceptSandbox,
             restorePolicy: app.restorePolicy,
+            consumption: app.consumption,
             createdAt: app.createdAt
         )
     }

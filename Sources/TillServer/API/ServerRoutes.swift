@@ -73,13 +73,16 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     }
     router.get("/openapi.yaml", use: OpenAPIDocument.respond)
     addNotificationRoutes(to: router, server)
-    addAppRoutes(to: router.group("v1").add(middleware: AppKeyMiddleware(server: server)), server)
-    addAdminRoutes(
-        to: router.group("admin/v1").add(
-            middleware: OperatorTokenMiddleware(token: server.configuration.operatorToken)
-        ),
-        server
+    let appGroup = router.group("v1").add(middleware: AppKeyMiddleware(server: server))
+    addAppRoutes(to: appGroup, server)
+    addConsumptionAppRoutes(to: appGroup, server)
+    addOfferAppRoutes(to: appGroup, server)
+    let adminGroup = router.group("admin/v1").add(
+        middleware: OperatorTokenMiddleware(token: server.configuration.operatorToken)
     )
+    addAdminRoutes(to: adminGroup, server)
+    addConsumptionAdminRoutes(to: adminGroup, server)
+    addOfferAdminRoutes(to: adminGroup, server)
     ContentController(server: server).addRoutes(to: router)
     routeMethods.record(router.routes)
     return router

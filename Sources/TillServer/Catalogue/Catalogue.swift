@@ -86,11 +86,15 @@ public final class Catalogue: Sendable {
             apiKeyId: input.apiKeyId,
             apiIssuerId: input.apiIssuerId,
             apiPrivateKey: input.apiPrivateKey,
+            inAppPurchaseKeyId: input.inAppPurchaseKeyId,
+            inAppPurchaseIssuerId: input.inAppPurchaseIssuerId,
+            inAppPurchasePrivateKey: input.inAppPurchasePrivateKey,
             acceptSandbox: input.acceptSandbox ?? true,
             restorePolicy: input.restorePolicy ?? .keepWithFirstOwner,
+            consumption: Self.settings(input.consumption),
             createdAt: clock.milliseconds
         )
-        try validateAPIKey(app)
+        try validateKeys(app)
         return try await database.transaction { db in
             if try await self.store.app(bundleId: bundleId, on: db) != nil {
                 throw TillHTTPError.conflict("appExists", "an app with bundle id \(bundleId) exists")
@@ -119,9 +123,19 @@ public final class Catalogue: Sendable {
             if let value = input.apiKeyId { app.apiKeyId = value }
             if let value = input.apiIssuerId { app.apiIssuerId = value }
             if let value = input.apiPrivateKey { app.apiPrivateKey = value }
+            if let value = input.inAppPurchaseKeyId { app.inAppPurchaseKeyId = value }
+            if let value = input.inAppPurchaseIssuerId { app.inAppPurchaseIssuerId = value }
+            if let value = input.inAppPurchasePrivateKey { app.inAppPurchasePrivateKey = value }
+            if input.inAppPurchasePrivateKey == "" {
+                // An empty key removes the separate In-App Purchase key: the App Store Server API key signs again.
+                app.inAppPurchaseKeyId = nil
+                app.inAppPurchaseIssuerId = nil
+                app.inAppPurchasePrivateKey = nil
+            }
             if let value = input.acceptSandbox { app.acceptSandbox = value }
             if let value = input.restorePolicy { app.restorePolicy = value }
-            try self.validateAPIKey(app)
+            if let value = input.consumption { app.consumption = Self.settings(value) }
+            try self.validateKeys(app)
             try await self.store.save(app, on: db)
             return (app, before)
         }
@@ -151,15 +165,35 @@ public final class Catalogue: Sendable {
         try await appsByKey.value(for: appKey) { try await store.app(appKey: appKey, on: store.sql) }
     }
 
-    private func validateAPIKey(_ app: ServerApp) throws {
-        guard let pem = app.apiPrivateKey else { return }
-        guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.apiKeyId != nil, app.apiIssuerId != nil
-        else {
-            throw TillHTTPError.badRequest(
-                "invalidAPIKey",
-                "an App Store Server API key needs apiKeyId, apiIssuerId and a P-256 PEM private key"
-            )
+    private func validateKeys(_ app: ServerApp) throws {
+        if let pem = app.apiPrivateKey {
+            guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.apiKeyId != nil,
+                app.apiIssuerId != nil
+            else {
+                throw TillHTTPError.badRequest(
+                    "invalidAPIKey",
+                    "an App Store Server API key needs apiKeyId, apiIssuerId and a P-256 PEM private key"
+                )
+            }
         }
+        if let pem = app.inAppPurchasePrivateKey {
+            guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.inAppPurchaseKeyId != nil,
+                app.inAppPurchaseIssuerId != nil
+            else {
+                throw TillHTTPError.badRequest(
+                    "invalidInAppPurchaseKey",
+                    "an In-App Purchase key needs inAppPurchaseKeyId, inAppPurchaseIssuerId and a P-256 PEM private key"
+                )
+            }
+        }
+    }
+
+    /// Consumption settings as kept: a field left out takes its default (no sample; no refund preference).
+    private static func settings(_ input: ConsumptionSettings?) -> ConsumptionSettings {
+        ConsumptionSettings(
+            sampleContentProvided: input?.sampleContentProvided ?? false,
+            refundPreference: input?.refundPreference
+        )
     }
 
     static func randomToken() -> String {

@@ -45,6 +45,7 @@ extension Ledger {
             row = existing
             row.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? row.expiresDate
             row.isUpgraded = row.isUpgraded || transaction.isUpgraded
+            row.introductoryOffer = row.introductoryOffer || transaction.isIntroductoryOffer
             // Apple signed it: confirmed, and a rejection's revocation of it is lifted.
             try await appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
         } else {

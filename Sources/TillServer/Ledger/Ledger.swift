@@ -88,6 +88,7 @@ public struct Ledger: Sendable {
                     existing.revocationReason = transaction.isUpgraded ? "upgraded" : "refund"
                 }
                 existing.isUpgraded = existing.isUpgraded || transaction.isUpgraded
+                existing.introductoryOffer = existing.introductoryOffer || transaction.isIntroductoryOffer
                 existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
                 existing.updatedAt = now
                 try await store.update(existing, on: db)
@@ -152,6 +153,7 @@ public struct Ledger: Sendable {
             revocationDate: revocation?.millisecondsSince1970,
             revocationReason: revocation == nil ? nil : (transaction.isUpgraded ? "upgraded" : "refund"),
             isUpgraded: transaction.isUpgraded,
+            introductoryOffer: transaction.isIntroductoryOffer,
             ownership: transaction.ownership.rawValue,
             price: transaction.price ?? product?.price,
             currency: transaction.currency ?? product?.currency,
@@ -220,4 +222,10 @@ public struct Ledger: Sendable {
     static func reference(_ event: String, of row: LedgerRecord) -> String {
         "\(event):\(row.environment):\(row.transactionId)"
     }
+}
+
+extension PurchaseTransaction {
+    /// A period of an introductory offer: a free trial or an introductory price (`offerType` 1 in a signed
+    /// transaction; `is_trial_period` or `is_in_intro_offer_period` in a receipt).
+    var isIntroductoryOffer: Bool { isTrialPeriod || isInIntroOfferPeriod }
 }

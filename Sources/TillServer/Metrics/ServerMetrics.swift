@@ -149,6 +149,11 @@ public final class ServerMetrics: Sendable {
     }
 
     /// Queue depth per state and the age of the oldest unconfirmed submission.
+    /// An attempt to answer one of Apple's consumption requests, by where it left the answer.
+    func consumptionAnswer(state: String) {
+        Counter(label: "till_consumption_answers_total", dimensions: [("state", state)], factory: factory).increment()
+    }
+
     func recordQueue(depth: [String: Int], oldestUnconfirmedAge: Duration?) {
         for state in ["pending", "retrying", "deadLettered"] {
             Gauge(label: "till_queue_depth", dimensions: [("state", state)], factory: factory)

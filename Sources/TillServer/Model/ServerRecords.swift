@@ -1,4 +1,5 @@
 import Foundation
+import TillContract
 import TillCore
 
 /// An app the server verifies purchases for.
@@ -14,9 +15,16 @@ public struct ServerApp: Codable, Sendable, Hashable {
     public var apiKeyId: String?
     public var apiIssuerId: String?
     public var apiPrivateKey: String?
+    /// The In-App Purchase key that signs offers; nil to sign them with the App Store Server API key (Apple allows
+    /// one key for both).
+    public var inAppPurchaseKeyId: String?
+    public var inAppPurchaseIssuerId: String?
+    public var inAppPurchasePrivateKey: String?
     /// Whether sandbox purchases are accepted at all (they are never counted as revenue).
     public var acceptSandbox: Bool
     public var restorePolicy: RestorePolicy
+    /// What the server tells Apple beside the ledger when it answers a consumption request.
+    public var consumption: ConsumptionSettings = ConsumptionSettings(sampleContentProvided: false)
     public var createdAt: Int64
 }
 
@@ -83,6 +91,9 @@ struct LedgerRecord: Codable, Sendable {
     /// Why access was taken away: `refund`, `apple:21003`, `upgraded`, …
     var revocationReason: String?
     var isUpgraded: Bool
+    /// The transaction is a period of an introductory offer (a free trial or an introductory price: Apple's
+    /// `offerType` 1). Rows recorded before migration 014 say false.
+    var introductoryOffer: Bool = false
     var ownership: String
     var price: Int64?
     var currency: String?

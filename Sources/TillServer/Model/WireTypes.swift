@@ -95,3 +95,17 @@ public typealias NotificationHistoryReport = Components.Schemas.CatchUpNotificat
 public typealias TransactionHistoryReport = Components.Schemas.CatchUpTransactions
 /// Why part of a catch-up run was not read (the next run reads it).
 public typealias CatchUpError = Components.Schemas.CatchUpError
+
+/// What the server tells Apple beside the ledger when it answers a consumption request: whether the app gives a
+/// sample, and its refund preference (none when not set).
+public typealias ConsumptionSettings = Components.Schemas.ConsumptionSettings
+/// A customer's consent to share consumption data with Apple, as the app recorded it.
+public typealias ConsumptionConsent = Components.Schemas.ConsumptionConsent
+/// One CONSUMPTION_REQUEST from Apple and the server's answer to it (docs/notifications.md, "Consumption requests").
+public typealias ConsumptionAnswer = Components.Schemas.ConsumptionAnswer
+/// Where the answer to a consumption request stands.
+public typealias ConsumptionAnswerState = Components.Schemas.ConsumptionAnswerState
+
+extension ConsumptionSettings {
+    typealias RefundPreference = Components.Schemas.RefundPreference
+}

@@ -23,14 +23,16 @@ struct VerifiedNotification: Sendable {
 
 /// Notification intake: App Store Server Notifications V2, verified (every signature, the app, the environment),
 /// recorded once by UUID, and applied in the same transaction — the renewal state kept here, the transaction handed
-/// to the ledger. A notification that comes before anyone owns its purchase waits, and is applied when a
-/// submission records it (`applyWaitingNotifications`).
+/// to the ledger, a consumption request queued to be answered (`ConsumptionAnswers`). A notification that comes
+/// before anyone owns its purchase waits, and is applied when a submission records it (`applyWaitingNotifications`).
 public struct NotificationIntake: Sendable {
     let database: TillDatabase
     let store: ServerStore
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
+    /// Where a CONSUMPTION_REQUEST goes to be answered.
+    let consumption: ConsumptionAnswers
     let metrics: ServerMetrics
     let clock: ServerClock
     let logger: Logger
@@ -125,6 +127,7 @@ public struct NotificationIntake: Sendable {
         logger.info(
             "notification \(verified.type.rawValue) \(verified.uuid): \(result.status.rawValue) (\(result.outcome.rawValue))"
         )
+        if verified.type == .consumptionRequest && result.status == .applied { consumption.due.signal() }
         return result
     }
 
@@ -233,6 +236,11 @@ public struct NotificationIntake: Sendable {
             on: db
         )
         let owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
+        if notification.type == .consumptionRequest {
+            // Apple waits twelve hours for what the server knows of the purchase: queued with the notification.
+            try await consumption.requested(notification, transaction: transaction, owner: owner, app: app, now: now, on: db)
+            return (.recorded, owner, "consumption information queued for Send Consumption Information")
+        }
         if Self.recordedOnly.contains(notification.type) {
             return (.recorded, owner, nil)
         }

@@ -8,7 +8,8 @@ import TillFormats
 import TillHTTPKit
 
 /// Calls Apple (or the simulator): verifyReceipt and the App Store Server API (Get Transaction Info for the queue,
-/// the notification and transaction histories for catching up).
+/// the notification and transaction histories for catching up, Send Consumption Information for Apple's consumption
+/// requests).
 struct AppleClient: Sendable {
     let http: HTTPClient
     let endpoints: AppleEndpoints
@@ -111,6 +112,23 @@ struct AppleClient: Sendable {
             environment,
             app: app,
             path: "/inApps/v2/history/\(Self.pathSegment(transactionId))" + (query.isEmpty ? "" : "?" + query)
+        )
+    }
+
+    /// Send Consumption Information (v2): what the server knows of a purchase whose customer asked Apple for a
+    /// refund. Apple answers 202 with no body.
+    func sendConsumptionInformation(
+        _ environment: AppStoreEnvironment,
+        transactionId: String,
+        body: [UInt8],
+        app: ServerApp
+    ) async -> Answer {
+        await serverAPI(
+            environment,
+            app: app,
+            path: "/inApps/v2/transactions/consumption/\(Self.pathSegment(transactionId))",
+            method: .PUT,
+            body: ByteBuffer(bytes: body)
         )
     }
 

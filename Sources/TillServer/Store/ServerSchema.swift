@@ -267,5 +267,56 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // Answering Apple's consumption requests (ConsumptionAnswers): what each app tells Apple beside the ledger, the
+        // customers' consent, and each CONSUMPTION_REQUEST with its answer, a durable queue (a restart loses none).
+        Migration(
+            "013-consumption-answers",
+            [
+                "ALTER TABLE srv_apps ADD COLUMN consumption_sample_content_provided BOOLEAN NOT NULL DEFAULT FALSE",
+                "ALTER TABLE srv_apps ADD COLUMN consumption_refund_preference TEXT",
+                """
+                CREATE TABLE srv_consumption_consents (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, consented BOOLEAN NOT NULL,
+                    updated_at BIGINT NOT NULL, PRIMARY KEY (bundle_id, customer_id))
+                """,
+                """
+                CREATE TABLE srv_consumption_requests (
+                    notification_uuid TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, environment TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL, original_transaction_id TEXT, product_id TEXT, customer_id TEXT,
+                    reason TEXT, state TEXT NOT NULL, detail TEXT, requested_at BIGINT NOT NULL, deadline BIGINT NOT NULL,
+                    attempts INTEGER NOT NULL, next_attempt_at BIGINT, claimed_until BIGINT, body TEXT, sent_at BIGINT,
+                    apple_status INTEGER, apple_error_code BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX srv_consumption_requests_due ON srv_consumption_requests (state, next_attempt_at)",
+                """
+                CREATE INDEX srv_consumption_requests_app
+                ON srv_consumption_requests (bundle_id, created_at, notification_uuid)
+                """,
+            ]
+        ),
+        // Offers the server signs for apps (Offers): the In-App Purchase key per app (kept as the App Store Server API
+        // key is), the promotional offers of the catalogue with their rule, the operator's word on a customer's
+        // introductory offer, and whether each ledger transaction was an introductory offer's (Apple's offerType 1).
+        Migration(
+            "014-offers",
+            [
+                "ALTER TABLE srv_apps ADD COLUMN in_app_purchase_key_id TEXT",
+                "ALTER TABLE srv_apps ADD COLUMN in_app_purchase_issuer_id TEXT",
+                "ALTER TABLE srv_apps ADD COLUMN in_app_purchase_private_key TEXT",
+                "ALTER TABLE srv_transactions ADD COLUMN introductory_offer BOOLEAN NOT NULL DEFAULT FALSE",
+                """
+                CREATE TABLE srv_offers (
+                    bundle_id TEXT NOT NULL, product_id TEXT NOT NULL, offer_identifier TEXT NOT NULL,
+                    eligibility TEXT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, product_id, offer_identifier))
+                """,
+                """
+                CREATE TABLE srv_introductory_overrides (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, subscription_group TEXT NOT NULL,
+                    allow_introductory_offer BOOLEAN NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, customer_id, subscription_group))
+                """,
+            ]
+        ),
     ]
 }

@@ -58,8 +58,13 @@ struct ServerStore: Sendable {
         var apiKeyId: String?
         var apiIssuerId: String?
         var apiPrivateKey: String?
+        var inAppPurchaseKeyId: String?
+        var inAppPurchaseIssuerId: String?
+        var inAppPurchasePrivateKey: String?
         var acceptSandbox: Bool
         var restorePolicy: String
+        var consumptionSampleContentProvided: Bool
+        var consumptionRefundPreference: String?
         var createdAt: Int64
     }
 
@@ -73,8 +78,13 @@ struct ServerStore: Sendable {
             apiKeyId: app.apiKeyId,
             apiIssuerId: app.apiIssuerId,
             apiPrivateKey: app.apiPrivateKey,
+            inAppPurchaseKeyId: app.inAppPurchaseKeyId,
+            inAppPurchaseIssuerId: app.inAppPurchaseIssuerId,
+            inAppPurchasePrivateKey: app.inAppPurchasePrivateKey,
             acceptSandbox: app.acceptSandbox,
             restorePolicy: app.restorePolicy.rawValue,
+            consumptionSampleContentProvided: app.consumption.sampleContentProvided ?? false,
+            consumptionRefundPreference: app.consumption.refundPreference?.rawValue,
             createdAt: app.createdAt
         )
         try await db.insert(into: "srv_apps").model(row, with: Self.encoding)
@@ -109,8 +119,15 @@ struct ServerStore: Sendable {
             apiKeyId: row.apiKeyId,
             apiIssuerId: row.apiIssuerId,
             apiPrivateKey: row.apiPrivateKey,
+            inAppPurchaseKeyId: row.inAppPurchaseKeyId,
+            inAppPurchaseIssuerId: row.inAppPurchaseIssuerId,
+            inAppPurchasePrivateKey: row.inAppPurchasePrivateKey,
             acceptSandbox: row.acceptSandbox,
             restorePolicy: RestorePolicy(rawValue: row.restorePolicy) ?? .keepWithFirstOwner,
+            consumption: ConsumptionSettings(
+                sampleContentProvided: row.consumptionSampleContentProvided,
+                refundPreference: row.consumptionRefundPreference.flatMap(ConsumptionSettings.RefundPreference.init)
+            ),
             createdAt: row.createdAt
         )
     }

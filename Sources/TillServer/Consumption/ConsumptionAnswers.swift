@@ -1,0 +1,283 @@
+import Foundation
+import Logging
+import SQLKit
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// Answers Apple's consumption requests (docs/notifications.md, "Consumption requests"): when a customer asks Apple
+/// for a refund, Apple sends `CONSUMPTION_REQUEST` and gives the developer twelve hours to say what it knows of the
+/// purchase. The request is queued in the notification's own database transaction (`requested`); `ConsumptionWorker`
+/// answers it with Send Consumption Information v2 (`answer`), from the ledger, the customer's consent and the app's
+/// settings (`ConsumptionRules`), retrying while Apple is unavailable and giving up at the deadline. What was sent
+/// and what Apple answered are kept with the request, for the admin API.
+public struct ConsumptionAnswers: Sendable {
+    let configuration: ServerConfiguration
+    let database: TillDatabase
+    let store: ServerStore
+    let catalogue: Catalogue
+    let metrics: ServerMetrics
+    let clock: ServerClock
+    let logger: Logger
+    /// Wakes the worker when a request is queued.
+    let due = Wakeup()
+
+    /// Apple's deadline: "Respond within 12 hours of receiving the CONSUMPTION_REQUEST notification."
+    static let deadlineMilliseconds: Int64 = 12 * 3600 * 1000
+
+    // MARK: Requests
+
+    /// Queues the answer to a CONSUMPTION_REQUEST, in the transaction that records the notification (so a restart
+    /// loses none, and a retried delivery, answered `duplicate`, adds none). The worker is woken once it commits.
+    func requested(
+        _ notification: VerifiedNotification,
+        transaction: PurchaseTransaction,
+        owner: String?,
+        app: ServerApp,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        let requestedAt = notification.payload.signedDate?.millisecondsSince1970 ?? now
+        try await store.insert(
+            ConsumptionRequestRecord(
+                notificationUuid: notification.uuid,
+                bundleId: app.bundleId,
+                environment: notification.environment.rawValue,
+                transactionId: transaction.transactionId,
+                originalTransactionId: transaction.originalTransactionId,
+                productId: transaction.productId,
+                customerId: owner,
+                reason: notification.payload.data?.consumptionRequestReason?.rawValue,
+                state: .pending,
+                requestedAt: requestedAt,
+                deadline: requestedAt + Self.deadlineMilliseconds,
+                attempts: 0,
+                nextAttemptAt: now,
+                createdAt: now,
+                updatedAt: now
+            ),
+            on: db
+        )
+    }
+
+    /// The app's consumption requests and their answers, newest first, one page; of one state or all.
+    public func requests(bundleId: String, state: ConsumptionAnswerState?, page: PageRequest = PageRequest())
+        async throws -> Page<ConsumptionAnswer>
+    {
+        _ = try await catalogue.app(bundleId: bundleId)
+        let records = try await store.consumptionRequests(
+            bundleId: bundleId,
+            state: state?.rawValue,
+            before: page.after,
+            limit: page.limit + 1,
+            on: store.sql
+        )
+        let shown = records.prefix(page.limit)
+        return Page(
+            items: shown.map(ConsumptionAnswer.init),
+            nextCursor: records.count > page.limit
+                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.notificationUuid).cursor } : nil,
+            total: try await store.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: store.sql)
+        )
+    }
+
+    // MARK: Consent
+
+    /// Whether a customer (aliases resolved) consented to share consumption data with Apple.
+    public func consent(bundleId: String, customerId: String) async throws -> ConsumptionConsent {
+        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
+        let stored = try await store.consumptionConsent(bundleId: bundleId, customerId: owner, on: store.sql)
+        return ConsumptionConsent(customerId: owner, consented: stored?.consented ?? false, updatedAt: stored?.updatedAt)
+    }
+
+    /// Records a customer's consent (or its withdrawal) for the account the id resolves to.
+    public func setConsent(bundleId: String, customerId: String, consented: Bool) async throws -> ConsumptionConsent {
+        let now = clock.milliseconds
+        let owner = try await database.transaction { db in
+            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            try await self.store.saveConsumptionConsent(
+                bundleId: bundleId,
+                customerId: owner,
+                consented: consented,
+                at: now,
+                on: db
+            )
+            return owner
+        }
+        return ConsumptionConsent(customerId: owner, consented: consented, updatedAt: now)
+    }
+
+    // MARK: Answering
+
+    /// Claims a few requests whose answer is due and answers them one after the other; returns how many it handled.
+    /// The claim outlives the slowest answers (a worker that dies loses its claims when they lapse).
+    func answerDue(client: AppleClient, limit: Int = 4) async throws -> Int {
+        let now = clock.milliseconds
+        let lease = Int64(configuration.confirmation.requestTimeout.components.seconds) * 1000 * Int64(limit) + 30_000
+        let claimed = try await database.transaction(bookkeeping: true) { db in
+            try await self.store.claimDueConsumptionRequests(
+                limit: limit,
+                now: now,
+                until: now + lease,
+                engine: self.database.engine,
+                on: db
+            )
+        }
+        for request in claimed { try await answer(request, client: client) }
+        return claimed.count
+    }
+
+    /// How long the worker may sleep before the next open request is due (at most `longest`).
+    func untilNextDue(longest: Duration) async -> Duration {
+        guard let due = try? await store.nextConsumptionRequestDue() else { return longest }
+        return min(longest, .milliseconds(max(0, due - clock.milliseconds)))
+    }
+
+    /// Answers one request: decides what to send now (the ledger, the consent and the settings as they stand), sends
+    /// it, and keeps the outcome. Apple unavailable (no answer, 5xx, 429) or refusing the app's key (401) is retried
+    /// with the confirmation queue's back-off until the deadline; any other refusal is final.
+    func answer(_ claimed: ConsumptionRequestRecord, client: AppleClient) async throws {
+        var request = claimed
+        let now = clock.milliseconds
+        request.claimedUntil = nil
+        request.updatedAt = now
+        guard now < request.deadline else {
+            request.state = .expired
+            request.detail =
+                "Apple's 12-hour deadline passed before an answer was sent" + (request.detail.map { "; last: \($0)" } ?? "")
+            return try await settle(request)
+        }
+        guard let app = try await catalogue.cachedApp(bundleId: request.bundleId) else {
+            request.state = .notSent
+            request.detail = "the app \(request.bundleId) is no longer registered"
+            return try await settle(request)
+        }
+        guard CatchUp.hasAPIKey(app) else {
+            request.state = .notSent
+            request.detail = "\(app.bundleId) has no App Store Server API key to answer Apple with"
+            return try await settle(request)
+        }
+        switch try await decide(request, app: app) {
+        case .skip(let reason):
+            request.state = .notSent
+            request.detail = reason
+            return try await settle(request)
+        case .send(let information):
+            let body = try AppleJSON.makeEncoder().encode(information)
+            request.body = String(decoding: body, as: UTF8.self)
+            request.attempts += 1
+            let environment = AppStoreEnvironment(rawValue: request.environment)
+            let outcome = await client.sendConsumptionInformation(
+                environment,
+                transactionId: request.transactionId,
+                body: Array(body),
+                app: app
+            )
+            record(outcome, in: &request, environment: environment, now: clock.milliseconds)
+            try await settle(request)
+        }
+    }
+
+    /// What the ledger, the consent and the settings say to send, as they stand now.
+    private func decide(_ request: ConsumptionRequestRecord, app: ServerApp) async throws -> ConsumptionRules.Decision {
+        let db = store.sql
+        var row = try await store.transaction(
+            environment: request.environment,
+            transactionId: request.transactionId,
+            on: db
+        )
+        if row == nil, let original = request.originalTransactionId {
+            // A renewal the ledger has not recorded: the subscription's newest period stands for it.
+            row = try await store.transactions(environment: request.environment, originalTransactionId: original, on: db)
+                .last { $0.bundleId == app.bundleId }
+        }
+        guard var row, row.bundleId == app.bundleId else {
+            return ConsumptionRules.decide(
+                ConsumptionRules.Facts(row: nil, product: nil, balances: [:], consented: false, settings: app.consumption)
+            )
+        }
+        row.customerId = try await store.resolve(bundleId: app.bundleId, customerId: row.customerId, on: db)
+        let consent = try await store.consumptionConsent(bundleId: app.bundleId, customerId: row.customerId, on: db)
+        return ConsumptionRules.decide(
+            ConsumptionRules.Facts(
+                row: row,
+                product: try await catalogue.products(of: app.bundleId)[request.productId ?? row.productId],
+                balances: try await store.balances(bundleId: app.bundleId, customerId: row.customerId, on: db),
+                consented: consent?.consented ?? false,
+                settings: app.consumption
+            )
+        )
+    }
+
+    /// Keeps Apple's answer to one attempt: taken, refused for good, or to be tried again before the deadline.
+    private func record(
+        _ outcome: AppleClient.Answer,
+        in request: inout ConsumptionRequestRecord,
+        environment: AppStoreEnvironment,
+        now: Int64
+    ) {
+        let failure: String
+        switch outcome {
+        case .http(let status, _) where (200..<300).contains(status):
+            metrics.appleCall(endpoint: "consumption", environment: environment, status: "HTTP \(status)")
+            request.state = .sent
+            request.sentAt = now
+            request.appleStatus = status
+            request.appleErrorCode = nil
+            request.detail = nil
+            return
+        case .http(let status, let body):
+            let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
+            metrics.appleCall(
+                endpoint: "consumption",
+                environment: environment,
+                status: "HTTP \(status)" + (error.map { " \($0.errorCode)" } ?? "")
+            )
+            request.appleStatus = status
+            request.appleErrorCode = error.map { Int64($0.errorCode) }
+            let said = error.map { ": \($0.errorMessage) (\($0.errorCode))" } ?? ""
+            guard status >= 500 || status == 429 || status == 401 else {
+                request.state = .refused
+                request.detail = "Apple refused the answer with HTTP \(status)\(said)"
+                return
+            }
+            failure =
+                status == 401
+                ? "Apple refused the app's App Store Server API key (HTTP 401)"
+                : "Apple answered HTTP \(status)\(said)"
+        case .transport(let cause):
+            metrics.appleCall(endpoint: "consumption", environment: environment, status: cause)
+            request.appleStatus = nil
+            failure = "no answer from Apple: \(cause)"
+        case .misconfigured(let problem):
+            failure = problem
+        }
+        let next = now + Self.milliseconds(configuration.confirmation.delay(afterAttempt: request.attempts))
+        if next >= request.deadline {
+            request.state = .expired
+            request.detail = "gave up: Apple's 12-hour deadline comes before another attempt; last: \(failure)"
+        } else {
+            request.state = .retrying
+            request.nextAttemptAt = next
+            request.detail = failure
+        }
+    }
+
+    private func settle(_ request: ConsumptionRequestRecord) async throws {
+        try await database.transaction(bookkeeping: true) { db in try await self.store.update(request, on: db) }
+        metrics.consumptionAnswer(state: request.state.rawValue)
+        let message =
+            "consumption request \(request.notificationUuid) (\(request.environment) transaction \(request.transactionId)): \(request.state.rawValue)"
+            + (request.detail.map { "; \($0)" } ?? "")
+        switch request.state {
+        case .sent, .notSent: logger.info("\(message)")
+        case .pending, .retrying, .refused, .expired: logger.warning("\(message)")
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+}

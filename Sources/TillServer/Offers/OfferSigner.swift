@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+import TillFormats
+
+/// Signs what StoreKit passes to the App Store with an offer, with the app's In-App Purchase key (an App Store
+/// Connect key: P-256, its key id and issuer id).
+///
+/// The original promotional offer signature (StoreKit 1's `SKPaymentDiscount`, StoreKit 2's
+/// `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`):
+///
+/// ```
+/// payload   = bundleId ⁣ keyId ⁣ productId ⁣ offerId ⁣ lowercase(appAccountToken) or "" ⁣ lowercase(nonce) ⁣ timestamp
+///             (U+2063 INVISIBLE SEPARATOR between the fields; timestamp in UNIX milliseconds)
+/// signature = base64(DER(ECDSA-P256-SHA256(UTF-8(payload))))
+/// ```
+///
+/// The compact JWS of 2025 (`promotionalOffer(_:compactJWS:)`, `introductoryOfferEligibility(compactJWS:)`):
+///
+/// ```
+/// header  = {"alg":"ES256","kid":keyId,"typ":"JWT"}
+/// payload = {"iss":issuerId,"iat":seconds,"aud":"promotional-offer"|"introductory-offer-eligibility","bid":bundleId,
+///            "nonce":uuid, …claims of the request}        (no "exp": the App Store refuses a request that has one)
+/// jws     = base64url(header) "." base64url(payload) "." base64url(r ‖ s)
+/// ```
+struct OfferSigner: Sendable {
+    let keyId: String
+    let issuerId: String
+    let key: P256.Signing.PrivateKey
+    let bundleId: String
+
+    /// The original signature over Apple's joined fields.
+    func promotionalSignature(
+        productId: String,
+        offerIdentifier: String,
+        appAccountToken: String?,
+        nonce: UUID,
+        timestamp: Int64
+    ) throws -> String {
+        let payload = [
+            bundleId, keyId, productId, offerIdentifier, (appAccountToken ?? "").lowercased(),
+            nonce.uuidString.lowercased(), String(timestamp),
+        ].joined(separator: "\u{2063}")
+        return try key.signature(for: Data(payload.utf8)).derRepresentation.base64EncodedString()
+    }
+
+    /// The claims of a signed App Store request beyond the base ones (`iss`, `iat`, `aud`, `bid`, `nonce`).
+    struct RequestClaims: Encodable {
+        var productId: String
+        var offerIdentifier: String?
+        var allowIntroductoryOffer: Bool?
+        var transactionId: String?
+    }
+
+    /// A compact JWS for the App Store (`aud` names the request), issued at `issuedAt` (UNIX seconds).
+    func signedRequest(audience: String, claims: RequestClaims, nonce: UUID, issuedAt: Int64) throws -> String {
+        struct Header: Encodable {
+            var alg = "ES256"
+            var kid: String
+            var typ = "JWT"
+        }
+        struct Payload: Encodable {
+            var iss: String
+            var iat: Int64
+            var aud: String
+            var bid: String
+            var nonce: String
+            var productId: String
+            var offerIdentifier: String?
+            var allowIntroductoryOffer: Bool?
+            var transactionId: String?
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let header = try encoder.encode(Header(kid: keyId))
+        let payload = try encoder.encode(
+            Payload(
+                iss: issuerId,
+                iat: issuedAt,
+                aud: audience,
+                bid: bundleId,
+                nonce: nonce.uuidString.lowercased(),
+                productId: claims.productId,
+                offerIdentifier: claims.offerIdentifier,
+                allowIntroductoryOffer: claims.allowIntroductoryOffer,
+                transactionId: claims.transactionId
+            )
+        )
+        let signingInput = Base64.encode(header, alphabet: .url) + "." + Base64.encode(payload, alphabet: .url)
+        let signature = try key.signature(for: Data(signingInput.utf8)).rawRepresentation
+        return signingInput + "." + Base64.encode(signature, alphabet: .url)
+    }
+}

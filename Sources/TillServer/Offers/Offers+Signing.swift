@@ -1,0 +1,201 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Logging
+import TillContract
+import TillCore
+import TillHTTPKit
+import TillStorage
+
+/// Signing for apps: a promotional offer of the catalogue for a customer its rule admits, and a customer's
+/// introductory-offer eligibility as the ledger (or the operator) decides it.
+extension Offers {
+    public typealias PromotionalOfferRequest = Components.Schemas.PromotionalOfferRequest
+    public typealias PromotionalOfferSignature = Components.Schemas.PromotionalOfferSignature
+    public typealias IntroductoryEligibilityRequest = Components.Schemas.IntroductoryEligibilityRequest
+    public typealias IntroductoryEligibilitySignature = Components.Schemas.IntroductoryEligibilitySignature
+
+    /// Signs a promotional offer for a customer, in the format asked for. Refused with `productNotFound` or
+    /// `offerNotFound` when the catalogue does not have it, `notEligible` when its rule does not admit the customer
+    /// now, `noSigningKey` when the app has no key.
+    public func signPromotionalOffer(_ request: PromotionalOfferRequest, customerId: String, app: ServerApp)
+        async throws -> PromotionalOfferSignature
+    {
+        if let token = request.appAccountToken {
+            guard request.format == .signature else {
+                throw TillHTTPError.badRequest(
+                    "appAccountTokenWithJWS",
+                    "the JWS does not sign an app account token: send it with format signature, or leave it out"
+                )
+            }
+            guard (1...255).contains(token.count) else {
+                throw TillHTTPError.badRequest("invalidAppAccountToken", "appAccountToken has 1 to 255 characters")
+            }
+        }
+        guard let product = try await store.product(bundleId: app.bundleId, productId: request.productId, on: store.sql)
+        else { throw TillHTTPError.notFound("product", request.productId) }
+        guard
+            let offer = try await store.offer(
+                bundleId: app.bundleId,
+                productId: request.productId,
+                offerIdentifier: request.offerIdentifier,
+                on: store.sql
+            ), let group = OfferRules.group(of: product)
+        else {
+            throw TillHTTPError.notFound("offer", "\(request.offerIdentifier) for \(request.productId)")
+        }
+        let signer = try signer(for: app)
+        let customer = try await facts(of: customerId, in: group, app: app)
+        guard OfferRules.admits(offer.eligibility, customer.history) else {
+            throw TillHTTPError(
+                .forbidden,
+                "notEligible",
+                "\(request.offerIdentifier) is for \(OfferRules.describe(offer.eligibility, group: group)); \(customer.owner) is not, by the ledger"
+            )
+        }
+        let nonce = UUID()
+        let now = clock.milliseconds
+        var answer = PromotionalOfferSignature(
+            format: request.format == .signature ? .signature : .jws,
+            productId: request.productId,
+            offerIdentifier: request.offerIdentifier,
+            keyIdentifier: signer.keyId
+        )
+        switch request.format {
+        case .signature:
+            answer.nonce = nonce.uuidString.lowercased()
+            answer.timestamp = now
+            answer.appAccountToken = request.appAccountToken?.lowercased()
+            answer.signature = try signer.promotionalSignature(
+                productId: request.productId,
+                offerIdentifier: request.offerIdentifier,
+                appAccountToken: request.appAccountToken,
+                nonce: nonce,
+                timestamp: now
+            )
+        case .jws:
+            answer.transactionId = customer.newestTransactionId
+            answer.compactJWS = try signer.signedRequest(
+                audience: "promotional-offer",
+                claims: OfferSigner.RequestClaims(
+                    productId: request.productId,
+                    offerIdentifier: request.offerIdentifier,
+                    transactionId: customer.newestTransactionId
+                ),
+                nonce: nonce,
+                issuedAt: now / 1000
+            )
+        }
+        try await record(
+            "promotionalOfferSigned",
+            "\(request.offerIdentifier) of \(request.productId) for \(customer.owner) (\(request.format.rawValue), key \(signer.keyId))",
+            app: app,
+            at: now
+        )
+        return answer
+    }
+
+    /// Signs whether a customer may have a subscription's introductory offer, as the ledger (or the operator's
+    /// override) decides it, naming the customer's newest transaction in the ledger or else `appTransactionId`.
+    public func signIntroductoryEligibility(
+        _ request: IntroductoryEligibilityRequest,
+        customerId: String,
+        app: ServerApp
+    ) async throws -> IntroductoryEligibilitySignature {
+        if let given = request.appTransactionId {
+            guard (1...30).contains(given.count), given.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw TillHTTPError.badRequest("invalidAppTransactionId", "appTransactionId is 1 to 30 digits")
+            }
+        }
+        let product = try await subscriptionProduct(bundleId: app.bundleId, productId: request.productId)
+        let group = OfferRules.group(of: product) ?? product.productId
+        let signer = try signer(for: app)
+        let customer = try await facts(of: customerId, in: group, app: app)
+        guard let transactionId = customer.newestTransactionId ?? request.appTransactionId else {
+            throw TillHTTPError.badRequest(
+                "appTransactionIdRequired",
+                "the ledger has no purchase of \(customer.owner) to name: send appTransactionId (StoreKit's AppTransaction)"
+            )
+        }
+        let override = try await store.introductoryOverride(
+            bundleId: app.bundleId,
+            customerId: customer.owner,
+            group: group,
+            on: store.sql
+        )
+        let decision = OfferRules.introductoryOffer(customer.history, override: override?.allowIntroductoryOffer)
+        let now = clock.milliseconds
+        let jws = try signer.signedRequest(
+            audience: "introductory-offer-eligibility",
+            claims: OfferSigner.RequestClaims(
+                productId: request.productId,
+                allowIntroductoryOffer: decision.allow,
+                transactionId: transactionId
+            ),
+            nonce: UUID(),
+            issuedAt: now / 1000
+        )
+        try await record(
+            "introductoryEligibilitySigned",
+            "\(request.productId) for \(customer.owner): \(decision.allow) (\(decision.reason), key \(signer.keyId))",
+            app: app,
+            at: now
+        )
+        return IntroductoryEligibilitySignature(
+            productId: request.productId,
+            subscriptionGroup: group,
+            allowIntroductoryOffer: decision.allow,
+            reason: decision.reason,
+            transactionId: transactionId,
+            keyIdentifier: signer.keyId,
+            compactJWS: jws
+        )
+    }
+
+    /// The app's In-App Purchase key, or its App Store Server API key (Apple allows one key for both).
+    func signer(for app: ServerApp) throws -> OfferSigner {
+        let chosen: (id: String, issuer: String, pem: String)
+        if let pem = app.inAppPurchasePrivateKey, let id = app.inAppPurchaseKeyId, let issuer = app.inAppPurchaseIssuerId {
+            chosen = (id, issuer, pem)
+        } else if let pem = app.apiPrivateKey, let id = app.apiKeyId, let issuer = app.apiIssuerId {
+            chosen = (id, issuer, pem)
+        } else {
+            throw TillHTTPError.conflict(
+                "noSigningKey",
+                "\(app.bundleId) has no key to sign offers with: set inAppPurchaseKeyId, inAppPurchaseIssuerId and inAppPurchasePrivateKey (or the App Store Server API key)"
+            )
+        }
+        guard let key = try? P256.Signing.PrivateKey(pemRepresentation: chosen.pem) else {
+            throw TillHTTPError.conflict("noSigningKey", "\(app.bundleId)'s key \(chosen.id) does not load")
+        }
+        return OfferSigner(keyId: chosen.id, issuerId: chosen.issuer, key: key, bundleId: app.bundleId)
+    }
+
+    /// What the ledger says of a customer (aliases resolved) in a group, and the customer's newest transaction.
+    private func facts(of customerId: String, in group: String, app: ServerApp) async throws
+        -> (owner: String, history: OfferRules.GroupHistory, newestTransactionId: String?)
+    {
+        let snapshot = try await database.read { db in
+            try await self.customers.snapshot(
+                bundleId: app.bundleId,
+                owner: try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db),
+                on: db
+            )
+        }
+        let history = OfferRules.history(
+            in: group,
+            ledger: snapshot.ledger,
+            catalogue: try await catalogue.products(of: app.bundleId),
+            gracePeriods: Customers.gracePeriods(snapshot.states),
+            now: clock.milliseconds
+        )
+        let newest = snapshot.ledger.filter { !$0.isRevokedByRejection }.max { $0.purchaseDate < $1.purchaseDate }
+        return (snapshot.owner, history, newest?.transactionId)
+    }
+
+    /// Keeps who was given what, for the record (`srv_events`).
+    private func record(_ kind: String, _ detail: String, app: ServerApp, at now: Int64) async throws {
+        try await store.recordEvent(bundleId: app.bundleId, kind: kind, detail: detail, at: now, on: store.sql)
+        logger.info("\(kind): \(app.bundleId) \(detail)")
+    }
+}
