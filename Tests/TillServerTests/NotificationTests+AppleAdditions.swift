@@ -78,7 +78,7 @@ extension NotificationTests {
         }
     }
 
-    @Test(arguments: TestDatabase.all) func aPriceIncreaseAndTheCustomersConsentShowOnTheSubscription(
+    @Test(arguments: TestDatabase.all) func aPriceIncreaseFromTheSimulatorAndTheConsentShowOnTheSubscription(
         _ database: TestDatabase
     ) async throws {
         try await ServerFixture.run(database: database) { fixture in
