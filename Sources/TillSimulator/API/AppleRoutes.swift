@@ -115,7 +115,8 @@ struct ServerAPICall: Sendable {
     }
 }
 
-/// A path parameter of a Server API route.
+/// A path parameter of a route, percent-decoded (`a%20b` is `a b`): clients encode what they put in a path.
 func parameter(_ context: SimulatorRequestContext, _ name: String) throws -> String {
-    try context.parameters.require(name)
+    let raw = try context.parameters.require(name)
+    return raw.removingPercentEncoding ?? raw
 }

@@ -17,7 +17,7 @@ func addOfferAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simul
         try jsonResponse(
             try await offers.offers(
                 appAppleId: try int64(context, "app"),
-                productId: try context.parameters.require("product")
+                productId: try parameter(context, "product")
             ),
             context: context
         )
@@ -27,7 +27,7 @@ func addOfferAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simul
         return try jsonResponse(
             try await offers.createOffer(
                 appAppleId: try int64(context, "app"),
-                productId: try context.parameters.require("product"),
+                productId: try parameter(context, "product"),
                 input
             ),
             status: .created,
@@ -37,7 +37,7 @@ func addOfferAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simul
     group.delete("apps/{app}/products/{product}/offers/introductory") { _, context in
         try await offers.deleteOffer(
             appAppleId: try int64(context, "app"),
-            productId: try context.parameters.require("product"),
+            productId: try parameter(context, "product"),
             kind: .introductory,
             offerIdentifier: ""
         )
@@ -48,9 +48,9 @@ func addOfferAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simul
         guard let kind = OfferKind(rawValue: name) else { throw TillHTTPError.notFound("offer kind", name) }
         try await offers.deleteOffer(
             appAppleId: try int64(context, "app"),
-            productId: try context.parameters.require("product"),
+            productId: try parameter(context, "product"),
             kind: kind,
-            offerIdentifier: try context.parameters.require("offer")
+            offerIdentifier: try parameter(context, "offer")
         )
         return Response(status: .noContent)
     }
@@ -58,8 +58,8 @@ func addOfferAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simul
         let input = try await decodeBody(CodesInput.self, from: request, context: context)
         let codes = try await offers.generateCodes(
             appAppleId: try int64(context, "app"),
-            productId: try context.parameters.require("product"),
-            offerIdentifier: try context.parameters.require("offer"),
+            productId: try parameter(context, "product"),
+            offerIdentifier: try parameter(context, "offer"),
             count: input.count
         )
         return try jsonResponse(["codes": codes], status: .created, context: context)

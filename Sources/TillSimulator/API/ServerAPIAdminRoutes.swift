@@ -61,6 +61,14 @@ struct RescindConsentInput: Codable { var bundleId: String }
 /// Admin actions that make the App Store send its other notifications: REFUND_REVERSED, PRICE_INCREASE,
 /// RESCIND_CONSENT, EXTERNAL_PURCHASE_TOKEN, and the Advanced Commerce ones.
 func addEventAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator: Simulator) {
+    // A transaction as the store keeps it: its order id (the customer's e-mailed receipt), offer, revocation, ….
+    group.get("transactions/{transaction}") { _, context in
+        let id = try parameter(context, "transaction")
+        guard let tx = try await simulator.store.transaction(id: id, on: simulator.store.sql) else {
+            throw TillHTTPError.notFound("transaction", id)
+        }
+        return try jsonResponse(tx, context: context)
+    }
     group.post("transactions/{transaction}/reverse-refund") { _, context in
         try jsonResponse(
             try await simulator.subscriptions.reverseRefund(transactionId: try context.parameters.require("transaction")),

@@ -39,6 +39,14 @@ extension AppStoreConnect {
             guard var account = try await self.store.account(id: id, on: db) else {
                 throw TillHTTPError.notFound("account", id)
             }
+            if let environment = input.environment,
+                AppStoreEnvironment(parsing: environment)?.rawValue != account.environment
+            {
+                throw TillHTTPError.badRequest(
+                    "environmentIsFixed",
+                    "account \(id) is a \(account.environment) account; make another account for \(environment)"
+                )
+            }
             if let storefront = input.storefront {
                 try Self.validate(storefront: storefront)
                 account.storefront = storefront
@@ -97,10 +105,10 @@ extension AppStoreConnect {
     }
 
     static func validate(storefront: String) throws {
-        guard storefront.count == 3, storefront.allSatisfy({ $0.isUppercase && $0.isLetter }) else {
+        guard Storefronts.countries.contains(storefront) else {
             throw TillHTTPError.badRequest(
                 "invalidStorefront",
-                "a storefront is an ISO 3166-1 alpha-3 code such as USA"
+                "a storefront is a country's ISO 3166-1 alpha-3 code such as USA, got \(storefront)"
             )
         }
     }

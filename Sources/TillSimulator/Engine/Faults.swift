@@ -114,11 +114,11 @@ public struct FaultRule: Codable, Sendable, Hashable {
             case "latency":
                 let bounds = value.split(separator: "-").compactMap { Double($0) }
                 guard bounds.count == 1 || bounds.count == 2,
-                    bounds.allSatisfy({ (0...Self.longestDelay).contains($0) })
+                    bounds.allSatisfy({ (0...Self.longestDelay).contains($0) }), bounds[0] <= bounds.last!
                 else {
                     throw TillHTTPError.badRequest(
                         "invalidFault",
-                        "latency is SECONDS or MIN-MAX, at most \(Int(Self.longestDelay)) seconds, got \(value)"
+                        "latency is SECONDS or MIN-MAX (the smaller first), at most \(Int(Self.longestDelay)) seconds, got \(value)"
                     )
                 }
                 latencyMinimum = bounds[0]
@@ -195,10 +195,12 @@ public struct FaultRule: Codable, Sendable, Hashable {
         }
         let latencyMinimum = try container.decodeIfPresent(Double.self, forKey: .latencyMinimum)
         let latencyMaximum = try container.decodeIfPresent(Double.self, forKey: .latencyMaximum)
-        if [latencyMinimum, latencyMaximum].contains(where: { !(0...Self.longestDelay).contains($0 ?? 0) }) {
+        if [latencyMinimum, latencyMaximum].contains(where: { !(0...Self.longestDelay).contains($0 ?? 0) })
+            || (latencyMaximum ?? .infinity) < (latencyMinimum ?? 0)
+        {
             throw invalid(
                 .latencyMinimum,
-                "latencies are seconds, not negative and at most \(Int(Self.longestDelay))"
+                "latencies are seconds, not negative, at most \(Int(Self.longestDelay)), the minimum not above the maximum"
             )
         }
         let hangSeconds = try container.decodeIfPresent(Double.self, forKey: .hangSeconds)

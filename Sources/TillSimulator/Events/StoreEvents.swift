@@ -56,6 +56,12 @@ extension StoreEvents {
             }
             let app = try await self.store.requireApp(bundleId: bundleId, on: db)
             let environment = account.appStoreEnvironment
+            guard environment == .sandbox || environment == .production else {
+                throw TillHTTPError.badRequest(
+                    "wrongEnvironment",
+                    "StoreKit Testing in Xcode sends no server notifications; rescind consent on a Sandbox account"
+                )
+            }
             return try await self.notifications.enqueueNotification(
                 app: app,
                 environment: environment,

@@ -128,6 +128,12 @@ public struct SimOffer: Codable, Sendable, Hashable {
     /// The length of the whole offer, as `offerPeriod` carries it (`P2M` for two monthly periods).
     public var offerPeriod: String? { duration?.times(discountType == .payAsYouGo ? periods : 1).description }
 
+    /// Whether the offer is sold in a storefront: a free trial everywhere the product is, a priced offer where it
+    /// has a price (App Store Connect sets an offer's territories by its prices).
+    func isAvailable(in storefront: String) -> Bool {
+        discountType == .freeTrial || prices[storefront] != nil
+    }
+
     /// What the offer charges in a storefront (0 for a free trial).
     func price(in storefront: String, regular: StorefrontPrice) -> StorefrontPrice {
         discountType == .freeTrial

@@ -71,7 +71,8 @@ extension Offers {
                 environment: environment.rawValue,
                 on: db
             ).isEmpty
-            return subscribed ? .success(OfferChoice(offer: offer)) : .failure(.ineligibleForOffer)
+            guard subscribed, offer.isAvailable(in: account.storefront) else { return .failure(.ineligibleForOffer) }
+            return .success(OfferChoice(offer: offer))
         }
 
         if let winBackId = request.winBackOfferId {
@@ -84,7 +85,7 @@ extension Offers {
                     on: db
                 )
             else { return .failure(.invalidOfferIdentifier) }
-            guard let subscription,
+            guard let subscription, offer.isAvailable(in: account.storefront),
                 try await winBackEligible(offer, subscription: subscription, on: db)
             else { return .failure(.ineligibleForOffer) }
             return .success(OfferChoice(offer: offer))
@@ -94,6 +95,7 @@ extension Offers {
             switch try await offer(forCode: code, account: account, app: app, on: db) {
             case .success(let choice):
                 guard choice.offer.productId == product.productId else { return .failure(.invalidOfferIdentifier) }
+                guard choice.offer.isAvailable(in: account.storefront) else { return .failure(.ineligibleForOffer) }
                 return .success(choice)
             case .failure: return .failure(.invalidOfferIdentifier)
             }
@@ -123,8 +125,10 @@ extension Offers {
             else { return .failure(.invalidSignature) }
             eligible = allow
         }
-        // Existing subscribers changing plan are never eligible, whatever they had before.
+        // Existing subscribers changing plan are never eligible, whatever they had before; nor is a customer in a
+        // storefront the offer is not sold in.
         if let subscription, Self.isActive(subscription) { eligible = false }
+        if !introductory.isAvailable(in: account.storefront) { eligible = false }
         return .success(eligible ? OfferChoice(offer: introductory) : nil)
     }
 
@@ -158,6 +162,7 @@ extension Offers {
                     on: db
                 )
             else { return .failure(.notFound("offer code", code)) }
+            guard offer.isAvailable(in: account.storefront) else { return .failure(Self.notSold(code, account)) }
             return .success(OfferChoice(offer: offer, code: normalized))
         }
         guard let offer = try await store.offer(customCode: normalized, appAppleId: app.appAppleId, on: db) else {
@@ -170,6 +175,7 @@ extension Offers {
         if let limit = offer.redemptionLimit, redemptions.count >= limit {
             return .failure(.conflict("codeLimitReached", "the code \(code) reached its \(limit) redemptions"))
         }
+        guard offer.isAvailable(in: account.storefront) else { return .failure(Self.notSold(code, account)) }
         return .success(OfferChoice(offer: offer, code: normalized))
     }
 
@@ -213,6 +219,10 @@ extension Offers {
     }
 
     // MARK: Helpers
+
+    static func notSold(_ code: String, _ account: SimAccount) -> TillHTTPError {
+        .conflict("offerNotInStorefront", "the offer of code \(code) is not sold in storefront \(account.storefront)")
+    }
 
     static func isActive(_ subscription: SimSubscription) -> Bool {
         [SubscriptionStatus.active, .gracePeriod, .billingRetry].map(\.rawValue).contains(subscription.status)

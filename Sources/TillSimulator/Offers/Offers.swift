@@ -199,7 +199,10 @@ extension Offers {
         if input.kind == .introductory {
             guard input.offerIdentifier?.isEmpty ?? true else { throw refuse("an introductory offer has no identifier") }
         } else {
-            guard (1...64).contains(identifier.count) else { throw refuse("offerIdentifier is 1 to 64 characters") }
+            // As App Store Connect's identifiers: letters, digits, periods, hyphens and underscores.
+            guard (1...64).contains(identifier.count),
+                identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+            else { throw refuse("offerIdentifier is 1 to 64 letters, digits, periods, hyphens or underscores") }
         }
         var duration: OfferDuration?
         var periods = 1
@@ -229,6 +232,20 @@ extension Offers {
             guard !prices.isEmpty, prices.values.allSatisfy({ $0.price >= 0 && $0.price <= 1_000_000_000 }) else {
                 throw refuse("give the offer's price (price, or prices by storefront) in milliunits")
             }
+        }
+        for (storefront, price) in prices {
+            guard let regular = product.prices[storefront] else {
+                throw refuse("\(product.productId) is not sold in \(storefront): an offer is priced where its product is")
+            }
+            guard price.currency == regular.currency else {
+                throw refuse("in \(storefront) the offer is priced in \(regular.currency), as its product")
+            }
+            if input.discountType == .payAsYouGo || input.discountType == .oneTime, price.price >= regular.price {
+                throw refuse("a \(input.discountType) offer is a discount: below the product's \(regular.price) in \(storefront)")
+            }
+        }
+        if let minimum = input.minimumDaysSinceExpiry, let maximum = input.maximumDaysSinceExpiry, minimum > maximum {
+            throw refuse("minimumDaysSinceExpiry is not above maximumDaysSinceExpiry: the offer could never apply")
         }
         if input.customCode != nil || input.redemptionLimit != nil {
             guard input.kind == .offerCode else { throw refuse("only offer codes have a custom code") }

@@ -94,6 +94,8 @@ public struct QueueTransaction: Codable, Sendable, Hashable {
     public var signedTransaction: String?
     /// The iOS 6-style receipt of the transaction.
     public var transactionReceipt: String?
+    /// How many times the queue has handed this entry to the app (each `GET …/queue` while it is unfinished).
+    public var deliveries: Int?
 }
 
 /// The outcome of "restore completed transactions".
@@ -108,6 +110,9 @@ extension Payments {
     /// Adds a payment: it ends purchased, failed or deferred, and lands in the device's queue.
     public func addPayment(_ request: PaymentRequest, environment: AppStoreEnvironment) async throws -> QueueTransaction
     {
+        guard [nil, "confirm", "cancel"].contains(request.userAction) else {
+            throw TillHTTPError.badRequest("invalidUserAction", "userAction is confirm (the default) or cancel")
+        }
         try await faultsForStoreKit(environment)
         let entryId = try await database.transaction { db -> String in
             let (device, account) = try await store.requireDevice(request.deviceId, environment: environment, on: db)
@@ -324,7 +329,8 @@ extension Payments {
             state: entry.state,
             productId: entry.productId,
             paymentId: entry.paymentId,
-            error: entry.errorCode.map { .init(code: $0, message: entry.errorMessage ?? "") }
+            error: entry.errorCode.map { .init(code: $0, message: entry.errorMessage ?? "") },
+            deliveries: entry.deliveries
         )
         if let id = entry.transactionId, let tx = try await store.transaction(id: id, on: db),
             let app = try await store.app(appAppleId: tx.appAppleId, on: db)

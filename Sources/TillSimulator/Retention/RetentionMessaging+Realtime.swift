@@ -61,8 +61,7 @@ extension RetentionMessaging {
             )
             shown.requestIdentifier = call.requestIdentifier
             shown.realtimeOutcome = call.outcome
-            if let response = call.response, var chosen = try await show(response, subscription: subscription, app: app)
-            {
+            if var chosen = call.shown {
                 chosen.requestIdentifier = call.requestIdentifier
                 chosen.realtimeOutcome = call.outcome
                 return chosen
@@ -99,13 +98,15 @@ extension RetentionMessaging {
     struct RealtimeCall: Sendable {
         var requestIdentifier: String
         var outcome: String
-        var response: RealtimeResponseBody?
+        /// What the customer is shown of a valid answer.
+        var shown: RetentionMessageShown?
         var durationMs: Int
     }
 
-    /// Sends one signed realtime request and records it with its outcome. A non-200 answer, a body that is not a
-    /// realtime response, or one that does not name exactly one choice is `INVALID_RESPONSE` or
-    /// `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, as Apple's performance test counts them.
+    /// Sends one signed realtime request and records it with its outcome. A non-200 answer is
+    /// `UNSUCCESSFUL_HTTP_RESPONSE_CODE`; a body that is not a realtime response, does not name exactly one choice,
+    /// or names one the App Store cannot show (a message missing or not approved, a product outside the group, an
+    /// offer message with an image) is `INVALID_RESPONSE`, as Apple's performance test counts them.
     func callRealtimeURL(
         _ url: String,
         app: SimApp,
@@ -147,7 +148,7 @@ extension RetentionMessaging {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#))
         let started = ContinuousClock.now
-        var response: RealtimeResponseBody?
+        var shown: RetentionMessageShown?
         var raw: String?
         let outcome: String
         do {
@@ -159,8 +160,8 @@ extension RetentionMessaging {
             } else if let decoded = try? TillFormatsJSON.decoder.decode(
                 RealtimeResponseBody.self,
                 from: Data(body.readableBytesView)
-            ), decoded.choices == 1 {
-                response = decoded
+            ), decoded.choices == 1, let valid = try await show(decoded, subscription: subscription, app: app) {
+                shown = valid
                 outcome = "SUCCESS"
             } else {
                 outcome = "INVALID_RESPONSE"
@@ -182,7 +183,7 @@ extension RetentionMessaging {
         return RealtimeCall(
             requestIdentifier: identifier,
             outcome: outcome,
-            response: response,
+            shown: shown,
             durationMs: record.durationMs ?? 0
         )
     }

@@ -56,6 +56,8 @@ extension ServerAPI {
             reason: request.extendReasonCode,
             requestIdentifier: request.requestIdentifier
         )
+        // A mass extension's request identifier is a UUID (it names the request in the status call's path).
+        guard UUID(uuidString: identifier) != nil else { throw ServerAPIFailure(.invalidRequestIdentifier) }
         guard let productId = request.productId,
             let product = try await store.product(appAppleId: app.appAppleId, productId: productId, on: store.sql),
             product.type == .autoRenewable

@@ -139,9 +139,21 @@ extension SubscriptionEngine {
 
     /// The customer asks Apple for a refund of a consumable: Apple asks the developer for consumption data.
     public func requestRefund(transactionId: String, reason: ConsumptionRequestReason) async throws {
+        let reasons: [ConsumptionRequestReason] = [
+            .unintendedPurchase, .fulfillmentIssue, .unsatisfiedWithPurchase, .legal, .other,
+        ]
+        guard reasons.contains(reason) else {
+            throw TillHTTPError.badRequest(
+                "invalidReason",
+                "reason is one of \(reasons.map(\.rawValue).joined(separator: ", "))"
+            )
+        }
         try await database.transaction { db in
             guard let tx = try await self.store.transaction(id: transactionId, on: db) else {
                 throw TillHTTPError.notFound("transaction", transactionId)
+            }
+            guard tx.revocationDate == nil else {
+                throw TillHTTPError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
             }
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
                 throw TillHTTPError.notFound("app", String(tx.appAppleId))
@@ -159,12 +171,31 @@ extension SubscriptionEngine {
         notifications.due.signal()
     }
 
-    /// Apple declines a refund request (REFUND_DECLINED).
+    /// Apple declines a refund request (REFUND_DECLINED): the customer's request must be pending (asked for, not
+    /// declined since, the transaction not refunded).
     public func declineRefund(transactionId: String) async throws {
         try await database.transaction { db in
             guard let tx = try await self.store.transaction(id: transactionId, on: db),
                 let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
             else { throw TillHTTPError.notFound("transaction", transactionId) }
+            let requested = try await self.store.latestNotification(
+                type: NotificationType.consumptionRequest.rawValue,
+                transactionId: transactionId,
+                on: db
+            )
+            let declined = try await self.store.latestNotification(
+                type: NotificationType.refundDeclined.rawValue,
+                transactionId: transactionId,
+                on: db
+            )
+            guard let requested, tx.revocationDate == nil,
+                (declined?.createdAt).map({ $0 < requested.createdAt }) ?? true
+            else {
+                throw TillHTTPError.conflict(
+                    "noRefundRequest",
+                    "transaction \(transactionId) has no pending refund request (POST …/refund-request first)"
+                )
+            }
             try await notifications.enqueueNotification(
                 app: app,
                 environment: AppStoreEnvironment(tx.environment),

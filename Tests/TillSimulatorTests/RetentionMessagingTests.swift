@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+import Testing
+import TillCore
+import TillFormats
+import TillTestSupport
+
+@testable import TillSimulator
+
+/// Retention Messaging's realtime call judged as Apple judges it: an answer naming a message the App Store cannot
+/// show is no answer (the default message is shown, and a performance test of such answers fails).
+struct RetentionMessagingTests {
+    @Test func anAnswerNamingAnUnknownMessageFallsBackAndFailsThePerformanceTest() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let simulator = fixture.simulator
+        let retention = simulator.retention
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        let message = UUID().uuidString.lowercased()
+        try await retention.uploadMessage(
+            message, body: Array(#"{"header":"Stay","body":"Your plan keeps your data."}"#.utf8), app: fixture.app,
+            environment: .sandbox
+        )
+        try await retention.configureDefaultMessage(
+            productId: "premium.monthly", locale: "en-US",
+            body: Array(#"{"messageIdentifier":"\#(message)"}"#.utf8), app: fixture.app, environment: .sandbox
+        )
+        let unknown = #"{"message":{"messageIdentifier":"\#(UUID().uuidString.lowercased())"}}"#
+        let router = Router()
+        router.post("/retention") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: unknown)))
+        }
+        try await withServices({ report in
+            Application(
+                router: router,
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { await report($0.localAddress?.port ?? 0) }
+            )
+        }) { port in
+            try await retention.configureRealtimeURL(
+                body: Array(#"{"realtimeURL":"http://127.0.0.1:\#(port)/retention"}"#.utf8), app: fixture.app,
+                environment: .sandbox
+            )
+            let shown = try await retention.retentionMessage(
+                deviceId: fixture.phone.id, originalTransactionId: original, locale: "en-US", environment: .sandbox
+            )
+            #expect(shown.source == "default" && shown.messageIdentifier == message)
+            #expect(shown.realtimeOutcome == "INVALID_RESPONSE")
+
+            let test = try await retention.initiatePerformanceTest(
+                body: Array(#"{"originalTransactionId":"\#(original)"}"#.utf8), app: fixture.app, environment: .sandbox
+            )
+            let requestId = try #require(test.requestId)
+            var result = try await retention.performanceTestResults(requestId, app: fixture.app, environment: .sandbox)
+            for _ in 0..<300 where result.result == .pending {
+                try await Task.sleep(for: .milliseconds(50))
+                result = try await retention.performanceTestResults(requestId, app: fixture.app, environment: .sandbox)
+            }
+            #expect(result.result == .fail && result.successRate == 0)
+            #expect(result.failures?["INVALID_RESPONSE"] == 20)
+        }
+    }
+}
