@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import TillClient
+import TillContract
 import TillCore
 import TillFormats
 import TillTestSupport
@@ -62,6 +63,46 @@ struct StorefrontOfferTests {
             #expect(subscription.appliedOffer?.identifier == "loyal")
             let replayed = try await store.purchase(Payment(productId: "premium.monthly", promotionalOffer: offer))
             #expect(replayed.state == "failed" && replayed.error?.code == .invalidSignature)
+        }
+    }
+}
+
+extension StorefrontOfferTests {
+    /// The whole app flow: a subscriber asks Till to sign a promotional offer (both formats), and the store takes
+    /// the signature with the payment; the consent to share consumption data is recorded on the way.
+    @Test func theAppBuysWithAnOfferTheServerSigned() async throws {
+        try await ClientFixture.run { fixture in
+            _ = try await fixture.simulator.offers.createOffer(
+                appAppleId: 1_234_567_890,
+                productId: "premium.monthly",
+                OfferInput(kind: .promotional, offerIdentifier: "loyal", discountType: .payUpFront, duration: "P3M",
+                           price: 1990)
+            )
+            _ = try await fixture.server.offers.putOffer(
+                bundleId: ClientFixture.bundleId, productId: "premium.monthly", offerIdentifier: "loyal",
+                eligibility: .currentOrLapsedSubscribers
+            )
+            try await fixture.serve { url in
+                let server = fixture.client(url)
+                let store = fixture.storefront()
+                let first = try await store.purchase(Payment(productId: "premium.monthly"))
+                let jws = try #require(first.signedTransaction)
+                _ = try await server.submit(.signedTransaction(jws), customerId: "alice", wait: .seconds(10))
+                try await server.setConsumptionConsent(customerId: "alice", consented: true)
+                for jws in [false, true] {
+                    let signed = try await server.signPromotionalOffer(
+                        customerId: "alice", productId: "premium.monthly", offerIdentifier: "loyal", jws: jws
+                    )
+                    let offer = try #require(signed.promotionalOffer)
+                    let bought = try await store.purchase(Payment(productId: "premium.monthly", promotionalOffer: offer))
+                    #expect(bought.state == "purchased", "jws: \(jws)")
+                }
+                await #expect(throws: TillClientError.self) {
+                    _ = try await server.signPromotionalOffer(
+                        customerId: "alice", productId: "premium.monthly", offerIdentifier: "unknown"
+                    )
+                }
+            }
         }
     }
 }

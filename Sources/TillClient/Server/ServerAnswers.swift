@@ -23,6 +23,27 @@ public typealias ContentLink = Components.Schemas.ContentDownload
 /// The answer to `GET /v1/customers/{id}/snapshot`: the signed snapshot, and its payload in the clear. Only
 /// `signedSnapshot` counts: ``EntitlementStore`` verifies it and ignores the clear copy.
 public typealias SnapshotResponse = Components.Schemas.SignedSnapshot
+/// A promotional offer the server signed for a customer (`POST /v1/customers/{id}/offers/promotional`); its
+/// ``promotionalOffer`` is what a ``Payment`` carries.
+public typealias SignedPromotionalOffer = Components.Schemas.PromotionalOfferSignature
+/// The server's signed word on a customer's introductory offer; `compactJWS` goes in
+/// ``Payment/introductoryOfferEligibility``.
+public typealias SignedIntroductoryEligibility = Components.Schemas.IntroductoryEligibilitySignature
+
+extension Components.Schemas.PromotionalOfferSignature {
+    /// The offer as a payment carries it, in the format the server signed.
+    public var promotionalOffer: PromotionalOffer? {
+        if let compactJWS { return PromotionalOffer(offerIdentifier: offerIdentifier, compactJWS: compactJWS) }
+        guard let nonce, let timestamp, let signature else { return nil }
+        return PromotionalOffer(
+            offerIdentifier: offerIdentifier,
+            keyIdentifier: keyIdentifier,
+            nonce: nonce,
+            timestamp: timestamp,
+            signature: signature
+        )
+    }
+}
 
 extension Components.Schemas.ContentDownload {
     /// The file the link downloads, as the master list describes it.

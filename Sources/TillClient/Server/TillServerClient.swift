@@ -134,6 +134,56 @@ public struct TillServerClient: Sendable {
         return try Self.read { try ok.body.json }.balances.additionalProperties
     }
 
+    /// Asks the server to sign a promotional offer for the customer (`jws`: the compact JWS of iOS 26's purchase
+    /// option; otherwise the original signature). Pass the `appAccountToken` the purchase will carry: the original
+    /// signature covers it. A signature buys once: ask again for each attempt.
+    public func signPromotionalOffer(
+        customerId: String,
+        productId: String,
+        offerIdentifier: String,
+        jws: Bool = false,
+        appAccountToken: String? = nil
+    ) async throws -> SignedPromotionalOffer {
+        let body = Components.Schemas.PromotionalOfferRequest(
+            productId: productId,
+            offerIdentifier: offerIdentifier,
+            format: jws ? .jws : .signature,
+            appAccountToken: appAccountToken
+        )
+        let output = try await call {
+            try await $0.signPromotionalOffer(path: .init(customer: customerId), body: .json(body))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
+    }
+
+    /// Asks the server whether the customer may have a subscription's introductory offer, signed for StoreKit 2's
+    /// `introductoryOfferEligibility(compactJWS:)`. `appTransactionId` names the customer when the server has no
+    /// purchase of theirs yet.
+    public func signIntroductoryEligibility(customerId: String, productId: String, appTransactionId: String? = nil)
+        async throws -> SignedIntroductoryEligibility
+    {
+        let body = Components.Schemas.IntroductoryEligibilityRequest(
+            productId: productId,
+            appTransactionId: appTransactionId
+        )
+        let output = try await call {
+            try await $0.signIntroductoryOfferEligibility(path: .init(customer: customerId), body: .json(body))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.read { try ok.body.json }
+    }
+
+    /// Records whether the customer agreed that their consumption data be shared with Apple when they ask for a
+    /// refund (the server answers Apple's consumption requests only for those who did).
+    public func setConsumptionConsent(customerId: String, consented: Bool) async throws {
+        let body = Components.Schemas.ConsumptionConsentInput(consented: consented)
+        let output = try await call {
+            try await $0.setConsumptionConsent(path: .init(customer: customerId), body: .json(body))
+        }
+        guard case .ok = output else { throw Self.unexpected(output) }
+    }
+
     /// Makes `guestId` an alias of `customerId`: the guest's purchases and balances move to the account, once.
     public func link(guestId: String, to customerId: String) async throws -> CustomerAccount {
         let body = Components.Schemas.AliasRequest(customerId: guestId)
