@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JWTKit
 import Testing
 import TillCore
 import TillFormats
@@ -57,6 +58,72 @@ struct RetentionMessagingTests {
             }
             #expect(result.result == .fail && result.successRate == 0)
             #expect(result.failures?["INVALID_RESPONSE"] == 20)
+        }
+    }
+}
+
+extension RetentionMessagingTests {
+    /// The developer's realtime answer offers a promotional offer (a JWS signed with the app's key); the customer
+    /// accepts it and buys with what the App Store showed.
+    @Test func aRetentionOfferIsShownAndBoughtWithItsSignature() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let simulator = fixture.simulator
+        let retention = simulator.retention
+        _ = try await simulator.offers.createOffer(
+            appAppleId: fixture.app.appAppleId, productId: "premium.monthly",
+            OfferInput(kind: .promotional, offerIdentifier: "stay", discountType: .payUpFront, duration: "P3M", price: 990)
+        )
+        let original = try #require(try await fixture.buy("premium.monthly").transactionId)
+        let message = UUID().uuidString.lowercased()
+        try await retention.uploadMessage(
+            message, body: Array(#"{"header":"Stay","body":"Three months for the price of one."}"#.utf8),
+            app: fixture.app, environment: .sandbox
+        )
+        let key = try await simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
+        struct Claims: JWTPayload {
+            var iss: IssuerClaim, iat: IssuedAtClaim, aud: AudienceClaim
+            var bid: String, nonce: String, productId: String, offerIdentifier: String
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(pem: key.privateKey), kid: JWKIdentifier(string: key.keyId))
+        let jws = try await keys.sign(
+            Claims(iss: .init(value: key.issuerId), iat: .init(value: Date()), aud: .init(value: ["promotional-offer"]),
+                   bid: SimulatorFixture.bundleId, nonce: UUID().uuidString.lowercased(), productId: "premium.monthly",
+                   offerIdentifier: "stay"),
+            kid: JWKIdentifier(string: key.keyId)
+        )
+        let answer = #"{"promotionalOffer":{"messageIdentifier":"\#(message)","promotionalOfferSignatureV2":"\#(jws)"}}"#
+        let router = Router()
+        router.post("/retention") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: answer)))
+        }
+        try await withServices({ report in
+            Application(
+                router: router,
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { await report($0.localAddress?.port ?? 0) }
+            )
+        }) { port in
+            try await retention.configureRealtimeURL(
+                body: Array(#"{"realtimeURL":"http://127.0.0.1:\#(port)/retention"}"#.utf8), app: fixture.app,
+                environment: .sandbox
+            )
+            let shown = try await retention.retentionMessage(
+                deviceId: fixture.phone.id, originalTransactionId: original, locale: "en-US", environment: .sandbox
+            )
+            #expect(shown.source == "realtime" && shown.header == "Stay" && shown.offerProductId == "premium.monthly")
+            let offer = try #require(shown.paymentOffer)
+            let accepted = try await simulator.payments.addPayment(
+                PaymentRequest(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId,
+                               productId: "premium.monthly", promotionalOffer: offer),
+                environment: .sandbox
+            )
+            #expect(accepted.state == "purchased")
+            let subscription = try #require(
+                try await simulator.store.subscription(originalTransactionId: original, on: simulator.store.sql)
+            )
+            #expect(subscription.appliedOffer?.identifier == "stay")
         }
     }
 }

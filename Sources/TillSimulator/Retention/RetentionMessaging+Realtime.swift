@@ -26,8 +26,12 @@ public struct RetentionMessageShown: Codable, Sendable, Hashable {
     /// A switch-plan offer: the product to switch to.
     public var alternateProductId: String?
     public var billingPlanType: String?
-    /// A promotional offer, signed by the developer, to buy with a payment (`promotionalOffer` of the payment).
+    /// A promotional offer, signed by the developer, as the realtime answer gave it.
     public var promotionalOffer: RealtimeResponseBody.PromotionalOffer?
+    /// The product the offer is for, and the offer as a payment carries it (`POST …/payments` with
+    /// `productId` and `promotionalOffer`): what the customer buys if they accept.
+    public var offerProductId: String?
+    public var paymentOffer: PromotionalOfferInput?
 }
 
 extension RetentionMessaging {
@@ -220,6 +224,27 @@ extension RetentionMessaging {
                 return nil
             }
             shown.promotionalOffer = offer
+            if let original = offer.promotionalOfferSignatureV1 {
+                guard let identifier = original.offerIdentifier else { return nil }
+                shown.offerProductId = original.productId
+                shown.paymentOffer = PromotionalOfferInput(
+                    offerIdentifier: identifier,
+                    keyIdentifier: original.keyId,
+                    nonce: original.nonce,
+                    timestamp: original.timestamp,
+                    signature: original.encodedSignature
+                )
+            } else if let jws = offer.promotionalOfferSignatureV2 {
+                // Read, not verified: the payment that uses it is checked as every offer payment is.
+                struct Claims: Decodable { var productId: String?; var offerIdentifier: String? }
+                let segments = jws.split(separator: ".")
+                guard segments.count == 3, let bytes = Base64.decode(segments[1], alphabet: .url),
+                    let claims = try? JSONDecoder().decode(Claims.self, from: Data(bytes)),
+                    let identifier = claims.offerIdentifier
+                else { return nil }
+                shown.offerProductId = claims.productId
+                shown.paymentOffer = PromotionalOfferInput(offerIdentifier: identifier, compactJWS: jws)
+            }
         }
         return shown
     }
