@@ -832,7 +832,8 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/App'
             '400':
               description: '`invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and
-                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key).'
+                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key),
+                `invalidStoreKitTestCertificate` (not a certificate, not self-signed, or not P-256).'
               content:
                 application/json:
                   schema:
@@ -893,8 +894,8 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/App'
             '400':
-              description: '`invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `bundleIdImmutable` (another
-                `bundleId` in the body).'
+              description: '`invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `invalidStoreKitTestCertificate`,
+                `bundleIdImmutable` (another `bundleId` in the body).'
               content:
                 application/json:
                   schema:
@@ -1656,7 +1657,9 @@ public enum ContractDocument {
             `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not
             signed by Apple), `verificationFailure` (a forged signature), `malformedPayload`,
             `invalidAppIdentifier` (another app''s), `invalidEnvironment`, `sandboxNotAccepted`,
-            `untrustedForProduction` (production data under a sandbox-only root).'
+            `untrustedForProduction` (production data under a sandbox-only root), `storeKitTestingNotEnabled` (Xcode or
+            LocalTesting data for an app without `storeKitTestCertificates`), `untrustedForXcode` (Xcode or
+            LocalTesting data under Apple''s or the sandbox roots).'
           content:
             application/json:
               schema:
@@ -1791,7 +1794,8 @@ public enum ContractDocument {
           type: string
           enum: [pending, confirmed, retrying, rejected, deadLettered]
           description: Where a submission's confirmation with Apple stands. `pending` is verified locally and waits
-            for its first attempt; `confirmed` by Apple; `retrying` after a temporary failure, with the next attempt
+            for its first attempt; `confirmed` by Apple (or at once, for StoreKit Testing in Xcode's purchases, which
+            no App Store knows of, as `reason` says); `retrying` after a temporary failure, with the next attempt
             scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when
             retries ran out and an operator must look.
         SubmissionKind:
@@ -1984,7 +1988,7 @@ public enum ContractDocument {
               $ref: '#/components/schemas/SubmissionKind'
             environment:
               type: string
-              examples: [Production, Sandbox]
+              examples: [Production, Sandbox, Xcode]
             customerId:
               type: string
               description: The owner, after aliases.
@@ -2007,7 +2011,8 @@ public enum ContractDocument {
               $ref: '#/components/schemas/RetryCause'
             reason:
               type: string
-              description: Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+              description: Why Apple refused it (rejected), why retries stopped (dead-lettered), or why it was confirmed
+                without Apple (StoreKit Testing in Xcode, which no App Store knows of).
             createdAt:
               type: integer
               format: int64
@@ -2397,7 +2402,7 @@ public enum ContractDocument {
           description: An app; its private keys are never returned.
           required:
             [bundleId, name, appKey, sharedSecrets, hasAPIKey, hasInAppPurchaseKey, acceptSandbox, restorePolicy, consumption,
-              createdAt]
+              storeKitTestCertificates, createdAt]
           properties:
             bundleId:
               type: string
@@ -2432,9 +2437,39 @@ public enum ContractDocument {
               $ref: '#/components/schemas/RestorePolicy'
             consumption:
               $ref: '#/components/schemas/ConsumptionSettings'
+            storeKitTestCertificates:
+              type: array
+              description: The StoreKit Testing in Xcode certificates whose signed data the server accepts for this app
+                (environment `Xcode` or `LocalTesting`); empty when it accepts none.
+              items:
+                $ref: '#/components/schemas/StoreKitTestCertificate'
             createdAt:
               type: integer
               format: int64
+        StoreKitTestCertificate:
+          type: object
+          description: A self-signed certificate of StoreKit Testing in Xcode, trusted for this app's Xcode and
+            LocalTesting data only.
+          required: [sha256, subject, notValidBefore, notValidAfter, pem]
+          properties:
+            sha256:
+              type: string
+              description: The SHA-256 of the certificate's DER, in upper-case hex pairs separated by colons (as
+                `openssl x509 -fingerprint -sha256` prints it).
+              examples: ['3A:1F:…:9C']
+            subject:
+              type: string
+              examples: ['CN=StoreKit Testing in Xcode,O=StoreKit Testing in Xcode']
+            notValidBefore:
+              type: integer
+              format: int64
+            notValidAfter:
+              type: integer
+              format: int64
+              description: Not enforced (StoreKit Testing's clock runs at the developer's rate); shown for people.
+            pem:
+              type: string
+              description: The certificate, PEM (public; send the list back without one to remove it).
         AppInput:
           type: object
           properties:
@@ -2474,6 +2509,14 @@ public enum ContractDocument {
               $ref: '#/components/schemas/RestorePolicy'
             consumption:
               $ref: '#/components/schemas/ConsumptionSettings'
+            storeKitTestCertificates:
+              type: array
+              description: 'The app''s StoreKit Testing in Xcode certificates, each PEM (what Xcode''s Editor → Save
+                Public Certificate exports, converted with `openssl x509 -inform der`) or the base64 of its DER. Each
+                must be a self-signed P-256 certificate. Replaces the app''s list; `[]` removes them all, and with them
+                the acceptance of Xcode and LocalTesting purchases.'
+              items:
+                type: string
 
         ConsumptionSettings:
           type: object

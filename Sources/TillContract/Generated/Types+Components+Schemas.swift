@@ -75,7 +75,7 @@ extension Components {
             case keepWithFirstOwner = "keepWithFirstOwner"
             case transferToLatest = "transferToLatest"
         }
-        /// Where a submission's confirmation with Apple stands. `pending` is verified locally and waits for its first attempt; `confirmed` by Apple; `retrying` after a temporary failure, with the next attempt scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when retries ran out and an operator must look.
+        /// Where a submission's confirmation with Apple stands. `pending` is verified locally and waits for its first attempt; `confirmed` by Apple (or at once, for StoreKit Testing in Xcode's purchases, which no App Store knows of, as `reason` says); `retrying` after a temporary failure, with the next attempt scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when retries ran out and an operator must look.
         ///
         /// - Remark: Generated from `#/components/schemas/SubmissionState`.
         @frozen public enum SubmissionState: String, Codable, Hashable, Sendable, CaseIterable {
@@ -502,7 +502,7 @@ extension Components {
             public var lastError: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Submission/retryCause`.
             public var retryCause: Components.Schemas.RetryCause?
-            /// Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+            /// Why Apple refused it (rejected), why retries stopped (dead-lettered), or why it was confirmed without Apple (StoreKit Testing in Xcode, which no App Store knows of).
             ///
             /// - Remark: Generated from `#/components/schemas/Submission/reason`.
             public var reason: Swift.String?
@@ -524,7 +524,7 @@ extension Components {
             ///   - lastStatus: Apple's last answer (`HTTP 200`, `status 21005`, `timeout`, …).
             ///   - lastError:
             ///   - retryCause:
-            ///   - reason: Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+            ///   - reason: Why Apple refused it (rejected), why retries stopped (dead-lettered), or why it was confirmed without Apple (StoreKit Testing in Xcode, which no App Store knows of).
             ///   - createdAt:
             ///   - confirmedAt:
             public init(
@@ -1476,6 +1476,10 @@ extension Components {
             public var restorePolicy: Components.Schemas.RestorePolicy
             /// - Remark: Generated from `#/components/schemas/App/consumption`.
             public var consumption: Components.Schemas.ConsumptionSettings
+            /// The StoreKit Testing in Xcode certificates whose signed data the server accepts for this app (environment `Xcode` or `LocalTesting`); empty when it accepts none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/storeKitTestCertificates`.
+            public var storeKitTestCertificates: [Components.Schemas.StoreKitTestCertificate]
             /// - Remark: Generated from `#/components/schemas/App/createdAt`.
             public var createdAt: Swift.Int64
             /// Creates a new `App`.
@@ -1495,6 +1499,7 @@ extension Components {
             ///   - acceptSandbox:
             ///   - restorePolicy:
             ///   - consumption:
+            ///   - storeKitTestCertificates: The StoreKit Testing in Xcode certificates whose signed data the server accepts for this app (environment `Xcode` or `LocalTesting`); empty when it accepts none.
             ///   - createdAt:
             public init(
                 bundleId: Swift.String,
@@ -1511,6 +1516,7 @@ extension Components {
                 acceptSandbox: Swift.Bool,
                 restorePolicy: Components.Schemas.RestorePolicy,
                 consumption: Components.Schemas.ConsumptionSettings,
+                storeKitTestCertificates: [Components.Schemas.StoreKitTestCertificate],
                 createdAt: Swift.Int64
             ) {
                 self.bundleId = bundleId
@@ -1527,6 +1533,7 @@ extension Components {
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
                 self.consumption = consumption
+                self.storeKitTestCertificates = storeKitTestCertificates
                 self.createdAt = createdAt
             }
             public enum CodingKeys: String, CodingKey {
@@ -1544,7 +1551,57 @@ extension Components {
                 case acceptSandbox
                 case restorePolicy
                 case consumption
+                case storeKitTestCertificates
                 case createdAt
+            }
+        }
+        /// A self-signed certificate of StoreKit Testing in Xcode, trusted for this app's Xcode and LocalTesting data only.
+        ///
+        /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate`.
+        public struct StoreKitTestCertificate: Codable, Hashable, Sendable {
+            /// The SHA-256 of the certificate's DER, in upper-case hex pairs separated by colons (as `openssl x509 -fingerprint -sha256` prints it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/sha256`.
+            public var sha256: Swift.String
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/subject`.
+            public var subject: Swift.String
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/notValidBefore`.
+            public var notValidBefore: Swift.Int64
+            /// Not enforced (StoreKit Testing's clock runs at the developer's rate); shown for people.
+            ///
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/notValidAfter`.
+            public var notValidAfter: Swift.Int64
+            /// The certificate, PEM (public; send the list back without one to remove it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/pem`.
+            public var pem: Swift.String
+            /// Creates a new `StoreKitTestCertificate`.
+            ///
+            /// - Parameters:
+            ///   - sha256: The SHA-256 of the certificate's DER, in upper-case hex pairs separated by colons (as `openssl x509 -fingerprint -sha256` prints it).
+            ///   - subject:
+            ///   - notValidBefore:
+            ///   - notValidAfter: Not enforced (StoreKit Testing's clock runs at the developer's rate); shown for people.
+            ///   - pem: The certificate, PEM (public; send the list back without one to remove it).
+            public init(
+                sha256: Swift.String,
+                subject: Swift.String,
+                notValidBefore: Swift.Int64,
+                notValidAfter: Swift.Int64,
+                pem: Swift.String
+            ) {
+                self.sha256 = sha256
+                self.subject = subject
+                self.notValidBefore = notValidBefore
+                self.notValidAfter = notValidAfter
+                self.pem = pem
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sha256
+                case subject
+                case notValidBefore
+                case notValidAfter
+                case pem
             }
         }
         /// - Remark: Generated from `#/components/schemas/AppInput`.
@@ -1587,6 +1644,10 @@ extension Components {
             public var restorePolicy: Components.Schemas.RestorePolicy?
             /// - Remark: Generated from `#/components/schemas/AppInput/consumption`.
             public var consumption: Components.Schemas.ConsumptionSettings?
+            /// The app's StoreKit Testing in Xcode certificates, each PEM (what Xcode's Editor → Save Public Certificate exports, converted with `openssl x509 -inform der`) or the base64 of its DER. Each must be a self-signed P-256 certificate. Replaces the app's list; `[]` removes them all, and with them the acceptance of Xcode and LocalTesting purchases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppInput/storeKitTestCertificates`.
+            public var storeKitTestCertificates: [Swift.String]?
             /// Creates a new `AppInput`.
             ///
             /// - Parameters:
@@ -1603,6 +1664,7 @@ extension Components {
             ///   - acceptSandbox: Whether sandbox purchases are accepted (true when a new app does not say).
             ///   - restorePolicy:
             ///   - consumption:
+            ///   - storeKitTestCertificates: The app's StoreKit Testing in Xcode certificates, each PEM (what Xcode's Editor → Save Public Certificate exports, converted with `openssl x509 -inform der`) or the base64 of its DER. Each must be a self-signed P-256 certificate. Replaces the app's list; `[]` removes them all, and with them the acceptance of Xcode and LocalTesting purchases.
             public init(
                 bundleId: Swift.String? = nil,
                 appAppleId: Swift.Int64? = nil,
@@ -1616,7 +1678,8 @@ extension Components {
                 inAppPurchasePrivateKey: Swift.String? = nil,
                 acceptSandbox: Swift.Bool? = nil,
                 restorePolicy: Components.Schemas.RestorePolicy? = nil,
-                consumption: Components.Schemas.ConsumptionSettings? = nil
+                consumption: Components.Schemas.ConsumptionSettings? = nil,
+                storeKitTestCertificates: [Swift.String]? = nil
             ) {
                 self.bundleId = bundleId
                 self.appAppleId = appAppleId
@@ -1631,6 +1694,7 @@ extension Components {
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
                 self.consumption = consumption
+                self.storeKitTestCertificates = storeKitTestCertificates
             }
             public enum CodingKeys: String, CodingKey {
                 case bundleId
@@ -1646,6 +1710,7 @@ extension Components {
                 case acceptSandbox
                 case restorePolicy
                 case consumption
+                case storeKitTestCertificates
             }
         }
         /// What the server tells Apple, beside what the ledger knows, when it answers a consumption request (Send Consumption Information v2). In `PATCH /admin/v1/apps/{bundle}` it replaces the app's settings whole: a field left out takes its default.

@@ -35,12 +35,14 @@ public struct Ledger: Sendable {
 
     /// Records the transactions a submission (or Apple's answer to it) carried, once each: new ones are posted,
     /// known ones take what the signed data says (revocation, upgrade, expiry), and a transaction another customer
-    /// owns is refused or moved as the app's restore policy says.
+    /// owns is refused or moved as the app's restore policy says. New rows are `confirmed` when nobody else will
+    /// confirm them (StoreKit Testing in Xcode's).
     func record(
         _ transactions: [PurchaseTransaction],
         submission: SubmissionRecord,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
+        confirmed: Bool = false,
         on db: any SQLDatabase
     ) async throws -> Recording {
         var recording = Recording()
@@ -107,7 +109,7 @@ public struct Ledger: Sendable {
                 app: app,
                 product: product,
                 source: submission.id,
-                confirmed: false,
+                confirmed: confirmed,
                 carryingRevocation: true,
                 now: now,
                 on: db

@@ -25,6 +25,9 @@ public struct ServerApp: Codable, Sendable, Hashable {
     public var restorePolicy: RestorePolicy
     /// What the server tells Apple beside the ledger when it answers a consumption request.
     public var consumption: ConsumptionSettings = ConsumptionSettings(sampleContentProvided: false)
+    /// StoreKit Testing in Xcode's certificates (PEM) whose Xcode and LocalTesting data the app accepts; empty for
+    /// none. They vouch for that data only, never for the sandbox or production.
+    public var storeKitTestCertificates: [String] = []
     public var createdAt: Int64
 }
 

@@ -318,5 +318,11 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // StoreKit Testing in Xcode (LocalVerifier): the certificates each app trusts for its Xcode and LocalTesting
+        // data, a JSON array of PEM.
+        Migration(
+            "015-storekit-testing",
+            ["ALTER TABLE srv_apps ADD COLUMN store_kit_test_certificates TEXT NOT NULL DEFAULT '[]'"]
+        ),
     ]
 }
