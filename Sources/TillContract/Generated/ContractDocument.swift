@@ -2133,6 +2133,28 @@ public enum ContractDocument {
               examples: [refund, upgraded, familyRevoked]
             confirmed:
               type: boolean
+            billingPlanType:
+              type: string
+              description: 'How the period was billed, Apple''s `billingPlanType`: `BILLED_UPFRONT`, or `MONTHLY` for a
+                month of a 12-month commitment. Absent when the purchase data did not say (receipts, older data).'
+              examples: [BILLED_UPFRONT, MONTHLY]
+            commitment:
+              $ref: '#/components/schemas/PurchaseCommitment'
+        PurchaseCommitment:
+          type: object
+          description: The commitment a month billed monthly belongs to (Apple's `commitmentInfo` of the transaction).
+          properties:
+            billingPeriodNumber:
+              type: integer
+              description: Which month of the commitment this is (1 to `totalBillingPeriods`).
+            totalBillingPeriods:
+              type: integer
+              examples: [12]
+            expiresDate:
+              type: integer
+              format: int64
+              description: When the commitment ends (later after a billing recovery). Access still ends with the month's
+                own `expiresDate`.
         SubscriptionState:
           type: object
           description: The renewal state of an auto-renewable subscription, from the newest signed renewal info.
@@ -2172,11 +2194,47 @@ public enum ContractDocument {
               description: 'Apple''s answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has
                 not yet consented to one that needs consent (the subscription expires at the renewal without it), 1
                 consented, or notified of one that needed no consent. Absent when there is none.'
+            billingPlanType:
+              type: string
+              description: 'The billing plan the subscription renews on (Apple''s `renewalBillingPlanType`): `MONTHLY` for
+                monthly billing with a 12-month commitment, `BILLED_UPFRONT` otherwise. Absent when the renewal info does
+                not say (a product without a monthly plan).'
+              examples: [BILLED_UPFRONT, MONTHLY]
+            commitment:
+              $ref: '#/components/schemas/SubscriptionCommitment'
             lastNotificationType:
               type: string
             updatedAt:
               type: integer
               format: int64
+
+        SubscriptionCommitment:
+          type: object
+          description: 'The 12-month commitment of a subscription billed monthly, from its renewal info''s
+            `commitmentInfo`. `autoRenewStatus` of the subscription says whether the next month renews, this one whether
+            a new commitment follows the current one: a customer who cancels turns only this one off, and the months
+            owed go on renewing until the commitment ends.'
+          properties:
+            renewalDate:
+              type: integer
+              format: int64
+              description: When the current commitment ends, and the next would start.
+            autoRenewStatus:
+              type: boolean
+              description: Whether a new commitment follows (Apple's `commitmentAutoRenewStatus`).
+            autoRenewProductId:
+              type: string
+              description: The product the next commitment is for.
+            renewalBillingPlanType:
+              type: string
+              examples: [MONTHLY]
+            renewalPrice:
+              type: integer
+              format: int64
+              description: The price of the next commitment, in milliunits of `currency`.
+            currency:
+              type: string
+              examples: [EUR]
 
         SnapshotKeySet:
           type: object

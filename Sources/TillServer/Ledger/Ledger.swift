@@ -92,6 +92,7 @@ public struct Ledger: Sendable {
                 existing.isUpgraded = existing.isUpgraded || transaction.isUpgraded
                 existing.introductoryOffer = existing.introductoryOffer || transaction.isIntroductoryOffer
                 existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
+                existing.takeBillingPlan(of: transaction)
                 existing.updatedAt = now
                 try await store.update(existing, on: db)
                 continue
@@ -141,7 +142,7 @@ public struct Ledger: Sendable {
     ) async throws -> LedgerRecord {
         let environment = transaction.environment.rawValue
         let revocation = carryingRevocation ? transaction.revocationDate : nil
-        let record = LedgerRecord(
+        var record = LedgerRecord(
             environment: environment,
             transactionId: transaction.transactionId,
             bundleId: app.bundleId,
@@ -166,6 +167,7 @@ public struct Ledger: Sendable {
             createdAt: now,
             updatedAt: now
         )
+        record.takeBillingPlan(of: transaction)
         try await store.insert(record, on: db)
         if record.revocationDate == nil {
             try await credit(
@@ -230,4 +232,18 @@ extension PurchaseTransaction {
     /// A period of an introductory offer: a free trial or an introductory price (`offerType` 1 in a signed
     /// transaction; `is_trial_period` or `is_in_intro_offer_period` in a receipt).
     var isIntroductoryOffer: Bool { isTrialPeriod || isInIntroOfferPeriod }
+}
+
+extension LedgerRecord {
+    /// Takes the billing plan and commitment the signed data carries, where the row has none yet (a row first
+    /// recorded from a receipt learns them from a signed transaction); true when it changed.
+    @discardableResult
+    mutating func takeBillingPlan(of transaction: PurchaseTransaction) -> Bool {
+        guard billingPlanType == nil, let plan = transaction.billingPlanType else { return false }
+        billingPlanType = plan
+        commitmentPeriod = transaction.commitment?.billingPeriodNumber
+        commitmentPeriods = transaction.commitment?.totalBillingPeriods
+        commitmentExpiresDate = transaction.commitment?.expiresDate?.millisecondsSince1970
+        return true
+    }
 }

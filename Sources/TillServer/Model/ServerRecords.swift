@@ -106,6 +106,12 @@ struct LedgerRecord: Codable, Sendable {
     var confirmed: Bool
     var createdAt: Int64
     var updatedAt: Int64
+    /// How the period was billed (`BILLED_UPFRONT`, `MONTHLY`), and for a month of a 12-month commitment its place
+    /// in it and the commitment's end; nil when the data did not say (receipts, rows before migration 016).
+    var billingPlanType: String? = nil
+    var commitmentPeriod: Int? = nil
+    var commitmentPeriods: Int? = nil
+    var commitmentExpiresDate: Int64? = nil
 }
 
 /// The transaction ids a submission carried: an array in Swift, one JSON text column in SQL (`transaction_ids`),

@@ -335,7 +335,14 @@ public struct NotificationIntake: Sendable {
                 priceIncreaseStatus: renewal.priceIncreaseStatus?.rawValue,
                 lastNotificationType: notification.type.rawValue,
                 signedDate: (renewal.signedDate ?? notification.payload.signedDate)?.millisecondsSince1970 ?? now,
-                updatedAt: now
+                updatedAt: now,
+                billingPlanType: renewal.renewalBillingPlanType?.rawValue,
+                currency: renewal.currency,
+                commitmentRenewalDate: renewal.commitmentInfo?.commitmentRenewalDate?.millisecondsSince1970,
+                commitmentAutoRenewStatus: renewal.commitmentInfo?.commitmentAutoRenewStatus.map { $0 == .on },
+                commitmentAutoRenewProductId: renewal.commitmentInfo?.commitmentAutoRenewProductId,
+                commitmentRenewalBillingPlanType: renewal.commitmentInfo?.commitmentRenewalBillingPlanType?.rawValue,
+                commitmentRenewalPrice: renewal.commitmentInfo?.commitmentRenewalPrice
             ),
             on: db
         )
