@@ -40,7 +40,10 @@ extension NotificationTests {
             let french = try await simulator.appStoreConnect.createAccount(
                 AccountInput(environment: "Sandbox", storefront: "FRA")
             )
-            let phone = try await simulator.appStoreConnect.createDevice(accountId: french.id, DeviceInput(name: "iPhone"))
+            let phone = try await simulator.appStoreConnect.createDevice(
+                accountId: french.id,
+                DeviceInput(name: "iPhone")
+            )
 
             try await withNotifications(fixture) {
                 let bought = try await simulator.payments.addPayment(

@@ -75,7 +75,12 @@ struct StoreKitTestingTests {
                     (try fixture.simulator.signer.jwsAuthority.leaf.serializeAsPEM().pemString, "not self-signed"),
                     (try fixture.simulator.signer.receiptAuthority.root.serializeAsPEM().pemString, "no P-256 key"),
                 ] {
-                    let bad = try await client.call(.patch, admin, json: try certificatesBody([text]), token: "operator")
+                    let bad = try await client.call(
+                        .patch,
+                        admin,
+                        json: try certificatesBody([text]),
+                        token: "operator"
+                    )
                     #expect(bad.status == 400 && bad.code == "invalidStoreKitTestCertificate")
                     #expect(bad.message?.contains(why) == true, "\(bad.message ?? "")")
                 }
@@ -94,7 +99,12 @@ struct StoreKitTestingTests {
                 #expect(view.first?.subject.contains("StoreKit Testing in Xcode") == true)
 
                 // Accepted, entitled at once and confirmed without Apple: no App Store knows the purchase.
-                let accepted = try await client.call(.post, "/v1/receipts", json: submission(jws, as: "dev"), token: key)
+                let accepted = try await client.call(
+                    .post,
+                    "/v1/receipts",
+                    json: submission(jws, as: "dev"),
+                    token: key
+                )
                 #expect(accepted.status == 200, "\(accepted.object)")
                 let result = try accepted.decode(Components.Schemas.SubmissionResult.self)
                 #expect(result.submission.state == .confirmed && result.submission.environment == "Xcode")
@@ -115,7 +125,9 @@ struct StoreKitTestingTests {
                 let impostor = try resigned(
                     jws,
                     by: JWSSigner(key: otherKey, chain: [other], keyId: "Apple_Xcode_Key", type: "JWT"),
-                    { $0["transactionId"] = "2"; $0["originalTransactionId"] = "2" }
+                    {
+                        $0["transactionId"] = "2"; $0["originalTransactionId"] = "2"
+                    }
                 )
                 let forged = try await client.call(
                     .post,
@@ -135,7 +147,10 @@ struct StoreKitTestingTests {
                     json: submission(relabelled, as: "mallory"),
                     token: key
                 )
-                #expect(sandboxClaim.status == 422 && sandboxClaim.code == "invalidChainLength", "\(sandboxClaim.object)")
+                #expect(
+                    sandboxClaim.status == 422 && sandboxClaim.code == "invalidChainLength",
+                    "\(sandboxClaim.object)"
+                )
                 // Labelled Xcode but signed by the sandbox roots (the simulator's App Store chain): only the app's
                 // StoreKit test certificates vouch for Xcode data.
                 let chained = try resigned(jws, by: simulator.signer.jws) {
@@ -147,7 +162,10 @@ struct StoreKitTestingTests {
                     json: submission(chained, as: "mallory"),
                     token: key
                 )
-                #expect(chainedClaim.status == 422 && chainedClaim.code == "untrustedForXcode", "\(chainedClaim.object)")
+                #expect(
+                    chainedClaim.status == 422 && chainedClaim.code == "untrustedForXcode",
+                    "\(chainedClaim.object)"
+                )
                 // Nor for a notification: Apple sends none of StoreKit Testing's, and the sandbox roots vouch for none.
                 let envelope = try simulator.signer.jws.sign(
                     payloadJSON: Array(
@@ -173,7 +191,9 @@ struct StoreKitTestingTests {
                     token: key
                 )
                 let sandboxResult = try confirmed.decode(Components.Schemas.SubmissionResult.self)
-                #expect(sandboxResult.submission.state == .confirmed && sandboxResult.submission.environment == "Sandbox")
+                #expect(
+                    sandboxResult.submission.state == .confirmed && sandboxResult.submission.environment == "Sandbox"
+                )
                 #expect(sandboxResult.submission.attempts == 1)
 
                 // Removed: refused again.

@@ -161,7 +161,9 @@ final class LocalVerifier: Sendable {
         }
         do {
             return try await first(verifiers.jws.indices) { await attempt(verifiers.jws[$0]) }
-        } catch let refusal as TillHTTPError where refusal.code == "invalidChainLength" || refusal.code == "invalidChain" {
+        } catch let refusal as TillHTTPError
+            where refusal.code == "invalidChainLength" || refusal.code == "invalidChain"
+        {
             // No chain to Apple or the sandbox roots. StoreKit Testing in Xcode signs with one self-signed certificate;
             // what the payload claims only chooses the verifier, which checks everything again.
             guard let claimed = Self.claimedEnvironment(of: jws), claimed.isLocallySigned else { throw refusal }

@@ -238,7 +238,14 @@ public struct NotificationIntake: Sendable {
         let owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
         if notification.type == .consumptionRequest {
             // Apple waits twelve hours for what the server knows of the purchase: queued with the notification.
-            try await consumption.requested(notification, transaction: transaction, owner: owner, app: app, now: now, on: db)
+            try await consumption.requested(
+                notification,
+                transaction: transaction,
+                owner: owner,
+                app: app,
+                now: now,
+                on: db
+            )
             return (.recorded, owner, "consumption information queued for Send Consumption Information")
         }
         if Self.recordedOnly.contains(notification.type) {
