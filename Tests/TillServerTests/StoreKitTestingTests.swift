@@ -182,6 +182,22 @@ struct StoreKitTestingTests {
                 let customer = try await client.call(.get, "/v1/customers/mallory", token: key)
                 #expect((customer.object["purchases"] as? [Any])?.isEmpty == true)
 
+                // LocalTesting (Apple's libraries' unit-testing environment) is StoreKit Testing's too: the same
+                // certificate vouches for it, under its own environment.
+                let local = try resigned(jws, by: simulator.signer.xcodeJWS) {
+                    $0["environment"] = "LocalTesting"; $0["transactionId"] = "5"; $0["originalTransactionId"] = "5"
+                }
+                let localReply = try await client.call(
+                    .post,
+                    "/v1/receipts",
+                    json: submission(local, as: "dev"),
+                    token: key
+                )
+                let localResult = try localReply.decode(Components.Schemas.SubmissionResult.self)
+                #expect(
+                    localResult.submission.state == .confirmed && localResult.submission.environment == "LocalTesting"
+                )
+
                 // The simulator's sandbox purchases are confirmed with it as before.
                 let sandbox = try #require(try await fixture.buy("pro").signedTransaction)
                 let confirmed = try await client.call(
