@@ -99,6 +99,10 @@ extension NotificationTests {
                 // The rest of the twelve, then it expires: no thirteenth month, no access.
                 _ = try await simulator.subscriptions.advanceClock(seconds: 10 * 300)
                 _ = try await delivered(.expired, .voluntary, fixture)
+                // Each notification is delivered in a task of its own: the last months may land after EXPIRED.
+                try await waitUntil(timeout: .seconds(10)) {
+                    try await self.customer(fixture, "amelie").purchases.count == 12
+                }
                 let ended = try await customer(fixture, "amelie")
                 #expect(
                     ended.purchases.compactMap(\.commitment?.billingPeriodNumber).sorted() == Array(1...12),
