@@ -36,6 +36,25 @@ public struct PurchaseTransaction: Sendable, Hashable, Codable {
     public var currency: String?
     /// ISO 3166-1 alpha-3 storefront, e.g. `USA`.
     public var storefront: String?
+    /// How the period was billed: `BILLED_UPFRONT`, or `MONTHLY` for a month of a 12-month commitment (StoreKit 2 only).
+    public var billingPlanType: String?
+    /// The commitment a month billed monthly belongs to.
+    public var commitment: Commitment?
+
+    /// A month's place in a subscription billed monthly with a commitment (`commitmentInfo` of a transaction).
+    public struct Commitment: Sendable, Hashable, Codable {
+        /// Which month of the commitment (1 to `totalBillingPeriods`).
+        public var billingPeriodNumber: Int?
+        public var totalBillingPeriods: Int?
+        /// When the commitment ends; access still ends with the month's `expiresDate`.
+        public var expiresDate: Date?
+
+        public init(billingPeriodNumber: Int? = nil, totalBillingPeriods: Int? = nil, expiresDate: Date? = nil) {
+            self.billingPeriodNumber = billingPeriodNumber
+            self.totalBillingPeriods = totalBillingPeriods
+            self.expiresDate = expiresDate
+        }
+    }
 
     public init(
         transactionId: String,
@@ -60,7 +79,9 @@ public struct PurchaseTransaction: Sendable, Hashable, Codable {
         ownership: Ownership = .purchased,
         price: Int64? = nil,
         currency: String? = nil,
-        storefront: String? = nil
+        storefront: String? = nil,
+        billingPlanType: String? = nil,
+        commitment: Commitment? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId
@@ -85,6 +106,8 @@ public struct PurchaseTransaction: Sendable, Hashable, Codable {
         self.price = price
         self.currency = currency
         self.storefront = storefront
+        self.billingPlanType = billingPlanType
+        self.commitment = commitment
     }
 
     /// Whether this is a restore or renewal of an earlier purchase rather than the first one.

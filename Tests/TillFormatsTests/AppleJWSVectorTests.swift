@@ -110,7 +110,22 @@ struct AppleJWSVectorTests {
 
     @Test func xcodeSignedDataVerifiesInTheXcodeEnvironmentOnly() async throws {
         let bundle = "com.example.naturelab.backyardbirds.example"
-        let xcode = SignedDataVerifier(.init(bundleId: bundle, environment: .xcode))
+        // The project's StoreKit test certificate, as Editor → Save Public Certificate exports it: the one in x5c.
+        let headerSegment = try Vectors.text("apple-library/xcode/xcode-signed-transaction").split(separator: ".")[0]
+        let headerJSON = try #require(Base64.decode(headerSegment, alphabet: .url))
+        let header = try JSONDecoder().decode(JWSHeader.self, from: Data(headerJSON))
+        let leaf = try #require(header.x5c?.first)
+        let exported = try Certificate(derEncoded: try #require(Base64.decode(leaf, alphabet: .standard)))
+        let xcode = SignedDataVerifier(
+            .init(anchors: TrustAnchors(roots: [exported]), bundleId: bundle, environment: .xcode)
+        )
+        // Without it, nothing vouches for the data (Apple's libraries would accept it unchecked).
+        #expect(
+            await SignedDataVerifier(.init(bundleId: bundle, environment: .xcode)).verify(
+                try Vectors.text("apple-library/xcode/xcode-signed-transaction"),
+                as: JWSTransactionDecodedPayload.self
+            ).failure?.reason == .invalidChain
+        )
         let transaction = try #require(
             await xcode.verify(
                 try Vectors.text("apple-library/xcode/xcode-signed-transaction"),

@@ -29,6 +29,16 @@ struct PurchaseTransactionMappingTests {
         #expect(purchase.currency == "USD")
         #expect(purchase.storefront == "USA")
         #expect(purchase.isRevoked)
+        #expect(purchase.billingPlanType == "BILLED_UPFRONT")
+        #expect(
+            purchase.commitment
+                == PurchaseTransaction.Commitment(
+                    billingPeriodNumber: tx.commitmentInfo?.billingPeriodNumber,
+                    totalBillingPeriods: tx.commitmentInfo?.totalBillingPeriods,
+                    expiresDate: tx.commitmentInfo?.commitmentExpiresDate
+                )
+        )
+        #expect(purchase.commitment?.billingPeriodNumber != nil)
     }
 
     @Test func defaultsWhenOptionalFieldsAreMissing() throws {
@@ -45,6 +55,7 @@ struct PurchaseTransactionMappingTests {
         #expect(purchase.ownership == .purchased)
         #expect(purchase.productType == nil)
         #expect(!purchase.isUpgraded && !purchase.isTrialPeriod && !purchase.isInIntroOfferPeriod)
+        #expect(purchase.billingPlanType == nil && purchase.commitment == nil)
     }
 
     @Test func introductoryOffersSplitIntoTrialAndIntroPrice() throws {

@@ -131,4 +131,42 @@ struct SignedDataVerifierTests {
         )
         #expect(await verifier().verify(tampered, as: ProbePayload.self).failure?.reason == .unsupportedAlgorithm)
     }
+
+    /// StoreKit Testing in Xcode signs with one self-signed certificate: data of the Xcode environment is believed only
+    /// under that certificate, configured as a root, never under whatever certificate `x5c` brings.
+    @Test func locallySignedDataIsTrustedOnlyUnderItsConfiguredCertificate() async throws {
+        func selfSigned(_ name: String) throws -> (JWSSigner, Certificate) {
+            let key = P256.Signing.PrivateKey()
+            let certificate = try TestPKI.makeSelfSigned(
+                key: Certificate.PrivateKey(key),
+                commonName: name,
+                validFrom: Date(timeIntervalSince1970: 1_577_836_800),
+                validUntil: Date(timeIntervalSince1970: 1_609_459_200)
+            )
+            return (try JWSSigner(key: key, chain: [certificate], keyId: "Apple_Xcode_Key", type: "JWT"), certificate)
+        }
+        let (xcode, certificate) = try selfSigned("StoreKit Testing in Xcode")
+        let (other, otherCertificate) = try selfSigned("StoreKit Testing in Xcode")
+        let trusted = verifier(environment: .xcode, anchors: TrustAnchors(roots: [certificate]))
+        // Signed in 2023, outside the certificate's validity: StoreKit Testing's clock is the developer's to set.
+        let jws = try xcode.sign(probe("com.example.till", .xcode))
+        #expect(await trusted.verify(jws, as: ProbePayload.self).value?.payload.environment == .xcode)
+
+        // Another key, even with the same name, and no configured certificate at all, are refused.
+        let impostor = try other.sign(probe("com.example.till", .xcode))
+        #expect(await trusted.verify(impostor, as: ProbePayload.self).failure?.reason == .invalidChain)
+        #expect(await verifier(environment: .xcode).verify(jws, as: ProbePayload.self).failure?.reason == .invalidChain)
+        let both = verifier(environment: .xcode, anchors: TrustAnchors(roots: [otherCertificate, certificate]))
+        #expect(await both.verify(impostor, as: ProbePayload.self).isValid)
+
+        // Exactly the one certificate in x5c, and the configured environment.
+        let padded = try JWSSigner(key: P256.Signing.PrivateKey(), chain: [certificate, certificate])
+        #expect(
+            await trusted.verify(try padded.sign(probe("com.example.till", .xcode)), as: ProbePayload.self).failure?
+                .reason == .invalidChainLength
+        )
+        let relabelled = try xcode.sign(probe("com.example.till", .sandbox))
+        #expect(await trusted.verify(relabelled, as: ProbePayload.self).failure?.reason == .invalidEnvironment)
+        #expect(await verifier().verify(relabelled, as: ProbePayload.self).failure?.reason == .invalidChainLength)
+    }
 }

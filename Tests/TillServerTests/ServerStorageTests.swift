@@ -242,7 +242,9 @@ struct ServerStorageTests {
                     expiresDate: 1_800_000_000_000,
                     revocationDate: 1_750_000_000_000,
                     revocationReason: "refund",
-                    confirmed: false
+                    confirmed: false,
+                    billingPlanType: "MONTHLY",
+                    commitment: .init(billingPeriodNumber: 2, totalBillingPeriods: 12, expiresDate: 1_831_536_000_000)
                 ),
                 PurchaseView(
                     transactionId: "t2",
@@ -272,6 +274,15 @@ struct ServerStorageTests {
                     expirationIntent: 2,
                     renewalDate: 1_800_000_000_000,
                     priceIncreaseStatus: 1,
+                    billingPlanType: "MONTHLY",
+                    commitment: .init(
+                        renewalDate: 1_831_536_000_000,
+                        autoRenewStatus: false,
+                        autoRenewProductId: "pro.yearly",
+                        renewalBillingPlanType: "MONTHLY",
+                        renewalPrice: 13_080,
+                        currency: "EUR"
+                    ),
                     lastNotificationType: "DID_FAIL_TO_RENEW",
                     updatedAt: 1_700_000_000_002
                 ),

@@ -832,7 +832,8 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/App'
             '400':
               description: '`invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and
-                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key).'
+                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key),
+                `invalidStoreKitTestCertificate` (not a certificate, not self-signed, or not P-256).'
               content:
                 application/json:
                   schema:
@@ -893,8 +894,8 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/App'
             '400':
-              description: '`invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `bundleIdImmutable` (another
-                `bundleId` in the body).'
+              description: '`invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `invalidStoreKitTestCertificate`,
+                `bundleIdImmutable` (another `bundleId` in the body).'
               content:
                 application/json:
                   schema:
@@ -1656,7 +1657,9 @@ public enum ContractDocument {
             `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not
             signed by Apple), `verificationFailure` (a forged signature), `malformedPayload`,
             `invalidAppIdentifier` (another app''s), `invalidEnvironment`, `sandboxNotAccepted`,
-            `untrustedForProduction` (production data under a sandbox-only root).'
+            `untrustedForProduction` (production data under a sandbox-only root), `storeKitTestingNotEnabled` (Xcode or
+            LocalTesting data for an app without `storeKitTestCertificates`), `untrustedForXcode` (Xcode or
+            LocalTesting data under Apple''s or the sandbox roots).'
           content:
             application/json:
               schema:
@@ -1791,7 +1794,8 @@ public enum ContractDocument {
           type: string
           enum: [pending, confirmed, retrying, rejected, deadLettered]
           description: Where a submission's confirmation with Apple stands. `pending` is verified locally and waits
-            for its first attempt; `confirmed` by Apple; `retrying` after a temporary failure, with the next attempt
+            for its first attempt; `confirmed` by Apple (or at once, for StoreKit Testing in Xcode's purchases, which
+            no App Store knows of, as `reason` says); `retrying` after a temporary failure, with the next attempt
             scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when
             retries ran out and an operator must look.
         SubmissionKind:
@@ -1984,7 +1988,7 @@ public enum ContractDocument {
               $ref: '#/components/schemas/SubmissionKind'
             environment:
               type: string
-              examples: [Production, Sandbox]
+              examples: [Production, Sandbox, Xcode]
             customerId:
               type: string
               description: The owner, after aliases.
@@ -2007,7 +2011,8 @@ public enum ContractDocument {
               $ref: '#/components/schemas/RetryCause'
             reason:
               type: string
-              description: Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+              description: Why Apple refused it (rejected), why retries stopped (dead-lettered), or why it was confirmed
+                without Apple (StoreKit Testing in Xcode, which no App Store knows of).
             createdAt:
               type: integer
               format: int64
@@ -2128,6 +2133,28 @@ public enum ContractDocument {
               examples: [refund, upgraded, familyRevoked]
             confirmed:
               type: boolean
+            billingPlanType:
+              type: string
+              description: 'How the period was billed, Apple''s `billingPlanType`: `BILLED_UPFRONT`, or `MONTHLY` for a
+                month of a 12-month commitment. Absent when the purchase data did not say (receipts, older data).'
+              examples: [BILLED_UPFRONT, MONTHLY]
+            commitment:
+              $ref: '#/components/schemas/PurchaseCommitment'
+        PurchaseCommitment:
+          type: object
+          description: The commitment a month billed monthly belongs to (Apple's `commitmentInfo` of the transaction).
+          properties:
+            billingPeriodNumber:
+              type: integer
+              description: Which month of the commitment this is (1 to `totalBillingPeriods`).
+            totalBillingPeriods:
+              type: integer
+              examples: [12]
+            expiresDate:
+              type: integer
+              format: int64
+              description: When the commitment ends (later after a billing recovery). Access still ends with the month's
+                own `expiresDate`.
         SubscriptionState:
           type: object
           description: The renewal state of an auto-renewable subscription, from the newest signed renewal info.
@@ -2167,11 +2194,47 @@ public enum ContractDocument {
               description: 'Apple''s answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has
                 not yet consented to one that needs consent (the subscription expires at the renewal without it), 1
                 consented, or notified of one that needed no consent. Absent when there is none.'
+            billingPlanType:
+              type: string
+              description: 'The billing plan the subscription renews on (Apple''s `renewalBillingPlanType`): `MONTHLY` for
+                monthly billing with a 12-month commitment, `BILLED_UPFRONT` otherwise. Absent when the renewal info does
+                not say (a product without a monthly plan).'
+              examples: [BILLED_UPFRONT, MONTHLY]
+            commitment:
+              $ref: '#/components/schemas/SubscriptionCommitment'
             lastNotificationType:
               type: string
             updatedAt:
               type: integer
               format: int64
+
+        SubscriptionCommitment:
+          type: object
+          description: 'The 12-month commitment of a subscription billed monthly, from its renewal info''s
+            `commitmentInfo`. `autoRenewStatus` of the subscription says whether the next month renews, this one whether
+            a new commitment follows the current one: a customer who cancels turns only this one off, and the months
+            owed go on renewing until the commitment ends.'
+          properties:
+            renewalDate:
+              type: integer
+              format: int64
+              description: When the current commitment ends, and the next would start.
+            autoRenewStatus:
+              type: boolean
+              description: Whether a new commitment follows (Apple's `commitmentAutoRenewStatus`).
+            autoRenewProductId:
+              type: string
+              description: The product the next commitment is for.
+            renewalBillingPlanType:
+              type: string
+              examples: [MONTHLY]
+            renewalPrice:
+              type: integer
+              format: int64
+              description: The price of the next commitment, in milliunits of `currency`.
+            currency:
+              type: string
+              examples: [EUR]
 
         SnapshotKeySet:
           type: object
@@ -2397,7 +2460,7 @@ public enum ContractDocument {
           description: An app; its private keys are never returned.
           required:
             [bundleId, name, appKey, sharedSecrets, hasAPIKey, hasInAppPurchaseKey, acceptSandbox, restorePolicy, consumption,
-              createdAt]
+              storeKitTestCertificates, createdAt]
           properties:
             bundleId:
               type: string
@@ -2432,9 +2495,39 @@ public enum ContractDocument {
               $ref: '#/components/schemas/RestorePolicy'
             consumption:
               $ref: '#/components/schemas/ConsumptionSettings'
+            storeKitTestCertificates:
+              type: array
+              description: The StoreKit Testing in Xcode certificates whose signed data the server accepts for this app
+                (environment `Xcode` or `LocalTesting`); empty when it accepts none.
+              items:
+                $ref: '#/components/schemas/StoreKitTestCertificate'
             createdAt:
               type: integer
               format: int64
+        StoreKitTestCertificate:
+          type: object
+          description: A self-signed certificate of StoreKit Testing in Xcode, trusted for this app's Xcode and
+            LocalTesting data only.
+          required: [sha256, subject, notValidBefore, notValidAfter, pem]
+          properties:
+            sha256:
+              type: string
+              description: The SHA-256 of the certificate's DER, in upper-case hex pairs separated by colons (as
+                `openssl x509 -fingerprint -sha256` prints it).
+              examples: ['3A:1F:…:9C']
+            subject:
+              type: string
+              examples: ['CN=StoreKit Testing in Xcode,O=StoreKit Testing in Xcode']
+            notValidBefore:
+              type: integer
+              format: int64
+            notValidAfter:
+              type: integer
+              format: int64
+              description: Not enforced (StoreKit Testing's clock runs at the developer's rate); shown for people.
+            pem:
+              type: string
+              description: The certificate, PEM (public; send the list back without one to remove it).
         AppInput:
           type: object
           properties:
@@ -2474,6 +2567,14 @@ public enum ContractDocument {
               $ref: '#/components/schemas/RestorePolicy'
             consumption:
               $ref: '#/components/schemas/ConsumptionSettings'
+            storeKitTestCertificates:
+              type: array
+              description: 'The app''s StoreKit Testing in Xcode certificates, each PEM (what Xcode''s Editor → Save
+                Public Certificate exports, converted with `openssl x509 -inform der`) or the base64 of its DER. Each
+                must be a self-signed P-256 certificate. Replaces the app''s list; `[]` removes them all, and with them
+                the acceptance of Xcode and LocalTesting purchases.'
+              items:
+                type: string
 
         ConsumptionSettings:
           type: object

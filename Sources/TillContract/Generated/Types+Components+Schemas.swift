@@ -75,7 +75,7 @@ extension Components {
             case keepWithFirstOwner = "keepWithFirstOwner"
             case transferToLatest = "transferToLatest"
         }
-        /// Where a submission's confirmation with Apple stands. `pending` is verified locally and waits for its first attempt; `confirmed` by Apple; `retrying` after a temporary failure, with the next attempt scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when retries ran out and an operator must look.
+        /// Where a submission's confirmation with Apple stands. `pending` is verified locally and waits for its first attempt; `confirmed` by Apple (or at once, for StoreKit Testing in Xcode's purchases, which no App Store knows of, as `reason` says); `retrying` after a temporary failure, with the next attempt scheduled; `rejected` by Apple for good (what the local check granted is revoked); `deadLettered` when retries ran out and an operator must look.
         ///
         /// - Remark: Generated from `#/components/schemas/SubmissionState`.
         @frozen public enum SubmissionState: String, Codable, Hashable, Sendable, CaseIterable {
@@ -502,7 +502,7 @@ extension Components {
             public var lastError: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Submission/retryCause`.
             public var retryCause: Components.Schemas.RetryCause?
-            /// Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+            /// Why Apple refused it (rejected), why retries stopped (dead-lettered), or why it was confirmed without Apple (StoreKit Testing in Xcode, which no App Store knows of).
             ///
             /// - Remark: Generated from `#/components/schemas/Submission/reason`.
             public var reason: Swift.String?
@@ -524,7 +524,7 @@ extension Components {
             ///   - lastStatus: Apple's last answer (`HTTP 200`, `status 21005`, `timeout`, …).
             ///   - lastError:
             ///   - retryCause:
-            ///   - reason: Why Apple refused it (rejected), or why retries stopped (dead-lettered).
+            ///   - reason: Why Apple refused it (rejected), why retries stopped (dead-lettered), or why it was confirmed without Apple (StoreKit Testing in Xcode, which no App Store knows of).
             ///   - createdAt:
             ///   - confirmedAt:
             public init(
@@ -792,6 +792,12 @@ extension Components {
             public var revocationReason: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Purchase/confirmed`.
             public var confirmed: Swift.Bool
+            /// How the period was billed, Apple's `billingPlanType`: `BILLED_UPFRONT`, or `MONTHLY` for a month of a 12-month commitment. Absent when the purchase data did not say (receipts, older data).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Purchase/billingPlanType`.
+            public var billingPlanType: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Purchase/commitment`.
+            public var commitment: Components.Schemas.PurchaseCommitment?
             /// Creates a new `Purchase`.
             ///
             /// - Parameters:
@@ -806,6 +812,8 @@ extension Components {
             ///   - revocationDate:
             ///   - revocationReason:
             ///   - confirmed:
+            ///   - billingPlanType: How the period was billed, Apple's `billingPlanType`: `BILLED_UPFRONT`, or `MONTHLY` for a month of a 12-month commitment. Absent when the purchase data did not say (receipts, older data).
+            ///   - commitment:
             public init(
                 transactionId: Swift.String,
                 originalTransactionId: Swift.String,
@@ -817,7 +825,9 @@ extension Components {
                 expiresDate: Swift.Int64? = nil,
                 revocationDate: Swift.Int64? = nil,
                 revocationReason: Swift.String? = nil,
-                confirmed: Swift.Bool
+                confirmed: Swift.Bool,
+                billingPlanType: Swift.String? = nil,
+                commitment: Components.Schemas.PurchaseCommitment? = nil
             ) {
                 self.transactionId = transactionId
                 self.originalTransactionId = originalTransactionId
@@ -830,6 +840,8 @@ extension Components {
                 self.revocationDate = revocationDate
                 self.revocationReason = revocationReason
                 self.confirmed = confirmed
+                self.billingPlanType = billingPlanType
+                self.commitment = commitment
             }
             public enum CodingKeys: String, CodingKey {
                 case transactionId
@@ -843,6 +855,43 @@ extension Components {
                 case revocationDate
                 case revocationReason
                 case confirmed
+                case billingPlanType
+                case commitment
+            }
+        }
+        /// The commitment a month billed monthly belongs to (Apple's `commitmentInfo` of the transaction).
+        ///
+        /// - Remark: Generated from `#/components/schemas/PurchaseCommitment`.
+        public struct PurchaseCommitment: Codable, Hashable, Sendable {
+            /// Which month of the commitment this is (1 to `totalBillingPeriods`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/PurchaseCommitment/billingPeriodNumber`.
+            public var billingPeriodNumber: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/PurchaseCommitment/totalBillingPeriods`.
+            public var totalBillingPeriods: Swift.Int?
+            /// When the commitment ends (later after a billing recovery). Access still ends with the month's own `expiresDate`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PurchaseCommitment/expiresDate`.
+            public var expiresDate: Swift.Int64?
+            /// Creates a new `PurchaseCommitment`.
+            ///
+            /// - Parameters:
+            ///   - billingPeriodNumber: Which month of the commitment this is (1 to `totalBillingPeriods`).
+            ///   - totalBillingPeriods:
+            ///   - expiresDate: When the commitment ends (later after a billing recovery). Access still ends with the month's own `expiresDate`.
+            public init(
+                billingPeriodNumber: Swift.Int? = nil,
+                totalBillingPeriods: Swift.Int? = nil,
+                expiresDate: Swift.Int64? = nil
+            ) {
+                self.billingPeriodNumber = billingPeriodNumber
+                self.totalBillingPeriods = totalBillingPeriods
+                self.expiresDate = expiresDate
+            }
+            public enum CodingKeys: String, CodingKey {
+                case billingPeriodNumber
+                case totalBillingPeriods
+                case expiresDate
             }
         }
         /// The renewal state of an auto-renewable subscription, from the newest signed renewal info.
@@ -881,6 +930,12 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/priceIncreaseStatus`.
             public var priceIncreaseStatus: Swift.Int?
+            /// The billing plan the subscription renews on (Apple's `renewalBillingPlanType`): `MONTHLY` for monthly billing with a 12-month commitment, `BILLED_UPFRONT` otherwise. Absent when the renewal info does not say (a product without a monthly plan).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SubscriptionState/billingPlanType`.
+            public var billingPlanType: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SubscriptionState/commitment`.
+            public var commitment: Components.Schemas.SubscriptionCommitment?
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/lastNotificationType`.
             public var lastNotificationType: Swift.String?
             /// - Remark: Generated from `#/components/schemas/SubscriptionState/updatedAt`.
@@ -900,6 +955,8 @@ extension Components {
             ///   - expirationIntent: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
             ///   - renewalDate:
             ///   - priceIncreaseStatus: Apple's answer to a price increase of the subscription (`PRICE_INCREASE`): 0 the customer has not yet consented to one that needs consent (the subscription expires at the renewal without it), 1 consented, or notified of one that needed no consent. Absent when there is none.
+            ///   - billingPlanType: The billing plan the subscription renews on (Apple's `renewalBillingPlanType`): `MONTHLY` for monthly billing with a 12-month commitment, `BILLED_UPFRONT` otherwise. Absent when the renewal info does not say (a product without a monthly plan).
+            ///   - commitment:
             ///   - lastNotificationType:
             ///   - updatedAt:
             public init(
@@ -915,6 +972,8 @@ extension Components {
                 expirationIntent: Swift.Int? = nil,
                 renewalDate: Swift.Int64? = nil,
                 priceIncreaseStatus: Swift.Int? = nil,
+                billingPlanType: Swift.String? = nil,
+                commitment: Components.Schemas.SubscriptionCommitment? = nil,
                 lastNotificationType: Swift.String? = nil,
                 updatedAt: Swift.Int64
             ) {
@@ -930,6 +989,8 @@ extension Components {
                 self.expirationIntent = expirationIntent
                 self.renewalDate = renewalDate
                 self.priceIncreaseStatus = priceIncreaseStatus
+                self.billingPlanType = billingPlanType
+                self.commitment = commitment
                 self.lastNotificationType = lastNotificationType
                 self.updatedAt = updatedAt
             }
@@ -946,8 +1007,67 @@ extension Components {
                 case expirationIntent
                 case renewalDate
                 case priceIncreaseStatus
+                case billingPlanType
+                case commitment
                 case lastNotificationType
                 case updatedAt
+            }
+        }
+        /// The 12-month commitment of a subscription billed monthly, from its renewal info's `commitmentInfo`. `autoRenewStatus` of the subscription says whether the next month renews, this one whether a new commitment follows the current one: a customer who cancels turns only this one off, and the months owed go on renewing until the commitment ends.
+        ///
+        /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment`.
+        public struct SubscriptionCommitment: Codable, Hashable, Sendable {
+            /// When the current commitment ends, and the next would start.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment/renewalDate`.
+            public var renewalDate: Swift.Int64?
+            /// Whether a new commitment follows (Apple's `commitmentAutoRenewStatus`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment/autoRenewStatus`.
+            public var autoRenewStatus: Swift.Bool?
+            /// The product the next commitment is for.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment/autoRenewProductId`.
+            public var autoRenewProductId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment/renewalBillingPlanType`.
+            public var renewalBillingPlanType: Swift.String?
+            /// The price of the next commitment, in milliunits of `currency`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment/renewalPrice`.
+            public var renewalPrice: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/SubscriptionCommitment/currency`.
+            public var currency: Swift.String?
+            /// Creates a new `SubscriptionCommitment`.
+            ///
+            /// - Parameters:
+            ///   - renewalDate: When the current commitment ends, and the next would start.
+            ///   - autoRenewStatus: Whether a new commitment follows (Apple's `commitmentAutoRenewStatus`).
+            ///   - autoRenewProductId: The product the next commitment is for.
+            ///   - renewalBillingPlanType:
+            ///   - renewalPrice: The price of the next commitment, in milliunits of `currency`.
+            ///   - currency:
+            public init(
+                renewalDate: Swift.Int64? = nil,
+                autoRenewStatus: Swift.Bool? = nil,
+                autoRenewProductId: Swift.String? = nil,
+                renewalBillingPlanType: Swift.String? = nil,
+                renewalPrice: Swift.Int64? = nil,
+                currency: Swift.String? = nil
+            ) {
+                self.renewalDate = renewalDate
+                self.autoRenewStatus = autoRenewStatus
+                self.autoRenewProductId = autoRenewProductId
+                self.renewalBillingPlanType = renewalBillingPlanType
+                self.renewalPrice = renewalPrice
+                self.currency = currency
+            }
+            public enum CodingKeys: String, CodingKey {
+                case renewalDate
+                case autoRenewStatus
+                case autoRenewProductId
+                case renewalBillingPlanType
+                case renewalPrice
+                case currency
             }
         }
         /// A JSON Web Key Set (RFC 7517).
@@ -1476,6 +1596,10 @@ extension Components {
             public var restorePolicy: Components.Schemas.RestorePolicy
             /// - Remark: Generated from `#/components/schemas/App/consumption`.
             public var consumption: Components.Schemas.ConsumptionSettings
+            /// The StoreKit Testing in Xcode certificates whose signed data the server accepts for this app (environment `Xcode` or `LocalTesting`); empty when it accepts none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/storeKitTestCertificates`.
+            public var storeKitTestCertificates: [Components.Schemas.StoreKitTestCertificate]
             /// - Remark: Generated from `#/components/schemas/App/createdAt`.
             public var createdAt: Swift.Int64
             /// Creates a new `App`.
@@ -1495,6 +1619,7 @@ extension Components {
             ///   - acceptSandbox:
             ///   - restorePolicy:
             ///   - consumption:
+            ///   - storeKitTestCertificates: The StoreKit Testing in Xcode certificates whose signed data the server accepts for this app (environment `Xcode` or `LocalTesting`); empty when it accepts none.
             ///   - createdAt:
             public init(
                 bundleId: Swift.String,
@@ -1511,6 +1636,7 @@ extension Components {
                 acceptSandbox: Swift.Bool,
                 restorePolicy: Components.Schemas.RestorePolicy,
                 consumption: Components.Schemas.ConsumptionSettings,
+                storeKitTestCertificates: [Components.Schemas.StoreKitTestCertificate],
                 createdAt: Swift.Int64
             ) {
                 self.bundleId = bundleId
@@ -1527,6 +1653,7 @@ extension Components {
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
                 self.consumption = consumption
+                self.storeKitTestCertificates = storeKitTestCertificates
                 self.createdAt = createdAt
             }
             public enum CodingKeys: String, CodingKey {
@@ -1544,7 +1671,57 @@ extension Components {
                 case acceptSandbox
                 case restorePolicy
                 case consumption
+                case storeKitTestCertificates
                 case createdAt
+            }
+        }
+        /// A self-signed certificate of StoreKit Testing in Xcode, trusted for this app's Xcode and LocalTesting data only.
+        ///
+        /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate`.
+        public struct StoreKitTestCertificate: Codable, Hashable, Sendable {
+            /// The SHA-256 of the certificate's DER, in upper-case hex pairs separated by colons (as `openssl x509 -fingerprint -sha256` prints it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/sha256`.
+            public var sha256: Swift.String
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/subject`.
+            public var subject: Swift.String
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/notValidBefore`.
+            public var notValidBefore: Swift.Int64
+            /// Not enforced (StoreKit Testing's clock runs at the developer's rate); shown for people.
+            ///
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/notValidAfter`.
+            public var notValidAfter: Swift.Int64
+            /// The certificate, PEM (public; send the list back without one to remove it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StoreKitTestCertificate/pem`.
+            public var pem: Swift.String
+            /// Creates a new `StoreKitTestCertificate`.
+            ///
+            /// - Parameters:
+            ///   - sha256: The SHA-256 of the certificate's DER, in upper-case hex pairs separated by colons (as `openssl x509 -fingerprint -sha256` prints it).
+            ///   - subject:
+            ///   - notValidBefore:
+            ///   - notValidAfter: Not enforced (StoreKit Testing's clock runs at the developer's rate); shown for people.
+            ///   - pem: The certificate, PEM (public; send the list back without one to remove it).
+            public init(
+                sha256: Swift.String,
+                subject: Swift.String,
+                notValidBefore: Swift.Int64,
+                notValidAfter: Swift.Int64,
+                pem: Swift.String
+            ) {
+                self.sha256 = sha256
+                self.subject = subject
+                self.notValidBefore = notValidBefore
+                self.notValidAfter = notValidAfter
+                self.pem = pem
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sha256
+                case subject
+                case notValidBefore
+                case notValidAfter
+                case pem
             }
         }
         /// - Remark: Generated from `#/components/schemas/AppInput`.
@@ -1587,6 +1764,10 @@ extension Components {
             public var restorePolicy: Components.Schemas.RestorePolicy?
             /// - Remark: Generated from `#/components/schemas/AppInput/consumption`.
             public var consumption: Components.Schemas.ConsumptionSettings?
+            /// The app's StoreKit Testing in Xcode certificates, each PEM (what Xcode's Editor → Save Public Certificate exports, converted with `openssl x509 -inform der`) or the base64 of its DER. Each must be a self-signed P-256 certificate. Replaces the app's list; `[]` removes them all, and with them the acceptance of Xcode and LocalTesting purchases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppInput/storeKitTestCertificates`.
+            public var storeKitTestCertificates: [Swift.String]?
             /// Creates a new `AppInput`.
             ///
             /// - Parameters:
@@ -1603,6 +1784,7 @@ extension Components {
             ///   - acceptSandbox: Whether sandbox purchases are accepted (true when a new app does not say).
             ///   - restorePolicy:
             ///   - consumption:
+            ///   - storeKitTestCertificates: The app's StoreKit Testing in Xcode certificates, each PEM (what Xcode's Editor → Save Public Certificate exports, converted with `openssl x509 -inform der`) or the base64 of its DER. Each must be a self-signed P-256 certificate. Replaces the app's list; `[]` removes them all, and with them the acceptance of Xcode and LocalTesting purchases.
             public init(
                 bundleId: Swift.String? = nil,
                 appAppleId: Swift.Int64? = nil,
@@ -1616,7 +1798,8 @@ extension Components {
                 inAppPurchasePrivateKey: Swift.String? = nil,
                 acceptSandbox: Swift.Bool? = nil,
                 restorePolicy: Components.Schemas.RestorePolicy? = nil,
-                consumption: Components.Schemas.ConsumptionSettings? = nil
+                consumption: Components.Schemas.ConsumptionSettings? = nil,
+                storeKitTestCertificates: [Swift.String]? = nil
             ) {
                 self.bundleId = bundleId
                 self.appAppleId = appAppleId
@@ -1631,6 +1814,7 @@ extension Components {
                 self.acceptSandbox = acceptSandbox
                 self.restorePolicy = restorePolicy
                 self.consumption = consumption
+                self.storeKitTestCertificates = storeKitTestCertificates
             }
             public enum CodingKeys: String, CodingKey {
                 case bundleId
@@ -1646,6 +1830,7 @@ extension Components {
                 case acceptSandbox
                 case restorePolicy
                 case consumption
+                case storeKitTestCertificates
             }
         }
         /// What the server tells Apple, beside what the ledger knows, when it answers a consumption request (Send Consumption Information v2). In `PATCH /admin/v1/apps/{bundle}` it replaces the app's settings whole: a field left out takes its default.

@@ -1460,7 +1460,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The purchase fails local verification and nothing is recorded: `invalidFormat`, `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not signed by Apple), `verificationFailure` (a forged signature), `malformedPayload`, `invalidAppIdentifier` (another app's), `invalidEnvironment`, `sandboxNotAccepted`, `untrustedForProduction` (production data under a sandbox-only root).
+            /// The purchase fails local verification and nothing is recorded: `invalidFormat`, `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not signed by Apple), `verificationFailure` (a forged signature), `malformedPayload`, `invalidAppIdentifier` (another app's), `invalidEnvironment`, `sandboxNotAccepted`, `untrustedForProduction` (production data under a sandbox-only root), `storeKitTestingNotEnabled` (Xcode or LocalTesting data for an app without `storeKitTestCertificates`), `untrustedForXcode` (Xcode or LocalTesting data under Apple's or the sandbox roots).
             ///
             /// - Remark: Generated from `#/paths//v1/receipts/post(submit)/responses/422`.
             ///
@@ -2407,7 +2407,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The purchase fails local verification and nothing is recorded: `invalidFormat`, `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not signed by Apple), `verificationFailure` (a forged signature), `malformedPayload`, `invalidAppIdentifier` (another app's), `invalidEnvironment`, `sandboxNotAccepted`, `untrustedForProduction` (production data under a sandbox-only root).
+            /// The purchase fails local verification and nothing is recorded: `invalidFormat`, `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not signed by Apple), `verificationFailure` (a forged signature), `malformedPayload`, `invalidAppIdentifier` (another app's), `invalidEnvironment`, `sandboxNotAccepted`, `untrustedForProduction` (production data under a sandbox-only root), `storeKitTestingNotEnabled` (Xcode or LocalTesting data for an app without `storeKitTestCertificates`), `untrustedForXcode` (Xcode or LocalTesting data under Apple's or the sandbox roots).
             ///
             /// - Remark: Generated from `#/paths//v1/customers/{customer}/restore/post(restore)/responses/422`.
             ///
@@ -5670,7 +5670,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key).
+            /// `invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key), `invalidStoreKitTestCertificate` (not a certificate, not self-signed, or not P-256).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/post(createApp)/responses/400`.
             ///
@@ -6181,7 +6181,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `bundleIdImmutable` (another `bundleId` in the body).
+            /// `invalidBody`, `invalidAPIKey`, `invalidInAppPurchaseKey`, `invalidStoreKitTestCertificate`, `bundleIdImmutable` (another `bundleId` in the body).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/patch(updateApp)/responses/400`.
             ///

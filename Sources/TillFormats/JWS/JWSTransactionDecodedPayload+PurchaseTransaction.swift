@@ -38,7 +38,15 @@ extension JWSTransactionDecodedPayload {
             ownership: inAppOwnershipType ?? .purchased,
             price: price,
             currency: currency,
-            storefront: storefront
+            storefront: storefront,
+            billingPlanType: billingPlanType?.rawValue,
+            commitment: commitmentInfo.map {
+                PurchaseTransaction.Commitment(
+                    billingPeriodNumber: $0.billingPeriodNumber,
+                    totalBillingPeriods: $0.totalBillingPeriods,
+                    expiresDate: $0.commitmentExpiresDate
+                )
+            }
         )
     }
 }

@@ -15,9 +15,13 @@ import X509
 /// 4. bundle id, app Apple id and environment of the payload against the configuration.
 ///
 /// Chains are cached by the header bytes, which hold the certificates: a steady stream of JWS signed
-/// by the same leaf costs one signature check each. With the environment configured as Xcode or
-/// LocalTesting the data is signed on a developer's machine: there is no chain to check, but the
-/// signature must still match the key of `x5c[0]` (Apple's library skips that check).
+/// by the same leaf costs one signature check each.
+///
+/// With the environment configured as Xcode or LocalTesting the data is signed on a developer's machine by one
+/// self-signed certificate (StoreKit Testing's, which Xcode exports with Editor → Save Public Certificate): `x5c`
+/// must hold exactly that certificate, it must be one of the configured roots, and the signature must match its
+/// key. Apple's libraries check none of this for these environments; a verifier that trusted any `x5c[0]` would
+/// accept data anyone signed. Its validity period is not checked: StoreKit Testing's clock can run at any rate.
 public struct SignedDataVerifier: Sendable {
     /// What a verifier accepts. Nil fields are not checked.
     public struct Configuration: Sendable {
@@ -107,9 +111,19 @@ public struct SignedDataVerifier: Sendable {
             return .invalid(.init(.malformedPayload, "the payload is not a \(Payload.payloadKind) object: \(error)"))
         }
 
-        // 3. The chain at the effective date (skipped for locally signed environments).
+        // 3. The chain at the effective date; for locally signed data, its one certificate must be a configured root.
         var chain: ValidatedChain?
-        if !locallySigned {
+        if locallySigned {
+            guard configuration.anchors.roots.contains(header.leaf) else {
+                return .invalid(
+                    .init(
+                        .invalidChain,
+                        "x5c[0] (\(header.leaf.subject)) is not a configured root: locally signed data is trusted only "
+                            + "under the certificate that signed it (Xcode's StoreKit test certificate)"
+                    )
+                )
+            }
+        } else {
             let date = configuration.validationTime ?? payload.verificationDate ?? now()
             if let cached = header.chain, cached.isValid(at: date) {
                 chain = cached
@@ -175,7 +189,7 @@ public struct SignedDataVerifier: Sendable {
         return nil
     }
 
-    /// Decodes and checks a header: ES256, and a three-certificate `x5c` (one is enough when locally signed).
+    /// Decodes and checks a header: ES256, and a three-certificate `x5c` (exactly one when locally signed).
     private static func readHeader(_ segment: ArraySlice<UInt8>, requireChain: Bool) -> VerificationOutcome<
         CachedHeader
     > {
@@ -193,6 +207,11 @@ public struct SignedDataVerifier: Sendable {
         if requireChain, x5c.count != 3 {
             return .invalid(
                 .init(.invalidChainLength, "x5c holds \(x5c.count) certificates; leaf, intermediate and root expected")
+            )
+        }
+        if !requireChain, x5c.count != 1 {
+            return .invalid(
+                .init(.invalidChainLength, "x5c holds \(x5c.count) certificates; locally signed data carries one")
             )
         }
         var certificates: [Certificate] = []

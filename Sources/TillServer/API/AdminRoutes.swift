@@ -8,6 +8,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import X509
 
 // The admin API under /admin/v1 (the operator token): apps, the catalogue, catching up with Apple, submissions and the
 // revenue report.
@@ -133,7 +134,22 @@ extension Components.Schemas.App {
             acceptSandbox: app.acceptSandbox,
             restorePolicy: app.restorePolicy,
             consumption: app.consumption,
+            storeKitTestCertificates: app.storeKitTestCertificates.flatMap {
+                ((try? StoreKitTestCertificate.parse($0)) ?? []).map(Components.Schemas.StoreKitTestCertificate.init)
+            },
             createdAt: app.createdAt
+        )
+    }
+}
+
+extension Components.Schemas.StoreKitTestCertificate {
+    init(_ trusted: StoreKitTestCertificate) {
+        self.init(
+            sha256: trusted.sha256Fingerprint,
+            subject: String(describing: trusted.certificate.subject),
+            notValidBefore: trusted.certificate.notValidBefore.millisecondsSince1970,
+            notValidAfter: trusted.certificate.notValidAfter.millisecondsSince1970,
+            pem: trusted.pem
         )
     }
 }

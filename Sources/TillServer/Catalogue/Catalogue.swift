@@ -5,6 +5,7 @@ import SQLKit
 import Synchronization
 import TillContract
 import TillCore
+import TillFormats
 import TillHTTPKit
 import TillStorage
 
@@ -92,6 +93,7 @@ public final class Catalogue: Sendable {
             acceptSandbox: input.acceptSandbox ?? true,
             restorePolicy: input.restorePolicy ?? .keepWithFirstOwner,
             consumption: Self.settings(input.consumption),
+            storeKitTestCertificates: try Self.storeKitTestCertificates(input.storeKitTestCertificates ?? []),
             createdAt: clock.milliseconds
         )
         try validateKeys(app)
@@ -135,6 +137,9 @@ public final class Catalogue: Sendable {
             if let value = input.acceptSandbox { app.acceptSandbox = value }
             if let value = input.restorePolicy { app.restorePolicy = value }
             if let value = input.consumption { app.consumption = Self.settings(value) }
+            if let value = input.storeKitTestCertificates {
+                app.storeKitTestCertificates = try Self.storeKitTestCertificates(value)
+            }
             try self.validateKeys(app)
             try await self.store.save(app, on: db)
             return (app, before)
@@ -186,6 +191,35 @@ public final class Catalogue: Sendable {
                 )
             }
         }
+    }
+
+    /// The StoreKit Testing in Xcode certificates an operator sent (PEM or base64 DER), each checked to be a self-signed
+    /// P-256 certificate and kept once, as PEM.
+    private static func storeKitTestCertificates(_ inputs: [String]) throws -> [String] {
+        var fingerprints: Set<String> = []
+        var kept: [String] = []
+        for (index, input) in inputs.enumerated() {
+            let certificates: [StoreKitTestCertificate]
+            do {
+                certificates = try StoreKitTestCertificate.parse(input)
+            } catch {
+                throw TillHTTPError.badRequest(
+                    "invalidStoreKitTestCertificate",
+                    "storeKitTestCertificates[\(index)]: \(error); send the PEM of the certificate Xcode exports "
+                        + "(Editor → Save Public Certificate; openssl x509 -inform der -in StoreKitTestCertificate.cer)"
+                )
+            }
+            for certificate in certificates where fingerprints.insert(certificate.sha256Fingerprint).inserted {
+                kept.append(certificate.pem)
+            }
+        }
+        guard kept.count <= 16 else {
+            throw TillHTTPError.badRequest(
+                "invalidStoreKitTestCertificate",
+                "an app trusts at most 16 StoreKit test certificates, not \(kept.count)"
+            )
+        }
+        return kept
     }
 
     /// Consumption settings as kept: a field left out takes its default (no sample; no refund preference).

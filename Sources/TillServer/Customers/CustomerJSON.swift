@@ -20,6 +20,15 @@ extension CustomerView {
             w.key("purchases")
             w.array(purchases) { w, purchase in
                 w.object { w in
+                    w.field("billingPlanType", purchase.billingPlanType)
+                    if let commitment = purchase.commitment {
+                        w.key("commitment")
+                        w.object { w in
+                            w.field("billingPeriodNumber", commitment.billingPeriodNumber)
+                            w.field("expiresDate", commitment.expiresDate)
+                            w.field("totalBillingPeriods", commitment.totalBillingPeriods)
+                        }
+                    }
                     w.field("confirmed", purchase.confirmed)
                     w.field("environment", purchase.environment)
                     w.field("expiresDate", purchase.expiresDate)
@@ -38,6 +47,18 @@ extension CustomerView {
                 w.object { w in
                     w.field("autoRenewProductId", state.autoRenewProductId)
                     w.field("autoRenewStatus", state.autoRenewStatus)
+                    w.field("billingPlanType", state.billingPlanType)
+                    if let commitment = state.commitment {
+                        w.key("commitment")
+                        w.object { w in
+                            w.field("autoRenewProductId", commitment.autoRenewProductId)
+                            w.field("autoRenewStatus", commitment.autoRenewStatus)
+                            w.field("currency", commitment.currency)
+                            w.field("renewalBillingPlanType", commitment.renewalBillingPlanType)
+                            w.field("renewalDate", commitment.renewalDate)
+                            w.field("renewalPrice", commitment.renewalPrice)
+                        }
+                    }
                     w.field("environment", state.environment)
                     w.field("expirationIntent", state.expirationIntent)
                     w.field("expiresDate", state.expiresDate)

@@ -60,7 +60,15 @@ public struct Customers: Sendable {
                     expiresDate: $0.expiresDate,
                     revocationDate: $0.revocationDate,
                     revocationReason: $0.revocationReason,
-                    confirmed: $0.confirmed
+                    confirmed: $0.confirmed,
+                    billingPlanType: $0.billingPlanType,
+                    commitment: $0.commitmentPeriod == nil && $0.commitmentExpiresDate == nil
+                        ? nil
+                        : Components.Schemas.PurchaseCommitment(
+                            billingPeriodNumber: $0.commitmentPeriod,
+                            totalBillingPeriods: $0.commitmentPeriods,
+                            expiresDate: $0.commitmentExpiresDate
+                        )
                 )
             },
             subscriptions: Self.subscriptionViews(states, ledger: ledger)

@@ -60,10 +60,30 @@ extension Customers {
                 expirationIntent: state.expirationIntent,
                 renewalDate: state.renewalDate,
                 priceIncreaseStatus: state.priceIncreaseStatus,
+                billingPlanType: state.billingPlanType,
+                commitment: Self.commitmentView(state),
                 lastNotificationType: state.lastNotificationType,
                 updatedAt: state.updatedAt
             )
         }.sorted { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }
+    }
+}
+
+extension Customers {
+    /// The commitment of a subscription billed monthly, as its renewal info told it; nil for other plans.
+    static func commitmentView(_ state: SubscriptionStateRecord) -> Components.Schemas.SubscriptionCommitment? {
+        guard
+            state.commitmentRenewalDate != nil || state.commitmentAutoRenewStatus != nil
+                || state.commitmentRenewalPrice != nil || state.commitmentAutoRenewProductId != nil
+        else { return nil }
+        return Components.Schemas.SubscriptionCommitment(
+            renewalDate: state.commitmentRenewalDate,
+            autoRenewStatus: state.commitmentAutoRenewStatus,
+            autoRenewProductId: state.commitmentAutoRenewProductId,
+            renewalBillingPlanType: state.commitmentRenewalBillingPlanType,
+            renewalPrice: state.commitmentRenewalPrice,
+            currency: state.commitmentRenewalPrice == nil ? nil : state.currency
+        )
     }
 }
 

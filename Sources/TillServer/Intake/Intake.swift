@@ -64,6 +64,9 @@ public struct Intake: Sendable {
         }
 
         let verified = try await verifier.verify(input, app: app)
+        // StoreKit Testing in Xcode signs on the developer's machine: no App Store knows the purchase, so there is no
+        // one to confirm it with. The certificate the operator registered vouches for it; it is settled at once.
+        let settlesLocally = verified.environment.isLocallySigned
         let now = clock.milliseconds
         let catalogue = try await self.catalogue.products(of: app.bundleId)
         let outcome = try await database.transaction {
@@ -82,18 +85,18 @@ public struct Intake: Sendable {
                 idempotencyKey: request.idempotencyKey,
                 kind: input.kind,
                 environment: verified.environment.rawValue,
-                state: .pending,
+                state: settlesLocally ? .confirmed : .pending,
                 attempts: 0,
-                nextAttemptAt: now,
+                nextAttemptAt: settlesLocally ? nil : now,
                 lastStatus: nil,
                 lastError: nil,
                 retryCause: nil,
-                reason: nil,
+                reason: settlesLocally ? Self.storeKitTestingReason(verified.environment) : nil,
                 transactionIds: TransactionIDs(verified.transactions.map(\.transactionId)),
                 claimedUntil: nil,
                 createdAt: now,
                 updatedAt: now,
-                confirmedAt: nil
+                confirmedAt: settlesLocally ? now : nil
             )
             try await self.store.insert(submission, on: db)
             try await self.store.insertPayload(submissionId: submission.id, payload: input.payload, on: db)
@@ -102,6 +105,7 @@ public struct Intake: Sendable {
                 submission: submission,
                 app: app,
                 catalogue: catalogue,
+                confirmed: settlesLocally,
                 on: db
             )
             if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
@@ -110,6 +114,7 @@ public struct Intake: Sendable {
                 submission.state = .rejected
                 submission.reason = "every transaction belongs to another customer (ownedByAnotherCustomer)"
                 submission.nextAttemptAt = nil
+                submission.confirmedAt = nil
                 try await self.store.update(submission, on: db)
             }
             // The customer as this transaction leaves them, read while it holds the connection (a read after
@@ -130,12 +135,18 @@ public struct Intake: Sendable {
                 "every transaction of this submission belongs to another customer (\(refused.count) refused)"
             )
         }
-        signals.workAvailable.signal()
+        if !submission.state.isSettled { signals.workAvailable.signal() }
         return SubmissionResult(
             submission: SubmissionView(submission),
             customer: try await customers.view(of: customer, bundleId: app.bundleId),
             refused: refused
         )
+    }
+
+    /// Why a StoreKit Testing submission is confirmed without Apple.
+    static func storeKitTestingReason(_ environment: AppStoreEnvironment) -> String {
+        "\(environment) purchase signed by StoreKit Testing in Xcode under a certificate the app trusts; no App Store "
+            + "knows of it, so it is confirmed without asking Apple"
     }
 
     /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
@@ -175,11 +186,15 @@ public struct Intake: Sendable {
     /// Records a submission's transactions in the ledger, then applies the notifications that were waiting for
     /// a purchase recorded for the first time. Returns the transactions refused because another customer owns
     /// them. Apple's answer to a submission is recorded the same way (`ConfirmationQueue.settle`).
+    ///
+    /// - Parameter confirmed: whether new ledger rows are confirmed already (StoreKit Testing's, which no one else
+    ///   will confirm).
     func record(
         _ transactions: [PurchaseTransaction],
         submission: SubmissionRecord,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
+        confirmed: Bool = false,
         on db: any SQLDatabase
     ) async throws -> [RefusedTransaction] {
         let recording = try await ledger.record(
@@ -187,6 +202,7 @@ public struct Intake: Sendable {
             submission: submission,
             app: app,
             catalogue: catalogue,
+            confirmed: confirmed,
             on: db
         )
         for purchase in recording.firstRecorded {

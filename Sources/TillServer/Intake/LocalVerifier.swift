@@ -17,11 +17,17 @@ struct LocallyVerified: Sendable {
 ///
 /// Apple's roots are tried first. Roots configured for the sandbox (the simulator's) are tried only when
 /// Apple's fail, and then the data must say it is sandbox data: a production purchase is never believed on
-/// anyone's word but Apple's. Verifiers are kept per app so their chain caches stay warm.
+/// anyone's word but Apple's. Data of StoreKit Testing in Xcode (the Xcode and LocalTesting environments) is signed
+/// on a developer's machine by one self-signed certificate: it is believed only under the app's
+/// `storeKitTestCertificates`, and those certificates vouch for nothing else. Verifiers are kept per app so their
+/// chain caches stay warm.
 final class LocalVerifier: Sendable {
     private struct AppVerifiers: Sendable {
         var fingerprint: String
+        var storeKitTestCertificates: [String]
         var jws: [SignedDataVerifier]
+        /// Verifiers of the Xcode and LocalTesting environments, under the app's StoreKit test certificates alone.
+        var locallySigned: [AppStoreEnvironment: SignedDataVerifier]
         var receipts: [ReceiptVerifier]
         var transactionReceipts: [TransactionReceiptVerifier]
     }
@@ -43,7 +49,11 @@ final class LocalVerifier: Sendable {
 
     private func verifiers(for app: ServerApp) -> AppVerifiers {
         let fingerprint = "\(app.bundleId)|\(app.appAppleId ?? 0)"
-        if let cached = cache.withLock({ $0[app.bundleId] }), cached.fingerprint == fingerprint { return cached }
+        if let cached = cache.withLock({ $0[app.bundleId] }), cached.fingerprint == fingerprint,
+            cached.storeKitTestCertificates == app.storeKitTestCertificates
+        {
+            return cached
+        }
         var jws = [SignedDataVerifier(.init(anchors: .appleStoreKit, bundleId: app.bundleId))]
         var receipts = [ReceiptVerifier(.init(anchors: .appleReceipts, bundleId: app.bundleId))]
         var transactionReceipts = [TransactionReceiptVerifier(.init(anchors: .appleReceipts, bundleId: app.bundleId))]
@@ -62,9 +72,21 @@ final class LocalVerifier: Sendable {
             receipts.append(ReceiptVerifier(.init(anchors: anchors, bundleId: app.bundleId)))
             transactionReceipts.append(TransactionReceiptVerifier(.init(anchors: anchors, bundleId: app.bundleId)))
         }
+        var locallySigned: [AppStoreEnvironment: SignedDataVerifier] = [:]
+        let storeKitTest = app.storeKitTestCertificates.flatMap { (try? StoreKitTestCertificate.parse($0)) ?? [] }
+        if !storeKitTest.isEmpty {
+            let anchors = TrustAnchors(roots: storeKitTest.map(\.certificate))
+            for environment in [AppStoreEnvironment.xcode, .localTesting] {
+                locallySigned[environment] = SignedDataVerifier(
+                    .init(anchors: anchors, bundleId: app.bundleId, environment: environment)
+                )
+            }
+        }
         let made = AppVerifiers(
             fingerprint: fingerprint,
+            storeKitTestCertificates: app.storeKitTestCertificates,
             jws: jws,
+            locallySigned: locallySigned,
             receipts: receipts,
             transactionReceipts: transactionReceipts
         )
@@ -78,16 +100,7 @@ final class LocalVerifier: Sendable {
         let verified: LocallyVerified
         switch input {
         case .signedTransaction(let jws):
-            verified = try await first(verifiers.jws.indices) { index in
-                await verifiers.jws[index].verify(jws, as: JWSTransactionDecodedPayload.self).map { verifiedJWS in
-                    guard let transaction = verifiedJWS.payload.purchaseTransaction() else { return nil }
-                    return LocallyVerified(
-                        kind: .signedTransaction,
-                        environment: transaction.environment,
-                        transactions: [transaction]
-                    )
-                }
-            }
+            verified = try await verifySignedTransaction(jws, verifiers: verifiers, app: app)
         case .appReceipt(let base64):
             verified = try await first(verifiers.receipts.indices) { index in
                 await verifiers.receipts[index].verify(base64: base64).map { receipt in
@@ -112,6 +125,10 @@ final class LocalVerifier: Sendable {
                 }
             }
         }
+        if verified.environment.isLocallySigned {
+            // Believed under the certificates the operator registered for it: that is the app's consent.
+            return verified
+        }
         if verified.environment != .production && !app.acceptSandbox {
             throw TillHTTPError.unprocessable(
                 "sandboxNotAccepted",
@@ -127,6 +144,66 @@ final class LocalVerifier: Sendable {
         return verified
     }
 
+    /// A signed transaction: under Apple's roots, then the sandbox roots; when neither has a chain for it and it says it
+    /// is StoreKit Testing's, under the app's StoreKit test certificates alone.
+    private func verifySignedTransaction(_ jws: String, verifiers: AppVerifiers, app: ServerApp) async throws
+        -> LocallyVerified
+    {
+        func attempt(_ verifier: SignedDataVerifier) async -> VerificationOutcome<LocallyVerified?> {
+            await verifier.verify(jws, as: JWSTransactionDecodedPayload.self).map { verifiedJWS in
+                guard let transaction = verifiedJWS.payload.purchaseTransaction() else { return nil }
+                return LocallyVerified(
+                    kind: .signedTransaction,
+                    environment: transaction.environment,
+                    transactions: [transaction]
+                )
+            }
+        }
+        do {
+            return try await first(verifiers.jws.indices) { await attempt(verifiers.jws[$0]) }
+        } catch let refusal as TillHTTPError
+            where refusal.code == "invalidChainLength" || refusal.code == "invalidChain"
+        {
+            // No chain to Apple or the sandbox roots. StoreKit Testing in Xcode signs with one self-signed certificate;
+            // what the payload claims only chooses the verifier, which checks everything again.
+            guard let claimed = Self.claimedEnvironment(of: jws), claimed.isLocallySigned else { throw refusal }
+            guard let verifier = verifiers.locallySigned[claimed] else {
+                throw TillHTTPError.unprocessable(
+                    "storeKitTestingNotEnabled",
+                    "this is \(claimed) data, signed by StoreKit Testing in Xcode; to accept it, register the project's "
+                        + "certificate (Xcode: Editor → Save Public Certificate) with PATCH /admin/v1/apps/\(app.bundleId) "
+                        + "{\"storeKitTestCertificates\":[\"<PEM>\"]}"
+                )
+            }
+            switch await attempt(verifier) {
+            case .valid(let verified?):
+                return verified
+            case .valid(nil):
+                throw TillHTTPError.unprocessable(
+                    "malformedPayload",
+                    "the signed data lacks a transaction id, product id, date or environment"
+                )
+            case .invalid(let failure) where failure.reason == .invalidChain:
+                throw TillHTTPError.unprocessable(
+                    failure.reason.rawValue,
+                    "not signed by a StoreKit test certificate of \(app.bundleId): \(failure.detail)"
+                )
+            case .invalid(let failure):
+                throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
+            }
+        }
+    }
+
+    /// The environment a JWS's payload claims, unverified: only to choose who verifies it.
+    private static func claimedEnvironment(of jws: String) -> AppStoreEnvironment? {
+        struct Claim: Decodable { var environment: String? }
+        let segments = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3, let payload = Base64.decode(segments[1], alphabet: .url),
+            let claim = try? JSONDecoder().decode(Claim.self, from: Data(payload)), let environment = claim.environment
+        else { return nil }
+        return AppStoreEnvironment(environment)
+    }
+
     /// Verifies App Store signed data (a notification, a transaction, renewal info) with the rules of submissions:
     /// Apple's roots first; the sandbox roots only when Apple's refuse the chain, and then only for data that
     /// says it is not production. With `app`, the data must also be signed for that app; without, only the
@@ -140,6 +217,14 @@ final class LocalVerifier: Sendable {
             switch await verifier.verify(jws, as: Payload.self) {
             case .valid(let verified):
                 let environment = verified.payload.identity.environment
+                if let environment, environment.isLocallySigned {
+                    return .invalid(
+                        VerificationFailure(
+                            .untrustedForXcode,
+                            "only an app's StoreKit test certificates vouch for \(environment) data"
+                        )
+                    )
+                }
                 if index > 0 && (environment == nil || environment == .production) {
                     return .invalid(
                         VerificationFailure(
@@ -166,6 +251,11 @@ final class LocalVerifier: Sendable {
         var chainFailure: VerificationFailure?
         for index in indices {
             switch await attempt(index) {
+            case .valid(let verified?) where verified.environment.isLocallySigned:
+                throw TillHTTPError.unprocessable(
+                    "untrustedForXcode",
+                    "only an app's StoreKit test certificates vouch for \(verified.environment) purchases"
+                )
             case .valid(let verified?):
                 if index > 0 && verified.environment != .sandbox {
                     throw TillHTTPError.unprocessable(
@@ -224,4 +314,6 @@ extension VerificationOutcome {
 extension VerificationFailure.Reason {
     /// Valid only under the sandbox roots, yet claiming to be production data.
     static let untrustedForProduction = VerificationFailure.Reason(rawValue: "untrustedForProduction")
+    /// Valid under Apple's or the sandbox roots, yet claiming to be StoreKit Testing's (Xcode, LocalTesting).
+    static let untrustedForXcode = VerificationFailure.Reason(rawValue: "untrustedForXcode")
 }

@@ -79,12 +79,13 @@ extension Ledger {
     }
 
     /// Whether Apple's signed data says something the ledger row does not: a first confirmation, the lifting of a
-    /// rejection's revocation, a revocation, another expiry, an introductory offer, an upgrade.
+    /// rejection's revocation, a revocation, another expiry, an introductory offer, a billing plan, an upgrade.
     private static func changes(_ row: LedgerRecord, _ transaction: PurchaseTransaction) -> Bool {
         if !row.confirmed || row.isRevokedByRejection { return true }
         if transaction.revocationDate != nil && row.revocationDate == nil { return true }
         if let expires = transaction.expiresDate?.millisecondsSince1970, expires != row.expiresDate { return true }
         if transaction.isIntroductoryOffer && !row.introductoryOffer { return true }
+        if transaction.billingPlanType != nil && row.billingPlanType == nil { return true }
         return transaction.isUpgraded && !row.isUpgraded
     }
 }

@@ -46,6 +46,7 @@ extension Ledger {
             row.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? row.expiresDate
             row.isUpgraded = row.isUpgraded || transaction.isUpgraded
             row.introductoryOffer = row.introductoryOffer || transaction.isIntroductoryOffer
+            row.takeBillingPlan(of: transaction)
             // Apple signed it: confirmed, and a rejection's revocation of it is lifted.
             try await appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
         } else {

@@ -35,12 +35,14 @@ public struct Ledger: Sendable {
 
     /// Records the transactions a submission (or Apple's answer to it) carried, once each: new ones are posted,
     /// known ones take what the signed data says (revocation, upgrade, expiry), and a transaction another customer
-    /// owns is refused or moved as the app's restore policy says.
+    /// owns is refused or moved as the app's restore policy says. New rows are `confirmed` when nobody else will
+    /// confirm them (StoreKit Testing in Xcode's).
     func record(
         _ transactions: [PurchaseTransaction],
         submission: SubmissionRecord,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
+        confirmed: Bool = false,
         on db: any SQLDatabase
     ) async throws -> Recording {
         var recording = Recording()
@@ -90,6 +92,7 @@ public struct Ledger: Sendable {
                 existing.isUpgraded = existing.isUpgraded || transaction.isUpgraded
                 existing.introductoryOffer = existing.introductoryOffer || transaction.isIntroductoryOffer
                 existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
+                existing.takeBillingPlan(of: transaction)
                 existing.updatedAt = now
                 try await store.update(existing, on: db)
                 continue
@@ -107,7 +110,7 @@ public struct Ledger: Sendable {
                 app: app,
                 product: product,
                 source: submission.id,
-                confirmed: false,
+                confirmed: confirmed,
                 carryingRevocation: true,
                 now: now,
                 on: db
@@ -139,7 +142,7 @@ public struct Ledger: Sendable {
     ) async throws -> LedgerRecord {
         let environment = transaction.environment.rawValue
         let revocation = carryingRevocation ? transaction.revocationDate : nil
-        let record = LedgerRecord(
+        var record = LedgerRecord(
             environment: environment,
             transactionId: transaction.transactionId,
             bundleId: app.bundleId,
@@ -164,6 +167,7 @@ public struct Ledger: Sendable {
             createdAt: now,
             updatedAt: now
         )
+        record.takeBillingPlan(of: transaction)
         try await store.insert(record, on: db)
         if record.revocationDate == nil {
             try await credit(
@@ -228,4 +232,18 @@ extension PurchaseTransaction {
     /// A period of an introductory offer: a free trial or an introductory price (`offerType` 1 in a signed
     /// transaction; `is_trial_period` or `is_in_intro_offer_period` in a receipt).
     var isIntroductoryOffer: Bool { isTrialPeriod || isInIntroOfferPeriod }
+}
+
+extension LedgerRecord {
+    /// Takes the billing plan and commitment the signed data carries, where the row has none yet (a row first
+    /// recorded from a receipt learns them from a signed transaction); true when it changed.
+    @discardableResult
+    mutating func takeBillingPlan(of transaction: PurchaseTransaction) -> Bool {
+        guard billingPlanType == nil, let plan = transaction.billingPlanType else { return false }
+        billingPlanType = plan
+        commitmentPeriod = transaction.commitment?.billingPeriodNumber
+        commitmentPeriods = transaction.commitment?.totalBillingPeriods
+        commitmentExpiresDate = transaction.commitment?.expiresDate?.millisecondsSince1970
+        return true
+    }
 }

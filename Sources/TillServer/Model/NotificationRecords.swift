@@ -43,4 +43,13 @@ struct SubscriptionStateRecord: Codable, Sendable {
     /// When Apple signed the renewal info (or the notification) this state comes from.
     var signedDate: Int64
     var updatedAt: Int64
+    /// The plan it renews on (`renewalBillingPlanType`), the currency of its renewal prices, and, billed monthly,
+    /// its commitment (`commitmentInfo`); nil when the renewal info did not say (or before migration 016).
+    var billingPlanType: String? = nil
+    var currency: String? = nil
+    var commitmentRenewalDate: Int64? = nil
+    var commitmentAutoRenewStatus: Bool? = nil
+    var commitmentAutoRenewProductId: String? = nil
+    var commitmentRenewalBillingPlanType: String? = nil
+    var commitmentRenewalPrice: Int64? = nil
 }

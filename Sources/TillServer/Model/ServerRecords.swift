@@ -25,6 +25,9 @@ public struct ServerApp: Codable, Sendable, Hashable {
     public var restorePolicy: RestorePolicy
     /// What the server tells Apple beside the ledger when it answers a consumption request.
     public var consumption: ConsumptionSettings = ConsumptionSettings(sampleContentProvided: false)
+    /// StoreKit Testing in Xcode's certificates (PEM) whose Xcode and LocalTesting data the app accepts; empty for
+    /// none. They vouch for that data only, never for the sandbox or production.
+    public var storeKitTestCertificates: [String] = []
     public var createdAt: Int64
 }
 
@@ -103,6 +106,12 @@ struct LedgerRecord: Codable, Sendable {
     var confirmed: Bool
     var createdAt: Int64
     var updatedAt: Int64
+    /// How the period was billed (`BILLED_UPFRONT`, `MONTHLY`), and for a month of a 12-month commitment its place
+    /// in it and the commitment's end; nil when the data did not say (receipts, rows before migration 016).
+    var billingPlanType: String? = nil
+    var commitmentPeriod: Int? = nil
+    var commitmentPeriods: Int? = nil
+    var commitmentExpiresDate: Int64? = nil
 }
 
 /// The transaction ids a submission carried: an array in Swift, one JSON text column in SQL (`transaction_ids`),

@@ -238,7 +238,14 @@ public struct NotificationIntake: Sendable {
         let owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
         if notification.type == .consumptionRequest {
             // Apple waits twelve hours for what the server knows of the purchase: queued with the notification.
-            try await consumption.requested(notification, transaction: transaction, owner: owner, app: app, now: now, on: db)
+            try await consumption.requested(
+                notification,
+                transaction: transaction,
+                owner: owner,
+                app: app,
+                now: now,
+                on: db
+            )
             return (.recorded, owner, "consumption information queued for Send Consumption Information")
         }
         if Self.recordedOnly.contains(notification.type) {
@@ -335,7 +342,14 @@ public struct NotificationIntake: Sendable {
                 priceIncreaseStatus: renewal.priceIncreaseStatus?.rawValue,
                 lastNotificationType: notification.type.rawValue,
                 signedDate: (renewal.signedDate ?? notification.payload.signedDate)?.millisecondsSince1970 ?? now,
-                updatedAt: now
+                updatedAt: now,
+                billingPlanType: renewal.renewalBillingPlanType?.rawValue,
+                currency: renewal.currency,
+                commitmentRenewalDate: renewal.commitmentInfo?.commitmentRenewalDate?.millisecondsSince1970,
+                commitmentAutoRenewStatus: renewal.commitmentInfo?.commitmentAutoRenewStatus.map { $0 == .on },
+                commitmentAutoRenewProductId: renewal.commitmentInfo?.commitmentAutoRenewProductId,
+                commitmentRenewalBillingPlanType: renewal.commitmentInfo?.commitmentRenewalBillingPlanType?.rawValue,
+                commitmentRenewalPrice: renewal.commitmentInfo?.commitmentRenewalPrice
             ),
             on: db
         )

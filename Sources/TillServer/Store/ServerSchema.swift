@@ -318,5 +318,29 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // StoreKit Testing in Xcode (LocalVerifier): the certificates each app trusts for its Xcode and LocalTesting
+        // data, a JSON array of PEM.
+        Migration(
+            "015-storekit-testing",
+            ["ALTER TABLE srv_apps ADD COLUMN store_kit_test_certificates TEXT NOT NULL DEFAULT '[]'"]
+        ),
+        // Monthly billing with a 12-month commitment: each transaction's billing plan and place in its commitment, and
+        // the subscription's plan and commitment from its renewal info.
+        Migration(
+            "016-commitment-plans",
+            [
+                "ALTER TABLE srv_transactions ADD COLUMN billing_plan_type TEXT",
+                "ALTER TABLE srv_transactions ADD COLUMN commitment_period INTEGER",
+                "ALTER TABLE srv_transactions ADD COLUMN commitment_periods INTEGER",
+                "ALTER TABLE srv_transactions ADD COLUMN commitment_expires_date BIGINT",
+                "ALTER TABLE srv_subscription_states ADD COLUMN billing_plan_type TEXT",
+                "ALTER TABLE srv_subscription_states ADD COLUMN currency TEXT",
+                "ALTER TABLE srv_subscription_states ADD COLUMN commitment_renewal_date BIGINT",
+                "ALTER TABLE srv_subscription_states ADD COLUMN commitment_auto_renew_status BOOLEAN",
+                "ALTER TABLE srv_subscription_states ADD COLUMN commitment_auto_renew_product_id TEXT",
+                "ALTER TABLE srv_subscription_states ADD COLUMN commitment_renewal_billing_plan_type TEXT",
+                "ALTER TABLE srv_subscription_states ADD COLUMN commitment_renewal_price BIGINT",
+            ]
+        ),
     ]
 }

@@ -65,6 +65,8 @@ struct ServerStore: Sendable {
         var restorePolicy: String
         var consumptionSampleContentProvided: Bool
         var consumptionRefundPreference: String?
+        /// A JSON array of PEM certificates.
+        var storeKitTestCertificates: String
         var createdAt: Int64
     }
 
@@ -85,6 +87,7 @@ struct ServerStore: Sendable {
             restorePolicy: app.restorePolicy.rawValue,
             consumptionSampleContentProvided: app.consumption.sampleContentProvided ?? false,
             consumptionRefundPreference: app.consumption.refundPreference?.rawValue,
+            storeKitTestCertificates: Self.json(app.storeKitTestCertificates),
             createdAt: app.createdAt
         )
         try await db.insert(into: "srv_apps").model(row, with: Self.encoding)
@@ -128,6 +131,7 @@ struct ServerStore: Sendable {
                 sampleContentProvided: row.consumptionSampleContentProvided,
                 refundPreference: row.consumptionRefundPreference.flatMap(ConsumptionSettings.RefundPreference.init)
             ),
+            storeKitTestCertificates: try decodeJSON([String].self, row.storeKitTestCertificates),
             createdAt: row.createdAt
         )
     }
