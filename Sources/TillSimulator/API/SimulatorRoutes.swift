@@ -132,8 +132,7 @@ func addAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simulator:
         return try jsonResponse(product, context: context)
     }
     group.get("apps/{app}/notifications") { request, context in
-        let environment =
-            AppStoreEnvironment(parsing: request.uri.queryParameters.get("environment") ?? "sandbox") ?? .sandbox
+        let environment = try adminEnvironment(request)
         return try jsonResponse(
             try await simulator.notifications.notificationLog(
                 appAppleId: try int64(context, "app"),

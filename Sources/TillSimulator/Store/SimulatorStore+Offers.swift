@@ -123,14 +123,6 @@ extension SimulatorStore {
             .first(decoding: OfferCode.self, with: Self.decoding)
     }
 
-    func offerCodes(appAppleId: Int64, productId: String, offerIdentifier: String, on db: any SQLDatabase)
-        async throws -> [OfferCode]
-    {
-        try await db.select().column("*").from("sim_offer_codes").where("app_apple_id", .equal, appAppleId)
-            .where("product_id", .equal, productId).where("offer_identifier", .equal, offerIdentifier)
-            .orderBy("code").all(decoding: OfferCode.self, with: Self.decoding)
-    }
-
     // MARK: Redemptions and signature nonces
 
     struct OfferRedemption: Codable, Sendable, Hashable {
@@ -148,12 +140,6 @@ extension SimulatorStore {
 
     func insert(_ redemption: OfferRedemption, on db: any SQLDatabase) async throws {
         try await db.insert(into: "sim_offer_redemptions").model(redemption, with: Self.encoding).run()
-    }
-
-    func redemptions(accountId: String, appAppleId: Int64, on db: any SQLDatabase) async throws -> [OfferRedemption] {
-        try await db.select().column("*").from("sim_offer_redemptions").where("account_id", .equal, accountId)
-            .where("app_apple_id", .equal, appAppleId).orderBy("redeemed_at")
-            .all(decoding: OfferRedemption.self, with: Self.decoding)
     }
 
     func redemptions(code: String, on db: any SQLDatabase) async throws -> [OfferRedemption] {
