@@ -185,21 +185,21 @@ struct ClientFixture {
 
     func storefront(
         device: SimDevice? = nil,
-        pollInterval: Duration = .milliseconds(100),
+        pollInterval: TimeInterval = 0.1,
         sheet: @escaping @Sendable (Payment) async -> SimulatorStorefront.SheetAction = { _ in .confirm }
     ) -> SimulatorStorefront {
         SimulatorStorefront(
             baseURL: simulatorURL,
             deviceId: (device ?? self.device).id,
             bundleId: Self.bundleId,
-            timeout: .seconds(30),
+            timeout: 30,
             pollInterval: pollInterval,
             session: http,
             paymentSheet: sheet
         )
     }
 
-    func client(_ url: String, timeout: Duration = .seconds(30)) -> TillServerClient {
+    func client(_ url: String, timeout: TimeInterval = 30) -> TillServerClient {
         TillServerClient(baseURL: url, appKey: app.appKey, timeout: timeout, session: http)
     }
 
@@ -210,7 +210,7 @@ struct ClientFixture {
         customer: String = "alice",
         folder: String = "device-1",
         storefront: SimulatorStorefront? = nil,
-        timeout: Duration = .seconds(10)
+        timeout: TimeInterval = 10
     ) throws -> PurchaseCoordinator<SimulatorStorefront> {
         try coordinator(
             url,
@@ -221,12 +221,13 @@ struct ClientFixture {
         )
     }
 
-    func coordinator<S: Storefront>(
+    func coordinator<S: TillStorefront>(
         _ url: String,
         customer: String = "alice",
         folder: String = "device-1",
         store: S,
-        timeout: Duration = .seconds(10)
+        timeout: TimeInterval = 10,
+        finishing: PurchaseCoordinator<S>.Finishing = .byTill
     ) throws -> PurchaseCoordinator<S> {
         let client = client(url, timeout: timeout)
         let root = directory.appendingPathComponent(folder, isDirectory: true)
@@ -237,7 +238,7 @@ struct ClientFixture {
             outbox: try Outbox(
                 directory: root.appendingPathComponent("outbox"),
                 server: client,
-                backoff: Backoff(base: .milliseconds(100), cap: .seconds(1), jitter: 0)
+                backoff: Backoff(base: 0.1, cap: 1, jitter: 0)
             ),
             entitlements: try EntitlementStore(
                 directory: root.appendingPathComponent("entitlements"),
@@ -250,8 +251,18 @@ struct ClientFixture {
                 server: client,
                 timeout: timeout,
                 session: http
-            )
+            ),
+            finishing: finishing
         )
+    }
+
+    /// Buys `productId` on the device's store directly (no coordinator): the purchased transaction.
+    func buy(_ productId: String, device: SimDevice? = nil) async throws -> StoreTransaction {
+        let result = try await storefront(device: device).purchase(Payment(productId: productId))
+        guard case .success(.verified(let transaction)) = result else {
+            throw TillClientError(.invalidResponse, message: "\(productId) was not purchased: \(result)")
+        }
+        return transaction
     }
 
     /// The device's unfinished queue entries, as the simulator holds them.
