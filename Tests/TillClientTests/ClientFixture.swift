@@ -11,6 +11,7 @@ import TillClient
 import TillContract
 import TillCore
 import TillFormats
+import TillSnapshot
 import TillStorage
 import TillTestSupport
 
@@ -26,7 +27,7 @@ import TillTestSupport
 ///
 /// The simulator listens for the whole test; the server's HTTP listener runs inside ``serve(port:_:)``, so a test
 /// can take it down and bring it back on the same port.
-struct ClientFixture {
+struct ClientFixture: Sendable {
     let simulator: Simulator
     let server: PurchaseServer
     let app: ServerApp
@@ -227,7 +228,8 @@ struct ClientFixture {
         folder: String = "device-1",
         store: S,
         timeout: TimeInterval = 10,
-        finishing: PurchaseCoordinator<S>.Finishing = .byTill
+        finishing: PurchaseCoordinator<S>.Finishing = .byTill,
+        pinnedKeys: [SnapshotPublicKey] = []
     ) throws -> PurchaseCoordinator<S> {
         let client = client(url, timeout: timeout)
         let root = directory.appendingPathComponent(folder, isDirectory: true)
@@ -244,7 +246,8 @@ struct ClientFixture {
                 directory: root.appendingPathComponent("entitlements"),
                 bundleId: Self.bundleId,
                 customerId: customer,
-                server: client
+                server: client,
+                pinnedKeys: pinnedKeys
             ),
             content: try ContentStore(
                 directory: root.appendingPathComponent("content"),

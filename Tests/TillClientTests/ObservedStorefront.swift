@@ -7,16 +7,26 @@ struct ObservedStorefront<Base: TillStorefront>: TillStorefront {
     let base: Base
     /// Runs before each finish; throwing stops the finish (the transaction stays in the queue).
     let beforeFinish: @Sendable (StoreTransaction) async throws -> Void
+    /// Runs before each payment reaches the store.
+    let beforePurchase: @Sendable (Payment) async -> Void
     let finishes = Counter()
 
-    init(_ base: Base, beforeFinish: @escaping @Sendable (StoreTransaction) async throws -> Void = { _ in }) {
+    init(
+        _ base: Base,
+        beforeFinish: @escaping @Sendable (StoreTransaction) async throws -> Void = { _ in },
+        beforePurchase: @escaping @Sendable (Payment) async -> Void = { _ in }
+    ) {
         self.base = base
+        self.beforePurchase = beforePurchase
         self.beforeFinish = beforeFinish
     }
 
     func canMakePayments() async throws -> Bool { try await base.canMakePayments() }
     func products(_ identifiers: [String]) async throws -> ProductLookup { try await base.products(identifiers) }
-    func purchase(_ payment: Payment) async throws -> StorePurchaseResult { try await base.purchase(payment) }
+    func purchase(_ payment: Payment) async throws -> StorePurchaseResult {
+        await beforePurchase(payment)
+        return try await base.purchase(payment)
+    }
     func unfinishedTransactions() async throws -> [StoreUpdate] { try await base.unfinishedTransactions() }
     func restorePurchases() async throws -> StorefrontRestore { try await base.restorePurchases() }
     func currentEntitlements() async throws -> [StoreVerification<StoreTransaction>] {

@@ -36,32 +36,32 @@ extension PurchaseCoordinator {
         for verification in transactions {
             let transaction = verification.unsafePayloadValue
             if let error = verification.verificationError {
-                outcomes[transaction.id] = .unverified(transaction, error)
-            } else if let outcome = finished[transaction.id] {
-                outcomes[transaction.id] = outcome
-            } else if working[transaction.id] != nil || mine.contains(where: { $0.id == transaction.id }) {
+                outcomes[transaction.deliveryKey] = .unverified(transaction, error)
+            } else if let outcome = finished[transaction.deliveryKey] {
+                outcomes[transaction.deliveryKey] = outcome
+            } else if working[transaction.deliveryKey] != nil || mine.contains(where: { $0.deliveryKey == transaction.deliveryKey }) {
                 others.append(transaction)
             } else {
-                working[transaction.id] = []
+                working[transaction.deliveryKey] = []
                 mine.append(transaction)
             }
         }
         let processed = await process(mine, force: force)
         for transaction in mine {
-            let outcome = processed[transaction.id] ?? Self.lost(transaction)
-            outcomes[transaction.id] = outcome
-            for waiter in working.removeValue(forKey: transaction.id) ?? [] { waiter.resume(returning: outcome) }
+            let outcome = processed[transaction.deliveryKey] ?? Self.lost(transaction)
+            outcomes[transaction.deliveryKey] = outcome
+            for waiter in working.removeValue(forKey: transaction.deliveryKey) ?? [] { waiter.resume(returning: outcome) }
         }
-        for transaction in others where outcomes[transaction.id] == nil {
-            if let outcome = finished[transaction.id] {
-                outcomes[transaction.id] = outcome
-            } else if working[transaction.id] != nil {
-                outcomes[transaction.id] = await withCheckedContinuation { continuation in
-                    working[transaction.id, default: []].append(continuation)
+        for transaction in others where outcomes[transaction.deliveryKey] == nil {
+            if let outcome = finished[transaction.deliveryKey] {
+                outcomes[transaction.deliveryKey] = outcome
+            } else if working[transaction.deliveryKey] != nil {
+                outcomes[transaction.deliveryKey] = await withCheckedContinuation { continuation in
+                    working[transaction.deliveryKey, default: []].append(continuation)
                 }
             }
         }
-        return transactions.map { outcomes[$0.unsafePayloadValue.id] ?? Self.lost($0.unsafePayloadValue) }
+        return transactions.map { outcomes[$0.unsafePayloadValue.deliveryKey] ?? Self.lost($0.unsafePayloadValue) }
     }
 
     /// A transaction the pipeline gave no outcome for (it cannot happen; reported rather than dropped).
@@ -86,7 +86,7 @@ extension PurchaseCoordinator {
             case .success(let answer):
                 accepted.append((transaction, answer.submission))
                 if answer.fresh { latestSnapshot = answer.signedSnapshot }
-            case .failure(let failure): outcomes[transaction.id] = .notDelivered(failure)
+            case .failure(let failure): outcomes[transaction.deliveryKey] = .notDelivered(failure)
             }
         }
         guard !accepted.isEmpty else { return outcomes }
@@ -100,7 +100,7 @@ extension PurchaseCoordinator {
             }
         } catch {
             for (transaction, _) in accepted {
-                outcomes[transaction.id] = .notDelivered(
+                outcomes[transaction.deliveryKey] = .notDelivered(
                     DeliveryFailure(
                         transaction: transaction,
                         stage: .snapshot,
@@ -127,7 +127,7 @@ extension PurchaseCoordinator {
                 // The server recorded the purchase but grants nothing from it now (an expired period brought back
                 // by restore, a refund): there is nothing to download, and the transaction is done with.
             } catch {
-                outcomes[transaction.id] = .notDelivered(
+                outcomes[transaction.deliveryKey] = .notDelivered(
                     DeliveryFailure(
                         transaction: transaction,
                         stage: .content,
@@ -142,7 +142,7 @@ extension PurchaseCoordinator {
                 do {
                     try await storefront.finish(transaction)
                 } catch {
-                    outcomes[transaction.id] = .notDelivered(
+                    outcomes[transaction.deliveryKey] = .notDelivered(
                         DeliveryFailure(
                             transaction: transaction,
                             stage: .finish,
@@ -162,8 +162,8 @@ extension PurchaseCoordinator {
                     finished: finishes
                 )
             )
-            finished[transaction.id] = outcome
-            outcomes[transaction.id] = outcome
+            finished[transaction.deliveryKey] = outcome
+            outcomes[transaction.deliveryKey] = outcome
         }
         return outcomes
     }
@@ -177,7 +177,9 @@ extension PurchaseCoordinator {
             )
         }
         let transactionId = transaction.transactionId
-        if let answer = acknowledged[transactionId] {
+        if let answer = acknowledged[transaction.deliveryKey]
+            ?? (transaction.isRevoked ? nil : acknowledgedInOutbox[transactionId])
+        {
             return .success(Submitted(submission: answer.submission, signedSnapshot: nil, fresh: false))
         }
         if let rejection = await outbox.rejection(transactionId: transactionId),
@@ -233,7 +235,7 @@ extension PurchaseCoordinator {
                     queued: false
                 )
             }
-            acknowledged[transactionId] = answer
+            acknowledged[transaction.deliveryKey] = answer
             return .success(
                 Submitted(submission: answer.submission, signedSnapshot: answer.signedSnapshot, fresh: true)
             )
@@ -278,7 +280,7 @@ extension PurchaseCoordinator {
     func note(_ delivery: OutboxDelivery, of entry: OutboxEntry) {
         // With a refusal in the answer, the transaction goes through `submit` again, which looks at it closely.
         if case .acknowledged(let answer) = delivery, answer.refused.isEmpty, let transactionId = entry.transactionId {
-            acknowledged[transactionId] = answer
+            acknowledgedInOutbox[transactionId] = answer
         }
     }
 
@@ -292,8 +294,8 @@ extension PurchaseCoordinator {
             case .notDelivered(let failure): summary = "notDelivered \(failure.stage) \(failure.error.kind)"
             default: summary = "\(outcome.kind)"
             }
-            guard reported[transaction.id] != summary else { return }
-            reported[transaction.id] = summary
+            guard reported[transaction.deliveryKey] != summary else { return }
+            reported[transaction.deliveryKey] = summary
         }
         eventSink.yield(PurchaseEvent(outcome: outcome))
     }

@@ -59,8 +59,10 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
     var working: [String: [CheckedContinuation<PurchaseOutcome, Never>]] = [:]
     /// Transactions delivered in this run, with their outcome.
     var finished: [String: PurchaseOutcome] = [:]
-    /// Store transactions the server acknowledged in this run.
+    /// Store transactions the server acknowledged in this run, by how the store described them.
     var acknowledged: [String: SubmissionAnswer] = [:]
+    /// Submissions of store transactions (by transaction id) the outbox sent and the server acknowledged in this run.
+    var acknowledgedInOutbox: [String: SubmissionAnswer] = [:]
     /// The AppTransaction, once read.
     var appTransactionCache: StoreVerification<StoreAppTransaction>?
     /// The last background outcome reported per transaction (or product), so that a retry failing the same way is

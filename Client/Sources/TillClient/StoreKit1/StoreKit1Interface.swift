@@ -17,13 +17,13 @@ public protocol StoreKit1Interface: Sendable {
     /// not yet); a product the store does not sell throws ``StoreError`` `productUnavailable`.
     func add(_ payment: StoreKit1Payment) async throws
     /// `SKPaymentQueue.default().transactions`.
-    func transactions() -> [StoreKit1Transaction]
+    func transactions() async -> [StoreKit1Transaction]
     /// `SKPaymentQueue.default().finishTransaction(_:)` for the transaction with this handle.
-    func finish(handle: String)
+    func finish(handle: String) async
     /// `SKPaymentQueue.default().restoreCompletedTransactions(withApplicationUsername:)`.
     func restoreCompletedTransactions(applicationUsername: String?)
     /// The file at `Bundle.main.appStoreReceiptURL`; nil when there is none.
-    func appReceipt() -> Data?
+    func appReceipt() async -> Data?
     /// `SKReceiptRefreshRequest`: asks the store for a receipt (the customer may have to sign in).
     func refreshReceipt() async throws
 }

@@ -25,8 +25,15 @@ public struct StoreKit1Storefront<Kit: StoreKit1Interface>: TillStorefront {
         self.queue = queue
         kit.observe { event in
             let actions = queue.handle(event, finishFailed: finishesFailedPayments)
-            for handle in actions.finish { kit.finish(handle: handle) }
-            actions.run()
+            if actions.finish.isEmpty {
+                actions.run()
+            } else {
+                // A failed payment is finished before its caller hears of it.
+                Task {
+                    for handle in actions.finish { await kit.finish(handle: handle) }
+                    actions.run()
+                }
+            }
         }
     }
 
@@ -91,12 +98,12 @@ public struct StoreKit1Storefront<Kit: StoreKit1Interface>: TillStorefront {
     /// ``finishesFailedPayments``) and reported.
     public func unfinishedTransactions() async throws -> [StoreUpdate] {
         var updates: [StoreUpdate] = []
-        for transaction in kit.transactions() {
+        for transaction in await kit.transactions() {
             switch transaction.state {
             case .purchased, .restored:
                 updates.append(.transaction(.verified(Queue.transaction(transaction))))
             case .failed:
-                if finishesFailedPayments { kit.finish(handle: transaction.handle) }
+                if finishesFailedPayments { await kit.finish(handle: transaction.handle) }
                 updates.append(.failed(productId: transaction.productIdentifier, Queue.error(transaction)))
             case .purchasing, .deferred:
                 break
@@ -116,7 +123,7 @@ public struct StoreKit1Storefront<Kit: StoreKit1Interface>: TillStorefront {
     }
 
     public func finish(_ transaction: StoreTransaction) async throws {
-        kit.finish(handle: transaction.id)
+        await kit.finish(handle: transaction.id)
     }
 
     /// `restoreCompletedTransactions()`: the restored transactions the observer hears until the restore finishes.
@@ -133,9 +140,9 @@ public struct StoreKit1Storefront<Kit: StoreKit1Interface>: TillStorefront {
 
     /// The receipt file, refreshed from the store (`SKReceiptRefreshRequest`) when the device has none.
     public func appReceipt() async throws -> String? {
-        if let receipt = kit.appReceipt() { return receipt.base64EncodedString() }
+        if let receipt = await kit.appReceipt() { return receipt.base64EncodedString() }
         try await kit.refreshReceipt()
-        return kit.appReceipt()?.base64EncodedString()
+        return await kit.appReceipt()?.base64EncodedString()
     }
 
     /// StoreKit 1 has no AppTransaction.
@@ -156,9 +163,9 @@ extension StoreKit1Storefront {
         }
 
         /// What handling an event leaves to do outside the lock: transactions to finish, callers to resume.
-        struct Actions {
+        struct Actions: Sendable {
             var finish: [String] = []
-            var resumes: [() -> Void] = []
+            var resumes: [@Sendable () -> Void] = []
             func run() { for resume in resumes { resume() } }
         }
 

@@ -106,4 +106,12 @@ public struct StoreTransaction: Sendable, Hashable {
 
     /// Whether the App Store took it back (refunded, revoked, or replaced by an upgrade).
     public var isRevoked: Bool { revocationDate != nil || isUpgraded }
+
+    /// The transaction as the store describes it now: a refund, an upgrade or a new expiry make the same
+    /// transaction something new to record, and the coordinator handles each description once.
+    var deliveryKey: String {
+        let revoked = revocationDate.map { "\($0.timeIntervalSince1970)" } ?? "-"
+        let expires = expirationDate.map { "\($0.timeIntervalSince1970)" } ?? "-"
+        return "\(id)|\(revoked)|\(isUpgraded)|\(expires)"
+    }
 }
