@@ -11,11 +11,16 @@
 
         public func changes() -> AsyncStream<Bool> {
             AsyncStream { continuation in
-                let monitor = NWPathMonitor()
-                monitor.pathUpdateHandler = { path in continuation.yield(path.status == .satisfied) }
-                continuation.onTermination = { _ in monitor.cancel() }
-                monitor.start(queue: DispatchQueue(label: "till.network"))
+                let monitor = Monitor()
+                monitor.path.pathUpdateHandler = { path in continuation.yield(path.status == .satisfied) }
+                continuation.onTermination = { _ in monitor.path.cancel() }
+                monitor.path.start(queue: DispatchQueue(label: "till.network"))
             }
+        }
+
+        /// The monitor, handed to the stream's end: `NWPathMonitor` is safe to cancel from any thread.
+        private final class Monitor: @unchecked Sendable {
+            let path = NWPathMonitor()
         }
     }
 #endif

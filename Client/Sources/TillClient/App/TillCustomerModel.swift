@@ -2,7 +2,7 @@
 /// ``TillObservableObject`` (Combine, iOS 15). TillClient's view modifiers (`tillLifecycle`,
 /// `tillPurchaseCompletion`, the store sheets) take either.
 @MainActor
-public protocol TillCustomerModel: AnyObject {
+public protocol TillCustomerModel: AnyObject, Sendable {
     /// Everything a view shows; it changes as a whole.
     var state: TillState { get }
     /// Launch (see ``TillModel/start()``).

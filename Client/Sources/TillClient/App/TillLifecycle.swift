@@ -17,8 +17,11 @@
         let till: Model
 
         func body(content: Content) -> some View {
-            content.task(id: scenePhase) {
-                if scenePhase == .active { await till.sceneBecameActive() }
+            // Only Sendable values cross into the task: whether the scene is active, and the model.
+            let active = scenePhase == .active
+            let till = self.till
+            return content.task(id: active) {
+                if active { await till.sceneBecameActive() }
             }
         }
     }

@@ -18,7 +18,7 @@
             /// The products looked up, for payments.
             var products: [String: SKProduct] = [:]
             /// Requests running, with who waits for them.
-            var productRequests: [ObjectIdentifier: (SKProductsRequest, CheckedContinuation<SKProductsResponse, any Error>)] = [:]
+            var productRequests: [ObjectIdentifier: (SKProductsRequest, CheckedContinuation<ProductLookup, any Error>)] = [:]
             var refreshRequests: [ObjectIdentifier: (SKRequest, CheckedContinuation<Void, any Error>)] = [:]
         }
 
@@ -38,14 +38,12 @@
         }
 
         public func products(for identifiers: Set<String>) async throws -> ProductLookup {
-            let response = try await request(identifiers)
-            state.withLock { state in
-                for product in response.products { state.products[product.productIdentifier] = product }
+            let request = SKProductsRequest(productIdentifiers: identifiers)
+            request.delegate = self
+            return try await withCheckedThrowingContinuation { continuation in
+                state.withLock { $0.productRequests[ObjectIdentifier(request)] = (request, continuation) }
+                request.start()
             }
-            return ProductLookup(
-                products: response.products.map(Self.storeProduct),
-                invalidProductIds: response.invalidProductIdentifiers
-            )
         }
 
         public func add(_ payment: StoreKit1Payment) async throws {
@@ -106,15 +104,23 @@
         }
 
         public func paymentQueue(_ queue: SKPaymentQueue, restoreCompletedTransactionsFailedWithError error: any Error) {
-            let code = (error as? SKError)?.code.rawValue ?? 0
+            let code = (error as? SKError)?.code.rawValue ?? SKError.Code.unknown.rawValue
             state.withLock { $0.handler }?(.restoreFailed(code: code, message: error.localizedDescription))
         }
 
         // MARK: SKProductsRequestDelegate, SKRequestDelegate
 
         public func productsRequest(_ request: SKProductsRequest, didReceive response: SKProductsResponse) {
-            state.withLock { $0.productRequests.removeValue(forKey: ObjectIdentifier(request)) }?.1
-                .resume(returning: response)
+            // StoreKit's response stays here: the products are kept for payments, and TillClient's values go on.
+            let lookup = ProductLookup(
+                products: response.products.map(Self.storeProduct),
+                invalidProductIds: response.invalidProductIdentifiers
+            )
+            let waiting = state.withLock { state in
+                for product in response.products { state.products[product.productIdentifier] = product }
+                return state.productRequests.removeValue(forKey: ObjectIdentifier(request))
+            }
+            waiting?.1.resume(returning: lookup)
         }
 
         public func requestDidFinish(_ request: SKRequest) {
@@ -122,7 +128,7 @@
         }
 
         public func request(_ request: SKRequest, didFailWithError error: any Error) {
-            let code = (error as? SKError)?.code.rawValue ?? 0
+            let code = (error as? SKError)?.code.rawValue ?? SKError.Code.unknown.rawValue
             let failure = StoreError(StoreError.Code(skErrorCode: code), message: error.localizedDescription)
             let id = ObjectIdentifier(request)
             let (products, refresh) = state.withLock {
@@ -133,15 +139,6 @@
         }
 
         // MARK: Reading StoreKit's values
-
-        private func request(_ identifiers: Set<String>) async throws -> SKProductsResponse {
-            let request = SKProductsRequest(productIdentifiers: identifiers)
-            request.delegate = self
-            return try await withCheckedThrowingContinuation { continuation in
-                state.withLock { $0.productRequests[ObjectIdentifier(request)] = (request, continuation) }
-                request.start()
-            }
-        }
 
         /// A transaction read, and kept by its handle until it is finished.
         func read(_ transaction: SKPaymentTransaction) -> StoreKit1Transaction {
@@ -167,7 +164,7 @@
             @unknown default: read.state = .purchasing
             }
             if let error = transaction.error {
-                read.errorCode = (error as? SKError)?.code.rawValue ?? 0
+                read.errorCode = (error as? SKError)?.code.rawValue ?? SKError.Code.unknown.rawValue
                 read.errorMessage = error.localizedDescription
             }
             return read

@@ -116,7 +116,8 @@
             }
         }
 
-        static func verificationError(_ error: VerificationResult<Transaction>.VerificationError)
+        /// Why StoreKit could not verify a signed value (a transaction, the AppTransaction, renewal info).
+        static func verificationError<Signed>(_ error: VerificationResult<Signed>.VerificationError)
             -> StoreVerificationError
         {
             let reason: StoreVerificationError.Reason

@@ -68,24 +68,15 @@
                     purchaseOptions.insert(.winBackOffer(offer))
                 }
             }
-            let result = try await Self.purchase(product, options: purchaseOptions)
-            switch result {
-            case .success(let verification):
-                return .success(Self.signed(verification))
-            case .userCancelled:
-                return .userCancelled
-            case .pending:
-                return .pending
-            @unknown default:
-                throw StoreError(.unknown, message: "a purchase result this version of TillClient does not know")
-            }
+            return try await Self.purchase(product, options: purchaseOptions)
         }
 
         /// `product.purchase(options:)`, which visionOS does not have: there, a purchase is made with SwiftUI's
         /// `PurchaseAction` or a store view, and handed to ``PurchaseCoordinator/record(_:)-(VerificationResult<Transaction>)``.
+        /// StoreKit's answer is read on the main actor, where it was made; only TillClient's values leave it.
         @MainActor
         private static func purchase(_ product: Product, options: Set<Product.PurchaseOption>) async throws
-            -> Product.PurchaseResult
+            -> StoreKit2PurchaseResult<Transaction>
         {
             #if os(visionOS)
                 throw StoreError(
@@ -93,10 +84,21 @@
                     message: "on visionOS, buy with SwiftUI's PurchaseAction or a store view and record the result"
                 )
             #else
+                let result: Product.PurchaseResult
                 do {
-                    return try await product.purchase(options: options)
+                    result = try await product.purchase(options: options)
                 } catch {
                     throw storeError(error)
+                }
+                switch result {
+                case .success(let verification):
+                    return .success(signed(verification))
+                case .userCancelled:
+                    return .userCancelled
+                case .pending:
+                    return .pending
+                @unknown default:
+                    throw StoreError(.unknown, message: "a purchase result this version of TillClient does not know")
                 }
             #endif
         }
@@ -144,13 +146,10 @@
                 throw Self.storeError(error)
             }
             let app = verification.unsafePayloadValue
-            var appTransactionId: String?
-            if #available(iOS 18.4, macOS 15.4, tvOS 18.4, watchOS 11.4, visionOS 2.4, *) {
-                appTransactionId = app.appTransactionID
-            }
             let value = StoreAppTransaction(
                 signedAppTransaction: verification.jwsRepresentation,
-                appTransactionId: appTransactionId,
+                // Back-deployed to iOS 16 with AppTransaction itself.
+                appTransactionId: app.appTransactionID,
                 bundleId: app.bundleID,
                 originalAppVersion: app.originalAppVersion,
                 originalPurchaseDate: app.originalPurchaseDate,
@@ -172,9 +171,10 @@
             return statuses.map { status in
                 let renewal = status.renewalInfo
                 let info = renewal.unsafePayloadValue
+                let transaction = Self.signed(status.transaction).value
                 let value = StoreRenewalInfo(
                     originalTransactionId: String(info.originalTransactionID),
-                    autoRenewProductId: info.autoRenewPreference ?? info.currentProductID,
+                    autoRenewProductId: info.autoRenewPreference ?? transaction.unsafePayloadValue.productId,
                     willAutoRenew: info.willAutoRenew,
                     gracePeriodExpirationDate: info.gracePeriodExpirationDate,
                     signedRenewalInfo: renewal.jwsRepresentation
@@ -186,7 +186,7 @@
                 }
                 return StoreSubscriptionStatus(
                     state: Self.renewalState(status.state),
-                    transaction: Self.signed(status.transaction).value,
+                    transaction: transaction,
                     renewalInfo: renewalInfo
                 )
             }

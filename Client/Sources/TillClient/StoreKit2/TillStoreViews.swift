@@ -18,8 +18,7 @@
 
         /// Apple's refund request sheet for a transaction (`refundRequestSheet`); once it closes, Till refreshes the
         /// customer (a granted refund reaches the server from Apple and takes the purchase back).
-        @available(iOS 15.0, *)
-        @available(macOS, unavailable)
+        @available(iOS 15.0, macOS 14.0, visionOS 1.0, *)
         @available(tvOS, unavailable)
         @available(watchOS, unavailable)
         public func tillRefundRequestSheet(
@@ -34,21 +33,21 @@
 
         /// Apple's subscription management sheet (`manageSubscriptionsSheet`); once it closes, Till refreshes the
         /// customer (a cancellation or plan change reaches the server from Apple).
-        @available(iOS 15.0, *)
+        @available(iOS 15.0, visionOS 1.0, *)
         @available(macOS, unavailable)
         @available(tvOS, unavailable)
         @available(watchOS, unavailable)
         public func tillManageSubscriptionsSheet(isPresented: Binding<Bool>, till: some TillCustomerModel) -> some View {
-            manageSubscriptionsSheet(isPresented: isPresented)
-                .task(id: isPresented.wrappedValue) {
-                    if !isPresented.wrappedValue { await till.sceneBecameActive() }
+            let presented = isPresented.wrappedValue
+            return manageSubscriptionsSheet(isPresented: isPresented)
+                .task(id: presented) {
+                    if !presented { await till.sceneBecameActive() }
                 }
         }
 
         /// Apple's offer code redemption sheet (`offerCodeRedemption`); the purchase it makes arrives through the
         /// transaction updates, and Till delivers it.
-        @available(iOS 16.0, *)
-        @available(macOS, unavailable)
+        @available(iOS 16.0, macOS 15.0, visionOS 1.0, *)
         @available(tvOS, unavailable)
         @available(watchOS, unavailable)
         public func tillOfferCodeRedemption(isPresented: Binding<Bool>, till: some TillCustomerModel) -> some View {
