@@ -151,11 +151,13 @@ public final class ConfirmationQueue: Sendable {
                 }
                 try await self.store.update(current, on: db)
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
+                // Ownership was decided when the customer submitted: Apple's answer, however late, moves nothing.
                 _ = try await self.intake.record(
                     transactions,
                     submission: current,
                     app: app,
                     catalogue: catalogue,
+                    transfers: false,
                     on: db
                 )
                 for id in Set(
