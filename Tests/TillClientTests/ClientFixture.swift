@@ -211,7 +211,7 @@ struct ClientFixture: Sendable {
         customer: String = "alice",
         folder: String = "device-1",
         storefront: SimulatorStorefront? = nil,
-        timeout: TimeInterval = 10
+        timeout: TimeInterval = 60
     ) throws -> PurchaseCoordinator<SimulatorStorefront> {
         try coordinator(
             url,
@@ -227,7 +227,7 @@ struct ClientFixture: Sendable {
         customer: String = "alice",
         folder: String = "device-1",
         store: S,
-        timeout: TimeInterval = 10,
+        timeout: TimeInterval = 60,
         finishing: PurchaseCoordinator<S>.Finishing = .byTill,
         pinnedKeys: [SnapshotPublicKey] = []
     ) throws -> PurchaseCoordinator<S> {
