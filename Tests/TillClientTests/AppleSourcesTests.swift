@@ -6,6 +6,7 @@ import TillTestSupport
 /// against declaration-only stand-ins of exactly the Apple API they use (Tests/AppleStandIns), which they use whole;
 /// and nothing in the client package uses API above its floors outside an availability check.
 /// Tests/AppleStandIns/check.py does the work, over the build `swift build --build-tests` made; see its header.
+@Suite(.sharingTheMachine)
 struct AppleSourcesTests {
     static let package = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

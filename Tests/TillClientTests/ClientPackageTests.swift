@@ -9,7 +9,7 @@ import TillTestSupport
 /// There is no Apple SDK on Linux, so the builds for Apple triples stop at the compiler ("unable to load standard
 /// library"); SwiftPM checks every product's platforms against the app's before it compiles anything, and that
 /// check is what runs here. The compile itself is AppleSourcesTests'.
-@Suite(.serialized)
+@Suite(.sharingTheMachine, .serialized)
 struct ClientPackageTests {
     static let client = AppleSourcesTests.package.appendingPathComponent("Client")
 

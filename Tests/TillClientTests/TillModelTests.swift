@@ -14,7 +14,7 @@ import TillTestSupport
 /// The SwiftUI model, observed with the Observation module as SwiftUI observes it (the module is part of Swift on
 /// Linux too): what a view reads changes when a purchase is delivered, the purchase in progress shows, a stale
 /// snapshot stops granting, and the outbox is sent when the network or the app comes back.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct TillModelTests {
     @Test func aViewObservingTheModelSeesThePurchaseDelivered() async throws {
         try await ClientFixture.run { fixture in
@@ -108,7 +108,7 @@ struct TillModelTests {
             } onChange: {
                 stale.set(true)
             }
-            for _ in 0..<300 where !stale.isSet { try await Task.sleep(nanoseconds: 100_000_000) }
+            for _ in 0..<600 where !stale.isSet { try await Task.sleep(nanoseconds: 100_000_000) }
             #expect(stale.isSet && till.state.isStale)
             #expect(!till.isActive("pro"))
     }
@@ -143,7 +143,7 @@ struct TillModelTests {
     @MainActor static func networkComesBack(_ till: TillModel, _ network: TestConnectivity) async {
         defer { till.stop() }
         network.send(true)
-        for _ in 0..<100 where till.state.waitingSubmissions > 0 {
+        for _ in 0..<600 where till.state.waitingSubmissions > 0 {
             try? await Task.sleep(nanoseconds: 100_000_000)
         }
         #expect(till.state.waitingSubmissions == 0 && till.state.isOnline)

@@ -15,6 +15,7 @@ import TillTestSupport
 /// every route is documented, and the simulator's real answers, for every operation, are judged against the document
 /// by openapi-spec-validator and jsonschema (judge/device_api_judge.py), strictly: an answer may carry no field the
 /// document does not name.
+@Suite(.sharingTheMachine)
 struct DeviceAPIContractTests {
     static let document = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
