@@ -102,8 +102,11 @@ def sources_of(arguments):
 def compile_client(context):
     """Step 1: TillClient with its Apple files on, through SIL; its module (for the example) and its AST."""
     arguments = context.client_arguments
-    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.devnull, "-emit-module", "-emit-module-path",
-                os.path.join(context.modules, "TillClient.swiftmodule")] + arguments + context.stand_in_flags)
+    # The SIL goes to a file of this check's: the compiler replaces its output by renaming a temporary file over
+    # it, which would turn /dev/null into a plain file.
+    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.path.join(context.modules, "TillClient.sil"),
+                "-emit-module", "-emit-module-path", os.path.join(context.modules, "TillClient.swiftmodule")]
+               + arguments + context.stand_in_flags)
     status, _, errors = run(command)
     diagnostics = [line for line in errors.splitlines() if re.search(r": (error|warning): ", line)]
     if status != 0 or diagnostics:
@@ -112,7 +115,8 @@ def compile_client(context):
 
 def compile_example(context):
     """Step 2: the example app against that TillClient and the stand-ins."""
-    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.devnull, "-parse-as-library", "-module-name", "TillShop",
+    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.path.join(context.modules, "TillShop.sil"),
+                "-parse-as-library", "-module-name", "TillShop",
                 "-swift-version", "6", "-I", context.modules, "-I", context.build_modules]
                + context.example_sources + clang_arguments(context.client_arguments) + context.stand_in_flags)
     status, _, errors = run(command)

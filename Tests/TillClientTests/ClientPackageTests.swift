@@ -21,18 +21,19 @@ struct ClientPackageTests {
         try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
         let platforms = ["iOS", "macOS", "tvOS", "watchOS", "visionOS"]
             .map { #".\#($0)("\#(floors[$0]!)")"# }.joined(separator: ", ")
-        let manifest = """
-            // swift-tools-version: 6.0
-            import PackageDescription
-
-            let package = Package(
-                name: "App",
-                platforms: [\(platforms)],
-                dependencies: [.package(path: "\(client.path)")],
-                targets: [.target(name: "App", dependencies: [.product(name: "TillClient", package: "Client")])]
-            )
-
-            """
+        // Line by line: a line of this file starting with `import` would read as an import of the test target.
+        let manifest = [
+            "// swift-tools-version: 6.0",
+            "import PackageDescription",
+            "",
+            "let package = Package(",
+            "    name: \"App\",",
+            "    platforms: [\(platforms)],",
+            "    dependencies: [.package(path: \"\(client.path)\")],",
+            "    targets: [.target(name: \"App\", dependencies: [.product(name: \"TillClient\", package: \"Client\")])]",
+            ")",
+            "",
+        ].joined(separator: "\n")
         try manifest.write(to: folder.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
         try "import TillClient\n".write(
             to: sources.appendingPathComponent("App.swift"),
