@@ -1,9 +1,10 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.0
 // TillClient, the package an app adds: the SDK and what it is made of (the domain values, the HTTP contract, the
 // snapshot check, the simulator's device API), from StoreKit 2's floors. A package of its own inside the repository
 // because the server's dependencies (Hummingbird: macOS 14, iOS 17; Synchronization's Mutex: macOS 15, iOS 18)
 // force the root package's platforms up. The root package depends on it by path. Its dependency graph has no
 // SwiftNIO: swift-crypto, swift-asn1, the OpenAPI runtime and its URLSession transport, HTTP types, collections.
+// Tools 6.0, so that Xcode 16.0 and later open it (Swift 6 language mode).
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
