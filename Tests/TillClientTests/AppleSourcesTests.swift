@@ -65,8 +65,9 @@ struct AppleSourcesTests {
         let full = try await Self.check(["--report", report.path])
         #expect(full.status == 0, "\(full.output)")
         let listed = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
-        for symbol in ["StoreKit.Transaction.updates", "StoreKit.SKPaymentQueue", "SwiftUI.View.onInAppPurchaseCompletion"]
-        {
+        for symbol in [
+            "StoreKit.Transaction.updates", "StoreKit.SKPaymentQueue", "SwiftUI.View.onInAppPurchaseCompletion",
+        ] {
             #expect(listed.contains(symbol), "the report does not list \(symbol):\n\(listed)")
         }
 

@@ -165,7 +165,9 @@ struct ServerClientTests {
             )
             #expect(try await !store.canMakePayments())
             // Refused by the store (Screen Time): thrown with StoreKit's code, and the failed entry is finished.
-            await #expect(throws: StoreError(.purchaseNotAllowed, message: "This account is not allowed to make payments.")) {
+            await #expect(
+                throws: StoreError(.purchaseNotAllowed, message: "This account is not allowed to make payments.")
+            ) {
                 _ = try await store.purchase(Payment(productId: "pro"))
             }
             #expect(try await fixture.unfinished().isEmpty)

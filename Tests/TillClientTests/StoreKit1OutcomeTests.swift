@@ -38,7 +38,10 @@ struct StoreKit1OutcomeTests {
 
     @Test func aDeferredPaymentIsPendingThenTheObserverHearsItApproved() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(askToBuy: true)
+            )
             try await fixture.serve { url in
                 let kit = fixture.storeKit1()
                 let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
@@ -64,7 +67,10 @@ struct StoreKit1OutcomeTests {
 
     @Test func aDeclinedDeferredPaymentIsReportedFailedAndFinished() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(askToBuy: true)
+            )
             try await fixture.serve { url in
                 let kit = fixture.storeKit1()
                 let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
@@ -93,7 +99,10 @@ struct StoreKit1OutcomeTests {
     @Test func everySKErrorIsReportedWithItsCodeAndTheFailedTransactionFinished() async throws {
         try await ClientFixture.run { fixture in
             let kit = fixture.storeKit1()
-            let coordinator = try fixture.coordinator(try await ClientFixture.deadURL(), store: StoreKit1Storefront(kit: kit))
+            let coordinator = try fixture.coordinator(
+                try await ClientFixture.deadURL(),
+                store: StoreKit1Storefront(kit: kit)
+            )
             kit.failNextPayment(code: 2)
             #expect(try await coordinator.purchase(productId: "pro") == .userCancelled(productId: "pro"))
             let named: [Int: StoreError.Code] = [
@@ -107,7 +116,10 @@ struct StoreKit1OutcomeTests {
             for (number, code) in named.sorted(by: { $0.key < $1.key }) {
                 kit.failNextPayment(code: number, message: "SKError \(number)")
                 let outcome = try await coordinator.purchase(productId: "pro")
-                #expect(outcome == .failed(productId: "pro", StoreError(code, message: "SKError \(number)")), "\(number)")
+                #expect(
+                    outcome == .failed(productId: "pro", StoreError(code, message: "SKError \(number)")),
+                    "\(number)"
+                )
                 #expect(code.skErrorCode == number)
             }
             for _ in 0..<600 where kit.finished.count < named.count + 1 {
@@ -145,7 +157,11 @@ struct StoreKit1OutcomeTests {
                 kit.failRestore(code: 0, message: "Cannot connect to the App Store.")
                 #expect(
                     await second.restore()
-                        == .failed(RestoreFailure(storeError: StoreError(.unknown, message: "Cannot connect to the App Store.")))
+                        == .failed(
+                            RestoreFailure(
+                                storeError: StoreError(.unknown, message: "Cannot connect to the App Store.")
+                            )
+                        )
                 )
             }
         }
@@ -176,7 +192,13 @@ struct StoreKit1OutcomeTests {
             _ = try await fixture.simulator.offers.createOffer(
                 appAppleId: 1_234_567_890,
                 productId: "premium.monthly",
-                OfferInput(kind: .promotional, offerIdentifier: "loyal", discountType: .payUpFront, duration: "P3M", price: 1990)
+                OfferInput(
+                    kind: .promotional,
+                    offerIdentifier: "loyal",
+                    discountType: .payUpFront,
+                    duration: "P3M",
+                    price: 1990
+                )
             )
             _ = try await fixture.server.offers.putOffer(
                 bundleId: ClientFixture.bundleId,
@@ -197,12 +219,16 @@ struct StoreKit1OutcomeTests {
                     offerIdentifier: "loyal"
                 )
                 let offer = try #require(signed.promotionalOffer)
-                let outcome = try await coordinator.purchase(Payment(productId: "premium.monthly", promotionalOffer: offer))
+                let outcome = try await coordinator.purchase(
+                    Payment(productId: "premium.monthly", promotionalOffer: offer)
+                )
                 #expect(outcome.kind == "delivered", "\(outcome)")
                 let discount = try #require(kit.added.last?.paymentDiscount)
                 #expect(discount.identifier == "loyal" && discount.signature == signed.signature)
                 let jws = PromotionalOffer(offerIdentifier: "loyal", compactJWS: "eyJ.x.y")
-                let refused = try await coordinator.purchase(Payment(productId: "premium.monthly", promotionalOffer: jws))
+                let refused = try await coordinator.purchase(
+                    Payment(productId: "premium.monthly", promotionalOffer: jws)
+                )
                 guard case .failed(_, let error) = refused else {
                     Issue.record("expected failed, got \(refused)")
                     return

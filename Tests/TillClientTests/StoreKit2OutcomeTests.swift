@@ -36,7 +36,9 @@ struct StoreKit2OutcomeTests {
                     return
                 }
                 #expect(kit.purchaseOptions == [[.appAccountToken(token)]])
-                #expect(delivery.transaction.appAccountToken == token && delivery.transaction.productType == .nonConsumable)
+                #expect(
+                    delivery.transaction.appAccountToken == token && delivery.transaction.productType == .nonConsumable
+                )
                 #expect(delivery.finished && finishedAtDelivery.all == ["pro"])
                 #expect(delivery.files.map(\.name) == ["manual.pdf"])
                 #expect(delivery.submission?.kind == .signedTransaction)
@@ -48,7 +50,10 @@ struct StoreKit2OutcomeTests {
 
     @Test func askToBuyIsPendingThenTheApprovedPurchaseArrivesThroughTheUpdates() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(askToBuy: true)
+            )
             try await fixture.serve { url in
                 let kit = fixture.storeKit2()
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
@@ -82,7 +87,10 @@ struct StoreKit2OutcomeTests {
 
     @Test func aDeclinedAskToBuyGrantsNothingAndStoreKit2SaysNothing() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(id: fixture.account.id, AccountInput(askToBuy: true))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(askToBuy: true)
+            )
             try await fixture.serve { url in
                 let kit = fixture.storeKit2()
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
@@ -91,7 +99,10 @@ struct StoreKit2OutcomeTests {
                     return
                 }
                 let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                _ = try await fixture.simulator.payments.resolveDeferredPayment(id: try #require(entry.paymentId), approve: false)
+                _ = try await fixture.simulator.payments.resolveDeferredPayment(
+                    id: try #require(entry.paymentId),
+                    approve: false
+                )
                 // StoreKit 2 reports no transaction for a declined request: nothing is unfinished, nothing delivered.
                 #expect(await coordinator.handleUnfinished().isEmpty)
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
@@ -119,10 +130,14 @@ struct StoreKit2OutcomeTests {
     @Test func everyStoreKit2ErrorIsReportedWithItsCodeAndNothingIsCharged() async throws {
         try await ClientFixture.run { fixture in
             let kit = fixture.storeKit2()
-            let coordinator = try fixture.coordinator(try await ClientFixture.deadURL(), store: StoreKit2Storefront(kit: kit))
+            let coordinator = try fixture.coordinator(
+                try await ClientFixture.deadURL(),
+                store: StoreKit2Storefront(kit: kit)
+            )
             let codes: [StoreError.Code] = [
                 .unknown, .networkError, .systemError, .notAvailableInStorefront, .notEntitled, .unsupported,
-                .invalidQuantity, .productUnavailable, .purchaseNotAllowed, .ineligibleForOffer, .invalidOfferIdentifier,
+                .invalidQuantity, .productUnavailable, .purchaseNotAllowed, .ineligibleForOffer,
+                .invalidOfferIdentifier,
                 .invalidOfferPrice, .invalidOfferSignature, .missingOfferParameters,
             ]
             for code in codes {
@@ -169,7 +184,10 @@ struct StoreKit2OutcomeTests {
                     Issue.record("pro was not delivered")
                     return
                 }
-                _ = try await fixture.simulator.subscriptions.refund(transactionId: bought.transaction.transactionId, reason: 0)
+                _ = try await fixture.simulator.subscriptions.refund(
+                    transactionId: bought.transaction.transactionId,
+                    reason: 0
+                )
                 let revoked = try #require(
                     try await fixture.history().first { $0.transactionId == bought.transaction.transactionId }
                 )
@@ -218,7 +236,9 @@ struct StoreKit2OutcomeTests {
                     Issue.record("premium was not delivered")
                     return
                 }
-                let upgraded = try #require(try await fixture.history().first { $0.transactionId == basic.transaction.transactionId })
+                let upgraded = try #require(
+                    try await fixture.history().first { $0.transactionId == basic.transaction.transactionId }
+                )
                 #expect(upgraded.isUpgraded && upgraded.isRevoked)
                 guard case .delivered(let recorded) = await coordinator.record(.verified(upgraded)) else {
                     Issue.record("the upgraded transaction was not recorded")
@@ -237,18 +257,30 @@ struct StoreKit2OutcomeTests {
         try await ClientFixture.run { fixture in
             _ = try await fixture.simulator.appStoreConnect.createProduct(
                 appAppleId: 1_234_567_890,
-                ProductInput(productId: "atlas", type: .nonConsumable, familyShareable: true, price: 1990, title: "Atlas")
+                ProductInput(
+                    productId: "atlas",
+                    type: .nonConsumable,
+                    familyShareable: true,
+                    price: 1990,
+                    title: "Atlas"
+                )
             )
             _ = try await fixture.server.catalogue.putProduct(
                 bundleId: ClientFixture.bundleId,
                 productId: "atlas",
                 CatalogProductInput(type: .nonConsumable, entitlements: ["atlas"])
             )
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(id: fixture.account.id, AccountInput(familyId: "family-1"))
+            _ = try await fixture.simulator.appStoreConnect.updateAccount(
+                id: fixture.account.id,
+                AccountInput(familyId: "family-1")
+            )
             let parent = try await fixture.simulator.appStoreConnect.createAccount(
                 AccountInput(environment: "Sandbox", familyId: "family-1")
             )
-            let parentPhone = try await fixture.simulator.appStoreConnect.createDevice(accountId: parent.id, DeviceInput(name: "parent"))
+            let parentPhone = try await fixture.simulator.appStoreConnect.createDevice(
+                accountId: parent.id,
+                DeviceInput(name: "parent")
+            )
             try await fixture.serve { url in
                 _ = try await fixture.buy("atlas", device: parentPhone)
                 let kit = fixture.storeKit2()
@@ -335,7 +367,8 @@ struct StoreKit2OutcomeTests {
                     return
                 }
                 #expect(try await fixture.customer("alice").balances == ["gems": 100])
-                let launch = try await fixture.coordinator(url, store: StoreKit2Storefront(kit: fixture.storeKit2())).start()
+                let launch = try await fixture.coordinator(url, store: StoreKit2Storefront(kit: fixture.storeKit2()))
+                    .start()
                 guard case .delivered(let delivery)? = launch.transactions.first else {
                     Issue.record("expected a delivery at launch, got \(launch.transactions)")
                     return
@@ -417,7 +450,13 @@ struct StoreKit2OutcomeTests {
         try await ClientFixture.run { fixture in
             for input in [
                 OfferInput(kind: .introductory, discountType: .freeTrial, duration: "P1W"),
-                OfferInput(kind: .promotional, offerIdentifier: "loyal", discountType: .payUpFront, duration: "P3M", price: 1990),
+                OfferInput(
+                    kind: .promotional,
+                    offerIdentifier: "loyal",
+                    discountType: .payUpFront,
+                    duration: "P3M",
+                    price: 1990
+                ),
             ] {
                 _ = try await fixture.simulator.offers.createOffer(
                     appAppleId: 1_234_567_890,
@@ -435,7 +474,9 @@ struct StoreKit2OutcomeTests {
                 let kit = fixture.storeKit2()
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
                 let products = try await coordinator.offeredProducts()
-                let premium = try #require(products.products.first { $0.productId == "premium.monthly" }?.store.subscription)
+                let premium = try #require(
+                    products.products.first { $0.productId == "premium.monthly" }?.store.subscription
+                )
                 #expect(premium.isEligibleForIntroOffer == true && premium.introductoryOffer?.paymentMode == .freeTrial)
                 let eligibility = try await coordinator.signIntroductoryEligibility(productId: "premium.monthly")
                 let first = try await coordinator.purchase(
@@ -454,7 +495,9 @@ struct StoreKit2OutcomeTests {
                         jws: jws
                     )
                     let offer = try #require(signed.promotionalOffer)
-                    let outcome = try await coordinator.purchase(Payment(productId: "premium.monthly", promotionalOffer: offer))
+                    let outcome = try await coordinator.purchase(
+                        Payment(productId: "premium.monthly", promotionalOffer: offer)
+                    )
                     guard case .delivered = outcome else {
                         Issue.record("jws \(jws): expected delivered, got \(outcome)")
                         continue
@@ -470,8 +513,16 @@ struct StoreKit2OutcomeTests {
                     }
                 }
                 // A malformed original signature is refused as StoreKit would, without asking the store.
-                let bad = PromotionalOffer(offerIdentifier: "loyal", keyIdentifier: "K", nonce: UUID(), timestamp: 1, signature: "not base64!")
-                let refused = try await coordinator.purchase(Payment(productId: "premium.monthly", promotionalOffer: bad))
+                let bad = PromotionalOffer(
+                    offerIdentifier: "loyal",
+                    keyIdentifier: "K",
+                    nonce: UUID(),
+                    timestamp: 1,
+                    signature: "not base64!"
+                )
+                let refused = try await coordinator.purchase(
+                    Payment(productId: "premium.monthly", promotionalOffer: bad)
+                )
                 #expect(refused.kind == "failed")
             }
         }

@@ -26,8 +26,13 @@ struct StorefrontOfferTests {
             _ = try await app.createOffer(
                 appAppleId: 1_234_567_890,
                 productId: "premium.monthly",
-                OfferInput(kind: .promotional, offerIdentifier: "loyal", discountType: .payUpFront, duration: "P3M",
-                           price: 1990)
+                OfferInput(
+                    kind: .promotional,
+                    offerIdentifier: "loyal",
+                    discountType: .payUpFront,
+                    duration: "P3M",
+                    price: 1990
+                )
             )
             let store = fixture.storefront()
             let before = try #require(try await store.products(["premium.monthly"]).products.first?.subscription)
@@ -92,11 +97,18 @@ extension StorefrontOfferTests {
             _ = try await fixture.simulator.offers.createOffer(
                 appAppleId: 1_234_567_890,
                 productId: "premium.monthly",
-                OfferInput(kind: .promotional, offerIdentifier: "loyal", discountType: .payUpFront, duration: "P3M",
-                           price: 1990)
+                OfferInput(
+                    kind: .promotional,
+                    offerIdentifier: "loyal",
+                    discountType: .payUpFront,
+                    duration: "P3M",
+                    price: 1990
+                )
             )
             _ = try await fixture.server.offers.putOffer(
-                bundleId: ClientFixture.bundleId, productId: "premium.monthly", offerIdentifier: "loyal",
+                bundleId: ClientFixture.bundleId,
+                productId: "premium.monthly",
+                offerIdentifier: "loyal",
                 eligibility: .currentOrLapsedSubscribers
             )
             try await fixture.serve { url in
@@ -108,10 +120,15 @@ extension StorefrontOfferTests {
                 try await server.setConsumptionConsent(customerId: "alice", consented: true)
                 for jws in [false, true] {
                     let signed = try await server.signPromotionalOffer(
-                        customerId: "alice", productId: "premium.monthly", offerIdentifier: "loyal", jws: jws
+                        customerId: "alice",
+                        productId: "premium.monthly",
+                        offerIdentifier: "loyal",
+                        jws: jws
                     )
                     let offer = try #require(signed.promotionalOffer)
-                    let bought = try await store.purchase(Payment(productId: "premium.monthly", promotionalOffer: offer))
+                    let bought = try await store.purchase(
+                        Payment(productId: "premium.monthly", promotionalOffer: offer)
+                    )
                     guard case .success(.verified) = bought else {
                         Issue.record("jws \(jws): expected purchased, got \(bought)")
                         continue
@@ -119,7 +136,9 @@ extension StorefrontOfferTests {
                 }
                 await #expect(throws: TillClientError.self) {
                     _ = try await server.signPromotionalOffer(
-                        customerId: "alice", productId: "premium.monthly", offerIdentifier: "unknown"
+                        customerId: "alice",
+                        productId: "premium.monthly",
+                        offerIdentifier: "unknown"
                     )
                 }
             }

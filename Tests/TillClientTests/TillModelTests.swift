@@ -23,24 +23,26 @@ struct TillModelTests {
     }
 
     @MainActor static func purchaseIsObserved(_ fixture: ClientFixture, _ url: String) async throws {
-                let till = TillModel(try fixture.coordinator(url), connectivity: nil)
-                defer { till.stop() }
-                await till.start()
-                #expect(till.products.map(\.productId).sorted() == ["gems.100", "issue.1", "news.free", "premium.monthly", "pro"])
-                #expect(!till.isActive("pro") && !till.state.isStale)
-                let changed = Flag()
-                withObservationTracking {
-                    _ = till.isActive("pro")
-                } onChange: {
-                    changed.set(true)
-                }
-                let outcome = await till.purchase("pro")
-                #expect(outcome?.kind == "delivered")
-                #expect(changed.isSet, "a view reading isActive(\"pro\") was told to update")
-                #expect(till.isActive("pro") && till.state.lastOutcome == outcome && till.state.purchaseInProgress == nil)
-                await till.purchase("gems.100")
-                #expect(till.balance(of: "gems") == 100)
-                #expect(till.state.activeEntitlements() == ["pro"])
+        let till = TillModel(try fixture.coordinator(url), connectivity: nil)
+        defer { till.stop() }
+        await till.start()
+        #expect(
+            till.products.map(\.productId).sorted() == ["gems.100", "issue.1", "news.free", "premium.monthly", "pro"]
+        )
+        #expect(!till.isActive("pro") && !till.state.isStale)
+        let changed = Flag()
+        withObservationTracking {
+            _ = till.isActive("pro")
+        } onChange: {
+            changed.set(true)
+        }
+        let outcome = await till.purchase("pro")
+        #expect(outcome?.kind == "delivered")
+        #expect(changed.isSet, "a view reading isActive(\"pro\") was told to update")
+        #expect(till.isActive("pro") && till.state.lastOutcome == outcome && till.state.purchaseInProgress == nil)
+        await till.purchase("gems.100")
+        #expect(till.balance(of: "gems") == 100)
+        #expect(till.state.activeEntitlements() == ["pro"])
     }
 
     @Test func thePurchaseInProgressShowsWhileTheStoreDecides() async throws {
@@ -50,19 +52,22 @@ struct TillModelTests {
     }
 
     @MainActor static func purchaseInProgress(_ fixture: ClientFixture, _ url: String) async throws {
-                let seen = Counter()
-                let box = ModelBox()
-                let store = ObservedStorefront(fixture.storefront(), beforePurchase: { _ in
-                    let inProgress = await MainActor.run { box.model?.state.purchaseInProgress }
-                    seen.add(inProgress ?? "none")
-                })
-                let till = TillModel(try fixture.coordinator(url, store: store), connectivity: nil)
-                box.model = till
-                defer { till.stop() }
-                await till.start()
-                await till.purchase("pro")
-                #expect(seen.all == ["pro"])
-                #expect(till.state.purchaseInProgress == nil)
+        let seen = Counter()
+        let box = ModelBox()
+        let store = ObservedStorefront(
+            fixture.storefront(),
+            beforePurchase: { _ in
+                let inProgress = await MainActor.run { box.model?.state.purchaseInProgress }
+                seen.add(inProgress ?? "none")
+            }
+        )
+        let till = TillModel(try fixture.coordinator(url, store: store), connectivity: nil)
+        box.model = till
+        defer { till.stop() }
+        await till.start()
+        await till.purchase("pro")
+        #expect(seen.all == ["pro"])
+        #expect(till.state.purchaseInProgress == nil)
     }
 
     /// Offline, the stored snapshot grants for the configured time after the server signed it; then the model says
@@ -89,28 +94,28 @@ struct TillModelTests {
     @MainActor static func staleOffline(_ fixture: ClientFixture, _ url: String, keys: [SnapshotPublicKey])
         async throws
     {
-            // Ten seconds from now, the stored snapshot is too old to be believed offline.
-            let stored = try fixture.coordinator(url, store: fixture.storefront(), pinnedKeys: keys).entitlements
-            _ = await stored.load()
-            let issued = try #require(await stored.snapshot).snapshot.issuedAt
-            let age = Date().timeIntervalSince1970 - Double(issued) / 1000
-            let till = TillModel(
-                try fixture.coordinator(url, store: fixture.storefront(), pinnedKeys: keys),
-                configuration: TillModelConfiguration(maximumOfflineAge: age + 10),
-                connectivity: nil
-            )
-            defer { till.stop() }
-            await till.start()
-            #expect(till.isActive("pro") && !till.state.isStale)
-            let stale = Flag()
-            withObservationTracking {
-                _ = till.state.isStale
-            } onChange: {
-                stale.set(true)
-            }
-            for _ in 0..<600 where !stale.isSet { try await Task.sleep(nanoseconds: 100_000_000) }
-            #expect(stale.isSet && till.state.isStale)
-            #expect(!till.isActive("pro"))
+        // Ten seconds from now, the stored snapshot is too old to be believed offline.
+        let stored = try fixture.coordinator(url, store: fixture.storefront(), pinnedKeys: keys).entitlements
+        _ = await stored.load()
+        let issued = try #require(await stored.snapshot).snapshot.issuedAt
+        let age = Date().timeIntervalSince1970 - Double(issued) / 1000
+        let till = TillModel(
+            try fixture.coordinator(url, store: fixture.storefront(), pinnedKeys: keys),
+            configuration: TillModelConfiguration(maximumOfflineAge: age + 10),
+            connectivity: nil
+        )
+        defer { till.stop() }
+        await till.start()
+        #expect(till.isActive("pro") && !till.state.isStale)
+        let stale = Flag()
+        withObservationTracking {
+            _ = till.state.isStale
+        } onChange: {
+            stale.set(true)
+        }
+        for _ in 0..<600 where !stale.isSet { try await Task.sleep(nanoseconds: 100_000_000) }
+        #expect(stale.isSet && till.state.isStale)
+        #expect(!till.isActive("pro"))
     }
 
     /// A purchase made with the server unreachable waits in the outbox; when the network comes back

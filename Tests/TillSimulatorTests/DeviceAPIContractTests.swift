@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Testing
 import Synchronization
+import Testing
 import TillCore
 import TillFormats
 import TillTestSupport
@@ -91,12 +91,24 @@ struct DeviceAPIContractTests {
         _ = try await simulator.offers.createOffer(
             appAppleId: fixture.app.appAppleId,
             productId: "premium.monthly",
-            OfferInput(kind: .promotional, offerIdentifier: "loyal", discountType: .payUpFront, duration: "P3M", price: 1990)
+            OfferInput(
+                kind: .promotional,
+                offerIdentifier: "loyal",
+                discountType: .payUpFront,
+                duration: "P3M",
+                price: 1990
+            )
         )
         _ = try await simulator.offers.createOffer(
             appAppleId: fixture.app.appAppleId,
             productId: "premium.yearly",
-            OfferInput(kind: .offerCode, offerIdentifier: "listen", discountType: .freeTrial, duration: "P1M", customCode: "LISTEN")
+            OfferInput(
+                kind: .offerCode,
+                offerIdentifier: "listen",
+                discountType: .freeTrial,
+                duration: "P1M",
+                customCode: "LISTEN"
+            )
         )
         let gone = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
         let goneDevice = try await simulator.appStoreConnect.createDevice(accountId: gone.id, DeviceInput(name: "old"))
@@ -116,7 +128,11 @@ struct DeviceAPIContractTests {
             let device = "/devices/\(phone)"
             _ = try await call(.get, "/devices/{device}/can-make-payments", device + "/can-make-payments")
             _ = try await call(.get, "/devices/{device}/can-make-payments", "/devices/nope/can-make-payments")
-            _ = try await call(.get, "/devices/{device}/can-make-payments", "/devices/\(goneDevice.id)/can-make-payments")
+            _ = try await call(
+                .get,
+                "/devices/{device}/can-make-payments",
+                "/devices/\(goneDevice.id)/can-make-payments"
+            )
             let ids = ["gems.100", "pro", "issue.1", "newsletter", "premium.monthly", "premium.yearly", "nope"]
             let products = try await call(
                 .post,
@@ -126,8 +142,18 @@ struct DeviceAPIContractTests {
             )
             #expect(products.status == 200)
             let many = (0..<201).map { "p\($0)" }
-            _ = try await call(.post, "/products", "/products", #"{"bundleId":"\#(bundle)","productIdentifiers":\#(json(many))}"#)
-            _ = try await call(.post, "/products", "/products", #"{"bundleId":"com.example.unknown","productIdentifiers":["x"]}"#)
+            _ = try await call(
+                .post,
+                "/products",
+                "/products",
+                #"{"bundleId":"\#(bundle)","productIdentifiers":\#(json(many))}"#
+            )
+            _ = try await call(
+                .post,
+                "/products",
+                "/products",
+                #"{"bundleId":"com.example.unknown","productIdentifiers":["x"]}"#
+            )
             func pay(_ product: String, _ extra: String = "") async throws -> HTTPReply {
                 try await call(
                     .post,
@@ -196,7 +222,9 @@ struct DeviceAPIContractTests {
                 #"{"bundleId":"\#(bundle)"}"#
             )
             _ = try await call(.post, "/devices/{device}/restore", "/devices/\(tablet)/restore", "[]")
-            for (operation, suffix) in [("receipt", "receipt"), ("app-transaction", "app-transaction"), ("transactions", "transactions")] {
+            for (operation, suffix) in [
+                ("receipt", "receipt"), ("app-transaction", "app-transaction"), ("transactions", "transactions"),
+            ] {
                 _ = try await call(.get, "/devices/{device}/\(operation)", device + "/\(suffix)?bundleId=\(bundle)")
             }
             _ = try await call(.get, "/devices/{device}/receipt", device + "/receipt")
@@ -208,7 +236,12 @@ struct DeviceAPIContractTests {
 
             _ = try await call(.post, subscription + "/auto-renew", mine + "/auto-renew", #"{"enabled":false}"#)
             _ = try await call(.post, subscription + "/auto-renew", mine + "/auto-renew", #"{"enabled":"no"}"#)
-            _ = try await call(.post, subscription + "/retention-message", mine + "/retention-message", #"{"locale":"en-US"}"#)
+            _ = try await call(
+                .post,
+                subscription + "/retention-message",
+                mine + "/retention-message",
+                #"{"locale":"en-US"}"#
+            )
         }
         return recorded.withLock { $0 }.map { exchange in
             let json: Any =

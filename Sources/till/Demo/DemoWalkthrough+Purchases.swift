@@ -24,7 +24,8 @@ extension DemoWalkthrough {
                 if catalogue.isServerDelivered { grants.append("+ \(catalogue.content.count) file(s)") }
                 report.note(
                     TextFormat.column(product.productId, 17) + TextFormat.column(catalogue._type.rawValue, 18)
-                        + TextFormat.column(product.store.displayName, 24) + TextFormat.column(product.store.displayPrice, 8)
+                        + TextFormat.column(product.store.displayName, 24)
+                        + TextFormat.column(product.store.displayPrice, 8)
                         + grants.joined(separator: " ")
                 )
             }

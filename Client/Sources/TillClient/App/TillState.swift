@@ -68,7 +68,11 @@ public struct TillModelConfiguration: Sendable, Hashable {
     /// lacks (``PurchaseCoordinator/reconcile()``).
     public var reconcilesAtLaunch: Bool
 
-    public init(maximumOfflineAge: TimeInterval = 7 * 24 * 3600, retryInterval: TimeInterval = 30, reconcilesAtLaunch: Bool = true) {
+    public init(
+        maximumOfflineAge: TimeInterval = 7 * 24 * 3600,
+        retryInterval: TimeInterval = 30,
+        reconcilesAtLaunch: Bool = true
+    ) {
         self.maximumOfflineAge = maximumOfflineAge
         self.retryInterval = retryInterval
         self.reconcilesAtLaunch = reconcilesAtLaunch

@@ -39,7 +39,9 @@ extension PurchaseCoordinator {
                 outcomes[transaction.deliveryKey] = .unverified(transaction, error)
             } else if let outcome = finished[transaction.deliveryKey] {
                 outcomes[transaction.deliveryKey] = outcome
-            } else if working[transaction.deliveryKey] != nil || mine.contains(where: { $0.deliveryKey == transaction.deliveryKey }) {
+            } else if working[transaction.deliveryKey] != nil
+                || mine.contains(where: { $0.deliveryKey == transaction.deliveryKey })
+            {
                 others.append(transaction)
             } else {
                 working[transaction.deliveryKey] = []
@@ -50,7 +52,9 @@ extension PurchaseCoordinator {
         for transaction in mine {
             let outcome = processed[transaction.deliveryKey] ?? Self.lost(transaction)
             outcomes[transaction.deliveryKey] = outcome
-            for waiter in working.removeValue(forKey: transaction.deliveryKey) ?? [] { waiter.resume(returning: outcome) }
+            for waiter in working.removeValue(forKey: transaction.deliveryKey) ?? [] {
+                waiter.resume(returning: outcome)
+            }
         }
         for transaction in others where outcomes[transaction.deliveryKey] == nil {
             if let outcome = finished[transaction.deliveryKey] {

@@ -182,7 +182,9 @@ public struct TillServerClient: Sendable {
     /// now; refused with `notEntitled` otherwise.
     public func downloads(customerId: String, productId: String, name: String? = nil) async throws -> [ContentLink] {
         let body = Components.Schemas.DownloadsRequest(productId: productId, name: name)
-        let output = try await calls.call { try await $0.downloads(path: .init(customer: customerId), body: .json(body)) }
+        let output = try await calls.call {
+            try await $0.downloads(path: .init(customer: customerId), body: .json(body))
+        }
         guard case .ok(let ok) = output else { throw GeneratedCalls<Client>.unexpected(output) }
         return try GeneratedCalls<Client>.read { try ok.body.json }.downloads
     }

@@ -13,7 +13,12 @@ extension SimulatorStorefront {
         let signed = entry.signedTransaction.flatMap { SignedPayload.decode(SignedPayload.Transaction.self, from: $0) }
         var transaction =
             signed?.storeTransaction(id: entry.id, jws: entry.signedTransaction ?? "", requiresFinish: true)
-            ?? StoreTransaction(id: entry.id, transactionId: transactionId, productId: entry.productId, purchaseDate: Date())
+            ?? StoreTransaction(
+                id: entry.id,
+                transactionId: transactionId,
+                productId: entry.productId,
+                purchaseDate: Date()
+            )
         transaction.transactionId = transactionId
         transaction.originalTransactionId = entry.originalTransactionId ?? transactionId
         transaction.state = entry.state == .restored ? .restored : .purchased

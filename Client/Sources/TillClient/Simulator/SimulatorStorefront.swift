@@ -139,7 +139,9 @@ public struct SimulatorStorefront: TillStorefront {
             if error.isCancellation { return .userCancelled }
             throw error
         case .deferred, .purchasing:
-            return .pending(PendingPurchase(productId: entry.productId, quantity: entry.quantity ?? 1, paymentId: entry.paymentId))
+            return .pending(
+                PendingPurchase(productId: entry.productId, quantity: entry.quantity ?? 1, paymentId: entry.paymentId)
+            )
         case .restored:
             throw TillClientError(.invalidResponse, message: "a payment answered with a restored transaction")
         }
@@ -346,7 +348,9 @@ public struct SimulatorStorefront: TillStorefront {
             statuses.append(
                 StoreSubscriptionStatus(
                     state: state,
-                    transaction: .verified(payload.storeTransaction(id: payload.transactionId, jws: jws, requiresFinish: false)),
+                    transaction: .verified(
+                        payload.storeTransaction(id: payload.transactionId, jws: jws, requiresFinish: false)
+                    ),
                     renewalInfo: .verified(
                         StoreRenewalInfo(
                             originalTransactionId: original,

@@ -71,7 +71,10 @@ public struct StoreKit1Storefront<Kit: StoreKit1Interface>: TillStorefront {
             )
         }
         if payment.introductoryOfferEligibility != nil || payment.winBackOfferId != nil {
-            throw StoreError(.unsupported, message: "StoreKit 1 has no introductory-offer eligibility or win-back offers")
+            throw StoreError(
+                .unsupported,
+                message: "StoreKit 1 has no introductory-offer eligibility or win-back offers"
+            )
         }
         let request = StoreKit1Payment(
             productIdentifier: payment.productId,
@@ -156,7 +159,8 @@ extension StoreKit1Storefront {
     /// Who waits for what the observer hears.
     final class Queue: Sendable {
         private struct State {
-            var purchases: [(id: UUID, productId: String, continuation: CheckedContinuation<StorePurchaseResult, any Error>)] = []
+            var purchases:
+                [(id: UUID, productId: String, continuation: CheckedContinuation<StorePurchaseResult, any Error>)] = []
             var restores: [CheckedContinuation<StorefrontRestore, Never>] = []
             var restored: [StoreVerification<StoreTransaction>] = []
             var subscribers: [UUID: AsyncStream<StoreUpdate>.Continuation] = [:]
@@ -171,7 +175,11 @@ extension StoreKit1Storefront {
 
         private let state = Locked(State())
 
-        func wait(_ id: UUID, for productId: String, _ continuation: CheckedContinuation<StorePurchaseResult, any Error>) {
+        func wait(
+            _ id: UUID,
+            for productId: String,
+            _ continuation: CheckedContinuation<StorePurchaseResult, any Error>
+        ) {
             state.withLock { $0.purchases.append((id, productId, continuation)) }
         }
 

@@ -18,7 +18,8 @@
             /// The products looked up, for payments.
             var products: [String: SKProduct] = [:]
             /// Requests running, with who waits for them.
-            var productRequests: [ObjectIdentifier: (SKProductsRequest, CheckedContinuation<ProductLookup, any Error>)] = [:]
+            var productRequests:
+                [ObjectIdentifier: (SKProductsRequest, CheckedContinuation<ProductLookup, any Error>)] = [:]
             var refreshRequests: [ObjectIdentifier: (SKRequest, CheckedContinuation<Void, any Error>)] = [:]
         }
 
@@ -53,7 +54,10 @@
                 product = state.withLock { $0.products[payment.productIdentifier] }
             }
             guard let product else {
-                throw StoreError(.productUnavailable, message: "the store does not sell \(payment.productIdentifier) here")
+                throw StoreError(
+                    .productUnavailable,
+                    message: "the store does not sell \(payment.productIdentifier) here"
+                )
             }
             let request = SKMutablePayment(product: product)
             request.quantity = payment.quantity
@@ -103,7 +107,8 @@
             state.withLock { $0.handler }?(.restoreFinished)
         }
 
-        public func paymentQueue(_ queue: SKPaymentQueue, restoreCompletedTransactionsFailedWithError error: any Error) {
+        public func paymentQueue(_ queue: SKPaymentQueue, restoreCompletedTransactionsFailedWithError error: any Error)
+        {
             let code = (error as? SKError)?.code.rawValue ?? SKError.Code.unknown.rawValue
             state.withLock { $0.handler }?(.restoreFailed(code: code, message: error.localizedDescription))
         }
@@ -251,7 +256,10 @@
             case .purchased, .restored:
                 return await record(.verified(StoreKit1Storefront<SystemStoreKit1>.Queue.transaction(read)))
             case .failed:
-                return PurchaseOutcome.refusal(productId: read.productIdentifier, StoreKit1Storefront<SystemStoreKit1>.Queue.error(read))
+                return PurchaseOutcome.refusal(
+                    productId: read.productIdentifier,
+                    StoreKit1Storefront<SystemStoreKit1>.Queue.error(read)
+                )
             case .purchasing, .deferred:
                 return .pending(PendingPurchase(productId: read.productIdentifier, quantity: read.quantity))
             }

@@ -63,7 +63,10 @@
                         throw StoreError(.unsupported, message: "win-back offers need iOS 18")
                     }
                     guard let offer = product.subscription?.winBackOffers.first(where: { $0.id == offerID }) else {
-                        throw StoreError(.invalidOfferIdentifier, message: "\(productId) has no win-back offer \(offerID)")
+                        throw StoreError(
+                            .invalidOfferIdentifier,
+                            message: "\(productId) has no win-back offer \(offerID)"
+                        )
                     }
                     purchaseOptions.insert(.winBackOffer(offer))
                 }

@@ -37,7 +37,8 @@
         @available(macOS, unavailable)
         @available(tvOS, unavailable)
         @available(watchOS, unavailable)
-        public func tillManageSubscriptionsSheet(isPresented: Binding<Bool>, till: some TillCustomerModel) -> some View {
+        public func tillManageSubscriptionsSheet(isPresented: Binding<Bool>, till: some TillCustomerModel) -> some View
+        {
             let presented = isPresented.wrappedValue
             return manageSubscriptionsSheet(isPresented: isPresented)
                 .task(id: presented) {
@@ -78,7 +79,9 @@
                 return await record(.success(.pending(PendingPurchase(productId: product.id))), productId: product.id)
             case .success:
                 return await record(
-                    .failure(StoreError(.unknown, message: "a purchase result this version of TillClient does not know")),
+                    .failure(
+                        StoreError(.unknown, message: "a purchase result this version of TillClient does not know")
+                    ),
                     productId: product.id
                 )
             case .failure(let error):

@@ -97,7 +97,12 @@ public struct PromotionalOffer: Sendable, Hashable {
     /// The original signature; `timestamp` in milliseconds since 1970.
     public init(offerIdentifier: String, keyIdentifier: String, nonce: UUID, timestamp: Int64, signature: String) {
         self.offerIdentifier = offerIdentifier
-        self.signature = .original(keyIdentifier: keyIdentifier, nonce: nonce, timestamp: timestamp, signature: signature)
+        self.signature = .original(
+            keyIdentifier: keyIdentifier,
+            nonce: nonce,
+            timestamp: timestamp,
+            signature: signature
+        )
     }
 
     /// The JWS signature.
