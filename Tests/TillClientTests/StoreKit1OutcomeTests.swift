@@ -38,10 +38,7 @@ struct StoreKit1OutcomeTests {
 
     @Test func aDeferredPaymentIsPendingThenTheObserverHearsItApproved() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(
-                id: fixture.account.id,
-                AccountInput(askToBuy: true)
-            )
+            try await fixture.turnOnAskToBuy()
             try await fixture.serve { url in
                 let kit = fixture.storeKit1()
                 let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
@@ -51,14 +48,11 @@ struct StoreKit1OutcomeTests {
                 }
                 #expect(pending.productId == "pro")
                 let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await coordinator.run(every: 60) }
-                    try await Task.sleep(nanoseconds: 100_000_000)
+                let delivered = try await StoreKit2OutcomeTests.event(coordinator, matching: { $0.kind == "delivered" })
+                {
                     try await kit.decide(paymentId: try #require(entry.paymentId), approve: true)
-                    let delivered = await StoreKit2OutcomeTests.next(coordinator) { $0.kind == "delivered" }
-                    group.cancelAll()
-                    #expect(delivered?.productId == "pro")
                 }
+                #expect(delivered?.productId == "pro")
                 #expect(await coordinator.isEntitled(to: "pro"))
                 #expect(try await fixture.unfinished().isEmpty)
             }
@@ -67,10 +61,7 @@ struct StoreKit1OutcomeTests {
 
     @Test func aDeclinedDeferredPaymentIsReportedFailedAndFinished() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(
-                id: fixture.account.id,
-                AccountInput(askToBuy: true)
-            )
+            try await fixture.turnOnAskToBuy()
             try await fixture.serve { url in
                 let kit = fixture.storeKit1()
                 let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
@@ -79,14 +70,10 @@ struct StoreKit1OutcomeTests {
                     return
                 }
                 let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await coordinator.run(every: 60) }
-                    try await Task.sleep(nanoseconds: 100_000_000)
+                let declined = try await StoreKit2OutcomeTests.event(coordinator, matching: { $0.kind == "failed" }) {
                     try await kit.decide(paymentId: try #require(entry.paymentId), approve: false)
-                    let declined = await StoreKit2OutcomeTests.next(coordinator) { $0.kind == "failed" }
-                    group.cancelAll()
-                    #expect(declined?.productId == "pro")
                 }
+                #expect(declined?.productId == "pro")
                 #expect(try await fixture.unfinished().isEmpty)
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
             }

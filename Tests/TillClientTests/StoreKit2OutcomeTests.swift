@@ -50,10 +50,7 @@ struct StoreKit2OutcomeTests {
 
     @Test func askToBuyIsPendingThenTheApprovedPurchaseArrivesThroughTheUpdates() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(
-                id: fixture.account.id,
-                AccountInput(askToBuy: true)
-            )
+            try await fixture.turnOnAskToBuy()
             try await fixture.serve { url in
                 let kit = fixture.storeKit2()
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
@@ -64,9 +61,8 @@ struct StoreKit2OutcomeTests {
                 }
                 #expect(pending.productId == "pro")
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await coordinator.run(every: 60) }
-                    // The parent approves; StoreKit hands the purchase to Transaction.updates.
+                // The parent approves; StoreKit hands the purchase to Transaction.updates.
+                let delivered = try await Self.event(coordinator, matching: { $0.kind == "delivered" }) {
                     let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
                     _ = try await fixture.simulator.payments.resolveDeferredPayment(
                         id: try #require(entry.paymentId),
@@ -75,10 +71,8 @@ struct StoreKit2OutcomeTests {
                     let approved = try #require(await kit.unfinished().first)
                     while !kit.isObserved { try await Task.sleep(nanoseconds: 10_000_000) }
                     kit.emit(approved.value)
-                    let delivered = await Self.next(coordinator) { $0.kind == "delivered" }
-                    group.cancelAll()
-                    #expect(delivered?.productId == "pro")
                 }
+                #expect(delivered?.productId == "pro")
                 #expect(await coordinator.isEntitled(to: "pro"))
                 #expect(try await fixture.unfinished().isEmpty)
             }
@@ -87,10 +81,7 @@ struct StoreKit2OutcomeTests {
 
     @Test func aDeclinedAskToBuyGrantsNothingAndStoreKit2SaysNothing() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.appStoreConnect.updateAccount(
-                id: fixture.account.id,
-                AccountInput(askToBuy: true)
-            )
+            try await fixture.turnOnAskToBuy()
             try await fixture.serve { url in
                 let kit = fixture.storeKit2()
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
@@ -566,6 +557,21 @@ struct StoreKit2OutcomeTests {
 
     // MARK: Helpers
 
+    /// The first event `matches` accepts while the coordinator runs its background work (`run`) and `act` happens.
+    static func event<Store: TillStorefront>(
+        _ coordinator: PurchaseCoordinator<Store>,
+        matching matches: @escaping @Sendable (PurchaseOutcome) -> Bool,
+        after act: () async throws -> Void
+    ) async throws -> PurchaseOutcome? {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await coordinator.run(every: 60) }
+            try await act()
+            let event = await next(coordinator, matches)
+            group.cancelAll()
+            return event
+        }
+    }
+
     /// The next event the coordinator reports whose outcome `matches`, within a minute.
     static func next(
         _ coordinator: some Sendable & PurchaseEventSource,
@@ -606,6 +612,11 @@ extension PurchaseCoordinator: PurchaseEventSource {
 }
 
 extension ClientFixture {
+    /// Ask to Buy for the tester's account: each payment waits for a parent's decision.
+    func turnOnAskToBuy() async throws {
+        _ = try await simulator.appStoreConnect.updateAccount(id: account.id, AccountInput(askToBuy: true))
+    }
+
     /// StoreKit 2 on a device of the tester (the phone by default).
     func storeKit2(device: SimDevice? = nil) -> FakeStoreKit2 {
         FakeStoreKit2(device: storefront(device: device))

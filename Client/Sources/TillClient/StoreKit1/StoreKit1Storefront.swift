@@ -116,7 +116,8 @@ public struct StoreKit1Storefront<Kit: StoreKit1Interface>: TillStorefront {
     }
 
     /// What the observer hears that no ``purchase(_:)`` or restore is waiting for: purchases approved after Ask to
-    /// Buy, renewals, purchases on other devices, declined payments.
+    /// Buy, renewals, purchases on other devices, declined payments. What it heard before anyone iterated a stream
+    /// of updates comes first in the next one.
     public func transactionUpdates() -> AsyncStream<StoreUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: StoreUpdate.self, bufferingPolicy: .unbounded)
         let id = queue.subscribe(continuation)
@@ -164,6 +165,9 @@ extension StoreKit1Storefront {
             var restores: [CheckedContinuation<StorefrontRestore, Never>] = []
             var restored: [StoreVerification<StoreTransaction>] = []
             var subscribers: [UUID: AsyncStream<StoreUpdate>.Continuation] = [:]
+            /// Updates heard while nobody iterated ``transactionUpdates()``, for the first who does: StoreKit replays
+            /// the queue's unfinished transactions as soon as the observer is added, before an app's loop starts.
+            var unheard: [StoreUpdate] = []
         }
 
         /// What handling an event leaves to do outside the lock: transactions to finish, callers to resume.
@@ -200,7 +204,11 @@ extension StoreKit1Storefront {
 
         func subscribe(_ continuation: AsyncStream<StoreUpdate>.Continuation) -> UUID {
             let id = UUID()
-            state.withLock { $0.subscribers[id] = continuation }
+            state.withLock { state in
+                for update in state.unheard { continuation.yield(update) }
+                state.unheard = []
+                state.subscribers[id] = continuation
+            }
             return id
         }
 
@@ -214,6 +222,7 @@ extension StoreKit1Storefront {
             state.withLock { state in
                 var actions = Actions()
                 func broadcast(_ update: StoreUpdate) {
+                    guard !state.subscribers.isEmpty else { return state.unheard.append(update) }
                     let subscribers = Array(state.subscribers.values)
                     actions.resumes.append { for subscriber in subscribers { subscriber.yield(update) } }
                 }
