@@ -149,6 +149,8 @@ struct ShopPurchase: ShopView {
             return text
         case "failed":
             return "✗ The App Store refused the payment (\(error?.message ?? "?")): nothing was charged."
+        case "unverified":
+            return "✗ The store's signature did not verify on this device (\(error?.message ?? "?")): not delivered."
         default:
             return "✗ Charged, not delivered yet: \(error?.message ?? "?")"
                 + (queuedInOutbox == true
