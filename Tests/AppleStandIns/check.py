@@ -400,6 +400,22 @@ def drift(context, stand_ins, used_usrs, type_texts, cases):
     return sorted(stand_ins.qualified(usr) + "  (" + usr + ")" for usr in ours - used), used
 
 
+def pinned_mismatches(context, stand_ins):
+    """The names of apple-usrs.txt whose stand-in declaration has another USR than Apple's, or is missing."""
+    by_name = {}
+    for usr in stand_ins.by_usr:
+        by_name.setdefault(stand_ins.qualified(usr), set()).add(usr)
+    problems = []
+    for line in open(os.path.join(context.stand_in_dir, "apple-usrs.txt")):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, usr = line.split()
+        if usr not in by_name.get(name, set()):
+            problems.append(f"{name}: Apple's {usr}, the stand-in's {sorted(by_name.get(name, [])) or 'none'}")
+    return problems
+
+
 # MARK: Step 4, availability
 
 
@@ -689,6 +705,10 @@ def main():
     with open(saved_references, "w") as file:
         json.dump({"usrs": sorted(used_usrs), "types": sorted(type_texts), "cases": sorted(case_texts)}, file)
     unused, used = drift(context, stand_ins, used_usrs, type_texts, case_texts)
+    mismatched = pinned_mismatches(context, stand_ins)
+    if mismatched:
+        failures.append("Stand-in declarations whose USR is not Apple's (Tests/AppleStandIns/apple-usrs.txt):\n  "
+                        + "\n  ".join(mismatched))
     if unused:
         failures.append("Stand-in declarations nothing in TillClient or the example app uses (remove them, or the "
                         "code that stopped using them changed on purpose):\n  " + "\n  ".join(unused))
