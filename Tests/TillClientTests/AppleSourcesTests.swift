@@ -33,11 +33,14 @@ struct AppleSourcesTests {
         return (scratch, "x86_64-unknown-linux-gnu")
     }
 
+    /// Runs check.py at the lowest CPU priority: its compilers are batch work, and the suites beside it run
+    /// servers whose answers are waited for (a compiler at full priority on a 2-core machine starves them).
     static func check(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         let (scratch, triple) = try build()
         return try await ChildProcess.run(
             "/usr/bin/env",
             [
+                "nice", "-n", "19",
                 "python3", standIns.appendingPathComponent("check.py").path, "--package", package.path,
                 "--scratch", scratch.path, "--triple", triple,
             ] + arguments
