@@ -183,8 +183,8 @@ struct StoreKit2OutcomeTests {
                     try await fixture.history().first { $0.transactionId == bought.transaction.transactionId }
                 )
                 #expect(revoked.revocationDate != nil && revoked.revocationReason == .other)
-                let outcome = await coordinator.record(.verified(revoked))
-                guard case .delivered(let delivery) = outcome else {
+                let outcome = try await Self.throughTheUpdates(coordinator, kit, revoked)
+                guard case .delivered(let delivery)? = outcome else {
                     Issue.record("expected the revocation recorded, got \(outcome)")
                     return
                 }
@@ -231,7 +231,8 @@ struct StoreKit2OutcomeTests {
                     try await fixture.history().first { $0.transactionId == basic.transaction.transactionId }
                 )
                 #expect(upgraded.isUpgraded && upgraded.isRevoked)
-                guard case .delivered(let recorded) = await coordinator.record(.verified(upgraded)) else {
+                guard case .delivered(let recorded)? = try await Self.throughTheUpdates(coordinator, kit, upgraded)
+                else {
                     Issue.record("the upgraded transaction was not recorded")
                     return
                 }
@@ -278,7 +279,7 @@ struct StoreKit2OutcomeTests {
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
                 let shared = try #require(try await fixture.history().first { $0.productId == "atlas" })
                 #expect(shared.ownership == .familyShared)
-                guard case .delivered(let delivery) = await coordinator.record(.verified(shared)) else {
+                guard case .delivered(let delivery)? = try await Self.throughTheUpdates(coordinator, kit, shared) else {
                     Issue.record("the shared purchase was not delivered")
                     return
                 }
@@ -556,6 +557,20 @@ struct StoreKit2OutcomeTests {
     }
 
     // MARK: Helpers
+
+    /// StoreKit 2 hands `transaction` to `Transaction.updates` while the coordinator runs its background work: what
+    /// the coordinator reports of it.
+    static func throughTheUpdates<Store: TillStorefront>(
+        _ coordinator: PurchaseCoordinator<Store>,
+        _ kit: FakeStoreKit2,
+        _ transaction: StoreTransaction
+    ) async throws -> PurchaseOutcome? {
+        let id = transaction.transactionId
+        return try await event(coordinator, matching: { $0.transaction?.transactionId == id }) {
+            while !kit.isObserved { try await Task.sleep(nanoseconds: 10_000_000) }
+            kit.emit(.verified(transaction))
+        }
+    }
 
     /// The first event `matches` accepts while the coordinator runs its background work (`run`) and `act` happens.
     static func event<Store: TillStorefront>(
