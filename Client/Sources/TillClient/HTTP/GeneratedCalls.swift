@@ -62,7 +62,11 @@ struct GeneratedCalls<Client: Sendable>: Sendable {
                         message: "the answer could not be read: \(error.underlyingError)"
                     )
                 }
-                throw HTTPService.transportFailure(error.underlyingError, url: base)
+                // The request's URL without its query: which endpoint could not be reached.
+                let endpoint = error.request?.path.flatMap { path in
+                    URL(string: baseURL + (path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""))
+                }
+                throw HTTPService.transportFailure(error.underlyingError, url: endpoint ?? base)
             }
         }
     }
