@@ -7,11 +7,13 @@ its documentation gives it, with availability), and then asks four questions; an
 
 1. Does TillClient compile with those files switched on? Everything the compiler diagnoses counts, through SIL (the
    concurrency checker's data-race errors are found there, not by the type checker): `swiftc -emit-sil`.
-2. Does the example app (Examples/TillShop.swiftpm) compile against that TillClient and the stand-ins?
+2. Does the example app (Examples/TillShop.swiftpm) compile against that TillClient and the stand-ins? And the
+   Swift examples of the docs: each ```swift block of README.md and docs/*.md is found line for line in
+   DocExamples/ beside this file (with the declarations the reader supplies around it), which compiles the same way.
 3. Does each stand-in declaration have a use? A declaration is used when the code (TillClient, the example) refers
    to it, names its type, matches its enum case, or when a used declaration needs it: a type in its signature, a
    requirement of a used protocol, the member by which a used type conforms to a protocol, a default argument's
-   value. A declaration nothing needs fails the check; a symbol the code uses and the stand-in lacks fails step 1
+   value (the docs' examples count as code). A declaration nothing needs fails the check; a symbol the code uses and the stand-in lacks fails step 1
    or 2. So the stand-ins and the code cannot drift apart.
 4. Is every API TillClient and the modules it imports in its package (TillCore, TillContract, TillSimulatorContract,
    TillSnapshot) refer to available at the package's floors (iOS 15, macOS 12, tvOS 15, watchOS 8, visionOS 1),
@@ -125,6 +127,66 @@ def compile_example(context):
         raise Failure("The example app does not compile against TillClient and the stand-ins:\n" + errors)
 
 
+# A block of the docs that is not Swift compiled against TillClient: a package manifest's lines, which
+# ClientPackageTests builds in an app's package.
+def is_manifest(lines):
+    code = [line for line in lines if line.strip() and not line.strip().startswith("//")]
+    return bool(code) and code[0].lstrip().startswith(".package(")
+
+
+def doc_blocks(package):
+    """Every ```swift block of README.md and docs/*.md: (file, line of the block, its lines)."""
+    files = [os.path.join(package, "README.md")]
+    docs = os.path.join(package, "docs")
+    files += sorted(os.path.join(docs, name) for name in os.listdir(docs) if name.endswith(".md"))
+    blocks = []
+    for path in files:
+        lines = open(path).read().splitlines()
+        index = 0
+        while index < len(lines):
+            if lines[index].strip() == "```swift":
+                end = index + 1
+                while end < len(lines) and lines[end].strip() != "```":
+                    end += 1
+                block = lines[index + 1:end]
+                if not is_manifest(block):
+                    blocks.append((os.path.relpath(path, package), index + 2, block))
+                index = end
+            index += 1
+    return blocks
+
+
+def contains_lines(haystack, needle):
+    """Whether `needle`'s lines appear one after the other in `haystack`, each compared without its indentation."""
+    hay = [line.strip() for line in haystack]
+    wanted = [line.strip() for line in needle]
+    return any(hay[start:start + len(wanted)] == wanted for start in range(len(hay) - len(wanted) + 1))
+
+
+def find_doc_examples(context):
+    """Step 2, the docs: each Swift example is in DocExamples/ (checked first: it takes no compiler)."""
+    examples = [open(path).read().splitlines() for path in context.doc_example_sources]
+    missing = [f"{path}:{line}" for path, line, block in doc_blocks(context.docs_root)
+               if not any(contains_lines(example, block) for example in examples)]
+    if missing:
+        raise Failure("Swift examples of the docs not found line for line in " + os.path.relpath(
+            context.doc_examples) + " (copy each there, with what it needs around it, so that it is compiled):\n  "
+                      + "\n  ".join(missing))
+
+
+def compile_doc_examples(context):
+    """Step 2, the docs: DocExamples/ compiles against TillClient and the stand-ins, like the example app."""
+    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.path.join(context.modules, "TillDocExamples.sil"),
+                "-parse-as-library", "-module-name", "TillDocExamples",
+                "-swift-version", "6", "-I", context.modules, "-I", context.build_modules]
+               + context.doc_example_sources + clang_arguments(context.client_arguments) + context.stand_in_flags)
+    status, _, errors = run(command)
+    diagnostics = [line for line in errors.splitlines() if re.search(r": (error|warning): ", line)]
+    if status != 0 or diagnostics:
+        raise Failure("The docs' Swift examples (" + os.path.relpath(context.doc_examples)
+                      + ") do not compile against TillClient and the stand-ins:\n" + errors)
+
+
 def dump_ast(arguments, extra):
     """The type-checked AST of a module, one JSON document per file."""
     status, _, errors = run(["swiftc", "-dump-ast", "-dump-ast-format", "json"] + arguments + extra)
@@ -147,9 +209,9 @@ def client_ast(context, target):
     return dump_ast(arguments, flags)
 
 
-def example_ast(context):
-    arguments = (["-parse-as-library", "-module-name", "TillShop", "-swift-version", "6", "-I", context.modules,
-                  "-I", context.build_modules] + context.example_sources
+def example_ast(context, module="TillShop", sources=None):
+    arguments = (["-parse-as-library", "-module-name", module, "-swift-version", "6", "-I", context.modules,
+                  "-I", context.build_modules] + (sources or context.example_sources)
                  + clang_arguments(context.client_arguments))
     return dump_ast(arguments, context.stand_in_flags)
 
@@ -607,6 +669,7 @@ def main():
     parser.add_argument("--triple", default="x86_64-unknown-linux-gnu")
     parser.add_argument("--stand-ins", help="the stand-ins' folder (default: Tests/AppleStandIns)")
     parser.add_argument("--report", help="where to write the list of Apple API used")
+    parser.add_argument("--docs", help="the folder holding README.md and docs/ (default: --package)")
     parser.add_argument("--work", default="apple-stand-ins", help="the folder of this check's files in --scratch")
     parser.add_argument("--only", choices=["compile", "drift"],
                         help="compile: steps 1 and 2 only; drift: step 3 only, over the references a full run saved")
@@ -632,6 +695,10 @@ def main():
     example = os.path.join(context.package, "Examples/TillShop.swiftpm/App")
     context.example_sources = sorted(os.path.join(example, name) for name in os.listdir(example)
                                      if name.endswith(".swift"))
+    context.docs_root = os.path.abspath(options.docs or context.package)
+    context.doc_examples = os.path.join(context.stand_in_dir, "DocExamples")
+    context.doc_example_sources = sorted(os.path.join(context.doc_examples, name)
+                                         for name in os.listdir(context.doc_examples) if name.endswith(".swift"))
     timings, failures = {}, []
 
     def timed(name, work_item):
@@ -653,14 +720,17 @@ def main():
         unused, _ = drift(context, stand_ins, set(saved["usrs"]), set(saved["types"]),
                           {tuple(pair) for pair in saved["cases"]})
         if unused:
-            print("Stand-in declarations nothing in TillClient or the example app uses:\n  " + "\n  ".join(unused),
+            print("Stand-in declarations nothing in TillClient, the example app or the docs' examples uses:\n  "
+                  + "\n  ".join(unused),
                   file=sys.stderr)
         print(f"drift checked in {time.monotonic() - started:.1f} s")
         return 1 if unused else 0
 
     try:
+        find_doc_examples(context)
         timed("TillClient against the stand-ins (swiftc -emit-sil)", lambda: compile_client(context))
         timed("the example app (swiftc -emit-sil)", lambda: compile_example(context))
+        timed("the docs' examples (swiftc -emit-sil)", lambda: compile_doc_examples(context))
     except Failure as failure:
         print(failure, file=sys.stderr)
         return 1
@@ -671,6 +741,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         asts = {target: pool.submit(client_ast, context, target) for target in CLIENT_MODULES}
         asts["TillShop"] = pool.submit(example_ast, context)
+        asts["TillDocExamples"] = pool.submit(example_ast, context, "TillDocExamples", context.doc_example_sources)
         graphs = os.path.join(work, "symbols")
         shutil.rmtree(graphs, ignore_errors=True)
         begin = time.monotonic()
@@ -696,7 +767,7 @@ def main():
     for name in os.listdir(graphs):
         stand_ins.load(os.path.join(graphs, name))
     stand_ins.index_types()
-    apple_documents = documents["TillClient"] + documents["TillShop"]
+    apple_documents = documents["TillClient"] + documents["TillShop"] + documents["TillDocExamples"]
     used_usrs, type_symbols, cases = references(apple_documents)
     demangled = demangle(type_symbols | {usr.replace("s:", "$s", 1) for usr in used_usrs}
                          | {text for text, _ in cases})
@@ -710,7 +781,8 @@ def main():
         failures.append("Stand-in declarations whose USR is not Apple's (Tests/AppleStandIns/apple-usrs.txt):\n  "
                         + "\n  ".join(mismatched))
     if unused:
-        failures.append("Stand-in declarations nothing in TillClient or the example app uses (remove them, or the "
+        failures.append("Stand-in declarations nothing in TillClient, the example app or the docs' examples uses "
+                        "(remove them, or the "
                         "code that stopped using them changed on purpose):\n  " + "\n  ".join(unused))
     timings["drift"] = time.monotonic() - begin
 
@@ -730,7 +802,7 @@ def main():
     timings["availability"] = time.monotonic() - begin
 
     rows = apple_api(stand_ins, used)
-    report = ["# Apple API TillClient and the example app use, as the stand-ins declare it", ""]
+    report = ["# Apple API TillClient, the example app and the docs' examples use, as the stand-ins declare it", ""]
     report += [f"{name}: {platforms}" for name, platforms in rows]
     report += ["", "# Timings (seconds)"] + [f"{name}: {seconds:.1f}" for name, seconds in timings.items()]
     report += [f"total: {time.monotonic() - started:.1f}"]

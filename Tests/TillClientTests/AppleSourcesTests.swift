@@ -102,4 +102,37 @@ struct AppleSourcesTests {
             "\(compile.output)"
         )
     }
+
+    /// The docs' Swift examples are compiled too (Tests/AppleStandIns/DocExamples holds each, line for line): an
+    /// example edited in the docs alone fails the check.
+    @Test(.timeLimit(.minutes(10)))
+    func aDocExampleThatIsNotCompiledFailsTheCheck() async throws {
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("till-docs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: copy) }
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: Self.package.appendingPathComponent("README.md"),
+            to: copy.appendingPathComponent("README.md")
+        )
+        try FileManager.default.copyItem(
+            at: Self.package.appendingPathComponent("docs"),
+            to: copy.appendingPathComponent("docs")
+        )
+        let guide = copy.appendingPathComponent("docs/client.md")
+        let text = try String(contentsOf: guide, encoding: .utf8)
+        let edited = text.replacingOccurrences(
+            of: "let launch = await purchases.start()",
+            with: "let launch = await purchases.launch()"
+        )
+        try #require(edited != text, "docs/client.md no longer has the example this test edits")
+        try edited.write(to: guide, atomically: true, encoding: .utf8)
+        let checked = try await Self.check([
+            "--only", "compile", "--docs", copy.path, "--work", "apple-stand-ins-docs",
+        ])
+        #expect(
+            checked.status == 1 && checked.output.contains("not found line for line")
+                && checked.output.contains("docs/client.md:"),
+            "\(checked.output)"
+        )
+    }
 }
