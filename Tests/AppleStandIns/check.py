@@ -115,16 +115,21 @@ def compile_client(context):
         raise Failure("TillClient does not compile against the stand-ins:\n" + errors)
 
 
-def compile_example(context):
-    """Step 2: the example app against that TillClient and the stand-ins."""
-    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.path.join(context.modules, "TillShop.sil"),
-                "-parse-as-library", "-module-name", "TillShop",
+def compile_against_client(context, module, sources, what):
+    """Code that uses TillClient (an app, the docs' examples), compiled against it and the stand-ins, through SIL."""
+    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.path.join(context.modules, module + ".sil"),
+                "-parse-as-library", "-module-name", module,
                 "-swift-version", "6", "-I", context.modules, "-I", context.build_modules]
-               + context.example_sources + clang_arguments(context.client_arguments) + context.stand_in_flags)
+               + sources + clang_arguments(context.client_arguments) + context.stand_in_flags)
     status, _, errors = run(command)
     diagnostics = [line for line in errors.splitlines() if re.search(r": (error|warning): ", line)]
     if status != 0 or diagnostics:
-        raise Failure("The example app does not compile against TillClient and the stand-ins:\n" + errors)
+        raise Failure(f"{what}: failed to compile against TillClient and the stand-ins:\n" + errors)
+
+
+def compile_example(context):
+    """Step 2: the example app against that TillClient and the stand-ins."""
+    compile_against_client(context, "TillShop", context.example_sources, "The example app")
 
 
 # A block of the docs that is not Swift compiled against TillClient: a package manifest's lines, which
@@ -176,15 +181,8 @@ def find_doc_examples(context):
 
 def compile_doc_examples(context):
     """Step 2, the docs: DocExamples/ compiles against TillClient and the stand-ins, like the example app."""
-    command = (["swiftc", "-emit-sil", "-wmo", "-o", os.path.join(context.modules, "TillDocExamples.sil"),
-                "-parse-as-library", "-module-name", "TillDocExamples",
-                "-swift-version", "6", "-I", context.modules, "-I", context.build_modules]
-               + context.doc_example_sources + clang_arguments(context.client_arguments) + context.stand_in_flags)
-    status, _, errors = run(command)
-    diagnostics = [line for line in errors.splitlines() if re.search(r": (error|warning): ", line)]
-    if status != 0 or diagnostics:
-        raise Failure("The docs' Swift examples (" + os.path.relpath(context.doc_examples)
-                      + ") do not compile against TillClient and the stand-ins:\n" + errors)
+    compile_against_client(context, "TillDocExamples", context.doc_example_sources,
+                           "The docs' Swift examples (" + os.path.relpath(context.doc_examples) + ")")
 
 
 def dump_ast(arguments, extra):
