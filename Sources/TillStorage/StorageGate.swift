@@ -12,7 +12,8 @@ import Synchronization
 /// resend (with its idempotency key) finds out.
 ///
 /// An episode ends at the next success of the kind that failed: any success after a lost server, a write after a
-/// full or read-only disk (reads go on working while the disk is full, and must not end it).
+/// full or read-only disk (reads go on working while the disk is full, and must not end it; nor does a queue's
+/// claim, which commits without writing when nothing is due).
 public final class StorageGate: Sendable {
     /// How long one operation waits for storage to come back before it gives up with `StorageUnavailable`.
     public let wait: Duration

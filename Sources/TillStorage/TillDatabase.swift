@@ -165,7 +165,8 @@ public final class TillDatabase: Sendable {
     /// its own group).
     ///
     /// `bookkeeping: true` marks a transaction that changes nothing a cache holds (queue claims), so it leaves
-    /// `writeGeneration` alone.
+    /// `writeGeneration` alone. Its success does not end a full disk's outage either: a claim that found nothing due
+    /// commits without writing a byte (the consumption worker's, every 5 s), which proves nothing about the disk.
     ///
     /// When storage fails (`StorageUnavailable`), the whole transaction runs again once storage is back, within the
     /// gate's wait: a failed transaction committed nothing, so `body` must only read and write the database (it
@@ -175,7 +176,7 @@ public final class TillDatabase: Sendable {
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         defer { if !bookkeeping { writes.withLockedValue { $0 &+= 1 } } }
-        return try await gate.run(writes: true) {
+        return try await gate.run(writes: !bookkeeping) {
             if let groupCommit { return try await groupCommit.run(body) }
             return try await run(transaction: body)
         }
