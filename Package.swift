@@ -66,13 +66,17 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(name: "TillFormats", dependencies: [
+        .target(
+            name: "TillFormats",
+            dependencies: [
                 "TillCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ], swiftSettings: upcoming),
+            ],
+            swiftSettings: upcoming
+        ),
         // Signed entitlement snapshots: what the server signs and the app SDK checks, without the receipt machinery.
         .target(
             name: "TillSnapshot",
@@ -173,9 +177,14 @@ let package = Package(
             dependencies: [
                 "TillContract",
                 "TillCore",
+                "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcoming
@@ -309,6 +318,7 @@ let package = Package(
             dependencies: [
                 "TillContract",
                 "TillCore",
+                "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
                 "TillServer",
@@ -330,6 +340,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
+            exclude: ["judge"],
             swiftSettings: upcoming
         ),
         .testTarget(

@@ -63,6 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
             contentDirectory: settings.contentDirectory,
             content: settings.content
         )
+        configuration.webhooks = settings.webhooks
         do {
             configuration.snapshotSigningKey = try settings.snapshotPrivateKeyFile.map(SnapshotKeyFiles.signingKey)
             configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(

@@ -164,8 +164,8 @@ struct SnapshotCacheTests {
                 ] == 100
             )
             // A write the cache was not told about, other than through the database's generation.
-            try await server.database.transaction { db in
-                try await server.store.addBalanceEntry(
+            _ = try await server.database.transaction { db in
+                try await server.ledger.writes.addBalanceEntry(
                     bundleId: ServerFixture.bundleId,
                     customerId: "carol",
                     credit: "gems",

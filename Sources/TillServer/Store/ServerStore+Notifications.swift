@@ -49,21 +49,6 @@ extension ServerStore {
 
     // MARK: Subscription states
 
-    /// Stores a subscription's state unless a newer one (by `signedDate`) is already there: notifications
-    /// can arrive out of order, and older renewal info must not undo newer.
-    func save(_ state: SubscriptionStateRecord, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "srv_subscription_states").model(state, with: Self.encoding)
-            .onConflict(with: ["environment", "original_transaction_id"]) {
-                try $0.set(excludedContentOf: state, with: Self.encoding)
-                    .where(
-                        SQLColumn("signed_date", table: "srv_subscription_states"),
-                        .lessThanOrEqual,
-                        SQLExcludedColumn("signed_date")
-                    )
-            }
-            .run()
-    }
-
     func subscriptionState(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws
         -> SubscriptionStateRecord?
     {

@@ -1,0 +1,395 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// The deliveries of events to webhook endpoints (docs/events.md, "Delivery"), at least once and in order for each
+/// customer:
+///
+/// - **dispatch**: the events recorded since an endpoint's cursor become deliveries to it (the types it takes), each a
+///   `delivery` job in the stream of its customer at that endpoint, in one transaction with the cursor's move;
+/// - **an attempt**: the event, signed as Standard Webhooks, POSTed by `WebhookClient`; a 2xx delivers it, anything
+///   else schedules the next attempt (`WebhookSettings.schedule`) until `retryFor` has passed, then dead-letters it.
+///   Every attempt and the start of its answer are kept. A customer's next event waits until the one before it is
+///   delivered or dead-lettered (the stream), so a receiver sees each customer's events in the order they happened;
+/// - an endpoint that keeps failing gets one attempt at a time, and the first success makes everything it has
+///   waiting due at once (a receiver that was down receives its backlog now, not at each delivery's next retry);
+/// - **replay**: one event, or every event since a time, delivered again with its own `webhook-id`.
+///
+/// `WebhookWorker` runs it; nothing here is on a purchase's path, so a receiver that is slow or never answers holds up
+/// only its own endpoint's deliveries.
+public struct WebhookDeliveries: Sendable {
+    let settings: WebhookSettings
+    let database: TillDatabase
+    let store: ServerStore
+    let endpoints: WebhookEndpoints
+    let jobs: JobQueue
+    let metrics: ServerMetrics
+    let clock: ServerClock
+    let logger: Logger
+
+    /// Events read per dispatch transaction.
+    static let dispatchBatch = 500
+
+    // MARK: Dispatching
+
+    /// Makes deliveries of the events recorded since each enabled endpoint's cursor; answers how many.
+    func dispatch(_ endpoints: [WebhookEndpointRecord], through last: Int64) async throws -> Int {
+        var made = 0
+        for endpoint in endpoints where endpoint.dispatchedThrough < last {
+            while true {
+                let (count, more) = try await dispatch(endpointId: endpoint.id)
+                made += count
+                if !more { break }
+            }
+        }
+        return made
+    }
+
+    /// One batch of one endpoint's dispatch, in one transaction; answers how many deliveries it made and whether
+    /// more events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
+    private func dispatch(endpointId: String) async throws -> (Int, Bool) {
+        let now = clock.milliseconds
+        let deadline = now + settings.retryFor.milliseconds
+        return try await database.transaction { db -> (Int, Bool) in
+            guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled
+            else { return (0, false) }
+            let events = try await self.store.events(
+                after: endpoint.dispatchedThrough,
+                limit: Self.dispatchBatch,
+                bundleId: endpoint.bundleId,
+                customerIds: nil,
+                type: nil,
+                on: db
+            )
+            guard let last = events.last else { return (0, false) }
+            var made = 0
+            for event in events where endpoint.accepts(event.type) {
+                try await self.queue(event, to: endpoint, replay: false, deadline: deadline, now: now, on: db)
+                made += 1
+            }
+            endpoint.dispatchedThrough = last.sequence
+            try await self.store.update(endpoint, on: db)
+            return (made, events.count == Self.dispatchBatch)
+        }
+    }
+
+    /// A delivery of `event` to `endpoint`, queued in the customer's stream at the event's place.
+    private func queue(
+        _ event: EventRecord,
+        to endpoint: WebhookEndpointRecord,
+        replay: Bool,
+        deadline: Int64,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        let delivery = WebhookDeliveryRecord(
+            id: "dlv_" + UUID.random().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
+            endpointId: endpoint.id,
+            bundleId: endpoint.bundleId,
+            eventSequence: event.sequence,
+            eventId: event.id,
+            eventType: event.type,
+            customerId: event.customerId,
+            state: .pending,
+            attempts: 0,
+            replay: replay,
+            deadline: deadline,
+            createdAt: now,
+            updatedAt: now
+        )
+        try await store.insert(delivery, on: db)
+        try await jobs.enqueue(
+            .delivery,
+            key: delivery.id,
+            group: endpoint.id,
+            stream: delivery.stream,
+            position: event.sequence,
+            dueAt: now,
+            on: db
+        )
+    }
+
+    // MARK: Attempts
+
+    /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt.
+    func claim(endpoint: WebhookEndpointRecord, limit: Int) async throws -> [Attempt] {
+        let claimed = try await jobs.claim(
+            .delivery,
+            group: endpoint.id,
+            limit: limit,
+            lease: settings.timeout * 2 + .seconds(30)
+        )
+        guard !claimed.isEmpty else { return [] }
+        let deliveries = try await store.webhookDeliveries(ids: claimed.map(\.jobKey), on: store.sql)
+        let events = Dictionary(
+            try await store.events(sequences: deliveries.map(\.eventSequence), on: store.sql).map { ($0.sequence, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        var attempts: [Attempt] = []
+        var gone: [String] = []
+        let byId = Dictionary(deliveries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for job in claimed {
+            guard let delivery = byId[job.jobKey], delivery.state == .pending,
+                let event = events[delivery.eventSequence]
+            else {
+                gone.append(job.jobKey)
+                continue
+            }
+            attempts.append(Attempt(delivery: delivery, event: event, endpoint: endpoint))
+        }
+        if !gone.isEmpty {
+            let finished = gone
+            try await database.transaction(bookkeeping: true) { db in
+                for key in finished { try await self.jobs.finish(.delivery, key: key, on: db) }
+            }
+        }
+        return attempts
+    }
+
+    /// One delivery attempt, claimed: what to send, and to whom.
+    struct Attempt: Sendable {
+        var delivery: WebhookDeliveryRecord
+        var event: EventRecord
+        var endpoint: WebhookEndpointRecord
+    }
+
+    /// Sends one attempt and records what came of it.
+    func perform(_ attempt: Attempt, client: WebhookClient) async {
+        let body = Self.payload(of: attempt.event)
+        // The signed time is the attempt's on the wall clock: receivers refuse a timestamp five minutes away from
+        // theirs, whatever clock the server's schedule follows.
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let keys = attempt.endpoint.signingSecrets(at: clock.milliseconds).compactMap(StandardWebhooks.key(of:))
+        let answer = await client.post(
+            url: attempt.endpoint.url,
+            body: body,
+            headers: [
+                ("webhook-id", attempt.event.id),
+                ("webhook-timestamp", String(timestamp)),
+                (
+                    "webhook-signature",
+                    StandardWebhooks.signatureHeader(id: attempt.event.id, timestamp: timestamp, body: body, keys: keys)
+                ),
+            ]
+        )
+        do {
+            try await record(answer, of: attempt)
+        } catch {
+            logger.error("webhook delivery \(attempt.delivery.id): its outcome could not be recorded: \(error)")
+        }
+    }
+
+    /// The body of a delivery: the Standard Webhooks payload around the event's stored JSON (the same bytes for
+    /// every attempt).
+    static func payload(of event: EventRecord) -> [UInt8] {
+        var writer = JSONWriter(capacity: event.body.utf8.count + 96)
+        writer.object { w in
+            w.key("data")
+            w.verbatim(event.body)
+            w.field("timestamp", ReceiptDate.formatRFC3339(Date(millisecondsSince1970: event.occurredAt)))
+            w.field("type", event.type.rawValue)
+        }
+        return writer.bytes
+    }
+
+    /// Keeps an attempt and its answer, and ends its job's attempt: delivered, tried again later, or dead-lettered
+    /// once the next attempt would come after the delivery's deadline.
+    private func record(_ answer: WebhookAnswer, of attempt: Attempt) async throws {
+        let now = clock.milliseconds
+        var delivery = attempt.delivery
+        delivery.attempts += 1
+        delivery.updatedAt = now
+        delivery.lastAttemptAt = now
+        delivery.lastStatus = answer.status
+        delivery.lastAnswer = answer.answer
+        delivery.lastError = answer.error
+        delivery.lastUrl = answer.url
+        delivery.lastDuration = answer.duration.milliseconds
+        let outcome: String
+        if answer.isDelivered {
+            delivery.state = .delivered
+            delivery.deliveredAt = now
+            outcome = "delivered"
+        } else {
+            let next = now + settings.delay(afterAttempt: delivery.attempts).milliseconds
+            if next > delivery.deadline {
+                delivery.state = .deadLettered
+                outcome = "deadLettered"
+            } else {
+                delivery.nextAttemptAt = next
+                outcome = "failed"
+            }
+        }
+        let endpointId = attempt.endpoint.id
+        let ended = delivery
+        let recovered = try await database.transaction { db -> Bool in
+            let delivery = ended
+            try await self.store.insert(
+                WebhookAttemptRecord(
+                    deliveryId: delivery.id,
+                    attempt: delivery.attempts,
+                    at: now,
+                    url: answer.url,
+                    status: answer.status,
+                    answer: answer.answer,
+                    error: answer.error,
+                    duration: answer.duration.milliseconds
+                ),
+                on: db
+            )
+            try await self.store.update(delivery, on: db)
+            switch delivery.state {
+            case .delivered:
+                try await self.jobs.finish(.delivery, key: delivery.id, on: db)
+                guard try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) else {
+                    return false
+                }
+                // It answers again: what waited for its back-off is due now.
+                return try await self.store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0
+            case .deadLettered:
+                try await self.jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
+                try await self.store.webhookEndpointFailed(id: endpointId, at: now, on: db)
+            case .pending:
+                try await self.jobs.retry(
+                    .delivery,
+                    key: delivery.id,
+                    at: delivery.nextAttemptAt ?? now,
+                    error: answer.error,
+                    on: db
+                )
+                try await self.store.webhookEndpointFailed(id: endpointId, at: now, on: db)
+            }
+            return false
+        }
+        metrics.webhookAttempt(outcome: outcome, duration: answer.duration)
+        if recovered {
+            logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
+            jobs.wake(.delivery)
+        }
+        if !answer.isDelivered {
+            logger.info(
+                "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(endpointId): attempt \(delivery.attempts) \(outcome): \(answer.error ?? "")"
+            )
+        }
+    }
+
+    /// Dead-letters the deliveries whose deadline passed while their endpoint kept failing; answers how many.
+    func deadLetterExpired() async throws -> Int {
+        let now = clock.milliseconds
+        return try await database.transaction(bookkeeping: true) { db in
+            try await self.store.deadLetterExpiredDeliveries(at: now, on: db).count
+        }
+    }
+
+    // MARK: The operator's view
+
+    /// Queues the event again (`eventId`), or every event of the app recorded at or after `since` that the endpoint
+    /// takes; an event whose delivery to it is still pending is not queued twice. Answers how many were queued.
+    public func replay(bundleId: String, endpointId: String, _ request: Components.Schemas.WebhookReplayRequest)
+        async throws -> Int
+    {
+        let endpoint = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        let now = clock.milliseconds
+        let deadline = now + settings.retryFor.milliseconds
+        var queued = 0
+        switch (request.eventId, request.since) {
+        case (.some(let eventId), nil):
+            guard let event = try await store.event(bundleId: bundleId, id: eventId, on: store.sql) else {
+                throw TillHTTPError(.notFound, "eventNotFound", "\(bundleId) has no event \(eventId)")
+            }
+            queued = try await database.transaction { db -> Int in
+                guard
+                    try await !self.store.hasPendingDelivery(
+                        endpointId: endpointId,
+                        eventSequence: event.sequence,
+                        on: db
+                    )
+                else { return 0 }
+                try await self.queue(event, to: endpoint, replay: true, deadline: deadline, now: now, on: db)
+                return 1
+            }
+        case (nil, .some(let since)):
+            guard
+                var after = try await store.firstEventSequence(bundleId: bundleId, recordedSince: since, on: store.sql)
+            else { return 0 }
+            after -= 1
+            while true {
+                let events = try await store.events(
+                    after: after,
+                    limit: Self.dispatchBatch,
+                    bundleId: bundleId,
+                    customerIds: nil,
+                    type: nil,
+                    on: store.sql
+                )
+                guard let last = events.last else { break }
+                queued += try await database.transaction { db -> Int in
+                    var count = 0
+                    for event in events where endpoint.accepts(event.type) {
+                        if try await self.store.hasPendingDelivery(
+                            endpointId: endpointId,
+                            eventSequence: event.sequence,
+                            on: db
+                        ) {
+                            continue
+                        }
+                        try await self.queue(event, to: endpoint, replay: true, deadline: deadline, now: now, on: db)
+                        count += 1
+                    }
+                    return count
+                }
+                after = last.sequence
+            }
+        default:
+            throw TillHTTPError.badRequest("invalidReplay", "give exactly one of eventId and since")
+        }
+        jobs.wake(.delivery)
+        logger.notice("webhook endpoint \(endpointId) of \(bundleId): \(queued) deliveries replayed")
+        return queued
+    }
+
+    /// An endpoint's deliveries, newest first, one page; of one state or all.
+    public func deliveries(
+        bundleId: String,
+        endpointId: String,
+        state: WebhookDeliveryState?,
+        page: PageRequest = PageRequest()
+    ) async throws -> Page<WebhookDeliveryView> {
+        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        let records = try await store.webhookDeliveries(
+            endpointId: endpointId,
+            state: state,
+            before: page.after,
+            limit: page.limit + 1,
+            on: store.sql
+        )
+        let shown = records.prefix(page.limit)
+        return Page(
+            items: shown.map(WebhookDeliveryView.init),
+            nextCursor: records.count > page.limit
+                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.id).cursor } : nil,
+            total: try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql)
+        )
+    }
+
+    /// One delivery with every attempt.
+    public func delivery(bundleId: String, endpointId: String, id: String) async throws
+        -> Components.Schemas.WebhookDeliveryDetail
+    {
+        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        guard let record = try await store.webhookDelivery(id: id, on: store.sql), record.endpointId == endpointId
+        else {
+            throw TillHTTPError(.notFound, "webhookDeliveryNotFound", "endpoint \(endpointId) has no delivery \(id)")
+        }
+        return .init(
+            delivery: WebhookDeliveryView(record),
+            attempts: try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
+        )
+    }
+}
