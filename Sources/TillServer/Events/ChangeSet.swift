@@ -15,6 +15,8 @@ final class ChangeSet: Sendable {
     private struct State {
         var source: EventSource
         var pending: [PendingEvent] = []
+        /// Customers read after the last change of the transaction (`remember`), for the events to reuse.
+        var known: [CustomerKey: CustomerSnapshot] = [:]
     }
 
     init(db: any SQLDatabase, source: EventSource) {
@@ -53,10 +55,14 @@ final class ChangeSet: Sendable {
         }
     }
 
-    /// Whether an event about this customer was recorded (their state in it is read when the events are written).
-    func hasEvents(bundleId: String, customerId: String) -> Bool {
-        state.withLock { $0.pending.contains { $0.bundleId == bundleId && $0.customerId == customerId } }
+    /// Keeps a customer as the transaction leaves them, read by the caller after its last change (intake reads the
+    /// customer it answers with): the events about them use it rather than reading it again.
+    func remember(_ snapshot: CustomerSnapshot, bundleId: String) {
+        state.withLock { $0.known[CustomerKey(bundleId: bundleId, customerId: snapshot.owner)] = snapshot }
     }
+
+    /// A customer `remember` kept, if any.
+    func known(_ key: CustomerKey) -> CustomerSnapshot? { state.withLock { $0.known[key] } }
 }
 
 /// An event as the code that made the change records it: what happened, to whom, about what. `EventLog` gives it its

@@ -35,22 +35,26 @@ public struct EventLog: Sendable {
         let (result, written) = try await database.transaction { db -> (Result, Int) in
             let changes = ChangeSet(db: db, source: source)
             let result = try await body(changes)
-            return (result, try await self.write(changes.takeEvents(), on: db))
+            return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
         }
         if written > 0 { appended.signal() }
         return result
     }
 
     /// Writes the events of a change at the end of its transaction; answers how many.
-    private func write(_ pending: [PendingEvent], on db: any SQLDatabase) async throws -> Int {
+    private func write(
+        _ pending: [PendingEvent],
+        known: (CustomerKey) -> CustomerSnapshot?,
+        on db: any SQLDatabase
+    ) async throws -> Int {
         guard !pending.isEmpty else { return 0 }
         let now = clock.milliseconds
-        // Each customer as the whole change left them, read once.
+        // Each customer as the whole change left them, read once (or as the caller read them last).
         var customers: [CustomerKey: Components.Schemas.EventCustomer] = [:]
         for event in pending {
             guard let customerId = event.customerId else { continue }
             let key = CustomerKey(bundleId: event.bundleId, customerId: customerId)
-            if customers[key] == nil { customers[key] = try await customer(key, now: now, on: db) }
+            if customers[key] == nil { customers[key] = try await customer(key, known: known(key), now: now, on: db) }
         }
         try await store.lockEventSequence(on: db)
         var sequence = try await store.lastEventSequence(on: db)
@@ -71,15 +75,20 @@ public struct EventLog: Sendable {
     }
 
     /// The customer as an event shows it: their entitlements and balances now, and the guest ids linked to them.
-    private func customer(_ key: CustomerKey, now: Int64, on db: any SQLDatabase) async throws
-        -> Components.Schemas.EventCustomer
+    private func customer(_ key: CustomerKey, known: CustomerSnapshot?, now: Int64, on db: any SQLDatabase)
+        async throws -> Components.Schemas.EventCustomer
     {
-        let snapshot = try await CustomerSnapshot.read(
-            bundleId: key.bundleId,
-            owner: key.customerId,
-            store: store,
-            on: db
-        )
+        let snapshot: CustomerSnapshot
+        if let known {
+            snapshot = known
+        } else {
+            snapshot = try await CustomerSnapshot.read(
+                bundleId: key.bundleId,
+                owner: key.customerId,
+                store: store,
+                on: db
+            )
+        }
         return Components.Schemas.EventCustomer(
             id: key.customerId,
             aliases: try await store.guests(bundleId: key.bundleId, customerId: key.customerId, on: db),

@@ -125,6 +125,8 @@ public struct Intake: Sendable {
             // The customer as this transaction leaves them, read while it holds the connection (a read after
             // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
             let customer = try await self.customers.snapshot(bundleId: app.bundleId, owner: owner, on: db)
+            // The last read of the transaction: its events carry this customer rather than reading them again.
+            changes.remember(customer, bundleId: app.bundleId)
             return (submission, refused, customer)
         }
         guard let (submission, refused, customer) = outcome else {

@@ -116,6 +116,42 @@ extension ServerStore {
         try await db.run(RecordStatements.insert(into: "srv_webhook_deliveries", delivery, with: Self.encoding))
     }
 
+    /// Deliveries and their jobs, each set in one statement (a dispatch makes many at once).
+    func insert(_ deliveries: [WebhookDeliveryRecord], jobs: [Job], on db: any SQLDatabase) async throws {
+        guard !deliveries.isEmpty else { return }
+        try await db.insert(into: "srv_webhook_deliveries").models(deliveries, with: Self.encoding).run()
+        try await db.insert(into: "srv_jobs").models(jobs, with: Self.encoding).run()
+    }
+
+    /// One delivery to attempt, with what its event's body needs.
+    struct DeliveryToSend: Decodable, Sendable {
+        var delivery: WebhookDeliveryRecord
+        var body: String
+        var occurredAt: Int64
+
+        enum CodingKeys: String, CodingKey { case body, eventOccurredAt }
+
+        init(from decoder: any Decoder) throws {
+            delivery = try WebhookDeliveryRecord(from: decoder)
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            body = try container.decode(String.self, forKey: .body)
+            occurredAt = try container.decode(Int64.self, forKey: .eventOccurredAt)
+        }
+    }
+
+    /// The deliveries with these ids, each with its event's body, in one read.
+    func deliveriesToSend(ids: [String], on db: any SQLDatabase) async throws -> [DeliveryToSend] {
+        guard !ids.isEmpty else { return [] }
+        return try await db.raw(
+            """
+            SELECT d.*, e.body, e.occurred_at AS event_occurred_at FROM srv_webhook_deliveries d
+            JOIN srv_events e ON e.sequence = d.event_sequence
+            WHERE d.id IN (\(binds: ids))
+            """
+        )
+            .all(decoding: DeliveryToSend.self, with: Self.decoding)
+    }
+
     func update(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
         try await db.run(
             RecordStatements.update("srv_webhook_deliveries", delivery, keys: ["id"], with: Self.encoding)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import SQLKit
+import Synchronization
 import TillContract
 import TillCore
 import TillFormats
@@ -32,6 +33,8 @@ public struct WebhookDeliveries: Sendable {
     let metrics: ServerMetrics
     let clock: ServerClock
     let logger: Logger
+    /// When each endpoint's last success was written.
+    let successes = SuccessTimes()
 
     /// Events read per dispatch transaction.
     static let dispatchBatch = 500
@@ -68,14 +71,13 @@ public struct WebhookDeliveries: Sendable {
                 on: db
             )
             guard let last = events.last else { return (0, false) }
-            var made = 0
-            for event in events where endpoint.accepts(event.type) {
-                try await self.queue(event, to: endpoint, replay: false, deadline: deadline, now: now, on: db)
-                made += 1
+            let made = events.filter { endpoint.accepts($0.type) }.map {
+                self.delivery(of: $0, to: endpoint, replay: false, deadline: deadline, now: now)
             }
+            try await self.store.insert(made.map(\.0), jobs: made.map(\.1), on: db)
             endpoint.dispatchedThrough = last.sequence
             try await self.store.update(endpoint, on: db)
-            return (made, events.count == Self.dispatchBatch)
+            return (made.count, events.count == Self.dispatchBatch)
         }
     }
 
@@ -88,6 +90,18 @@ public struct WebhookDeliveries: Sendable {
         now: Int64,
         on db: any SQLDatabase
     ) async throws {
+        let (delivery, job) = self.delivery(of: event, to: endpoint, replay: replay, deadline: deadline, now: now)
+        try await store.insert([delivery], jobs: [job], on: db)
+    }
+
+    /// A delivery of `event` to `endpoint` and its job: in the customer's stream at that endpoint, at the event's place.
+    private func delivery(
+        of event: EventRecord,
+        to endpoint: WebhookEndpointRecord,
+        replay: Bool,
+        deadline: Int64,
+        now: Int64
+    ) -> (WebhookDeliveryRecord, Job) {
         let delivery = WebhookDeliveryRecord(
             id: "dlv_" + UUID.random().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
             endpointId: endpoint.id,
@@ -103,16 +117,20 @@ public struct WebhookDeliveries: Sendable {
             createdAt: now,
             updatedAt: now
         )
-        try await store.insert(delivery, on: db)
-        try await jobs.enqueue(
-            .delivery,
-            key: delivery.id,
-            group: endpoint.id,
+        let job = Job(
+            kind: .delivery,
+            jobKey: delivery.id,
+            state: .queued,
+            queueGroup: endpoint.id,
             stream: delivery.stream,
             position: event.sequence,
+            attempts: 0,
             dueAt: now,
-            on: db
+            claimedUntil: nil,
+            createdAt: now,
+            updatedAt: now
         )
+        return (delivery, job)
     }
 
     // MARK: Attempts
@@ -126,22 +144,25 @@ public struct WebhookDeliveries: Sendable {
             lease: settings.timeout * 2 + .seconds(30)
         )
         guard !claimed.isEmpty else { return [] }
-        let deliveries = try await store.webhookDeliveries(ids: claimed.map(\.jobKey), on: store.sql)
-        let events = Dictionary(
-            try await store.events(sequences: deliveries.map(\.eventSequence), on: store.sql).map { ($0.sequence, $0) },
+        let found = Dictionary(
+            try await store.deliveriesToSend(ids: claimed.map(\.jobKey), on: store.sql).map { ($0.delivery.id, $0) },
             uniquingKeysWith: { first, _ in first }
         )
         var attempts: [Attempt] = []
         var gone: [String] = []
-        let byId = Dictionary(deliveries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         for job in claimed {
-            guard let delivery = byId[job.jobKey], delivery.state == .pending,
-                let event = events[delivery.eventSequence]
-            else {
+            guard let sending = found[job.jobKey], sending.delivery.state == .pending else {
                 gone.append(job.jobKey)
                 continue
             }
-            attempts.append(Attempt(delivery: delivery, event: event, endpoint: endpoint))
+            attempts.append(
+                Attempt(
+                    delivery: sending.delivery,
+                    body: sending.body,
+                    occurredAt: sending.occurredAt,
+                    endpoint: endpoint
+                )
+            )
         }
         if !gone.isEmpty {
             let finished = gone
@@ -152,16 +173,21 @@ public struct WebhookDeliveries: Sendable {
         return attempts
     }
 
-    /// One delivery attempt, claimed: what to send, and to whom.
+    /// One delivery attempt, claimed: what to send (the event's stored JSON), and to whom.
     struct Attempt: Sendable {
         var delivery: WebhookDeliveryRecord
-        var event: EventRecord
+        var body: String
+        var occurredAt: Int64
         var endpoint: WebhookEndpointRecord
     }
 
     /// Sends one attempt and records what came of it.
     func perform(_ attempt: Attempt, client: WebhookClient) async {
-        let body = Self.payload(of: attempt.event)
+        let body = Self.payload(
+            body: attempt.body,
+            type: attempt.delivery.eventType,
+            occurredAt: attempt.occurredAt
+        )
         // The signed time is the attempt's on the wall clock: receivers refuse a timestamp five minutes away from
         // theirs, whatever clock the server's schedule follows.
         let timestamp = Int64(Date().timeIntervalSince1970)
@@ -170,11 +196,16 @@ public struct WebhookDeliveries: Sendable {
             url: attempt.endpoint.url,
             body: body,
             headers: [
-                ("webhook-id", attempt.event.id),
+                ("webhook-id", attempt.delivery.eventId),
                 ("webhook-timestamp", String(timestamp)),
                 (
                     "webhook-signature",
-                    StandardWebhooks.signatureHeader(id: attempt.event.id, timestamp: timestamp, body: body, keys: keys)
+                    StandardWebhooks.signatureHeader(
+                        id: attempt.delivery.eventId,
+                        timestamp: timestamp,
+                        body: body,
+                        keys: keys
+                    )
                 ),
             ]
         )
@@ -187,13 +218,13 @@ public struct WebhookDeliveries: Sendable {
 
     /// The body of a delivery: the Standard Webhooks payload around the event's stored JSON (the same bytes for
     /// every attempt).
-    static func payload(of event: EventRecord) -> [UInt8] {
-        var writer = JSONWriter(capacity: event.body.utf8.count + 96)
+    static func payload(body: String, type: EventType, occurredAt: Int64) -> [UInt8] {
+        var writer = JSONWriter(capacity: body.utf8.count + 96)
         writer.object { w in
             w.key("data")
-            w.verbatim(event.body)
-            w.field("timestamp", ReceiptDate.formatRFC3339(Date(millisecondsSince1970: event.occurredAt)))
-            w.field("type", event.type.rawValue)
+            w.verbatim(body)
+            w.field("timestamp", ReceiptDate.formatRFC3339(Date(millisecondsSince1970: occurredAt)))
+            w.field("type", type.rawValue)
         }
         return writer.bytes
     }
@@ -228,28 +259,34 @@ public struct WebhookDeliveries: Sendable {
         }
         let endpointId = attempt.endpoint.id
         let ended = delivery
+        // A success is written to its endpoint only when it ends failures, or a second after the last one written:
+        // every delivery of a busy endpoint would rewrite the endpoint's row.
+        let noteSuccess =
+            answer.isDelivered && (attempt.endpoint.consecutiveFailures > 0 || successes.due(endpointId, at: now))
         let recovered = try await database.transaction { db -> Bool in
             let delivery = ended
-            try await self.store.insert(
-                WebhookAttemptRecord(
-                    deliveryId: delivery.id,
-                    attempt: delivery.attempts,
-                    at: now,
-                    url: answer.url,
-                    status: answer.status,
-                    answer: answer.answer,
-                    error: answer.error,
-                    duration: answer.duration.milliseconds
-                ),
-                on: db
-            )
+            if !answer.isDelivered {
+                // Failures are kept one by one; the attempt that delivers is the delivery's last attempt.
+                try await self.store.insert(
+                    WebhookAttemptRecord(
+                        deliveryId: delivery.id,
+                        attempt: delivery.attempts,
+                        at: now,
+                        url: answer.url,
+                        status: answer.status,
+                        answer: answer.answer,
+                        error: answer.error,
+                        duration: answer.duration.milliseconds
+                    ),
+                    on: db
+                )
+            }
             try await self.store.update(delivery, on: db)
             switch delivery.state {
             case .delivered:
                 try await self.jobs.finish(.delivery, key: delivery.id, on: db)
-                guard try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) else {
-                    return false
-                }
+                guard noteSuccess, try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db)
+                else { return false }
                 // It answers again: what waited for its back-off is due now.
                 return try await self.store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0
             case .deadLettered:
@@ -387,9 +424,24 @@ public struct WebhookDeliveries: Sendable {
         else {
             throw TillHTTPError(.notFound, "webhookDeliveryNotFound", "endpoint \(endpointId) has no delivery \(id)")
         }
-        return .init(
-            delivery: WebhookDeliveryView(record),
-            attempts: try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
-        )
+        var attempts = try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
+        if record.state == .delivered, let last = WebhookDeliveryView(record).lastAttempt {
+            attempts.append(last)  // the attempt that delivered it is the delivery's last
+        }
+        return .init(delivery: WebhookDeliveryView(record), attempts: attempts)
+    }
+}
+
+/// When each endpoint's last success was written: at most once a second.
+final class SuccessTimes: Sendable {
+    private let written = Mutex<[String: Int64]>([:])
+
+    /// Whether a success at `now` should be written (and notes that it will be).
+    func due(_ endpoint: String, at now: Int64) -> Bool {
+        written.withLock { written in
+            if let last = written[endpoint], now - last < 1000 { return false }
+            written[endpoint] = now
+            return true
+        }
     }
 }
