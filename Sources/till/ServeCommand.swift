@@ -80,28 +80,41 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         var simulator: Simulator?
+        var simulatorPorts: Ports?
         var simulatorURL = ""
         if settings.development {
-            guard settings.simulatorPort > 0 else {
-                throw ValidationError("development mode needs a fixed simulator port")
-            }
+            var simulatorLogger = Logger(label: "till.simulator")
+            simulatorLogger.logLevel = settings.logLevel
             let opened = try await Simulator.open(
                 SimulatorConfiguration(database: settings.simulatorDatabase),
-                logger: {
-                    var simulatorLogger = Logger(label: "till.simulator")
-                    simulatorLogger.logLevel = settings.logLevel
-                    return simulatorLogger
-                }()
+                logger: simulatorLogger
             )
+            // Listening before the server opens: the server is configured with the simulator's URL, and port 0
+            // (any free port) is known only once it listens.
+            let listening: Ports
+            do {
+                listening = try await Ports.start(
+                    {
+                        buildSimulatorApplication(
+                            opened, host: "127.0.0.1", port: settings.simulatorPort, onServerRunning: $0
+                        )
+                    },
+                    logger: simulatorLogger
+                )
+            } catch {
+                try? await opened.shutdown()
+                throw error
+            }
             simulator = opened
-            simulatorURL = "http://127.0.0.1:\(settings.simulatorPort)"
-            services.append(buildSimulatorApplication(opened, host: "127.0.0.1", port: settings.simulatorPort))
+            simulatorPorts = listening
+            simulatorURL = "http://127.0.0.1:\(listening.port)"
             configuration.apple = .simulator(simulatorURL)
             configuration.sandboxJWSRoots.append(opened.signer.jwsAuthority.root)
             configuration.sandboxReceiptRoots.append(opened.signer.receiptAuthority.root)
             configuration.sandboxReceiptIntermediates.append(opened.signer.receiptAuthority.intermediate)
         }
         let simulatorBase = simulatorURL
+        let inProcessSimulator = simulator
 
         let server = try await PurchaseServer.open(configuration, logger: logger)
         let demo = try await simulator.asyncMap { try await DevelopmentSetup.prepare(server: server, simulator: $0) }
@@ -109,6 +122,19 @@ struct ServeCommand: AsyncParsableCommand {
         services.append(
             buildServerApplication(server, host: settings.host, port: settings.port) { port in
                 let base = "http://\(settings.host):\(port)"
+                var notificationsWired = ""
+                if let demo, let simulator = inProcessSimulator {
+                    // The simulator reaches the server over loopback, whatever address the server listens on.
+                    let loopback = ["0.0.0.0", "::", "localhost"].contains(settings.host) ? "127.0.0.1" : settings.host
+                    do {
+                        try await DevelopmentSetup.sendNotifications(
+                            of: demo, to: "http://\(loopback):\(port)", simulator: simulator
+                        )
+                        notificationsWired = "App Store Server Notifications (sandbox and production) → \(base)/v1/apple/notifications"
+                    } catch {
+                        notificationsWired = "App Store Server Notifications NOT wired: \(error)"
+                    }
+                }
                 var banner = """
                     till serve (\(settings.development ? "development" : "production")) on \(base)
                       app API      \(base)/v1
@@ -120,6 +146,7 @@ struct ServeCommand: AsyncParsableCommand {
 
                           simulator    \(simulatorBase)   (App Store stand-in; its sandbox roots are trusted for sandbox data only)
                           demo app     \(demo.bundleId), app key \(demo.appKey), sandbox device \(demo.deviceId)
+                          \(notificationsWired)
                         try:
                           curl -s \(base)/v1/products -H 'Authorization: Bearer \(demo.appKey)'
                           JWS=$(curl -s -X POST \(simulatorBase)/storekit/sandbox/payments -d '{"deviceId":"\(demo.deviceId)","bundleId":"\(demo.bundleId)","productId":"pro"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["signedTransaction"])')
@@ -133,6 +160,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
         try await group.run()
+        await simulatorPorts?.stop()
         try await server.shutdown()
         try await simulator?.shutdown()
     }

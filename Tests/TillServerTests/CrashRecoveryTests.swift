@@ -24,7 +24,7 @@ import X509
 
 /// The real `till serve` process, killed and stopped in the middle of work: every submission it accepted is
 /// confirmed once, after restarts, with no duplicate ledger row and no double credit.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.sharingTheMachine, .serialized, .timeLimit(.minutes(10)))
 struct CrashRecoveryTests {
     @Test func aSecondServerOnTheSameSQLiteFileIsRefusedAndClaimsOfAStoppedOneAreReleased() async throws {
         let directory = try temporaryDirectory()

@@ -15,6 +15,7 @@ import TillTestSupport
 
 /// The event log: every change the ledger makes is one typed event written in its own transaction, the same whatever
 /// told the server, read back in order from the feed (docs/events.md).
+@Suite(.sharingTheMachine)
 struct EventTests {
     typealias EventPage = Components.Schemas.EventPage
 

@@ -9,6 +9,7 @@ import TillTestSupport
 
 /// The one durable job queue (`JobQueue`): claims with a lease, retries at the time the worker chooses, dead letters,
 /// streams that run in order, and several workers sharing it on PostgreSQL without claiming a job twice.
+@Suite(.sharingTheMachine)
 struct JobQueueTests {
     /// A clock the test moves.
     final class TestClock: Sendable {

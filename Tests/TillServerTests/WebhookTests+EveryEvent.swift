@@ -61,7 +61,7 @@ extension WebhookTests {
             if: Prerequisite.standardWebhooks.shouldRun,
             Comment(rawValue: Prerequisite.standardWebhooks.skipMessage)
         ),
-        .timeLimit(.minutes(5)),
+        .timeLimit(.minutes(10)),
         arguments: TestDatabase.all
     )
     func everyEventTypeReachesAReceiverSignedAndShapedAsTheContractSays(_ database: TestDatabase) async throws {

@@ -154,7 +154,7 @@ extension WebhookTests {
     /// of order for its customer.
     @Test(
         .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)),
-        .timeLimit(.minutes(3))
+        .timeLimit(.minutes(10))
     )
     func aServerKilledWhileDeliveringLosesAndReordersNothing() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-webhooks-\(UUID())")

@@ -18,6 +18,7 @@ import TillTestSupport
 
 /// Webhooks (docs/events.md): endpoints per app, Standard Webhooks signatures (judged by the `standardwebhooks`
 /// package), rotation, pause, replay, every attempt visible, and the safety rules of where deliveries may go.
+@Suite(.sharingTheMachine)
 struct WebhookTests {
     /// Deliveries to loopback receivers, retried fast.
     static func loopback(_ configuration: inout ServerConfiguration) {

@@ -10,6 +10,7 @@ import TillTestSupport
 
 /// Retention Messaging's realtime call judged as Apple judges it: an answer naming a message the App Store cannot
 /// show is no answer (the default message is shown, and a performance test of such answers fails).
+@Suite(.sharingTheMachine)
 struct RetentionMessagingTests {
     @Test func anAnswerNamingAnUnknownMessageFallsBackAndFailsThePerformanceTest() async throws {
         let fixture = try await SimulatorFixture.make()

@@ -68,15 +68,22 @@ public struct Ledger: Sendable {
     }
 
     /// Records the transactions a submission (or Apple's answer to it) carried, once each: new ones are posted,
-    /// known ones take what the signed data says (revocation, upgrade, expiry), and a transaction another customer
-    /// owns is refused or moved as the app's restore policy says. New rows are `confirmed` when nobody else will
-    /// confirm them (StoreKit Testing in Xcode's).
+    /// known ones take what the signed data says (revocation, upgrade, expiry). New rows are `confirmed` when nobody
+    /// else will confirm them (StoreKit Testing in Xcode's).
+    ///
+    /// Ownership is decided per purchase (an original transaction in an environment), never per transaction, so that
+    /// the same facts give the same owner whatever brings them first: a purchase another customer owns — any of its
+    /// transactions, including one this submission is the first to show — is refused, or moved whole to the
+    /// submitter when the app's restore policy is `transferToLatest` and `transfers` is set (a customer's own
+    /// submission; Apple's later answer to an older submission must not move it back). A notification or the
+    /// catch-up that brings a transaction first gives it to the purchase's owner (`owner(of:…)`), the same customer.
     func record(
         _ transactions: [PurchaseTransaction],
         submission: SubmissionRecord,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         confirmed: Bool = false,
+        transfers: Bool = true,
         in changes: ChangeSet
     ) async throws -> Recording {
         var recording = Recording()
@@ -84,26 +91,51 @@ public struct Ledger: Sendable {
         let db = changes.db
         for transaction in transactions {
             let product = catalogue[transaction.productId]
+            // One decision per purchase at a time: a notification about it waits for this one (PostgreSQL).
+            try await store.lockPurchase(
+                environment: transaction.environment.rawValue,
+                originalTransactionId: transaction.originalTransactionId,
+                on: db
+            )
+            let existing = try await store.transaction(
+                environment: transaction.environment,
+                transactionId: transaction.transactionId,
+                on: db
+            )
+            // Who owns the purchase now: the transaction's row, else the purchase's other transactions.
+            var purchase = existing.map { [$0] } ?? []
+            if purchase.isEmpty {
+                purchase = try await store.transactions(
+                    environment: transaction.environment,
+                    originalTransactionId: transaction.originalTransactionId,
+                    on: db
+                ).filter { $0.bundleId == app.bundleId }
+            }
+            if let owner = purchase.last?.customerId, owner != submission.customerId {
+                guard transfers, app.restorePolicy == .transferToLatest,
+                    !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
+                else {
+                    recording.refused.append(
+                        RefusedTransaction(transactionId: transaction.transactionId, reason: "ownedByAnotherCustomer")
+                    )
+                    continue
+                }
+                try await transfer(
+                    environment: transaction.environment,
+                    originalTransactionId: transaction.originalTransactionId,
+                    app: app,
+                    from: owner,
+                    to: submission.customerId,
+                    now: now,
+                    in: changes
+                )
+            }
             if var existing = try await store.transaction(
                 environment: transaction.environment,
                 transactionId: transaction.transactionId,
                 on: db
             ) {
                 let before = existing
-                if existing.customerId != submission.customerId {
-                    guard app.restorePolicy == .transferToLatest,
-                        !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
-                    else {
-                        recording.refused.append(
-                            RefusedTransaction(
-                                transactionId: transaction.transactionId,
-                                reason: "ownedByAnotherCustomer"
-                            )
-                        )
-                        continue
-                    }
-                    existing.customerId = submission.customerId
-                }
                 if let revoked = transaction.revocationDate, existing.revocationDate == nil {
                     existing.revocationDate = revoked.millisecondsSince1970
                     existing.revocationReason = transaction.isUpgraded ? .upgraded : .refund
@@ -114,9 +146,6 @@ public struct Ledger: Sendable {
                 existing.takeBillingPlan(of: transaction)
                 existing.updatedAt = now
                 try await writes.update(existing, on: db)
-                if before.customerId != existing.customerId {
-                    restoreMoved(existing, from: before.customerId, at: now, in: changes)
-                }
                 if before.revocationDate == nil, existing.revocationReason == .refund {
                     var event = PendingEvent(
                         .purchase_refunded,
@@ -130,11 +159,6 @@ public struct Ledger: Sendable {
                 noteExtension(from: before, to: existing, product: product, at: now, in: changes)
                 continue
             }
-            try await store.lockPurchase(
-                environment: transaction.environment.rawValue,
-                originalTransactionId: transaction.originalTransactionId,
-                on: db
-            )
             let key = PurchaseKey(
                 environment: transaction.environment,
                 originalTransactionId: transaction.originalTransactionId
@@ -153,6 +177,49 @@ public struct Ledger: Sendable {
             )
         }
         return recording
+    }
+
+    /// Moves every transaction of a purchase to `customerId` (the restore policy `transferToLatest`): a
+    /// subscription's renewals and a non-consumable's repurchases go together, so the purchase has one owner. Each of
+    /// the two customers gets a `customer.transferred` event.
+    private func transfer(
+        environment: AppStoreEnvironment,
+        originalTransactionId: String,
+        app: ServerApp,
+        from previous: String,
+        to customerId: String,
+        now: Int64,
+        in changes: ChangeSet
+    ) async throws {
+        var moved: [String] = []
+        for var row in try await store.transactions(
+            environment: environment,
+            originalTransactionId: originalTransactionId,
+            on: changes.db
+        ) where row.bundleId == app.bundleId && row.customerId != customerId {
+            row.customerId = customerId
+            row.updatedAt = now
+            try await writes.update(row, on: changes.db)
+            moved.append(row.transactionId)
+        }
+        guard !moved.isEmpty else { return }
+        let transfer = Components.Schemas.EventTransfer(
+            fromCustomerId: previous,
+            toCustomerId: customerId,
+            reason: .restore,
+            transactionIds: moved
+        )
+        for customer in [previous, customerId] {
+            var event = PendingEvent(
+                .customer_transferred,
+                bundleId: app.bundleId,
+                customerId: customer,
+                occurredAt: now,
+                environment: environment
+            )
+            event.transfer = transfer
+            changes.record(event)
+        }
     }
 
     /// Posts a transaction seen for the first time: its ledger row, a consumable's credits (unless it arrives
@@ -317,28 +384,6 @@ public struct Ledger: Sendable {
             previousExpiresDate: previous
         )
         changes.record(event)
-    }
-
-    /// A restore moved a transaction to the customer who restored it (restore policy `transferToLatest`): an event
-    /// for each of the two customers, in the order of each one's changes.
-    private func restoreMoved(_ row: LedgerRecord, from previous: String, at now: Int64, in changes: ChangeSet) {
-        let transfer = Components.Schemas.EventTransfer(
-            fromCustomerId: previous,
-            toCustomerId: row.customerId,
-            reason: .restore,
-            transactionIds: [row.transactionId]
-        )
-        for customer in [previous, row.customerId] {
-            var event = PendingEvent(
-                .customer_transferred,
-                bundleId: row.bundleId,
-                customerId: customer,
-                occurredAt: now,
-                environment: row.environment
-            )
-            event.transfer = transfer
-            changes.record(event)
-        }
     }
 }
 

@@ -165,11 +165,13 @@ public final class ConfirmationQueue: Sendable {
                 try await self.store.update(current, on: db)
                 try await self.ledger.moveEnvironment(of: current.id, from: claimed, to: environment, in: changes)
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
+                // Ownership was decided when the customer submitted: Apple's answer, however late, moves nothing.
                 _ = try await self.intake.record(
                     transactions,
                     submission: current,
                     app: app,
                     catalogue: catalogue,
+                    transfers: false,
                     in: changes
                 )
                 try await self.ledger.confirm(

@@ -98,10 +98,7 @@ struct DemoWorld: Sendable {
             let port = try await listener.start()
             let serverURL = "http://127.0.0.1:\(port)"
             // Apple's notifications (renewals, refunds) go to the server, as set in App Store Connect.
-            _ = try await simulator.appStoreConnect.updateApp(
-                appAppleId: app.appAppleId,
-                AppPatch(notificationUrlSandbox: serverURL + "/v1/apple/notifications")
-            )
+            try await DevelopmentSetup.sendNotifications(of: app, to: serverURL, simulator: simulator)
             // The app's backend takes every event of the app, signed (Standard Webhooks): an endpoint added through
             // the admin API, as an operator adds one.
             let created = try await AdminHTTP(baseURL: serverURL, token: operatorToken).send(
