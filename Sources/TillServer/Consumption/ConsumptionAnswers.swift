@@ -324,7 +324,7 @@ public struct ConsumptionAnswers: Sendable {
             environment: AppStoreEnvironment(request.environment)
         )
         if let productId = request.productId {
-            let product = try await catalogue.products(of: request.bundleId)[productId]
+            let product = try await catalogue.products(of: request.bundleId, on: changes.db)[productId]
             event.product = Components.Schemas.EventProduct(
                 id: productId,
                 _type: product.map { Components.Schemas.ProductType($0.type) },

@@ -93,7 +93,7 @@ public struct EventLog: Sendable {
             id: key.customerId,
             aliases: try await store.guests(bundleId: key.bundleId, customerId: key.customerId, on: db),
             entitlements: snapshot.entitlements(
-                catalogue: try await catalogue.products(of: key.bundleId),
+                catalogue: try await catalogue.products(of: key.bundleId, on: db),
                 now: now
             ),
             balances: Components.Schemas.Credits(snapshot.balances)
