@@ -249,7 +249,9 @@ public enum EventBenchmark {
         try await withThrowingTaskGroup(of: [(Int, [UInt8])].self) { group in
             for lane in 0..<2 {
                 group.addTask {
-                    let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
+                    let account = try await simulator.appStoreConnect.createAccount(
+                        AccountInput(environment: "Sandbox")
+                    )
                     let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
                     var made: [(Int, [UInt8])] = []
                     for index in stride(from: lane, to: count, by: 2) {

@@ -304,8 +304,9 @@ struct World: Sendable {
 }
 
 extension TillProcess {
-    /// `till serve --mode production` on the world's database file, pointed at the in-test simulator.
-    static func start(_ world: World) async throws -> TillProcess {
+    /// `till serve --mode production` on the world's database file, pointed at the in-test simulator, with
+    /// `environment`'s settings besides.
+    static func start(_ world: World, environment: [String: String] = [:]) async throws -> TillProcess {
         let simulator = "http://127.0.0.1:\(world.simulatorPort)"
         return try await start(
             [
@@ -320,7 +321,7 @@ extension TillProcess {
                 "TILL_APPLE_SANDBOX_ROOTS": world.rootsFile,
                 "TILL_CONTENT_DIRECTORY": world.directory.appendingPathComponent("content").path,
                 "TILL_CONFIRMATION_TIMEOUT_SECONDS": "10",
-            ]
+            ].merging(environment) { _, new in new }
         )
     }
 }

@@ -152,6 +152,13 @@ struct JobQueue: Sendable {
         metrics.job(kind: kind.rawValue, outcome: "finished")
     }
 
+    /// These jobs are done (one statement).
+    func finish(_ kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
+        guard !keys.isEmpty else { return }
+        try await store.deleteJobs(kind: kind, keys: keys, on: db)
+        metrics.job(kind: kind.rawValue, outcome: "finished", count: keys.count)
+    }
+
     /// The job runs again at `at` (its back-off, decided by its worker).
     func retry(_ kind: JobKind, key: String, at: Int64, error: String?, on db: any SQLDatabase) async throws {
         try await store.rescheduleJob(kind: kind, key: key, dueAt: at, error: error, now: clock.milliseconds, on: db)

@@ -150,9 +150,9 @@ public final class ServerMetrics: Sendable {
     }
 
     /// An attempt of a job ended: `outcome` is finished, retried or deadLettered.
-    func job(kind: String, outcome: String) {
+    func job(kind: String, outcome: String, count: Int = 1) {
         Counter(label: "till_job_attempts_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: factory)
-            .increment()
+            .increment(by: count)
     }
 
     /// The job queue's depth per kind and state, and how late the oldest queued job of each kind is.

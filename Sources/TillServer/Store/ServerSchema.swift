@@ -84,8 +84,12 @@ enum ServerSchema {
             last_error TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (kind, job_key))
         """
     private static let jobIndexes = [
-        "CREATE INDEX srv_jobs_due ON srv_jobs (kind, queue_group, state, due_at)",
+        // Claims take a group's due jobs in the order of their time, then of their place in their stream (a
+        // backlog goes out oldest first, so the first jobs a claim reads are the first of their streams).
+        "CREATE INDEX srv_jobs_due ON srv_jobs (kind, queue_group, state, due_at, position)",
         "CREATE INDEX srv_jobs_stream ON srv_jobs (kind, stream, position) WHERE stream IS NOT NULL",
+        // When a kind's next job is due (a worker's longest wait).
+        "CREATE INDEX srv_jobs_next ON srv_jobs (kind, state, due_at)",
     ]
 
     /// SQLite statements that rebuild `table` as a WITHOUT ROWID table with `columns` (its columns, in the same

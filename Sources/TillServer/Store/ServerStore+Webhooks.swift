@@ -18,9 +18,24 @@ extension ServerStore {
         )
     }
 
-    func webhookEndpoint(id: String, on db: any SQLDatabase) async throws -> WebhookEndpointRecord? {
-        try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE id = \(bind: id)")
+    /// An endpoint; `locking`: held until the end of `db`'s transaction (PostgreSQL: `FOR UPDATE`), so that a change
+    /// of its settings does not write back a cursor or a failure count another transaction moved meanwhile.
+    func webhookEndpoint(id: String, locking: Bool = false, on db: any SQLDatabase) async throws
+        -> WebhookEndpointRecord?
+    {
+        let lock: SQLQueryString = locking && database.engine == .postgres ? " FOR UPDATE" : ""
+        return try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE id = \(bind: id)\(lock)")
             .first(decoding: WebhookEndpointRecord.self, with: Self.decoding)
+    }
+
+    /// Moves an endpoint's dispatch cursor (its row held by `lockWebhookEndpoint`).
+    func moveCursor(endpointId: String, to sequence: Int64, at now: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatched_through = \(bind: sequence), updated_at = \(bind: now)
+            WHERE id = \(bind: endpointId)
+            """
+        ).run()
     }
 
     /// An app's endpoints, oldest first (by `created_at`, then id), after `after`, at most `limit`.
@@ -120,7 +135,7 @@ extension ServerStore {
     func insert(_ deliveries: [WebhookDeliveryRecord], jobs: [Job], on db: any SQLDatabase) async throws {
         guard !deliveries.isEmpty else { return }
         try await db.insert(into: "srv_webhook_deliveries").models(deliveries, with: Self.encoding).run()
-        try await db.insert(into: "srv_jobs").models(jobs, with: Self.encoding).run()
+        try await insertJobs(jobs, on: db)
     }
 
     /// One delivery to attempt, with what its event's body needs.
@@ -149,7 +164,7 @@ extension ServerStore {
             WHERE d.id IN (\(binds: ids))
             """
         )
-            .all(decoding: DeliveryToSend.self, with: Self.decoding)
+        .all(decoding: DeliveryToSend.self, with: Self.decoding)
     }
 
     func update(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {

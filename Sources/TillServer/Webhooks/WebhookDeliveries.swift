@@ -41,27 +41,26 @@ public struct WebhookDeliveries: Sendable {
 
     // MARK: Dispatching
 
-    /// Makes deliveries of the events recorded since each enabled endpoint's cursor; answers how many.
-    func dispatch(_ endpoints: [WebhookEndpointRecord], through last: Int64) async throws -> Int {
-        var made = 0
-        for endpoint in endpoints where endpoint.dispatchedThrough < last {
-            while true {
-                let (count, more) = try await dispatch(endpointId: endpoint.id)
-                made += count
-                if !more { break }
-            }
+    /// Makes deliveries of the events recorded since the endpoint's cursor, a batch per transaction; answers the
+    /// endpoint's cursor after (nil when another process holds the endpoint, or it is gone or paused).
+    func dispatch(endpointId: String) async throws -> Int64? {
+        var cursor: Int64?
+        while true {
+            let (through, more) = try await dispatchBatch(endpointId: endpointId)
+            guard let through else { return cursor }
+            cursor = through
+            if !more { return cursor }
         }
-        return made
     }
 
-    /// One batch of one endpoint's dispatch, in one transaction; answers how many deliveries it made and whether
-    /// more events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
-    private func dispatch(endpointId: String) async throws -> (Int, Bool) {
+    /// One batch of one endpoint's dispatch, in one transaction; answers the endpoint's cursor after and whether more
+    /// events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
+    private func dispatchBatch(endpointId: String) async throws -> (Int64?, Bool) {
         let now = clock.milliseconds
         let deadline = now + settings.retryFor.milliseconds
-        return try await database.transaction { db -> (Int, Bool) in
+        return try await database.transaction { db -> (Int64?, Bool) in
             guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled
-            else { return (0, false) }
+            else { return (nil, false) }
             let events = try await self.store.events(
                 after: endpoint.dispatchedThrough,
                 limit: Self.dispatchBatch,
@@ -70,14 +69,14 @@ public struct WebhookDeliveries: Sendable {
                 type: nil,
                 on: db
             )
-            guard let last = events.last else { return (0, false) }
+            guard let last = events.last else { return (endpoint.dispatchedThrough, false) }
             let made = events.filter { endpoint.accepts($0.type) }.map {
                 self.delivery(of: $0, to: endpoint, replay: false, deadline: deadline, now: now)
             }
             try await self.store.insert(made.map(\.0), jobs: made.map(\.1), on: db)
             endpoint.dispatchedThrough = last.sequence
-            try await self.store.update(endpoint, on: db)
-            return (made.count, events.count == Self.dispatchBatch)
+            try await self.store.moveCursor(endpointId: endpoint.id, to: last.sequence, at: now, on: db)
+            return (last.sequence, events.count == Self.dispatchBatch)
         }
     }
 
@@ -181,8 +180,15 @@ public struct WebhookDeliveries: Sendable {
         var endpoint: WebhookEndpointRecord
     }
 
-    /// Sends one attempt and records what came of it.
-    func perform(_ attempt: Attempt, client: WebhookClient) async {
+    /// What one attempt came to, until it is recorded (`record(_:)`, with the others that ended meanwhile).
+    struct Outcome: Sendable {
+        var attempt: Attempt
+        var answer: WebhookAnswer
+    }
+
+    /// Sends one attempt; its outcome is recorded later, in a batch (an answer not recorded when the process dies is
+    /// sent again once its claim lapses, with the same `webhook-id`).
+    func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
         let body = Self.payload(
             body: attempt.body,
             type: attempt.delivery.eventType,
@@ -209,11 +215,7 @@ public struct WebhookDeliveries: Sendable {
                 ),
             ]
         )
-        do {
-            try await record(answer, of: attempt)
-        } catch {
-            logger.error("webhook delivery \(attempt.delivery.id): its outcome could not be recorded: \(error)")
-        }
+        return Outcome(attempt: attempt, answer: answer)
     }
 
     /// The body of a delivery: the Standard Webhooks payload around the event's stored JSON (the same bytes for
@@ -229,11 +231,97 @@ public struct WebhookDeliveries: Sendable {
         return writer.bytes
     }
 
-    /// Keeps an attempt and its answer, and ends its job's attempt: delivered, tried again later, or dead-lettered
-    /// once the next attempt would come after the delivery's deadline.
-    private func record(_ answer: WebhookAnswer, of attempt: Attempt) async throws {
+    /// Keeps attempts and their answers, and ends their jobs' attempts, all in one transaction: delivered, tried
+    /// again later, or dead-lettered once the next attempt would come after the delivery's deadline. A customer's
+    /// next delivery can be claimed once this commits.
+    func record(_ outcomes: [Outcome]) async throws {
+        guard !outcomes.isEmpty else { return }
         let now = clock.milliseconds
-        var delivery = attempt.delivery
+        let ended = outcomes.map { ($0, delivery(after: $0, now: now)) }
+        // An endpoint's success is written only when it ends failures, or a second after the last one written: every
+        // delivery of a busy endpoint would rewrite the endpoint's row.
+        var succeeded: [String: WebhookEndpointRecord] = [:]
+        for (outcome, _) in ended where outcome.answer.isDelivered {
+            let endpoint = outcome.attempt.endpoint
+            if endpoint.consecutiveFailures > 0 || succeeded[endpoint.id] != nil || successes.due(endpoint.id, at: now)
+            {
+                succeeded[endpoint.id] = endpoint
+            }
+        }
+        let toNote = succeeded
+        let recovered = try await database.transaction { db -> [String] in
+            var delivered: [String] = []
+            for (outcome, delivery) in ended {
+                let answer = outcome.answer
+                if !answer.isDelivered {
+                    // Failures are kept one by one; the attempt that delivers is the delivery's last attempt.
+                    try await self.store.insert(
+                        WebhookAttemptRecord(
+                            deliveryId: delivery.id,
+                            attempt: delivery.attempts,
+                            at: now,
+                            url: answer.url,
+                            status: answer.status,
+                            answer: answer.answer,
+                            error: answer.error,
+                            duration: answer.duration.milliseconds
+                        ),
+                        on: db
+                    )
+                }
+                try await self.store.update(delivery, on: db)
+                switch delivery.state {
+                case .delivered:
+                    delivered.append(delivery.id)
+                case .deadLettered:
+                    try await self.jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
+                    try await self.store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
+                case .pending:
+                    try await self.jobs.retry(
+                        .delivery,
+                        key: delivery.id,
+                        at: delivery.nextAttemptAt ?? now,
+                        error: answer.error,
+                        on: db
+                    )
+                    try await self.store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
+                }
+            }
+            try await self.jobs.finish(.delivery, keys: delivered, on: db)
+            var recovered: [String] = []
+            for endpointId in toNote.keys.sorted()
+            where try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) {
+                // It answers again: what waited for its back-off is due now.
+                if try await self.store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0 {
+                    recovered.append(endpointId)
+                }
+            }
+            return recovered
+        }
+        for (outcome, delivery) in ended {
+            let outcomeName =
+                switch delivery.state {
+                case .delivered: "delivered"
+                case .deadLettered: "deadLettered"
+                case .pending: "failed"
+                }
+            metrics.webhookAttempt(outcome: outcomeName, duration: outcome.answer.duration)
+            if !outcome.answer.isDelivered {
+                logger.info(
+                    "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(outcome.attempt.endpoint.id): attempt \(delivery.attempts) \(outcomeName): \(outcome.answer.error ?? "")"
+                )
+            }
+        }
+        for endpointId in recovered {
+            logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
+        }
+        if !recovered.isEmpty { jobs.wake(.delivery) }
+    }
+
+    /// The delivery as an attempt's answer leaves it.
+    private func delivery(after outcome: Outcome, now: Int64) -> WebhookDeliveryRecord {
+        let answer = outcome.answer
+        var delivery = outcome.attempt.delivery
         delivery.attempts += 1
         delivery.updatedAt = now
         delivery.lastAttemptAt = now
@@ -242,78 +330,18 @@ public struct WebhookDeliveries: Sendable {
         delivery.lastError = answer.error
         delivery.lastUrl = answer.url
         delivery.lastDuration = answer.duration.milliseconds
-        let outcome: String
         if answer.isDelivered {
             delivery.state = .delivered
             delivery.deliveredAt = now
-            outcome = "delivered"
         } else {
             let next = now + settings.delay(afterAttempt: delivery.attempts).milliseconds
             if next > delivery.deadline {
                 delivery.state = .deadLettered
-                outcome = "deadLettered"
             } else {
                 delivery.nextAttemptAt = next
-                outcome = "failed"
             }
         }
-        let endpointId = attempt.endpoint.id
-        let ended = delivery
-        // A success is written to its endpoint only when it ends failures, or a second after the last one written:
-        // every delivery of a busy endpoint would rewrite the endpoint's row.
-        let noteSuccess =
-            answer.isDelivered && (attempt.endpoint.consecutiveFailures > 0 || successes.due(endpointId, at: now))
-        let recovered = try await database.transaction { db -> Bool in
-            let delivery = ended
-            if !answer.isDelivered {
-                // Failures are kept one by one; the attempt that delivers is the delivery's last attempt.
-                try await self.store.insert(
-                    WebhookAttemptRecord(
-                        deliveryId: delivery.id,
-                        attempt: delivery.attempts,
-                        at: now,
-                        url: answer.url,
-                        status: answer.status,
-                        answer: answer.answer,
-                        error: answer.error,
-                        duration: answer.duration.milliseconds
-                    ),
-                    on: db
-                )
-            }
-            try await self.store.update(delivery, on: db)
-            switch delivery.state {
-            case .delivered:
-                try await self.jobs.finish(.delivery, key: delivery.id, on: db)
-                guard noteSuccess, try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db)
-                else { return false }
-                // It answers again: what waited for its back-off is due now.
-                return try await self.store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0
-            case .deadLettered:
-                try await self.jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
-                try await self.store.webhookEndpointFailed(id: endpointId, at: now, on: db)
-            case .pending:
-                try await self.jobs.retry(
-                    .delivery,
-                    key: delivery.id,
-                    at: delivery.nextAttemptAt ?? now,
-                    error: answer.error,
-                    on: db
-                )
-                try await self.store.webhookEndpointFailed(id: endpointId, at: now, on: db)
-            }
-            return false
-        }
-        metrics.webhookAttempt(outcome: outcome, duration: answer.duration)
-        if recovered {
-            logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
-            jobs.wake(.delivery)
-        }
-        if !answer.isDelivered {
-            logger.info(
-                "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(endpointId): attempt \(delivery.attempts) \(outcome): \(answer.error ?? "")"
-            )
-        }
+        return delivery
     }
 
     /// Dead-letters the deliveries whose deadline passed while their endpoint kept failing; answers how many.
