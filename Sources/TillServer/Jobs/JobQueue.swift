@@ -135,6 +135,22 @@ struct JobQueue: Sendable {
         }
     }
 
+    /// `claim(_:group:limit:lease:)` in `db`'s transaction (with what the worker records in it).
+    func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration, on db: any SQLDatabase) async throws
+        -> [Job]
+    {
+        guard limit > 0 else { return [] }
+        let now = clock.milliseconds
+        return try await store.claimJobs(
+            kind: kind,
+            group: group,
+            limit: limit,
+            now: now,
+            until: now + lease.milliseconds,
+            on: db
+        )
+    }
+
     /// Claims one job by its key now, whether due or not, queuing it if there is none (an operator's catch-up of an
     /// app). Nil when another worker holds it.
     func claim(_ kind: JobKind, key: String, lease: Duration) async throws -> Job? {

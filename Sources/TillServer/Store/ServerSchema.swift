@@ -595,7 +595,14 @@ enum ServerSchema {
                     created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
                 """,
                 "CREATE INDEX srv_webhook_deliveries_endpoint ON srv_webhook_deliveries (endpoint_id, created_at, id)",
-                "CREATE INDEX srv_webhook_deliveries_state ON srv_webhook_deliveries (endpoint_id, state, event_sequence)",
+                """
+                CREATE INDEX srv_webhook_deliveries_state ON srv_webhook_deliveries (endpoint_id, state, created_at, id)
+                """,
+                // The sweep of deliveries whose deadline passed reads only the pending ones.
+                """
+                CREATE INDEX srv_webhook_deliveries_deadline ON srv_webhook_deliveries (deadline)
+                WHERE state = 'pending'
+                """,
                 """
                 CREATE TABLE srv_webhook_attempts (
                     delivery_id TEXT NOT NULL, attempt INTEGER NOT NULL, at BIGINT NOT NULL, url TEXT NOT NULL,

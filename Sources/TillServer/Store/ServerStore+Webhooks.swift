@@ -167,6 +167,20 @@ extension ServerStore {
         .all(decoding: DeliveryToSend.self, with: Self.decoding)
     }
 
+    /// A delivery delivered: the columns its last attempt changed (the others and their indexes stay).
+    func markDelivered(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_deliveries SET state = 'delivered', attempts = \(bind: delivery.attempts),
+                delivered_at = \(bind: delivery.deliveredAt), last_attempt_at = \(bind: delivery.lastAttemptAt),
+                last_status = \(bind: delivery.lastStatus), last_error = NULL, last_answer = \(bind: delivery.lastAnswer),
+                last_url = \(bind: delivery.lastUrl), last_duration = \(bind: delivery.lastDuration),
+                updated_at = \(bind: delivery.updatedAt)
+            WHERE id = \(bind: delivery.id)
+            """
+        ).run()
+    }
+
     func update(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
         try await db.run(
             RecordStatements.update("srv_webhook_deliveries", delivery, keys: ["id"], with: Self.encoding)
@@ -204,10 +218,12 @@ extension ServerStore {
         on db: any SQLDatabase
     ) async throws -> [WebhookDeliveryRecord] {
         let before = before ?? PageKey(number: Int64.max, text: "")
+        // A state's condition only when one is given: the index of states serves it, the endpoint's the others.
+        let ofState: SQLQueryString = state.map { "AND d.state = \(bind: $0.rawValue)" } ?? ""
         return try await db.raw(
             """
             \(Self.deliveryWithJob)
-            WHERE d.endpoint_id = \(bind: endpointId) AND (\(bind: state?.rawValue) IS NULL OR d.state = \(bind: state?.rawValue))
+            WHERE d.endpoint_id = \(bind: endpointId) \(ofState)
               AND (d.created_at < \(bind: before.number) OR (d.created_at = \(bind: before.number) AND d.id < \(bind: before.text)))
             ORDER BY d.created_at DESC, d.id DESC LIMIT \(literal: limit)
             """
@@ -217,11 +233,9 @@ extension ServerStore {
     func countWebhookDeliveries(endpointId: String, state: WebhookDeliveryState?, on db: any SQLDatabase)
         async throws -> Int
     {
-        try await db.raw(
-            """
-            SELECT COUNT(*) AS n FROM srv_webhook_deliveries
-            WHERE endpoint_id = \(bind: endpointId) AND (\(bind: state?.rawValue) IS NULL OR state = \(bind: state?.rawValue))
-            """
+        let ofState: SQLQueryString = state.map { "AND state = \(bind: $0.rawValue)" } ?? ""
+        return try await db.raw(
+            "SELECT COUNT(*) AS n FROM srv_webhook_deliveries WHERE endpoint_id = \(bind: endpointId) \(ofState)"
         ).first()?.decode(column: "n", as: Int.self) ?? 0
     }
 

@@ -134,17 +134,19 @@ public struct WebhookDeliveries: Sendable {
 
     // MARK: Attempts
 
-    /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt.
-    func claim(endpoint: WebhookEndpointRecord, limit: Int) async throws -> [Attempt] {
+    /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt, in
+    /// `db`'s transaction; a job whose delivery is no longer pending (an operator dead-lettered it, say) ends here.
+    private func claim(endpoint: WebhookEndpointRecord, limit: Int, on db: any SQLDatabase) async throws -> [Attempt] {
         let claimed = try await jobs.claim(
             .delivery,
             group: endpoint.id,
             limit: limit,
-            lease: settings.timeout * 2 + .seconds(30)
+            lease: settings.timeout * 2 + .seconds(30),
+            on: db
         )
         guard !claimed.isEmpty else { return [] }
         let found = Dictionary(
-            try await store.deliveriesToSend(ids: claimed.map(\.jobKey), on: store.sql).map { ($0.delivery.id, $0) },
+            try await store.deliveriesToSend(ids: claimed.map(\.jobKey), on: db).map { ($0.delivery.id, $0) },
             uniquingKeysWith: { first, _ in first }
         )
         var attempts: [Attempt] = []
@@ -163,12 +165,7 @@ public struct WebhookDeliveries: Sendable {
                 )
             )
         }
-        if !gone.isEmpty {
-            let finished = gone
-            try await database.transaction(bookkeeping: true) { db in
-                for key in finished { try await self.jobs.finish(.delivery, key: key, on: db) }
-            }
-        }
+        try await jobs.finish(.delivery, keys: gone, on: db)
         return attempts
     }
 
@@ -180,7 +177,8 @@ public struct WebhookDeliveries: Sendable {
         var endpoint: WebhookEndpointRecord
     }
 
-    /// What one attempt came to, until it is recorded (`record(_:)`, with the others that ended meanwhile).
+    /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
+    /// meanwhile).
     struct Outcome: Sendable {
         var attempt: Attempt
         var answer: WebhookAnswer
@@ -231,72 +229,39 @@ public struct WebhookDeliveries: Sendable {
         return writer.bytes
     }
 
-    /// Keeps attempts and their answers, and ends their jobs' attempts, all in one transaction: delivered, tried
-    /// again later, or dead-lettered once the next attempt would come after the delivery's deadline. A customer's
-    /// next delivery can be claimed once this commits.
-    func record(_ outcomes: [Outcome]) async throws {
-        guard !outcomes.isEmpty else { return }
+    /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
+    /// jobs' attempts (delivered, tried again later, or dead-lettered once the next attempt would come after the
+    /// delivery's deadline), then claims up to `limit` due deliveries of each endpoint in `claims` — a customer's
+    /// next delivery as soon as the one before it is recorded. Answers the attempts to send.
+    func round(
+        recording outcomes: [Outcome],
+        claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)]
+    ) async throws -> [Attempt] {
+        let claims = claims.filter { $0.limit > 0 }
+        guard !outcomes.isEmpty || !claims.isEmpty else { return [] }
         let now = clock.milliseconds
         let ended = outcomes.map { ($0, delivery(after: $0, now: now)) }
         // An endpoint's success is written only when it ends failures, or a second after the last one written: every
         // delivery of a busy endpoint would rewrite the endpoint's row.
-        var succeeded: [String: WebhookEndpointRecord] = [:]
+        var succeeded: Set<String> = []
         for (outcome, _) in ended where outcome.answer.isDelivered {
             let endpoint = outcome.attempt.endpoint
-            if endpoint.consecutiveFailures > 0 || succeeded[endpoint.id] != nil || successes.due(endpoint.id, at: now)
+            if endpoint.consecutiveFailures > 0 || succeeded.contains(endpoint.id)
+                || successes.due(endpoint.id, at: now)
             {
-                succeeded[endpoint.id] = endpoint
+                succeeded.insert(endpoint.id)
             }
         }
         let toNote = succeeded
-        let recovered = try await database.transaction { db -> [String] in
-            var delivered: [String] = []
-            for (outcome, delivery) in ended {
-                let answer = outcome.answer
-                if !answer.isDelivered {
-                    // Failures are kept one by one; the attempt that delivers is the delivery's last attempt.
-                    try await self.store.insert(
-                        WebhookAttemptRecord(
-                            deliveryId: delivery.id,
-                            attempt: delivery.attempts,
-                            at: now,
-                            url: answer.url,
-                            status: answer.status,
-                            answer: answer.answer,
-                            error: answer.error,
-                            duration: answer.duration.milliseconds
-                        ),
-                        on: db
-                    )
-                }
-                try await self.store.update(delivery, on: db)
-                switch delivery.state {
-                case .delivered:
-                    delivered.append(delivery.id)
-                case .deadLettered:
-                    try await self.jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
-                    try await self.store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
-                case .pending:
-                    try await self.jobs.retry(
-                        .delivery,
-                        key: delivery.id,
-                        at: delivery.nextAttemptAt ?? now,
-                        error: answer.error,
-                        on: db
-                    )
-                    try await self.store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
-                }
+        // Deliveries are no customer's data: the transaction leaves the caches of customer views alone.
+        let (recovered, attempts) = try await database.transaction(bookkeeping: true) {
+            db -> ([String], [Attempt]) in
+            let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
+            var attempts: [Attempt] = []
+            for (endpoint, limit) in claims {
+                attempts += try await self.claim(endpoint: endpoint, limit: limit, on: db)
             }
-            try await self.jobs.finish(.delivery, keys: delivered, on: db)
-            var recovered: [String] = []
-            for endpointId in toNote.keys.sorted()
-            where try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) {
-                // It answers again: what waited for its back-off is due now.
-                if try await self.store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0 {
-                    recovered.append(endpointId)
-                }
-            }
-            return recovered
+            return (recovered, attempts)
         }
         for (outcome, delivery) in ended {
             let outcomeName =
@@ -316,6 +281,57 @@ public struct WebhookDeliveries: Sendable {
             logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
         }
         if !recovered.isEmpty { jobs.wake(.delivery) }
+        return attempts
+    }
+
+    /// Records attempts in `db`'s transaction; answers the endpoints that answer again after failures and had
+    /// deliveries waiting for their back-off (due now).
+    private func record(
+        _ ended: [(Outcome, WebhookDeliveryRecord)],
+        notingSuccessOf succeeded: Set<String>,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> [String] {
+        var delivered: [String] = []
+        for (outcome, delivery) in ended {
+            let answer = outcome.answer
+            if answer.isDelivered {
+                // The attempt that delivers is the delivery's last attempt; failures are kept one by one.
+                try await store.markDelivered(delivery, on: db)
+                delivered.append(delivery.id)
+                continue
+            }
+            try await store.insert(
+                WebhookAttemptRecord(
+                    deliveryId: delivery.id,
+                    attempt: delivery.attempts,
+                    at: now,
+                    url: answer.url,
+                    status: answer.status,
+                    answer: answer.answer,
+                    error: answer.error,
+                    duration: answer.duration.milliseconds
+                ),
+                on: db
+            )
+            try await store.update(delivery, on: db)
+            if delivery.state == .deadLettered {
+                try await jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
+            } else {
+                try await jobs.retry(.delivery, key: delivery.id, at: delivery.nextAttemptAt ?? now, error: answer.error, on: db)
+            }
+            try await store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
+        }
+        try await jobs.finish(.delivery, keys: delivered, on: db)
+        var recovered: [String] = []
+        for endpointId in succeeded.sorted()
+        where try await store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) {
+            // It answers again: what waited for its back-off is due now.
+            if try await store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0 {
+                recovered.append(endpointId)
+            }
+        }
+        return recovered
     }
 
     /// The delivery as an attempt's answer leaves it.

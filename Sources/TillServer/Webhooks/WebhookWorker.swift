@@ -6,14 +6,13 @@ import TillHTTPKit
 
 /// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`). Each round of its loop:
 ///
-/// 1. records the attempts that ended since the last round, in one transaction (a customer's next delivery can go
-///    once the one before it is recorded);
-/// 2. dispatches the events recorded since each enabled endpoint's cursor (this process's are known at once; the
+/// 1. dispatches the events recorded since each enabled endpoint's cursor (this process's are known at once; the
 ///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
 ///    process changes an endpoint);
-/// 3. claims what is due for each endpoint and sends it: at most `concurrencyPerEndpoint` in flight to one endpoint
-///    (one while it keeps failing) and `concurrency` in all, so a slow or dead receiver holds up only its own
-///    deliveries.
+/// 2. in one transaction, records the attempts that ended since the last round and claims what is due for each
+///    endpoint (a customer's next delivery as soon as the one before it is recorded), then sends it: at most
+///    `concurrencyPerEndpoint` in flight to one endpoint (one while it keeps failing) and `concurrency` in all, so a
+///    slow or dead receiver holds up only its own deliveries.
 ///
 /// It waits for a signal (an event recorded, an attempt ended, an endpoint changed), the next due delivery, or a
 /// second; while attempts are under way, a round starts at most every 2 ms, so that rounds take their work in batches.
@@ -48,7 +47,6 @@ public struct WebhookWorker: Service {
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = jobs.signal(.delivery).current
                 do {
-                    try await record(ended.take(), into: &endpoints)
                     if clock.now - readAt >= .seconds(1) || endpointChanges.current != readRevision {
                         readRevision = endpointChanges.current
                         readAt = clock.now
@@ -68,21 +66,27 @@ public struct WebhookWorker: Service {
                             logger.warning("\(expired) webhook deliveries dead-lettered at their deadline")
                         }
                     }
+                    // What ended is recorded and what is due claimed in one transaction.
+                    let outcomes = ended.take()
+                    note(outcomes, in: &endpoints)
+                    var running = inFlight.total
+                    var claims: [(endpoint: WebhookEndpointRecord, limit: Int)] = []
                     for endpoint in endpoints {
-                        let running = inFlight.total
-                        let mine = inFlight.count(endpoint.id)
                         let cap =
                             endpoint.consecutiveFailures >= settings.failuresBeforeProbing
                             ? 1 : settings.concurrencyPerEndpoint
-                        let room = min(cap - mine, settings.concurrency - running)
+                        let room = min(cap - inFlight.count(endpoint.id), settings.concurrency - running)
                         guard room > 0 else { continue }
-                        for attempt in try await deliveries.claim(endpoint: endpoint, limit: room) {
-                            inFlight.add(1, to: endpoint.id)
-                            group.addTask {
-                                ended.add(await deliveries.send(attempt, client: client))
-                                inFlight.add(-1, to: endpoint.id)
-                                jobs.wake(.delivery)
-                            }
+                        claims.append((endpoint, room))
+                        running += room
+                    }
+                    for attempt in try await deliveries.round(recording: outcomes, claiming: claims) {
+                        let endpointId = attempt.endpoint.id
+                        inFlight.add(1, to: endpointId)
+                        group.addTask {
+                            ended.add(await deliveries.send(attempt, client: client))
+                            inFlight.add(-1, to: endpointId)
+                            jobs.wake(.delivery)
                         }
                     }
                 } catch {
@@ -110,20 +114,16 @@ public struct WebhookWorker: Service {
         }
         // The attempts that ended during the shutdown.
         do {
-            try await record(ended.take(), into: &endpoints)
+            _ = try await deliveries.round(recording: ended.take(), claiming: [])
         } catch {
             logger.error("webhook deliveries: \(error)")
         }
         await client.shutdown()
     }
 
-    /// Records what ended and keeps each endpoint's failure count as its attempts left it (the next round's caps).
-    private func record(_ outcomes: [WebhookDeliveries.Outcome], into endpoints: inout [WebhookEndpointRecord])
-        async throws
-    {
-        guard !outcomes.isEmpty else { return }
-        // When this fails, their claims lapse and they are sent again.
-        try await deliveries.record(outcomes)
+    /// Keeps each endpoint's failure count as its attempts left it (the caps of this round and the next); the
+    /// database's is read again within a second.
+    private func note(_ outcomes: [WebhookDeliveries.Outcome], in endpoints: inout [WebhookEndpointRecord]) {
         for outcome in outcomes {
             guard let index = endpoints.firstIndex(where: { $0.id == outcome.attempt.endpoint.id }) else { continue }
             if outcome.answer.isDelivered {
