@@ -179,13 +179,17 @@ struct WebhookTests {
                 #expect(events.map(\.sequence) == events.map(\.sequence).sorted(), "in order")
                 #expect(events.compactMap { $0.balanceChanges?.additionalProperties["gems"] } == [100, -10, -10, -10])
 
-                // Every delivery and its answer is visible.
-                let page = try await fixture.server.webhookDeliveries.deliveries(
-                    bundleId: ServerFixture.bundleId,
-                    endpointId: id,
-                    state: .delivered
-                )
-                #expect(page.total == 4 && page.items.allSatisfy { $0.lastAttempt?.status == 204 })
+                // Every delivery and its answer is visible, once the worker has recorded the last answer (its next
+                // round, after the receiver has the request).
+                func delivered() async throws -> Page<WebhookDeliveryView> {
+                    try await fixture.server.webhookDeliveries.deliveries(
+                        bundleId: ServerFixture.bundleId,
+                        endpointId: id,
+                        state: .delivered
+                    )
+                }
+                try await waitUntil { try await delivered().total == 4 }
+                #expect(try await delivered().items.allSatisfy { $0.lastAttempt?.status == 204 })
 
                 // One event again, with its webhook-id; then everything since the first.
                 let first = try #require(events.first)

@@ -120,9 +120,14 @@ struct JobQueue: Sendable {
 
     /// Claims up to `limit` due jobs of a kind (of one group) for `lease`, oldest due first, each the first queued of
     /// its stream; their attempts are counted. Their own transaction: claims change nothing a cache holds.
+    ///
+    /// A read first: a worker that finds nothing due opens no write transaction. (One that wrote nothing would tell
+    /// the `StorageGate` that writes work again while the disk is still full, ending its outage each time a worker
+    /// looked.)
     func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration) async throws -> [Job] {
         guard limit > 0 else { return [] }
         let now = clock.milliseconds
+        guard try await store.hasClaimableJob(kind: kind, group: group, now: now, on: store.sql) else { return [] }
         return try await database.transaction(bookkeeping: true) { db in
             try await self.store.claimJobs(
                 kind: kind,

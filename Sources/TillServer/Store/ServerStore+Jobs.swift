@@ -149,6 +149,18 @@ extension ServerStore {
             .first(decoding: Job.self, with: Self.decoding)
     }
 
+    /// Whether a job of the kind (of one group) is due and unclaimed at `now` (one read of the index of due jobs).
+    func hasClaimableJob(kind: JobKind, group: String, now: Int64, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            """
+            SELECT 1 AS due FROM srv_jobs
+            WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group) AND state = 'queued'
+              AND due_at <= \(bind: now) AND (claimed_until IS NULL OR claimed_until < \(bind: now))
+            LIMIT 1
+            """
+        ).first() != nil
+    }
+
     func nextJobDue(kind: JobKind, on db: any SQLDatabase) async throws -> Int64? {
         try await db.raw(
             "SELECT MIN(due_at) AS due FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND state = 'queued'"
