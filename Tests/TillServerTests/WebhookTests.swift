@@ -201,6 +201,8 @@ struct WebhookTests {
                 #expect(one == 1)
                 try await waitUntil { receiver.deliveries.count == 5 }
                 #expect(receiver.deliveries.last?.id == first.id && receiver.deliveries.last?.verified == true)
+                // A delivery under way is not replayed again: the replayed one is recorded first.
+                try await waitUntil { try await delivered().total == 4 }
                 let all = try await fixture.server.webhookDeliveries.replay(
                     bundleId: ServerFixture.bundleId,
                     endpointId: id,
