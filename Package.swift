@@ -141,9 +141,14 @@ let package = Package(
             dependencies: [
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
+                "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcoming
@@ -282,6 +287,7 @@ let package = Package(
             dependencies: [
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
+                "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
                 "TillServer",
@@ -303,6 +309,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
+            exclude: ["judge"],
             swiftSettings: upcoming
         ),
         .testTarget(

@@ -83,6 +83,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     addAdminRoutes(to: adminGroup, server)
     addConsumptionAdminRoutes(to: adminGroup, server)
     addOfferAdminRoutes(to: adminGroup, server)
+    addEventAdminRoutes(to: adminGroup, server)
     ContentController(server: server).addRoutes(to: router)
     routeMethods.record(router.routes)
     return router
