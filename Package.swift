@@ -66,13 +66,17 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(name: "TillFormats", dependencies: [
+        .target(
+            name: "TillFormats",
+            dependencies: [
                 "TillCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ], swiftSettings: upcoming),
+            ],
+            swiftSettings: upcoming
+        ),
         // Signed entitlement snapshots: what the server signs and the app SDK checks, without the receipt machinery.
         .target(
             name: "TillSnapshot",
@@ -175,7 +179,11 @@ let package = Package(
                 "TillCore",
                 "TillServer",
                 "TillSimulator",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcoming
@@ -193,6 +201,7 @@ let package = Package(
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -200,6 +209,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: upcoming
         ),
@@ -249,6 +260,27 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/TillTestSupport",
+            swiftSettings: upcoming
+        ),
+        // The fuzz targets: each parser of untrusted bytes, its properties, seeds and structure-aware mutator
+        // (docs/fuzzing.md). Run under libFuzzer by Tools/fuzz, and by `swift test` on every input that ever failed.
+        .target(
+            name: "TillFuzzing",
+            dependencies: [
+                "TillContract",
+                "TillCore",
+                "TillDevelopment",
+                "TillFormats",
+                "TillServer",
+                "TillSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/TillFuzzing",
             swiftSettings: upcoming
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
@@ -357,6 +389,12 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(
+            name: "TillFuzzingTests",
+            dependencies: ["TillFuzzing"],
+            exclude: ["Regressions"],
+            swiftSettings: upcoming
+        ),
+        .testTarget(
             name: "TillClientTests",
             dependencies: [
                 "TillClient",
@@ -381,3 +419,17 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer driver of the fuzz targets, built only by Tools/fuzz: with TILL_FUZZ set, in its own scratch path
+// (.build-fuzz) and with -sanitize=fuzzer,address. `swift build` and `swift test` never see it; `swift test` replays
+// the targets' regression inputs without the fuzzer (Tests/TillFuzzingTests).
+if Context.environment["TILL_FUZZ"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "till-fuzz",
+            dependencies: ["TillFuzzing"],
+            path: "Tools/FuzzDriver",
+            swiftSettings: upcoming
+        )
+    )
+}
