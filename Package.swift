@@ -59,6 +59,7 @@ let package = Package(
             name: "TillHTTPKit",
             dependencies: [
                 "TillCore",
+                "TillFormats",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -429,6 +430,7 @@ if Context.environment["TILL_FUZZ"] != nil {
             name: "till-fuzz",
             dependencies: ["TillFuzzing"],
             path: "Tools/FuzzDriver",
+            exclude: ["lsan.supp"],
             swiftSettings: upcoming
         )
     )

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TillFormats
 
 /// The largest request bodies the two servers read, by what a route's body carries (docs/fuzzing.md, "Resource
 /// bounds"). A body over its route's limit is refused with 413 `bodyTooLarge` once that many bytes have arrived,
@@ -33,7 +34,8 @@ public enum JSONBody {
     }
 
     /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes (``BodyLimit``), 400 `invalidBody`
-    /// saying what is wrong when it is not a `T` (JSON nested deeper than 512 levels included).
+    /// saying what is wrong when it is not strict JSON (``StrictJSON``: a key twice in an object, U+0000 in a
+    /// string, nesting deeper than 64 levels) or not a `T`.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: Request,
@@ -47,8 +49,14 @@ public enum JSONBody {
         } catch {
             throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "the request body is larger than \(limit) bytes")
         }
+        let bytes = Array(buffer.readableBytesView)
         do {
-            return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
+            try StrictJSON.check(bytes)
+        } catch {
+            throw TillHTTPError.badRequest("invalidBody", "the request body is not strict JSON: \(error)")
+        }
+        do {
+            return try decoder.decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {
             throw TillHTTPError.badRequest(
                 "invalidBody",

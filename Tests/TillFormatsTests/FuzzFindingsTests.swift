@@ -45,4 +45,16 @@ struct FuzzFindingsTests {
         fits[9...16] = [0xFF, 0xFF, 0xFF, 0xFF, 0x80, 0, 0, 1]
         #expect(try AppReceipt(payload: fits, range: 0..<fits.count).bundleId == "x")
     }
+
+    /// `app-receipt`: an in-app purchase's attributes of unknown types kept their version when decoded, and lost it
+    /// when encoded (always 1): a decoded receipt did not encode back to itself (the receipt's own unknown attributes
+    /// kept theirs).
+    @Test func anUnknownPurchaseAttributeKeepsItsVersionThroughARoundTrip() throws {
+        var receipt = ReceiptFixtures.receipt(purchases: 1)
+        receipt.inAppPurchases[0].otherAttributes = [ReceiptAttribute(type: 1717, version: 2, value: [0x0C, 0x00])]
+        let payload = receipt.payloadDER()
+        let decoded = try AppReceipt(payload: payload, range: 0..<payload.count)
+        #expect(decoded.inAppPurchases[0].otherAttributes.map(\.version) == [2])
+        #expect(decoded.payloadDER() == payload)
+    }
 }

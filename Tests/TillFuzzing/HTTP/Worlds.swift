@@ -43,10 +43,12 @@ actor Recycled<World: Sendable> {
 }
 
 /// Logs of the servers under the fuzzer: only what is critical (a 500's "request failed" line would be written
-/// thousands of times; the property that fails says what happened).
+/// thousands of times; the property that fails says what happened), unless `TILL_FUZZ_LOG` names a level
+/// (`TILL_FUZZ_LOG=error` to see why a replayed input got a 500).
 let quietLogger: Logger = {
     var logger = Logger(label: "till.fuzz")
-    logger.logLevel = .critical
+    logger.logLevel =
+        ProcessInfo.processInfo.environment["TILL_FUZZ_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
     return logger
 }()
 

@@ -203,14 +203,24 @@ public indirect enum JSONTree: Sendable, Hashable {
         return .scalar(out)
     }
 
-    /// Whether any object holds the same key twice (then member order may matter to a reader).
+    /// Whether any object holds the same key twice, however spelled (`"bundleId"` and `"bundle\u0049d"` are one
+    /// key): then member order may matter to a reader.
     public var hasDuplicateKeys: Bool {
         switch self {
         case .scalar: false
         case .array(let elements): elements.contains(where: \.hasDuplicateKeys)
         case .object(let members):
-            Set(members.map(\.key)).count != members.count || members.contains(where: \.value.hasDuplicateKeys)
+            Set(members.map { Self.text(ofKey: $0.key) }).count != members.count
+                || members.contains(where: \.value.hasDuplicateKeys)
         }
+    }
+
+    /// A key token's text, escapes resolved (the token itself when it does not read as a string).
+    static func text(ofKey token: [UInt8]) -> String {
+        guard token.contains(UInt8(ascii: "\\")),
+            let text = try? JSONSerialization.jsonObject(with: Data(token), options: .fragmentsAllowed) as? String
+        else { return String(decoding: token.dropFirst().dropLast(), as: UTF8.self) }
+        return text
     }
 
     /// The children of an array or object, in order.
