@@ -1,10 +1,21 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// Set by Tools/fuzz (docs/fuzzing.md): Till's own modules are then built for libFuzzer with AddressSanitizer, and the
+/// `till-fuzz` driver is declared. Dependencies are built as usual (they are fuzzed upstream): libFuzzer's coverage is
+/// Till's code, and the build reuses what `swift build` made of them.
+let fuzzing = Context.environment["TILL_FUZZ"] != nil
+let instrumented: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address", "-g"])] : []
+/// The fuzz targets' own code (mutators, property checks) is checked by AddressSanitizer but gives libFuzzer no
+/// coverage: an input is not interesting for exercising the harness.
+let harness: [SwiftSetting] =
+    [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+    + (fuzzing ? [.unsafeFlags(["-sanitize=address", "-g"])] : [])
+
 let upcoming: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
-]
+] + instrumented
 
 let package = Package(
     name: "Till",
@@ -52,7 +63,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
-            exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/MANIFEST"]
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/MANIFEST"],
+            swiftSettings: instrumented
         ),
         // What the server and the simulator share over HTTP: the error type and middleware, JSON bodies, wake-ups.
         .target(
@@ -282,7 +294,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             path: "Tests/TillFuzzing",
-            swiftSettings: upcoming
+            swiftSettings: harness
         ),
         .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
         .testTarget(
@@ -421,17 +433,18 @@ let package = Package(
     ]
 )
 
-// The libFuzzer driver of the fuzz targets, built only by Tools/fuzz: with TILL_FUZZ set, in its own scratch path
-// (.build-fuzz) and with -sanitize=fuzzer,address. `swift build` and `swift test` never see it; `swift test` replays
-// the targets' regression inputs without the fuzzer (Tests/TillFuzzingTests).
-if Context.environment["TILL_FUZZ"] != nil {
+// The libFuzzer driver of the fuzz targets, built only by Tools/fuzz (TILL_FUZZ set), linked with libFuzzer and
+// AddressSanitizer's runtime. `swift build` and `swift test` never see it; `swift test` replays the targets'
+// regression inputs without the fuzzer (Tests/TillFuzzingTests).
+if fuzzing {
     package.targets.append(
         .executableTarget(
             name: "till-fuzz",
             dependencies: ["TillFuzzing"],
             path: "Tools/FuzzDriver",
             exclude: ["lsan.supp"],
-            swiftSettings: upcoming
+            swiftSettings: harness,
+            linkerSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])]
         )
     )
 }
