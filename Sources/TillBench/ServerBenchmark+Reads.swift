@@ -77,9 +77,11 @@ extension ServerBenchmark {
         try await withServers(options, faults: []) { server, simulator, demo, port in
             let customers = 100
             say("preparing \(customers) customers, each with a confirmed purchase…")
-            let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
             let app = try await server.catalogue.app(bundleId: demo.bundleId)
             for index in 0..<customers {
+                // Each customer with an App Store account of their own: on one shared account every purchase of
+                // pro would be one purchase, which the app's restore policy gives to its first customer alone.
+                let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
                 let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
                 let purchase = try await simulator.payments.addPayment(
                     PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "pro"),

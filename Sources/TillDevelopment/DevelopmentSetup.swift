@@ -193,4 +193,16 @@ public enum DevelopmentSetup {
             accountId: account.id
         )
     }
+
+    /// Points the demo app's App Store Server Notifications, sandbox and production, at the server listening on
+    /// `serverURL`, as its developer sets them in App Store Connect: a renewal, refund or expiry made in the
+    /// simulator reaches the server at once, not at its next catch-up. Set at every start, since the server's port
+    /// can change between runs of a simulator database that persists.
+    public static func sendNotifications(of demo: Demo, to serverURL: String, simulator: Simulator) async throws {
+        let url = serverURL + "/v1/apple/notifications"
+        _ = try await simulator.appStoreConnect.updateApp(
+            appAppleId: demo.appAppleId,
+            AppPatch(notificationUrlProduction: url, notificationUrlSandbox: url)
+        )
+    }
 }

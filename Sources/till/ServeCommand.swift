@@ -52,6 +52,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "till")
         logger.logLevel = settings.logLevel
+        // A write past a file-size limit (RLIMIT_FSIZE) fails with EFBIG, which SQLite reports as an I/O error and the
+        // server answers 503 storageUnavailable, instead of SIGXFSZ killing the process.
+        signal(SIGXFSZ, SIG_IGN)
         var services: [any Service] = []
         var configuration = ServerConfiguration(
             database: settings.database,
@@ -63,6 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
             contentDirectory: settings.contentDirectory,
             content: settings.content
         )
+        configuration.databaseWait = settings.databaseWait
         do {
             configuration.snapshotSigningKey = try settings.snapshotPrivateKeyFile.map(SnapshotKeyFiles.signingKey)
             configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(
@@ -79,28 +83,41 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         var simulator: Simulator?
+        var simulatorPorts: Ports?
         var simulatorURL = ""
         if settings.development {
-            guard settings.simulatorPort > 0 else {
-                throw ValidationError("development mode needs a fixed simulator port")
-            }
+            var simulatorLogger = Logger(label: "till.simulator")
+            simulatorLogger.logLevel = settings.logLevel
             let opened = try await Simulator.open(
                 SimulatorConfiguration(database: settings.simulatorDatabase),
-                logger: {
-                    var simulatorLogger = Logger(label: "till.simulator")
-                    simulatorLogger.logLevel = settings.logLevel
-                    return simulatorLogger
-                }()
+                logger: simulatorLogger
             )
+            // Listening before the server opens: the server is configured with the simulator's URL, and port 0
+            // (any free port) is known only once it listens.
+            let listening: Ports
+            do {
+                listening = try await Ports.start(
+                    {
+                        buildSimulatorApplication(
+                            opened, host: "127.0.0.1", port: settings.simulatorPort, onServerRunning: $0
+                        )
+                    },
+                    logger: simulatorLogger
+                )
+            } catch {
+                try? await opened.shutdown()
+                throw error
+            }
             simulator = opened
-            simulatorURL = "http://127.0.0.1:\(settings.simulatorPort)"
-            services.append(buildSimulatorApplication(opened, host: "127.0.0.1", port: settings.simulatorPort))
+            simulatorPorts = listening
+            simulatorURL = "http://127.0.0.1:\(listening.port)"
             configuration.apple = .simulator(simulatorURL)
             configuration.sandboxJWSRoots.append(opened.signer.jwsAuthority.root)
             configuration.sandboxReceiptRoots.append(opened.signer.receiptAuthority.root)
             configuration.sandboxReceiptIntermediates.append(opened.signer.receiptAuthority.intermediate)
         }
         let simulatorBase = simulatorURL
+        let inProcessSimulator = simulator
 
         let server = try await PurchaseServer.open(configuration, logger: logger)
         let demo = try await simulator.asyncMap { try await DevelopmentSetup.prepare(server: server, simulator: $0) }
@@ -108,6 +125,19 @@ struct ServeCommand: AsyncParsableCommand {
         services.append(
             buildServerApplication(server, host: settings.host, port: settings.port) { port in
                 let base = "http://\(settings.host):\(port)"
+                var notificationsWired = ""
+                if let demo, let simulator = inProcessSimulator {
+                    // The simulator reaches the server over loopback, whatever address the server listens on.
+                    let loopback = ["0.0.0.0", "::", "localhost"].contains(settings.host) ? "127.0.0.1" : settings.host
+                    do {
+                        try await DevelopmentSetup.sendNotifications(
+                            of: demo, to: "http://\(loopback):\(port)", simulator: simulator
+                        )
+                        notificationsWired = "App Store Server Notifications (sandbox and production) → \(base)/v1/apple/notifications"
+                    } catch {
+                        notificationsWired = "App Store Server Notifications NOT wired: \(error)"
+                    }
+                }
                 var banner = """
                     till serve (\(settings.development ? "development" : "production")) on \(base)
                       app API      \(base)/v1
@@ -119,6 +149,7 @@ struct ServeCommand: AsyncParsableCommand {
 
                           simulator    \(simulatorBase)   (App Store stand-in; its sandbox roots are trusted for sandbox data only)
                           demo app     \(demo.bundleId), app key \(demo.appKey), sandbox device \(demo.deviceId)
+                          \(notificationsWired)
                         try:
                           curl -s \(base)/v1/products -H 'Authorization: Bearer \(demo.appKey)'
                           JWS=$(curl -s -X POST \(simulatorBase)/storekit/sandbox/payments -d '{"deviceId":"\(demo.deviceId)","bundleId":"\(demo.bundleId)","productId":"pro"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["signedTransaction"])')
@@ -128,10 +159,18 @@ struct ServeCommand: AsyncParsableCommand {
                 say(banner)
             }
         )
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Last, so that it hears of the stop first: past the grace, what is under way is cancelled; ten seconds
+        // after that, the process exits whatever it is waiting for.
+        services.append(ShutdownWatchdog(limit: settings.shutdownGrace + .seconds(10), logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: services,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
         )
+        groupConfiguration.maximumGracefulShutdownDuration = settings.shutdownGrace
+        let group = ServiceGroup(configuration: groupConfiguration)
         try await group.run()
+        await simulatorPorts?.stop()
         try await server.shutdown()
         try await simulator?.shutdown()
     }

@@ -9,7 +9,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The app killed at the worst moments: after a new launch on the same files, each purchase completes once.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct ClientCrashRecoveryTests {
     @Test(arguments: TestDatabase.all) func killedBetweenPurchaseAndSubmissionThePurchaseCompletesOnceAtTheNextLaunch(
         _ database: TestDatabase

@@ -210,7 +210,7 @@ struct ClientFixture {
         customer: String = "alice",
         folder: String = "device-1",
         storefront: SimulatorStorefront? = nil,
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(60)
     ) throws -> PurchaseCoordinator<SimulatorStorefront> {
         try coordinator(
             url,
@@ -226,7 +226,7 @@ struct ClientFixture {
         customer: String = "alice",
         folder: String = "device-1",
         store: S,
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(60)
     ) throws -> PurchaseCoordinator<S> {
         let client = client(url, timeout: timeout)
         let root = directory.appendingPathComponent(folder, isDirectory: true)

@@ -12,7 +12,7 @@ import TillTestSupport
 #endif
 
 /// Downloads of server-delivered content: resumed with Range, checked, placed whole.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct ContentStoreTests {
     static let manualSHA = ClientFixture.sha256(ClientFixture.manual)
 

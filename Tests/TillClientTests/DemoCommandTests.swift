@@ -3,7 +3,7 @@ import Testing
 import TillTestSupport
 
 /// `till demo`, run as a user runs it: every step of the story behaves as expected, within two minutes.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct DemoCommandTests {
     /// One numbered step of the demo's output and its ✓ / ✗ lines.
     struct Step {

@@ -12,7 +12,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The snapshot on disk: believed only with the server's signature, for this app and customer.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct EntitlementStoreTests {
     /// The file with its payload changed and the header and signature kept: what a user editing it produces.
     static func edit(_ jws: String, _ change: (inout EntitlementSnapshot) -> Void) throws -> String {

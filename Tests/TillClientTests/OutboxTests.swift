@@ -9,7 +9,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The outbox: nothing is lost while the server is away, nothing reaches the ledger twice.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct OutboxTests {
     @Test(arguments: TestDatabase.all) func aPurchaseMadeWhileTheServerIsDownWaitsInTheOutboxAndIsSentOnceWhenItIsBack(
         _ database: TestDatabase

@@ -9,7 +9,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// Purchases as an app makes them: store, server, snapshot, content, finish, on live loopback sockets.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct PurchaseFlowTests {
     @Test(arguments: TestDatabase.all) func aPurchaseOfEachProductTypeIsDeliveredBeforeItIsFinished(
         _ database: TestDatabase

@@ -9,7 +9,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// Restore as the caller sees it: completed with what came back, nothing to restore, or failed.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct RestoreTests {
     @Test(arguments: TestDatabase.all) func restoreOnASecondDeviceOfTheSameAccountDeliversWhatIsRestorable(
         _ database: TestDatabase

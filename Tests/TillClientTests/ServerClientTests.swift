@@ -13,7 +13,7 @@ import TillTestSupport
 #endif
 
 /// The server's app API through ``TillServerClient``, and how each kind of failure comes out.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct ServerClientTests {
     /// A base URL the client cannot send to is a clear error on every call, not a request to somewhere else.
     @Test func aBaseURLThatIsNotHTTPFailsEveryCallSayingSo() async {

@@ -11,7 +11,8 @@ import TillTestSupport
 /// `till shop`, the built executable, against the simulator and the server of the test on loopback ports: what a
 /// script (`--json`) and a person (the menu) see, and what the server and the store hold afterwards.
 @Suite(
-    .timeLimit(.minutes(2)),
+    .sharingTheMachine,
+    .timeLimit(.minutes(10)),
     .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
 )
 struct ShopCommandTests {

@@ -13,6 +13,7 @@ import TillTestSupport
 /// Offers through the app's ``Storefront``: the lookup shows a subscription's offers and the customer's
 /// eligibility, and a payment carries a promotional offer signed by the developer's key, as `SKPaymentDiscount` and
 /// StoreKit 2's purchase options do.
+@Suite(.sharingTheMachine)
 struct StorefrontOfferTests {
     @Test func aPaymentCarriesASignedPromotionalOfferAndTheLookupShowsEligibility() async throws {
         try await ClientFixture.run { fixture in

@@ -2,11 +2,13 @@ import Foundation
 import Testing
 import TillCore
 import TillFormats
+import TillTestSupport
 import X509
 import _CryptoExtras
 
 /// Apple-signed iOS 6-style receipts (apple-formats.md §7.3) and Apple's unsigned mock (§7.1).
 @Suite(
+    .sharingTheMachine,
     .enabled(
         if: TransactionReceiptFixtures.vectorsAvailable,
         "Apple vectors not found in shared/reference/apple-vectors next to the repository; skipping"

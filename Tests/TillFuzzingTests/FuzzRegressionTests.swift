@@ -1,10 +1,12 @@
 import Foundation
 import Testing
 import TillFuzzing
+import TillTestSupport
 
 /// The fuzz targets without the fuzzer. One suite for all: the HTTP targets share their worlds (a server, a
-/// simulator) process-wide, and a replay closes them to start fresh, so no two of these tests may run at once.
-@Suite(.serialized) enum FuzzTests {}
+/// simulator) process-wide, and a replay closes them to start fresh, so no two of these tests may run at once. Those
+/// worlds are live services (a server and a simulator with their workers), so each test takes a share of the machine.
+@Suite(.serialized, .sharingTheMachine) enum FuzzTests {}
 
 extension FuzzTests {
     /// Every input that ever failed a fuzz target (a crash, a sanitizer report, a leak, a timeout or a property),

@@ -16,6 +16,7 @@ import TillTestSupport
 /// Catching up with Apple (docs/notifications.md, "Catching up"): what the server missed while it could not be
 /// reached, or a notification Apple never managed to deliver, is read back from Notification History and the
 /// customers' Transaction History, with the simulator standing in for Apple, and applied exactly once.
+@Suite(.sharingTheMachine)
 struct CatchUpTests {
     /// A loopback port nothing listens on: the simulator's one sandbox delivery attempt to it fails.
     static let unreachable = "http://127.0.0.1:1/v1/apple/notifications"

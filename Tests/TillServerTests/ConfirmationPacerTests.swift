@@ -9,7 +9,7 @@ import Testing
 ///
 /// Tests that wait for other tasks poll without a deadline of their own: on a loaded machine, with every suite
 /// sharing two cooperative threads, a task was seen to wait 30 s for its turn. The suite's time limit bounds them.
-@Suite(.timeLimit(.minutes(2))) struct ConfirmationPacerTests {
+@Suite(.timeLimit(.minutes(10))) struct ConfirmationPacerTests {
     @Test func aBackedUpQueueCutsTheRateAndAnIdleOneWithWorkRaisesIt() {
         let pacer = ConfirmationPacer(.init(target: .milliseconds(2), minimum: 20, initial: 200))
         pacer.served()

@@ -11,6 +11,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The pipeline against the simulator: local verification at once, confirmation with "Apple" in the background.
+@Suite(.sharingTheMachine)
 struct ConfirmationTests {
     @Test(arguments: TestDatabase.all) func aSignedTransactionIsGrantedAtOnceAndConfirmedThroughTheServerAPI(
         _ database: TestDatabase

@@ -14,6 +14,7 @@ import TillTestSupport
 /// Apple's consumption requests answered (docs/notifications.md, "Consumption requests"): a customer asks the
 /// simulator's App Store for a refund, the simulator sends CONSUMPTION_REQUEST to the server on a port, and the
 /// server answers with Send Consumption Information v2, which the simulator records as Apple would receive it.
+@Suite(.sharingTheMachine)
 struct ConsumptionTests {
     /// The server's two APIs on its loopback port.
     struct Live {

@@ -16,6 +16,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// Content delivery as an operator, an app and a device use it: uploads, signed URLs, ranged downloads, refusals.
+@Suite(.sharingTheMachine)
 struct ContentDeliveryTests {
     typealias Reply = HTTPReply
 

@@ -3,6 +3,7 @@ import Testing
 import TillTestSupport
 
 /// Rules of the server's layout that the compiler does not check (docs/architecture.md).
+@Suite(.sharingTheMachine)
 struct LayoutTests {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -87,7 +87,7 @@ extension NotificationTests {
 
                 // A month owed renews after the cancellation, and access follows that month's own end.
                 _ = try await simulator.subscriptions.advanceClock(seconds: 300)
-                try await waitUntil(timeout: .seconds(10)) {
+                try await waitUntil() {
                     try await self.customer(fixture, "amelie").purchases.count == 3
                 }
                 let owed = try await customer(fixture, "amelie")
@@ -100,7 +100,7 @@ extension NotificationTests {
                 _ = try await simulator.subscriptions.advanceClock(seconds: 10 * 300)
                 _ = try await delivered(.expired, .voluntary, fixture)
                 // Each notification is delivered in a task of its own: the last months may land after EXPIRED.
-                try await waitUntil(timeout: .seconds(10)) {
+                try await waitUntil() {
                     try await self.customer(fixture, "amelie").purchases.count == 12
                 }
                 let ended = try await customer(fixture, "amelie")

@@ -15,6 +15,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// App Store Server Notifications V2, delivered by the simulator standing in for Apple to the server on a port.
+@Suite(.sharingTheMachine)
 struct NotificationTests {
     struct Timeout: Error, CustomStringConvertible {
         var description: String
@@ -51,7 +52,7 @@ struct NotificationTests {
         _ type: NotificationType,
         _ subtype: NotificationSubtype? = nil,
         _ fixture: ServerFixture,
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(60)
     ) async throws -> NotificationRecord {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout

@@ -16,6 +16,7 @@ import TillTestSupport
 /// Offers signed by the server for apps (docs/offers.md), judged by the simulator's App Store, which checks them as
 /// Apple does against the keys registered in its App Store Connect: the server's signatures buy the offers, tampered
 /// or replayed ones are refused, and the server signs nothing its catalogue does not have.
+@Suite(.sharingTheMachine)
 struct OfferSigningTests {
     static let bundle = ServerFixture.bundleId
 

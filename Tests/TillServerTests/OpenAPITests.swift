@@ -10,6 +10,7 @@ import TillTestSupport
 
 /// The OpenAPI document served at `/openapi.yaml`, held against the router it describes: every operation it lists is
 /// routed and answers only statuses it lists, and every route the router registers is in it.
+@Suite(.sharingTheMachine)
 struct OpenAPITests {
     /// One operation of the document.
     struct Operation: CustomStringConvertible {

@@ -12,7 +12,7 @@ import TillTestSupport
 
 /// Apple down in the middle of a run: purchases are still acknowledged and credited, and once Apple answers
 /// again everything that waited is confirmed, once.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct OutageTests {
     @Test(arguments: TestDatabase.all) func purchasesDuringAnOutageAreAcknowledgedAndConfirmedAsSoonAsAppleAnswersAgain(
         _ database: TestDatabase

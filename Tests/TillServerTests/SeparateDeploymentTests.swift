@@ -8,6 +8,7 @@ import TillTestSupport
 /// settings docs/configuration.md gives, driven only over HTTP. One at a time: each starts two processes and a
 /// database, and a 2-core runner starting a dozen pairs at once spends its time switching between them.
 @Suite(
+    .sharingTheMachine,
     .serialized,
     .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
 )

@@ -13,6 +13,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The server's HTTP API, as an app and an operator use it.
+@Suite(.sharingTheMachine)
 struct ServerHTTPTests {
     typealias Reply = HTTPReply
 

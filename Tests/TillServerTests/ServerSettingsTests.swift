@@ -6,11 +6,13 @@ import TillContract
 import TillCore
 import TillHTTPKit
 import TillStorage
+import TillTestSupport
 
 @testable import TillServer
 @testable import TillSimulator
 
 /// `till serve`'s settings: flags over `TILL_…` variables over the JSON file over the defaults.
+@Suite(.sharingTheMachine)
 struct ServerSettingsTests {
     func file(_ json: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-settings-\(UUID()).json").path
@@ -113,6 +115,7 @@ struct ServerSettingsTests {
 }
 
 /// The caches in front of the database: never older than this process's last write.
+@Suite(.sharingTheMachine)
 struct SnapshotCacheTests {
     actor Loads {
         var count = 0

@@ -14,7 +14,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The server's storage, end to end, on SQLite and PostgreSQL: the same code must give the same answers.
-@Suite(.serialized)
+@Suite(.sharingTheMachine, .serialized)
 struct ServerStorageTests {
     @Test(arguments: TestDatabase.all)
     func theWholePurchaseLifeWorksOnEachDatabase(_ engine: TestDatabase) async throws {

@@ -19,6 +19,7 @@ import TillTestSupport
 
 /// Signed entitlement snapshots, as an app fetches and checks them: `GET /v1/keys` and
 /// `GET /v1/customers/{customer}/snapshot`.
+@Suite(.sharingTheMachine)
 struct SnapshotTests {
     typealias Reply = HTTPReply
 

@@ -18,6 +18,7 @@ import X509
 /// StoreKit Testing in Xcode: purchases made on the simulator's Xcode device, signed by its one self-signed
 /// certificate, submitted to the server over its app API, with the certificate registered (or not) through the admin
 /// API.
+@Suite(.sharingTheMachine)
 struct StoreKitTestingTests {
     /// The JSON of a PATCH that sets an app's StoreKit test certificates.
     func certificatesBody(_ texts: [String]) throws -> String {

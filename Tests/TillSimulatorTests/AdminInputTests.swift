@@ -11,6 +11,7 @@ import TillTestSupport
 
 /// What a newcomer following docs/simulator.md met: inputs the simulator took silently, codes that were not
 /// tokens, values it never showed. Each is refused with a stable code now, or shown.
+@Suite(.sharingTheMachine)
 struct AdminInputTests {
     @Test func badInputsAreRefusedWithAStableCode() async throws {
         let fixture = try await SimulatorFixture.make()

@@ -3,6 +3,7 @@ import Testing
 import TillTestSupport
 
 /// The child-process helpers every test that starts `python3` or `till` goes through.
+@Suite(.sharingTheMachine)
 struct ChildProcessTests {
     /// A child that exits without reading its standard input: writing to it fails with EPIPE. Foundation's
     /// `FileHandle.write(_:)` is a `try!` and trapped (SIGILL, the whole test process); the helper throws instead.

@@ -9,6 +9,7 @@ import TillTestSupport
 
 /// Monthly billing with a 12-month commitment (April 2026): a 1-year product's plan, a transaction a month, the
 /// months owed after a cancellation, and what the signed data says of it.
+@Suite(.sharingTheMachine)
 struct CommitmentPlanTests {
     @Test(arguments: TestDatabase.all) func twelveMonthsAreBilledMonthlyAndACancellationEndsTheCommitmentNotTheMonth(
         _ database: TestDatabase

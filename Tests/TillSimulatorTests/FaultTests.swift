@@ -9,6 +9,7 @@ import TillTestSupport
 
 @testable import TillSimulator
 
+@Suite(.sharingTheMachine)
 struct FaultTests {
     @Test func theCommandLineSyntaxParses() throws {
         let latency = try FaultRule(parsing: "sandbox:verifyReceipt:latency=3-6,probability=0.5")

@@ -11,6 +11,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// The admin and StoreKit HTTP APIs, driven as a developer and an app would.
+@Suite(.sharingTheMachine)
 struct HTTPFlowTests {
     typealias Reply = HTTPReply
 

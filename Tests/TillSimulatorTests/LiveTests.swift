@@ -15,6 +15,7 @@ import X509
 @testable import TillSimulator
 
 /// The simulator on real loopback sockets: notifications delivered and retried, connection faults, restarts.
+@Suite(.sharingTheMachine)
 struct LiveTests {
     @Test(arguments: TestDatabase.all) func notificationsAreSignedDeliveredAndRetriedUntilTheReceiverAccepts(
         _ database: TestDatabase

@@ -10,6 +10,7 @@ import TillTestSupport
 /// The notification types Apple added since 2023, each triggered as Apple triggers it: price increases and the
 /// customer's consent, prorated refunds and their reversal, renewal-date extensions and their limits, consent
 /// withdrawn by a parent, external purchase tokens, and the Advanced Commerce notifications.
+@Suite(.sharingTheMachine)
 struct NotificationTypeTriggerTests {
     func subscription(_ fixture: SimulatorFixture, _ original: String) async throws -> SimSubscription {
         try #require(try await fixture.simulator.store.subscription(originalTransactionId: original, on: fixture.simulator.store.sql))

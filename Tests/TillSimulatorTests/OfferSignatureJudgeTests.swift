@@ -10,6 +10,7 @@ import TillTestSupport
 /// and introductory-offer eligibility JWS exactly as a developer's server would; the simulator must accept them,
 /// refuse tampered and replayed ones, and sign transactions and renewal info that Apple's verifier reads back with
 /// the offer.
+@Suite(.sharingTheMachine)
 struct OfferSignatureJudgeTests {
     @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
     func applesSignatureCreatorsAreAcceptedAndTamperingIsRefused(_ database: TestDatabase) async throws {

@@ -10,6 +10,7 @@ import TillTestSupport
 
 /// Offers as the App Store applies them: introductory offers once per group, offer codes, win-back offers, and
 /// what every format says of them.
+@Suite(.sharingTheMachine)
 struct OfferTests {
     func transactions(_ fixture: SimulatorFixture, _ original: String) async throws -> [SimTransaction] {
         try await fixture.simulator.store.transactions(originalTransactionId: original, on: fixture.simulator.store.sql)

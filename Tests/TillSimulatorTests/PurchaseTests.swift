@@ -7,6 +7,7 @@ import TillTestSupport
 
 @testable import TillSimulator
 
+@Suite(.sharingTheMachine)
 struct PurchaseTests {
     @Test(arguments: TestDatabase.all) func eachProductTypeIsPurchasedAndSignedVerifiably(_ database: TestDatabase)
         async throws

@@ -9,6 +9,7 @@ import TillTestSupport
 /// Apple's official App Store Server Library (Python, from PyPI) judges the simulator: it must accept the
 /// simulator's JWS with the simulator's root trusted, and decode its App Store Server API responses.
 /// `.ci/run` installs the library; elsewhere the test is skipped with a message, except under `CI`, where it fails.
+@Suite(.sharingTheMachine)
 struct PythonJudgeTests {
     @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
     func applesLibraryAcceptsTheSimulatorsSignedDataAndResponses(_ database: TestDatabase) async throws {

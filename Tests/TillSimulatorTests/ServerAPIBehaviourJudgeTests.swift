@@ -9,6 +9,7 @@ import TillTestSupport
 
 /// Apple's official Python library calls the simulator's App Store Server API over HTTP and decodes what it
 /// answers (judge/server_api_behaviour_judge.py); these tests check that what it saw is what Apple documents.
+@Suite(.sharingTheMachine)
 struct ServerAPIBehaviourJudgeTests {
     /// The part of a judge's spec every scenario needs: trust, app and API key.
     func spec(_ fixture: SimulatorFixture, port: Int, scenario: String) async throws -> [String: Any] {

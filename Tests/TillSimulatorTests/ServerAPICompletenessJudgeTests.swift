@@ -9,6 +9,7 @@ import TillTestSupport
 /// Apple's official Python client calls every one of its public methods against the simulator
 /// (`judge/server_api_completeness_judge.py` introspects the class, so a call Apple adds fails this test until the
 /// simulator serves it), and Apple's SignedDataVerifier checks everything the simulator signs along the way.
+@Suite(.sharingTheMachine)
 struct ServerAPICompletenessJudgeTests {
     @Test(.enabled(if: PythonJudge.enabled, PythonJudge.skipMessage), arguments: TestDatabase.all)
     func everyCallOfApplesClientWorksAgainstTheSimulator(_ database: TestDatabase) async throws {

@@ -46,6 +46,7 @@ struct BearerToken: JWTPayload {
     }
 }
 
+@Suite(.sharingTheMachine)
 struct ServerAPITests {
     func get(
         _ client: some TestClientProtocol,

@@ -8,6 +8,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// Subscriptions over accelerated sandbox time ("monthly renews every 5 minutes"), moved by the admin clock.
+@Suite(.sharingTheMachine)
 struct SubscriptionTests {
     func subscription(_ fixture: SimulatorFixture, _ originalTransactionId: String) async throws -> SimSubscription {
         try #require(

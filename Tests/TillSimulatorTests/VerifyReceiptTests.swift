@@ -10,6 +10,7 @@ import TillTestSupport
 @testable import TillSimulator
 
 /// Apple's verifyReceipt contract, one test per status code (apple-formats.md §3).
+@Suite(.sharingTheMachine)
 struct VerifyReceiptTests {
     func post(_ client: some TestClientProtocol, _ path: String, _ body: String, method: HTTPRequest.Method = .post)
         async throws -> [String: Any]

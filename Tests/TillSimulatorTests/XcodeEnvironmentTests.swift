@@ -9,6 +9,7 @@ import TillTestSupport
 
 /// StoreKit Testing in Xcode: an Xcode account's purchases are signed with one self-signed certificate (what Xcode's
 /// "Save Public Certificate" exports), carry the Xcode environment, and reach no Apple server.
+@Suite(.sharingTheMachine)
 struct XcodeEnvironmentTests {
     @Test(arguments: TestDatabase.all) func xcodePurchasesAreSignedByTheStoreKitTestCertificateAlone(
         _ database: TestDatabase

@@ -21,7 +21,7 @@ enum TestDatabases {
     }
 }
 
-@Suite(.serialized)
+@Suite(.sharingTheMachine, .serialized)
 struct TillStorageTests {
     static let migrations = [
         Migration(

@@ -187,14 +187,18 @@ public struct Intake: Sendable {
     /// a purchase recorded for the first time. Returns the transactions refused because another customer owns
     /// them. Apple's answer to a submission is recorded the same way (`ConfirmationQueue.settle`).
     ///
-    /// - Parameter confirmed: whether new ledger rows are confirmed already (StoreKit Testing's, which no one else
-    ///   will confirm).
+    /// - Parameters:
+    ///   - confirmed: whether new ledger rows are confirmed already (StoreKit Testing's, which no one else will
+    ///     confirm).
+    ///   - transfers: whether a purchase another customer owns may move to this submission's customer (the
+    ///     restore policy `transferToLatest`): when the customer submits, not when Apple answers later.
     func record(
         _ transactions: [PurchaseTransaction],
         submission: SubmissionRecord,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         confirmed: Bool = false,
+        transfers: Bool = true,
         on db: any SQLDatabase
     ) async throws -> [RefusedTransaction] {
         let recording = try await ledger.record(
@@ -203,6 +207,7 @@ public struct Intake: Sendable {
             app: app,
             catalogue: catalogue,
             confirmed: confirmed,
+            transfers: transfers,
             on: db
         )
         for purchase in recording.firstRecorded {

@@ -34,15 +34,22 @@ public struct Ledger: Sendable {
     }
 
     /// Records the transactions a submission (or Apple's answer to it) carried, once each: new ones are posted,
-    /// known ones take what the signed data says (revocation, upgrade, expiry), and a transaction another customer
-    /// owns is refused or moved as the app's restore policy says. New rows are `confirmed` when nobody else will
-    /// confirm them (StoreKit Testing in Xcode's).
+    /// known ones take what the signed data says (revocation, upgrade, expiry). New rows are `confirmed` when nobody
+    /// else will confirm them (StoreKit Testing in Xcode's).
+    ///
+    /// Ownership is decided per purchase (an original transaction in an environment), never per transaction, so that
+    /// the same facts give the same owner whatever brings them first: a purchase another customer owns — any of its
+    /// transactions, including one this submission is the first to show — is refused, or moved whole to the
+    /// submitter when the app's restore policy is `transferToLatest` and `transfers` is set (a customer's own
+    /// submission; Apple's later answer to an older submission must not move it back). A notification or the
+    /// catch-up that brings a transaction first gives it to the purchase's owner (`owner(of:…)`), the same customer.
     func record(
         _ transactions: [PurchaseTransaction],
         submission: SubmissionRecord,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         confirmed: Bool = false,
+        transfers: Bool = true,
         on db: any SQLDatabase
     ) async throws -> Recording {
         var recording = Recording()
@@ -50,41 +57,57 @@ public struct Ledger: Sendable {
         for transaction in transactions {
             let environment = transaction.environment.rawValue
             let product = catalogue[transaction.productId]
+            // One decision per purchase at a time: a notification about it waits for this one (PostgreSQL).
+            try await store.lockPurchase(
+                environment: environment,
+                originalTransactionId: transaction.originalTransactionId,
+                on: db
+            )
+            let existing = try await store.transaction(
+                environment: environment,
+                transactionId: transaction.transactionId,
+                on: db
+            )
+            // Who owns the purchase now: the transaction's row, else the purchase's other transactions.
+            var purchase = existing.map { [$0] } ?? []
+            if purchase.isEmpty {
+                purchase = try await store.transactions(
+                    environment: environment,
+                    originalTransactionId: transaction.originalTransactionId,
+                    on: db
+                ).filter { $0.bundleId == app.bundleId }
+            }
+            if let owner = purchase.last?.customerId, owner != submission.customerId {
+                guard transfers, app.restorePolicy == .transferToLatest,
+                    !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
+                else {
+                    recording.refused.append(
+                        RefusedTransaction(transactionId: transaction.transactionId, reason: "ownedByAnotherCustomer")
+                    )
+                    try await store.recordEvent(
+                        bundleId: app.bundleId,
+                        kind: "replayRefused",
+                        detail:
+                            "\(environment) transaction \(transaction.transactionId) (purchase \(transaction.originalTransactionId)) of \(owner) submitted by \(submission.customerId)",
+                        at: now,
+                        on: db
+                    )
+                    continue
+                }
+                try await transfer(
+                    environment: environment,
+                    originalTransactionId: transaction.originalTransactionId,
+                    app: app,
+                    to: submission.customerId,
+                    now: now,
+                    on: db
+                )
+            }
             if var existing = try await store.transaction(
                 environment: environment,
                 transactionId: transaction.transactionId,
                 on: db
             ) {
-                if existing.customerId != submission.customerId {
-                    guard app.restorePolicy == .transferToLatest,
-                        !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
-                    else {
-                        recording.refused.append(
-                            RefusedTransaction(
-                                transactionId: transaction.transactionId,
-                                reason: "ownedByAnotherCustomer"
-                            )
-                        )
-                        try await store.recordEvent(
-                            bundleId: app.bundleId,
-                            kind: "replayRefused",
-                            detail:
-                                "\(environment) transaction \(transaction.transactionId) of \(existing.customerId) submitted by \(submission.customerId)",
-                            at: now,
-                            on: db
-                        )
-                        continue
-                    }
-                    try await store.recordEvent(
-                        bundleId: app.bundleId,
-                        kind: "transferred",
-                        detail:
-                            "\(environment) transaction \(transaction.transactionId) moved from \(existing.customerId) to \(submission.customerId)",
-                        at: now,
-                        on: db
-                    )
-                    existing.customerId = submission.customerId
-                }
                 if let revoked = transaction.revocationDate, existing.revocationDate == nil {
                     existing.revocationDate = revoked.millisecondsSince1970
                     existing.revocationReason = transaction.isUpgraded ? "upgraded" : "refund"
@@ -97,11 +120,6 @@ public struct Ledger: Sendable {
                 try await store.update(existing, on: db)
                 continue
             }
-            try await store.lockPurchase(
-                environment: environment,
-                originalTransactionId: transaction.originalTransactionId,
-                on: db
-            )
             let key = PurchaseKey(environment: environment, originalTransactionId: transaction.originalTransactionId)
             if !recording.firstRecorded.contains(key) { recording.firstRecorded.append(key) }
             try await post(
@@ -117,6 +135,34 @@ public struct Ledger: Sendable {
             )
         }
         return recording
+    }
+
+    /// Moves every transaction of a purchase to `customerId` (the restore policy `transferToLatest`): a
+    /// subscription's renewals and a non-consumable's repurchases go together, so the purchase has one owner.
+    private func transfer(
+        environment: String,
+        originalTransactionId: String,
+        app: ServerApp,
+        to customerId: String,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        for var row in try await store.transactions(
+            environment: environment,
+            originalTransactionId: originalTransactionId,
+            on: db
+        ) where row.bundleId == app.bundleId && row.customerId != customerId {
+            try await store.recordEvent(
+                bundleId: app.bundleId,
+                kind: "transferred",
+                detail: "\(environment) transaction \(row.transactionId) moved from \(row.customerId) to \(customerId)",
+                at: now,
+                on: db
+            )
+            row.customerId = customerId
+            row.updatedAt = now
+            try await store.update(row, on: db)
+        }
     }
 
     /// Posts a transaction seen for the first time: its ledger row, a consumable's credits (unless it arrives

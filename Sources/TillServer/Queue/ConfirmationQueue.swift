@@ -94,6 +94,8 @@ public final class ConfirmationQueue: Sendable {
             let outcome = await questions.ask(client, about: submission, app: app, pacer: pacer)
             let result = try await settle(submission, outcome: outcome, app: app)
             metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
+            // Waiters (`?wait=`) wake once the attempt is settled and counted: what they read next includes it.
+            signals.submissionSettled.signal()
             if outcome.meansAppleIsUnavailable {
                 appleUnavailable.withLock { $0 = true }
             } else if outcome.isAppleAnswer,
@@ -151,11 +153,13 @@ public final class ConfirmationQueue: Sendable {
                 }
                 try await self.store.update(current, on: db)
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
+                // Ownership was decided when the customer submitted: Apple's answer, however late, moves nothing.
                 _ = try await self.intake.record(
                     transactions,
                     submission: current,
                     app: app,
                     catalogue: catalogue,
+                    transfers: false,
                     on: db
                 )
                 for id in Set(
@@ -211,7 +215,6 @@ public final class ConfirmationQueue: Sendable {
             }
             return current.state
         }
-        signals.submissionSettled.signal()
         return state
     }
 

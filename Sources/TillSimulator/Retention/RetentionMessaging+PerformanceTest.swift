@@ -7,8 +7,9 @@ import TillStorage
 
 /// Retention Messaging's performance test (sandbox only): the App Store sends the developer's sandbox realtime URL
 /// a burst of signed requests for one active subscription and reports how many were answered correctly in time.
-/// Apple does not publish its test's figures; the simulator's are `PerformanceTestConfig.simulator`, and a test passes
-/// when the share of correct answers within the threshold reaches `successRateThreshold`.
+/// Apple does not publish its test's figures; the simulator's are `PerformanceTestConfig.simulator(threshold:)`, with
+/// the realtime deadline customers get as its response-time threshold, and a test passes when the share of correct
+/// answers within the threshold reaches `successRateThreshold`.
 extension RetentionMessaging {
     func initiatePerformanceTest(body: [UInt8], app: SimApp, environment: AppStoreEnvironment) async throws
         -> PerformanceTestResponse
@@ -43,7 +44,7 @@ extension RetentionMessaging {
                 on: store.sql
             )
         else { throw ServerAPIFailure(.invalidPerformanceTestRequest) }
-        let config = PerformanceTestConfig.simulator
+        let config = PerformanceTestConfig.simulator(threshold: configuration.realtimeTimeout)
         let test = try await database.transaction { db -> SimPerformanceTest in
             let running = try await self.store.performanceTests(
                 appAppleId: app.appAppleId,
@@ -121,7 +122,7 @@ extension RetentionMessaging {
         else { throw ServerAPIFailure(.performanceTestRunNotFound) }
         let config =
             (try? TillFormatsJSON.decoder.decode(PerformanceTestConfig.self, from: Data((test.summary ?? "").utf8)))
-            ?? .simulator
+            ?? .simulator(threshold: configuration.realtimeTimeout)
         var requests = try await store.retentionRequests(performanceTestId: test.requestId, on: store.sql)
         let total = config.totalRequests ?? requests.count
         let overdue = clock.nowMilliseconds > test.createdAt + (config.totalDuration ?? 60_000)
@@ -176,13 +177,15 @@ extension RetentionMessaging {
 }
 
 extension PerformanceTestConfig {
-    /// The simulator's test: 20 requests, 5 at a time, each answered within 700 ms (Apple's realtime limit), 95 %
-    /// of them correct, within a minute.
-    static let simulator = PerformanceTestConfig(
-        maxConcurrentRequests: 5,
-        totalRequests: 20,
-        totalDuration: 60_000,
-        responseTimeThreshold: 700,
-        successRateThreshold: 95
-    )
+    /// The simulator's test: 20 requests, 5 at a time, each answered within `threshold` (the realtime deadline:
+    /// Apple's 700 ms unless configured otherwise), 95 % of them correct, within a minute.
+    static func simulator(threshold: Duration) -> PerformanceTestConfig {
+        PerformanceTestConfig(
+            maxConcurrentRequests: 5,
+            totalRequests: 20,
+            totalDuration: 60_000,
+            responseTimeThreshold: Int64(threshold.milliseconds),
+            successRateThreshold: 95
+        )
+    }
 }

@@ -82,10 +82,7 @@ struct DemoWorld: Sendable {
             let port = try await listener.start()
             let serverURL = "http://127.0.0.1:\(port)"
             // Apple's notifications (renewals, refunds) go to the server, as set in App Store Connect.
-            _ = try await simulator.appStoreConnect.updateApp(
-                appAppleId: app.appAppleId,
-                AppPatch(notificationUrlSandbox: serverURL + "/v1/apple/notifications")
-            )
+            try await DevelopmentSetup.sendNotifications(of: app, to: serverURL, simulator: simulator)
             let world = DemoWorld(
                 simulator: simulator,
                 server: server,
