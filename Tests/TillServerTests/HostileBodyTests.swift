@@ -11,6 +11,7 @@ import TillTestSupport
 /// Bodies no client sends (docs/fuzzing.md): over their route's limit (64 KiB for JSON settings and small requests,
 /// 512 KiB for a notification, 2 MiB for a body carrying a receipt; one byte more is 413 `bodyTooLarge`, before
 /// anything is decoded or stored), nested too deeply, ambiguous, or unstorable.
+@Suite(.sharingTheMachine)
 struct HostileBodyTests {
     /// A JSON object of exactly `size` bytes: `{"customerId":"alice","pad":"xxx…"}`.
     static func body(size: Int, prefix: String = #"{"customerId":"alice","pad":""#) -> String {
