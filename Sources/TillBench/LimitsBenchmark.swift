@@ -232,6 +232,18 @@ public enum LimitsBenchmark {
             return { [body] in try await world.call(.post, "/v1/customers/alice/debits", body: body).status < 500 }
         },
         Case(
+            name: "body-json-arrays",
+            limit: "JSON body 64 KiB",
+            input: "POST /v1/customers/alice/debits: 64 KiB, 3,000 arrays nested 10 deep (found by app-api)"
+        ) {
+            let world = try await ServerWorld.open()
+            let nest = String(repeating: "[", count: 10) + String(repeating: "]", count: 10)
+            var body = Array(#"{"credit":"gems","amount":1,"x":["#.utf8)
+            while body.count < BodyLimit.json - nest.utf8.count - 4 { body += Array((nest + ",").utf8) }
+            body += Array("0]}".utf8)
+            return { [body] in try await world.call(.post, "/v1/customers/alice/debits", body: body).status < 500 }
+        },
+        Case(
             name: "body-json-depth",
             limit: "JSON body 64 KiB",
             input: "POST /v1/customers/alice/debits: 32,000 deep, refused"
