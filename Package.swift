@@ -212,6 +212,7 @@ let package = Package(
                 "TillCore",
                 "TillDevelopment",
                 "TillFormats",
+                "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
                 "TillStorage",
