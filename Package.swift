@@ -41,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         .target(name: "TillCore", swiftSettings: upcoming),
@@ -120,6 +121,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -129,6 +131,9 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
+            // The console's templates, stylesheet and script, compiled into the binary (`PackageResources`): a
+            // deployment is the one executable.
+            resources: [.embedInCode("Console/Templates")],
             swiftSettings: upcoming
         ),
         .target(

@@ -35,6 +35,7 @@ public struct EventLog: Sendable {
         let (result, written) = try await database.transaction { db -> (Result, Int) in
             let changes = ChangeSet(db: db, source: source)
             let result = try await body(changes)
+            try await self.store.insert(figureChanges: changes.takeFigureChanges(), on: db)
             return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
         }
         if written > 0 { appended.signal() }
