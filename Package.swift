@@ -321,6 +321,7 @@ let package = Package(
         .testTarget(
             name: "TillServerTests",
             dependencies: [
+                "TillBench",
                 "TillContract",
                 "TillCore",
                 "TillDevelopment",

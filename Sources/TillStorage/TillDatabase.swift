@@ -26,6 +26,8 @@ public final class TillDatabase: Sendable {
     /// depend on go through `transaction`, which `writeGeneration` counts. (On SQLite an autocommit write
     /// takes the write lock as a transaction does.)
     public let sql: any SQLDatabase
+    /// Hears the statements run on this database while a test listens.
+    public let statements: StatementTap
     private let shutdownPool: @Sendable () async throws -> Void
     /// SQLite only: write transactions committed in groups.
     private let groupCommit: GroupCommit?
@@ -46,10 +48,12 @@ public final class TillDatabase: Sendable {
         engine: Engine,
         configuration: DatabaseConfiguration,
         sql: any SQLDatabase,
+        statements: StatementTap,
         writeLock: AsyncLock?,
         checkpointer: WALCheckpointer? = nil,
         shutdown: @escaping @Sendable () async throws -> Void
     ) {
+        self.statements = statements
         self.checkpointer = checkpointer
         self.engine = engine
         self.configuration = configuration
@@ -107,14 +111,17 @@ public final class TillDatabase: Sendable {
                 }
             )
             let writeLock = AsyncLock()
+            let tap = StatementTap()
             return TillDatabase(
                 engine: .sqlite,
                 configuration: configuration,
                 sql: DirectSQLiteDatabase(
                     target: .pool(pool, writeLock),
                     logger: logger,
-                    eventLoop: eventLoopGroup.any()
+                    eventLoop: eventLoopGroup.any(),
+                    tap: tap
                 ),
+                statements: tap,
                 writeLock: writeLock,
                 checkpointer: checkpointer,
                 shutdown: { try await pool.close() }
@@ -128,10 +135,12 @@ public final class TillDatabase: Sendable {
                 on: eventLoopGroup
             )
             let box = ConnectionPoolBox(pool)
+            let tap = StatementTap()
             return TillDatabase(
                 engine: .postgres,
                 configuration: configuration,
-                sql: PooledPostgresDatabase(box: box, logger: logger),
+                sql: TappedSQLDatabase(base: PooledPostgresDatabase(box: box, logger: logger), tap: tap),
+                statements: tap,
                 writeLock: nil,
                 shutdown: { try await box.close() }
             )
@@ -256,6 +265,7 @@ struct DirectSQLiteDatabase: SQLDatabase {
     let target: Target
     let logger: Logger
     let eventLoop: any EventLoop
+    let tap: StatementTap
     var dialect: any SQLDialect { SQLiteDialect() }
     var version: (any SQLDatabaseReportedVersion)? { nil }
     var queryLogLevel: Logger.Level? { nil }
@@ -272,6 +282,7 @@ struct DirectSQLiteDatabase: SQLDatabase {
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, rawBinds) = serialize(query)
+        tap.heard(sql, rawBinds)
         let binds = try rawBinds.map { try Self.encoder.encode($0) }
         let run: @Sendable (SQLiteHandle) throws -> Void = { handle in
             try handle.execute(sql, binds) { columns, values in
@@ -305,7 +316,9 @@ struct DirectSQLiteDatabase: SQLDatabase {
         case .session: return try await closure(self)
         case .pool(let pool, _):
             return try await pool.withConnection { handle in
-                try await closure(DirectSQLiteDatabase(target: .session(handle), logger: logger, eventLoop: eventLoop))
+                try await closure(
+                    DirectSQLiteDatabase(target: .session(handle), logger: logger, eventLoop: eventLoop, tap: tap)
+                )
             }
         }
     }

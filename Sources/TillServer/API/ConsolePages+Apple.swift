@@ -138,6 +138,7 @@ extension ConsolePages {
                 title: "Median latency of Apple's answers (ms)",
                 labels: keys.map { "\($0.endpoint) \($0.environment == "Production" ? "prod" : "sbx")" },
                 series: [SVGChart.Series(name: "Median (ms)", values: medians, color: SVGChart.palette[0])],
+                additive: false,
                 format: { "\($0) ms" }
             )
             page["charts"] = [["svg": chart.svg, "caption": "Median latency per endpoint and environment."]]

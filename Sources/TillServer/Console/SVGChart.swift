@@ -17,6 +17,9 @@ struct SVGChart {
     var series: [Series]
     /// How a value reads (money, a count).
     var format: (Int64) -> String
+    /// Whether the values add up (money, counts): the summary for screen readers gives each series' total, else each
+    /// value (latencies).
+    var additive = true
 
     static let palette = ["#0b57b7", "#1e7b3a", "#b04a00", "#6b3fa0"]
 
@@ -27,11 +30,19 @@ struct SVGChart {
     private let top = 30.0
     private let bottom = 42.0
 
-    init(id: String, title: String, labels: [String], series: [Series], format: @escaping (Int64) -> String) {
+    init(
+        id: String,
+        title: String,
+        labels: [String],
+        series: [Series],
+        additive: Bool = true,
+        format: @escaping (Int64) -> String
+    ) {
         self.id = id
         self.title = title
         self.labels = labels
         self.series = series
+        self.additive = additive
         self.format = format
     }
 
@@ -44,7 +55,11 @@ struct SVGChart {
         let plotHeight = height - top - bottom
         func y(_ value: Int64) -> Double { top + plotHeight * Double(high - value) / span }
         let zero = y(0)
-        let summary = series.map { "\($0.name): \(format($0.values.reduce(0, +))) in all" }.joined(separator: "; ")
+        let summary = series.map { line in
+            additive
+                ? "\(line.name): \(format(line.values.reduce(0, +))) in all"
+                : "\(line.name): " + zip(labels, line.values).map { "\($0) \(format($1))" }.joined(separator: ", ")
+        }.joined(separator: "; ")
         var out = """
             <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" \
             aria-labelledby="\(id)-title \(id)-desc" data-chart="\(Self.escape(id))">\

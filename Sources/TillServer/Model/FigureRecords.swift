@@ -155,7 +155,11 @@ struct SubscriptionFigure: Codable, Sendable, Equatable {
                 ? periods.dropFirst().first { ($0.price ?? 0) > 0 && $0.revocationReason != .refund }?.purchaseDate
                 : nil,
             monthlyAmount: paid > 0
-                ? monthly(paid, length: (latest.expiresDate ?? latest.purchaseDate) - latest.purchaseDate) : 0,
+                ? monthly(
+                    paid,
+                    length: (latest.expiresDate ?? latest.purchaseDate) - latest.purchaseDate,
+                    environment: latest.environment
+                ) : 0,
             currency: latest.currency,
             periods: periods.count,
             updatedAt: now
@@ -163,14 +167,21 @@ struct SubscriptionFigure: Codable, Sendable, Equatable {
     }
 
     /// A period's price as a month's worth: a period within a fifth of a week, a month, two, three or six months or a
-    /// year counts as that many months (so February's month is a month); any other length in proportion to 30.44 days
-    /// (a sandbox's accelerated periods).
-    static func monthly(_ price: Int64, length milliseconds: Int64) -> Int64 {
+    /// year counts as that many months (so February's month is a month). Outside production, a period of Apple's
+    /// accelerated sandbox (3 minutes a week, 5 a month, 10, 15, 30, an hour a year) counts as the period it stands
+    /// for; any other length in proportion to 30.44 days.
+    static func monthly(_ price: Int64, length milliseconds: Int64, environment: AppStoreEnvironment = .production)
+        -> Int64
+    {
         let days = Double(max(milliseconds, 1)) / 86_400_000
         let month = 30.436_875
-        let months =
-            [(7.0, 7 / month), (month, 1), (2 * month, 2), (3 * month, 3), (6 * month, 6), (12 * month, 12)]
-            .first { abs(days - $0.0) <= $0.0 / 5 }?.1 ?? days / month
-        return Int64((Double(price) / months).rounded())
+        let months = [7 / month, 1, 2, 3, 6, 12]
+        func match(_ lengths: [Double]) -> Double? {
+            zip(lengths, months).first { abs(days - $0.0) <= $0.0 / 5 }?.1
+        }
+        let calendar = months.map { $0 * month }
+        let sandbox = [3.0, 5, 10, 15, 30, 60].map { $0 / 1440 }
+        let chosen = match(calendar) ?? (environment == .production ? nil : match(sandbox)) ?? days / month
+        return Int64((Double(price) / chosen).rounded())
     }
 }

@@ -27,18 +27,20 @@ extension ServerStore {
         }
     }
 
-    /// An app's ledger rows whose transaction id, or original transaction id, is `id` (any environment).
+    /// An app's ledger rows whose transaction id, or original transaction id, is `id` (any environment). The
+    /// environments are named so that each lookup is one probe of the key or of the original's index per environment;
+    /// the app is checked on the rows found (a condition on it would let the planner prefer the app's whole range).
     func transactions(bundleId: String, transactionOrOriginalId id: String, limit: Int, on db: any SQLDatabase)
         async throws -> [LedgerRecord]
     {
         let environments = AppStoreEnvironment.known.map(\.rawValue)
         let byId = try await db.select().column("*").from("srv_transactions")
             .where("environment", .in, environments).where("transaction_id", .equal, id)
-            .where("bundle_id", .equal, bundleId).all(decoding: LedgerRecord.self, with: Self.decoding)
+            .all(decoding: LedgerRecord.self, with: Self.decoding)
         let byOriginal = try await db.select().column("*").from("srv_transactions")
             .where("environment", .in, environments).where("original_transaction_id", .equal, id)
-            .where("bundle_id", .equal, bundleId).limit(limit).all(decoding: LedgerRecord.self, with: Self.decoding)
-        return byId + byOriginal.filter { $0.transactionId != id }
+            .limit(limit).all(decoding: LedgerRecord.self, with: Self.decoding)
+        return (byId + byOriginal.filter { $0.transactionId != id }).filter { $0.bundleId == bundleId }
     }
 
     // MARK: A customer's timeline

@@ -118,7 +118,7 @@ extension ServerStore {
         for chunk in subscriptionFigures.chunked(200) {
             try await db.insert(into: "srv_figures_subscriptions").models(Array(chunk), with: Self.encoding)
                 .onConflict(with: ["environment", "original_transaction_id"]) {
-                    try $0.set(excludedContentOf: chunk[0], with: Self.encoding)
+                    try $0.set(excludedContentOf: chunk[chunk.startIndex], with: Self.encoding)
                 }.run()
         }
     }
