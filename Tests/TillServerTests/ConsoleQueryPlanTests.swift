@@ -21,9 +21,16 @@ struct ConsoleQueryPlanTests {
     static let bigTables: Set<String> = [
         "srv_transactions", "srv_finance", "srv_events", "srv_submissions", "srv_submission_attempts",
         "srv_notifications", "srv_customers", "srv_balance_entries", "srv_figures_daily", "srv_figures_subscriptions",
-        "srv_consumption_requests", "srv_customer_activity", "srv_console_actions", "srv_subscription_states",
+        "srv_customer_activity", "srv_console_actions", "srv_subscription_states",
         "srv_submission_payloads", "srv_webhook_deliveries", "srv_webhook_attempts",
     ]
+
+    // Not among them: srv_consumption_requests grows with Apple's consumption requests (one per refund asked of
+    // Apple), not with purchases, and the health page's count of those due reads an app's requests.
+
+    /// The submissions' states that hold only what waits for Apple: the queue page counts each, and an index range
+    /// on one of them is exactly the rows counted (confirmed and rejected submissions, the bulk, are never read).
+    static let waitingStates: Set<String> = ["pending", "retrying", "deadLettered"]
 
     /// Columns with a handful of values: an index range on them alone is most of the table.
     static let coarseColumns: Set<String> = [
@@ -78,10 +85,15 @@ struct ConsoleQueryPlanTests {
                     }
                     #expect([200, 303].contains(answer.status), "\(page) answered \(answer.status)")
                     #expect(!statements.isEmpty, "\(page) ran no statement")
-                    for statement in statements {
+                    // Reads: a page's writes (its session's idle time, the journal's fold) are by key or small.
+                    let reads = statements.filter {
+                        let head = $0.sql.trimmingCharacters(in: .whitespacesAndNewlines).prefix(6).uppercased()
+                        return head.hasPrefix("SELECT") || head.hasPrefix("WITH")
+                    }
+                    for statement in reads {
                         explained += 1
                         let plan = try await Self.plan(statement, on: server.database)
-                        if let problem = Self.problem(in: plan, of: statement.sql, engine: server.database.engine) {
+                        if let problem = Self.problem(in: plan, of: statement, engine: server.database.engine) {
                             offenders.append("\(page): \(problem)\n    \(statement.sql)\n    \(plan.joined(separator: " | "))")
                         }
                     }
@@ -92,6 +104,7 @@ struct ConsoleQueryPlanTests {
             #expect(offenders.isEmpty, "\(offenders.count) statements read without an index:\n\(offenders.joined(separator: "\n"))")
         } catch {
             try? await server.shutdown()
+            Issue.record("\(String(reflecting: error))")
             throw error
         }
         try await server.shutdown()
@@ -118,7 +131,10 @@ struct ConsoleQueryPlanTests {
     }
 
     /// Why a plan is not acceptable, or nil.
-    static func problem(in plan: [String], of sql: String, engine: TillDatabase.Engine) -> String? {
+    static func problem(in plan: [String], of statement: StatementTap.Statement, engine: TillDatabase.Engine)
+        -> String?
+    {
+        let sql = statement.sql
         switch engine {
         case .sqlite:
             let sorts = plan.contains { $0.hasPrefix("USE TEMP B-TREE FOR ORDER BY") }
@@ -128,11 +144,21 @@ struct ConsoleQueryPlanTests {
                 guard words.count >= 2, ["SCAN", "SEARCH"].contains(words[0]), bigTables.contains(String(words[1])) else {
                     continue
                 }
-                if words[0] == "SCAN" { return "scans \(words[1])" }
+                if words[0] == "SCAN" {
+                    // An index walked in its order to the LIMIT (the newest rows first) reads only the rows shown.
+                    if line.contains(" USING ") && line.contains("INDEX") && limited && !sorts { continue }
+                    return "scans \(words[1])"
+                }
                 // `SEARCH t USING INDEX i (bundle_id=? AND state=?)`: the columns the index narrows by.
                 guard let open = line.lastIndex(of: "("), line.hasSuffix(")") else { continue }
                 let columns = line[line.index(after: open)..<line.index(before: line.endIndex)]
                     .components(separatedBy: " AND ").map { $0.prefix { $0 != "=" && $0 != ">" && $0 != "<" } }
+                let binds = statement.binds.compactMap { $0 as? String }
+                if words[1] == "srv_submissions", columns == ["state"], !binds.isEmpty,
+                    binds.allSatisfy(waitingStates.contains)
+                {
+                    continue
+                }
                 if columns.allSatisfy({ coarseColumns.contains(String($0)) }) && (!limited || sorts) {
                     return "reads all of \(words[1]) for \(columns.joined(separator: ", "))"
                 }
