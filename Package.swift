@@ -8,16 +8,17 @@ let upcoming: [SwiftSetting] = [
 
 let package = Package(
     name: "Till",
-    // What the code needs: Synchronization's Mutex (TillClient, the server) arrived with these releases. The server,
-    // the simulator and the CLI run on macOS and Linux; TillClient, TillSnapshot and TillContract on every platform.
+    // What the server needs: Synchronization's Mutex arrived with these releases, and Hummingbird asks for macOS 14
+    // and iOS 17. The server, the simulator and the CLI run on macOS and Linux. What an app links (TillClient and the
+    // modules it is made of) is the package in Client/, from StoreKit 2's floors (iOS 15, macOS 12).
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "till", targets: ["till"]),
-        .library(name: "TillCore", targets: ["TillCore"]),
         .library(name: "TillFormats", targets: ["TillFormats"]),
-        .library(name: "TillClient", targets: ["TillClient"]),
     ],
     dependencies: [
+        // TillClient and what it is made of (TillCore, the contracts, TillSnapshot): an app's package, of its own.
+        .package(path: "Client"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
@@ -34,32 +35,21 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
-        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
-        .target(name: "TillCore", swiftSettings: upcoming),
-        // The HTTP contract: openapi.yaml, and the Swift types and client generated from it (committed; see
-        // docs/contract.md and Tools/generate-contract).
-        .target(
-            name: "TillContract",
-            dependencies: [
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-            ],
-            exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/MANIFEST"]
-        ),
         // What the server and the simulator share over HTTP: the error type and middleware, JSON bodies, wake-ups.
         .target(
             name: "TillHTTPKit",
             dependencies: [
-                "TillCore",
+                .product(name: "TillCore", package: "Client"),
+                "TillStorage",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -67,27 +57,13 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(
-            name: "TillFormats",
-            dependencies: [
-                "TillCore",
+        .target(name: "TillFormats", dependencies: [
+                .product(name: "TillCore", package: "Client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            swiftSettings: upcoming
-        ),
-        // Signed entitlement snapshots: what the server signs and the app SDK checks, without the receipt machinery.
-        .target(
-            name: "TillSnapshot",
-            dependencies: [
-                "TillContract",
-                "TillCore",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: upcoming
-        ),
+            ], swiftSettings: upcoming),
         .target(
             name: "TillStorage",
             dependencies: [
@@ -97,6 +73,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
@@ -106,11 +83,11 @@ let package = Package(
         .target(
             name: "TillServer",
             dependencies: [
-                "TillContract",
-                "TillCore",
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
-                "TillSnapshot",
+                .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -139,7 +116,8 @@ let package = Package(
         .target(
             name: "TillSimulator",
             dependencies: [
-                "TillCore",
+                .product(name: "TillCore", package: "Client"),
+                .product(name: "TillSimulatorContract", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
                 "TillStorage",
@@ -161,27 +139,13 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(
-            name: "TillClient",
-            // The contract, the snapshot check and URLSession: nothing of the server's receipt machinery, no SwiftNIO.
-            dependencies: [
-                "TillContract",
-                "TillCore",
-                "TillSnapshot",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
-            ],
-            swiftSettings: upcoming
-        ),
         // The development app `till serve` and `till demo` set up in the simulator and the server, and the helpers
         // that start a service on a free port; shared by the command line and the benchmarks.
         .target(
             name: "TillDevelopment",
             dependencies: [
-                "TillContract",
-                "TillCore",
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
@@ -198,8 +162,8 @@ let package = Package(
         .target(
             name: "TillBench",
             dependencies: [
-                "TillContract",
-                "TillCore",
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
                 "TillServer",
@@ -221,15 +185,15 @@ let package = Package(
             name: "till",
             dependencies: [
                 "TillBench",
-                "TillClient",
-                "TillContract",
-                "TillCore",
+                .product(name: "TillClient", package: "Client"),
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
-                "TillSnapshot",
+                .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -265,11 +229,16 @@ let package = Package(
             path: "Tests/TillTestSupport",
             swiftSettings: upcoming
         ),
-        .testTarget(name: "TillCoreTests", dependencies: ["TillCore"], swiftSettings: upcoming),
+        .testTarget(
+            name: "TillCoreTests",
+            dependencies: [.product(name: "TillCore", package: "Client")],
+            swiftSettings: upcoming
+        ),
         .testTarget(
             name: "TillContractTests",
             dependencies: [
-                "TillContract",
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillSimulatorContract", package: "Client"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: upcoming
@@ -278,10 +247,10 @@ let package = Package(
             name: "TillSnapshotTests",
             // TillFormats only to craft hostile input (its base64).
             dependencies: [
-                "TillContract",
-                "TillCore",
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillFormats",
-                "TillSnapshot",
+                .product(name: "TillSnapshot", package: "Client"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: upcoming
@@ -299,7 +268,7 @@ let package = Package(
         .testTarget(
             name: "TillFormatsTests",
             dependencies: [
-                "TillCore",
+                .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -322,14 +291,14 @@ let package = Package(
             name: "TillServerTests",
             dependencies: [
                 "TillBench",
-                "TillContract",
-                "TillCore",
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
-                "TillSnapshot",
+                .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 "TillTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -352,13 +321,14 @@ let package = Package(
         .testTarget(
             name: "TillSimulatorTests",
             dependencies: [
-                "TillCore",
+                .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
                 "TillSimulator",
                 "TillStorage",
                 "TillTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -376,13 +346,13 @@ let package = Package(
         .testTarget(
             name: "TillClientTests",
             dependencies: [
-                "TillClient",
-                "TillContract",
-                "TillCore",
+                .product(name: "TillClient", package: "Client"),
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillServer",
                 "TillSimulator",
-                "TillSnapshot",
+                .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 "TillTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,9 +1,12 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import TillStorage
 
 /// Makes every failure a JSON `TillHTTPError` with a stable code: routes that do not exist (404 `notFound`), known paths
-/// asked with a method they do not take (405 `methodNotAllowed`, with `Allow`), Hummingbird's own errors, and
+/// asked with a method they do not take (405 `methodNotAllowed`, with `Allow`), Hummingbird's own errors, storage that
+/// is unavailable (503 `storageUnavailable` with `Retry-After`: a full disk or a database away is not the program's
+/// defect, and the request succeeds when resent; the outage is logged once by `StorageGate`, not per request), and
 /// anything unexpected (500 `internalError`, logged, its details kept out of the answer).
 public struct TillHTTPErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let routes: RouteMethods
@@ -52,12 +55,28 @@ public struct TillHTTPErrorMiddleware<Context: RequestContext>: RouterMiddleware
         } catch is CancellationError {
             throw CancellationError()
         } catch {
+            if let storage = StorageUnavailable.classify(error) { throw Self.answer(storage) }
             context.logger.error(
                 "request failed: \(request.method) \(request.uri.path): \(error)",
                 metadata: metadata(context)
             )
             throw TillHTTPError(.internalServerError, "internalError", "the \(program) could not handle the request")
         }
+    }
+
+    /// `503 storageUnavailable`, with `Retry-After` and what a client may conclude.
+    public static func answer(_ storage: StorageUnavailable) -> TillHTTPError {
+        let outcome =
+            storage.reason == .outcomeUnknown
+            ? "the connection to the database was lost during the request, which may or may not have been recorded: "
+                + "send it again with the same idempotency key"
+            : "nothing was recorded: send the request again"
+        return TillHTTPError(
+            .serviceUnavailable,
+            "storageUnavailable",
+            "the \(storage.reason == .diskFull ? "disk is full" : "database is unavailable") (\(storage.reason.rawValue)); \(outcome)",
+            headers: [.retryAfter: "\(storage.retryAfterSeconds)"]
+        )
     }
 
     /// Whether the router matched a route: it then names the endpoint by its path (`/v1/…`); when it matched none,

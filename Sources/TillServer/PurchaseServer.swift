@@ -223,7 +223,11 @@ public final class PurchaseServer: Sendable {
         let queueLock = try SQLiteQueueLock.acquire(for: configuration.database)
         let database: TillDatabase
         do {
-            database = try await TillDatabase.open(configuration.database, logger: logger)
+            database = try await TillDatabase.open(
+                configuration.database,
+                logger: logger,
+                storageWait: configuration.databaseWait
+            )
         } catch {
             queueLock?.release()
             throw error

@@ -24,10 +24,15 @@ public final class TillDatabase: Sendable {
     public let configuration: DatabaseConfiguration
     /// Any query outside a transaction; each runs on a pooled connection. Reads, mostly: writes that caches
     /// depend on go through `transaction`, which `writeGeneration` counts. (On SQLite an autocommit write
-    /// takes the write lock as a transaction does.)
+    /// takes the write lock as a transaction does.) Storage failures come out as `StorageUnavailable`, after the
+    /// gate's wait.
     public let sql: any SQLDatabase
     /// Hears the statements run on this database while a test listens.
     public let statements: StatementTap
+    /// The connections themselves, for transactions (which the gate runs whole).
+    private let connections: any SQLDatabase
+    /// Where storage failures are waited out, classified and counted.
+    public let gate: StorageGate
     private let shutdownPool: @Sendable () async throws -> Void
     /// SQLite only: write transactions committed in groups.
     private let groupCommit: GroupCommit?
@@ -49,6 +54,7 @@ public final class TillDatabase: Sendable {
         configuration: DatabaseConfiguration,
         sql: any SQLDatabase,
         statements: StatementTap,
+        gate: StorageGate,
         writeLock: AsyncLock?,
         checkpointer: WALCheckpointer? = nil,
         shutdown: @escaping @Sendable () async throws -> Void
@@ -57,7 +63,9 @@ public final class TillDatabase: Sendable {
         self.checkpointer = checkpointer
         self.engine = engine
         self.configuration = configuration
-        self.sql = sql
+        self.connections = sql
+        self.gate = gate
+        self.sql = GatedSQLDatabase(inner: sql, gate: gate)
         self.shutdownPool = shutdown
         self.groupCommit = writeLock.map { GroupCommit(database: sql, writeLock: $0) }
     }
@@ -69,14 +77,18 @@ public final class TillDatabase: Sendable {
     ///     on a thread of its own (`WALCheckpointer`).
     ///   - walRestartPages: SQLite: the log's length at which the committing writer finishes the checkpoint
     ///     itself, so that the log starts over instead of growing.
+    ///   - storageWait: how long an operation waits for storage that fails (a full disk, a server away) to come
+    ///     back before it gives up with `StorageUnavailable` (`StorageGate`).
     public static func open(
         _ configuration: DatabaseConfiguration,
         logger: Logger = Logger(label: "till.database"),
         maximumConnections: Int = 8,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         walCheckpointPages: Int32 = 1000,
-        walRestartPages: Int32 = 16_384
+        walRestartPages: Int32 = 16_384,
+        storageWait: Duration = .seconds(5)
     ) async throws -> TillDatabase {
+        let gate = StorageGate(wait: storageWait, logger: logger)
         switch configuration {
         case .sqlite, .sqliteInMemory:
             // A scratch database is a temporary file (sqlite-nio's SQLite is built without shared caches, so
@@ -122,16 +134,21 @@ public final class TillDatabase: Sendable {
                     tap: tap
                 ),
                 statements: tap,
+                gate: gate,
                 writeLock: writeLock,
                 checkpointer: checkpointer,
                 shutdown: { try await pool.close() }
             )
         case .postgres(let url):
             let source = PostgresConnectionSource(sqlConfiguration: try SQLPostgresConfiguration(url: url))
+            // The pool logs every failed connection attempt as an error (several a second while the server is
+            // away); the gate logs the outage once, with its start and end.
+            var poolLogger = logger
+            poolLogger.logLevel = .critical
             let pool = EventLoopGroupConnectionPool(
                 source: source,
                 maxConnectionsPerEventLoop: max(1, maximumConnections / loopCount(eventLoopGroup)),
-                logger: logger,
+                logger: poolLogger,
                 on: eventLoopGroup
             )
             let box = ConnectionPoolBox(pool)
@@ -139,8 +156,9 @@ public final class TillDatabase: Sendable {
             return TillDatabase(
                 engine: .postgres,
                 configuration: configuration,
-                sql: TappedSQLDatabase(base: PooledPostgresDatabase(box: box, logger: logger), tap: tap),
+                sql: TappedSQLDatabase(base: PooledPostgresDatabase(box: box, logger: poolLogger), tap: tap),
                 statements: tap,
+                gate: gate,
                 writeLock: nil,
                 shutdown: { try await box.close() }
             )
@@ -156,38 +174,57 @@ public final class TillDatabase: Sendable {
     /// its own group).
     ///
     /// `bookkeeping: true` marks a transaction that changes nothing a cache holds (queue claims), so it leaves
-    /// `writeGeneration` alone.
+    /// `writeGeneration` alone. Its success does not end a full disk's outage either: a claim that found nothing due
+    /// commits without writing a byte (the consumption worker's, every 5 s), which proves nothing about the disk.
+    ///
+    /// When storage fails (`StorageUnavailable`), the whole transaction runs again once storage is back, within the
+    /// gate's wait: a failed transaction committed nothing, so `body` must only read and write the database (it
+    /// may run more than once). A connection lost during a PostgreSQL COMMIT is not retried (`outcomeUnknown`).
     public func transaction<Result: Sendable>(
         bookkeeping: Bool = false,
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         defer { if !bookkeeping { writes.withLockedValue { $0 &+= 1 } } }
-        if let groupCommit { return try await groupCommit.run(body) }
-        return try await run(transaction: body)
+        return try await gate.run(writes: !bookkeeping) {
+            if let groupCommit { return try await groupCommit.run(body) }
+            return try await run(transaction: body)
+        }
     }
 
     /// Runs several reads on one connection (borrowed once, not once per statement). Not a transaction: on
-    /// SQLite each statement sees the latest commit.
+    /// SQLite each statement sees the latest commit. Run again when storage fails, like a transaction.
     public func read<Result: Sendable>(
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
-        try await sql.withSession(body)
+        try await gate.run(writes: false) { try await connections.withSession(body) }
     }
 
-    /// PostgreSQL's transactions, one per connection (SQLite's go through `GroupCommit`).
+    /// PostgreSQL's transactions, one per connection (SQLite's go through `GroupCommit`). A connection lost before
+    /// the COMMIT left nothing behind (the server rolls back); lost during it, nobody knows.
     private func run<Result: Sendable>(
         transaction body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
-        try await sql.withSession { session in
-            try await session.raw("BEGIN").run()
+        try await connections.withSession { session in
+            let result: Result
             do {
-                let result = try await body(session)
-                try await session.raw("COMMIT").run()
-                return result
+                try await session.raw("BEGIN").run()
+                result = try await body(session)
             } catch {
                 try? await session.raw("ROLLBACK").run()
+                if let failure = StorageUnavailable.classify(error), failure.reason == .outcomeUnknown {
+                    throw StorageUnavailable(.unreachable, failure.detail + " (before COMMIT: nothing was written)")
+                }
                 throw error
             }
+            do {
+                try await session.raw("COMMIT").run()
+            } catch {
+                if let failure = StorageUnavailable.classify(error), failure.reason != .diskFull {
+                    throw StorageUnavailable(.outcomeUnknown, failure.detail + " (during COMMIT)")
+                }
+                throw error
+            }
+            return result
         }
     }
 
@@ -375,5 +412,47 @@ struct PooledPostgresDatabase: SQLDatabase {
         let connection = try await pool.requestConnection(logger: logger).get()
         defer { pool.releaseConnection(connection, logger: logger) }
         return try await closure(connection.sql(queryLogLevel: nil))
+    }
+}
+
+/// `TillDatabase.sql`: each statement and session through the `StorageGate`. A statement is run again while
+/// storage is away when running it again cannot repeat anything: no row was delivered yet, and the failure was not
+/// a connection lost under way (`outcomeUnknown`). A session is run again only when it failed before it began.
+struct GatedSQLDatabase: SQLDatabase {
+    let inner: any SQLDatabase
+    let gate: StorageGate
+
+    var eventLoop: any EventLoop { inner.eventLoop }
+    var dialect: any SQLDialect { inner.dialect }
+    var version: (any SQLDatabaseReportedVersion)? { inner.version }
+    var logger: Logger { inner.logger }
+    var queryLogLevel: Logger.Level? { inner.queryLogLevel }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
+        Void
+    > {
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await self.execute(sql: query, onRow) }
+        return promise.futureResult
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        let delivered = NIOLockedValueBox(false)
+        try await gate.run(writes: false, retryable: { _ in !delivered.withLockedValue { $0 } }) {
+            try await inner.execute(sql: query) { row in
+                delivered.withLockedValue { $0 = true }
+                onRow(row)
+            }
+        }
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        let began = NIOLockedValueBox(false)
+        return try await gate.run(writes: false, retryable: { _ in !began.withLockedValue { $0 } }) {
+            try await inner.withSession { session in
+                began.withLockedValue { $0 = true }
+                return try await closure(session)
+            }
+        }
     }
 }

@@ -67,7 +67,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: CPU-bound processes to run beside the server (each keeps a core busy).")
     var neighbours = 0
 
-    @Option(help: "events: purchases sent in each of the two runs (without and with an endpoint).")
+    @Option(help: "events: purchases sent in each of the three runs (without an endpoint, with one, without again).")
     var eventPurchases = 3000
 
     @Option(help: "events: events in the backlog delivered at once.")

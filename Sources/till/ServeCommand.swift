@@ -52,6 +52,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "till")
         logger.logLevel = settings.logLevel
+        // A write past a file-size limit (RLIMIT_FSIZE) fails with EFBIG, which SQLite reports as an I/O error and the
+        // server answers 503 storageUnavailable, instead of SIGXFSZ killing the process.
+        signal(SIGXFSZ, SIG_IGN)
         var services: [any Service] = []
         var configuration = ServerConfiguration(
             database: settings.database,
@@ -64,6 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
             content: settings.content
         )
         configuration.webhooks = settings.webhooks
+        configuration.databaseWait = settings.databaseWait
         do {
             configuration.snapshotSigningKey = try settings.snapshotPrivateKeyFile.map(SnapshotKeyFiles.signingKey)
             configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(
@@ -157,9 +161,16 @@ struct ServeCommand: AsyncParsableCommand {
                 say(banner)
             }
         )
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Last, so that it hears of the stop first: past the grace, what is under way is cancelled; ten seconds
+        // after that, the process exits whatever it is waiting for.
+        services.append(ShutdownWatchdog(limit: settings.shutdownGrace + .seconds(10), logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: services,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
         )
+        groupConfiguration.maximumGracefulShutdownDuration = settings.shutdownGrace
+        let group = ServiceGroup(configuration: groupConfiguration)
         try await group.run()
         await simulatorPorts?.stop()
         try await server.shutdown()

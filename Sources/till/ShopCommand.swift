@@ -92,7 +92,7 @@ extension ShopCommand {
             let choice = choice
             try await shop.perform(
                 json: json,
-                exitCode: { $0.outcome == "failed" ? 1 : $0.outcome == "notDelivered" ? 2 : 0 }
+                exitCode: { ["failed", "unverified"].contains($0.outcome) ? 1 : $0.outcome == "notDelivered" ? 2 : 0 }
             ) { session in
                 try await session.buy(product, quantity: quantity, choice: choice, progress: ProgressBar())
             }

@@ -17,10 +17,9 @@ struct ClientCrashRecoveryTests {
         try await ClientFixture.run(database: database) { fixture in
             try await fixture.serve { url in
                 // The store charged; the app died before it could hand the transactions to its coordinator.
-                let store = fixture.storefront()
-                let gems = try await store.purchase(Payment(productId: "gems.100"))
-                let pro = try await store.purchase(Payment(productId: "pro"))
-                #expect(gems.transactionState == .purchased && pro.transactionState == .purchased)
+                let gems = try await fixture.buy("gems.100")
+                let pro = try await fixture.buy("pro")
+                #expect(gems.state == .purchased && pro.state == .purchased)
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
 
                 let launch = try await fixture.coordinator(url).start()
@@ -40,7 +39,7 @@ struct ClientCrashRecoveryTests {
                 #expect(customer.balances == ["gems": 100])
                 #expect(customer.purchases.count == 2)
                 for transaction in [gems, pro] {
-                    #expect(try await fixture.submissions(containing: try #require(transaction.transactionId)) == 1)
+                    #expect(try await fixture.submissions(containing: transaction.transactionId) == 1)
                 }
             }
         }
@@ -59,7 +58,7 @@ struct ClientCrashRecoveryTests {
                 Issue.record("expected a queued submission, got \(outcome)")
                 return
             }
-            let transactionId = try #require(failure.transaction.transactionId)
+            let transactionId = failure.transaction.transactionId
 
             try await fixture.serve(port: port) { url in
                 let launch = try await fixture.coordinator(url).start()

@@ -11,6 +11,7 @@ import TillClient
 import TillContract
 import TillCore
 import TillFormats
+import TillSnapshot
 import TillStorage
 import TillTestSupport
 
@@ -26,7 +27,7 @@ import TillTestSupport
 ///
 /// The simulator listens for the whole test; the server's HTTP listener runs inside ``serve(port:_:)``, so a test
 /// can take it down and bring it back on the same port.
-struct ClientFixture {
+struct ClientFixture: Sendable {
     let simulator: Simulator
     let server: PurchaseServer
     let app: ServerApp
@@ -185,21 +186,21 @@ struct ClientFixture {
 
     func storefront(
         device: SimDevice? = nil,
-        pollInterval: Duration = .milliseconds(100),
+        pollInterval: TimeInterval = 0.1,
         sheet: @escaping @Sendable (Payment) async -> SimulatorStorefront.SheetAction = { _ in .confirm }
     ) -> SimulatorStorefront {
         SimulatorStorefront(
             baseURL: simulatorURL,
             deviceId: (device ?? self.device).id,
             bundleId: Self.bundleId,
-            timeout: .seconds(30),
+            timeout: 30,
             pollInterval: pollInterval,
             session: http,
             paymentSheet: sheet
         )
     }
 
-    func client(_ url: String, timeout: Duration = .seconds(30)) -> TillServerClient {
+    func client(_ url: String, timeout: TimeInterval = 30) -> TillServerClient {
         TillServerClient(baseURL: url, appKey: app.appKey, timeout: timeout, session: http)
     }
 
@@ -210,7 +211,7 @@ struct ClientFixture {
         customer: String = "alice",
         folder: String = "device-1",
         storefront: SimulatorStorefront? = nil,
-        timeout: Duration = .seconds(60)
+        timeout: TimeInterval = 60
     ) throws -> PurchaseCoordinator<SimulatorStorefront> {
         try coordinator(
             url,
@@ -221,12 +222,14 @@ struct ClientFixture {
         )
     }
 
-    func coordinator<S: Storefront>(
+    func coordinator<S: TillStorefront>(
         _ url: String,
         customer: String = "alice",
         folder: String = "device-1",
         store: S,
-        timeout: Duration = .seconds(60)
+        timeout: TimeInterval = 60,
+        finishing: PurchaseCoordinator<S>.Finishing = .byTill,
+        pinnedKeys: [SnapshotPublicKey] = []
     ) throws -> PurchaseCoordinator<S> {
         let client = client(url, timeout: timeout)
         let root = directory.appendingPathComponent(folder, isDirectory: true)
@@ -237,21 +240,32 @@ struct ClientFixture {
             outbox: try Outbox(
                 directory: root.appendingPathComponent("outbox"),
                 server: client,
-                backoff: Backoff(base: .milliseconds(100), cap: .seconds(1), jitter: 0)
+                backoff: Backoff(base: 0.1, cap: 1, jitter: 0)
             ),
             entitlements: try EntitlementStore(
                 directory: root.appendingPathComponent("entitlements"),
                 bundleId: Self.bundleId,
                 customerId: customer,
-                server: client
+                server: client,
+                pinnedKeys: pinnedKeys
             ),
             content: try ContentStore(
                 directory: root.appendingPathComponent("content"),
                 server: client,
                 timeout: timeout,
                 session: http
-            )
+            ),
+            finishing: finishing
         )
+    }
+
+    /// Buys `productId` on the device's store directly (no coordinator): the purchased transaction.
+    func buy(_ productId: String, device: SimDevice? = nil) async throws -> StoreTransaction {
+        let result = try await storefront(device: device).purchase(Payment(productId: productId))
+        guard case .success(.verified(let transaction)) = result else {
+            throw TillClientError(.invalidResponse, message: "\(productId) was not purchased: \(result)")
+        }
+        return transaction
     }
 
     /// The device's unfinished queue entries, as the simulator holds them.

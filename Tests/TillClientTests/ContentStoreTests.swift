@@ -18,7 +18,7 @@ struct ContentStoreTests {
 
     /// Buys `pro` in the store and has the server record it for alice, without the coordinator.
     static func entitleAlice(_ fixture: ClientFixture, _ client: TillServerClient) async throws {
-        let purchase = try await fixture.storefront().purchase(Payment(productId: "pro"))
+        let purchase = try await fixture.buy("pro")
         _ = try await client.submit(
             .signedTransaction(try #require(purchase.signedTransaction)),
             customerId: "alice",
@@ -30,7 +30,7 @@ struct ContentStoreTests {
         try ContentStore(
             directory: fixture.directory.appendingPathComponent("content"),
             server: client,
-            timeout: .seconds(30),
+            timeout: 30,
             session: fixture.http
         )
     }

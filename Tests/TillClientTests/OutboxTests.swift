@@ -28,7 +28,7 @@ struct OutboxTests {
             }
             #expect(failure.stage == .submission && failure.queuedInOutbox)
             #expect(failure.error.kind == .unreachable && failure.error.isTemporary)
-            let transactionId = try #require(failure.transaction.transactionId)
+            let transactionId = failure.transaction.transactionId
             let waiting = await coordinator.outbox.pending
             #expect(waiting.count == 1)
             let entry = try #require(waiting.first)
@@ -73,9 +73,9 @@ struct OutboxTests {
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 let directory = fixture.directory.appendingPathComponent("outbox")
-                let transaction = try await fixture.storefront().purchase(Payment(productId: "gems.100"))
+                let transaction = try await fixture.buy("gems.100")
                 let entry = OutboxEntry(
-                    idempotencyKey: "tx-\(try #require(transaction.transactionId))-1",
+                    idempotencyKey: "tx-\(transaction.transactionId)-1",
                     customerId: "alice",
                     evidence: .signedTransaction(try #require(transaction.signedTransaction)),
                     createdAt: Int64(Date().timeIntervalSince1970 * 1000),
@@ -99,7 +99,7 @@ struct OutboxTests {
                 #expect(answer.submission.id == first.submission.id)
                 #expect(await relaunched.pending.isEmpty)
                 #expect(try await fixture.customer("alice").balances == ["gems": 100])
-                #expect(try await fixture.submissions(containing: try #require(transaction.transactionId)) == 1)
+                #expect(try await fixture.submissions(containing: transaction.transactionId) == 1)
             }
         }
     }
@@ -179,12 +179,12 @@ struct OutboxTests {
     }
 
     @Test func backoffDoublesUpToItsCap() {
-        let backoff = Backoff(base: .seconds(2), cap: .seconds(60), jitter: 0)
-        #expect((1...7).map { backoff.delay(afterAttempts: $0) } == [2, 4, 8, 16, 32, 60, 60].map { .seconds($0) })
-        let jittered = Backoff(base: .seconds(10), cap: .seconds(60), jitter: 0.2)
+        let backoff = Backoff(base: 2, cap: 60, jitter: 0)
+        #expect((1...7).map { backoff.delay(afterAttempts: $0) } == [2, 4, 8, 16, 32, 60, 60])
+        let jittered = Backoff(base: 10, cap: 60, jitter: 0.2)
         for _ in 0..<20 {
             let delay = jittered.delay(afterAttempts: 1)
-            #expect(delay <= .seconds(10) && delay >= .seconds(8))
+            #expect(delay <= 10 && delay >= 8)
         }
     }
 }

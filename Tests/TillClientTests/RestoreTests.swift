@@ -41,7 +41,7 @@ struct RestoreTests {
                 }
                 // The store restores non-consumables and subscriptions, never consumables or non-renewing ones.
                 #expect(Set(deliveries.map(\.transaction.productId)) == ["pro", "premium.monthly", "news.free"])
-                #expect(deliveries.allSatisfy { $0.transaction.transactionState == .restored })
+                #expect(deliveries.allSatisfy { $0.transaction.state == .restored && $0.finished })
                 #expect(deliveries.first { $0.transaction.productId == "pro" }?.files.map(\.name) == ["manual.pdf"])
                 for entitlement in ["pro", "premium", "news"] {
                     #expect(await second.isEntitled(to: entitlement), "\(entitlement)")

@@ -57,13 +57,13 @@ struct ServerClientTests {
             try await fixture.serve { url in
                 let client = fixture.client(url)
                 let store = fixture.storefront()
-                let pro = try await store.purchase(Payment(productId: "pro"))
+                let pro = try await fixture.buy("pro")
                 // A guest buys on this device, waiting for Apple's confirmation.
                 let answer = try await client.submit(
                     .signedTransaction(try #require(pro.signedTransaction)),
                     customerId: "device-6F1C",
                     idempotencyKey: "k-1",
-                    wait: .seconds(10)
+                    wait: 10
                 )
                 #expect(answer.submission.state == .confirmed && answer.submission.state.isSettled)
                 #expect(answer.customer.entitlements.map(\.id) == ["pro"])
@@ -116,7 +116,7 @@ struct ServerClientTests {
                 baseURL: fixture.simulatorURL,
                 deviceId: fixture.device.id,
                 bundleId: ClientFixture.bundleId,
-                timeout: .milliseconds(300),
+                timeout: 0.3,
                 session: fixture.http
             )
             await #expect {
@@ -151,20 +151,26 @@ struct ServerClientTests {
         try await ClientFixture.run(database: database) { fixture in
             let store = fixture.storefront()
             let lookup = try await store.products(["pro", "gems.100", "nope"])
-            #expect(lookup.products.map(\.productId) == ["pro", "gems.100"])
+            #expect(lookup.products.map(\.id) == ["pro", "gems.100"])
             #expect(lookup.invalidProductIds == ["nope"])
             let pro = try #require(lookup.products.first)
             #expect(
-                pro.title == "Pro" && pro.price == 4990 && pro.currency == "USD" && pro.productType == .nonConsumable
+                pro.displayName == "Pro" && pro.priceInMilliunits == 4990 && pro.currencyCode == "USD"
+                    && pro.type == .nonConsumable && pro.displayPrice == "$4.99"
             )
-            #expect(pro.decimalPrice == Decimal(string: "4.99"))
+            #expect(pro.price == Decimal(string: "4.99"))
             _ = try await fixture.simulator.appStoreConnect.updateAccount(
                 id: fixture.account.id,
                 AccountInput(canMakePayments: false)
             )
             #expect(try await !store.canMakePayments())
-            let refused = try await store.purchase(Payment(productId: "pro"))
-            #expect(refused.transactionState == .failed && refused.error?.code == .paymentNotAllowed)
+            // Refused by the store (Screen Time): thrown with StoreKit's code, and the failed entry is finished.
+            await #expect(
+                throws: StoreError(.purchaseNotAllowed, message: "This account is not allowed to make payments.")
+            ) {
+                _ = try await store.purchase(Payment(productId: "pro"))
+            }
+            #expect(try await fixture.unfinished().isEmpty)
             #expect(try await store.appReceipt()?.isEmpty == false)
         }
     }

@@ -2,18 +2,25 @@ import Crypto
 import Foundation
 import Testing
 import TillContract
+import TillSimulatorContract
 
-/// The generated code in Sources/TillContract/Generated is current: made by Tools/generate-contract from the
-/// openapi.yaml and generator config beside it, and not edited since. CI does not build the generator (see
+/// The generated code of each contract (Client/Sources/TillContract: till serve's HTTP API;
+/// Client/Sources/TillSimulatorContract: till simulator's device API) is current: made by Tools/generate-contract from
+/// the openapi.yaml and generator config beside it, and not edited since. CI does not build the generator (see
 /// docs/contract.md); these hashes are how it knows the committed output still matches the document.
 struct GeneratedContractTests {
-    static let contract = URL(fileURLWithPath: #filePath)
+    static let sources = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Sources/TillContract")
+        .appendingPathComponent("Client/Sources")
 
-    /// `path → sha256` from Generated/MANIFEST.
-    static func manifest() throws -> [String: String] {
-        let text = try String(contentsOf: contract.appendingPathComponent("Generated/MANIFEST"), encoding: .utf8)
+    static let contracts = ["TillContract", "TillSimulatorContract"]
+
+    /// `path → sha256` from a contract's Generated/MANIFEST.
+    static func manifest(_ contract: String) throws -> [String: String] {
+        let text = try String(
+            contentsOf: sources.appendingPathComponent(contract + "/Generated/MANIFEST"),
+            encoding: .utf8
+        )
         var hashes: [String: String] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("generator ") {
             let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
@@ -23,37 +30,47 @@ struct GeneratedContractTests {
         return hashes
     }
 
-    static func sha256(_ path: String) throws -> String {
-        let data = try Data(contentsOf: contract.appendingPathComponent(path))
+    static func sha256(_ contract: String, _ path: String) throws -> String {
+        let data = try Data(contentsOf: sources.appendingPathComponent(contract + "/" + path))
         return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 
-    @Test func theGeneratedCodeWasMadeFromThisDocumentAndConfig() throws {
-        let hashes = try Self.manifest()
+    @Test(arguments: contracts) func theGeneratedCodeWasMadeFromThisDocumentAndConfig(_ contract: String) throws {
+        let hashes = try Self.manifest(contract)
         for input in ["openapi.yaml", "openapi-generator-config.yaml"] {
             #expect(
-                hashes[input] == (try Self.sha256(input)),
-                "\(input) changed since the code was generated: run Tools/generate-contract"
+                hashes[input] == (try Self.sha256(contract, input)),
+                "\(contract)/\(input) changed since the code was generated: run Tools/generate-contract"
             )
         }
     }
 
-    @Test func noGeneratedFileWasEditedAddedOrRemoved() throws {
-        let hashes = try Self.manifest().filter { $0.key.hasPrefix("Generated/") }
+    @Test(arguments: contracts) func noGeneratedFileWasEditedAddedOrRemoved(_ contract: String) throws {
+        let hashes = try Self.manifest(contract).filter { $0.key.hasPrefix("Generated/") }
         #expect(hashes.count >= 3, "the manifest lists \(hashes.keys.sorted())")
         let files = try FileManager.default.contentsOfDirectory(
-            atPath: Self.contract.appendingPathComponent("Generated").path
+            atPath: Self.sources.appendingPathComponent(contract + "/Generated").path
         ).filter { $0.hasSuffix(".swift") }
         #expect(Set(files.map { "Generated/" + $0 }) == Set(hashes.keys), "run Tools/generate-contract")
         for (path, hash) in hashes {
-            #expect(try Self.sha256(path) == hash, "\(path) was edited by hand: run Tools/generate-contract")
+            #expect(
+                try Self.sha256(contract, path) == hash,
+                "\(contract)/\(path) was edited by hand: run Tools/generate-contract"
+            )
         }
     }
 
-    /// The served document is the file, byte for byte.
-    @Test func theEmbeddedDocumentIsTheFile() throws {
-        let file = try String(contentsOf: Self.contract.appendingPathComponent("openapi.yaml"), encoding: .utf8)
-        #expect(ContractDocument.yaml == file)
-        #expect(file.hasPrefix("openapi: 3.1."))
+    /// The served documents are the files, byte for byte.
+    @Test func theEmbeddedDocumentsAreTheFiles() throws {
+        for (contract, embedded) in [
+            ("TillContract", ContractDocument.yaml), ("TillSimulatorContract", SimulatorContractDocument.yaml),
+        ] {
+            let file = try String(
+                contentsOf: Self.sources.appendingPathComponent(contract + "/openapi.yaml"),
+                encoding: .utf8
+            )
+            #expect(embedded == file, "\(contract)")
+            #expect(file.hasPrefix("openapi: 3.1."))
+        }
     }
 }

@@ -305,12 +305,21 @@ struct World: Sendable {
 
 extension TillProcess {
     /// `till serve --mode production` on the world's database file, pointed at the in-test simulator.
-    static func start(_ world: World) async throws -> TillProcess {
+    ///
+    /// - Parameters:
+    ///   - databaseURL: another database than the world's SQLite file.
+    ///   - environment: more settings.
+    static func start(
+        _ world: World,
+        databaseURL: String? = nil,
+        environment extra: [String: String] = [:]
+    ) async throws -> TillProcess {
         let simulator = "http://127.0.0.1:\(world.simulatorPort)"
         return try await start(
             [
                 "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-                "--database-url", world.directory.appendingPathComponent("till.sqlite").path, "--log-level", "warning",
+                "--database-url", databaseURL ?? world.directory.appendingPathComponent("till.sqlite").path,
+                "--log-level", "warning",
             ],
             environment: [
                 "TILL_APPLE_VERIFY_RECEIPT_PRODUCTION": simulator + "/production/verifyReceipt",
@@ -320,7 +329,7 @@ extension TillProcess {
                 "TILL_APPLE_SANDBOX_ROOTS": world.rootsFile,
                 "TILL_CONTENT_DIRECTORY": world.directory.appendingPathComponent("content").path,
                 "TILL_CONFIRMATION_TIMEOUT_SECONDS": "10",
-            ]
+            ].merging(extra) { $1 }
         )
     }
 }

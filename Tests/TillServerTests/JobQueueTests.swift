@@ -133,6 +133,51 @@ struct JobQueueTests {
         }
     }
 
+    /// The jobs behind one that waits for its retry wait as long, and so does one queued behind it later: a claim
+    /// does not read them again and again while their stream is held up (a receiver down with a backlog).
+    @Test(arguments: TestDatabase.all) func jobsBehindARetryWaitAsLongAsIt(_ engine: TestDatabase) async throws {
+        try await withQueue(engine) { jobs, database, clock in
+            try await enqueue(jobs, database, "s1-1", stream: "s1", position: 1)
+            try await enqueue(jobs, database, "s1-2", stream: "s1", position: 2)
+            try await enqueue(jobs, database, "s2-3", stream: "s2", position: 3)
+            #expect(
+                Set(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey)) == ["s1-1", "s2-3"]
+            )
+            let later = jobs.clock.milliseconds + 60_000
+            try await database.transaction { db in
+                try await jobs.retry(.delivery, key: "s1-1", at: later, error: "503", on: db)
+                try await jobs.finish(.delivery, key: "s2-3", on: db)
+            }
+            try await database.transaction { db in
+                let now = jobs.clock.milliseconds
+                try await jobs.store.insertJobs(
+                    ["s1-4", "s2-5"].enumerated().map { index, key in
+                        Job(
+                            kind: .delivery,
+                            jobKey: key,
+                            state: .queued,
+                            stream: String(key.prefix(2)),
+                            position: Int64(4 + index),
+                            attempts: 0,
+                            dueAt: now,
+                            createdAt: now,
+                            updatedAt: now
+                        )
+                    },
+                    on: db
+                )
+                #expect(try await jobs.dueAt(.delivery, key: "s1-2", on: db) == later)
+                #expect(try await jobs.dueAt(.delivery, key: "s1-4", on: db) == later)
+                #expect(try await jobs.dueAt(.delivery, key: "s2-5", on: db) == now)
+            }
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey) == ["s2-5"])
+            clock.advance(61)  // s2-5's claim lapsed too
+            #expect(
+                Set(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey)) == ["s1-1", "s2-5"]
+            )
+        }
+    }
+
     /// Several servers share the queue on PostgreSQL (`FOR UPDATE SKIP LOCKED`): two pools claiming at once never take
     /// the same job, and a stream's jobs never run at the same time.
     @Test(.enabled(if: Prerequisite.postgres.shouldRun, Comment(rawValue: Prerequisite.postgres.skipMessage)))

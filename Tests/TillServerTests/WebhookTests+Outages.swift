@@ -250,25 +250,3 @@ extension WebhookTests {
         }
     }
 }
-
-extension TillProcess {
-    /// `start(_:)` with more settings in its environment.
-    static func start(_ world: World, environment: [String: String]) async throws -> TillProcess {
-        let simulator = "http://127.0.0.1:\(world.simulatorPort)"
-        return try await start(
-            [
-                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-                "--database-url", world.directory.appendingPathComponent("till.sqlite").path, "--log-level", "warning",
-            ],
-            environment: [
-                "TILL_APPLE_VERIFY_RECEIPT_PRODUCTION": simulator + "/production/verifyReceipt",
-                "TILL_APPLE_VERIFY_RECEIPT_SANDBOX": simulator + "/sandbox/verifyReceipt",
-                "TILL_APPLE_SERVER_API_PRODUCTION": simulator + "/production",
-                "TILL_APPLE_SERVER_API_SANDBOX": simulator + "/sandbox",
-                "TILL_APPLE_SANDBOX_ROOTS": world.rootsFile,
-                "TILL_CONTENT_DIRECTORY": world.directory.appendingPathComponent("content").path,
-                "TILL_CONFIRMATION_TIMEOUT_SECONDS": "10",
-            ].merging(environment) { _, new in new }
-        )
-    }
-}

@@ -179,13 +179,17 @@ struct WebhookTests {
                 #expect(events.map(\.sequence) == events.map(\.sequence).sorted(), "in order")
                 #expect(events.compactMap { $0.balanceChanges?.additionalProperties["gems"] } == [100, -10, -10, -10])
 
-                // Every delivery and its answer is visible.
-                let page = try await fixture.server.webhookDeliveries.deliveries(
-                    bundleId: ServerFixture.bundleId,
-                    endpointId: id,
-                    state: .delivered
-                )
-                #expect(page.total == 4 && page.items.allSatisfy { $0.lastAttempt?.status == 204 })
+                // Every delivery and its answer is visible, once the worker has recorded the last answer (its next
+                // round, after the receiver has the request).
+                func delivered() async throws -> Page<WebhookDeliveryView> {
+                    try await fixture.server.webhookDeliveries.deliveries(
+                        bundleId: ServerFixture.bundleId,
+                        endpointId: id,
+                        state: .delivered
+                    )
+                }
+                try await waitUntil { try await delivered().total == 4 }
+                #expect(try await delivered().items.allSatisfy { $0.lastAttempt?.status == 204 })
 
                 // One event again, with its webhook-id; then everything since the first.
                 let first = try #require(events.first)
@@ -197,6 +201,14 @@ struct WebhookTests {
                 #expect(one == 1)
                 try await waitUntil { receiver.deliveries.count == 5 }
                 #expect(receiver.deliveries.last?.id == first.id && receiver.deliveries.last?.verified == true)
+                // A delivery under way is not replayed again: the replayed one is recorded first.
+                try await waitUntil {
+                    try await fixture.server.webhookDeliveries.deliveries(
+                        bundleId: ServerFixture.bundleId,
+                        endpointId: id,
+                        state: .pending
+                    ).total == 0
+                }
                 let all = try await fixture.server.webhookDeliveries.replay(
                     bundleId: ServerFixture.bundleId,
                     endpointId: id,
@@ -463,42 +475,16 @@ struct WebhookTests {
                 ] as [String: Any]
             },
         ]
-        let (status, output) = try await Self.python(
+        let (status, output) = try await ChildProcess.runPython(
             root.appendingPathComponent("Tests/TillServerTests/judge/webhook_judge.py").path,
             input: try JSONSerialization.data(withJSONObject: spec)
         )
         let summary = try #require(
-            try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
-            "the judge printed no JSON: \(output)"
+            try? JSONSerialization.jsonObject(with: output) as? [String: Any],
+            "the judge printed no JSON: \(String(decoding: output, as: UTF8.self))"
         )
-        #expect(status == 0, "the judge refused: \(summary["errors"] ?? output)")
+        #expect(status == 0, "the judge refused: \(summary["errors"] ?? "")")
         #expect(summary["verified"] as? Int == count, "\(summary)")
         return summary
-    }
-
-    /// Runs a Python script with `input` on its standard input, from a thread of its own (blocking waits on the
-    /// cooperative pool would starve the server under test); answers its exit status and standard output.
-    static func python(_ script: String, input: Data) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, String), any Error>) in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["python3", script]
-                let stdin = Pipe()
-                let stdout = Pipe()
-                process.standardInput = stdin
-                process.standardOutput = stdout
-                do {
-                    try ChildProcess.launch(process)
-                    let written = Result { try ChildProcess.write(input, to: stdin.fileHandleForWriting) }
-                    let output = ChildProcess.readAll(stdout.fileHandleForReading)
-                    process.waitUntilExit()
-                    try written.get()
-                    continuation.resume(returning: (process.terminationStatus, String(decoding: output, as: UTF8.self)))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }.start()
-        }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Hummingbird
 import Testing
 import TillCore
 import TillFormats
@@ -34,24 +33,7 @@ struct RetentionDeadlineTests {
             body: Array(#"{"messageIdentifier":"\#(message)"}"#.utf8), app: fixture.app, environment: .sandbox
         )
         let valid = #"{"message":{"messageIdentifier":"\#(message)"}}"#
-        let router = Router()
-        router.post("/retention") { _, _ in
-            try await Task.sleep(for: .seconds(2))
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: valid))
-            )
-        }
-        try await withServices({ report in
-            Application(
-                router: router,
-                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                onServerRunning: { await report($0.localAddress?.port ?? 0) }
-            )
-        }) { port in
-            try await retention.configureRealtimeURL(
-                body: Array(#"{"realtimeURL":"http://127.0.0.1:\#(port)/retention"}"#.utf8), app: fixture.app,
-                environment: .sandbox
-            )
+        try await fixture.withRealtimeURL(answering: valid, after: .seconds(2)) {
             let shown = try await retention.retentionMessage(
                 deviceId: fixture.phone.id, originalTransactionId: original, locale: "en-US", environment: .sandbox
             )

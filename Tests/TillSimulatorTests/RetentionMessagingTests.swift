@@ -27,21 +27,7 @@ struct RetentionMessagingTests {
             body: Array(#"{"messageIdentifier":"\#(message)"}"#.utf8), app: fixture.app, environment: .sandbox
         )
         let unknown = #"{"message":{"messageIdentifier":"\#(UUID().uuidString.lowercased())"}}"#
-        let router = Router()
-        router.post("/retention") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: unknown)))
-        }
-        try await withServices({ report in
-            Application(
-                router: router,
-                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                onServerRunning: { await report($0.localAddress?.port ?? 0) }
-            )
-        }) { port in
-            try await retention.configureRealtimeURL(
-                body: Array(#"{"realtimeURL":"http://127.0.0.1:\#(port)/retention"}"#.utf8), app: fixture.app,
-                environment: .sandbox
-            )
+        try await fixture.withRealtimeURL(answering: unknown) {
             let shown = try await retention.retentionMessage(
                 deviceId: fixture.phone.id, originalTransactionId: original, locale: "en-US", environment: .sandbox
             )
@@ -95,21 +81,7 @@ extension RetentionMessagingTests {
             kid: JWKIdentifier(string: key.keyId)
         )
         let answer = #"{"promotionalOffer":{"messageIdentifier":"\#(message)","promotionalOfferSignatureV2":"\#(jws)"}}"#
-        let router = Router()
-        router.post("/retention") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: answer)))
-        }
-        try await withServices({ report in
-            Application(
-                router: router,
-                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                onServerRunning: { await report($0.localAddress?.port ?? 0) }
-            )
-        }) { port in
-            try await retention.configureRealtimeURL(
-                body: Array(#"{"realtimeURL":"http://127.0.0.1:\#(port)/retention"}"#.utf8), app: fixture.app,
-                environment: .sandbox
-            )
+        try await fixture.withRealtimeURL(answering: answer) {
             let shown = try await retention.retentionMessage(
                 deviceId: fixture.phone.id, originalTransactionId: original, locale: "en-US", environment: .sandbox
             )
@@ -125,6 +97,35 @@ extension RetentionMessagingTests {
                 try await simulator.store.subscription(originalTransactionId: original, on: simulator.store.sql)
             )
             #expect(subscription.appliedOffer?.identifier == "stay")
+        }
+    }
+}
+
+extension SimulatorFixture {
+    /// Runs `body` with a developer's realtime URL on a loopback port, configured for the sandbox, that answers
+    /// every realtime request with `answer` (JSON) after `delay`.
+    func withRealtimeURL(answering answer: String, after delay: Duration = .zero, _ body: () async throws -> Void)
+        async throws
+    {
+        let router = Router()
+        router.post("/retention") { _, _ in
+            if delay > .zero { try await Task.sleep(for: delay) }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: answer))
+            )
+        }
+        try await withServices({ report in
+            Application(
+                router: router,
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { await report($0.localAddress?.port ?? 0) }
+            )
+        }) { port in
+            try await simulator.retention.configureRealtimeURL(
+                body: Array(#"{"realtimeURL":"http://127.0.0.1:\#(port)/retention"}"#.utf8), app: app,
+                environment: .sandbox
+            )
+            try await body()
         }
     }
 }

@@ -356,4 +356,9 @@ public struct DeploymentFailure: Error, CustomStringConvertible {
     public var error: any Error
     public var server: String
     public var description: String { "\(error)\n--- till serve printed:\n\(server.suffix(4000))" }
+
+    public init(error: any Error, server: String) {
+        self.error = error
+        self.server = server
+    }
 }

@@ -1,6 +1,6 @@
 // swift-tools-version: 6.2
-// Builds Apple's swift-openapi-generator, which turns Sources/TillContract/openapi.yaml into the Swift types and
-// client committed under Sources/TillContract/Generated. A package of its own so that building Till (and CI) never
+// Builds Apple's swift-openapi-generator, which turns Client/Sources/*/openapi.yaml into the Swift types and
+// clients committed under each Generated/ folder. A package of its own so that building Till (and CI) never
 // builds the generator: see docs/contract.md for why the output is committed and how it is kept current.
 import PackageDescription
 

@@ -168,6 +168,8 @@ public struct WebhookSettings: Sendable, Hashable {
 /// What a verification server is made of.
 public struct ServerConfiguration: Sendable {
     public var database: DatabaseConfiguration
+    /// How long an operation waits for failing storage to come back before `StorageUnavailable` (a 503).
+    public var databaseWait: Duration = .seconds(5)
     /// The bearer token of the admin API.
     public var operatorToken: String
     public var apple: AppleEndpoints

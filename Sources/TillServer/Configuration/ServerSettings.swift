@@ -16,6 +16,8 @@ import X509
 /// | `mode` (`TILL_MODE`) | `development` | `development` runs the App Store simulator in-process and talks to it; `production` talks to Apple |
 /// | `http.host`, `http.port` (`TILL_HTTP_HOST`, `TILL_HTTP_PORT`) | `127.0.0.1`, `8080` | where the server listens |
 /// | `database.url` (`TILL_DATABASE_URL`) | `till.sqlite` | an SQLite file, `:memory:`, or `postgres://…` |
+/// | `database.wait-seconds` (`TILL_DATABASE_WAIT_SECONDS`) | `5` | how long a request waits for storage that fails (a full disk, a database away) before `503 storageUnavailable` |
+/// | `shutdown.grace-seconds` (`TILL_SHUTDOWN_GRACE_SECONDS`) | `60` | how long SIGTERM waits for requests and confirmations under way before it cancels them; the process exits within this plus 10 s, whatever the database is doing |
 /// | `operator.token` (`TILL_OPERATOR_TOKEN`) | made at start and printed (development only) | the admin API's bearer token |
 /// | `content.directory` (`TILL_CONTENT_DIRECTORY`) | `till-content` | where uploaded content files are kept |
 /// | `content.max-upload-bytes` (`TILL_CONTENT_MAX_UPLOAD_BYTES`) | `536870912` (512 MiB) | the largest content file an operator may upload |
@@ -49,6 +51,10 @@ public struct ServerSettings: Sendable {
     public var host: String
     public var port: Int
     public var database: DatabaseConfiguration
+    /// How long an operation waits for failing storage to come back (`StorageGate`).
+    public var databaseWait: Duration
+    /// How long a graceful stop may take before what is under way is cancelled.
+    public var shutdownGrace: Duration
     public var operatorToken: String?
     public var contentDirectory: String
     public var content: ContentSettings
@@ -103,6 +109,22 @@ public struct ServerSettings: Sendable {
         port = config.int(forKey: "http.port", default: 8080)
         let databaseURL = config.string(forKey: "database.url", default: "till.sqlite")
         database = try DatabaseConfiguration(parsing: databaseURL)
+        let waitSeconds = config.double(forKey: "database.wait-seconds", default: 5)
+        guard waitSeconds >= 0, waitSeconds <= 300 else {
+            throw TillHTTPError.badRequest(
+                "invalidDatabaseWait",
+                "database.wait-seconds is 0 to 300, not \(waitSeconds)"
+            )
+        }
+        databaseWait = .milliseconds(Int64(waitSeconds * 1000))
+        let graceSeconds = config.double(forKey: "shutdown.grace-seconds", default: 60)
+        guard graceSeconds > 0, graceSeconds <= 3600 else {
+            throw TillHTTPError.badRequest(
+                "invalidShutdownGrace",
+                "shutdown.grace-seconds is more than 0 and at most 3600, not \(graceSeconds)"
+            )
+        }
+        shutdownGrace = .milliseconds(Int64(graceSeconds * 1000))
         operatorToken = config.string(forKey: "operator.token", isSecret: true)
         if let operatorToken, operatorToken.utf8.count < 16 {
             throw TillHTTPError.badRequest("weakOperatorToken", "operator.token needs 16 characters or more")

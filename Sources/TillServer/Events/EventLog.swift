@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLKit
+import Synchronization
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -25,6 +26,9 @@ public struct EventLog: Sendable {
     let clock: ServerClock
     /// Signalled after a commit that wrote events (the webhook dispatcher waits on it).
     let appended: Wakeup
+    /// The last sequence this process committed (the dispatcher's cue, besides reading the table now and then for
+    /// other processes' events).
+    let committed = SequenceMark()
 
     /// Runs `body` in one database transaction whose events are written at its end; `source` is who told the server
     /// of the change (a body may change it for part of its work: `ChangeSet.with(source:_:)`).
@@ -32,23 +36,26 @@ public struct EventLog: Sendable {
         source: EventSource,
         _ body: @escaping @Sendable (ChangeSet) async throws -> Result
     ) async throws -> Result {
-        let (result, written) = try await database.transaction { db -> (Result, Int) in
+        let (result, last) = try await database.transaction { db -> (Result, Int64?) in
             let changes = ChangeSet(db: db, source: source)
             let result = try await body(changes)
             try await self.store.insert(figureChanges: changes.takeFigureChanges(), on: db)
             return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
         }
-        if written > 0 { appended.signal() }
+        if let last {
+            committed.raise(to: last)
+            appended.signal()
+        }
         return result
     }
 
-    /// Writes the events of a change at the end of its transaction; answers how many.
+    /// Writes the events of a change at the end of its transaction; answers the last one's sequence (nil: none).
     private func write(
         _ pending: [PendingEvent],
         known: (CustomerKey) -> CustomerSnapshot?,
         on db: any SQLDatabase
-    ) async throws -> Int {
-        guard !pending.isEmpty else { return 0 }
+    ) async throws -> Int64? {
+        guard !pending.isEmpty else { return nil }
         let now = clock.milliseconds
         // Each customer as the whole change left them, read once (or as the caller read them last).
         var customers: [CustomerKey: Components.Schemas.EventCustomer] = [:]
@@ -72,7 +79,7 @@ public struct EventLog: Sendable {
             )
             try await store.insert(record, on: db)
         }
-        return pending.count
+        return sequence
     }
 
     /// The customer as an event shows it: their entitlements and balances now, and the guest ids linked to them.
@@ -218,4 +225,24 @@ struct EventRecord: Codable, Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
+}
+
+/// A sequence number that only moves forward, shared between tasks.
+final class SequenceMark: Sendable {
+    private let value = Atomic<Int64>(0)
+
+    var current: Int64 { value.load(ordering: .acquiring) }
+
+    func raise(to sequence: Int64) {
+        var seen = value.load(ordering: .relaxed)
+        while seen < sequence {
+            let (exchanged, now) = value.compareExchange(
+                expected: seen,
+                desired: sequence,
+                ordering: .acquiringAndReleasing
+            )
+            if exchanged { return }
+            seen = now
+        }
+    }
 }

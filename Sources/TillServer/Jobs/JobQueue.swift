@@ -120,9 +120,14 @@ struct JobQueue: Sendable {
 
     /// Claims up to `limit` due jobs of a kind (of one group) for `lease`, oldest due first, each the first queued of
     /// its stream; their attempts are counted. Their own transaction: claims change nothing a cache holds.
+    ///
+    /// A read first: a worker that finds nothing due opens no write transaction. (One that wrote nothing would tell
+    /// the `StorageGate` that writes work again while the disk is still full, ending its outage each time a worker
+    /// looked.)
     func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration) async throws -> [Job] {
         guard limit > 0 else { return [] }
         let now = clock.milliseconds
+        guard try await store.hasClaimableJob(kind: kind, group: group, now: now, on: store.sql) else { return [] }
         return try await database.transaction(bookkeeping: true) { db in
             try await self.store.claimJobs(
                 kind: kind,
@@ -133,6 +138,22 @@ struct JobQueue: Sendable {
                 on: db
             )
         }
+    }
+
+    /// `claim(_:group:limit:lease:)` in `db`'s transaction (with what the worker records in it).
+    func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration, on db: any SQLDatabase) async throws
+        -> [Job]
+    {
+        guard limit > 0 else { return [] }
+        let now = clock.milliseconds
+        return try await store.claimJobs(
+            kind: kind,
+            group: group,
+            limit: limit,
+            now: now,
+            until: now + lease.milliseconds,
+            on: db
+        )
     }
 
     /// Claims one job by its key now, whether due or not, queuing it if there is none (an operator's catch-up of an
@@ -150,6 +171,13 @@ struct JobQueue: Sendable {
     func finish(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws {
         try await store.deleteJob(kind: kind, key: key, on: db)
         metrics.job(kind: kind.rawValue, outcome: "finished")
+    }
+
+    /// These jobs are done (one statement).
+    func finish(_ kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
+        guard !keys.isEmpty else { return }
+        try await store.deleteJobs(kind: kind, keys: keys, on: db)
+        metrics.job(kind: kind.rawValue, outcome: "finished", count: keys.count)
     }
 
     /// The job runs again at `at` (its back-off, decided by its worker).

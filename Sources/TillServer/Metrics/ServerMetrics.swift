@@ -6,6 +6,7 @@ import SQLKit
 import Synchronization
 import TillContract
 import TillCore
+import TillStorage
 
 /// The server's measurements, through swift-metrics into a Prometheus registry of its own.
 ///
@@ -217,9 +218,9 @@ public final class ServerMetrics: Sendable {
     }
 
     /// An attempt of a job ended: `outcome` is finished, retried or deadLettered.
-    func job(kind: String, outcome: String) {
+    func job(kind: String, outcome: String, count: Int = 1) {
         Counter(label: "till_job_attempts_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: factory)
-            .increment()
+            .increment(by: count)
     }
 
     /// The job queue's depth per kind and state, and how late the oldest queued job of each kind is.
@@ -257,6 +258,16 @@ public final class ServerMetrics: Sendable {
             .record(Double(oldestUnconfirmedAge?.nanoseconds ?? 0) / 1e9)
     }
 
+    /// Where storage stands (`StorageGate`): `till_storage_available` (0 during an outage), and since the process
+    /// started, `till_storage_outages` (outages begun) and `till_storage_refused` (operations that gave up with
+    /// `storageUnavailable`: requests answered 503, and workers' attempts, which retry by themselves).
+    func recordStorage(_ status: StorageGate.Status) {
+        Gauge(label: "till_storage_available", dimensions: [], factory: factory).record(status.available ? 1 : 0)
+        Gauge(label: "till_storage_outages", dimensions: [], factory: factory)
+            .record(status.episodes)
+        Gauge(label: "till_storage_refused", dimensions: [], factory: factory).record(status.refused)
+    }
+
     /// `status 21005` stays, `HTTP 503` stays, transport causes stay; anything else becomes `other`.
     static func coarse(_ status: String) -> String {
         if status.hasPrefix("status ") || status.hasPrefix("HTTP ") {
@@ -279,18 +290,22 @@ extension Duration {
 }
 
 extension PurchaseServer {
-    /// Reads the queue's depth and age into the gauges, then prints every metric.
+    /// Reads the queue's depth and age into the gauges, and where storage stands, then prints every metric. While
+    /// storage is unavailable the queue's gauges keep their last reading: `/metrics` answers, and says so.
     public func metricsExposition() async throws -> [UInt8] {
-        let rows = try await store.queueDepth()
-        let oldest = rows.filter { $0.state != .deadLettered }.compactMap(\.oldest).min()
-        metrics.recordQueue(
-            depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state.rawValue, $0.n) }),
-            oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
-        )
-        metrics.recordJobs(
-            try await store.jobDepth().map { ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue) },
-            now: nowMilliseconds
-        )
+        do {
+            let rows = try await store.queueDepth()
+            let oldest = rows.filter { $0.state != .deadLettered }.compactMap(\.oldest).min()
+            metrics.recordQueue(
+                depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state.rawValue, $0.n) }),
+                oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
+            )
+            metrics.recordJobs(
+                try await store.jobDepth().map { ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue) },
+                now: nowMilliseconds
+            )
+        } catch is StorageUnavailable {}
+        metrics.recordStorage(database.gate.status)
         return metrics.emit()
     }
 }

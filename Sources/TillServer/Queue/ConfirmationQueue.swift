@@ -110,6 +110,8 @@ public final class ConfirmationQueue: Sendable {
             let asked = clock.now - start
             let result = try await settle(submission, outcome: outcome, app: app, duration: asked)
             metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
+            // Waiters (`?wait=`) wake once the attempt is settled and counted: what they read next includes it.
+            signals.submissionSettled.signal()
             if outcome.meansAppleIsUnavailable {
                 appleUnavailable.withLock { $0 = true }
             } else if outcome.isAppleAnswer,
@@ -234,7 +236,6 @@ public final class ConfirmationQueue: Sendable {
             )
             return current.state
         }
-        signals.submissionSettled.signal()
         return state
     }
 

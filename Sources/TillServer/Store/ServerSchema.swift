@@ -93,8 +93,12 @@ enum ServerSchema {
             last_error TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (kind, job_key))
         """
     private static let jobIndexes = [
-        "CREATE INDEX srv_jobs_due ON srv_jobs (kind, queue_group, state, due_at)",
+        // Claims take a group's due jobs in the order of their time, then of their place in their stream (a
+        // backlog goes out oldest first, so the first jobs a claim reads are the first of their streams).
+        "CREATE INDEX srv_jobs_due ON srv_jobs (kind, queue_group, state, due_at, position)",
         "CREATE INDEX srv_jobs_stream ON srv_jobs (kind, stream, position) WHERE stream IS NOT NULL",
+        // When a kind's next job is due (a worker's longest wait).
+        "CREATE INDEX srv_jobs_next ON srv_jobs (kind, state, due_at)",
     ]
 
     /// SQLite statements that rebuild `table` as a WITHOUT ROWID table with `columns` (its columns, in the same
@@ -680,7 +684,14 @@ enum ServerSchema {
                     created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
                 """,
                 "CREATE INDEX srv_webhook_deliveries_endpoint ON srv_webhook_deliveries (endpoint_id, created_at, id)",
-                "CREATE INDEX srv_webhook_deliveries_state ON srv_webhook_deliveries (endpoint_id, state, event_sequence)",
+                """
+                CREATE INDEX srv_webhook_deliveries_state ON srv_webhook_deliveries (endpoint_id, state, created_at, id)
+                """,
+                // The sweep of deliveries whose deadline passed reads only the pending ones.
+                """
+                CREATE INDEX srv_webhook_deliveries_deadline ON srv_webhook_deliveries (deadline)
+                WHERE state = 'pending'
+                """,
                 """
                 CREATE TABLE srv_webhook_attempts (
                     delivery_id TEXT NOT NULL, attempt INTEGER NOT NULL, at BIGINT NOT NULL, url TEXT NOT NULL,

@@ -39,11 +39,36 @@ extension ServerStore {
         type: EventType?,
         on db: any SQLDatabase
     ) async throws -> [EventRecord] {
+        if let bundleId, let customerIds, customerIds.count > 1 {
+            // A customer with guest ids: each id's events through the index of customers, at most `limit` each, then
+            // the first `limit` of them all (one `IN` would have the planner read the whole app's events in order).
+            let each = customerIds.enumerated().map { index, customerId -> SQLQueryString in
+                """
+                SELECT * FROM (SELECT * FROM srv_events WHERE bundle_id = \(bind: bundleId)
+                  AND customer_id = \(bind: customerId) AND sequence > \(bind: sequence)\(Self.ofType(type))
+                  ORDER BY sequence LIMIT \(literal: limit)) AS c\(unsafeRaw: String(index))
+                """
+            }
+            return try await db.raw(
+                """
+                SELECT * FROM (\(SQLList(each, separator: SQLRaw(" UNION ALL ")))) AS e
+                ORDER BY sequence LIMIT \(literal: limit)
+                """
+            ).all(decoding: EventRecord.self, with: Self.decoding)
+        }
         var query = db.select().column("*").from("srv_events").where("sequence", .greaterThan, sequence)
         if let bundleId { query = query.where("bundle_id", .equal, bundleId) }
-        if let customerIds { query = query.where("customer_id", .in, customerIds) }
+        if let customerId = customerIds?.first, customerIds?.count == 1 {
+            query = query.where("customer_id", .equal, customerId)
+        } else if let customerIds {
+            query = query.where("customer_id", .in, customerIds)
+        }
         if let type { query = query.where("type", .equal, type.rawValue) }
         return try await query.orderBy("sequence").limit(limit).all(decoding: EventRecord.self, with: Self.decoding)
+    }
+
+    private static func ofType(_ type: EventType?) -> SQLQueryString {
+        type.map { " AND type = \(bind: $0.rawValue)" } ?? ""
     }
 
     /// One event of an app, by its id.

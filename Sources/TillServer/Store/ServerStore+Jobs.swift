@@ -49,7 +49,7 @@ extension ServerStore {
                   AND (j.stream IS NULL OR NOT EXISTS (
                     SELECT 1 FROM srv_jobs e WHERE e.kind = j.kind AND e.stream = j.stream AND e.state = 'queued'
                       AND e.position < j.position))
-                ORDER BY j.due_at LIMIT \(literal: limit) \(lock))
+                ORDER BY j.due_at, j.position LIMIT \(literal: limit) \(lock))
             RETURNING *
             """
         ).all(decoding: Job.self, with: Self.decoding).sorted { ($0.dueAt, $0.position) < ($1.dueAt, $1.position) }
@@ -76,14 +76,49 @@ extension ServerStore {
         try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)").run()
     }
 
+    func deleteJobs(kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
+        guard !keys.isEmpty else { return }
+        try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key IN (\(binds: keys))")
+            .run()
+    }
+
+    /// Queues the job again at `dueAt`; the jobs after it in its stream wait as long (they cannot run before it, and
+    /// a claim then does not read them while they wait).
     func rescheduleJob(kind: JobKind, key: String, dueAt: Int64, error: String?, now: Int64, on db: any SQLDatabase)
         async throws
     {
-        try await db.raw(
+        let row = try await db.raw(
             """
             UPDATE srv_jobs SET state = 'queued', due_at = \(bind: dueAt), claimed_until = NULL,
                 last_error = \(bind: error), updated_at = \(bind: now)
             WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)
+            RETURNING stream, position
+            """
+        ).first()
+        guard let row, let stream = try row.decode(column: "stream", as: String?.self) else { return }
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET due_at = \(bind: dueAt)
+            WHERE kind = \(bind: kind.rawValue) AND stream = \(bind: stream) AND state = 'queued'
+              AND position > \(bind: try row.decode(column: "position", as: Int64.self)) AND due_at < \(bind: dueAt)
+            """
+        ).run()
+    }
+
+    /// Jobs in one statement; each queued behind a job of its stream that is due later is due then too.
+    func insertJobs(_ jobs: [Job], on db: any SQLDatabase) async throws {
+        guard let kind = jobs.first?.kind else { return }
+        try await db.insert(into: "srv_jobs").models(jobs, with: Self.encoding).run()
+        let streamed = jobs.filter { $0.stream != nil }.map(\.jobKey)
+        guard !streamed.isEmpty else { return }
+        let before: SQLQueryString = """
+            (SELECT p.due_at FROM srv_jobs p WHERE p.kind = srv_jobs.kind AND p.stream = srv_jobs.stream
+              AND p.state = 'queued' AND p.position < srv_jobs.position ORDER BY p.position DESC LIMIT 1)
+            """
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET due_at = \(before)
+            WHERE kind = \(bind: kind.rawValue) AND job_key IN (\(binds: streamed)) AND \(before) > due_at
             """
         ).run()
     }
@@ -112,6 +147,18 @@ extension ServerStore {
     func job(kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Job? {
         try await db.raw("SELECT * FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)")
             .first(decoding: Job.self, with: Self.decoding)
+    }
+
+    /// Whether a job of the kind (of one group) is due and unclaimed at `now` (one read of the index of due jobs).
+    func hasClaimableJob(kind: JobKind, group: String, now: Int64, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            """
+            SELECT 1 AS due FROM srv_jobs
+            WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group) AND state = 'queued'
+              AND due_at <= \(bind: now) AND (claimed_until IS NULL OR claimed_until < \(bind: now))
+            LIMIT 1
+            """
+        ).first() != nil
     }
 
     func nextJobDue(kind: JobKind, on db: any SQLDatabase) async throws -> Int64? {

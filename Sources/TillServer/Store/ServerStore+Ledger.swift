@@ -56,9 +56,12 @@ extension ServerStore {
     func transactions(environment: AppStoreEnvironment, originalTransactionId: String, on db: any SQLDatabase)
         async throws -> [LedgerRecord]
     {
-        try await db.raw(
+        // SQLite's planner, without statistics, prefers the primary key's `environment` (every transaction of the
+        // environment) to this index: a read per purchase that grew with the ledger.
+        let index: SQLQueryString = database.engine == .sqlite ? " INDEXED BY srv_transactions_original" : ""
+        return try await db.raw(
             """
-            SELECT * FROM srv_transactions WHERE environment = \(bind: environment.rawValue)
+            SELECT * FROM srv_transactions\(index) WHERE environment = \(bind: environment.rawValue)
             AND original_transaction_id = \(bind: originalTransactionId) ORDER BY purchase_date\(forUpdate)
             """
         ).all(decoding: LedgerRecord.self, with: Self.decoding)

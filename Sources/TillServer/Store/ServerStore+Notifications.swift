@@ -19,14 +19,16 @@ extension ServerStore {
             .first(decoding: NotificationRecord.self, with: Self.decoding)
     }
 
-    /// Notifications about a subscription (or purchase) that no customer owned when they came, oldest first.
+    /// Notifications about a subscription (or purchase) that no customer owned when they came, oldest first. The
+    /// outcome is written into the statement: a bound one cannot tell the planner that the partial index of unmatched
+    /// notifications serves it (every purchase read the whole table).
     func unmatchedNotifications(environment: String, originalTransactionId: String, on db: any SQLDatabase)
         async throws -> [NotificationRecord]
     {
         try await db.raw(
             """
             SELECT * FROM srv_notifications
-            WHERE outcome = \(bind: NotificationOutcome.unmatched.rawValue) AND environment = \(bind: environment)
+            WHERE outcome = \(literal: NotificationOutcome.unmatched.rawValue) AND environment = \(bind: environment)
               AND original_transaction_id = \(bind: originalTransactionId)
             ORDER BY signed_date, received_at
             """

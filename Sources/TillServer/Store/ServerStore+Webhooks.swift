@@ -18,9 +18,24 @@ extension ServerStore {
         )
     }
 
-    func webhookEndpoint(id: String, on db: any SQLDatabase) async throws -> WebhookEndpointRecord? {
-        try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE id = \(bind: id)")
+    /// An endpoint; `locking`: held until the end of `db`'s transaction (PostgreSQL: `FOR UPDATE`), so that a change
+    /// of its settings does not write back a cursor or a failure count another transaction moved meanwhile.
+    func webhookEndpoint(id: String, locking: Bool = false, on db: any SQLDatabase) async throws
+        -> WebhookEndpointRecord?
+    {
+        let lock: SQLQueryString = locking && database.engine == .postgres ? " FOR UPDATE" : ""
+        return try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE id = \(bind: id)\(lock)")
             .first(decoding: WebhookEndpointRecord.self, with: Self.decoding)
+    }
+
+    /// Moves an endpoint's dispatch cursor (its row held by `lockWebhookEndpoint`).
+    func moveCursor(endpointId: String, to sequence: Int64, at now: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatched_through = \(bind: sequence), updated_at = \(bind: now)
+            WHERE id = \(bind: endpointId)
+            """
+        ).run()
     }
 
     /// An app's endpoints, oldest first (by `created_at`, then id), after `after`, at most `limit`.
@@ -120,7 +135,7 @@ extension ServerStore {
     func insert(_ deliveries: [WebhookDeliveryRecord], jobs: [Job], on db: any SQLDatabase) async throws {
         guard !deliveries.isEmpty else { return }
         try await db.insert(into: "srv_webhook_deliveries").models(deliveries, with: Self.encoding).run()
-        try await db.insert(into: "srv_jobs").models(jobs, with: Self.encoding).run()
+        try await insertJobs(jobs, on: db)
     }
 
     /// One delivery to attempt, with what its event's body needs.
@@ -149,7 +164,21 @@ extension ServerStore {
             WHERE d.id IN (\(binds: ids))
             """
         )
-            .all(decoding: DeliveryToSend.self, with: Self.decoding)
+        .all(decoding: DeliveryToSend.self, with: Self.decoding)
+    }
+
+    /// A delivery delivered: the columns its last attempt changed (the others and their indexes stay).
+    func markDelivered(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_deliveries SET state = 'delivered', attempts = \(bind: delivery.attempts),
+                delivered_at = \(bind: delivery.deliveredAt), last_attempt_at = \(bind: delivery.lastAttemptAt),
+                last_status = \(bind: delivery.lastStatus), last_error = NULL, last_answer = \(bind: delivery.lastAnswer),
+                last_url = \(bind: delivery.lastUrl), last_duration = \(bind: delivery.lastDuration),
+                updated_at = \(bind: delivery.updatedAt)
+            WHERE id = \(bind: delivery.id)
+            """
+        ).run()
     }
 
     func update(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
@@ -189,10 +218,12 @@ extension ServerStore {
         on db: any SQLDatabase
     ) async throws -> [WebhookDeliveryRecord] {
         let before = before ?? PageKey(number: Int64.max, text: "")
+        // A state's condition only when one is given: the index of states serves it, the endpoint's the others.
+        let ofState: SQLQueryString = state.map { "AND d.state = \(bind: $0.rawValue)" } ?? ""
         return try await db.raw(
             """
             \(Self.deliveryWithJob)
-            WHERE d.endpoint_id = \(bind: endpointId) AND (\(bind: state?.rawValue) IS NULL OR d.state = \(bind: state?.rawValue))
+            WHERE d.endpoint_id = \(bind: endpointId) \(ofState)
               AND (d.created_at < \(bind: before.number) OR (d.created_at = \(bind: before.number) AND d.id < \(bind: before.text)))
             ORDER BY d.created_at DESC, d.id DESC LIMIT \(literal: limit)
             """
@@ -202,11 +233,9 @@ extension ServerStore {
     func countWebhookDeliveries(endpointId: String, state: WebhookDeliveryState?, on db: any SQLDatabase)
         async throws -> Int
     {
-        try await db.raw(
-            """
-            SELECT COUNT(*) AS n FROM srv_webhook_deliveries
-            WHERE endpoint_id = \(bind: endpointId) AND (\(bind: state?.rawValue) IS NULL OR state = \(bind: state?.rawValue))
-            """
+        let ofState: SQLQueryString = state.map { "AND state = \(bind: $0.rawValue)" } ?? ""
+        return try await db.raw(
+            "SELECT COUNT(*) AS n FROM srv_webhook_deliveries WHERE endpoint_id = \(bind: endpointId) \(ofState)"
         ).first()?.decode(column: "n", as: Int.self) ?? 0
     }
 

@@ -41,27 +41,26 @@ public struct WebhookDeliveries: Sendable {
 
     // MARK: Dispatching
 
-    /// Makes deliveries of the events recorded since each enabled endpoint's cursor; answers how many.
-    func dispatch(_ endpoints: [WebhookEndpointRecord], through last: Int64) async throws -> Int {
-        var made = 0
-        for endpoint in endpoints where endpoint.dispatchedThrough < last {
-            while true {
-                let (count, more) = try await dispatch(endpointId: endpoint.id)
-                made += count
-                if !more { break }
-            }
+    /// Makes deliveries of the events recorded since the endpoint's cursor, a batch per transaction; answers the
+    /// endpoint's cursor after (nil when another process holds the endpoint, or it is gone or paused).
+    func dispatch(endpointId: String) async throws -> Int64? {
+        var cursor: Int64?
+        while true {
+            let (through, more) = try await dispatchBatch(endpointId: endpointId)
+            guard let through else { return cursor }
+            cursor = through
+            if !more { return cursor }
         }
-        return made
     }
 
-    /// One batch of one endpoint's dispatch, in one transaction; answers how many deliveries it made and whether
-    /// more events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
-    private func dispatch(endpointId: String) async throws -> (Int, Bool) {
+    /// One batch of one endpoint's dispatch, in one transaction; answers the endpoint's cursor after and whether more
+    /// events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
+    private func dispatchBatch(endpointId: String) async throws -> (Int64?, Bool) {
         let now = clock.milliseconds
         let deadline = now + settings.retryFor.milliseconds
-        return try await database.transaction { db -> (Int, Bool) in
+        return try await database.transaction { db -> (Int64?, Bool) in
             guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled
-            else { return (0, false) }
+            else { return (nil, false) }
             let events = try await self.store.events(
                 after: endpoint.dispatchedThrough,
                 limit: Self.dispatchBatch,
@@ -70,14 +69,14 @@ public struct WebhookDeliveries: Sendable {
                 type: nil,
                 on: db
             )
-            guard let last = events.last else { return (0, false) }
+            guard let last = events.last else { return (endpoint.dispatchedThrough, false) }
             let made = events.filter { endpoint.accepts($0.type) }.map {
                 self.delivery(of: $0, to: endpoint, replay: false, deadline: deadline, now: now)
             }
             try await self.store.insert(made.map(\.0), jobs: made.map(\.1), on: db)
             endpoint.dispatchedThrough = last.sequence
-            try await self.store.update(endpoint, on: db)
-            return (made.count, events.count == Self.dispatchBatch)
+            try await self.store.moveCursor(endpointId: endpoint.id, to: last.sequence, at: now, on: db)
+            return (last.sequence, events.count == Self.dispatchBatch)
         }
     }
 
@@ -135,17 +134,19 @@ public struct WebhookDeliveries: Sendable {
 
     // MARK: Attempts
 
-    /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt.
-    func claim(endpoint: WebhookEndpointRecord, limit: Int) async throws -> [Attempt] {
+    /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt, in
+    /// `db`'s transaction; a job whose delivery is no longer pending (an operator dead-lettered it, say) ends here.
+    private func claim(endpoint: WebhookEndpointRecord, limit: Int, on db: any SQLDatabase) async throws -> [Attempt] {
         let claimed = try await jobs.claim(
             .delivery,
             group: endpoint.id,
             limit: limit,
-            lease: settings.timeout * 2 + .seconds(30)
+            lease: settings.timeout * 2 + .seconds(30),
+            on: db
         )
         guard !claimed.isEmpty else { return [] }
         let found = Dictionary(
-            try await store.deliveriesToSend(ids: claimed.map(\.jobKey), on: store.sql).map { ($0.delivery.id, $0) },
+            try await store.deliveriesToSend(ids: claimed.map(\.jobKey), on: db).map { ($0.delivery.id, $0) },
             uniquingKeysWith: { first, _ in first }
         )
         var attempts: [Attempt] = []
@@ -164,12 +165,7 @@ public struct WebhookDeliveries: Sendable {
                 )
             )
         }
-        if !gone.isEmpty {
-            let finished = gone
-            try await database.transaction(bookkeeping: true) { db in
-                for key in finished { try await self.jobs.finish(.delivery, key: key, on: db) }
-            }
-        }
+        try await jobs.finish(.delivery, keys: gone, on: db)
         return attempts
     }
 
@@ -181,8 +177,16 @@ public struct WebhookDeliveries: Sendable {
         var endpoint: WebhookEndpointRecord
     }
 
-    /// Sends one attempt and records what came of it.
-    func perform(_ attempt: Attempt, client: WebhookClient) async {
+    /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
+    /// meanwhile).
+    struct Outcome: Sendable {
+        var attempt: Attempt
+        var answer: WebhookAnswer
+    }
+
+    /// Sends one attempt; its outcome is recorded later, in a batch (an answer not recorded when the process dies is
+    /// sent again once its claim lapses, with the same `webhook-id`).
+    func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
         let body = Self.payload(
             body: attempt.body,
             type: attempt.delivery.eventType,
@@ -209,11 +213,7 @@ public struct WebhookDeliveries: Sendable {
                 ),
             ]
         )
-        do {
-            try await record(answer, of: attempt)
-        } catch {
-            logger.error("webhook delivery \(attempt.delivery.id): its outcome could not be recorded: \(error)")
-        }
+        return Outcome(attempt: attempt, answer: answer)
     }
 
     /// The body of a delivery: the Standard Webhooks payload around the event's stored JSON (the same bytes for
@@ -229,11 +229,115 @@ public struct WebhookDeliveries: Sendable {
         return writer.bytes
     }
 
-    /// Keeps an attempt and its answer, and ends its job's attempt: delivered, tried again later, or dead-lettered
-    /// once the next attempt would come after the delivery's deadline.
-    private func record(_ answer: WebhookAnswer, of attempt: Attempt) async throws {
+    /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
+    /// jobs' attempts (delivered, tried again later, or dead-lettered once the next attempt would come after the
+    /// delivery's deadline), then claims up to `limit` due deliveries of each endpoint in `claims` — a customer's
+    /// next delivery as soon as the one before it is recorded. Answers the attempts to send.
+    func round(
+        recording outcomes: [Outcome],
+        claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)]
+    ) async throws -> [Attempt] {
+        let claims = claims.filter { $0.limit > 0 }
+        guard !outcomes.isEmpty || !claims.isEmpty else { return [] }
         let now = clock.milliseconds
-        var delivery = attempt.delivery
+        let ended = outcomes.map { ($0, delivery(after: $0, now: now)) }
+        // An endpoint's success is written only when it ends failures, or a second after the last one written: every
+        // delivery of a busy endpoint would rewrite the endpoint's row.
+        var succeeded: Set<String> = []
+        for (outcome, _) in ended where outcome.answer.isDelivered {
+            let endpoint = outcome.attempt.endpoint
+            if endpoint.consecutiveFailures > 0 || succeeded.contains(endpoint.id)
+                || successes.due(endpoint.id, at: now)
+            {
+                succeeded.insert(endpoint.id)
+            }
+        }
+        let toNote = succeeded
+        // Deliveries are no customer's data: the transaction leaves the caches of customer views alone.
+        let (recovered, attempts) = try await database.transaction(bookkeeping: true) {
+            db -> ([String], [Attempt]) in
+            let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
+            var attempts: [Attempt] = []
+            for (endpoint, limit) in claims {
+                attempts += try await self.claim(endpoint: endpoint, limit: limit, on: db)
+            }
+            return (recovered, attempts)
+        }
+        for (outcome, delivery) in ended {
+            let outcomeName =
+                switch delivery.state {
+                case .delivered: "delivered"
+                case .deadLettered: "deadLettered"
+                case .pending: "failed"
+                }
+            metrics.webhookAttempt(outcome: outcomeName, duration: outcome.answer.duration)
+            if !outcome.answer.isDelivered {
+                logger.info(
+                    "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(outcome.attempt.endpoint.id): attempt \(delivery.attempts) \(outcomeName): \(outcome.answer.error ?? "")"
+                )
+            }
+        }
+        for endpointId in recovered {
+            logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
+        }
+        if !recovered.isEmpty { jobs.wake(.delivery) }
+        return attempts
+    }
+
+    /// Records attempts in `db`'s transaction; answers the endpoints that answer again after failures and had
+    /// deliveries waiting for their back-off (due now).
+    private func record(
+        _ ended: [(Outcome, WebhookDeliveryRecord)],
+        notingSuccessOf succeeded: Set<String>,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> [String] {
+        var delivered: [String] = []
+        for (outcome, delivery) in ended {
+            let answer = outcome.answer
+            if answer.isDelivered {
+                // The attempt that delivers is the delivery's last attempt; failures are kept one by one.
+                try await store.markDelivered(delivery, on: db)
+                delivered.append(delivery.id)
+                continue
+            }
+            try await store.insert(
+                WebhookAttemptRecord(
+                    deliveryId: delivery.id,
+                    attempt: delivery.attempts,
+                    at: now,
+                    url: answer.url,
+                    status: answer.status,
+                    answer: answer.answer,
+                    error: answer.error,
+                    duration: answer.duration.milliseconds
+                ),
+                on: db
+            )
+            try await store.update(delivery, on: db)
+            if delivery.state == .deadLettered {
+                try await jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
+            } else {
+                try await jobs.retry(.delivery, key: delivery.id, at: delivery.nextAttemptAt ?? now, error: answer.error, on: db)
+            }
+            try await store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
+        }
+        try await jobs.finish(.delivery, keys: delivered, on: db)
+        var recovered: [String] = []
+        for endpointId in succeeded.sorted()
+        where try await store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) {
+            // It answers again: what waited for its back-off is due now.
+            if try await store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0 {
+                recovered.append(endpointId)
+            }
+        }
+        return recovered
+    }
+
+    /// The delivery as an attempt's answer leaves it.
+    private func delivery(after outcome: Outcome, now: Int64) -> WebhookDeliveryRecord {
+        let answer = outcome.answer
+        var delivery = outcome.attempt.delivery
         delivery.attempts += 1
         delivery.updatedAt = now
         delivery.lastAttemptAt = now
@@ -242,78 +346,18 @@ public struct WebhookDeliveries: Sendable {
         delivery.lastError = answer.error
         delivery.lastUrl = answer.url
         delivery.lastDuration = answer.duration.milliseconds
-        let outcome: String
         if answer.isDelivered {
             delivery.state = .delivered
             delivery.deliveredAt = now
-            outcome = "delivered"
         } else {
             let next = now + settings.delay(afterAttempt: delivery.attempts).milliseconds
             if next > delivery.deadline {
                 delivery.state = .deadLettered
-                outcome = "deadLettered"
             } else {
                 delivery.nextAttemptAt = next
-                outcome = "failed"
             }
         }
-        let endpointId = attempt.endpoint.id
-        let ended = delivery
-        // A success is written to its endpoint only when it ends failures, or a second after the last one written:
-        // every delivery of a busy endpoint would rewrite the endpoint's row.
-        let noteSuccess =
-            answer.isDelivered && (attempt.endpoint.consecutiveFailures > 0 || successes.due(endpointId, at: now))
-        let recovered = try await database.transaction { db -> Bool in
-            let delivery = ended
-            if !answer.isDelivered {
-                // Failures are kept one by one; the attempt that delivers is the delivery's last attempt.
-                try await self.store.insert(
-                    WebhookAttemptRecord(
-                        deliveryId: delivery.id,
-                        attempt: delivery.attempts,
-                        at: now,
-                        url: answer.url,
-                        status: answer.status,
-                        answer: answer.answer,
-                        error: answer.error,
-                        duration: answer.duration.milliseconds
-                    ),
-                    on: db
-                )
-            }
-            try await self.store.update(delivery, on: db)
-            switch delivery.state {
-            case .delivered:
-                try await self.jobs.finish(.delivery, key: delivery.id, on: db)
-                guard noteSuccess, try await self.store.webhookEndpointSucceeded(id: endpointId, at: now, on: db)
-                else { return false }
-                // It answers again: what waited for its back-off is due now.
-                return try await self.store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0
-            case .deadLettered:
-                try await self.jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
-                try await self.store.webhookEndpointFailed(id: endpointId, at: now, on: db)
-            case .pending:
-                try await self.jobs.retry(
-                    .delivery,
-                    key: delivery.id,
-                    at: delivery.nextAttemptAt ?? now,
-                    error: answer.error,
-                    on: db
-                )
-                try await self.store.webhookEndpointFailed(id: endpointId, at: now, on: db)
-            }
-            return false
-        }
-        metrics.webhookAttempt(outcome: outcome, duration: answer.duration)
-        if recovered {
-            logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
-            jobs.wake(.delivery)
-        }
-        if !answer.isDelivered {
-            logger.info(
-                "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(endpointId): attempt \(delivery.attempts) \(outcome): \(answer.error ?? "")"
-            )
-        }
+        return delivery
     }
 
     /// Dead-letters the deliveries whose deadline passed while their endpoint kept failing; answers how many.

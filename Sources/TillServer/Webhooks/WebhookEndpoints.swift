@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import SQLKit
+import Synchronization
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -17,6 +18,8 @@ public struct WebhookEndpoints: Sendable {
     let policy: WebhookAddressPolicy
     let clock: ServerClock
     let logger: Logger
+    /// Moves with every change this process makes to an endpoint (the worker reads the list again at once).
+    let revision = Revision()
 
     /// Adds an endpoint: it receives the events recorded from now on (`replay` sends older ones). Answers it with its
     /// secret, which is shown only here and when it is rotated.
@@ -45,6 +48,7 @@ public struct WebhookEndpoints: Sendable {
             try await self.store.insert(record, on: db)
             return record
         }
+        changed()
         logger.notice("webhook endpoint \(endpoint.id) of \(bundleId) added: \(endpoint.url)")
         return .init(endpoint: try await view(endpoint), secret: endpoint.secret)
     }
@@ -81,7 +85,7 @@ public struct WebhookEndpoints: Sendable {
         let description = try Self.validated(description: patch.description)
         let now = clock.milliseconds
         let updated = try await database.transaction { db -> WebhookEndpointRecord in
-            var record = try await self.record(bundleId: bundleId, id: id, on: db)
+            var record = try await self.record(bundleId: bundleId, id: id, locking: true, on: db)
             if let url { record.url = url }
             if patch.description != nil { record.description = description }
             if let types = patch.eventTypes { record.eventTypes = EventTypeList(Self.distinct(types)) }
@@ -90,7 +94,7 @@ public struct WebhookEndpoints: Sendable {
             try await self.store.update(record, on: db)
             return record
         }
-        jobs.wake(.delivery)
+        changed()
         return try await view(updated)
     }
 
@@ -100,6 +104,7 @@ public struct WebhookEndpoints: Sendable {
             _ = try await self.record(bundleId: bundleId, id: id, on: db)
             try await self.store.deleteWebhookEndpoint(id: id, on: db)
         }
+        changed()
         logger.notice("webhook endpoint \(id) of \(bundleId) removed")
     }
 
@@ -113,7 +118,7 @@ public struct WebhookEndpoints: Sendable {
         }
         let now = clock.milliseconds
         let rotated = try await database.transaction { db -> WebhookEndpointRecord in
-            var record = try await self.record(bundleId: bundleId, id: id, on: db)
+            var record = try await self.record(bundleId: bundleId, id: id, locking: true, on: db)
             record.previousSecret = overlap > .zero ? record.secret : nil
             record.previousSecretExpiresAt = overlap > .zero ? now + overlap.milliseconds : nil
             record.secret = StandardWebhooks.newSecret()
@@ -121,15 +126,28 @@ public struct WebhookEndpoints: Sendable {
             try await self.store.update(record, on: db)
             return record
         }
+        changed()
         logger.notice("webhook endpoint \(id) of \(bundleId): secret rotated")
         return .init(secret: rotated.secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt)
     }
 
     // MARK: Helpers
 
-    func record(bundleId: String, id: String, on db: any SQLDatabase) async throws -> WebhookEndpointRecord {
-        guard let record = try await store.webhookEndpoint(id: id, on: db), record.bundleId == bundleId else {
-            _ = try await catalogue.app(bundleId: bundleId)
+    /// After a change: the worker reads the endpoints again.
+    private func changed() {
+        revision.bump()
+        jobs.wake(.delivery)
+    }
+
+    /// An app's endpoint (`locking`: for a change, see `ServerStore.webhookEndpoint(id:locking:on:)`); 404 when the
+    /// app or the endpoint is unknown (read on `db`: it may be a transaction's connection).
+    func record(bundleId: String, id: String, locking: Bool = false, on db: any SQLDatabase) async throws
+        -> WebhookEndpointRecord
+    {
+        guard let record = try await store.webhookEndpoint(id: id, locking: locking, on: db),
+            record.bundleId == bundleId
+        else {
+            _ = try await catalogue.requireApp(bundleId: bundleId, on: db)
             throw TillHTTPError(.notFound, "webhookEndpointNotFound", "\(bundleId) has no webhook endpoint \(id)")
         }
         return record
@@ -174,4 +192,11 @@ public struct WebhookEndpoints: Sendable {
         var seen: Set<EventType> = []
         return types.filter { seen.insert($0).inserted }
     }
+}
+
+/// A counter that moves with each change (read to know whether something changed since).
+final class Revision: Sendable {
+    private let value = Atomic<UInt64>(0)
+    var current: UInt64 { value.load(ordering: .acquiring) }
+    func bump() { value.add(1, ordering: .releasing) }
 }

@@ -5,6 +5,7 @@ import SwiftASN1
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillSimulatorContract
 import X509
 
 /// The simulator's HTTP interface: App Store Connect (admin), StoreKit for apps, verifyReceipt and the App
@@ -14,6 +15,15 @@ public func buildSimulatorRouter(_ simulator: Simulator) -> Router<SimulatorRequ
     let routeMethods = RouteMethods()
     router.middlewares.add(TillHTTPErrorMiddleware(routes: routeMethods, program: "simulator"))
     router.get("/health") { _, _ in #"{"status":"ok"}"# }
+    // The device API's document (Client/Sources/TillSimulatorContract/openapi.yaml), which SimulatorStorefront's
+    // types are generated from.
+    router.get("storekit/openapi.yaml") { _, _ in
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/yaml"],
+            body: .init(byteBuffer: ByteBuffer(string: SimulatorContractDocument.yaml))
+        )
+    }
     addAdminRoutes(to: router.group("admin/v1"), simulator)
     addStoreKitRoutes(to: router.group("storekit/{environment}"), simulator)
     addAppleRoutes(to: router, simulator)

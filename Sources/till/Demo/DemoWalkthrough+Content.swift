@@ -76,7 +76,7 @@ extension DemoWalkthrough {
             let queue = try await app.storefront.unfinishedTransactions()
             report.expect(
                 partial >= 1_000_000 && partial < issue.count
-                    && queue.contains { $0.transactionId == failure.transaction.transactionId },
+                    && queue.contains { $0.transaction?.transactionId == failure.transaction.transactionId },
                 "the download stopped at \(TextFormat.megabytes(partial)) of "
                     + "\(TextFormat.megabytes(Int64(issue.count))): not delivered, so the transaction stays "
                     + "unfinished, and the partial file is kept",

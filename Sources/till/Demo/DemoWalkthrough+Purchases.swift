@@ -24,7 +24,8 @@ extension DemoWalkthrough {
                 if catalogue.isServerDelivered { grants.append("+ \(catalogue.content.count) file(s)") }
                 report.note(
                     TextFormat.column(product.productId, 17) + TextFormat.column(catalogue._type.rawValue, 18)
-                        + TextFormat.column(product.store.title, 24) + TextFormat.column(product.store.displayPrice, 8)
+                        + TextFormat.column(product.store.displayName, 24)
+                        + TextFormat.column(product.store.displayPrice, 8)
                         + grants.joined(separator: " ")
                 )
             }
@@ -100,13 +101,12 @@ extension DemoWalkthrough {
             await world.listener.stop()
             report.note("till serve stopped")
             let outcome = try await phone.purchase(productId: "gems.100")
-            guard case .notDelivered(let failure) = outcome, failure.stage == .submission, failure.queuedInOutbox,
-                let transactionId = failure.transaction.transactionId
-            else {
+            guard case .notDelivered(let failure) = outcome, failure.stage == .submission, failure.queuedInOutbox else {
                 report.fail("the purchase waits in the outbox — \(Self.describe(outcome))")
                 try await world.listener.start()
                 return
             }
+            let transactionId = failure.transaction.transactionId
             let pending = await phone.outbox.pending
             report.expect(
                 pending.contains { $0.transactionId == transactionId },
@@ -116,7 +116,7 @@ extension DemoWalkthrough {
             )
             let queue = try await phone.storefront.unfinishedTransactions()
             report.expect(
-                queue.contains { $0.transactionId == transactionId },
+                queue.contains { $0.transaction?.transactionId == transactionId },
                 "the App Store keeps the transaction unfinished",
                 otherwise: "it was finished"
             )

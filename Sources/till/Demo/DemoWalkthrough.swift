@@ -100,9 +100,10 @@ final class DemoWalkthrough {
     static func describe(_ outcome: PurchaseOutcome) -> String {
         switch outcome {
         case .delivered(let delivery): "delivered \(delivery.transaction.productId)"
-        case .cancelled: "cancelled by the customer"
-        case .pending(let transaction): "pending (\(transaction.state))"
+        case .userCancelled: "cancelled by the customer"
+        case .pending(let pending): "pending (\(pending.productId) waits for approval)"
         case .failed(_, let error): "refused by the store: \(error)"
+        case .unverified(_, let error): "not verified on the device: \(error)"
         case .notDelivered(let failure): "\(failure)"
         }
     }

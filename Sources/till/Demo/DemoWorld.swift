@@ -140,26 +140,26 @@ struct DemoWorld: Sendable {
         folder: String,
         evidence: App.Evidence = .signedTransaction
     ) throws -> App {
-        let server = TillServerClient(baseURL: serverURL, appKey: app.appKey, timeout: .seconds(10))
+        let server = TillServerClient(baseURL: serverURL, appKey: app.appKey, timeout: 10)
         return try PurchaseCoordinator(
             storefront: SimulatorStorefront(
                 baseURL: simulatorURL,
                 deviceId: deviceId,
                 bundleId: app.bundleId,
-                timeout: .seconds(10),
-                pollInterval: .milliseconds(200)
+                timeout: 10,
+                pollInterval: 0.2
             ),
             server: server,
             bundleId: app.bundleId,
             customerId: Self.customer,
             directory: directory.appendingPathComponent(folder, isDirectory: true),
-            backoff: Backoff(base: .milliseconds(200), cap: .seconds(1), jitter: 0),
+            backoff: Backoff(base: 0.2, cap: 1, jitter: 0),
             evidence: evidence
         )
     }
 
     /// The server's app API as the app calls it.
-    var client: TillServerClient { TillServerClient(baseURL: serverURL, appKey: app.appKey, timeout: .seconds(10)) }
+    var client: TillServerClient { TillServerClient(baseURL: serverURL, appKey: app.appKey, timeout: 10) }
 
     /// The server's admin API, with the operator token.
     var serverAdmin: AdminHTTP { AdminHTTP(baseURL: serverURL, token: operatorToken) }

@@ -21,7 +21,7 @@ struct ShopMenu {
         for line in await session.launch() { say("  " + line) }
         let app = session.app
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await app.run(every: .seconds(5)) }
+            group.addTask { await app.run(every: 5) }
             group.addTask {
                 for await event in app.events {
                     let view = await session.view(of: event.outcome)

@@ -34,9 +34,11 @@ extension ShopSession {
                 lines.append("delivered at launch: \(delivery.transaction.productId)")
             case .notDelivered(let failure):
                 lines.append("still not delivered: \(failure.transaction.productId) (\(failure.error.message))")
-            case .failed(let transaction, let error):
-                lines.append("\(transaction.productId) was declined: \(error.message)")
-            case .cancelled, .pending:
+            case .failed(let productId, let error):
+                lines.append("\(productId) was declined: \(error.message)")
+            case .unverified(let transaction, let error):
+                lines.append("\(transaction.productId) did not verify on the device: \(error)")
+            case .userCancelled, .pending:
                 break
             }
         }
@@ -51,11 +53,11 @@ extension ShopSession {
                 ShopProducts.Product(
                     productId: product.productId,
                     type: product.catalogue._type.rawValue,
-                    title: product.store.title,
+                    title: product.store.displayName,
                     description: product.store.description,
                     displayPrice: product.store.displayPrice,
-                    price: product.store.price,
-                    currency: product.store.currency,
+                    price: product.store.priceInMilliunits,
+                    currency: product.store.currencyCode,
                     credits: product.catalogue.credits.additionalProperties,
                     entitlements: product.catalogue.entitlements,
                     files: product.catalogue.content.map(ShopFile.init),
@@ -97,11 +99,10 @@ extension ShopSession {
     }
 
     func view(of outcome: PurchaseOutcome) async -> ShopPurchase {
-        let transaction = outcome.transaction
         var view = ShopPurchase(
             outcome: "",
-            productId: transaction.productId,
-            transactionId: transaction.transactionId
+            productId: outcome.productId,
+            transactionId: outcome.transaction?.transactionId
         )
         switch outcome {
         case .delivered(let delivery):
@@ -112,15 +113,18 @@ extension ShopSession {
             view.balances = delivery.snapshot.snapshot.balances.additionalProperties
             view.entitlements = delivery.snapshot.snapshot.entitlements.filter { delivery.snapshot.grants($0.id) }
                 .map(\.id)
-        case .cancelled:
+        case .userCancelled:
             view.outcome = "cancelled"
-        case .pending(let transaction):
+        case .pending(let pending):
             view.outcome = "pending"
-            view.paymentId = await paymentId(ofEntry: transaction.id)
+            view.paymentId = pending.paymentId
             view.approveURL = view.paymentId.map { "\(simulatorURL)/admin/v1/payments/\($0)/approve" }
         case .failed(_, let error):
             view.outcome = "failed"
             view.error = ShopError(store: error)
+        case .unverified(_, let error):
+            view.outcome = "unverified"
+            view.error = ShopError(kind: "unverified", code: error.reason.rawValue, message: error.description)
         case .notDelivered(let failure):
             view.outcome = "notDelivered"
             view.error = ShopError(failure.error)

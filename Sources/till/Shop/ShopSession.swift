@@ -41,7 +41,7 @@ struct ShopSession: Sendable {
                 baseURL: options.simulator,
                 deviceId: deviceId,
                 bundleId: options.bundleId,
-                pollInterval: .seconds(1),
+                pollInterval: 1,
                 paymentSheet: { _ in sheet.answer() }
             ),
             server: server,
@@ -107,17 +107,6 @@ struct ShopSession: Sendable {
         }
         _ = try await simulatorAdmin.json(.PATCH, "/admin/v1/accounts/\(account)", restoring, as: Account.self)
         return try result.get()
-    }
-
-    /// The Ask to Buy payment behind a deferred queue entry, which a parent approves on the simulator.
-    func paymentId(ofEntry entry: String) async -> String? {
-        struct Entry: Decodable {
-            var id: String
-            var paymentId: String?
-        }
-        let path = "/storekit/sandbox/devices/\(deviceId)/queue?bundleId=\(bundleId)"
-        let queue = try? await simulatorAdmin.json(.GET, path, as: [Entry].self)
-        return queue?.first { $0.id == entry }?.paymentId
     }
 
     struct Account: Decodable {

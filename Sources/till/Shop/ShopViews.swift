@@ -97,17 +97,24 @@ struct ShopError: Encodable {
         message = error.message
     }
 
+    /// StoreKit 1's number for the store's code (as the simulator reports it), else the code's name.
     init(store error: StoreError) {
         kind = "store"
-        code = String(error.code.rawValue)
+        code = error.code.skErrorCode.map(String.init) ?? error.code.description
         message = error.message
+    }
+
+    init(kind: String, code: String?, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
     }
 }
 
 /// What became of `buy`.
 struct ShopPurchase: ShopView {
-    /// `delivered`, `cancelled`, `pending`, `failed` (the store refused) or `notDelivered` (charged, delivered
-    /// later).
+    /// `delivered`, `cancelled`, `pending`, `failed` (the store refused), `unverified` (the store's signature did not
+    /// verify on the device) or `notDelivered` (charged, delivered later).
     var outcome: String
     var productId: String
     var transactionId: String?
@@ -142,6 +149,8 @@ struct ShopPurchase: ShopView {
             return text
         case "failed":
             return "✗ The App Store refused the payment (\(error?.message ?? "?")): nothing was charged."
+        case "unverified":
+            return "✗ The store's signature did not verify on this device (\(error?.message ?? "?")): not delivered."
         default:
             return "✗ Charged, not delivered yet: \(error?.message ?? "?")"
                 + (queuedInOutbox == true
