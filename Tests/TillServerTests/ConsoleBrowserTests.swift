@@ -217,7 +217,7 @@ struct ConsoleBrowserTests {
 
         // Sign out: the console is closed again.
         try await browser.click(try await browser.find("form[action=\"/console/sign-out\"] button"))
-        #expect(try await browser.currentPath().hasPrefix("/console/sign-in"))
+        try await waitUntil { try await browser.currentPath().hasPrefix("/console/sign-in") }
         try await browser.go(base + "/console/customers/ann?app=\(app)")
         #expect(try await browser.currentPath().hasPrefix("/console/sign-in"))
     }
