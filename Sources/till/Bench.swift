@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TillBench
 import TillFormats
 
@@ -19,17 +20,20 @@ struct Bench: AsyncParsableCommand {
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, all, submissions, reads, database, events, receiver, ledger, console
+        case jws, receipt, es256, all, submissions, reads, database, events, receiver, limits, ledger, console
     }
 
     @Argument(
         help:
-            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), ledger (write a big ledger for the console), console (time the console's pages on it)."
+            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), limits (the worst input of each limit on hostile input), ledger (write a big ledger for the console), console (time the console's pages on it)."
     )
     var target: Target = .all
 
     @Option(help: "Seconds to measure each benchmark.")
     var seconds: Int = 5
+
+    @Option(name: .customLong("case"), help: "limits: run only this case, in this process (one JSON line).")
+    var limitsCase: String?
 
     @Option(help: "In-app purchases in the benchmark receipt.")
     var purchases: Int = 10
@@ -115,6 +119,12 @@ struct Bench: AsyncParsableCommand {
             neighbours: neighbours
         )
         switch target {
+        case .limits:
+            if let limitsCase {
+                let measurement = try await LimitsBenchmark.run(case: limitsCase, seconds: seconds)
+                return print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
+            }
+            return print(try await LimitsBenchmark.all(executable: Self.executable, seconds: seconds))
         case .submissions: return print(try await ServerBenchmark.submissions(options))
         case .reads: return print(try await ServerBenchmark.reads(options))
         case .database: return print(try await ServerBenchmark.database(options))
@@ -153,5 +163,11 @@ struct Bench: AsyncParsableCommand {
         if target == .receipt || target == .all {
             print(try await VerificationBenchmark.receipts(purchases: purchases, duration: duration))
         }
+    }
+
+    /// This program, for the children `limits` runs each case in.
+    static var executable: String {
+        guard FileManager.default.fileExists(atPath: "/proc/self/exe") else { return CommandLine.arguments[0] }
+        return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     }
 }

@@ -462,7 +462,7 @@ struct WebhookTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let spec: [String: Any] = [
-            "openapi": root.appendingPathComponent("Sources/TillContract/openapi.yaml").path,
+            "openapi": root.appendingPathComponent("Client/Sources/TillContract/openapi.yaml").path,
             "deliveries": deliveries.map { delivery in
                 [
                     "secrets": secrets,
