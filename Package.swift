@@ -52,6 +52,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // What the server and the simulator share over HTTP: the error type and middleware, JSON bodies, wake-ups.
@@ -109,6 +110,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -118,6 +120,9 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
+            // The console's templates, stylesheet and script, compiled into the binary (`PackageResources`): a
+            // deployment is the one executable.
+            resources: [.embedInCode("Console/Templates")],
             swiftSettings: upcoming
         ),
         .target(
@@ -323,6 +328,7 @@ let package = Package(
         .testTarget(
             name: "TillServerTests",
             dependencies: [
+                "TillBench",
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",

@@ -27,6 +27,8 @@ import TillStorage
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
 /// - `webhooks`: the app's webhook endpoints and the deliveries of its events to them (Standard Webhooks);
+/// - `figures`: revenue, renewals and subscriptions per day, folded from the ledger's journal (the revenue report,
+///   the console's overview);
 /// - `metrics`: what `/metrics` reports.
 ///
 /// The HTTP layer (`buildServerApplication`) and the command line call the components.
@@ -49,6 +51,11 @@ public final class PurchaseServer: Sendable {
     public let content: ContentDelivery
     public let webhookEndpoints: WebhookEndpoints
     public let webhookDeliveries: WebhookDeliveries
+    public let figures: Figures
+    let consoleSessions: ConsoleSessions
+    let consoleAudit: ConsoleAudit
+    /// When this process built the server (the console's "since").
+    let startedAt: Int64
     let store: ServerStore
     let clock: ServerClock
     let logger: Logger
@@ -182,6 +189,18 @@ public final class PurchaseServer: Sendable {
             clock: clock,
             logger: logger
         )
+        figures = Figures(database: database, store: store, clock: clock, logger: logger)
+        let audit = ConsoleAudit(store: store, clock: clock)
+        consoleAudit = audit
+        consoleSessions = ConsoleSessions(
+            database: database,
+            store: store,
+            clock: clock,
+            operatorToken: configuration.operatorToken,
+            limiter: SignInLimiter(),
+            audit: audit
+        )
+        startedAt = clock.milliseconds
         webhookDeliveries = WebhookDeliveries(
             settings: configuration.webhooks,
             database: database,

@@ -6,7 +6,7 @@ import Synchronization
 /// handler, means no write sleeps in back-off and no thread (statements run on the caller's) is held
 /// waiting for a lock whose owner needs a thread to commit. An uncontended lock costs a mutex, not a
 /// hop to an actor's executor.
-final class AsyncLock: Sendable {
+public final class AsyncLock: Sendable {
     private struct State {
         var locked = false
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -14,7 +14,9 @@ final class AsyncLock: Sendable {
 
     private let state = Mutex(State())
 
-    func lock() async {
+    public init() {}
+
+    public func lock() async {
         let acquired = state.withLock { state -> Bool in
             guard !state.locked else { return false }
             state.locked = true
@@ -34,7 +36,7 @@ final class AsyncLock: Sendable {
         }
     }
 
-    func unlock() {
+    public func unlock() {
         // The lock passes straight to the first waiter: it stays locked.
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             if state.waiters.isEmpty {

@@ -27,6 +27,8 @@ public final class TillDatabase: Sendable {
     /// takes the write lock as a transaction does.) Storage failures come out as `StorageUnavailable`, after the
     /// gate's wait.
     public let sql: any SQLDatabase
+    /// Hears the statements run on this database while a test listens.
+    public let statements: StatementTap
     /// The connections themselves, for transactions (which the gate runs whole).
     private let connections: any SQLDatabase
     /// Where storage failures are waited out, classified and counted.
@@ -51,11 +53,13 @@ public final class TillDatabase: Sendable {
         engine: Engine,
         configuration: DatabaseConfiguration,
         sql: any SQLDatabase,
+        statements: StatementTap,
         gate: StorageGate,
         writeLock: AsyncLock?,
         checkpointer: WALCheckpointer? = nil,
         shutdown: @escaping @Sendable () async throws -> Void
     ) {
+        self.statements = statements
         self.checkpointer = checkpointer
         self.engine = engine
         self.configuration = configuration
@@ -119,14 +123,17 @@ public final class TillDatabase: Sendable {
                 }
             )
             let writeLock = AsyncLock()
+            let tap = StatementTap()
             return TillDatabase(
                 engine: .sqlite,
                 configuration: configuration,
                 sql: DirectSQLiteDatabase(
                     target: .pool(pool, writeLock),
                     logger: logger,
-                    eventLoop: eventLoopGroup.any()
+                    eventLoop: eventLoopGroup.any(),
+                    tap: tap
                 ),
+                statements: tap,
                 gate: gate,
                 writeLock: writeLock,
                 checkpointer: checkpointer,
@@ -145,10 +152,12 @@ public final class TillDatabase: Sendable {
                 on: eventLoopGroup
             )
             let box = ConnectionPoolBox(pool)
+            let tap = StatementTap()
             return TillDatabase(
                 engine: .postgres,
                 configuration: configuration,
-                sql: PooledPostgresDatabase(box: box, logger: poolLogger),
+                sql: TappedSQLDatabase(base: PooledPostgresDatabase(box: box, logger: poolLogger), tap: tap),
+                statements: tap,
                 gate: gate,
                 writeLock: nil,
                 shutdown: { try await box.close() }
@@ -293,6 +302,7 @@ struct DirectSQLiteDatabase: SQLDatabase {
     let target: Target
     let logger: Logger
     let eventLoop: any EventLoop
+    let tap: StatementTap
     var dialect: any SQLDialect { SQLiteDialect() }
     var version: (any SQLDatabaseReportedVersion)? { nil }
     var queryLogLevel: Logger.Level? { nil }
@@ -309,6 +319,7 @@ struct DirectSQLiteDatabase: SQLDatabase {
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, rawBinds) = serialize(query)
+        tap.heard(sql, rawBinds)
         let binds = try rawBinds.map { try Self.encoder.encode($0) }
         let run: @Sendable (SQLiteHandle) throws -> Void = { handle in
             try handle.execute(sql, binds) { columns, values in
@@ -342,7 +353,9 @@ struct DirectSQLiteDatabase: SQLDatabase {
         case .session: return try await closure(self)
         case .pool(let pool, _):
             return try await pool.withConnection { handle in
-                try await closure(DirectSQLiteDatabase(target: .session(handle), logger: logger, eventLoop: eventLoop))
+                try await closure(
+                    DirectSQLiteDatabase(target: .session(handle), logger: logger, eventLoop: eventLoop, tap: tap)
+                )
             }
         }
     }

@@ -13,17 +13,19 @@ struct Bench: AsyncParsableCommand {
             simulator answering verifyReceipt in --apple-latency seconds (--outage-at 20 --outage-seconds 60 takes \
             Apple down in the middle); till bench reads measures customer reads \
             beside a bare Hummingbird route; till bench events --rate 500 measures webhook deliveries per second and \
-            the CPU one endpoint adds to a purchase. See docs/benchmarks.md.
+            the CPU one endpoint adds to a purchase; till bench ledger --database-url big.sqlite writes a ledger of \
+            --transactions (1,000,000) over --customers (100,000), and till bench console --database-url big.sqlite \
+            times every page of the console on it. See docs/benchmarks.md.
             """
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, all, submissions, reads, database, events, receiver, limits
+        case jws, receipt, es256, all, submissions, reads, database, events, receiver, limits, ledger, console
     }
 
     @Argument(
         help:
-            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), limits (the worst input of each limit on hostile input)."
+            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), limits (the worst input of each limit on hostile input), ledger (write a big ledger for the console), console (time the console's pages on it)."
     )
     var target: Target = .all
 
@@ -75,8 +77,20 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "events: events in the backlog delivered at once.")
     var events = 20_000
 
-    @Option(help: "events: customers the purchases and events are spread over (each one's events go out in order).")
-    var customers = 1000
+    @Option(
+        help:
+            "events: customers the purchases and events are spread over (each one's events go out in order); ledger: the ledger's customers (100000 by default)."
+    )
+    var customers: Int?
+
+    @Option(help: "ledger: the transactions of the ledger it writes.")
+    var transactions = 1_000_000
+
+    @Option(help: "ledger: how many days back its purchases go.")
+    var days = 730
+
+    @Option(help: "console: requests of each page timed (after two warm-ups).")
+    var iterations = 30
 
     func validate() throws {
         guard seconds >= 1 else { throw ValidationError("--seconds must be at least 1") }
@@ -115,6 +129,19 @@ struct Bench: AsyncParsableCommand {
         case .reads: return print(try await ServerBenchmark.reads(options))
         case .database: return print(try await ServerBenchmark.database(options))
         case .receiver: return try await EventBenchmark.receiver()
+        case .ledger, .console:
+            guard let databaseURL else {
+                throw ValidationError("\(target.rawValue) needs --database-url (an SQLite file; ledger makes it)")
+            }
+            if target == .ledger {
+                let shape = LedgerGenerator.Shape(
+                    transactions: transactions,
+                    customers: customers ?? 100_000,
+                    days: days
+                )
+                return print(try await ConsoleBenchmark.generate(databaseURL: databaseURL, shape: shape))
+            }
+            return print(try await ConsoleBenchmark.pages(databaseURL: databaseURL, iterations: iterations))
         case .events:
             return print(
                 try await EventBenchmark.run(
@@ -122,7 +149,7 @@ struct Bench: AsyncParsableCommand {
                         purchases: eventPurchases,
                         rate: rate,
                         events: events,
-                        customers: customers,
+                        customers: customers ?? 1000,
                         connections: connections,
                         databaseURL: databaseURL
                     )

@@ -143,6 +143,7 @@ struct ServeCommand: AsyncParsableCommand {
                     till serve (\(settings.development ? "development" : "production")) on \(base)
                       app API      \(base)/v1
                       admin API    \(base)/admin/v1   (Authorization: Bearer \(settings.operatorToken == nil ? token : "<operator token>"))
+                      console      \(base)/console   (sign in with the operator token)
                       database     \(settings.database)
                     """
                 if let demo {

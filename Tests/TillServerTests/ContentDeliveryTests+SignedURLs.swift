@@ -110,11 +110,12 @@ extension ContentDeliveryTests {
             let store = fixture.server.store
             let now = fixture.server.nowMilliseconds
             // Writes go through transactions, as the server's own do (its caches count them).
-            try await fixture.server.database.transaction { db in
-                for var record in try await store.transactions(bundleId: Self.bundle, customerId: "alice", on: db) {
+            try await fixture.server.events.transaction(source: EventSource(kind: ._operator)) { changes in
+                for var record in try await store.transactions(bundleId: Self.bundle, customerId: "alice", on: changes.db)
+                {
                     record.revocationDate = now
                     record.revocationReason = .refund
-                    try await fixture.server.ledger.writes.update(record, on: db)
+                    try await fixture.server.ledger.writes.update(record, in: changes)
                 }
             }
             let revoked = try await call(client, .get, url)

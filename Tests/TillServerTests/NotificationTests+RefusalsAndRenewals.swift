@@ -228,44 +228,44 @@ extension NotificationTests {
         try await ServerFixture.run(database: database) { fixture in
             let server = fixture.server
             let start = server.nowMilliseconds
-            try await server.database.transaction { db in
+            // Through the ledger's own writes, which keep the figures the report reads.
+            try await server.events.transaction(source: EventSource(kind: ._operator)) { changes in
+                let db = changes.db
                 try await server.store.ensureCustomer(
                     bundleId: ServerFixture.bundleId,
                     customerId: "p1",
                     at: start,
                     on: db
                 )
-                try await server.ledger.writes.insert(
-                    LedgerRecord(
-                        environment: .production,
-                        transactionId: "100",
-                        bundleId: ServerFixture.bundleId,
-                        customerId: "p1",
-                        originalTransactionId: "100",
-                        productId: "premium.monthly",
-                        productType: .autoRenewable,
-                        quantity: 1,
-                        purchaseDate: start - 1000,
-                        expiresDate: start + 60_000,
-                        isUpgraded: false,
-                        ownership: .purchased,
-                        price: 990,
-                        currency: "USD",
-                        submissionId: "s",
-                        confirmed: true,
-                        createdAt: start,
-                        updatedAt: start
-                    ),
-                    on: db
+                let record = LedgerRecord(
+                    environment: .production,
+                    transactionId: "100",
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "p1",
+                    originalTransactionId: "100",
+                    productId: "premium.monthly",
+                    productType: .autoRenewable,
+                    quantity: 1,
+                    purchaseDate: start - 1000,
+                    expiresDate: start + 60_000,
+                    isUpgraded: false,
+                    ownership: .purchased,
+                    price: 990,
+                    currency: "USD",
+                    submissionId: "s",
+                    confirmed: true,
+                    createdAt: start,
+                    updatedAt: start
                 )
-                try await db.raw(
-                    """
-                    INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency,
-                        occurred_at, kind)
-                    VALUES ('Production', '100', \(bind: ServerFixture.bundleId), 'premium.monthly', 990, 'USD',
-                        \(bind: start - 1000), 'purchase')
-                    """
-                ).run()
+                try await server.ledger.writes.insert(record, in: changes)
+                try await server.ledger.writes.recordFinance(
+                    of: record,
+                    amount: 990,
+                    currency: "USD",
+                    at: start - 1000,
+                    kind: .purchase,
+                    in: changes
+                )
             }
             var renewal = JWSTransactionDecodedPayload(
                 transactionId: "101",
@@ -305,7 +305,7 @@ extension NotificationTests {
                 try await server.notifications.receive(verified(.refund, renewal), app: fixture.app).status == .applied
             )
 
-            let report = try await server.ledger.revenue(
+            let report = try await server.figures.revenue(
                 bundleId: ServerFixture.bundleId,
                 from: 0,
                 to: Int64.max,

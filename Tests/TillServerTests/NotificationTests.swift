@@ -200,7 +200,7 @@ struct NotificationTests {
                 )
                 try await waitUntil { try await self.customer(fixture, "c1").balances == ["gems": 0] }
                 // Sandbox money never reaches the revenue report.
-                let report = try await fixture.server.ledger.revenue(
+                let report = try await fixture.server.figures.revenue(
                     bundleId: ServerFixture.bundleId,
                     from: 0,
                     to: Int64.max,

@@ -155,7 +155,11 @@ struct OpenAPITests {
     /// Hummingbird 2's `Router.routes` lists every method and path registered, so the two sets must be equal.
     @Test func everyRouteIsDocumented() async throws {
         try await withRouter { fixture, _ in
-            let routed = Set(buildServerRouter(fixture.server).routes.map { "\($0.method) \($0.path)" })
+            // The console's pages are HTML for a browser, not the API: docs/console.md lists them.
+            let routed = Set(
+                buildServerRouter(fixture.server).routes.map { "\($0.method) \($0.path)" }
+                    .filter { !$0.split(separator: " ")[1].hasPrefix("/console") }
+            )
             let documented = Set(Self.operations(in: OpenAPIDocument.yaml).map(\.key))
             #expect(routed.count >= 20, "the router listed only \(routed)")
             #expect(routed.subtracting(documented).isEmpty, "routed, not documented: \(routed.subtracting(documented))")

@@ -107,7 +107,7 @@ struct ServerStorageTests {
             }
             // The operator's reads: sandbox never counts as revenue; nothing is dead-lettered.
             for groupBy in RevenueReport.GroupByPayload.allCases {
-                let report = try await server.ledger.revenue(
+                let report = try await server.figures.revenue(
                     bundleId: nil,
                     from: 0,
                     to: Int64.max / 2,

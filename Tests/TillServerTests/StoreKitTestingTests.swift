@@ -235,7 +235,7 @@ struct StoreKitTestingTests {
                 "SELECT environment, amount FROM srv_finance WHERE transaction_id = '1' AND kind = 'purchase'"
             ).all()
             #expect(try books.map { try $0.decode(column: "environment", as: String.self) } == ["Xcode"])
-            let report = try await fixture.server.ledger.revenue(
+            let report = try await fixture.server.figures.revenue(
                 bundleId: nil,
                 from: 0,
                 to: Int64.max,

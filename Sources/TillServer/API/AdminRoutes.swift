@@ -101,7 +101,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         }
         let bundleId = query.get("bundleId")
         return try json(
-            try await server.ledger.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
+            try await server.figures.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
             context: context
         )
     }

@@ -5,7 +5,7 @@ import NIOCore
 import ServiceLifecycle
 
 /// Builds the verification server's HTTP server, with its confirmation worker, the worker answering Apple's
-/// consumption requests, the webhook worker delivering events and, unless `catch-up.interval-seconds` is zero, its
+/// consumption requests, the webhook worker delivering events, the figures' fold and, unless `catch-up.interval-seconds` is zero, its
 /// catch-up with Apple at start and then periodically.
 public func buildServerApplication(
     _ server: PurchaseServer,
@@ -22,7 +22,8 @@ public func buildServerApplication(
     application.addServices(
         ConfirmationWorker(server: server),
         ConsumptionWorker(server: server),
-        WebhookWorker(server: server)
+        WebhookWorker(server: server),
+        FiguresWorker(server: server)
     )
     if server.configuration.catchUp.interval > .zero { application.addServices(CatchUpWorker(server: server)) }
     return application

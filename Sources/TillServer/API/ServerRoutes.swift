@@ -15,9 +15,15 @@ public struct ServerRequestContext: RequestContext {
     var app: ServerApp?
     /// This request's id (`X-Request-Id`), set by `RequestMiddleware`.
     var requestId = ""
+    /// The console's session (`ConsoleGate`), and the fields of a form it read.
+    var console: ConsoleSessions.Current?
+    var form: [String: String] = [:]
+    /// The address the request came from (the console's sign-in limit and audit).
+    var remoteAddress: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 
     public var requestDecoder: JSONDecoder { JSONDecoder() }
@@ -86,6 +92,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     addOfferAdminRoutes(to: adminGroup, server)
     addEventAdminRoutes(to: adminGroup, server)
     ContentController(server: server).addRoutes(to: router)
+    addConsoleRoutes(to: router, server)
     routeMethods.record(router.routes)
     return router
 }

@@ -38,7 +38,12 @@ public struct CatchUp: Sendable {
     static let lease: Duration = .seconds(15 * 60)
 
     private var client: AppleClient {
-        AppleClient(http: .shared, endpoints: configuration.apple, timeout: configuration.confirmation.requestTimeout)
+        AppleClient(
+            http: .shared,
+            endpoints: configuration.apple,
+            timeout: configuration.confirmation.requestTimeout,
+            metrics: metrics
+        )
     }
 
     var notificationHistory: NotificationHistoryReader {

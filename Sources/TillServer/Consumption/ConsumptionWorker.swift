@@ -18,7 +18,8 @@ public struct ConsumptionWorker: Service {
         let client = AppleClient(
             http: .shared,
             endpoints: settings.apple,
-            timeout: settings.confirmation.requestTimeout
+            timeout: settings.confirmation.requestTimeout,
+            metrics: answers.metrics
         )
         let jobs = answers.jobs
         while !Task.isShuttingDownGracefully && !Task.isCancelled {

@@ -119,6 +119,16 @@ public struct ContentDelivery: Sendable {
         let lifetime = max(1, configuration.content.urlLifetime.components.seconds)
         let expires = Int64(clock.now().timeIntervalSince1970.rounded(.down)) + lifetime
         let signer = downloadSigner
+        try await store.insert(
+            CustomerActivity(
+                bundleId: bundleId,
+                customerId: customer.customerId,
+                at: clock.milliseconds,
+                kind: .downloadsIssued,
+                detail: "\(productId): " + files.map(\.name).joined(separator: ", ")
+            ),
+            on: store.sql
+        )
         return files.map { file in
             let link = DownloadLink(
                 bundleId: bundleId,

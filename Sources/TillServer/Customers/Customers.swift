@@ -105,6 +105,11 @@ public struct Customers: Sendable {
         )
     }
 
+    /// The ledger rows of a customer's account (a guest id resolves to it), oldest first: the console's purchases.
+    func ledgerRows(bundleId: String, customerId: String) async throws -> [LedgerRecord] {
+        try await database.read { db in try await self.snapshot(bundleId: bundleId, customerId: customerId, on: db).ledger }
+    }
+
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
     func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
         try await CustomerSnapshot.read(bundleId: bundleId, owner: owner, store: store, on: db)

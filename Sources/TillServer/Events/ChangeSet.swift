@@ -17,6 +17,8 @@ final class ChangeSet: Sendable {
         var pending: [PendingEvent] = []
         /// Customers read after the last change of the transaction (`remember`), for the events to reuse.
         var known: [CustomerKey: CustomerSnapshot] = [:]
+        /// What the change did to the figures (`LedgerStore` notes it), written with the events.
+        var figures: [FigureChange] = []
     }
 
     init(db: any SQLDatabase, source: EventSource) {
@@ -52,6 +54,20 @@ final class ChangeSet: Sendable {
         state.withLock { state in
             defer { state.pending = [] }
             return state.pending
+        }
+    }
+
+    /// Notes what a write of the ledger did to the figures (`srv_figure_changes`), written at the end of the transaction.
+    func journal(_ changes: [FigureChange]) {
+        guard !changes.isEmpty else { return }
+        state.withLock { $0.figures.append(contentsOf: changes) }
+    }
+
+    /// The figures' journal lines noted so far, handed over once (to be written).
+    func takeFigureChanges() -> [FigureChange] {
+        state.withLock { state in
+            defer { state.figures = [] }
+            return state.figures
         }
     }
 

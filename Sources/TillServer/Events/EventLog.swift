@@ -39,6 +39,7 @@ public struct EventLog: Sendable {
         let (result, last) = try await database.transaction { db -> (Result, Int64?) in
             let changes = ChangeSet(db: db, source: source)
             let result = try await body(changes)
+            try await self.store.insert(figureChanges: changes.takeFigureChanges(), on: db)
             return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
         }
         if let last {

@@ -203,6 +203,9 @@ struct JobQueue: Sendable {
     }
 
     /// When the next job of a kind is due (UNIX ms), if any is queued.
+    /// How many jobs of each kind are queued and dead-lettered, and the due time of the oldest queued one.
+    func depth() async throws -> [ServerStore.JobDepth] { try await store.jobDepth() }
+
     func nextDue(_ kind: JobKind) async throws -> Int64? {
         try await store.nextJobDue(kind: kind, on: store.sql)
     }

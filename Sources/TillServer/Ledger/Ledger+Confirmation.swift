@@ -23,7 +23,7 @@ extension Ledger {
         in changes: ChangeSet
     ) async throws {
         guard from != environment else { return }
-        try await writes.moveEnvironment(submissionId: submissionId, from: from, to: environment, on: changes.db)
+        try await writes.moveEnvironment(submissionId: submissionId, from: from, to: environment, in: changes)
     }
 
     /// Apple confirmed a submission: it vouches for each of these transactions of the submission's customer.
@@ -44,7 +44,7 @@ extension Ledger {
                 row.customerId == submission.customerId, !row.confirmed || row.isRevokedByRejection
             else { continue }
             try await appleVouches(for: &row, catalogue: catalogue, now: now, in: changes)
-            try await writes.update(row, on: changes.db)
+            try await writes.update(row, in: changes)
         }
     }
 
@@ -67,7 +67,7 @@ extension Ledger {
             row.revocationReason = .rejected
             row.revocationDetail = status
             row.updatedAt = now
-            try await writes.update(row, on: changes.db)
+            try await writes.update(row, in: changes)
             let taken = try await credit(
                 row,
                 product: catalogue[row.productId],
@@ -82,7 +82,7 @@ extension Ledger {
                 currency: row.currency ?? "USD",
                 at: now,
                 kind: .revocation,
-                on: changes.db
+                in: changes
             )
             var event = PendingEvent(
                 .purchase_rejected,
@@ -171,7 +171,7 @@ extension Ledger {
             currency: booked.currency,
             at: at,
             kind: reversal,
-            on: changes.db
+            in: changes
         )
         return Components.Schemas.Money(amount: -booked.amount, currency: booked.currency)
     }

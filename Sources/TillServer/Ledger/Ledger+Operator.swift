@@ -98,7 +98,7 @@ extension Ledger {
                 row.revocationReason = ._operator
                 row.revocationDetail = note
                 row.updatedAt = now
-                try await self.writes.update(row, on: changes.db)
+                try await self.writes.update(row, in: changes)
                 let taken = try await self.credit(
                     row,
                     product: catalogue[row.productId],

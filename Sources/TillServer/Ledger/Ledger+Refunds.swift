@@ -85,7 +85,7 @@ extension Ledger {
             try await reverseRefund(of: row, catalogue: catalogue, now: now, in: changes)
         }
         row.updatedAt = now
-        try await writes.update(row, on: changes.db)
+        try await writes.update(row, in: changes)
         if change.startsUpgrade {
             try await markUpgraded(before: row, now: now, in: changes)
         }
@@ -117,7 +117,7 @@ extension Ledger {
                 currency: currency,
                 at: row.revocationDate ?? clock.milliseconds,
                 kind: .refund,
-                on: changes.db
+                in: changes
             )
             if row.environment.isRevenue { refunded = Components.Schemas.Money(amount: money, currency: currency) }
         }
@@ -183,7 +183,7 @@ extension Ledger {
                 row.revocationReason = .upgraded
             }
             row.updatedAt = now
-            try await writes.update(row, on: changes.db)
+            try await writes.update(row, in: changes)
         }
     }
 }

@@ -145,7 +145,7 @@ public struct Ledger: Sendable {
                 existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
                 existing.takeBillingPlan(of: transaction)
                 existing.updatedAt = now
-                try await writes.update(existing, on: db)
+                try await writes.update(existing, in: changes)
                 if before.revocationDate == nil, existing.revocationReason == .refund {
                     var event = PendingEvent(
                         .purchase_refunded,
@@ -199,7 +199,7 @@ public struct Ledger: Sendable {
         ) where row.bundleId == app.bundleId && row.customerId != customerId {
             row.customerId = customerId
             row.updatedAt = now
-            try await writes.update(row, on: changes.db)
+            try await writes.update(row, in: changes)
             moved.append(row.transactionId)
         }
         guard !moved.isEmpty else { return }
@@ -272,7 +272,7 @@ public struct Ledger: Sendable {
             updatedAt: now
         )
         record.takeBillingPlan(of: transaction)
-        try await writes.insert(record, on: changes.db)
+        try await writes.insert(record, in: changes)
         var credited: [String: Int64] = [:]
         if record.revocationDate == nil {
             credited = try await credit(
@@ -291,7 +291,7 @@ public struct Ledger: Sendable {
                 currency: currency,
                 at: record.purchaseDate,
                 kind: .purchase,
-                on: changes.db
+                in: changes
             )
         }
         let type = eventType ?? Self.purchaseEvent(record, product)

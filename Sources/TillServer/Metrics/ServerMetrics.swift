@@ -34,6 +34,7 @@ public final class ServerMetrics: Sendable {
             "till_submission_acknowledge_seconds": fast,
             "till_confirmation_attempt_seconds": slow,
             "till_webhook_attempt_seconds": slow,
+            "till_apple_call_seconds": slow,
         ]
         self.factory = factory
     }
@@ -64,13 +65,79 @@ public final class ServerMetrics: Sendable {
     /// said (`status 21007`, `status 0`, `HTTP 200`, `HTTP 404 4040010`, `timeout`, …). A sandbox receipt shows
     /// production-first at work: a production call answering `status 21007`, then a sandbox call.
     func appleCall(endpoint: String, environment: AppStoreEnvironment, status: String) {
+        let status = Self.coarse(status)
         Counter(
             label: "till_apple_calls_total",
-            dimensions: [
-                ("endpoint", endpoint), ("environment", environment.rawValue), ("status", Self.coarse(status)),
-            ],
+            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue), ("status", status)],
             factory: factory
         ).increment()
+        appleCalls.withLock {
+            $0.counts[AppleCallKey(endpoint: endpoint, environment: environment.rawValue, status: status), default: 0] += 1
+        }
+    }
+
+    /// A call to Apple (or the simulator) took `duration` and came back with `answer` (`AppleClient` times every
+    /// call): `till_apple_call_seconds`, and the last calls the console shows.
+    func appleCallTook(endpoint: String, environment: AppStoreEnvironment, answer: AppleClient.Answer, duration: Duration) {
+        Metrics.Timer(
+            label: "till_apple_call_seconds",
+            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue)],
+            factory: factory
+        ).recordNanoseconds(duration.nanoseconds)
+        let summary: String =
+            switch answer {
+            case .http(let status, _): "HTTP \(status)"
+            case .transport(let cause): cause
+            case .misconfigured: "configuration"
+            }
+        let call = AppleCall(
+            at: Date(),
+            endpoint: endpoint,
+            environment: environment.rawValue,
+            answer: summary,
+            milliseconds: Double(duration.nanoseconds) / 1e6
+        )
+        appleCalls.withLock { log in
+            log.recent.append(call)
+            if log.recent.count > Self.appleCallsKept { log.recent.removeFirst(log.recent.count - Self.appleCallsKept) }
+        }
+    }
+
+    /// Calls kept for the console.
+    static let appleCallsKept = 500
+
+    /// One call to Apple as the console shows it.
+    public struct AppleCall: Sendable, Equatable {
+        public var at: Date
+        public var endpoint: String
+        public var environment: String
+        /// `HTTP 200`, `timeout`, …
+        public var answer: String
+        public var milliseconds: Double
+    }
+
+    /// An endpoint, environment and answer of `till_apple_calls_total`.
+    public struct AppleCallKey: Sendable, Hashable, Comparable {
+        public var endpoint: String
+        public var environment: String
+        public var status: String
+
+        public static func < (a: Self, b: Self) -> Bool {
+            (a.endpoint, a.environment, a.status) < (b.endpoint, b.environment, b.status)
+        }
+    }
+
+    private struct AppleCallLog {
+        var counts: [AppleCallKey: Int] = [:]
+        var recent: [AppleCall] = []
+    }
+
+    private let appleCalls = Mutex(AppleCallLog())
+
+    /// What this process counted in `till_apple_calls_total` since it started, and its last calls to Apple (newest
+    /// last), with their latency.
+    public func appleCallsSeen() -> (counts: [(AppleCallKey, Int)], recent: [AppleCall]) {
+        appleCalls.withLock { log in (log.counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, log.recent) }
     }
 
     /// An HTTP request was answered. Its counter and timer are looked up once per route and status, as this

@@ -22,6 +22,8 @@ struct NotificationRecord: Codable, Sendable {
     /// The notification as Apple sent it, kept only while it is `unmatched`: once a submission records its
     /// purchase, it is verified again and applied (see `applyWaitingNotifications`).
     var signedPayload: String?
+    /// The notification decoded (`VerifiedNotification.decodedJSON`), for the console; nil before migration 020.
+    var decoded: String? = nil
 }
 
 /// The renewal state of one auto-renewable subscription (one original transaction), from the newest signed

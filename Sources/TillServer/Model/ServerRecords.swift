@@ -201,3 +201,41 @@ struct TransactionIDs: Codable, Sendable, Hashable {
         try container.encode(String(decoding: try JSONEncoder().encode(ids), as: UTF8.self))
     }
 }
+
+/// One attempt to confirm a submission with Apple, as `srv_submission_attempts` keeps it: numbered from 1 for each
+/// submission (a retry by an operator goes on counting), with where Apple answered from, what it said and how long it
+/// took.
+struct SubmissionAttemptRecord: Codable, Sendable {
+    var submissionId: String
+    var number: Int = 0
+    var at: Int64
+    var environment: AppStoreEnvironment
+    /// Where the attempt left the submission.
+    var outcome: SubmissionState
+    var status: String?
+    var error: String?
+    var retryCause: RetryCause?
+    /// Milliseconds Apple took (nil when not measured).
+    var duration: Int64?
+}
+
+/// What the server did for a customer that changes no money, credits or access (so it is no event), kept for the
+/// customer's timeline (`srv_customer_activity`).
+enum CustomerActivityKind: String, Codable, Sendable, CaseIterable {
+    /// A promotional offer signed for the app to present.
+    case promotionalOfferSigned
+    /// Introductory-offer eligibility signed.
+    case introductoryEligibilitySigned
+    /// Signed download links made for a product's files.
+    case downloadsIssued
+}
+
+struct CustomerActivity: Codable, Sendable {
+    var id: String = UUID.random().uuidString.lowercased()
+    var bundleId: String
+    /// The account (after aliases).
+    var customerId: String
+    var at: Int64
+    var kind: CustomerActivityKind
+    var detail: String
+}

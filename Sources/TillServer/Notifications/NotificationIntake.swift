@@ -10,6 +10,23 @@ import TillStorage
 
 /// A notification whose signatures were checked, ready to be applied.
 struct VerifiedNotification: Sendable {
+    /// The notification decoded, as the console shows it: Apple's payload with its transaction and renewal info in
+    /// place of their signed forms (a few hundred bytes where the signed notification is kilobytes of certificates).
+    var decodedJSON: String? {
+        struct Decoded: Encodable {
+            var notification: ResponseBodyV2DecodedPayload
+            var transaction: JWSTransactionDecodedPayload?
+            var renewal: JWSRenewalInfoDecodedPayload?
+        }
+        var notification = payload
+        notification.data?.signedTransactionInfo = nil
+        notification.data?.signedRenewalInfo = nil
+        let encoded = try? AppleJSON.makeEncoder().encode(
+            Decoded(notification: notification, transaction: transaction, renewal: renewal)
+        )
+        return encoded.map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// As Apple sent it.
     var signedPayload: String
     var payload: ResponseBodyV2DecodedPayload
@@ -106,7 +123,8 @@ public struct NotificationIntake: Sendable {
                 originalTransactionId: verified.transaction?.originalTransactionId
                     ?? verified.renewal?.originalTransactionId,
                 customerId: nil,
-                detail: nil
+                detail: nil,
+                decoded: verified.decodedJSON
             )
             // The UUID goes in first: a concurrent delivery of the same notification waits on it, then sees it.
             guard try await self.store.insertOnce(record, on: db) else {
@@ -143,6 +161,37 @@ public struct NotificationIntake: Sendable {
             consumption.jobs.wake(.consumptionAnswer)
         }
         return result
+    }
+
+    // MARK: The operator's view
+
+    /// The app's notifications, newest first, a page at a time: every one Apple sent, applied or not; of one outcome
+    /// or type, or all.
+    func log(bundleId: String, outcome: NotificationOutcome?, type: String?, page: PageRequest) async throws
+        -> (records: [NotificationRecord], nextCursor: String?)
+    {
+        let records = try await store.notifications(
+            bundleId: bundleId,
+            outcome: outcome,
+            type: type,
+            before: page.after,
+            limit: page.limit + 1,
+            on: store.sql
+        )
+        let shown = Array(records.prefix(page.limit))
+        return (
+            shown,
+            records.count > page.limit
+                ? shown.last.map { PageKey(number: $0.receivedAt, text: $0.notificationUuid).cursor } : nil
+        )
+    }
+
+    /// One notification of the app, as it was recorded (decoded since migration 020).
+    func recorded(bundleId: String, uuid: String) async throws -> NotificationRecord {
+        guard let record = try await store.notification(uuid: uuid, on: store.sql), record.bundleId == bundleId else {
+            throw TillHTTPError.notFound("notification", uuid)
+        }
+        return record
     }
 
     /// Checks the envelope's signature (it names the app only once it is trusted), or throws (nothing recorded).

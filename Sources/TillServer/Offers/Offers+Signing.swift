@@ -87,8 +87,9 @@ extension Offers {
             )
         }
         try await record(
-            "promotionalOfferSigned",
-            "\(request.offerIdentifier) of \(request.productId) for \(customer.owner) (\(request.format.rawValue), key \(signer.keyId))",
+            .promotionalOfferSigned,
+            "\(request.offerIdentifier) of \(request.productId) (\(request.format.rawValue), key \(signer.keyId))",
+            for: customer.owner,
             app: app,
             at: now
         )
@@ -136,8 +137,9 @@ extension Offers {
             issuedAt: now / 1000
         )
         try await record(
-            "introductoryEligibilitySigned",
-            "\(request.productId) for \(customer.owner): \(decision.allow) (\(decision.reason), key \(signer.keyId))",
+            .introductoryEligibilitySigned,
+            "\(request.productId): \(decision.allow) (\(decision.reason), key \(signer.keyId))",
+            for: customer.owner,
             app: app,
             at: now
         )
@@ -195,8 +197,19 @@ extension Offers {
         return (snapshot.owner, history, newest?.transactionId)
     }
 
-    /// Logs who was given what: a signature changes no money, credits or access, so it is not an event.
-    private func record(_ kind: String, _ detail: String, app: ServerApp, at now: Int64) async throws {
-        logger.info("\(kind): \(app.bundleId) \(detail)")
+    /// Keeps who was given what, for the customer's timeline: a signature changes no money, credits or access, so
+    /// it is not an event.
+    private func record(
+        _ kind: CustomerActivityKind,
+        _ detail: String,
+        for customerId: String,
+        app: ServerApp,
+        at now: Int64
+    ) async throws {
+        logger.info("\(kind.rawValue): \(app.bundleId) \(customerId) \(detail)")
+        try await store.insert(
+            CustomerActivity(bundleId: app.bundleId, customerId: customerId, at: now, kind: kind, detail: detail),
+            on: store.sql
+        )
     }
 }

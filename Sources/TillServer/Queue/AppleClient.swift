@@ -14,6 +14,8 @@ struct AppleClient: Sendable {
     let http: HTTPClient
     let endpoints: AppleEndpoints
     let timeout: Duration
+    /// Told how long each call took (`ServerMetrics.appleCallTook`): the console's latency per endpoint.
+    let metrics: ServerMetrics
 
     /// What came back from one call.
     enum Answer: Sendable {
@@ -39,7 +41,7 @@ struct AppleClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(Self.verifyReceiptBody(receiptData: receiptData, password: password))
-        return await execute(request)
+        return await execute(request, endpoint: "verifyReceipt", environment: environment)
     }
 
     /// `{"receipt-data":…,"password":…}`. Receipts are kilobytes of base64 and shared secrets are hex, neither of
@@ -75,7 +77,12 @@ struct AppleClient: Sendable {
 
     /// Get Transaction Info, authenticated with the app's App Store Server API key.
     func transactionInfo(_ environment: AppStoreEnvironment, transactionId: String, app: ServerApp) async -> Answer {
-        await serverAPI(environment, app: app, path: "/inApps/v1/transactions/\(Self.pathSegment(transactionId))")
+        await serverAPI(
+            environment,
+            endpoint: "serverAPI",
+            app: app,
+            path: "/inApps/v1/transactions/\(Self.pathSegment(transactionId))"
+        )
     }
 
     /// Get Notification History: one page of the notifications Apple sent (or tried to send) in the request's
@@ -92,6 +99,7 @@ struct AppleClient: Sendable {
         let query = paginationToken.map { "?" + QueryString.format([("paginationToken", $0)]) } ?? ""
         return await serverAPI(
             environment,
+            endpoint: "notificationHistory",
             app: app,
             path: "/inApps/v1/notifications/history" + query,
             method: .POST,
@@ -110,6 +118,7 @@ struct AppleClient: Sendable {
         let query = TransactionHistoryQuery(revision: revision).queryString
         return await serverAPI(
             environment,
+            endpoint: "transactionHistory",
             app: app,
             path: "/inApps/v2/history/\(Self.pathSegment(transactionId))" + (query.isEmpty ? "" : "?" + query)
         )
@@ -125,6 +134,7 @@ struct AppleClient: Sendable {
     ) async -> Answer {
         await serverAPI(
             environment,
+            endpoint: "consumption",
             app: app,
             path: "/inApps/v2/transactions/consumption/\(Self.pathSegment(transactionId))",
             method: .PUT,
@@ -135,6 +145,7 @@ struct AppleClient: Sendable {
     /// A call to the App Store Server API, authenticated with the app's key.
     private func serverAPI(
         _ environment: AppStoreEnvironment,
+        endpoint: String,
         app: ServerApp,
         path: String,
         method: HTTPMethod = .GET,
@@ -154,7 +165,7 @@ struct AppleClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(body)
         }
-        return await execute(request)
+        return await execute(request, endpoint: endpoint, environment: environment)
     }
 
     /// A transaction id as a path segment: Apple's are digits; anything else is percent-encoded, never a path.
@@ -166,7 +177,18 @@ struct AppleClient: Sendable {
         charactersIn: "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
     )
 
-    private func execute(_ request: HTTPClientRequest) async -> Answer {
+    /// Sends a request and tells the metrics how long `endpoint` (as `till_apple_calls_total` names it) took.
+    private func execute(_ request: HTTPClientRequest, endpoint: String, environment: AppStoreEnvironment) async
+        -> Answer
+    {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let answer = await send(request)
+        metrics.appleCallTook(endpoint: endpoint, environment: environment, answer: answer, duration: clock.now - start)
+        return answer
+    }
+
+    private func send(_ request: HTTPClientRequest) async -> Answer {
         do {
             let response = try await http.execute(request, timeout: timeAmount)
             let body = try await response.body.collect(upTo: 4 << 20)

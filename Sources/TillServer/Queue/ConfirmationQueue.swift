@@ -107,7 +107,8 @@ public final class ConfirmationQueue: Sendable {
             let clock = ContinuousClock()
             let start = clock.now
             let outcome = await questions.ask(client, about: submission, app: app, pacer: pacer)
-            let result = try await settle(submission, outcome: outcome, app: app)
+            let asked = clock.now - start
+            let result = try await settle(submission, outcome: outcome, app: app, duration: asked)
             metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
             // Waiters (`?wait=`) wake once the attempt is settled and counted: what they read next includes it.
             signals.submissionSettled.signal()
@@ -140,10 +141,15 @@ public final class ConfirmationQueue: Sendable {
 
     /// Records an attempt's outcome: confirmation, a scheduled retry (or the dead-letter queue), or rejection
     /// with the revocation of what the local check granted.
+    ///
+    /// - Parameter duration: how long Apple took, kept with the attempt (`srv_submission_attempts`).
     @discardableResult
-    func settle(_ submission: SubmissionRecord, outcome: ConfirmationOutcome, app: ServerApp) async throws
-        -> SubmissionState
-    {
+    func settle(
+        _ submission: SubmissionRecord,
+        outcome: ConfirmationOutcome,
+        app: ServerApp,
+        duration: Duration? = nil
+    ) async throws -> SubmissionState {
         let now = clock.milliseconds
         let settings = configuration.confirmation
         let catalogue = try await self.catalogue.products(of: app.bundleId)
@@ -215,6 +221,19 @@ public final class ConfirmationQueue: Sendable {
                 )
                 try await self.jobs.finish(.confirmation, key: current.id, on: db)
             }
+            try await self.store.insert(
+                SubmissionAttemptRecord(
+                    submissionId: current.id,
+                    at: now,
+                    environment: current.environment,
+                    outcome: current.state,
+                    status: current.lastStatus,
+                    error: current.state == .confirmed ? nil : current.lastError ?? current.reason,
+                    retryCause: current.retryCause,
+                    duration: duration.map { $0.nanoseconds / 1_000_000 }
+                ),
+                on: db
+            )
             return current.state
         }
         return state
@@ -252,28 +271,82 @@ public final class ConfirmationQueue: Sendable {
         )
     }
 
+    /// The records of the submissions in a state, a page at a time (oldest change first), with how many there are:
+    /// the console's queue, which shows each one's app.
+    func records(state: SubmissionState, page: PageRequest = PageRequest()) async throws
+        -> (records: [SubmissionRecord], nextCursor: String?, total: Int)
+    {
+        let records = try await store.submissions(
+            state: state.rawValue,
+            after: page.after,
+            limit: page.limit + 1,
+            on: store.sql
+        )
+        let shown = Array(records.prefix(page.limit))
+        return (
+            shown,
+            records.count > page.limit ? shown.last.map { PageKey(number: $0.updatedAt, text: $0.id).cursor } : nil,
+            try await store.count(state: state.rawValue, on: store.sql)
+        )
+    }
+
+    /// How many submissions wait in each unsettled state, and since when the oldest of them.
+    public func depth() async throws -> [SubmissionState: (count: Int, oldest: Int64?)] {
+        var depth: [SubmissionState: (count: Int, oldest: Int64?)] = [:]
+        for row in try await store.queueDepth() { depth[row.state] = (row.n, row.oldest) }
+        return depth
+    }
+
     /// Puts a dead-lettered submission back in the queue, with its attempts counted from zero.
     public func requeue(id: String) async throws -> SubmissionView {
         let now = clock.milliseconds
         let record = try await database.transaction { db -> SubmissionRecord in
-            guard var record = try await self.store.submission(id: id, on: db) else {
+            guard let record = try await self.store.submission(id: id, on: db) else {
                 throw TillHTTPError.notFound("submission", id)
             }
             guard record.state == .deadLettered else {
                 throw TillHTTPError.conflict("notDeadLettered", "submission \(id) is \(record.state)")
             }
-            record.state = .pending
-            record.attempts = 0
-            record.nextAttemptAt = now
-            record.reason = nil
-            record.updatedAt = now
-            try await self.store.update(record, on: db)
-            if try await !self.jobs.requeue(.confirmation, key: id, on: db) {
-                try await self.jobs.enqueue(.confirmation, key: id, dueAt: now, on: db)
-            }
-            return record
+            return try await self.requeue(record, at: now, on: db)
         }
         signals.workAvailable.signal()
         return SubmissionView(record)
+    }
+
+    /// Puts every dead-lettered submission back in the queue, 500 to a transaction; answers how many.
+    public func requeueAll() async throws -> Int {
+        var count = 0
+        while true {
+            let now = clock.milliseconds
+            let moved = try await database.transaction { db -> Int in
+                let records = try await self.store.submissions(
+                    state: SubmissionState.deadLettered.rawValue,
+                    after: nil,
+                    limit: 500,
+                    on: db
+                )
+                for record in records { _ = try await self.requeue(record, at: now, on: db) }
+                return records.count
+            }
+            count += moved
+            if moved > 0 { signals.workAvailable.signal() }
+            if moved < 500 { return count }
+        }
+    }
+
+    private func requeue(_ record: SubmissionRecord, at now: Int64, on db: any SQLDatabase) async throws
+        -> SubmissionRecord
+    {
+        var record = record
+        record.state = .pending
+        record.attempts = 0
+        record.nextAttemptAt = now
+        record.reason = nil
+        record.updatedAt = now
+        try await store.update(record, on: db)
+        if try await !jobs.requeue(.confirmation, key: record.id, on: db) {
+            try await jobs.enqueue(.confirmation, key: record.id, dueAt: now, on: db)
+        }
+        return record
     }
 }

@@ -28,7 +28,12 @@ public struct ConfirmationWorker: Service {
             concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency
         )
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-        let client = AppleClient(http: http, endpoints: queue.configuration.apple, timeout: settings.requestTimeout)
+        let client = AppleClient(
+            http: http,
+            endpoints: queue.configuration.apple,
+            timeout: settings.requestTimeout,
+            metrics: queue.metrics
+        )
         // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
         let lease = settings.requestTimeout * 4 + .seconds(30)
         let inFlight = InFlightCount()

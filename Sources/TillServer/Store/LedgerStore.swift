@@ -17,12 +17,17 @@ struct LedgerStore: Sendable {
 
     // MARK: Transactions
 
-    func insert(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
-        try await db.run(RecordStatements.insert(into: "srv_transactions", record, with: Self.encoding))
+    // Each write of a ledger row or of the books notes in the change set what it did to the figures (`FigureChange`,
+    // the journal `Figures` folds): the figures follow the ledger exactly, whoever changed it.
+
+    func insert(_ record: LedgerRecord, in changes: ChangeSet) async throws {
+        try await changes.db.run(RecordStatements.insert(into: "srv_transactions", record, with: Self.encoding))
+        changes.journal(FigureChange.periods(of: record, sign: 1))
     }
 
-    func update(_ record: LedgerRecord, on db: any SQLDatabase) async throws {
-        try await db.run(
+    /// Writes a row read before; its key, environment, purchase date and product stay as they were.
+    func update(_ record: LedgerRecord, in changes: ChangeSet) async throws {
+        try await changes.db.run(
             RecordStatements.update(
                 "srv_transactions",
                 record,
@@ -30,6 +35,7 @@ struct LedgerStore: Sendable {
                 with: Self.encoding
             )
         )
+        changes.journal(FigureChange.periods(of: record, sign: 1).filter { $0.measure == .subscription })
     }
 
     /// Moves a submission's transactions and their money to `environment` (an iOS 6-style receipt claims its
@@ -38,22 +44,55 @@ struct LedgerStore: Sendable {
         submissionId: String,
         from: AppStoreEnvironment,
         to environment: AppStoreEnvironment,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
-        try await db.raw(
+        let money = try await changes.db.raw(
             """
             UPDATE srv_finance SET environment = \(bind: environment.rawValue)
             WHERE environment = \(bind: from.rawValue) AND transaction_id IN (
                 SELECT transaction_id FROM srv_transactions
                 WHERE submission_id = \(bind: submissionId) AND environment = \(bind: from.rawValue))
+            RETURNING bundle_id, product_id, amount, currency, occurred_at, kind
             """
-        ).run()
-        try await db.raw(
+        ).all(decoding: MovedMoney.self, with: ServerStore.decoding)
+        let rows = try await changes.db.raw(
             """
             UPDATE srv_transactions SET environment = \(bind: environment.rawValue)
             WHERE submission_id = \(bind: submissionId) AND environment = \(bind: from.rawValue)
+            RETURNING *
             """
-        ).run()
+        ).all(decoding: LedgerRecord.self, with: ServerStore.decoding)
+        for entry in money {
+            for (place, sign) in [(from, Int64(-1)), (environment, 1)] {
+                changes.journal([
+                    .money(
+                        bundleId: entry.bundleId,
+                        environment: place,
+                        kind: entry.kind,
+                        productId: entry.productId,
+                        currency: entry.currency,
+                        amount: sign * entry.amount,
+                        at: entry.occurredAt,
+                        entries: sign
+                    )
+                ])
+            }
+        }
+        for row in rows {
+            var before = row
+            before.environment = from
+            changes.journal(FigureChange.periods(of: before, sign: -1) + FigureChange.periods(of: row, sign: 1))
+        }
+    }
+
+    /// A row of the books as `moveEnvironment` moved it.
+    private struct MovedMoney: Decodable {
+        var bundleId: String
+        var productId: String
+        var amount: Int64
+        var currency: String
+        var occurredAt: Int64
+        var kind: FinanceKind
     }
 
     /// Moves every purchase of `from` to `to` (linking a guest to an account); answers the transaction ids moved.
@@ -108,16 +147,28 @@ struct LedgerStore: Sendable {
         currency: String,
         at: Int64,
         kind: FinanceKind,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
-        try await db.raw(
+        let booked = try await changes.db.raw(
             """
             INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency, occurred_at, kind)
             VALUES (\(bind: row.environment.rawValue), \(bind: row.transactionId), \(bind: row.bundleId),
                     \(bind: row.productId), \(bind: amount), \(bind: currency), \(bind: at), \(bind: kind.rawValue))
-            ON CONFLICT (environment, transaction_id, kind) DO NOTHING
+            ON CONFLICT (environment, transaction_id, kind) DO NOTHING RETURNING kind
             """
-        ).run()
+        ).all()
+        guard !booked.isEmpty else { return }
+        changes.journal([
+            .money(
+                bundleId: row.bundleId,
+                environment: row.environment,
+                kind: kind,
+                productId: row.productId,
+                currency: currency,
+                amount: amount,
+                at: at
+            )
+        ])
     }
 
     // MARK: Renewal state

@@ -29,6 +29,15 @@ enum ServerSchema {
     static let eventSources =
         "'submission', 'confirmation', 'notification', 'catchUp', 'app', 'operator', 'consumption'"
     static let deliveryStates = "'pending', 'delivered', 'deadLettered'"
+    static let figureMeasures =
+        "'purchase', 'refund', 'refundReversed', 'revocation', 'restoration', 'renewal', 'subscription'"
+    static let activityKinds = "'promotionalOfferSigned', 'introductoryEligibilitySigned', 'downloadsIssued'"
+    static let consoleActions = """
+        'signIn', 'signInRefused', 'signOut', 'grant', 'revoke', 'adjustBalance', 'retrySubmission',
+        'retryAllSubmissions', 'saveProduct', 'uploadContent', 'deleteContent', 'createApp', 'updateApp',
+        'rotateSharedSecret', 'removeSharedSecret', 'setAPIKey', 'setInAppPurchaseKey', 'addCertificate',
+        'removeCertificate', 'putOffer', 'deleteOffer', 'catchUp'
+        """
 
     /// The ledger's columns since migration 017, in order (SQLite rebuilds copy them by name).
     private static let ledgerColumns = """
@@ -101,6 +110,86 @@ enum ServerSchema {
             "DROP TABLE \(table)",
             "ALTER TABLE \(table)_by_key RENAME TO \(table)",
         ] + indexes
+    }
+
+    /// The console's tables (migration 020), but the figures' journal, whose key each engine numbers its own way.
+    private static let consoleTables = [
+        """
+        CREATE TABLE srv_figures_subscriptions (
+            environment TEXT NOT NULL CHECK (environment IN (\(environments))), original_transaction_id TEXT NOT NULL,
+            bundle_id TEXT NOT NULL, product_id TEXT NOT NULL, started_at BIGINT NOT NULL, ends_at BIGINT NOT NULL,
+            trial BOOLEAN NOT NULL, trial_ends_at BIGINT, converted_at BIGINT, monthly_amount BIGINT NOT NULL,
+            currency TEXT, periods INTEGER NOT NULL, updated_at BIGINT NOT NULL,
+            PRIMARY KEY (environment, original_transaction_id))
+        """,
+        """
+        CREATE INDEX srv_figures_subscriptions_ends
+        ON srv_figures_subscriptions (bundle_id, environment, ends_at, started_at, currency, monthly_amount)
+        """,
+        "CREATE INDEX srv_figures_subscriptions_starts ON srv_figures_subscriptions (bundle_id, environment, started_at, trial)",
+        """
+        CREATE INDEX srv_figures_subscriptions_trials
+        ON srv_figures_subscriptions (bundle_id, environment, trial_ends_at, converted_at) WHERE trial
+        """,
+        // Each confirmation attempt with Apple's answer (a submission keeps only its last).
+        """
+        CREATE TABLE srv_submission_attempts (
+            submission_id TEXT NOT NULL, number INTEGER NOT NULL, at BIGINT NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN (\(environments))),
+            outcome TEXT NOT NULL CHECK (outcome IN (\(submissionStates))), status TEXT, error TEXT,
+            retry_cause TEXT CHECK (retry_cause IN (\(retryCauses))), duration BIGINT,
+            PRIMARY KEY (submission_id, number))
+        """,
+        // What the server did for a customer that is not a change of the ledger: offers signed, download links made.
+        """
+        CREATE TABLE srv_customer_activity (
+            id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL, at BIGINT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN (\(activityKinds))), detail TEXT NOT NULL)
+        """,
+        "CREATE INDEX srv_customer_activity_customer ON srv_customer_activity (bundle_id, customer_id, at)",
+        // The console's sessions (the hash of each cookie) and every action taken in it, with the operator's note.
+        """
+        CREATE TABLE srv_console_sessions (
+            token_hash TEXT PRIMARY KEY, csrf_token TEXT NOT NULL, created_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL, last_seen_at BIGINT NOT NULL, address TEXT)
+        """,
+        """
+        CREATE TABLE srv_console_actions (
+            id TEXT PRIMARY KEY, at BIGINT NOT NULL, action TEXT NOT NULL CHECK (action IN (\(consoleActions))),
+            bundle_id TEXT, target TEXT, note TEXT, outcome TEXT NOT NULL, session TEXT, address TEXT)
+        """,
+        "CREATE INDEX srv_console_actions_time ON srv_console_actions (at, id)",
+        // Timelines: a customer's submissions, notifications and consumption requests, newest first.
+        "CREATE INDEX srv_submissions_customer ON srv_submissions (bundle_id, customer_id, created_at)",
+        "CREATE INDEX srv_notifications_customer ON srv_notifications (bundle_id, customer_id, received_at)",
+        // The notifications log of one outcome or type, newest first.
+        "CREATE INDEX srv_notifications_outcome ON srv_notifications (bundle_id, outcome, received_at)",
+        "CREATE INDEX srv_notifications_type ON srv_notifications (bundle_id, type, received_at)",
+        """
+        CREATE INDEX srv_consumption_requests_customer ON srv_consumption_requests (bundle_id, customer_id, requested_at)
+        """,
+        // Every notification decoded, as the console shows it (the signed payload is kept only while it waits).
+        "ALTER TABLE srv_notifications ADD COLUMN decoded TEXT",
+    ]
+
+    /// The figures' journal, days and subscriptions for an engine, and what the ledger already holds folded in.
+    private static func figureTables(journalKey: String, days: String) -> [String] {
+        [
+            """
+            CREATE TABLE srv_figure_changes (
+                id \(journalKey), bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL CHECK (environment IN (\(environments))),
+                measure TEXT NOT NULL CHECK (measure IN (\(figureMeasures))), day BIGINT, product_id TEXT, currency TEXT,
+                amount BIGINT NOT NULL, entries BIGINT NOT NULL, original_transaction_id TEXT)
+            """,
+            """
+            CREATE TABLE srv_figures_daily (
+                bundle_id TEXT NOT NULL, environment TEXT NOT NULL CHECK (environment IN (\(environments))),
+                day BIGINT NOT NULL, measure TEXT NOT NULL CHECK (measure IN (\(figureMeasures))),
+                product_id TEXT NOT NULL, currency TEXT NOT NULL, amount BIGINT NOT NULL, entries BIGINT NOT NULL,
+                PRIMARY KEY (bundle_id, environment, day, measure, product_id, currency))\(days)
+            """,
+        ] + consoleTables + ServerStore.rebuildStatements
     }
 
     static let migrations: [Migration] = [
@@ -610,5 +699,13 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // The operator's console (docs/console.md): the figures (`Figures`), each confirmation attempt, the customers'
+        // activity, sessions and the actions taken, the indexes of a customer's timeline, notifications decoded.
+        Migration(
+            "020-console-sqlite",
+            figureTables(journalKey: "INTEGER PRIMARY KEY", days: " WITHOUT ROWID"),
+            only: .sqlite
+        ),
+        Migration("020-console-postgres", figureTables(journalKey: "BIGSERIAL PRIMARY KEY", days: ""), only: .postgres),
     ]
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillContract
+import TillCore
 import TillStorage
 
 extension ServerStore {
@@ -59,13 +60,15 @@ extension ServerStore {
             .first(decoding: SubscriptionStateRecord.self, with: Self.decoding)
     }
 
-    /// The states of an app's subscriptions with these original transaction ids (any environment).
+    /// The states of an app's subscriptions with these original transaction ids (any environment). The environments
+    /// are named so that the key (environment, original transaction id) finds them: without them the table is read.
     func subscriptionStates(bundleId: String, originalTransactionIds: [String], on db: any SQLDatabase) async throws
         -> [SubscriptionStateRecord]
     {
         guard !originalTransactionIds.isEmpty else { return [] }
-        return try await db.select().column("*").from("srv_subscription_states").where("bundle_id", .equal, bundleId)
-            .where("original_transaction_id", .in, originalTransactionIds)
+        return try await db.select().column("*").from("srv_subscription_states")
+            .where("environment", .in, AppStoreEnvironment.known.map(\.rawValue))
+            .where("original_transaction_id", .in, originalTransactionIds).where("bundle_id", .equal, bundleId)
             .all(decoding: SubscriptionStateRecord.self, with: Self.decoding)
     }
 }

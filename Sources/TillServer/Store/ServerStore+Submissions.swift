@@ -88,3 +88,28 @@ extension ServerStore {
             .decode(column: "n", as: Int.self) ?? 0
     }
 }
+
+// Each confirmation attempt (migration 020-console).
+extension ServerStore {
+    /// Records an attempt as the submission's next (its `number` is the last one's plus one).
+    func insert(_ attempt: SubmissionAttemptRecord, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_submission_attempts (submission_id, number, at, environment, outcome, status, error,
+                retry_cause, duration)
+            SELECT \(bind: attempt.submissionId), COALESCE(MAX(number), 0) + 1, \(bind: attempt.at),
+                \(bind: attempt.environment.rawValue), \(bind: attempt.outcome.rawValue), \(bind: attempt.status),
+                \(bind: attempt.error), \(bind: attempt.retryCause?.rawValue), \(bind: attempt.duration)
+            FROM srv_submission_attempts WHERE submission_id = \(bind: attempt.submissionId)
+            """
+        ).run()
+    }
+
+    /// The attempts of these submissions, in order.
+    func attempts(submissionIds: [String], on db: any SQLDatabase) async throws -> [SubmissionAttemptRecord] {
+        guard !submissionIds.isEmpty else { return [] }
+        return try await db.select().column("*").from("srv_submission_attempts")
+            .where("submission_id", .in, submissionIds).orderBy("submission_id").orderBy("number")
+            .all(decoding: SubmissionAttemptRecord.self, with: Self.decoding)
+    }
+}

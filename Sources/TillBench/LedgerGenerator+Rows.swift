@@ -1,0 +1,398 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+
+/// The rows `LedgerGenerator` writes, gathered by table and written in multi-row INSERTs (a bulk load; the server's
+/// own writes go through its ledger). Counters (event sequences, totals) outlive each flush.
+struct Batch {
+    typealias Value = any Encodable & Sendable
+
+    struct Table {
+        var columns: [String]
+        var rows: [[Value]] = []
+    }
+
+    private(set) var tables: [String: Table] = [:]
+    private(set) var rows = 0
+    var sequence: Int64 = 0
+    var events = 0
+    var submissions = 0
+    var notifications = 0
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    mutating func add(_ table: String, _ columns: [String], _ values: [Value]) {
+        if tables[table] == nil { tables[table] = Table(columns: columns) }
+        tables[table]!.rows.append(values)
+        rows += 1
+    }
+
+    /// Forgets the rows written; the counters go on.
+    mutating func clear() {
+        tables = [:]
+        rows = 0
+    }
+
+    /// Writes what was gathered, on one transaction's connection.
+    func write(on db: any SQLDatabase) async throws {
+        // Customers first: nothing refers to anything else by a foreign key, but it reads in the order of a purchase.
+        for name in tables.keys.sorted() {
+            guard let table = tables[name] else { continue }
+            let perStatement = max(1, 30_000 / table.columns.count)
+            var start = 0
+            while start < table.rows.count {
+                let end = min(start + perStatement, table.rows.count)
+                try await db.execute(
+                    sql: MultiRowInsert(table: name, columns: table.columns, rows: Array(table.rows[start..<end]))
+                ) { _ in }
+                start = end
+            }
+        }
+    }
+
+    static let submissionColumns = [
+        "id", "bundle_id", "customer_id", "kind", "environment", "state", "attempts", "last_status", "last_error",
+        "reason", "transaction_ids", "created_at", "updated_at", "confirmed_at", "retry_cause",
+    ]
+    static let attemptColumns = [
+        "submission_id", "number", "at", "environment", "outcome", "status", "error", "retry_cause", "duration",
+    ]
+
+    // MARK: What a customer's purchases leave
+
+    mutating func customer(bundleId: String, customerId: String, at: Int64) {
+        add("srv_customers", ["bundle_id", "customer_id", "alias_of", "created_at"], [bundleId, customerId, String?.none, at])
+    }
+
+    mutating func guest(bundleId: String, guestId: String, of account: String, at: Int64) {
+        add("srv_customers", ["bundle_id", "customer_id", "alias_of", "created_at"], [bundleId, guestId, account, at])
+    }
+
+    mutating func purchase(
+        _ purchase: Purchase,
+        customerId: String,
+        environment: AppStoreEnvironment,
+        currency: String,
+        refund: (date: Int64, share: Int64)?,
+        random: inout SplitMix64
+    ) {
+        let bundleId = LedgerGenerator.bundleId
+        let id = String(purchase.id)
+        let original = String(purchase.original)
+        let isRenewal = purchase.original != purchase.id
+        let submissionId = random.uuid()
+        let notificationId = random.uuid()
+        // A renewal reaches the server in Apple's notification; everything else in the app's submission.
+        let source = isRenewal ? "notification" : "submission"
+        let origin = isRenewal ? "notification:\(notificationId)" : submissionId
+        add(
+            "srv_transactions",
+            [
+                "environment", "transaction_id", "bundle_id", "customer_id", "original_transaction_id", "product_id",
+                "product_type", "quantity", "purchase_date", "expires_date", "revocation_date", "revocation_reason",
+                "is_upgraded", "ownership", "price", "currency", "storefront", "submission_id", "source", "confirmed",
+                "created_at", "updated_at", "introductory_offer",
+            ],
+            [
+                environment.rawValue, id, bundleId, customerId, original, purchase.product, purchase.type, 1,
+                purchase.date, purchase.expires, refund?.date, refund == nil ? String?.none : "refund", false,
+                "PURCHASED", purchase.price, currency, "USA", origin, source, true, purchase.date + 1500,
+                refund?.date ?? purchase.date + 1500, purchase.introductory,
+            ]
+        )
+        let financeColumns = [
+            "environment", "transaction_id", "bundle_id", "product_id", "amount", "currency", "occurred_at", "kind",
+        ]
+        if purchase.price > 0 {
+            add(
+                "srv_finance",
+                financeColumns,
+                [environment.rawValue, id, bundleId, purchase.product, purchase.price, currency, purchase.date, "purchase"]
+            )
+        }
+        if let refund, purchase.price > 0 {
+            add(
+                "srv_finance",
+                financeColumns,
+                [
+                    environment.rawValue, id, bundleId, purchase.product, -purchase.price * refund.share / 100_000,
+                    currency, refund.date, "refund",
+                ]
+            )
+        }
+        if purchase.type == "consumable" {
+            let balanceColumns = ["bundle_id", "customer_id", "credit", "delta", "reference", "created_at"]
+            add("srv_balance_entries", balanceColumns, [bundleId, customerId, "gems", Int64(100), "purchase:\(environment.rawValue):\(id)", purchase.date])
+            if random.chance(1, in: 2) {
+                add("srv_balance_entries", balanceColumns, [bundleId, customerId, "gems", Int64(-30), "debit:\(id)", purchase.date + 3_600_000])
+            }
+        }
+        let eventType: String
+        if isRenewal {
+            eventType = "subscription.renewed"
+            notification(
+                uuid: notificationId,
+                type: "DID_RENEW",
+                subtype: nil,
+                purchase: purchase,
+                customerId: customerId,
+                environment: environment,
+                currency: currency,
+                at: purchase.date + 2000
+            )
+        } else {
+            eventType =
+                purchase.type == "consumable" ? "credits.purchased" : purchase.type == "autoRenewable" ? "purchase.initial"
+                : "purchase.initial"
+            submission(
+                id: submissionId,
+                transactionId: id,
+                customerId: customerId,
+                environment: environment,
+                at: purchase.date + 1000
+            )
+        }
+        event(
+            eventType,
+            purchase: purchase,
+            customerId: customerId,
+            environment: environment,
+            currency: currency,
+            source: isRenewal ? ("notification", notificationId) : ("submission", submissionId),
+            at: purchase.date + 1500,
+            random: &random
+        )
+        if !isRenewal {
+            event(
+                "purchase.confirmed",
+                purchase: purchase,
+                customerId: customerId,
+                environment: environment,
+                currency: nil,
+                source: ("confirmation", submissionId),
+                at: purchase.date + 4000,
+                random: &random
+            )
+        }
+        if let refund {
+            let uuid = random.uuid()
+            notification(
+                uuid: uuid,
+                type: "REFUND",
+                subtype: nil,
+                purchase: purchase,
+                customerId: customerId,
+                environment: environment,
+                currency: currency,
+                at: refund.date
+            )
+            event(
+                "purchase.refunded",
+                purchase: purchase,
+                customerId: customerId,
+                environment: environment,
+                currency: nil,
+                source: ("notification", uuid),
+                at: refund.date,
+                random: &random
+            )
+        }
+    }
+
+    mutating func submission(id: String, transactionId: String, customerId: String, environment: AppStoreEnvironment, at: Int64) {
+        add(
+            "srv_submissions",
+            Self.submissionColumns,
+            [
+                id, LedgerGenerator.bundleId, customerId, "signedTransaction", environment.rawValue, "confirmed", 1,
+                "HTTP 200", String?.none, String?.none, "[\"\(transactionId)\"]", at, at + 3000, at + 3000,
+                String?.none,
+            ]
+        )
+        add(
+            "srv_submission_attempts",
+            Self.attemptColumns,
+            [id, 1, at + 3000, environment.rawValue, "confirmed", "HTTP 200", String?.none, String?.none, Int64(180)]
+        )
+        submissions += 1
+    }
+
+    mutating func notification(
+        uuid: String,
+        type: String,
+        subtype: String?,
+        purchase: Purchase,
+        customerId: String,
+        environment: AppStoreEnvironment,
+        currency: String,
+        at: Int64
+    ) {
+        let decoded = """
+            {"notification":{"data":{"bundleId":"\(LedgerGenerator.bundleId)","environment":"\(environment.rawValue)",\
+            "status":1},"notificationType":"\(type)","notificationUUID":"\(uuid)","signedDate":\(at),"version":"2.0"},\
+            "transaction":{"bundleId":"\(LedgerGenerator.bundleId)","currency":"\(currency)","environment":\
+            "\(environment.rawValue)","expiresDate":\(purchase.expires ?? 0),"inAppOwnershipType":"PURCHASED",\
+            "originalTransactionId":"\(purchase.original)","price":\(purchase.price),"productId":"\(purchase.product)",\
+            "purchaseDate":\(purchase.date),"quantity":1,"transactionId":"\(purchase.id)","type":"Auto-Renewable \
+            Subscription"}}
+            """
+        add(
+            "srv_notifications",
+            [
+                "notification_uuid", "bundle_id", "environment", "type", "subtype", "signed_date", "received_at",
+                "outcome", "transaction_id", "original_transaction_id", "customer_id", "detail", "decoded",
+            ],
+            [
+                uuid, LedgerGenerator.bundleId, environment.rawValue, type, subtype, at, at + 800, "applied",
+                String(purchase.id), String(purchase.original), customerId, String?.none, decoded,
+            ]
+        )
+        notifications += 1
+    }
+
+    mutating func event(
+        _ type: String,
+        purchase: Purchase,
+        customerId: String,
+        environment: AppStoreEnvironment,
+        currency: String?,
+        source: (kind: String, id: String),
+        at: Int64,
+        random: inout SplitMix64
+    ) {
+        sequence += 1
+        let id = "evt_" + random.uuid().replacingOccurrences(of: "-", with: "")
+        let entitlement = purchase.product.hasPrefix("premium") ? "premium" : purchase.product == "pro" ? "pro" : nil
+        let event = Components.Schemas.Event(
+            id: id,
+            _type: Components.Schemas.EventType(rawValue: type) ?? .purchase_initial,
+            sequence: sequence,
+            createdAt: at,
+            occurredAt: at,
+            bundleId: LedgerGenerator.bundleId,
+            environment: Components.Schemas.Environment(rawValue: environment.rawValue),
+            source: Components.Schemas.EventSource(
+                kind: Components.Schemas.EventSourceKind(rawValue: source.kind) ?? .submission,
+                id: source.id
+            ),
+            customer: Components.Schemas.EventCustomer(
+                id: customerId,
+                aliases: [],
+                entitlements: entitlement.map {
+                    [
+                        Components.Schemas.Entitlement(
+                            id: $0,
+                            productId: purchase.product,
+                            transactionId: String(purchase.id),
+                            environment: environment.rawValue,
+                            expiresDate: purchase.expires,
+                            provisional: false
+                        )
+                    ]
+                } ?? [],
+                balances: Components.Schemas.Credits(additionalProperties: [:])
+            ),
+            product: Components.Schemas.EventProduct(
+                id: purchase.product,
+                _type: Components.Schemas.ProductType(rawValue: purchase.type),
+                entitlements: entitlement.map { [$0] } ?? []
+            ),
+            transaction: Components.Schemas.EventTransaction(
+                transactionId: String(purchase.id),
+                originalTransactionId: String(purchase.original),
+                purchaseDate: purchase.date,
+                expiresDate: purchase.expires,
+                quantity: 1,
+                ownership: .purchased,
+                storefront: "USA",
+                confirmed: type != "purchase.initial" && type != "credits.purchased"
+            ),
+            price: currency.flatMap { environment == .production && purchase.price > 0 ? Components.Schemas.Money(amount: purchase.price, currency: $0) : nil }
+        )
+        let body = (try? Self.encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        add(
+            "srv_events",
+            ["sequence", "id", "bundle_id", "customer_id", "type", "source", "environment", "occurred_at", "created_at", "body"],
+            [sequence, id, LedgerGenerator.bundleId, customerId, type, source.kind, environment.rawValue, at, at, body]
+        )
+        events += 1
+    }
+
+    mutating func subscriptionState(_ purchase: Purchase, environment: AppStoreEnvironment, now: Int64, renewing: Bool) {
+        add(
+            "srv_subscription_states",
+            [
+                "environment", "original_transaction_id", "bundle_id", "product_id", "auto_renew_product_id",
+                "auto_renew_status", "status", "is_in_billing_retry", "renewal_date", "signed_date", "updated_at",
+            ],
+            [
+                environment.rawValue, String(purchase.original), LedgerGenerator.bundleId, purchase.product,
+                purchase.product, renewing, renewing ? 1 : 2, false, purchase.expires, purchase.date, now,
+            ]
+        )
+    }
+
+    /// A submission Apple has not confirmed: retrying, or dead-lettered after its attempts.
+    mutating func waitingSubmission(index: Int, customerId: String, deadLettered: Bool, now: Int64) {
+        let id = String(format: "waiting-%05d", index)
+        let at = now - Int64(index + 1) * 600_000
+        let state = deadLettered ? "deadLettered" : "retrying"
+        add(
+            "srv_submissions",
+            Self.submissionColumns,
+            [
+                id, LedgerGenerator.bundleId, customerId, "appReceipt", "Production", state, deadLettered ? 12 : 3,
+                "HTTP 503", "verifyReceipt (Production) answered HTTP 503",
+                deadLettered ? "gave up after 12 attempts; last: HTTP 503" : String?.none, "[]", at, at + 1000,
+                Int64?.none, deadLettered ? String?.none : "appleUnavailable",
+            ]
+        )
+        add("srv_submission_payloads", ["id", "payload"], [id, "MIIT" + String(repeating: "A", count: 64)])
+        for number in 1...(deadLettered ? 12 : 3) {
+            add(
+                "srv_submission_attempts",
+                Self.attemptColumns,
+                [
+                    id, number, at + Int64(number) * 2000, "Production", number == 12 ? "deadLettered" : "retrying",
+                    "HTTP 503", "verifyReceipt (Production) answered HTTP 503", "appleUnavailable", Int64(30),
+                ]
+            )
+        }
+        add(
+            "srv_jobs",
+            [
+                "kind", "job_key", "state", "queue_group", "position", "attempts", "due_at", "last_error", "created_at",
+                "updated_at",
+            ],
+            [
+                "confirmation", id, deadLettered ? "deadLettered" : "queued", "", Int64(0), deadLettered ? 12 : 3,
+                now + 3_600_000, "verifyReceipt (Production) answered HTTP 503", at, at + 1000,
+            ]
+        )
+        submissions += 1
+    }
+}
+
+/// `INSERT INTO table (columns) VALUES (…), (…), …` with every value bound.
+struct MultiRowInsert: SQLExpression {
+    let table: String
+    let columns: [String]
+    let rows: [[any Encodable & Sendable]]
+
+    func serialize(to serializer: inout SQLSerializer) {
+        serializer.write("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES ")
+        for (index, row) in rows.enumerated() {
+            serializer.write(index == 0 ? "(" : ", (")
+            for (column, value) in row.enumerated() {
+                if column > 0 { serializer.write(", ") }
+                serializer.write(bind: value)
+            }
+            serializer.write(")")
+        }
+    }
+}

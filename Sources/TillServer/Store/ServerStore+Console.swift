@@ -1,0 +1,165 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+import TillStorage
+
+// What the operator's console reads and keeps (migration 020-console): a customer's timeline and the searches that
+// find a customer, the notifications log, the console's sessions and the actions taken in it. Each read is on an
+// index (`ConsoleQueryPlanTests` checks the plans), and each list is bounded.
+extension ServerStore {
+    // MARK: Finding a customer
+
+    /// Customer ids of an app that start with `prefix`, in order, at most `limit`, each with the account it is a guest
+    /// of.
+    func customers(bundleId: String, prefix: String, limit: Int, on db: any SQLDatabase) async throws
+        -> [(customerId: String, aliasOf: String?)]
+    {
+        try await db.raw(
+            """
+            SELECT customer_id, alias_of FROM srv_customers
+            WHERE bundle_id = \(bind: bundleId) AND customer_id >= \(bind: prefix)
+              AND customer_id < \(bind: prefix + "\u{10FFFF}")
+            ORDER BY customer_id LIMIT \(literal: limit)
+            """
+        ).all().map {
+            (try $0.decode(column: "customer_id", as: String.self), try $0.decode(column: "alias_of", as: String?.self))
+        }
+    }
+
+    /// An app's ledger rows whose transaction id, or original transaction id, is `id` (any environment). The
+    /// environments are named so that each lookup is one probe of the key or of the original's index per environment;
+    /// the app is checked on the rows found (a condition on it would let the planner prefer the app's whole range).
+    func transactions(bundleId: String, transactionOrOriginalId id: String, limit: Int, on db: any SQLDatabase)
+        async throws -> [LedgerRecord]
+    {
+        let environments = AppStoreEnvironment.known.map(\.rawValue)
+        let byId = try await db.select().column("*").from("srv_transactions")
+            .where("environment", .in, environments).where("transaction_id", .equal, id)
+            .all(decoding: LedgerRecord.self, with: Self.decoding)
+        let byOriginal = try await db.select().column("*").from("srv_transactions")
+            .where("environment", .in, environments).where("original_transaction_id", .equal, id)
+            .limit(limit).all(decoding: LedgerRecord.self, with: Self.decoding)
+        return (byId + byOriginal.filter { $0.transactionId != id }).filter { $0.bundleId == bundleId }
+    }
+
+    // MARK: A customer's timeline
+
+    /// The newest events of these customers of an app (an account and its guests), newest first.
+    func newestEvents(bundleId: String, customerIds: [String], limit: Int, on db: any SQLDatabase) async throws
+        -> [EventRecord]
+    {
+        try await db.select().column("*").from("srv_events").where("bundle_id", .equal, bundleId)
+            .where("customer_id", .in, customerIds).orderBy("sequence", .descending).limit(limit)
+            .all(decoding: EventRecord.self, with: Self.decoding)
+    }
+
+    /// The newest submissions of these customers, newest first.
+    func newestSubmissions(bundleId: String, customerIds: [String], limit: Int, on db: any SQLDatabase) async throws
+        -> [SubmissionRecord]
+    {
+        try await db.select().column("*").from("srv_submissions").where("bundle_id", .equal, bundleId)
+            .where("customer_id", .in, customerIds).orderBy("created_at", .descending).limit(limit)
+            .all(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    /// The newest notifications applied to these customers, newest first.
+    func newestNotifications(bundleId: String, customerIds: [String], limit: Int, on db: any SQLDatabase)
+        async throws -> [NotificationRecord]
+    {
+        try await db.select().column("*").from("srv_notifications").where("bundle_id", .equal, bundleId)
+            .where("customer_id", .in, customerIds).orderBy("received_at", .descending).limit(limit)
+            .all(decoding: NotificationRecord.self, with: Self.decoding)
+    }
+
+    /// The newest consumption requests about these customers' purchases, newest first.
+    func newestConsumptionRequests(bundleId: String, customerIds: [String], limit: Int, on db: any SQLDatabase)
+        async throws -> [ConsumptionRequestRecord]
+    {
+        try await db.select().column("*").from("srv_consumption_requests").where("bundle_id", .equal, bundleId)
+            .where("customer_id", .in, customerIds).orderBy("requested_at", .descending).limit(limit)
+            .all(decoding: ConsumptionRequestRecord.self, with: Self.decoding)
+    }
+
+    func insert(_ activity: CustomerActivity, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_customer_activity", activity, with: Self.encoding))
+    }
+
+    /// What was done for these customers besides the ledger (offers signed, download links), newest first.
+    func newestActivity(bundleId: String, customerIds: [String], limit: Int, on db: any SQLDatabase) async throws
+        -> [CustomerActivity]
+    {
+        try await db.select().column("*").from("srv_customer_activity").where("bundle_id", .equal, bundleId)
+            .where("customer_id", .in, customerIds).orderBy("at", .descending).limit(limit)
+            .all(decoding: CustomerActivity.self, with: Self.decoding)
+    }
+
+    // MARK: Notifications
+
+    /// An app's notifications, newest first (by `received_at`, then UUID), before `before`, at most `limit`; of one
+    /// outcome or type, or all.
+    func notifications(
+        bundleId: String,
+        outcome: NotificationOutcome?,
+        type: String?,
+        before: PageKey?,
+        limit: Int,
+        on db: any SQLDatabase
+    ) async throws -> [NotificationRecord] {
+        var query = db.select().column("*").from("srv_notifications").where("bundle_id", .equal, bundleId)
+        if let outcome { query = query.where("outcome", .equal, outcome.rawValue) }
+        if let type { query = query.where("type", .equal, type) }
+        if let before {
+            query = query.where { group in
+                group.where("received_at", .lessThan, before.number).orWhere { inner in
+                    inner.where("received_at", .equal, before.number)
+                        .where("notification_uuid", .lessThan, before.text)
+                }
+            }
+        }
+        return try await query.orderBy("received_at", .descending).orderBy("notification_uuid", .descending)
+            .limit(limit).all(decoding: NotificationRecord.self, with: Self.decoding)
+    }
+
+    // MARK: Sessions
+
+    func insert(_ session: ConsoleSession, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_console_sessions", session, with: Self.encoding))
+    }
+
+    func consoleSession(tokenHash: String, on db: any SQLDatabase) async throws -> ConsoleSession? {
+        try await db.select().column("*").from("srv_console_sessions").where("token_hash", .equal, tokenHash)
+            .first(decoding: ConsoleSession.self, with: Self.decoding)
+    }
+
+    func touchConsoleSession(tokenHash: String, at now: Int64, expiresAt: Int64, on db: any SQLDatabase) async throws {
+        try await db.update("srv_console_sessions").set("last_seen_at", to: now).set("expires_at", to: expiresAt)
+            .where("token_hash", .equal, tokenHash).run()
+    }
+
+    /// Ends a session, and every session that has expired.
+    func deleteConsoleSession(tokenHash: String, now: Int64, on db: any SQLDatabase) async throws {
+        try await db.delete(from: "srv_console_sessions").where("token_hash", .equal, tokenHash)
+            .orWhere("expires_at", .lessThan, now).run()
+    }
+
+    // MARK: Actions
+
+    func insert(_ action: ConsoleActionRecord, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_console_actions", action, with: Self.encoding))
+    }
+
+    /// The actions taken in the console, newest first, before `before`, at most `limit`.
+    func consoleActions(before: PageKey?, limit: Int, on db: any SQLDatabase) async throws -> [ConsoleActionRecord] {
+        var query = db.select().column("*").from("srv_console_actions")
+        if let before {
+            query = query.where { group in
+                group.where("at", .lessThan, before.number).orWhere { inner in
+                    inner.where("at", .equal, before.number).where("id", .lessThan, before.text)
+                }
+            }
+        }
+        return try await query.orderBy("at", .descending).orderBy("id", .descending).limit(limit)
+            .all(decoding: ConsoleActionRecord.self, with: Self.decoding)
+    }
+}
