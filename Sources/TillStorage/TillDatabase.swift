@@ -138,9 +138,12 @@ public final class TillDatabase: Sendable {
             // away); the gate logs the outage once, with its start and end.
             var poolLogger = logger
             poolLogger.logLevel = .critical
+            // A request waits for a free connection as long as it waits for storage, not AsyncKit's 10 s: with
+            // every connection in use or failing to open, it gets its 503 within `database.wait-seconds`.
             let pool = EventLoopGroupConnectionPool(
                 source: source,
                 maxConnectionsPerEventLoop: max(1, maximumConnections / loopCount(eventLoopGroup)),
+                requestTimeout: TimeAmount(storageWait),
                 logger: poolLogger,
                 on: eventLoopGroup
             )

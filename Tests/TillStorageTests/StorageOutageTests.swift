@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import SQLKit
 import Synchronization
 import Testing
@@ -63,5 +65,35 @@ struct StorageOutageTests {
         #expect(answer == 1, "the transaction on the closed connection never ended")
         #expect(runs.load(ordering: .relaxed) == 2)
         if answer != nil { try await database.shutdown() }
+    }
+
+    /// With the only connection busy, a request waits for one as long as the storage wait says (here 1 s), not
+    /// AsyncKit's 10 s, and gets `StorageUnavailable` (a 503).
+    @Test(.enabled(if: Prerequisite.postgres.shouldRun, Comment(rawValue: Prerequisite.postgres.skipMessage)))
+    func aWaitForAPooledConnectionEndsWithTheStorageWait() async throws {
+        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let database = try await TillDatabase.open(
+            try await TestDatabase.postgres.fresh(prefix: "till_busy"),
+            maximumConnections: 1,
+            eventLoopGroup: loop,
+            storageWait: .seconds(1)
+        )
+        let (holding, held) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            try await database.read { db in
+                held.yield()
+                try await db.raw("SELECT pg_sleep(8)").run()
+            }
+        }
+        for await _ in holding { break }
+        let started = ContinuousClock.now
+        let refused = await #expect(throws: StorageUnavailable.self) {
+            try await database.read { db in _ = try await db.raw("SELECT 1 AS one").all() }
+        }
+        #expect(refused?.reason == .overloaded)
+        #expect(ContinuousClock.now - started < .seconds(6), "waited \(ContinuousClock.now - started)")
+        try await holder.value
+        try await database.shutdown()
+        try await loop.shutdownGracefully()
     }
 }
