@@ -63,7 +63,9 @@ public final class TillDatabase: Sendable {
         self.gate = gate
         self.sql = GatedSQLDatabase(inner: sql, gate: gate)
         self.shutdownPool = shutdown
-        self.groupCommit = writeLock.map { GroupCommit(database: sql, writeLock: $0) }
+        self.groupCommit = (sql as? DirectSQLiteDatabase).flatMap { database in
+            writeLock.map { GroupCommit(database: database, writeLock: $0) }
+        }
     }
 
     /// Opens a pool of connections.
@@ -168,8 +170,12 @@ public final class TillDatabase: Sendable {
     /// its own group).
     ///
     /// `bookkeeping: true` marks a transaction that changes nothing a cache holds (queue claims), so it leaves
-    /// `writeGeneration` alone. Its success does not end a full disk's outage either: a claim that found nothing due
-    /// commits without writing a byte (the consumption worker's, every 5 s), which proves nothing about the disk.
+    /// `writeGeneration` alone.
+    ///
+    /// Only a commit that wrote ends a full (or read-only) disk's outage: a transaction that changed no row commits
+    /// without writing a byte (a queue's claim that found nothing due, the consumption worker's every 5 s), which
+    /// proves nothing about the disk. On SQLite the group commit counts the rows its transactions changed
+    /// (`sqlite3_total_changes64`); on PostgreSQL a transaction that is not `bookkeeping` counts as a write.
     ///
     /// When storage fails (`StorageUnavailable`), the whole transaction runs again once storage is back, within the
     /// gate's wait: a failed transaction committed nothing, so `body` must only read and write the database (it
@@ -179,10 +185,10 @@ public final class TillDatabase: Sendable {
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         defer { if !bookkeeping { writes.withLockedValue { $0 &+= 1 } } }
-        return try await gate.run(writes: !bookkeeping) {
-            if let groupCommit { return try await groupCommit.run(body) }
-            return try await run(transaction: body)
+        if let groupCommit {
+            return try await gate.run(writes: \.wrote) { try await groupCommit.run(body) }.value
         }
+        return try await gate.run(writes: !bookkeeping) { try await run(transaction: body) }
     }
 
     /// Runs several reads on one connection (borrowed once, not once per statement). Not a transaction: on
@@ -338,6 +344,12 @@ struct DirectSQLiteDatabase: SQLDatabase {
             guard let byte = prefix.next(), byte & 0xDF == expected & 0xDF else { return false }
         }
         return true
+    }
+
+    /// A session's `SQLiteHandle.totalChanges`; nil outside a session.
+    var totalChanges: Int64? {
+        guard case .session(let handle) = target else { return nil }
+        return handle.totalChanges
     }
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {

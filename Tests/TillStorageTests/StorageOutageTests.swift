@@ -40,6 +40,34 @@ struct StorageOutageTests {
         }
     }
 
+    /// A full disk's outage goes on through commits that wrote nothing (a transaction that only read, one whose UPDATE
+    /// matched no row): they prove nothing about the disk. The first commit that changed a row ends it.
+    @Test func aCommitThatChangedNoRowDoesNotEndAFullDisksOutage() async throws {
+        let database = try await TillDatabase.open(
+            .sqlite(path: TestDatabases.temporaryFile()),
+            storageWait: .milliseconds(200)
+        )
+        try await database.sql.raw("CREATE TABLE outage_notes (n INTEGER PRIMARY KEY)").run()
+        // A transaction fails as on a full disk (SQLite's error 13, as `StorageUnavailable.classify` names it), until
+        // the wait runs out.
+        await #expect(throws: StorageUnavailable.self) {
+            try await database.transaction { _ -> Void in
+                throw StorageUnavailable(.diskFull, "database or disk is full (in: COMMIT)")
+            }
+        }
+        #expect(!database.gate.status.available)
+        #expect(database.gate.status.reason == .diskFull)
+
+        try await database.transaction { db in _ = try await db.raw("SELECT n FROM outage_notes").all() }
+        try await database.transaction { db in try await db.raw("UPDATE outage_notes SET n = n + 1 WHERE n < 0").run() }
+        #expect(!database.gate.status.available, "a commit that wrote nothing ended the outage")
+
+        try await database.transaction { db in try await db.raw("INSERT INTO outage_notes (n) VALUES (1)").run() }
+        #expect(database.gate.status.available)
+        #expect(database.gate.status.episodes == 1)
+        try await database.shutdown()
+    }
+
     /// PostgreSQL ends the connection a transaction holds (as when it is stopped or restarted). The statement the
     /// transaction sends next, on the closed connection, fails at once instead of waiting forever (PostgresNIO drops
     /// a statement written to a channel whose handlers are gone), and the transaction runs again on a new connection.
