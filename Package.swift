@@ -1,10 +1,21 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// Set by Tools/fuzz (docs/fuzzing.md): Till's own modules are then built for libFuzzer with AddressSanitizer, and the
+/// `till-fuzz` driver is declared. Dependencies are built as usual (they are fuzzed upstream): libFuzzer's coverage is
+/// Till's code, and the build reuses what `swift build` made of them.
+let fuzzing = Context.environment["TILL_FUZZ"] != nil
+let instrumented: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address", "-g"])] : []
+/// The fuzz targets' own code (mutators, property checks) is checked by AddressSanitizer but gives libFuzzer no
+/// coverage: an input is not interesting for exercising the harness.
+let harness: [SwiftSetting] =
+    [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+    + (fuzzing ? [.unsafeFlags(["-sanitize=address", "-g"])] : [])
+
 let upcoming: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
-]
+] + instrumented
 
 let package = Package(
     name: "Till",
@@ -48,6 +59,7 @@ let package = Package(
             name: "TillHTTPKit",
             dependencies: [
                 .product(name: "TillCore", package: "Client"),
+                "TillFormats",
                 "TillStorage",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -141,9 +153,15 @@ let package = Package(
             dependencies: [
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
+                "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcoming
@@ -156,11 +174,13 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
+                "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -168,6 +188,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: upcoming
         ),
@@ -218,6 +240,27 @@ let package = Package(
             ],
             path: "Tests/TillTestSupport",
             swiftSettings: upcoming
+        ),
+        // The fuzz targets: each parser of untrusted bytes, its properties, seeds and structure-aware mutator
+        // (docs/fuzzing.md). Run under libFuzzer by Tools/fuzz, and by `swift test` on every input that ever failed.
+        .target(
+            name: "TillFuzzing",
+            dependencies: [
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
+                "TillDevelopment",
+                "TillFormats",
+                "TillServer",
+                "TillSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/TillFuzzing",
+            swiftSettings: harness
         ),
         .testTarget(
             name: "TillCoreTests",
@@ -284,6 +327,7 @@ let package = Package(
             dependencies: [
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
+                "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
                 "TillServer",
@@ -305,6 +349,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
+            exclude: ["judge"],
             swiftSettings: upcoming
         ),
         .testTarget(
@@ -333,6 +378,12 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(
+            name: "TillFuzzingTests",
+            dependencies: ["TillFuzzing", "TillTestSupport"],
+            exclude: ["Regressions"],
+            swiftSettings: upcoming
+        ),
+        .testTarget(
             name: "TillClientTests",
             dependencies: [
                 .product(name: "TillClient", package: "Client"),
@@ -357,3 +408,19 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer driver of the fuzz targets, built only by Tools/fuzz (TILL_FUZZ set), linked with libFuzzer and
+// AddressSanitizer's runtime. `swift build` and `swift test` never see it; `swift test` replays the targets'
+// regression inputs without the fuzzer (Tests/TillFuzzingTests).
+if fuzzing {
+    package.targets.append(
+        .executableTarget(
+            name: "till-fuzz",
+            dependencies: ["TillFuzzing"],
+            path: "Tools/FuzzDriver",
+            exclude: ["lsan.supp"],
+            swiftSettings: harness,
+            linkerSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])]
+        )
+    )
+}

@@ -2,6 +2,20 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TillFormats
+
+/// The largest request bodies the two servers read, by what a route's body carries (docs/fuzzing.md, "Resource
+/// bounds"). A body over its route's limit is refused with 413 `bodyTooLarge` once that many bytes have arrived,
+/// before any of it is decoded.
+public enum BodyLimit {
+    /// A JSON body of settings or of a small request (most routes): 64 KiB, ten times the largest legitimate one
+    /// (an app's settings with its keys and StoreKit test certificates, a product priced in every storefront).
+    public static let json = 64 * 1024
+    /// A body carrying a receipt (`POST /v1/receipts`, restore): an app receipt is at most 1 MiB, 1.4 MiB in base64.
+    public static let receipt = 2 * 1024 * 1024
+    /// An App Store Server Notification: a signed payload of at most 256 KiB (the verifier's limit for a JWS).
+    public static let notification = 512 * 1024
+}
 
 /// JSON request and response bodies, with the refusals every route gives for a body it cannot take.
 public enum JSONBody {
@@ -19,8 +33,9 @@ public enum JSONBody {
         Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: bytes))
     }
 
-    /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes, 400 `invalidBody` saying what is
-    /// wrong when it is not a `T`.
+    /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes (``BodyLimit``), 400 `invalidBody`
+    /// saying what is wrong when it is not strict JSON (``StrictJSON``: a key twice in an object, U+0000 in a
+    /// string, nesting deeper than 64 levels) or not a `T`.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: Request,
@@ -34,8 +49,14 @@ public enum JSONBody {
         } catch {
             throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "the request body is larger than \(limit) bytes")
         }
+        let bytes = Array(buffer.readableBytesView)
         do {
-            return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
+            try StrictJSON.check(bytes)
+        } catch {
+            throw TillHTTPError.badRequest("invalidBody", "the request body is not strict JSON: \(error)")
+        }
+        do {
+            return try decoder.decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {
             throw TillHTTPError.badRequest(
                 "invalidBody",

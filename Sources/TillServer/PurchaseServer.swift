@@ -14,7 +14,9 @@ import TillStorage
 /// one job and its dependencies given explicitly (docs/architecture.md draws them):
 ///
 /// - `catalogue`: apps, products, the master list;
-/// - `ledger`: the only code that posts, credits, debits, revokes and refunds;
+/// - `events`: the event log: every change as a typed event, written with the change, read as the feed;
+/// - `jobs`: the durable job queue that confirmations, consumption answers, catch-up and deliveries share;
+/// - `ledger`: the only code that posts, credits, debits, revokes and refunds, each change an event;
 /// - `customers`: who a customer is and what they have now;
 /// - `snapshots`: what the server vouches a customer has, signed;
 /// - `intake`: submissions and restores, verified locally and recorded in milliseconds;
@@ -24,6 +26,7 @@ import TillStorage
 /// - `offers`: promotional offers and introductory-offer eligibility signed for apps;
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
+/// - `webhooks`: the app's webhook endpoints and the deliveries of its events to them (Standard Webhooks);
 /// - `metrics`: what `/metrics` reports.
 ///
 /// The HTTP layer (`buildServerApplication`) and the command line call the components.
@@ -32,6 +35,8 @@ public final class PurchaseServer: Sendable {
     public let database: TillDatabase
     public let metrics: ServerMetrics
     public let catalogue: Catalogue
+    public let events: EventLog
+    let jobs: JobQueue
     public let ledger: Ledger
     public let customers: Customers
     public let snapshots: Snapshots
@@ -42,6 +47,8 @@ public final class PurchaseServer: Sendable {
     public let offers: Offers
     public let catchUp: CatchUp
     public let content: ContentDelivery
+    public let webhookEndpoints: WebhookEndpoints
+    public let webhookDeliveries: WebhookDeliveries
     let store: ServerStore
     let clock: ServerClock
     let logger: Logger
@@ -59,7 +66,8 @@ public final class PurchaseServer: Sendable {
     ) {
         let store = ServerStore(database: database)
         let clock = ServerClock(now: now)
-        let signals = QueueSignals()
+        let jobs = JobQueue(database: database, store: store, clock: clock, metrics: metrics)
+        let signals = QueueSignals(workAvailable: jobs.signal(.confirmation))
         let verifier = LocalVerifier(configuration: configuration)
         self.configuration = configuration
         self.database = database
@@ -69,7 +77,16 @@ public final class PurchaseServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         catalogue = Catalogue(database: database, store: store, clock: clock, signals: signals, logger: logger)
-        ledger = Ledger(database: database, store: store, clock: clock)
+        self.jobs = jobs
+        // Recorded events wake the webhook worker, which dispatches them.
+        events = EventLog(
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            clock: clock,
+            appended: jobs.signal(.delivery)
+        )
+        ledger = Ledger(database: database, store: store, events: events, clock: clock)
         customers = Customers(database: database, store: store, catalogue: catalogue, ledger: ledger, clock: clock)
         offers = Offers(
             database: database,
@@ -90,6 +107,8 @@ public final class PurchaseServer: Sendable {
             database: database,
             store: store,
             catalogue: catalogue,
+            jobs: jobs,
+            events: events,
             metrics: metrics,
             clock: clock,
             logger: logger
@@ -113,6 +132,7 @@ public final class PurchaseServer: Sendable {
             ledger: ledger,
             customers: customers,
             notifications: notifications,
+            jobs: jobs,
             signals: signals,
             metrics: metrics,
             clock: clock
@@ -124,6 +144,7 @@ public final class PurchaseServer: Sendable {
             catalogue: catalogue,
             ledger: ledger,
             intake: intake,
+            jobs: jobs,
             verifier: verifier,
             signals: signals,
             metrics: metrics,
@@ -138,6 +159,7 @@ public final class PurchaseServer: Sendable {
             catalogue: catalogue,
             ledger: ledger,
             notifications: notifications,
+            jobs: jobs,
             metrics: metrics,
             clock: clock,
             logger: logger
@@ -148,6 +170,25 @@ public final class PurchaseServer: Sendable {
             store: store,
             catalogue: catalogue,
             customers: customers,
+            clock: clock,
+            logger: logger
+        )
+        webhookEndpoints = WebhookEndpoints(
+            database: database,
+            store: store,
+            catalogue: catalogue,
+            jobs: jobs,
+            policy: WebhookAddressPolicy(configuration.webhooks),
+            clock: clock,
+            logger: logger
+        )
+        webhookDeliveries = WebhookDeliveries(
+            settings: configuration.webhooks,
+            database: database,
+            store: store,
+            endpoints: webhookEndpoints,
+            jobs: jobs,
+            metrics: metrics,
             clock: clock,
             logger: logger
         )
@@ -176,12 +217,10 @@ public final class PurchaseServer: Sendable {
         try await store.migrate()
         if queueLock != nil {
             // This process owns the file's queue: any claim in it was left by a server that stopped mid-attempt.
-            let released = try await store.releaseClaims()
-            if released > 0 { logger.notice("resuming \(released) confirmations a stopped server had under way") }
-            let stopped = try await store.releaseCatchUpClaims()
-            if stopped > 0 { logger.notice("\(stopped) catch-up runs were under way when the server stopped") }
-            let answering = try await store.releaseConsumptionClaims()
-            if answering > 0 { logger.notice("resuming \(answering) consumption answers a stopped server had under way") }
+            let jobs = JobQueue(database: database, store: store, clock: ServerClock(now: now), metrics: metrics)
+            for (kind, count) in try await jobs.releaseAllClaims().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                logger.notice("resuming \(count) \(kind.rawValue) jobs a stopped server had under way")
+            }
         }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }

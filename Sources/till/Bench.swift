@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TillBench
 import TillFormats
 
@@ -11,22 +12,26 @@ struct Bench: AsyncParsableCommand {
             till bench submissions --rate 1000 --seconds 20 sends receipts at a fixed rate to till serve with the \
             simulator answering verifyReceipt in --apple-latency seconds (--outage-at 20 --outage-seconds 60 takes \
             Apple down in the middle); till bench reads measures customer reads \
-            beside a bare Hummingbird route. See docs/benchmarks.md.
+            beside a bare Hummingbird route; till bench events --rate 500 measures webhook deliveries per second and \
+            the CPU one endpoint adds to a purchase. See docs/benchmarks.md.
             """
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, all, submissions, reads, database
+        case jws, receipt, es256, all, submissions, reads, database, events, receiver, limits
     }
 
     @Argument(
         help:
-            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs)."
+            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), limits (the worst input of each limit on hostile input)."
     )
     var target: Target = .all
 
     @Option(help: "Seconds to measure each benchmark.")
     var seconds: Int = 5
+
+    @Option(name: .customLong("case"), help: "limits: run only this case, in this process (one JSON line).")
+    var limitsCase: String?
 
     @Option(help: "In-app purchases in the benchmark receipt.")
     var purchases: Int = 10
@@ -64,6 +69,15 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: CPU-bound processes to run beside the server (each keeps a core busy).")
     var neighbours = 0
 
+    @Option(help: "events: purchases sent in each of the three runs (without an endpoint, with one, without again).")
+    var eventPurchases = 3000
+
+    @Option(help: "events: events in the backlog delivered at once.")
+    var events = 20_000
+
+    @Option(help: "events: customers the purchases and events are spread over (each one's events go out in order).")
+    var customers = 1000
+
     func validate() throws {
         guard seconds >= 1 else { throw ValidationError("--seconds must be at least 1") }
         guard (1...1000).contains(purchases) else { throw ValidationError("--purchases must be between 1 and 1000") }
@@ -91,9 +105,29 @@ struct Bench: AsyncParsableCommand {
             neighbours: neighbours
         )
         switch target {
+        case .limits:
+            if let limitsCase {
+                let measurement = try await LimitsBenchmark.run(case: limitsCase, seconds: seconds)
+                return print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
+            }
+            return print(try await LimitsBenchmark.all(executable: Self.executable, seconds: seconds))
         case .submissions: return print(try await ServerBenchmark.submissions(options))
         case .reads: return print(try await ServerBenchmark.reads(options))
         case .database: return print(try await ServerBenchmark.database(options))
+        case .receiver: return try await EventBenchmark.receiver()
+        case .events:
+            return print(
+                try await EventBenchmark.run(
+                    .init(
+                        purchases: eventPurchases,
+                        rate: rate,
+                        events: events,
+                        customers: customers,
+                        connections: connections,
+                        databaseURL: databaseURL
+                    )
+                )
+            )
         default: break
         }
         let duration = Duration.seconds(seconds)
@@ -102,5 +136,11 @@ struct Bench: AsyncParsableCommand {
         if target == .receipt || target == .all {
             print(try await VerificationBenchmark.receipts(purchases: purchases, duration: duration))
         }
+    }
+
+    /// This program, for the children `limits` runs each case in.
+    static var executable: String {
+        guard FileManager.default.fileExists(atPath: "/proc/self/exe") else { return CommandLine.arguments[0] }
+        return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     }
 }

@@ -66,6 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
             contentDirectory: settings.contentDirectory,
             content: settings.content
         )
+        configuration.webhooks = settings.webhooks
         configuration.databaseWait = settings.databaseWait
         do {
             configuration.snapshotSigningKey = try settings.snapshotPrivateKeyFile.map(SnapshotKeyFiles.signingKey)

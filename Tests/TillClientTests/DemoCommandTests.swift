@@ -23,6 +23,7 @@ struct DemoCommandTests {
         "A refund revokes access",
         "A sandbox receipt sent to production (21007)",
         "A tampered entitlement store is rejected",
+        "What the app's backend received",
     ]
 
     static func steps(in output: String) -> [Step] {
@@ -51,7 +52,11 @@ struct DemoCommandTests {
             #expect(!step.checks.isEmpty, "\(step.title) checked nothing")
             #expect(step.checks.allSatisfy { $0.hasPrefix("✓") }, "\(step.title): \(step.checks)")
         }
-        #expect(run.output.contains("✓ All 11 steps behaved as expected"), "\(run)")
+        #expect(run.output.contains("✓ All 12 steps behaved as expected"), "\(run)")
+        // The app's backend heard of each change: a purchase, Apple's confirmation, a renewal, the refund.
+        for type in ["credits.purchased", "purchase.confirmed", "subscription.renewed", "purchase.refunded"] {
+            #expect(run.output.contains("→ backend: \(type): alice"), "\(type): \(run)")
+        }
         // It cleans up after itself.
         let directory = run.output.components(separatedBy: "files in ").dropFirst().first?
             .components(separatedBy: " until the end").first

@@ -92,4 +92,19 @@ struct TillHTTPErrorTests {
         let large = try await call(.post, "/echo", body: "{\"a\":" + String(repeating: " ", count: 100) + "1}")
         #expect(large.status == .contentTooLarge && large.code == "bodyTooLarge")
     }
+
+    @Test func aBodyMustBeStrictJSON() async throws {
+        let twice = try await call(.post, "/echo", body: #"{"a":1,"\u0061":2}"#)
+        #expect(twice.status == .badRequest && twice.code == "invalidBody")
+        #expect(twice.message == #"the request body is not strict JSON: duplicate key "a""#)
+        let nul = try await call(.post, "/echo", body: #"{"\u0000":1}"#)
+        #expect(nul.status == .badRequest && nul.message?.contains("U+0000") == true)
+        let deep = try await call(
+            .post,
+            "/echo",
+            body: String(repeating: "[", count: 30) + String(repeating: "]", count: 30)
+        )
+        #expect(deep.status == .badRequest && deep.code == "invalidBody")
+        #expect(try await call(.post, "/echo", body: #"{"a":1}"#).status == .ok)
+    }
 }

@@ -137,19 +137,14 @@ extension CatchUpTests {
                     token: "operator"
                 )
                 #expect(keyless.status == 409 && keyless.code == "noAPIKey")
-                let store = fixture.server.store
-                let now = fixture.server.nowMilliseconds
-                #expect(
-                    try await store.claimCatchUp(
-                        bundleId: ServerFixture.bundleId,
-                        now: now,
-                        until: now + 60_000,
-                        on: store.sql
-                    )
-                )
+                // Another worker holds the app's catch-up job: the operator's run is refused until it ends.
+                let jobs = fixture.server.jobs
+                #expect(try await jobs.claim(.catchUp, key: ServerFixture.bundleId, lease: .seconds(60)) != nil)
                 let busy = try await client.call(.post, path, token: "operator")
                 #expect(busy.status == 409 && busy.code == "catchUpRunning")
-                try await store.releaseCatchUp(bundleId: ServerFixture.bundleId, on: store.sql)
+                try await fixture.server.database.transaction { db in
+                    try await jobs.finish(.catchUp, key: ServerFixture.bundleId, on: db)
+                }
 
                 // Apple down (503, then 429): the run answers, incomplete, and the checkpoint stays where it was.
                 let before = try await checkpoint(fixture)

@@ -112,7 +112,7 @@ struct CatchUpTests {
             var after = try await customer(fixture, "c1")
             #expect(after.balances == ["gems": 0])
             #expect(after.entitlements.map(\.id) == ["premium"] && after.entitlements.first?.transactionId == renewalId)
-            #expect(after.purchases.first { $0.transactionId == gemsId }?.revocationReason == "refund")
+            #expect(after.purchases.first { $0.transactionId == gemsId }?.revocationReason == .refund)
             let recorded = try await count(fixture, "SELECT COUNT(*) AS n FROM srv_notifications")
             #expect(recorded == first.notifications.fetched)
             // The notifications came first in the run: the histories found nothing more to apply.
@@ -230,7 +230,7 @@ struct CatchUpTests {
             #expect(first.transactions.revoked == 2 && first.transactions.recorded == 0)
             var after = try await customer(fixture, "c1")
             #expect(after.entitlements.isEmpty && after.balances == ["gems": 0])
-            #expect(after.purchases.allSatisfy { $0.revocationReason == "refund" && $0.revocationDate != nil })
+            #expect(after.purchases.allSatisfy { $0.revocationReason == .refund && $0.revocationDate != nil })
             let refunds: SQLQueryString = "SELECT COUNT(*) AS n FROM srv_finance WHERE kind = 'refund' AND amount < 0"
             #expect(try await count(fixture, refunds) == 2)
 

@@ -104,7 +104,11 @@ struct ConfirmationTests {
                 customerId: "mallory"
             )
             #expect(customer.entitlements.isEmpty && customer.balances == ["gems": 0])
-            #expect(customer.purchases.allSatisfy { $0.revocationReason == "apple: status 21010" })
+            #expect(
+                customer.purchases.allSatisfy {
+                    $0.revocationReason == .rejected && $0.revocationDetail == "status 21010"
+                }
+            )
         }
     }
 

@@ -40,7 +40,10 @@ struct ConsumptionTests {
                 AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(port)/v1/apple/notifications")
             )
             let base = "http://127.0.0.1:\(port)"
-            let live = Live(app: JSONHTTP(base: base, token: fixture.app.appKey), admin: JSONHTTP(base: base, token: "operator"))
+            let live = Live(
+                app: JSONHTTP(base: base, token: fixture.app.appKey),
+                admin: JSONHTTP(base: base, token: "operator")
+            )
             guard answering else { return try await body(live) }
             try await withServices({ _ in ServiceBox(ConsumptionWorker(server: server)) }) { _ in try await body(live) }
         }
@@ -78,7 +81,11 @@ struct ConsumptionTests {
     }
 
     func setConsent(_ live: Live, _ customer: String, _ consented: Bool) async throws {
-        let reply = try await live.app.send(.PUT, "/v1/customers/\(customer)/consumption-consent", ["consented": consented])
+        let reply = try await live.app.send(
+            .PUT,
+            "/v1/customers/\(customer)/consumption-consent",
+            ["consented": consented]
+        )
         #expect(reply.status == 200, "\(reply)")
         #expect(reply.object["consented"] as? Bool == consented && reply.object["customerId"] as? String == customer)
     }
@@ -97,7 +104,10 @@ struct ConsumptionTests {
                 )
                 #expect(patched.status == 200, "\(patched)")
                 let settings = try #require(patched.object["consumption"] as? [String: Any])
-                #expect(settings["sampleContentProvided"] as? Bool == true && settings["refundPreference"] as? String == "DECLINE")
+                #expect(
+                    settings["sampleContentProvided"] as? Bool == true
+                        && settings["refundPreference"] as? String == "DECLINE"
+                )
                 let gems = try await fixture.buy("gems.100")
                 try await submit(fixture, gems, as: "alice")
                 let debit = try await live.app.post(
@@ -111,7 +121,10 @@ struct ConsumptionTests {
                 #expect(try await live.app.get("/v1/customers/alice/consumption-consent").object["updatedAt"] is Int)
 
                 let gemsId = try #require(gems.transactionId)
-                try await fixture.simulator.subscriptions.requestRefund(transactionId: gemsId, reason: .unintendedPurchase)
+                try await fixture.simulator.subscriptions.requestRefund(
+                    transactionId: gemsId,
+                    reason: .unintendedPurchase
+                )
                 let answer = try await settledAnswer(fixture, gemsId)
                 #expect(answer.state == .sent && answer.appleStatus == 202 && answer.attempts == 1, "\(answer)")
                 #expect(answer.customerId == "alice" && answer.reason == "UNINTENDED_PURCHASE")
@@ -134,7 +147,10 @@ struct ConsumptionTests {
                 let item = try #require((listed.object["items"] as? [[String: Any]])?.first)
                 #expect(item["state"] as? String == "sent" && item["notificationUUID"] as? String != nil)
                 let shown = try #require(item["sent"] as? [String: Any])
-                #expect(shown["consumptionPercentage"] as? Int == 30_000 && shown["deliveryStatus"] as? String == "DELIVERED")
+                #expect(
+                    shown["consumptionPercentage"] as? Int == 30_000
+                        && shown["deliveryStatus"] as? String == "DELIVERED"
+                )
                 let refused = try await live.admin.get(
                     "/admin/v1/apps/\(ServerFixture.bundleId)/consumption-requests?state=answered"
                 )
@@ -208,7 +224,10 @@ struct ConsumptionTests {
                     FaultRule(environment: "Sandbox", endpoint: .serverAPI, outage: .http503, remaining: 2)
                 )
                 let id = try #require(subscription.transactionId)
-                try await fixture.simulator.subscriptions.requestRefund(transactionId: id, reason: .unsatisfiedWithPurchase)
+                try await fixture.simulator.subscriptions.requestRefund(
+                    transactionId: id,
+                    reason: .unsatisfiedWithPurchase
+                )
                 let answer = try await settledAnswer(fixture, id)
                 #expect(answer.state == .sent && answer.attempts == 3 && answer.appleStatus == 202, "\(answer)")
                 let log = try await consumptionLog(fixture)
@@ -237,22 +256,17 @@ struct ConsumptionTests {
                 try await submit(fixture, gems, as: "dave")
                 try await setConsent(live, "dave", true)
                 gemsId = try #require(gems.transactionId)
-                try await fixture.simulator.subscriptions.requestRefund(transactionId: gemsId, reason: .fulfillmentIssue)
+                try await fixture.simulator.subscriptions.requestRefund(
+                    transactionId: gemsId,
+                    reason: .fulfillmentIssue
+                )
                 try await waitUntil(timeout: .seconds(30)) {
                     try await fixture.server.consumption.requests(bundleId: ServerFixture.bundleId, state: .pending)
                         .total == 1
                 }
             }
-            let store = fixture.server.store
             if database == .sqlite {
-                let now = fixture.server.clock.milliseconds
-                let held = try await store.claimDueConsumptionRequests(
-                    limit: 4,
-                    now: now,
-                    until: now + 3_600_000,
-                    engine: .sqlite,
-                    on: store.sql
-                )
+                let held = try await fixture.server.jobs.claim(.consumptionAnswer, limit: 4, lease: .seconds(3600))
                 #expect(held.count == 1)
                 fixture.server.queueLock?.release()
             }
@@ -267,7 +281,9 @@ struct ConsumptionTests {
             )
             try await next.shutdown()
             #expect(answer.transactionId == gemsId && answer.attempts == 1 && answer.reason == "FULFILLMENT_ISSUE")
-            #expect(try body(try #require(try await consumptionLog(fixture).first))["consumptionPercentage"] as? Int == 0)
+            #expect(
+                try body(try #require(try await consumptionLog(fixture).first))["consumptionPercentage"] as? Int == 0
+            )
         }
     }
 
@@ -302,21 +318,43 @@ struct ConsumptionTests {
 
     @Test func theShareConsumedCountsTheBalanceLeftAsThisPurchasesFirst() {
         let row = LedgerRecord(
-            environment: "Sandbox", transactionId: "1", bundleId: "b", customerId: "c", originalTransactionId: "1",
-            productId: "gems.100", productType: "consumable", quantity: 2, purchaseDate: 0, isUpgraded: false,
-            ownership: "PURCHASED", submissionId: "s", confirmed: true, createdAt: 0, updatedAt: 0
+            environment: .sandbox,
+            transactionId: "1",
+            bundleId: "b",
+            customerId: "c",
+            originalTransactionId: "1",
+            productId: "gems.100",
+            productType: .consumable,
+            quantity: 2,
+            purchaseDate: 0,
+            isUpgraded: false,
+            ownership: .purchased,
+            submissionId: "s",
+            confirmed: true,
+            createdAt: 0,
+            updatedAt: 0
         )
         let credits: [String: Int64] = ["gems": 100, "keys": 1]
         // 202 granted; 150 gems and 2 keys left of it: 50 of 202 spent.
-        #expect(ConsumptionRules.consumedShare(of: row, credits: credits, balances: ["gems": 150, "keys": 2]) == 24_752)
+        #expect(
+            ConsumptionRules.consumedShare(of: row, credits: credits, balances: ["gems": 150, "keys": 2]) == 24_752
+        )
         // More left than it granted (earlier purchases): nothing of this one counts as spent.
         #expect(ConsumptionRules.consumedShare(of: row, credits: credits, balances: ["gems": 900, "keys": 9]) == 0)
         // A balance below zero (credits taken back after they were spent): all of it spent.
         #expect(ConsumptionRules.consumedShare(of: row, credits: credits, balances: ["gems": -20]) == 100_000)
         #expect(ConsumptionRules.consumedShare(of: row, credits: [:], balances: [:]) == nil)
         let product = CatalogProduct(
-            bundleId: "b", productId: "gems.100", type: .consumable, title: "Gems", entitlements: [], credits: credits,
-            content: [], position: 0, createdAt: 0, updatedAt: 0
+            bundleId: "b",
+            productId: "gems.100",
+            type: .consumable,
+            title: "Gems",
+            entitlements: [],
+            credits: credits,
+            content: [],
+            position: 0,
+            createdAt: 0,
+            updatedAt: 0
         )
         let settings = ConsumptionSettings(sampleContentProvided: true, refundPreference: .grantFull)
         let facts = ConsumptionRules.Facts(
@@ -326,20 +364,39 @@ struct ConsumptionTests {
             consented: true,
             settings: settings
         )
-        #expect(ConsumptionRules.decide(facts) == .send(ConsumptionRequest(
-            customerConsented: true, sampleContentProvided: true, deliveryStatus: .delivered,
-            consumptionPercentage: 24_752, refundPreference: .grantFull
-        )))
+        #expect(
+            ConsumptionRules.decide(facts)
+                == .send(
+                    ConsumptionRequest(
+                        customerConsented: true,
+                        sampleContentProvided: true,
+                        deliveryStatus: .delivered,
+                        consumptionPercentage: 24_752,
+                        refundPreference: .grantFull
+                    )
+                )
+        )
         // Apple rejected the purchase, so the ledger took back what it gave: not delivered, no share.
         var rejected = facts
         rejected.row?.revocationDate = 1
-        rejected.row?.revocationReason = LedgerRecord.rejectionPrefix + "21003"
-        #expect(ConsumptionRules.decide(rejected) == .send(ConsumptionRequest(
-            customerConsented: true, sampleContentProvided: true, deliveryStatus: .undeliveredOther,
-            refundPreference: .grantFull
-        )))
+        rejected.row?.revocationReason = .rejected
+        rejected.row?.revocationDetail = "status 21003"
+        #expect(
+            ConsumptionRules.decide(rejected)
+                == .send(
+                    ConsumptionRequest(
+                        customerConsented: true,
+                        sampleContentProvided: true,
+                        deliveryStatus: .undeliveredOther,
+                        refundPreference: .grantFull
+                    )
+                )
+        )
         var family = facts
-        family.row?.ownership = "FAMILY_SHARED"
-        #expect(ConsumptionRules.decide(family) == .skip("Apple takes no consumption information about family-shared purchases"))
+        family.row?.ownership = .familyShared
+        #expect(
+            ConsumptionRules.decide(family)
+                == .skip("Apple takes no consumption information about family-shared purchases")
+        )
     }
 }

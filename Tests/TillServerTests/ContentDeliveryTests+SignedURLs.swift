@@ -113,8 +113,8 @@ extension ContentDeliveryTests {
             try await fixture.server.database.transaction { db in
                 for var record in try await store.transactions(bundleId: Self.bundle, customerId: "alice", on: db) {
                     record.revocationDate = now
-                    record.revocationReason = "refund"
-                    try await store.update(record, on: db)
+                    record.revocationReason = .refund
+                    try await fixture.server.ledger.writes.update(record, on: db)
                 }
             }
             let revoked = try await call(client, .get, url)

@@ -43,15 +43,22 @@ struct CrashRecoveryTests {
         try await first.database.sql.raw(
             """
             INSERT INTO srv_submissions (id, bundle_id, customer_id, kind, environment, state,
-                attempts, next_attempt_at, transaction_ids, claimed_until, created_at, updated_at)
-            VALUES ('s1', 'b', 'c', 'appReceipt', 'Sandbox', 'pending', 0, \(bind: now), '[]',
-                \(bind: now + 600_000), \(bind: now), \(bind: now))
+                attempts, transaction_ids, created_at, updated_at)
+            VALUES ('s1', 'b', 'c', 'appReceipt', 'Sandbox', 'pending', 0, '[]', \(bind: now), \(bind: now))
+            """
+        ).run()
+        try await first.database.sql.raw(
+            """
+            INSERT INTO srv_jobs (kind, job_key, state, queue_group, position, attempts, due_at, claimed_until,
+                created_at, updated_at)
+            VALUES ('confirmation', 's1', 'queued', '', 0, 1, \(bind: now), \(bind: now + 600_000), \(bind: now),
+                \(bind: now))
             """
         ).run()
         try await first.shutdown()
 
         let second = try await PurchaseServer.open(configuration)
-        let claimed = try await second.database.sql.raw("SELECT claimed_until FROM srv_submissions").first()
+        let claimed = try await second.database.sql.raw("SELECT claimed_until FROM srv_jobs").first()
         #expect(try claimed?.decodeNil(column: "claimed_until") == true)
         try await second.shutdown()
     }

@@ -48,6 +48,52 @@ struct LayoutTests {
         #expect(offenders.isEmpty, "SQL outside Sources/\(target)/Store: \(offenders)")
     }
 
+    /// Only the ledger writes money, credits and access (docs/architecture.md, "One rule, one place"): every statement
+    /// that writes the ledger's rows, balance entries, the books or the renewal state that grants a grace period, or
+    /// links a guest to an account, is in `Store/LedgerStore.swift` (or a migration), and `LedgerStore` is used only by
+    /// the ledger. So every change to them goes through `Ledger`, which records it as an event in the same transaction.
+    @Test func onlyTheLedgerWritesMoneyCreditsAndAccess() throws {
+        let offenders = try Self.ledgerWritesOutsideTheLedger(
+            in: Self.root.appendingPathComponent("Sources/TillServer")
+        )
+        #expect(offenders.isEmpty, "money, credits or access written outside the ledger: \(offenders)")
+    }
+
+    /// The tables whose rows are money, credits or access.
+    static let ledgerTables: Set<String> = [
+        "srv_transactions", "srv_balance_entries", "srv_finance", "srv_subscription_states",
+    ]
+
+    /// Where `onlyTheLedgerWritesMoneyCreditsAndAccess` finds a write to the ledger's tables outside `LedgerStore`, or
+    /// `LedgerStore` used outside the ledger: `file: what`.
+    static func ledgerWritesOutsideTheLedger(in sources: URL) throws -> [String] {
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        #expect(files.contains("Store/LedgerStore.swift") && files.contains("Ledger/Ledger.swift"))
+        let statement = try Regex(#"(?i)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(srv_\w+)"#)
+        let builder = try Regex(#"\b(insert\(into:|update\(|delete\(from:)\s*"(srv_\w+)""#)
+        let aliasUpdate = try Regex(#"(?i)UPDATE\s+srv_customers\s+SET[^"]*\balias_of\s*="#)
+        var offenders: [String] = []
+        for file in files.sorted() {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            let code = text.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+                .joined(separator: " ").replacing(try Regex(#"\s+"#), with: " ")
+            if !file.hasPrefix("Ledger/") && !file.hasPrefix("Store/") && code.contains("LedgerStore") {
+                offenders.append("\(file): uses LedgerStore")
+            }
+            guard file != "Store/LedgerStore.swift", file != "Store/ServerSchema.swift" else { continue }
+            for match in code.matches(of: statement) + code.matches(of: builder) {
+                guard let table = match.output[2].substring.map(String.init), Self.ledgerTables.contains(table) else {
+                    continue
+                }
+                offenders.append("\(file): writes \(table)")
+            }
+            if code.contains(aliasUpdate) { offenders.append("\(file): links a guest to an account") }
+        }
+        return offenders
+    }
+
     /// The app SDK imports the contract, the snapshot check and Foundation's networking: not the server's receipt
     /// machinery (TillFormats), and not SwiftNIO or AsyncHTTPClient, which iOS apps do not use.
     @Test func theAppSDKImportsNeitherSwiftNIONorTheReceiptMachinery() throws {

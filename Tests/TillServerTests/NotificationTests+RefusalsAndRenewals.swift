@@ -235,20 +235,20 @@ extension NotificationTests {
                     at: start,
                     on: db
                 )
-                try await server.store.insert(
+                try await server.ledger.writes.insert(
                     LedgerRecord(
-                        environment: "Production",
+                        environment: .production,
                         transactionId: "100",
                         bundleId: ServerFixture.bundleId,
                         customerId: "p1",
                         originalTransactionId: "100",
                         productId: "premium.monthly",
-                        productType: "autoRenewable",
+                        productType: .autoRenewable,
                         quantity: 1,
                         purchaseDate: start - 1000,
                         expiresDate: start + 60_000,
                         isUpgraded: false,
-                        ownership: "PURCHASED",
+                        ownership: .purchased,
                         price: 990,
                         currency: "USD",
                         submissionId: "s",
@@ -258,17 +258,14 @@ extension NotificationTests {
                     ),
                     on: db
                 )
-                try await server.store.recordFinance(
-                    environment: "Production",
-                    transactionId: "100",
-                    bundleId: ServerFixture.bundleId,
-                    productId: "premium.monthly",
-                    amount: 990,
-                    currency: "USD",
-                    at: start - 1000,
-                    kind: "purchase",
-                    on: db
-                )
+                try await db.raw(
+                    """
+                    INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency,
+                        occurred_at, kind)
+                    VALUES ('Production', '100', \(bind: ServerFixture.bundleId), 'premium.monthly', 990, 'USD',
+                        \(bind: start - 1000), 'purchase')
+                    """
+                ).run()
             }
             var renewal = JWSTransactionDecodedPayload(
                 transactionId: "101",
@@ -318,7 +315,7 @@ extension NotificationTests {
             #expect(report.totals.additionalProperties == ["USD": 990 + 1290 - 645])
             #expect(report.rows.first?.count == 3)
             let customer = try await customer(fixture, "p1")
-            #expect(customer.purchases.first { $0.transactionId == "101" }?.revocationReason == "refund")
+            #expect(customer.purchases.first { $0.transactionId == "101" }?.revocationReason == .refund)
         }
     }
 }

@@ -184,7 +184,7 @@ struct NotificationTests {
                 let customer = try await customer(fixture, "c1")
                 #expect(customer.entitlements.isEmpty)
                 let purchase = try #require(customer.purchases.first { $0.transactionId == subscriptionId })
-                #expect(purchase.revocationReason == "refund" && purchase.revocationDate != nil)
+                #expect(purchase.revocationReason == .refund && purchase.revocationDate != nil)
                 #expect(customer.subscriptions.first?.status == "revoked")
                 #expect(
                     try await count(
@@ -250,7 +250,7 @@ struct NotificationTests {
                 let plusId = try #require(upgraded.transactionId)
                 let customer = try await customer(fixture, "c1")
                 let replaced = try #require(customer.purchases.first { $0.transactionId == monthly.transactionId })
-                #expect(replaced.revocationReason == "upgraded")
+                #expect(replaced.revocationReason == .upgraded)
                 #expect(customer.purchases.first { $0.transactionId == plusId }?.productId == "premium.plus")
                 #expect(customer.entitlements.map(\.id) == ["plus", "premium"])
                 #expect(customer.entitlements.allSatisfy { $0.transactionId == plusId })

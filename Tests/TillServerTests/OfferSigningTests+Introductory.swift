@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 import TillContract
+import TillCore
 import TillFormats
 import TillStorage
 import TillTestSupport
@@ -13,7 +14,10 @@ extension OfferSigningTests {
     /// A customer of the simulator's App Store of their own: an account, a device, and its app transaction id.
     func newCustomer(_ fixture: ServerFixture) async throws -> (device: String, appTransactionId: String) {
         let account = try await fixture.simulator.appStoreConnect.createAccount(AccountInput(environment: "Sandbox"))
-        let device = try await fixture.simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput(name: "iPhone"))
+        let device = try await fixture.simulator.appStoreConnect.createDevice(
+            accountId: account.id,
+            DeviceInput(name: "iPhone")
+        )
         let id = Receipts.appTransactionId(accountId: account.id, appAppleId: try #require(fixture.app.appAppleId))
         return (device.id, id)
     }
@@ -28,13 +32,21 @@ extension OfferSigningTests {
             let key = fixture.app.appKey
             try await withRouter(fixture) { client in
                 let ask = { (customer: String, body: String) in
-                    try await client.call(.post, "/v1/customers/\(customer)/offers/introductory-eligibility", json: body, token: key)
+                    try await client.call(
+                        .post,
+                        "/v1/customers/\(customer)/offers/introductory-eligibility",
+                        json: body,
+                        token: key
+                    )
                 }
                 // Bob is new: nothing in the ledger to name, so the app names its app transaction.
                 let unnamed = try await ask("bob", #"{"productId":"premium.monthly"}"#)
                 #expect(unnamed.status == 400 && unnamed.code == "appTransactionIdRequired", "\(unnamed)")
-                let first = try await ask("bob", #"{"productId":"premium.monthly","appTransactionId":"\#(bob.appTransactionId)"}"#)
-                    .decode(Components.Schemas.IntroductoryEligibilitySignature.self)
+                let first = try await ask(
+                    "bob",
+                    #"{"productId":"premium.monthly","appTransactionId":"\#(bob.appTransactionId)"}"#
+                )
+                .decode(Components.Schemas.IntroductoryEligibilitySignature.self)
                 #expect(first.allowIntroductoryOffer && first.reason == "neverHadIntroductoryOffer")
                 #expect(first.transactionId == bob.appTransactionId && first.subscriptionGroup == "premium")
                 let trial = try await pay(fixture, "premium.monthly", device: bob.device, eligibility: first.compactJWS)
@@ -44,7 +56,9 @@ extension OfferSigningTests {
                 try await submit(fixture, trial, as: "bob")
                 // The ledger keeps that it was an introductory offer: once per group.
                 let row = try await fixture.server.store.transaction(
-                    environment: "Sandbox", transactionId: try #require(trial.transactionId), on: fixture.server.store.sql
+                    environment: .sandbox,
+                    transactionId: try #require(trial.transactionId),
+                    on: fixture.server.store.sql
                 )
                 #expect(row?.introductoryOffer == true)
                 let again = try await ask("bob", #"{"productId":"premium.plus"}"#)
@@ -54,20 +68,38 @@ extension OfferSigningTests {
 
                 // The operator withholds Carol's: the App Store, which would give a new customer the trial, does not.
                 let overridePath = "/admin/v1/apps/\(Self.bundle)/customers/carol/introductory-offers/premium"
-                let put = try await client.call(.put, overridePath, json: #"{"allowIntroductoryOffer":false}"#, token: "operator")
+                let put = try await client.call(
+                    .put,
+                    overridePath,
+                    json: #"{"allowIntroductoryOffer":false}"#,
+                    token: "operator"
+                )
                 #expect(put.status == 200 && put.object["allowIntroductoryOffer"] as? Bool == false, "\(put)")
                 #expect(try await client.call(.get, overridePath, token: "operator").status == 200)
-                let withheld = try await ask("carol", #"{"productId":"premium.monthly","appTransactionId":"\#(carol.appTransactionId)"}"#)
-                    .decode(Components.Schemas.IntroductoryEligibilitySignature.self)
+                let withheld = try await ask(
+                    "carol",
+                    #"{"productId":"premium.monthly","appTransactionId":"\#(carol.appTransactionId)"}"#
+                )
+                .decode(Components.Schemas.IntroductoryEligibilitySignature.self)
                 #expect(!withheld.allowIntroductoryOffer && withheld.reason == "operatorOverride")
                 // A JWS edited to say true is refused, whatever it says.
                 let parts = withheld.compactJWS.split(separator: ".").map(String.init)
                 let payload = try #require(Base64.decode(parts[1], alphabet: .url))
                 var claims = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
                 claims["allowIntroductoryOffer"] = true
-                let edited = "\(parts[0]).\(Base64.encode(try JSONSerialization.data(withJSONObject: claims), alphabet: .url)).\(parts[2])"
-                #expect(refusedSignature(try await pay(fixture, "premium.monthly", device: carol.device, eligibility: edited)))
-                let full = try await pay(fixture, "premium.monthly", device: carol.device, eligibility: withheld.compactJWS)
+                let edited =
+                    "\(parts[0]).\(Base64.encode(try JSONSerialization.data(withJSONObject: claims), alphabet: .url)).\(parts[2])"
+                #expect(
+                    refusedSignature(
+                        try await pay(fixture, "premium.monthly", device: carol.device, eligibility: edited)
+                    )
+                )
+                let full = try await pay(
+                    fixture,
+                    "premium.monthly",
+                    device: carol.device,
+                    eligibility: withheld.compactJWS
+                )
                 #expect(full.state == "purchased", "\(full)")
                 let paid = try await simulated(fixture, full)
                 #expect(paid.offerType == nil && paid.price == 990)
@@ -80,8 +112,10 @@ extension OfferSigningTests {
                     .decode(Components.Schemas.IntroductoryEligibilitySignature.self)
                 #expect(!ledger.allowIntroductoryOffer && ledger.reason == "subscribedNow")
                 let unknownGroup = try await client.call(
-                    .put, "/admin/v1/apps/\(Self.bundle)/customers/carol/introductory-offers/gold",
-                    json: #"{"allowIntroductoryOffer":true}"#, token: "operator"
+                    .put,
+                    "/admin/v1/apps/\(Self.bundle)/customers/carol/introductory-offers/gold",
+                    json: #"{"allowIntroductoryOffer":true}"#,
+                    token: "operator"
                 )
                 #expect(unknownGroup.status == 404 && unknownGroup.code == "subscriptionGroupNotFound")
                 let gems = try await ask("carol", #"{"productId":"gems.100"}"#)

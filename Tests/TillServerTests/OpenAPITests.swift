@@ -79,6 +79,8 @@ struct OpenAPITests {
         "group": "premium",
         "id": "00000000-0000-0000-0000-000000000000",
         "sha256": String(repeating: "0", count: 64),
+        "endpoint": "ep_0",
+        "delivery": "dlv_0",
     ]
 
     typealias Reply = HTTPReply

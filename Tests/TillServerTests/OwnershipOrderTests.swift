@@ -99,7 +99,7 @@ struct OwnershipOrderTests {
             var owners: [String?] = []
             for id in ids {
                 owners.append(
-                    try await server.store.transaction(environment: "Sandbox", transactionId: id, on: server.store.sql)?
+                    try await server.store.transaction(environment: .sandbox, transactionId: id, on: server.store.sql)?
                         .customerId
                 )
             }

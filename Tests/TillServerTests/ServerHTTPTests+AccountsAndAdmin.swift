@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import SQLKit
 import Testing
 import TillContract
 import TillCore
@@ -210,17 +211,15 @@ extension ServerHTTPTests {
                 ("Production", "1", Int64(990), "2026-11-01"), ("Production", "2", 4990, "2026-11-01"),
                 ("Production", "3", 990, "2026-11-02"), ("Sandbox", "4", 990, "2026-11-01"),
             ] {
-                try await store.recordFinance(
-                    environment: env,
-                    transactionId: id,
-                    bundleId: ServerFixture.bundleId,
-                    productId: amount == 990 ? "gems.100" : "pro",
-                    amount: amount,
-                    currency: "USD",
-                    at: ReportDates.parse(day)! + 3_600_000,
-                    kind: "purchase",
-                    on: store.sql
-                )
+                try await store.sql.raw(
+                    """
+                    INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency,
+                        occurred_at, kind)
+                    VALUES (\(bind: env), \(bind: id), \(bind: ServerFixture.bundleId),
+                        \(bind: amount == 990 ? "gems.100" : "pro"), \(bind: amount), 'USD',
+                        \(bind: ReportDates.parse(day)! + 3_600_000), 'purchase')
+                    """
+                ).run()
             }
             try await app.test(.router) { client in
                 let byDay = try await call(

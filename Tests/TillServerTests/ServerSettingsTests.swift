@@ -32,6 +32,31 @@ struct ServerSettingsTests {
         #expect(settings.catchUp == CatchUpSettings(interval: .seconds(3600), firstLookBack: .seconds(7 * 86_400)))
     }
 
+    @Test func webhooksAreHTTPSOnlyInProductionAndTheirRetriesCanBeTuned() async throws {
+        let development = try await ServerSettings.load(flags: [:], environment: [:], file: nil).webhooks
+        #expect(development.allowHTTPToLoopback && !development.allowPrivateAddresses)
+        #expect(development.schedule == WebhookSettings.standardSchedule && development.retryFor == .seconds(259_200))
+        let production = try await ServerSettings.load(
+            flags: [:],
+            environment: [
+                "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op-0123456789abcdef",
+                "TILL_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES": "true", "TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5, 60,3600",
+                "TILL_WEBHOOKS_RETRY_HOURS": "24", "TILL_WEBHOOKS_ANSWER_PREFIX_BYTES": "256",
+            ],
+            file: nil
+        ).webhooks
+        #expect(!production.allowHTTPToLoopback && production.allowPrivateAddresses)
+        #expect(production.schedule == [.milliseconds(500), .seconds(60), .seconds(3600)])
+        #expect(production.retryFor == .seconds(86_400) && production.answerPrefixBytes == 256)
+        #expect(production.delay(afterAttempt: 1, jitter: 1) == .milliseconds(500))
+        #expect(production.delay(afterAttempt: 9, jitter: 1) == .seconds(3600), "the last delay repeats")
+        for (key, value) in [("TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,soon"), ("TILL_WEBHOOKS_RETRY_HOURS", "0")] {
+            await #expect(throws: TillHTTPError.self, "\(key)=\(value)") {
+                try await ServerSettings.load(flags: [:], environment: [key: value], file: nil)
+            }
+        }
+    }
+
     @Test func catchingUpCanBeSlowedOrTurnedOff() async throws {
         let settings = try await ServerSettings.load(
             flags: [:],
@@ -167,8 +192,8 @@ struct SnapshotCacheTests {
                 ] == 100
             )
             // A write the cache was not told about, other than through the database's generation.
-            try await server.database.transaction { db in
-                try await server.store.addBalanceEntry(
+            _ = try await server.database.transaction { db in
+                try await server.ledger.writes.addBalanceEntry(
                     bundleId: ServerFixture.bundleId,
                     customerId: "carol",
                     credit: "gems",

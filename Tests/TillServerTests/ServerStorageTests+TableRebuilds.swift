@@ -33,7 +33,15 @@ extension ServerStorageTests {
             """
             INSERT INTO srv_transactions (environment, transaction_id, bundle_id, customer_id, original_transaction_id,
                 product_id, quantity, purchase_date, is_upgraded, ownership, submission_id, confirmed, created_at, updated_at)
-            VALUES ('Sandbox', 't1', 'b', 'c', 't1', 'gems', 1, 1, FALSE, 'purchased', 's1', FALSE, 1, 1)
+            VALUES ('Sandbox', 't1', 'b', 'c', 't1', 'gems', 1, 1, FALSE, 'PURCHASED', 's1', FALSE, 1, 1)
+            """,
+            // A rejection as it was kept before migration 017, in a row only a notification carried.
+            """
+            INSERT INTO srv_transactions (environment, transaction_id, bundle_id, customer_id, original_transaction_id,
+                product_id, quantity, purchase_date, revocation_date, revocation_reason, is_upgraded, ownership,
+                submission_id, confirmed, created_at, updated_at)
+            VALUES ('Sandbox', 't2', 'b', 'c', 't2', 'gems', 1, 1, 5, 'apple: status 21003', FALSE, 'PURCHASED',
+                'notification:n1', FALSE, 1, 1)
             """,
             "INSERT INTO srv_balance_entries VALUES ('b', 'c', 'gems', 100, 'purchase:Sandbox:t1', 1)",
             "INSERT INTO srv_finance VALUES ('Sandbox', 't1', 'b', 'gems', 99, 'USD', 1, 'purchase')",
@@ -45,7 +53,14 @@ extension ServerStorageTests {
 
         let moved = try #require(try await store.submission(bundleId: "b", idempotencyKey: "key-1", on: db))
         #expect(moved.id == "s1" && moved.attempts == 2 && moved.nextAttemptAt == 5)
-        #expect(try await store.transaction(environment: "Sandbox", transactionId: "t1", on: db)?.customerId == "c")
+        #expect(try await store.transaction(environment: .sandbox, transactionId: "t1", on: db)?.customerId == "c")
+        // 017: the rejection is an enum with its answer beside it, and the row knows a notification brought it.
+        let rejected = try #require(try await store.transaction(environment: .sandbox, transactionId: "t2", on: db))
+        #expect(rejected.revocationReason == .rejected && rejected.revocationDetail == "status 21003")
+        #expect(rejected.isRevokedByRejection && rejected.source == .notification)
+        // 018: the retrying submission's schedule is its job's.
+        let job = try #require(try await store.job(kind: .confirmation, key: "s1", on: db))
+        #expect(job.state == .queued && job.dueAt == 5 && job.attempts == 2)
         #expect(try await store.balances(bundleId: "b", customerId: "c", on: db) == ["gems": 100])
         #expect(try await store.resolve(bundleId: "b", customerId: "c", on: db) == "c")
         let finance = try await db.raw("SELECT amount FROM srv_finance WHERE transaction_id = 't1'").first()

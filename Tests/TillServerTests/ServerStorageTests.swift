@@ -241,7 +241,7 @@ struct ServerStorageTests {
                     purchaseDate: 1_700_000_000_000,
                     expiresDate: 1_800_000_000_000,
                     revocationDate: 1_750_000_000_000,
-                    revocationReason: "refund",
+                    revocationReason: .refund,
                     confirmed: false,
                     billingPlanType: "MONTHLY",
                     commitment: .init(billingPeriodNumber: 2, totalBillingPeriods: 12, expiresDate: 1_831_536_000_000)

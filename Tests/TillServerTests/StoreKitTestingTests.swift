@@ -222,7 +222,7 @@ struct StoreKitTestingTests {
 
             // Kept apart in the ledger and the books, never asked of Apple, never revenue.
             let store = fixture.server.store
-            let row = try #require(try await store.transaction(environment: "Xcode", transactionId: "1", on: store.sql))
+            let row = try #require(try await store.transaction(environment: .xcode, transactionId: "1", on: store.sql))
             #expect(row.customerId == "dev" && row.confirmed)
             let xcodeSubmission = try #require(
                 try await store.sql.raw(

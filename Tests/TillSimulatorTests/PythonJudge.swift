@@ -25,36 +25,12 @@ enum PythonJudge {
     }
 
     /// Runs `judge/<script>` with `spec` as JSON on standard input; returns its exit status and its JSON summary.
-    ///
-    /// The process is driven from a thread of its own: blocking reads and waits on the cooperative pool would
-    /// starve the simulator under test, which answers the judge from that same pool.
+    /// (`ChildProcess.runPython`: from a thread of its own, as the simulator under test answers the judge from the
+    /// cooperative pool).
     static func run(_ script: String, spec: [String: Any]) async throws -> (status: Int32, summary: [String: Any]) {
         let input = try JSONSerialization.data(withJSONObject: spec)
         let path = directory.appendingPathComponent(script).path
-        let (status, output) = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<(Int32, Data), any Error>) in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["python3", path]
-                let stdin = Pipe()
-                let stdout = Pipe()
-                process.standardInput = stdin
-                process.standardOutput = stdout
-                do {
-                    try ChildProcess.launch(process)
-                    // The throwing write: `write(_:)` is a `try!` in Foundation, and a judge that exits before it
-                    // reads its input (EPIPE) would stop the whole test process instead of failing this test.
-                    let written = Result { try ChildProcess.write(input, to: stdin.fileHandleForWriting) }
-                    let output = ChildProcess.readAll(stdout.fileHandleForReading)
-                    process.waitUntilExit()
-                    try written.get()
-                    continuation.resume(returning: (process.terminationStatus, output))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }.start()
-        }
+        let (status, output) = try await ChildProcess.runPython(path, input: input)
         let summary = try #require(
             try? JSONSerialization.jsonObject(with: output) as? [String: Any],
             "the judge printed no JSON: \(String(decoding: output, as: UTF8.self))"

@@ -56,6 +56,37 @@ public enum ChildProcess {
         if !data.isEmpty { try handle.write(contentsOf: data) }
     }
 
+    /// Runs `python3 script` with `input` on its standard input; answers its exit status and standard output.
+    ///
+    /// The process is driven from a thread of its own: blocking reads and waits on the cooperative pool would
+    /// starve a server under test that answers the script from that same pool.
+    public static func runPython(_ script: String, input: Data) async throws -> (status: Int32, output: Data) {
+        try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(status: Int32, output: Data), any Error>) in
+            Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = ["python3", script]
+                let stdin = Pipe()
+                let stdout = Pipe()
+                process.standardInput = stdin
+                process.standardOutput = stdout
+                do {
+                    try launch(process)
+                    // The throwing write: a script that exits before it reads its input (EPIPE) fails the test
+                    // instead of stopping the whole test process.
+                    let written = Result { try write(input, to: stdin.fileHandleForWriting) }
+                    let output = readAll(stdout.fileHandleForReading)
+                    process.waitUntilExit()
+                    try written.get()
+                    continuation.resume(returning: (process.terminationStatus, output))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+        }
+    }
+
     /// Everything `handle` gives until its end, read on a thread of its own (a full pipe would block the child).
     public static func readAllInBackground(_ handle: FileHandle) async -> Data {
         await withCheckedContinuation { continuation in

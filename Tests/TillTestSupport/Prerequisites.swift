@@ -65,6 +65,13 @@ public struct Prerequisite: Sendable {
         isAvailable: python(canImport: "openapi_spec_validator")
     )
 
+    /// The Standard Webhooks library for Python (`standardwebhooks`), the independent judge of the server's webhooks.
+    public static let standardWebhooks = Prerequisite(
+        "standardwebhooks for Python",
+        hint: "python3 -m pip install standardwebhooks",
+        isAvailable: python(canImport: "standardwebhooks")
+    )
+
     /// Whether `python3 -c 'import module'` succeeds.
     public static func python(canImport module: String) -> Bool {
         let process = Process()

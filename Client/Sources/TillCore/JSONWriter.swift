@@ -57,6 +57,12 @@ public struct JSONWriter: Sendable {
         if value { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }
     }
 
+    /// A value already written as JSON (a document stored as written), as it is: the caller vouches for it.
+    public mutating func verbatim(_ json: String) {
+        separate()
+        bytes.append(contentsOf: json.utf8)
+    }
+
     /// `key: value` for a string, left out when nil (as a synthesised `Encodable` does).
     public mutating func field(_ name: String, _ value: String?) {
         guard let value else { return }

@@ -190,6 +190,10 @@ enum ASN1Error: Error, Hashable, CustomStringConvertible {
     case trailingData
     case unsupportedAlgorithm
     case invalidAttribute(type: Int)
+    /// More certificates embedded than the limit.
+    case tooManyCertificates(limit: Int)
+    /// More in-app purchases (attribute 17) than the limit.
+    case tooManyPurchases(limit: Int)
 
     var description: String {
         switch self {
@@ -204,6 +208,8 @@ enum ASN1Error: Error, Hashable, CustomStringConvertible {
         case .trailingData: "unexpected data after the structure"
         case .unsupportedAlgorithm: "unsupported digest or signature algorithm"
         case .invalidAttribute(let type): "receipt attribute \(type) has an invalid value"
+        case .tooManyCertificates(let limit): "more than \(limit) certificates embedded"
+        case .tooManyPurchases(let limit): "more than \(limit) in-app purchases"
         }
     }
 }

@@ -52,7 +52,10 @@ struct DERScanner {
         guard value.contentEnd == sequence.contentEnd else { throw .trailingData }
         let typeNumber = try integer(type.contentStart, type.contentEnd)
         let versionNumber = try integer(version.contentStart, version.contentEnd)
-        guard typeNumber >= 0, typeNumber < 1 << 31, abs(versionNumber) < 1 << 31 else { throw .integerOutOfRange }
+        // Not `abs(versionNumber)`: it traps on Int64.min, an eight-byte INTEGER anyone can write (found by fuzzing).
+        guard typeNumber >= 0, typeNumber < 1 << 31, versionNumber > -(1 << 31), versionNumber < 1 << 31 else {
+            throw .integerOutOfRange
+        }
         return (Int(typeNumber), Int(versionNumber), value.contentStart..<value.contentEnd, sequence.contentEnd)
     }
 

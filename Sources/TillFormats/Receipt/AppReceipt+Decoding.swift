@@ -1,15 +1,21 @@
 import Foundation
 
 extension AppReceipt {
-    /// Decodes a receipt payload lying at `range` in `buffer` (DER), without copying it.
-    init(payload buffer: [UInt8], range: Range<Int>, maximumDepth: Int = 32) throws(ASN1Error) {
+    /// Decodes a receipt payload lying at `range` in `buffer` (DER), without copying it; more than
+    /// `maximumPurchases` in-app purchases are refused.
+    init(payload buffer: [UInt8], range: Range<Int>, maximumPurchases: Int = 4_096) throws(ASN1Error) {
         guard range.lowerBound >= 0, range.upperBound <= buffer.count else { throw .truncated }
         self = try buffer.withUnsafeBufferPointer { pointer throws(ASN1Error) in
-            try AppReceipt(scanner: DERScanner(base: pointer), buffer: buffer, range: range)
+            try AppReceipt(
+                scanner: DERScanner(base: pointer),
+                buffer: buffer,
+                range: range,
+                maximumPurchases: maximumPurchases
+            )
         }
     }
 
-    private init(scanner: DERScanner, buffer: [UInt8], range: Range<Int>) throws(ASN1Error) {
+    private init(scanner: DERScanner, buffer: [UInt8], range: Range<Int>, maximumPurchases: Int) throws(ASN1Error) {
         let set = try scanner.expect(ASN1Tag.set, at: range.lowerBound, limit: range.upperBound)
         guard set.contentEnd == range.upperBound else { throw .trailingData }
         self.init(opaqueValueVersion: 1)
@@ -31,6 +37,7 @@ extension AppReceipt {
             case 15: downloadId = try scanner.integer(value, type: 15)
             case 16: versionExternalIdentifier = try scanner.integer(value, type: 16)
             case 17:
+                guard inAppPurchases.count < maximumPurchases else { throw .tooManyPurchases(limit: maximumPurchases) }
                 if inAppPurchases.isEmpty { inAppPurchases.reserveCapacity(16) }
                 inAppPurchases.append(try InAppPurchase(scanner: scanner, buffer: buffer, value: value))
             case 18: originalPurchaseDate = try scanner.date(value, type: 18)

@@ -67,9 +67,9 @@ extension InAppPurchase {
     /// The DER SET OF in-app attributes carried inside attribute 17.
     public func payloadDER() -> [UInt8] {
         var attributes: [[UInt8]] = []
-        func add(_ type: Int, _ value: [UInt8]?) {
+        func add(_ type: Int, _ value: [UInt8]?, version: Int = 1) {
             guard let value else { return }
-            attributes.append(ReceiptValue.attribute(type: type, version: 1, value: value))
+            attributes.append(ReceiptValue.attribute(type: type, version: version, value: value))
         }
         add(1701, ReceiptValue.integer(Int64(quantity)))
         add(1702, ReceiptValue.utf8String(productId))
@@ -84,7 +84,8 @@ extension InAppPurchase {
         add(1713, isTrialPeriod.map { ReceiptValue.integer($0 ? 1 : 0) })
         add(1719, isInIntroOfferPeriod.map { ReceiptValue.integer($0 ? 1 : 0) })
         add(1721, promotionalOfferId.map(ReceiptValue.utf8String))
-        for other in otherAttributes { add(other.type, Array(other.value)) }
+        // Kept as they were, version included (it was written as 1, so a decoded receipt did not encode back).
+        for other in otherAttributes { add(other.type, Array(other.value), version: other.version) }
         var writer = ASN1Writer()
         writer.setOf(attributes)
         return writer.bytes

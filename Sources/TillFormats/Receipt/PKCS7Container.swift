@@ -32,7 +32,7 @@ struct PKCS7Container {
     let signedAttributes: ASN1Element?
     let signature: ArraySlice<UInt8>
 
-    init(_ bytes: [UInt8], maximumDepth: Int = 32) throws(ASN1Error) {
+    init(_ bytes: [UInt8], maximumDepth: Int = 32, maximumCertificates: Int = 8) throws(ASN1Error) {
         let reader = ASN1Reader(bytes, maximumDepth: maximumDepth)
         self.reader = reader
         let contentInfo = try reader.element(at: 0, limit: bytes.count, expecting: ASN1Tag.sequence)
@@ -69,7 +69,10 @@ struct PKCS7Container {
         var certificates: [ArraySlice<UInt8>] = []
         if fields[index].identifier == ASN1Tag.context0 {
             certificatesField = reader.encoding(of: fields[index])
-            for certificate in try reader.children(of: fields[index], depth: 3) {
+            let embedded = try reader.children(of: fields[index], depth: 3)
+            // Apple embeds two (leaf and intermediate), Xcode one; each costs a certificate decode before the cache.
+            guard embedded.count <= maximumCertificates else { throw .tooManyCertificates(limit: maximumCertificates) }
+            for certificate in embedded {
                 guard certificate.identifier == ASN1Tag.sequence, !certificate.isIndefinite else {
                     throw .unexpectedPrimitive
                 }

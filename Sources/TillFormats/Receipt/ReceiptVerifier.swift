@@ -32,6 +32,11 @@ public struct ReceiptVerifier: Sendable {
         public var maximumSize: Int
         /// The deepest ASN.1 nesting accepted.
         public var maximumDepth: Int
+        /// The most certificates a receipt may embed (Apple's embed two, Xcode's one).
+        public var maximumCertificates: Int
+        /// The most in-app purchases a receipt may hold: each becomes a row of the ledger, and the size limit alone
+        /// would allow some 25,000 minimal ones.
+        public var maximumPurchases: Int
 
         public init(
             anchors: TrustAnchors = .appleReceipts,
@@ -40,7 +45,9 @@ public struct ReceiptVerifier: Sendable {
             appAppleId: Int64? = nil,
             validationTime: Date? = nil,
             maximumSize: Int = 1 << 20,
-            maximumDepth: Int = 32
+            maximumDepth: Int = 32,
+            maximumCertificates: Int = 8,
+            maximumPurchases: Int = 4_096
         ) {
             self.anchors = anchors
             self.bundleId = bundleId
@@ -49,6 +56,8 @@ public struct ReceiptVerifier: Sendable {
             self.validationTime = validationTime
             self.maximumSize = maximumSize
             self.maximumDepth = maximumDepth
+            self.maximumCertificates = maximumCertificates
+            self.maximumPurchases = maximumPurchases
         }
     }
 
@@ -84,7 +93,13 @@ public struct ReceiptVerifier: Sendable {
         }
         let container: PKCS7Container
         do {
-            container = try PKCS7Container(der, maximumDepth: configuration.maximumDepth)
+            container = try PKCS7Container(
+                der,
+                maximumDepth: configuration.maximumDepth,
+                maximumCertificates: configuration.maximumCertificates
+            )
+        } catch .tooManyCertificates(let limit) {
+            return .invalid(.init(.tooLarge, "the receipt embeds more than \(limit) certificates"))
         } catch .unsupportedAlgorithm {
             return .invalid(
                 .init(.unsupportedAlgorithm, "the receipt is signed with an algorithm other than RSA with SHA-1/SHA-2")
@@ -120,8 +135,10 @@ public struct ReceiptVerifier: Sendable {
             receipt = try AppReceipt(
                 payload: container.contentBuffer,
                 range: container.contentRange,
-                maximumDepth: configuration.maximumDepth
+                maximumPurchases: configuration.maximumPurchases
             )
+        } catch .tooManyPurchases(let limit) {
+            return .invalid(.init(.tooLarge, "the receipt holds more than \(limit) in-app purchases"))
         } catch {
             return .invalid(.init(.malformedPayload, "the receipt payload cannot be decoded: \(error)"))
         }
@@ -189,12 +206,18 @@ public struct ReceiptVerifier: Sendable {
     }
 
     /// Decodes a receipt without checking its signature or chain (`till inspect --no-verify`).
-    public static func decodeWithoutVerifying(der: [UInt8], maximumDepth: Int = 32) throws -> AppReceipt {
-        let container = try PKCS7Container(der, maximumDepth: maximumDepth)
+    /// The limits are the verifier's: a receipt too large to verify is too large to decode.
+    public static func decodeWithoutVerifying(
+        der: [UInt8],
+        maximumDepth: Int = 32,
+        maximumCertificates: Int = 8,
+        maximumPurchases: Int = 4_096
+    ) throws -> AppReceipt {
+        let container = try PKCS7Container(der, maximumDepth: maximumDepth, maximumCertificates: maximumCertificates)
         return try AppReceipt(
             payload: container.contentBuffer,
             range: container.contentRange,
-            maximumDepth: maximumDepth
+            maximumPurchases: maximumPurchases
         )
     }
 

@@ -146,7 +146,11 @@ struct JSONTape {
             i += 1
         } else {
             while true {
-                i = skipWhitespace(try parseValue(at: i, depth: depth, maximumDepth: maximumDepth))
+                // Two statements, not `skipWhitespace(try parseValue(…))`: that call holds a copy of `self` (and so a
+                // second reference to `nodes`) while the element is parsed, and every element's first append then
+                // copied the whole tape. Found by the app-api target: 64 KiB of small nested arrays took a minute.
+                let end = try parseValue(at: i, depth: depth, maximumDepth: maximumDepth)
+                i = skipWhitespace(end)
                 members += 1
                 guard i < bytes.count else { throw .syntax(i) }
                 if bytes[i] == UInt8(ascii: ",") {

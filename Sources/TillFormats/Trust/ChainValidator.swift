@@ -35,8 +35,18 @@ public struct ChainValidator: Sendable {
         case invalid(String)
     }
 
+    /// The instants a certificate's validity can be checked at: GeneralizedTime has four-digit years, from
+    /// 0001-01-01 to 9999-12-31. swift-certificates turns the validation time into one with `try!`, so a date
+    /// beyond them (a JWS payload's `signedDate` of the year 287396, read before its signature is checked) would
+    /// stop the process: it is refused here instead.
+    public static let validationDates =
+        Date(timeIntervalSince1970: -62_135_596_800)...Date(timeIntervalSince1970: 253_402_300_799)
+
     /// Builds and checks a path from `leaf` through `intermediates` (and the anchors' intermediates) to a root.
     public func validate(leaf: Certificate, intermediates: [Certificate], at date: Date) async -> Outcome {
+        guard Self.validationDates.contains(date) else {
+            return .invalid("\(date.timeIntervalSince1970) s since 1970 is outside the years 1 to 9999 of certificates")
+        }
         // No chain of issuer names reaches a root: nothing to validate. The server tries Apple's roots first
         // and the simulator's next, so every sandbox receipt from the simulator used to pay for a failing
         // path search against Apple's roots (6% of a submission's CPU time).

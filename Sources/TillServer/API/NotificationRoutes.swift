@@ -8,7 +8,7 @@ import TillHTTPKit
 /// `{"signedPayload":"<JWS>"}`; the answer `{"status":"applied"|"duplicate"|"ignored","notificationUUID":…}`.
 func addNotificationRoutes(to router: Router<ServerRequestContext>, _ server: PurchaseServer) {
     router.post("v1/apple/notifications") { request, context in
-        let body = try await decode(ResponseBodyV2.self, request, context)
+        let body = try await decode(ResponseBodyV2.self, request, context, limit: BodyLimit.notification)
         guard let signedPayload = body.signedPayload, !signedPayload.isEmpty else {
             throw TillHTTPError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
         }

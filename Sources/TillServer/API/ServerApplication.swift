@@ -5,8 +5,8 @@ import NIOCore
 import ServiceLifecycle
 
 /// Builds the verification server's HTTP server, with its confirmation worker, the worker answering Apple's
-/// consumption requests and, unless `catch-up.interval-seconds` is zero, its catch-up with Apple at start and then
-/// periodically.
+/// consumption requests, the webhook worker delivering events and, unless `catch-up.interval-seconds` is zero, its
+/// catch-up with Apple at start and then periodically.
 public func buildServerApplication(
     _ server: PurchaseServer,
     host: String = "127.0.0.1",
@@ -19,7 +19,11 @@ public func buildServerApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
         logger: server.logger
     )
-    application.addServices(ConfirmationWorker(server: server), ConsumptionWorker(server: server))
+    application.addServices(
+        ConfirmationWorker(server: server),
+        ConsumptionWorker(server: server),
+        WebhookWorker(server: server)
+    )
     if server.configuration.catchUp.interval > .zero { application.addServices(CatchUpWorker(server: server)) }
     return application
 }

@@ -26,7 +26,8 @@ public struct ServerRequestContext: RequestContext {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
-    public var maxUploadSize: Int { 2 * 1024 * 1024 }
+    /// The largest body any route reads whole (one carrying a receipt); each route reads at most its own limit.
+    public var maxUploadSize: Int { BodyLimit.receipt }
 
     /// A path parameter percent-decoded (the router hands them over as sent), so `alice%20smith` is
     /// `alice smith` and an encoded `%2F` is seen, and refused where it matters, as a slash.
@@ -83,6 +84,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     addAdminRoutes(to: adminGroup, server)
     addConsumptionAdminRoutes(to: adminGroup, server)
     addOfferAdminRoutes(to: adminGroup, server)
+    addEventAdminRoutes(to: adminGroup, server)
     ContentController(server: server).addRoutes(to: router)
     routeMethods.record(router.routes)
     return router
@@ -113,7 +115,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("receipts") { request, context in
         let app = try context.requireApp()
-        let input = try await decode(SubmissionRequest.self, request, context)
+        let input = try await decode(SubmissionRequest.self, request, context, limit: BodyLimit.receipt)
         let result = try await server.intake.submit(input, app: app)
         return try await respondWithWait(
             result,
@@ -159,7 +161,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
-        let input = try await decode(Components.Schemas.RestoreRequest.self, request, context)
+        let input = try await decode(Components.Schemas.RestoreRequest.self, request, context, limit: BodyLimit.receipt)
         let customerId = try context.customerParameter()
         var result = try await server.intake.restore(
             SubmissionRequest(
@@ -256,9 +258,14 @@ func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, context: 
     try JSONBody.response(value, status: status, encoder: context.responseEncoder)
 }
 
-/// The request body as a `T`, within the server's upload limit.
-func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: ServerRequestContext) async throws -> T {
-    try await JSONBody.decode(type, from: request, limit: context.maxUploadSize, decoder: context.requestDecoder)
+/// The request body as a `T`, within the route's limit (64 KiB unless it carries a receipt or a notification).
+func decode<T: Decodable>(
+    _ type: T.Type,
+    _ request: Request,
+    _ context: ServerRequestContext,
+    limit: Int = BodyLimit.json
+) async throws -> T {
+    try await JSONBody.decode(type, from: request, limit: limit, decoder: context.requestDecoder)
 }
 
 enum ReportDates {

@@ -50,9 +50,15 @@ public final class Catalogue: Sendable {
 
     /// An app's products by id, as of at most a second ago (this process's own changes at once).
     func products(of bundleId: String) async throws -> [String: CatalogProduct] {
+        try await products(of: bundleId, on: store.sql)
+    }
+
+    /// The same, read on `db` when it is not cached: inside a transaction, its own connection (taking a second one
+    /// from the pool while holding the first can starve the pool when every connection is doing the same).
+    func products(of bundleId: String, on db: any SQLDatabase) async throws -> [String: CatalogProduct] {
         try await catalogues.value(for: bundleId) {
             Dictionary(
-                uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: store.sql).map {
+                uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map {
                     ($0.productId, $0)
                 }
             )

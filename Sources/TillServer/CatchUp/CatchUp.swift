@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Logging
+import SQLKit
 import ServiceLifecycle
 import TillContract
 import TillCore
@@ -15,9 +16,10 @@ import TillStorage
 /// A run takes one app, in each environment it accepts (production; the sandbox when the app accepts it):
 /// `NotificationHistoryReader` reads Notification History since the last complete read and records every
 /// notification as a delivery would be; `TransactionHistoryReader` reads each App Store customer's Transaction
-/// History from its stored revision and gives the ledger what it did not have. One run at a time per app, across
-/// every process sharing the database (a claim in `srv_catch_up_runs`); the last run's report is kept there.
-/// `CatchUpWorker` runs it at start and then periodically; the admin API runs it on demand.
+/// History from its stored revision and gives the ledger what it did not have. Each app's runs are a `catchUp` job of
+/// the job queue (its key the bundle id): one run at a time per app, across every process sharing the database, the
+/// next one scheduled `catch-up.interval-seconds` after each; the last run's report is kept in `srv_catch_up_runs`.
+/// `CatchUpWorker` runs the due ones, every app at start; the admin API runs one on demand.
 public struct CatchUp: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
@@ -26,13 +28,14 @@ public struct CatchUp: Sendable {
     let catalogue: Catalogue
     let ledger: Ledger
     let notifications: NotificationIntake
+    let jobs: JobQueue
     let metrics: ServerMetrics
     let clock: ServerClock
     let logger: Logger
 
     /// How long a run holds its app: a run stopped by a crash frees it after this (at once for the process that
     /// owns an SQLite file, which clears the claims when it starts).
-    static let claimMilliseconds: Int64 = 15 * 60 * 1000
+    static let lease: Duration = .seconds(15 * 60)
 
     private var client: AppleClient {
         AppleClient(http: .shared, endpoints: configuration.apple, timeout: configuration.confirmation.requestTimeout)
@@ -73,41 +76,58 @@ public struct CatchUp: Sendable {
                 "\(bundleId) has no App Store Server API key, so there is no one to ask: set apiKeyId, apiIssuerId and apiPrivateKey"
             )
         }
-        let startedAt = clock.milliseconds
-        let claimed = try await database.transaction(bookkeeping: true) { db in
-            try await self.store.claimCatchUp(
-                bundleId: bundleId,
-                now: startedAt,
-                until: startedAt + Self.claimMilliseconds,
-                on: db
-            )
-        }
-        guard claimed else {
+        guard try await jobs.claim(.catchUp, key: bundleId, lease: Self.lease) != nil else {
             throw TillHTTPError.conflict(
                 "catchUpRunning",
                 "a catch-up of \(bundleId) is under way; try again when it ends"
             )
         }
+        return try await perform(app, trigger: trigger)
+    }
+
+    /// Runs a catch-up of `app`, whose job this process holds, and ends the job's attempt: the next run is scheduled
+    /// an interval later (none with an interval of zero).
+    private func perform(_ app: ServerApp, trigger: CatchUpRun.TriggerPayload) async throws -> CatchUpRun {
+        let startedAt = clock.milliseconds
+        let interval = configuration.catchUp.interval
         do {
             let run = await read(app, trigger: trigger, startedAt: startedAt)
             let report = String(decoding: try JSONEncoder().encode(run), as: UTF8.self)
             try await database.transaction(bookkeeping: true) { db in
-                try await self.store.finishCatchUp(
-                    bundleId: bundleId,
+                try await self.store.saveCatchUpReport(
+                    bundleId: app.bundleId,
                     finishedAt: run.finishedAt,
                     outcome: run.outcome.rawValue,
                     report: report,
                     on: db
                 )
+                try await self.endAttempt(of: app.bundleId, interval: interval, error: nil, on: db)
             }
             metrics.catchUp(run)
             log(run)
             return run
         } catch {
             _ = try? await database.transaction(bookkeeping: true) { db in
-                try await self.store.releaseCatchUp(bundleId: bundleId, on: db)
+                try await self.endAttempt(of: app.bundleId, interval: interval, error: "\(error)", on: db)
             }
             throw error
+        }
+    }
+
+    /// The next run of the app an interval from now; with an interval of zero, none until an operator asks.
+    private func endAttempt(of bundleId: String, interval: Duration, error: String?, on db: any SQLDatabase)
+        async throws
+    {
+        if interval > .zero {
+            try await jobs.retry(
+                .catchUp,
+                key: bundleId,
+                at: clock.milliseconds + interval.milliseconds,
+                error: error,
+                on: db
+            )
+        } else {
+            try await jobs.finish(.catchUp, key: bundleId, on: db)
         }
     }
 
@@ -120,24 +140,41 @@ public struct CatchUp: Sendable {
         return try JSONDecoder().decode(CatchUpRun.self, from: Data(report.utf8))
     }
 
-    /// Catches up every app that has an App Store Server API key, one after the other (`CatchUpWorker`). An app
-    /// another process is catching up is left to it; a graceful shutdown stops it between two apps.
-    func runAll(trigger: CatchUpRun.TriggerPayload) async {
-        let apps: [ServerApp]
-        do { apps = try await catalogue.apps() } catch {
-            logger.error("catch-up: the apps could not be read: \(error)")
-            return
+    /// Makes a catch-up of every app that has an App Store Server API key due by `dueAt` (`CatchUpWorker`: at start,
+    /// now; then an interval later at the latest, which also schedules the apps added since).
+    func schedule(dueAt: Int64) async throws {
+        let apps = try await catalogue.apps().filter(Self.hasAPIKey)
+        guard !apps.isEmpty else { return }
+        try await database.transaction(bookkeeping: true) { db in
+            for app in apps { try await self.jobs.schedule(.catchUp, key: app.bundleId, dueAt: dueAt, on: db) }
         }
-        for app in apps where Self.hasAPIKey(app) {
-            if Task.isCancelled || Task.isShuttingDownGracefully { return }
+    }
+
+    /// Runs the catch-ups that are due, one app after the other; answers how many ran. An app another process is
+    /// catching up is left to it; a graceful shutdown stops it between two apps.
+    func runDue(trigger: (String) -> CatchUpRun.TriggerPayload) async -> Int {
+        var ran = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let claimed: [Job]
+            do { claimed = try await jobs.claim(.catchUp, limit: 1, lease: Self.lease) } catch {
+                logger.error("catch-up: the queue could not be read: \(error)")
+                return ran
+            }
+            guard let job = claimed.first else { return ran }
+            ran += 1
             do {
-                _ = try await run(bundleId: app.bundleId, trigger: trigger)
-            } catch let error as TillHTTPError where error.code == "catchUpRunning" {
-                logger.debug("catch-up of \(app.bundleId): another run has it")
+                guard let app = try await catalogue.cachedApp(bundleId: job.jobKey), Self.hasAPIKey(app) else {
+                    try await database.transaction(bookkeeping: true) { db in
+                        try await self.jobs.finish(.catchUp, key: job.jobKey, on: db)
+                    }
+                    continue
+                }
+                _ = try await perform(app, trigger: trigger(app.bundleId))
             } catch {
-                logger.error("catch-up of \(app.bundleId) failed: \(error)")
+                logger.error("catch-up of \(job.jobKey) failed: \(error)")
             }
         }
+        return ran
     }
 
     /// Each environment the app accepts: both histories, each read as far as Apple answers.

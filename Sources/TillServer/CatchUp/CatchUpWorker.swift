@@ -1,10 +1,12 @@
+import Logging
 import ServiceLifecycle
 import TillContract
+import TillHTTPKit
 
 /// Catches up every app that has an App Store Server API key when the server starts, then every
-/// `catch-up.interval-seconds` (docs/configuration.md). With an interval of zero it does nothing, and only the admin
-/// API runs a catch-up. A graceful shutdown ends the wait between runs at once; the app being caught up is finished
-/// first, the others wait for the next start.
+/// `catch-up.interval-seconds` (docs/configuration.md): the due `catchUp` jobs of the job queue, each run scheduling the
+/// next. With an interval of zero it does nothing, and only the admin API runs a catch-up. A graceful shutdown ends the
+/// wait between runs at once; the app being caught up is finished first, the others wait for the next start.
 public struct CatchUpWorker: Service {
     let catchUp: CatchUp
 
@@ -18,11 +20,26 @@ public struct CatchUpWorker: Service {
             try? await gracefulShutdown()
             return
         }
-        var trigger = CatchUpRun.TriggerPayload.start
+        let jobs = catchUp.jobs
+        let clock = catchUp.clock
+        var caughtUp: Set<String> = []
+        do { try await catchUp.schedule(dueAt: clock.milliseconds) } catch {
+            catchUp.logger.error("catch-up: the runs at start could not be scheduled: \(error)")
+        }
+        var scheduled = ContinuousClock.now
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            await catchUp.runAll(trigger: trigger)
-            trigger = .interval
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            let since = jobs.signal(.catchUp).current
+            _ = await catchUp.runDue { bundleId in
+                caughtUp.insert(bundleId).inserted ? .start : .interval
+            }
+            if ContinuousClock.now - scheduled >= interval {
+                // Apps added since: their first run, an interval from now at the latest.
+                try? await catchUp.schedule(dueAt: clock.milliseconds + interval.milliseconds)
+                scheduled = ContinuousClock.now
+            }
+            _ = try? await cancelWhenGracefulShutdown {
+                await jobs.waitForWork(.catchUp, since: since, longest: min(interval, .seconds(60)))
+            }
         }
     }
 }

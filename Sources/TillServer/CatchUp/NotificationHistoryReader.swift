@@ -138,7 +138,10 @@ struct NotificationHistoryReader: Sendable {
             return nil
         }
         do {
-            let result = try await notifications.receiveNotification(signedPayload: signedPayload)
+            let result = try await notifications.receiveNotification(
+                signedPayload: signedPayload,
+                recoveredByCatchUp: true
+            )
             switch result.status {
             case .applied: report.applied += 1
             case .duplicate: report.duplicate += 1

@@ -235,7 +235,8 @@ struct TransactionHistoryReader: Sendable {
     ) async throws -> PageEffect {
         let catalogue = try await self.catalogue.products(of: app.bundleId)
         let now = clock.milliseconds
-        return try await database.transaction { db -> PageEffect in
+        return try await ledger.transaction(source: .catchUp) { changes -> PageEffect in
+            let db = changes.db
             var effect = PageEffect()
             for (transaction, signed) in page {
                 try await self.store.lockPurchase(
@@ -266,7 +267,7 @@ struct TransactionHistoryReader: Sendable {
                     app: app,
                     catalogue: catalogue,
                     now: now,
-                    on: db
+                    in: changes
                 ) {
                 case .recorded: effect.recorded += 1
                 case .revoked: effect.revoked += 1

@@ -105,6 +105,66 @@ public struct CatchUpSettings: Sendable, Hashable {
     }
 }
 
+/// How the server delivers events to the apps' webhook endpoints (docs/events.md, "Delivery").
+public struct WebhookSettings: Sendable, Hashable {
+    /// Plain HTTP to a loopback host (and connections to loopback addresses): on in development mode, otherwise off.
+    public var allowHTTPToLoopback: Bool
+    /// Connections to private, loopback and link-local addresses (a receiver on the operator's own network). Checked
+    /// on the address actually connected to, after DNS resolution and on every redirect.
+    public var allowPrivateAddresses: Bool
+    /// How long connecting may take.
+    public var connectTimeout: Duration
+    /// How long one attempt may take in all, redirects included.
+    public var timeout: Duration
+    /// How much of each answer's body is kept for the operator.
+    public var answerPrefixBytes: Int
+    /// How long a delivery is retried before it is dead-lettered.
+    public var retryFor: Duration
+    /// The delays between attempts, the last one repeated (with ±10% jitter).
+    public var schedule: [Duration]
+    /// Deliveries in flight at once, in all and to one endpoint.
+    public var concurrency: Int
+    public var concurrencyPerEndpoint: Int
+    /// Consecutive failures after which an endpoint gets one attempt at a time until one succeeds (a receiver that is
+    /// down is not asked every retry of every customer at once); the success brings its waiting deliveries forward.
+    public var failuresBeforeProbing: Int
+
+    /// Standard Webhooks' suggested schedule, stretched to three days: 5 s, 5 min, 30 min, 2 h, 5 h, then 10 h.
+    public static let standardSchedule: [Duration] = [
+        .seconds(5), .seconds(300), .seconds(1800), .seconds(7200), .seconds(18_000), .seconds(36_000),
+    ]
+
+    public init(
+        allowHTTPToLoopback: Bool = false,
+        allowPrivateAddresses: Bool = false,
+        connectTimeout: Duration = .seconds(5),
+        timeout: Duration = .seconds(15),
+        answerPrefixBytes: Int = 1024,
+        retryFor: Duration = .seconds(3 * 86_400),
+        schedule: [Duration] = standardSchedule,
+        concurrency: Int = 64,
+        concurrencyPerEndpoint: Int = 8,
+        failuresBeforeProbing: Int = 3
+    ) {
+        self.allowHTTPToLoopback = allowHTTPToLoopback
+        self.allowPrivateAddresses = allowPrivateAddresses
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.answerPrefixBytes = answerPrefixBytes
+        self.retryFor = retryFor
+        self.schedule = schedule.isEmpty ? Self.standardSchedule : schedule
+        self.concurrency = max(1, concurrency)
+        self.concurrencyPerEndpoint = max(1, concurrencyPerEndpoint)
+        self.failuresBeforeProbing = max(1, failuresBeforeProbing)
+    }
+
+    /// The delay after attempt `attempt` (1 for the first).
+    public func delay(afterAttempt attempt: Int, jitter: Double = Double.random(in: 0.9...1.1)) -> Duration {
+        let base = schedule[min(max(0, attempt - 1), schedule.count - 1)]
+        return .milliseconds(Int64(Double(base.milliseconds) * jitter))
+    }
+}
+
 /// What a verification server is made of.
 public struct ServerConfiguration: Sendable {
     public var database: DatabaseConfiguration
@@ -119,6 +179,7 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
     public var catchUp: CatchUpSettings
+    public var webhooks: WebhookSettings = .init()
     /// Signs download URLs; empty means "made once and kept in the database", so that URLs survive restarts and
     /// every process sharing one database agrees.
     public var serverSecret: [UInt8]
@@ -145,7 +206,8 @@ public struct ServerConfiguration: Sendable {
         serverSecret: [UInt8] = [],
         contentDirectory: String = FileManager.default.temporaryDirectory.appendingPathComponent("till-content").path,
         content: ContentSettings = .init(),
-        snapshotSigningKey: P256.Signing.PrivateKey? = nil
+        snapshotSigningKey: P256.Signing.PrivateKey? = nil,
+        webhooks: WebhookSettings = .init()
     ) {
         self.database = database
         self.operatorToken = operatorToken
@@ -159,6 +221,7 @@ public struct ServerConfiguration: Sendable {
         self.contentDirectory = contentDirectory
         self.content = content
         self.snapshotSigningKey = snapshotSigningKey
+        self.webhooks = webhooks
     }
 }
 

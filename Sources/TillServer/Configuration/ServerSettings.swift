@@ -37,6 +37,13 @@ import X509
 /// | `confirmation.longest-delay-seconds` | `30` | the longest pacing holds back a due confirmation |
 /// | `catch-up.interval-seconds` | `3600` | between two catch-up runs with Apple's histories (the first at start); `0` turns them off |
 /// | `catch-up.first-look-back-days` | `7` | how far back an app's first catch-up reads Notification History (1–180) |
+/// | `webhooks.allow-http-loopback` | `true` in development, else `false` | plain HTTP endpoints on a loopback host, and connections to loopback addresses |
+/// | `webhooks.allow-private-addresses` | `false` | deliveries to private, loopback and link-local addresses (checked after DNS resolution) |
+/// | `webhooks.connect-timeout-seconds`, `webhooks.timeout-seconds` | `5`, `15` | how long connecting, and a whole attempt, may take |
+/// | `webhooks.answer-prefix-bytes` | `1024` | how much of each answer is kept |
+/// | `webhooks.retry-hours` | `72` | how long a delivery is retried before it is dead-lettered |
+/// | `webhooks.retry-schedule-seconds` | `5,300,1800,7200,18000,36000` | the delays between attempts, the last repeated |
+/// | `webhooks.concurrency`, `webhooks.concurrency-per-endpoint` | `64`, `8` | deliveries in flight, in all and to one endpoint |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 public struct ServerSettings: Sendable {
@@ -60,6 +67,7 @@ public struct ServerSettings: Sendable {
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
     public var catchUp: CatchUpSettings
+    public var webhooks: WebhookSettings
     public var simulatorPort: Int
     public var simulatorDatabase: DatabaseConfiguration
     public var logLevel: Logger.Level
@@ -183,6 +191,7 @@ public struct ServerSettings: Sendable {
             interval: .seconds(catchUpInterval),
             firstLookBack: .seconds(lookBackDays * 86_400)
         )
+        webhooks = try Self.webhooks(config, development: development)
         simulatorPort = config.int(forKey: "simulator.port", default: 8090)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
         simulatorDatabase = try DatabaseConfiguration(
@@ -205,6 +214,35 @@ public struct ServerSettings: Sendable {
                 "production mode needs operator.token (TILL_OPERATOR_TOKEN)"
             )
         }
+    }
+
+    /// The `webhooks.…` settings.
+    static func webhooks(_ config: ConfigReader, development: Bool) throws -> WebhookSettings {
+        let scheduleText = config.string(forKey: "webhooks.retry-schedule-seconds", default: "")
+        let schedule = try list(scheduleText).map { item -> Duration in
+            guard let seconds = Double(item), seconds > 0, seconds <= 7 * 86_400 else {
+                throw TillHTTPError.badRequest(
+                    "invalidRetrySchedule",
+                    "webhooks.retry-schedule-seconds is a comma-separated list of delays in seconds, not \(scheduleText)"
+                )
+            }
+            return .milliseconds(Int64(seconds * 1000))
+        }
+        let hours = config.double(forKey: "webhooks.retry-hours", default: 72)
+        guard hours > 0, hours <= 30 * 24 else {
+            throw TillHTTPError.badRequest("invalidRetryHours", "webhooks.retry-hours is more than 0 and at most 720")
+        }
+        return WebhookSettings(
+            allowHTTPToLoopback: config.bool(forKey: "webhooks.allow-http-loopback", default: development),
+            allowPrivateAddresses: config.bool(forKey: "webhooks.allow-private-addresses", default: false),
+            connectTimeout: .seconds(max(1, config.int(forKey: "webhooks.connect-timeout-seconds", default: 5))),
+            timeout: .seconds(max(1, config.int(forKey: "webhooks.timeout-seconds", default: 15))),
+            answerPrefixBytes: min(65_536, max(0, config.int(forKey: "webhooks.answer-prefix-bytes", default: 1024))),
+            retryFor: .milliseconds(Int64(hours * 3_600_000)),
+            schedule: schedule.isEmpty ? WebhookSettings.standardSchedule : schedule,
+            concurrency: config.int(forKey: "webhooks.concurrency", default: 64),
+            concurrencyPerEndpoint: config.int(forKey: "webhooks.concurrency-per-endpoint", default: 8)
+        )
     }
 
     /// A comma-separated list, its items trimmed, empty ones dropped.

@@ -9,20 +9,21 @@ import TillStorage
 
 /// Answers Apple's consumption requests (docs/notifications.md, "Consumption requests"): when a customer asks Apple
 /// for a refund, Apple sends `CONSUMPTION_REQUEST` and gives the developer twelve hours to say what it knows of the
-/// purchase. The request is queued in the notification's own database transaction (`requested`); `ConsumptionWorker`
-/// answers it with Send Consumption Information v2 (`answer`), from the ledger, the customer's consent and the app's
-/// settings (`ConsumptionRules`), retrying while Apple is unavailable and giving up at the deadline. What was sent
-/// and what Apple answered are kept with the request, for the admin API.
+/// purchase. The request is kept, and its answer queued as a `consumptionAnswer` job, in the notification's own database
+/// transaction (`requested`); `ConsumptionWorker` answers it with Send Consumption Information v2 (`answer`), from the
+/// ledger, the customer's consent and the app's settings (`ConsumptionRules`), retrying while Apple is unavailable and
+/// giving up at the deadline. What was sent and what Apple answered are kept with the request, for the admin API; an
+/// answer sent is a `consumption.answerSent` event.
 public struct ConsumptionAnswers: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
     let store: ServerStore
     let catalogue: Catalogue
+    let jobs: JobQueue
+    let events: EventLog
     let metrics: ServerMetrics
     let clock: ServerClock
     let logger: Logger
-    /// Wakes the worker when a request is queued.
-    let due = Wakeup()
 
     /// Apple's deadline: "Respond within 12 hours of receiving the CONSUMPTION_REQUEST notification."
     static let deadlineMilliseconds: Int64 = 12 * 3600 * 1000
@@ -60,6 +61,7 @@ public struct ConsumptionAnswers: Sendable {
             ),
             on: db
         )
+        try await jobs.enqueue(.consumptionAnswer, key: notification.uuid, dueAt: now, on: db)
     }
 
     /// The app's consumption requests and their answers, newest first, one page; of one state or all.
@@ -89,7 +91,11 @@ public struct ConsumptionAnswers: Sendable {
     public func consent(bundleId: String, customerId: String) async throws -> ConsumptionConsent {
         let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
         let stored = try await store.consumptionConsent(bundleId: bundleId, customerId: owner, on: store.sql)
-        return ConsumptionConsent(customerId: owner, consented: stored?.consented ?? false, updatedAt: stored?.updatedAt)
+        return ConsumptionConsent(
+            customerId: owner,
+            consented: stored?.consented ?? false,
+            updatedAt: stored?.updatedAt
+        )
     }
 
     /// Records a customer's consent (or its withdrawal) for the account the id resolves to.
@@ -114,25 +120,23 @@ public struct ConsumptionAnswers: Sendable {
     /// Claims a few requests whose answer is due and answers them one after the other; returns how many it handled.
     /// The claim outlives the slowest answers (a worker that dies loses its claims when they lapse).
     func answerDue(client: AppleClient, limit: Int = 4) async throws -> Int {
-        let now = clock.milliseconds
-        let lease = Int64(configuration.confirmation.requestTimeout.components.seconds) * 1000 * Int64(limit) + 30_000
-        let claimed = try await database.transaction(bookkeeping: true) { db in
-            try await self.store.claimDueConsumptionRequests(
-                limit: limit,
-                now: now,
-                until: now + lease,
-                engine: self.database.engine,
-                on: db
-            )
+        let lease = configuration.confirmation.requestTimeout * limit + .seconds(30)
+        let claimed = try await jobs.claim(.consumptionAnswer, limit: limit, lease: lease)
+        guard !claimed.isEmpty else { return 0 }
+        let requests = try await store.consumptionRequests(
+            notificationUuids: claimed.map(\.jobKey),
+            on: store.sql
+        )
+        let open = requests.filter(\.isOpen)
+        let found = Set(open.map(\.notificationUuid))
+        for key in claimed.map(\.jobKey) where !found.contains(key) {
+            // A job whose request is gone or answered has nothing left to do.
+            try await database.transaction(bookkeeping: true) { db in
+                try await self.jobs.finish(.consumptionAnswer, key: key, on: db)
+            }
         }
-        for request in claimed { try await answer(request, client: client) }
+        for request in open.sorted(by: { $0.createdAt < $1.createdAt }) { try await answer(request, client: client) }
         return claimed.count
-    }
-
-    /// How long the worker may sleep before the next open request is due (at most `longest`).
-    func untilNextDue(longest: Duration) async -> Duration {
-        guard let due = try? await store.nextConsumptionRequestDue() else { return longest }
-        return min(longest, .milliseconds(max(0, due - clock.milliseconds)))
     }
 
     /// Answers one request: decides what to send now (the ledger, the consent and the settings as they stand), sends
@@ -141,12 +145,12 @@ public struct ConsumptionAnswers: Sendable {
     func answer(_ claimed: ConsumptionRequestRecord, client: AppleClient) async throws {
         var request = claimed
         let now = clock.milliseconds
-        request.claimedUntil = nil
         request.updatedAt = now
         guard now < request.deadline else {
             request.state = .expired
             request.detail =
-                "Apple's 12-hour deadline passed before an answer was sent" + (request.detail.map { "; last: \($0)" } ?? "")
+                "Apple's 12-hour deadline passed before an answer was sent"
+                + (request.detail.map { "; last: \($0)" } ?? "")
             return try await settle(request)
         }
         guard let app = try await catalogue.cachedApp(bundleId: request.bundleId) else {
@@ -184,18 +188,28 @@ public struct ConsumptionAnswers: Sendable {
     private func decide(_ request: ConsumptionRequestRecord, app: ServerApp) async throws -> ConsumptionRules.Decision {
         let db = store.sql
         var row = try await store.transaction(
-            environment: request.environment,
+            environment: AppStoreEnvironment(request.environment),
             transactionId: request.transactionId,
             on: db
         )
         if row == nil, let original = request.originalTransactionId {
             // A renewal the ledger has not recorded: the subscription's newest period stands for it.
-            row = try await store.transactions(environment: request.environment, originalTransactionId: original, on: db)
-                .last { $0.bundleId == app.bundleId }
+            row = try await store.transactions(
+                environment: AppStoreEnvironment(request.environment),
+                originalTransactionId: original,
+                on: db
+            )
+            .last { $0.bundleId == app.bundleId }
         }
         guard var row, row.bundleId == app.bundleId else {
             return ConsumptionRules.decide(
-                ConsumptionRules.Facts(row: nil, product: nil, balances: [:], consented: false, settings: app.consumption)
+                ConsumptionRules.Facts(
+                    row: nil,
+                    product: nil,
+                    balances: [:],
+                    consented: false,
+                    settings: app.consumption
+                )
             )
         }
         row.customerId = try await store.resolve(bundleId: app.bundleId, customerId: row.customerId, on: db)
@@ -265,8 +279,27 @@ public struct ConsumptionAnswers: Sendable {
         }
     }
 
+    /// Keeps where the request stands and ends its job's attempt in one transaction: done, or again at its next
+    /// attempt. An answer Apple took is an event.
     private func settle(_ request: ConsumptionRequestRecord) async throws {
-        try await database.transaction(bookkeeping: true) { db in try await self.store.update(request, on: db) }
+        try await events.transaction(source: .consumption(request.notificationUuid)) { changes in
+            let db = changes.db
+            try await self.store.update(request, on: db)
+            if request.isOpen, let next = request.nextAttemptAt {
+                try await self.jobs.retry(
+                    .consumptionAnswer,
+                    key: request.notificationUuid,
+                    at: next,
+                    error: request.detail,
+                    on: db
+                )
+            } else {
+                try await self.jobs.finish(.consumptionAnswer, key: request.notificationUuid, on: db)
+            }
+            if request.state == .sent, let sent = request.body {
+                try await self.recordSent(request, body: sent, in: changes)
+            }
+        }
         metrics.consumptionAnswer(state: request.state.rawValue)
         let message =
             "consumption request \(request.notificationUuid) (\(request.environment) transaction \(request.transactionId)): \(request.state.rawValue)"
@@ -275,6 +308,36 @@ public struct ConsumptionAnswers: Sendable {
         case .sent, .notSent: logger.info("\(message)")
         case .pending, .retrying, .refused, .expired: logger.warning("\(message)")
         }
+    }
+
+    /// The `consumption.answerSent` event: what was sent about whose purchase.
+    private func recordSent(_ request: ConsumptionRequestRecord, body: String, in changes: ChangeSet) async throws {
+        var owner: String?
+        if let customerId = request.customerId {
+            owner = try await store.resolve(bundleId: request.bundleId, customerId: customerId, on: changes.db)
+        }
+        var event = PendingEvent(
+            .consumption_answerSent,
+            bundleId: request.bundleId,
+            customerId: owner,
+            occurredAt: request.sentAt ?? clock.milliseconds,
+            environment: AppStoreEnvironment(request.environment)
+        )
+        if let productId = request.productId {
+            let product = try await catalogue.products(of: request.bundleId, on: changes.db)[productId]
+            event.product = Components.Schemas.EventProduct(
+                id: productId,
+                _type: product.map { Components.Schemas.ProductType($0.type) },
+                entitlements: product?.entitlements ?? []
+            )
+        }
+        event.consumption = Components.Schemas.EventConsumption(
+            notificationUUID: request.notificationUuid,
+            transactionId: request.transactionId,
+            reason: request.reason,
+            sent: try JSONDecoder().decode(Components.Schemas.ConsumptionInformation.self, from: Data(body.utf8))
+        )
+        changes.record(event)
     }
 
     private static func milliseconds(_ duration: Duration) -> Int64 {

@@ -47,11 +47,11 @@ enum ConsumptionRules {
                 "\(row.customerId) has not consented to share consumption data with Apple (PUT /v1/customers/{customer}/consumption-consent)"
             )
         }
-        guard row.ownership != Ownership.familyShared.rawValue else {
+        guard row.ownership != .familyShared else {
             return .skip("Apple takes no consumption information about family-shared purchases")
         }
         let delivered = facts.product != nil && !row.isRevokedByRejection
-        let type = facts.product?.type ?? row.productType.flatMap(ProductType.init(rawValue:))
+        let type = facts.product?.type ?? row.productType
         var percentage: Int?
         if delivered, type == .consumable, let product = facts.product {
             percentage = consumedShare(of: row, credits: product.credits, balances: facts.balances)

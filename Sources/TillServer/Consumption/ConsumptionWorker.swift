@@ -20,8 +20,9 @@ public struct ConsumptionWorker: Service {
             endpoints: settings.apple,
             timeout: settings.confirmation.requestTimeout
         )
+        let jobs = answers.jobs
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let since = answers.due.current
+            let since = jobs.signal(.consumptionAnswer).current
             do {
                 if try await answers.answerDue(client: client) > 0 { continue }
             } catch {
@@ -29,9 +30,8 @@ public struct ConsumptionWorker: Service {
             }
             // Wake for a new request, when the next retry is due, or after a few seconds at most (a server following
             // another clock, a request queued by another process sharing the database).
-            let wait = await answers.untilNextDue(longest: .seconds(5))
-            _ = try? await cancelWhenGracefulShutdown { [answers] in
-                await answers.due.wait(since: since, timeout: max(wait, .milliseconds(10)))
+            _ = try? await cancelWhenGracefulShutdown {
+                await jobs.waitForWork(.consumptionAnswer, since: since, longest: .seconds(5))
             }
         }
     }

@@ -4,8 +4,8 @@ import TillHTTPKit
 /// The one check every customer id entering the server passes, wherever it comes from: a submission's
 /// `customerId`, the `{customer}` of a path, a guest id to link.
 ///
-/// The spaces around an id are trimmed (apps have sent `"alice "`); what is left has 1 to 200 characters,
-/// otherwise `400 invalidCustomerId`: no customer can have that id.
+/// The spaces around an id are trimmed (apps have sent `"alice "`); what is left has 1 to 200 characters and no
+/// control character, otherwise `400 invalidCustomerId`: no customer can have that id.
 enum CustomerIdentifier {
     static let maximumLength = 200
 
@@ -17,6 +17,10 @@ enum CustomerIdentifier {
                 "invalidCustomerId",
                 "\(field) has 1 to \(maximumLength) characters once the spaces around it are trimmed"
             )
+        }
+        // A percent-encoded path can carry any of them; U+0000 cannot even be stored in PostgreSQL's text.
+        guard !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw TillHTTPError.badRequest("invalidCustomerId", "\(field) holds a control character")
         }
         return id
     }

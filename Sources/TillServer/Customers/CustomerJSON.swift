@@ -38,7 +38,8 @@ extension CustomerView {
                     w.field("purchaseDate", purchase.purchaseDate)
                     w.field("quantity", purchase.quantity)
                     w.field("revocationDate", purchase.revocationDate)
-                    w.field("revocationReason", purchase.revocationReason)
+                    w.field("revocationDetail", purchase.revocationDetail)
+                    w.field("revocationReason", purchase.revocationReason?.rawValue)
                     w.field("transactionId", purchase.transactionId)
                 }
             }

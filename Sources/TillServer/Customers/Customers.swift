@@ -41,25 +41,21 @@ public struct Customers: Sendable {
         let catalogue = try await self.catalogue.products(of: bundleId)
         return CustomerView(
             customerId: snapshot.owner,
-            entitlements: EntitlementRules.entitlements(
-                ledger,
-                catalogue: catalogue,
-                now: clock.milliseconds,
-                gracePeriods: Self.gracePeriods(states)
-            ),
+            entitlements: snapshot.entitlements(catalogue: catalogue, now: clock.milliseconds),
             balances: Components.Schemas.Credits(snapshot.balances),
             purchases: ledger.map {
                 PurchaseView(
                     transactionId: $0.transactionId,
                     originalTransactionId: $0.originalTransactionId,
                     productId: $0.productId,
-                    productType: $0.productType.flatMap(Components.Schemas.ProductType.init(rawValue:)),
-                    environment: $0.environment,
+                    productType: $0.productType.map(Components.Schemas.ProductType.init),
+                    environment: $0.environment.rawValue,
                     quantity: $0.quantity,
                     purchaseDate: $0.purchaseDate,
                     expiresDate: $0.expiresDate,
                     revocationDate: $0.revocationDate,
                     revocationReason: $0.revocationReason,
+                    revocationDetail: $0.revocationDetail,
                     confirmed: $0.confirmed,
                     billingPlanType: $0.billingPlanType,
                     commitment: $0.commitmentPeriod == nil && $0.commitmentExpiresDate == nil
@@ -111,13 +107,7 @@ public struct Customers: Sendable {
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
     func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
-        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
-        return CustomerSnapshot(
-            owner: owner,
-            ledger: ledger,
-            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
-            states: try await subscriptionStates(of: ledger, bundleId: bundleId, on: db)
-        )
+        try await CustomerSnapshot.read(bundleId: bundleId, owner: owner, store: store, on: db)
     }
 
     /// Links a guest (an anonymous device id that bought before signing in) to an account: the guest's own
@@ -135,7 +125,8 @@ public struct Customers: Sendable {
             throw TillHTTPError.badRequest("invalidAlias", "a guest id cannot be linked to itself")
         }
         let now = clock.milliseconds
-        try await database.transaction { db in
+        try await ledger.transaction(source: .app()) { changes in
+            let db = changes.db
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
             if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
@@ -159,15 +150,7 @@ public struct Customers: Sendable {
                     "\(guestId) has guests linked to it: accounts are never merged"
                 )
             }
-            try await self.ledger.transfer(bundleId: bundleId, from: guestId, to: accountId, on: db)
-            try await self.store.setAlias(bundleId: bundleId, customerId: guestId, aliasOf: accountId, on: db)
-            try await self.store.recordEvent(
-                bundleId: bundleId,
-                kind: "linked",
-                detail: "\(guestId) → \(accountId)",
-                at: now,
-                on: db
-            )
+            try await self.ledger.link(bundleId: bundleId, guest: guestId, to: accountId, in: changes)
         }
         return try await customer(bundleId: bundleId, customerId: accountId)
     }
@@ -182,12 +165,4 @@ struct EncodedCustomer: Sendable {
 struct CustomerKey: Hashable, Sendable {
     var bundleId: String
     var customerId: String
-}
-
-/// What the database holds about a customer: who it really is (after aliases), its ledger and balances.
-struct CustomerSnapshot: Sendable {
-    var owner: String
-    var ledger: [LedgerRecord]
-    var balances: [String: Int64]
-    var states: [SubscriptionStateRecord]
 }

@@ -58,7 +58,7 @@ enum EntitlementRules {
                     id: id,
                     productId: record.productId,
                     transactionId: record.transactionId,
-                    environment: record.environment,
+                    environment: record.environment.rawValue,
                     expiresDate: expires,
                     provisional: !record.confirmed
                 )

@@ -6,27 +6,6 @@ import TillFormats
 import TillStorage
 
 extension Customers {
-    /// The renewal states of the subscriptions in a customer's ledger.
-    func subscriptionStates(of ledger: [LedgerRecord], bundleId: String, on db: any SQLDatabase) async throws
-        -> [SubscriptionStateRecord]
-    {
-        let subscriptions = Set(
-            // Receipts without a catalogue entry carry no type: any purchase with an end may be a subscription.
-            ledger.filter { $0.productType == ProductType.autoRenewable.rawValue || $0.expiresDate != nil }.map {
-                SubscriptionKey(environment: $0.environment, originalTransactionId: $0.originalTransactionId)
-            }
-        )
-        return try await store.subscriptionStates(
-            bundleId: bundleId,
-            originalTransactionIds: Array(Set(subscriptions.map(\.originalTransactionId))).sorted(),
-            on: db
-        ).filter {
-            subscriptions.contains(
-                SubscriptionKey(environment: $0.environment, originalTransactionId: $0.originalTransactionId)
-            )
-        }
-    }
-
     /// Subscriptions in a billing grace period, and when it ends.
     static func gracePeriods(_ states: [SubscriptionStateRecord]) -> [SubscriptionKey: Int64] {
         var result: [SubscriptionKey: Int64] = [:]
@@ -46,7 +25,7 @@ extension Customers {
         states.map { state in
             SubscriptionStateView(
                 originalTransactionId: state.originalTransactionId,
-                environment: state.environment,
+                environment: state.environment.rawValue,
                 productId: state.productId,
                 autoRenewProductId: state.autoRenewProductId,
                 autoRenewStatus: state.autoRenewStatus,
@@ -65,7 +44,9 @@ extension Customers {
                 lastNotificationType: state.lastNotificationType,
                 updatedAt: state.updatedAt
             )
-        }.sorted { ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId) }
+        }.sorted {
+            ($0.environment, $0.originalTransactionId) < ($1.environment, $1.originalTransactionId)
+        }
     }
 }
 
@@ -89,6 +70,6 @@ extension Customers {
 
 /// One auto-renewable subscription: an original transaction in an environment.
 struct SubscriptionKey: Hashable, Sendable {
-    var environment: String
+    var environment: AppStoreEnvironment
     var originalTransactionId: String
 }

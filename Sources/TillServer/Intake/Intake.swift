@@ -19,6 +19,7 @@ public struct Intake: Sendable {
     let ledger: Ledger
     let customers: Customers
     let notifications: NotificationIntake
+    let jobs: JobQueue
     let signals: QueueSignals
     let metrics: ServerMetrics
     let clock: ServerClock
@@ -69,8 +70,10 @@ public struct Intake: Sendable {
         let settlesLocally = verified.environment.isLocallySigned
         let now = clock.milliseconds
         let catalogue = try await self.catalogue.products(of: app.bundleId)
-        let outcome = try await database.transaction {
-            db -> (SubmissionRecord, [RefusedTransaction], CustomerSnapshot)? in
+        let id = UUID.random().uuidString.lowercased()
+        let outcome = try await ledger.transaction(source: .submission(id)) {
+            changes -> (SubmissionRecord, [RefusedTransaction], CustomerSnapshot)? in
+            let db = changes.db
             if let key = request.idempotencyKey,
                 try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
             {
@@ -79,12 +82,12 @@ public struct Intake: Sendable {
             try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
             let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
             var submission = SubmissionRecord(
-                id: UUID.random().uuidString.lowercased(),
+                id: id,
                 bundleId: app.bundleId,
                 customerId: owner,
                 idempotencyKey: request.idempotencyKey,
                 kind: input.kind,
-                environment: verified.environment.rawValue,
+                environment: verified.environment,
                 state: settlesLocally ? .confirmed : .pending,
                 attempts: 0,
                 nextAttemptAt: settlesLocally ? nil : now,
@@ -93,7 +96,6 @@ public struct Intake: Sendable {
                 retryCause: nil,
                 reason: settlesLocally ? Self.storeKitTestingReason(verified.environment) : nil,
                 transactionIds: TransactionIDs(verified.transactions.map(\.transactionId)),
-                claimedUntil: nil,
                 createdAt: now,
                 updatedAt: now,
                 confirmedAt: settlesLocally ? now : nil
@@ -106,7 +108,7 @@ public struct Intake: Sendable {
                 app: app,
                 catalogue: catalogue,
                 confirmed: settlesLocally,
-                on: db
+                in: changes
             )
             if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
                 // Nothing of it is this customer's: there is nothing to ask Apple (a replay of someone else's
@@ -117,9 +119,14 @@ public struct Intake: Sendable {
                 submission.confirmedAt = nil
                 try await self.store.update(submission, on: db)
             }
+            if !submission.state.isSettled {
+                try await self.jobs.enqueue(.confirmation, key: submission.id, dueAt: now, on: db)
+            }
             // The customer as this transaction leaves them, read while it holds the connection (a read after
             // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
             let customer = try await self.customers.snapshot(bundleId: app.bundleId, owner: owner, on: db)
+            // The last read of the transaction: its events carry this customer rather than reading them again.
+            changes.remember(customer, bundleId: app.bundleId)
             return (submission, refused, customer)
         }
         guard let (submission, refused, customer) = outcome else {
@@ -199,7 +206,7 @@ public struct Intake: Sendable {
         catalogue: [String: CatalogProduct],
         confirmed: Bool = false,
         transfers: Bool = true,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws -> [RefusedTransaction] {
         let recording = try await ledger.record(
             transactions,
@@ -208,7 +215,7 @@ public struct Intake: Sendable {
             catalogue: catalogue,
             confirmed: confirmed,
             transfers: transfers,
-            on: db
+            in: changes
         )
         for purchase in recording.firstRecorded {
             try await notifications.applyWaitingNotifications(
@@ -217,7 +224,7 @@ public struct Intake: Sendable {
                 app: app,
                 catalogue: catalogue,
                 now: clock.milliseconds,
-                on: db
+                in: changes
             )
         }
         return recording.refused

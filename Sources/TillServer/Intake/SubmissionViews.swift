@@ -8,7 +8,7 @@ extension SubmissionView {
             id: record.id,
             state: record.state,
             kind: record.kind,
-            environment: record.environment,
+            environment: record.environment.rawValue,
             customerId: record.customerId,
             transactionIds: record.transactionIds.ids,
             attempts: record.attempts,

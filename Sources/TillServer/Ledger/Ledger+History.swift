@@ -24,17 +24,32 @@ extension Ledger {
     /// original transaction (a renewal belongs to whoever owns the subscription). Nil when no one does yet: no
     /// customer is ever invented.
     func owner(of transaction: PurchaseTransaction, bundleId: String, on db: any SQLDatabase) async throws -> String? {
-        let environment = transaction.environment.rawValue
         if let row = try await store.transaction(
-            environment: environment,
+            environment: transaction.environment,
             transactionId: transaction.transactionId,
             on: db
         ), row.bundleId == bundleId {
             return try await store.resolve(bundleId: bundleId, customerId: row.customerId, on: db)
         }
+        return try await owner(
+            originalTransactionId: transaction.originalTransactionId,
+            environment: transaction.environment,
+            bundleId: bundleId,
+            on: db
+        )
+    }
+
+    /// Who owns a subscription (or a one-off purchase): the customer of the newest row of its original transaction;
+    /// nil when no one does yet.
+    func owner(
+        originalTransactionId: String,
+        environment: AppStoreEnvironment,
+        bundleId: String,
+        on db: any SQLDatabase
+    ) async throws -> String? {
         let rows = try await store.transactions(
             environment: environment,
-            originalTransactionId: transaction.originalTransactionId,
+            originalTransactionId: originalTransactionId,
             on: db
         ).filter { $0.bundleId == bundleId }
         guard let newest = rows.last else { return nil }
@@ -55,12 +70,12 @@ extension Ledger {
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         now: Int64,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws -> HistoryEffect {
         let before = try await store.transaction(
-            environment: transaction.environment.rawValue,
+            environment: transaction.environment,
             transactionId: transaction.transactionId,
-            on: db
+            on: changes.db
         )
         if let before, !Self.changes(before, transaction) { return .unchanged }
         try await applyNotified(
@@ -68,11 +83,11 @@ extension Ledger {
             signed: signed,
             owner: owner,
             change: NotifiedChange(isFamilyRevocation: transaction.ownership == .familyShared),
-            source: "transactionHistory",
+            origin: .transactionHistory,
             app: app,
             catalogue: catalogue,
             now: now,
-            on: db
+            in: changes
         )
         guard let before else { return .recorded }
         return before.revocationDate == nil && transaction.revocationDate != nil ? .revoked : .updated

@@ -1,11 +1,12 @@
 import Foundation
 import SQLKit
+import TillContract
 import TillCore
 import TillFormats
 import TillStorage
 
 /// What Apple's signed word in a notification does to the ledger: a transaction only a notification carried, a
-/// refund, its reversal, an upgrade.
+/// refund, its reversal, an extension, an upgrade.
 extension Ledger {
     /// What a notification says about a transaction of `owner`'s.
     struct NotifiedChange: Sendable {
@@ -23,24 +24,25 @@ extension Ledger {
     /// is booked as a refund (prorated as Apple says), a reversed refund gives back, an upgrade ends what it
     /// replaces.
     ///
-    /// - Parameter source: what carried it (`notification:<uuid>`, `transactionHistory`), kept as the source of a
-    ///   transaction it posts.
+    /// - Parameter origin: what carried it (a notification, the catch-up's Transaction History), kept as the origin
+    ///   of a transaction it posts.
     func applyNotified(
         _ transaction: PurchaseTransaction,
         signed: JWSTransactionDecodedPayload,
         owner: String,
         change: NotifiedChange,
-        source: String,
+        origin: Origin,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         now: Int64,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
+        let product = catalogue[transaction.productId]
         var row: LedgerRecord
         if let existing = try await store.transaction(
-            environment: transaction.environment.rawValue,
+            environment: transaction.environment,
             transactionId: transaction.transactionId,
-            on: db
+            on: changes.db
         ) {
             row = existing
             row.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? row.expiresDate
@@ -48,36 +50,44 @@ extension Ledger {
             row.introductoryOffer = row.introductoryOffer || transaction.isIntroductoryOffer
             row.takeBillingPlan(of: transaction)
             // Apple signed it: confirmed, and a rejection's revocation of it is lifted.
-            try await appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
+            try await appleVouches(for: &row, catalogue: catalogue, now: now, in: changes)
+            noteExtension(from: existing, to: row, product: product, at: now, in: changes)
         } else {
             row = try await post(
                 transaction,
                 to: owner,
                 app: app,
-                product: catalogue[transaction.productId],
-                source: source,
+                product: product,
+                origin: origin,
                 confirmed: true,
                 carryingRevocation: false,
                 now: now,
-                on: db
+                in: changes
             )
         }
         if let revoked = transaction.revocationDate, row.revocationDate == nil {
             row.revocationDate = revoked.millisecondsSince1970
             row.revocationReason =
-                transaction.isUpgraded ? "upgraded" : (change.isFamilyRevocation ? "familyRevoked" : "refund")
-            if row.revocationReason == "refund" {
-                try await bookRefund(of: row, signed: signed, catalogue: catalogue, on: db)
+                transaction.isUpgraded ? .upgraded : (change.isFamilyRevocation ? .familyRevoked : .refund)
+            switch row.revocationReason {
+            case .refund:
+                try await bookRefund(of: row, signed: signed, catalogue: catalogue, in: changes)
+            case .familyRevoked:
+                changes.record(
+                    PendingEvent(.access_revoked, about: row, product: product, occurredAt: row.revocationDate ?? now)
+                )
+            default:
+                break  // an upgrade: `subscription.productChanged` tells it, from the renewal state
             }
-        } else if change.reversesRefund, transaction.revocationDate == nil, row.revocationReason == "refund" {
+        } else if change.reversesRefund, transaction.revocationDate == nil, row.revocationReason == .refund {
             row.revocationDate = nil
             row.revocationReason = nil
-            try await reverseRefund(of: row, catalogue: catalogue, now: now, on: db)
+            try await reverseRefund(of: row, catalogue: catalogue, now: now, in: changes)
         }
         row.updatedAt = now
-        try await store.update(row, on: db)
+        try await writes.update(row, on: changes.db)
         if change.startsUpgrade {
-            try await markUpgraded(before: row, now: now, on: db)
+            try await markUpgraded(before: row, now: now, in: changes)
         }
     }
 
@@ -87,38 +97,47 @@ extension Ledger {
         of row: LedgerRecord,
         signed: JWSTransactionDecodedPayload,
         catalogue: [String: CatalogProduct],
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
         let booked = try await store.financeEntry(
             environment: row.environment,
             transactionId: row.transactionId,
-            kind: "purchase",
-            on: db
+            kind: .purchase,
+            on: changes.db
         )
         let amount = booked?.amount ?? row.price ?? 0
         let currency = booked?.currency ?? row.currency
         let share = Int64(signed.revocationPercentage ?? 100_000)
-        if amount > 0, let currency, row.ownership == Ownership.purchased.rawValue {
-            try await store.recordFinance(
-                environment: row.environment,
-                transactionId: row.transactionId,
-                bundleId: row.bundleId,
-                productId: row.productId,
-                amount: -(amount * share / 100_000),
+        var refunded: Components.Schemas.Money?
+        if amount > 0, let currency, row.ownership == .purchased {
+            let money = -(amount * share / 100_000)
+            try await writes.recordFinance(
+                of: row,
+                amount: money,
                 currency: currency,
                 at: row.revocationDate ?? clock.milliseconds,
-                kind: "refund",
-                on: db
+                kind: .refund,
+                on: changes.db
             )
+            if row.environment.isRevenue { refunded = Components.Schemas.Money(amount: money, currency: currency) }
         }
-        try await credit(
+        let taken = try await credit(
             row,
             product: catalogue[row.productId],
             sign: -1,
             reference: Self.reference("refund", of: row),
             at: clock.milliseconds,
-            on: db
+            in: changes
         )
+        var event = PendingEvent(
+            .purchase_refunded,
+            about: row,
+            product: catalogue[row.productId],
+            occurredAt: row.revocationDate ?? clock.milliseconds,
+            balanceChanges: taken
+        )
+        event.refund = Components.Schemas.EventRefund(share: Int(share), amount: refunded)
+        changes.record(event)
     }
 
     /// REFUND_REVERSED: the refund's money and credits come back.
@@ -126,25 +145,34 @@ extension Ledger {
         of row: LedgerRecord,
         catalogue: [String: CatalogProduct],
         now: Int64,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
-        try await store.reverseFinance(of: row, kind: "refund", as: "refundReversed", at: now, on: db)
-        try await credit(
+        let money = try await reverseFinance(of: row, kind: .refund, as: .refundReversed, at: now, in: changes)
+        let given = try await credit(
             row,
             product: catalogue[row.productId],
             sign: 1,
             reference: Self.reference("refundReversed", of: row),
             at: now,
-            on: db
+            in: changes
         )
+        var event = PendingEvent(
+            .purchase_refundReversed,
+            about: row,
+            product: catalogue[row.productId],
+            occurredAt: now,
+            balanceChanges: given
+        )
+        if row.environment.isRevenue { event.price = money }
+        changes.record(event)
     }
 
     /// An upgrade starts at once: the periods of the subscription still running when it began are upgraded away.
-    private func markUpgraded(before upgrade: LedgerRecord, now: Int64, on db: any SQLDatabase) async throws {
+    private func markUpgraded(before upgrade: LedgerRecord, now: Int64, in changes: ChangeSet) async throws {
         for var row in try await store.transactions(
             environment: upgrade.environment,
             originalTransactionId: upgrade.originalTransactionId,
-            on: db
+            on: changes.db
         )
         where row.transactionId != upgrade.transactionId && row.purchaseDate <= upgrade.purchaseDate
             && (row.expiresDate ?? 0) > upgrade.purchaseDate && !row.isUpgraded
@@ -152,10 +180,10 @@ extension Ledger {
             row.isUpgraded = true
             if row.revocationDate == nil {
                 row.revocationDate = upgrade.purchaseDate
-                row.revocationReason = "upgraded"
+                row.revocationReason = .upgraded
             }
             row.updatedAt = now
-            try await store.update(row, on: db)
+            try await writes.update(row, on: changes.db)
         }
     }
 }

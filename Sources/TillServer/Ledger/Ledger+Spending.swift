@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillContract
 import TillCore
 import TillHTTPKit
 import TillStorage
@@ -15,51 +16,99 @@ extension Ledger {
         async throws -> [String: Int64]
     {
         guard amount > 0 else { throw TillHTTPError.badRequest("invalidAmount", "amount must be positive") }
+        try Self.validate(requestId: requestId, credit: credit)
+        // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
+        // still finds the debit it repeats. Its length first, so that no two (customer, request) pairs meet.
+        let reference = "debit:\(customerId.utf8.count):\(customerId):\(requestId)"
+        return try await move(
+            -amount,
+            of: credit,
+            bundleId: bundleId,
+            customerId: customerId,
+            reference: reference,
+            requestId: requestId,
+            as: .credits_debited,
+            source: .app(requestId)
+        )
+    }
+
+    /// Moves `delta` of a credit for the customer once per `reference`, never below zero, and records the event;
+    /// answers the balances. A resend (the same reference) moves nothing and answers them again; the same reference
+    /// with another change is `409 requestIdReused`.
+    func move(
+        _ delta: Int64,
+        of credit: String,
+        bundleId: String,
+        customerId: String,
+        reference: String,
+        requestId: String,
+        as type: EventType,
+        source: EventSource
+    ) async throws -> [String: Int64] {
+        let now = clock.milliseconds
+        return try await transaction(source: source) { changes in
+            let db = changes.db
+            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            if let done = try await self.store.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
+                guard done.credit == credit, done.delta == delta else {
+                    throw TillHTTPError.conflict(
+                        "requestIdReused",
+                        "request \(requestId) of \(customerId) moved \(done.delta) \(done.credit); a resend must be the same change"
+                    )
+                }
+                return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
+            }
+            let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
+            guard balance + delta >= 0 else {
+                throw TillHTTPError.conflict(
+                    "insufficientBalance",
+                    "\(customerId) has \(balance) \(credit), \(-delta) requested"
+                )
+            }
+            try await self.writes.addBalanceEntry(
+                bundleId: bundleId,
+                customerId: owner,
+                credit: credit,
+                delta: delta,
+                reference: reference,
+                at: now,
+                on: db
+            )
+            var event = PendingEvent(type, bundleId: bundleId, customerId: owner, occurredAt: now)
+            event.balanceChanges = [credit: delta]
+            changes.record(event)
+            return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
+        }
+    }
+
+    static func validate(requestId: String, credit: String) throws {
         guard !requestId.isEmpty, requestId.count <= 200 else {
             throw TillHTTPError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
         }
         guard !credit.isEmpty, credit.count <= 200 else {
             throw TillHTTPError.badRequest("invalidCredit", "credit has 1 to 200 characters")
         }
-        let now = clock.milliseconds
-        // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
-        // still finds the debit it repeats. Its length first, so that no two (customer, request) pairs meet.
-        let reference = "debit:\(customerId.utf8.count):\(customerId):\(requestId)"
-        return try await database.transaction { db in
-            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            if let spent = try await self.store.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
-                guard spent.credit == credit, spent.delta == -amount else {
-                    throw TillHTTPError.conflict(
-                        "requestIdReused",
-                        "request \(requestId) of \(customerId) spent \(-spent.delta) \(spent.credit); a resend must be the same debit"
-                    )
-                }
-                return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
-            }
-            let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
-            guard balance >= amount else {
-                throw TillHTTPError.conflict(
-                    "insufficientBalance",
-                    "\(customerId) has \(balance) \(credit), \(amount) requested"
-                )
-            }
-            try await self.store.addBalanceEntry(
-                bundleId: bundleId,
-                customerId: owner,
-                credit: credit,
-                delta: -amount,
-                reference: reference,
-                at: now,
-                on: db
-            )
-            return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
-        }
     }
 
-    /// Moves a guest's purchases and balances to the account it is linked to (`Customers.link`), in `db`'s
-    /// transaction.
-    func transfer(bundleId: String, from guestId: String, to accountId: String, on db: any SQLDatabase) async throws {
-        try await store.moveTransactions(bundleId: bundleId, from: guestId, to: accountId, on: db)
-        try await store.moveBalances(bundleId: bundleId, from: guestId, to: accountId, on: db)
+    /// Links a guest id to an account (`Customers.link`, which checks that it may be): the guest's purchases and
+    /// balances move to the account, and what is submitted under the guest id counts for the account from now on.
+    func link(bundleId: String, guest guestId: String, to accountId: String, in changes: ChangeSet) async throws {
+        let db = changes.db
+        let moved = try await writes.moveTransactions(bundleId: bundleId, from: guestId, to: accountId, on: db)
+        try await writes.moveBalances(bundleId: bundleId, from: guestId, to: accountId, on: db)
+        try await writes.setAlias(bundleId: bundleId, customerId: guestId, aliasOf: accountId, on: db)
+        var event = PendingEvent(
+            .customer_transferred,
+            bundleId: bundleId,
+            customerId: accountId,
+            occurredAt: clock.milliseconds
+        )
+        event.transfer = Components.Schemas.EventTransfer(
+            fromCustomerId: guestId,
+            toCustomerId: accountId,
+            reason: .alias,
+            transactionIds: moved
+        )
+        changes.record(event)
     }
 }

@@ -7,16 +7,39 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// The ledger: the only code that posts transactions, credits and debits balances, revokes, refunds and books
-/// money. Every other component tells it what happened (a submission verified, Apple's answer, a notification);
-/// it decides what that does to the customer's purchases, balances and the company's books.
+/// The ledger: the only code that posts transactions, credits and debits balances, revokes, refunds, books money,
+/// keeps the renewal state that grants a grace period, moves a submission between environments and links guests to
+/// accounts. Every other component tells it what happened (a submission verified, Apple's answer, a notification, the
+/// catch-up, an operator); it decides what that does to the customer's purchases, balances and the company's books,
+/// and records each change as a typed event in the same database transaction (`ChangeSet`, `EventLog`).
 ///
 /// Each rule is written once here: a first sight of a transaction is `post`, whoever saw it; a consumable's credits
-/// are moved by `credit`, whether bought, refunded, revoked or given back.
+/// are moved by `credit`, whether bought, refunded, revoked or given back. Its writes go through `LedgerStore`, which
+/// nothing else holds (`LayoutTests.onlyTheLedgerWritesMoneyCreditsAndAccess`).
 public struct Ledger: Sendable {
     let database: TillDatabase
     let store: ServerStore
+    let events: EventLog
     let clock: ServerClock
+    /// The ledger's writes.
+    let writes: LedgerStore
+
+    init(database: TillDatabase, store: ServerStore, events: EventLog, clock: ServerClock) {
+        self.database = database
+        self.store = store
+        self.events = events
+        self.clock = clock
+        self.writes = LedgerStore(database: database)
+    }
+
+    /// Runs `body` in one database transaction in which the ledger may change things: its events are written at the
+    /// end, before the commit (`EventLog.transaction`).
+    func transaction<Result: Sendable>(
+        source: EventSource,
+        _ body: @escaping @Sendable (ChangeSet) async throws -> Result
+    ) async throws -> Result {
+        try await events.transaction(source: source, body)
+    }
 
     /// What recording a submission's transactions did.
     struct Recording: Sendable {
@@ -29,8 +52,19 @@ public struct Ledger: Sendable {
 
     /// One purchase: an original transaction in an environment.
     struct PurchaseKey: Hashable, Sendable {
-        var environment: String
+        var environment: AppStoreEnvironment
         var originalTransactionId: String
+    }
+
+    /// What first told the ledger of a transaction, as its row keeps it (`source` and `submission_id`).
+    struct Origin: Sendable {
+        var source: LedgerSource
+        var id: String
+
+        static func submission(_ id: String) -> Origin { Origin(source: .submission, id: id) }
+        static func notification(_ uuid: String) -> Origin { Origin(source: .notification, id: "notification:\(uuid)") }
+        static let transactionHistory = Origin(source: .transactionHistory, id: "transactionHistory")
+        static func grant(_ id: String) -> Origin { Origin(source: .operator, id: "operator:\(id)") }
     }
 
     /// Records the transactions a submission (or Apple's answer to it) carried, once each: new ones are posted,
@@ -50,21 +84,21 @@ public struct Ledger: Sendable {
         catalogue: [String: CatalogProduct],
         confirmed: Bool = false,
         transfers: Bool = true,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws -> Recording {
         var recording = Recording()
         let now = clock.milliseconds
+        let db = changes.db
         for transaction in transactions {
-            let environment = transaction.environment.rawValue
             let product = catalogue[transaction.productId]
             // One decision per purchase at a time: a notification about it waits for this one (PostgreSQL).
             try await store.lockPurchase(
-                environment: environment,
+                environment: transaction.environment.rawValue,
                 originalTransactionId: transaction.originalTransactionId,
                 on: db
             )
             let existing = try await store.transaction(
-                environment: environment,
+                environment: transaction.environment,
                 transactionId: transaction.transactionId,
                 on: db
             )
@@ -72,7 +106,7 @@ public struct Ledger: Sendable {
             var purchase = existing.map { [$0] } ?? []
             if purchase.isEmpty {
                 purchase = try await store.transactions(
-                    environment: environment,
+                    environment: transaction.environment,
                     originalTransactionId: transaction.originalTransactionId,
                     on: db
                 ).filter { $0.bundleId == app.bundleId }
@@ -84,193 +118,272 @@ public struct Ledger: Sendable {
                     recording.refused.append(
                         RefusedTransaction(transactionId: transaction.transactionId, reason: "ownedByAnotherCustomer")
                     )
-                    try await store.recordEvent(
-                        bundleId: app.bundleId,
-                        kind: "replayRefused",
-                        detail:
-                            "\(environment) transaction \(transaction.transactionId) (purchase \(transaction.originalTransactionId)) of \(owner) submitted by \(submission.customerId)",
-                        at: now,
-                        on: db
-                    )
                     continue
                 }
                 try await transfer(
-                    environment: environment,
+                    environment: transaction.environment,
                     originalTransactionId: transaction.originalTransactionId,
                     app: app,
+                    from: owner,
                     to: submission.customerId,
                     now: now,
-                    on: db
+                    in: changes
                 )
             }
             if var existing = try await store.transaction(
-                environment: environment,
+                environment: transaction.environment,
                 transactionId: transaction.transactionId,
                 on: db
             ) {
+                let before = existing
                 if let revoked = transaction.revocationDate, existing.revocationDate == nil {
                     existing.revocationDate = revoked.millisecondsSince1970
-                    existing.revocationReason = transaction.isUpgraded ? "upgraded" : "refund"
+                    existing.revocationReason = transaction.isUpgraded ? .upgraded : .refund
                 }
                 existing.isUpgraded = existing.isUpgraded || transaction.isUpgraded
                 existing.introductoryOffer = existing.introductoryOffer || transaction.isIntroductoryOffer
                 existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
                 existing.takeBillingPlan(of: transaction)
                 existing.updatedAt = now
-                try await store.update(existing, on: db)
+                try await writes.update(existing, on: db)
+                if before.revocationDate == nil, existing.revocationReason == .refund {
+                    var event = PendingEvent(
+                        .purchase_refunded,
+                        about: existing,
+                        product: product,
+                        occurredAt: existing.revocationDate ?? now
+                    )
+                    event.refund = Components.Schemas.EventRefund(share: 100_000)
+                    changes.record(event)
+                }
+                noteExtension(from: before, to: existing, product: product, at: now, in: changes)
                 continue
             }
-            let key = PurchaseKey(environment: environment, originalTransactionId: transaction.originalTransactionId)
+            let key = PurchaseKey(
+                environment: transaction.environment,
+                originalTransactionId: transaction.originalTransactionId
+            )
             if !recording.firstRecorded.contains(key) { recording.firstRecorded.append(key) }
             try await post(
                 transaction,
                 to: submission.customerId,
                 app: app,
                 product: product,
-                source: submission.id,
+                origin: .submission(submission.id),
                 confirmed: confirmed,
                 carryingRevocation: true,
                 now: now,
-                on: db
+                in: changes
             )
         }
         return recording
     }
 
     /// Moves every transaction of a purchase to `customerId` (the restore policy `transferToLatest`): a
-    /// subscription's renewals and a non-consumable's repurchases go together, so the purchase has one owner.
+    /// subscription's renewals and a non-consumable's repurchases go together, so the purchase has one owner. Each of
+    /// the two customers gets a `customer.transferred` event.
     private func transfer(
-        environment: String,
+        environment: AppStoreEnvironment,
         originalTransactionId: String,
         app: ServerApp,
+        from previous: String,
         to customerId: String,
         now: Int64,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
+        var moved: [String] = []
         for var row in try await store.transactions(
             environment: environment,
             originalTransactionId: originalTransactionId,
-            on: db
+            on: changes.db
         ) where row.bundleId == app.bundleId && row.customerId != customerId {
-            try await store.recordEvent(
-                bundleId: app.bundleId,
-                kind: "transferred",
-                detail: "\(environment) transaction \(row.transactionId) moved from \(row.customerId) to \(customerId)",
-                at: now,
-                on: db
-            )
             row.customerId = customerId
             row.updatedAt = now
-            try await store.update(row, on: db)
+            try await writes.update(row, on: changes.db)
+            moved.append(row.transactionId)
+        }
+        guard !moved.isEmpty else { return }
+        let transfer = Components.Schemas.EventTransfer(
+            fromCustomerId: previous,
+            toCustomerId: customerId,
+            reason: .restore,
+            transactionIds: moved
+        )
+        for customer in [previous, customerId] {
+            var event = PendingEvent(
+                .customer_transferred,
+                bundleId: app.bundleId,
+                customerId: customer,
+                occurredAt: now,
+                environment: environment
+            )
+            event.transfer = transfer
+            changes.record(event)
         }
     }
 
     /// Posts a transaction seen for the first time: its ledger row, a consumable's credits (unless it arrives
-    /// revoked), and the money paid for it.
+    /// revoked), the money paid for it, and its event (a first purchase, a renewal, a non-renewing purchase, credits
+    /// bought; `eventType` for another, an operator's grant).
     ///
     /// - Parameters:
-    ///   - source: the submission id; `notification:<uuid>` for a transaction only a notification carried;
-    ///     `transactionHistory` for one only the catch-up read in a customer's history.
+    ///   - origin: what told the ledger of it: a submission, a notification, the catch-up, an operator's grant.
     ///   - confirmed: whether Apple itself vouches for it already (a notification is Apple's signed word).
     ///   - carryingRevocation: whether a revocation in the data goes in the row now (a submission); a notification
-    ///     applies it afterwards, as a refund with its money (`revoke(_:…)`).
+    ///     applies it afterwards, as a refund with its money (`applyNotified`).
     @discardableResult
     func post(
         _ transaction: PurchaseTransaction,
         to customerId: String,
         app: ServerApp,
         product: CatalogProduct?,
-        source: String,
+        origin: Origin,
         confirmed: Bool,
         carryingRevocation: Bool,
         now: Int64,
-        on db: any SQLDatabase
+        as eventType: EventType? = nil,
+        in changes: ChangeSet
     ) async throws -> LedgerRecord {
-        let environment = transaction.environment.rawValue
         let revocation = carryingRevocation ? transaction.revocationDate : nil
         var record = LedgerRecord(
-            environment: environment,
+            environment: transaction.environment,
             transactionId: transaction.transactionId,
             bundleId: app.bundleId,
             customerId: customerId,
             originalTransactionId: transaction.originalTransactionId,
             productId: transaction.productId,
-            productType: (product?.type ?? transaction.productType)?.rawValue,
+            productType: product?.type ?? transaction.productType,
             quantity: transaction.quantity,
             purchaseDate: transaction.purchaseDate.millisecondsSince1970,
             expiresDate: transaction.expiresDate?.millisecondsSince1970,
             revocationDate: revocation?.millisecondsSince1970,
-            revocationReason: revocation == nil ? nil : (transaction.isUpgraded ? "upgraded" : "refund"),
+            revocationReason: revocation == nil ? nil : (transaction.isUpgraded ? .upgraded : .refund),
             isUpgraded: transaction.isUpgraded,
             introductoryOffer: transaction.isIntroductoryOffer,
-            ownership: transaction.ownership.rawValue,
+            ownership: transaction.ownership,
             price: transaction.price ?? product?.price,
             currency: transaction.currency ?? product?.currency,
             storefront: transaction.storefront,
             webOrderLineItemId: transaction.webOrderLineItemId,
-            submissionId: source,
+            submissionId: origin.id,
+            source: origin.source,
             confirmed: confirmed,
             createdAt: now,
             updatedAt: now
         )
         record.takeBillingPlan(of: transaction)
-        try await store.insert(record, on: db)
+        try await writes.insert(record, on: changes.db)
+        var credited: [String: Int64] = [:]
         if record.revocationDate == nil {
-            try await credit(
+            credited = try await credit(
                 record,
                 product: product,
                 sign: 1,
                 reference: Self.reference("purchase", of: record),
                 at: now,
-                on: db
+                in: changes
             )
         }
         if let price = record.price, let currency = record.currency, transaction.ownership == .purchased, price > 0 {
-            try await store.recordFinance(
-                environment: environment,
-                transactionId: transaction.transactionId,
-                bundleId: app.bundleId,
-                productId: transaction.productId,
+            try await writes.recordFinance(
+                of: record,
                 amount: price,
                 currency: currency,
                 at: record.purchaseDate,
-                kind: "purchase",
-                on: db
+                kind: .purchase,
+                on: changes.db
             )
         }
+        let type = eventType ?? Self.purchaseEvent(record, product)
+        var event = PendingEvent(
+            type,
+            about: record,
+            product: product,
+            occurredAt: record.purchaseDate,
+            balanceChanges: credited
+        )
+        event.price = record.revenue
+        if type == .subscription_renewed {
+            event.subscription = Components.Schemas.EventSubscription(
+                originalTransactionId: record.originalTransactionId,
+                productId: record.productId,
+                expiresDate: record.expiresDate
+            )
+        }
+        changes.record(event)
         return record
     }
 
+    /// What a transaction seen for the first time is: a first purchase, a renewal, a non-renewing purchase, credits.
+    static func purchaseEvent(_ row: LedgerRecord, _ product: CatalogProduct?) -> EventType {
+        switch product?.type ?? row.productType {
+        case .consumable: .credits_purchased
+        case .nonRenewing: .purchase_nonRenewing
+        case .autoRenewable: row.transactionId == row.originalTransactionId ? .purchase_initial : .subscription_renewed
+        case .nonConsumable, .freeSubscription: .purchase_initial
+        case nil:
+            // A receipt's purchase the catalogue does not know: a period after the first is a renewal.
+            row.expiresDate != nil && row.transactionId != row.originalTransactionId
+                ? .subscription_renewed : .purchase_initial
+        }
+    }
+
     /// Moves a consumable's credits for a ledger row: what its quantity gives (`sign` 1) or takes back (`sign` −1).
-    /// Products that are not consumables credit nothing.
+    /// Products that are not consumables credit nothing. Answers what moved, once per reference (a second call with
+    /// the same reference moves nothing).
     ///
     /// - Parameter reference: the balance entries' reference, `Ledger.reference(_:of:)`.
+    @discardableResult
     func credit(
         _ row: LedgerRecord,
         product: CatalogProduct?,
         sign: Int64,
         reference: String,
         at now: Int64,
-        on db: any SQLDatabase
-    ) async throws {
-        guard let product, product.type == .consumable else { return }
+        in changes: ChangeSet
+    ) async throws -> [String: Int64] {
+        guard let product, product.type == .consumable else { return [:] }
+        var moved: [String: Int64] = [:]
         for (credit, amount) in product.credits {
-            try await store.addBalanceEntry(
+            let delta = sign * amount * Int64(row.quantity)
+            if try await writes.addBalanceEntry(
                 bundleId: row.bundleId,
                 customerId: row.customerId,
                 credit: credit,
-                delta: sign * amount * Int64(row.quantity),
+                delta: delta,
                 reference: reference,
                 at: now,
-                on: db
-            )
+                on: changes.db
+            ) {
+                moved[credit] = delta
+            }
         }
+        return moved
     }
 
     /// A balance entry's reference: what happened (`purchase`, `refund`, `revoke`, …) to which transaction, so that
     /// each happens once per transaction and can be looked up (a rejection's credits, when Apple later vouches).
     static func reference(_ event: String, of row: LedgerRecord) -> String {
-        "\(event):\(row.environment):\(row.transactionId)"
+        "\(event):\(row.environment.rawValue):\(row.transactionId)"
+    }
+
+    /// A known period's end moved later without a new transaction: Apple extended it (a renewal-date extension).
+    func noteExtension(
+        from before: LedgerRecord,
+        to after: LedgerRecord,
+        product: CatalogProduct?,
+        at now: Int64,
+        in changes: ChangeSet
+    ) {
+        guard let previous = before.expiresDate, let expires = after.expiresDate, expires > previous else { return }
+        var event = PendingEvent(.subscription_extended, about: after, product: product, occurredAt: now)
+        event.subscription = Components.Schemas.EventSubscription(
+            originalTransactionId: after.originalTransactionId,
+            productId: after.productId,
+            expiresDate: expires,
+            previousExpiresDate: previous
+        )
+        changes.record(event)
     }
 }
 

@@ -33,6 +33,7 @@ public final class ServerMetrics: Sendable {
             "till_http_request_duration_seconds": fast,
             "till_submission_acknowledge_seconds": fast,
             "till_confirmation_attempt_seconds": slow,
+            "till_webhook_attempt_seconds": slow,
         ]
         self.factory = factory
     }
@@ -149,12 +150,38 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    /// Queue depth per state and the age of the oldest unconfirmed submission.
+    /// An attempt of a job ended: `outcome` is finished, retried or deadLettered.
+    func job(kind: String, outcome: String, count: Int = 1) {
+        Counter(label: "till_job_attempts_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: factory)
+            .increment(by: count)
+    }
+
+    /// The job queue's depth per kind and state, and how late the oldest queued job of each kind is.
+    func recordJobs(_ depth: [(kind: String, state: String, count: Int, oldestDue: Int64?)], now: Int64) {
+        for kind in JobKind.allCases.map(\.rawValue) {
+            for state in ["queued", "deadLettered"] {
+                Gauge(label: "till_jobs", dimensions: [("kind", kind), ("state", state)], factory: factory)
+                    .record(depth.first { $0.kind == kind && $0.state == state }?.count ?? 0)
+            }
+            let oldest = depth.first { $0.kind == kind && $0.state == "queued" }?.oldestDue
+            Gauge(label: "till_jobs_oldest_due_seconds", dimensions: [("kind", kind)], factory: factory)
+                .record(Double(max(0, now - (oldest ?? now))) / 1000)
+        }
+    }
+
+    /// A webhook delivery attempt ended: `outcome` is delivered, failed or deadLettered.
+    func webhookAttempt(outcome: String, duration: Duration) {
+        Counter(label: "till_webhook_attempts_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+        Metrics.Timer(label: "till_webhook_attempt_seconds", dimensions: [], factory: factory)
+            .recordNanoseconds(duration.nanoseconds)
+    }
+
     /// An attempt to answer one of Apple's consumption requests, by where it left the answer.
     func consumptionAnswer(state: String) {
         Counter(label: "till_consumption_answers_total", dimensions: [("state", state)], factory: factory).increment()
     }
 
+    /// Queue depth per state and the age of the oldest unconfirmed submission.
     func recordQueue(depth: [String: Int], oldestUnconfirmedAge: Duration?) {
         for state in ["pending", "retrying", "deadLettered"] {
             Gauge(label: "till_queue_depth", dimensions: [("state", state)], factory: factory)
@@ -205,6 +232,10 @@ extension PurchaseServer {
             metrics.recordQueue(
                 depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state.rawValue, $0.n) }),
                 oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
+            )
+            metrics.recordJobs(
+                try await store.jobDepth().map { ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue) },
+                now: nowMilliseconds
             )
         } catch is StorageUnavailable {}
         metrics.recordStorage(database.gate.status)

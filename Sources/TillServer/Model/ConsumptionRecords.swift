@@ -22,9 +22,9 @@ struct ConsumptionRequestRecord: Codable, Sendable {
     var requestedAt: Int64
     var deadline: Int64
     var attempts: Int
+    /// When its job is due, read from the job queue (`srv_jobs`) with the request; the row does not keep it (see
+    /// `encode(to:)`).
     var nextAttemptAt: Int64?
-    /// Held by a worker until then (several servers may share the queue on PostgreSQL).
-    var claimedUntil: Int64?
     /// The body sent (or being sent) to Apple, as JSON.
     var body: String?
     var sentAt: Int64?
@@ -36,6 +36,36 @@ struct ConsumptionRequestRecord: Codable, Sendable {
 
     /// Whether the answer is still to be made.
     var isOpen: Bool { state == .pending || state == .retrying }
+
+    private enum CodingKeys: String, CodingKey {
+        case notificationUuid, bundleId, environment, transactionId, originalTransactionId, productId, customerId
+        case reason, state, detail, requestedAt, deadline, attempts, nextAttemptAt, body, sentAt, appleStatus
+        case appleErrorCode, createdAt, updatedAt
+    }
+
+    /// The row's columns: everything but `nextAttemptAt`, which is the job's.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(notificationUuid, forKey: .notificationUuid)
+        try container.encode(bundleId, forKey: .bundleId)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(transactionId, forKey: .transactionId)
+        try container.encodeIfPresent(originalTransactionId, forKey: .originalTransactionId)
+        try container.encodeIfPresent(productId, forKey: .productId)
+        try container.encodeIfPresent(customerId, forKey: .customerId)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(detail, forKey: .detail)
+        try container.encode(requestedAt, forKey: .requestedAt)
+        try container.encode(deadline, forKey: .deadline)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encodeIfPresent(body, forKey: .body)
+        try container.encodeIfPresent(sentAt, forKey: .sentAt)
+        try container.encodeIfPresent(appleStatus, forKey: .appleStatus)
+        try container.encodeIfPresent(appleErrorCode, forKey: .appleErrorCode)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+    }
 }
 
 extension ConsumptionAnswer {

@@ -1,5 +1,6 @@
 import Foundation
 import TillContract
+import TillCore
 
 /// An App Store Server Notification the server received, kept once per `notificationUUID`.
 struct NotificationRecord: Codable, Sendable {
@@ -26,7 +27,7 @@ struct NotificationRecord: Codable, Sendable {
 /// The renewal state of one auto-renewable subscription (one original transaction), from the newest signed
 /// renewal info Apple sent; older renewal info never overwrites newer.
 struct SubscriptionStateRecord: Codable, Sendable {
-    var environment: String
+    var environment: AppStoreEnvironment
     var originalTransactionId: String
     var bundleId: String
     var productId: String?

@@ -61,9 +61,12 @@ struct SubmissionRecord: Codable, Sendable {
     var customerId: String
     var idempotencyKey: String?
     var kind: SubmissionKind
-    var environment: String
+    var environment: AppStoreEnvironment
     var state: SubmissionState
+    /// Attempts made to confirm it with Apple.
     var attempts: Int
+    /// When its confirmation job is due, read from the job queue (`srv_jobs`) with the submission: the queue owns
+    /// it, the submission's row does not keep it (see `encode(to:)`).
     var nextAttemptAt: Int64?
     var lastStatus: String?
     var lastError: String?
@@ -72,37 +75,68 @@ struct SubmissionRecord: Codable, Sendable {
     var reason: String?
     /// The transaction ids the submission carried.
     var transactionIds: TransactionIDs
-    var claimedUntil: Int64?
     var createdAt: Int64
     var updatedAt: Int64
     var confirmedAt: Int64?
+
+    private enum CodingKeys: String, CodingKey {
+        case id, bundleId, customerId, idempotencyKey, kind, environment, state, attempts, nextAttemptAt, lastStatus
+        case lastError, retryCause, reason, transactionIds, createdAt, updatedAt, confirmedAt
+    }
+
+    /// The row's columns: everything but `nextAttemptAt`, which is the job's.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(bundleId, forKey: .bundleId)
+        try container.encode(customerId, forKey: .customerId)
+        try container.encodeIfPresent(idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(state, forKey: .state)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encodeIfPresent(lastStatus, forKey: .lastStatus)
+        try container.encodeIfPresent(lastError, forKey: .lastError)
+        try container.encodeIfPresent(retryCause, forKey: .retryCause)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encode(transactionIds, forKey: .transactionIds)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+        try container.encodeIfPresent(confirmedAt, forKey: .confirmedAt)
+    }
 }
 
-/// One transaction of the ledger, recorded once per environment.
+/// One transaction of the ledger, recorded once per environment. Its states, kinds and reasons are enums, in Swift
+/// and in the schema (CHECK constraints, migration 017).
 struct LedgerRecord: Codable, Sendable {
-    var environment: String
+    var environment: AppStoreEnvironment
     var transactionId: String
     var bundleId: String
     var customerId: String
     var originalTransactionId: String
     var productId: String
-    var productType: String?
+    var productType: ProductType?
     var quantity: Int
     var purchaseDate: Int64
     var expiresDate: Int64?
     var revocationDate: Int64?
-    /// Why access was taken away: `refund`, `apple:21003`, `upgraded`, …
-    var revocationReason: String?
+    /// Why access was taken away.
+    var revocationReason: RevocationReason?
+    /// For a rejection, Apple's answer (`status 21010`); for an operator's revocation, the note.
+    var revocationDetail: String? = nil
     var isUpgraded: Bool
     /// The transaction is a period of an introductory offer (a free trial or an introductory price: Apple's
     /// `offerType` 1). Rows recorded before migration 014 say false.
     var introductoryOffer: Bool = false
-    var ownership: String
+    var ownership: Ownership
     var price: Int64?
     var currency: String?
     var storefront: String?
     var webOrderLineItemId: String?
+    /// What first told the ledger of it: the submission's id, `notification:<uuid>`, `transactionHistory`, or
+    /// `operator:<grant id>`; `source` says which.
     var submissionId: String
+    var source: LedgerSource = .submission
     var confirmed: Bool
     var createdAt: Int64
     var updatedAt: Int64
@@ -112,6 +146,42 @@ struct LedgerRecord: Codable, Sendable {
     var commitmentPeriod: Int? = nil
     var commitmentPeriods: Int? = nil
     var commitmentExpiresDate: Int64? = nil
+
+    /// Revoked because Apple rejected a submission of it (which Apple's later word lifts), not refunded, upgraded,
+    /// revoked by Apple or by an operator.
+    var isRevokedByRejection: Bool { revocationDate != nil && revocationReason == .rejected }
+
+    /// The money it was bought for, when it is revenue: production, bought (not family-shared), priced.
+    var revenue: Components.Schemas.Money? {
+        guard environment.isRevenue, ownership == .purchased, let price, price > 0, let currency else { return nil }
+        return Components.Schemas.Money(amount: price, currency: currency)
+    }
+}
+
+/// What first told the ledger of a transaction.
+enum LedgerSource: String, Codable, Sendable, CaseIterable {
+    /// An app's submission (or Apple's answer to it).
+    case submission
+    /// An App Store Server Notification carried it.
+    case notification
+    /// The catch-up read it in the customer's Transaction History.
+    case transactionHistory
+    /// An operator granted it by hand (`grant-…`): no App Store knows it.
+    case `operator`
+}
+
+/// What a row of the books (`srv_finance`) records.
+enum FinanceKind: String, Codable, Sendable, CaseIterable {
+    /// The money paid.
+    case purchase
+    /// Apple refunded it (negative; prorated as Apple says).
+    case refund
+    /// Apple reversed the refund.
+    case refundReversed
+    /// Apple rejected the submission (negative).
+    case revocation
+    /// Apple vouched for it after a rejection: the revocation's money back.
+    case restoration
 }
 
 /// The transaction ids a submission carried: an array in Swift, one JSON text column in SQL (`transaction_ids`),

@@ -109,3 +109,48 @@ public typealias ConsumptionAnswerState = Components.Schemas.ConsumptionAnswerSt
 extension ConsumptionSettings {
     typealias RefundPreference = Components.Schemas.RefundPreference
 }
+
+/// Why a purchase stopped granting (the contract's enum, in Swift and in `srv_transactions.revocation_reason`).
+public typealias RevocationReason = Components.Schemas.RevocationReason
+/// One change the ledger made, as the feed gives it and webhooks deliver it (docs/events.md).
+public typealias Event = Components.Schemas.Event
+/// What happened: the contract's list of event types, in Swift and in `srv_events.type`.
+public typealias EventType = Components.Schemas.EventType
+/// Who told the server of a change.
+public typealias EventSource = Components.Schemas.EventSource
+/// A webhook's body: the Standard Webhooks payload shape around an event.
+public typealias WebhookPayload = Components.Schemas.WebhookPayload
+/// Where an app's events are sent.
+public typealias WebhookEndpointView = Components.Schemas.WebhookEndpoint
+/// One delivery of an event to an endpoint, as the admin API shows it.
+public typealias WebhookDeliveryView = Components.Schemas.WebhookDelivery
+/// One attempt of a delivery and what the receiver answered.
+public typealias WebhookAttemptView = Components.Schemas.WebhookAttempt
+/// Where a delivery stands.
+public typealias WebhookDeliveryState = Components.Schemas.WebhookDeliveryState
+
+extension EventSource {
+    static func submission(_ id: String) -> EventSource { EventSource(kind: .submission, id: id) }
+    static func confirmation(_ id: String) -> EventSource { EventSource(kind: .confirmation, id: id) }
+    static func app(_ id: String? = nil) -> EventSource { EventSource(kind: .app, id: id) }
+    static func `operator`(note: String) -> EventSource { EventSource(kind: ._operator, note: note) }
+    static func consumption(_ notificationUUID: String) -> EventSource {
+        EventSource(kind: .consumption, id: notificationUUID)
+    }
+    static let catchUp = EventSource(kind: .catchUp)
+
+    /// A notification, as `NotificationIntake` applies it: delivered by Apple, or read back from Notification
+    /// History by the catch-up.
+    static func notification(
+        _ uuid: String,
+        type: String,
+        subtype: String?,
+        recoveredByCatchUp: Bool = false
+    ) -> EventSource {
+        EventSource(
+            kind: recoveredByCatchUp ? .catchUp : .notification,
+            id: uuid,
+            notificationType: subtype.map { "\(type)/\($0)" } ?? type
+        )
+    }
+}

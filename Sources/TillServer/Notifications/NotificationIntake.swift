@@ -45,12 +45,17 @@ public struct NotificationIntake: Sendable {
 
     /// Receives an App Store Server Notification V2: verifies every signature, then records it once by
     /// `notificationUUID` and applies it to the ledger and subscription state in the same transaction.
-    public func receiveNotification(signedPayload: String) async throws -> NotificationResult {
+    ///
+    /// - Parameter recoveredByCatchUp: read back from Apple's Notification History rather than delivered (the source of
+    ///   the events it makes).
+    public func receiveNotification(signedPayload: String, recoveredByCatchUp: Bool = false) async throws
+        -> NotificationResult
+    {
         var type = "unknown"
         do {
             var notification = try await verifyEnvelope(signedPayload)
             type = notification.type.rawValue
-            let result = try await receiveVerified(&notification)
+            let result = try await receiveVerified(&notification, recoveredByCatchUp: recoveredByCatchUp)
             metrics.notification(type: type, outcome: result.status.rawValue)
             return result
         } catch {
@@ -59,7 +64,9 @@ public struct NotificationIntake: Sendable {
         }
     }
 
-    private func receiveVerified(_ notification: inout VerifiedNotification) async throws -> NotificationResult {
+    private func receiveVerified(_ notification: inout VerifiedNotification, recoveredByCatchUp: Bool) async throws
+        -> NotificationResult
+    {
         guard let app = try await store.app(bundleId: notification.bundleId, on: store.sql) else {
             // Not acknowledged: Apple retries (production: 5 times over 3 days), which gives an operator time
             // to register the app, and App Store Connect shows the failures.
@@ -73,14 +80,19 @@ public struct NotificationIntake: Sendable {
             throw TillHTTPError(.notFound, "appNotFound", "no app \(app.bundleId) with Apple id \(given)")
         }
         try await verifyContents(of: &notification, app: app)
-        return try await receive(notification, app: app)
+        return try await receive(notification, app: app, recoveredByCatchUp: recoveredByCatchUp)
     }
 
     /// Records a verified notification once by its UUID and applies it, in one database transaction.
-    func receive(_ verified: VerifiedNotification, app: ServerApp) async throws -> NotificationResult {
+    func receive(_ verified: VerifiedNotification, app: ServerApp, recoveredByCatchUp: Bool = false) async throws
+        -> NotificationResult
+    {
         let now = clock.milliseconds
         let catalogue = try await self.catalogue.products(of: app.bundleId)
-        let result = try await database.transaction { db -> NotificationResult in
+        let result = try await ledger.transaction(
+            source: verified.source(recoveredByCatchUp: recoveredByCatchUp)
+        ) { changes -> NotificationResult in
+            let db = changes.db
             var record = NotificationRecord(
                 notificationUuid: verified.uuid,
                 bundleId: app.bundleId,
@@ -110,7 +122,7 @@ public struct NotificationIntake: Sendable {
                 app: app,
                 catalogue: catalogue,
                 now: now,
-                on: db
+                in: changes
             )
             record.outcome = outcome
             record.customerId = customerId
@@ -127,7 +139,9 @@ public struct NotificationIntake: Sendable {
         logger.info(
             "notification \(verified.type.rawValue) \(verified.uuid): \(result.status.rawValue) (\(result.outcome.rawValue))"
         )
-        if verified.type == .consumptionRequest && result.status == .applied { consumption.due.signal() }
+        if verified.type == .consumptionRequest && result.status == .applied {
+            consumption.jobs.wake(.consumptionAnswer)
+        }
         return result
     }
 
@@ -208,12 +222,16 @@ public struct NotificationIntake: Sendable {
     // MARK: Applying
 
     /// Applies a recorded notification; returns its outcome, the customer it concerned and a detail for people.
+    ///
+    /// A notification about a purchase no customer owns yet changes nothing: it waits (`unmatched`) and is applied
+    /// when a submission records the purchase, renewal state included, so that the same facts give the same state and
+    /// the same events in any order.
     private func apply(
         _ notification: VerifiedNotification,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         now: Int64,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws -> (NotificationOutcome, String?, String?) {
         let environment = notification.environment
         guard environment == .production || environment == .sandbox else {
@@ -224,19 +242,25 @@ public struct NotificationIntake: Sendable {
             logger.info("notification \(notification.uuid): \(app.bundleId) does not accept the sandbox")
             return (.sandboxNotAccepted, nil, "\(app.bundleId) does not accept \(environment) purchases")
         }
-        if let renewal = notification.renewal {
-            try await saveState(renewal, of: notification, app: app, now: now, on: db)
+        let db = changes.db
+        let signed = notification.transaction
+        let transaction = signed?.purchaseTransaction()
+        guard let original = transaction?.originalTransactionId ?? notification.renewal?.originalTransactionId else {
+            return (.recorded, nil, nil)
         }
-        guard let signed = notification.transaction, let transaction = signed.purchaseTransaction() else {
-            return (notification.renewal == nil ? .recorded : .applied, nil, nil)
+        try await store.lockPurchase(environment: environment.rawValue, originalTransactionId: original, on: db)
+        let owner: String?
+        if let transaction {
+            owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
+        } else {
+            owner = try await ledger.owner(
+                originalTransactionId: original,
+                environment: environment,
+                bundleId: app.bundleId,
+                on: db
+            )
         }
-        try await store.lockPurchase(
-            environment: environment.rawValue,
-            originalTransactionId: transaction.originalTransactionId,
-            on: db
-        )
-        let owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
-        if notification.type == .consumptionRequest {
+        if notification.type == .consumptionRequest, let transaction {
             // Apple waits twelve hours for what the server knows of the purchase: queued with the notification.
             try await consumption.requested(
                 notification,
@@ -248,15 +272,22 @@ public struct NotificationIntake: Sendable {
             )
             return (.recorded, owner, "consumption information queued for Send Consumption Information")
         }
-        if Self.recordedOnly.contains(notification.type) {
-            return (.recorded, owner, nil)
-        }
+        let changesLedger = transaction != nil && !Self.recordedOnly.contains(notification.type)
+        guard notification.renewal != nil || changesLedger else { return (.recorded, owner, nil) }
         guard let owner else {
-            return (
-                .unmatched, nil,
-                "no customer owns \(environment) original transaction \(transaction.originalTransactionId) yet"
+            return (.unmatched, nil, "no customer owns \(environment) original transaction \(original) yet")
+        }
+        if let renewal = notification.renewal {
+            try await ledger.recordRenewalState(
+                Self.state(renewal, of: notification, originalTransactionId: original, app: app, now: now),
+                owner: owner,
+                notificationSubtype: notification.payload.subtype,
+                notificationType: notification.type,
+                in: changes
             )
         }
+        if Self.recordedOnly.contains(notification.type) { return (.recorded, owner, nil) }
+        guard let signed, let transaction else { return (.applied, owner, nil) }
         try await ledger.applyNotified(
             transaction,
             signed: signed,
@@ -267,91 +298,94 @@ public struct NotificationIntake: Sendable {
                 startsUpgrade: notification.payload.subtype == .upgrade
                     && (notification.type == .didChangeRenewalPref || notification.type == .offerRedeemed)
             ),
-            source: "notification:\(notification.uuid)",
+            origin: .notification(notification.uuid),
             app: app,
             catalogue: catalogue,
             now: now,
-            on: db
+            in: changes
         )
         return (.applied, owner, nil)
     }
 
     /// Applies the notifications that came before anyone owned this purchase, now that a submission recorded it
     /// (Apple often notifies before the app submits): verified again from what Apple sent, applied in the order
-    /// Apple signed them, and recorded as applied. The same facts give the same state in either order.
+    /// Apple signed them, and recorded as applied. The same facts give the same state in either order; the events
+    /// they make have the notification as their source.
     func applyWaitingNotifications(
-        environment: String,
+        environment: AppStoreEnvironment,
         originalTransactionId: String,
         app: ServerApp,
         catalogue: [String: CatalogProduct],
         now: Int64,
-        on db: any SQLDatabase
+        in changes: ChangeSet
     ) async throws {
         for var record in try await store.unmatchedNotifications(
-            environment: environment,
+            environment: environment.rawValue,
             originalTransactionId: originalTransactionId,
-            on: db
+            on: changes.db
         ) where record.bundleId == app.bundleId {
             guard let signedPayload = record.signedPayload,
                 var notification = try? await verifyEnvelope(signedPayload),
                 (try? await verifyContents(of: &notification, app: app)) != nil
             else { continue }
-            let (outcome, customerId, detail) = try await apply(
-                notification,
-                app: app,
-                catalogue: catalogue,
-                now: now,
-                on: db
-            )
+            let (outcome, customerId, detail) = try await changes.with(source: notification.source()) {
+                try await apply(notification, app: app, catalogue: catalogue, now: now, in: changes)
+            }
             guard outcome != .unmatched else { continue }
             record.outcome = outcome
             record.customerId = customerId
             record.detail = detail ?? "applied when a submission recorded the purchase"
             record.signedPayload = nil
-            try await store.update(record, on: db)
+            try await store.update(record, on: changes.db)
             logger.info(
                 "notification \(record.type) \(record.notificationUuid): applied once the purchase was submitted"
             )
         }
     }
 
-    /// Keeps the renewal state the notification's renewal info reports (older renewal info never wins).
-    private func saveState(
+    /// The renewal state a notification's renewal info reports.
+    private static func state(
         _ renewal: JWSRenewalInfoDecodedPayload,
         of notification: VerifiedNotification,
+        originalTransactionId: String,
         app: ServerApp,
-        now: Int64,
-        on db: any SQLDatabase
-    ) async throws {
-        guard
-            let original = renewal.originalTransactionId ?? notification.transaction?.originalTransactionId
-        else { return }
-        try await store.save(
-            SubscriptionStateRecord(
-                environment: notification.environment.rawValue,
-                originalTransactionId: original,
-                bundleId: app.bundleId,
-                productId: renewal.productId ?? notification.transaction?.productId,
-                autoRenewProductId: renewal.autoRenewProductId,
-                autoRenewStatus: renewal.autoRenewStatus.map { $0 == .on },
-                status: notification.payload.data?.status?.rawValue,
-                isInBillingRetry: renewal.isInBillingRetryPeriod ?? false,
-                gracePeriodExpiresDate: renewal.gracePeriodExpiresDate?.millisecondsSince1970,
-                expirationIntent: renewal.expirationIntent?.rawValue,
-                renewalDate: renewal.renewalDate?.millisecondsSince1970,
-                priceIncreaseStatus: renewal.priceIncreaseStatus?.rawValue,
-                lastNotificationType: notification.type.rawValue,
-                signedDate: (renewal.signedDate ?? notification.payload.signedDate)?.millisecondsSince1970 ?? now,
-                updatedAt: now,
-                billingPlanType: renewal.renewalBillingPlanType?.rawValue,
-                currency: renewal.currency,
-                commitmentRenewalDate: renewal.commitmentInfo?.commitmentRenewalDate?.millisecondsSince1970,
-                commitmentAutoRenewStatus: renewal.commitmentInfo?.commitmentAutoRenewStatus.map { $0 == .on },
-                commitmentAutoRenewProductId: renewal.commitmentInfo?.commitmentAutoRenewProductId,
-                commitmentRenewalBillingPlanType: renewal.commitmentInfo?.commitmentRenewalBillingPlanType?.rawValue,
-                commitmentRenewalPrice: renewal.commitmentInfo?.commitmentRenewalPrice
-            ),
-            on: db
+        now: Int64
+    ) -> SubscriptionStateRecord {
+        SubscriptionStateRecord(
+            environment: notification.environment,
+            originalTransactionId: originalTransactionId,
+            bundleId: app.bundleId,
+            productId: renewal.productId ?? notification.transaction?.productId,
+            autoRenewProductId: renewal.autoRenewProductId,
+            autoRenewStatus: renewal.autoRenewStatus.map { $0 == .on },
+            status: notification.payload.data?.status?.rawValue,
+            isInBillingRetry: renewal.isInBillingRetryPeriod ?? false,
+            gracePeriodExpiresDate: renewal.gracePeriodExpiresDate?.millisecondsSince1970,
+            expirationIntent: renewal.expirationIntent?.rawValue,
+            renewalDate: renewal.renewalDate?.millisecondsSince1970,
+            priceIncreaseStatus: renewal.priceIncreaseStatus?.rawValue,
+            lastNotificationType: notification.type.rawValue,
+            signedDate: (renewal.signedDate ?? notification.payload.signedDate)?.millisecondsSince1970 ?? now,
+            updatedAt: now,
+            billingPlanType: renewal.renewalBillingPlanType?.rawValue,
+            currency: renewal.currency,
+            commitmentRenewalDate: renewal.commitmentInfo?.commitmentRenewalDate?.millisecondsSince1970,
+            commitmentAutoRenewStatus: renewal.commitmentInfo?.commitmentAutoRenewStatus.map { $0 == .on },
+            commitmentAutoRenewProductId: renewal.commitmentInfo?.commitmentAutoRenewProductId,
+            commitmentRenewalBillingPlanType: renewal.commitmentInfo?.commitmentRenewalBillingPlanType?.rawValue,
+            commitmentRenewalPrice: renewal.commitmentInfo?.commitmentRenewalPrice
+        )
+    }
+}
+
+extension VerifiedNotification {
+    /// The notification as the source of the events it makes.
+    func source(recoveredByCatchUp: Bool = false) -> EventSource {
+        .notification(
+            uuid,
+            type: type.rawValue,
+            subtype: payload.subtype?.rawValue,
+            recoveredByCatchUp: recoveredByCatchUp
         )
     }
 }

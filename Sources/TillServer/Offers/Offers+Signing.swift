@@ -155,7 +155,9 @@ extension Offers {
     /// The app's In-App Purchase key, or its App Store Server API key (Apple allows one key for both).
     func signer(for app: ServerApp) throws -> OfferSigner {
         let chosen: (id: String, issuer: String, pem: String)
-        if let pem = app.inAppPurchasePrivateKey, let id = app.inAppPurchaseKeyId, let issuer = app.inAppPurchaseIssuerId {
+        if let pem = app.inAppPurchasePrivateKey, let id = app.inAppPurchaseKeyId,
+            let issuer = app.inAppPurchaseIssuerId
+        {
             chosen = (id, issuer, pem)
         } else if let pem = app.apiPrivateKey, let id = app.apiKeyId, let issuer = app.apiIssuerId {
             chosen = (id, issuer, pem)
@@ -193,9 +195,8 @@ extension Offers {
         return (snapshot.owner, history, newest?.transactionId)
     }
 
-    /// Keeps who was given what, for the record (`srv_events`).
+    /// Logs who was given what: a signature changes no money, credits or access, so it is not an event.
     private func record(_ kind: String, _ detail: String, app: ServerApp, at now: Int64) async throws {
-        try await store.recordEvent(bundleId: app.bundleId, kind: kind, detail: detail, at: now, on: store.sql)
         logger.info("\(kind): \(app.bundleId) \(detail)")
     }
 }

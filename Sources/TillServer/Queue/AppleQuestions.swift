@@ -210,7 +210,7 @@ struct AppleQuestions: Sendable {
         app: ServerApp,
         pacer: ConfirmationPacer?
     ) async -> ConfirmationOutcome {
-        let environment = AppStoreEnvironment(submission.environment)
+        let environment = submission.environment
         guard app.apiKeyId != nil, app.apiPrivateKey != nil, app.apiIssuerId != nil else {
             // Without a key there is no one to ask: the local check of Apple's signature stands.
             return .confirmed(

@@ -11,10 +11,10 @@ import TillFormats
 import TillHTTPKit
 import TillStorage
 
-/// The confirmation queue: submissions waiting for Apple's word. It claims what is due (several servers may share
-/// it on PostgreSQL), asks Apple (`AppleQuestions`), and settles each attempt: confirmed (the ledger records Apple's
-/// answer), retried on the configured schedule, dead-lettered after the last attempt, or rejected (the ledger takes
-/// back what the local check granted). `ConfirmationWorker` runs it.
+/// The confirmation queue: submissions waiting for Apple's word, each a `confirmation` job of the job queue. It claims
+/// what is due (several servers may share it on PostgreSQL), asks Apple (`AppleQuestions`), and settles each attempt:
+/// confirmed (the ledger records Apple's answer), retried on the configured schedule, dead-lettered after the last
+/// attempt, or rejected (the ledger takes back what the local check granted). `ConfirmationWorker` runs it.
 public final class ConfirmationQueue: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
@@ -22,6 +22,7 @@ public final class ConfirmationQueue: Sendable {
     let catalogue: Catalogue
     let ledger: Ledger
     let intake: Intake
+    let jobs: JobQueue
     let questions: AppleQuestions
     let signals: QueueSignals
     let metrics: ServerMetrics
@@ -43,6 +44,7 @@ public final class ConfirmationQueue: Sendable {
         catalogue: Catalogue,
         ledger: Ledger,
         intake: Intake,
+        jobs: JobQueue,
         verifier: LocalVerifier,
         signals: QueueSignals,
         metrics: ServerMetrics,
@@ -55,6 +57,7 @@ public final class ConfirmationQueue: Sendable {
         self.catalogue = catalogue
         self.ledger = ledger
         self.intake = intake
+        self.jobs = jobs
         self.questions = AppleQuestions(store: store, verifier: verifier, metrics: metrics)
         self.signals = signals
         self.metrics = metrics
@@ -71,15 +74,27 @@ public final class ConfirmationQueue: Sendable {
     /// Confirmation attempts a second the pacer allows now.
     public var pace: Double { pacer.rate }
 
-    /// Claims due submissions for this process: pending or retrying, due, and not claimed by a live worker.
-    /// On PostgreSQL several servers share the queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
-    func claimDueSubmissions(limit: Int, leaseSeconds: Int64) async throws -> [SubmissionRecord] {
-        guard limit > 0 else { return [] }
-        let now = clock.milliseconds
-        let until = now + leaseSeconds * 1000
-        return try await database.transaction(bookkeeping: true) { db in
-            try await self.store.claimDue(limit: limit, now: now, until: until, engine: self.database.engine, on: db)
+    /// Claims due submissions for this process: their confirmation jobs, due and not held by a live worker (several
+    /// servers may share the queue on PostgreSQL); each submission with its job's due time.
+    func claimDueSubmissions(limit: Int, lease: Duration) async throws -> [SubmissionRecord] {
+        let claimed = try await jobs.claim(.confirmation, limit: limit, lease: lease)
+        guard !claimed.isEmpty else { return [] }
+        let due = Dictionary(claimed.map { ($0.jobKey, $0.dueAt) }, uniquingKeysWith: min)
+        let submissions = try await store.submissions(ids: claimed.map(\.jobKey), on: store.sql)
+        let open = submissions.filter { !$0.state.isSettled }
+        let found = Set(open.map(\.id))
+        let stale = claimed.map(\.jobKey).filter { !found.contains($0) }
+        if !stale.isEmpty {
+            // A job whose submission is gone or settled has nothing left to do.
+            try await database.transaction(bookkeeping: true) { db in
+                for key in stale { try await self.jobs.finish(.confirmation, key: key, on: db) }
+            }
         }
+        return open.map { submission in
+            var submission = submission
+            submission.nextAttemptAt = due[submission.id]
+            return submission
+        }.sorted { ($0.nextAttemptAt ?? 0, $0.id) < ($1.nextAttemptAt ?? 0, $1.id) }
     }
 
     /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
@@ -132,13 +147,13 @@ public final class ConfirmationQueue: Sendable {
         let now = clock.milliseconds
         let settings = configuration.confirmation
         let catalogue = try await self.catalogue.products(of: app.bundleId)
-        let state = try await database.transaction { db -> SubmissionState in
+        let state = try await ledger.transaction(source: .confirmation(submission.id)) { changes -> SubmissionState in
+            let db = changes.db
             guard var current = try await self.store.submission(id: submission.id, on: db),
                 !current.state.isSettled
             else { return submission.state }
             current.attempts += 1
             current.updatedAt = now
-            current.claimedUntil = nil
             switch outcome {
             case .confirmed(let environment, let transactions, let status):
                 current.state = .confirmed
@@ -147,11 +162,10 @@ public final class ConfirmationQueue: Sendable {
                 current.retryCause = nil
                 current.confirmedAt = now
                 current.nextAttemptAt = nil
-                if environment.rawValue != current.environment {
-                    try await self.store.moveEnvironment(of: current, to: environment, on: db)
-                    current.environment = environment.rawValue
-                }
+                let claimed = current.environment
+                current.environment = environment
                 try await self.store.update(current, on: db)
+                try await self.ledger.moveEnvironment(of: current.id, from: claimed, to: environment, in: changes)
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
                 // Ownership was decided when the customer submitted: Apple's answer, however late, moves nothing.
                 _ = try await self.intake.record(
@@ -160,22 +174,15 @@ public final class ConfirmationQueue: Sendable {
                     app: app,
                     catalogue: catalogue,
                     transfers: false,
-                    on: db
+                    in: changes
                 )
-                for id in Set(
-                    transactions.map(\.transactionId) + current.transactionIds.ids
-                ) {
-                    if var row = try await self.store.transaction(
-                        environment: current.environment,
-                        transactionId: id,
-                        on: db
-                    ),
-                        row.customerId == current.customerId, !row.confirmed || row.isRevokedByRejection
-                    {
-                        try await self.ledger.appleVouches(for: &row, catalogue: catalogue, now: now, on: db)
-                        try await self.store.update(row, on: db)
-                    }
-                }
+                try await self.ledger.confirm(
+                    current,
+                    transactionIds: Set(transactions.map(\.transactionId) + current.transactionIds.ids),
+                    catalogue: catalogue,
+                    in: changes
+                )
+                try await self.jobs.finish(.confirmation, key: current.id, on: db)
             case .retry(let status, let error, let cause):
                 current.lastStatus = status
                 current.lastError = error
@@ -184,19 +191,12 @@ public final class ConfirmationQueue: Sendable {
                     current.state = .deadLettered
                     current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
                     current.nextAttemptAt = nil
-                    try await self.store.recordEvent(
-                        bundleId: app.bundleId,
-                        kind: "deadLettered",
-                        detail: "submission \(current.id): \(status)",
-                        at: now,
-                        on: db
-                    )
+                    try await self.jobs.deadLetter(.confirmation, key: current.id, error: error, on: db)
                 } else {
                     current.state = .retrying
-                    let delay = settings.delay(afterAttempt: current.attempts)
-                    current.nextAttemptAt =
-                        now + Int64(delay.components.seconds) * 1000 + delay.components.attoseconds
-                        / 1_000_000_000_000_000
+                    let next = now + settings.delay(afterAttempt: current.attempts).milliseconds
+                    current.nextAttemptAt = next
+                    try await self.jobs.retry(.confirmation, key: current.id, at: next, error: error, on: db)
                 }
                 try await self.store.update(current, on: db)
             case .rejected(let status, let reason):
@@ -208,10 +208,12 @@ public final class ConfirmationQueue: Sendable {
                 try await self.store.update(current, on: db)
                 try await self.ledger.revokeUnconfirmed(
                     of: current,
-                    because: LedgerRecord.rejectionPrefix + status,
+                    status: status,
+                    reason: reason,
                     catalogue: catalogue,
-                    on: db
+                    in: changes
                 )
+                try await self.jobs.finish(.confirmation, key: current.id, on: db)
             }
             return current.state
         }
@@ -252,6 +254,7 @@ public final class ConfirmationQueue: Sendable {
 
     /// Puts a dead-lettered submission back in the queue, with its attempts counted from zero.
     public func requeue(id: String) async throws -> SubmissionView {
+        let now = clock.milliseconds
         let record = try await database.transaction { db -> SubmissionRecord in
             guard var record = try await self.store.submission(id: id, on: db) else {
                 throw TillHTTPError.notFound("submission", id)
@@ -261,10 +264,13 @@ public final class ConfirmationQueue: Sendable {
             }
             record.state = .pending
             record.attempts = 0
-            record.nextAttemptAt = self.clock.milliseconds
+            record.nextAttemptAt = now
             record.reason = nil
-            record.updatedAt = self.clock.milliseconds
+            record.updatedAt = now
             try await self.store.update(record, on: db)
+            if try await !self.jobs.requeue(.confirmation, key: id, on: db) {
+                try await self.jobs.enqueue(.confirmation, key: id, dueAt: now, on: db)
+            }
             return record
         }
         signals.workAvailable.signal()

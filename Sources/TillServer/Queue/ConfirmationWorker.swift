@@ -30,7 +30,7 @@ public struct ConfirmationWorker: Service {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(http: http, endpoints: queue.configuration.apple, timeout: settings.requestTimeout)
         // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
-        let lease = Int64(settings.requestTimeout.components.seconds) * 4 + 30
+        let lease = settings.requestTimeout * 4 + .seconds(30)
         let inFlight = InFlightCount()
         let clock = ContinuousClock()
         // Claiming is a write transaction: at most one per interval, each taking everything due that fits,
@@ -65,7 +65,7 @@ public struct ConfirmationWorker: Service {
                     let due = lastClaim + (probing ? probeInterval : claimInterval)
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
                     lastClaim = clock.now
-                    let claimed = (try? await queue.claimDueSubmissions(limit: room, leaseSeconds: lease)) ?? []
+                    let claimed = (try? await queue.claimDueSubmissions(limit: room, lease: lease)) ?? []
                     if let paced, let oldest = claimed.compactMap(\.nextAttemptAt).min() {
                         paced.observe(lateness: .milliseconds(max(0, queue.clock.milliseconds - oldest)))
                     }

@@ -4,6 +4,94 @@ import TillStorage
 enum ServerSchema {
     static let name = "server"
 
+    // The values each enum column may hold, as its CHECK constraint lists them. A migration keeps the list it was
+    // written with; `ServerStorageTests.everyEnumColumnChecksItsSwiftCases` fails when a Swift enum gains a case that
+    // no migration added to its column.
+    static let environments = "'Production', 'Sandbox', 'Xcode', 'LocalTesting'"
+    static let productTypes = "'consumable', 'nonConsumable', 'autoRenewable', 'nonRenewing', 'freeSubscription'"
+    static let ownerships = "'PURCHASED', 'FAMILY_SHARED'"
+    static let revocationReasons = "'refund', 'upgraded', 'familyRevoked', 'rejected', 'operator'"
+    static let ledgerSources = "'submission', 'notification', 'transactionHistory', 'operator'"
+    static let financeKinds = "'purchase', 'refund', 'refundReversed', 'revocation', 'restoration'"
+    static let submissionStates = "'pending', 'confirmed', 'retrying', 'rejected', 'deadLettered'"
+    static let submissionKinds = "'appReceipt', 'transactionReceipt', 'signedTransaction'"
+    static let retryCauses = "'appleUnavailable', 'configuration', 'other'"
+    static let jobKinds = "'confirmation', 'consumptionAnswer', 'catchUp', 'delivery'"
+    static let jobStates = "'queued', 'deadLettered'"
+    static let eventTypes = """
+        'purchase.initial', 'subscription.renewed', 'purchase.nonRenewing', 'credits.purchased', 'credits.debited',
+        'credits.adjusted', 'subscription.autoRenewOff', 'subscription.autoRenewOn', 'subscription.billingIssue',
+        'subscription.billingRecovered', 'subscription.expired', 'subscription.productChanged', 'subscription.extended',
+        'subscription.priceIncrease', 'subscription.priceIncreaseConsented', 'purchase.refunded',
+        'purchase.refundReversed', 'purchase.confirmed', 'purchase.rejected', 'access.granted', 'access.revoked',
+        'customer.transferred', 'consumption.answerSent'
+        """
+    static let eventSources =
+        "'submission', 'confirmation', 'notification', 'catchUp', 'app', 'operator', 'consumption'"
+    static let deliveryStates = "'pending', 'delivered', 'deadLettered'"
+
+    /// The ledger's columns since migration 017, in order (SQLite rebuilds copy them by name).
+    private static let ledgerColumns = """
+        environment, transaction_id, bundle_id, customer_id, original_transaction_id, product_id, product_type, quantity,
+        purchase_date, expires_date, revocation_date, revocation_reason, revocation_detail, is_upgraded, ownership, price,
+        currency, storefront, web_order_line_item_id, submission_id, source, confirmed, created_at, updated_at,
+        introductory_offer, billing_plan_type, commitment_period, commitment_periods, commitment_expires_date
+        """
+
+    /// What migration 017 makes of an old row: a rejection's `apple: status 21010` becomes `rejected` with its
+    /// detail, and the origin hidden in `submission_id` becomes `source`.
+    private static let typedLedgerSelect = """
+        SELECT environment, transaction_id, bundle_id, customer_id, original_transaction_id, product_id, product_type,
+            quantity, purchase_date, expires_date, revocation_date,
+            CASE WHEN revocation_reason LIKE 'apple: %' THEN 'rejected' ELSE revocation_reason END,
+            CASE WHEN revocation_reason LIKE 'apple: %' THEN substr(revocation_reason, 8) END,
+            is_upgraded, ownership, price, currency, storefront, web_order_line_item_id, submission_id,
+            CASE WHEN submission_id LIKE 'notification:%' THEN 'notification'
+                 WHEN submission_id = 'transactionHistory' THEN 'transactionHistory' ELSE 'submission' END,
+            confirmed, created_at, updated_at, introductory_offer, billing_plan_type, commitment_period,
+            commitment_periods, commitment_expires_date
+        FROM srv_transactions
+        """
+
+    private static let submissionColumns = """
+        id, bundle_id, customer_id, idempotency_key, kind, environment, state, attempts, last_status, last_error, reason,
+        transaction_ids, created_at, updated_at, confirmed_at, retry_cause
+        """
+
+    /// The jobs of the work queued before migration 018, which each table claimed for itself.
+    private static let queuedWork = [
+        """
+        INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
+            last_error, created_at, updated_at)
+        SELECT 'confirmation', id, CASE WHEN state = 'deadLettered' THEN 'deadLettered' ELSE 'queued' END, '', NULL, 0,
+            attempts, COALESCE(next_attempt_at, updated_at), NULL, last_error, created_at, updated_at
+        FROM srv_submissions WHERE state IN ('pending', 'retrying', 'deadLettered')
+        """,
+        """
+        INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
+            last_error, created_at, updated_at)
+        SELECT 'consumptionAnswer', notification_uuid, 'queued', '', NULL, 0, attempts,
+            COALESCE(next_attempt_at, updated_at), NULL, detail, created_at, updated_at
+        FROM srv_consumption_requests WHERE state IN ('pending', 'retrying')
+        """,
+    ]
+
+    private static let jobsTable = """
+        CREATE TABLE srv_jobs (
+            kind TEXT NOT NULL CHECK (kind IN (\(jobKinds))), job_key TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN (\(jobStates))), queue_group TEXT NOT NULL, stream TEXT,
+            position BIGINT NOT NULL, attempts INTEGER NOT NULL, due_at BIGINT NOT NULL, claimed_until BIGINT,
+            last_error TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (kind, job_key))
+        """
+    private static let jobIndexes = [
+        // Claims take a group's due jobs in the order of their time, then of their place in their stream (a
+        // backlog goes out oldest first, so the first jobs a claim reads are the first of their streams).
+        "CREATE INDEX srv_jobs_due ON srv_jobs (kind, queue_group, state, due_at, position)",
+        "CREATE INDEX srv_jobs_stream ON srv_jobs (kind, stream, position) WHERE stream IS NOT NULL",
+        // When a kind's next job is due (a worker's longest wait).
+        "CREATE INDEX srv_jobs_next ON srv_jobs (kind, state, due_at)",
+    ]
+
     /// SQLite statements that rebuild `table` as a WITHOUT ROWID table with `columns` (its columns, in the same
     /// order, and its primary key), its rows, and its `indexes`.
     private static func clusteredByKey(_ table: String, _ columns: String, indexes: [String]) -> [String] {
@@ -340,6 +428,186 @@ enum ServerSchema {
                 "ALTER TABLE srv_subscription_states ADD COLUMN commitment_auto_renew_product_id TEXT",
                 "ALTER TABLE srv_subscription_states ADD COLUMN commitment_renewal_billing_plan_type TEXT",
                 "ALTER TABLE srv_subscription_states ADD COLUMN commitment_renewal_price BIGINT",
+            ]
+        ),
+        // The ledger's states, kinds and reasons as enums in the schema too (they were free text, and a rejection was
+        // recognised by the prefix "apple: " of its reason): CHECK constraints on the ledger's and the books' enum
+        // columns, a rejection's answer in a column of its own, and where each row came from (it was hidden in
+        // submission_id). SQLite adds a CHECK only by rebuilding the table.
+        Migration(
+            "017-typed-ledger-sqlite",
+            [
+                """
+                CREATE TABLE srv_transactions_typed (
+                    environment TEXT NOT NULL CHECK (environment IN (\(environments))),
+                    transaction_id TEXT NOT NULL, bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL, product_id TEXT NOT NULL,
+                    product_type TEXT CHECK (product_type IN (\(productTypes))), quantity INTEGER NOT NULL,
+                    purchase_date BIGINT NOT NULL, expires_date BIGINT, revocation_date BIGINT,
+                    revocation_reason TEXT CHECK (revocation_reason IN (\(revocationReasons))), revocation_detail TEXT,
+                    is_upgraded BOOLEAN NOT NULL, ownership TEXT NOT NULL CHECK (ownership IN (\(ownerships))),
+                    price BIGINT, currency TEXT, storefront TEXT, web_order_line_item_id TEXT, submission_id TEXT NOT NULL,
+                    source TEXT NOT NULL CHECK (source IN (\(ledgerSources))), confirmed BOOLEAN NOT NULL,
+                    created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                    introductory_offer BOOLEAN NOT NULL DEFAULT FALSE, billing_plan_type TEXT, commitment_period INTEGER,
+                    commitment_periods INTEGER, commitment_expires_date BIGINT,
+                    PRIMARY KEY (environment, transaction_id)) WITHOUT ROWID
+                """,
+                "INSERT INTO srv_transactions_typed (\(ledgerColumns)) \(typedLedgerSelect)",
+                "DROP TABLE srv_transactions",
+                "ALTER TABLE srv_transactions_typed RENAME TO srv_transactions",
+                "CREATE INDEX srv_transactions_customer ON srv_transactions (bundle_id, customer_id)",
+                "CREATE INDEX srv_transactions_original ON srv_transactions (environment, original_transaction_id)",
+                "CREATE INDEX srv_transactions_submission ON srv_transactions (submission_id)",
+                """
+                CREATE TABLE srv_finance_typed (
+                    environment TEXT NOT NULL CHECK (environment IN (\(environments))), transaction_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL, product_id TEXT NOT NULL, amount BIGINT NOT NULL, currency TEXT NOT NULL,
+                    occurred_at BIGINT NOT NULL, kind TEXT NOT NULL CHECK (kind IN (\(financeKinds))),
+                    PRIMARY KEY (environment, transaction_id, kind)) WITHOUT ROWID
+                """,
+                """
+                INSERT INTO srv_finance_typed (environment, transaction_id, bundle_id, product_id, amount, currency,
+                    occurred_at, kind)
+                SELECT environment, transaction_id, bundle_id, product_id, amount, currency, occurred_at, kind
+                FROM srv_finance
+                """,
+                "DROP TABLE srv_finance",
+                "ALTER TABLE srv_finance_typed RENAME TO srv_finance",
+                "CREATE INDEX srv_finance_time ON srv_finance (bundle_id, occurred_at)",
+            ],
+            only: .sqlite
+        ),
+        Migration(
+            "017-typed-ledger-postgres",
+            [
+                "ALTER TABLE srv_transactions ADD COLUMN revocation_detail TEXT",
+                "ALTER TABLE srv_transactions ADD COLUMN source TEXT",
+                """
+                UPDATE srv_transactions SET revocation_detail = substr(revocation_reason, 8), revocation_reason = 'rejected'
+                WHERE revocation_reason LIKE 'apple: %'
+                """,
+                """
+                UPDATE srv_transactions SET source = CASE WHEN submission_id LIKE 'notification:%' THEN 'notification'
+                    WHEN submission_id = 'transactionHistory' THEN 'transactionHistory' ELSE 'submission' END
+                """,
+                "ALTER TABLE srv_transactions ALTER COLUMN source SET NOT NULL",
+                """
+                ALTER TABLE srv_transactions ADD CONSTRAINT srv_transactions_enums CHECK (
+                    environment IN (\(environments)) AND (product_type IS NULL OR product_type IN (\(productTypes)))
+                    AND (revocation_reason IS NULL OR revocation_reason IN (\(revocationReasons)))
+                    AND ownership IN (\(ownerships)) AND source IN (\(ledgerSources)))
+                """,
+                "CREATE INDEX srv_transactions_submission ON srv_transactions (submission_id)",
+                """
+                ALTER TABLE srv_finance ADD CONSTRAINT srv_finance_enums CHECK (
+                    environment IN (\(environments)) AND kind IN (\(financeKinds)))
+                """,
+            ],
+            only: .postgres
+        ),
+        // One durable job queue (JobQueue): confirmations, consumption answers, catch-up runs and webhook deliveries
+        // are claimed with a lease, retried with back-off and dead-lettered in one table, by one piece of code (each
+        // table claimed its own work before). The submissions' own columns are checked like the ledger's.
+        Migration(
+            "018-jobs-sqlite",
+            [jobsTable] + jobIndexes + queuedWork + [
+                """
+                CREATE TABLE srv_submissions_checked (
+                    id TEXT NOT NULL PRIMARY KEY, bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL,
+                    idempotency_key TEXT, kind TEXT NOT NULL CHECK (kind IN (\(submissionKinds))),
+                    environment TEXT NOT NULL CHECK (environment IN (\(environments))),
+                    state TEXT NOT NULL CHECK (state IN (\(submissionStates))), attempts INTEGER NOT NULL,
+                    last_status TEXT, last_error TEXT, reason TEXT, transaction_ids TEXT NOT NULL,
+                    created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, confirmed_at BIGINT,
+                    retry_cause TEXT CHECK (retry_cause IN (\(retryCauses)))) WITHOUT ROWID
+                """,
+                "INSERT INTO srv_submissions_checked (\(submissionColumns)) SELECT \(submissionColumns) FROM srv_submissions",
+                "DROP TABLE srv_submissions",
+                "ALTER TABLE srv_submissions_checked RENAME TO srv_submissions",
+                """
+                CREATE UNIQUE INDEX srv_submissions_idempotency ON srv_submissions (bundle_id, idempotency_key)
+                WHERE idempotency_key IS NOT NULL
+                """,
+                "CREATE INDEX srv_submissions_state_updated ON srv_submissions (state, updated_at, id)",
+                "CREATE INDEX srv_submissions_retrying ON srv_submissions (retry_cause, bundle_id) WHERE state = 'retrying'",
+                "DROP INDEX srv_consumption_requests_due",
+                "ALTER TABLE srv_consumption_requests DROP COLUMN next_attempt_at",
+                "ALTER TABLE srv_consumption_requests DROP COLUMN claimed_until",
+                "ALTER TABLE srv_catch_up_runs DROP COLUMN claimed_until",
+            ],
+            only: .sqlite
+        ),
+        Migration(
+            "018-jobs-postgres",
+            [jobsTable] + jobIndexes + queuedWork + [
+                "ALTER TABLE srv_submissions DROP COLUMN next_attempt_at",
+                "ALTER TABLE srv_submissions DROP COLUMN claimed_until",
+                """
+                ALTER TABLE srv_submissions ADD CONSTRAINT srv_submissions_enums CHECK (
+                    kind IN (\(submissionKinds)) AND environment IN (\(environments)) AND state IN (\(submissionStates))
+                    AND (retry_cause IS NULL OR retry_cause IN (\(retryCauses))))
+                """,
+                "CREATE INDEX srv_submissions_retrying ON srv_submissions (retry_cause, bundle_id) WHERE state = 'retrying'",
+                "DROP INDEX srv_consumption_requests_due",
+                "ALTER TABLE srv_consumption_requests DROP COLUMN next_attempt_at",
+                "ALTER TABLE srv_consumption_requests DROP COLUMN claimed_until",
+                "ALTER TABLE srv_catch_up_runs DROP COLUMN claimed_until",
+            ],
+            only: .postgres
+        ),
+        // Events (EventLog): every change of the ledger as a typed event, numbered in commit order, with the indexes
+        // the feed, a customer's timeline and a replay read; the webhook endpoints of each app, the deliveries of
+        // events to them and every attempt with the start of its answer. The old srv_events (free-text notes that
+        // nothing read) goes.
+        Migration(
+            "019-events",
+            [
+                "DROP TABLE srv_events",
+                """
+                CREATE TABLE srv_events (
+                    sequence BIGINT NOT NULL PRIMARY KEY, id TEXT NOT NULL UNIQUE, bundle_id TEXT NOT NULL,
+                    customer_id TEXT, type TEXT NOT NULL CHECK (type IN (\(eventTypes))),
+                    source TEXT NOT NULL CHECK (source IN (\(eventSources))),
+                    environment TEXT CHECK (environment IN (\(environments))), occurred_at BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL, body TEXT NOT NULL)
+                """,
+                "CREATE INDEX srv_events_app ON srv_events (bundle_id, sequence)",
+                "CREATE INDEX srv_events_customer ON srv_events (bundle_id, customer_id, sequence)",
+                "CREATE INDEX srv_events_recorded ON srv_events (bundle_id, created_at)",
+                """
+                CREATE TABLE srv_webhook_endpoints (
+                    id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL REFERENCES srv_apps (bundle_id), url TEXT NOT NULL,
+                    description TEXT, event_types TEXT NOT NULL, enabled BOOLEAN NOT NULL, secret TEXT NOT NULL,
+                    previous_secret TEXT, previous_secret_expires_at BIGINT, dispatched_through BIGINT NOT NULL,
+                    consecutive_failures INTEGER NOT NULL, last_success_at BIGINT, last_failure_at BIGINT,
+                    created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX srv_webhook_endpoints_app ON srv_webhook_endpoints (bundle_id, created_at, id)",
+                """
+                CREATE TABLE srv_webhook_deliveries (
+                    id TEXT PRIMARY KEY, endpoint_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                    event_sequence BIGINT NOT NULL, event_id TEXT NOT NULL,
+                    event_type TEXT NOT NULL CHECK (event_type IN (\(eventTypes))), customer_id TEXT,
+                    state TEXT NOT NULL CHECK (state IN (\(deliveryStates))), attempts INTEGER NOT NULL,
+                    replay BOOLEAN NOT NULL, deadline BIGINT NOT NULL, delivered_at BIGINT, last_attempt_at BIGINT,
+                    last_status INTEGER, last_error TEXT, last_answer TEXT, last_url TEXT, last_duration BIGINT,
+                    created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX srv_webhook_deliveries_endpoint ON srv_webhook_deliveries (endpoint_id, created_at, id)",
+                """
+                CREATE INDEX srv_webhook_deliveries_state ON srv_webhook_deliveries (endpoint_id, state, created_at, id)
+                """,
+                // The sweep of deliveries whose deadline passed reads only the pending ones.
+                """
+                CREATE INDEX srv_webhook_deliveries_deadline ON srv_webhook_deliveries (deadline)
+                WHERE state = 'pending'
+                """,
+                """
+                CREATE TABLE srv_webhook_attempts (
+                    delivery_id TEXT NOT NULL, attempt INTEGER NOT NULL, at BIGINT NOT NULL, url TEXT NOT NULL,
+                    status INTEGER, answer TEXT, error TEXT, duration BIGINT, PRIMARY KEY (delivery_id, attempt))
+                """,
             ]
         ),
     ]

@@ -2,48 +2,23 @@ import Foundation
 import SQLKit
 import TillStorage
 
-// Catching up with Apple (`CatchUp`): who is running it, how far each app's Notification History was read, and
+// Catching up with Apple (`CatchUp`): the last run's report, how far each app's Notification History was read, and
 // where each App Store customer's Transaction History stands (migration 012-catch-up).
 extension ServerStore {
     // MARK: Runs
 
-    /// Claims the app's catch-up for this run until `until` (UNIX ms), unless another run holds a claim that has not
-    /// lapsed (in this process or another sharing the database). Returns whether this run has it.
-    func claimCatchUp(bundleId: String, now: Int64, until: Int64, on db: any SQLDatabase) async throws -> Bool {
-        try await db.raw(
-            """
-            INSERT INTO srv_catch_up_runs (bundle_id, claimed_until) VALUES (\(bind: bundleId), \(bind: until))
-            ON CONFLICT (bundle_id) DO UPDATE SET claimed_until = excluded.claimed_until
-            WHERE srv_catch_up_runs.claimed_until IS NULL OR srv_catch_up_runs.claimed_until < \(bind: now)
-            RETURNING bundle_id
-            """
-        ).first() != nil
-    }
-
-    /// Keeps a finished run's report (the contract's `CatchUpRun` as JSON) and lets the app's claim go.
-    func finishCatchUp(bundleId: String, finishedAt: Int64, outcome: String, report: String, on db: any SQLDatabase)
+    /// Keeps a finished run's report (the contract's `CatchUpRun` as JSON), the app's last.
+    func saveCatchUpReport(bundleId: String, finishedAt: Int64, outcome: String, report: String, on db: any SQLDatabase)
         async throws
     {
         try await db.raw(
             """
-            UPDATE srv_catch_up_runs
-            SET claimed_until = NULL, finished_at = \(bind: finishedAt), outcome = \(bind: outcome), report = \(bind: report)
-            WHERE bundle_id = \(bind: bundleId)
+            INSERT INTO srv_catch_up_runs (bundle_id, finished_at, outcome, report)
+            VALUES (\(bind: bundleId), \(bind: finishedAt), \(bind: outcome), \(bind: report))
+            ON CONFLICT (bundle_id) DO UPDATE
+            SET finished_at = excluded.finished_at, outcome = excluded.outcome, report = excluded.report
             """
         ).run()
-    }
-
-    /// Lets a run's claim go without a report (the run failed before it had one).
-    func releaseCatchUp(bundleId: String, on db: any SQLDatabase) async throws {
-        try await db.raw("UPDATE srv_catch_up_runs SET claimed_until = NULL WHERE bundle_id = \(bind: bundleId)").run()
-    }
-
-    /// Clears every catch-up claim (only for a process that knows no other server is alive: the owner of an SQLite
-    /// file); returns how many apps were claimed.
-    func releaseCatchUpClaims() async throws -> Int {
-        try await sql.raw(
-            "UPDATE srv_catch_up_runs SET claimed_until = NULL WHERE claimed_until IS NOT NULL RETURNING bundle_id"
-        ).all().count
     }
 
     /// The last finished run's report (JSON), if the app ever had one.

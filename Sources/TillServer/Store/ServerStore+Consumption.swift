@@ -20,7 +20,9 @@ extension ServerStore {
                 """
             ).first()
         else { return nil }
-        return (try row.decode(column: "consented", as: Bool.self), try row.decode(column: "updated_at", as: Int64.self))
+        return (
+            try row.decode(column: "consented", as: Bool.self), try row.decode(column: "updated_at", as: Int64.self)
+        )
     }
 
     func saveConsumptionConsent(
@@ -57,47 +59,20 @@ extension ServerStore {
         )
     }
 
-    /// Claims up to `limit` requests whose answer is due (pending or retrying, due by `now`, not held by a live
-    /// worker) until `until`. On PostgreSQL several servers share the queue (`FOR UPDATE SKIP LOCKED`).
-    func claimDueConsumptionRequests(
-        limit: Int,
-        now: Int64,
-        until: Int64,
-        engine: TillDatabase.Engine,
-        on db: any SQLDatabase
-    ) async throws -> [ConsumptionRequestRecord] {
-        let lock = engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
-        return try await db.raw(
-            """
-            UPDATE srv_consumption_requests SET claimed_until = \(bind: until)
-            WHERE notification_uuid IN (
-                SELECT notification_uuid FROM srv_consumption_requests
-                WHERE state IN ('pending', 'retrying') AND next_attempt_at <= \(bind: now)
-                  AND (claimed_until IS NULL OR claimed_until < \(bind: now))
-                ORDER BY next_attempt_at LIMIT \(literal: limit) \(unsafeRaw: lock))
-            RETURNING *
-            """
-        ).all(decoding: ConsumptionRequestRecord.self, with: Self.decoding)
-    }
+    /// A request's columns, and when its job is due (the queue owns that time).
+    private static let requestWithJob: SQLQueryString = """
+        SELECT r.*, j.due_at AS next_attempt_at FROM srv_consumption_requests r
+        LEFT JOIN srv_jobs j ON j.kind = 'consumptionAnswer' AND j.job_key = r.notification_uuid AND j.state = 'queued'
+        """
 
-    /// When the next open request is due (UNIX ms), if any is open.
-    func nextConsumptionRequestDue() async throws -> Int64? {
-        try await sql.raw(
-            """
-            SELECT MIN(next_attempt_at) AS due FROM srv_consumption_requests WHERE state IN ('pending', 'retrying')
-            """
-        ).first()?.decode(column: "due", as: Int64?.self)
-    }
-
-    /// Clears every claim (only for a process that knows no other worker is alive: the owner of an SQLite file);
-    /// returns how many requests were held.
-    func releaseConsumptionClaims() async throws -> Int {
-        try await sql.raw(
-            """
-            UPDATE srv_consumption_requests SET claimed_until = NULL WHERE claimed_until IS NOT NULL
-            RETURNING notification_uuid
-            """
-        ).all().count
+    /// The requests with these notification UUIDs (the ones a claim of jobs named).
+    func consumptionRequests(notificationUuids: [String], on db: any SQLDatabase) async throws
+        -> [ConsumptionRequestRecord]
+    {
+        guard !notificationUuids.isEmpty else { return [] }
+        return try await db.select().column("*").from("srv_consumption_requests")
+            .where("notification_uuid", .in, notificationUuids)
+            .all(decoding: ConsumptionRequestRecord.self, with: Self.decoding)
     }
 
     /// The app's requests, newest first (by `created_at`, then UUID), before `before`, at most `limit`; of one
@@ -112,11 +87,11 @@ extension ServerStore {
         let before = before ?? PageKey(number: Int64.max, text: "")
         return try await db.raw(
             """
-            SELECT * FROM srv_consumption_requests
-            WHERE bundle_id = \(bind: bundleId) AND (\(bind: state) IS NULL OR state = \(bind: state))
-              AND (created_at < \(bind: before.number)
-                   OR (created_at = \(bind: before.number) AND notification_uuid < \(bind: before.text)))
-            ORDER BY created_at DESC, notification_uuid DESC LIMIT \(literal: limit)
+            \(Self.requestWithJob)
+            WHERE r.bundle_id = \(bind: bundleId) AND (\(bind: state) IS NULL OR r.state = \(bind: state))
+              AND (r.created_at < \(bind: before.number)
+                   OR (r.created_at = \(bind: before.number) AND r.notification_uuid < \(bind: before.text)))
+            ORDER BY r.created_at DESC, r.notification_uuid DESC LIMIT \(literal: limit)
             """
         ).all(decoding: ConsumptionRequestRecord.self, with: Self.decoding)
     }
@@ -134,7 +109,7 @@ extension ServerStore {
         -> ConsumptionRequestRecord?
     {
         try await db.raw(
-            "SELECT * FROM srv_consumption_requests WHERE notification_uuid = \(bind: notificationUuid)"
+            "\(Self.requestWithJob) WHERE r.notification_uuid = \(bind: notificationUuid)"
         ).first(decoding: ConsumptionRequestRecord.self, with: Self.decoding)
     }
 }

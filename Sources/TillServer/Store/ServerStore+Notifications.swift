@@ -18,14 +18,16 @@ extension ServerStore {
             .first(decoding: NotificationRecord.self, with: Self.decoding)
     }
 
-    /// Notifications about a subscription (or purchase) that no customer owned when they came, oldest first.
+    /// Notifications about a subscription (or purchase) that no customer owned when they came, oldest first. The
+    /// outcome is written into the statement: a bound one cannot tell the planner that the partial index of unmatched
+    /// notifications serves it (every purchase read the whole table).
     func unmatchedNotifications(environment: String, originalTransactionId: String, on db: any SQLDatabase)
         async throws -> [NotificationRecord]
     {
         try await db.raw(
             """
             SELECT * FROM srv_notifications
-            WHERE outcome = \(bind: NotificationOutcome.unmatched.rawValue) AND environment = \(bind: environment)
+            WHERE outcome = \(literal: NotificationOutcome.unmatched.rawValue) AND environment = \(bind: environment)
               AND original_transaction_id = \(bind: originalTransactionId)
             ORDER BY signed_date, received_at
             """
@@ -48,21 +50,6 @@ extension ServerStore {
     }
 
     // MARK: Subscription states
-
-    /// Stores a subscription's state unless a newer one (by `signedDate`) is already there: notifications
-    /// can arrive out of order, and older renewal info must not undo newer.
-    func save(_ state: SubscriptionStateRecord, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "srv_subscription_states").model(state, with: Self.encoding)
-            .onConflict(with: ["environment", "original_transaction_id"]) {
-                try $0.set(excludedContentOf: state, with: Self.encoding)
-                    .where(
-                        SQLColumn("signed_date", table: "srv_subscription_states"),
-                        .lessThanOrEqual,
-                        SQLExcludedColumn("signed_date")
-                    )
-            }
-            .run()
-    }
 
     func subscriptionState(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws
         -> SubscriptionStateRecord?

@@ -27,16 +27,29 @@ extension ServerStore {
         try await db.run(RecordStatements.update("srv_submissions", submission, keys: ["id"], with: Self.encoding))
     }
 
+    /// A submission's columns, and when its confirmation job is due (the queue owns that time).
+    private static let withJob: SQLQueryString = """
+        SELECT s.*, j.due_at AS next_attempt_at FROM srv_submissions s
+        LEFT JOIN srv_jobs j ON j.kind = 'confirmation' AND j.job_key = s.id AND j.state = 'queued'
+        """
+
     func submission(id: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
-        try await db.raw("SELECT * FROM srv_submissions WHERE id = \(bind: id)")
+        try await db.raw("\(Self.withJob) WHERE s.id = \(bind: id)")
             .first(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
     func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord?
     {
         try await db.raw(
-            "SELECT * FROM srv_submissions WHERE bundle_id = \(bind: bundleId) AND idempotency_key = \(bind: idempotencyKey)"
+            "\(Self.withJob) WHERE s.bundle_id = \(bind: bundleId) AND s.idempotency_key = \(bind: idempotencyKey)"
         ).first(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    /// The submissions with these ids (the ones a claim of confirmation jobs named).
+    func submissions(ids: [String], on db: any SQLDatabase) async throws -> [SubmissionRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await db.select().column("*").from("srv_submissions").where("id", .in, ids)
+            .all(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
     /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.
@@ -46,22 +59,25 @@ extension ServerStore {
         let after = after ?? PageKey(number: Int64.min, text: "")
         return try await db.raw(
             """
-            SELECT * FROM srv_submissions WHERE state = \(bind: state)
-              AND (updated_at > \(bind: after.number) OR (updated_at = \(bind: after.number) AND id > \(bind: after.text)))
-            ORDER BY updated_at, id LIMIT \(literal: limit)
+            \(Self.withJob) WHERE s.state = \(bind: state)
+              AND (s.updated_at > \(bind: after.number) OR (s.updated_at = \(bind: after.number) AND s.id > \(bind: after.text)))
+            ORDER BY s.updated_at, s.id LIMIT \(literal: limit)
             """
         ).all(decoding: SubmissionRecord.self, with: Self.decoding)
     }
 
-    /// Makes the submissions waiting to retry for `cause` (of one app, or all) due at `now`; answers how many.
+    /// Makes the confirmations of the submissions waiting to retry for `cause` (of one app, or all) due at `now`;
+    /// answers how many.
     func bringForward(cause: RetryCause, bundleId: String?, at now: Int64) async throws -> Int {
         try await database.transaction(bookkeeping: true) { db in
             try await db.raw(
                 """
-                UPDATE srv_submissions SET next_attempt_at = \(bind: now)
-                WHERE state = 'retrying' AND retry_cause = \(bind: cause.rawValue) AND next_attempt_at > \(bind: now)
-                  AND (\(bind: bundleId) IS NULL OR bundle_id = \(bind: bundleId))
-                RETURNING id
+                UPDATE srv_jobs SET due_at = \(bind: now)
+                WHERE kind = 'confirmation' AND state = 'queued' AND due_at > \(bind: now) AND job_key IN (
+                    SELECT id FROM srv_submissions
+                    WHERE state = 'retrying' AND retry_cause = \(bind: cause.rawValue)
+                      AND (\(bind: bundleId) IS NULL OR bundle_id = \(bind: bundleId)))
+                RETURNING job_key
                 """
             ).all().count
         }

@@ -16,16 +16,6 @@ struct ServerStore: Sendable {
         try await database.migrate(ServerSchema.migrations, schema: ServerSchema.name)
     }
 
-    /// Clears every claim on the queue (only for a process that knows no other worker is alive); returns
-    /// how many submissions were claimed.
-    func releaseClaims() async throws -> Int {
-        try await database.transaction(bookkeeping: true) { db in
-            try await db.raw(
-                "UPDATE srv_submissions SET claimed_until = NULL WHERE claimed_until IS NOT NULL RETURNING id"
-            ).all().count
-        }
-    }
-
     private static func json<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -232,17 +222,21 @@ struct ServerStore: Sendable {
         return current
     }
 
-    func setAlias(bundleId: String, customerId: String, aliasOf: String, on db: any SQLDatabase) async throws {
-        try await db.raw(
-            "UPDATE srv_customers SET alias_of = \(bind: aliasOf) WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
-        ).run()
-    }
-
     /// The account a guest id is linked to; nil for an id that is no one's guest.
     func aliasOf(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String? {
         try await db.raw(
             "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
         ).first()?.decode(column: "alias_of", as: String?.self)
+    }
+
+    /// The guest ids linked to the account `customerId`, sorted.
+    func guests(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String] {
+        try await db.raw(
+            """
+            SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND alias_of = \(bind: customerId)
+            ORDER BY customer_id
+            """
+        ).all().map { try $0.decode(column: "customer_id", as: String.self) }
     }
 
     /// Whether any guest id is linked to `customerId` (which makes it an account).

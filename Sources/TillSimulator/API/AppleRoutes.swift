@@ -106,7 +106,8 @@ struct ServerAPICall: Sendable {
             return try jsonResponse(error, status: .init(code: failure.status), context: context)
         } catch is CancellationError {
             throw CancellationError()
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch is NIOTooManyBytesError {
+            // A body over `bodyLimit` (collectBody throws NIO's error, not an HTTPError): Apple's 400, not a 500.
             return try jsonResponse(APIError(.generalBadRequest), status: .badRequest, context: context)
         } catch {
             simulator.logger.error("App Store Server API request failed: \(error)")

@@ -18,9 +18,13 @@ enum TillFormatsJSON {
     static let decoder = AppleJSON.makeDecoder()
 }
 
-/// Decodes a JSON request body, answering 400 with a stable code when it is not what the route takes.
-func decodeBody<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext, limit: Int = 1 << 20)
-    async throws -> T
-{
+/// Decodes a JSON request body, answering 400 with a stable code when it is not what the route takes, and 413 over
+/// the route's limit (every StoreKit and admin body is small; verifyReceipt and the Server API read their own).
+func decodeBody<T: Decodable>(
+    _ type: T.Type,
+    from request: Request,
+    context: some RequestContext,
+    limit: Int = BodyLimit.json
+) async throws -> T {
     try await JSONBody.decode(type, from: request, limit: limit, decoder: TillFormatsJSON.decoder)
 }

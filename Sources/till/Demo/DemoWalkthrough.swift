@@ -20,6 +20,8 @@ final class DemoWalkthrough {
     var tablet: DemoWorld.App?
     /// The first purchase of each product, by product id.
     var bought: [String: StoreTransaction] = [:]
+    /// How many of the backend's events were shown already.
+    var shownEvents = 0
 
     static let phoneFolder = "iphone"
     /// What the app sells, and what each product grants (its entitlement, or its credits).
@@ -37,19 +39,17 @@ final class DemoWalkthrough {
         phone = try world.app(deviceId: world.app.deviceId, folder: Self.phoneFolder)
     }
 
-    /// Every step, in the order of the story.
+    /// Every step, in the order of the story; after each, what the app's backend heard of it.
     func run() async {
-        await catalogue()
-        await oneOfEachType()
-        await appleSlow()
-        await appleDown()
-        await serverDown()
-        await magazine()
-        await restoreOnSecondDevice()
-        await renewals()
-        await refund()
-        await sandboxReceiptInProduction()
-        await tamperedStore()
+        let steps: [() async -> Void] = [
+            catalogue, oneOfEachType, appleSlow, appleDown, serverDown, magazine, restoreOnSecondDevice, renewals,
+            refund, sandboxReceiptInProduction, tamperedStore,
+        ]
+        for step in steps {
+            await step()
+            await showBackendEvents()
+        }
+        await backend()
     }
 
     /// The app launched again on the iPhone: a new process on the same files.

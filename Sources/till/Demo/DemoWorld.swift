@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import NIOHTTP1
 import TillClient
+import TillContract
 import TillCore
 import TillDevelopment
 import TillFormats
@@ -22,6 +24,8 @@ struct DemoWorld: Sendable {
     let serverURL: String
     let operatorToken: String
     let directory: URL
+    /// The app's own backend, as far as events go: it receives them as webhooks and checks each signature.
+    let backend: WebhookReceiver
 
     /// The customer id the app signs in with.
     static let customer = "alice"
@@ -63,7 +67,9 @@ struct DemoWorld: Sendable {
                         backoffBase: .milliseconds(250),
                         backoffCap: .seconds(1)
                     ),
-                    contentDirectory: directory.appendingPathComponent("server-content").path
+                    contentDirectory: directory.appendingPathComponent("server-content").path,
+                    // The backend listens on loopback over plain HTTP, as in development mode.
+                    webhooks: WebhookSettings(allowHTTPToLoopback: true, schedule: [.milliseconds(200), .seconds(1)])
                 ),
                 logger: logger,
                 // The server follows the simulator's clock: subscription periods end for both when the simulated
@@ -76,6 +82,16 @@ struct DemoWorld: Sendable {
             throw error
         }
         let listener = ServerListener(server: server, logger: logger)
+        let backend = WebhookReceiver()
+        let backendPorts: Ports
+        do {
+            backendPorts = try await Ports.start({ backend.application(onServerRunning: $0) }, logger: logger)
+        } catch {
+            try? await server.shutdown()
+            await simulatorPorts.stop()
+            try? await simulator.shutdown()
+            throw error
+        }
         let result: Result<T, any Error>
         do {
             let app = try await DevelopmentSetup.prepare(server: server, simulator: simulator)
@@ -83,6 +99,17 @@ struct DemoWorld: Sendable {
             let serverURL = "http://127.0.0.1:\(port)"
             // Apple's notifications (renewals, refunds) go to the server, as set in App Store Connect.
             try await DevelopmentSetup.sendNotifications(of: app, to: serverURL, simulator: simulator)
+            // The app's backend takes every event of the app, signed (Standard Webhooks): an endpoint added through
+            // the admin API, as an operator adds one.
+            let created = try await AdminHTTP(baseURL: serverURL, token: operatorToken).send(
+                .POST,
+                "/admin/v1/apps/\(app.bundleId)/webhooks",
+                body: Array(#"{"url":"http://127.0.0.1:\#(backendPorts.port)/till/events"}"#.utf8)
+            )
+            backend.secret = try JSONDecoder().decode(
+                Components.Schemas.WebhookEndpointWithSecret.self,
+                from: Data(created.body)
+            ).secret
             let world = DemoWorld(
                 simulator: simulator,
                 server: server,
@@ -91,13 +118,15 @@ struct DemoWorld: Sendable {
                 simulatorURL: simulatorURL,
                 serverURL: serverURL,
                 operatorToken: operatorToken,
-                directory: directory
+                directory: directory,
+                backend: backend
             )
             result = .success(try await body(world))
         } catch {
             result = .failure(error)
         }
         await listener.stop()
+        await backendPorts.stop()
         await simulatorPorts.stop()
         try? await server.shutdown()
         try? await simulator.shutdown()

@@ -36,6 +36,9 @@ public enum ContractDocument {
         description: App Store Server Notifications V2.
       - name: offers
         description: Promotional offers and introductory-offer eligibility, signed by the server for StoreKit.
+      - name: events
+        description: 'Events to the app''s own backend: the feed, webhook endpoints (Standard Webhooks) and their
+          deliveries, and the operator''s changes that are events too (docs/events.md).'
 
     paths:
       /health:
@@ -1493,6 +1496,825 @@ public enum ContractDocument {
             '500':
               $ref: '#/components/responses/InternalError'
 
+      /admin/v1/events:
+        get:
+          tags: [admin, events]
+          operationId: events
+          summary: The event feed, oldest first, resumable
+          description: 'Every change the ledger made, as the same events the webhooks deliver (docs/events.md), in the
+            order they were recorded: `sequence` grows with each event and an event never appears before one with a lower
+            `sequence`. Keep the `nextCursor` of each page and pass it as `after` to read what came since: a page that
+            ends the feed gives it too, so a reader that polls resumes exactly where it stopped. With `bundleId`, one
+            app''s events; with `customerId` too, one customer''s, their guest ids'' included (read from an index: a
+            customer''s timeline).'
+          security:
+            - operatorToken: []
+          parameters:
+            - name: after
+              in: query
+              description: A `nextCursor` of this feed; without it, the feed from its start.
+              schema:
+                type: string
+            - $ref: '#/components/parameters/Limit'
+            - name: bundleId
+              in: query
+              description: One app's events only.
+              schema:
+                type: string
+            - name: customerId
+              in: query
+              description: One customer's events only (with `bundleId`); aliases are resolved, and the events of the guest
+                ids linked to the customer are included.
+              schema:
+                $ref: '#/components/schemas/CustomerId'
+            - name: type
+              in: query
+              description: Events of this type only.
+              schema:
+                $ref: '#/components/schemas/EventType'
+          responses:
+            '200':
+              description: A page of events.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/EventPage'
+            '400':
+              description: '`invalidLimit`, `invalidCursor`, `invalidEventType`, `invalidCustomerId`, `bundleIdRequired`
+                (a `customerId` without its app).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/webhooks:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+        get:
+          tags: [admin, events]
+          operationId: webhookEndpoints
+          summary: An app's webhook endpoints, a page at a time
+          description: Oldest first. Secrets are never listed.
+          security:
+            - operatorToken: []
+          parameters:
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of endpoints.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookEndpointPage'
+            '400':
+              $ref: '#/components/responses/InvalidPage'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        post:
+          tags: [admin, events]
+          operationId: createWebhookEndpoint
+          summary: Add a webhook endpoint
+          description: 'The endpoint receives, as Standard Webhooks, every event of the app recorded from now on whose
+            type it asks for (all of them when `eventTypes` is empty or absent); `replay` sends older ones. The answer
+            holds its signing secret (`whsec_…`), shown only here and when it is rotated. The URL must be HTTPS; plain
+            HTTP is accepted only to a loopback host, in development mode or with `webhooks.allow-http-loopback`.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/WebhookEndpointInput'
+          responses:
+            '201':
+              description: The endpoint and its secret.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookEndpointWithSecret'
+            '400':
+              description: '`invalidBody`, `invalidWebhookURL` (not a URL, not HTTPS, plain HTTP to a host that is not
+                loopback or without the setting, credentials in it), `invalidEventType`, `invalidDescription`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/webhooks/{endpoint}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/WebhookEndpointId'
+        get:
+          tags: [admin, events]
+          operationId: webhookEndpoint
+          summary: One webhook endpoint and how its deliveries stand
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The endpoint.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookEndpoint'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/WebhookEndpointNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        patch:
+          tags: [admin, events]
+          operationId: updateWebhookEndpoint
+          summary: Change an endpoint's URL, event types, description, or pause it
+          description: 'A paused endpoint (`enabled: false`) is sent nothing, and loses nothing: what is recorded while it
+            is paused is sent, in order, once it is enabled again.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/WebhookEndpointPatch'
+          responses:
+            '200':
+              description: The endpoint as it is now.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookEndpoint'
+            '400':
+              description: '`invalidBody`, `invalidWebhookURL`, `invalidEventType`, `invalidDescription`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/WebhookEndpointNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        delete:
+          tags: [admin, events]
+          operationId: deleteWebhookEndpoint
+          summary: Remove an endpoint and the deliveries it still had to receive
+          security:
+            - operatorToken: []
+          responses:
+            '204':
+              description: Removed.
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/WebhookEndpointNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/webhooks/{endpoint}/secret:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/WebhookEndpointId'
+        post:
+          tags: [admin, events]
+          operationId: rotateWebhookSecret
+          summary: Rotate an endpoint's signing secret
+          description: 'A new secret signs every delivery from now on. Until `previousSecretExpiresAt` each delivery also
+            carries a signature by the previous secret (`webhook-signature: v1,<new> v1,<previous>`), so a receiver can
+            switch to the new secret at its own pace. A second rotation during the first ends the first one''s previous
+            secret at once.'
+          security:
+            - operatorToken: []
+          requestBody:
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/WebhookSecretRotation'
+          responses:
+            '200':
+              description: The new secret.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookSecret'
+            '400':
+              description: '`invalidBody`, `invalidOverlap` (not 0 to 604800 seconds).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/WebhookEndpointNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/WebhookEndpointId'
+        get:
+          tags: [admin, events]
+          operationId: webhookDeliveries
+          summary: An endpoint's deliveries, newest first, with their last answer
+          security:
+            - operatorToken: []
+          parameters:
+            - name: state
+              in: query
+              description: Only the deliveries in this state.
+              schema:
+                $ref: '#/components/schemas/WebhookDeliveryState'
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of deliveries.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookDeliveryPage'
+            '400':
+              description: '`invalidLimit`, `invalidCursor`, `invalidState`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/WebhookEndpointNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/WebhookEndpointId'
+          - name: delivery
+            in: path
+            required: true
+            description: The delivery's id.
+            schema:
+              type: string
+        get:
+          tags: [admin, events]
+          operationId: webhookDelivery
+          summary: One delivery, every attempt and what the receiver answered
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The delivery and its attempts, oldest first.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookDeliveryDetail'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`webhookEndpointNotFound`, `webhookDeliveryNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/webhooks/{endpoint}/replay:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/WebhookEndpointId'
+        post:
+          tags: [admin, events]
+          operationId: replayWebhookEvents
+          summary: Send one event again, or every event since a time
+          description: 'Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after
+            `since` that the endpoint takes, even those already delivered. Each keeps its `webhook-id`, so a receiver that
+            already processed one recognises it. Replayed events go out in order for each customer.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/WebhookReplayRequest'
+          responses:
+            '202':
+              description: The deliveries queued.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/WebhookReplayResult'
+            '400':
+              description: '`invalidBody`, `invalidReplay` (neither or both of `eventId` and `since`).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`webhookEndpointNotFound`, `eventNotFound` (no event of the app with this id).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/customers/{customer}/grants:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Customer'
+        post:
+          tags: [admin, events]
+          operationId: grantProduct
+          summary: Give a customer a product, by hand
+          description: 'The operator''s grant: the product''s entitlements (or a consumable''s credits) as if it had been
+            bought, without money, until `expiresDate` (for good without one; a non-renewing product lasts its
+            `durationSeconds`). It is a purchase of the ledger (`transactionId` `grant-…`) and an `access.granted` event
+            whose source is `operator`, with the note.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/GrantRequest'
+          responses:
+            '201':
+              description: The customer as the grant leaves them.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Customer'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`, `invalidNote` (1–500 characters), `invalidExpiry` (not in the
+                future), `invalidEnvironment`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `productNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/customers/{customer}/revocations:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Customer'
+        post:
+          tags: [admin, events]
+          operationId: revokePurchase
+          summary: Take a purchase or a grant back, by hand
+          description: 'The operator''s revocation: the purchase stops granting (its `revocationReason` is `operator`), a
+            consumable''s credits are taken back, no money moves (refunds are Apple''s). An `access.revoked` event whose
+            source is `operator` carries the note. Revoking a revoked purchase changes nothing (200, no event).'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/RevocationRequest'
+          responses:
+            '200':
+              description: The customer as the revocation leaves them.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Customer'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`, `invalidNote`, `invalidEnvironment`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `purchaseNotFound` (the customer has no such purchase).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/Customer'
+        post:
+          tags: [admin, events]
+          operationId: adjustBalance
+          summary: Credit or debit a customer's balance, by hand
+          description: 'Adds `delta` (negative to take) to one credit, once per `requestId` of the customer (a resend
+            answers the customer without moving anything twice; the same `requestId` with another change is 409
+            `requestIdReused`). A balance never goes below zero (409 `insufficientBalance`). A `credits.adjusted` event
+            whose source is `operator` carries the note.'
+          security:
+            - operatorToken: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/BalanceAdjustmentRequest'
+          responses:
+            '200':
+              description: The customer as the adjustment leaves them.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Customer'
+            '400':
+              description: '`invalidBody`, `invalidCustomerId`, `invalidNote`, `invalidAmount` (zero), `invalidCredit`,
+                `invalidRequestId`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
+            '409':
+              description: '`insufficientBalance`, `requestIdReused`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+
+    webhooks:
+      purchase.initial:
+        post:
+          tags: [events]
+          operationId: onPurchaseInitial
+          summary: 'A first purchase: a non-consumable, the first period of an auto-renewable subscription, a free subscription.'
+          description: 'Carries customer, product, transaction; price in production. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.renewed:
+        post:
+          tags: [events]
+          operationId: onSubscriptionRenewed
+          summary: 'A new period of an auto-renewable subscription, whoever told the server first (Apple''s DID_RENEW, Apple''s answer to a receipt, the catch-up with Apple''s histories).'
+          description: 'Carries customer, product, transaction, subscription; price in production. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      purchase.nonRenewing:
+        post:
+          tags: [events]
+          operationId: onPurchaseNonRenewing
+          summary: 'A non-renewing subscription bought (it lasts the catalogue''s `durationSeconds`).'
+          description: 'Carries customer, product, transaction; price in production. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      credits.purchased:
+        post:
+          tags: [events]
+          operationId: onCreditsPurchased
+          summary: 'A consumable bought: its credits added to the customer''s balances.'
+          description: 'Carries customer, product, transaction, balanceChanges; price in production. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      credits.debited:
+        post:
+          tags: [events]
+          operationId: onCreditsDebited
+          summary: 'The app spent credits (`POST /v1/customers/{customer}/debits`).'
+          description: 'Carries customer, balanceChanges; source `app` with the request id. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      credits.adjusted:
+        post:
+          tags: [events]
+          operationId: onCreditsAdjusted
+          summary: 'An operator added or took credits by hand.'
+          description: 'Carries customer, balanceChanges; source `operator` with the note. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.autoRenewOff:
+        post:
+          tags: [events]
+          operationId: onSubscriptionAutoRenewOff
+          summary: 'The customer turned auto-renew off: the subscription ends with its period.'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.autoRenewOn:
+        post:
+          tags: [events]
+          operationId: onSubscriptionAutoRenewOn
+          summary: 'The customer turned auto-renew back on.'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.billingIssue:
+        post:
+          tags: [events]
+          operationId: onSubscriptionBillingIssue
+          summary: 'A renewal could not be billed: Apple retries; access lasts until `subscription.gracePeriodExpiresDate` when the app has a grace period.'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.billingRecovered:
+        post:
+          tags: [events]
+          operationId: onSubscriptionBillingRecovered
+          summary: 'Billing succeeded after a billing issue; a `subscription.renewed` event carries the new period.'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.expired:
+        post:
+          tags: [events]
+          operationId: onSubscriptionExpired
+          summary: 'The subscription ended (`subscription.expirationIntent` says why).'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.productChanged:
+        post:
+          tags: [events]
+          operationId: onSubscriptionProductChanged
+          summary: 'The customer moved to another product of the subscription group: at once (an upgrade) or at the next renewal (`subscription.effective`).'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.extended:
+        post:
+          tags: [events]
+          operationId: onSubscriptionExtended
+          summary: 'Apple extended the current period (a renewal-date extension): `subscription.previousExpiresDate` to `subscription.expiresDate`.'
+          description: 'Carries customer, product, transaction, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.priceIncrease:
+        post:
+          tags: [events]
+          operationId: onSubscriptionPriceIncrease
+          summary: 'Apple told the customer of a price increase; `subscription.priceIncreaseStatus` 0 means it waits for their consent.'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      subscription.priceIncreaseConsented:
+        post:
+          tags: [events]
+          operationId: onSubscriptionPriceIncreaseConsented
+          summary: 'The customer consented to the price increase.'
+          description: 'Carries customer, subscription. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      purchase.refunded:
+        post:
+          tags: [events]
+          operationId: onPurchaseRefunded
+          summary: 'Apple refunded a purchase (`refund.share` of it when prorated): it stops granting, a consumable''s credits are taken back.'
+          description: 'Carries customer, product, transaction, refund, balanceChanges. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      purchase.refundReversed:
+        post:
+          tags: [events]
+          operationId: onPurchaseRefundReversed
+          summary: 'Apple reversed a refund: the purchase grants again, the credits come back.'
+          description: 'Carries customer, product, transaction, balanceChanges. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      purchase.confirmed:
+        post:
+          tags: [events]
+          operationId: onPurchaseConfirmed
+          summary: 'Apple confirmed a purchase that the server had granted on its local check (`transaction.confirmed` becomes true; entitlements stop being provisional).'
+          description: 'Carries customer, product, transaction. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      purchase.rejected:
+        post:
+          tags: [events]
+          operationId: onPurchaseRejected
+          summary: 'Apple rejected a purchase for good: what the local check granted is taken back.'
+          description: 'Carries customer, product, transaction, rejection, balanceChanges. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      access.granted:
+        post:
+          tags: [events]
+          operationId: onAccessGranted
+          summary: 'An operator gave the customer a product by hand (no money).'
+          description: 'Carries customer, product, transaction; source `operator` with the note. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      access.revoked:
+        post:
+          tags: [events]
+          operationId: onAccessRevoked
+          summary: 'Access was taken back for another reason than a refund: by an operator (source `operator`, with the note) or by Apple when Family Sharing stopped.'
+          description: 'Carries customer, product, transaction, balanceChanges. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      customer.transferred:
+        post:
+          tags: [events]
+          operationId: onCustomerTransferred
+          summary: 'Purchases moved to another customer: a guest id linked to an account, or a restore that moved a transaction (the app''s restore policy `transferToLatest`).'
+          description: 'Carries customer, transfer. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+      consumption.answerSent:
+        post:
+          tags: [events]
+          operationId: onConsumptionAnswerSent
+          summary: 'The server told Apple what it knows of a purchase whose customer asked for a refund (Send Consumption Information).'
+          description: 'Carries consumption; customer when someone owns the purchase. Signed as Standard Webhooks (docs/events.md).'
+          parameters:
+            - $ref: '#/components/parameters/WebhookId'
+            - $ref: '#/components/parameters/WebhookTimestamp'
+            - $ref: '#/components/parameters/WebhookSignature'
+          requestBody:
+            $ref: '#/components/requestBodies/EventWebhook'
+          responses:
+            '200':
+              $ref: '#/components/responses/WebhookAccepted'
+
     components:
       securitySchemes:
         appKey:
@@ -1572,6 +2394,39 @@ public enum ContractDocument {
           name: If-None-Match
           in: header
           description: The ETag of the copy the client has.
+          schema:
+            type: string
+
+        WebhookEndpointId:
+          name: endpoint
+          in: path
+          required: true
+          description: The webhook endpoint's id (`ep_…`).
+          schema:
+            type: string
+        WebhookId:
+          name: webhook-id
+          in: header
+          required: true
+          description: 'The event''s id (`evt_…`): the same for every attempt and every replay of one event, so a receiver
+            that keeps the ids it processed handles each event once.'
+          schema:
+            type: string
+        WebhookTimestamp:
+          name: webhook-timestamp
+          in: header
+          required: true
+          description: When this attempt was sent, in whole seconds since 1970 (signed; receivers refuse one more than
+            five minutes away from their clock).
+          schema:
+            type: string
+        WebhookSignature:
+          name: webhook-signature
+          in: header
+          required: true
+          description: '`v1,<base64 of HMAC-SHA256(secret, webhook-id + "." + webhook-timestamp + "." + body)>`, the secret
+            being the bytes whose base64 follows `whsec_`; during a rotation a second signature by the previous secret,
+            separated by a space.'
           schema:
             type: string
 
@@ -1764,6 +2619,25 @@ public enum ContractDocument {
             application/json:
               schema:
                 $ref: '#/components/schemas/Error'
+
+        WebhookEndpointNotFound:
+          description: '`appNotFound`, `webhookEndpointNotFound`.'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Error'
+        WebhookAccepted:
+          description: Any 2xx answer is a delivery; anything else (or no answer within the timeouts) is retried, with
+            back-off, for three days. Only the start of the answer's body is kept, for the operator.
+
+      requestBodies:
+        EventWebhook:
+          required: true
+          description: One event, as the feed gives it, in the Standard Webhooks payload shape.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/WebhookPayload'
 
       schemas:
         Error:
@@ -2129,8 +3003,10 @@ public enum ContractDocument {
               type: integer
               format: int64
             revocationReason:
+              $ref: '#/components/schemas/RevocationReason'
+            revocationDetail:
               type: string
-              examples: [refund, upgraded, familyRevoked]
+              description: 'For a rejection, Apple''s answer (`status 21010`); for an operator''s revocation, the note.'
             confirmed:
               type: boolean
             billingPlanType:
@@ -3102,6 +3978,603 @@ public enum ContractDocument {
               format: int64
             count:
               type: integer
+
+        RevocationReason:
+          type: string
+          enum: [refund, upgraded, familyRevoked, rejected, operator]
+          description: 'Why a purchase stopped granting: `refund` (Apple refunded it), `upgraded` (replaced by a higher
+            product of its group), `familyRevoked` (Family Sharing stopped), `rejected` (Apple rejected the submission that
+            granted it: `revocationDetail` holds Apple''s answer, and Apple''s later word for it lifts it), `operator`
+            (taken back by hand: `revocationDetail` holds the note).'
+        Environment:
+          type: string
+          enum: [Production, Sandbox, Xcode, LocalTesting]
+          description: The App Store environment of a purchase; money changes hands in `Production` only.
+        Ownership:
+          type: string
+          enum: [PURCHASED, FAMILY_SHARED]
+          description: Apple's `inAppOwnershipType`.
+
+        EventType:
+          type: string
+          description: 'What happened (docs/events.md lists each with its fields). The part before the dot groups them:
+            `purchase`, `subscription`, `credits`, `access`, `customer`, `consumption`.'
+          enum:
+            - purchase.initial
+            - subscription.renewed
+            - purchase.nonRenewing
+            - credits.purchased
+            - credits.debited
+            - credits.adjusted
+            - subscription.autoRenewOff
+            - subscription.autoRenewOn
+            - subscription.billingIssue
+            - subscription.billingRecovered
+            - subscription.expired
+            - subscription.productChanged
+            - subscription.extended
+            - subscription.priceIncrease
+            - subscription.priceIncreaseConsented
+            - purchase.refunded
+            - purchase.refundReversed
+            - purchase.confirmed
+            - purchase.rejected
+            - access.granted
+            - access.revoked
+            - customer.transferred
+            - consumption.answerSent
+        EventSourceKind:
+          type: string
+          enum: [submission, confirmation, notification, catchUp, app, operator, consumption]
+          description: 'Who told the server: `submission` (an app submitted a purchase), `confirmation` (Apple''s answer to
+            a submission), `notification` (an App Store Server Notification), `catchUp` (Apple''s Transaction History,
+            read after downtime), `app` (the app API: a debit, a guest linked to an account), `operator` (the admin API,
+            with a note), `consumption` (the server''s answer to Apple''s consumption request).'
+        EventSource:
+          type: object
+          required: [kind]
+          properties:
+            kind:
+              $ref: '#/components/schemas/EventSourceKind'
+            id:
+              type: string
+              description: 'The submission''s id, Apple''s `notificationUUID`, the app''s `requestId`: what to look up.'
+            notificationType:
+              type: string
+              description: Apple's `notificationType` (and `subtype`, after a slash) when a notification told it.
+              examples: [DID_RENEW, DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED]
+            note:
+              type: string
+              description: The operator's note, for an operator's change.
+        Money:
+          type: object
+          required: [amount, currency]
+          properties:
+            amount:
+              type: integer
+              format: int64
+              description: Milliunits of `currency` (9990 is 9.99); negative for money given back.
+            currency:
+              type: string
+              description: ISO 4217.
+              examples: [USD]
+        EventCustomer:
+          type: object
+          description: The customer, as the whole change left them.
+          required: [id, aliases, entitlements, balances]
+          properties:
+            id:
+              type: string
+              description: The customer (an account, after aliases).
+            aliases:
+              type: array
+              description: The guest ids linked to it.
+              items:
+                type: string
+            entitlements:
+              type: array
+              description: Every entitlement the customer has after the change.
+              items:
+                $ref: '#/components/schemas/Entitlement'
+            balances:
+              $ref: '#/components/schemas/Credits'
+        EventProduct:
+          type: object
+          required: [id, entitlements]
+          properties:
+            id:
+              type: string
+            type:
+              $ref: '#/components/schemas/ProductType'
+            entitlements:
+              type: array
+              description: The entitlements the product grants (the catalogue's); empty for a product the catalogue does
+                not know.
+              items:
+                type: string
+        EventTransaction:
+          type: object
+          required: [transactionId, originalTransactionId, purchaseDate, quantity, ownership, confirmed]
+          properties:
+            transactionId:
+              type: string
+              description: Apple's (`grant-…` for an operator's grant).
+            originalTransactionId:
+              type: string
+            webOrderLineItemId:
+              type: string
+            purchaseDate:
+              type: integer
+              format: int64
+            expiresDate:
+              type: integer
+              format: int64
+            quantity:
+              type: integer
+            ownership:
+              $ref: '#/components/schemas/Ownership'
+            storefront:
+              type: string
+            confirmed:
+              type: boolean
+              description: Whether Apple vouches for it (false while only the local check did).
+            revocationDate:
+              type: integer
+              format: int64
+            revocationReason:
+              $ref: '#/components/schemas/RevocationReason'
+        EventRefund:
+          type: object
+          required: [share]
+          properties:
+            share:
+              type: integer
+              description: The part of the purchase refunded, in milliunits of a whole (100000 is all of it; less for a
+                prorated refund).
+            amount:
+              $ref: '#/components/schemas/Money'
+        EventSubscription:
+          type: object
+          required: [originalTransactionId]
+          properties:
+            originalTransactionId:
+              type: string
+            productId:
+              type: string
+            autoRenewStatus:
+              type: boolean
+            autoRenewProductId:
+              type: string
+              description: The product the next renewal will be.
+            previousProductId:
+              type: string
+              description: The product before a change (`subscription.productChanged`).
+            effective:
+              type: string
+              enum: [immediately, nextRenewal]
+              description: When a product change takes effect.
+            expiresDate:
+              type: integer
+              format: int64
+              description: When the current period ends.
+            previousExpiresDate:
+              type: integer
+              format: int64
+              description: When it ended before an extension.
+            isInBillingRetry:
+              type: boolean
+            gracePeriodExpiresDate:
+              type: integer
+              format: int64
+            expirationIntent:
+              type: integer
+              description: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
+            priceIncreaseStatus:
+              type: integer
+              description: 0 waiting for the customer's consent, 1 consented (or none was needed).
+        EventTransfer:
+          type: object
+          required: [fromCustomerId, toCustomerId, reason, transactionIds]
+          properties:
+            fromCustomerId:
+              type: string
+            toCustomerId:
+              type: string
+            reason:
+              type: string
+              enum: [alias, restore]
+              description: '`alias`: a guest id linked to an account; `restore`: the app''s restore policy moved a
+                transaction to the customer who restored it.'
+            transactionIds:
+              type: array
+              items:
+                type: string
+        EventRejection:
+          type: object
+          required: [status, reason]
+          properties:
+            status:
+              type: string
+              description: Apple's answer (`status 21010`, `HTTP 404 4040010`).
+            reason:
+              type: string
+              description: What it means, in words.
+            submissionId:
+              type: string
+        EventConsumption:
+          type: object
+          required: [notificationUUID, transactionId, sent]
+          properties:
+            notificationUUID:
+              type: string
+            transactionId:
+              type: string
+            reason:
+              type: string
+              description: Apple's `consumptionRequestReason`.
+            sent:
+              $ref: '#/components/schemas/ConsumptionInformation'
+        Event:
+          type: object
+          description: 'One change, whatever told the server of it. The sections present depend on `type`
+            (docs/events.md); `customer` is the customer as the whole change left them.'
+          required: [id, type, sequence, createdAt, occurredAt, bundleId, source]
+          properties:
+            id:
+              type: string
+              description: '`evt_…`, unique; the `webhook-id` of its deliveries.'
+            type:
+              $ref: '#/components/schemas/EventType'
+            sequence:
+              type: integer
+              format: int64
+              description: Its place in the feed; an event never comes after one with a higher sequence.
+            createdAt:
+              type: integer
+              format: int64
+              description: When the server recorded it.
+            occurredAt:
+              type: integer
+              format: int64
+              description: When it happened, as far as the server knows (a purchase's date, a refund's date).
+            bundleId:
+              type: string
+            environment:
+              $ref: '#/components/schemas/Environment'
+            source:
+              $ref: '#/components/schemas/EventSource'
+            customer:
+              $ref: '#/components/schemas/EventCustomer'
+            product:
+              $ref: '#/components/schemas/EventProduct'
+            transaction:
+              $ref: '#/components/schemas/EventTransaction'
+            price:
+              $ref: '#/components/schemas/Money'
+            balanceChanges:
+              $ref: '#/components/schemas/Credits'
+            refund:
+              $ref: '#/components/schemas/EventRefund'
+            subscription:
+              $ref: '#/components/schemas/EventSubscription'
+            transfer:
+              $ref: '#/components/schemas/EventTransfer'
+            rejection:
+              $ref: '#/components/schemas/EventRejection'
+            consumption:
+              $ref: '#/components/schemas/EventConsumption'
+        WebhookPayload:
+          type: object
+          description: 'A webhook''s body, the payload shape Standard Webhooks recommends: the event''s type, when it
+            happened, and the event itself.'
+          required: [type, timestamp, data]
+          properties:
+            type:
+              $ref: '#/components/schemas/EventType'
+            timestamp:
+              type: string
+              format: date-time
+              description: The event's `occurredAt`, RFC 3339.
+            data:
+              $ref: '#/components/schemas/Event'
+        EventPage:
+          type: object
+          description: A page of the feed; pass `nextCursor` as `after` for what comes next.
+          required: [items, nextCursor, hasMore]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/Event'
+            nextCursor:
+              type: string
+              description: Where the next page starts; given on every page, the last included.
+            hasMore:
+              type: boolean
+              description: Whether more events were there when this page was read.
+
+        WebhookEndpointHealth:
+          type: object
+          required: [pending, deadLettered, consecutiveFailures]
+          properties:
+            pending:
+              type: integer
+              description: Deliveries waiting to be sent or retried.
+            deadLettered:
+              type: integer
+              description: Deliveries that failed for three days.
+            consecutiveFailures:
+              type: integer
+            lastSuccessAt:
+              type: integer
+              format: int64
+            lastFailureAt:
+              type: integer
+              format: int64
+        WebhookEndpoint:
+          type: object
+          description: Where an app's events are sent; its secret is never shown here.
+          required: [id, bundleId, url, eventTypes, enabled, createdAt, updatedAt, health]
+          properties:
+            id:
+              type: string
+            bundleId:
+              type: string
+            url:
+              type: string
+            description:
+              type: string
+            eventTypes:
+              type: array
+              description: The types it receives; empty for all of them.
+              items:
+                $ref: '#/components/schemas/EventType'
+            enabled:
+              type: boolean
+            previousSecretExpiresAt:
+              type: integer
+              format: int64
+              description: During a secret's rotation, until when deliveries carry the previous secret's signature too.
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+            health:
+              $ref: '#/components/schemas/WebhookEndpointHealth'
+        WebhookEndpointInput:
+          type: object
+          required: [url]
+          properties:
+            url:
+              type: string
+              description: HTTPS (plain HTTP only to a loopback host, in development mode or with
+                `webhooks.allow-http-loopback`); at most 2,000 characters, no credentials.
+            description:
+              type: string
+              maxLength: 500
+            eventTypes:
+              type: array
+              items:
+                $ref: '#/components/schemas/EventType'
+            enabled:
+              type: boolean
+              default: true
+        WebhookEndpointPatch:
+          type: object
+          description: The fields to change; those absent stay.
+          properties:
+            url:
+              type: string
+            description:
+              type: string
+              maxLength: 500
+            eventTypes:
+              type: array
+              items:
+                $ref: '#/components/schemas/EventType'
+            enabled:
+              type: boolean
+        WebhookEndpointWithSecret:
+          type: object
+          required: [endpoint, secret]
+          properties:
+            endpoint:
+              $ref: '#/components/schemas/WebhookEndpoint'
+            secret:
+              type: string
+              description: '`whsec_` and the base64 of 32 random bytes: give it to a Standard Webhooks library as it is.'
+        WebhookSecretRotation:
+          type: object
+          properties:
+            previousSecretExpiresInSeconds:
+              type: integer
+              minimum: 0
+              maximum: 604800
+              default: 86400
+              description: How long deliveries keep a signature by the previous secret too.
+        WebhookSecret:
+          type: object
+          required: [secret]
+          properties:
+            secret:
+              type: string
+            previousSecretExpiresAt:
+              type: integer
+              format: int64
+        WebhookEndpointPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/WebhookEndpoint'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
+        WebhookDeliveryState:
+          type: string
+          enum: [pending, delivered, deadLettered]
+          description: '`pending`: waiting for its turn or its next attempt; `delivered`: the receiver answered 2xx;
+            `deadLettered`: no attempt succeeded for three days (a replay sends it again).'
+        WebhookAttempt:
+          type: object
+          required: [attempt, at, url]
+          properties:
+            attempt:
+              type: integer
+            at:
+              type: integer
+              format: int64
+            url:
+              type: string
+              description: Where it was sent (after redirects, the last URL).
+            status:
+              type: integer
+              description: The receiver's HTTP status; absent when there was no answer.
+            answer:
+              type: string
+              description: The start of the answer's body (at most `webhooks.answer-prefix-bytes`).
+            error:
+              type: string
+              description: Why it failed, when it did.
+            durationMilliseconds:
+              type: integer
+              format: int64
+        WebhookDelivery:
+          type: object
+          required: [id, endpointId, eventId, eventType, sequence, state, attempts, replay, createdAt, updatedAt]
+          properties:
+            id:
+              type: string
+            endpointId:
+              type: string
+            eventId:
+              type: string
+            eventType:
+              $ref: '#/components/schemas/EventType'
+            sequence:
+              type: integer
+              format: int64
+            customerId:
+              type: string
+            state:
+              $ref: '#/components/schemas/WebhookDeliveryState'
+            attempts:
+              type: integer
+            nextAttemptAt:
+              type: integer
+              format: int64
+            deliveredAt:
+              type: integer
+              format: int64
+            lastAttempt:
+              $ref: '#/components/schemas/WebhookAttempt'
+            replay:
+              type: boolean
+              description: Queued by a replay.
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+        WebhookDeliveryDetail:
+          type: object
+          required: [delivery, attempts]
+          properties:
+            delivery:
+              $ref: '#/components/schemas/WebhookDelivery'
+            attempts:
+              type: array
+              items:
+                $ref: '#/components/schemas/WebhookAttempt'
+        WebhookDeliveryPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/WebhookDelivery'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
+        WebhookReplayRequest:
+          type: object
+          description: Exactly one of `eventId` and `since`.
+          properties:
+            eventId:
+              type: string
+            since:
+              type: integer
+              format: int64
+              description: Every event recorded at or after this time (UNIX ms).
+        WebhookReplayResult:
+          type: object
+          required: [queued]
+          properties:
+            queued:
+              type: integer
+
+        GrantRequest:
+          type: object
+          required: [productId, note]
+          properties:
+            productId:
+              type: string
+            expiresDate:
+              type: integer
+              format: int64
+              description: When the grant ends (in the future); without it, a product's own rule (for good, or a
+                non-renewing product's duration).
+            environment:
+              $ref: '#/components/schemas/Environment'
+            note:
+              type: string
+              minLength: 1
+              maxLength: 500
+              description: Why, for the customer's timeline.
+        RevocationRequest:
+          type: object
+          required: [transactionId, note]
+          properties:
+            transactionId:
+              type: string
+            environment:
+              $ref: '#/components/schemas/Environment'
+            note:
+              type: string
+              minLength: 1
+              maxLength: 500
+        BalanceAdjustmentRequest:
+          type: object
+          required: [credit, delta, requestId, note]
+          properties:
+            credit:
+              type: string
+            delta:
+              type: integer
+              format: int64
+              description: Added to the balance; negative to take. Not zero.
+            requestId:
+              type: string
+              minLength: 1
+              maxLength: 200
+            note:
+              type: string
+              minLength: 1
+              maxLength: 500
 
     """#
 }

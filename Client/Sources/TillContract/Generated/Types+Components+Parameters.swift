@@ -54,5 +54,21 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/parameters/IfNoneMatch`.
         public typealias IfNoneMatch = Swift.String
+        /// The webhook endpoint's id (`ep_…`).
+        ///
+        /// - Remark: Generated from `#/components/parameters/WebhookEndpointId`.
+        public typealias WebhookEndpointId = Swift.String
+        /// The event's id (`evt_…`): the same for every attempt and every replay of one event, so a receiver that keeps the ids it processed handles each event once.
+        ///
+        /// - Remark: Generated from `#/components/parameters/WebhookId`.
+        public typealias WebhookId = Swift.String
+        /// When this attempt was sent, in whole seconds since 1970 (signed; receivers refuse one more than five minutes away from their clock).
+        ///
+        /// - Remark: Generated from `#/components/parameters/WebhookTimestamp`.
+        public typealias WebhookTimestamp = Swift.String
+        /// `v1,<base64 of HMAC-SHA256(secret, webhook-id + "." + webhook-timestamp + "." + body)>`, the secret being the bytes whose base64 follows `whsec_`; during a rotation a second signature by the previous secret, separated by a space.
+        ///
+        /// - Remark: Generated from `#/components/parameters/WebhookSignature`.
+        public typealias WebhookSignature = Swift.String
     }
 }

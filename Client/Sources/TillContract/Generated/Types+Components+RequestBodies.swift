@@ -17,5 +17,11 @@ public import struct Foundation.Data
 public import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/requestBodies` section of the OpenAPI document.
-    public enum RequestBodies {}
+    public enum RequestBodies {
+        /// - Remark: Generated from `#/components/requestBodies/EventWebhook`.
+        @frozen public enum EventWebhook: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/requestBodies/EventWebhook/content/application\/json`.
+            case json(Components.Schemas.WebhookPayload)
+        }
+    }
 }

@@ -699,5 +699,37 @@ extension Components {
                 self.body = body
             }
         }
+        public struct WebhookEndpointNotFound: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/WebhookEndpointNotFound/content`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/WebhookEndpointNotFound/content/application\/json`.
+                case json(Components.Schemas._Error)
+                /// The associated value of the enum case if `self` is `.json`.
+                ///
+                /// - Throws: An error if `self` is not `.json`.
+                /// - SeeAlso: `.json`.
+                public var json: Components.Schemas._Error {
+                    get throws {
+                        switch self {
+                        case let .json(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            public var body: Components.Responses.WebhookEndpointNotFound.Body
+            /// Creates a new `WebhookEndpointNotFound`.
+            ///
+            /// - Parameters:
+            ///   - body: Received HTTP response body
+            public init(body: Components.Responses.WebhookEndpointNotFound.Body) {
+                self.body = body
+            }
+        }
+        public struct WebhookAccepted: Sendable, Hashable {
+            /// Creates a new `WebhookAccepted`.
+            public init() {}
+        }
     }
 }

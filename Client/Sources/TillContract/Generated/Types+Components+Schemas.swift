@@ -789,7 +789,11 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/Purchase/revocationDate`.
             public var revocationDate: Swift.Int64?
             /// - Remark: Generated from `#/components/schemas/Purchase/revocationReason`.
-            public var revocationReason: Swift.String?
+            public var revocationReason: Components.Schemas.RevocationReason?
+            /// For a rejection, Apple's answer (`status 21010`); for an operator's revocation, the note.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Purchase/revocationDetail`.
+            public var revocationDetail: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Purchase/confirmed`.
             public var confirmed: Swift.Bool
             /// How the period was billed, Apple's `billingPlanType`: `BILLED_UPFRONT`, or `MONTHLY` for a month of a 12-month commitment. Absent when the purchase data did not say (receipts, older data).
@@ -811,6 +815,7 @@ extension Components {
             ///   - expiresDate:
             ///   - revocationDate:
             ///   - revocationReason:
+            ///   - revocationDetail: For a rejection, Apple's answer (`status 21010`); for an operator's revocation, the note.
             ///   - confirmed:
             ///   - billingPlanType: How the period was billed, Apple's `billingPlanType`: `BILLED_UPFRONT`, or `MONTHLY` for a month of a 12-month commitment. Absent when the purchase data did not say (receipts, older data).
             ///   - commitment:
@@ -824,7 +829,8 @@ extension Components {
                 purchaseDate: Swift.Int64,
                 expiresDate: Swift.Int64? = nil,
                 revocationDate: Swift.Int64? = nil,
-                revocationReason: Swift.String? = nil,
+                revocationReason: Components.Schemas.RevocationReason? = nil,
+                revocationDetail: Swift.String? = nil,
                 confirmed: Swift.Bool,
                 billingPlanType: Swift.String? = nil,
                 commitment: Components.Schemas.PurchaseCommitment? = nil
@@ -839,6 +845,7 @@ extension Components {
                 self.expiresDate = expiresDate
                 self.revocationDate = revocationDate
                 self.revocationReason = revocationReason
+                self.revocationDetail = revocationDetail
                 self.confirmed = confirmed
                 self.billingPlanType = billingPlanType
                 self.commitment = commitment
@@ -854,6 +861,7 @@ extension Components {
                 case expiresDate
                 case revocationDate
                 case revocationReason
+                case revocationDetail
                 case confirmed
                 case billingPlanType
                 case commitment
@@ -3117,6 +3125,1402 @@ extension Components {
                 case currency
                 case amount
                 case count
+            }
+        }
+        /// Why a purchase stopped granting: `refund` (Apple refunded it), `upgraded` (replaced by a higher product of its group), `familyRevoked` (Family Sharing stopped), `rejected` (Apple rejected the submission that granted it: `revocationDetail` holds Apple's answer, and Apple's later word for it lifts it), `operator` (taken back by hand: `revocationDetail` holds the note).
+        ///
+        /// - Remark: Generated from `#/components/schemas/RevocationReason`.
+        @frozen public enum RevocationReason: String, Codable, Hashable, Sendable, CaseIterable {
+            case refund = "refund"
+            case upgraded = "upgraded"
+            case familyRevoked = "familyRevoked"
+            case rejected = "rejected"
+            case _operator = "operator"
+        }
+        /// The App Store environment of a purchase; money changes hands in `Production` only.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Environment`.
+        @frozen public enum Environment: String, Codable, Hashable, Sendable, CaseIterable {
+            case production = "Production"
+            case sandbox = "Sandbox"
+            case xcode = "Xcode"
+            case localTesting = "LocalTesting"
+        }
+        /// Apple's `inAppOwnershipType`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Ownership`.
+        @frozen public enum Ownership: String, Codable, Hashable, Sendable, CaseIterable {
+            case purchased = "PURCHASED"
+            case familyShared = "FAMILY_SHARED"
+        }
+        /// What happened (docs/events.md lists each with its fields). The part before the dot groups them: `purchase`, `subscription`, `credits`, `access`, `customer`, `consumption`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/EventType`.
+        @frozen public enum EventType: String, Codable, Hashable, Sendable, CaseIterable {
+            case purchase_initial = "purchase.initial"
+            case subscription_renewed = "subscription.renewed"
+            case purchase_nonRenewing = "purchase.nonRenewing"
+            case credits_purchased = "credits.purchased"
+            case credits_debited = "credits.debited"
+            case credits_adjusted = "credits.adjusted"
+            case subscription_autoRenewOff = "subscription.autoRenewOff"
+            case subscription_autoRenewOn = "subscription.autoRenewOn"
+            case subscription_billingIssue = "subscription.billingIssue"
+            case subscription_billingRecovered = "subscription.billingRecovered"
+            case subscription_expired = "subscription.expired"
+            case subscription_productChanged = "subscription.productChanged"
+            case subscription_extended = "subscription.extended"
+            case subscription_priceIncrease = "subscription.priceIncrease"
+            case subscription_priceIncreaseConsented = "subscription.priceIncreaseConsented"
+            case purchase_refunded = "purchase.refunded"
+            case purchase_refundReversed = "purchase.refundReversed"
+            case purchase_confirmed = "purchase.confirmed"
+            case purchase_rejected = "purchase.rejected"
+            case access_granted = "access.granted"
+            case access_revoked = "access.revoked"
+            case customer_transferred = "customer.transferred"
+            case consumption_answerSent = "consumption.answerSent"
+        }
+        /// Who told the server: `submission` (an app submitted a purchase), `confirmation` (Apple's answer to a submission), `notification` (an App Store Server Notification), `catchUp` (Apple's Transaction History, read after downtime), `app` (the app API: a debit, a guest linked to an account), `operator` (the admin API, with a note), `consumption` (the server's answer to Apple's consumption request).
+        ///
+        /// - Remark: Generated from `#/components/schemas/EventSourceKind`.
+        @frozen public enum EventSourceKind: String, Codable, Hashable, Sendable, CaseIterable {
+            case submission = "submission"
+            case confirmation = "confirmation"
+            case notification = "notification"
+            case catchUp = "catchUp"
+            case app = "app"
+            case _operator = "operator"
+            case consumption = "consumption"
+        }
+        /// - Remark: Generated from `#/components/schemas/EventSource`.
+        public struct EventSource: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventSource/kind`.
+            public var kind: Components.Schemas.EventSourceKind
+            /// The submission's id, Apple's `notificationUUID`, the app's `requestId`: what to look up.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSource/id`.
+            public var id: Swift.String?
+            /// Apple's `notificationType` (and `subtype`, after a slash) when a notification told it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSource/notificationType`.
+            public var notificationType: Swift.String?
+            /// The operator's note, for an operator's change.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSource/note`.
+            public var note: Swift.String?
+            /// Creates a new `EventSource`.
+            ///
+            /// - Parameters:
+            ///   - kind:
+            ///   - id: The submission's id, Apple's `notificationUUID`, the app's `requestId`: what to look up.
+            ///   - notificationType: Apple's `notificationType` (and `subtype`, after a slash) when a notification told it.
+            ///   - note: The operator's note, for an operator's change.
+            public init(
+                kind: Components.Schemas.EventSourceKind,
+                id: Swift.String? = nil,
+                notificationType: Swift.String? = nil,
+                note: Swift.String? = nil
+            ) {
+                self.kind = kind
+                self.id = id
+                self.notificationType = notificationType
+                self.note = note
+            }
+            public enum CodingKeys: String, CodingKey {
+                case kind
+                case id
+                case notificationType
+                case note
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Money`.
+        public struct Money: Codable, Hashable, Sendable {
+            /// Milliunits of `currency` (9990 is 9.99); negative for money given back.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Money/amount`.
+            public var amount: Swift.Int64
+            /// ISO 4217.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Money/currency`.
+            public var currency: Swift.String
+            /// Creates a new `Money`.
+            ///
+            /// - Parameters:
+            ///   - amount: Milliunits of `currency` (9990 is 9.99); negative for money given back.
+            ///   - currency: ISO 4217.
+            public init(
+                amount: Swift.Int64,
+                currency: Swift.String
+            ) {
+                self.amount = amount
+                self.currency = currency
+            }
+            public enum CodingKeys: String, CodingKey {
+                case amount
+                case currency
+            }
+        }
+        /// The customer, as the whole change left them.
+        ///
+        /// - Remark: Generated from `#/components/schemas/EventCustomer`.
+        public struct EventCustomer: Codable, Hashable, Sendable {
+            /// The customer (an account, after aliases).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventCustomer/id`.
+            public var id: Swift.String
+            /// The guest ids linked to it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventCustomer/aliases`.
+            public var aliases: [Swift.String]
+            /// Every entitlement the customer has after the change.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventCustomer/entitlements`.
+            public var entitlements: [Components.Schemas.Entitlement]
+            /// - Remark: Generated from `#/components/schemas/EventCustomer/balances`.
+            public var balances: Components.Schemas.Credits
+            /// Creates a new `EventCustomer`.
+            ///
+            /// - Parameters:
+            ///   - id: The customer (an account, after aliases).
+            ///   - aliases: The guest ids linked to it.
+            ///   - entitlements: Every entitlement the customer has after the change.
+            ///   - balances:
+            public init(
+                id: Swift.String,
+                aliases: [Swift.String],
+                entitlements: [Components.Schemas.Entitlement],
+                balances: Components.Schemas.Credits
+            ) {
+                self.id = id
+                self.aliases = aliases
+                self.entitlements = entitlements
+                self.balances = balances
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case aliases
+                case entitlements
+                case balances
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventProduct`.
+        public struct EventProduct: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventProduct/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventProduct/type`.
+            public var _type: Components.Schemas.ProductType?
+            /// The entitlements the product grants (the catalogue's); empty for a product the catalogue does not know.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventProduct/entitlements`.
+            public var entitlements: [Swift.String]
+            /// Creates a new `EventProduct`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - _type:
+            ///   - entitlements: The entitlements the product grants (the catalogue's); empty for a product the catalogue does not know.
+            public init(
+                id: Swift.String,
+                _type: Components.Schemas.ProductType? = nil,
+                entitlements: [Swift.String]
+            ) {
+                self.id = id
+                self._type = _type
+                self.entitlements = entitlements
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case _type = "type"
+                case entitlements
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventTransaction`.
+        public struct EventTransaction: Codable, Hashable, Sendable {
+            /// Apple's (`grant-…` for an operator's grant).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/transactionId`.
+            public var transactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/originalTransactionId`.
+            public var originalTransactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/webOrderLineItemId`.
+            public var webOrderLineItemId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/purchaseDate`.
+            public var purchaseDate: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/expiresDate`.
+            public var expiresDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/quantity`.
+            public var quantity: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/ownership`.
+            public var ownership: Components.Schemas.Ownership
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/storefront`.
+            public var storefront: Swift.String?
+            /// Whether Apple vouches for it (false while only the local check did).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/confirmed`.
+            public var confirmed: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/revocationDate`.
+            public var revocationDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/EventTransaction/revocationReason`.
+            public var revocationReason: Components.Schemas.RevocationReason?
+            /// Creates a new `EventTransaction`.
+            ///
+            /// - Parameters:
+            ///   - transactionId: Apple's (`grant-…` for an operator's grant).
+            ///   - originalTransactionId:
+            ///   - webOrderLineItemId:
+            ///   - purchaseDate:
+            ///   - expiresDate:
+            ///   - quantity:
+            ///   - ownership:
+            ///   - storefront:
+            ///   - confirmed: Whether Apple vouches for it (false while only the local check did).
+            ///   - revocationDate:
+            ///   - revocationReason:
+            public init(
+                transactionId: Swift.String,
+                originalTransactionId: Swift.String,
+                webOrderLineItemId: Swift.String? = nil,
+                purchaseDate: Swift.Int64,
+                expiresDate: Swift.Int64? = nil,
+                quantity: Swift.Int,
+                ownership: Components.Schemas.Ownership,
+                storefront: Swift.String? = nil,
+                confirmed: Swift.Bool,
+                revocationDate: Swift.Int64? = nil,
+                revocationReason: Components.Schemas.RevocationReason? = nil
+            ) {
+                self.transactionId = transactionId
+                self.originalTransactionId = originalTransactionId
+                self.webOrderLineItemId = webOrderLineItemId
+                self.purchaseDate = purchaseDate
+                self.expiresDate = expiresDate
+                self.quantity = quantity
+                self.ownership = ownership
+                self.storefront = storefront
+                self.confirmed = confirmed
+                self.revocationDate = revocationDate
+                self.revocationReason = revocationReason
+            }
+            public enum CodingKeys: String, CodingKey {
+                case transactionId
+                case originalTransactionId
+                case webOrderLineItemId
+                case purchaseDate
+                case expiresDate
+                case quantity
+                case ownership
+                case storefront
+                case confirmed
+                case revocationDate
+                case revocationReason
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventRefund`.
+        public struct EventRefund: Codable, Hashable, Sendable {
+            /// The part of the purchase refunded, in milliunits of a whole (100000 is all of it; less for a prorated refund).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventRefund/share`.
+            public var share: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/EventRefund/amount`.
+            public var amount: Components.Schemas.Money?
+            /// Creates a new `EventRefund`.
+            ///
+            /// - Parameters:
+            ///   - share: The part of the purchase refunded, in milliunits of a whole (100000 is all of it; less for a prorated refund).
+            ///   - amount:
+            public init(
+                share: Swift.Int,
+                amount: Components.Schemas.Money? = nil
+            ) {
+                self.share = share
+                self.amount = amount
+            }
+            public enum CodingKeys: String, CodingKey {
+                case share
+                case amount
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventSubscription`.
+        public struct EventSubscription: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/originalTransactionId`.
+            public var originalTransactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/productId`.
+            public var productId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/autoRenewStatus`.
+            public var autoRenewStatus: Swift.Bool?
+            /// The product the next renewal will be.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/autoRenewProductId`.
+            public var autoRenewProductId: Swift.String?
+            /// The product before a change (`subscription.productChanged`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/previousProductId`.
+            public var previousProductId: Swift.String?
+            /// When a product change takes effect.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/effective`.
+            @frozen public enum EffectivePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case immediately = "immediately"
+                case nextRenewal = "nextRenewal"
+            }
+            /// When a product change takes effect.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/effective`.
+            public var effective: Components.Schemas.EventSubscription.EffectivePayload?
+            /// When the current period ends.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/expiresDate`.
+            public var expiresDate: Swift.Int64?
+            /// When it ended before an extension.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/previousExpiresDate`.
+            public var previousExpiresDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/isInBillingRetry`.
+            public var isInBillingRetry: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/gracePeriodExpiresDate`.
+            public var gracePeriodExpiresDate: Swift.Int64?
+            /// 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/expirationIntent`.
+            public var expirationIntent: Swift.Int?
+            /// 0 waiting for the customer's consent, 1 consented (or none was needed).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventSubscription/priceIncreaseStatus`.
+            public var priceIncreaseStatus: Swift.Int?
+            /// Creates a new `EventSubscription`.
+            ///
+            /// - Parameters:
+            ///   - originalTransactionId:
+            ///   - productId:
+            ///   - autoRenewStatus:
+            ///   - autoRenewProductId: The product the next renewal will be.
+            ///   - previousProductId: The product before a change (`subscription.productChanged`).
+            ///   - effective: When a product change takes effect.
+            ///   - expiresDate: When the current period ends.
+            ///   - previousExpiresDate: When it ended before an extension.
+            ///   - isInBillingRetry:
+            ///   - gracePeriodExpiresDate:
+            ///   - expirationIntent: 1 cancelled, 2 billing error, 3 price increase refused, 4 product unavailable.
+            ///   - priceIncreaseStatus: 0 waiting for the customer's consent, 1 consented (or none was needed).
+            public init(
+                originalTransactionId: Swift.String,
+                productId: Swift.String? = nil,
+                autoRenewStatus: Swift.Bool? = nil,
+                autoRenewProductId: Swift.String? = nil,
+                previousProductId: Swift.String? = nil,
+                effective: Components.Schemas.EventSubscription.EffectivePayload? = nil,
+                expiresDate: Swift.Int64? = nil,
+                previousExpiresDate: Swift.Int64? = nil,
+                isInBillingRetry: Swift.Bool? = nil,
+                gracePeriodExpiresDate: Swift.Int64? = nil,
+                expirationIntent: Swift.Int? = nil,
+                priceIncreaseStatus: Swift.Int? = nil
+            ) {
+                self.originalTransactionId = originalTransactionId
+                self.productId = productId
+                self.autoRenewStatus = autoRenewStatus
+                self.autoRenewProductId = autoRenewProductId
+                self.previousProductId = previousProductId
+                self.effective = effective
+                self.expiresDate = expiresDate
+                self.previousExpiresDate = previousExpiresDate
+                self.isInBillingRetry = isInBillingRetry
+                self.gracePeriodExpiresDate = gracePeriodExpiresDate
+                self.expirationIntent = expirationIntent
+                self.priceIncreaseStatus = priceIncreaseStatus
+            }
+            public enum CodingKeys: String, CodingKey {
+                case originalTransactionId
+                case productId
+                case autoRenewStatus
+                case autoRenewProductId
+                case previousProductId
+                case effective
+                case expiresDate
+                case previousExpiresDate
+                case isInBillingRetry
+                case gracePeriodExpiresDate
+                case expirationIntent
+                case priceIncreaseStatus
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventTransfer`.
+        public struct EventTransfer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventTransfer/fromCustomerId`.
+            public var fromCustomerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventTransfer/toCustomerId`.
+            public var toCustomerId: Swift.String
+            /// `alias`: a guest id linked to an account; `restore`: the app's restore policy moved a transaction to the customer who restored it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventTransfer/reason`.
+            @frozen public enum ReasonPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case alias = "alias"
+                case restore = "restore"
+            }
+            /// `alias`: a guest id linked to an account; `restore`: the app's restore policy moved a transaction to the customer who restored it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventTransfer/reason`.
+            public var reason: Components.Schemas.EventTransfer.ReasonPayload
+            /// - Remark: Generated from `#/components/schemas/EventTransfer/transactionIds`.
+            public var transactionIds: [Swift.String]
+            /// Creates a new `EventTransfer`.
+            ///
+            /// - Parameters:
+            ///   - fromCustomerId:
+            ///   - toCustomerId:
+            ///   - reason: `alias`: a guest id linked to an account; `restore`: the app's restore policy moved a transaction to the customer who restored it.
+            ///   - transactionIds:
+            public init(
+                fromCustomerId: Swift.String,
+                toCustomerId: Swift.String,
+                reason: Components.Schemas.EventTransfer.ReasonPayload,
+                transactionIds: [Swift.String]
+            ) {
+                self.fromCustomerId = fromCustomerId
+                self.toCustomerId = toCustomerId
+                self.reason = reason
+                self.transactionIds = transactionIds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case fromCustomerId
+                case toCustomerId
+                case reason
+                case transactionIds
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventRejection`.
+        public struct EventRejection: Codable, Hashable, Sendable {
+            /// Apple's answer (`status 21010`, `HTTP 404 4040010`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventRejection/status`.
+            public var status: Swift.String
+            /// What it means, in words.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventRejection/reason`.
+            public var reason: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventRejection/submissionId`.
+            public var submissionId: Swift.String?
+            /// Creates a new `EventRejection`.
+            ///
+            /// - Parameters:
+            ///   - status: Apple's answer (`status 21010`, `HTTP 404 4040010`).
+            ///   - reason: What it means, in words.
+            ///   - submissionId:
+            public init(
+                status: Swift.String,
+                reason: Swift.String,
+                submissionId: Swift.String? = nil
+            ) {
+                self.status = status
+                self.reason = reason
+                self.submissionId = submissionId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case status
+                case reason
+                case submissionId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventConsumption`.
+        public struct EventConsumption: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventConsumption/notificationUUID`.
+            public var notificationUUID: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EventConsumption/transactionId`.
+            public var transactionId: Swift.String
+            /// Apple's `consumptionRequestReason`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventConsumption/reason`.
+            public var reason: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/EventConsumption/sent`.
+            public var sent: Components.Schemas.ConsumptionInformation
+            /// Creates a new `EventConsumption`.
+            ///
+            /// - Parameters:
+            ///   - notificationUUID:
+            ///   - transactionId:
+            ///   - reason: Apple's `consumptionRequestReason`.
+            ///   - sent:
+            public init(
+                notificationUUID: Swift.String,
+                transactionId: Swift.String,
+                reason: Swift.String? = nil,
+                sent: Components.Schemas.ConsumptionInformation
+            ) {
+                self.notificationUUID = notificationUUID
+                self.transactionId = transactionId
+                self.reason = reason
+                self.sent = sent
+            }
+            public enum CodingKeys: String, CodingKey {
+                case notificationUUID
+                case transactionId
+                case reason
+                case sent
+            }
+        }
+        /// One change, whatever told the server of it. The sections present depend on `type` (docs/events.md); `customer` is the customer as the whole change left them.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Event`.
+        public struct Event: Codable, Hashable, Sendable {
+            /// `evt_…`, unique; the `webhook-id` of its deliveries.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Event/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Event/type`.
+            public var _type: Components.Schemas.EventType
+            /// Its place in the feed; an event never comes after one with a higher sequence.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Event/sequence`.
+            public var sequence: Swift.Int64
+            /// When the server recorded it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Event/createdAt`.
+            public var createdAt: Swift.Int64
+            /// When it happened, as far as the server knows (a purchase's date, a refund's date).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Event/occurredAt`.
+            public var occurredAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Event/bundleId`.
+            public var bundleId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Event/environment`.
+            public var environment: Components.Schemas.Environment?
+            /// - Remark: Generated from `#/components/schemas/Event/source`.
+            public var source: Components.Schemas.EventSource
+            /// - Remark: Generated from `#/components/schemas/Event/customer`.
+            public var customer: Components.Schemas.EventCustomer?
+            /// - Remark: Generated from `#/components/schemas/Event/product`.
+            public var product: Components.Schemas.EventProduct?
+            /// - Remark: Generated from `#/components/schemas/Event/transaction`.
+            public var transaction: Components.Schemas.EventTransaction?
+            /// - Remark: Generated from `#/components/schemas/Event/price`.
+            public var price: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/Event/balanceChanges`.
+            public var balanceChanges: Components.Schemas.Credits?
+            /// - Remark: Generated from `#/components/schemas/Event/refund`.
+            public var refund: Components.Schemas.EventRefund?
+            /// - Remark: Generated from `#/components/schemas/Event/subscription`.
+            public var subscription: Components.Schemas.EventSubscription?
+            /// - Remark: Generated from `#/components/schemas/Event/transfer`.
+            public var transfer: Components.Schemas.EventTransfer?
+            /// - Remark: Generated from `#/components/schemas/Event/rejection`.
+            public var rejection: Components.Schemas.EventRejection?
+            /// - Remark: Generated from `#/components/schemas/Event/consumption`.
+            public var consumption: Components.Schemas.EventConsumption?
+            /// Creates a new `Event`.
+            ///
+            /// - Parameters:
+            ///   - id: `evt_…`, unique; the `webhook-id` of its deliveries.
+            ///   - _type:
+            ///   - sequence: Its place in the feed; an event never comes after one with a higher sequence.
+            ///   - createdAt: When the server recorded it.
+            ///   - occurredAt: When it happened, as far as the server knows (a purchase's date, a refund's date).
+            ///   - bundleId:
+            ///   - environment:
+            ///   - source:
+            ///   - customer:
+            ///   - product:
+            ///   - transaction:
+            ///   - price:
+            ///   - balanceChanges:
+            ///   - refund:
+            ///   - subscription:
+            ///   - transfer:
+            ///   - rejection:
+            ///   - consumption:
+            public init(
+                id: Swift.String,
+                _type: Components.Schemas.EventType,
+                sequence: Swift.Int64,
+                createdAt: Swift.Int64,
+                occurredAt: Swift.Int64,
+                bundleId: Swift.String,
+                environment: Components.Schemas.Environment? = nil,
+                source: Components.Schemas.EventSource,
+                customer: Components.Schemas.EventCustomer? = nil,
+                product: Components.Schemas.EventProduct? = nil,
+                transaction: Components.Schemas.EventTransaction? = nil,
+                price: Components.Schemas.Money? = nil,
+                balanceChanges: Components.Schemas.Credits? = nil,
+                refund: Components.Schemas.EventRefund? = nil,
+                subscription: Components.Schemas.EventSubscription? = nil,
+                transfer: Components.Schemas.EventTransfer? = nil,
+                rejection: Components.Schemas.EventRejection? = nil,
+                consumption: Components.Schemas.EventConsumption? = nil
+            ) {
+                self.id = id
+                self._type = _type
+                self.sequence = sequence
+                self.createdAt = createdAt
+                self.occurredAt = occurredAt
+                self.bundleId = bundleId
+                self.environment = environment
+                self.source = source
+                self.customer = customer
+                self.product = product
+                self.transaction = transaction
+                self.price = price
+                self.balanceChanges = balanceChanges
+                self.refund = refund
+                self.subscription = subscription
+                self.transfer = transfer
+                self.rejection = rejection
+                self.consumption = consumption
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case _type = "type"
+                case sequence
+                case createdAt
+                case occurredAt
+                case bundleId
+                case environment
+                case source
+                case customer
+                case product
+                case transaction
+                case price
+                case balanceChanges
+                case refund
+                case subscription
+                case transfer
+                case rejection
+                case consumption
+            }
+        }
+        /// A webhook's body, the payload shape Standard Webhooks recommends: the event's type, when it happened, and the event itself.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookPayload`.
+        public struct WebhookPayload: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookPayload/type`.
+            public var _type: Components.Schemas.EventType
+            /// The event's `occurredAt`, RFC 3339.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookPayload/timestamp`.
+            public var timestamp: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/WebhookPayload/data`.
+            public var data: Components.Schemas.Event
+            /// Creates a new `WebhookPayload`.
+            ///
+            /// - Parameters:
+            ///   - _type:
+            ///   - timestamp: The event's `occurredAt`, RFC 3339.
+            ///   - data:
+            public init(
+                _type: Components.Schemas.EventType,
+                timestamp: Foundation.Date,
+                data: Components.Schemas.Event
+            ) {
+                self._type = _type
+                self.timestamp = timestamp
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case _type = "type"
+                case timestamp
+                case data
+            }
+        }
+        /// A page of the feed; pass `nextCursor` as `after` for what comes next.
+        ///
+        /// - Remark: Generated from `#/components/schemas/EventPage`.
+        public struct EventPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventPage/items`.
+            public var items: [Components.Schemas.Event]
+            /// Where the next page starts; given on every page, the last included.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventPage/nextCursor`.
+            public var nextCursor: Swift.String
+            /// Whether more events were there when this page was read.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventPage/hasMore`.
+            public var hasMore: Swift.Bool
+            /// Creates a new `EventPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Where the next page starts; given on every page, the last included.
+            ///   - hasMore: Whether more events were there when this page was read.
+            public init(
+                items: [Components.Schemas.Event],
+                nextCursor: Swift.String,
+                hasMore: Swift.Bool
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.hasMore = hasMore
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case hasMore
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth`.
+        public struct WebhookEndpointHealth: Codable, Hashable, Sendable {
+            /// Deliveries waiting to be sent or retried.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth/pending`.
+            public var pending: Swift.Int
+            /// Deliveries that failed for three days.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth/deadLettered`.
+            public var deadLettered: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth/consecutiveFailures`.
+            public var consecutiveFailures: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth/lastSuccessAt`.
+            public var lastSuccessAt: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth/lastFailureAt`.
+            public var lastFailureAt: Swift.Int64?
+            /// Creates a new `WebhookEndpointHealth`.
+            ///
+            /// - Parameters:
+            ///   - pending: Deliveries waiting to be sent or retried.
+            ///   - deadLettered: Deliveries that failed for three days.
+            ///   - consecutiveFailures:
+            ///   - lastSuccessAt:
+            ///   - lastFailureAt:
+            public init(
+                pending: Swift.Int,
+                deadLettered: Swift.Int,
+                consecutiveFailures: Swift.Int,
+                lastSuccessAt: Swift.Int64? = nil,
+                lastFailureAt: Swift.Int64? = nil
+            ) {
+                self.pending = pending
+                self.deadLettered = deadLettered
+                self.consecutiveFailures = consecutiveFailures
+                self.lastSuccessAt = lastSuccessAt
+                self.lastFailureAt = lastFailureAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case pending
+                case deadLettered
+                case consecutiveFailures
+                case lastSuccessAt
+                case lastFailureAt
+            }
+        }
+        /// Where an app's events are sent; its secret is never shown here.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookEndpoint`.
+        public struct WebhookEndpoint: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/bundleId`.
+            public var bundleId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/url`.
+            public var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/description`.
+            public var description: Swift.String?
+            /// The types it receives; empty for all of them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/eventTypes`.
+            public var eventTypes: [Components.Schemas.EventType]
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/enabled`.
+            public var enabled: Swift.Bool
+            /// During a secret's rotation, until when deliveries carry the previous secret's signature too.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/previousSecretExpiresAt`.
+            public var previousSecretExpiresAt: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpoint/health`.
+            public var health: Components.Schemas.WebhookEndpointHealth
+            /// Creates a new `WebhookEndpoint`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - bundleId:
+            ///   - url:
+            ///   - description:
+            ///   - eventTypes: The types it receives; empty for all of them.
+            ///   - enabled:
+            ///   - previousSecretExpiresAt: During a secret's rotation, until when deliveries carry the previous secret's signature too.
+            ///   - createdAt:
+            ///   - updatedAt:
+            ///   - health:
+            public init(
+                id: Swift.String,
+                bundleId: Swift.String,
+                url: Swift.String,
+                description: Swift.String? = nil,
+                eventTypes: [Components.Schemas.EventType],
+                enabled: Swift.Bool,
+                previousSecretExpiresAt: Swift.Int64? = nil,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64,
+                health: Components.Schemas.WebhookEndpointHealth
+            ) {
+                self.id = id
+                self.bundleId = bundleId
+                self.url = url
+                self.description = description
+                self.eventTypes = eventTypes
+                self.enabled = enabled
+                self.previousSecretExpiresAt = previousSecretExpiresAt
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+                self.health = health
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case bundleId
+                case url
+                case description
+                case eventTypes
+                case enabled
+                case previousSecretExpiresAt
+                case createdAt
+                case updatedAt
+                case health
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookEndpointInput`.
+        public struct WebhookEndpointInput: Codable, Hashable, Sendable {
+            /// HTTPS (plain HTTP only to a loopback host, in development mode or with `webhooks.allow-http-loopback`); at most 2,000 characters, no credentials.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointInput/url`.
+            public var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointInput/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointInput/eventTypes`.
+            public var eventTypes: [Components.Schemas.EventType]?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointInput/enabled`.
+            public var enabled: Swift.Bool?
+            /// Creates a new `WebhookEndpointInput`.
+            ///
+            /// - Parameters:
+            ///   - url: HTTPS (plain HTTP only to a loopback host, in development mode or with `webhooks.allow-http-loopback`); at most 2,000 characters, no credentials.
+            ///   - description:
+            ///   - eventTypes:
+            ///   - enabled:
+            public init(
+                url: Swift.String,
+                description: Swift.String? = nil,
+                eventTypes: [Components.Schemas.EventType]? = nil,
+                enabled: Swift.Bool? = nil
+            ) {
+                self.url = url
+                self.description = description
+                self.eventTypes = eventTypes
+                self.enabled = enabled
+            }
+            public enum CodingKeys: String, CodingKey {
+                case url
+                case description
+                case eventTypes
+                case enabled
+            }
+        }
+        /// The fields to change; those absent stay.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookEndpointPatch`.
+        public struct WebhookEndpointPatch: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPatch/url`.
+            public var url: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPatch/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPatch/eventTypes`.
+            public var eventTypes: [Components.Schemas.EventType]?
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPatch/enabled`.
+            public var enabled: Swift.Bool?
+            /// Creates a new `WebhookEndpointPatch`.
+            ///
+            /// - Parameters:
+            ///   - url:
+            ///   - description:
+            ///   - eventTypes:
+            ///   - enabled:
+            public init(
+                url: Swift.String? = nil,
+                description: Swift.String? = nil,
+                eventTypes: [Components.Schemas.EventType]? = nil,
+                enabled: Swift.Bool? = nil
+            ) {
+                self.url = url
+                self.description = description
+                self.eventTypes = eventTypes
+                self.enabled = enabled
+            }
+            public enum CodingKeys: String, CodingKey {
+                case url
+                case description
+                case eventTypes
+                case enabled
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookEndpointWithSecret`.
+        public struct WebhookEndpointWithSecret: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointWithSecret/endpoint`.
+            public var endpoint: Components.Schemas.WebhookEndpoint
+            /// `whsec_` and the base64 of 32 random bytes: give it to a Standard Webhooks library as it is.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointWithSecret/secret`.
+            public var secret: Swift.String
+            /// Creates a new `WebhookEndpointWithSecret`.
+            ///
+            /// - Parameters:
+            ///   - endpoint:
+            ///   - secret: `whsec_` and the base64 of 32 random bytes: give it to a Standard Webhooks library as it is.
+            public init(
+                endpoint: Components.Schemas.WebhookEndpoint,
+                secret: Swift.String
+            ) {
+                self.endpoint = endpoint
+                self.secret = secret
+            }
+            public enum CodingKeys: String, CodingKey {
+                case endpoint
+                case secret
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookSecretRotation`.
+        public struct WebhookSecretRotation: Codable, Hashable, Sendable {
+            /// How long deliveries keep a signature by the previous secret too.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookSecretRotation/previousSecretExpiresInSeconds`.
+            public var previousSecretExpiresInSeconds: Swift.Int?
+            /// Creates a new `WebhookSecretRotation`.
+            ///
+            /// - Parameters:
+            ///   - previousSecretExpiresInSeconds: How long deliveries keep a signature by the previous secret too.
+            public init(previousSecretExpiresInSeconds: Swift.Int? = nil) {
+                self.previousSecretExpiresInSeconds = previousSecretExpiresInSeconds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case previousSecretExpiresInSeconds
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookSecret`.
+        public struct WebhookSecret: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookSecret/secret`.
+            public var secret: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookSecret/previousSecretExpiresAt`.
+            public var previousSecretExpiresAt: Swift.Int64?
+            /// Creates a new `WebhookSecret`.
+            ///
+            /// - Parameters:
+            ///   - secret:
+            ///   - previousSecretExpiresAt:
+            public init(
+                secret: Swift.String,
+                previousSecretExpiresAt: Swift.Int64? = nil
+            ) {
+                self.secret = secret
+                self.previousSecretExpiresAt = previousSecretExpiresAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case secret
+                case previousSecretExpiresAt
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookEndpointPage`.
+        public struct WebhookEndpointPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPage/items`.
+            public var items: [Components.Schemas.WebhookEndpoint]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookEndpointPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `WebhookEndpointPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.WebhookEndpoint],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
+            }
+        }
+        /// `pending`: waiting for its turn or its next attempt; `delivered`: the receiver answered 2xx; `deadLettered`: no attempt succeeded for three days (a replay sends it again).
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookDeliveryState`.
+        @frozen public enum WebhookDeliveryState: String, Codable, Hashable, Sendable, CaseIterable {
+            case pending = "pending"
+            case delivered = "delivered"
+            case deadLettered = "deadLettered"
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookAttempt`.
+        public struct WebhookAttempt: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/attempt`.
+            public var attempt: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/at`.
+            public var at: Swift.Int64
+            /// Where it was sent (after redirects, the last URL).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/url`.
+            public var url: Swift.String
+            /// The receiver's HTTP status; absent when there was no answer.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/status`.
+            public var status: Swift.Int?
+            /// The start of the answer's body (at most `webhooks.answer-prefix-bytes`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/answer`.
+            public var answer: Swift.String?
+            /// Why it failed, when it did.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/error`.
+            public var error: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/durationMilliseconds`.
+            public var durationMilliseconds: Swift.Int64?
+            /// Creates a new `WebhookAttempt`.
+            ///
+            /// - Parameters:
+            ///   - attempt:
+            ///   - at:
+            ///   - url: Where it was sent (after redirects, the last URL).
+            ///   - status: The receiver's HTTP status; absent when there was no answer.
+            ///   - answer: The start of the answer's body (at most `webhooks.answer-prefix-bytes`).
+            ///   - error: Why it failed, when it did.
+            ///   - durationMilliseconds:
+            public init(
+                attempt: Swift.Int,
+                at: Swift.Int64,
+                url: Swift.String,
+                status: Swift.Int? = nil,
+                answer: Swift.String? = nil,
+                error: Swift.String? = nil,
+                durationMilliseconds: Swift.Int64? = nil
+            ) {
+                self.attempt = attempt
+                self.at = at
+                self.url = url
+                self.status = status
+                self.answer = answer
+                self.error = error
+                self.durationMilliseconds = durationMilliseconds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case attempt
+                case at
+                case url
+                case status
+                case answer
+                case error
+                case durationMilliseconds
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDelivery`.
+        public struct WebhookDelivery: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/endpointId`.
+            public var endpointId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/eventId`.
+            public var eventId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/eventType`.
+            public var eventType: Components.Schemas.EventType
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/sequence`.
+            public var sequence: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/customerId`.
+            public var customerId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/state`.
+            public var state: Components.Schemas.WebhookDeliveryState
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/attempts`.
+            public var attempts: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/nextAttemptAt`.
+            public var nextAttemptAt: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/deliveredAt`.
+            public var deliveredAt: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/lastAttempt`.
+            public var lastAttempt: Components.Schemas.WebhookAttempt?
+            /// Queued by a replay.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/replay`.
+            public var replay: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// Creates a new `WebhookDelivery`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - endpointId:
+            ///   - eventId:
+            ///   - eventType:
+            ///   - sequence:
+            ///   - customerId:
+            ///   - state:
+            ///   - attempts:
+            ///   - nextAttemptAt:
+            ///   - deliveredAt:
+            ///   - lastAttempt:
+            ///   - replay: Queued by a replay.
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                id: Swift.String,
+                endpointId: Swift.String,
+                eventId: Swift.String,
+                eventType: Components.Schemas.EventType,
+                sequence: Swift.Int64,
+                customerId: Swift.String? = nil,
+                state: Components.Schemas.WebhookDeliveryState,
+                attempts: Swift.Int,
+                nextAttemptAt: Swift.Int64? = nil,
+                deliveredAt: Swift.Int64? = nil,
+                lastAttempt: Components.Schemas.WebhookAttempt? = nil,
+                replay: Swift.Bool,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64
+            ) {
+                self.id = id
+                self.endpointId = endpointId
+                self.eventId = eventId
+                self.eventType = eventType
+                self.sequence = sequence
+                self.customerId = customerId
+                self.state = state
+                self.attempts = attempts
+                self.nextAttemptAt = nextAttemptAt
+                self.deliveredAt = deliveredAt
+                self.lastAttempt = lastAttempt
+                self.replay = replay
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case endpointId
+                case eventId
+                case eventType
+                case sequence
+                case customerId
+                case state
+                case attempts
+                case nextAttemptAt
+                case deliveredAt
+                case lastAttempt
+                case replay
+                case createdAt
+                case updatedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDeliveryDetail`.
+        public struct WebhookDeliveryDetail: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryDetail/delivery`.
+            public var delivery: Components.Schemas.WebhookDelivery
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryDetail/attempts`.
+            public var attempts: [Components.Schemas.WebhookAttempt]
+            /// Creates a new `WebhookDeliveryDetail`.
+            ///
+            /// - Parameters:
+            ///   - delivery:
+            ///   - attempts:
+            public init(
+                delivery: Components.Schemas.WebhookDelivery,
+                attempts: [Components.Schemas.WebhookAttempt]
+            ) {
+                self.delivery = delivery
+                self.attempts = attempts
+            }
+            public enum CodingKeys: String, CodingKey {
+                case delivery
+                case attempts
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookDeliveryPage`.
+        public struct WebhookDeliveryPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryPage/items`.
+            public var items: [Components.Schemas.WebhookDelivery]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `WebhookDeliveryPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.WebhookDelivery],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
+            }
+        }
+        /// Exactly one of `eventId` and `since`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebhookReplayRequest`.
+        public struct WebhookReplayRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookReplayRequest/eventId`.
+            public var eventId: Swift.String?
+            /// Every event recorded at or after this time (UNIX ms).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookReplayRequest/since`.
+            public var since: Swift.Int64?
+            /// Creates a new `WebhookReplayRequest`.
+            ///
+            /// - Parameters:
+            ///   - eventId:
+            ///   - since: Every event recorded at or after this time (UNIX ms).
+            public init(
+                eventId: Swift.String? = nil,
+                since: Swift.Int64? = nil
+            ) {
+                self.eventId = eventId
+                self.since = since
+            }
+            public enum CodingKeys: String, CodingKey {
+                case eventId
+                case since
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookReplayResult`.
+        public struct WebhookReplayResult: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookReplayResult/queued`.
+            public var queued: Swift.Int
+            /// Creates a new `WebhookReplayResult`.
+            ///
+            /// - Parameters:
+            ///   - queued:
+            public init(queued: Swift.Int) {
+                self.queued = queued
+            }
+            public enum CodingKeys: String, CodingKey {
+                case queued
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/GrantRequest`.
+        public struct GrantRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/GrantRequest/productId`.
+            public var productId: Swift.String
+            /// When the grant ends (in the future); without it, a product's own rule (for good, or a non-renewing product's duration).
+            ///
+            /// - Remark: Generated from `#/components/schemas/GrantRequest/expiresDate`.
+            public var expiresDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/GrantRequest/environment`.
+            public var environment: Components.Schemas.Environment?
+            /// Why, for the customer's timeline.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GrantRequest/note`.
+            public var note: Swift.String
+            /// Creates a new `GrantRequest`.
+            ///
+            /// - Parameters:
+            ///   - productId:
+            ///   - expiresDate: When the grant ends (in the future); without it, a product's own rule (for good, or a non-renewing product's duration).
+            ///   - environment:
+            ///   - note: Why, for the customer's timeline.
+            public init(
+                productId: Swift.String,
+                expiresDate: Swift.Int64? = nil,
+                environment: Components.Schemas.Environment? = nil,
+                note: Swift.String
+            ) {
+                self.productId = productId
+                self.expiresDate = expiresDate
+                self.environment = environment
+                self.note = note
+            }
+            public enum CodingKeys: String, CodingKey {
+                case productId
+                case expiresDate
+                case environment
+                case note
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RevocationRequest`.
+        public struct RevocationRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RevocationRequest/transactionId`.
+            public var transactionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/RevocationRequest/environment`.
+            public var environment: Components.Schemas.Environment?
+            /// - Remark: Generated from `#/components/schemas/RevocationRequest/note`.
+            public var note: Swift.String
+            /// Creates a new `RevocationRequest`.
+            ///
+            /// - Parameters:
+            ///   - transactionId:
+            ///   - environment:
+            ///   - note:
+            public init(
+                transactionId: Swift.String,
+                environment: Components.Schemas.Environment? = nil,
+                note: Swift.String
+            ) {
+                self.transactionId = transactionId
+                self.environment = environment
+                self.note = note
+            }
+            public enum CodingKeys: String, CodingKey {
+                case transactionId
+                case environment
+                case note
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest`.
+        public struct BalanceAdjustmentRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest/credit`.
+            public var credit: Swift.String
+            /// Added to the balance; negative to take. Not zero.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest/delta`.
+            public var delta: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest/requestId`.
+            public var requestId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest/note`.
+            public var note: Swift.String
+            /// Creates a new `BalanceAdjustmentRequest`.
+            ///
+            /// - Parameters:
+            ///   - credit:
+            ///   - delta: Added to the balance; negative to take. Not zero.
+            ///   - requestId:
+            ///   - note:
+            public init(
+                credit: Swift.String,
+                delta: Swift.Int64,
+                requestId: Swift.String,
+                note: Swift.String
+            ) {
+                self.credit = credit
+                self.delta = delta
+                self.requestId = requestId
+                self.note = note
+            }
+            public enum CodingKeys: String, CodingKey {
+                case credit
+                case delta
+                case requestId
+                case note
             }
         }
     }

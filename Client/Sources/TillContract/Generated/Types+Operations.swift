@@ -11074,4 +11074,3466 @@ public enum Operations {
             }
         }
     }
+    /// The event feed, oldest first, resumable
+    ///
+    /// Every change the ledger made, as the same events the webhooks deliver (docs/events.md), in the order they were recorded: `sequence` grows with each event and an event never appears before one with a lower `sequence`. Keep the `nextCursor` of each page and pass it as `after` to read what came since: a page that ends the feed gives it too, so a reader that polls resumes exactly where it stopped. With `bundleId`, one app's events; with `customerId` too, one customer's, their guest ids' included (read from an index: a customer's timeline).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/events`.
+    /// - Remark: Generated from `#/paths//admin/v1/events/get(events)`.
+    public enum Events {
+        public static let id: Swift.String = "events"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/events/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// A `nextCursor` of this feed; without it, the feed from its start.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/query/after`.
+                public var after: Swift.String?
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// One app's events only.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/query/bundleId`.
+                public var bundleId: Swift.String?
+                /// One customer's events only (with `bundleId`); aliases are resolved, and the events of the guest ids linked to the customer are included.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/query/customerId`.
+                public var customerId: Components.Schemas.CustomerId?
+                /// Events of this type only.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/query/type`.
+                public var _type: Components.Schemas.EventType?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - after: A `nextCursor` of this feed; without it, the feed from its start.
+                ///   - limit: How many items a page holds at most.
+                ///   - bundleId: One app's events only.
+                ///   - customerId: One customer's events only (with `bundleId`); aliases are resolved, and the events of the guest ids linked to the customer are included.
+                ///   - _type: Events of this type only.
+                public init(
+                    after: Swift.String? = nil,
+                    limit: Components.Parameters.Limit? = nil,
+                    bundleId: Swift.String? = nil,
+                    customerId: Components.Schemas.CustomerId? = nil,
+                    _type: Components.Schemas.EventType? = nil
+                ) {
+                    self.after = after
+                    self.limit = limit
+                    self.bundleId = bundleId
+                    self.customerId = customerId
+                    self._type = _type
+                }
+            }
+            public var query: Operations.Events.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/events/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Events.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Events.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.Events.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.Events.Input.Query = .init(),
+                headers: Operations.Events.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/events/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.EventPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.EventPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Events.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Events.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of events.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/events/get(events)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.Events.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.Events.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/events/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/events/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Events.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Events.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidLimit`, `invalidCursor`, `invalidEventType`, `invalidCustomerId`, `bundleIdRequired` (a `customerId` without its app).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/events/get(events)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.Events.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.Events.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/events/get(events)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/events/get(events)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// An app's webhook endpoints, a page at a time
+    ///
+    /// Oldest first. Secrets are never listed.
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)`.
+    public enum WebhookEndpoints {
+        public static let id: Swift.String = "webhookEndpoints"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.WebhookEndpoints.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.WebhookEndpoints.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookEndpoints.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookEndpoints.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.WebhookEndpoints.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.WebhookEndpoints.Input.Path,
+                query: Operations.WebhookEndpoints.Input.Query = .init(),
+                headers: Operations.WebhookEndpoints.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WebhookEndpointPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookEndpointPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.WebhookEndpoints.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.WebhookEndpoints.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of endpoints.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.WebhookEndpoints.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.WebhookEndpoints.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidLimit` (not 1–1000) or `invalidCursor` (not a `nextCursor` of this list).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidPage)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidPage {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Add a webhook endpoint
+    ///
+    /// The endpoint receives, as Standard Webhooks, every event of the app recorded from now on whose type it asks for (all of them when `eventTypes` is empty or absent); `replay` sends older ones. The answer holds its signing secret (`whsec_…`), shown only here and when it is rotated. The URL must be HTTPS; plain HTTP is accepted only to a loopback host, in development mode or with `webhooks.allow-http-loopback`.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)`.
+    public enum CreateWebhookEndpoint {
+        public static let id: Swift.String = "createWebhookEndpoint"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.CreateWebhookEndpoint.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateWebhookEndpoint.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateWebhookEndpoint.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.CreateWebhookEndpoint.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.WebhookEndpointInput)
+            }
+            public var body: Operations.CreateWebhookEndpoint.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.CreateWebhookEndpoint.Input.Path,
+                headers: Operations.CreateWebhookEndpoint.Input.Headers = .init(),
+                body: Operations.CreateWebhookEndpoint.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.WebhookEndpointWithSecret)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookEndpointWithSecret {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateWebhookEndpoint.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateWebhookEndpoint.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The endpoint and its secret.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.CreateWebhookEndpoint.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.CreateWebhookEndpoint.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateWebhookEndpoint.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateWebhookEndpoint.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidWebhookURL` (not a URL, not HTTPS, plain HTTP to a host that is not loopback or without the setting, credentials in it), `invalidEventType`, `invalidDescription`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.CreateWebhookEndpoint.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.CreateWebhookEndpoint.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// One webhook endpoint and how its deliveries stand
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)`.
+    public enum WebhookEndpoint {
+        public static let id: Swift.String = "webhookEndpoint"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/GET/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                }
+            }
+            public var path: Operations.WebhookEndpoint.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookEndpoint.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookEndpoint.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.WebhookEndpoint.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.WebhookEndpoint.Input.Path,
+                headers: Operations.WebhookEndpoint.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WebhookEndpoint)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookEndpoint {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.WebhookEndpoint.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.WebhookEndpoint.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The endpoint.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.WebhookEndpoint.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.WebhookEndpoint.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`, `webhookEndpointNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.WebhookEndpointNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.WebhookEndpointNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Change an endpoint's URL, event types, description, or pause it
+    ///
+    /// A paused endpoint (`enabled: false`) is sent nothing, and loses nothing: what is recorded while it is paused is sent, in order, once it is enabled again.
+    ///
+    /// - Remark: HTTP `PATCH /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)`.
+    public enum UpdateWebhookEndpoint {
+        public static let id: Swift.String = "updateWebhookEndpoint"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                }
+            }
+            public var path: Operations.UpdateWebhookEndpoint.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UpdateWebhookEndpoint.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UpdateWebhookEndpoint.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.UpdateWebhookEndpoint.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/requestBody/content/application\/json`.
+                case json(Components.Schemas.WebhookEndpointPatch)
+            }
+            public var body: Operations.UpdateWebhookEndpoint.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.UpdateWebhookEndpoint.Input.Path,
+                headers: Operations.UpdateWebhookEndpoint.Input.Headers = .init(),
+                body: Operations.UpdateWebhookEndpoint.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WebhookEndpoint)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookEndpoint {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.UpdateWebhookEndpoint.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.UpdateWebhookEndpoint.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The endpoint as it is now.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.UpdateWebhookEndpoint.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.UpdateWebhookEndpoint.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/PATCH/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.UpdateWebhookEndpoint.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.UpdateWebhookEndpoint.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidWebhookURL`, `invalidEventType`, `invalidDescription`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.UpdateWebhookEndpoint.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.UpdateWebhookEndpoint.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`, `webhookEndpointNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.WebhookEndpointNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.WebhookEndpointNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Remove an endpoint and the deliveries it still had to receive
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)`.
+    public enum DeleteWebhookEndpoint {
+        public static let id: Swift.String = "deleteWebhookEndpoint"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/DELETE/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/DELETE/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/DELETE/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                }
+            }
+            public var path: Operations.DeleteWebhookEndpoint.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/DELETE/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteWebhookEndpoint.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteWebhookEndpoint.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.DeleteWebhookEndpoint.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.DeleteWebhookEndpoint.Input.Path,
+                headers: Operations.DeleteWebhookEndpoint.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                public init() {}
+            }
+            /// Removed.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.DeleteWebhookEndpoint.Output.NoContent)
+            /// Removed.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            public static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            public var noContent: Operations.DeleteWebhookEndpoint.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`, `webhookEndpointNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.WebhookEndpointNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.WebhookEndpointNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Rotate an endpoint's signing secret
+    ///
+    /// A new secret signs every delivery from now on. Until `previousSecretExpiresAt` each delivery also carries a signature by the previous secret (`webhook-signature: v1,<new> v1,<previous>`), so a receiver can switch to the new secret at its own pace. A second rotation during the first ends the first one's previous secret at once.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/secret`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)`.
+    public enum RotateWebhookSecret {
+        public static let id: Swift.String = "rotateWebhookSecret"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                }
+            }
+            public var path: Operations.RotateWebhookSecret.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RotateWebhookSecret.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RotateWebhookSecret.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.RotateWebhookSecret.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.WebhookSecretRotation)
+            }
+            public var body: Operations.RotateWebhookSecret.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.RotateWebhookSecret.Input.Path,
+                headers: Operations.RotateWebhookSecret.Input.Headers = .init(),
+                body: Operations.RotateWebhookSecret.Input.Body? = nil
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WebhookSecret)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookSecret {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RotateWebhookSecret.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RotateWebhookSecret.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The new secret.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.RotateWebhookSecret.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.RotateWebhookSecret.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RotateWebhookSecret.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RotateWebhookSecret.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidOverlap` (not 0 to 604800 seconds).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.RotateWebhookSecret.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.RotateWebhookSecret.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`, `webhookEndpointNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.WebhookEndpointNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.WebhookEndpointNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// An endpoint's deliveries, newest first, with their last answer
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)`.
+    public enum WebhookDeliveries {
+        public static let id: Swift.String = "webhookDeliveries"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                }
+            }
+            public var path: Operations.WebhookDeliveries.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// Only the deliveries in this state.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/query/state`.
+                public var state: Components.Schemas.WebhookDeliveryState?
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - state: Only the deliveries in this state.
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    state: Components.Schemas.WebhookDeliveryState? = nil,
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.state = state
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.WebhookDeliveries.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookDeliveries.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookDeliveries.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.WebhookDeliveries.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.WebhookDeliveries.Input.Path,
+                query: Operations.WebhookDeliveries.Input.Query = .init(),
+                headers: Operations.WebhookDeliveries.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WebhookDeliveryPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookDeliveryPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.WebhookDeliveries.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.WebhookDeliveries.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of deliveries.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.WebhookDeliveries.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.WebhookDeliveries.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.WebhookDeliveries.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.WebhookDeliveries.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidLimit`, `invalidCursor`, `invalidState`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.WebhookDeliveries.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.WebhookDeliveries.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`, `webhookEndpointNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.WebhookEndpointNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.WebhookEndpointNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// One delivery, every attempt and what the receiver answered
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)`.
+    public enum WebhookDelivery {
+        public static let id: Swift.String = "webhookDelivery"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// The delivery's id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/path/delivery`.
+                public var delivery: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                ///   - delivery: The delivery's id.
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId,
+                    delivery: Swift.String
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                    self.delivery = delivery
+                }
+            }
+            public var path: Operations.WebhookDelivery.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookDelivery.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.WebhookDelivery.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.WebhookDelivery.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.WebhookDelivery.Input.Path,
+                headers: Operations.WebhookDelivery.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WebhookDeliveryDetail)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookDeliveryDetail {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.WebhookDelivery.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.WebhookDelivery.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The delivery and its attempts, oldest first.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.WebhookDelivery.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.WebhookDelivery.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.WebhookDelivery.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.WebhookDelivery.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `webhookEndpointNotFound`, `webhookDeliveryNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.WebhookDelivery.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.WebhookDelivery.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Send one event again, or every event since a time
+    ///
+    /// Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after `since` that the endpoint takes, even those already delivered. Each keeps its `webhook-id`, so a receiver that already processed one recognises it. Replayed events go out in order for each customer.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/replay`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)`.
+    public enum ReplayWebhookEvents {
+        public static let id: Swift.String = "replayWebhookEvents"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The webhook endpoint's id (`ep_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/path/endpoint`.
+                public var endpoint: Components.Parameters.WebhookEndpointId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - endpoint: The webhook endpoint's id (`ep_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    endpoint: Components.Parameters.WebhookEndpointId
+                ) {
+                    self.bundle = bundle
+                    self.endpoint = endpoint
+                }
+            }
+            public var path: Operations.ReplayWebhookEvents.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReplayWebhookEvents.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReplayWebhookEvents.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ReplayWebhookEvents.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.WebhookReplayRequest)
+            }
+            public var body: Operations.ReplayWebhookEvents.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.ReplayWebhookEvents.Input.Path,
+                headers: Operations.ReplayWebhookEvents.Input.Headers = .init(),
+                body: Operations.ReplayWebhookEvents.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/responses/202/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.WebhookReplayResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.WebhookReplayResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ReplayWebhookEvents.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ReplayWebhookEvents.Output.Accepted.Body) {
+                    self.body = body
+                }
+            }
+            /// The deliveries queued.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.ReplayWebhookEvents.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            public var accepted: Operations.ReplayWebhookEvents.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ReplayWebhookEvents.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ReplayWebhookEvents.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidReplay` (neither or both of `eventId` and `since`).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.ReplayWebhookEvents.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.ReplayWebhookEvents.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ReplayWebhookEvents.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ReplayWebhookEvents.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `webhookEndpointNotFound`, `eventNotFound` (no event of the app with this id).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.ReplayWebhookEvents.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.ReplayWebhookEvents.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Give a customer a product, by hand
+    ///
+    /// The operator's grant: the product's entitlements (or a consumable's credits) as if it had been bought, without money, until `expiresDate` (for good without one; a non-renewing product lasts its `durationSeconds`). It is a purchase of the ledger (`transactionId` `grant-…`) and an `access.granted` event whose source is `operator`, with the note.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/grants`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)`.
+    public enum GrantProduct {
+        public static let id: Swift.String = "grantProduct"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    customer: Components.Parameters.Customer
+                ) {
+                    self.bundle = bundle
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.GrantProduct.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GrantProduct.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GrantProduct.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GrantProduct.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.GrantRequest)
+            }
+            public var body: Operations.GrantProduct.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.GrantProduct.Input.Path,
+                headers: Operations.GrantProduct.Input.Headers = .init(),
+                body: Operations.GrantProduct.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.Customer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Customer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GrantProduct.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GrantProduct.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer as the grant leaves them.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.GrantProduct.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.GrantProduct.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GrantProduct.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GrantProduct.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidCustomerId`, `invalidNote` (1–500 characters), `invalidExpiry` (not in the future), `invalidEnvironment`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.GrantProduct.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.GrantProduct.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/grants/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GrantProduct.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GrantProduct.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `productNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GrantProduct.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.GrantProduct.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Take a purchase or a grant back, by hand
+    ///
+    /// The operator's revocation: the purchase stops granting (its `revocationReason` is `operator`), a consumable's credits are taken back, no money moves (refunds are Apple's). An `access.revoked` event whose source is `operator` carries the note. Revoking a revoked purchase changes nothing (200, no event).
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/revocations`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)`.
+    public enum RevokePurchase {
+        public static let id: Swift.String = "revokePurchase"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    customer: Components.Parameters.Customer
+                ) {
+                    self.bundle = bundle
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.RevokePurchase.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RevokePurchase.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RevokePurchase.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.RevokePurchase.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.RevocationRequest)
+            }
+            public var body: Operations.RevokePurchase.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.RevokePurchase.Input.Path,
+                headers: Operations.RevokePurchase.Input.Headers = .init(),
+                body: Operations.RevokePurchase.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Customer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Customer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RevokePurchase.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RevokePurchase.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer as the revocation leaves them.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.RevokePurchase.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.RevokePurchase.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RevokePurchase.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RevokePurchase.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidCustomerId`, `invalidNote`, `invalidEnvironment`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.RevokePurchase.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.RevokePurchase.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/revocations/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RevokePurchase.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RevokePurchase.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `purchaseNotFound` (the customer has no such purchase).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.RevokePurchase.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.RevokePurchase.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Credit or debit a customer's balance, by hand
+    ///
+    /// Adds `delta` (negative to take) to one credit, once per `requestId` of the customer (a resend answers the customer without moving anything twice; the same `requestId` with another change is 409 `requestIdReused`). A balance never goes below zero (409 `insufficientBalance`). A `credits.adjusted` event whose source is `operator` carries the note.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)`.
+    public enum AdjustBalance {
+        public static let id: Swift.String = "adjustBalance"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    customer: Components.Parameters.Customer
+                ) {
+                    self.bundle = bundle
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.AdjustBalance.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.AdjustBalance.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.AdjustBalance.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.AdjustBalance.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.BalanceAdjustmentRequest)
+            }
+            public var body: Operations.AdjustBalance.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.AdjustBalance.Input.Path,
+                headers: Operations.AdjustBalance.Input.Headers = .init(),
+                body: Operations.AdjustBalance.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Customer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Customer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.AdjustBalance.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.AdjustBalance.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The customer as the adjustment leaves them.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.AdjustBalance.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.AdjustBalance.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.AdjustBalance.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.AdjustBalance.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody`, `invalidCustomerId`, `invalidNote`, `invalidAmount` (zero), `invalidCredit`, `invalidRequestId`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.AdjustBalance.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.AdjustBalance.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.AdjustBalance.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.AdjustBalance.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// `insufficientBalance`, `requestIdReused`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.AdjustBalance.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.AdjustBalance.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
 }

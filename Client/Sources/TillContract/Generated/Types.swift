@@ -284,6 +284,89 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /admin/v1/reports/revenue`.
     /// - Remark: Generated from `#/paths//admin/v1/reports/revenue/get(revenue)`.
     func revenue(_ input: Operations.Revenue.Input) async throws -> Operations.Revenue.Output
+    /// The event feed, oldest first, resumable
+    ///
+    /// Every change the ledger made, as the same events the webhooks deliver (docs/events.md), in the order they were recorded: `sequence` grows with each event and an event never appears before one with a lower `sequence`. Keep the `nextCursor` of each page and pass it as `after` to read what came since: a page that ends the feed gives it too, so a reader that polls resumes exactly where it stopped. With `bundleId`, one app's events; with `customerId` too, one customer's, their guest ids' included (read from an index: a customer's timeline).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/events`.
+    /// - Remark: Generated from `#/paths//admin/v1/events/get(events)`.
+    func events(_ input: Operations.Events.Input) async throws -> Operations.Events.Output
+    /// An app's webhook endpoints, a page at a time
+    ///
+    /// Oldest first. Secrets are never listed.
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)`.
+    func webhookEndpoints(_ input: Operations.WebhookEndpoints.Input) async throws -> Operations.WebhookEndpoints.Output
+    /// Add a webhook endpoint
+    ///
+    /// The endpoint receives, as Standard Webhooks, every event of the app recorded from now on whose type it asks for (all of them when `eventTypes` is empty or absent); `replay` sends older ones. The answer holds its signing secret (`whsec_…`), shown only here and when it is rotated. The URL must be HTTPS; plain HTTP is accepted only to a loopback host, in development mode or with `webhooks.allow-http-loopback`.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)`.
+    func createWebhookEndpoint(_ input: Operations.CreateWebhookEndpoint.Input) async throws -> Operations.CreateWebhookEndpoint.Output
+    /// One webhook endpoint and how its deliveries stand
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)`.
+    func webhookEndpoint(_ input: Operations.WebhookEndpoint.Input) async throws -> Operations.WebhookEndpoint.Output
+    /// Change an endpoint's URL, event types, description, or pause it
+    ///
+    /// A paused endpoint (`enabled: false`) is sent nothing, and loses nothing: what is recorded while it is paused is sent, in order, once it is enabled again.
+    ///
+    /// - Remark: HTTP `PATCH /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)`.
+    func updateWebhookEndpoint(_ input: Operations.UpdateWebhookEndpoint.Input) async throws -> Operations.UpdateWebhookEndpoint.Output
+    /// Remove an endpoint and the deliveries it still had to receive
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)`.
+    func deleteWebhookEndpoint(_ input: Operations.DeleteWebhookEndpoint.Input) async throws -> Operations.DeleteWebhookEndpoint.Output
+    /// Rotate an endpoint's signing secret
+    ///
+    /// A new secret signs every delivery from now on. Until `previousSecretExpiresAt` each delivery also carries a signature by the previous secret (`webhook-signature: v1,<new> v1,<previous>`), so a receiver can switch to the new secret at its own pace. A second rotation during the first ends the first one's previous secret at once.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/secret`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)`.
+    func rotateWebhookSecret(_ input: Operations.RotateWebhookSecret.Input) async throws -> Operations.RotateWebhookSecret.Output
+    /// An endpoint's deliveries, newest first, with their last answer
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)`.
+    func webhookDeliveries(_ input: Operations.WebhookDeliveries.Input) async throws -> Operations.WebhookDeliveries.Output
+    /// One delivery, every attempt and what the receiver answered
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)`.
+    func webhookDelivery(_ input: Operations.WebhookDelivery.Input) async throws -> Operations.WebhookDelivery.Output
+    /// Send one event again, or every event since a time
+    ///
+    /// Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after `since` that the endpoint takes, even those already delivered. Each keeps its `webhook-id`, so a receiver that already processed one recognises it. Replayed events go out in order for each customer.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/replay`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)`.
+    func replayWebhookEvents(_ input: Operations.ReplayWebhookEvents.Input) async throws -> Operations.ReplayWebhookEvents.Output
+    /// Give a customer a product, by hand
+    ///
+    /// The operator's grant: the product's entitlements (or a consumable's credits) as if it had been bought, without money, until `expiresDate` (for good without one; a non-renewing product lasts its `durationSeconds`). It is a purchase of the ledger (`transactionId` `grant-…`) and an `access.granted` event whose source is `operator`, with the note.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/grants`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)`.
+    func grantProduct(_ input: Operations.GrantProduct.Input) async throws -> Operations.GrantProduct.Output
+    /// Take a purchase or a grant back, by hand
+    ///
+    /// The operator's revocation: the purchase stops granting (its `revocationReason` is `operator`), a consumable's credits are taken back, no money moves (refunds are Apple's). An `access.revoked` event whose source is `operator` carries the note. Revoking a revoked purchase changes nothing (200, no event).
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/revocations`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)`.
+    func revokePurchase(_ input: Operations.RevokePurchase.Input) async throws -> Operations.RevokePurchase.Output
+    /// Credit or debit a customer's balance, by hand
+    ///
+    /// Adds `delta` (negative to take) to one credit, once per `requestId` of the customer (a resend answers the customer without moving anything twice; the same `requestId` with another change is 409 `requestIdReused`). A balance never goes below zero (409 `insufficientBalance`). A `credits.adjusted` event whose source is `operator` carries the note.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)`.
+    func adjustBalance(_ input: Operations.AdjustBalance.Input) async throws -> Operations.AdjustBalance.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -891,6 +974,211 @@ extension APIProtocol {
         try await revenue(Operations.Revenue.Input(
             query: query,
             headers: headers
+        ))
+    }
+    /// The event feed, oldest first, resumable
+    ///
+    /// Every change the ledger made, as the same events the webhooks deliver (docs/events.md), in the order they were recorded: `sequence` grows with each event and an event never appears before one with a lower `sequence`. Keep the `nextCursor` of each page and pass it as `after` to read what came since: a page that ends the feed gives it too, so a reader that polls resumes exactly where it stopped. With `bundleId`, one app's events; with `customerId` too, one customer's, their guest ids' included (read from an index: a customer's timeline).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/events`.
+    /// - Remark: Generated from `#/paths//admin/v1/events/get(events)`.
+    public func events(
+        query: Operations.Events.Input.Query = .init(),
+        headers: Operations.Events.Input.Headers = .init()
+    ) async throws -> Operations.Events.Output {
+        try await events(Operations.Events.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// An app's webhook endpoints, a page at a time
+    ///
+    /// Oldest first. Secrets are never listed.
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/get(webhookEndpoints)`.
+    public func webhookEndpoints(
+        path: Operations.WebhookEndpoints.Input.Path,
+        query: Operations.WebhookEndpoints.Input.Query = .init(),
+        headers: Operations.WebhookEndpoints.Input.Headers = .init()
+    ) async throws -> Operations.WebhookEndpoints.Output {
+        try await webhookEndpoints(Operations.WebhookEndpoints.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Add a webhook endpoint
+    ///
+    /// The endpoint receives, as Standard Webhooks, every event of the app recorded from now on whose type it asks for (all of them when `eventTypes` is empty or absent); `replay` sends older ones. The answer holds its signing secret (`whsec_…`), shown only here and when it is rotated. The URL must be HTTPS; plain HTTP is accepted only to a loopback host, in development mode or with `webhooks.allow-http-loopback`.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/post(createWebhookEndpoint)`.
+    public func createWebhookEndpoint(
+        path: Operations.CreateWebhookEndpoint.Input.Path,
+        headers: Operations.CreateWebhookEndpoint.Input.Headers = .init(),
+        body: Operations.CreateWebhookEndpoint.Input.Body
+    ) async throws -> Operations.CreateWebhookEndpoint.Output {
+        try await createWebhookEndpoint(Operations.CreateWebhookEndpoint.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// One webhook endpoint and how its deliveries stand
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/get(webhookEndpoint)`.
+    public func webhookEndpoint(
+        path: Operations.WebhookEndpoint.Input.Path,
+        headers: Operations.WebhookEndpoint.Input.Headers = .init()
+    ) async throws -> Operations.WebhookEndpoint.Output {
+        try await webhookEndpoint(Operations.WebhookEndpoint.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Change an endpoint's URL, event types, description, or pause it
+    ///
+    /// A paused endpoint (`enabled: false`) is sent nothing, and loses nothing: what is recorded while it is paused is sent, in order, once it is enabled again.
+    ///
+    /// - Remark: HTTP `PATCH /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/patch(updateWebhookEndpoint)`.
+    public func updateWebhookEndpoint(
+        path: Operations.UpdateWebhookEndpoint.Input.Path,
+        headers: Operations.UpdateWebhookEndpoint.Input.Headers = .init(),
+        body: Operations.UpdateWebhookEndpoint.Input.Body
+    ) async throws -> Operations.UpdateWebhookEndpoint.Output {
+        try await updateWebhookEndpoint(Operations.UpdateWebhookEndpoint.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Remove an endpoint and the deliveries it still had to receive
+    ///
+    /// - Remark: HTTP `DELETE /admin/v1/apps/{bundle}/webhooks/{endpoint}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/delete(deleteWebhookEndpoint)`.
+    public func deleteWebhookEndpoint(
+        path: Operations.DeleteWebhookEndpoint.Input.Path,
+        headers: Operations.DeleteWebhookEndpoint.Input.Headers = .init()
+    ) async throws -> Operations.DeleteWebhookEndpoint.Output {
+        try await deleteWebhookEndpoint(Operations.DeleteWebhookEndpoint.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Rotate an endpoint's signing secret
+    ///
+    /// A new secret signs every delivery from now on. Until `previousSecretExpiresAt` each delivery also carries a signature by the previous secret (`webhook-signature: v1,<new> v1,<previous>`), so a receiver can switch to the new secret at its own pace. A second rotation during the first ends the first one's previous secret at once.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/secret`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/secret/post(rotateWebhookSecret)`.
+    public func rotateWebhookSecret(
+        path: Operations.RotateWebhookSecret.Input.Path,
+        headers: Operations.RotateWebhookSecret.Input.Headers = .init(),
+        body: Operations.RotateWebhookSecret.Input.Body? = nil
+    ) async throws -> Operations.RotateWebhookSecret.Output {
+        try await rotateWebhookSecret(Operations.RotateWebhookSecret.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// An endpoint's deliveries, newest first, with their last answer
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/get(webhookDeliveries)`.
+    public func webhookDeliveries(
+        path: Operations.WebhookDeliveries.Input.Path,
+        query: Operations.WebhookDeliveries.Input.Query = .init(),
+        headers: Operations.WebhookDeliveries.Input.Headers = .init()
+    ) async throws -> Operations.WebhookDeliveries.Output {
+        try await webhookDeliveries(Operations.WebhookDeliveries.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// One delivery, every attempt and what the receiver answered
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}/get(webhookDelivery)`.
+    public func webhookDelivery(
+        path: Operations.WebhookDelivery.Input.Path,
+        headers: Operations.WebhookDelivery.Input.Headers = .init()
+    ) async throws -> Operations.WebhookDelivery.Output {
+        try await webhookDelivery(Operations.WebhookDelivery.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Send one event again, or every event since a time
+    ///
+    /// Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after `since` that the endpoint takes, even those already delivered. Each keeps its `webhook-id`, so a receiver that already processed one recognises it. Replayed events go out in order for each customer.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/replay`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)`.
+    public func replayWebhookEvents(
+        path: Operations.ReplayWebhookEvents.Input.Path,
+        headers: Operations.ReplayWebhookEvents.Input.Headers = .init(),
+        body: Operations.ReplayWebhookEvents.Input.Body
+    ) async throws -> Operations.ReplayWebhookEvents.Output {
+        try await replayWebhookEvents(Operations.ReplayWebhookEvents.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Give a customer a product, by hand
+    ///
+    /// The operator's grant: the product's entitlements (or a consumable's credits) as if it had been bought, without money, until `expiresDate` (for good without one; a non-renewing product lasts its `durationSeconds`). It is a purchase of the ledger (`transactionId` `grant-…`) and an `access.granted` event whose source is `operator`, with the note.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/grants`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/grants/post(grantProduct)`.
+    public func grantProduct(
+        path: Operations.GrantProduct.Input.Path,
+        headers: Operations.GrantProduct.Input.Headers = .init(),
+        body: Operations.GrantProduct.Input.Body
+    ) async throws -> Operations.GrantProduct.Output {
+        try await grantProduct(Operations.GrantProduct.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Take a purchase or a grant back, by hand
+    ///
+    /// The operator's revocation: the purchase stops granting (its `revocationReason` is `operator`), a consumable's credits are taken back, no money moves (refunds are Apple's). An `access.revoked` event whose source is `operator` carries the note. Revoking a revoked purchase changes nothing (200, no event).
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/revocations`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/revocations/post(revokePurchase)`.
+    public func revokePurchase(
+        path: Operations.RevokePurchase.Input.Path,
+        headers: Operations.RevokePurchase.Input.Headers = .init(),
+        body: Operations.RevokePurchase.Input.Body
+    ) async throws -> Operations.RevokePurchase.Output {
+        try await revokePurchase(Operations.RevokePurchase.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Credit or debit a customer's balance, by hand
+    ///
+    /// Adds `delta` (negative to take) to one credit, once per `requestId` of the customer (a resend answers the customer without moving anything twice; the same `requestId` with another change is 409 `requestIdReused`). A balance never goes below zero (409 `insufficientBalance`). A `credits.adjusted` event whose source is `operator` carries the note.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/customers/{customer}/balance-adjustments/post(adjustBalance)`.
+    public func adjustBalance(
+        path: Operations.AdjustBalance.Input.Path,
+        headers: Operations.AdjustBalance.Input.Headers = .init(),
+        body: Operations.AdjustBalance.Input.Body
+    ) async throws -> Operations.AdjustBalance.Output {
+        try await adjustBalance(Operations.AdjustBalance.Input(
+            path: path,
+            headers: headers,
+            body: body
         ))
     }
 }

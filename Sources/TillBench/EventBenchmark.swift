@@ -1,0 +1,371 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOHTTP1
+import ServiceLifecycle
+import TillContract
+import TillCore
+import TillDevelopment
+import TillFormats
+import TillServer
+import TillSimulator
+import TillStorage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Events to the app's backend under load (`till bench events`, docs/benchmarks.md):
+///
+/// 1. **CPU per purchase, without and with one endpoint**: `purchases` signed transactions sent to the server at
+///    `rate`, once with no webhook endpoint (each purchase still writes its event), once more with one endpoint
+///    taking every event until every event is delivered, and once more without. The process's CPU time from the
+///    first request to the last acknowledgement (and, with the endpoint, the last delivery), divided by the
+///    purchases; what an endpoint adds is its run's less the mean of the two others. Apple is left out (no
+///    confirmation worker runs), so the runs do the same work besides.
+/// 2. **Events delivered per second**: `events` events recorded while the endpoint is paused, for `customers`
+///    customers, then the endpoint enabled and the time until the last is delivered.
+///
+/// "Delivered" is counted by the receiver (the server is not asked while it is measured). The receiver runs in a
+/// process of its own (`till bench receiver`), so the server's CPU time is the server's (and
+/// the in-process load generator's, the same in both runs); the receiver reports its own.
+public enum EventBenchmark {
+    public struct Options: Sendable {
+        var purchases: Int
+        var rate: Int
+        var events: Int
+        var customers: Int
+        var connections: Int
+        var databaseURL: String?
+
+        public init(purchases: Int, rate: Int, events: Int, customers: Int, connections: Int, databaseURL: String?) {
+            self.purchases = purchases
+            self.rate = rate
+            self.events = events
+            self.customers = customers
+            self.connections = connections
+            self.databaseURL = databaseURL
+        }
+    }
+
+    public static func run(_ options: Options) async throws -> String {
+        var quiet = Logger(label: "till.bench")
+        quiet.logLevel = .warning
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try await Simulator.open(SimulatorConfiguration(), logger: quiet)
+        let server = try await PurchaseServer.open(
+            ServerConfiguration(
+                database: try DatabaseConfiguration(
+                    parsing: options.databaseURL ?? directory.appendingPathComponent("till.sqlite").path
+                ),
+                operatorToken: "bench",
+                sandboxJWSRoots: [simulator.signer.jwsAuthority.root],
+                contentDirectory: directory.appendingPathComponent("content").path,
+                webhooks: WebhookSettings(allowHTTPToLoopback: true)
+            ),
+            logger: quiet
+        )
+        let demo = try await DevelopmentSetup.prepare(server: server, simulator: simulator)
+        say("preparing \(3 * options.purchases) signed purchases for \(options.customers) customers…")
+        let bodies = try await purchases(3 * options.purchases, customers: options.customers, simulator, demo)
+        let receiver = try ReceiverProcess.start()
+        // The server's HTTP API and its webhook worker; no confirmation worker: Apple is not part of this figure.
+        let serverPort = try await Ports.start(
+            { report in
+                var application = Application(
+                    router: buildServerRouter(server),
+                    configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                    onServerRunning: { await report($0.localAddress?.port ?? 0) },
+                    logger: quiet
+                )
+                application.addServices(WebhookWorker(server: server))
+                return application
+            },
+            logger: quiet
+        )
+        var lines: [String] = []
+        do {
+            let port = serverPort.port
+            let runs = options.purchases
+            // 1. Without an endpoint, with one taking every event, without again (the second run without one shows
+            //    what a larger database alone adds; the endpoint's cost is measured against the mean of the two).
+            say("\(runs) purchases at \(options.rate)/s, no webhook endpoint…")
+            let without = try await send(Array(bodies[..<runs]), port: port, demo: demo, options)
+            let endpoint = try await server.webhookEndpoints.create(
+                bundleId: demo.bundleId,
+                .init(url: "http://127.0.0.1:\(receiver.port)/till/events")
+            )
+            let receivedBefore = try receiver.sample()
+            say("\(runs) purchases at \(options.rate)/s, one endpoint taking every event…")
+            let with = try await send(Array(bodies[runs..<(2 * runs)]), port: port, demo: demo, options) {
+                try receiver.sample().count >= receivedBefore.count + runs
+            }
+            let receivedWith = try receiver.sample()
+            try await server.webhookEndpoints.delete(bundleId: demo.bundleId, id: endpoint.endpoint.id)
+            say("\(runs) purchases at \(options.rate)/s, no webhook endpoint again…")
+            let withoutAgain = try await send(Array(bodies[(2 * runs)...]), port: port, demo: demo, options)
+            let baseline = (without.cpu + withoutAgain.cpu) / 2
+            lines.append(
+                "without_endpoint purchases=\(runs)+\(runs) acknowledged=\(without.acknowledged)+\(withoutAgain.acknowledged) "
+                    + "cpu_s=\(format(without.cpu, 2))+\(format(withoutAgain.cpu, 2)) "
+                    + "cpu_per_purchase_ms=\(format(baseline * 1000 / Double(runs), 3))"
+            )
+            let delivered = receivedWith.count - receivedBefore.count
+            lines.append(
+                "with_endpoint purchases=\(runs) acknowledged=\(with.acknowledged) delivered=\(delivered) "
+                    + "cpu_s=\(format(with.cpu, 2)) cpu_per_purchase_ms=\(format(with.cpu * 1000 / Double(runs), 3)) "
+                    + "added_per_purchase_ms=\(format((with.cpu - baseline) * 1000 / Double(runs), 3)) "
+                    + "all_delivered_after_s=\(format(with.elapsed)) "
+                    + "receiver_cpu_per_event_ms=\(format((receivedWith.cpu - receivedBefore.cpu) * 1000 / Double(max(1, delivered)), 3))"
+            )
+            // 2. A backlog: recorded for a paused endpoint, then delivered as fast as the worker can.
+            let paused = try await server.webhookEndpoints.create(
+                bundleId: demo.bundleId,
+                .init(url: "http://127.0.0.1:\(receiver.port)/till/events", enabled: false)
+            )
+            say("recording \(options.events) events for \(options.customers) customers, the endpoint paused…")
+            let clock = ContinuousClock()
+            let recordStart = clock.now
+            let recordCPU = processCPUSeconds()
+            try await record(options.events, customers: options.customers, server: server, bundleId: demo.bundleId)
+            let recording = clock.now - recordStart
+            let recordingCPU = processCPUSeconds() - recordCPU
+            let beforeBacklog = try receiver.sample()
+            say("delivering the backlog…")
+            let start = clock.now
+            let cpuAtStart = processCPUSeconds()
+            _ = try await server.webhookEndpoints.update(
+                bundleId: demo.bundleId,
+                id: paused.endpoint.id,
+                .init(enabled: true)
+            )
+            while try receiver.sample().count < beforeBacklog.count + options.events {
+                guard clock.now - start < .seconds(600) else { throw BenchmarkTimeout() }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let elapsed = seconds(clock.now - start)
+            let cpu = processCPUSeconds() - cpuAtStart
+            let afterBacklog = try receiver.sample()
+            lines.append(
+                "backlog events=\(options.events) customers=\(options.customers) recorded_in_s=\(format(seconds(recording))) "
+                    + "recorded_per_s=\(Int(Double(options.events) / seconds(recording))) recording_cpu_per_event_ms=\(format(recordingCPU * 1000 / Double(options.events), 3)) "
+                    + "delivered_in_s=\(format(elapsed)) delivered_per_s=\(Int(Double(options.events) / elapsed)) "
+                    + "server_cpu_per_event_ms=\(format(cpu * 1000 / Double(options.events), 3)) "
+                    + "receiver_cpu_per_event_ms=\(format((afterBacklog.cpu - beforeBacklog.cpu) * 1000 / Double(options.events), 3))"
+            )
+        } catch {
+            await serverPort.stop()
+            receiver.stop()
+            try? await server.shutdown()
+            try? await simulator.shutdown()
+            throw error
+        }
+        await serverPort.stop()
+        receiver.stop()
+        try await server.shutdown()
+        try await simulator.shutdown()
+        return lines.joined(separator: "\n")
+    }
+
+    struct BenchmarkTimeout: Error, CustomStringConvertible {
+        var description: String { "the deliveries did not end within 10 minutes" }
+    }
+
+    /// Sends the purchases at the rate and waits for their acknowledgements (and for `until`, when given); answers
+    /// the process's CPU seconds over the whole of it.
+    static func send(
+        _ bodies: [[UInt8]],
+        port: Int,
+        demo: DevelopmentSetup.Demo,
+        _ options: Options,
+        until done: (() async throws -> Bool)? = nil
+    ) async throws -> (acknowledged: Int, cpu: Double, elapsed: Double) {
+        let requests = bodies.map { body in
+            LoadGenerator.Request(
+                method: .POST,
+                path: "/v1/receipts",
+                host: "127.0.0.1:\(port)",
+                headers: [("Authorization", "Bearer \(demo.appKey)"), ("Content-Type", "application/json")],
+                body: body
+            )
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let cpuAtStart = processCPUSeconds()
+        let generator = LoadGenerator()
+        let answers = try await generator.run(
+            host: "127.0.0.1",
+            port: port,
+            requests: requests,
+            rate: options.rate,
+            connections: options.connections
+        )
+        try await generator.shutdown()
+        if let done {
+            while try await !done() {
+                guard clock.now - start < .seconds(600) else { throw BenchmarkTimeout() }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let (acknowledged, _) = tally(answers)
+        return (acknowledged.count, processCPUSeconds() - cpuAtStart, seconds(clock.now - start))
+    }
+
+    /// `count` events (an operator's credit each), for `customers` customers, from eight tasks at once.
+    static func record(_ count: Int, customers: Int, server: PurchaseServer, bundleId: String) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    for index in stride(from: lane, to: count, by: 8) {
+                        _ = try await server.ledger.adjustBalance(
+                            bundleId: bundleId,
+                            customerId: "customer-\(index % customers)",
+                            credit: "gems",
+                            delta: 1,
+                            requestId: "backlog-\(index)",
+                            note: "benchmark"
+                        )
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Signed purchases of a consumable, as submission bodies, spread over the customers.
+    static func purchases(_ count: Int, customers: Int, _ simulator: Simulator, _ demo: DevelopmentSetup.Demo)
+        async throws -> [[UInt8]]
+    {
+        try await withThrowingTaskGroup(of: [(Int, [UInt8])].self) { group in
+            for lane in 0..<2 {
+                group.addTask {
+                    let account = try await simulator.appStoreConnect.createAccount(
+                        AccountInput(environment: "Sandbox")
+                    )
+                    let device = try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput())
+                    var made: [(Int, [UInt8])] = []
+                    for index in stride(from: lane, to: count, by: 2) {
+                        let purchase = try await simulator.payments.addPayment(
+                            PaymentRequest(deviceId: device.id, bundleId: demo.bundleId, productId: "gems.100"),
+                            environment: .sandbox
+                        )
+                        guard let jws = purchase.signedTransaction else { continue }
+                        let body = try JSONSerialization.data(
+                            withJSONObject: ["customerId": "customer-\(index % customers)", "signedTransaction": jws]
+                        )
+                        made.append((index, Array(body)))
+                    }
+                    return made
+                }
+            }
+            var all = [[UInt8]](repeating: [], count: count)
+            for try await made in group { for (index, body) in made { all[index] = body } }
+            return all
+        }
+    }
+
+    // MARK: The receiver, in a process of its own
+
+    /// `till bench receiver`: a webhook receiver that counts what it gets and answers 204, on a free loopback port;
+    /// it prints `receiver on PORT`, then, for each line read on standard input, `received COUNT cpu_s SECONDS`.
+    public static func receiver() async throws {
+        let receiver = WebhookReceiver(keep: false)
+        var quiet = Logger(label: "till.receiver")
+        quiet.logLevel = .warning
+        let ports = try await Ports.start({ receiver.application(onServerRunning: $0) }, logger: quiet)
+        let output = FileHandle.standardOutput
+        output.write(Data("receiver on \(ports.port)\n".utf8))
+        // Standard input is read on a thread of its own: a blocking read on the cooperative pool would take one of
+        // the two threads the receiver's handlers run on.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                while readLine() != nil {
+                    output.write(Data("received \(receiver.count) cpu_s \(processCPUSeconds())\n".utf8))
+                }
+                done.resume()
+            }
+        }
+        await ports.stop()
+    }
+
+    /// The receiver's process, driven through its standard input and output.
+    final class ReceiverProcess {
+        let process: Process
+        let input: FileHandle
+        let output: FileHandle
+        let port: Int
+        private var buffer = Data()
+
+        private init(process: Process, input: FileHandle, output: FileHandle, port: Int, buffer: Data) {
+            self.process = process
+            self.input = input
+            self.output = output
+            self.port = port
+            self.buffer = buffer
+        }
+
+        static func start() throws -> ReceiverProcess {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+            if let path = Bundle.main.executablePath { process.executableURL = URL(fileURLWithPath: path) }
+            process.arguments = ["bench", "receiver"]
+            let stdin = Pipe()
+            let stdout = Pipe()
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            try process.run()
+            var buffer = Data()
+            let line = readLine(stdout.fileHandleForReading, &buffer)
+            guard let port = line.flatMap({ Int($0.replacingOccurrences(of: "receiver on ", with: "")) }) else {
+                process.terminate()
+                throw ReceiverFailure(description: "the receiver did not start: \(line ?? "")")
+            }
+            return ReceiverProcess(
+                process: process,
+                input: stdin.fileHandleForWriting,
+                output: stdout.fileHandleForReading,
+                port: port,
+                buffer: buffer
+            )
+        }
+
+        /// What it received so far and its CPU seconds.
+        func sample() throws -> (count: Int, cpu: Double) {
+            try input.write(contentsOf: Data("\n".utf8))
+            let fields = (Self.readLine(output, &buffer) ?? "").split(separator: " ")
+            guard fields.count == 4, let count = Int(fields[1]), let cpu = Double(fields[3]) else {
+                throw ReceiverFailure(description: "the receiver answered \(fields)")
+            }
+            return (count, cpu)
+        }
+
+        func stop() {
+            try? input.close()
+            process.waitUntilExit()
+        }
+
+        private static func readLine(_ handle: FileHandle, _ buffer: inout Data) -> String? {
+            while true {
+                if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer = Data(buffer[(newline + 1)...])
+                    return line
+                }
+                let chunk = handle.availableData
+                if chunk.isEmpty { return nil }
+                buffer.append(chunk)
+            }
+        }
+    }
+
+    struct ReceiverFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

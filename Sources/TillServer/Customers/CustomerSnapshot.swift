@@ -1,0 +1,61 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+import TillStorage
+
+/// What the database holds about a customer: who it really is (after aliases), its ledger, balances and the renewal
+/// states of its subscriptions. Read the same way for the customer view (`Customers`) and for the customer an event
+/// carries (`EventLog`).
+struct CustomerSnapshot: Sendable {
+    var owner: String
+    var ledger: [LedgerRecord]
+    var balances: [String: Int64]
+    var states: [SubscriptionStateRecord]
+
+    /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
+    static func read(bundleId: String, owner: String, store: ServerStore, on db: any SQLDatabase) async throws
+        -> CustomerSnapshot
+    {
+        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
+        return CustomerSnapshot(
+            owner: owner,
+            ledger: ledger,
+            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
+            states: try await subscriptionStates(of: ledger, bundleId: bundleId, store: store, on: db)
+        )
+    }
+
+    /// The entitlements the customer has at `now` (`EntitlementRules`, a grace period extending its subscription).
+    func entitlements(catalogue: [String: CatalogProduct], now: Int64) -> [Entitlement] {
+        EntitlementRules.entitlements(
+            ledger,
+            catalogue: catalogue,
+            now: now,
+            gracePeriods: Customers.gracePeriods(states)
+        )
+    }
+
+    /// The renewal states of the subscriptions in a customer's ledger.
+    static func subscriptionStates(
+        of ledger: [LedgerRecord],
+        bundleId: String,
+        store: ServerStore,
+        on db: any SQLDatabase
+    ) async throws -> [SubscriptionStateRecord] {
+        let subscriptions = Set(
+            // Receipts without a catalogue entry carry no type: any purchase with an end may be a subscription.
+            ledger.filter { $0.productType == .autoRenewable || $0.expiresDate != nil }.map(SubscriptionKey.init)
+        )
+        guard !subscriptions.isEmpty else { return [] }
+        return try await store.subscriptionStates(
+            bundleId: bundleId,
+            originalTransactionIds: Array(Set(subscriptions.map(\.originalTransactionId))).sorted(),
+            on: db
+        ).filter {
+            subscriptions.contains(
+                SubscriptionKey(environment: $0.environment, originalTransactionId: $0.originalTransactionId)
+            )
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Logging
+import SQLKit
+import Synchronization
+import TillContract
+import TillCore
+import TillHTTPKit
+import TillStorage
+
+/// The event log: every change the ledger makes (and every answer sent to Apple's consumption requests) as a typed
+/// event, written in the database transaction of the change itself (an outbox), numbered in the order the changes
+/// commit, read back as the feed (`GET /admin/v1/events`) and by the webhook deliveries (docs/events.md).
+///
+/// A change is made in `transaction(source:_:)`: the body changes what it must through a `ChangeSet`, which collects
+/// the events; at its end the events get their customer as the whole change left them (entitlements, balances,
+/// guest ids), an id and a sequence number, and are inserted before the commit.
+///
+/// Numbering: an event's `sequence` is the last one's plus one, taken at the very end of its transaction under a
+/// lock held until the commit (PostgreSQL: an advisory lock; SQLite has a single writer), so sequences commit in
+/// order and a reader that saw sequence n never sees a smaller one appear later: the feed can be read with a cursor,
+/// and the deliveries of one customer go out in the order their changes were made.
+public struct EventLog: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let catalogue: Catalogue
+    let clock: ServerClock
+    /// Signalled after a commit that wrote events (the webhook dispatcher waits on it).
+    let appended: Wakeup
+    /// The last sequence this process committed (the dispatcher's cue, besides reading the table now and then for
+    /// other processes' events).
+    let committed = SequenceMark()
+
+    /// Runs `body` in one database transaction whose events are written at its end; `source` is who told the server
+    /// of the change (a body may change it for part of its work: `ChangeSet.with(source:_:)`).
+    func transaction<Result: Sendable>(
+        source: EventSource,
+        _ body: @escaping @Sendable (ChangeSet) async throws -> Result
+    ) async throws -> Result {
+        let (result, last) = try await database.transaction { db -> (Result, Int64?) in
+            let changes = ChangeSet(db: db, source: source)
+            let result = try await body(changes)
+            return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
+        }
+        if let last {
+            committed.raise(to: last)
+            appended.signal()
+        }
+        return result
+    }
+
+    /// Writes the events of a change at the end of its transaction; answers the last one's sequence (nil: none).
+    private func write(
+        _ pending: [PendingEvent],
+        known: (CustomerKey) -> CustomerSnapshot?,
+        on db: any SQLDatabase
+    ) async throws -> Int64? {
+        guard !pending.isEmpty else { return nil }
+        let now = clock.milliseconds
+        // Each customer as the whole change left them, read once (or as the caller read them last).
+        var customers: [CustomerKey: Components.Schemas.EventCustomer] = [:]
+        for event in pending {
+            guard let customerId = event.customerId else { continue }
+            let key = CustomerKey(bundleId: event.bundleId, customerId: customerId)
+            if customers[key] == nil { customers[key] = try await customer(key, known: known(key), now: now, on: db) }
+        }
+        try await store.lockEventSequence(on: db)
+        var sequence = try await store.lastEventSequence(on: db)
+        for event in pending {
+            sequence += 1
+            let record = try EventRecord(
+                event,
+                sequence: sequence,
+                id: Self.newId(),
+                createdAt: now,
+                customer: event.customerId.flatMap {
+                    customers[CustomerKey(bundleId: event.bundleId, customerId: $0)]
+                }
+            )
+            try await store.insert(record, on: db)
+        }
+        return sequence
+    }
+
+    /// The customer as an event shows it: their entitlements and balances now, and the guest ids linked to them.
+    private func customer(_ key: CustomerKey, known: CustomerSnapshot?, now: Int64, on db: any SQLDatabase)
+        async throws -> Components.Schemas.EventCustomer
+    {
+        let snapshot: CustomerSnapshot
+        if let known {
+            snapshot = known
+        } else {
+            snapshot = try await CustomerSnapshot.read(
+                bundleId: key.bundleId,
+                owner: key.customerId,
+                store: store,
+                on: db
+            )
+        }
+        return Components.Schemas.EventCustomer(
+            id: key.customerId,
+            aliases: try await store.guests(bundleId: key.bundleId, customerId: key.customerId, on: db),
+            entitlements: snapshot.entitlements(
+                catalogue: try await catalogue.products(of: key.bundleId, on: db),
+                now: now
+            ),
+            balances: Components.Schemas.Credits(snapshot.balances)
+        )
+    }
+
+    /// `evt_` and 32 random hex digits.
+    static func newId() -> String {
+        "evt_" + UUID.random().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+    }
+
+    // MARK: The feed
+
+    /// A page of the feed as JSON (the contract's `EventPage`), the events' stored bytes as they are: after the
+    /// cursor `after` (a previous page's `nextCursor`), at most `limit`, of one app, one customer (with the guest
+    /// ids linked to them) or one type.
+    public func feed(
+        after: String?,
+        limit: Int = PageRequest.defaultLimit,
+        bundleId: String? = nil,
+        customerId: String? = nil,
+        type: EventType? = nil
+    ) async throws -> [UInt8] {
+        let start = try Self.sequence(ofCursor: after)
+        var customers: [String]?
+        if let customerId {
+            guard let bundleId else {
+                throw TillHTTPError.badRequest("bundleIdRequired", "customerId needs the bundleId of its app")
+            }
+            let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
+            customers = [owner] + (try await store.guests(bundleId: bundleId, customerId: owner, on: store.sql))
+        }
+        let records = try await store.events(
+            after: start,
+            limit: limit + 1,
+            bundleId: bundleId,
+            customerIds: customers,
+            type: type,
+            on: store.sql
+        )
+        let shown = records.prefix(limit)
+        var writer = JSONWriter(capacity: 256 + shown.reduce(0) { $0 + $1.body.utf8.count + 1 })
+        writer.object { w in
+            w.field("hasMore", records.count > limit)
+            w.key("items")
+            w.array(Array(shown)) { w, record in w.verbatim(record.body) }
+            w.field("nextCursor", String(shown.last?.sequence ?? start))
+        }
+        return writer.bytes
+    }
+
+    /// The sequence a feed cursor names (0 for none): its decimal digits.
+    static func sequence(ofCursor cursor: String?) throws -> Int64 {
+        guard let cursor, !cursor.isEmpty else { return 0 }
+        guard cursor.utf8.count <= 19, cursor.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let sequence = Int64(cursor)
+        else {
+            throw TillHTTPError.badRequest("invalidCursor", "after is a nextCursor of the feed")
+        }
+        return sequence
+    }
+}
+
+/// An event as `srv_events` keeps it: the columns the feed and the deliveries select on, and the event's JSON, written
+/// once.
+struct EventRecord: Codable, Sendable {
+    var sequence: Int64
+    var id: String
+    var bundleId: String
+    var customerId: String?
+    var type: EventType
+    var source: Components.Schemas.EventSourceKind
+    var environment: AppStoreEnvironment?
+    var occurredAt: Int64
+    var createdAt: Int64
+    /// The contract's `Event`, as JSON.
+    var body: String
+
+    init(
+        _ event: PendingEvent,
+        sequence: Int64,
+        id: String,
+        createdAt: Int64,
+        customer: Components.Schemas.EventCustomer?
+    ) throws {
+        let source = event.source ?? EventSource(kind: .app)
+        let wire = Event(
+            id: id,
+            _type: event.type,
+            sequence: sequence,
+            createdAt: createdAt,
+            occurredAt: event.occurredAt,
+            bundleId: event.bundleId,
+            environment: event.environment.flatMap { Components.Schemas.Environment(rawValue: $0.rawValue) },
+            source: source,
+            customer: customer,
+            product: event.product,
+            transaction: event.transaction,
+            price: event.price,
+            balanceChanges: event.balanceChanges.isEmpty ? nil : Components.Schemas.Credits(event.balanceChanges),
+            refund: event.refund,
+            subscription: event.subscription,
+            transfer: event.transfer,
+            rejection: event.rejection,
+            consumption: event.consumption
+        )
+        self.sequence = sequence
+        self.id = id
+        self.bundleId = event.bundleId
+        self.customerId = event.customerId
+        self.type = event.type
+        self.source = source.kind
+        self.environment = event.environment
+        self.occurredAt = event.occurredAt
+        self.createdAt = createdAt
+        self.body = String(decoding: try Self.encoder.encode(wire), as: UTF8.self)
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
+
+/// A sequence number that only moves forward, shared between tasks.
+final class SequenceMark: Sendable {
+    private let value = Atomic<Int64>(0)
+
+    var current: Int64 { value.load(ordering: .acquiring) }
+
+    func raise(to sequence: Int64) {
+        var seen = value.load(ordering: .relaxed)
+        while seen < sequence {
+            let (exchanged, now) = value.compareExchange(
+                expected: seen,
+                desired: sequence,
+                ordering: .acquiringAndReleasing
+            )
+            if exchanged { return }
+            seen = now
+        }
+    }
+}

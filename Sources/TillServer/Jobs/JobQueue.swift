@@ -1,0 +1,222 @@
+import Foundation
+import Logging
+import SQLKit
+import Synchronization
+import TillCore
+import TillHTTPKit
+import TillStorage
+
+/// What kind of durable work a job is; each kind has one worker.
+enum JobKind: String, Codable, Sendable, CaseIterable {
+    /// A submission to confirm with Apple (`ConfirmationQueue`); key: the submission's id.
+    case confirmation
+    /// One of Apple's consumption requests to answer (`ConsumptionAnswers`); key: its notification UUID.
+    case consumptionAnswer
+    /// An app to catch up with Apple (`CatchUp`); key: its bundle id. One run at a time per app.
+    case catchUp
+    /// An event to deliver to a webhook endpoint (`WebhookDeliveries`); key: the delivery's id; group: the endpoint;
+    /// stream: the endpoint and the customer, so that one customer's events go out one at a time, in order.
+    case delivery
+}
+
+/// Where a job stands. A job that is done is deleted.
+enum JobState: String, Codable, Sendable {
+    /// Waiting for `dueAt`, or under way while `claimedUntil` has not passed.
+    case queued
+    /// Given up on: an operator looks, and may put it back (`requeue`).
+    case deadLettered
+}
+
+/// A row of `srv_jobs`.
+struct Job: Codable, Sendable, Hashable {
+    var kind: JobKind
+    var jobKey: String
+    var state: JobState
+    /// Claims take one group at a time (a webhook endpoint's deliveries); "" for kinds without groups.
+    var queueGroup: String = ""
+    /// Jobs of one stream run one at a time, by `position` (a customer's deliveries to one endpoint).
+    var stream: String? = nil
+    var position: Int64 = 0
+    /// Attempts started (counted when claimed, so a job whose attempts keep killing the process still ends).
+    var attempts: Int
+    var dueAt: Int64
+    /// Held by a worker until then (several servers may share the queue on PostgreSQL).
+    var claimedUntil: Int64?
+    var lastError: String?
+    var createdAt: Int64
+    var updatedAt: Int64
+}
+
+/// The durable job queue: every piece of work the server must do later and must not lose — a confirmation with
+/// Apple, an answer to a consumption request, a catch-up run, a webhook delivery — is a job in `srv_jobs`, written in
+/// the same database transaction as what calls for it.
+///
+/// A worker claims due jobs of its kind with a lease (`claim`): on PostgreSQL several servers share the queue (`FOR
+/// UPDATE SKIP LOCKED`); on SQLite the process that owns the file does, and releases the claims a killed process left
+/// (`releaseAllClaims`). A job of a stream is claimed only when no job before it in the stream is queued, so a stream
+/// runs in order. The worker ends each attempt in the transaction that records its outcome: done (`finish`), again at
+/// a time it chooses with its back-off (`retry`), or given up on (`deadLetter`). `wake` signals the kind's worker;
+/// `/metrics` reports each kind's depth and outcomes.
+struct JobQueue: Sendable {
+    let database: TillDatabase
+    let store: ServerStore
+    let clock: ServerClock
+    let metrics: ServerMetrics
+    private let wakeups: [JobKind: Wakeup]
+
+    init(database: TillDatabase, store: ServerStore, clock: ServerClock, metrics: ServerMetrics) {
+        self.database = database
+        self.store = store
+        self.clock = clock
+        self.metrics = metrics
+        self.wakeups = Dictionary(uniqueKeysWithValues: JobKind.allCases.map { ($0, Wakeup()) })
+    }
+
+    /// What a kind's worker waits on: signalled when a job of the kind is queued or becomes due.
+    func signal(_ kind: JobKind) -> Wakeup { wakeups[kind]! }
+
+    /// Wakes the kind's worker (after the transaction that queued a job committed).
+    func wake(_ kind: JobKind) { signal(kind).signal() }
+
+    // MARK: Queueing
+
+    /// Queues a job in `db`'s transaction, due at `dueAt` (now by default); a job already queued under this key is
+    /// left as it is.
+    func enqueue(
+        _ kind: JobKind,
+        key: String,
+        group: String = "",
+        stream: String? = nil,
+        position: Int64 = 0,
+        dueAt: Int64? = nil,
+        on db: any SQLDatabase
+    ) async throws {
+        let now = clock.milliseconds
+        try await store.insertJob(
+            Job(
+                kind: kind,
+                jobKey: key,
+                state: .queued,
+                queueGroup: group,
+                stream: stream,
+                position: position,
+                attempts: 0,
+                dueAt: dueAt ?? now,
+                claimedUntil: nil,
+                createdAt: now,
+                updatedAt: now
+            ),
+            on: db
+        )
+    }
+
+    /// Makes a job due at `dueAt` at the latest: queued anew if there is none (a catch-up at start), brought forward
+    /// if it is due later. A job under way or dead-lettered is left as it is.
+    func schedule(_ kind: JobKind, key: String, dueAt: Int64, on db: any SQLDatabase) async throws {
+        try await store.scheduleJob(kind: kind, key: key, dueAt: dueAt, now: clock.milliseconds, on: db)
+    }
+
+    // MARK: Claiming
+
+    /// Claims up to `limit` due jobs of a kind (of one group) for `lease`, oldest due first, each the first queued of
+    /// its stream; their attempts are counted. Their own transaction: claims change nothing a cache holds.
+    ///
+    /// A read first: a worker that finds nothing due opens no write transaction. (One that wrote nothing would tell
+    /// the `StorageGate` that writes work again while the disk is still full, ending its outage each time a worker
+    /// looked.)
+    func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration) async throws -> [Job] {
+        guard limit > 0 else { return [] }
+        let now = clock.milliseconds
+        guard try await store.hasClaimableJob(kind: kind, group: group, now: now, on: store.sql) else { return [] }
+        return try await database.transaction(bookkeeping: true) { db in
+            try await self.store.claimJobs(
+                kind: kind,
+                group: group,
+                limit: limit,
+                now: now,
+                until: now + lease.milliseconds,
+                on: db
+            )
+        }
+    }
+
+    /// `claim(_:group:limit:lease:)` in `db`'s transaction (with what the worker records in it).
+    func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration, on db: any SQLDatabase) async throws
+        -> [Job]
+    {
+        guard limit > 0 else { return [] }
+        let now = clock.milliseconds
+        return try await store.claimJobs(
+            kind: kind,
+            group: group,
+            limit: limit,
+            now: now,
+            until: now + lease.milliseconds,
+            on: db
+        )
+    }
+
+    /// Claims one job by its key now, whether due or not, queuing it if there is none (an operator's catch-up of an
+    /// app). Nil when another worker holds it.
+    func claim(_ kind: JobKind, key: String, lease: Duration) async throws -> Job? {
+        let now = clock.milliseconds
+        return try await database.transaction(bookkeeping: true) { db in
+            try await self.store.claimJob(kind: kind, key: key, now: now, until: now + lease.milliseconds, on: db)
+        }
+    }
+
+    // MARK: Ending an attempt (in the transaction that records its outcome)
+
+    /// The job is done: it leaves the queue.
+    func finish(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws {
+        try await store.deleteJob(kind: kind, key: key, on: db)
+        metrics.job(kind: kind.rawValue, outcome: "finished")
+    }
+
+    /// These jobs are done (one statement).
+    func finish(_ kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
+        guard !keys.isEmpty else { return }
+        try await store.deleteJobs(kind: kind, keys: keys, on: db)
+        metrics.job(kind: kind.rawValue, outcome: "finished", count: keys.count)
+    }
+
+    /// The job runs again at `at` (its back-off, decided by its worker).
+    func retry(_ kind: JobKind, key: String, at: Int64, error: String?, on db: any SQLDatabase) async throws {
+        try await store.rescheduleJob(kind: kind, key: key, dueAt: at, error: error, now: clock.milliseconds, on: db)
+        metrics.job(kind: kind.rawValue, outcome: "retried")
+    }
+
+    /// The job is given up on until an operator puts it back.
+    func deadLetter(_ kind: JobKind, key: String, error: String?, on db: any SQLDatabase) async throws {
+        try await store.deadLetterJob(kind: kind, key: key, error: error, now: clock.milliseconds, on: db)
+        metrics.job(kind: kind.rawValue, outcome: "deadLettered")
+    }
+
+    /// Puts a dead-lettered job back, its attempts counted from zero, due now; false when there is none.
+    func requeue(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Bool {
+        try await store.requeueJob(kind: kind, key: key, now: clock.milliseconds, on: db)
+    }
+
+    /// The due time of a queued job, if there is one.
+    func dueAt(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Int64? {
+        try await store.job(kind: kind, key: key, on: db).flatMap { $0.state == .queued ? $0.dueAt : nil }
+    }
+
+    /// When the next job of a kind is due (UNIX ms), if any is queued.
+    func nextDue(_ kind: JobKind) async throws -> Int64? {
+        try await store.nextJobDue(kind: kind, on: store.sql)
+    }
+
+    /// Clears every claim (only for a process that knows no other worker is alive: the owner of an SQLite file);
+    /// answers how many jobs of each kind were held.
+    func releaseAllClaims() async throws -> [JobKind: Int] {
+        try await database.transaction(bookkeeping: true) { db in try await self.store.releaseJobClaims(on: db) }
+    }
+
+    /// Sleeps until a job of `kind` may be due: a signal, the next due time, or `longest` at most (another process
+    /// may have queued one).
+    func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration) async {
+        let next = (try? await nextDue(kind)).map { Duration.milliseconds(max(0, $0 - clock.milliseconds)) }
+        await signal(kind).wait(since: since, timeout: max(.milliseconds(10), min(longest, next ?? longest)))
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import SQLKit
+import TillStorage
+
+// The durable job queue (`JobQueue`): one table, `srv_jobs`, for every kind of work (migration 018-jobs).
+extension ServerStore {
+    func insertJob(_ job: Job, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
+                last_error, created_at, updated_at)
+            VALUES (\(bind: job.kind.rawValue), \(bind: job.jobKey), \(bind: job.state.rawValue), \(bind: job.queueGroup),
+                \(bind: job.stream), \(bind: job.position), \(bind: job.attempts), \(bind: job.dueAt), NULL, NULL,
+                \(bind: job.createdAt), \(bind: job.updatedAt))
+            ON CONFLICT (kind, job_key) DO NOTHING
+            """
+        ).run()
+    }
+
+    /// Queues the job due at `dueAt`, or brings a queued one forward to it; one under way or dead-lettered stays.
+    func scheduleJob(kind: JobKind, key: String, dueAt: Int64, now: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
+                last_error, created_at, updated_at)
+            VALUES (\(bind: kind.rawValue), \(bind: key), 'queued', '', NULL, 0, 0, \(bind: dueAt), NULL, NULL,
+                \(bind: now), \(bind: now))
+            ON CONFLICT (kind, job_key) DO UPDATE SET due_at = excluded.due_at, updated_at = excluded.updated_at
+            WHERE srv_jobs.state = 'queued' AND srv_jobs.due_at > excluded.due_at
+              AND (srv_jobs.claimed_until IS NULL OR srv_jobs.claimed_until < \(bind: now))
+            """
+        ).run()
+    }
+
+    /// Claims up to `limit` due jobs of a kind and group until `until`: queued, due by `now`, not held by a live
+    /// worker, and the first queued of their stream; counts their attempt. On PostgreSQL several servers share the
+    /// queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
+    func claimJobs(kind: JobKind, group: String, limit: Int, now: Int64, until: Int64, on db: any SQLDatabase)
+        async throws -> [Job]
+    {
+        let lock: SQLQueryString = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        return try await db.raw(
+            """
+            UPDATE srv_jobs SET claimed_until = \(bind: until), attempts = attempts + 1, updated_at = \(bind: now)
+            WHERE kind = \(bind: kind.rawValue) AND job_key IN (
+                SELECT j.job_key FROM srv_jobs j
+                WHERE j.kind = \(bind: kind.rawValue) AND j.queue_group = \(bind: group) AND j.state = 'queued'
+                  AND j.due_at <= \(bind: now) AND (j.claimed_until IS NULL OR j.claimed_until < \(bind: now))
+                  AND (j.stream IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM srv_jobs e WHERE e.kind = j.kind AND e.stream = j.stream AND e.state = 'queued'
+                      AND e.position < j.position))
+                ORDER BY j.due_at, j.position LIMIT \(literal: limit) \(lock))
+            RETURNING *
+            """
+        ).all(decoding: Job.self, with: Self.decoding).sorted { ($0.dueAt, $0.position) < ($1.dueAt, $1.position) }
+    }
+
+    /// Claims one job by its key (queued anew if missing) until `until`, unless a live worker holds it.
+    func claimJob(kind: JobKind, key: String, now: Int64, until: Int64, on db: any SQLDatabase) async throws -> Job? {
+        try await db.raw(
+            """
+            INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
+                last_error, created_at, updated_at)
+            VALUES (\(bind: kind.rawValue), \(bind: key), 'queued', '', NULL, 0, 1, \(bind: now), \(bind: until), NULL,
+                \(bind: now), \(bind: now))
+            ON CONFLICT (kind, job_key) DO UPDATE
+            SET claimed_until = excluded.claimed_until, attempts = srv_jobs.attempts + 1, state = 'queued',
+                updated_at = excluded.updated_at
+            WHERE srv_jobs.claimed_until IS NULL OR srv_jobs.claimed_until < \(bind: now)
+            RETURNING *
+            """
+        ).first(decoding: Job.self, with: Self.decoding)
+    }
+
+    func deleteJob(kind: JobKind, key: String, on db: any SQLDatabase) async throws {
+        try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)").run()
+    }
+
+    func deleteJobs(kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
+        guard !keys.isEmpty else { return }
+        try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key IN (\(binds: keys))")
+            .run()
+    }
+
+    /// Queues the job again at `dueAt`; the jobs after it in its stream wait as long (they cannot run before it, and
+    /// a claim then does not read them while they wait).
+    func rescheduleJob(kind: JobKind, key: String, dueAt: Int64, error: String?, now: Int64, on db: any SQLDatabase)
+        async throws
+    {
+        let row = try await db.raw(
+            """
+            UPDATE srv_jobs SET state = 'queued', due_at = \(bind: dueAt), claimed_until = NULL,
+                last_error = \(bind: error), updated_at = \(bind: now)
+            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)
+            RETURNING stream, position
+            """
+        ).first()
+        guard let row, let stream = try row.decode(column: "stream", as: String?.self) else { return }
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET due_at = \(bind: dueAt)
+            WHERE kind = \(bind: kind.rawValue) AND stream = \(bind: stream) AND state = 'queued'
+              AND position > \(bind: try row.decode(column: "position", as: Int64.self)) AND due_at < \(bind: dueAt)
+            """
+        ).run()
+    }
+
+    /// Jobs in one statement; each queued behind a job of its stream that is due later is due then too.
+    func insertJobs(_ jobs: [Job], on db: any SQLDatabase) async throws {
+        guard let kind = jobs.first?.kind else { return }
+        try await db.insert(into: "srv_jobs").models(jobs, with: Self.encoding).run()
+        let streamed = jobs.filter { $0.stream != nil }.map(\.jobKey)
+        guard !streamed.isEmpty else { return }
+        let before: SQLQueryString = """
+            (SELECT p.due_at FROM srv_jobs p WHERE p.kind = srv_jobs.kind AND p.stream = srv_jobs.stream
+              AND p.state = 'queued' AND p.position < srv_jobs.position ORDER BY p.position DESC LIMIT 1)
+            """
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET due_at = \(before)
+            WHERE kind = \(bind: kind.rawValue) AND job_key IN (\(binds: streamed)) AND \(before) > due_at
+            """
+        ).run()
+    }
+
+    func deadLetterJob(kind: JobKind, key: String, error: String?, now: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, last_error = \(bind: error),
+                updated_at = \(bind: now)
+            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)
+            """
+        ).run()
+    }
+
+    func requeueJob(kind: JobKind, key: String, now: Int64, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET state = 'queued', attempts = 0, due_at = \(bind: now), claimed_until = NULL,
+                updated_at = \(bind: now)
+            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key) AND state = 'deadLettered'
+            RETURNING job_key
+            """
+        ).first() != nil
+    }
+
+    func job(kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Job? {
+        try await db.raw("SELECT * FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)")
+            .first(decoding: Job.self, with: Self.decoding)
+    }
+
+    /// Whether a job of the kind (of one group) is due and unclaimed at `now` (one read of the index of due jobs).
+    func hasClaimableJob(kind: JobKind, group: String, now: Int64, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            """
+            SELECT 1 AS due FROM srv_jobs
+            WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group) AND state = 'queued'
+              AND due_at <= \(bind: now) AND (claimed_until IS NULL OR claimed_until < \(bind: now))
+            LIMIT 1
+            """
+        ).first() != nil
+    }
+
+    func nextJobDue(kind: JobKind, on db: any SQLDatabase) async throws -> Int64? {
+        try await db.raw(
+            "SELECT MIN(due_at) AS due FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND state = 'queued'"
+        ).first()?.decode(column: "due", as: Int64?.self)
+    }
+
+    func releaseJobClaims(on db: any SQLDatabase) async throws -> [JobKind: Int] {
+        var released: [JobKind: Int] = [:]
+        for row in try await db.raw(
+            "UPDATE srv_jobs SET claimed_until = NULL WHERE claimed_until IS NOT NULL RETURNING kind"
+        ).all() {
+            if let kind = JobKind(rawValue: try row.decode(column: "kind", as: String.self)) {
+                released[kind, default: 0] += 1
+            }
+        }
+        return released
+    }
+
+    /// How many jobs of each kind are in each state, and when the oldest queued one of each kind was due.
+    struct JobDepth: Decodable {
+        var kind: JobKind
+        var state: JobState
+        var n: Int
+        var oldestDue: Int64?
+    }
+
+    func jobDepth() async throws -> [JobDepth] {
+        try await sql.raw(
+            "SELECT kind, state, COUNT(*) AS n, MIN(due_at) AS oldest_due FROM srv_jobs GROUP BY kind, state"
+        ).all(decoding: JobDepth.self, with: Self.decoding)
+    }
+}

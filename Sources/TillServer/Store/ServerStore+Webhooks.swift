@@ -1,0 +1,290 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillStorage
+
+// Webhooks (`WebhookEndpoints`, `WebhookDeliveries`): the apps' endpoints, the deliveries of events to them and every
+// attempt (migration 019-events). Their schedule is the job queue's (`srv_jobs`, kind `delivery`).
+extension ServerStore {
+    // MARK: Endpoints
+
+    func insert(_ endpoint: WebhookEndpointRecord, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_webhook_endpoints", endpoint, with: Self.encoding))
+    }
+
+    func update(_ endpoint: WebhookEndpointRecord, on db: any SQLDatabase) async throws {
+        try await db.run(
+            RecordStatements.update("srv_webhook_endpoints", endpoint, keys: ["id"], with: Self.encoding)
+        )
+    }
+
+    /// An endpoint; `locking`: held until the end of `db`'s transaction (PostgreSQL: `FOR UPDATE`), so that a change
+    /// of its settings does not write back a cursor or a failure count another transaction moved meanwhile.
+    func webhookEndpoint(id: String, locking: Bool = false, on db: any SQLDatabase) async throws
+        -> WebhookEndpointRecord?
+    {
+        let lock: SQLQueryString = locking && database.engine == .postgres ? " FOR UPDATE" : ""
+        return try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE id = \(bind: id)\(lock)")
+            .first(decoding: WebhookEndpointRecord.self, with: Self.decoding)
+    }
+
+    /// Moves an endpoint's dispatch cursor (its row held by `lockWebhookEndpoint`).
+    func moveCursor(endpointId: String, to sequence: Int64, at now: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatched_through = \(bind: sequence), updated_at = \(bind: now)
+            WHERE id = \(bind: endpointId)
+            """
+        ).run()
+    }
+
+    /// An app's endpoints, oldest first (by `created_at`, then id), after `after`, at most `limit`.
+    func webhookEndpoints(bundleId: String, after: PageKey?, limit: Int, on db: any SQLDatabase) async throws
+        -> [WebhookEndpointRecord]
+    {
+        let after = after ?? PageKey(number: Int64.min, text: "")
+        return try await db.raw(
+            """
+            SELECT * FROM srv_webhook_endpoints WHERE bundle_id = \(bind: bundleId)
+              AND (created_at > \(bind: after.number) OR (created_at = \(bind: after.number) AND id > \(bind: after.text)))
+            ORDER BY created_at, id LIMIT \(literal: limit)
+            """
+        ).all(decoding: WebhookEndpointRecord.self, with: Self.decoding)
+    }
+
+    func countWebhookEndpoints(bundleId: String, on db: any SQLDatabase) async throws -> Int {
+        try await db.raw("SELECT COUNT(*) AS n FROM srv_webhook_endpoints WHERE bundle_id = \(bind: bundleId)")
+            .first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    /// Every enabled endpoint (the worker's list).
+    func enabledWebhookEndpoints(on db: any SQLDatabase) async throws -> [WebhookEndpointRecord] {
+        try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE enabled = \(bind: true) ORDER BY created_at, id")
+            .all(decoding: WebhookEndpointRecord.self, with: Self.decoding)
+    }
+
+    /// The endpoint, held until the end of `db`'s transaction for the one process that makes its deliveries; nil
+    /// when another holds it (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite has one writer already) or it is gone.
+    func lockWebhookEndpoint(id: String, on db: any SQLDatabase) async throws -> WebhookEndpointRecord? {
+        let lock: SQLQueryString = database.engine == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+        return try await db.raw("SELECT * FROM srv_webhook_endpoints WHERE id = \(bind: id)\(lock)")
+            .first(decoding: WebhookEndpointRecord.self, with: Self.decoding)
+    }
+
+    /// Removes an endpoint with its deliveries, their attempts and their jobs.
+    func deleteWebhookEndpoint(id: String, on db: any SQLDatabase) async throws {
+        try await db.raw("DELETE FROM srv_jobs WHERE kind = 'delivery' AND queue_group = \(bind: id)").run()
+        try await db.raw(
+            """
+            DELETE FROM srv_webhook_attempts WHERE delivery_id IN (
+                SELECT id FROM srv_webhook_deliveries WHERE endpoint_id = \(bind: id))
+            """
+        ).run()
+        try await db.raw("DELETE FROM srv_webhook_deliveries WHERE endpoint_id = \(bind: id)").run()
+        try await db.raw("DELETE FROM srv_webhook_endpoints WHERE id = \(bind: id)").run()
+    }
+
+    /// An attempt succeeded: the endpoint's failures end. Answers whether it had been failing. (Its last success is
+    /// written at most once a second otherwise: every delivery of a busy endpoint would rewrite its row.)
+    func webhookEndpointSucceeded(id: String, at now: Int64, on db: any SQLDatabase) async throws -> Bool {
+        let recovered =
+            try await db.raw(
+                """
+                UPDATE srv_webhook_endpoints SET consecutive_failures = 0, last_success_at = \(bind: now)
+                WHERE id = \(bind: id) AND consecutive_failures > 0 RETURNING id
+                """
+            ).first() != nil
+        if !recovered {
+            try await db.raw(
+                """
+                UPDATE srv_webhook_endpoints SET last_success_at = \(bind: now)
+                WHERE id = \(bind: id) AND (last_success_at IS NULL OR last_success_at < \(bind: now - 1000))
+                """
+            ).run()
+        }
+        return recovered
+    }
+
+    func webhookEndpointFailed(id: String, at now: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET consecutive_failures = consecutive_failures + 1, last_failure_at = \(bind: now)
+            WHERE id = \(bind: id)
+            """
+        ).run()
+    }
+
+    /// Makes an endpoint's queued deliveries due now (it answers again); answers how many.
+    func bringDeliveriesForward(endpointId: String, at now: Int64, on db: any SQLDatabase) async throws -> Int {
+        try await db.raw(
+            """
+            UPDATE srv_jobs SET due_at = \(bind: now)
+            WHERE kind = 'delivery' AND queue_group = \(bind: endpointId) AND state = 'queued' AND due_at > \(bind: now)
+            RETURNING job_key
+            """
+        ).all().count
+    }
+
+    // MARK: Deliveries
+
+    func insert(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_webhook_deliveries", delivery, with: Self.encoding))
+    }
+
+    /// Deliveries and their jobs, each set in one statement (a dispatch makes many at once).
+    func insert(_ deliveries: [WebhookDeliveryRecord], jobs: [Job], on db: any SQLDatabase) async throws {
+        guard !deliveries.isEmpty else { return }
+        try await db.insert(into: "srv_webhook_deliveries").models(deliveries, with: Self.encoding).run()
+        try await insertJobs(jobs, on: db)
+    }
+
+    /// One delivery to attempt, with what its event's body needs.
+    struct DeliveryToSend: Decodable, Sendable {
+        var delivery: WebhookDeliveryRecord
+        var body: String
+        var occurredAt: Int64
+
+        enum CodingKeys: String, CodingKey { case body, eventOccurredAt }
+
+        init(from decoder: any Decoder) throws {
+            delivery = try WebhookDeliveryRecord(from: decoder)
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            body = try container.decode(String.self, forKey: .body)
+            occurredAt = try container.decode(Int64.self, forKey: .eventOccurredAt)
+        }
+    }
+
+    /// The deliveries with these ids, each with its event's body, in one read.
+    func deliveriesToSend(ids: [String], on db: any SQLDatabase) async throws -> [DeliveryToSend] {
+        guard !ids.isEmpty else { return [] }
+        return try await db.raw(
+            """
+            SELECT d.*, e.body, e.occurred_at AS event_occurred_at FROM srv_webhook_deliveries d
+            JOIN srv_events e ON e.sequence = d.event_sequence
+            WHERE d.id IN (\(binds: ids))
+            """
+        )
+        .all(decoding: DeliveryToSend.self, with: Self.decoding)
+    }
+
+    /// A delivery delivered: the columns its last attempt changed (the others and their indexes stay).
+    func markDelivered(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_deliveries SET state = 'delivered', attempts = \(bind: delivery.attempts),
+                delivered_at = \(bind: delivery.deliveredAt), last_attempt_at = \(bind: delivery.lastAttemptAt),
+                last_status = \(bind: delivery.lastStatus), last_error = NULL, last_answer = \(bind: delivery.lastAnswer),
+                last_url = \(bind: delivery.lastUrl), last_duration = \(bind: delivery.lastDuration),
+                updated_at = \(bind: delivery.updatedAt)
+            WHERE id = \(bind: delivery.id)
+            """
+        ).run()
+    }
+
+    func update(_ delivery: WebhookDeliveryRecord, on db: any SQLDatabase) async throws {
+        try await db.run(
+            RecordStatements.update("srv_webhook_deliveries", delivery, keys: ["id"], with: Self.encoding)
+        )
+    }
+
+    func insert(_ attempt: WebhookAttemptRecord, on db: any SQLDatabase) async throws {
+        try await db.run(RecordStatements.insert(into: "srv_webhook_attempts", attempt, with: Self.encoding))
+    }
+
+    /// A delivery's columns, and when its job is due (the queue owns that time).
+    private static let deliveryWithJob: SQLQueryString = """
+        SELECT d.*, j.due_at AS next_attempt_at FROM srv_webhook_deliveries d
+        LEFT JOIN srv_jobs j ON j.kind = 'delivery' AND j.job_key = d.id AND j.state = 'queued'
+        """
+
+    func webhookDeliveries(ids: [String], on db: any SQLDatabase) async throws -> [WebhookDeliveryRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await db.select().column("*").from("srv_webhook_deliveries").where("id", .in, ids)
+            .all(decoding: WebhookDeliveryRecord.self, with: Self.decoding)
+    }
+
+    func webhookDelivery(id: String, on db: any SQLDatabase) async throws -> WebhookDeliveryRecord? {
+        try await db.raw("\(Self.deliveryWithJob) WHERE d.id = \(bind: id)")
+            .first(decoding: WebhookDeliveryRecord.self, with: Self.decoding)
+    }
+
+    /// An endpoint's deliveries, newest first (by `created_at`, then id), before `before`, at most `limit`; of one
+    /// state, or all.
+    func webhookDeliveries(
+        endpointId: String,
+        state: WebhookDeliveryState?,
+        before: PageKey?,
+        limit: Int,
+        on db: any SQLDatabase
+    ) async throws -> [WebhookDeliveryRecord] {
+        let before = before ?? PageKey(number: Int64.max, text: "")
+        // A state's condition only when one is given: the index of states serves it, the endpoint's the others.
+        let ofState: SQLQueryString = state.map { "AND d.state = \(bind: $0.rawValue)" } ?? ""
+        return try await db.raw(
+            """
+            \(Self.deliveryWithJob)
+            WHERE d.endpoint_id = \(bind: endpointId) \(ofState)
+              AND (d.created_at < \(bind: before.number) OR (d.created_at = \(bind: before.number) AND d.id < \(bind: before.text)))
+            ORDER BY d.created_at DESC, d.id DESC LIMIT \(literal: limit)
+            """
+        ).all(decoding: WebhookDeliveryRecord.self, with: Self.decoding)
+    }
+
+    func countWebhookDeliveries(endpointId: String, state: WebhookDeliveryState?, on db: any SQLDatabase)
+        async throws -> Int
+    {
+        let ofState: SQLQueryString = state.map { "AND state = \(bind: $0.rawValue)" } ?? ""
+        return try await db.raw(
+            "SELECT COUNT(*) AS n FROM srv_webhook_deliveries WHERE endpoint_id = \(bind: endpointId) \(ofState)"
+        ).first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    /// Whether a delivery of this event to this endpoint is still to be made.
+    func hasPendingDelivery(endpointId: String, eventSequence: Int64, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            """
+            SELECT 1 AS found FROM srv_webhook_deliveries
+            WHERE endpoint_id = \(bind: endpointId) AND state = 'pending' AND event_sequence = \(bind: eventSequence)
+            LIMIT 1
+            """
+        ).first() != nil
+    }
+
+    func webhookAttempts(deliveryId: String, on db: any SQLDatabase) async throws -> [WebhookAttemptRecord] {
+        try await db.raw("SELECT * FROM srv_webhook_attempts WHERE delivery_id = \(bind: deliveryId) ORDER BY attempt")
+            .all(decoding: WebhookAttemptRecord.self, with: Self.decoding)
+    }
+
+    /// Dead-letters the pending deliveries whose deadline passed without being under way (an endpoint that stayed
+    /// down longer than the retries last); answers their ids.
+    func deadLetterExpiredDeliveries(at now: Int64, on db: any SQLDatabase) async throws -> [String] {
+        let expired = try await db.raw(
+            """
+            UPDATE srv_webhook_deliveries SET state = 'deadLettered', updated_at = \(bind: now),
+                last_error = COALESCE(last_error, 'not delivered before its deadline')
+            WHERE state = 'pending' AND deadline < \(bind: now) AND id IN (
+                SELECT job_key FROM srv_jobs WHERE kind = 'delivery' AND state = 'queued'
+                  AND (claimed_until IS NULL OR claimed_until < \(bind: now)))
+            RETURNING id
+            """
+        ).all().map { try $0.decode(column: "id", as: String.self) }
+        for id in expired {
+            try await db.raw(
+                """
+                UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, updated_at = \(bind: now)
+                WHERE kind = 'delivery' AND job_key = \(bind: id)
+                """
+            ).run()
+        }
+        return expired
+    }
+
+    // MARK: Events for deliveries
+
+    /// The events with these sequences.
+    func events(sequences: [Int64], on db: any SQLDatabase) async throws -> [EventRecord] {
+        guard !sequences.isEmpty else { return [] }
+        return try await db.select().column("*").from("srv_events").where("sequence", .in, sequences)
+            .all(decoding: EventRecord.self, with: Self.decoding)
+    }
+}

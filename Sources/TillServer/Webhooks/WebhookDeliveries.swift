@@ -1,0 +1,491 @@
+import Foundation
+import HTTPTypes
+import Logging
+import SQLKit
+import Synchronization
+import TillContract
+import TillCore
+import TillFormats
+import TillHTTPKit
+import TillStorage
+
+/// The deliveries of events to webhook endpoints (docs/events.md, "Delivery"), at least once and in order for each
+/// customer:
+///
+/// - **dispatch**: the events recorded since an endpoint's cursor become deliveries to it (the types it takes), each a
+///   `delivery` job in the stream of its customer at that endpoint, in one transaction with the cursor's move;
+/// - **an attempt**: the event, signed as Standard Webhooks, POSTed by `WebhookClient`; a 2xx delivers it, anything
+///   else schedules the next attempt (`WebhookSettings.schedule`) until `retryFor` has passed, then dead-letters it.
+///   Every attempt and the start of its answer are kept. A customer's next event waits until the one before it is
+///   delivered or dead-lettered (the stream), so a receiver sees each customer's events in the order they happened;
+/// - an endpoint that keeps failing gets one attempt at a time, and the first success makes everything it has
+///   waiting due at once (a receiver that was down receives its backlog now, not at each delivery's next retry);
+/// - **replay**: one event, or every event since a time, delivered again with its own `webhook-id`.
+///
+/// `WebhookWorker` runs it; nothing here is on a purchase's path, so a receiver that is slow or never answers holds up
+/// only its own endpoint's deliveries.
+public struct WebhookDeliveries: Sendable {
+    let settings: WebhookSettings
+    let database: TillDatabase
+    let store: ServerStore
+    let endpoints: WebhookEndpoints
+    let jobs: JobQueue
+    let metrics: ServerMetrics
+    let clock: ServerClock
+    let logger: Logger
+    /// When each endpoint's last success was written.
+    let successes = SuccessTimes()
+
+    /// Events read per dispatch transaction.
+    static let dispatchBatch = 500
+
+    // MARK: Dispatching
+
+    /// Makes deliveries of the events recorded since the endpoint's cursor, a batch per transaction; answers the
+    /// endpoint's cursor after (nil when another process holds the endpoint, or it is gone or paused).
+    func dispatch(endpointId: String) async throws -> Int64? {
+        var cursor: Int64?
+        while true {
+            let (through, more) = try await dispatchBatch(endpointId: endpointId)
+            guard let through else { return cursor }
+            cursor = through
+            if !more { return cursor }
+        }
+    }
+
+    /// One batch of one endpoint's dispatch, in one transaction; answers the endpoint's cursor after and whether more
+    /// events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
+    private func dispatchBatch(endpointId: String) async throws -> (Int64?, Bool) {
+        let now = clock.milliseconds
+        let deadline = now + settings.retryFor.milliseconds
+        return try await database.transaction { db -> (Int64?, Bool) in
+            guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled
+            else { return (nil, false) }
+            let events = try await self.store.events(
+                after: endpoint.dispatchedThrough,
+                limit: Self.dispatchBatch,
+                bundleId: endpoint.bundleId,
+                customerIds: nil,
+                type: nil,
+                on: db
+            )
+            guard let last = events.last else { return (endpoint.dispatchedThrough, false) }
+            let made = events.filter { endpoint.accepts($0.type) }.map {
+                self.delivery(of: $0, to: endpoint, replay: false, deadline: deadline, now: now)
+            }
+            try await self.store.insert(made.map(\.0), jobs: made.map(\.1), on: db)
+            endpoint.dispatchedThrough = last.sequence
+            try await self.store.moveCursor(endpointId: endpoint.id, to: last.sequence, at: now, on: db)
+            return (last.sequence, events.count == Self.dispatchBatch)
+        }
+    }
+
+    /// A delivery of `event` to `endpoint`, queued in the customer's stream at the event's place.
+    private func queue(
+        _ event: EventRecord,
+        to endpoint: WebhookEndpointRecord,
+        replay: Bool,
+        deadline: Int64,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws {
+        let (delivery, job) = self.delivery(of: event, to: endpoint, replay: replay, deadline: deadline, now: now)
+        try await store.insert([delivery], jobs: [job], on: db)
+    }
+
+    /// A delivery of `event` to `endpoint` and its job: in the customer's stream at that endpoint, at the event's place.
+    private func delivery(
+        of event: EventRecord,
+        to endpoint: WebhookEndpointRecord,
+        replay: Bool,
+        deadline: Int64,
+        now: Int64
+    ) -> (WebhookDeliveryRecord, Job) {
+        let delivery = WebhookDeliveryRecord(
+            id: "dlv_" + UUID.random().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
+            endpointId: endpoint.id,
+            bundleId: endpoint.bundleId,
+            eventSequence: event.sequence,
+            eventId: event.id,
+            eventType: event.type,
+            customerId: event.customerId,
+            state: .pending,
+            attempts: 0,
+            replay: replay,
+            deadline: deadline,
+            createdAt: now,
+            updatedAt: now
+        )
+        let job = Job(
+            kind: .delivery,
+            jobKey: delivery.id,
+            state: .queued,
+            queueGroup: endpoint.id,
+            stream: delivery.stream,
+            position: event.sequence,
+            attempts: 0,
+            dueAt: now,
+            claimedUntil: nil,
+            createdAt: now,
+            updatedAt: now
+        )
+        return (delivery, job)
+    }
+
+    // MARK: Attempts
+
+    /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt, in
+    /// `db`'s transaction; a job whose delivery is no longer pending (an operator dead-lettered it, say) ends here.
+    private func claim(endpoint: WebhookEndpointRecord, limit: Int, on db: any SQLDatabase) async throws -> [Attempt] {
+        let claimed = try await jobs.claim(
+            .delivery,
+            group: endpoint.id,
+            limit: limit,
+            lease: settings.timeout * 2 + .seconds(30),
+            on: db
+        )
+        guard !claimed.isEmpty else { return [] }
+        let found = Dictionary(
+            try await store.deliveriesToSend(ids: claimed.map(\.jobKey), on: db).map { ($0.delivery.id, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        var attempts: [Attempt] = []
+        var gone: [String] = []
+        for job in claimed {
+            guard let sending = found[job.jobKey], sending.delivery.state == .pending else {
+                gone.append(job.jobKey)
+                continue
+            }
+            attempts.append(
+                Attempt(
+                    delivery: sending.delivery,
+                    body: sending.body,
+                    occurredAt: sending.occurredAt,
+                    endpoint: endpoint
+                )
+            )
+        }
+        try await jobs.finish(.delivery, keys: gone, on: db)
+        return attempts
+    }
+
+    /// One delivery attempt, claimed: what to send (the event's stored JSON), and to whom.
+    struct Attempt: Sendable {
+        var delivery: WebhookDeliveryRecord
+        var body: String
+        var occurredAt: Int64
+        var endpoint: WebhookEndpointRecord
+    }
+
+    /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
+    /// meanwhile).
+    struct Outcome: Sendable {
+        var attempt: Attempt
+        var answer: WebhookAnswer
+    }
+
+    /// Sends one attempt; its outcome is recorded later, in a batch (an answer not recorded when the process dies is
+    /// sent again once its claim lapses, with the same `webhook-id`).
+    func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
+        let body = Self.payload(
+            body: attempt.body,
+            type: attempt.delivery.eventType,
+            occurredAt: attempt.occurredAt
+        )
+        // The signed time is the attempt's on the wall clock: receivers refuse a timestamp five minutes away from
+        // theirs, whatever clock the server's schedule follows.
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let keys = attempt.endpoint.signingSecrets(at: clock.milliseconds).compactMap(StandardWebhooks.key(of:))
+        let answer = await client.post(
+            url: attempt.endpoint.url,
+            body: body,
+            headers: [
+                ("webhook-id", attempt.delivery.eventId),
+                ("webhook-timestamp", String(timestamp)),
+                (
+                    "webhook-signature",
+                    StandardWebhooks.signatureHeader(
+                        id: attempt.delivery.eventId,
+                        timestamp: timestamp,
+                        body: body,
+                        keys: keys
+                    )
+                ),
+            ]
+        )
+        return Outcome(attempt: attempt, answer: answer)
+    }
+
+    /// The body of a delivery: the Standard Webhooks payload around the event's stored JSON (the same bytes for
+    /// every attempt).
+    static func payload(body: String, type: EventType, occurredAt: Int64) -> [UInt8] {
+        var writer = JSONWriter(capacity: body.utf8.count + 96)
+        writer.object { w in
+            w.key("data")
+            w.verbatim(body)
+            w.field("timestamp", ReceiptDate.formatRFC3339(Date(millisecondsSince1970: occurredAt)))
+            w.field("type", type.rawValue)
+        }
+        return writer.bytes
+    }
+
+    /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
+    /// jobs' attempts (delivered, tried again later, or dead-lettered once the next attempt would come after the
+    /// delivery's deadline), then claims up to `limit` due deliveries of each endpoint in `claims` — a customer's
+    /// next delivery as soon as the one before it is recorded. Answers the attempts to send.
+    func round(
+        recording outcomes: [Outcome],
+        claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)]
+    ) async throws -> [Attempt] {
+        let claims = claims.filter { $0.limit > 0 }
+        guard !outcomes.isEmpty || !claims.isEmpty else { return [] }
+        let now = clock.milliseconds
+        let ended = outcomes.map { ($0, delivery(after: $0, now: now)) }
+        // An endpoint's success is written only when it ends failures, or a second after the last one written: every
+        // delivery of a busy endpoint would rewrite the endpoint's row.
+        var succeeded: Set<String> = []
+        for (outcome, _) in ended where outcome.answer.isDelivered {
+            let endpoint = outcome.attempt.endpoint
+            if endpoint.consecutiveFailures > 0 || succeeded.contains(endpoint.id)
+                || successes.due(endpoint.id, at: now)
+            {
+                succeeded.insert(endpoint.id)
+            }
+        }
+        let toNote = succeeded
+        // Deliveries are no customer's data: the transaction leaves the caches of customer views alone.
+        let (recovered, attempts) = try await database.transaction(bookkeeping: true) {
+            db -> ([String], [Attempt]) in
+            let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
+            var attempts: [Attempt] = []
+            for (endpoint, limit) in claims {
+                attempts += try await self.claim(endpoint: endpoint, limit: limit, on: db)
+            }
+            return (recovered, attempts)
+        }
+        for (outcome, delivery) in ended {
+            let outcomeName =
+                switch delivery.state {
+                case .delivered: "delivered"
+                case .deadLettered: "deadLettered"
+                case .pending: "failed"
+                }
+            metrics.webhookAttempt(outcome: outcomeName, duration: outcome.answer.duration)
+            if !outcome.answer.isDelivered {
+                logger.info(
+                    "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(outcome.attempt.endpoint.id): attempt \(delivery.attempts) \(outcomeName): \(outcome.answer.error ?? "")"
+                )
+            }
+        }
+        for endpointId in recovered {
+            logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
+        }
+        if !recovered.isEmpty { jobs.wake(.delivery) }
+        return attempts
+    }
+
+    /// Records attempts in `db`'s transaction; answers the endpoints that answer again after failures and had
+    /// deliveries waiting for their back-off (due now).
+    private func record(
+        _ ended: [(Outcome, WebhookDeliveryRecord)],
+        notingSuccessOf succeeded: Set<String>,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> [String] {
+        var delivered: [String] = []
+        for (outcome, delivery) in ended {
+            let answer = outcome.answer
+            if answer.isDelivered {
+                // The attempt that delivers is the delivery's last attempt; failures are kept one by one.
+                try await store.markDelivered(delivery, on: db)
+                delivered.append(delivery.id)
+                continue
+            }
+            try await store.insert(
+                WebhookAttemptRecord(
+                    deliveryId: delivery.id,
+                    attempt: delivery.attempts,
+                    at: now,
+                    url: answer.url,
+                    status: answer.status,
+                    answer: answer.answer,
+                    error: answer.error,
+                    duration: answer.duration.milliseconds
+                ),
+                on: db
+            )
+            try await store.update(delivery, on: db)
+            if delivery.state == .deadLettered {
+                try await jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
+            } else {
+                try await jobs.retry(.delivery, key: delivery.id, at: delivery.nextAttemptAt ?? now, error: answer.error, on: db)
+            }
+            try await store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
+        }
+        try await jobs.finish(.delivery, keys: delivered, on: db)
+        var recovered: [String] = []
+        for endpointId in succeeded.sorted()
+        where try await store.webhookEndpointSucceeded(id: endpointId, at: now, on: db) {
+            // It answers again: what waited for its back-off is due now.
+            if try await store.bringDeliveriesForward(endpointId: endpointId, at: now, on: db) > 0 {
+                recovered.append(endpointId)
+            }
+        }
+        return recovered
+    }
+
+    /// The delivery as an attempt's answer leaves it.
+    private func delivery(after outcome: Outcome, now: Int64) -> WebhookDeliveryRecord {
+        let answer = outcome.answer
+        var delivery = outcome.attempt.delivery
+        delivery.attempts += 1
+        delivery.updatedAt = now
+        delivery.lastAttemptAt = now
+        delivery.lastStatus = answer.status
+        delivery.lastAnswer = answer.answer
+        delivery.lastError = answer.error
+        delivery.lastUrl = answer.url
+        delivery.lastDuration = answer.duration.milliseconds
+        if answer.isDelivered {
+            delivery.state = .delivered
+            delivery.deliveredAt = now
+        } else {
+            let next = now + settings.delay(afterAttempt: delivery.attempts).milliseconds
+            if next > delivery.deadline {
+                delivery.state = .deadLettered
+            } else {
+                delivery.nextAttemptAt = next
+            }
+        }
+        return delivery
+    }
+
+    /// Dead-letters the deliveries whose deadline passed while their endpoint kept failing; answers how many.
+    func deadLetterExpired() async throws -> Int {
+        let now = clock.milliseconds
+        return try await database.transaction(bookkeeping: true) { db in
+            try await self.store.deadLetterExpiredDeliveries(at: now, on: db).count
+        }
+    }
+
+    // MARK: The operator's view
+
+    /// Queues the event again (`eventId`), or every event of the app recorded at or after `since` that the endpoint
+    /// takes; an event whose delivery to it is still pending is not queued twice. Answers how many were queued.
+    public func replay(bundleId: String, endpointId: String, _ request: Components.Schemas.WebhookReplayRequest)
+        async throws -> Int
+    {
+        let endpoint = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        let now = clock.milliseconds
+        let deadline = now + settings.retryFor.milliseconds
+        var queued = 0
+        switch (request.eventId, request.since) {
+        case (.some(let eventId), nil):
+            guard let event = try await store.event(bundleId: bundleId, id: eventId, on: store.sql) else {
+                throw TillHTTPError(.notFound, "eventNotFound", "\(bundleId) has no event \(eventId)")
+            }
+            queued = try await database.transaction { db -> Int in
+                guard
+                    try await !self.store.hasPendingDelivery(
+                        endpointId: endpointId,
+                        eventSequence: event.sequence,
+                        on: db
+                    )
+                else { return 0 }
+                try await self.queue(event, to: endpoint, replay: true, deadline: deadline, now: now, on: db)
+                return 1
+            }
+        case (nil, .some(let since)):
+            guard
+                var after = try await store.firstEventSequence(bundleId: bundleId, recordedSince: since, on: store.sql)
+            else { return 0 }
+            after -= 1
+            while true {
+                let events = try await store.events(
+                    after: after,
+                    limit: Self.dispatchBatch,
+                    bundleId: bundleId,
+                    customerIds: nil,
+                    type: nil,
+                    on: store.sql
+                )
+                guard let last = events.last else { break }
+                queued += try await database.transaction { db -> Int in
+                    var count = 0
+                    for event in events where endpoint.accepts(event.type) {
+                        if try await self.store.hasPendingDelivery(
+                            endpointId: endpointId,
+                            eventSequence: event.sequence,
+                            on: db
+                        ) {
+                            continue
+                        }
+                        try await self.queue(event, to: endpoint, replay: true, deadline: deadline, now: now, on: db)
+                        count += 1
+                    }
+                    return count
+                }
+                after = last.sequence
+            }
+        default:
+            throw TillHTTPError.badRequest("invalidReplay", "give exactly one of eventId and since")
+        }
+        jobs.wake(.delivery)
+        logger.notice("webhook endpoint \(endpointId) of \(bundleId): \(queued) deliveries replayed")
+        return queued
+    }
+
+    /// An endpoint's deliveries, newest first, one page; of one state or all.
+    public func deliveries(
+        bundleId: String,
+        endpointId: String,
+        state: WebhookDeliveryState?,
+        page: PageRequest = PageRequest()
+    ) async throws -> Page<WebhookDeliveryView> {
+        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        let records = try await store.webhookDeliveries(
+            endpointId: endpointId,
+            state: state,
+            before: page.after,
+            limit: page.limit + 1,
+            on: store.sql
+        )
+        let shown = records.prefix(page.limit)
+        return Page(
+            items: shown.map(WebhookDeliveryView.init),
+            nextCursor: records.count > page.limit
+                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.id).cursor } : nil,
+            total: try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql)
+        )
+    }
+
+    /// One delivery with every attempt.
+    public func delivery(bundleId: String, endpointId: String, id: String) async throws
+        -> Components.Schemas.WebhookDeliveryDetail
+    {
+        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        guard let record = try await store.webhookDelivery(id: id, on: store.sql), record.endpointId == endpointId
+        else {
+            throw TillHTTPError(.notFound, "webhookDeliveryNotFound", "endpoint \(endpointId) has no delivery \(id)")
+        }
+        var attempts = try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
+        if record.state == .delivered, let last = WebhookDeliveryView(record).lastAttempt {
+            attempts.append(last)  // the attempt that delivered it is the delivery's last
+        }
+        return .init(delivery: WebhookDeliveryView(record), attempts: attempts)
+    }
+}
+
+/// When each endpoint's last success was written: at most once a second.
+final class SuccessTimes: Sendable {
+    private let written = Mutex<[String: Int64]>([:])
+
+    /// Whether a success at `now` should be written (and notes that it will be).
+    func due(_ endpoint: String, at now: Int64) -> Bool {
+        written.withLock { written in
+            if let last = written[endpoint], now - last < 1000 { return false }
+            written[endpoint] = now
+            return true
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TillHTTPKit
+
+/// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`). Each round of its loop:
+///
+/// 1. dispatches the events recorded since each enabled endpoint's cursor (this process's are known at once; the
+///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
+///    process changes an endpoint);
+/// 2. in one transaction, records the attempts that ended since the last round and claims what is due for each
+///    endpoint (a customer's next delivery as soon as the one before it is recorded), then sends it: at most
+///    `concurrencyPerEndpoint` in flight to one endpoint (one while it keeps failing) and `concurrency` in all, so a
+///    slow or dead receiver holds up only its own deliveries.
+///
+/// It waits for a signal (an event recorded, an attempt ended, an endpoint changed), the next due delivery, or a
+/// second; while attempts are under way, a round starts at most every 2 ms, so that rounds take their work in batches.
+/// A graceful shutdown lets the attempts under way finish and records them; the rest waits in the database for the
+/// next start (a claim of a process that stopped lapses, and its attempt is sent again with the same `webhook-id`).
+public struct WebhookWorker: Service {
+    let deliveries: WebhookDeliveries
+    let committed: SequenceMark
+    let endpointChanges: Revision
+
+    public init(server: PurchaseServer) {
+        self.deliveries = server.webhookDeliveries
+        self.committed = server.events.committed
+        self.endpointChanges = server.webhookEndpoints.revision
+    }
+
+    public func run() async throws {
+        let settings = deliveries.settings
+        let jobs = deliveries.jobs
+        let store = deliveries.store
+        let logger = deliveries.logger
+        let client = WebhookClient(settings: settings)
+        let inFlight = InFlightByEndpoint()
+        let ended = EndedAttempts()
+        let clock = ContinuousClock()
+        var lastSweep = clock.now - .seconds(60)
+        var endpoints: [WebhookEndpointRecord] = []
+        var readAt = clock.now - .seconds(60)
+        var readRevision = endpointChanges.current
+        var lastEvent: Int64 = 0
+        await withDiscardingTaskGroup { group in
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let since = jobs.signal(.delivery).current
+                do {
+                    if clock.now - readAt >= .seconds(1) || endpointChanges.current != readRevision {
+                        readRevision = endpointChanges.current
+                        readAt = clock.now
+                        endpoints = try await store.enabledWebhookEndpoints(on: store.sql)
+                        lastEvent = max(lastEvent, try await store.lastEventSequence(on: store.sql))
+                    }
+                    lastEvent = max(lastEvent, committed.current)
+                    for index in endpoints.indices where endpoints[index].dispatchedThrough < lastEvent {
+                        if let cursor = try await deliveries.dispatch(endpointId: endpoints[index].id) {
+                            endpoints[index].dispatchedThrough = cursor
+                        }
+                    }
+                    if clock.now - lastSweep >= .seconds(60) {
+                        lastSweep = clock.now
+                        let expired = try await deliveries.deadLetterExpired()
+                        if expired > 0 {
+                            logger.warning("\(expired) webhook deliveries dead-lettered at their deadline")
+                        }
+                    }
+                    // What ended is recorded and what is due claimed in one transaction.
+                    let outcomes = ended.take()
+                    note(outcomes, in: &endpoints)
+                    var running = inFlight.total
+                    var claims: [(endpoint: WebhookEndpointRecord, limit: Int)] = []
+                    for endpoint in endpoints {
+                        let cap =
+                            endpoint.consecutiveFailures >= settings.failuresBeforeProbing
+                            ? 1 : settings.concurrencyPerEndpoint
+                        let room = min(cap - inFlight.count(endpoint.id), settings.concurrency - running)
+                        guard room > 0 else { continue }
+                        claims.append((endpoint, room))
+                        running += room
+                    }
+                    for attempt in try await deliveries.round(recording: outcomes, claiming: claims) {
+                        let endpointId = attempt.endpoint.id
+                        inFlight.add(1, to: endpointId)
+                        group.addTask {
+                            ended.add(await deliveries.send(attempt, client: client))
+                            inFlight.add(-1, to: endpointId)
+                            jobs.wake(.delivery)
+                        }
+                    }
+                } catch {
+                    logger.error("webhook deliveries: \(error)")
+                }
+                if inFlight.total > 0 || ended.count > 0 {
+                    // Attempts under way: let a few end before the next round, so rounds record and claim in batches.
+                    try? await Task.sleep(for: .milliseconds(2))
+                    if ended.count > 0 { continue }
+                }
+                // Until a signal (an event recorded, an attempt ended), the next due delivery, or a second at most (another
+                // process may have recorded events); never a spin while due deliveries wait for room.
+                let timeout: Duration
+                if inFlight.total > 0 {
+                    timeout = .seconds(1)
+                } else {
+                    let now = deliveries.clock.milliseconds
+                    let next = (try? await jobs.nextDue(.delivery)).map { Duration.milliseconds(max(0, $0 - now)) }
+                    timeout = max(.milliseconds(50), min(.seconds(1), next ?? .seconds(1)))
+                }
+                _ = try? await cancelWhenGracefulShutdown {
+                    await jobs.signal(.delivery).wait(since: since, timeout: timeout)
+                }
+            }
+        }
+        // The attempts that ended during the shutdown.
+        do {
+            _ = try await deliveries.round(recording: ended.take(), claiming: [])
+        } catch {
+            logger.error("webhook deliveries: \(error)")
+        }
+        await client.shutdown()
+    }
+
+    /// Keeps each endpoint's failure count as its attempts left it (the caps of this round and the next); the
+    /// database's is read again within a second.
+    private func note(_ outcomes: [WebhookDeliveries.Outcome], in endpoints: inout [WebhookEndpointRecord]) {
+        for outcome in outcomes {
+            guard let index = endpoints.firstIndex(where: { $0.id == outcome.attempt.endpoint.id }) else { continue }
+            if outcome.answer.isDelivered {
+                endpoints[index].consecutiveFailures = 0
+            } else {
+                endpoints[index].consecutiveFailures += 1
+            }
+        }
+    }
+}
+
+/// Attempts under way, per endpoint: shared by the worker's loop and the tasks it starts.
+final class InFlightByEndpoint: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+    func count(_ endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
+    func add(_ delta: Int, to endpoint: String) { counts.withLock { $0[endpoint, default: 0] += delta } }
+}
+
+/// Attempts that ended and wait for the loop to record them.
+final class EndedAttempts: Sendable {
+    private let outcomes = Mutex<[WebhookDeliveries.Outcome]>([])
+    var count: Int { outcomes.withLock { $0.count } }
+    func add(_ outcome: WebhookDeliveries.Outcome) { outcomes.withLock { $0.append(outcome) } }
+    func take() -> [WebhookDeliveries.Outcome] {
+        outcomes.withLock { outcomes in
+            defer { outcomes.removeAll() }
+            return outcomes
+        }
+    }
+}

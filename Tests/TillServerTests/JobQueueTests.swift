@@ -1,0 +1,247 @@
+import Foundation
+import SQLKit
+import Synchronization
+import Testing
+import TillStorage
+import TillTestSupport
+
+@testable import TillServer
+
+/// The one durable job queue (`JobQueue`): claims with a lease, retries at the time the worker chooses, dead letters,
+/// streams that run in order, and several workers sharing it on PostgreSQL without claiming a job twice.
+@Suite(.sharingTheMachine)
+struct JobQueueTests {
+    /// A clock the test moves.
+    final class TestClock: Sendable {
+        private let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        func advance(_ seconds: Double) { now.withLock { $0 += seconds } }
+        var date: Date { now.withLock { $0 } }
+    }
+
+    func withQueue(
+        _ engine: TestDatabase,
+        _ body: (JobQueue, TillDatabase, TestClock) async throws -> Void
+    ) async throws {
+        let database = try await TillDatabase.open(try await engine.fresh(prefix: "till_jobs"))
+        let store = ServerStore(database: database)
+        try await store.migrate()
+        let clock = TestClock()
+        let jobs = JobQueue(
+            database: database,
+            store: store,
+            clock: ServerClock { clock.date },
+            metrics: ServerMetrics()
+        )
+        do {
+            try await body(jobs, database, clock)
+        } catch {
+            try await database.shutdown()
+            throw error
+        }
+        try await database.shutdown()
+    }
+
+    func enqueue(
+        _ jobs: JobQueue,
+        _ database: TillDatabase,
+        _ key: String,
+        stream: String? = nil,
+        position: Int64 = 0,
+        dueIn: Int64 = 0,
+        group: String = ""
+    ) async throws {
+        try await database.transaction { db in
+            try await jobs.enqueue(
+                .delivery,
+                key: key,
+                group: group,
+                stream: stream,
+                position: position,
+                dueAt: jobs.clock.milliseconds + dueIn,
+                on: db
+            )
+        }
+    }
+
+    @Test(arguments: TestDatabase.all) func aClaimIsLeasedRetriedWhenItsWorkerSaysAndDeadLettered(
+        _ engine: TestDatabase
+    ) async throws {
+        try await withQueue(engine) { jobs, database, clock in
+            try await enqueue(jobs, database, "a")
+            try await enqueue(jobs, database, "b")
+            try await enqueue(jobs, database, "later", dueIn: 3_600_000)
+            let first = try await jobs.claim(.delivery, limit: 10, lease: .seconds(30))
+            #expect(Set(first.map(\.jobKey)) == ["a", "b"] && first.allSatisfy { $0.attempts == 1 })
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).isEmpty, "leased")
+            // The worker that claimed them died: the lease lapses and they are claimed again, their attempts counted.
+            clock.advance(31)
+            let again = try await jobs.claim(.delivery, limit: 10, lease: .seconds(30))
+            #expect(Set(again.map(\.jobKey)) == ["a", "b"] && again.allSatisfy { $0.attempts == 2 })
+            try await database.transaction { db in
+                try await jobs.retry(.delivery, key: "a", at: jobs.clock.milliseconds + 10_000, error: "503", on: db)
+                try await jobs.finish(.delivery, key: "b", on: db)
+            }
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).isEmpty)
+            #expect(try await jobs.nextDue(.delivery) == jobs.clock.milliseconds + 10_000)
+            clock.advance(11)
+            let retried = try await jobs.claim(.delivery, limit: 10, lease: .seconds(30))
+            #expect(retried.map(\.jobKey) == ["a"] && retried.first?.lastError == "503")
+            try await database.transaction { db in
+                try await jobs.deadLetter(.delivery, key: "a", error: "gave up", on: db)
+            }
+            clock.advance(3600)
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey) == ["later"])
+            let requeued = try await database.transaction { db in try await jobs.requeue(.delivery, key: "a", on: db) }
+            #expect(requeued)
+            let back = try await jobs.claim(.delivery, limit: 10, lease: .seconds(30))
+            #expect(back.map(\.jobKey) == ["a"] && back.first?.attempts == 1)
+            // A claim by key (an operator's catch-up): refused while another worker holds it.
+            #expect(try await jobs.claim(.delivery, key: "a", lease: .seconds(30)) == nil)
+            #expect(try await jobs.claim(.catchUp, key: "com.example", lease: .seconds(30)) != nil)
+            #expect(try await jobs.claim(.catchUp, key: "com.example", lease: .seconds(30)) == nil)
+        }
+    }
+
+    @Test(arguments: TestDatabase.all) func aStreamRunsOneJobAtATimeInOrder(_ engine: TestDatabase) async throws {
+        try await withQueue(engine) { jobs, database, _ in
+            try await enqueue(jobs, database, "s1-2", stream: "s1", position: 2)
+            try await enqueue(jobs, database, "s1-1", stream: "s1", position: 1)
+            try await enqueue(jobs, database, "s1-3", stream: "s1", position: 3)
+            try await enqueue(jobs, database, "s2-7", stream: "s2", position: 7)
+            try await enqueue(jobs, database, "free")
+            let first = try await jobs.claim(.delivery, limit: 10, lease: .seconds(30))
+            #expect(Set(first.map(\.jobKey)) == ["s1-1", "s2-7", "free"])
+            // s1-1 fails and waits for its retry: s1-2 waits behind it, however long.
+            try await database.transaction { db in
+                try await jobs.retry(.delivery, key: "s1-1", at: jobs.clock.milliseconds, error: nil, on: db)
+            }
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey) == ["s1-1"])
+            try await database.transaction { db in try await jobs.finish(.delivery, key: "s1-1", on: db) }
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey) == ["s1-2"])
+            // A dead-lettered job no longer holds its stream up.
+            try await database.transaction { db in
+                try await jobs.deadLetter(.delivery, key: "s1-2", error: "gave up", on: db)
+            }
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey) == ["s1-3"])
+            // Groups are claimed separately (one endpoint's deliveries at a time).
+            try await enqueue(jobs, database, "other-endpoint", group: "ep2")
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).isEmpty)
+            #expect(
+                try await jobs.claim(.delivery, group: "ep2", limit: 10, lease: .seconds(30)).map(\.jobKey)
+                    == ["other-endpoint"]
+            )
+        }
+    }
+
+    /// The jobs behind one that waits for its retry wait as long, and so does one queued behind it later: a claim
+    /// does not read them again and again while their stream is held up (a receiver down with a backlog).
+    @Test(arguments: TestDatabase.all) func jobsBehindARetryWaitAsLongAsIt(_ engine: TestDatabase) async throws {
+        try await withQueue(engine) { jobs, database, clock in
+            try await enqueue(jobs, database, "s1-1", stream: "s1", position: 1)
+            try await enqueue(jobs, database, "s1-2", stream: "s1", position: 2)
+            try await enqueue(jobs, database, "s2-3", stream: "s2", position: 3)
+            #expect(
+                Set(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey)) == ["s1-1", "s2-3"]
+            )
+            let later = jobs.clock.milliseconds + 60_000
+            try await database.transaction { db in
+                try await jobs.retry(.delivery, key: "s1-1", at: later, error: "503", on: db)
+                try await jobs.finish(.delivery, key: "s2-3", on: db)
+            }
+            try await database.transaction { db in
+                let now = jobs.clock.milliseconds
+                try await jobs.store.insertJobs(
+                    ["s1-4", "s2-5"].enumerated().map { index, key in
+                        Job(
+                            kind: .delivery,
+                            jobKey: key,
+                            state: .queued,
+                            stream: String(key.prefix(2)),
+                            position: Int64(4 + index),
+                            attempts: 0,
+                            dueAt: now,
+                            createdAt: now,
+                            updatedAt: now
+                        )
+                    },
+                    on: db
+                )
+                #expect(try await jobs.dueAt(.delivery, key: "s1-2", on: db) == later)
+                #expect(try await jobs.dueAt(.delivery, key: "s1-4", on: db) == later)
+                #expect(try await jobs.dueAt(.delivery, key: "s2-5", on: db) == now)
+            }
+            #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey) == ["s2-5"])
+            clock.advance(61)  // s2-5's claim lapsed too
+            #expect(
+                Set(try await jobs.claim(.delivery, limit: 10, lease: .seconds(30)).map(\.jobKey)) == ["s1-1", "s2-5"]
+            )
+        }
+    }
+
+    /// Several servers share the queue on PostgreSQL (`FOR UPDATE SKIP LOCKED`): two pools claiming at once never take
+    /// the same job, and a stream's jobs never run at the same time.
+    @Test(.enabled(if: Prerequisite.postgres.shouldRun, Comment(rawValue: Prerequisite.postgres.skipMessage)))
+    func twoWorkersOnPostgreSQLNeverClaimAJobTwice() async throws {
+        let configuration = try await TestDatabase.postgres.fresh(prefix: "till_jobs")
+        let first = try await TillDatabase.open(configuration)
+        let second = try await TillDatabase.open(configuration)
+        let firstStore = ServerStore(database: first)
+        try await firstStore.migrate()
+        let clock = ServerClock { Date() }
+        let queues = [first, second].map {
+            JobQueue(database: $0, store: ServerStore(database: $0), clock: clock, metrics: ServerMetrics())
+        }
+        try await first.transaction { db in
+            for index in 0..<300 {
+                try await queues[0].enqueue(
+                    .delivery,
+                    key: "job-\(index)",
+                    stream: "customer-\(index % 10)",
+                    position: Int64(index),
+                    on: db
+                )
+            }
+        }
+        let claimed = Shared<[String]>([])
+        let running = Shared<Set<String>>([])
+        let overlapping = Shared(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                let queue = queues[worker % 2]
+                group.addTask {
+                    while true {
+                        let jobs = try await queue.claim(.delivery, limit: 5, lease: .seconds(60))
+                        if jobs.isEmpty {
+                            if claimed.withLock({ $0.count }) >= 300 { return }
+                            try await Task.sleep(for: .milliseconds(5))
+                            continue
+                        }
+                        for job in jobs {
+                            let stream = try #require(job.stream)
+                            if !running.withLock({ $0.insert(stream).inserted }) { overlapping.withLock { $0 += 1 } }
+                            claimed.withLock { $0.append(job.jobKey) }
+                            // Out of the stream before the job ends: the next one may be claimed from then on.
+                            running.withLock { _ = $0.remove(stream) }
+                            try await queue.database.transaction { db in
+                                try await queue.finish(.delivery, key: job.jobKey, on: db)
+                            }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let keys = claimed.withLock { $0 }
+        #expect(keys.count == 300 && Set(keys).count == 300, "\(keys.count) claims of \(Set(keys).count) jobs")
+        #expect(overlapping.withLock { $0 } == 0, "two jobs of one stream ran at once")
+        try await first.shutdown()
+        try await second.shutdown()
+    }
+}
+
+/// A value shared by a test and the tasks it starts.
+final class Shared<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result { value.withLock { body(&$0) } }
+}
