@@ -322,6 +322,8 @@ let package = Package(
                 "TillStorage",
                 "TillTestSupport",
                 .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: upcoming
         ),

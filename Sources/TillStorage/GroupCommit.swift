@@ -12,10 +12,21 @@ import Synchronization
 /// Each transaction keeps its own outcome: one that throws is rolled back to its savepoint and gets its
 /// error; the others commit. Every caller resumes only after the group's COMMIT, so what a caller was told
 /// was committed is on disk as before. A failed COMMIT fails the whole group.
+///
+/// A group also tells whether its COMMIT wrote anything: whether the transactions that kept their changes changed a
+/// row (`sqlite3_total_changes64`, read around each). A commit that changed nothing writes nothing to disk, so only
+/// one that wrote proves that a full disk has room again (`StorageGate`).
 final class GroupCommit: Sendable {
+    /// A transaction's result, once its group is committed.
+    struct Committed<Result: Sendable>: Sendable {
+        var value: Result
+        /// Whether the group's COMMIT wrote: some transaction of the group kept a changed row.
+        var wrote: Bool
+    }
+
     /// How a waiting caller is woken: its transaction was committed (or failed), or it leads the next group.
     private enum Wake: Sendable {
-        case finished
+        case finished(wrote: Bool)
         case lead
     }
 
@@ -40,11 +51,11 @@ final class GroupCommit: Sendable {
     private let state = Mutex(State())
     private let groups = Mutex(0)
     private let writeLock: AsyncLock
-    private let database: any SQLDatabase
+    private let database: DirectSQLiteDatabase
     /// Transactions in one group at most: a group's first caller waits for the bodies of the others.
     private let maximumGroup: Int
 
-    init(database: any SQLDatabase, writeLock: AsyncLock, maximumGroup: Int = 32) {
+    init(database: DirectSQLiteDatabase, writeLock: AsyncLock, maximumGroup: Int = 32) {
         self.database = database
         self.writeLock = writeLock
         self.maximumGroup = maximumGroup
@@ -53,7 +64,7 @@ final class GroupCommit: Sendable {
     /// Groups committed (or failed) so far.
     var groupCount: Int { groups.withLock { $0 } }
 
-    /// Runs `body` in the next group; returns its result once the group is committed.
+    /// Runs `body` in the next group; returns its result once the group is committed, and whether the group wrote.
     ///
     /// The caller that finds no group under way leads one on its own task: it commits the group that starts
     /// with its own transaction, then wakes the first caller still waiting to lead the next, and returns. A
@@ -61,7 +72,7 @@ final class GroupCommit: Sendable {
     /// others (the first version started a task to lead, and every group waited for it to be scheduled: under
     /// load, behind every other ready task).
     func run<Result: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> Result) async throws
-        -> Result
+        -> Committed<Result>
     {
         let result = Mutex<Result?>(nil)
         let work: @Sendable (any SQLDatabase) async throws -> Void = { db in
@@ -79,22 +90,27 @@ final class GroupCommit: Sendable {
             // Resumed before the caller suspends: it goes on at once, without being scheduled again.
             if lead { continuation.resume(returning: .lead) }
         }
-        if case .lead = wake { try await lead() }
+        let wrote: Bool
+        switch wake {
+        case .lead: wrote = try await lead()
+        case .finished(let groupWrote): wrote = groupWrote
+        }
         guard let value = result.withLock({ $0 }) else {
             throw SQLiteFailure(code: 1, message: "a committed transaction left no result")
         }
-        return value
+        return Committed(value: value, wrote: wrote)
     }
 
     /// Commits the next group (led by this caller, whose job is its first), wakes its other callers, and
-    /// passes the lead to the first caller left waiting. Throws this caller's own error.
-    private func lead() async throws {
+    /// passes the lead to the first caller left waiting. Throws this caller's own error; returns whether the group
+    /// wrote.
+    private func lead() async throws -> Bool {
         let group = state.withLock { state -> [Job] in
             let group = Array(state.queue.prefix(maximumGroup))
             state.queue.removeFirst(group.count)
             return group
         }
-        let outcomes = await commit(group)
+        let (outcomes, wrote) = await commit(group)
         let next = state.withLock { state -> Job? in
             if let next = state.queue.first { return next }
             state.leading = false
@@ -102,24 +118,34 @@ final class GroupCommit: Sendable {
         }
         next?.wake.resume(returning: .lead)
         for (job, outcome) in zip(group, outcomes).dropFirst() {
-            if let outcome { job.wake.resume(throwing: outcome) } else { job.wake.resume(returning: .finished) }
+            if let outcome {
+                job.wake.resume(throwing: outcome)
+            } else {
+                job.wake.resume(returning: .finished(wrote: wrote))
+            }
         }
         if let mine = outcomes.first, let error = mine { throw error }
+        return wrote
     }
 
-    /// Runs `group` in one transaction, each job in its own savepoint; returns each job's error, if any.
-    private func commit(_ group: [Job]) async -> [(any Error)?] {
+    /// Runs `group` in one transaction, each job in its own savepoint; returns each job's error, if any, and whether
+    /// the COMMIT wrote (a job that kept its changes changed a row).
+    private func commit(_ group: [Job]) async -> (outcomes: [(any Error)?], wrote: Bool) {
         groups.withLock { $0 += 1 }
         do {
             return try await writeLock.withLock {
-                try await self.database.withSession { session -> [(any Error)?] in
+                try await self.database.withSession { session -> ([(any Error)?], Bool) in
+                    let changes = { (session as? DirectSQLiteDatabase)?.totalChanges ?? 0 }
                     var outcomes: [(any Error)?] = []
+                    var changed: Int64 = 0
                     try await session.raw("BEGIN IMMEDIATE").run()
                     do {
                         for job in group {
                             try await session.raw("SAVEPOINT grouped").run()
+                            let before = changes()
                             do {
                                 try await job.body(session)
+                                changed += changes() - before
                                 try await session.raw("RELEASE grouped").run()
                                 outcomes.append(nil)
                             } catch {
@@ -133,12 +159,12 @@ final class GroupCommit: Sendable {
                         try? await session.raw("ROLLBACK").run()
                         throw error
                     }
-                    return outcomes
+                    return (outcomes, changed > 0)
                 }
             }
         } catch {
             // BEGIN, a savepoint or COMMIT failed: nothing of the group is committed.
-            return group.map { _ in error }
+            return (group.map { _ in error }, false)
         }
     }
 }

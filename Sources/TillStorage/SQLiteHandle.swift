@@ -101,6 +101,13 @@ final class SQLiteHandle: @unchecked Sendable {
         return status == SQLITE_OK && copied >= 0 ? copied : nil
     }
 
+    /// Rows inserted, updated or deleted on this connection since it opened (`sqlite3_total_changes64`), counting
+    /// those rolled back since.
+    var totalChanges: Int64 {
+        guard let raw else { return 0 }
+        return sqlite_nio_sqlite3_total_changes64(raw)
+    }
+
     /// Runs one statement with its binds, calling `onRow` for each row it returns, on this thread.
     func execute(_ sql: String, _ binds: [SQLiteData], _ onRow: (Columns, [SQLiteData]) throws -> Void) throws {
         guard let raw else { throw SQLiteFailure(code: SQLITE_MISUSE, message: "the connection is closed") }

@@ -11,9 +11,9 @@ import Synchronization
 /// whose connection was lost under way (`outcomeUnknown`) is not retried: the caller answers 503, and the client's
 /// resend (with its idempotency key) finds out.
 ///
-/// An episode ends at the next success of the kind that failed: any success after a lost server, a write after a
-/// full or read-only disk (reads go on working while the disk is full, and must not end it; nor does a queue's
-/// claim, which commits without writing when nothing is due).
+/// An episode ends at the next success of the kind that failed: any success after a lost server, a commit that wrote
+/// after a full or read-only disk (reads go on working while the disk is full, and must not end it; nor does a
+/// transaction that changed no row, such as a queue's claim when nothing is due: its commit writes nothing).
 public final class StorageGate: Sendable {
     /// How long one operation waits for storage to come back before it gives up with `StorageUnavailable`.
     public let wait: Duration
@@ -75,13 +75,22 @@ public final class StorageGate: Sendable {
         retryable: (StorageUnavailable) -> Bool = { _ in true },
         _ attempt: () async throws -> Result
     ) async throws -> Result {
+        try await run(writes: { _ in writes }, retryable: retryable, attempt)
+    }
+
+    /// `run`, where the result tells whether the attempt wrote (a commit that changed rows).
+    func run<Result>(
+        writes: (Result) -> Bool,
+        retryable: (StorageUnavailable) -> Bool = { _ in true },
+        _ attempt: () async throws -> Result
+    ) async throws -> Result {
         let clock = ContinuousClock()
         let deadline = clock.now + wait
         var pause = Duration.milliseconds(25)
         while true {
             do {
                 let result = try await attempt()
-                succeeded(writes: writes)
+                succeeded(writes: writes(result))
                 return result
             } catch {
                 guard let failure = StorageUnavailable.classify(error) else { throw error }

@@ -67,7 +67,9 @@ public final class TillDatabase: Sendable {
         self.gate = gate
         self.sql = GatedSQLDatabase(inner: sql, gate: gate)
         self.shutdownPool = shutdown
-        self.groupCommit = writeLock.map { GroupCommit(database: sql, writeLock: $0) }
+        self.groupCommit = (sql as? DirectSQLiteDatabase).flatMap { database in
+            writeLock.map { GroupCommit(database: database, writeLock: $0) }
+        }
     }
 
     /// Opens a pool of connections.
@@ -145,9 +147,12 @@ public final class TillDatabase: Sendable {
             // away); the gate logs the outage once, with its start and end.
             var poolLogger = logger
             poolLogger.logLevel = .critical
+            // A request waits for a free connection as long as it waits for storage, not AsyncKit's 10 s: with
+            // every connection in use or failing to open, it gets its 503 within `database.wait-seconds`.
             let pool = EventLoopGroupConnectionPool(
                 source: source,
                 maxConnectionsPerEventLoop: max(1, maximumConnections / loopCount(eventLoopGroup)),
+                requestTimeout: TimeAmount(storageWait),
                 logger: poolLogger,
                 on: eventLoopGroup
             )
@@ -174,8 +179,12 @@ public final class TillDatabase: Sendable {
     /// its own group).
     ///
     /// `bookkeeping: true` marks a transaction that changes nothing a cache holds (queue claims), so it leaves
-    /// `writeGeneration` alone. Its success does not end a full disk's outage either: a claim that found nothing due
-    /// commits without writing a byte (the consumption worker's, every 5 s), which proves nothing about the disk.
+    /// `writeGeneration` alone.
+    ///
+    /// Only a commit that wrote ends a full (or read-only) disk's outage: a transaction that changed no row commits
+    /// without writing a byte (a queue's claim that found nothing due, the consumption worker's every 5 s), which
+    /// proves nothing about the disk. On SQLite the group commit counts the rows its transactions changed
+    /// (`sqlite3_total_changes64`); on PostgreSQL a transaction that is not `bookkeeping` counts as a write.
     ///
     /// When storage fails (`StorageUnavailable`), the whole transaction runs again once storage is back, within the
     /// gate's wait: a failed transaction committed nothing, so `body` must only read and write the database (it
@@ -185,10 +194,10 @@ public final class TillDatabase: Sendable {
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         defer { if !bookkeeping { writes.withLockedValue { $0 &+= 1 } } }
-        return try await gate.run(writes: !bookkeeping) {
-            if let groupCommit { return try await groupCommit.run(body) }
-            return try await run(transaction: body)
+        if let groupCommit {
+            return try await gate.run(writes: \.wrote) { try await groupCommit.run(body) }.value
         }
+        return try await gate.run(writes: !bookkeeping) { try await run(transaction: body) }
     }
 
     /// Runs several reads on one connection (borrowed once, not once per statement). Not a transaction: on
@@ -348,6 +357,12 @@ struct DirectSQLiteDatabase: SQLDatabase {
         return true
     }
 
+    /// A session's `SQLiteHandle.totalChanges`; nil outside a session.
+    var totalChanges: Int64? {
+        guard case .session(let handle) = target else { return nil }
+        return handle.totalChanges
+    }
+
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         switch target {
         case .session: return try await closure(self)
@@ -385,33 +400,89 @@ struct DirectSQLiteRow: SQLRow {
     }
 }
 
-/// A PostgreSQL `SQLDatabase` whose sessions hold one pooled connection.
+/// A PostgreSQL `SQLDatabase` whose sessions hold one pooled connection (a `PostgresSession`). A statement outside
+/// a session runs in a session of its own, so that every statement goes through `PostgresSession`.
 struct PooledPostgresDatabase: SQLDatabase {
     let box: ConnectionPoolBox<PostgresConnectionSource>
     let logger: Logger
     var pool: EventLoopGroupConnectionPool<PostgresConnectionSource> { box.pool }
 
-    private var database: any SQLDatabase { pool.database(logger: logger).sql(queryLogLevel: nil) }
-
     var eventLoop: any EventLoop { pool.eventLoopGroup.any() }
-    var dialect: any SQLDialect { database.dialect }
+    var dialect: any SQLDialect { PostgresDialect() }
     var version: (any SQLDatabaseReportedVersion)? { nil }
     var queryLogLevel: Logger.Level? { nil }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
         Void
     > {
-        database.execute(sql: query, onRow)
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await self.execute(sql: query, onRow) }
+        return promise.futureResult
     }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
-        try await database.execute(sql: query, onRow)
+        try await withSession { try await $0.execute(sql: query, onRow) }
     }
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         let connection = try await pool.requestConnection(logger: logger).get()
         defer { pool.releaseConnection(connection, logger: logger) }
-        return try await closure(connection.sql(queryLogLevel: nil))
+        return try await closure(PostgresSession(connection))
+    }
+}
+
+/// One leased PostgreSQL connection as sql-kit sees it, on which every statement ends, even once the connection has
+/// closed.
+///
+/// PostgresNIO (1.33) hands a statement to its channel handler with `channel.write(task, promise: nil)`. When the
+/// connection closes (PostgreSQL stopped or restarted, the socket reset), the handler fails every statement it holds,
+/// and NIO then removes the channel's handlers. A statement written after that reaches the channel's head, which drops
+/// it and fails the write's promise, nil: nobody is told, and the statement's future never completes. That is what
+/// the ROLLBACK after a transaction's failed statement met when PostgreSQL was stopped under load: the request never
+/// got an answer, its connection was never given back (the pool ran out of connections for good, and later requests
+/// waited for one until they gave up), and SIGTERM waited for the request until the watchdog.
+///
+/// So a statement is written from the connection's event loop, after checking there that the channel is active. On
+/// its loop, an active channel still has its handlers (NIO removes them only after the channel has gone inactive), and
+/// the handler answers the statement, failing it if the connection closes later. A statement on a closed connection
+/// fails at once with `StorageUnavailable(.unreachable)`: nothing was sent.
+struct PostgresSession: SQLDatabase {
+    private let connection: PostgresConnection
+    private let statements: any SQLDatabase
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+        self.statements = connection.sql(queryLogLevel: nil)
+    }
+
+    var eventLoop: any EventLoop { connection.eventLoop }
+    var logger: Logger { connection.logger }
+    var dialect: any SQLDialect { statements.dialect }
+    var version: (any SQLDatabaseReportedVersion)? { nil }
+    var queryLogLevel: Logger.Level? { nil }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
+        Void
+    > {
+        let connection = connection
+        let statements = statements
+        return connection.eventLoop.flatSubmit {
+            guard !connection.isClosed else {
+                return connection.eventLoop.makeFailedFuture(
+                    StorageUnavailable(.unreachable, "the connection to PostgreSQL had closed; the statement was not sent")
+                )
+            }
+            // On the loop, postgres-kit writes the statement to the channel before returning.
+            return statements.execute(sql: query, onRow)
+        }
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        try await execute(sql: query, onRow).get()
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await closure(self)
     }
 }
 
