@@ -98,15 +98,15 @@ struct ConsoleBrowserTests {
         #expect(try await browser.currentPath().hasPrefix("/console/sign-in"))
         try await check(browser, "sign-in", shots)
         try await browser.type("not-the-token", into: try await browser.find("#token"))
-        try await browser.click(try await browser.find("main form button[type=submit]"))
+        try await browser.follow(try await browser.find("main form button[type=submit]"))
         #expect(try await browser.currentPath().hasPrefix("/console/sign-in"))
         try await browser.type("operator", into: try await browser.find("#token"))
-        try await browser.click(try await browser.find("main form button[type=submit]"))
+        try await browser.follow(try await browser.find("main form button[type=submit]"))
         #expect(try await browser.currentPath().hasPrefix("/console/overview"))
 
         // The overview's charts are drawn from the figures: the sandbox's, chosen in the form.
         try await browser.select("Sandbox", in: "#environment")
-        try await browser.click(try await browser.find("form.filters button[type=submit]"))
+        try await browser.follow(try await browser.find("form.filters button[type=submit]"))
         #expect(try await browser.currentPath().contains("environment=Sandbox"))
         let day = FigureChange.dayLength
         let today = FigureChange.day(of: server.nowMilliseconds) * day
@@ -134,24 +134,24 @@ struct ConsoleBrowserTests {
         try await browser.setWindow(width: 1280, height: 900)
 
         // Find a customer: by the beginning of the id (a list), then by a transaction id (straight to them).
-        try await browser.click(try await browser.find("nav[aria-label=Console] a[href^=\"/console/customers\"]"))
+        try await browser.follow(try await browser.find("nav[aria-label=Console] a[href^=\"/console/customers\"]"))
         try await browser.type("an", into: try await browser.find("#q"))
-        try await browser.click(try await browser.find("form[role=search] button[type=submit]"))
+        try await browser.follow(try await browser.find("form[role=search] button[type=submit]"))
         #expect(try await browser.pageText().contains("1 customer"))
         try await check(browser, "customers", shots)
         try await browser.type(refunded, into: try await browser.find("#q"))
-        try await browser.click(try await browser.find("form[role=search] button[type=submit]"))
+        try await browser.follow(try await browser.find("form[role=search] button[type=submit]"))
         #expect(try await browser.currentPath().hasPrefix("/console/customers/ann"))
-        try await browser.click(try await browser.find("nav[aria-label=Console] a[href^=\"/console/customers\"]"))
+        try await browser.follow(try await browser.find("nav[aria-label=Console] a[href^=\"/console/customers\"]"))
         try await browser.type("an", into: try await browser.find("#q"))
-        try await browser.click(try await browser.find("form[role=search] button[type=submit]"))
-        try await browser.click(try await browser.find("main table a[href*=\"/console/customers/ann\"]"))
+        try await browser.follow(try await browser.find("form[role=search] button[type=submit]"))
+        try await browser.follow(try await browser.find("main table a[href*=\"/console/customers/ann\"]"))
         #expect(try await browser.currentPath().hasPrefix("/console/customers/ann"))
 
         // Grant by hand, and see it in the timeline as manual.
         try await browser.select("pro", in: "#grant-product")
         try await browser.type("goodwill after ticket 42", into: try await browser.find("#grant-note"))
-        try await browser.click(try await browser.find("form[action$=\"/grant\"] button[type=submit]"))
+        try await browser.follow(try await browser.find("form[action$=\"/grant\"] button[type=submit]"))
         #expect(try await browser.pageText().contains("Granted pro to ann."))
         let first = try await browser.text(of: try await browser.find("ol.timeline li"))
         #expect(first.contains("manual"), "the timeline's newest entry: \(first)")
@@ -186,7 +186,7 @@ struct ConsoleBrowserTests {
         #expect(try await browser.findAll("tr[data-submission=\"\(deadLetter)\"]").count == 1)
         try await check(browser, "queue", shots)
         try await browser.type("Apple is back", into: try await browser.find("#note-\(deadLetter)"))
-        try await browser.click(
+        try await browser.follow(
             try await browser.find("tr[data-submission=\"\(deadLetter)\"] button[type=submit]")
         )
         #expect(try await browser.pageText().lowercased().contains("retry"))
@@ -200,11 +200,11 @@ struct ConsoleBrowserTests {
         try await browser.go(base + "/console/notifications?app=\(app)")
         #expect(try await browser.pageText().contains("REFUND"))
         try await check(browser, "notifications", shots)
-        try await browser.click(try await browser.find("main table a[href^=\"/console/notifications/\"]"))
+        try await browser.follow(try await browser.find("main table a[href^=\"/console/notifications/\"]"))
         try await check(browser, "notification", shots)
         try await browser.go(base + "/console/catalogue?app=\(app)")
         try await check(browser, "catalogue", shots)
-        try await browser.click(try await browser.find("main a[href^=\"/console/catalogue/premium.monthly\"]"))
+        try await browser.follow(try await browser.find("main a[href^=\"/console/catalogue/premium.monthly\"]"))
         try await check(browser, "product", shots)
         try await browser.go(base + "/console/apps?app=\(app)")
         try await check(browser, "apps", shots)
@@ -216,7 +216,7 @@ struct ConsoleBrowserTests {
         try await check(browser, "activity", shots)
 
         // Sign out: the console is closed again.
-        try await browser.click(try await browser.find("form[action=\"/console/sign-out\"] button"))
+        try await browser.follow(try await browser.find("form[action=\"/console/sign-out\"] button"))
         try await waitUntil { try await browser.currentPath().hasPrefix("/console/sign-in") }
         try await browser.go(base + "/console/customers/ann?app=\(app)")
         #expect(try await browser.currentPath().hasPrefix("/console/sign-in"))

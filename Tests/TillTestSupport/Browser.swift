@@ -200,6 +200,23 @@ public final class Browser: Sendable {
 
     public func click(_ element: Element) async throws { try await command(.POST, "/element/\(element.id)/click") }
 
+    /// Clicks a link or a form's button and waits until the page it leads to has loaded. chromedriver's click can
+    /// return before a form's POST has replaced the page (seen under load), and the next lookup then reads the old
+    /// page: the old document is marked, and the wait ends when a document without the mark is complete.
+    public func follow(_ element: Element, timeout: Duration = .seconds(60)) async throws {
+        try await script("document.documentElement.setAttribute('data-till-left', '1'); return true")
+        try await click(element)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let arrived = try? await script(
+                "return document.readyState === 'complete' && !document.documentElement.hasAttribute('data-till-left')"
+            )
+            if arrived as? Bool == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Failure(description: "no page loaded within \(timeout) after the click")
+    }
+
     public func text(of element: Element) async throws -> String {
         try await command(.GET, "/element/\(element.id)/text") as? String ?? ""
     }
