@@ -1,5 +1,8 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import SQLKit
 import Synchronization
 
 /// What every use of the database passes through when storage fails: the failure becomes a
@@ -156,5 +159,47 @@ public final class StorageGate: Sendable {
         logger.warning(
             "storage available again after \(lasted) (\(ended.reason.rawValue)): \(ended.failures) failed operations, \(ended.refused) refused with 503"
         )
+    }
+}
+
+/// `TillDatabase.sql`: each statement and session through the `StorageGate`. A statement is run again while
+/// storage is away when running it again cannot repeat anything: no row was delivered yet, and the failure was not
+/// a connection lost under way (`outcomeUnknown`). A session is run again only when it failed before it began.
+struct GatedSQLDatabase: SQLDatabase {
+    let inner: any SQLDatabase
+    let gate: StorageGate
+
+    var eventLoop: any EventLoop { inner.eventLoop }
+    var dialect: any SQLDialect { inner.dialect }
+    var version: (any SQLDatabaseReportedVersion)? { inner.version }
+    var logger: Logger { inner.logger }
+    var queryLogLevel: Logger.Level? { inner.queryLogLevel }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
+        Void
+    > {
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await self.execute(sql: query, onRow) }
+        return promise.futureResult
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        let delivered = NIOLockedValueBox(false)
+        try await gate.run(writes: false, retryable: { _ in !delivered.withLockedValue { $0 } }) {
+            try await inner.execute(sql: query) { row in
+                delivered.withLockedValue { $0 = true }
+                onRow(row)
+            }
+        }
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        let began = NIOLockedValueBox(false)
+        return try await gate.run(writes: false, retryable: { _ in !began.withLockedValue { $0 } }) {
+            try await inner.withSession { session in
+                began.withLockedValue { $0 = true }
+                return try await closure(session)
+            }
+        }
     }
 }
