@@ -17,12 +17,14 @@ import TillStorage
 
 /// Events to the app's backend under load (`till bench events`, docs/benchmarks.md):
 ///
-/// 1. **CPU per purchase, without and with one endpoint**: `purchases` signed transactions sent to the server at
-///    `rate`, once with no webhook endpoint (each purchase still writes its event), once more with one endpoint
-///    taking every event until every event is delivered, and once more without. The process's CPU time from the
-///    first request to the last acknowledgement (and, with the endpoint, the last delivery), divided by the
-///    purchases; what an endpoint adds is its run's less the mean of the two others. Apple is left out (no
-///    confirmation worker runs), so the runs do the same work besides.
+/// 1. **CPU per purchase, without and with one endpoint**: runs of `purchases` signed transactions sent to the server
+///    at `rate`, alternating: without an endpoint (each purchase still writes its event), with one endpoint taking
+///    every event (made before the run, deleted with its deliveries after it), without, … — `rounds` runs with the
+///    endpoint between `rounds + 1` without. A run's figure is the process's CPU time (`getrusage`) from its first
+///    request until a fixed time after its last acknowledgement (with the endpoint: after its last delivery), divided
+///    by its purchases. What the endpoint adds in a round is its run's figure less the mean of the runs just before
+///    and after it (which shows what the growing database and the machine's drift did meanwhile); the result is the
+///    median over the rounds. Apple is left out (no confirmation worker runs), so the runs do the same work besides.
 /// 2. **Events delivered per second**: `events` events recorded while the endpoint is paused, for `customers`
 ///    customers, then the endpoint enabled and the time until the last is delivered.
 ///
@@ -32,14 +34,24 @@ import TillStorage
 public enum EventBenchmark {
     public struct Options: Sendable {
         var purchases: Int
+        var rounds: Int
         var rate: Int
         var events: Int
         var customers: Int
         var connections: Int
         var databaseURL: String?
 
-        public init(purchases: Int, rate: Int, events: Int, customers: Int, connections: Int, databaseURL: String?) {
+        public init(
+            purchases: Int,
+            rounds: Int,
+            rate: Int,
+            events: Int,
+            customers: Int,
+            connections: Int,
+            databaseURL: String?
+        ) {
             self.purchases = purchases
+            self.rounds = rounds
             self.rate = rate
             self.events = events
             self.customers = customers
@@ -68,8 +80,9 @@ public enum EventBenchmark {
             logger: quiet
         )
         let demo = try await DevelopmentSetup.prepare(server: server, simulator: simulator)
-        say("preparing \(3 * options.purchases) signed purchases for \(options.customers) customers…")
-        let bodies = try await purchases(3 * options.purchases, customers: options.customers, simulator, demo)
+        let runs = 2 * options.rounds + 1
+        say("preparing \(runs * options.purchases) signed purchases for \(options.customers) customers…")
+        let bodies = try await purchases(runs * options.purchases, customers: options.customers, simulator, demo)
         let receiver = try ReceiverProcess.start()
         // The server's HTTP API and its webhook worker; no confirmation worker: Apple is not part of this figure.
         let serverPort = try await Ports.start(
@@ -88,38 +101,7 @@ public enum EventBenchmark {
         var lines: [String] = []
         do {
             let port = serverPort.port
-            let runs = options.purchases
-            // 1. Without an endpoint, with one taking every event, without again (the second run without one shows
-            //    what a larger database alone adds; the endpoint's cost is measured against the mean of the two).
-            say("\(runs) purchases at \(options.rate)/s, no webhook endpoint…")
-            let without = try await send(Array(bodies[..<runs]), port: port, demo: demo, options)
-            let endpoint = try await server.webhookEndpoints.create(
-                bundleId: demo.bundleId,
-                .init(url: "http://127.0.0.1:\(receiver.port)/till/events")
-            )
-            let receivedBefore = try receiver.sample()
-            say("\(runs) purchases at \(options.rate)/s, one endpoint taking every event…")
-            let with = try await send(Array(bodies[runs..<(2 * runs)]), port: port, demo: demo, options) {
-                try receiver.sample().count >= receivedBefore.count + runs
-            }
-            let receivedWith = try receiver.sample()
-            try await server.webhookEndpoints.delete(bundleId: demo.bundleId, id: endpoint.endpoint.id)
-            say("\(runs) purchases at \(options.rate)/s, no webhook endpoint again…")
-            let withoutAgain = try await send(Array(bodies[(2 * runs)...]), port: port, demo: demo, options)
-            let baseline = (without.cpu + withoutAgain.cpu) / 2
-            lines.append(
-                "without_endpoint purchases=\(runs)+\(runs) acknowledged=\(without.acknowledged)+\(withoutAgain.acknowledged) "
-                    + "cpu_s=\(format(without.cpu, 2))+\(format(withoutAgain.cpu, 2)) "
-                    + "cpu_per_purchase_ms=\(format(baseline * 1000 / Double(runs), 3))"
-            )
-            let delivered = receivedWith.count - receivedBefore.count
-            lines.append(
-                "with_endpoint purchases=\(runs) acknowledged=\(with.acknowledged) delivered=\(delivered) "
-                    + "cpu_s=\(format(with.cpu, 2)) cpu_per_purchase_ms=\(format(with.cpu * 1000 / Double(runs), 3)) "
-                    + "added_per_purchase_ms=\(format((with.cpu - baseline) * 1000 / Double(runs), 3)) "
-                    + "all_delivered_after_s=\(format(with.elapsed)) "
-                    + "receiver_cpu_per_event_ms=\(format((receivedWith.cpu - receivedBefore.cpu) * 1000 / Double(max(1, delivered)), 3))"
-            )
+            lines += try await purchaseRounds(bodies, port: port, demo: demo, server: server, receiver: receiver, options)
             // 2. A backlog: recorded for a paused endpoint, then delivered as fast as the worker can.
             let paused = try await server.webhookEndpoints.create(
                 bundleId: demo.bundleId,
@@ -169,12 +151,82 @@ public enum EventBenchmark {
         return lines.joined(separator: "\n")
     }
 
+    /// The runs without and with an endpoint, alternating (without, with, without, …, without): each run's CPU per
+    /// purchase, and what each run with the endpoint adds to the mean of the runs just before and after it. Answers
+    /// the result lines.
+    static func purchaseRounds(
+        _ bodies: [[UInt8]],
+        port: Int,
+        demo: DevelopmentSetup.Demo,
+        server: PurchaseServer,
+        receiver: ReceiverProcess,
+        _ options: Options
+    ) async throws -> [String] {
+        let size = options.purchases
+        // What the process spends idle (its workers' timers), for reading the figures below: every run's window holds
+        // `settle` of it.
+        let idleStart = processCPUSeconds()
+        try await Task.sleep(for: .seconds(2))
+        let idle = (processCPUSeconds() - idleStart) / 2
+        var without: [Double] = []
+        var with: [Double] = []
+        var delivered = 0
+        var receiverCPU = 0.0
+        var deliveredAfter: [Double] = []
+        for run in 0..<(2 * options.rounds + 1) {
+            let batch = Array(bodies[(run * size)..<((run + 1) * size)])
+            guard run % 2 == 1 else {
+                say("round \(run / 2 + 1): \(size) purchases at \(options.rate)/s, no webhook endpoint…")
+                without.append(try await send(batch, port: port, demo: demo, options).cpu * 1000 / Double(size))
+                continue
+            }
+            let endpoint = try await server.webhookEndpoints.create(
+                bundleId: demo.bundleId,
+                .init(url: "http://127.0.0.1:\(receiver.port)/till/events")
+            )
+            let before = try receiver.sample()
+            say("round \(run / 2 + 1): \(size) purchases at \(options.rate)/s, one endpoint taking every event…")
+            let measured = try await send(batch, port: port, demo: demo, options) {
+                try receiver.sample().count >= before.count + size
+            }
+            let after = try receiver.sample()
+            with.append(measured.cpu * 1000 / Double(size))
+            delivered += after.count - before.count
+            receiverCPU += after.cpu - before.cpu
+            deliveredAfter.append(measured.elapsed)
+            // Its deliveries go with it: every run starts from the same tables but for the events.
+            try await server.webhookEndpoints.delete(bundleId: demo.bundleId, id: endpoint.endpoint.id)
+        }
+        let added = with.indices.map { with[$0] - (without[$0] + without[$0 + 1]) / 2 }
+        func list(_ values: [Double]) -> String { values.map { format($0, 3) }.joined(separator: ",") }
+        return [
+            "without_endpoint runs=\(without.count) purchases_per_run=\(size) idle_cpu_ms_per_s=\(format(idle * 1000, 1)) "
+                + "cpu_per_purchase_ms_median=\(format(median(without), 3)) cpu_per_purchase_ms=\(list(without))",
+            "with_endpoint runs=\(with.count) purchases_per_run=\(size) delivered=\(delivered) "
+                + "cpu_per_purchase_ms_median=\(format(median(with), 3)) cpu_per_purchase_ms=\(list(with)) "
+                + "all_delivered_after_s=\(deliveredAfter.map { format($0, 2) }.joined(separator: ",")) "
+                + "receiver_cpu_per_event_ms=\(format(receiverCPU * 1000 / Double(max(1, delivered)), 3))",
+            "added_per_purchase_ms_median=\(format(median(added), 3)) added_per_purchase_ms=\(list(added))",
+        ]
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
     struct BenchmarkTimeout: Error, CustomStringConvertible {
         var description: String { "the deliveries did not end within 10 minutes" }
     }
 
-    /// Sends the purchases at the rate and waits for their acknowledgements (and for `until`, when given); answers
-    /// the process's CPU seconds over the whole of it.
+    /// How long a run's CPU window stays open after its last acknowledgement or delivery.
+    static let settle = Duration.milliseconds(1500)
+
+    /// Sends the purchases at the rate and waits for their acknowledgements (and for `until`, when given), then for
+    /// `settle`; answers the process's CPU seconds over the whole of it, and the time until the last
+    /// acknowledgement or delivery.
     static func send(
         _ bodies: [[UInt8]],
         port: Int,
@@ -209,8 +261,15 @@ public enum EventBenchmark {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
+        let elapsed = seconds(clock.now - start)
+        // The work a purchase leaves for later (the figures' fold, once a second; the log's checkpoints) is counted
+        // in every run alike: the window ends `settle` after the last acknowledgement (or delivery).
+        try await Task.sleep(for: settle)
         let (acknowledged, _) = tally(answers)
-        return (acknowledged.count, processCPUSeconds() - cpuAtStart, seconds(clock.now - start))
+        guard acknowledged.count == bodies.count else {
+            throw BenchmarkFailure(description: "\(bodies.count - acknowledged.count) purchases were not acknowledged")
+        }
+        return (acknowledged.count, processCPUSeconds() - cpuAtStart, elapsed)
     }
 
     /// `count` events (an operator's credit each), for `customers` customers, from eight tasks at once.
@@ -320,7 +379,7 @@ public enum EventBenchmark {
             let line = readLine(stdout.fileHandleForReading, &buffer)
             guard let port = line.flatMap({ Int($0.replacingOccurrences(of: "receiver on ", with: "")) }) else {
                 process.terminate()
-                throw ReceiverFailure(description: "the receiver did not start: \(line ?? "")")
+                throw BenchmarkFailure(description: "the receiver did not start: \(line ?? "")")
             }
             return ReceiverProcess(
                 process: process,
@@ -336,7 +395,7 @@ public enum EventBenchmark {
             try input.write(contentsOf: Data("\n".utf8))
             let fields = (Self.readLine(output, &buffer) ?? "").split(separator: " ")
             guard fields.count == 4, let count = Int(fields[1]), let cpu = Double(fields[3]) else {
-                throw ReceiverFailure(description: "the receiver answered \(fields)")
+                throw BenchmarkFailure(description: "the receiver answered \(fields)")
             }
             return (count, cpu)
         }
@@ -360,7 +419,7 @@ public enum EventBenchmark {
         }
     }
 
-    struct ReceiverFailure: Error, CustomStringConvertible {
+    struct BenchmarkFailure: Error, CustomStringConvertible {
         var description: String
     }
 

@@ -71,8 +71,11 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: CPU-bound processes to run beside the server (each keeps a core busy).")
     var neighbours = 0
 
-    @Option(help: "events: purchases sent in each of the three runs (without an endpoint, with one, without again).")
-    var eventPurchases = 3000
+    @Option(help: "events: purchases sent in each run (the runs alternate: without an endpoint, with one, without…).")
+    var eventPurchases = 1000
+
+    @Option(help: "events: runs with an endpoint, each between two without (the median of what each adds is reported).")
+    var rounds = 5
 
     @Option(help: "events: events in the backlog delivered at once.")
     var events = 20_000
@@ -101,6 +104,8 @@ struct Bench: AsyncParsableCommand {
         guard outageAt >= 0, outageSeconds >= 0 else { throw ValidationError("outage times are not negative") }
         guard busyCPUShare > 0 && busyCPUShare <= 1 else { throw ValidationError("--busy-cpu-share is in (0, 1]") }
         guard (0...64).contains(neighbours) else { throw ValidationError("--neighbours is 0 to 64") }
+        guard (1...100).contains(rounds) else { throw ValidationError("--rounds is 1 to 100") }
+        guard eventPurchases >= 1 else { throw ValidationError("--event-purchases must be positive") }
     }
 
     func run() async throws {
@@ -147,6 +152,7 @@ struct Bench: AsyncParsableCommand {
                 try await EventBenchmark.run(
                     .init(
                         purchases: eventPurchases,
+                        rounds: rounds,
                         rate: rate,
                         events: events,
                         customers: customers ?? 1000,
