@@ -44,7 +44,7 @@ public struct EventLog: Sendable {
         }
         if let last {
             committed.raise(to: last)
-            appended.signal()
+            if committed.isWatched { appended.signal() }
         }
         return result
     }
@@ -227,11 +227,19 @@ struct EventRecord: Codable, Sendable {
     }()
 }
 
-/// A sequence number that only moves forward, shared between tasks.
+/// A sequence number that only moves forward, shared between tasks; and whether someone waits for it to move.
 final class SequenceMark: Sendable {
     private let value = Atomic<Int64>(0)
+    private let watched = Atomic<Bool>(true)
 
-    var current: Int64 { value.load(ordering: .acquiring) }
+    var current: Int64 { value.load(ordering: .sequentiallyConsistent) }
+
+    /// Whether a commit should wake the webhook worker: not while no endpoint is enabled, when waking it for every
+    /// event would cost each purchase a wake-up for nothing. (The worker sets this before it reads `current`, and a
+    /// commit raises the mark before it reads this: an event is either seen by that read or wakes the worker.)
+    var isWatched: Bool { watched.load(ordering: .sequentiallyConsistent) }
+
+    func watch(_ on: Bool) { watched.store(on, ordering: .sequentiallyConsistent) }
 
     func raise(to sequence: Int64) {
         var seen = value.load(ordering: .relaxed)
@@ -239,7 +247,7 @@ final class SequenceMark: Sendable {
             let (exchanged, now) = value.compareExchange(
                 expected: seen,
                 desired: sequence,
-                ordering: .acquiringAndReleasing
+                ordering: .sequentiallyConsistent
             )
             if exchanged { return }
             seen = now

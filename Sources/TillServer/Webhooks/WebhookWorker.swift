@@ -51,6 +51,7 @@ public struct WebhookWorker: Service {
                         readRevision = endpointChanges.current
                         readAt = clock.now
                         endpoints = try await store.enabledWebhookEndpoints(on: store.sql)
+                        committed.watch(!endpoints.isEmpty)
                         lastEvent = max(lastEvent, try await store.lastEventSequence(on: store.sql))
                     }
                     lastEvent = max(lastEvent, committed.current)
@@ -100,7 +101,9 @@ public struct WebhookWorker: Service {
                 // Until a signal (an event recorded, an attempt ended), the next due delivery, or a second at most (another
                 // process may have recorded events); never a spin while due deliveries wait for room.
                 let timeout: Duration
-                if inFlight.total > 0 {
+                if inFlight.total > 0 || endpoints.isEmpty {
+                    // No endpoint: nothing is due (a paused endpoint's deliveries wait for it), and events do not wake
+                    // the worker; an endpoint's change does.
                     timeout = .seconds(1)
                 } else {
                     let now = deliveries.clock.milliseconds
