@@ -10,7 +10,7 @@ import TillTestSupport
 @testable import TillServer
 
 /// What keeps the webhook worker's cost per event low (docs/events.md, "How it works"; docs/benchmarks.md): events wake
-/// it only while an endpoint is enabled.
+/// it only while an endpoint is enabled, and under a steady stream of events its rounds take batches.
 @Suite(.sharingTheMachine)
 struct WebhookWorkerTests {
     static func credit(_ fixture: ServerFixture, _ request: String) async throws {
@@ -62,5 +62,29 @@ struct WebhookWorkerTests {
                 }
             }
         }
+    }
+
+    @Test func aRoundUnderASteadyStreamWaitsForTheWindowAndOneBehindDoesNot() {
+        let start = ContinuousClock().now
+        let now: Int64 = 1_800_000_000_000
+        var pacing = RoundPacing(lastRound: start - .seconds(60))
+        #expect(pacing.nextRound < start, "the first event after a quiet time is not held back")
+
+        // Fresh deliveries, fewer than the room: the next round waits for the window, taking what comes meanwhile.
+        pacing.ran(at: start, claimed: [("ep", now - 3), ("ep", now)], limits: [("ep", 8)], now: now)
+        #expect(pacing.nextRound == start + pacing.window)
+
+        // As many as the room: a backlog, the next round soon.
+        pacing.ran(at: start, claimed: Array(repeating: ("ep", now), count: 8), limits: [("ep", 8)], now: now)
+        #expect(pacing.nextRound == start + pacing.catchingUp)
+
+        // Fewer, but one had waited longer than the window (a customer's next event behind the one before it).
+        pacing.ran(at: start, claimed: [("ep", now - 500)], limits: [("ep", 8)], now: now)
+        #expect(pacing.nextRound == start + pacing.catchingUp)
+
+        // Nothing claimed, room left: back to the window.
+        pacing.ran(at: start, claimed: [], limits: [("ep", 8), ("other", 8)], now: now)
+        #expect(pacing.nextRound == start + pacing.window)
+        #expect(pacing.catchingUp < pacing.window)
     }
 }

@@ -161,7 +161,8 @@ public struct WebhookDeliveries: Sendable {
                     delivery: sending.delivery,
                     body: sending.body,
                     occurredAt: sending.occurredAt,
-                    endpoint: endpoint
+                    endpoint: endpoint,
+                    dueAt: job.dueAt
                 )
             )
         }
@@ -175,6 +176,8 @@ public struct WebhookDeliveries: Sendable {
         var body: String
         var occurredAt: Int64
         var endpoint: WebhookEndpointRecord
+        /// When its job was due (UNIX ms): long before the claim when the worker is behind.
+        var dueAt: Int64
     }
 
     /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended

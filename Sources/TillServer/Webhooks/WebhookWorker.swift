@@ -15,7 +15,7 @@ import TillHTTPKit
 ///    slow or dead receiver holds up only its own deliveries.
 ///
 /// It waits for a signal (an event recorded, an attempt ended, an endpoint changed), the next due delivery, or a
-/// second; while attempts are under way, a round starts at most every 2 ms, so that rounds take their work in batches.
+/// second; rounds are paced by `RoundPacing`, so that under a steady stream of events each round takes a batch.
 /// A graceful shutdown lets the attempts under way finish and records them; the rest waits in the database for the
 /// next start (a claim of a process that stopped lapses, and its attempt is sent again with the same `webhook-id`).
 public struct WebhookWorker: Service {
@@ -43,6 +43,7 @@ public struct WebhookWorker: Service {
         var readAt = clock.now - .seconds(60)
         var readRevision = endpointChanges.current
         var lastEvent: Int64 = 0
+        var pacing = RoundPacing(lastRound: clock.now - .seconds(60))
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = jobs.signal(.delivery).current
@@ -81,7 +82,14 @@ public struct WebhookWorker: Service {
                         claims.append((endpoint, room))
                         running += room
                     }
-                    for attempt in try await deliveries.round(recording: outcomes, claiming: claims) {
+                    let attempts = try await deliveries.round(recording: outcomes, claiming: claims)
+                    pacing.ran(
+                        at: clock.now,
+                        claimed: attempts.map { (endpoint: $0.endpoint.id, dueAt: $0.dueAt) },
+                        limits: claims.map { (endpoint: $0.endpoint.id, limit: $0.limit) },
+                        now: deliveries.clock.milliseconds
+                    )
+                    for attempt in attempts {
                         let endpointId = attempt.endpoint.id
                         inFlight.add(1, to: endpointId)
                         group.addTask {
@@ -95,7 +103,7 @@ public struct WebhookWorker: Service {
                 }
                 if inFlight.total > 0 || ended.count > 0 {
                     // Attempts under way: let a few end before the next round, so rounds record and claim in batches.
-                    try? await Task.sleep(for: .milliseconds(2))
+                    try? await Task.sleep(until: pacing.nextRound, clock: clock)
                     if ended.count > 0 { continue }
                 }
                 // Until a signal (an event recorded, an attempt ended), the next due delivery, or a second at most (another
@@ -113,6 +121,8 @@ public struct WebhookWorker: Service {
                 _ = try? await cancelWhenGracefulShutdown {
                     await jobs.signal(.delivery).wait(since: since, timeout: timeout)
                 }
+                // Woken soon after the last round: what else comes meanwhile goes in the same round.
+                if clock.now < pacing.nextRound { try? await Task.sleep(until: pacing.nextRound, clock: clock) }
             }
         }
         // The attempts that ended during the shutdown.
@@ -135,6 +145,44 @@ public struct WebhookWorker: Service {
                 endpoints[index].consecutiveFailures += 1
             }
         }
+    }
+}
+
+/// When the worker's next round may start.
+///
+/// Each round is a transaction (and a dispatch before it another), with its wake-ups, whatever it records and claims.
+/// With a round every 2 ms while attempts were under way, events recorded at 500 a second went out one or two a round,
+/// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart, 0.43 ms (20 ms did no better). So
+/// a round follows the one before it after `window` at the earliest, and what was recorded meanwhile goes out together;
+/// a first event after a quiet time is not held back. When the worker is behind —
+/// a round claimed all it had room for, or a delivery that had been due longer than `window` (a backlog, a customer's
+/// next event waiting for the one before it) — the next round comes after `catchingUp`, so a backlog goes out at the
+/// receivers' pace.
+struct RoundPacing {
+    var window: Duration = .milliseconds(10)
+    var catchingUp: Duration = .milliseconds(2)
+    private(set) var lastRound: ContinuousClock.Instant
+    private(set) var behind = false
+
+    init(lastRound: ContinuousClock.Instant) {
+        self.lastRound = lastRound
+    }
+
+    var nextRound: ContinuousClock.Instant { lastRound + (behind ? catchingUp : window) }
+
+    /// A round ran at `instant`: it claimed deliveries due at `dueAt` (UNIX ms; `now` on the same clock), within
+    /// `limits` for each endpoint.
+    mutating func ran(
+        at instant: ContinuousClock.Instant,
+        claimed: [(endpoint: String, dueAt: Int64)],
+        limits: [(endpoint: String, limit: Int)],
+        now: Int64
+    ) {
+        lastRound = instant
+        let late = now - window.milliseconds
+        behind =
+            claimed.contains { $0.dueAt < late }
+            || limits.contains { limit in claimed.count { $0.endpoint == limit.endpoint } >= limit.limit }
     }
 }
 
