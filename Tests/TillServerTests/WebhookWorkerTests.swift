@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOEmbedded
 import ServiceLifecycle
 import Testing
 import TillContract
@@ -10,7 +12,8 @@ import TillTestSupport
 @testable import TillServer
 
 /// What keeps the webhook worker's cost per event low (docs/events.md, "How it works"; docs/benchmarks.md): events wake
-/// it only while an endpoint is enabled, and under a steady stream of events its rounds take batches.
+/// it only while an endpoint is enabled, under a steady stream of events its rounds take batches, and a request leaves
+/// in one write.
 @Suite(.sharingTheMachine)
 struct WebhookWorkerTests {
     static func credit(_ fixture: ServerFixture, _ request: String) async throws {
@@ -86,5 +89,21 @@ struct WebhookWorkerTests {
         pacing.ran(at: start, claimed: [], limits: [("ep", 8), ("other", 8)], now: now)
         #expect(pacing.nextRound == start + pacing.window)
         #expect(pacing.catchingUp < pacing.window)
+    }
+
+    @Test func aRequestsHeadAndBodyLeaveInOneWrite() throws {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(FlushCoalescer(), position: .first)
+        // What AsyncHTTPClient does: the head written and flushed, then the body written and flushed.
+        channel.write(ByteBuffer(string: "POST /till/events HTTP/1.1\r\ncontent-length: 2\r\n\r\n"), promise: nil)
+        channel.flush()
+        channel.write(ByteBuffer(string: "{}"), promise: nil)
+        channel.flush()
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "the head left on its own")
+        channel.embeddedEventLoop.run()
+        let head = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        let body = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        #expect(String(buffer: head).hasPrefix("POST") && String(buffer: body) == "{}")
+        #expect(try channel.finish().isClean)
     }
 }

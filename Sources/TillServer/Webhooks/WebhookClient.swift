@@ -62,11 +62,16 @@ final class WebhookClient: Sendable {
         // (the delivery retries with its back-off), not a reason to keep trying until the deadline.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.httpVersion = .http1Only
+        // No spans: building each request's span attributes (its URL parsed once more, a dictionary filled) took 2–3% of
+        // the client's CPU time in a profile, for a tracer that is never set.
+        configuration.tracing.tracer = nil
         configuration.http1_1ConnectionDebugInitializer = { channel in
             if let refused = policy.refusal(of: channel.remoteAddress) {
                 return channel.eventLoop.makeFailedFuture(AddressRefused(description: "refused: \(refused)"))
             }
-            return channel.eventLoop.makeSucceededVoidFuture()
+            return channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.addHandler(FlushCoalescer(), position: .first)
+            }
         }
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.policy = policy
@@ -211,6 +216,28 @@ final class WebhookClient: Sendable {
         case let error as HTTPClientError where error == .readTimeout: "no answer within the timeout"
         case let error as HTTPClientError where error == .remoteConnectionClosed: "the receiver closed the connection"
         default: "\(error)"
+        }
+    }
+}
+
+/// Holds a connection's flushes until the end of the event loop's current tick, so that what is written and flushed
+/// within one tick leaves in one write.
+///
+/// AsyncHTTPClient flushes a request's head, then writes and flushes its body separately: two system calls and two TCP
+/// segments (on loopback, each also carries the receiver's side of the stack on the sender's CPU) for a body known from
+/// the start. Measured with posts to a receiver in another process, eight at a time: 5% less CPU time per request.
+final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = NIOAny
+    private var pending = false
+
+    func flush(context: ChannelHandlerContext) {
+        guard !pending else { return }
+        pending = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (coalescer, context) = loopBound.value
+            coalescer.pending = false
+            context.flush()
         }
     }
 }
