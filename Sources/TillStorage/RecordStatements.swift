@@ -33,6 +33,18 @@ public enum RecordStatements {
         return Update(table: table, set: columns.filter { !keys.contains($0.0) }, keys: match)
     }
 
+    /// `INSERT INTO table (columns…) VALUES (…), (…), …`: rows given as their values in the columns' order, nil for
+    /// NULL. For records written many at a time on a hot path, where encoding each through Codable (sql-kit's
+    /// `models(_:)`) cost more CPU time than running the statement: a webhook dispatch (docs/benchmarks.md).
+    public static func insert(
+        into table: String,
+        columns: [String],
+        rows: [[(any Encodable & Sendable)?]]
+    ) -> any SQLExpression {
+        assert(rows.allSatisfy { $0.count == columns.count })
+        return Rows(table: table, columns: columns, rows: rows)
+    }
+
     private static func name(_ name: String, _ serializer: inout SQLSerializer) {
         assert(
             name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }
@@ -68,6 +80,31 @@ public enum RecordStatements {
         }
     }
 
+    private struct Rows: SQLExpression {
+        let table: String
+        let columns: [String]
+        let rows: [[(any Encodable & Sendable)?]]
+
+        func serialize(to serializer: inout SQLSerializer) {
+            serializer.write("INSERT INTO ")
+            RecordStatements.name(table, &serializer)
+            serializer.write(" (")
+            for (offset, column) in columns.enumerated() {
+                if offset > 0 { serializer.write(", ") }
+                RecordStatements.name(column, &serializer)
+            }
+            serializer.write(") VALUES ")
+            for (index, row) in rows.enumerated() {
+                serializer.write(index == 0 ? "(" : ", (")
+                for (offset, value) in row.enumerated() {
+                    if offset > 0 { serializer.write(", ") }
+                    if let value { serializer.write(bind: value) } else { serializer.write("NULL") }
+                }
+                serializer.write(")")
+            }
+        }
+    }
+
     private struct Update: SQLExpression {
         let table: String
         let set: [(String, any SQLExpression)]
@@ -96,6 +133,27 @@ public struct MissingKeyColumn: Error, CustomStringConvertible {
     public let table: String
     public let column: String
     public var description: String { "a record of \(table) has no column \(column) to match on" }
+}
+
+/// Columns read by hand, for the rows a hot path reads many of (Codable's keyed decoding of each cost more CPU time than
+/// the statement that read it).
+extension SQLRow {
+    /// A column that may be NULL.
+    public func optional<Value: Decodable>(_ column: String, as type: Value.Type) throws -> Value? {
+        try decodeNil(column: column) ? nil : decode(column: column, as: Value.self)
+    }
+
+    /// A column holding an enumeration's raw value.
+    public func enumeration<Value: RawRepresentable>(_ column: String, as type: Value.Type) throws -> Value
+    where Value.RawValue == String {
+        let raw = try decode(column: column, as: String.self)
+        guard let value = Value(rawValue: raw) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "\(column) holds \(raw), not a \(Value.self)")
+            )
+        }
+        return value
+    }
 }
 
 extension SQLDatabase {

@@ -63,6 +63,51 @@ struct JobQueueTests {
         }
     }
 
+    /// Jobs are inserted and claimed through hand-written columns (`Job.columns`, `Job(row:)`): what they write, Codable
+    /// reads back the same, and what they read is what Codable wrote.
+    @Test(arguments: TestDatabase.all) func handWrittenRowsMatchCodables(_ engine: TestDatabase) async throws {
+        try await withQueue(engine) { jobs, database, _ in
+            let store = jobs.store
+            let now = jobs.clock.milliseconds
+            let streamed = Job(
+                kind: .delivery,
+                jobKey: "streamed",
+                state: .queued,
+                queueGroup: "ep_1",
+                stream: "ep_1:alice",
+                position: 42,
+                attempts: 3,
+                dueAt: now - 5,
+                claimedUntil: now - 1,
+                lastError: "the receiver answered HTTP 500",
+                createdAt: now - 100,
+                updatedAt: now - 50
+            )
+            let bare = Job(kind: .delivery, jobKey: "bare", state: .queued, attempts: 0, dueAt: now, createdAt: now, updatedAt: now)
+            try await database.transaction { db in try await store.insertJobs([streamed, bare], on: db) }
+            for job in [streamed, bare] {
+                let read = try await database.read { db in
+                    try await db.raw("SELECT * FROM srv_jobs WHERE job_key = \(bind: job.jobKey)")
+                        .first(decoding: Job.self, with: ServerStore.decoding)
+                }
+                #expect(read == job)
+            }
+            // Codable's columns are the hand-written ones, in the same order, with the same values.
+            let encoded = try ServerStore.encoding.encode(streamed)
+            #expect(encoded.map(\.0) == Job.columns)
+            #expect(Job.columns.count == streamed.row.count)
+
+            let claimed = try await jobs.claim(.delivery, group: "ep_1", limit: 5, lease: .seconds(30))
+            #expect(claimed.count == 1)
+            let first = try #require(claimed.first)
+            var expected = streamed
+            expected.attempts += 1
+            (expected.claimedUntil, expected.updatedAt) = (first.claimedUntil, first.updatedAt)
+            #expect(first == expected)
+            #expect((first.claimedUntil ?? 0) > now && first.updatedAt == now)
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func aClaimIsLeasedRetriedWhenItsWorkerSaysAndDeadLettered(
         _ engine: TestDatabase
     ) async throws {

@@ -2,11 +2,13 @@ import Foundation
 import Logging
 import NIOCore
 import NIOEmbedded
+import SQLKit
 import ServiceLifecycle
 import Testing
 import TillContract
 import TillDevelopment
 import TillHTTPKit
+import TillStorage
 import TillTestSupport
 
 @testable import TillServer
@@ -64,6 +66,82 @@ struct WebhookWorkerTests {
                     #expect(try WebhookTests.received(receiver).map(\._type) == [.credits_adjusted])
                 }
             }
+        }
+    }
+
+    /// Deliveries are inserted and read for an attempt through hand-written columns (`WebhookDeliveryRecord.columns`,
+    /// `init(row:)`), and dispatches read events by hand: what they write, Codable reads back the same, and what they
+    /// read is what Codable wrote.
+    @Test(arguments: TestDatabase.all) func handWrittenRowsMatchCodables(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            let store = fixture.server.store
+            try await Self.credit(fixture, "one")
+            let event = try #require(
+                try await store.eventsToDispatch(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql)
+                    .last
+            )
+            let stored = try #require(try await store.event(bundleId: ServerFixture.bundleId, id: event.id, on: store.sql))
+            #expect(
+                (event.sequence, event.id, event.type, event.customerId)
+                    == (stored.sequence, stored.id, stored.type, stored.customerId)
+            )
+            let full = WebhookDeliveryRecord(
+                id: "dlv_full",
+                endpointId: "ep_1",
+                bundleId: ServerFixture.bundleId,
+                eventSequence: event.sequence,
+                eventId: event.id,
+                eventType: event.type,
+                customerId: "alice",
+                state: .pending,
+                attempts: 2,
+                replay: true,
+                deadline: 1_800_000_300_000,
+                deliveredAt: 1_800_000_200_000,
+                lastAttemptAt: 1_800_000_100_000,
+                lastStatus: 503,
+                lastError: "the receiver answered HTTP 503",
+                lastAnswer: "busy",
+                lastUrl: "https://example.com/hook",
+                lastDuration: 12,
+                createdAt: 1_800_000_000_000,
+                updatedAt: 1_800_000_100_000
+            )
+            var bare = full
+            bare.id = "dlv_bare"
+            (bare.customerId, bare.deliveredAt, bare.lastAttemptAt, bare.lastStatus) = (nil, nil, nil, nil)
+            (bare.lastError, bare.lastAnswer, bare.lastUrl, bare.lastDuration) = (nil, nil, nil, nil)
+            bare.replay = false
+            let job = Job(
+                kind: .delivery,
+                jobKey: full.id,
+                state: .queued,
+                queueGroup: "ep_1",
+                stream: full.stream,
+                position: event.sequence,
+                attempts: 0,
+                dueAt: 1_800_000_000_500,
+                createdAt: full.createdAt,
+                updatedAt: full.createdAt
+            )
+            // Hand-written rows in, Codable out; Codable in, hand-written out.
+            let codable = bare
+            try await fixture.server.database.transaction { db in
+                try await store.insert([full], jobs: [job], on: db)
+                try await store.insert(codable, on: db)
+            }
+            var joined = full
+            joined.nextAttemptAt = job.dueAt
+            let read = try #require(try await store.webhookDelivery(id: full.id, on: store.sql))
+            #expect("\(read)" == "\(joined)")
+            let sending = try await store.deliveriesToSend(ids: [full.id, bare.id], on: store.sql)
+            #expect(Set(sending.map(\.delivery.id)) == [full.id, bare.id])
+            for read in sending {
+                #expect("\(read.delivery)" == "\(read.delivery.id == full.id ? full : bare)")
+                #expect(read.body == stored.body && read.occurredAt == stored.occurredAt)
+            }
+            #expect(try ServerStore.encoding.encode(full).map(\.0) == WebhookDeliveryRecord.columns)
+            #expect(WebhookDeliveryRecord.columns.count == full.row.count)
         }
     }
 

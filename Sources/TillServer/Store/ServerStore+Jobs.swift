@@ -52,7 +52,7 @@ extension ServerStore {
                 ORDER BY j.due_at, j.position LIMIT \(literal: limit) \(lock))
             RETURNING *
             """
-        ).all(decoding: Job.self, with: Self.decoding).sorted { ($0.dueAt, $0.position) < ($1.dueAt, $1.position) }
+        ).all().map(Job.init(row:)).sorted { ($0.dueAt, $0.position) < ($1.dueAt, $1.position) }
     }
 
     /// Claims one job by its key (queued anew if missing) until `until`, unless a live worker holds it.
@@ -108,7 +108,7 @@ extension ServerStore {
     /// Jobs in one statement; each queued behind a job of its stream that is due later is due then too.
     func insertJobs(_ jobs: [Job], on db: any SQLDatabase) async throws {
         guard let kind = jobs.first?.kind else { return }
-        try await db.insert(into: "srv_jobs").models(jobs, with: Self.encoding).run()
+        try await db.run(RecordStatements.insert(into: "srv_jobs", columns: Job.columns, rows: jobs.map(\.row)))
         let streamed = jobs.filter { $0.stream != nil }.map(\.jobKey)
         guard !streamed.isEmpty else { return }
         let before: SQLQueryString = """
@@ -191,5 +191,39 @@ extension ServerStore {
         try await sql.raw(
             "SELECT kind, state, COUNT(*) AS n, MIN(due_at) AS oldest_due FROM srv_jobs GROUP BY kind, state"
         ).all(decoding: JobDepth.self, with: Self.decoding)
+    }
+}
+
+// A job's columns by hand: a webhook dispatch inserts hundreds at a time and every round claims some (docs/benchmarks.md).
+// `JobQueueTests.handWrittenRowsMatchCodables` keeps them equal to Codable's.
+extension Job {
+    static let columns = [
+        "kind", "job_key", "state", "queue_group", "stream", "position", "attempts", "due_at", "claimed_until",
+        "last_error", "created_at", "updated_at",
+    ]
+
+    /// Its values, in the order of `columns`.
+    var row: [(any Encodable & Sendable)?] {
+        [
+            kind.rawValue, jobKey, state.rawValue, queueGroup, stream, position, attempts, dueAt, claimedUntil,
+            lastError, createdAt, updatedAt,
+        ]
+    }
+
+    init(row: any SQLRow) throws {
+        self.init(
+            kind: try row.enumeration("kind", as: JobKind.self),
+            jobKey: try row.decode(column: "job_key", as: String.self),
+            state: try row.enumeration("state", as: JobState.self),
+            queueGroup: try row.decode(column: "queue_group", as: String.self),
+            stream: try row.optional("stream", as: String.self),
+            position: try row.decode(column: "position", as: Int64.self),
+            attempts: try row.decode(column: "attempts", as: Int.self),
+            dueAt: try row.decode(column: "due_at", as: Int64.self),
+            claimedUntil: try row.optional("claimed_until", as: Int64.self),
+            lastError: try row.optional("last_error", as: String.self),
+            createdAt: try row.decode(column: "created_at", as: Int64.self),
+            updatedAt: try row.decode(column: "updated_at", as: Int64.self)
+        )
     }
 }

@@ -134,24 +134,21 @@ extension ServerStore {
     /// Deliveries and their jobs, each set in one statement (a dispatch makes many at once).
     func insert(_ deliveries: [WebhookDeliveryRecord], jobs: [Job], on db: any SQLDatabase) async throws {
         guard !deliveries.isEmpty else { return }
-        try await db.insert(into: "srv_webhook_deliveries").models(deliveries, with: Self.encoding).run()
+        try await db.run(
+            RecordStatements.insert(
+                into: "srv_webhook_deliveries",
+                columns: WebhookDeliveryRecord.columns,
+                rows: deliveries.map(\.row)
+            )
+        )
         try await insertJobs(jobs, on: db)
     }
 
     /// One delivery to attempt, with what its event's body needs.
-    struct DeliveryToSend: Decodable, Sendable {
+    struct DeliveryToSend: Sendable {
         var delivery: WebhookDeliveryRecord
         var body: String
         var occurredAt: Int64
-
-        enum CodingKeys: String, CodingKey { case body, eventOccurredAt }
-
-        init(from decoder: any Decoder) throws {
-            delivery = try WebhookDeliveryRecord(from: decoder)
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            body = try container.decode(String.self, forKey: .body)
-            occurredAt = try container.decode(Int64.self, forKey: .eventOccurredAt)
-        }
     }
 
     /// The deliveries with these ids, each with its event's body, in one read.
@@ -163,8 +160,13 @@ extension ServerStore {
             JOIN srv_events e ON e.sequence = d.event_sequence
             WHERE d.id IN (\(binds: ids))
             """
-        )
-        .all(decoding: DeliveryToSend.self, with: Self.decoding)
+        ).all().map { row in
+            DeliveryToSend(
+                delivery: try WebhookDeliveryRecord(row: row),
+                body: try row.decode(column: "body", as: String.self),
+                occurredAt: try row.decode(column: "event_occurred_at", as: Int64.self)
+            )
+        }
     }
 
     /// A delivery delivered: the columns its last attempt changed (the others and their indexes stay).
@@ -286,5 +288,52 @@ extension ServerStore {
         guard !sequences.isEmpty else { return [] }
         return try await db.select().column("*").from("srv_events").where("sequence", .in, sequences)
             .all(decoding: EventRecord.self, with: Self.decoding)
+    }
+}
+
+// A delivery's columns by hand: a dispatch inserts hundreds at a time and every round reads the ones it claims
+// (docs/benchmarks.md). `WebhookWorkerTests.handWrittenRowsMatchCodables` keeps them equal to Codable's.
+extension WebhookDeliveryRecord {
+    static let columns = [
+        "id", "endpoint_id", "bundle_id", "event_sequence", "event_id", "event_type", "customer_id", "state", "attempts",
+        "replay", "deadline", "delivered_at", "last_attempt_at", "last_status", "last_error", "last_answer", "last_url",
+        "last_duration", "created_at", "updated_at",
+    ]
+
+    /// Its values, in the order of `columns`.
+    var row: [(any Encodable & Sendable)?] {
+        [
+            id, endpointId, bundleId, eventSequence, eventId, eventType.rawValue, customerId, state.rawValue, attempts,
+            replay, deadline, deliveredAt, lastAttemptAt, lastStatus, lastError, lastAnswer, lastUrl, lastDuration,
+            createdAt, updatedAt,
+        ]
+    }
+
+    /// A row of `srv_webhook_deliveries` (with `next_attempt_at`, the job's due time, when the query joined it).
+    init(row: any SQLRow) throws {
+        self.init(
+            id: try row.decode(column: "id", as: String.self),
+            endpointId: try row.decode(column: "endpoint_id", as: String.self),
+            bundleId: try row.decode(column: "bundle_id", as: String.self),
+            eventSequence: try row.decode(column: "event_sequence", as: Int64.self),
+            eventId: try row.decode(column: "event_id", as: String.self),
+            eventType: try row.enumeration("event_type", as: EventType.self),
+            customerId: try row.optional("customer_id", as: String.self),
+            state: try row.enumeration("state", as: WebhookDeliveryState.self),
+            attempts: try row.decode(column: "attempts", as: Int.self),
+            replay: try row.decode(column: "replay", as: Bool.self),
+            deadline: try row.decode(column: "deadline", as: Int64.self),
+            deliveredAt: try row.optional("delivered_at", as: Int64.self),
+            lastAttemptAt: try row.optional("last_attempt_at", as: Int64.self),
+            lastStatus: try row.optional("last_status", as: Int.self),
+            lastError: try row.optional("last_error", as: String.self),
+            lastAnswer: try row.optional("last_answer", as: String.self),
+            lastUrl: try row.optional("last_url", as: String.self),
+            lastDuration: try row.optional("last_duration", as: Int64.self),
+            createdAt: try row.decode(column: "created_at", as: Int64.self),
+            updatedAt: try row.decode(column: "updated_at", as: Int64.self),
+            nextAttemptAt: row.contains(column: "next_attempt_at")
+                ? try row.optional("next_attempt_at", as: Int64.self) : nil
+        )
     }
 }

@@ -61,12 +61,10 @@ public struct WebhookDeliveries: Sendable {
         return try await database.transaction { db -> (Int64?, Bool) in
             guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled
             else { return (nil, false) }
-            let events = try await self.store.events(
+            let events = try await self.store.eventsToDispatch(
                 after: endpoint.dispatchedThrough,
                 limit: Self.dispatchBatch,
                 bundleId: endpoint.bundleId,
-                customerIds: nil,
-                type: nil,
                 on: db
             )
             guard let last = events.last else { return (endpoint.dispatchedThrough, false) }
@@ -89,13 +87,19 @@ public struct WebhookDeliveries: Sendable {
         now: Int64,
         on db: any SQLDatabase
     ) async throws {
-        let (delivery, job) = self.delivery(of: event, to: endpoint, replay: replay, deadline: deadline, now: now)
+        let (delivery, job) = self.delivery(
+            of: .init(sequence: event.sequence, id: event.id, type: event.type, customerId: event.customerId),
+            to: endpoint,
+            replay: replay,
+            deadline: deadline,
+            now: now
+        )
         try await store.insert([delivery], jobs: [job], on: db)
     }
 
     /// A delivery of `event` to `endpoint` and its job: in the customer's stream at that endpoint, at the event's place.
     private func delivery(
-        of event: EventRecord,
+        of event: ServerStore.EventToDispatch,
         to endpoint: WebhookEndpointRecord,
         replay: Bool,
         deadline: Int64,
