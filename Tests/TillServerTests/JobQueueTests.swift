@@ -108,6 +108,32 @@ struct JobQueueTests {
         }
     }
 
+    /// A worker's own job under way is never claimed again by it, even once the lease has passed (the webhook worker
+    /// passes the deliveries it has not recorded yet); another worker may claim it then.
+    @Test(arguments: TestDatabase.all) func aJobUnderWayIsNotClaimedAgainByItsOwnWorker(_ engine: TestDatabase)
+        async throws
+    {
+        try await withQueue(engine) { jobs, database, clock in
+            try await enqueue(jobs, database, "mine", group: "ep_1")
+            try await enqueue(jobs, database, "other", group: "ep_1")
+            let claimed = try await database.transaction(bookkeeping: true) { db in
+                try await jobs.claim(.delivery, group: "ep_1", limit: 1, lease: .seconds(5), on: db)
+            }
+            #expect(claimed.map(\.jobKey) == ["mine"] || claimed.map(\.jobKey) == ["other"])
+            let held = try #require(claimed.first?.jobKey)
+            clock.advance(60)  // the lease has passed, its answer not recorded yet
+            let again = try await database.transaction(bookkeeping: true) { db in
+                try await jobs.claim(.delivery, group: "ep_1", limit: 5, lease: .seconds(5), excluding: [held], on: db)
+            }
+            #expect(!again.map(\.jobKey).contains(held) && again.count == 1)
+            clock.advance(60)
+            let anyone = try await database.transaction(bookkeeping: true) { db in
+                try await jobs.claim(.delivery, group: "ep_1", limit: 5, lease: .seconds(5), on: db)
+            }
+            #expect(Set(anyone.map(\.jobKey)) == ["mine", "other"], "a lapsed claim is anyone's")
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func aClaimIsLeasedRetriedWhenItsWorkerSaysAndDeadLettered(
         _ engine: TestDatabase
     ) async throws {

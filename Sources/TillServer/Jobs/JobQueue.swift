@@ -140,10 +140,17 @@ struct JobQueue: Sendable {
         }
     }
 
-    /// `claim(_:group:limit:lease:)` in `db`'s transaction (with what the worker records in it).
-    func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration, on db: any SQLDatabase) async throws
-        -> [Job]
-    {
+    /// `claim(_:group:limit:lease:)` in `db`'s transaction (with what the worker records in it), leaving out the jobs
+    /// with the keys in `excluding` (the worker's own, under way: never claimed twice by one live worker, even once
+    /// their lease has passed).
+    func claim(
+        _ kind: JobKind,
+        group: String = "",
+        limit: Int,
+        lease: Duration,
+        excluding: [String] = [],
+        on db: any SQLDatabase
+    ) async throws -> [Job] {
         guard limit > 0 else { return [] }
         let now = clock.milliseconds
         return try await store.claimJobs(
@@ -152,6 +159,7 @@ struct JobQueue: Sendable {
             limit: limit,
             now: now,
             until: now + lease.milliseconds,
+            excluding: excluding,
             on: db
         )
     }

@@ -33,12 +33,19 @@ extension ServerStore {
     }
 
     /// Claims up to `limit` due jobs of a kind and group until `until`: queued, due by `now`, not held by a live
-    /// worker, and the first queued of their stream; counts their attempt. On PostgreSQL several servers share the
-    /// queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
-    func claimJobs(kind: JobKind, group: String, limit: Int, now: Int64, until: Int64, on db: any SQLDatabase)
-        async throws -> [Job]
-    {
+    /// worker, not among `excluding` (the caller's own, under way), and the first queued of their stream; counts their
+    /// attempt. On PostgreSQL several servers share the queue (`FOR UPDATE SKIP LOCKED`); on SQLite one process owns it.
+    func claimJobs(
+        kind: JobKind,
+        group: String,
+        limit: Int,
+        now: Int64,
+        until: Int64,
+        excluding: [String] = [],
+        on db: any SQLDatabase
+    ) async throws -> [Job] {
         let lock: SQLQueryString = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        let notHeld: SQLQueryString = excluding.isEmpty ? "" : "AND j.job_key NOT IN (\(binds: excluding))"
         return try await db.raw(
             """
             UPDATE srv_jobs SET claimed_until = \(bind: until), attempts = attempts + 1, updated_at = \(bind: now)
@@ -46,6 +53,7 @@ extension ServerStore {
                 SELECT j.job_key FROM srv_jobs j
                 WHERE j.kind = \(bind: kind.rawValue) AND j.queue_group = \(bind: group) AND j.state = 'queued'
                   AND j.due_at <= \(bind: now) AND (j.claimed_until IS NULL OR j.claimed_until < \(bind: now))
+                  \(notHeld)
                   AND (j.stream IS NULL OR NOT EXISTS (
                     SELECT 1 FROM srv_jobs e WHERE e.kind = j.kind AND e.stream = j.stream AND e.state = 'queued'
                       AND e.position < j.position))

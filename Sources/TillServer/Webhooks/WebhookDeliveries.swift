@@ -140,12 +140,15 @@ public struct WebhookDeliveries: Sendable {
 
     /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt, in
     /// `db`'s transaction; a job whose delivery is no longer pending (an operator dead-lettered it, say) ends here.
-    private func claim(endpoint: WebhookEndpointRecord, limit: Int, on db: any SQLDatabase) async throws -> [Attempt] {
+    private func claim(endpoint: WebhookEndpointRecord, limit: Int, held: Set<String>, on db: any SQLDatabase)
+        async throws -> [Attempt]
+    {
         let claimed = try await jobs.claim(
             .delivery,
             group: endpoint.id,
             limit: limit,
             lease: settings.timeout * 2 + .seconds(30),
+            excluding: held.sorted(),
             on: db
         )
         guard !claimed.isEmpty else { return [] }
@@ -242,7 +245,8 @@ public struct WebhookDeliveries: Sendable {
     /// next delivery as soon as the one before it is recorded. Answers the attempts to send.
     func round(
         recording outcomes: [Outcome],
-        claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)]
+        claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)],
+        held: [String: Set<String>] = [:]
     ) async throws -> [Attempt] {
         let claims = claims.filter { $0.limit > 0 }
         guard !outcomes.isEmpty || !claims.isEmpty else { return [] }
@@ -266,7 +270,7 @@ public struct WebhookDeliveries: Sendable {
             let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
             var attempts: [Attempt] = []
             for (endpoint, limit) in claims {
-                attempts += try await self.claim(endpoint: endpoint, limit: limit, on: db)
+                attempts += try await self.claim(endpoint: endpoint, limit: limit, held: held[endpoint.id] ?? [], on: db)
             }
             return (recovered, attempts)
         }

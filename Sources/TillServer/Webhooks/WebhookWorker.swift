@@ -44,9 +44,13 @@ public struct WebhookWorker: Service {
         var readRevision = endpointChanges.current
         var lastEvent: Int64 = 0
         var pacing = RoundPacing(lastRound: clock.now - .seconds(60))
+        // The deliveries this process claimed and has not recorded yet, by endpoint: never claimed again meanwhile,
+        // even once their lease has passed (a clock that jumps, an answer slower than the lease).
+        var held: [String: Set<String>] = [:]
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = jobs.signal(.delivery).current
+                var recording: [WebhookDeliveries.Outcome] = []
                 do {
                     if clock.now - readAt >= .seconds(1) || endpointChanges.current != readRevision {
                         readRevision = endpointChanges.current
@@ -70,6 +74,7 @@ public struct WebhookWorker: Service {
                     }
                     // What ended is recorded and what is due claimed in one transaction.
                     let outcomes = ended.take()
+                    recording = outcomes
                     note(outcomes, in: &endpoints)
                     var running = inFlight.total
                     var claims: [(endpoint: WebhookEndpointRecord, limit: Int)] = []
@@ -82,7 +87,7 @@ public struct WebhookWorker: Service {
                         claims.append((endpoint, room))
                         running += room
                     }
-                    let attempts = try await deliveries.round(recording: outcomes, claiming: claims)
+                    let attempts = try await deliveries.round(recording: outcomes, claiming: claims, held: held)
                     pacing.ran(
                         at: clock.now,
                         claimed: attempts.map { (endpoint: $0.endpoint.id, dueAt: $0.dueAt) },
@@ -91,6 +96,7 @@ public struct WebhookWorker: Service {
                     )
                     for attempt in attempts {
                         let endpointId = attempt.endpoint.id
+                        held[endpointId, default: []].insert(attempt.delivery.id)
                         inFlight.add(1, to: endpointId)
                         group.addTask {
                             ended.add(await deliveries.send(attempt, client: client))
@@ -100,6 +106,10 @@ public struct WebhookWorker: Service {
                     }
                 } catch {
                     logger.error("webhook deliveries: \(error)")
+                }
+                // Recorded, or lost with a round that failed (then sent again once its lease has passed).
+                for outcome in recording {
+                    held[outcome.attempt.endpoint.id]?.remove(outcome.attempt.delivery.id)
                 }
                 if inFlight.total > 0 || ended.count > 0 {
                     // Attempts under way: let a few end before the next round, so rounds record and claim in batches.
