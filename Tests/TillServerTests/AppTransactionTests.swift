@@ -38,14 +38,6 @@ struct AppTransactionTests {
         )
     }
 
-    /// `jws`'s payload with `change` applied, signed again by `signer`.
-    func resigned(_ jws: String, by signer: JWSSigner, _ change: (inout [String: Any]) -> Void) throws -> String {
-        let payload = try #require(Base64.decode(jws.split(separator: ".")[1], alphabet: .url))
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
-        change(&object)
-        return try signer.sign(payloadJSON: Array(try JSONSerialization.data(withJSONObject: object)))
-    }
-
     func rows(_ fixture: ServerFixture) async throws -> Int {
         try await fixture.server.store.sql.raw("SELECT COUNT(*) AS n FROM srv_app_transactions").first()?
             .decode(column: "n", as: Int.self) ?? -1

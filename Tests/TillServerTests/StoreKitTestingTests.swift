@@ -29,16 +29,6 @@ struct StoreKitTestingTests {
         #"{"customerId":"\#(customerId)","signedTransaction":"\#(jws)"}"#
     }
 
-    /// The signed transaction's payload with `change` applied, signed again by `signer`.
-    func resigned(_ jws: String, by signer: JWSSigner, _ change: (inout [String: Any]) -> Void = { _ in }) throws
-        -> String
-    {
-        let payload = try #require(Base64.decode(jws.split(separator: ".")[1], alphabet: .url))
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
-        change(&object)
-        return try signer.sign(payloadJSON: Array(try JSONSerialization.data(withJSONObject: object)))
-    }
-
     @Test(arguments: TestDatabase.all) func xcodePurchasesAreAcceptedOnlyUnderTheAppsStoreKitTestCertificate(
         _ database: TestDatabase
     ) async throws {
