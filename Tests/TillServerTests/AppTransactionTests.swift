@@ -254,11 +254,7 @@ struct AppTransactionTests {
     ) async throws {
         try await ServerFixture.run(database: database) { fixture in
             let simulator = fixture.simulator
-            let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Xcode"))
-            let device = try await simulator.appStoreConnect.createDevice(
-                accountId: account.id,
-                DeviceInput(name: "Simulator")
-            )
+            let device = try await fixture.xcodeDevice()
             let jws = try await simulator.payments.signedAppTransaction(
                 deviceId: device.id,
                 bundleId: Self.bundle,

@@ -129,6 +129,12 @@ struct ServerFixture {
         )
     }
 
+    /// A device of a new account of StoreKit Testing in Xcode (the simulator's Xcode environment).
+    func xcodeDevice() async throws -> SimDevice {
+        let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Xcode"))
+        return try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput(name: "Simulator"))
+    }
+
     func receipt() async throws -> String {
         Base64.encode(
             try await simulator.payments.appReceipt(deviceId: device.id, bundleId: Self.bundleId, environment: .sandbox)

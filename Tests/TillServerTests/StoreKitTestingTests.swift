@@ -34,11 +34,7 @@ struct StoreKitTestingTests {
     ) async throws {
         try await ServerFixture.run(database: database) { fixture in
             let simulator = fixture.simulator
-            let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Xcode"))
-            let device = try await simulator.appStoreConnect.createDevice(
-                accountId: account.id,
-                DeviceInput(name: "Simulator")
-            )
+            let device = try await fixture.xcodeDevice()
             let bought = try await simulator.payments.addPayment(
                 PaymentRequest(deviceId: device.id, bundleId: ServerFixture.bundleId, productId: "pro"),
                 environment: .xcode
