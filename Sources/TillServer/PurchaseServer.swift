@@ -23,6 +23,7 @@ import TillStorage
 /// - `queue`: the confirmation with Apple, retried and classified (run by `ConfirmationWorker`);
 /// - `notifications`: App Store Server Notifications, verified, recorded once and applied;
 /// - `consumption`: Apple's consumption requests answered (run by `ConsumptionWorker`);
+/// - `appTransactions`: the AppTransaction each customer's app sent, verified and kept;
 /// - `offers`: promotional offers and introductory-offer eligibility signed for apps;
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
 /// - `content`: the files products deliver and their signed download URLs;
@@ -46,6 +47,7 @@ public final class PurchaseServer: Sendable {
     public let queue: ConfirmationQueue
     public let notifications: NotificationIntake
     public let consumption: ConsumptionAnswers
+    public let appTransactions: AppTransactions
     public let offers: Offers
     public let catchUp: CatchUp
     public let content: ContentDelivery
@@ -95,11 +97,13 @@ public final class PurchaseServer: Sendable {
         )
         ledger = Ledger(database: database, store: store, events: events, clock: clock)
         customers = Customers(database: database, store: store, catalogue: catalogue, ledger: ledger, clock: clock)
+        appTransactions = AppTransactions(database: database, store: store, verifier: verifier, clock: clock)
         offers = Offers(
             database: database,
             store: store,
             catalogue: catalogue,
             customers: customers,
+            appTransactions: appTransactions,
             clock: clock,
             logger: logger
         )

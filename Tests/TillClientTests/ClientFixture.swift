@@ -255,6 +255,11 @@ struct ClientFixture: Sendable {
                 timeout: timeout,
                 session: http
             ),
+            appTransactions: try AppTransactionRecorder(
+                directory: root.appendingPathComponent("app-transaction"),
+                server: client,
+                backoff: Backoff(base: 0.1, cap: 1, jitter: 0)
+            ),
             finishing: finishing
         )
     }

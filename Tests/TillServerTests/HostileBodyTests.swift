@@ -30,6 +30,7 @@ struct HostileBodyTests {
                     (.post, "/v1/customers/alice/debits", key, BodyLimit.json),
                     (.post, "/v1/customers/alice/aliases", key, BodyLimit.json),
                     (.put, "/v1/customers/alice/consumption-consent", key, BodyLimit.json),
+                    (.put, "/v1/customers/alice/app-transaction", key, BodyLimit.json),
                     (.post, "/v1/customers/alice/offers/promotional", key, BodyLimit.json),
                     (.post, "/admin/v1/apps", "operator", BodyLimit.json),
                     (.put, "/admin/v1/apps/com.example.till/products/new", "operator", BodyLimit.json),

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Testing
 import TillContract
 import TillCore
 import TillFormats
@@ -128,6 +129,12 @@ struct ServerFixture {
         )
     }
 
+    /// A device of a new account of StoreKit Testing in Xcode (the simulator's Xcode environment).
+    func xcodeDevice() async throws -> SimDevice {
+        let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Xcode"))
+        return try await simulator.appStoreConnect.createDevice(accountId: account.id, DeviceInput(name: "Simulator"))
+    }
+
     func receipt() async throws -> String {
         Base64.encode(
             try await simulator.payments.appReceipt(deviceId: device.id, bundleId: Self.bundleId, environment: .sandbox)
@@ -137,4 +144,15 @@ struct ServerFixture {
     func settled(_ result: SubmissionResult, timeout: Duration = .seconds(60)) async throws -> SubmissionView {
         try await server.intake.waitForSettlement(id: result.submission.id, bundleId: Self.bundleId, timeout: timeout)
     }
+}
+
+/// A JWS's payload with `change` applied, signed again by `signer`: signed data as someone else (or the same
+/// authority) would have signed it.
+func resigned(_ jws: String, by signer: JWSSigner, _ change: (inout [String: Any]) -> Void = { _ in }) throws
+    -> String
+{
+    let payload = try #require(Base64.decode(jws.split(separator: ".")[1], alphabet: .url))
+    var object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+    change(&object)
+    return try signer.sign(payloadJSON: Array(try JSONSerialization.data(withJSONObject: object)))
 }

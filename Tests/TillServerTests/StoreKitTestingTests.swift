@@ -29,26 +29,12 @@ struct StoreKitTestingTests {
         #"{"customerId":"\#(customerId)","signedTransaction":"\#(jws)"}"#
     }
 
-    /// The signed transaction's payload with `change` applied, signed again by `signer`.
-    func resigned(_ jws: String, by signer: JWSSigner, _ change: (inout [String: Any]) -> Void = { _ in }) throws
-        -> String
-    {
-        let payload = try #require(Base64.decode(jws.split(separator: ".")[1], alphabet: .url))
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
-        change(&object)
-        return try signer.sign(payloadJSON: Array(try JSONSerialization.data(withJSONObject: object)))
-    }
-
     @Test(arguments: TestDatabase.all) func xcodePurchasesAreAcceptedOnlyUnderTheAppsStoreKitTestCertificate(
         _ database: TestDatabase
     ) async throws {
         try await ServerFixture.run(database: database) { fixture in
             let simulator = fixture.simulator
-            let account = try await simulator.appStoreConnect.createAccount(AccountInput(environment: "Xcode"))
-            let device = try await simulator.appStoreConnect.createDevice(
-                accountId: account.id,
-                DeviceInput(name: "Simulator")
-            )
+            let device = try await fixture.xcodeDevice()
             let bought = try await simulator.payments.addPayment(
                 PaymentRequest(deviceId: device.id, bundleId: ServerFixture.bundleId, productId: "pro"),
                 environment: .xcode

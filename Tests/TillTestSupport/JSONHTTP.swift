@@ -57,7 +57,9 @@ public struct JSONHTTP: Sendable {
                 if let text = body as? String { Array(text.utf8) } else {
                     Array(try JSONSerialization.data(withJSONObject: body))
                 }
-            request.headers.add(name: "Content-Type", value: "application/json")
+            if !request.headers.contains(name: "Content-Type") {
+                request.headers.add(name: "Content-Type", value: "application/json")
+            }
             request.body = .bytes(ByteBuffer(bytes: bytes))
         }
         let response = try await client.execute(request, timeout: .seconds(timeout.components.seconds))

@@ -83,6 +83,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
     let appGroup = router.group("v1").add(middleware: AppKeyMiddleware(server: server))
     addAppRoutes(to: appGroup, server)
     addConsumptionAppRoutes(to: appGroup, server)
+    addAppTransactionRoutes(to: appGroup, server)
     addOfferAppRoutes(to: appGroup, server)
     let adminGroup = router.group("admin/v1").add(
         middleware: OperatorTokenMiddleware(token: server.configuration.operatorToken)

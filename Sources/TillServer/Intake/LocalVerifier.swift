@@ -125,42 +125,90 @@ final class LocalVerifier: Sendable {
                 }
             }
         }
-        if verified.environment.isLocallySigned {
-            // Believed under the certificates the operator registered for it: that is the app's consent.
-            return verified
-        }
-        if verified.environment != .production && !app.acceptSandbox {
-            throw TillHTTPError.unprocessable(
-                "sandboxNotAccepted",
-                "\(app.bundleId) does not accept \(verified.environment) purchases"
-            )
-        }
-        if verified.environment != .production && verified.environment != .sandbox {
-            throw TillHTTPError.unprocessable(
-                "invalidEnvironment",
-                "\(verified.environment) purchases are not accepted by a server"
-            )
-        }
+        try Self.admit(verified.environment, app: app, of: "purchases")
         return verified
     }
 
-    /// A signed transaction: under Apple's roots, then the sandbox roots; when neither has a chain for it and it says it
-    /// is StoreKit Testing's, under the app's StoreKit test certificates alone.
+    /// Verifies an app's AppTransaction (StoreKit 2's `AppTransaction.shared`) as a submission's signed transaction
+    /// is verified, for the same app and under the same environment policy, or throws a 422 with the precise reason.
+    /// In production its app Apple id must be the app's too, when the app has one.
+    func verifyAppTransaction(_ jws: String, app: ServerApp) async throws -> VerifiedAppTransaction {
+        let verified = try await verifySignedData(
+            jws,
+            as: AppTransaction.self,
+            verifiers: verifiers(for: app),
+            app: app,
+            missing: "an environment (receiptType)"
+        ) { payload in payload.receiptType.map { VerifiedAppTransaction(payload: payload, environment: $0) } }
+        let payload = verified.payload
+        let environment = verified.environment
+        if environment == .production, let expected = app.appAppleId, payload.appAppleId != expected {
+            throw TillHTTPError.unprocessable(
+                VerificationFailure.Reason.invalidAppIdentifier.rawValue,
+                "signed for app Apple id \(payload.appAppleId.map(String.init) ?? "(none)"), expected \(expected)"
+            )
+        }
+        try Self.admit(environment, app: app, of: "app transactions")
+        return verified
+    }
+
+    /// The app's policy for data of `environment`, once its signature is trusted: StoreKit Testing's data was believed
+    /// under the certificates the operator registered for it (that is the app's consent); sandbox data only if the app
+    /// accepts it; production always.
+    private static func admit(_ environment: AppStoreEnvironment, app: ServerApp, of what: String) throws {
+        if environment.isLocallySigned || environment == .production { return }
+        guard app.acceptSandbox else {
+            throw TillHTTPError.unprocessable(
+                "sandboxNotAccepted",
+                "\(app.bundleId) does not accept \(environment) \(what)"
+            )
+        }
+        guard environment == .sandbox else {
+            throw TillHTTPError.unprocessable(
+                "invalidEnvironment",
+                "\(environment) \(what) are not accepted by a server"
+            )
+        }
+    }
+
+    /// A signed transaction: under Apple's roots, then the sandbox roots, then (StoreKit Testing's) the app's StoreKit
+    /// test certificates.
     private func verifySignedTransaction(_ jws: String, verifiers: AppVerifiers, app: ServerApp) async throws
         -> LocallyVerified
     {
-        func attempt(_ verifier: SignedDataVerifier) async -> VerificationOutcome<LocallyVerified?> {
-            await verifier.verify(jws, as: JWSTransactionDecodedPayload.self).map { verifiedJWS in
-                guard let transaction = verifiedJWS.payload.purchaseTransaction() else { return nil }
-                return LocallyVerified(
+        try await verifySignedData(
+            jws,
+            as: JWSTransactionDecodedPayload.self,
+            verifiers: verifiers,
+            app: app,
+            missing: "a transaction id, product id, date or environment"
+        ) { payload in
+            payload.purchaseTransaction().map { transaction in
+                LocallyVerified(
                     kind: .signedTransaction,
                     environment: transaction.environment,
                     transactions: [transaction]
                 )
             }
         }
+    }
+
+    /// Signed data of an app (a transaction, its AppTransaction): under Apple's roots, then the sandbox roots; when
+    /// neither has a chain for it and it says it is StoreKit Testing's, under the app's StoreKit test certificates
+    /// alone. `read` makes the value of a verified payload, nil when the payload lacks what it needs (`missing`).
+    private func verifySignedData<Payload: JWSPayload, Value: Sendable & EnvironmentScoped>(
+        _ jws: String,
+        as type: Payload.Type,
+        verifiers: AppVerifiers,
+        app: ServerApp,
+        missing: String,
+        read: (Payload) -> Value?
+    ) async throws -> Value {
+        func attempt(_ verifier: SignedDataVerifier) async -> VerificationOutcome<Value?> {
+            await verifier.verify(jws, as: Payload.self).map { read($0.payload) }
+        }
         do {
-            return try await first(verifiers.jws.indices) { await attempt(verifiers.jws[$0]) }
+            return try await first(verifiers.jws.indices, missing: missing) { await attempt(verifiers.jws[$0]) }
         } catch let refusal as TillHTTPError
             where refusal.code == "invalidChainLength" || refusal.code == "invalidChain"
         {
@@ -179,10 +227,7 @@ final class LocalVerifier: Sendable {
             case .valid(let verified?):
                 return verified
             case .valid(nil):
-                throw TillHTTPError.unprocessable(
-                    "malformedPayload",
-                    "the signed data lacks a transaction id, product id, date or environment"
-                )
+                throw TillHTTPError.unprocessable("malformedPayload", "the signed data lacks \(missing)")
             case .invalid(let failure) where failure.reason == .invalidChain:
                 throw TillHTTPError.unprocessable(
                     failure.reason.rawValue,
@@ -196,10 +241,15 @@ final class LocalVerifier: Sendable {
 
     /// The environment a JWS's payload claims, unverified: only to choose who verifies it.
     private static func claimedEnvironment(of jws: String) -> AppStoreEnvironment? {
-        struct Claim: Decodable { var environment: String? }
+        // A transaction names it `environment`, an AppTransaction `receiptType`.
+        struct Claim: Decodable {
+            var environment: String?
+            var receiptType: String?
+        }
         let segments = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard segments.count == 3, let payload = Base64.decode(segments[1], alphabet: .url),
-            let claim = try? JSONDecoder().decode(Claim.self, from: Data(payload)), let environment = claim.environment
+            let claim = try? JSONDecoder().decode(Claim.self, from: Data(payload)),
+            let environment = claim.environment ?? claim.receiptType
         else { return nil }
         return AppStoreEnvironment(environment)
     }
@@ -244,31 +294,29 @@ final class LocalVerifier: Sendable {
     }
 
     /// Tries each verifier in turn (Apple's first); a later one (sandbox roots) only vouches for sandbox data.
-    private func first(
+    private func first<Value: EnvironmentScoped & Sendable>(
         _ indices: Range<Int>,
-        _ attempt: (Int) async -> VerificationOutcome<LocallyVerified?>
-    ) async throws -> LocallyVerified {
+        missing: String = "a transaction id, product id, date or environment",
+        _ attempt: (Int) async -> VerificationOutcome<Value?>
+    ) async throws -> Value {
         var chainFailure: VerificationFailure?
         for index in indices {
             switch await attempt(index) {
             case .valid(let verified?) where verified.environment.isLocallySigned:
                 throw TillHTTPError.unprocessable(
                     "untrustedForXcode",
-                    "only an app's StoreKit test certificates vouch for \(verified.environment) purchases"
+                    "only an app's StoreKit test certificates vouch for \(verified.environment) data"
                 )
             case .valid(let verified?):
                 if index > 0 && verified.environment != .sandbox {
                     throw TillHTTPError.unprocessable(
                         "untrustedForProduction",
-                        "only Apple's roots vouch for \(verified.environment) purchases"
+                        "only Apple's roots vouch for \(verified.environment) data"
                     )
                 }
                 return verified
             case .valid(nil):
-                throw TillHTTPError.unprocessable(
-                    "malformedPayload",
-                    "the signed data lacks a transaction id, product id, date or environment"
-                )
+                throw TillHTTPError.unprocessable("malformedPayload", "the signed data lacks \(missing)")
             case .invalid(let failure) where failure.reason == .invalidChain:
                 // Only a chain Apple does not vouch for is worth trying against the sandbox roots.
                 chainFailure = chainFailure ?? failure
@@ -279,6 +327,19 @@ final class LocalVerifier: Sendable {
         let failure = chainFailure ?? VerificationFailure(.invalidFormat, "nothing to verify")
         throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
     }
+}
+
+/// A value verified locally, in the environment its signed data names.
+protocol EnvironmentScoped {
+    var environment: AppStoreEnvironment { get }
+}
+
+extension LocallyVerified: EnvironmentScoped {}
+
+/// A verified AppTransaction and the environment its `receiptType` names.
+struct VerifiedAppTransaction: EnvironmentScoped, Sendable {
+    var payload: AppTransaction
+    var environment: AppStoreEnvironment
 }
 
 /// What an app submits.

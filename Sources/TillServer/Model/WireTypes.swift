@@ -101,6 +101,8 @@ public typealias CatchUpError = Components.Schemas.CatchUpError
 public typealias ConsumptionSettings = Components.Schemas.ConsumptionSettings
 /// A customer's consent to share consumption data with Apple, as the app recorded it.
 public typealias ConsumptionConsent = Components.Schemas.ConsumptionConsent
+/// A customer's AppTransaction as the server verified and keeps it (`/v1/customers/{id}/app-transaction`).
+public typealias AppTransactionView = Components.Schemas.AppTransaction
 /// One CONSUMPTION_REQUEST from Apple and the server's answer to it (docs/notifications.md, "Consumption requests").
 public typealias ConsumptionAnswer = Components.Schemas.ConsumptionAnswer
 /// Where the answer to a consumption request stands.

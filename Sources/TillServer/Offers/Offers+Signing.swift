@@ -97,7 +97,8 @@ extension Offers {
     }
 
     /// Signs whether a customer may have a subscription's introductory offer, as the ledger (or the operator's
-    /// override) decides it, naming the customer's newest transaction in the ledger or else `appTransactionId`.
+    /// override) decides it, naming the customer's newest transaction in the ledger, or else `appTransactionId`: the
+    /// request's, or that of the AppTransaction the customer's app recorded (`AppTransactions`).
     public func signIntroductoryEligibility(
         _ request: IntroductoryEligibilityRequest,
         customerId: String,
@@ -112,10 +113,15 @@ extension Offers {
         let group = OfferRules.group(of: product) ?? product.productId
         let signer = try signer(for: app)
         let customer = try await facts(of: customerId, in: group, app: app)
-        guard let transactionId = customer.newestTransactionId ?? request.appTransactionId else {
+        var named = customer.newestTransactionId ?? request.appTransactionId
+        if named == nil {
+            named = try await appTransactions.appTransactionId(bundleId: app.bundleId, owner: customer.owner)
+        }
+        guard let transactionId = named else {
             throw TillHTTPError.badRequest(
                 "appTransactionIdRequired",
-                "the ledger has no purchase of \(customer.owner) to name: send appTransactionId (StoreKit's AppTransaction)"
+                "the ledger has no purchase of \(customer.owner) to name and no AppTransaction of theirs was recorded: "
+                    + "send appTransactionId (StoreKit's AppTransaction)"
             )
         }
         let override = try await store.introductoryOverride(

@@ -15,6 +15,8 @@ public struct Offers: Sendable {
     let store: ServerStore
     let catalogue: Catalogue
     let customers: Customers
+    /// The AppTransaction each customer's app sent: its id names a customer the ledger has no purchase of.
+    let appTransactions: AppTransactions
     let clock: ServerClock
     let logger: Logger
 

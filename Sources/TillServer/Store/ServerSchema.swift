@@ -707,5 +707,22 @@ enum ServerSchema {
             only: .sqlite
         ),
         Migration("020-console-postgres", figureTables(journalKey: "BIGSERIAL PRIMARY KEY", days: ""), only: .postgres),
+        // The customers' AppTransactions (`AppTransactions`): the one each customer's app sent, verified, with Apple's
+        // fields and the JWS.
+        Migration(
+            "021-app-transactions",
+            [
+                """
+                CREATE TABLE srv_app_transactions (
+                    bundle_id TEXT NOT NULL, customer_id TEXT NOT NULL,
+                    environment TEXT NOT NULL CHECK (environment IN (\(environments))), app_apple_id BIGINT,
+                    app_transaction_id TEXT, application_version TEXT, version_external_identifier BIGINT,
+                    original_application_version TEXT, original_purchase_date BIGINT, preorder_date BIGINT,
+                    receipt_creation_date BIGINT, original_platform TEXT, device_verification TEXT,
+                    device_verification_nonce TEXT, signed_app_transaction TEXT NOT NULL, received_at BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, customer_id))
+                """
+            ]
+        ),
     ]
 }

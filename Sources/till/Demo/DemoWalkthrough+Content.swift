@@ -86,6 +86,11 @@ extension DemoWalkthrough {
             report.note("the app is launched again")
             let relaunched = try relaunchPhone()
             let launch = await relaunched.start()
+            report.expect(
+                launch.appTransaction == .alreadySent,
+                "the AppTransaction is not sent again: the first launch's is on record",
+                otherwise: "\(launch.appTransaction)"
+            )
             let delivery = launch.transactions.lazy.compactMap { outcome -> Delivery? in
                 if case .delivered(let delivery) = outcome, delivery.transaction.productId == Self.magazineId {
                     return delivery

@@ -16,6 +16,16 @@ extension DemoWalkthrough {
         ) {
             let launch = await phone.start()
             report.note("launch: no snapshot stored yet (\(launch.storedSnapshot == .missing ? "missing" : "found"))")
+            if case .sent(let kept) = launch.appTransaction {
+                report.expect(
+                    kept.customerId == "alice" && kept.appTransactionId != nil,
+                    "the AppTransaction sent at the first launch, verified and kept by the server: app transaction "
+                        + "\(kept.appTransactionId ?? "?"), first version \(kept.originalApplicationVersion ?? "?")",
+                    otherwise: "kept for \(kept.customerId) without an app transaction id"
+                )
+            } else {
+                report.fail("the AppTransaction sent at the first launch — \(launch.appTransaction)")
+            }
             let offered = try await phone.offeredProducts()
             for product in offered.products {
                 let catalogue = product.catalogue

@@ -42,6 +42,22 @@ extension ShopSession {
                 break
             }
         }
+        switch report.appTransaction {
+        case .sent(let kept):
+            lines.append(
+                "the AppTransaction was sent to the server once (app transaction \(kept.appTransactionId ?? "?"))"
+            )
+        case .refused(let error):
+            lines.append("the server refused the AppTransaction: \(error.code ?? "") \(error.message)")
+        case .willRetry(let error):
+            lines.append("the AppTransaction was not sent (\(error.message)): it is sent at the next launch")
+        case .storeFailed(let error):
+            lines.append("the store did not give the AppTransaction (\(error)): it is sent at the next launch")
+        case .unverified(let error):
+            lines.append("the AppTransaction did not verify on the device: \(error)")
+        case .alreadySent, .unavailable:
+            break
+        }
         return lines
     }
 

@@ -60,7 +60,7 @@ SubscriptionStoreView(productIDs: ["premium.monthly", "premium.yearly"])
 
 // docs/client.md, "Without SwiftUI".
 func withoutSwiftUI<Store: TillStorefront>(purchases: PurchaseCoordinator<Store>, order: Order) async throws {
-let launch = await purchases.start()                       // snapshot, outbox, unfinished transactions
+let launch = await purchases.start()                       // snapshot, outbox, unfinished transactions, AppTransaction
 async let background: Void = purchases.run(every: 30)      // Transaction.updates and retries; outcomes on `events`
 let offered = try await purchases.offeredProducts()        // the server's master list, the store's prices
 switch try await purchases.purchase(Payment(productId: "pro", appAccountToken: token)) {
@@ -78,6 +78,16 @@ if case .failed(let failure) = await purchases.restore() {  // AppStore.sync() /
 }
     _ = (launch, offered, pro, after)
     await background
+}
+
+// docs/client.md, "The AppTransaction".
+func appTransaction<Store: TillStorefront>(purchases: PurchaseCoordinator<Store>) async {
+switch await purchases.sendAppTransaction() {                // start() sent it: answers .alreadySent
+case .sent(let kept): print(kept.originalApplicationVersion ?? "")   // what the server keeps for the customer
+case .alreadySent, .unavailable: break                       // on record already; StoreKit 1 has none
+case .unverified, .storeFailed, .willRetry: break            // sent again at the next launch and by run(every:)
+case .refused(let error): print(error.code ?? "")            // e.g. storeKitTestingNotEnabled: fix, then force: true
+}
 }
 
 // docs/client.md, "Offers".

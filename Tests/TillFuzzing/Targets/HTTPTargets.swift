@@ -12,7 +12,9 @@ enum HTTPTargets {
 
     static let appAPI = serverTarget(
         name: "app-api",
-        summary: "bodies of the app API's routes (submissions, restore, debits, aliases, consent, offers, downloads)",
+        summary:
+            "bodies of the app API's routes (submissions, restore, debits, aliases, consent, offers, downloads, the "
+            + "AppTransaction)",
         routes: appRoutes,
         token: { $0.appKey }
     )
@@ -39,6 +41,22 @@ enum HTTPTargets {
     }
     static var signedGems: String {
         (try? FuzzPKI.jwsSigner.sign(transaction(product: "gems.100", type: .consumable))) ?? ""
+    }
+    /// A device's AppTransaction, as the sandbox signs it.
+    static var signedAppTransaction: String {
+        let app = AppTransaction(
+            receiptType: .sandbox,
+            bundleId: "com.example.till",
+            applicationVersion: "1",
+            receiptCreationDate: Date(timeIntervalSince1970: 1_738_645_560),
+            originalPurchaseDate: Date(timeIntervalSince1970: 1_738_645_500),
+            originalApplicationVersion: "1.0",
+            deviceVerification: "cYUsXc53EbYc0pOeXG5d6/31LGHeVGf84sqSN0OrJi5u/j2H89WWKgS8N0hMsMlf",
+            deviceVerificationNonce: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+            appTransactionId: "704289572407232543",
+            originalPlatform: .iOS
+        )
+        return (try? FuzzPKI.jwsSigner.sign(app)) ?? ""
     }
 
     static var appRoutes: [FuzzRoute] {
@@ -85,6 +103,12 @@ enum HTTPTargets {
                 [#"{"productId":"premium.monthly","appTransactionId":"704289572311559935"}"#]
             ),
             FuzzRoute(.post, "/v1/customers/alice/downloads", [#"{"productId":"pro"}"#]),
+            // Last, so that the first byte of the inputs in Regressions/app-api still picks the route it picked.
+            FuzzRoute(
+                .put,
+                "/v1/customers/alice/app-transaction",
+                [#"{"signedAppTransaction":"\#(signedAppTransaction)"}"#]
+            ),
         ]
     }
 

@@ -47,6 +47,8 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
     public nonisolated let outbox: Outbox
     public nonisolated let entitlements: EntitlementStore
     public nonisolated let content: ContentStore
+    /// Sends the AppTransaction once per customer, and remembers that it did.
+    public nonisolated let appTransactions: AppTransactionRecorder
     public nonisolated let evidence: Evidence
     public nonisolated let finishing: Finishing
     /// What happened to transactions handled in the background by ``run(every:)``; the newest 256 are kept until
@@ -79,6 +81,7 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
         outbox: Outbox,
         entitlements: EntitlementStore,
         content: ContentStore,
+        appTransactions: AppTransactionRecorder,
         evidence: Evidence = .signedTransaction,
         finishing: Finishing = .byTill
     ) {
@@ -88,13 +91,14 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
         self.outbox = outbox
         self.entitlements = entitlements
         self.content = content
+        self.appTransactions = appTransactions
         self.evidence = evidence
         self.finishing = finishing
         (events, eventSink) = AsyncStream.makeStream(of: PurchaseEvent.self, bufferingPolicy: .bufferingNewest(256))
     }
 
-    /// A coordinator keeping its outbox, snapshot and files under `directory` (`outbox/`, `entitlements/`,
-    /// `content/`).
+    /// A coordinator keeping its outbox, snapshot, files and what became of the AppTransaction under `directory`
+    /// (`outbox/`, `entitlements/`, `content/`, `app-transaction/`).
     ///
     /// - Parameter pinnedKeys: the server's snapshot keys shipped with the app, to verify snapshots offline.
     public init(
@@ -128,6 +132,11 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
                 directory: directory.appendingPathComponent("content", isDirectory: true),
                 server: server
             ),
+            appTransactions: try AppTransactionRecorder(
+                directory: directory.appendingPathComponent("app-transaction", isDirectory: true),
+                server: server,
+                backoff: backoff
+            ),
             evidence: evidence,
             finishing: finishing
         )
@@ -138,8 +147,9 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
     // MARK: Launch
 
     /// What an app calls at launch: verifies the stored snapshot (fetching a fresh one when it is missing or
-    /// rejected), sends everything waiting in the outbox, and delivers the transactions left unfinished by an
-    /// earlier run (StoreKit 2's `Transaction.unfinished`).
+    /// rejected), sends everything waiting in the outbox, delivers the transactions left unfinished by an
+    /// earlier run (StoreKit 2's `Transaction.unfinished`), and sends the AppTransaction if it was not sent for this
+    /// customer yet.
     public func start() async -> LaunchReport {
         let stored = await entitlements.load()
         switch stored {
@@ -152,7 +162,8 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
             storedSnapshot: stored,
             snapshot: await entitlements.snapshot,
             resent: resent,
-            transactions: transactions
+            transactions: transactions,
+            appTransaction: await sendAppTransaction()
         )
     }
 
@@ -193,10 +204,14 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
         }
     }
 
-    /// One round of background work: due outbox submissions, then unfinished transactions.
+    /// One round of background work: due outbox submissions, then unfinished transactions, then the AppTransaction
+    /// if an earlier attempt failed in a way a retry can fix (and its backoff is over).
     public func retry() async {
         await resendOutbox(includingNotDue: false)
         for outcome in await handleUnfinished(force: false) { report(outcome) }
+        _ = await appTransactions.send(customerId: customerId, includingNotDue: false) {
+            try await self.appTransaction()
+        }
     }
 
     // MARK: Catalogue and purchases
@@ -336,6 +351,14 @@ public actor PurchaseCoordinator<Store: TillStorefront> {
         let fresh = try await storefront.appTransaction()
         appTransactionCache = fresh
         return fresh
+    }
+
+    /// Sends the AppTransaction to the server for the customer (``AppTransactionRecorder``): once per customer and
+    /// AppTransaction, however often it is called, unless `force` (after the server's refusal was fixed). ``start()``
+    /// calls it; StoreKit 1 and StoreKit 2 before iOS 16 have none (``AppTransactionDelivery/unavailable``).
+    @discardableResult
+    public func sendAppTransaction(force: Bool = false) async -> AppTransactionDelivery {
+        await appTransactions.send(customerId: customerId, force: force) { try await self.appTransaction() }
     }
 
     /// Asks the server to sign the customer's eligibility for a subscription's introductory offer, naming the

@@ -156,4 +156,6 @@ public struct LaunchReport: Sendable, Hashable {
     public var resent: [OutboxDelivery]
     /// The unfinished transactions the store handed back, and what became of each.
     public var transactions: [PurchaseOutcome]
+    /// The AppTransaction: sent now, sent by an earlier launch, unavailable (StoreKit 1), or why not yet.
+    public var appTransaction: AppTransactionDelivery
 }

@@ -30,6 +30,8 @@ public typealias SignedPromotionalOffer = Components.Schemas.PromotionalOfferSig
 /// The server's signed word on a customer's introductory offer; `compactJWS` goes in
 /// ``Payment/introductoryOfferEligibility``.
 public typealias SignedIntroductoryEligibility = Components.Schemas.IntroductoryEligibilitySignature
+/// The AppTransaction the server verified and keeps for a customer (`PUT` and `GET /v1/customers/{id}/app-transaction`).
+public typealias ServerAppTransaction = Components.Schemas.AppTransaction
 
 extension Components.Schemas.PromotionalOfferSignature {
     /// The offer as a payment carries it, in the format the server signed.

@@ -170,6 +170,29 @@ public struct TillServerClient: Sendable {
         guard case .ok = output else { throw GeneratedCalls<Client>.unexpected(output) }
     }
 
+    /// Records the app's signed AppTransaction (StoreKit 2's `AppTransaction.shared`, its `jwsRepresentation`) for
+    /// the customer. The server verifies it and keeps one per customer (a newer one replaces it); sending the same
+    /// one again is harmless. Answers the AppTransaction the server keeps now, which is an older send's when that
+    /// one is newer. A refusal is a 422 with the verifier's code (`invalidAppIdentifier`, `verificationFailure`, …).
+    public func recordAppTransaction(customerId: String, signedAppTransaction: String) async throws
+        -> ServerAppTransaction
+    {
+        let body = Components.Schemas.AppTransactionInput(signedAppTransaction: signedAppTransaction)
+        let output = try await calls.call {
+            try await $0.recordAppTransaction(path: .init(customer: customerId), body: .json(body))
+        }
+        guard case .ok(let ok) = output else { throw GeneratedCalls<Client>.unexpected(output) }
+        return try GeneratedCalls<Client>.read { try ok.body.json }
+    }
+
+    /// The AppTransaction the server keeps for the customer; refused with `404 appTransactionNotFound` when none
+    /// was recorded.
+    public func appTransaction(customerId: String) async throws -> ServerAppTransaction {
+        let output = try await calls.call { try await $0.customerAppTransaction(path: .init(customer: customerId)) }
+        guard case .ok(let ok) = output else { throw GeneratedCalls<Client>.unexpected(output) }
+        return try GeneratedCalls<Client>.read { try ok.body.json }
+    }
+
     /// Makes `guestId` an alias of `customerId`: the guest's purchases and balances move to the account, once.
     public func link(guestId: String, to customerId: String) async throws -> CustomerAccount {
         let body = Components.Schemas.AliasRequest(customerId: guestId)

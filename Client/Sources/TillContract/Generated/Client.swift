@@ -2191,6 +2191,341 @@ public struct Client: APIProtocol {
             }
         )
     }
+    /// The customer's AppTransaction, as the server keeps it
+    ///
+    /// The AppTransaction an app sent for the customer (`PUT`), verified and decoded. It belongs to the account the id resolves to (aliases are resolved when it is stored and when it is read).
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/app-transaction`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)`.
+    public func customerAppTransaction(_ input: Operations.CustomerAppTransaction.Input) async throws -> Operations.CustomerAppTransaction.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.CustomerAppTransaction.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/customers/{}/app-transaction",
+                    parameters: [
+                        input.path.customer
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.CustomerAppTransaction.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.AppTransaction.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                case 400:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.InvalidCustomerId.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .badRequest(.init(body: body))
+                case 401:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Unauthorized.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .unauthorized(.init(body: body))
+                case 404:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.CustomerAppTransaction.Output.NotFound.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .notFound(.init(body: body))
+                case 500:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.InternalError.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .internalServerError(.init(body: body))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Record the customer's AppTransaction
+    ///
+    /// The app's signed AppTransaction (StoreKit 2's `AppTransaction.shared`, its `jwsRepresentation`): who bought or downloaded the app, when, which version first, on which platform. It is verified as a submission's signed transaction is (Apple's roots; the sandbox roots for sandbox data, if the app accepts sandbox purchases; for Xcode and LocalTesting data, the app's `storeKitTestCertificates` alone), must be signed for the app's bundle id (and, in production, its `appAppleId`), and is kept for the account the id resolves to, one per customer: a newer one (a later `receiptCreationDate`: a second device, a reinstall, an AppTransaction StoreKit refreshed) replaces it, an older one or the same again does not, and data of another environment never replaces a production one. Idempotent: the answer is always the AppTransaction the server keeps now, with 200, whether this one was stored, was already stored, or is older than the one kept (compare `signedAppTransaction`). Nothing about access or money changes, and no event is recorded.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/app-transaction`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)`.
+    public func recordAppTransaction(_ input: Operations.RecordAppTransaction.Input) async throws -> Operations.RecordAppTransaction.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.RecordAppTransaction.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/customers/{}/app-transaction",
+                    parameters: [
+                        input.path.customer
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .put
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RecordAppTransaction.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.AppTransaction.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                case 400:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RecordAppTransaction.Output.BadRequest.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .badRequest(.init(body: body))
+                case 401:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Unauthorized.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .unauthorized(.init(body: body))
+                case 413:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.BodyTooLarge.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .contentTooLarge(.init(body: body))
+                case 422:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RecordAppTransaction.Output.UnprocessableContent.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .unprocessableContent(.init(body: body))
+                case 500:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.InternalError.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .internalServerError(.init(body: body))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
     /// Sign a promotional offer for this customer
     ///
     /// The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`), for a customer the offer's rule admits, decided from the ledger, with the app's In-App Purchase key (or its App Store Server API key when no separate one is set). `format: signature` is the original signature (StoreKit 1's `SKPaymentDiscount`, StoreKit 2's `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`); `format: jws` is the compact JWS of 2025 (StoreKit 2's `promotionalOffer(_:compactJWS:)`), which names the customer's newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).
@@ -2420,7 +2755,7 @@ public struct Client: APIProtocol {
     }
     /// Sign whether this customer may have a subscription's introductory offer
     ///
-    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId`.
+    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId` (the request's, or else that of the AppTransaction recorded for the customer with `PUT /v1/customers/{customer}/app-transaction`).
     ///
     /// - Remark: HTTP `POST /v1/customers/{customer}/offers/introductory-eligibility`.
     /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)`.

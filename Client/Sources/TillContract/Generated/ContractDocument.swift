@@ -533,6 +533,90 @@ public enum ContractDocument {
               $ref: '#/components/responses/BodyTooLarge'
             '500':
               $ref: '#/components/responses/InternalError'
+      /v1/customers/{customer}/app-transaction:
+        parameters:
+          - $ref: '#/components/parameters/Customer'
+        get:
+          tags: [app]
+          operationId: customerAppTransaction
+          summary: The customer's AppTransaction, as the server keeps it
+          description: 'The AppTransaction an app sent for the customer (`PUT`), verified and decoded. It belongs to the
+            account the id resolves to (aliases are resolved when it is stored and when it is read).'
+          security:
+            - appKey: []
+          responses:
+            '200':
+              description: The AppTransaction the server keeps for the customer.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/AppTransaction'
+            '400':
+              $ref: '#/components/responses/InvalidCustomerId'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appTransactionNotFound`: no app sent an AppTransaction for this customer.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        put:
+          tags: [app]
+          operationId: recordAppTransaction
+          summary: Record the customer's AppTransaction
+          description: 'The app''s signed AppTransaction (StoreKit 2''s `AppTransaction.shared`, its `jwsRepresentation`):
+            who bought or downloaded the app, when, which version first, on which platform. It is verified as a
+            submission''s signed transaction is (Apple''s roots; the sandbox roots for sandbox data, if the app accepts
+            sandbox purchases; for Xcode and LocalTesting data, the app''s `storeKitTestCertificates` alone), must be
+            signed for the app''s bundle id (and, in production, its `appAppleId`), and is kept for the account the id
+            resolves to, one per customer: a newer one (a later `receiptCreationDate`: a second device, a reinstall, an
+            AppTransaction StoreKit refreshed) replaces it, an older one or the same again does not, and data of another
+            environment never replaces a production one. Idempotent: the answer is always the AppTransaction the server
+            keeps now, with 200, whether this one was stored, was already stored, or is older than the one kept (compare
+            `signedAppTransaction`). Nothing about access or money changes, and no event is recorded.'
+          security:
+            - appKey: []
+          requestBody:
+            required: true
+            content:
+              application/json:
+                schema:
+                  $ref: '#/components/schemas/AppTransactionInput'
+          responses:
+            '200':
+              description: The AppTransaction the server keeps for the customer now.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/AppTransaction'
+            '400':
+              description: '`invalidBody` (no string `signedAppTransaction`), `invalidCustomerId`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '422':
+              description: 'The AppTransaction fails verification and nothing is stored: `invalidFormat` (not a compact
+                JWS), `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not
+                signed by Apple), `verificationFailure` (a forged signature), `malformedPayload` (not an AppTransaction, or
+                without `receiptType`), `invalidAppIdentifier` (another app''s bundle id or app Apple id),
+                `sandboxNotAccepted`, `invalidEnvironment`, `untrustedForProduction` (production data under a
+                sandbox-only root), `storeKitTestingNotEnabled` (Xcode or LocalTesting data for an app without
+                `storeKitTestCertificates`), `untrustedForXcode` (Xcode or LocalTesting data under Apple''s or the sandbox
+                roots).'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
       /v1/customers/{customer}/offers/promotional:
         post:
           tags: [app, offers]
@@ -604,7 +688,8 @@ public enum ContractDocument {
             subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an
             operator''s override for the customer and group wins. The answer is a compact JWS (`aud`
             `introductory-offer-eligibility`) for StoreKit 2''s `introductoryOfferEligibility(compactJWS:)` (iOS 18.4),
-            naming the customer''s newest transaction in the ledger, or else `appTransactionId`.'
+            naming the customer''s newest transaction in the ledger, or else `appTransactionId` (the request''s, or else
+            that of the AppTransaction recorded for the customer with `PUT /v1/customers/{customer}/app-transaction`).'
           security:
             - appKey: []
           parameters:
@@ -624,8 +709,8 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/IntroductoryEligibilitySignature'
             '400':
               description: '`invalidBody`, `invalidCustomerId`, `notASubscription` (the product is not an auto-renewable
-                subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name: send the
-                app transaction id), `invalidAppTransactionId` (not 1–30 digits).'
+                subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name and no
+                AppTransaction was recorded for them: send the app transaction id), `invalidAppTransactionId` (not 1–30 digits).'
               content:
                 application/json:
                   schema:
@@ -3488,6 +3573,71 @@ public enum ContractDocument {
             consented:
               type: boolean
               description: True when the customer agreed that consumption data be shared with Apple; false withdraws.
+        AppTransactionInput:
+          type: object
+          required: [signedAppTransaction]
+          properties:
+            signedAppTransaction:
+              type: string
+              description: The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`).
+        AppTransaction:
+          type: object
+          description: 'An AppTransaction the server verified and keeps for a customer: Apple''s fields (named as
+            Apple names them in `signedAppTransactionInfo`; those the App Store did not sign are left out), and the JWS
+            itself, for a backend that verifies it again.'
+          required: [customerId, bundleId, environment, signedAppTransaction, receivedAt]
+          properties:
+            customerId:
+              type: string
+              description: The customer, after aliases.
+            bundleId:
+              type: string
+            environment:
+              $ref: '#/components/schemas/Environment'
+            appAppleId:
+              type: integer
+              format: int64
+              description: The app's Apple id (production only).
+            appTransactionId:
+              type: string
+              description: 'Unique per Apple Account and app (StoreKit''s `appTransactionID`, signed from iOS 18.4 on);
+                what an introductory-offer eligibility signature names for a customer with no purchase.'
+            applicationVersion:
+              type: string
+              description: The app version the device had when the App Store signed it.
+            versionExternalIdentifier:
+              type: integer
+              format: int64
+            originalApplicationVersion:
+              type: string
+              description: 'The app version the customer first bought or downloaded: tells the customers of a paid app
+                from those who came after it went free.'
+            originalPurchaseDate:
+              type: integer
+              format: int64
+            preorderDate:
+              type: integer
+              format: int64
+              description: When the customer pre-ordered the app (pre-orders only).
+            receiptCreationDate:
+              type: integer
+              format: int64
+              description: When the App Store signed it; of two, the later is kept.
+            originalPlatform:
+              type: string
+              examples: [iOS, macOS, tvOS, visionOS]
+            deviceVerification:
+              type: string
+              description: Base64 SHA-384 of the nonce and the device's `deviceVerificationID`.
+            deviceVerificationNonce:
+              type: string
+            signedAppTransaction:
+              type: string
+              description: The JWS as the app sent it.
+            receivedAt:
+              type: integer
+              format: int64
+              description: When the server stored this AppTransaction.
         ConsumptionAnswerState:
           type: string
           enum: [pending, retrying, sent, notSent, refused, expired]

@@ -1926,6 +1926,152 @@ extension Components {
                 case consented
             }
         }
+        /// - Remark: Generated from `#/components/schemas/AppTransactionInput`.
+        public struct AppTransactionInput: Codable, Hashable, Sendable {
+            /// The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransactionInput/signedAppTransaction`.
+            public var signedAppTransaction: Swift.String
+            /// Creates a new `AppTransactionInput`.
+            ///
+            /// - Parameters:
+            ///   - signedAppTransaction: The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`).
+            public init(signedAppTransaction: Swift.String) {
+                self.signedAppTransaction = signedAppTransaction
+            }
+            public enum CodingKeys: String, CodingKey {
+                case signedAppTransaction
+            }
+        }
+        /// An AppTransaction the server verified and keeps for a customer: Apple's fields (named as Apple names them in `signedAppTransactionInfo`; those the App Store did not sign are left out), and the JWS itself, for a backend that verifies it again.
+        ///
+        /// - Remark: Generated from `#/components/schemas/AppTransaction`.
+        public struct AppTransaction: Codable, Hashable, Sendable {
+            /// The customer, after aliases.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/customerId`.
+            public var customerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/bundleId`.
+            public var bundleId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/environment`.
+            public var environment: Components.Schemas.Environment
+            /// The app's Apple id (production only).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/appAppleId`.
+            public var appAppleId: Swift.Int64?
+            /// Unique per Apple Account and app (StoreKit's `appTransactionID`, signed from iOS 18.4 on); what an introductory-offer eligibility signature names for a customer with no purchase.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/appTransactionId`.
+            public var appTransactionId: Swift.String?
+            /// The app version the device had when the App Store signed it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/applicationVersion`.
+            public var applicationVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/versionExternalIdentifier`.
+            public var versionExternalIdentifier: Swift.Int64?
+            /// The app version the customer first bought or downloaded: tells the customers of a paid app from those who came after it went free.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/originalApplicationVersion`.
+            public var originalApplicationVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/originalPurchaseDate`.
+            public var originalPurchaseDate: Swift.Int64?
+            /// When the customer pre-ordered the app (pre-orders only).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/preorderDate`.
+            public var preorderDate: Swift.Int64?
+            /// When the App Store signed it; of two, the later is kept.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/receiptCreationDate`.
+            public var receiptCreationDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/originalPlatform`.
+            public var originalPlatform: Swift.String?
+            /// Base64 SHA-384 of the nonce and the device's `deviceVerificationID`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/deviceVerification`.
+            public var deviceVerification: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/deviceVerificationNonce`.
+            public var deviceVerificationNonce: Swift.String?
+            /// The JWS as the app sent it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/signedAppTransaction`.
+            public var signedAppTransaction: Swift.String
+            /// When the server stored this AppTransaction.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppTransaction/receivedAt`.
+            public var receivedAt: Swift.Int64
+            /// Creates a new `AppTransaction`.
+            ///
+            /// - Parameters:
+            ///   - customerId: The customer, after aliases.
+            ///   - bundleId:
+            ///   - environment:
+            ///   - appAppleId: The app's Apple id (production only).
+            ///   - appTransactionId: Unique per Apple Account and app (StoreKit's `appTransactionID`, signed from iOS 18.4 on); what an introductory-offer eligibility signature names for a customer with no purchase.
+            ///   - applicationVersion: The app version the device had when the App Store signed it.
+            ///   - versionExternalIdentifier:
+            ///   - originalApplicationVersion: The app version the customer first bought or downloaded: tells the customers of a paid app from those who came after it went free.
+            ///   - originalPurchaseDate:
+            ///   - preorderDate: When the customer pre-ordered the app (pre-orders only).
+            ///   - receiptCreationDate: When the App Store signed it; of two, the later is kept.
+            ///   - originalPlatform:
+            ///   - deviceVerification: Base64 SHA-384 of the nonce and the device's `deviceVerificationID`.
+            ///   - deviceVerificationNonce:
+            ///   - signedAppTransaction: The JWS as the app sent it.
+            ///   - receivedAt: When the server stored this AppTransaction.
+            public init(
+                customerId: Swift.String,
+                bundleId: Swift.String,
+                environment: Components.Schemas.Environment,
+                appAppleId: Swift.Int64? = nil,
+                appTransactionId: Swift.String? = nil,
+                applicationVersion: Swift.String? = nil,
+                versionExternalIdentifier: Swift.Int64? = nil,
+                originalApplicationVersion: Swift.String? = nil,
+                originalPurchaseDate: Swift.Int64? = nil,
+                preorderDate: Swift.Int64? = nil,
+                receiptCreationDate: Swift.Int64? = nil,
+                originalPlatform: Swift.String? = nil,
+                deviceVerification: Swift.String? = nil,
+                deviceVerificationNonce: Swift.String? = nil,
+                signedAppTransaction: Swift.String,
+                receivedAt: Swift.Int64
+            ) {
+                self.customerId = customerId
+                self.bundleId = bundleId
+                self.environment = environment
+                self.appAppleId = appAppleId
+                self.appTransactionId = appTransactionId
+                self.applicationVersion = applicationVersion
+                self.versionExternalIdentifier = versionExternalIdentifier
+                self.originalApplicationVersion = originalApplicationVersion
+                self.originalPurchaseDate = originalPurchaseDate
+                self.preorderDate = preorderDate
+                self.receiptCreationDate = receiptCreationDate
+                self.originalPlatform = originalPlatform
+                self.deviceVerification = deviceVerification
+                self.deviceVerificationNonce = deviceVerificationNonce
+                self.signedAppTransaction = signedAppTransaction
+                self.receivedAt = receivedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case customerId
+                case bundleId
+                case environment
+                case appAppleId
+                case appTransactionId
+                case applicationVersion
+                case versionExternalIdentifier
+                case originalApplicationVersion
+                case originalPurchaseDate
+                case preorderDate
+                case receiptCreationDate
+                case originalPlatform
+                case deviceVerification
+                case deviceVerificationNonce
+                case signedAppTransaction
+                case receivedAt
+            }
+        }
         /// `pending`: waiting for its first attempt. `retrying`: Apple did not take it yet (no answer, HTTP 5xx, 429, or 401 for the app's key); tried again before the deadline. `sent`: Apple answered 202. `notSent`: nothing was sent, on purpose (`detail` says why: no consent, no customer owns the purchase, a family-shared purchase). `refused`: Apple refused what was sent with an error (`appleErrorCode`); not retried. `expired`: Apple's 12-hour deadline passed before it took an answer.
         ///
         /// - Remark: Generated from `#/components/schemas/ConsumptionAnswerState`.

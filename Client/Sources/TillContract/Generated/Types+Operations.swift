@@ -3570,6 +3570,570 @@ public enum Operations {
             }
         }
     }
+    /// The customer's AppTransaction, as the server keeps it
+    ///
+    /// The AppTransaction an app sent for the customer (`PUT`), verified and decoded. It belongs to the account the id resolves to (aliases are resolved when it is stored and when it is read).
+    ///
+    /// - Remark: HTTP `GET /v1/customers/{customer}/app-transaction`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)`.
+    public enum CustomerAppTransaction {
+        public static let id: Swift.String = "customerAppTransaction"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.CustomerAppTransaction.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CustomerAppTransaction.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CustomerAppTransaction.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.CustomerAppTransaction.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.CustomerAppTransaction.Input.Path,
+                headers: Operations.CustomerAppTransaction.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.AppTransaction)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.AppTransaction {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CustomerAppTransaction.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CustomerAppTransaction.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The AppTransaction the server keeps for the customer.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.CustomerAppTransaction.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.CustomerAppTransaction.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidCustomerId`: the customer in the path is empty or over 200 characters.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidCustomerId)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidCustomerId {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CustomerAppTransaction.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CustomerAppTransaction.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appTransactionNotFound`: no app sent an AppTransaction for this customer.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.CustomerAppTransaction.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.CustomerAppTransaction.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/get(customerAppTransaction)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Record the customer's AppTransaction
+    ///
+    /// The app's signed AppTransaction (StoreKit 2's `AppTransaction.shared`, its `jwsRepresentation`): who bought or downloaded the app, when, which version first, on which platform. It is verified as a submission's signed transaction is (Apple's roots; the sandbox roots for sandbox data, if the app accepts sandbox purchases; for Xcode and LocalTesting data, the app's `storeKitTestCertificates` alone), must be signed for the app's bundle id (and, in production, its `appAppleId`), and is kept for the account the id resolves to, one per customer: a newer one (a later `receiptCreationDate`: a second device, a reinstall, an AppTransaction StoreKit refreshed) replaces it, an older one or the same again does not, and data of another environment never replaces a production one. Idempotent: the answer is always the AppTransaction the server keeps now, with 200, whether this one was stored, was already stored, or is older than the one kept (compare `signedAppTransaction`). Nothing about access or money changes, and no event is recorded.
+    ///
+    /// - Remark: HTTP `PUT /v1/customers/{customer}/app-transaction`.
+    /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)`.
+    public enum RecordAppTransaction {
+        public static let id: Swift.String = "recordAppTransaction"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/path/customer`.
+                public var customer: Components.Parameters.Customer
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - customer: The app's account id for the customer, or a guest id; aliases are resolved. Spaces around it are trimmed; what is left has 1–200 characters (otherwise 400 `invalidCustomerId`).
+                public init(customer: Components.Parameters.Customer) {
+                    self.customer = customer
+                }
+            }
+            public var path: Operations.RecordAppTransaction.Input.Path
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RecordAppTransaction.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RecordAppTransaction.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.RecordAppTransaction.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.AppTransactionInput)
+            }
+            public var body: Operations.RecordAppTransaction.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.RecordAppTransaction.Input.Path,
+                headers: Operations.RecordAppTransaction.Input.Headers = .init(),
+                body: Operations.RecordAppTransaction.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.AppTransaction)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.AppTransaction {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RecordAppTransaction.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RecordAppTransaction.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The AppTransaction the server keeps for the customer now.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.RecordAppTransaction.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.RecordAppTransaction.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RecordAppTransaction.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RecordAppTransaction.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidBody` (no string `signedAppTransaction`), `invalidCustomerId`.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.RecordAppTransaction.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.RecordAppTransaction.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/customers/{customer}/app-transaction/PUT/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RecordAppTransaction.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RecordAppTransaction.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// The AppTransaction fails verification and nothing is stored: `invalidFormat` (not a compact JWS), `tooLarge`, `unsupportedAlgorithm`, `invalidCertificate`, `invalidChainLength`, `invalidChain` (not signed by Apple), `verificationFailure` (a forged signature), `malformedPayload` (not an AppTransaction, or without `receiptType`), `invalidAppIdentifier` (another app's bundle id or app Apple id), `sandboxNotAccepted`, `invalidEnvironment`, `untrustedForProduction` (production data under a sandbox-only root), `storeKitTestingNotEnabled` (Xcode or LocalTesting data for an app without `storeKitTestCertificates`), `untrustedForXcode` (Xcode or LocalTesting data under Apple's or the sandbox roots).
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.RecordAppTransaction.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.RecordAppTransaction.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//v1/customers/{customer}/app-transaction/put(recordAppTransaction)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Sign a promotional offer for this customer
     ///
     /// The server signs only offers of its catalogue (`PUT /admin/v1/apps/{bundle}/products/{product}/offers/{offer}`), for a customer the offer's rule admits, decided from the ledger, with the app's In-App Purchase key (or its App Store Server API key when no separate one is set). `format: signature` is the original signature (StoreKit 1's `SKPaymentDiscount`, StoreKit 2's `promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`); `format: jws` is the compact JWS of 2025 (StoreKit 2's `promotionalOffer(_:compactJWS:)`), which names the customer's newest transaction in the ledger as `transactionId`, so that the App Store accepts it only from the Apple account that made it. Each answer is new (a new nonce) and good for one purchase (docs/offers.md).
@@ -3986,7 +4550,7 @@ public enum Operations {
     }
     /// Sign whether this customer may have a subscription's introductory offer
     ///
-    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId`.
+    /// The server decides from the ledger: a customer who had an introductory offer in the product's subscription group (a free trial or an introductory price), or is subscribed in it now, is not eligible; an operator's override for the customer and group wins. The answer is a compact JWS (`aud` `introductory-offer-eligibility`) for StoreKit 2's `introductoryOfferEligibility(compactJWS:)` (iOS 18.4), naming the customer's newest transaction in the ledger, or else `appTransactionId` (the request's, or else that of the AppTransaction recorded for the customer with `PUT /v1/customers/{customer}/app-transaction`).
     ///
     /// - Remark: HTTP `POST /v1/customers/{customer}/offers/introductory-eligibility`.
     /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)`.
@@ -4122,7 +4686,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidCustomerId`, `notASubscription` (the product is not an auto-renewable subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name: send the app transaction id), `invalidAppTransactionId` (not 1–30 digits).
+            /// `invalidBody`, `invalidCustomerId`, `notASubscription` (the product is not an auto-renewable subscription), `appTransactionIdRequired` (the ledger has no purchase of the customer to name and no AppTransaction was recorded for them: send the app transaction id), `invalidAppTransactionId` (not 1–30 digits).
             ///
             /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/400`.
             ///
