@@ -82,7 +82,7 @@ struct Bench: AsyncParsableCommand {
 
     @Option(
         help:
-            "events: customers the purchases and events are spread over (each one's events go out in order); ledger: the ledger's customers (100000 by default)."
+            "events: customers the backlog's events are spread over (each one's events go out in order); ledger: the ledger's customers (100000 by default)."
     )
     var customers: Int?
 
