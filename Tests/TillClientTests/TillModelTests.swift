@@ -94,14 +94,16 @@ struct TillModelTests {
     @MainActor static func staleOffline(_ fixture: ClientFixture, _ url: String, keys: [SnapshotPublicKey])
         async throws
     {
-        // Ten seconds from now, the stored snapshot is too old to be believed offline.
+        // Thirty seconds from now, the stored snapshot is too old to be believed offline. (Ten were too few: with the
+        // whole suite and a fuzzer on the two cores, the model's start took longer, and the snapshot was already stale
+        // when the test looked for it fresh.)
         let stored = try fixture.coordinator(url, store: fixture.storefront(), pinnedKeys: keys).entitlements
         _ = await stored.load()
         let issued = try #require(await stored.snapshot).snapshot.issuedAt
         let age = Date().timeIntervalSince1970 - Double(issued) / 1000
         let till = TillModel(
             try fixture.coordinator(url, store: fixture.storefront(), pinnedKeys: keys),
-            configuration: TillModelConfiguration(maximumOfflineAge: age + 10),
+            configuration: TillModelConfiguration(maximumOfflineAge: age + 30),
             connectivity: nil
         )
         defer { till.stop() }
@@ -113,7 +115,7 @@ struct TillModelTests {
         } onChange: {
             stale.set(true)
         }
-        for _ in 0..<600 where !stale.isSet { try await Task.sleep(nanoseconds: 100_000_000) }
+        for _ in 0..<1200 where !stale.isSet { try await Task.sleep(nanoseconds: 100_000_000) }
         #expect(stale.isSet && till.state.isStale)
         #expect(!till.isActive("pro"))
     }
