@@ -1,10 +1,12 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import TillStorage
 
 /// Makes every failure a JSON `TillHTTPError` with a stable code: routes that do not exist (404 `notFound`), known paths
-/// asked with a method they do not take (405 `methodNotAllowed`, with `Allow`), Hummingbird's own errors, storage that
+/// asked with a method they do not take (405 `methodNotAllowed`, with `Allow`), Hummingbird's own errors, a body over the
+/// limit a route collected it with (413 `bodyTooLarge`, as `JSONBody` answers it), storage that
 /// is unavailable (503 `storageUnavailable` with `Retry-After`: a full disk or a database away is not the program's
 /// defect, and the request succeeds when resent; the outage is logged once by `StorageGate`, not per request), and
 /// anything unexpected (500 `internalError`, logged, its details kept out of the answer).
@@ -49,6 +51,14 @@ public struct TillHTTPErrorMiddleware<Context: RequestContext>: RouterMiddleware
                 error.status,
                 error.status == .notFound ? "notFound" : "httpError",
                 error.body ?? error.status.reasonPhrase
+            )
+        } catch let error as NIOTooManyBytesError {
+            // What `collectBody(upTo:)` throws: Hummingbird answers it as a 413 with no body.
+            throw TillHTTPError(
+                .contentTooLarge,
+                "bodyTooLarge",
+                error.maxBytes.map { "the request body is larger than \($0) bytes" }
+                    ?? "the request body is larger than the route takes"
             )
         } catch let error as any HTTPResponseError {
             throw error

@@ -23,6 +23,10 @@ struct TillHTTPErrorTests {
         router.post("/echo") { request, _ -> [String: Int] in
             try await JSONBody.decode([String: Int].self, from: request, limit: 64, decoder: JSONDecoder())
         }
+        router.post("/raw") { request, _ -> String in
+            var request = request
+            return String(buffer: try await request.collectBody(upTo: 16))
+        }
         routes.record(router.routes)
         return router
     }
@@ -60,6 +64,15 @@ struct TillHTTPErrorTests {
     @Test func aHandlersRefusalKeepsItsCode() async throws {
         let answer = try await call(.get, "/items/2")
         #expect(answer.status == .notFound && answer.code == "itemNotFound" && answer.message == "no item 2")
+    }
+
+    /// Found by the `simulator-admin` fuzz target: a route that collects its body itself (the simulator's faults)
+    /// answered a body over its limit with Hummingbird's bare 413, no error shape.
+    @Test func aBodyOverTheLimitARouteCollectedItWithIsBodyTooLarge() async throws {
+        let large = try await call(.post, "/raw", body: String(repeating: "x", count: 17))
+        #expect(large.status == .contentTooLarge && large.code == "bodyTooLarge")
+        #expect(large.message == "the request body is larger than 16 bytes")
+        #expect(try await call(.post, "/raw", body: "small").status == .ok)
     }
 
     @Test func aThingOfSeveralWordsMakesOneCode() {
