@@ -136,12 +136,20 @@ extension WebhookTests {
                     #expect(Set(ids) == Set(feed.map(\.id)))
                     let disorder = try Self.outOfOrder(receiver)
                     #expect(disorder.isEmpty, "\(disorder)")
-                    // One delivery per event and endpoint: the two servers never both dispatched one.
-                    let rows = try await fixture.server.store.sql.raw(
-                        "SELECT COUNT(*) AS n, COUNT(DISTINCT event_sequence) AS d FROM srv_webhook_deliveries"
-                    ).first()
-                    #expect(try rows?.decode(column: "n", as: Int.self) == 120)
-                    #expect(try rows?.decode(column: "d", as: Int.self) == 120)
+                    // One delivery per event and endpoint: the two servers never both dispatched one. (A delivery sent at
+                    // dispatch is written once its attempt has ended, just after the receiver has it.)
+                    func rows() async throws -> (all: Int, events: Int) {
+                        let row = try await fixture.server.store.sql.raw(
+                            "SELECT COUNT(*) AS n, COUNT(DISTINCT event_sequence) AS d FROM srv_webhook_deliveries"
+                        ).first()
+                        return (
+                            try row?.decode(column: "n", as: Int.self) ?? 0, try row?.decode(column: "d", as: Int.self) ?? 0
+                        )
+                    }
+                    try await waitUntil { try await rows().events == 120 }
+                    try await Task.sleep(for: .milliseconds(200))
+                    let written = try await rows()
+                    #expect(written.all == 120 && written.events == 120, "\(written)")
                     print("two servers: 120 events, \(ids.count) requests, \(twice) sent twice (same webhook-id)")
                     _ = endpoint
                 }

@@ -69,6 +69,62 @@ struct WebhookWorkerTests {
         }
     }
 
+    /// A healthy endpoint's newest events are sent as they are dispatched (`WebhookDeliveries.sendAtDispatch`): a
+    /// delivered event writes one row, its delivery, delivered, and no job. A first attempt that fails is written as a
+    /// delivery with its job, and its customer's next event waits for it in the queue.
+    @Test(arguments: TestDatabase.all) func aHealthyEndpointsEventsAreSentAtDispatchWithoutJobs(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
+            try await WebhookTests.withWebhooks(fixture) { receiver, endpoint in
+                let deliveries = fixture.server.webhookDeliveries
+                func count(_ state: WebhookDeliveryState?) async throws -> Int {
+                    try await deliveries.deliveries(
+                        bundleId: ServerFixture.bundleId,
+                        endpointId: endpoint.endpoint.id,
+                        state: state
+                    ).total
+                }
+                let (_, statements) = try await fixture.server.database.statements.recording {
+                    for customer in ["ann", "ben", "cat"] {
+                        _ = try await fixture.server.ledger.adjustBalance(
+                            bundleId: ServerFixture.bundleId,
+                            customerId: customer,
+                            credit: "gems",
+                            delta: 1,
+                            requestId: "first",
+                            note: "test"
+                        )
+                    }
+                    try await waitUntil { try await count(.delivered) == 3 }
+                }
+                // (Each round still asks the queue for due deliveries: an UPDATE that finds none.)
+                // (Record statements quote their table's name.)
+                let sql = statements.map { $0.sql.replacingOccurrences(of: "\"", with: "") }
+                let jobInserts = sql.filter { $0.contains("INSERT INTO srv_jobs") }
+                #expect(jobInserts.isEmpty, "\(jobInserts)")
+                #expect(sql.contains { $0.contains("INSERT INTO srv_webhook_deliveries") })
+                #expect(!sql.contains { $0.contains("UPDATE srv_webhook_deliveries SET state = 'delivered'") })
+                #expect(try WebhookTests.received(receiver).count == 3)
+                #expect(receiver.count == 3, "each event sent once")
+
+                // A first attempt refused: its delivery and job are written; the customer's next event waits for it.
+                receiver.behaviour = .fail(status: 503)
+                try await Self.credit(fixture, "refused")
+                try await waitUntil { try await count(.pending) == 1 }
+                let queued = try await fixture.server.store.sql.raw(
+                    "SELECT COUNT(*) AS n FROM srv_jobs WHERE kind = 'delivery' AND state = 'queued'"
+                ).first()?.decode(column: "n", as: Int.self)
+                #expect(queued == 1)
+                receiver.behaviour = .accept
+                try await Self.credit(fixture, "after")
+                try await waitUntil { try await count(.delivered) == 5 }
+                let alice = try WebhookTests.received(receiver).filter { $0.customer?.id == "alice" }.map(\.sequence)
+                #expect(alice.count == 2 && alice == alice.sorted(), "\(alice)")
+            }
+        }
+    }
+
     /// Deliveries are inserted and read for an attempt through hand-written columns (`WebhookDeliveryRecord.columns`,
     /// `init(row:)`), and dispatches read events by hand: what they write, Codable reads back the same, and what they
     /// read is what Codable wrote.
@@ -140,6 +196,11 @@ struct WebhookWorkerTests {
                 #expect("\(read.delivery)" == "\(read.delivery.id == full.id ? full : bare)")
                 #expect(read.body == stored.body && read.occurredAt == stored.occurredAt)
             }
+            let toSend = try #require(
+                try await store.eventsToSend(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql).last
+            )
+            #expect(toSend.event.id == stored.id && toSend.event.customerId == stored.customerId)
+            #expect(toSend.body == stored.body && toSend.occurredAt == stored.occurredAt)
             #expect(try ServerStore.encoding.encode(full).map(\.0) == WebhookDeliveryRecord.columns)
             #expect(WebhookDeliveryRecord.columns.count == full.row.count)
         }

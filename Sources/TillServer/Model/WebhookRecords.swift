@@ -24,6 +24,16 @@ struct WebhookEndpointRecord: Codable, Sendable {
     var lastFailureAt: Int64?
     var createdAt: Int64
     var updatedAt: Int64
+    /// The worker that sends its newest events as it dispatches them (`WebhookDeliveries.sendAtDispatch`), until
+    /// `dispatcherUntil`; meanwhile no other worker dispatches its events.
+    var dispatcher: String? = nil
+    var dispatcherUntil: Int64? = nil
+
+    /// Whether another worker than `worker` dispatches its events at `now`.
+    func isDispatched(byAnotherThan worker: String, at now: Int64) -> Bool {
+        guard let dispatcher, dispatcher != worker, let until = dispatcherUntil else { return false }
+        return until > now
+    }
 
     /// Whether it receives events of this type.
     func accepts(_ type: EventType) -> Bool { eventTypes.types.isEmpty || eventTypes.types.contains(type) }

@@ -724,5 +724,14 @@ enum ServerSchema {
                 """
             ]
         ),
+        // An endpoint's dispatcher (`WebhookDeliveries.sendAtDispatch`): the worker that sends its newest events as it
+        // dispatches them, before any delivery row is written, and until when it holds that role.
+        Migration(
+            "022-webhook-dispatcher",
+            [
+                "ALTER TABLE srv_webhook_endpoints ADD COLUMN dispatcher TEXT",
+                "ALTER TABLE srv_webhook_endpoints ADD COLUMN dispatcher_until BIGINT",
+            ]
+        ),
     ]
 }

@@ -95,6 +95,36 @@ extension ServerStore {
         }
     }
 
+    /// An event as it is sent at dispatch: what a dispatch reads of it, its body and when it happened.
+    struct EventToSend: Sendable {
+        var event: EventToDispatch
+        var body: String
+        var occurredAt: Int64
+    }
+
+    /// An app's events after `sequence`, in order, at most `limit`, with their bodies (`WebhookDeliveries.sendAtDispatch`).
+    func eventsToSend(after sequence: Int64, limit: Int, bundleId: String, on db: any SQLDatabase) async throws
+        -> [EventToSend]
+    {
+        try await db.raw(
+            """
+            SELECT sequence, id, type, customer_id, body, occurred_at FROM srv_events
+            WHERE bundle_id = \(bind: bundleId) AND sequence > \(bind: sequence) ORDER BY sequence LIMIT \(literal: limit)
+            """
+        ).all().map { row in
+            EventToSend(
+                event: EventToDispatch(
+                    sequence: try row.decode(column: "sequence", as: Int64.self),
+                    id: try row.decode(column: "id", as: String.self),
+                    type: try row.enumeration("type", as: EventType.self),
+                    customerId: try row.optional("customer_id", as: String.self)
+                ),
+                body: try row.decode(column: "body", as: String.self),
+                occurredAt: try row.decode(column: "occurred_at", as: Int64.self)
+            )
+        }
+    }
+
     private static func ofType(_ type: EventType?) -> SQLQueryString {
         type.map { " AND type = \(bind: $0.rawValue)" } ?? ""
     }

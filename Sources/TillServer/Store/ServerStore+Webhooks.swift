@@ -38,6 +38,68 @@ extension ServerStore {
         ).run()
     }
 
+    // MARK: Sending at dispatch
+
+    /// Makes `worker` the endpoint's dispatcher until `until`, unless another worker is and `now` is before its time;
+    /// answers whether `worker` is.
+    func takeDispatcher(endpointId: String, worker: String, until: Int64, now: Int64, on db: any SQLDatabase)
+        async throws -> Bool
+    {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatcher = \(bind: worker), dispatcher_until = \(bind: until)
+            WHERE id = \(bind: endpointId) AND enabled = \(bind: true) AND (dispatcher IS NULL OR dispatcher = \(bind: worker)
+              OR dispatcher_until IS NULL OR dispatcher_until <= \(bind: now))
+            RETURNING id
+            """
+        ).first() != nil
+    }
+
+    /// Moves the cursor of an endpoint `worker` dispatches from `from` to `through`, and keeps `worker` its
+    /// dispatcher until `until`; answers false, changing nothing, when the cursor moved meanwhile or another worker
+    /// took over.
+    func moveCursor(
+        endpointId: String,
+        from: Int64,
+        to through: Int64,
+        dispatcher worker: String,
+        until: Int64,
+        at now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> Bool {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatched_through = \(bind: through), dispatcher_until = \(bind: until),
+                updated_at = \(bind: now)
+            WHERE id = \(bind: endpointId) AND dispatched_through = \(bind: from) AND dispatcher = \(bind: worker)
+            RETURNING id
+            """
+        ).first() != nil
+    }
+
+    /// `worker` stops: the endpoints it dispatched are free for any worker at once.
+    func releaseDispatcher(worker: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatcher = NULL, dispatcher_until = NULL
+            WHERE dispatcher = \(bind: worker)
+            """
+        ).run()
+    }
+
+    /// Which of these delivery streams have a delivery queued or under way (the next of the stream waits for it).
+    func busyDeliveryStreams(_ streams: [String], on db: any SQLDatabase) async throws -> Set<String> {
+        guard !streams.isEmpty else { return [] }
+        return Set(
+            try await db.raw(
+                """
+                SELECT DISTINCT stream FROM srv_jobs
+                WHERE kind = 'delivery' AND stream IN (\(binds: streams)) AND state = 'queued'
+                """
+            ).all().map { try $0.decode(column: "stream", as: String.self) }
+        )
+    }
+
     /// An app's endpoints, oldest first (by `created_at`, then id), after `after`, at most `limit`.
     func webhookEndpoints(bundleId: String, after: PageKey?, limit: Int, on db: any SQLDatabase) async throws
         -> [WebhookEndpointRecord]

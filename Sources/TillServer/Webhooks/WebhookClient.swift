@@ -38,6 +38,7 @@ final class WebhookClient: Sendable {
     let http: HTTPClient
     let policy: WebhookAddressPolicy
     let settings: WebhookSettings
+    let executors: [EventLoopTaskExecutor]
     static let maximumRedirects = 5
 
     /// The policy refused the address a connection reached.
@@ -74,8 +75,18 @@ final class WebhookClient: Sendable {
             }
         }
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.executors = http.eventLoopGroup.makeIterator().map(EventLoopTaskExecutor.init)
         self.policy = policy
         self.settings = settings
+    }
+
+    /// The executor an endpoint's attempts run on: one of the client's event loops, the same for every attempt to
+    /// the endpoint, so that an attempt's task, its request and its answer stay on one thread (AsyncHTTPClient prefers
+    /// a connection on the loop it is called from).
+    func executor(for endpointId: String) -> EventLoopTaskExecutor {
+        var hash: UInt64 = 14_695_981_039_346_656_037
+        for byte in endpointId.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
+        return executors[Int(hash % UInt64(executors.count))]
     }
 
     func shutdown() async {
@@ -238,6 +249,23 @@ final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
             let (coalescer, context) = loopBound.value
             coalescer.pending = false
             context.flush()
+        }
+    }
+}
+
+/// A task executor that runs jobs on a SwiftNIO event loop (SE-0417): a task that prefers it, and the continuations of
+/// what it awaits, run on that loop's thread instead of hopping to the cooperative pool and back.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute {
+            job.runSynchronously(on: self.asUnownedTaskExecutor())
         }
     }
 }

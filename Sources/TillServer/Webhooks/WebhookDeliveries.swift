@@ -43,10 +43,10 @@ public struct WebhookDeliveries: Sendable {
 
     /// Makes deliveries of the events recorded since the endpoint's cursor, a batch per transaction; answers the
     /// endpoint's cursor after (nil when another process holds the endpoint, or it is gone or paused).
-    func dispatch(endpointId: String) async throws -> Int64? {
+    func dispatch(endpointId: String, worker: String) async throws -> Int64? {
         var cursor: Int64?
         while true {
-            let (through, more) = try await dispatchBatch(endpointId: endpointId)
+            let (through, more) = try await dispatchBatch(endpointId: endpointId, worker: worker)
             guard let through else { return cursor }
             cursor = through
             if !more { return cursor }
@@ -54,12 +54,14 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// One batch of one endpoint's dispatch, in one transaction; answers the endpoint's cursor after and whether more
-    /// events wait. Another process dispatching the same endpoint (PostgreSQL) makes this one skip it.
-    private func dispatchBatch(endpointId: String) async throws -> (Int64?, Bool) {
+    /// events wait. Another process dispatching the same endpoint (PostgreSQL), or sending its events at dispatch,
+    /// makes this one skip it.
+    private func dispatchBatch(endpointId: String, worker: String) async throws -> (Int64?, Bool) {
         let now = clock.milliseconds
         let deadline = now + settings.retryFor.milliseconds
         return try await database.transaction { db -> (Int64?, Bool) in
-            guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled
+            guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled,
+                !endpoint.isDispatched(byAnotherThan: worker, at: now)
             else { return (nil, false) }
             let events = try await self.store.eventsToDispatch(
                 after: endpoint.dispatchedThrough,
@@ -136,6 +138,138 @@ public struct WebhookDeliveries: Sendable {
         return (delivery, job)
     }
 
+    // MARK: Sending at dispatch
+
+    /// An endpoint's newest events, sent as they are dispatched (`sendAtDispatch`): their deliveries are written with
+    /// the cursor's move once every attempt has ended (`round(recording:recordingSent:claiming:)`).
+    struct SentAtDispatch: Sendable {
+        var endpoint: WebhookEndpointRecord
+        /// The endpoint's cursor before and after these events (the ones it does not take included).
+        var from: Int64
+        var through: Int64
+        var attempts: [Attempt]
+    }
+
+    /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt.
+    var dispatcherLease: Duration { settings.timeout + .seconds(5) }
+
+    /// The events after an endpoint's cursor, to send at once, before any row is written, when that keeps the
+    /// guarantees: they all fit in `room`, each is its customer's only one, no customer of theirs has a delivery
+    /// waiting at this endpoint, and `worker` is the endpoint's dispatcher (it becomes it unless another worker is
+    /// while `heldUntil` has not passed half its lease). Nil otherwise: the events go through the queue (`dispatch`).
+    /// Answers also until when `worker` is the dispatcher.
+    ///
+    /// A delivered event then costs one row (its delivery, written delivered) instead of a delivery and a job
+    /// written, claimed, updated and deleted. If the process dies before the attempts are recorded, the cursor has not
+    /// moved: the events are sent again, with the same `webhook-id`. A failed attempt is written as a delivery with its
+    /// job, and the customer's next events wait for it in the queue, as any other.
+    func sendAtDispatch(endpoint: WebhookEndpointRecord, room: Int, worker: String, heldUntil: Int64?) async throws
+        -> (batch: SentAtDispatch, until: Int64)?
+    {
+        guard room > 0, endpoint.consecutiveFailures == 0 else { return nil }
+        let events = try await store.eventsToSend(
+            after: endpoint.dispatchedThrough,
+            limit: room + 1,
+            bundleId: endpoint.bundleId,
+            on: store.sql
+        )
+        guard events.count <= room, let last = events.last else { return nil }
+        let taken = events.filter { endpoint.accepts($0.event.type) }
+        guard !taken.isEmpty else { return nil }
+        let now = clock.milliseconds
+        let deadline = now + settings.retryFor.milliseconds
+        let made = taken.map { (self.delivery(of: $0.event, to: endpoint, replay: false, deadline: deadline, now: now).0, $0) }
+        let streams = made.compactMap(\.0.stream)
+        guard Set(streams).count == streams.count,
+            try await store.busyDeliveryStreams(streams, on: store.sql).isEmpty
+        else { return nil }
+        var until = heldUntil ?? 0
+        if until - now < dispatcherLease.milliseconds / 2 {
+            let lease = now + dispatcherLease.milliseconds
+            until = lease
+            let taken = try await database.transaction(bookkeeping: true) { db in
+                try await self.store.takeDispatcher(endpointId: endpoint.id, worker: worker, until: lease, now: now, on: db)
+            }
+            guard taken else { return nil }
+        }
+        let attempts = made.map { delivery, event in
+            Attempt(
+                delivery: delivery,
+                body: event.body,
+                occurredAt: event.occurredAt,
+                endpoint: endpoint,
+                dueAt: now,
+                stored: false
+            )
+        }
+        return (SentAtDispatch(endpoint: endpoint, from: endpoint.dispatchedThrough, through: last.event.sequence, attempts: attempts), until)
+    }
+
+    /// Records a batch sent at dispatch in `db`'s transaction: moves the endpoint's cursor past it and writes each
+    /// delivery as its attempt left it (a failed one with its attempt and its job). Answers until when `worker` stays
+    /// the dispatcher; nil, writing nothing, when the cursor moved meanwhile or another worker took over (then those
+    /// events were dispatched again, and these attempts were only the first of their sends).
+    private func recordSent(
+        _ batch: SentAtDispatch,
+        _ ended: [(Outcome, WebhookDeliveryRecord)],
+        worker: String,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> Int64? {
+        let until = now + dispatcherLease.milliseconds
+        guard
+            try await store.moveCursor(
+                endpointId: batch.endpoint.id,
+                from: batch.from,
+                to: batch.through,
+                dispatcher: worker,
+                until: until,
+                at: now,
+                on: db
+            )
+        else { return nil }
+        var jobs: [Job] = []
+        for (outcome, delivery) in ended where !outcome.answer.isDelivered {
+            try await store.insert(Self.attemptRecord(outcome, delivery, now: now), on: db)
+            jobs.append(
+                Job(
+                    kind: .delivery,
+                    jobKey: delivery.id,
+                    state: delivery.state == .deadLettered ? .deadLettered : .queued,
+                    queueGroup: delivery.endpointId,
+                    stream: delivery.stream,
+                    position: delivery.eventSequence,
+                    attempts: delivery.attempts,
+                    dueAt: delivery.nextAttemptAt ?? now,
+                    claimedUntil: nil,
+                    lastError: outcome.answer.error,
+                    createdAt: now,
+                    updatedAt: now
+                )
+            )
+            try await store.webhookEndpointFailed(id: batch.endpoint.id, at: now, on: db)
+        }
+        try await store.insert(ended.map(\.1), jobs: jobs, on: db)
+        return until
+    }
+
+    /// The row of a failed attempt.
+    private static func attemptRecord(_ outcome: Outcome, _ delivery: WebhookDeliveryRecord, now: Int64)
+        -> WebhookAttemptRecord
+    {
+        let answer = outcome.answer
+        return WebhookAttemptRecord(
+            deliveryId: delivery.id,
+            attempt: delivery.attempts,
+            at: now,
+            url: answer.url,
+            status: answer.status,
+            answer: answer.answer,
+            error: answer.error,
+            duration: answer.duration.milliseconds
+        )
+    }
+
     // MARK: Attempts
 
     /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt, in
@@ -185,6 +319,8 @@ public struct WebhookDeliveries: Sendable {
         var endpoint: WebhookEndpointRecord
         /// When its job was due (UNIX ms): long before the claim when the worker is behind.
         var dueAt: Int64
+        /// False for an attempt sent at dispatch (`sendAtDispatch`): neither its delivery nor a job is written yet.
+        var stored = true
     }
 
     /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
@@ -239,23 +375,34 @@ public struct WebhookDeliveries: Sendable {
         return writer.bytes
     }
 
+    /// What a round did: the attempts it claimed, and where it moved the cursors of the batches sent at dispatch that
+    /// it recorded (nil for a batch it could not: another worker dispatched those events meanwhile).
+    struct RoundResult: Sendable {
+        var attempts: [Attempt] = []
+        var recorded: [(batch: SentAtDispatch, until: Int64?)] = []
+    }
+
     /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
     /// jobs' attempts (delivered, tried again later, or dead-lettered once the next attempt would come after the
-    /// delivery's deadline), then claims up to `limit` due deliveries of each endpoint in `claims` — a customer's
-    /// next delivery as soon as the one before it is recorded. Answers the attempts to send.
+    /// delivery's deadline), records the batches sent at dispatch whose attempts all ended (`recordSent`), then claims
+    /// up to `limit` due deliveries of each endpoint in `claims` — a customer's next delivery as soon as the one before
+    /// it is recorded. Answers the attempts to send.
     func round(
         recording outcomes: [Outcome],
+        recordingSent sent: [(batch: SentAtDispatch, outcomes: [Outcome])] = [],
         claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)],
-        held: [String: Set<String>] = [:]
-    ) async throws -> [Attempt] {
+        held: [String: Set<String>] = [:],
+        worker: String = ""
+    ) async throws -> RoundResult {
         let claims = claims.filter { $0.limit > 0 }
-        guard !outcomes.isEmpty || !claims.isEmpty else { return [] }
+        guard !outcomes.isEmpty || !claims.isEmpty || !sent.isEmpty else { return RoundResult() }
         let now = clock.milliseconds
         let ended = outcomes.map { ($0, delivery(after: $0, now: now)) }
+        let endedSent = sent.map { batch, outcomes in (batch, outcomes.map { ($0, delivery(after: $0, now: now)) }) }
         // An endpoint's success is written only when it ends failures, or a second after the last one written: every
         // delivery of a busy endpoint would rewrite the endpoint's row.
         var succeeded: Set<String> = []
-        for (outcome, _) in ended where outcome.answer.isDelivered {
+        for (outcome, _) in ended + endedSent.flatMap(\.1) where outcome.answer.isDelivered {
             let endpoint = outcome.attempt.endpoint
             if endpoint.consecutiveFailures > 0 || succeeded.contains(endpoint.id)
                 || successes.due(endpoint.id, at: now)
@@ -265,16 +412,29 @@ public struct WebhookDeliveries: Sendable {
         }
         let toNote = succeeded
         // Deliveries are no customer's data: the transaction leaves the caches of customer views alone.
-        let (recovered, attempts) = try await database.transaction(bookkeeping: true) {
-            db -> ([String], [Attempt]) in
-            let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
-            var attempts: [Attempt] = []
-            for (endpoint, limit) in claims {
-                attempts += try await self.claim(endpoint: endpoint, limit: limit, held: held[endpoint.id] ?? [], on: db)
+        let (recovered, result) = try await database.transaction(bookkeeping: true) {
+            db -> ([String], RoundResult) in
+            var result = RoundResult()
+            for (batch, ended) in endedSent {
+                result.recorded.append(
+                    (batch, try await self.recordSent(batch, ended, worker: worker, now: now, on: db))
+                )
             }
-            return (recovered, attempts)
+            let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
+            for (endpoint, limit) in claims {
+                result.attempts += try await self.claim(
+                    endpoint: endpoint,
+                    limit: limit,
+                    held: held[endpoint.id] ?? [],
+                    on: db
+                )
+            }
+            return (recovered, result)
         }
-        for (outcome, delivery) in ended {
+        let recordedSent = zip(endedSent, result.recorded).flatMap { batch, recorded in
+            recorded.until == nil ? [] : batch.1
+        }
+        for (outcome, delivery) in ended + recordedSent {
             let outcomeName =
                 switch delivery.state {
                 case .delivered: "delivered"
@@ -292,7 +452,7 @@ public struct WebhookDeliveries: Sendable {
             logger.notice("webhook endpoint \(endpointId) answers again: its waiting deliveries are due now")
         }
         if !recovered.isEmpty { jobs.wake(.delivery) }
-        return attempts
+        return result
     }
 
     /// Records attempts in `db`'s transaction; answers the endpoints that answer again after failures and had
@@ -312,19 +472,7 @@ public struct WebhookDeliveries: Sendable {
                 delivered.append(delivery.id)
                 continue
             }
-            try await store.insert(
-                WebhookAttemptRecord(
-                    deliveryId: delivery.id,
-                    attempt: delivery.attempts,
-                    at: now,
-                    url: answer.url,
-                    status: answer.status,
-                    answer: answer.answer,
-                    error: answer.error,
-                    duration: answer.duration.milliseconds
-                ),
-                on: db
-            )
+            try await store.insert(Self.attemptRecord(outcome, delivery, now: now), on: db)
             try await store.update(delivery, on: db)
             if delivery.state == .deadLettered {
                 try await jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)

@@ -47,6 +47,20 @@ public struct WebhookWorker: Service {
         // The deliveries this process claimed and has not recorded yet, by endpoint: never claimed again meanwhile,
         // even once their lease has passed (a clock that jumps, an answer slower than the lease).
         var held: [String: Set<String>] = [:]
+        // This worker, as an endpoint's dispatcher; until when it is, by endpoint (the server's clock, UNIX ms).
+        let worker = "wkr_" + UUID().uuidString.lowercased()
+        var dispatcherUntil: [String: Int64] = [:]
+        // The batches sent at dispatch and not recorded yet, by endpoint, with the outcomes of those that ended.
+        var sent: [String: (batch: WebhookDeliveries.SentAtDispatch, outcomes: [WebhookDeliveries.Outcome])] = [:]
+        func send(_ attempt: WebhookDeliveries.Attempt, in group: inout DiscardingTaskGroup) {
+            let endpointId = attempt.endpoint.id
+            inFlight.add(1, to: endpointId)
+            group.addTask(executorPreference: client.executor(for: endpointId)) {
+                ended.add(await deliveries.send(attempt, client: client))
+                inFlight.add(-1, to: endpointId)
+                jobs.wake(.delivery)
+            }
+        }
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = jobs.signal(.delivery).current
@@ -60,8 +74,27 @@ public struct WebhookWorker: Service {
                         lastEvent = max(lastEvent, try await store.lastEventSequence(on: store.sql))
                     }
                     lastEvent = max(lastEvent, committed.current)
-                    for index in endpoints.indices where endpoints[index].dispatchedThrough < lastEvent {
-                        if let cursor = try await deliveries.dispatch(endpointId: endpoints[index].id) {
+                    // An endpoint's events: sent at once when they may be (`sendAtDispatch`), else into the queue;
+                    // neither while a batch sent at dispatch is under way (the cursor moves when it is recorded).
+                    for index in endpoints.indices
+                    where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil {
+                        let endpoint = endpoints[index]
+                        let room = min(
+                            settings.concurrencyPerEndpoint - inFlight.count(endpoint.id),
+                            settings.concurrency - inFlight.total
+                        )
+                        if let (batch, until) = try await deliveries.sendAtDispatch(
+                            endpoint: endpoint,
+                            room: room,
+                            worker: worker,
+                            heldUntil: dispatcherUntil[endpoint.id]
+                        ) {
+                            dispatcherUntil[endpoint.id] = until
+                            sent[endpoint.id] = (batch, [])
+                            for attempt in batch.attempts { send(attempt, in: &group) }
+                            continue
+                        }
+                        if let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) {
                             endpoints[index].dispatchedThrough = cursor
                         }
                     }
@@ -74,8 +107,14 @@ public struct WebhookWorker: Service {
                     }
                     // What ended is recorded and what is due claimed in one transaction.
                     let outcomes = ended.take()
-                    recording = outcomes
                     note(outcomes, in: &endpoints)
+                    recording = outcomes.filter(\.attempt.stored)
+                    for outcome in outcomes where !outcome.attempt.stored {
+                        sent[outcome.attempt.endpoint.id]?.outcomes.append(outcome)
+                    }
+                    // A batch sent at dispatch is recorded once all of its attempts have ended.
+                    let complete = sent.values.filter { $0.outcomes.count == $0.batch.attempts.count }
+                    for batch in complete { sent[batch.batch.endpoint.id] = nil }
                     var running = inFlight.total
                     var claims: [(endpoint: WebhookEndpointRecord, limit: Int)] = []
                     for endpoint in endpoints {
@@ -87,7 +126,25 @@ public struct WebhookWorker: Service {
                         claims.append((endpoint, room))
                         running += room
                     }
-                    let attempts = try await deliveries.round(recording: outcomes, claiming: claims, held: held)
+                    let result = try await deliveries.round(
+                        recording: recording,
+                        recordingSent: complete,
+                        claiming: claims,
+                        held: held,
+                        worker: worker
+                    )
+                    let attempts = result.attempts
+                    for (batch, until) in result.recorded {
+                        guard let index = endpoints.firstIndex(where: { $0.id == batch.endpoint.id }) else { continue }
+                        if let until {
+                            endpoints[index].dispatchedThrough = max(endpoints[index].dispatchedThrough, batch.through)
+                            dispatcherUntil[batch.endpoint.id] = until
+                        } else {
+                            // Another worker dispatched those events: read the endpoint again.
+                            dispatcherUntil[batch.endpoint.id] = nil
+                            readAt = clock.now - .seconds(60)
+                        }
+                    }
                     pacing.ran(
                         at: clock.now,
                         claimed: attempts.map { (endpoint: $0.endpoint.id, dueAt: $0.dueAt) },
@@ -95,14 +152,8 @@ public struct WebhookWorker: Service {
                         now: deliveries.clock.milliseconds
                     )
                     for attempt in attempts {
-                        let endpointId = attempt.endpoint.id
-                        held[endpointId, default: []].insert(attempt.delivery.id)
-                        inFlight.add(1, to: endpointId)
-                        group.addTask {
-                            ended.add(await deliveries.send(attempt, client: client))
-                            inFlight.add(-1, to: endpointId)
-                            jobs.wake(.delivery)
-                        }
+                        held[attempt.endpoint.id, default: []].insert(attempt.delivery.id)
+                        send(attempt, in: &group)
                     }
                 } catch {
                     logger.error("webhook deliveries: \(error)")
@@ -135,9 +186,19 @@ public struct WebhookWorker: Service {
                 if clock.now < pacing.nextRound { try? await Task.sleep(until: pacing.nextRound, clock: clock) }
             }
         }
-        // The attempts that ended during the shutdown.
+        // The attempts that ended during the shutdown; then this worker dispatches no endpoint any more.
         do {
-            _ = try await deliveries.round(recording: ended.take(), claiming: [])
+            let outcomes = ended.take()
+            for outcome in outcomes where !outcome.attempt.stored {
+                sent[outcome.attempt.endpoint.id]?.outcomes.append(outcome)
+            }
+            _ = try await deliveries.round(
+                recording: outcomes.filter(\.attempt.stored),
+                recordingSent: sent.values.filter { $0.outcomes.count == $0.batch.attempts.count },
+                claiming: [],
+                worker: worker
+            )
+            try await store.releaseDispatcher(worker: worker, on: store.sql)
         } catch {
             logger.error("webhook deliveries: \(error)")
         }
