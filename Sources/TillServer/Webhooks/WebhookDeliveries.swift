@@ -153,11 +153,12 @@ public struct WebhookDeliveries: Sendable {
     /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt.
     var dispatcherLease: Duration { settings.timeout + .seconds(5) }
 
-    /// The events after an endpoint's cursor, to send at once, before any row is written, when that keeps the
-    /// guarantees: they all fit in `room`, each is its customer's only one, no customer of theirs has a delivery
-    /// waiting at this endpoint, and `worker` is the endpoint's dispatcher (it becomes it unless another worker is
-    /// while `heldUntil` has not passed half its lease). Nil otherwise: the events go through the queue (`dispatch`).
-    /// Answers also until when `worker` is the dispatcher.
+    /// The first events after an endpoint's cursor, to send at once, before any row is written, as far as that keeps
+    /// the guarantees: at most `room` of them, each its customer's only one in the batch, none of a customer who has a
+    /// delivery waiting at this endpoint (the batch stops before the first that is), and `worker` the endpoint's
+    /// dispatcher (it becomes it unless another worker is, when `heldUntil` has not half its lease left). Nil when not
+    /// even the first may go: the events go through the queue (`dispatch`). Answers also until when `worker` is the
+    /// dispatcher.
     ///
     /// A delivered event then costs one row (its delivery, written delivered) instead of a delivery and a job
     /// written, claimed, updated and deleted. If the process dies before the attempts are recorded, the cursor has not
@@ -169,30 +170,45 @@ public struct WebhookDeliveries: Sendable {
         guard room > 0, endpoint.consecutiveFailures == 0 else { return nil }
         let events = try await store.eventsToSend(
             after: endpoint.dispatchedThrough,
-            limit: room + 1,
+            limit: room * 2,
             bundleId: endpoint.bundleId,
             on: store.sql
         )
-        guard events.count <= room, let last = events.last else { return nil }
-        let taken = events.filter { endpoint.accepts($0.event.type) }
-        guard !taken.isEmpty else { return nil }
         let now = clock.milliseconds
         let deadline = now + settings.retryFor.milliseconds
-        let made = taken.map { (self.delivery(of: $0.event, to: endpoint, replay: false, deadline: deadline, now: now).0, $0) }
-        let streams = made.compactMap(\.0.stream)
-        guard Set(streams).count == streams.count,
-            try await store.busyDeliveryStreams(streams, on: store.sql).isEmpty
-        else { return nil }
+        let made = events.map { event in
+            (
+                endpoint.accepts(event.event.type)
+                    ? self.delivery(of: event.event, to: endpoint, replay: false, deadline: deadline, now: now).0 : nil,
+                event
+            )
+        }
+        let busy = try await store.busyDeliveryStreams(made.compactMap { $0.0?.stream }, on: store.sql)
+        var taken: [(WebhookDeliveryRecord, ServerStore.EventToSend)] = []
+        var streams: Set<String> = []
+        var through: Int64?
+        for (delivery, event) in made {
+            // An event the endpoint does not take is passed over.
+            if let delivery {
+                if taken.count == room { break }
+                if let stream = delivery.stream {
+                    guard !busy.contains(stream), streams.insert(stream).inserted else { break }
+                }
+                taken.append((delivery, event))
+            }
+            through = event.event.sequence
+        }
+        guard !taken.isEmpty, let through else { return nil }
         var until = heldUntil ?? 0
         if until - now < dispatcherLease.milliseconds / 2 {
             let lease = now + dispatcherLease.milliseconds
             until = lease
-            let taken = try await database.transaction(bookkeeping: true) { db in
+            let isDispatcher = try await database.transaction(bookkeeping: true) { db in
                 try await self.store.takeDispatcher(endpointId: endpoint.id, worker: worker, until: lease, now: now, on: db)
             }
-            guard taken else { return nil }
+            guard isDispatcher else { return nil }
         }
-        let attempts = made.map { delivery, event in
+        let attempts = taken.map { delivery, event in
             Attempt(
                 delivery: delivery,
                 body: event.body,
@@ -202,7 +218,13 @@ public struct WebhookDeliveries: Sendable {
                 stored: false
             )
         }
-        return (SentAtDispatch(endpoint: endpoint, from: endpoint.dispatchedThrough, through: last.event.sequence, attempts: attempts), until)
+        let batch = SentAtDispatch(
+            endpoint: endpoint,
+            from: endpoint.dispatchedThrough,
+            through: through,
+            attempts: attempts
+        )
+        return (batch, until)
     }
 
     /// Records a batch sent at dispatch in `db`'s transaction: moves the endpoint's cursor past it and writes each

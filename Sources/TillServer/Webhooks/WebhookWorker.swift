@@ -6,18 +6,24 @@ import TillHTTPKit
 
 /// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`). Each round of its loop:
 ///
-/// 1. dispatches the events recorded since each enabled endpoint's cursor (this process's are known at once; the
-///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
-///    process changes an endpoint);
-/// 2. in one transaction, records the attempts that ended since the last round and claims what is due for each
-///    endpoint (a customer's next delivery as soon as the one before it is recorded), then sends it: at most
+/// 1. in one transaction, records the attempts that ended since the last round (and the batches sent at dispatch whose
+///    attempts have all ended, with their endpoints' cursors' moves) and claims what is due for each endpoint in the
+///    queue (a customer's next delivery as soon as the one before it is recorded), then sends it: at most
 ///    `concurrencyPerEndpoint` in flight to one endpoint (one while it keeps failing) and `concurrency` in all, so a
-///    slow or dead receiver holds up only its own deliveries.
+///    slow or dead receiver holds up only its own deliveries;
+/// 2. then takes the events recorded since each enabled endpoint's cursor (this process's are known at once; the
+///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
+///    process changes an endpoint): a healthy endpoint's first ones are sent at once, before anything is written
+///    (`WebhookDeliveries.sendAtDispatch`, as this worker is the endpoint's dispatcher), the others dispatched into
+///    the queue.
 ///
 /// It waits for a signal (an event recorded, an attempt ended, an endpoint changed), the next due delivery, or a
 /// second; rounds are paced by `RoundPacing`, so that under a steady stream of events each round takes a batch.
-/// A graceful shutdown lets the attempts under way finish and records them; the rest waits in the database for the
-/// next start (a claim of a process that stopped lapses, and its attempt is sent again with the same `webhook-id`).
+/// An endpoint's attempts run on one of the client's event loops (`WebhookClient.executor(for:)`).
+/// A graceful shutdown lets the attempts under way finish and records them, and gives up the endpoints it dispatched;
+/// the rest waits in the database for the next start (a claim of a process that stopped lapses, and its attempt is
+/// sent again with the same `webhook-id`; events it had sent at dispatch are sent again once its role as their
+/// endpoint's dispatcher lapses).
 public struct WebhookWorker: Service {
     let deliveries: WebhookDeliveries
     let committed: SequenceMark
@@ -74,30 +80,6 @@ public struct WebhookWorker: Service {
                         lastEvent = max(lastEvent, try await store.lastEventSequence(on: store.sql))
                     }
                     lastEvent = max(lastEvent, committed.current)
-                    // An endpoint's events: sent at once when they may be (`sendAtDispatch`), else into the queue;
-                    // neither while a batch sent at dispatch is under way (the cursor moves when it is recorded).
-                    for index in endpoints.indices
-                    where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil {
-                        let endpoint = endpoints[index]
-                        let room = min(
-                            settings.concurrencyPerEndpoint - inFlight.count(endpoint.id),
-                            settings.concurrency - inFlight.total
-                        )
-                        if let (batch, until) = try await deliveries.sendAtDispatch(
-                            endpoint: endpoint,
-                            room: room,
-                            worker: worker,
-                            heldUntil: dispatcherUntil[endpoint.id]
-                        ) {
-                            dispatcherUntil[endpoint.id] = until
-                            sent[endpoint.id] = (batch, [])
-                            for attempt in batch.attempts { send(attempt, in: &group) }
-                            continue
-                        }
-                        if let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) {
-                            endpoints[index].dispatchedThrough = cursor
-                        }
-                    }
                     if clock.now - lastSweep >= .seconds(60) {
                         lastSweep = clock.now
                         let expired = try await deliveries.deadLetterExpired()
@@ -154,6 +136,36 @@ public struct WebhookWorker: Service {
                     for attempt in attempts {
                         held[attempt.endpoint.id, default: []].insert(attempt.delivery.id)
                         send(attempt, in: &group)
+                    }
+                    // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the
+                    // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the
+                    // cursor moves when it is recorded, in the round above at the earliest).
+                    for index in endpoints.indices
+                    where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil {
+                        let endpoint = endpoints[index]
+                        let room = min(
+                            settings.concurrencyPerEndpoint - inFlight.count(endpoint.id),
+                            settings.concurrency - inFlight.total
+                        )
+                        if let (batch, until) = try await deliveries.sendAtDispatch(
+                            endpoint: endpoint,
+                            room: room,
+                            worker: worker,
+                            heldUntil: dispatcherUntil[endpoint.id]
+                        ) {
+                            dispatcherUntil[endpoint.id] = until
+                            sent[endpoint.id] = (batch, [])
+                            for attempt in batch.attempts { send(attempt, in: &group) }
+                            // A full batch: more may wait (a backlog goes out at the receiver's pace).
+                            if batch.attempts.count >= room { pacing.fellBehind() }
+                            continue
+                        }
+                        if let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker),
+                            cursor > endpoint.dispatchedThrough
+                        {
+                            endpoints[index].dispatchedThrough = cursor
+                            jobs.wake(.delivery)  // the next round claims them without waiting
+                        }
                     }
                 } catch {
                     logger.error("webhook deliveries: \(error)")
@@ -226,9 +238,9 @@ public struct WebhookWorker: Service {
 /// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart, 0.43 ms (20 ms did no better). So
 /// a round follows the one before it after `window` at the earliest, and what was recorded meanwhile goes out together;
 /// a first event after a quiet time is not held back. When the worker is behind —
-/// a round claimed all it had room for, or a delivery that had been due longer than `window` (a backlog, a customer's
-/// next event waiting for the one before it) — the next round comes after `catchingUp`, so a backlog goes out at the
-/// receivers' pace.
+/// a round claimed or sent at dispatch all it had room for, or a delivery that had been due longer than `window` (a
+/// backlog, a customer's next event waiting for the one before it) — the next round comes after `catchingUp`, so a
+/// backlog goes out at the receivers' pace.
 struct RoundPacing {
     var window: Duration = .milliseconds(10)
     var catchingUp: Duration = .milliseconds(2)
@@ -240,6 +252,9 @@ struct RoundPacing {
     }
 
     var nextRound: ContinuousClock.Instant { lastRound + (behind ? catchingUp : window) }
+
+    /// The round sent as many events at dispatch as an endpoint had room for: more may wait.
+    mutating func fellBehind() { behind = true }
 
     /// A round ran at `instant`: it claimed deliveries due at `dueAt` (UNIX ms; `now` on the same clock), within
     /// `limits` for each endpoint.
