@@ -125,6 +125,77 @@ struct WebhookWorkerTests {
         }
     }
 
+    /// One worker at a time sends an endpoint's events at dispatch (its dispatcher): another neither sends nor
+    /// dispatches them while that role lasts, takes it once it lapses, and a cursor's move by a worker that lost it
+    /// writes nothing; a worker that stops gives the role up at once.
+    @Test(arguments: TestDatabase.all) func anEndpointHasOneDispatcherAtATime(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
+            let server = fixture.server
+            let store = server.store
+            let created = try await server.webhookEndpoints.create(
+                bundleId: ServerFixture.bundleId,
+                .init(url: "http://127.0.0.1:9/till/events")
+            )
+            let id = created.endpoint.id
+            try await Self.credit(fixture, "one")
+            func endpoint() async throws -> WebhookEndpointRecord {
+                try #require(try await store.webhookEndpoint(id: id, on: store.sql))
+            }
+            func take(_ worker: String, until: Int64, now: Int64) async throws -> Bool {
+                try await server.database.transaction { db in
+                    try await store.takeDispatcher(endpointId: id, worker: worker, until: until, now: now, on: db)
+                }
+            }
+            // Times on the server's clock, which the dispatch reads.
+            let t = server.webhookDeliveries.clock.milliseconds
+            #expect(try await take("wkr_a", until: t + 60_000, now: t))
+            #expect(try await take("wkr_a", until: t + 120_000, now: t + 1), "renewed by its holder")
+            #expect(try await !take("wkr_b", until: t + 180_000, now: t + 2), "held by another")
+            // Another worker's dispatch skips the endpoint meanwhile: no delivery made, the cursor where it was.
+            let before = try await endpoint()
+            #expect(before.isDispatched(byAnotherThan: "wkr_b", at: t + 2))
+            #expect(!before.isDispatched(byAnotherThan: "wkr_a", at: t + 2))
+            #expect(try await server.webhookDeliveries.dispatch(endpointId: id, worker: "wkr_b") == nil)
+            #expect(try await endpoint().dispatchedThrough == before.dispatchedThrough)
+            // Lapsed: another takes it, and the first one's move writes nothing.
+            #expect(try await take("wkr_b", until: t + 600_000, now: t + 120_000))
+            let moved = try await server.database.transaction { db in
+                try await store.moveCursor(
+                    endpointId: id,
+                    from: before.dispatchedThrough,
+                    to: before.dispatchedThrough + 1,
+                    dispatcher: "wkr_a",
+                    until: t + 600_000,
+                    at: t + 120_001,
+                    on: db
+                )
+            }
+            #expect(!moved)
+            #expect(try await endpoint().dispatchedThrough == before.dispatchedThrough)
+            // A worker that stops gives it up: the next one dispatches at once.
+            try await store.releaseDispatcher(worker: "wkr_b", on: store.sql)
+            #expect(try await endpoint().dispatcher == nil)
+            #expect(try await server.webhookDeliveries.dispatch(endpointId: id, worker: "wkr_c") != nil)
+            #expect(try await endpoint().dispatchedThrough > before.dispatchedThrough)
+        }
+    }
+
+    /// A worker that stops gracefully gives up the endpoints it dispatched.
+    @Test(arguments: TestDatabase.all) func aWorkerThatStopsGivesUpItsEndpoints(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
+            var id = ""
+            try await WebhookTests.withWebhooks(fixture) { receiver, endpoint in
+                id = endpoint.endpoint.id
+                try await Self.credit(fixture, "one")
+                try await waitUntil { try WebhookTests.received(receiver).count == 1 }
+                try await waitUntil {
+                    try await fixture.server.store.webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher != nil
+                }
+            }
+            #expect(try await fixture.server.store.webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher == nil)
+        }
+    }
+
     /// Deliveries are inserted and read for an attempt through hand-written columns (`WebhookDeliveryRecord.columns`,
     /// `init(row:)`), and dispatches read events by hand: what they write, Codable reads back the same, and what they
     /// read is what Codable wrote.
