@@ -180,6 +180,50 @@ struct WebhookWorkerTests {
         }
     }
 
+    /// A worker leaves an endpoint that another worker dispatches to it, events and all, until that worker gives it
+    /// up; then it sends them.
+    @Test(arguments: TestDatabase.all) func aWorkerLeavesAnotherWorkersEndpointAlone(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
+            let store = fixture.server.store
+            let receiver = WebhookReceiver()
+            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
+                let created = try await fixture.server.webhookEndpoints.create(
+                    bundleId: ServerFixture.bundleId,
+                    .init(url: "http://127.0.0.1:\(port)/till/events")
+                )
+                receiver.secret = created.secret
+                let now = fixture.server.webhookDeliveries.clock.milliseconds
+                let taken = try await fixture.server.database.transaction { db in
+                    try await store.takeDispatcher(
+                        endpointId: created.endpoint.id,
+                        worker: "wkr_other",
+                        until: now + 600_000,
+                        now: now,
+                        on: db
+                    )
+                }
+                #expect(taken)
+                try await withServices({ _ in
+                    ServiceGroup(
+                        configuration: .init(
+                            services: [WebhookWorker(server: fixture.server)],
+                            gracefulShutdownSignals: [],
+                            logger: .init(label: "test")
+                        )
+                    )
+                }) { _ in
+                    try await Self.credit(fixture, "held")
+                    try await Task.sleep(for: .milliseconds(1500))
+                    #expect(receiver.count == 0, "sent while another worker dispatched the endpoint")
+                    try await store.releaseDispatcher(worker: "wkr_other", on: store.sql)
+                    try await waitUntil { try WebhookTests.received(receiver).count == 1 }
+                }
+            }
+        }
+    }
+
     /// A worker that stops gracefully gives up the endpoints it dispatched.
     @Test(arguments: TestDatabase.all) func aWorkerThatStopsGivesUpItsEndpoints(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in

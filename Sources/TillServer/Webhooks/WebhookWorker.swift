@@ -140,8 +140,12 @@ public struct WebhookWorker: Service {
                     // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the
                     // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the
                     // cursor moves when it is recorded, in the round above at the earliest).
+                    // An endpoint another worker dispatches (as last read) is left to it until that role lapses.
+                    let now = deliveries.clock.milliseconds
                     for index in endpoints.indices
-                    where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil {
+                    where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil
+                        && !endpoints[index].isDispatched(byAnotherThan: worker, at: now)
+                    {
                         let endpoint = endpoints[index]
                         let room = min(
                             settings.concurrencyPerEndpoint - inFlight.count(endpoint.id),
@@ -160,9 +164,12 @@ public struct WebhookWorker: Service {
                             if batch.attempts.count >= room { pacing.fellBehind() }
                             continue
                         }
-                        if let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker),
-                            cursor > endpoint.dispatchedThrough
-                        {
+                        guard let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) else {
+                            // Another worker has become its dispatcher (or it is gone, or paused): read it again.
+                            readAt = clock.now - .seconds(60)
+                            continue
+                        }
+                        if cursor > endpoint.dispatchedThrough {
                             endpoints[index].dispatchedThrough = cursor
                             jobs.wake(.delivery)  // the next round claims them without waiting
                         }
