@@ -224,6 +224,34 @@ struct WebhookWorkerTests {
         }
     }
 
+    /// A batch sent at dispatch stops before a customer's second event, and says that more events wait (so that the
+    /// worker's next round comes at the catching-up pace: a backlog of a few customers goes out at the receiver's pace).
+    @Test(arguments: TestDatabase.all) func aBatchSentAtDispatchStopsAtACustomersSecondEvent(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
+            let created = try await fixture.server.webhookEndpoints.create(
+                bundleId: ServerFixture.bundleId,
+                .init(url: "http://127.0.0.1:9/till/events")
+            )
+            for request in ["one", "two", "three"] { try await Self.credit(fixture, request) }
+            let endpoint = try #require(
+                try await fixture.server.store.webhookEndpoint(id: created.endpoint.id, on: fixture.server.store.sql)
+            )
+            let (batch, _) = try #require(
+                try await fixture.server.webhookDeliveries.sendAtDispatch(
+                    endpoint: endpoint,
+                    room: 8,
+                    worker: "wkr_test",
+                    heldUntil: nil
+                )
+            )
+            #expect(batch.attempts.map(\.delivery.customerId) == ["alice"])
+            #expect(batch.through == batch.attempts[0].delivery.eventSequence)
+            #expect(batch.more)
+        }
+    }
+
     /// A worker that stops gracefully gives up the endpoints it dispatched.
     @Test(arguments: TestDatabase.all) func aWorkerThatStopsGivesUpItsEndpoints(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in

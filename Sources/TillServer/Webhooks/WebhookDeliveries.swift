@@ -148,6 +148,9 @@ public struct WebhookDeliveries: Sendable {
         var from: Int64
         var through: Int64
         var attempts: [Attempt]
+        /// Whether events wait after it (it stopped at its room, or before a customer's second event or one whose
+        /// customer has a delivery waiting).
+        var more = false
     }
 
     /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt.
@@ -187,6 +190,7 @@ public struct WebhookDeliveries: Sendable {
         var taken: [(WebhookDeliveryRecord, ServerStore.EventToSend)] = []
         var streams: Set<String> = []
         var through: Int64?
+        var left = made.count
         for (delivery, event) in made {
             // An event the endpoint does not take is passed over.
             if let delivery {
@@ -197,6 +201,7 @@ public struct WebhookDeliveries: Sendable {
                 taken.append((delivery, event))
             }
             through = event.event.sequence
+            left -= 1
         }
         guard !taken.isEmpty, let through else { return nil }
         var until = heldUntil ?? 0
@@ -222,7 +227,8 @@ public struct WebhookDeliveries: Sendable {
             endpoint: endpoint,
             from: endpoint.dispatchedThrough,
             through: through,
-            attempts: attempts
+            attempts: attempts,
+            more: left > 0 || events.count == room * 2
         )
         return (batch, until)
     }

@@ -160,8 +160,9 @@ public struct WebhookWorker: Service {
                             dispatcherUntil[endpoint.id] = until
                             sent[endpoint.id] = (batch, [])
                             for attempt in batch.attempts { send(attempt, in: &group) }
-                            // A full batch: more may wait (a backlog goes out at the receiver's pace).
-                            if batch.attempts.count >= room { pacing.fellBehind() }
+                            // More events wait: the next round comes soon (a backlog goes out at the receiver's pace,
+                            // even one of a few customers, whose batches stop at each one's second event).
+                            if batch.more { pacing.fellBehind() }
                             continue
                         }
                         guard let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) else {
@@ -245,9 +246,9 @@ public struct WebhookWorker: Service {
 /// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart, 0.43 ms (20 ms did no better). So
 /// a round follows the one before it after `window` at the earliest, and what was recorded meanwhile goes out together;
 /// a first event after a quiet time is not held back. When the worker is behind —
-/// a round claimed or sent at dispatch all it had room for, or a delivery that had been due longer than `window` (a
-/// backlog, a customer's next event waiting for the one before it) — the next round comes after `catchingUp`, so a
-/// backlog goes out at the receivers' pace.
+/// a round claimed all it had room for or sent at dispatch with more events waiting, or a delivery that had been due
+/// longer than `window` (a backlog, a customer's next event waiting for the one before it) — the next round comes
+/// after `catchingUp`, so a backlog goes out at the receivers' pace.
 struct RoundPacing {
     var window: Duration = .milliseconds(10)
     var catchingUp: Duration = .milliseconds(2)
