@@ -53,6 +53,7 @@ public final class PurchaseServer: Sendable {
     public let content: ContentDelivery
     public let webhookEndpoints: WebhookEndpoints
     public let webhookDeliveries: WebhookDeliveries
+    public let webhookHistory: WebhookDeliveryHistory
     public let figures: Figures
     let consoleSessions: ConsoleSessions
     let consoleAudit: ConsoleAudit
@@ -215,6 +216,7 @@ public final class PurchaseServer: Sendable {
             clock: clock,
             logger: logger
         )
+        webhookHistory = WebhookDeliveryHistory(store: store, endpoints: webhookEndpoints)
     }
 
     /// Opens and migrates the database.

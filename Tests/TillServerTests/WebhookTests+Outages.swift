@@ -80,7 +80,7 @@ extension WebhookTests {
                 let disorder = try Self.outOfOrder(receiver)
                 #expect(disorder.isEmpty, "\(disorder)")
                 #expect(receiver.deliveries.allSatisfy { $0.verified })
-                let dead = try await fixture.server.webhookDeliveries.deliveries(
+                let dead = try await fixture.server.webhookHistory.deliveries(
                     bundleId: ServerFixture.bundleId,
                     endpointId: endpoint.endpoint.id,
                     state: .deadLettered

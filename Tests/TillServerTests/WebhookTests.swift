@@ -182,7 +182,7 @@ struct WebhookTests {
                 // Every delivery and its answer is visible, once the worker has recorded the last answer (its next
                 // round, after the receiver has the request).
                 func delivered() async throws -> Page<WebhookDeliveryView> {
-                    try await fixture.server.webhookDeliveries.deliveries(
+                    try await fixture.server.webhookHistory.deliveries(
                         bundleId: ServerFixture.bundleId,
                         endpointId: id,
                         state: .delivered
@@ -203,7 +203,7 @@ struct WebhookTests {
                 #expect(receiver.deliveries.last?.id == first.id && receiver.deliveries.last?.verified == true)
                 // A delivery under way is not replayed again: the replayed one is recorded first.
                 try await waitUntil {
-                    try await fixture.server.webhookDeliveries.deliveries(
+                    try await fixture.server.webhookHistory.deliveries(
                         bundleId: ServerFixture.bundleId,
                         endpointId: id,
                         state: .pending
@@ -238,7 +238,7 @@ struct WebhookTests {
             try await Self.withWebhooks(fixture, receiver: receiver) { receiver, endpoint in
                 try await Self.purchase(fixture, "pro", as: "alice")
                 try await waitUntil { receiver.count >= 3 }
-                let deliveries = fixture.server.webhookDeliveries
+                let deliveries = fixture.server.webhookHistory
                 let page = try await deliveries.deliveries(
                     bundleId: ServerFixture.bundleId,
                     endpointId: endpoint.endpoint.id,
@@ -270,7 +270,7 @@ struct WebhookTests {
                 )
                 // Replayed once the receiver is fixed, it arrives.
                 receiver.behaviour = .accept
-                _ = try await deliveries.replay(
+                _ = try await fixture.server.webhookDeliveries.replay(
                     bundleId: ServerFixture.bundleId,
                     endpointId: endpoint.endpoint.id,
                     .init(since: 0)
@@ -336,7 +336,7 @@ struct WebhookTests {
                 )
                 try await withServices({ _ in WebhookWorker(server: fixture.server) }) { _ in
                     try await Self.purchase(fixture, "pro", as: "alice")
-                    let deliveries = fixture.server.webhookDeliveries
+                    let deliveries = fixture.server.webhookHistory
                     try await waitUntil(timeout: .seconds(30)) {
                         try await deliveries.deliveries(
                             bundleId: ServerFixture.bundleId,
@@ -362,7 +362,7 @@ struct WebhookTests {
             try await Self.withWebhooks(fixture, receiver: receiver) { receiver, endpoint in
                 try await Self.purchase(fixture, "pro", as: "alice")
                 try await waitUntil { receiver.count >= 1 }
-                let deliveries = fixture.server.webhookDeliveries
+                let deliveries = fixture.server.webhookHistory
                 try await waitUntil(timeout: .seconds(30)) {
                     try await deliveries.deliveries(
                         bundleId: ServerFixture.bundleId,

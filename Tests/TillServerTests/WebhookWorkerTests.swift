@@ -29,21 +29,26 @@ struct WebhookWorkerTests {
         )
     }
 
+    /// Runs `body` with the fixture's webhook worker running (and nothing else).
+    static func withWorker(_ fixture: ServerFixture, _ body: () async throws -> Void) async throws {
+        try await withServices({ _ in
+            ServiceGroup(
+                configuration: .init(
+                    services: [WebhookWorker(server: fixture.server)],
+                    gracefulShutdownSignals: [],
+                    logger: .init(label: "test")
+                )
+            )
+        }) { _ in try await body() }
+    }
+
     @Test(arguments: TestDatabase.all) func eventsWakeTheWorkerOnlyWhileAnEndpointIsEnabled(_ database: TestDatabase)
         async throws
     {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
             let receiver = WebhookReceiver()
             try await withServices({ receiver.application(onServerRunning: $0) }) { port in
-                try await withServices({ _ in
-                    ServiceGroup(
-                        configuration: .init(
-                            services: [WebhookWorker(server: fixture.server)],
-                            gracefulShutdownSignals: [],
-                            logger: .init(label: "test")
-                        )
-                    )
-                }) { _ in
+                try await Self.withWorker(fixture) {
                     let committed = fixture.server.events.committed
                     let wakeups = fixture.server.jobs.signal(.delivery)
                     // No endpoint: once the worker has looked, events leave it asleep.
@@ -77,9 +82,8 @@ struct WebhookWorkerTests {
     ) async throws {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
             try await WebhookTests.withWebhooks(fixture) { receiver, endpoint in
-                let deliveries = fixture.server.webhookDeliveries
                 func count(_ state: WebhookDeliveryState?) async throws -> Int {
-                    try await deliveries.deliveries(
+                    try await fixture.server.webhookHistory.deliveries(
                         bundleId: ServerFixture.bundleId,
                         endpointId: endpoint.endpoint.id,
                         state: state
@@ -205,15 +209,7 @@ struct WebhookWorkerTests {
                     )
                 }
                 #expect(taken)
-                try await withServices({ _ in
-                    ServiceGroup(
-                        configuration: .init(
-                            services: [WebhookWorker(server: fixture.server)],
-                            gracefulShutdownSignals: [],
-                            logger: .init(label: "test")
-                        )
-                    )
-                }) { _ in
+                try await Self.withWorker(fixture) {
                     try await Self.credit(fixture, "held")
                     try await Task.sleep(for: .milliseconds(1500))
                     #expect(receiver.count == 0, "sent while another worker dispatched the endpoint")

@@ -109,7 +109,7 @@ private func addWebhookEndpointRoutes(to group: RouterGroup<ServerRequestContext
             state = parsed
         }
         return try json(
-            try await server.webhookDeliveries.deliveries(
+            try await server.webhookHistory.deliveries(
                 bundleId: try context.pathParameter("bundle"),
                 endpointId: try context.pathParameter("endpoint"),
                 state: state,
@@ -120,7 +120,7 @@ private func addWebhookEndpointRoutes(to group: RouterGroup<ServerRequestContext
     }
     group.get("apps/{bundle}/webhooks/{endpoint}/deliveries/{delivery}") { _, context in
         try json(
-            try await server.webhookDeliveries.delivery(
+            try await server.webhookHistory.delivery(
                 bundleId: try context.pathParameter("bundle"),
                 endpointId: try context.pathParameter("endpoint"),
                 id: try context.pathParameter("delivery")

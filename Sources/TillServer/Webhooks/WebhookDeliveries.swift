@@ -429,7 +429,7 @@ public struct WebhookDeliveries: Sendable {
         recordingSent sent: [(batch: SentAtDispatch, outcomes: [Outcome])] = [],
         claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)],
         held: [String: Set<String>] = [:],
-        worker: String = ""
+        worker: String
     ) async throws -> RoundResult {
         let claims = claims.filter { $0.limit > 0 }
         guard !outcomes.isEmpty || !claims.isEmpty || !sent.isEmpty else { return RoundResult() }
@@ -564,7 +564,7 @@ public struct WebhookDeliveries: Sendable {
         }
     }
 
-    // MARK: The operator's view
+    // MARK: Replays
 
     /// Queues the event again (`eventId`), or every event of the app recorded at or after `since` that the endpoint
     /// takes; an event whose delivery to it is still pending is not queued twice. Answers how many were queued.
@@ -629,46 +629,6 @@ public struct WebhookDeliveries: Sendable {
         jobs.wake(.delivery)
         logger.notice("webhook endpoint \(endpointId) of \(bundleId): \(queued) deliveries replayed")
         return queued
-    }
-
-    /// An endpoint's deliveries, newest first, one page; of one state or all.
-    public func deliveries(
-        bundleId: String,
-        endpointId: String,
-        state: WebhookDeliveryState?,
-        page: PageRequest = PageRequest()
-    ) async throws -> Page<WebhookDeliveryView> {
-        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
-        let records = try await store.webhookDeliveries(
-            endpointId: endpointId,
-            state: state,
-            before: page.after,
-            limit: page.limit + 1,
-            on: store.sql
-        )
-        let shown = records.prefix(page.limit)
-        return Page(
-            items: shown.map(WebhookDeliveryView.init),
-            nextCursor: records.count > page.limit
-                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.id).cursor } : nil,
-            total: try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql)
-        )
-    }
-
-    /// One delivery with every attempt.
-    public func delivery(bundleId: String, endpointId: String, id: String) async throws
-        -> Components.Schemas.WebhookDeliveryDetail
-    {
-        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
-        guard let record = try await store.webhookDelivery(id: id, on: store.sql), record.endpointId == endpointId
-        else {
-            throw TillHTTPError(.notFound, "webhookDeliveryNotFound", "endpoint \(endpointId) has no delivery \(id)")
-        }
-        var attempts = try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
-        if record.state == .delivered, let last = WebhookDeliveryView(record).lastAttempt {
-            attempts.append(last)  // the attempt that delivered it is the delivery's last
-        }
-        return .init(delivery: WebhookDeliveryView(record), attempts: attempts)
     }
 }
 

@@ -1,0 +1,50 @@
+import HTTPTypes
+import TillContract
+import TillHTTPKit
+
+/// What the operator reads of an endpoint's deliveries (the admin API's `…/webhooks/{id}/deliveries`): pages of them,
+/// newest first, and one with every attempt. Delivering them is `WebhookDeliveries`'s.
+public struct WebhookDeliveryHistory: Sendable {
+    let store: ServerStore
+    let endpoints: WebhookEndpoints
+
+    /// An endpoint's deliveries, newest first, one page; of one state or all.
+    public func deliveries(
+        bundleId: String,
+        endpointId: String,
+        state: WebhookDeliveryState?,
+        page: PageRequest = PageRequest()
+    ) async throws -> Page<WebhookDeliveryView> {
+        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        let records = try await store.webhookDeliveries(
+            endpointId: endpointId,
+            state: state,
+            before: page.after,
+            limit: page.limit + 1,
+            on: store.sql
+        )
+        let shown = records.prefix(page.limit)
+        return Page(
+            items: shown.map(WebhookDeliveryView.init),
+            nextCursor: records.count > page.limit
+                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.id).cursor } : nil,
+            total: try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql)
+        )
+    }
+
+    /// One delivery with every attempt.
+    public func delivery(bundleId: String, endpointId: String, id: String) async throws
+        -> Components.Schemas.WebhookDeliveryDetail
+    {
+        _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
+        guard let record = try await store.webhookDelivery(id: id, on: store.sql), record.endpointId == endpointId
+        else {
+            throw TillHTTPError(.notFound, "webhookDeliveryNotFound", "endpoint \(endpointId) has no delivery \(id)")
+        }
+        var attempts = try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
+        if record.state == .delivered, let last = WebhookDeliveryView(record).lastAttempt {
+            attempts.append(last)  // the attempt that delivered it is the delivery's last
+        }
+        return .init(delivery: WebhookDeliveryView(record), attempts: attempts)
+    }
+}
