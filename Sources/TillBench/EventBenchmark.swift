@@ -41,6 +41,9 @@ public enum EventBenchmark {
         var customers: Int
         var connections: Int
         var databaseURL: String?
+        /// The webhook settings' batch window and batch per endpoint (their defaults when nil).
+        var batchWindow: Duration?
+        var batchPerEndpoint: Int?
 
         public init(
             purchases: Int,
@@ -49,7 +52,9 @@ public enum EventBenchmark {
             events: Int,
             customers: Int,
             connections: Int,
-            databaseURL: String?
+            databaseURL: String?,
+            batchWindow: Duration? = nil,
+            batchPerEndpoint: Int? = nil
         ) {
             self.purchases = purchases
             self.rounds = rounds
@@ -58,6 +63,16 @@ public enum EventBenchmark {
             self.customers = customers
             self.connections = connections
             self.databaseURL = databaseURL
+            self.batchWindow = batchWindow
+            self.batchPerEndpoint = batchPerEndpoint
+        }
+
+        /// The server's webhook settings: deliveries to the receiver on loopback, batches as asked.
+        var webhooks: WebhookSettings {
+            var settings = WebhookSettings(allowHTTPToLoopback: true)
+            if let batchWindow { settings.batchWindow = batchWindow }
+            if let batchPerEndpoint { settings.batchPerEndpoint = max(1, batchPerEndpoint) }
+            return settings
         }
     }
 
@@ -76,7 +91,7 @@ public enum EventBenchmark {
                 operatorToken: "bench",
                 sandboxJWSRoots: [simulator.signer.jwsAuthority.root],
                 contentDirectory: directory.appendingPathComponent("content").path,
-                webhooks: WebhookSettings(allowHTTPToLoopback: true)
+                webhooks: options.webhooks
             ),
             logger: quiet
         )
@@ -99,7 +114,11 @@ public enum EventBenchmark {
             },
             logger: quiet
         )
-        var lines: [String] = []
+        let webhooks = options.webhooks
+        var lines = [
+            "webhooks batch_window_ms=\(Int(webhooks.batchWindow / .milliseconds(1))) batch_per_endpoint=\(webhooks.batchPerEndpoint) "
+                + "concurrency_per_endpoint=\(webhooks.concurrencyPerEndpoint)"
+        ]
         do {
             let port = serverPort.port
             lines += try await purchaseRounds(bodies, port: port, demo: demo, server: server, receiver: receiver, options)

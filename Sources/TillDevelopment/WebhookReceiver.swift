@@ -59,6 +59,8 @@ public final class WebhookReceiver: Sendable {
         case fail(status: Int)
         /// Nothing, until the connection times out (a receiver that hangs).
         case hang
+        /// Accepted after this long (a slow receiver).
+        case acceptAfter(Duration)
         /// A redirect to `location` (what arrives there is taken).
         case redirect(status: Int, location: String)
         /// An error status with a long body (what a receiver's error page sends).
@@ -71,6 +73,8 @@ public final class WebhookReceiver: Sendable {
         var deliveries: [Delivery] = []
         var keep = true
         var count = 0
+        var handling = 0
+        var mostAtOnce = 0
     }
 
     private let state: Mutex<State>
@@ -102,6 +106,9 @@ public final class WebhookReceiver: Sendable {
 
     /// How many requests came.
     public var count: Int { state.withLock { $0.count } }
+
+    /// The most requests it was handling at once.
+    public var mostAtOnce: Int { state.withLock { $0.mostAtOnce } }
 
     /// Forgets what was received.
     public func reset() { state.withLock { $0.deliveries.removeAll() } }
@@ -137,7 +144,7 @@ public final class WebhookReceiver: Sendable {
         }
         let status: Int =
             switch behaviour {
-            case .accept: 204
+            case .accept, .acceptAfter: 204
             case .fail(let status), .redirect(let status, _), .failVerbosely(let status, _): status
             case .hang: 0
             }
@@ -154,6 +161,8 @@ public final class WebhookReceiver: Sendable {
             } ?? false
         state.withLock {
             $0.count += 1
+            $0.handling += 1
+            $0.mostAtOnce = max($0.mostAtOnce, $0.handling)
             if $0.keep {
                 $0.deliveries.append(
                     Delivery(
@@ -169,10 +178,16 @@ public final class WebhookReceiver: Sendable {
             }
         }
         received.signal()
-        if behaviour == .hang {
+        switch behaviour {
+        case .hang:
             // Holds the request until the sender gives up (its timeout), or `release()`, or a minute passes.
             await released.wait(since: releases, timeout: .seconds(60))
+        case .acceptAfter(let delay):
+            try? await Task.sleep(for: delay)
+        default:
+            break
         }
+        state.withLock { $0.handling -= 1 }
         var response = Response(status: .init(code: status == 0 ? 503 : status))
         switch behaviour {
         case .redirect(_, let location):

@@ -80,6 +80,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "events: events in the backlog delivered at once.")
     var events = 20_000
 
+    @Option(help: "events: the webhook worker's batch window in ms (webhooks.batch-window-ms; default 50).")
+    var batchWindowMs: Int?
+
+    @Option(help: "events: the deliveries a round may send one endpoint (webhooks.batch-per-endpoint; default 32).")
+    var batchPerEndpoint: Int?
+
     @Option(
         help:
             "events: customers the backlog's events are spread over (each one's events go out in order); ledger: the ledger's customers (100000 by default)."
@@ -157,7 +163,9 @@ struct Bench: AsyncParsableCommand {
                         events: events,
                         customers: customers ?? 1000,
                         connections: connections,
-                        databaseURL: databaseURL
+                        databaseURL: databaseURL,
+                        batchWindow: batchWindowMs.map { .milliseconds($0) },
+                        batchPerEndpoint: batchPerEndpoint
                     )
                 )
             )

@@ -36,21 +36,29 @@ struct ServerSettingsTests {
         let development = try await ServerSettings.load(flags: [:], environment: [:], file: nil).webhooks
         #expect(development.allowHTTPToLoopback && !development.allowPrivateAddresses)
         #expect(development.schedule == WebhookSettings.standardSchedule && development.retryFor == .seconds(259_200))
+        #expect(development.batchWindow == .milliseconds(50) && development.batchPerEndpoint == 32)
+        #expect(development.concurrencyPerEndpoint == 8 && development.concurrency == 256)
         let production = try await ServerSettings.load(
             flags: [:],
             environment: [
                 "TILL_MODE": "production", "TILL_OPERATOR_TOKEN": "op-0123456789abcdef",
                 "TILL_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES": "true", "TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5, 60,3600",
                 "TILL_WEBHOOKS_RETRY_HOURS": "24", "TILL_WEBHOOKS_ANSWER_PREFIX_BYTES": "256",
+                "TILL_WEBHOOKS_BATCH_WINDOW_MS": "0", "TILL_WEBHOOKS_BATCH_PER_ENDPOINT": "4",
             ],
             file: nil
         ).webhooks
         #expect(!production.allowHTTPToLoopback && production.allowPrivateAddresses)
         #expect(production.schedule == [.milliseconds(500), .seconds(60), .seconds(3600)])
         #expect(production.retryFor == .seconds(86_400) && production.answerPrefixBytes == 256)
+        #expect(production.batchWindow == .zero && production.batchPerEndpoint == 4)
+        #expect(production.longestBatch == production.timeout, "four deliveries, eight at a time: one turn")
         #expect(production.delay(afterAttempt: 1, jitter: 1) == .milliseconds(500))
         #expect(production.delay(afterAttempt: 9, jitter: 1) == .seconds(3600), "the last delay repeats")
-        for (key, value) in [("TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,soon"), ("TILL_WEBHOOKS_RETRY_HOURS", "0")] {
+        for (key, value) in [
+            ("TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,soon"), ("TILL_WEBHOOKS_RETRY_HOURS", "0"),
+            ("TILL_WEBHOOKS_BATCH_WINDOW_MS", "5000"),
+        ] {
             await #expect(throws: TillHTTPError.self, "\(key)=\(value)") {
                 try await ServerSettings.load(flags: [:], environment: [key: value], file: nil)
             }

@@ -345,10 +345,89 @@ struct WebhookWorkerTests {
         }
     }
 
+    /// Records one event for each of `customers` (their streams are independent, so they may go in one batch).
+    static func credit(_ fixture: ServerFixture, customers: Int, prefix: String) async throws {
+        for number in 1...customers {
+            _ = try await fixture.server.ledger.adjustBalance(
+                bundleId: ServerFixture.bundleId,
+                customerId: "\(prefix)-\(number)",
+                credit: "gems",
+                delta: 1,
+                requestId: "\(prefix)-\(number)",
+                note: "test"
+            )
+        }
+    }
+
+    /// A batch bigger than the endpoint's concurrency goes out a few requests at a time, and each attempt's timeout
+    /// runs from its own request (`EndpointTurns`): eight answers of 0.4 s each, two at a time, take 1.6 s, and none
+    /// times out at the 1 s timeout, as the last ones would if they waited in the HTTP client's pool.
+    @Test func aBatchGoesOutAFewRequestsAtATimeEachWithItsOwnTimeout() async throws {
+        try await ServerFixture.run(configure: {
+            WebhookTests.loopback(&$0)
+            $0.webhooks.timeout = .seconds(1)
+            $0.webhooks.concurrencyPerEndpoint = 2
+            $0.webhooks.batchPerEndpoint = 8
+        }) { fixture in
+            let receiver = WebhookReceiver()
+            receiver.behaviour = .acceptAfter(.milliseconds(400))
+            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
+                let created = try await fixture.server.webhookEndpoints.create(
+                    bundleId: ServerFixture.bundleId,
+                    .init(url: "http://127.0.0.1:\(port)/till/events")
+                )
+                receiver.secret = created.secret
+                try await Self.credit(fixture, customers: 8, prefix: "slow")
+                try await Self.withWorker(fixture) {
+                    try await waitUntil(timeout: .seconds(20)) {
+                        try await fixture.server.webhookHistory.deliveries(
+                            bundleId: ServerFixture.bundleId,
+                            endpointId: created.endpoint.id,
+                            state: .delivered
+                        ).total == 8
+                    }
+                }
+                #expect(receiver.count == 8, "every event sent once: none timed out waiting for its turn")
+                #expect(receiver.mostAtOnce == 2)
+                let verified = receiver.deliveries.filter(\.verified).count
+                #expect(verified == 8)
+            }
+        }
+    }
+
+    /// A backlog goes out batch after batch, whatever the window: while a batch that left events waiting is under way,
+    /// the rounds come at the catching-up pace, so the next one follows it at once. With a one-second window, forty
+    /// events in batches of four to a receiver that takes 20 ms would take ten seconds otherwise.
+    @Test func aBacklogDoesNotWaitForTheWindowBetweenBatches() async throws {
+        try await ServerFixture.run(configure: {
+            WebhookTests.loopback(&$0)
+            $0.webhooks.concurrencyPerEndpoint = 4
+            $0.webhooks.batchPerEndpoint = 4
+            $0.webhooks.batchWindow = .seconds(1)
+        }) { fixture in
+            let receiver = WebhookReceiver()
+            receiver.behaviour = .acceptAfter(.milliseconds(20))
+            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
+                let created = try await fixture.server.webhookEndpoints.create(
+                    bundleId: ServerFixture.bundleId,
+                    .init(url: "http://127.0.0.1:\(port)/till/events")
+                )
+                receiver.secret = created.secret
+                try await Self.credit(fixture, customers: 40, prefix: "backlog")
+                try await Self.withWorker(fixture) {
+                    let start = ContinuousClock.now
+                    try await waitUntil(timeout: .seconds(30)) { receiver.count >= 40 }
+                    let took = ContinuousClock.now - start
+                    #expect(took < .seconds(5), "forty events took \(took)")
+                }
+            }
+        }
+    }
+
     @Test func aRoundUnderASteadyStreamWaitsForTheWindowAndOneBehindDoesNot() {
         let start = ContinuousClock().now
         let now: Int64 = 1_800_000_000_000
-        var pacing = RoundPacing(lastRound: start - .seconds(60))
+        var pacing = RoundPacing(window: .milliseconds(50), lastRound: start - .seconds(60))
         #expect(pacing.nextRound < start, "the first event after a quiet time is not held back")
 
         // Fresh deliveries, fewer than the room: the next round waits for the window, taking what comes meanwhile.

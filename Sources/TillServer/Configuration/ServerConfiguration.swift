@@ -122,9 +122,17 @@ public struct WebhookSettings: Sendable, Hashable {
     public var retryFor: Duration
     /// The delays between attempts, the last one repeated (with ±10% jitter).
     public var schedule: [Duration]
-    /// Deliveries in flight at once, in all and to one endpoint.
+    /// Deliveries under way at once in all (sending, or waiting for their endpoint's turn).
     public var concurrency: Int
+    /// Requests under way at once to one endpoint.
     public var concurrencyPerEndpoint: Int
+    /// Deliveries one round may send to one endpoint; those beyond `concurrencyPerEndpoint` wait for a turn, and each
+    /// attempt's `timeout` runs from its own request.
+    public var batchPerEndpoint: Int
+    /// Under a steady stream of events, how long a round waits after the one before it, so that what was recorded
+    /// meanwhile goes out together (a first event after a quiet time is not held back; a backlog goes out without
+    /// waiting). Each round costs two transactions and its wake-ups whatever it sends.
+    public var batchWindow: Duration
     /// Consecutive failures after which an endpoint gets one attempt at a time until one succeeds (a receiver that is
     /// down is not asked every retry of every customer at once); the success brings its waiting deliveries forward.
     public var failuresBeforeProbing: Int
@@ -142,8 +150,10 @@ public struct WebhookSettings: Sendable, Hashable {
         answerPrefixBytes: Int = 1024,
         retryFor: Duration = .seconds(3 * 86_400),
         schedule: [Duration] = standardSchedule,
-        concurrency: Int = 64,
+        concurrency: Int = 256,
         concurrencyPerEndpoint: Int = 8,
+        batchPerEndpoint: Int = 32,
+        batchWindow: Duration = .milliseconds(50),
         failuresBeforeProbing: Int = 3
     ) {
         self.allowHTTPToLoopback = allowHTTPToLoopback
@@ -155,7 +165,15 @@ public struct WebhookSettings: Sendable, Hashable {
         self.schedule = schedule.isEmpty ? Self.standardSchedule : schedule
         self.concurrency = max(1, concurrency)
         self.concurrencyPerEndpoint = max(1, concurrencyPerEndpoint)
+        self.batchPerEndpoint = max(1, batchPerEndpoint)
+        self.batchWindow = min(.seconds(1), max(.zero, batchWindow))
         self.failuresBeforeProbing = max(1, failuresBeforeProbing)
+    }
+
+    /// How long a round's attempts to one endpoint may take in all: each waits for its turn, then has `timeout`.
+    var longestBatch: Duration {
+        let turns = (batchPerEndpoint + concurrencyPerEndpoint - 1) / concurrencyPerEndpoint
+        return timeout * turns
     }
 
     /// The delay after attempt `attempt` (1 for the first).

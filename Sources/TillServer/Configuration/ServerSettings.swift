@@ -43,7 +43,8 @@ import X509
 /// | `webhooks.answer-prefix-bytes` | `1024` | how much of each answer is kept |
 /// | `webhooks.retry-hours` | `72` | how long a delivery is retried before it is dead-lettered |
 /// | `webhooks.retry-schedule-seconds` | `5,300,1800,7200,18000,36000` | the delays between attempts, the last repeated |
-/// | `webhooks.concurrency`, `webhooks.concurrency-per-endpoint` | `64`, `8` | deliveries in flight, in all and to one endpoint |
+/// | `webhooks.concurrency`, `webhooks.concurrency-per-endpoint` | `256`, `8` | deliveries under way in all, requests at once to one endpoint |
+/// | `webhooks.batch-per-endpoint`, `webhooks.batch-window-ms` | `32`, `50` | deliveries a round sends one endpoint, and the least time between rounds under a steady stream |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 public struct ServerSettings: Sendable {
@@ -232,6 +233,10 @@ public struct ServerSettings: Sendable {
         guard hours > 0, hours <= 30 * 24 else {
             throw TillHTTPError.badRequest("invalidRetryHours", "webhooks.retry-hours is more than 0 and at most 720")
         }
+        let window = config.int(forKey: "webhooks.batch-window-ms", default: 50)
+        guard (0...1000).contains(window) else {
+            throw TillHTTPError.badRequest("invalidBatchWindow", "webhooks.batch-window-ms is from 0 to 1000, not \(window)")
+        }
         return WebhookSettings(
             allowHTTPToLoopback: config.bool(forKey: "webhooks.allow-http-loopback", default: development),
             allowPrivateAddresses: config.bool(forKey: "webhooks.allow-private-addresses", default: false),
@@ -240,8 +245,10 @@ public struct ServerSettings: Sendable {
             answerPrefixBytes: min(65_536, max(0, config.int(forKey: "webhooks.answer-prefix-bytes", default: 1024))),
             retryFor: .milliseconds(Int64(hours * 3_600_000)),
             schedule: schedule.isEmpty ? WebhookSettings.standardSchedule : schedule,
-            concurrency: config.int(forKey: "webhooks.concurrency", default: 64),
-            concurrencyPerEndpoint: config.int(forKey: "webhooks.concurrency-per-endpoint", default: 8)
+            concurrency: config.int(forKey: "webhooks.concurrency", default: 256),
+            concurrencyPerEndpoint: config.int(forKey: "webhooks.concurrency-per-endpoint", default: 8),
+            batchPerEndpoint: config.int(forKey: "webhooks.batch-per-endpoint", default: 32),
+            batchWindow: .milliseconds(Int64(window))
         )
     }
 

@@ -153,8 +153,21 @@ public struct WebhookDeliveries: Sendable {
         var more = false
     }
 
-    /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt.
+    /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt. (A batch whose
+    /// attempts wait for their turns may take longer: the worker renews the role meanwhile, `holdDispatcher`.)
     var dispatcherLease: Duration { settings.timeout + .seconds(5) }
+
+    /// Keeps `worker` an endpoint's dispatcher, which it is `until` (UNIX ms; nil: not known to be), renewing the role
+    /// when less than half of its lease is left. Answers until when it is; nil when another worker is.
+    func holdDispatcher(endpointId: String, worker: String, until held: Int64?) async throws -> Int64? {
+        let now = clock.milliseconds
+        if let held, held - now >= dispatcherLease.milliseconds / 2 { return held }
+        let lease = now + dispatcherLease.milliseconds
+        let isDispatcher = try await database.transaction(bookkeeping: true) { db in
+            try await self.store.takeDispatcher(endpointId: endpointId, worker: worker, until: lease, now: now, on: db)
+        }
+        return isDispatcher ? lease : nil
+    }
 
     /// The first events after an endpoint's cursor, to send at once, before any row is written, as far as that keeps
     /// the guarantees: at most `room` of them, each its customer's only one in the batch, none of a customer who has a
@@ -203,16 +216,9 @@ public struct WebhookDeliveries: Sendable {
             through = event.event.sequence
             left -= 1
         }
-        guard !taken.isEmpty, let through else { return nil }
-        var until = heldUntil ?? 0
-        if until - now < dispatcherLease.milliseconds / 2 {
-            let lease = now + dispatcherLease.milliseconds
-            until = lease
-            let isDispatcher = try await database.transaction(bookkeeping: true) { db in
-                try await self.store.takeDispatcher(endpointId: endpoint.id, worker: worker, until: lease, now: now, on: db)
-            }
-            guard isDispatcher else { return nil }
-        }
+        guard !taken.isEmpty, let through,
+            let until = try await holdDispatcher(endpointId: endpoint.id, worker: worker, until: heldUntil)
+        else { return nil }
         let attempts = taken.map { delivery, event in
             Attempt(
                 delivery: delivery,
@@ -318,7 +324,7 @@ public struct WebhookDeliveries: Sendable {
             .delivery,
             group: endpoint.id,
             limit: limit,
-            lease: settings.timeout * 2 + .seconds(30),
+            lease: settings.longestBatch + settings.timeout + .seconds(30),
             excluding: held.sorted(),
             on: db
         )

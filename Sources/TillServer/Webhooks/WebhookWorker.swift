@@ -9,8 +9,8 @@ import TillHTTPKit
 /// 1. in one transaction, records the attempts that ended since the last round (and the batches sent at dispatch whose
 ///    attempts have all ended, with their endpoints' cursors' moves) and claims what is due for each endpoint in the
 ///    queue (a customer's next delivery as soon as the one before it is recorded), then sends it: at most
-///    `concurrencyPerEndpoint` in flight to one endpoint (one while it keeps failing) and `concurrency` in all, so a
-///    slow or dead receiver holds up only its own deliveries;
+///    `batchPerEndpoint` under way to one endpoint (one while it keeps failing), `concurrencyPerEndpoint` of them sending
+///    at once (`EndpointTurns`), and `concurrency` in all, so a slow or dead receiver holds up only its own deliveries;
 /// 2. then takes the events recorded since each enabled endpoint's cursor (this process's are known at once; the
 ///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
 ///    process changes an endpoint): a healthy endpoint's first ones are sent at once, before anything is written
@@ -42,6 +42,7 @@ public struct WebhookWorker: Service {
         let logger = deliveries.logger
         let client = WebhookClient(settings: settings)
         let inFlight = InFlightByEndpoint()
+        let turns = EndpointTurns(limit: settings.concurrencyPerEndpoint)
         let ended = EndedAttempts()
         let clock = ContinuousClock()
         var lastSweep = clock.now - .seconds(60)
@@ -49,7 +50,7 @@ public struct WebhookWorker: Service {
         var readAt = clock.now - .seconds(60)
         var readRevision = endpointChanges.current
         var lastEvent: Int64 = 0
-        var pacing = RoundPacing(lastRound: clock.now - .seconds(60))
+        var pacing = RoundPacing(window: settings.batchWindow, lastRound: clock.now - .seconds(60))
         // The deliveries this process claimed and has not recorded yet, by endpoint: never claimed again meanwhile,
         // even once their lease has passed (a clock that jumps, an answer slower than the lease).
         var held: [String: Set<String>] = [:]
@@ -62,7 +63,13 @@ public struct WebhookWorker: Service {
             let endpointId = attempt.endpoint.id
             inFlight.add(1, to: endpointId)
             group.addTask(executorPreference: client.executor(for: endpointId)) {
-                ended.add(await deliveries.send(attempt, client: client))
+                // Its turn among the endpoint's requests; none once the server is stopping: an attempt that had not
+                // started waits in the database (its claim lapses; a batch sent at dispatch is not recorded).
+                await turns.take(endpointId)
+                if !Task.isShuttingDownGracefully {
+                    ended.add(await deliveries.send(attempt, client: client))
+                }
+                turns.give(endpointId)
                 inFlight.add(-1, to: endpointId)
                 jobs.wake(.delivery)
             }
@@ -102,7 +109,7 @@ public struct WebhookWorker: Service {
                     for endpoint in endpoints {
                         let cap =
                             endpoint.consecutiveFailures >= settings.failuresBeforeProbing
-                            ? 1 : settings.concurrencyPerEndpoint
+                            ? 1 : settings.batchPerEndpoint
                         let room = min(cap - inFlight.count(endpoint.id), settings.concurrency - running)
                         guard room > 0 else { continue }
                         claims.append((endpoint, room))
@@ -141,6 +148,17 @@ public struct WebhookWorker: Service {
                     // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the
                     // cursor moves when it is recorded, in the round above at the earliest).
                     // An endpoint another worker dispatches (as last read) is left to it until that role lapses.
+                    // A batch under way that left events waiting: the next round comes at the catching-up pace, so
+                    // that the next batch follows it at once. Its endpoint stays this worker's (a batch whose attempts
+                    // wait for their turns may outlast a lease).
+                    if sent.values.contains(where: \.batch.more) { pacing.fellBehind() }
+                    for endpointId in sent.keys {
+                        dispatcherUntil[endpointId] = try await deliveries.holdDispatcher(
+                            endpointId: endpointId,
+                            worker: worker,
+                            until: dispatcherUntil[endpointId]
+                        )
+                    }
                     let now = deliveries.clock.milliseconds
                     for index in endpoints.indices
                     where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil
@@ -148,7 +166,7 @@ public struct WebhookWorker: Service {
                     {
                         let endpoint = endpoints[index]
                         let room = min(
-                            settings.concurrencyPerEndpoint - inFlight.count(endpoint.id),
+                            settings.batchPerEndpoint - inFlight.count(endpoint.id),
                             settings.concurrency - inFlight.total
                         )
                         if let (batch, until) = try await deliveries.sendAtDispatch(
@@ -243,19 +261,21 @@ public struct WebhookWorker: Service {
 ///
 /// Each round is a transaction (and a dispatch before it another), with its wake-ups, whatever it records and claims.
 /// With a round every 2 ms while attempts were under way, events recorded at 500 a second went out one or two a round,
-/// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart, 0.43 ms (20 ms did no better). So
-/// a round follows the one before it after `window` at the earliest, and what was recorded meanwhile goes out together;
-/// a first event after a quiet time is not held back. When the worker is behind —
-/// a round claimed all it had room for or sent at dispatch with more events waiting, or a delivery that had been due
-/// longer than `window` (a backlog, a customer's next event waiting for the one before it) — the next round comes
-/// after `catchingUp`, so a backlog goes out at the receivers' pace.
+/// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart (five events a round), 0.27 to 0.33
+/// ms; 50 ms apart (25 a round), 0.13 to 0.17 ms (docs/benchmarks.md). So a round follows the one before it after
+/// `window` (`WebhookSettings.batchWindow`) at the earliest, and what was recorded meanwhile goes out together; a first
+/// event after a quiet time is not held back. When the worker is behind — a round claimed all it had room for or sent
+/// at dispatch with more events waiting (until that batch has been recorded), or a delivery that had been due longer
+/// than `window` (a backlog, a customer's next event waiting for the one before it) — the next round comes after
+/// `catchingUp`, so a backlog goes out at the receivers' pace.
 struct RoundPacing {
-    var window: Duration = .milliseconds(10)
+    var window: Duration
     var catchingUp: Duration = .milliseconds(2)
     private(set) var lastRound: ContinuousClock.Instant
     private(set) var behind = false
 
-    init(lastRound: ContinuousClock.Instant) {
+    init(window: Duration, lastRound: ContinuousClock.Instant) {
+        self.window = window
         self.lastRound = lastRound
     }
 
@@ -286,6 +306,65 @@ final class InFlightByEndpoint: Sendable {
     var total: Int { counts.withLock { $0.values.reduce(0, +) } }
     func count(_ endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
     func add(_ delta: Int, to endpoint: String) { counts.withLock { $0[endpoint, default: 0] += delta } }
+}
+
+/// Requests under way to each endpoint, at most `limit` at once: a round's attempts beyond it wait here for a turn, in
+/// the order they came, so that each attempt's timeout runs from its own request (in the HTTP client's pool, a waiting
+/// request's deadline would run while it waited, and a slow receiver's last ones would time out unsent).
+final class EndpointTurns: Sendable {
+    private struct Turns {
+        var running = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let limit: Int
+    private let turns = Mutex<[String: Turns]>([:])
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Waits for a turn at `endpoint` (at once when fewer than `limit` are under way and none waits).
+    func take(_ endpoint: String) async {
+        let limit = limit
+        let now = turns.withLock { turns in
+            guard turns[endpoint, default: Turns()].running < limit else { return false }
+            turns[endpoint, default: Turns()].running += 1
+            return true
+        }
+        guard !now else { return }
+        await withCheckedContinuation { continuation in
+            let now = turns.withLock { turns in
+                // A turn given back meanwhile.
+                if turns[endpoint, default: Turns()].running < limit {
+                    turns[endpoint, default: Turns()].running += 1
+                    return true
+                }
+                turns[endpoint, default: Turns()].waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Gives a turn back: to the first attempt waiting, if one is.
+    func give(_ endpoint: String) {
+        let next = turns.withLock { turns -> CheckedContinuation<Void, Never>? in
+            guard var entry = turns[endpoint] else { return nil }
+            defer { turns[endpoint] = entry.running == 0 ? nil : entry }
+            guard !entry.waiting.isEmpty else {
+                entry.running -= 1
+                return nil
+            }
+            return entry.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+
+    /// Attempts under way and waiting at `endpoint`.
+    func count(_ endpoint: String) -> (running: Int, waiting: Int) {
+        turns.withLock { ($0[endpoint]?.running ?? 0, $0[endpoint]?.waiting.count ?? 0) }
+    }
 }
 
 /// Attempts that ended and wait for the loop to record them.
