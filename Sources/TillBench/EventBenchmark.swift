@@ -193,6 +193,8 @@ public enum EventBenchmark {
         var delivered = 0
         var receiverCPU = 0.0
         var deliveredAfter: [Double] = []
+        // Each delivery's latency, from its event's recording to the receiver (ms).
+        let latencies = Latencies()
         for run in 0..<(2 * options.rounds + 1) {
             let batch = Array(bodies[(run * size)..<((run + 1) * size)])
             guard run % 2 == 1 else {
@@ -207,9 +209,12 @@ public enum EventBenchmark {
             let before = try receiver.sample()
             say("round \(run / 2 + 1): \(size) purchases at \(options.rate)/s, one endpoint taking every event…")
             let measured = try await send(batch, port: port, demo: demo, options) {
-                try receiver.sample().count >= before.count + size
+                let sample = try receiver.sample()
+                latencies.values += sample.latencies
+                return sample.count >= before.count + size
             }
             let after = try receiver.sample()
+            latencies.values += after.latencies
             with.append(measured.cpu * 1000 / Double(size))
             delivered += after.count - before.count
             receiverCPU += after.cpu - before.cpu
@@ -226,8 +231,22 @@ public enum EventBenchmark {
                 + "cpu_per_purchase_ms_median=\(format(median(with), 3)) cpu_per_purchase_ms=\(list(with)) "
                 + "all_delivered_after_s=\(deliveredAfter.map { format($0, 2) }.joined(separator: ",")) "
                 + "receiver_cpu_per_event_ms=\(format(receiverCPU * 1000 / Double(max(1, delivered)), 3))",
+            "delivery_latency_ms \(latencies.summary)",
             "added_per_purchase_ms_median=\(format(median(added), 3)) added_per_purchase_ms=\(list(added))",
         ]
+    }
+
+    /// Latencies collected while a run is measured.
+    final class Latencies {
+        var values: [Int64] = []
+
+        /// Its percentiles: `p50=… p90=… p99=… max=… count=…`.
+        var summary: String {
+            let sorted = values.sorted()
+            guard !sorted.isEmpty else { return "count=0" }
+            func at(_ share: Double) -> Int64 { sorted[min(sorted.count - 1, Int(Double(sorted.count) * share))] }
+            return "p50=\(at(0.5)) p90=\(at(0.9)) p99=\(at(0.99)) max=\(sorted.last!) count=\(sorted.count)"
+        }
     }
 
     static func median(_ values: [Double]) -> Double {
@@ -350,9 +369,10 @@ public enum EventBenchmark {
     // MARK: The receiver, in a process of its own
 
     /// `till bench receiver`: a webhook receiver that counts what it gets and answers 204, on a free loopback port;
-    /// it prints `receiver on PORT`, then, for each line read on standard input, `received COUNT cpu_s SECONDS`.
+    /// it prints `receiver on PORT`, then, for each line read on standard input, `received COUNT cpu_s SECONDS
+    /// latencies_ms LIST`: the latencies of the deliveries since the last line, comma-separated (`-`: none).
     public static func receiver() async throws {
-        let receiver = WebhookReceiver(keep: false)
+        let receiver = WebhookReceiver(keep: false, timing: true)
         var quiet = Logger(label: "till.receiver")
         quiet.logLevel = .warning
         let ports = try await Ports.start({ receiver.application(onServerRunning: $0) }, logger: quiet)
@@ -363,7 +383,13 @@ public enum EventBenchmark {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
                 while readLine() != nil {
-                    output.write(Data("received \(receiver.count) cpu_s \(processCPUSeconds())\n".utf8))
+                    let latencies = receiver.takeLatencies().map(String.init).joined(separator: ",")
+                    output.write(
+                        Data(
+                            "received \(receiver.count) cpu_s \(processCPUSeconds()) latencies_ms \(latencies.isEmpty ? "-" : latencies)\n"
+                                .utf8
+                        )
+                    )
                 }
                 done.resume()
             }
@@ -412,14 +438,14 @@ public enum EventBenchmark {
             )
         }
 
-        /// What it received so far and its CPU seconds.
-        func sample() throws -> (count: Int, cpu: Double) {
+        /// What it received so far, its CPU seconds, and the latencies (ms) of what it received since the last sample.
+        func sample() throws -> (count: Int, cpu: Double, latencies: [Int64]) {
             try input.write(contentsOf: Data("\n".utf8))
             let fields = (Self.readLine(output, &buffer) ?? "").split(separator: " ")
-            guard fields.count == 4, let count = Int(fields[1]), let cpu = Double(fields[3]) else {
-                throw BenchmarkFailure(description: "the receiver answered \(fields)")
+            guard fields.count == 6, let count = Int(fields[1]), let cpu = Double(fields[3]) else {
+                throw BenchmarkFailure(description: "the receiver answered \(fields.prefix(5))")
             }
-            return (count, cpu)
+            return (count, cpu, fields[5] == "-" ? [] : fields[5].split(separator: ",").compactMap { Int64($0) })
         }
 
         func stop() {

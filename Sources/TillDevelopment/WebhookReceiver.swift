@@ -75,6 +75,8 @@ public final class WebhookReceiver: Sendable {
         var count = 0
         var handling = 0
         var mostAtOnce = 0
+        var timing = false
+        var latencies: [Int64] = []
     }
 
     private let state: Mutex<State>
@@ -86,9 +88,39 @@ public final class WebhookReceiver: Sendable {
     /// Answers the requests that `.hang` holds (a test ends with it, so that its server stops at once).
     public func release() { released.signal() }
 
-    /// - Parameter keep: whether to keep every delivery (a benchmark only counts them).
-    public init(secret: String? = nil, keep: Bool = true) {
-        state = Mutex(State(secret: secret, keep: keep))
+    /// - Parameters:
+    ///   - keep: whether to keep every delivery (a benchmark only counts them).
+    ///   - timing: whether to note each delivery's latency: from its event's `createdAt` to its arrival.
+    public init(secret: String? = nil, keep: Bool = true, timing: Bool = false) {
+        state = Mutex(State(secret: secret, keep: keep, timing: timing))
+    }
+
+    /// The latencies noted since the last call (ms; with `timing`).
+    public func takeLatencies() -> [Int64] {
+        state.withLock { state in
+            defer { state.latencies.removeAll(keepingCapacity: true) }
+            return state.latencies
+        }
+    }
+
+    /// The event's `createdAt` (UNIX ms) in a delivery's body: the first one, which is the event's own.
+    static func createdAt(in body: [UInt8]) -> Int64? {
+        let key = Array(#""createdAt":"#.utf8)
+        guard body.count > key.count else { return nil }
+        var index = 0
+        while index + key.count <= body.count {
+            if body[index] == key[0] && Array(body[index..<(index + key.count)]) == key {
+                var value: Int64 = 0
+                var cursor = index + key.count
+                while cursor < body.count, let digit = body[cursor].wholeNumberDigit {
+                    value = value * 10 + Int64(digit)
+                    cursor += 1
+                }
+                return cursor > index + key.count ? value : nil
+            }
+            index += 1
+        }
+        return nil
     }
 
     public var secret: String? {
@@ -159,7 +191,9 @@ public final class WebhookReceiver: Sendable {
                     secret: $0
                 )
             } ?? false
+        let arrived = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         state.withLock {
+            if $0.timing, let created = Self.createdAt(in: body) { $0.latencies.append(arrived - created) }
             $0.count += 1
             $0.handling += 1
             $0.mostAtOnce = max($0.mostAtOnce, $0.handling)
@@ -199,4 +233,9 @@ public final class WebhookReceiver: Sendable {
         }
         return response
     }
+}
+
+extension UInt8 {
+    /// The value of an ASCII digit.
+    fileprivate var wholeNumberDigit: UInt8? { (48...57).contains(self) ? self - 48 : nil }
 }
