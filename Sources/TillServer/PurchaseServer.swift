@@ -246,6 +246,11 @@ public final class PurchaseServer: Sendable {
             for (kind, count) in try await jobs.releaseAllClaims().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 logger.notice("resuming \(count) \(kind.rawValue) jobs a stopped server had under way")
             }
+            // And any endpoint's dispatcher role: its events need not wait for that server's lease to lapse.
+            let endpoints = try await store.releaseAllDispatchers(on: store.sql)
+            if endpoints > 0 {
+                logger.notice("resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to")
+            }
         }
         var configuration = configuration
         if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }

@@ -347,8 +347,12 @@ struct WebhookWorkerTests {
 
     /// Records one event for each of `customers` (their streams are independent, so they may go in one batch).
     static func credit(_ fixture: ServerFixture, customers: Int, prefix: String) async throws {
+        try await credit(fixture.server, customers: customers, prefix: prefix)
+    }
+
+    static func credit(_ server: PurchaseServer, customers: Int, prefix: String) async throws {
         for number in 1...customers {
-            _ = try await fixture.server.ledger.adjustBalance(
+            _ = try await server.ledger.adjustBalance(
                 bundleId: ServerFixture.bundleId,
                 customerId: "\(prefix)-\(number)",
                 credit: "gems",
@@ -420,6 +424,54 @@ struct WebhookWorkerTests {
                     let took = ContinuousClock.now - start
                     #expect(took < .seconds(5), "forty events took \(took)")
                 }
+            }
+        }
+    }
+
+    /// A server that stopped without giving up its endpoints (killed) leaves their dispatcher roles in the database;
+    /// the next server that owns the SQLite file frees them at start, so the endpoints' events do not wait for that
+    /// lease to lapse (an hour here).
+    @Test func theOwnerOfAnSQLiteFileFreesTheRolesAStoppedServerHeld() async throws {
+        try await ServerFixture.run(persistent: true, configure: WebhookTests.loopback) { fixture in
+            let receiver = WebhookReceiver()
+            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
+                let created = try await fixture.server.webhookEndpoints.create(
+                    bundleId: ServerFixture.bundleId,
+                    .init(url: "http://127.0.0.1:\(port)/till/events")
+                )
+                receiver.secret = created.secret
+                let store = fixture.server.store
+                let now = fixture.server.webhookDeliveries.clock.milliseconds
+                let taken = try await store.takeDispatcher(
+                    endpointId: created.endpoint.id,
+                    worker: "wkr_killed",
+                    until: now + 3_600_000,
+                    now: now,
+                    on: store.sql
+                )
+                #expect(taken)
+                fixture.server.queueLock?.release()
+
+                let next = try await PurchaseServer.open(fixture.server.configuration)
+                let row = try #require(
+                    try await next.store.enabledWebhookEndpoints(on: next.store.sql).first {
+                        $0.id == created.endpoint.id
+                    }
+                )
+                #expect(!row.isDispatched(byAnotherThan: "wkr_next", at: now))
+                try await withServices({ _ in
+                    ServiceGroup(
+                        configuration: .init(
+                            services: [WebhookWorker(server: next)],
+                            gracefulShutdownSignals: [],
+                            logger: .init(label: "next")
+                        )
+                    )
+                }) { _ in
+                    try await Self.credit(next, customers: 1, prefix: "after-restart")
+                    try await waitUntil(timeout: .seconds(15)) { receiver.count == 1 }
+                }
+                try await next.shutdown()
             }
         }
     }

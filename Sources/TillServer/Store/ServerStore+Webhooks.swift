@@ -87,6 +87,18 @@ extension ServerStore {
         ).run()
     }
 
+    /// Frees every endpoint's dispatcher role (only for a process that knows no other worker is alive: the owner of an
+    /// SQLite file); answers how many endpoints had one.
+    func releaseAllDispatchers(on db: any SQLDatabase) async throws -> Int {
+        try await db.raw(
+            """
+            UPDATE srv_webhook_endpoints SET dispatcher = NULL, dispatcher_until = NULL
+            WHERE dispatcher IS NOT NULL
+            RETURNING id
+            """
+        ).all().count
+    }
+
     /// Which of these delivery streams have a delivery queued or under way (the next of the stream waits for it).
     func busyDeliveryStreams(_ streams: [String], on db: any SQLDatabase) async throws -> Set<String> {
         guard !streams.isEmpty else { return [] }
