@@ -309,8 +309,9 @@ final class InFlightByEndpoint: Sendable {
 }
 
 /// Requests under way to each endpoint, at most `limit` at once: a round's attempts beyond it wait here for a turn, in
-/// the order they came, so that each attempt's timeout runs from its own request (in the HTTP client's pool, a waiting
-/// request's deadline would run while it waited, and a slow receiver's last ones would time out unsent).
+/// the order they came, so that each attempt's timeout runs from its own request (in the HTTP client's pool, a request
+/// that waits longer than the connect timeout for a connection fails unsent, `getConnectionFromPoolTimeout`, and its
+/// deadline runs while it waits).
 final class EndpointTurns: Sendable {
     private struct Turns {
         var running = 0
