@@ -144,10 +144,6 @@ public struct WebhookWorker: Service {
                         held[attempt.endpoint.id, default: []].insert(attempt.delivery.id)
                         send(attempt, in: &group)
                     }
-                    // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the
-                    // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the
-                    // cursor moves when it is recorded, in the round above at the earliest).
-                    // An endpoint another worker dispatches (as last read) is left to it until that role lapses.
                     // A batch under way that left events waiting: the next round comes at the catching-up pace, so
                     // that the next batch follows it at once. Its endpoint stays this worker's (a batch whose attempts
                     // wait for their turns may outlast a lease).
@@ -159,6 +155,10 @@ public struct WebhookWorker: Service {
                             until: dispatcherUntil[endpointId]
                         )
                     }
+                    // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the
+                    // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the
+                    // cursor moves when it is recorded, in the round above at the earliest).
+                    // An endpoint another worker dispatches (as last read) is left to it until that role lapses.
                     let now = deliveries.clock.milliseconds
                     for index in endpoints.indices
                     where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil
@@ -261,8 +261,8 @@ public struct WebhookWorker: Service {
 ///
 /// Each round is a transaction (and a dispatch before it another), with its wake-ups, whatever it records and claims.
 /// With a round every 2 ms while attempts were under way, events recorded at 500 a second went out one or two a round,
-/// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart (five events a round), 0.27 to 0.33
-/// ms; 50 ms apart (25 a round), 0.13 to 0.17 ms (docs/benchmarks.md). So a round follows the one before it after
+/// and an endpoint added 0.58 ms of CPU per event; with rounds at least 10 ms apart (five events a round), 0.27 to 0.28
+/// ms; 50 ms apart (25 a round), 0.17 to 0.25 ms, 0.19 at the middle (docs/benchmarks.md). So a round follows the one before it after
 /// `window` (`WebhookSettings.batchWindow`) at the earliest, and what was recorded meanwhile goes out together; a first
 /// event after a quiet time is not held back. When the worker is behind — a round claimed all it had room for or sent
 /// at dispatch with more events waiting (until that batch has been recorded), or a delivery that had been due longer
