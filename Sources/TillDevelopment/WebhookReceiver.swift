@@ -105,22 +105,9 @@ public final class WebhookReceiver: Sendable {
 
     /// The event's `createdAt` (UNIX ms) in a delivery's body: the first one, which is the event's own.
     static func createdAt(in body: [UInt8]) -> Int64? {
-        let key = Array(#""createdAt":"#.utf8)
-        guard body.count > key.count else { return nil }
-        var index = 0
-        while index + key.count <= body.count {
-            if body[index] == key[0] && Array(body[index..<(index + key.count)]) == key {
-                var value: Int64 = 0
-                var cursor = index + key.count
-                while cursor < body.count, let digit = body[cursor].wholeNumberDigit {
-                    value = value * 10 + Int64(digit)
-                    cursor += 1
-                }
-                return cursor > index + key.count ? value : nil
-            }
-            index += 1
-        }
-        return nil
+        guard let key = body.firstRange(of: Array(#""createdAt":"#.utf8)) else { return nil }
+        let digits = body[key.upperBound...].prefix { (48...57).contains($0) }
+        return digits.isEmpty ? nil : digits.reduce(0) { $0 * 10 + Int64($1 - 48) }
     }
 
     public var secret: String? {
@@ -233,9 +220,4 @@ public final class WebhookReceiver: Sendable {
         }
         return response
     }
-}
-
-extension UInt8 {
-    /// The value of an ASCII digit.
-    fileprivate var wholeNumberDigit: UInt8? { (48...57).contains(self) ? self - 48 : nil }
 }

@@ -42,6 +42,23 @@ struct WebhookWorkerTests {
         }) { _ in try await body() }
     }
 
+    /// Runs `body` with `receiver` listening and an endpoint of the fixture's app pointing at it, created before any
+    /// worker runs (the test starts the worker when it wants).
+    static func withEndpoint(
+        _ fixture: ServerFixture,
+        _ receiver: WebhookReceiver,
+        _ body: (Components.Schemas.WebhookEndpointWithSecret) async throws -> Void
+    ) async throws {
+        try await withServices({ receiver.application(onServerRunning: $0) }) { port in
+            let created = try await fixture.server.webhookEndpoints.create(
+                bundleId: ServerFixture.bundleId,
+                .init(url: "http://127.0.0.1:\(port)/till/events")
+            )
+            receiver.secret = created.secret
+            try await body(created)
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func eventsWakeTheWorkerOnlyWhileAnEndpointIsEnabled(_ database: TestDatabase)
         async throws
     {
@@ -192,12 +209,7 @@ struct WebhookWorkerTests {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
             let store = fixture.server.store
             let receiver = WebhookReceiver()
-            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
-                let created = try await fixture.server.webhookEndpoints.create(
-                    bundleId: ServerFixture.bundleId,
-                    .init(url: "http://127.0.0.1:\(port)/till/events")
-                )
-                receiver.secret = created.secret
+            try await Self.withEndpoint(fixture, receiver) { created in
                 let now = fixture.server.webhookDeliveries.clock.milliseconds
                 let taken = try await fixture.server.database.transaction { db in
                     try await store.takeDispatcher(
@@ -377,12 +389,7 @@ struct WebhookWorkerTests {
         }) { fixture in
             let receiver = WebhookReceiver()
             receiver.behaviour = .acceptAfter(.milliseconds(1500))
-            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
-                let created = try await fixture.server.webhookEndpoints.create(
-                    bundleId: ServerFixture.bundleId,
-                    .init(url: "http://127.0.0.1:\(port)/till/events")
-                )
-                receiver.secret = created.secret
+            try await Self.withEndpoint(fixture, receiver) { created in
                 try await Self.credit(fixture, customers: 8, prefix: "slow")
                 var delivered: [Components.Schemas.WebhookDelivery] = []
                 try await Self.withWorker(fixture) {
@@ -417,12 +424,7 @@ struct WebhookWorkerTests {
         }) { fixture in
             let receiver = WebhookReceiver()
             receiver.behaviour = .acceptAfter(.milliseconds(20))
-            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
-                let created = try await fixture.server.webhookEndpoints.create(
-                    bundleId: ServerFixture.bundleId,
-                    .init(url: "http://127.0.0.1:\(port)/till/events")
-                )
-                receiver.secret = created.secret
+            try await Self.withEndpoint(fixture, receiver) { created in
                 try await Self.credit(fixture, customers: 40, prefix: "backlog")
                 try await Self.withWorker(fixture) {
                     let start = ContinuousClock.now
@@ -440,12 +442,7 @@ struct WebhookWorkerTests {
     @Test func theOwnerOfAnSQLiteFileFreesTheRolesAStoppedServerHeld() async throws {
         try await ServerFixture.run(persistent: true, configure: WebhookTests.loopback) { fixture in
             let receiver = WebhookReceiver()
-            try await withServices({ receiver.application(onServerRunning: $0) }) { port in
-                let created = try await fixture.server.webhookEndpoints.create(
-                    bundleId: ServerFixture.bundleId,
-                    .init(url: "http://127.0.0.1:\(port)/till/events")
-                )
-                receiver.secret = created.secret
+            try await Self.withEndpoint(fixture, receiver) { created in
                 let store = fixture.server.store
                 let now = fixture.server.webhookDeliveries.clock.milliseconds
                 let taken = try await store.takeDispatcher(

@@ -73,14 +73,13 @@ public struct ConsumptionAnswers: Sendable {
             bundleId: bundleId,
             state: state?.rawValue,
             before: page.after,
-            limit: page.limit + 1,
+            limit: page.rowsToRead,
             on: store.sql
         )
-        let shown = records.prefix(page.limit)
+        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.notificationUuid) }
         return Page(
             items: shown.map(ConsumptionAnswer.init),
-            nextCursor: records.count > page.limit
-                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.notificationUuid).cursor } : nil,
+            nextCursor: nextCursor,
             total: try await store.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: store.sql)
         )
     }

@@ -175,15 +175,11 @@ public struct NotificationIntake: Sendable {
             outcome: outcome,
             type: type,
             before: page.after,
-            limit: page.limit + 1,
+            limit: page.rowsToRead,
             on: store.sql
         )
-        let shown = Array(records.prefix(page.limit))
-        return (
-            shown,
-            records.count > page.limit
-                ? shown.last.map { PageKey(number: $0.receivedAt, text: $0.notificationUuid).cursor } : nil
-        )
+        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.receivedAt, text: $0.notificationUuid) }
+        return (shown, nextCursor)
     }
 
     /// One notification of the app, as it was recorded (decoded since migration 020).

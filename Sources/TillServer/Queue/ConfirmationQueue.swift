@@ -261,12 +261,11 @@ public final class ConfirmationQueue: Sendable {
 
     /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
     public func submissions(state: String, page: PageRequest = PageRequest()) async throws -> Page<SubmissionView> {
-        let records = try await store.submissions(state: state, after: page.after, limit: page.limit + 1, on: store.sql)
-        let shown = records.prefix(page.limit)
+        let records = try await store.submissions(state: state, after: page.after, limit: page.rowsToRead, on: store.sql)
+        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
         return Page(
             items: shown.map(SubmissionView.init),
-            nextCursor: records.count > page.limit
-                ? shown.last.map { PageKey(number: $0.updatedAt, text: $0.id).cursor } : nil,
+            nextCursor: nextCursor,
             total: try await store.count(state: state, on: store.sql)
         )
     }
@@ -279,15 +278,11 @@ public final class ConfirmationQueue: Sendable {
         let records = try await store.submissions(
             state: state.rawValue,
             after: page.after,
-            limit: page.limit + 1,
+            limit: page.rowsToRead,
             on: store.sql
         )
-        let shown = Array(records.prefix(page.limit))
-        return (
-            shown,
-            records.count > page.limit ? shown.last.map { PageKey(number: $0.updatedAt, text: $0.id).cursor } : nil,
-            try await store.count(state: state.rawValue, on: store.sql)
-        )
+        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
+        return (shown, nextCursor, try await store.count(state: state.rawValue, on: store.sql))
     }
 
     /// How many submissions wait in each unsettled state, and since when the oldest of them.

@@ -70,6 +70,18 @@ struct PageKey: Codable, Comparable, Sendable {
     }
 }
 
+extension PageRequest {
+    /// The rows to read for the page: one more than it shows, which tells whether another page follows.
+    var rowsToRead: Int { limit + 1 }
+
+    /// Of the rows read for the page (`rowsToRead` at most, in the list's order): those it shows, and the next page's
+    /// cursor, the last shown row's `key` (nil on the last page).
+    func cut<Row>(_ rows: [Row], key: (Row) -> PageKey) -> (shown: [Row], nextCursor: String?) {
+        let shown = Array(rows.prefix(limit))
+        return (shown, rows.count > limit ? shown.last.map { key($0).cursor } : nil)
+    }
+}
+
 /// `?limit=` (1–1000, 100 by default) and `?cursor=` (a previous page's `nextCursor`).
 public struct PageRequest: Sendable {
     public static let defaultLimit = 100

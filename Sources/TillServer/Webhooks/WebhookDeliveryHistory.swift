@@ -20,14 +20,13 @@ public struct WebhookDeliveryHistory: Sendable {
             endpointId: endpointId,
             state: state,
             before: page.after,
-            limit: page.limit + 1,
+            limit: page.rowsToRead,
             on: store.sql
         )
-        let shown = records.prefix(page.limit)
+        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.id) }
         return Page(
             items: shown.map(WebhookDeliveryView.init),
-            nextCursor: records.count > page.limit
-                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.id).cursor } : nil,
+            nextCursor: nextCursor,
             total: try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql)
         )
     }

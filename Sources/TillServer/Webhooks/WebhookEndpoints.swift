@@ -59,16 +59,15 @@ public struct WebhookEndpoints: Sendable {
         let records = try await store.webhookEndpoints(
             bundleId: bundleId,
             after: page.after,
-            limit: page.limit + 1,
+            limit: page.rowsToRead,
             on: store.sql
         )
-        let shown = Array(records.prefix(page.limit))
+        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.id) }
         var items: [WebhookEndpointView] = []
         for record in shown { items.append(try await view(record)) }
         return Page(
             items: items,
-            nextCursor: records.count > page.limit
-                ? shown.last.map { PageKey(number: $0.createdAt, text: $0.id).cursor } : nil,
+            nextCursor: nextCursor,
             total: try await store.countWebhookEndpoints(bundleId: bundleId, on: store.sql)
         )
     }

@@ -361,11 +361,6 @@ final class EndpointTurns: Sendable {
         }
         next?.resume()
     }
-
-    /// Attempts under way and waiting at `endpoint`.
-    func count(_ endpoint: String) -> (running: Int, waiting: Int) {
-        turns.withLock { ($0[endpoint]?.running ?? 0, $0[endpoint]?.waiting.count ?? 0) }
-    }
 }
 
 /// Attempts that ended and wait for the loop to record them.
