@@ -22,6 +22,17 @@ its documentation gives it, with availability), and then asks four questions; an
    Concurrency, Observation, swift-foundation's new API and the dependencies; swift-corelibs-foundation's older
    classes carry none.
 
+Steps 1 and 2 run once per Apple SDK TillClient compiles with (SDKS below: from the oldest Xcode the docs name to
+the newest). The stand-ins follow the newest SDK, and what an older SDK lacks sits inside `#if compiler(>=…)` with the
+Swift version of the first Xcode whose SDK has it; for each SDK the stand-ins and the code are compiled with those
+conditions evaluated as that Xcode's compiler would (copies under the scratch folder), so a call that needs a newer
+SDK than its `#if` says fails here as it would in that Xcode. A `compiler(>=…)` above the newest SDK's fails the check.
+
+5. Does any public top-level name of the client package's modules name a type of an Apple module the stand-ins stand
+   for? An app imports both, and could not write the name. The stand-ins declare, beside what the code uses, the names
+   Apple's modules share with each other or with TillClient (apple-kept.txt, pinned to Apple's USRs), so a bare
+   `Transaction` in a file that imports StoreKit and SwiftUI is ambiguous here as it is with Apple's SDK.
+
 It writes a report (the Apple API used, with availability) and exits 1 on any failure. It runs inside `swift test`
 (AppleSourcesTests) against the build `swift build --build-tests` made, reusing its compile flags from
 .build/debug.yaml, and takes seconds.
@@ -43,6 +54,12 @@ CLIENT_MODULES = ["TillCore", "TillSnapshot", "TillContract", "TillSimulatorCont
 SYSTEM_MODULES = ["Swift", "_Concurrency", "Synchronization", "Foundation", "FoundationEssentials", "FoundationInternationalization",
                   "FoundationNetworking", "Dispatch", "Observation"]
 DEPENDENCY_MODULES = ["Crypto", "HTTPTypes", "OpenAPIRuntime", "OpenAPIURLSession"]
+# The Apple SDKs TillClient compiles with, oldest first, each with the Swift version of the first Xcode that ships it.
+# The last is the one the stand-ins follow whole; docs/client.md names the oldest ("Xcode 16.0 or later").
+SDKS = [("the iOS 18.0 SDK (Xcode 16.0)", (6, 0)), ("the iOS 18.4 SDK (Xcode 16.3)", (6, 1)),
+        ("the iOS 26 SDK (Xcode 26)", (6, 2))]
+COMPILER_CONDITION = re.compile(r"compiler\(\s*>=\s*(\d+(?:\.\d+)*)\s*\)")
+TYPE_KINDS = ("swift.struct", "swift.class", "swift.enum", "swift.protocol", "swift.typealias")
 
 
 class Failure(Exception):
@@ -98,6 +115,87 @@ def sources_of(arguments):
     return [argument for argument in arguments if argument.endswith(".swift")]
 
 
+# MARK: The SDKs
+
+
+def as_compiled_by(text, swift):
+    """`text` with each `compiler(>=X)` of its `#if`/`#elseif` lines replaced by what Swift `swift` answers."""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if re.match(r"\s*#(if|elseif)\b", line):
+            lines[index] = COMPILER_CONDITION.sub(
+                lambda match: "true" if parse_version(match.group(1)) <= swift else "false", line)
+    return "\n".join(lines)
+
+
+def conditions_above_newest(paths):
+    """`path:line` of each `compiler(>=X)` condition above the newest SDK's Swift: no SDK here says what it means."""
+    newest, found = SDKS[-1][1], []
+    for path in paths:
+        for number, line in enumerate(open(path, errors="replace").read().split("\n"), 1):
+            if re.match(r"\s*#(if|elseif)\b", line):
+                for match in COMPILER_CONDITION.finditer(line):
+                    if parse_version(match.group(1)) > newest:
+                        found.append(f"{os.path.relpath(path)}:{number}: {match.group(0)}")
+    return found
+
+
+def with_sources(arguments, sources, folder):
+    """`arguments` compiling `sources` instead of their own (a response file of theirs is written anew in `folder`)."""
+    result = []
+    for argument in arguments:
+        if argument.startswith("@"):
+            response = os.path.join(folder, "sources.txt")
+            with open(response, "w") as file:
+                file.write("\n".join(sources) + "\n")
+            result.append("@" + response)
+        elif not argument.endswith(".swift"):
+            result.append(argument)
+    if not any(argument.startswith("@") for argument in arguments):
+        result += sources
+    return result
+
+
+def for_sdk(context, sdk):
+    """A context whose stand-ins and sources are as `sdk`'s Xcode compiles them: copies, conditions evaluated."""
+    name, swift = sdk
+    folder = os.path.join(context.work, "sdk-%d.%d" % swift)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+
+    def copy(path, into):
+        relative = os.path.relpath(path, context.package if into == "sources" else context.stand_in_dir)
+        if relative.startswith(".."):
+            relative = os.path.join("elsewhere", os.path.basename(path))
+        target = os.path.join(folder, into, relative)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as file:
+            file.write(as_compiled_by(open(path).read(), swift))
+        return target
+
+    stand_ins = os.path.join(folder, "stand-ins")
+    for root, _, files in os.walk(context.stand_in_dir):
+        if os.path.relpath(root, context.stand_in_dir).startswith("DocExamples"):
+            continue
+        for file in files:
+            if file.endswith((".swiftinterface", ".swiftoverlay")):
+                copy(os.path.join(root, file), "stand-ins")
+    variant = Context()
+    variant.__dict__.update(context.__dict__)
+    variant.sdk = name
+    variant.stand_in_dir = stand_ins
+    variant.modules = os.path.join(folder, "modules")
+    os.makedirs(variant.modules)
+    variant.stand_in_flags = ["-module-cache-path", os.path.join(folder, "ModuleCache"), "-I", stand_ins,
+                              "-Xfrontend", "-enable-cross-import-overlays"]
+    sources = [copy(path, "sources") if os.path.isabs(path) else path
+               for path in sources_of(context.client_arguments)]
+    variant.client_arguments = with_sources(context.client_arguments, sources, folder)
+    variant.example_sources = [copy(path, "sources") for path in context.example_sources]
+    variant.doc_example_sources = [copy(path, "sources") for path in context.doc_example_sources]
+    return variant
+
+
 # MARK: Compiling
 
 
@@ -112,7 +210,7 @@ def compile_client(context):
     status, _, errors = run(command)
     diagnostics = [line for line in errors.splitlines() if re.search(r": (error|warning): ", line)]
     if status != 0 or diagnostics:
-        raise Failure("TillClient does not compile against the stand-ins:\n" + errors)
+        raise Failure(f"TillClient does not compile against the stand-ins of {context.sdk}:\n" + errors)
 
 
 def compile_against_client(context, module, sources, what):
@@ -124,7 +222,7 @@ def compile_against_client(context, module, sources, what):
     status, _, errors = run(command)
     diagnostics = [line for line in errors.splitlines() if re.search(r": (error|warning): ", line)]
     if status != 0 or diagnostics:
-        raise Failure(f"{what}: failed to compile against TillClient and the stand-ins:\n" + errors)
+        raise Failure(f"{what}: failed to compile against TillClient and the stand-ins of {context.sdk}:\n" + errors)
 
 
 def compile_example(context):
@@ -132,11 +230,11 @@ def compile_example(context):
     compile_against_client(context, "TillShop", context.example_sources, "The example app")
 
 
-# A block of the docs that is not Swift compiled against TillClient: a package manifest's lines, which
-# ClientPackageTests builds in an app's package.
+# A block of the docs that is not Swift compiled against TillClient: a package manifest, or a manifest's lines, which
+# ClientPackageTests and ClientReleaseTests build in an app's package.
 def is_manifest(lines):
     code = [line for line in lines if line.strip() and not line.strip().startswith("//")]
-    return bool(code) and code[0].lstrip().startswith(".package(")
+    return bool(code) and (code[0].lstrip().startswith(".package(") or code[0].strip() == "import PackageDescription")
 
 
 def doc_blocks(package):
@@ -161,6 +259,35 @@ def doc_blocks(package):
     return blocks
 
 
+# A code span outside the code blocks (a table's cell, a sentence) is a Swift snippet when it calls something with a
+# labelled argument: `Payment(productId: "pro")`, `purchase(options: [...])`. A signature named without values
+# (`promotionalOffer(offerID:keyID:)`) is a name, not a snippet; a manifest's call (`.package(url:from:)`) is not
+# TillClient's. A line marked `<!-- not Swift -->` is skipped.
+INLINE_SNIPPET = re.compile(r"\(.*\w: ")
+# A manifest's calls are Swift of PackageDescription, which the package tests build, not TillClient's.
+MANIFEST_CALLS = (".package(", ".product(", ".target(", ".executableTarget(", ".upToNextMinor(", ".upToNextMajor(")
+
+
+def inline_snippets(package):
+    """Every Swift snippet in a code span of README.md and docs/*.md: (file, line, the snippet)."""
+    files = [os.path.join(package, "README.md")]
+    docs = os.path.join(package, "docs")
+    files += sorted(os.path.join(docs, name) for name in os.listdir(docs) if name.endswith(".md"))
+    snippets = []
+    for path in files:
+        in_block = False
+        for number, line in enumerate(open(path).read().splitlines(), 1):
+            if line.strip().startswith("```"):
+                in_block = not in_block
+                continue
+            if in_block or "<!-- not Swift -->" in line:
+                continue
+            for span in re.findall(r"`([^`]+)`", line):
+                if "(" in span and INLINE_SNIPPET.search(span) and not span.startswith(MANIFEST_CALLS):
+                    snippets.append((os.path.relpath(path, package), number, span))
+    return snippets
+
+
 def contains_lines(haystack, needle):
     """Whether `needle`'s lines appear one after the other in `haystack`, each compared without its indentation."""
     hay = [line.strip() for line in haystack]
@@ -173,6 +300,9 @@ def find_doc_examples(context):
     examples = [open(path).read().splitlines() for path in context.doc_example_sources]
     missing = [f"{path}:{line}" for path, line, block in doc_blocks(context.docs_root)
                if not any(contains_lines(example, block) for example in examples)]
+    # A snippet in a code span is found within a line of DocExamples/, as it is written.
+    missing += [f"{path}:{line}: `{span}`" for path, line, span in inline_snippets(context.docs_root)
+                if not any(span in text for example in examples for text in example)]
     if missing:
         raise Failure("Swift examples of the docs not found line for line in " + os.path.relpath(
             context.doc_examples) + " (copy each there, with what it needs around it, so that it is compiled):\n  "
@@ -212,6 +342,37 @@ def example_ast(context, module="TillShop", sources=None):
                   "-I", context.build_modules] + (sources or context.example_sources)
                  + clang_arguments(context.client_arguments))
     return dump_ast(arguments, context.stand_in_flags)
+
+
+# MARK: Step 5, the names an app sees twice
+
+
+def top_level_types(folder):
+    """Each top-level type name the modules' symbol graphs in `folder` declare, with the modules that declare it."""
+    names = {}
+    for file in os.listdir(folder):
+        if "@" in file or not file.endswith(".symbols.json"):
+            continue
+        module = file.split(".symbols.json")[0]
+        for symbol in json.load(open(os.path.join(folder, file)))["symbols"]:
+            if len(symbol["pathComponents"]) == 1 and symbol["kind"]["identifier"] in TYPE_KINDS:
+                names.setdefault(symbol["pathComponents"][0], set()).add(module)
+    return names
+
+
+def name_clashes(context):
+    """The client package's public top-level type names that a stand-in's module declares too."""
+    folder = os.path.join(context.work, "names")
+    shutil.rmtree(folder, ignore_errors=True)
+    apple, client = os.path.join(folder, "apple"), os.path.join(folder, "client")
+    extract_symbols(context, STAND_INS, apple, ["-I", context.stand_in_dir])
+    extract_symbols(context, CLIENT_MODULES, client,
+                    ["-I", context.modules, "-I", context.build_modules, "-I", context.stand_in_dir]
+                    + clang_arguments(context.client_arguments))
+    apple_names, client_names = top_level_types(apple), top_level_types(client)
+    return sorted(f"{'/'.join(sorted(client_names[name]))}.{name} has the name of "
+                  f"{' and '.join(module + '.' + name for module in sorted(apple_names[name]))}"
+                  for name in set(client_names) & set(apple_names))
 
 
 # MARK: Symbol graphs
@@ -402,6 +563,8 @@ def drift(context, stand_ins, used_usrs, type_texts, cases):
     ours = {usr for usr in stand_ins.by_usr if stand_ins.module_of[usr] in STAND_INS}
     named = names_in(type_texts)
     used = {usr for usr in ours if usr in used_usrs}
+    # What apple-kept.txt lists is declared for Apple's sake, not the code's (and pinned to Apple's USR).
+    used |= {usr for _, usr in pinned(context, "apple-kept.txt") if usr in ours}
     used |= {usr for usr in ours if stand_ins.qualified(usr) in named
              and stand_ins.by_usr[usr]["kind"]["identifier"] not in ("swift.enum.case",)}
     case_names = {(without_generic_arguments(text), name) for text, name in cases}
@@ -466,14 +629,21 @@ def pinned_mismatches(context, stand_ins):
     for usr in stand_ins.by_usr:
         by_name.setdefault(stand_ins.qualified(usr), set()).add(usr)
     problems = []
-    for line in open(os.path.join(context.stand_in_dir, "apple-usrs.txt")):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, usr = line.split()
+    for name, usr in pinned(context, "apple-usrs.txt") + pinned(context, "apple-kept.txt"):
         if usr not in by_name.get(name, set()):
             problems.append(f"{name}: Apple's {usr}, the stand-in's {sorted(by_name.get(name, [])) or 'none'}")
     return problems
+
+
+def pinned(context, file):
+    """The (name, Apple's USR) lines of one of the stand-ins' lists."""
+    pairs = []
+    for line in open(os.path.join(context.stand_in_dir, file)):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, usr = line.split()
+            pairs.append((name, usr))
+    return pairs
 
 
 # MARK: Step 4, availability
@@ -670,7 +840,9 @@ def main():
     parser.add_argument("--docs", help="the folder holding README.md and docs/ (default: --package)")
     parser.add_argument("--work", default="apple-stand-ins", help="the folder of this check's files in --scratch")
     parser.add_argument("--only", choices=["compile", "drift"],
-                        help="compile: steps 1 and 2 only; drift: step 3 only, over the references a full run saved")
+                        help="compile: steps 1, 2 and 5 only; drift: step 3 only, over the references a full run saved")
+    parser.add_argument("--add-client-source", action="append", default=[], metavar="FILE",
+                        help="compile FILE as one more source of TillClient (a test plants a defect this way)")
     options = parser.parse_args()
 
     started = time.monotonic()
@@ -689,7 +861,14 @@ def main():
     os.makedirs(context.modules, exist_ok=True)
     context.stand_in_flags = ["-module-cache-path", context.module_cache, "-I", context.stand_in_dir,
                               "-Xfrontend", "-enable-cross-import-overlays"]
+    context.work = work
+    context.sdk = SDKS[-1][0]
     context.client_arguments = target_arguments(context.yaml, "TillClient", options.triple)
+    if options.add_client_source:
+        context.client_arguments = with_sources(
+            context.client_arguments,
+            sources_of(context.client_arguments) + [os.path.abspath(path) for path in options.add_client_source],
+            work)
     example = os.path.join(context.package, "Examples/TillShop.swiftpm/App")
     context.example_sources = sorted(os.path.join(example, name) for name in os.listdir(example)
                                      if name.endswith(".swift"))
@@ -724,11 +903,34 @@ def main():
         print(f"drift checked in {time.monotonic() - started:.1f} s")
         return 1 if unused else 0
 
+    def compile_all(sdk_context):
+        compile_client(sdk_context)
+        compile_example(sdk_context)
+        compile_doc_examples(sdk_context)
+
     try:
         find_doc_examples(context)
-        timed("TillClient against the stand-ins (swiftc -emit-sil)", lambda: compile_client(context))
-        timed("the example app (swiftc -emit-sil)", lambda: compile_example(context))
-        timed("the docs' examples (swiftc -emit-sil)", lambda: compile_doc_examples(context))
+        interfaces = [os.path.join(root, file) for root, _, files in os.walk(context.stand_in_dir) for file in files
+                      if file.endswith((".swiftinterface", ".swiftoverlay"))]
+        above = conditions_above_newest(sources_of(context.client_arguments) + context.example_sources
+                                        + context.doc_example_sources + interfaces)
+        if above:
+            raise Failure(f"`compiler(>=…)` conditions above the newest SDK's Swift ({version_text(SDKS[-1][1])}, "
+                          f"{SDKS[-1][0]}): add that SDK to SDKS in check.py first\n  " + "\n  ".join(above))
+        # The newest SDK is the stand-ins as they are (no condition above its Swift, and this compiler is newer).
+        timed(f"TillClient, the example and the docs' examples, {SDKS[-1][0]} (swiftc -emit-sil)",
+              lambda: compile_all(context))
+        older = [for_sdk(context, sdk) for sdk in SDKS[:-1]]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            begin = time.monotonic()
+            for future in [pool.submit(compile_all, variant) for variant in older]:
+                future.result()
+            timings["the same with the older SDKs (" + ", ".join(sdk for sdk, _ in SDKS[:-1]) + ")"] = (
+                time.monotonic() - begin)
+        clashes = timed("the names an app sees twice (symbol graphs)", lambda: name_clashes(context))
+        if clashes:
+            raise Failure("Public names of the client package that an Apple module declares too (an app that imports "
+                          "both cannot write them; rename them):\n  " + "\n  ".join(clashes))
     except Failure as failure:
         print(failure, file=sys.stderr)
         return 1

@@ -103,8 +103,67 @@ struct AppleSourcesTests {
         )
     }
 
-    /// The docs' Swift examples are compiled too (Tests/AppleStandIns/DocExamples holds each, line for line): an
-    /// example edited in the docs alone fails the check.
+    /// The defects Apple's real SDKs show and Linux alone would not, each planted as one more TillClient file: a bare
+    /// `Transaction` where SwiftUI is imported (SwiftUI has an animation `Transaction`), a call that only the newest
+    /// SDK has outside its `#if compiler(>=…)` (Xcode 16.0 does not compile it), and a public type named like one of
+    /// SwiftUI's (an app that imports both could not write it).
+    @Test(
+        .timeLimit(.minutes(10)),
+        arguments: [
+            (
+                "ambiguous",
+                """
+                #if canImport(StoreKit) && canImport(SwiftUI)
+                    import StoreKit
+                    import SwiftUI
+
+                    func plantedBareTransaction(_ verification: VerificationResult<Transaction>) {}
+                #endif
+                """,
+                ["the iOS 26 SDK", "'Transaction' is ambiguous for type lookup"]
+            ),
+            (
+                "newest",
+                """
+                #if canImport(StoreKit)
+                    import StoreKit
+
+                    func plantedNewestCall(_ jws: String) -> [Product.PurchaseOption] {
+                        Product.PurchaseOption.promotionalOffer("offer", compactJWS: jws)
+                    }
+                #endif
+                """,
+                ["the iOS 18.0 SDK (Xcode 16.0)", "extra argument 'compactJWS' in call"]
+            ),
+            (
+                "name",
+                "public struct SnapshotResponse {}\n",
+                ["TillClient.SnapshotResponse has the name of SwiftUI.SnapshotResponse"]
+            ),
+        ]
+    )
+    func aPlantedDefectThatOnlyApplesSDKWouldShowFailsTheCheck(
+        name: String,
+        source: String,
+        expected: [String]
+    ) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-plant-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let planted = folder.appendingPathComponent("Planted.swift")
+        try source.write(to: planted, atomically: true, encoding: .utf8)
+        let checked = try await Self.check([
+            "--only", "compile", "--add-client-source", planted.path, "--work", "apple-stand-ins-plant-\(name)",
+        ])
+        #expect(checked.status == 1, "\(checked.output)")
+        for text in expected {
+            #expect(checked.output.contains(text), "\(text): \(checked.output)")
+        }
+    }
+
+    /// The docs' Swift examples are compiled too (Tests/AppleStandIns/DocExamples holds each, line for line, and each
+    /// snippet of a code span, a table's cell included, as written): an example edited in the docs alone fails the
+    /// check.
     @Test(.timeLimit(.minutes(10)))
     func aDocExampleThatIsNotCompiledFailsTheCheck() async throws {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("till-docs-\(UUID().uuidString)")
@@ -126,12 +185,22 @@ struct AppleSourcesTests {
         )
         try #require(edited != text, "docs/client.md no longer has the example this test edits")
         try edited.write(to: guide, atomically: true, encoding: .utf8)
+        // A snippet in a table's cell is Swift too: found, as written, in DocExamples.
+        let offers = copy.appendingPathComponent("docs/offers.md")
+        let table = try String(contentsOf: offers, encoding: .utf8)
+        let cell = table.replacingOccurrences(
+            of: "`product.purchase(options: [.introductoryOfferEligibility(compactJWS: jws)])`",
+            with: "`product.purchase(options: [.introductoryOfferEligibility(jws)])`"
+        )
+        try #require(cell != table, "docs/offers.md no longer has the table cell this test edits")
+        try cell.write(to: offers, atomically: true, encoding: .utf8)
         let checked = try await Self.check([
             "--only", "compile", "--docs", copy.path, "--work", "apple-stand-ins-docs",
         ])
         #expect(
             checked.status == 1 && checked.output.contains("not found line for line")
-                && checked.output.contains("docs/client.md:"),
+                && checked.output.contains("docs/client.md:")
+                && checked.output.contains("docs/offers.md:19: `product.purchase(options: [.introductoryOfferEligibility(jws)])`"),
             "\(checked.output)"
         )
     }

@@ -167,7 +167,7 @@ struct PurchaseFlowTests {
                 #expect(gems.store.price == Decimal(string: "0.99") && gems.store.currencyCode == "USD")
                 #expect(gems.store.type == .consumable && gems.store.subscription == nil)
                 let premium = try #require(offered.products.first { $0.productId == "premium.monthly" })
-                #expect(premium.store.subscription?.period == SubscriptionPeriod(value: 1, unit: .month))
+                #expect(premium.store.subscription?.period == StoreSubscriptionPeriod(value: 1, unit: .month))
                 #expect(premium.store.subscription?.groupId == "premium")
                 #expect(gems.catalogue.credits == ["gems": 100] && !gems.catalogue.isServerDelivered)
                 #expect(offered.products.first { $0.productId == "pro" }?.catalogue.isServerDelivered == true)

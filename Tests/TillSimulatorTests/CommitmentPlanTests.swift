@@ -67,7 +67,7 @@ struct CommitmentPlanTests {
         let months = try await simulator.store.transactions(originalTransactionId: original, on: simulator.store.sql)
         #expect(months.map(\.commitmentPeriod) == Array(1...12).map { Optional($0) })
         let ended = try #require(try await simulator.store.subscription(originalTransactionId: original, on: simulator.store.sql))
-        #expect(ended.status == SubscriptionStatus.expired.rawValue)
+        #expect(ended.status == AppStoreSubscriptionStatus.expired.rawValue)
         let signed = try simulator.receipts.signTransaction(try #require(months.last), app: fixture.app)
         guard case .valid(let last) = await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self)
         else { throw Failure("the twelfth month does not verify") }

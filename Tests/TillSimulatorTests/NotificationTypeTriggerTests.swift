@@ -37,10 +37,10 @@ struct NotificationTypeTriggerTests {
         }
         _ = try await simulator.subscriptions.advanceClock(seconds: 301)
         let expired = try await subscription(fixture, declining)
-        #expect(expired.status == SubscriptionStatus.expired.rawValue && expired.expirationIntent == 3)
+        #expect(expired.status == AppStoreSubscriptionStatus.expired.rawValue && expired.expirationIntent == 3)
         let renewed = try await subscription(fixture, accepting)
         let renewal = try #require(try await simulator.store.transaction(id: renewed.lastTransactionId, on: simulator.store.sql))
-        #expect(renewed.status == SubscriptionStatus.active.rawValue && renewal.price == 9990)
+        #expect(renewed.status == AppStoreSubscriptionStatus.active.rawValue && renewal.price == 9990)
 
         // A small increase needs no consent: ACCEPTED at once, charged at the next renewal.
         let small = try await simulator.subscriptions.increasePrice(
@@ -69,7 +69,7 @@ struct NotificationTypeTriggerTests {
         guard case .valid(let decoded) = await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self)
         else { throw Failure("the refunded transaction does not verify") }
         #expect(decoded.payload.revocationType == .refundProrated && decoded.payload.revocationPercentage == 40_000)
-        #expect(try await subscription(fixture, original).status == SubscriptionStatus.revoked.rawValue)
+        #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.revoked.rawValue)
         await #expect(throws: TillHTTPError.self) {
             _ = try await simulator.subscriptions.refund(transactionId: original, reason: 0, percentage: 100_001)
         }
@@ -77,7 +77,7 @@ struct NotificationTypeTriggerTests {
         let reversed = try await simulator.subscriptions.reverseRefund(transactionId: original)
         #expect(reversed.revocationDate == nil && reversed.revocationPercentage == nil)
         let state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.active.rawValue && state.autoRenewStatus)
+        #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && state.autoRenewStatus)
         await #expect(throws: TillHTTPError.self) { _ = try await simulator.subscriptions.reverseRefund(transactionId: original) }
         let kinds = try await fixture.notificationKinds()
         #expect(kinds.filter { $0 == "REFUND" || $0 == "REFUND_REVERSED" }.count == 2 && kinds.count == 3)
@@ -105,7 +105,7 @@ struct NotificationTypeTriggerTests {
 
         _ = try await simulator.appStoreConnect.updateAccount(id: fixture.account.id, AccountInput(paymentFailure: 0))
         _ = try await simulator.subscriptions.advanceClock(seconds: 901)
-        #expect(try await subscription(fixture, original).status == SubscriptionStatus.billingRetry.rawValue)
+        #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.billingRetry.rawValue)
         let retrying = try await simulator.subscriptions.extendRenewalDate(
             originalTransactionId: original, app: fixture.app, environment: .sandbox, days: 1, reason: 0,
             requestIdentifier: "later"

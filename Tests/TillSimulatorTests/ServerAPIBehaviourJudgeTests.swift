@@ -161,7 +161,7 @@ struct ServerAPIBehaviourJudgeTests {
                 originalTransactionId: recovering,
                 on: fixture.simulator.store.sql
             )?
-            .status == SubscriptionStatus.gracePeriod.rawValue
+            .status == AppStoreSubscriptionStatus.gracePeriod.rawValue
         )
         _ = try await fixture.simulator.appStoreConnect.updateAccount(id: other.id, AccountInput(paymentFailure: -1))
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 60)

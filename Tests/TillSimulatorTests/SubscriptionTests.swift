@@ -35,7 +35,7 @@ struct SubscriptionTests {
 
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 3600)
         state = try await subscription(fixture, original)
-        #expect(state.renewalCount == 12 && state.status == SubscriptionStatus.expired.rawValue)
+        #expect(state.renewalCount == 12 && state.status == AppStoreSubscriptionStatus.expired.rawValue)
         let receipt = try await fixture.receipt()
         #expect(receipt.inAppPurchases.count == 13)
         #expect(Set(receipt.inAppPurchases.map(\.originalTransactionId)) == [original])
@@ -56,11 +56,11 @@ struct SubscriptionTests {
         )
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         var state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.gracePeriod.rawValue && state.billingRetry)
+        #expect(state.status == AppStoreSubscriptionStatus.gracePeriod.rawValue && state.billingRetry)
         // 16 days at 5 minutes a month: 160 seconds of grace.
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 170)
         state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.billingRetry.rawValue)
+        #expect(state.status == AppStoreSubscriptionStatus.billingRetry.rawValue)
 
         _ = try await fixture.simulator.appStoreConnect.updateAccount(
             id: fixture.account.id,
@@ -68,7 +68,7 @@ struct SubscriptionTests {
         )
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 1)
         state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.active.rawValue && state.renewalCount == 1)
+        #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && state.renewalCount == 1)
         let kinds = try await fixture.notificationKinds()
         #expect(kinds.contains("DID_FAIL_TO_RENEW/GRACE_PERIOD"))
         #expect(kinds.contains("GRACE_PERIOD_EXPIRED"))
@@ -86,7 +86,7 @@ struct SubscriptionTests {
             AccountInput(paymentFailure: 0)
         )
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
-        #expect(try await subscription(fixture, original).status == SubscriptionStatus.gracePeriod.rawValue)
+        #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.gracePeriod.rawValue)
         // Fixed a minute into the 160 s of grace: the next period starts when the paid one ended.
         _ = try await fixture.simulator.appStoreConnect.updateAccount(
             id: fixture.account.id,
@@ -94,7 +94,7 @@ struct SubscriptionTests {
         )
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 60)
         let state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.active.rawValue && state.expiresDate == paidUntil + 300_000)
+        #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && state.expiresDate == paidUntil + 300_000)
         let renewal = try #require(
             try await fixture.simulator.store.transaction(id: state.lastTransactionId, on: fixture.simulator.store.sql)
         )
@@ -109,7 +109,7 @@ struct SubscriptionTests {
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
         var state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.active.rawValue && !state.autoRenewStatus)
+        #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && !state.autoRenewStatus)
         #expect(state.expirationIntent == nil)
         let signed = try await fixture.simulator.payments.signedRenewalInfo(
             deviceId: fixture.phone.id,
@@ -137,7 +137,7 @@ struct SubscriptionTests {
 
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 1)
+        #expect(state.status == AppStoreSubscriptionStatus.expired.rawValue && state.expirationIntent == 1)
     }
 
     @Test(arguments: TestDatabase.all) func billingRetryEndsInExpiry(_ database: TestDatabase) async throws {
@@ -148,11 +148,11 @@ struct SubscriptionTests {
             AccountInput(paymentFailure: 0)
         )
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
-        #expect(try await subscription(fixture, original).status == SubscriptionStatus.billingRetry.rawValue)
+        #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.billingRetry.rawValue)
         // 60 days of retry = 600 seconds.
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 601)
         let state = try await subscription(fixture, original)
-        #expect(state.status == SubscriptionStatus.expired.rawValue && state.expirationIntent == 2)
+        #expect(state.status == AppStoreSubscriptionStatus.expired.rawValue && state.expirationIntent == 2)
         #expect(try await fixture.notificationKinds().suffix(2) == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"])
     }
 
@@ -163,7 +163,7 @@ struct SubscriptionTests {
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
-        #expect(try await subscription(fixture, original).status == SubscriptionStatus.expired.rawValue)
+        #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.expired.rawValue)
         let again = try await fixture.buy("premium.monthly")
         #expect(again.originalTransactionId == original && again.transactionId != original)
         #expect(
@@ -212,7 +212,7 @@ struct SubscriptionTests {
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         let refunded = try await fixture.simulator.subscriptions.refund(transactionId: original, reason: 1)
         #expect(refunded.revocationReason == 1 && refunded.revocationDate != nil)
-        #expect(try await subscription(fixture, original).status == SubscriptionStatus.revoked.rawValue)
+        #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.revoked.rawValue)
         await #expect(throws: TillHTTPError.self) {
             try await fixture.simulator.subscriptions.refund(transactionId: original, reason: 0)
         }

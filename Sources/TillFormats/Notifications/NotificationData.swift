@@ -21,7 +21,7 @@ public struct NotificationData: Codable, Sendable, Hashable {
     /// A JWS whose payload is a ``JWSRenewalInfoDecodedPayload`` (subscriptions only).
     public var signedRenewalInfo: String?
     /// The subscription's status (subscriptions only).
-    public var status: SubscriptionStatus?
+    public var status: AppStoreSubscriptionStatus?
     /// Why the customer asked for a refund (CONSUMPTION_REQUEST only).
     public var consumptionRequestReason: ConsumptionRequestReason?
 
@@ -32,7 +32,7 @@ public struct NotificationData: Codable, Sendable, Hashable {
         environment: AppStoreEnvironment? = nil,
         signedTransactionInfo: String? = nil,
         signedRenewalInfo: String? = nil,
-        status: SubscriptionStatus? = nil,
+        status: AppStoreSubscriptionStatus? = nil,
         consumptionRequestReason: ConsumptionRequestReason? = nil
     ) {
         self.appAppleId = appAppleId

@@ -6,7 +6,7 @@ import TillCore
 /// {"status":1,"originalTransactionId":"3749183","signedTransactionInfo":"<JWS>","signedRenewalInfo":"<JWS>"}
 /// ```
 public struct LastTransactionsItem: Codable, Sendable, Hashable {
-    public var status: SubscriptionStatus?
+    public var status: AppStoreSubscriptionStatus?
     public var originalTransactionId: String?
     /// A JWS whose payload is a ``JWSTransactionDecodedPayload``.
     public var signedTransactionInfo: String?
@@ -14,7 +14,7 @@ public struct LastTransactionsItem: Codable, Sendable, Hashable {
     public var signedRenewalInfo: String?
 
     public init(
-        status: SubscriptionStatus? = nil,
+        status: AppStoreSubscriptionStatus? = nil,
         originalTransactionId: String? = nil,
         signedTransactionInfo: String? = nil,
         signedRenewalInfo: String? = nil

@@ -9,9 +9,9 @@ import TillCore
 /// No `status` parameter means every status.
 public struct SubscriptionStatusQuery: Sendable, Hashable {
     /// The statuses to return, in the order given; empty for all.
-    public var status: [SubscriptionStatus]
+    public var status: [AppStoreSubscriptionStatus]
 
-    public init(status: [SubscriptionStatus] = []) {
+    public init(status: [AppStoreSubscriptionStatus] = []) {
         self.status = status
     }
 
@@ -30,7 +30,7 @@ public struct SubscriptionStatusQuery: Sendable, Hashable {
         self.init()
         for (name, value) in queryItems where name == "status" {
             guard let raw = Int(value), Self.acceptedValues.contains(raw) else { throw APIError(.invalidStatus) }
-            status.append(SubscriptionStatus(rawValue: raw))
+            status.append(AppStoreSubscriptionStatus(rawValue: raw))
         }
     }
 

@@ -29,7 +29,7 @@ extension Customers {
                 productId: state.productId,
                 autoRenewProductId: state.autoRenewProductId,
                 autoRenewStatus: state.autoRenewStatus,
-                status: state.status.map { SubscriptionStatus(rawValue: $0).description },
+                status: state.status.map { AppStoreSubscriptionStatus(rawValue: $0).description },
                 expiresDate: ledger.filter {
                     $0.environment == state.environment && $0.originalTransactionId == state.originalTransactionId
                         && !$0.isUpgraded

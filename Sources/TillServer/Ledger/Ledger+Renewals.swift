@@ -78,8 +78,8 @@ extension Ledger {
             events.append((.subscription_productChanged, subtype == .upgrade ? .immediately : .nextRenewal))
         }
         let wasInRetry = previous?.isInBillingRetry ?? false
-        let expired = state.status == SubscriptionStatus.expired.rawValue || type == .expired
-        let wasExpired = previous?.status == SubscriptionStatus.expired.rawValue
+        let expired = state.status == AppStoreSubscriptionStatus.expired.rawValue || type == .expired
+        let wasExpired = previous?.status == AppStoreSubscriptionStatus.expired.rawValue
         if state.isInBillingRetry && !wasInRetry {
             events.append((.subscription_billingIssue, nil))
         } else if wasInRetry && !state.isInBillingRetry && !expired {

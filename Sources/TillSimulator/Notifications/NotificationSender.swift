@@ -53,7 +53,7 @@ extension NotificationSender {
                 )
             {
                 data.signedRenewalInfo = try await receipts.signRenewalInfo(subscription, app: app, on: db)
-                data.status = SubscriptionStatus(rawValue: subscription.status)
+                data.status = AppStoreSubscriptionStatus(rawValue: subscription.status)
             }
         }
         return try await record(

@@ -185,7 +185,7 @@ extension Offers {
     /// renewal info's `eligibleWinBackOfferIds`. Empty for a subscription that is active, in billing retry or in
     /// its grace period.
     func eligibleWinBackOfferIds(_ subscription: SimSubscription, on db: any SQLDatabase) async throws -> [String] {
-        guard subscription.status == SubscriptionStatus.expired.rawValue else { return [] }
+        guard subscription.status == AppStoreSubscriptionStatus.expired.rawValue else { return [] }
         let storefront = try await store.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
         var eligible: [SimOffer] = []
         for product in try await store.products(appAppleId: subscription.appAppleId, on: db)
@@ -203,7 +203,7 @@ extension Offers {
     /// A churned subscription (expired, not in billing retry or grace) whose paid time and time since expiry meet
     /// the offer's criteria; days are scaled by the sandbox's renewal rate.
     func winBackEligible(_ offer: SimOffer, subscription: SimSubscription, on db: any SQLDatabase) async throws -> Bool {
-        guard subscription.status == SubscriptionStatus.expired.rawValue else { return false }
+        guard subscription.status == AppStoreSubscriptionStatus.expired.rawValue else { return false }
         let environment = AppStoreEnvironment(subscription.environment)
         let day = (environment == .production ? RenewalRate.realTime : clock.rate).scale(days: 1) * 1000
         let sinceExpiry = Double(clock.nowMilliseconds - subscription.expiresDate) / day
@@ -225,7 +225,7 @@ extension Offers {
     }
 
     static func isActive(_ subscription: SimSubscription) -> Bool {
-        [SubscriptionStatus.active, .gracePeriod, .billingRetry].map(\.rawValue).contains(subscription.status)
+        [AppStoreSubscriptionStatus.active, .gracePeriod, .billingRetry].map(\.rawValue).contains(subscription.status)
     }
 
     /// Whether a transaction id (or the customer's app transaction id) names this customer.

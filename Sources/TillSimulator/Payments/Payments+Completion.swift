@@ -261,7 +261,7 @@ extension Payments {
         subscription.autoRenewProductId = product.productId
         subscription.expiresDate = tx.expiresDate!
         subscription.lastTransactionId = tx.transactionId
-        subscription.status = SubscriptionStatus.active.rawValue
+        subscription.status = AppStoreSubscriptionStatus.active.rawValue
         subscription.billingRetry = false
         subscription.gracePeriodExpiresDate = nil
         subscription.renewalPrice = regular.price
@@ -286,7 +286,7 @@ extension Payments {
             autoRenewProductId: tx.productId,
             autoRenewStatus: true,
             expiresDate: tx.expiresDate!,
-            status: SubscriptionStatus.active.rawValue,
+            status: AppStoreSubscriptionStatus.active.rawValue,
             renewalCount: 0,
             billingRetry: false,
             gracePeriodExpiresDate: nil,

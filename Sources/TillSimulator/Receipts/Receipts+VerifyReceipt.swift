@@ -139,7 +139,7 @@ extension Receipts {
         response.isInBillingRetryPeriod = subscription.billingRetry
         let newestInfo = transactionReceiptInfo(newest, app: app, decoded: decoded)
         if let expires = newest.expiresDate, expires <= clock.nowMilliseconds,
-            subscription.status != SubscriptionStatus.gracePeriod.rawValue
+            subscription.status != AppStoreSubscriptionStatus.gracePeriod.rawValue
         {
             // An expired iOS 6-style auto-renewable receipt: 21006, with the receipt still decoded.
             response.status = .subscriptionExpired
@@ -188,7 +188,7 @@ extension Receipts {
             autoRenewStatus: AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0),
             expirationIntent: subscription.expirationIntent.map(ExpirationIntent.init(rawValue:)),
             gracePeriodExpiresDate: subscription.gracePeriodExpiresDate.map(Date.init(milliseconds:)),
-            isInBillingRetryPeriod: subscription.status == SubscriptionStatus.expired.rawValue
+            isInBillingRetryPeriod: subscription.status == AppStoreSubscriptionStatus.expired.rawValue
                 ? nil : subscription.billingRetry,
             originalTransactionId: subscription.originalTransactionId,
             productId: subscription.productId

@@ -37,7 +37,7 @@ extension RetentionMessaging {
             throw ServerAPIFailure(.transactionIdNotOriginalTransactionId)
         }
         guard let subscription = try await store.subscription(originalTransactionId: tx.transactionId, on: store.sql),
-            subscription.status == SubscriptionStatus.active.rawValue,
+            subscription.status == AppStoreSubscriptionStatus.active.rawValue,
             let url = try await store.realtimeURL(
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,

@@ -179,7 +179,7 @@ extension ServerAPI {
         }) {
             var items: [LastTransactionsItem] = []
             for subscription in members {
-                let status = SubscriptionStatus(rawValue: subscription.status)
+                let status = AppStoreSubscriptionStatus(rawValue: subscription.status)
                 guard filter.status.isEmpty || filter.status.contains(status),
                     let latest = try await store.transaction(id: subscription.lastTransactionId, on: store.sql)
                 else { continue }

@@ -103,7 +103,7 @@ extension SubscriptionEngine {
         )
         var refusal: ExtensionRefusal?
         let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
-        if subscription.status != SubscriptionStatus.active.rawValue || subscription.expiresDate <= now
+        if subscription.status != AppStoreSubscriptionStatus.active.rawValue || subscription.expiresDate <= now
             || latest == nil
         {
             refusal = .ineligible

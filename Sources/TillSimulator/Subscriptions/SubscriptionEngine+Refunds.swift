@@ -49,10 +49,10 @@ extension SubscriptionEngine {
                     on: db
                 ),
                 subscription.lastTransactionId == tx.transactionId,
-                subscription.status == SubscriptionStatus.revoked.rawValue
+                subscription.status == AppStoreSubscriptionStatus.revoked.rawValue
             {
                 let running = (tx.expiresDate ?? 0) > self.clock.nowMilliseconds
-                subscription.status = (running ? SubscriptionStatus.active : .expired).rawValue
+                subscription.status = (running ? AppStoreSubscriptionStatus.active : .expired).rawValue
                 subscription.autoRenewStatus = running
                 subscription.updatedAt = self.clock.nowMilliseconds
                 try await self.store.upsert(subscription, on: db)
@@ -118,7 +118,7 @@ extension SubscriptionEngine {
                 ),
                 subscription.lastTransactionId == tx.transactionId
             {
-                subscription.status = SubscriptionStatus.revoked.rawValue
+                subscription.status = AppStoreSubscriptionStatus.revoked.rawValue
                 subscription.autoRenewStatus = false
                 subscription.updatedAt = self.clock.nowMilliseconds
                 try await self.store.upsert(subscription, on: db)

@@ -55,7 +55,7 @@ extension SubscriptionEngine {
 
             // Up to 1,000 periods at once: the clock may have jumped far ahead.
             for _ in 0..<1000 {
-                let status = SubscriptionStatus(rawValue: subscription.status)
+                let status = AppStoreSubscriptionStatus(rawValue: subscription.status)
                 let paymentWorks = account.paymentFailure == nil && !account.deleted
                 if status == .active {
                     guard subscription.expiresDate <= now else { break }
@@ -88,11 +88,11 @@ extension SubscriptionEngine {
                             subscription.expiresDate
                             + Int64(rate.scale(days: subscription.isCommitted ? 90 : self.configuration.billingRetryDays) * 1000)
                         if app.gracePeriodDays > 0 && !subscription.isCommitted {
-                            subscription.status = SubscriptionStatus.gracePeriod.rawValue
+                            subscription.status = AppStoreSubscriptionStatus.gracePeriod.rawValue
                             subscription.gracePeriodExpiresDate =
                                 subscription.expiresDate + Int64(rate.scale(days: Double(app.gracePeriodDays)) * 1000)
                         } else {
-                            subscription.status = SubscriptionStatus.billingRetry.rawValue
+                            subscription.status = AppStoreSubscriptionStatus.billingRetry.rawValue
                         }
                         subscription.updatedAt = now
                         try await self.store.upsert(subscription, on: db)
@@ -139,7 +139,7 @@ extension SubscriptionEngine {
                         continue
                     }
                     if status == .gracePeriod, let graceEnd = subscription.gracePeriodExpiresDate, graceEnd <= now {
-                        subscription.status = SubscriptionStatus.billingRetry.rawValue
+                        subscription.status = AppStoreSubscriptionStatus.billingRetry.rawValue
                         subscription.updatedAt = now
                         try await self.store.upsert(subscription, on: db)
                         try await self.notify(subscription, type: .gracePeriodExpired, subtype: nil, app: app, on: db)
@@ -247,7 +247,7 @@ extension SubscriptionEngine {
         subscription.priceIncreaseStatus = nil
         subscription.expiresDate = tx.expiresDate!
         subscription.lastTransactionId = tx.transactionId
-        subscription.status = SubscriptionStatus.active.rawValue
+        subscription.status = AppStoreSubscriptionStatus.active.rawValue
         subscription.renewalCount += 1
         subscription.billingRetry = false
         subscription.gracePeriodExpiresDate = nil
@@ -272,7 +272,7 @@ extension SubscriptionEngine {
         app: SimApp,
         on db: any SQLDatabase
     ) async throws {
-        subscription.status = SubscriptionStatus.expired.rawValue
+        subscription.status = AppStoreSubscriptionStatus.expired.rawValue
         subscription.expirationIntent = intent
         subscription.billingRetry = false
         subscription.gracePeriodExpiresDate = nil

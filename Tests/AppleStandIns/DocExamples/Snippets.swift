@@ -21,6 +21,7 @@ func show(_ error: StoreError) {}
 func report(_ error: StoreVerificationError) {}
 func showWillRetry(_ failure: DeliveryFailure) {}
 func showRestoreFailed(_ failure: RestoreFailure) {}
+func deliver(_ transaction: StoreKit.Transaction) async {}   // SwiftUI has a Transaction too: say whose
 
 // docs/client.md, "StoreKit 1".
 @MainActor
@@ -127,16 +128,44 @@ SKPaymentQueue.default().add(payment)
 func promotionalOfferJWSByHand(product: Product) async throws {
     let offer = try await server.signPromotionalOffer(customerId: "alice", productId: "premium.yearly",
                                                       offerIdentifier: "loyal-yearly", jws: true)
-// StoreKit 2, iOS 26 (back-deployed to iOS 15): the option is a set of options
+// StoreKit 2, built with Xcode 26 (back-deployed to iOS 15): the call gives an array of options
+#if compiler(>=6.2)
 let result = try await product.purchase(
     options: Set(Product.PurchaseOption.promotionalOffer(offer.offerIdentifier, compactJWS: offer.compactJWS!)))
-    _ = result
+if case .success(.verified(let transaction)) = result { await deliver(transaction) }   // then finish it
+#endif
 }
 
 // docs/offers.md, "Introductory-offer eligibility".
 @MainActor
 func introductoryEligibilityByHand(product: Product) async throws {
     let answer = try await server.signIntroductoryEligibility(customerId: "alice", productId: "premium.monthly")
+#if compiler(>=6.1)   // Xcode 16.3 or later (back-deployed to iOS 15)
 let result = try await product.purchase(options: [.introductoryOfferEligibility(compactJWS: answer.compactJWS)])
-    _ = result
+if case .success(.verified(let transaction)) = result { await deliver(transaction) }   // then finish it
+#endif
+}
+
+// The docs' snippets in code spans (tables and sentences), each as it is written there.
+// docs/offers.md, the table: StoreKit 2's three purchase options.
+@MainActor
+func offerTable(product: Product, id: String, key: String, nonce: UUID, signature: Data, time: Int, offerID: String,
+                jws: String) async throws {
+    _ = try await product.purchase(options: [.promotionalOffer(offerID: id, keyID: key, nonce: nonce, signature: signature, timestamp: time), .appAccountToken(token)])
+    #if compiler(>=6.2)
+        _ = try await product.purchase(options: Set(Product.PurchaseOption.promotionalOffer(offerID, compactJWS: jws)))
+    #endif
+    #if compiler(>=6.1)
+        _ = try await product.purchase(options: [.introductoryOfferEligibility(compactJWS: jws)])
+    #endif
+}
+
+// docs/offers.md, "Promotional offers": the payment TillClient makes of the server's answer.
+func offerPayment(offer: SignedPromotionalOffer) -> Payment {
+    Payment(productId: "premium.yearly", appAccountToken: token, promotionalOffer: offer.promotionalOffer)
+}
+
+// docs/client.md, "The AppTransaction": once the cause of a refusal is fixed.
+func appTransactionAgain<Store: TillStorefront>(purchases: PurchaseCoordinator<Store>) async {
+    _ = await purchases.sendAppTransaction(force: true)
 }

@@ -14,7 +14,6 @@ final class AppObserver: NSObject, SKPaymentTransactionObserver {
 func paymentQueue(_ queue: SKPaymentQueue, updatedTransactions transactions: [SKPaymentTransaction]) {
     let purchases = self.purchases     // PurchaseCoordinator(storefront: StoreKit1Storefront(), …, finishing: .byApp)
     for transaction in transactions where transaction.transactionState == .purchased {
-        nonisolated(unsafe) let transaction = transaction   // StoreKit 1's classes are not Sendable
         Task {
             if case .delivered = await purchases.record(transaction) {
                 SKPaymentQueue.default().finishTransaction(transaction)

@@ -23,7 +23,7 @@ public typealias RestoreAnswer = Components.Schemas.RestoreResult
 public typealias ContentLink = Components.Schemas.ContentDownload
 /// The answer to `GET /v1/customers/{id}/snapshot`: the signed snapshot, and its payload in the clear. Only
 /// `signedSnapshot` counts: ``EntitlementStore`` verifies it and ignores the clear copy.
-public typealias SnapshotResponse = Components.Schemas.SignedSnapshot
+public typealias SnapshotAnswer = Components.Schemas.SignedSnapshot
 /// A promotional offer the server signed for a customer (`POST /v1/customers/{id}/offers/promotional`); its
 /// ``promotionalOffer`` is what a ``Payment`` carries.
 public typealias SignedPromotionalOffer = Components.Schemas.PromotionalOfferSignature

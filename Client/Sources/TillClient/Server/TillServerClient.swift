@@ -220,7 +220,7 @@ public struct TillServerClient: Sendable {
     }
 
     /// The customer's signed entitlement snapshot (`GET /v1/customers/{id}/snapshot`), not yet verified.
-    public func snapshot(customerId: String) async throws -> SnapshotResponse {
+    public func snapshot(customerId: String) async throws -> SnapshotAnswer {
         let output = try await calls.call { try await $0.snapshot(path: .init(customer: customerId)) }
         guard case .ok(let ok) = output else { throw GeneratedCalls<Client>.unexpected(output) }
         return try GeneratedCalls<Client>.read { try ok.body.json }

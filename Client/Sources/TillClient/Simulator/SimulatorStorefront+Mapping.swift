@@ -36,9 +36,9 @@ extension SimulatorStorefront {
     }
 
     static func storeProduct(_ product: Components.Schemas.Product) -> StoreProduct {
-        var subscription: SubscriptionInfo?
-        if let period = product.subscriptionPeriod.flatMap({ SubscriptionPeriod(iso8601: $0.rawValue) }) {
-            subscription = SubscriptionInfo(
+        var subscription: StoreSubscriptionInfo?
+        if let period = product.subscriptionPeriod.flatMap({ StoreSubscriptionPeriod(iso8601: $0.rawValue) }) {
+            subscription = StoreSubscriptionInfo(
                 groupId: product.subscriptionGroup ?? product.productId,
                 period: period,
                 introductoryOffer: product.introductoryOffer.flatMap(offer),
@@ -60,22 +60,22 @@ extension SimulatorStorefront {
         )
     }
 
-    static func offer(_ offer: Components.Schemas.Offer) -> SubscriptionOffer? {
-        guard let period = offer.period.flatMap(SubscriptionPeriod.init(iso8601:)) else { return nil }
-        let type: SubscriptionOffer.OfferType
+    static func offer(_ offer: Components.Schemas.Offer) -> StoreSubscriptionOffer? {
+        guard let period = offer.period.flatMap(StoreSubscriptionPeriod.init(iso8601:)) else { return nil }
+        let type: StoreSubscriptionOffer.OfferType
         switch offer._type {
         case .introductory: type = .introductory
         case .promotional: type = .promotional
         case .offerCode: type = .offerCode
         case .winBack: type = .winBack
         }
-        let mode: SubscriptionOffer.PaymentMode
+        let mode: StoreSubscriptionOffer.PaymentMode
         switch offer.paymentMode {
         case .freeTrial: mode = .freeTrial
         case .payAsYouGo: mode = .payAsYouGo
         case .payUpFront: mode = .payUpFront
         }
-        return SubscriptionOffer(
+        return StoreSubscriptionOffer(
             id: offer.id,
             type: type,
             paymentMode: mode,

@@ -176,9 +176,9 @@
         }
 
         static func storeProduct(_ product: SKProduct) -> StoreProduct {
-            var subscription: SubscriptionInfo?
+            var subscription: StoreSubscriptionInfo?
             if let period = product.subscriptionPeriod {
-                subscription = SubscriptionInfo(
+                subscription = StoreSubscriptionInfo(
                     groupId: product.subscriptionGroupIdentifier ?? product.productIdentifier,
                     period: Self.period(period),
                     introductoryOffer: product.introductoryPrice.map(offer),
@@ -198,15 +198,15 @@
             )
         }
 
-        static func offer(_ discount: SKProductDiscount) -> SubscriptionOffer {
-            let mode: SubscriptionOffer.PaymentMode
+        static func offer(_ discount: SKProductDiscount) -> StoreSubscriptionOffer {
+            let mode: StoreSubscriptionOffer.PaymentMode
             switch discount.paymentMode {
             case .freeTrial: mode = .freeTrial
             case .payUpFront: mode = .payUpFront
             case .payAsYouGo: mode = .payAsYouGo
             @unknown default: mode = .payAsYouGo
             }
-            return SubscriptionOffer(
+            return StoreSubscriptionOffer(
                 id: discount.identifier,
                 type: discount.type == .introductory ? .introductory : .promotional,
                 paymentMode: mode,
@@ -217,8 +217,8 @@
             )
         }
 
-        static func period(_ period: SKProductSubscriptionPeriod) -> SubscriptionPeriod {
-            let unit: SubscriptionPeriod.Unit
+        static func period(_ period: SKProductSubscriptionPeriod) -> StoreSubscriptionPeriod {
+            let unit: StoreSubscriptionPeriod.Unit
             switch period.unit {
             case .day: unit = .day
             case .week: unit = .week
@@ -226,7 +226,7 @@
             case .year: unit = .year
             @unknown default: unit = .day
             }
-            return SubscriptionPeriod(value: period.numberOfUnits, unit: unit)
+            return StoreSubscriptionPeriod(value: period.numberOfUnits, unit: unit)
         }
 
         /// The price as the storefront writes it, in its locale.

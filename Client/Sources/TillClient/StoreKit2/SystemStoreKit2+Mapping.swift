@@ -9,13 +9,13 @@
     extension SystemStoreKit2 {
         /// A product with its subscription's offers, and this customer's eligibility for the introductory one.
         static func storeProduct(_ product: Product) async -> StoreProduct {
-            var subscription: SubscriptionInfo?
+            var subscription: StoreSubscriptionInfo?
             if let info = product.subscription {
-                var winBack: [SubscriptionOffer] = []
+                var winBack: [StoreSubscriptionOffer] = []
                 if #available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
                     winBack = info.winBackOffers.map(offer)
                 }
-                subscription = SubscriptionInfo(
+                subscription = StoreSubscriptionInfo(
                     groupId: info.subscriptionGroupID,
                     period: period(info.subscriptionPeriod),
                     introductoryOffer: info.introductoryOffer.map(offer),
@@ -47,8 +47,8 @@
             }
         }
 
-        static func offer(_ offer: Product.SubscriptionOffer) -> SubscriptionOffer {
-            SubscriptionOffer(
+        static func offer(_ offer: Product.SubscriptionOffer) -> StoreSubscriptionOffer {
+            StoreSubscriptionOffer(
                 id: offer.id,
                 type: offerType(offer.type),
                 paymentMode: paymentMode(offer.paymentMode),
@@ -59,7 +59,7 @@
             )
         }
 
-        static func offerType(_ type: Product.SubscriptionOffer.OfferType) -> SubscriptionOffer.OfferType {
+        static func offerType(_ type: Product.SubscriptionOffer.OfferType) -> StoreSubscriptionOffer.OfferType {
             if type == .introductory { return .introductory }
             if #available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *), type == .winBack {
                 return .winBack
@@ -67,7 +67,7 @@
             return .promotional
         }
 
-        static func paymentMode(_ mode: Product.SubscriptionOffer.PaymentMode) -> SubscriptionOffer.PaymentMode {
+        static func paymentMode(_ mode: Product.SubscriptionOffer.PaymentMode) -> StoreSubscriptionOffer.PaymentMode {
             switch mode {
             case .freeTrial: .freeTrial
             case .payUpFront: .payUpFront
@@ -75,8 +75,8 @@
             }
         }
 
-        static func period(_ period: Product.SubscriptionPeriod) -> SubscriptionPeriod {
-            let unit: SubscriptionPeriod.Unit
+        static func period(_ period: Product.SubscriptionPeriod) -> StoreSubscriptionPeriod {
+            let unit: StoreSubscriptionPeriod.Unit
             switch period.unit {
             case .day: unit = .day
             case .week: unit = .week
@@ -84,7 +84,7 @@
             case .year: unit = .year
             @unknown default: unit = .day
             }
-            return SubscriptionPeriod(value: period.value, unit: unit)
+            return StoreSubscriptionPeriod(value: period.value, unit: unit)
         }
 
         /// A transaction as StoreKit 2 signed it, verified or not, with its JWS.
@@ -146,6 +146,17 @@
             }
         }
 
+        /// The AppTransaction's own id: in the SDKs from iOS 18.4 on (Xcode 16.3, Swift 6.1), back-deployed to iOS 16
+        /// with AppTransaction itself; an app built with an older Xcode sends the signed AppTransaction without it.
+        @available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *)
+        static func appTransactionID(of app: AppTransaction) -> String? {
+            #if compiler(>=6.1)
+                app.appTransactionID
+            #else
+                nil
+            #endif
+        }
+
         /// StoreKit 2's errors (`StoreKitError`, `Product.PurchaseError`) as ``StoreError``.
         static func storeError(_ error: any Error) -> StoreError {
             if let error = error as? StoreError { return error }
@@ -156,14 +167,22 @@
                 case .networkError: return StoreError(.networkError, message: message)
                 case .systemError: return StoreError(.systemError, message: message)
                 case .notAvailableInStorefront: return StoreError(.notAvailableInStorefront, message: message)
-                case .notEntitled: return StoreError(.notEntitled, message: message)
                 case .unknown: return StoreError(.unknown, message: message)
                 default:
-                    if #available(iOS 18.4, macOS 15.4, tvOS 18.4, watchOS 11.4, visionOS 2.4, *),
-                        case .unsupported = error
+                    // Cases newer than the floors: `notEntitled` from iOS 15.4; `unsupported` from iOS 18.4, and
+                    // only in the SDKs from 18.4 on (Xcode 16.3, Swift 6.1).
+                    if #available(iOS 15.4, macOS 12.3, tvOS 15.4, watchOS 8.5, visionOS 1.0, *),
+                        case .notEntitled = error
                     {
-                        return StoreError(.unsupported, message: message)
+                        return StoreError(.notEntitled, message: message)
                     }
+                    #if compiler(>=6.1)
+                        if #available(iOS 18.4, macOS 15.4, tvOS 18.4, watchOS 11.4, visionOS 2.4, *),
+                            case .unsupported = error
+                        {
+                            return StoreError(.unsupported, message: message)
+                        }
+                    #endif
                     return StoreError(.unknown, message: message)
                 }
             }

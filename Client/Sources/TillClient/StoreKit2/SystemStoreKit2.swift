@@ -55,9 +55,29 @@
                         )
                     )
                 case .promotionalOfferJWS(let offerID, let compactJWS):
-                    purchaseOptions.formUnion(Product.PurchaseOption.promotionalOffer(offerID, compactJWS: compactJWS))
+                    // In the iOS 26 SDK (Xcode 26, Swift 6.2) and back-deployed to iOS 15 from it: an app built with
+                    // an older Xcode asks the server for the original signature instead (docs/offers.md).
+                    #if compiler(>=6.2)
+                        purchaseOptions.formUnion(
+                            Product.PurchaseOption.promotionalOffer(offerID, compactJWS: compactJWS)
+                        )
+                    #else
+                        throw StoreError(
+                            .unsupported,
+                            message: "a promotional offer signed as a JWS needs an app built with Xcode 26; "
+                                + "ask the server for the original signature (\"format\":\"signature\")"
+                        )
+                    #endif
                 case .introductoryOfferEligibility(let compactJWS):
-                    purchaseOptions.insert(.introductoryOfferEligibility(compactJWS: compactJWS))
+                    // In the iOS 18.4 SDK (Xcode 16.3, Swift 6.1) and back-deployed to iOS 15 from it.
+                    #if compiler(>=6.1)
+                        purchaseOptions.insert(.introductoryOfferEligibility(compactJWS: compactJWS))
+                    #else
+                        throw StoreError(
+                            .unsupported,
+                            message: "a signed introductory-offer eligibility needs an app built with Xcode 16.3 or later"
+                        )
+                    #endif
                 case .winBackOffer(let offerID):
                     guard #available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
                         throw StoreError(.unsupported, message: "win-back offers need iOS 18")
@@ -151,8 +171,7 @@
             let app = verification.unsafePayloadValue
             let value = StoreAppTransaction(
                 signedAppTransaction: verification.jwsRepresentation,
-                // Back-deployed to iOS 16 with AppTransaction itself.
-                appTransactionId: app.appTransactionID,
+                appTransactionId: Self.appTransactionID(of: app),
                 bundleId: app.bundleID,
                 originalAppVersion: app.originalAppVersion,
                 originalPurchaseDate: app.originalPurchaseDate,

@@ -4,6 +4,9 @@
 
     // Compiled for real only on Apple platforms. On Linux, CI type-checks this file against a declaration-only
     // stand-in of exactly the StoreKit and SwiftUI API it uses (Tests/AppleStandIns, docs/client.md).
+    //
+    // SwiftUI declares a `Transaction` of its own (an animation's), so StoreKit's is always written
+    // `StoreKit.Transaction` here: a bare `Transaction` in a file that imports both is ambiguous.
 
     extension View {
         /// Hands each purchase a StoreKit store view makes (`StoreView`, `ProductView`, `SubscriptionStoreView`) to
@@ -59,9 +62,9 @@
     }
 
     extension TillCustomerModel {
-        /// Records a StoreKit 2 transaction the app's own code has (`VerificationResult<Transaction>`).
+        /// Records a StoreKit 2 transaction the app's own code has (`VerificationResult<StoreKit.Transaction>`).
         @discardableResult
-        public func record(_ verification: VerificationResult<Transaction>) async -> PurchaseOutcome {
+        public func record(_ verification: VerificationResult<StoreKit.Transaction>) async -> PurchaseOutcome {
             await record(SystemStoreKit2.signed(verification).value)
         }
 

@@ -17,7 +17,7 @@ public struct StoreProduct: Sendable, Hashable, Identifiable {
     public var currencyCode: String
     public var isFamilyShareable: Bool
     /// An auto-renewable subscription's group, period and offers.
-    public var subscription: SubscriptionInfo?
+    public var subscription: StoreSubscriptionInfo?
 
     public init(
         id: String,
@@ -28,7 +28,7 @@ public struct StoreProduct: Sendable, Hashable, Identifiable {
         displayPrice: String,
         currencyCode: String,
         isFamilyShareable: Bool = false,
-        subscription: SubscriptionInfo? = nil
+        subscription: StoreSubscriptionInfo? = nil
     ) {
         self.id = id
         self.type = type
@@ -48,25 +48,25 @@ public struct StoreProduct: Sendable, Hashable, Identifiable {
 }
 
 /// An auto-renewable subscription's details (StoreKit 2's `Product.SubscriptionInfo`).
-public struct SubscriptionInfo: Sendable, Hashable {
+public struct StoreSubscriptionInfo: Sendable, Hashable {
     public var groupId: String
-    public var period: SubscriptionPeriod
-    public var introductoryOffer: SubscriptionOffer?
+    public var period: StoreSubscriptionPeriod
+    public var introductoryOffer: StoreSubscriptionOffer?
     /// Whether this customer would get the introductory offer (`isEligibleForIntroOffer`); nil when the store
     /// cannot say (StoreKit 1, which leaves it to the app's receipt).
     public var isEligibleForIntroOffer: Bool?
     /// The offers the app may give with the developer's signature.
-    public var promotionalOffers: [SubscriptionOffer]
+    public var promotionalOffers: [StoreSubscriptionOffer]
     /// The win-back offers this customer may redeem now, best first (iOS 18).
-    public var winBackOffers: [SubscriptionOffer]
+    public var winBackOffers: [StoreSubscriptionOffer]
 
     public init(
         groupId: String,
-        period: SubscriptionPeriod,
-        introductoryOffer: SubscriptionOffer? = nil,
+        period: StoreSubscriptionPeriod,
+        introductoryOffer: StoreSubscriptionOffer? = nil,
         isEligibleForIntroOffer: Bool? = nil,
-        promotionalOffers: [SubscriptionOffer] = [],
-        winBackOffers: [SubscriptionOffer] = []
+        promotionalOffers: [StoreSubscriptionOffer] = [],
+        winBackOffers: [StoreSubscriptionOffer] = []
     ) {
         self.groupId = groupId
         self.period = period
@@ -78,7 +78,7 @@ public struct SubscriptionInfo: Sendable, Hashable {
 }
 
 /// A subscription offer (StoreKit 2's `Product.SubscriptionOffer`, StoreKit 1's `SKProductDiscount`).
-public struct SubscriptionOffer: Sendable, Hashable {
+public struct StoreSubscriptionOffer: Sendable, Hashable {
     public enum OfferType: String, Sendable, Hashable {
         case introductory
         case promotional
@@ -100,7 +100,7 @@ public struct SubscriptionOffer: Sendable, Hashable {
     public var price: Decimal
     public var displayPrice: String
     /// One period of the offer, and how many of them.
-    public var period: SubscriptionPeriod
+    public var period: StoreSubscriptionPeriod
     public var periodCount: Int
 
     public init(
@@ -109,7 +109,7 @@ public struct SubscriptionOffer: Sendable, Hashable {
         paymentMode: PaymentMode,
         price: Decimal,
         displayPrice: String,
-        period: SubscriptionPeriod,
+        period: StoreSubscriptionPeriod,
         periodCount: Int
     ) {
         self.id = id
@@ -123,7 +123,7 @@ public struct SubscriptionOffer: Sendable, Hashable {
 }
 
 /// A length of time a subscription or offer runs (StoreKit 2's `Product.SubscriptionPeriod`).
-public struct SubscriptionPeriod: Sendable, Hashable, CustomStringConvertible {
+public struct StoreSubscriptionPeriod: Sendable, Hashable, CustomStringConvertible {
     public enum Unit: String, Sendable, Hashable {
         case day
         case week

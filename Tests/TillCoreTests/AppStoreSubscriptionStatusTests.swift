@@ -2,34 +2,34 @@ import Foundation
 import Testing
 import TillCore
 
-struct SubscriptionStatusTests {
+struct AppStoreSubscriptionStatusTests {
     let expiry = Date(timeIntervalSince1970: 1_700_000_000)
 
     @Test func aPeriodNotOverIsActive() {
-        #expect(SubscriptionStatus.evaluate(.init(expiresDate: expiry), at: expiry - 1) == .active)
-        #expect(SubscriptionStatus.evaluate(.init(expiresDate: expiry), at: expiry) == .expired)
+        #expect(AppStoreSubscriptionStatus.evaluate(.init(expiresDate: expiry), at: expiry - 1) == .active)
+        #expect(AppStoreSubscriptionStatus.evaluate(.init(expiresDate: expiry), at: expiry) == .expired)
     }
 
     @Test func aFailedRenewalIsGraceThenBillingRetry() {
-        let facts = SubscriptionStatus.Facts(
+        let facts = AppStoreSubscriptionStatus.Facts(
             expiresDate: expiry,
             isInBillingRetryPeriod: true,
             gracePeriodExpiresDate: expiry + 3600
         )
-        #expect(SubscriptionStatus.evaluate(facts, at: expiry + 60) == .gracePeriod)
-        #expect(SubscriptionStatus.evaluate(facts, at: expiry + 3600) == .billingRetry)
-        #expect(SubscriptionStatus.gracePeriod.grantsAccess && !SubscriptionStatus.billingRetry.grantsAccess)
+        #expect(AppStoreSubscriptionStatus.evaluate(facts, at: expiry + 60) == .gracePeriod)
+        #expect(AppStoreSubscriptionStatus.evaluate(facts, at: expiry + 3600) == .billingRetry)
+        #expect(AppStoreSubscriptionStatus.gracePeriod.grantsAccess && !AppStoreSubscriptionStatus.billingRetry.grantsAccess)
     }
 
     @Test func revocationWinsOverEverything() {
-        let facts = SubscriptionStatus.Facts(expiresDate: expiry, revocationDate: expiry - 100)
-        #expect(SubscriptionStatus.evaluate(facts, at: expiry - 200) == .active)
-        #expect(SubscriptionStatus.evaluate(facts, at: expiry - 50) == .revoked)
+        let facts = AppStoreSubscriptionStatus.Facts(expiresDate: expiry, revocationDate: expiry - 100)
+        #expect(AppStoreSubscriptionStatus.evaluate(facts, at: expiry - 200) == .active)
+        #expect(AppStoreSubscriptionStatus.evaluate(facts, at: expiry - 50) == .revoked)
     }
 
     @Test func unknownStatusesSurvive() {
-        #expect(SubscriptionStatus(rawValue: 9).description == "unknown(9)")
-        #expect(SubscriptionStatus.revoked.rawValue == 5)
+        #expect(AppStoreSubscriptionStatus(rawValue: 9).description == "unknown(9)")
+        #expect(AppStoreSubscriptionStatus.revoked.rawValue == 5)
     }
 
     @Test func purchasesGrantAccessByTheirType() {

@@ -3,21 +3,21 @@ import Foundation
 /// The state of an auto-renewable subscription (App Store Server API `status`: 1 active … 5 revoked).
 ///
 /// Forward compatible: an unknown raw value is kept.
-public struct SubscriptionStatus: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+public struct AppStoreSubscriptionStatus: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public var rawValue: Int
 
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Paid up: the current period has not ended.
-    public static let active = SubscriptionStatus(rawValue: 1)
+    public static let active = AppStoreSubscriptionStatus(rawValue: 1)
     /// Ended, and the store is no longer trying to renew it.
-    public static let expired = SubscriptionStatus(rawValue: 2)
+    public static let expired = AppStoreSubscriptionStatus(rawValue: 2)
     /// Renewal failed; the store keeps trying to charge. No access.
-    public static let billingRetry = SubscriptionStatus(rawValue: 3)
+    public static let billingRetry = AppStoreSubscriptionStatus(rawValue: 3)
     /// Renewal failed, but the developer's grace period keeps access while the store retries.
-    public static let gracePeriod = SubscriptionStatus(rawValue: 4)
+    public static let gracePeriod = AppStoreSubscriptionStatus(rawValue: 4)
     /// Refunded or removed from family sharing.
-    public static let revoked = SubscriptionStatus(rawValue: 5)
+    public static let revoked = AppStoreSubscriptionStatus(rawValue: 5)
 
     /// Whether the customer has access in this state.
     public var grantsAccess: Bool { self == .active || self == .gracePeriod }
@@ -66,7 +66,7 @@ public struct SubscriptionStatus: RawRepresentable, Sendable, Hashable, Codable,
     ///
     /// Revocation wins over everything; a period not yet over is active; after it, a grace period
     /// that has not ended keeps access; otherwise the store is either still retrying the charge or done.
-    public static func evaluate(_ facts: Facts, at date: Date) -> SubscriptionStatus {
+    public static func evaluate(_ facts: Facts, at date: Date) -> AppStoreSubscriptionStatus {
         if let revoked = facts.revocationDate, revoked <= date { return .revoked }
         if date < facts.expiresDate { return .active }
         if facts.isInBillingRetryPeriod {
