@@ -4,7 +4,9 @@
 // because the server's dependencies (Hummingbird: macOS 14, iOS 17; Synchronization's Mutex: macOS 15, iOS 18)
 // force the root package's platforms up. The root package depends on it by path. Its dependency graph has no
 // SwiftNIO: swift-crypto, swift-asn1, the OpenAPI runtime and its URLSession transport, HTTP types, collections.
-// Tools 6.0, so that Xcode 16.0 and later open it (Swift 6 language mode).
+// Tools 6.0, so that Xcode 16.0 and later open it (Swift 6 language mode); StoreKit calls that only newer SDKs have
+// are compiled only with the Xcode that has them (docs/client.md, "Which Xcode"). A release tag of the repository
+// holds this folder at its root: an app adds it by URL and version (docs/releasing.md).
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [

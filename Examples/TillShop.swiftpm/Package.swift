@@ -27,8 +27,8 @@ let package = Package(
         )
     ],
     dependencies: [
-        // TillClient's own package, in this repository (docs/client.md): an app adds
-        // https://github.com/…/till with the path "Client", or the folder itself as here.
+        // TillClient's own package, in this repository. An app adds the repository by URL and version (docs/client.md,
+        // "Adding the package"); this example takes the folder itself, so it builds with the client as it is.
         .package(path: "../../Client")
     ],
     targets: [

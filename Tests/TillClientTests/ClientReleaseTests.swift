@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+import TillCore
+import TillTestSupport
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// A release as the people who use it meet it (docs/releasing.md): one version stated by CHANGELOG.md, the code and
+/// `till --version`; and TillClient taken by an app's package by the repository's URL and that version, built, and
+/// buying over the simulator and a server.
+@Suite(.sharingTheMachine, .serialized)
+struct ClientReleaseTests {
+    static let package = AppleSourcesTests.package
+    static let bundleId = "com.example.till"
+
+    @Test(
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func theChangelogTheCodeAndTillVersionStateOneVersion() async throws {
+        let changelog = try String(contentsOf: Self.package.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let heading = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## ") })
+        let stated = heading.dropFirst(3).split(separator: " ").first.map(String.init)
+        #expect(stated == TillRelease.version, "CHANGELOG.md's top heading: \(heading)")
+        #expect(TillRelease.version.wholeMatch(of: /(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)/) != nil)
+
+        let run = try await TillExecutable.run(["--version"])
+        #expect(run.status == 0 && run.output.trimmingCharacters(in: .whitespacesAndNewlines) == TillRelease.version,
+                "\(run)")
+    }
+
+    /// git, in `folder`, as someone with a name (a release's tags are annotated).
+    static func git(_ arguments: [String], in folder: URL) async throws -> String {
+        let run = try await ChildProcess.run(
+            "/usr/bin/env",
+            ["GIT_AUTHOR_NAME=Till tests", "GIT_AUTHOR_EMAIL=tests@till.invalid", "GIT_COMMITTER_NAME=Till tests",
+             "GIT_COMMITTER_EMAIL=tests@till.invalid", "git"] + arguments,
+            in: folder
+        )
+        try #require(run.status == 0, "git \(arguments.joined(separator: " ")): \(run.output)")
+        return run.output
+    }
+
+    /// A clone of this repository, with what the work tree changed in the release's own files (Client/,
+    /// CHANGELOG.md, Tools/release) committed on top: the test releases what is on disk.
+    static func clone(into folder: URL) async throws -> URL {
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let clone = folder.appendingPathComponent("till")
+        _ = try await git(["clone", "--quiet", "--no-local", Self.package.path, clone.path], in: folder)
+        let copy = try await ChildProcess.run(
+            "/bin/bash",
+            [
+                "-c",
+                #"""
+                set -euo pipefail
+                rm -rf "$1/Client"
+                git ls-files -z -co --exclude-standard -- Client CHANGELOG.md Tools/release |
+                    while IFS= read -r -d '' file; do
+                        if [ -e "$file" ]; then cp --parents "$file" "$1"; fi
+                    done
+                """#,
+                "copy", clone.path,
+            ],
+            in: Self.package
+        )
+        try #require(copy.status == 0, "\(copy.output)")
+        _ = try await git(["add", "-A"], in: clone)
+        if try await !git(["status", "--porcelain"], in: clone).isEmpty {
+            _ = try await git(["commit", "--quiet", "-m", "The work tree's release files"], in: clone)
+        }
+        return clone
+    }
+
+    /// docs/client.md's app manifest, with the clone's URL in place of the published one.
+    static func manifest(repository: URL) throws -> String {
+        let guide = try String(contentsOf: Self.package.appendingPathComponent("docs/client.md"), encoding: .utf8)
+        let blocks = guide.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "\n```")[0] }
+        let manifest = try #require(
+            blocks.first { $0.contains("import PackageDescription") && $0.contains("name: \"MyApp\"") },
+            "docs/client.md has no app manifest"
+        )
+        let published = "https://git.example.com/till.git"
+        try #require(manifest.contains(published) && manifest.contains("from: \"\(TillRelease.version)\""),
+                     "docs/client.md's manifest names \(published) and the version \(TillRelease.version)")
+        return manifest.replacingOccurrences(of: published, with: "file://" + repository.path) + "\n"
+    }
+
+    /// The app: buys gems.100 and pro when asked, and says what the customer has, from the verified snapshot.
+    static let app = #"""
+        import Foundation
+        import TillClient
+
+        let arguments = CommandLine.arguments   // server, app key, simulator, device, folder, and maybe "buy"
+        let purchases = try PurchaseCoordinator(
+            storefront: SimulatorStorefront(baseURL: arguments[3], deviceId: arguments[4], bundleId: "com.example.till",
+                                            pollInterval: 0.2),
+            server: TillServerClient(baseURL: arguments[1], appKey: arguments[2]),
+            bundleId: "com.example.till", customerId: "alice",
+            directory: URL(fileURLWithPath: arguments[5], isDirectory: true))
+        _ = await purchases.start()
+        if arguments.count > 6, arguments[6] == "buy" {
+            for productId in ["gems.100", "pro"] {
+                let outcome = try await purchases.purchase(Payment(productId: productId))
+                guard case .delivered = outcome else {
+                    print("\(productId) not delivered: \(outcome)")
+                    exit(1)
+                }
+            }
+        }
+        print("gems \(await purchases.balance(of: "gems")), pro \(await purchases.isEntitled(to: "pro"))")
+
+        """#
+
+    /// A release tagged by Tools/release on a clone; a fresh app package that takes TillClient by the clone's
+    /// `file://` URL and `from:` the version (docs/client.md's manifest), built; and its app run twice from one folder
+    /// against a simulator and a server: it buys, sees 100 gems and pro, and sees them again at its second launch.
+    @Test(.timeLimit(.minutes(20)))
+    func anAppTakesTillClientByURLAndVersionBuildsAndBuys() async throws {
+        let (scratch, _) = try AppleSourcesTests.build()
+        let root = scratch.appendingPathComponent("client-release")
+        let repository = try await Self.clone(into: root.appendingPathComponent("repository"))
+
+        let release = try await ChildProcess.run(
+            "/usr/bin/env",
+            ["GIT_AUTHOR_NAME=Till tests", "GIT_AUTHOR_EMAIL=tests@till.invalid", "GIT_COMMITTER_NAME=Till tests",
+             "GIT_COMMITTER_EMAIL=tests@till.invalid", "bash", "Tools/release", TillRelease.version],
+            in: repository
+        )
+        #expect(release.status == 0, "\(release.output)")
+        // The tag an app resolves holds Client/ at its root; the server's tag is the commit itself.
+        let files = try await Self.git(["ls-tree", "--name-only", TillRelease.version], in: repository)
+        #expect(files.split(separator: "\n").contains("Package.swift") && files.contains("Sources"), "\(files)")
+        #expect(try await Self.git(["cat-file", "-p", "\(TillRelease.version):Package.swift"], in: repository)
+            .contains("name: \"TillClient\""))
+        let head = try await Self.git(["rev-parse", "HEAD"], in: repository)
+        #expect(try await Self.git(["rev-parse", "till-\(TillRelease.version)^{commit}"], in: repository) == head)
+        // The second time changes nothing; a lower version is refused.
+        let again = try await ChildProcess.run("/usr/bin/env", ["bash", "Tools/release", TillRelease.version],
+                                               in: repository)
+        #expect(again.status == 0 && again.output.contains("already tagged"), "\(again.output)")
+        let lower = try await ChildProcess.run("/usr/bin/env", ["bash", "Tools/release", "0.0.1"], in: repository)
+        #expect(lower.status != 0, "\(lower.output)")
+
+        // The app's package, kept under the build folder so that its dependencies build once.
+        let app = root.appendingPathComponent("app")
+        let sources = app.appendingPathComponent("Sources/MyApp")
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        try Self.manifest(repository: repository)
+            .write(to: app.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
+        try Self.app.write(to: sources.appendingPathComponent("main.swift"), atomically: true, encoding: .utf8)
+        // Each run tags a new commit: what an earlier run resolved is forgotten.
+        for stale in ["Package.resolved", ".build/repositories", ".build/checkouts/till"] {
+            try? FileManager.default.removeItem(at: app.appendingPathComponent(stale))
+        }
+        let built = try await ChildProcess.run(
+            "/usr/bin/env",
+            ["nice", "-n", "19", "swift", "build", "--disable-dependency-cache", "--product", "MyApp"],
+            in: app
+        )
+        try #require(built.status == 0, "\(built.output)")
+        let resolved = try String(contentsOf: app.appendingPathComponent("Package.resolved"), encoding: .utf8)
+        #expect(resolved.contains("\"version\" : \"\(TillRelease.version)\""), "\(resolved)")
+        #expect(!resolved.contains("hummingbird") && !resolved.contains("swift-nio\""), "\(resolved)")
+        let binary = app.appendingPathComponent(".build/debug/MyApp").path
+
+        try await ClientFixture.run { fixture in
+            try await fixture.serve { url in
+                let folder = fixture.directory.appendingPathComponent("my-app").path
+                let arguments = [url, fixture.app.appKey, fixture.simulatorURL, fixture.device.id, folder]
+                let first = try await ChildProcess.run(binary, arguments + ["buy"])
+                #expect(first.status == 0 && first.output.contains("gems 100, pro true"), "\(first.output)")
+                let second = try await ChildProcess.run(binary, arguments)
+                #expect(second.status == 0 && second.output.contains("gems 100, pro true"), "\(second.output)")
+            }
+        }
+    }
+}
