@@ -119,7 +119,12 @@ struct ClientReleaseTests {
     func anAppTakesTillClientByURLAndVersionBuildsAndBuys() async throws {
         let (scratch, _) = try AppleSourcesTests.build()
         let root = scratch.appendingPathComponent("client-release")
-        let repository = try await Self.clone(into: root.appendingPathComponent("repository"))
+        // A new folder each run: SwiftPM caches a repository by its URL (CI once checked a cached clone out and
+        // missed the new release's commit, even with --disable-dependency-cache), so no run's URL is an earlier one's.
+        // The clone is still named till, the identity docs/client.md's manifest names.
+        let repositories = root.appendingPathComponent("repository")
+        try? FileManager.default.removeItem(at: repositories)
+        let repository = try await Self.clone(into: repositories.appendingPathComponent(UUID().uuidString))
 
         let release = try await ChildProcess.run(
             "/usr/bin/env",
@@ -150,12 +155,14 @@ struct ClientReleaseTests {
             .write(to: app.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
         try Self.app.write(to: sources.appendingPathComponent("main.swift"), atomically: true, encoding: .utf8)
         // Each run tags a new commit: what an earlier run resolved is forgotten.
-        for stale in ["Package.resolved", ".build/repositories", ".build/checkouts/till"] {
+        try? FileManager.default.removeItem(at: root.appendingPathComponent("swiftpm-cache"))
+        for stale in ["Package.resolved", ".build/repositories", ".build/checkouts/till", ".build/workspace-state.json"] {
             try? FileManager.default.removeItem(at: app.appendingPathComponent(stale))
         }
         let built = try await ChildProcess.run(
             "/usr/bin/env",
-            ["nice", "-n", "19", "swift", "build", "--disable-dependency-cache", "--product", "MyApp"],
+            ["nice", "-n", "19", "swift", "build", "--disable-dependency-cache",
+             "--cache-path", root.appendingPathComponent("swiftpm-cache").path, "--product", "MyApp"],
             in: app
         )
         try #require(built.status == 0, "\(built.output)")
