@@ -70,6 +70,7 @@ struct EventTests {
             #expect(confirmed.transaction?.confirmed == true)
             #expect(confirmed.customer?.entitlements.first?.provisional == false)
             #expect(events.map(\.sequence) == events.map(\.sequence).sorted() && bought.id.hasPrefix("evt_"))
+            try await EventJSONCheck.expectBodiesAreTheContractsEncoding(fixture.server)
         }
     }
 

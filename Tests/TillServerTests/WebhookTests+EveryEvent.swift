@@ -256,6 +256,8 @@ extension WebhookTests {
                 // The same events as the feed, and in order for each customer.
                 let feed = try await Self.events(server)
                 #expect(Set(feed.map(\.id)) == Set(events.map(\.id)))
+                // Every type's body is the contract's encoding, though written by hand.
+                try await EventJSONCheck.expectBodiesAreTheContractsEncoding(server)
                 for customer in Set(events.compactMap { $0.customer?.id }) {
                     let sequences = events.filter { $0.customer?.id == customer }.map(\.sequence)
                     #expect(sequences == sequences.sorted(), "\(customer)'s events out of order")

@@ -18,10 +18,8 @@ public enum StrictJSON {
             throw Refusal(description: error.description)
         }
         // A raw control character is a syntax error already; only an escaped one can be U+0000.
-        for (index, node) in tape.nodes.enumerated() where node.kind == .string && node.flag != 0 {
-            if tape.string(at: index).unicodeScalars.contains("\u{0}") {
-                throw Refusal(description: "a string holds U+0000")
-            }
+        for (index, node) in tape.nodes.enumerated() where node.kind == .string && tape.holdsNull(at: index) {
+            throw Refusal(description: "a string holds U+0000")
         }
     }
 }

@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+import TillContract
+import TillCore
+
+@testable import TillServer
+
+/// The events' bodies are written by hand (`Event.json()`, for a measured cost): each stored body must be what the
+/// contract's generated encoder writes for the same event, byte for byte, or a receiver would see two shapes.
+enum EventJSONCheck {
+    /// Every event the server stored: its body decodes as the contract's `Event`, and the generated encoder (with the
+    /// server's `.sortedKeys` and `.withoutEscapingSlashes`) writes exactly those bytes again.
+    static func expectBodiesAreTheContractsEncoding(_ server: PurchaseServer) async throws {
+        let records = try await server.store.events(
+            after: 0,
+            limit: 10_000,
+            bundleId: nil,
+            customerIds: nil,
+            type: nil,
+            on: server.store.sql
+        )
+        #expect(!records.isEmpty)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for record in records {
+            let event = try JSONDecoder().decode(Components.Schemas.Event.self, from: Data(record.body.utf8))
+            let expected = String(decoding: try encoder.encode(event), as: UTF8.self)
+            #expect(record.body == expected, "\(record.type.rawValue): \(record.body)\n  generated: \(expected)")
+        }
+    }
+}
