@@ -197,8 +197,9 @@ public struct LedgerGenerator: Sendable {
         written.events = batch.events
         written.submissions = batch.submissions
         written.notifications = batch.notifications
-        progress("building the figures")
+        progress("building the figures and the balances")
         try await server.figures.rebuild()
+        try await server.ledger.rebuildBalances()
         written.seconds = Double((clock.now - start).components.seconds)
         return written
     }

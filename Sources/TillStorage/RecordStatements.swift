@@ -45,6 +45,26 @@ public enum RecordStatements {
         return Rows(table: table, columns: columns, rows: rows)
     }
 
+    /// `UPDATE table SET column = value, … WHERE key = value AND …`: a row given as its values in the columns'
+    /// order, nil for NULL, every column but the keys set. For a record a hot path writes (a ledger row), where encoding
+    /// it through Codable cost more CPU time than running the statement.
+    public static func update(
+        _ table: String,
+        columns: [String],
+        values: [(any Encodable & Sendable)?],
+        keys: [String]
+    ) -> any SQLExpression {
+        assert(columns.count == values.count && keys.allSatisfy(columns.contains))
+        let pairs = zip(columns, values).map { column, value -> (String, any SQLExpression) in
+            (column, value.map { SQLBind($0) } ?? SQLLiteral.null)
+        }
+        return Update(
+            table: table,
+            set: pairs.filter { !keys.contains($0.0) },
+            keys: keys.compactMap { key in pairs.first { $0.0 == key } }
+        )
+    }
+
     private static func name(_ name: String, _ serializer: inout SQLSerializer) {
         assert(
             name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }

@@ -61,7 +61,7 @@ struct LayoutTests {
 
     /// The tables whose rows are money, credits or access.
     static let ledgerTables: Set<String> = [
-        "srv_transactions", "srv_balance_entries", "srv_finance", "srv_subscription_states",
+        "srv_transactions", "srv_balance_entries", "srv_balances", "srv_finance", "srv_subscription_states",
     ]
 
     /// Where `onlyTheLedgerWritesMoneyCreditsAndAccess` finds a write to the ledger's tables outside `LedgerStore`, or

@@ -13,11 +13,22 @@ struct CustomerSnapshot: Sendable {
     var balances: [String: Int64]
     var states: [SubscriptionStateRecord]
 
-    /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
+    /// How many of a customer's latest consumable purchases their view lists (the others are counted in the
+    /// balances, and listed in full by the console and the events): a purchase costs the same whatever the
+    /// customer's history.
+    static let recentConsumables = 25
+
+    /// What the database holds about the customer `owner` (an id with no alias), read on `db`: the purchases that may
+    /// grant access and the latest consumables (`ServerStore.holdings`), the balances, the renewal states.
     static func read(bundleId: String, owner: String, store: ServerStore, on db: any SQLDatabase) async throws
         -> CustomerSnapshot
     {
-        let ledger = try await store.transactions(bundleId: bundleId, customerId: owner, on: db)
+        let ledger = try await store.holdings(
+            bundleId: bundleId,
+            customerId: owner,
+            recentConsumables: recentConsumables,
+            on: db
+        )
         return CustomerSnapshot(
             owner: owner,
             ledger: ledger,

@@ -107,7 +107,13 @@ public struct Customers: Sendable {
 
     /// The ledger rows of a customer's account (a guest id resolves to it), oldest first: the console's purchases.
     func ledgerRows(bundleId: String, customerId: String) async throws -> [LedgerRecord] {
-        try await database.read { db in try await self.snapshot(bundleId: bundleId, customerId: customerId, on: db).ledger }
+        try await database.read { db in
+            try await self.store.transactions(
+                bundleId: bundleId,
+                customerId: try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+                on: db
+            )
+        }
     }
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.

@@ -79,8 +79,7 @@ public struct Intake: Sendable {
             {
                 return nil  // a concurrent resend won the race; answer with its submission below
             }
-            try await self.store.ensureCustomer(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
-            let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
+            let owner = try await self.store.admit(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
             var submission = SubmissionRecord(
                 id: id,
                 bundleId: app.bundleId,

@@ -41,6 +41,12 @@ public struct Ledger: Sendable {
         try await events.transaction(source: source, body)
     }
 
+    /// Makes every credit's total again from its entries: after a bulk load that wrote balance entries by itself
+    /// (`till bench console`'s ledger), as `Figures.rebuild()` does for the figures.
+    public func rebuildBalances() async throws {
+        try await database.transaction { db in try await self.writes.rebuildBalances(on: db) }
+    }
+
     /// What recording a submission's transactions did.
     struct Recording: Sendable {
         /// Transactions not credited because another customer owns them.
@@ -97,20 +103,16 @@ public struct Ledger: Sendable {
                 originalTransactionId: transaction.originalTransactionId,
                 on: db
             )
-            let existing = try await store.transaction(
+            // The purchase's rows, read once: the transaction's own row is among them if it was seen before (a
+            // transaction's original id is part of Apple's signed data, so its row is found by it).
+            let rows = try await store.transactions(
                 environment: transaction.environment,
-                transactionId: transaction.transactionId,
+                originalTransactionId: transaction.originalTransactionId,
                 on: db
             )
+            var existing = rows.first { $0.transactionId == transaction.transactionId }
             // Who owns the purchase now: the transaction's row, else the purchase's other transactions.
-            var purchase = existing.map { [$0] } ?? []
-            if purchase.isEmpty {
-                purchase = try await store.transactions(
-                    environment: transaction.environment,
-                    originalTransactionId: transaction.originalTransactionId,
-                    on: db
-                ).filter { $0.bundleId == app.bundleId }
-            }
+            let purchase = existing.map { [$0] } ?? rows.filter { $0.bundleId == app.bundleId }
             if let owner = purchase.last?.customerId, owner != submission.customerId {
                 guard transfers, app.restorePolicy == .transferToLatest,
                     !(product?.type ?? transaction.productType ?? .consumable).isCreditedPerPurchase
@@ -129,12 +131,13 @@ public struct Ledger: Sendable {
                     now: now,
                     in: changes
                 )
+                existing = try await store.transaction(
+                    environment: transaction.environment,
+                    transactionId: transaction.transactionId,
+                    on: db
+                )
             }
-            if var existing = try await store.transaction(
-                environment: transaction.environment,
-                transactionId: transaction.transactionId,
-                on: db
-            ) {
+            if var existing {
                 let before = existing
                 if let revoked = transaction.revocationDate, existing.revocationDate == nil {
                     existing.revocationDate = revoked.millisecondsSince1970
@@ -144,6 +147,8 @@ public struct Ledger: Sendable {
                 existing.introductoryOffer = existing.introductoryOffer || transaction.isIntroductoryOffer
                 existing.expiresDate = transaction.expiresDate?.millisecondsSince1970 ?? existing.expiresDate
                 existing.takeBillingPlan(of: transaction)
+                // A resend, or Apple's answer carrying what the row says already, writes nothing.
+                guard existing != before else { continue }
                 existing.updatedAt = now
                 try await writes.update(existing, in: changes)
                 if before.revocationDate == nil, existing.revocationReason == .refund {

@@ -108,7 +108,7 @@ struct SubmissionRecord: Codable, Sendable {
 
 /// One transaction of the ledger, recorded once per environment. Its states, kinds and reasons are enums, in Swift
 /// and in the schema (CHECK constraints, migration 017).
-struct LedgerRecord: Codable, Sendable {
+struct LedgerRecord: Codable, Sendable, Equatable {
     var environment: AppStoreEnvironment
     var transactionId: String
     var bundleId: String

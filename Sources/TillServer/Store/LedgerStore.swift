@@ -21,7 +21,9 @@ struct LedgerStore: Sendable {
     // the journal `Figures` folds): the figures follow the ledger exactly, whoever changed it.
 
     func insert(_ record: LedgerRecord, in changes: ChangeSet) async throws {
-        try await changes.db.run(RecordStatements.insert(into: "srv_transactions", record, with: Self.encoding))
+        try await changes.db.run(
+            RecordStatements.insert(into: "srv_transactions", columns: LedgerRecord.columns, rows: [record.values])
+        )
         changes.journal(FigureChange.periods(of: record, sign: 1))
     }
 
@@ -30,9 +32,9 @@ struct LedgerStore: Sendable {
         try await changes.db.run(
             RecordStatements.update(
                 "srv_transactions",
-                record,
-                keys: ["environment", "transaction_id"],
-                with: Self.encoding
+                columns: LedgerRecord.columns,
+                values: record.values,
+                keys: ["environment", "transaction_id"]
             )
         )
         changes.journal(FigureChange.periods(of: record, sign: 1).filter { $0.measure == .subscription })
@@ -108,7 +110,8 @@ struct LedgerStore: Sendable {
 
     // MARK: Balances
 
-    /// Adds a balance entry once per (reference, credit); returns false when it was already there.
+    /// Adds a balance entry once per (reference, credit), and its delta to the credit's total (`srv_balances`, which
+    /// a read takes instead of summing the entries); returns false when it was already there.
     @discardableResult
     func addBalanceEntry(
         bundleId: String,
@@ -126,15 +129,49 @@ struct LedgerStore: Sendable {
             ON CONFLICT (bundle_id, reference, credit) DO NOTHING RETURNING reference
             """
         ).all()
-        return !rows.isEmpty
+        guard !rows.isEmpty else { return false }
+        try await db.raw(
+            """
+            INSERT INTO srv_balances (bundle_id, customer_id, credit, balance)
+            VALUES (\(bind: bundleId), \(bind: customerId), \(bind: credit), \(bind: delta))
+            ON CONFLICT (bundle_id, customer_id, credit) DO UPDATE SET balance = srv_balances.balance + excluded.balance
+            """
+        ).run()
+        return true
     }
 
-    /// Moves every balance entry of `from` to `to` (linking a guest to an account).
+    /// Moves every balance entry of `from` to `to` (linking a guest to an account), and adds `from`'s totals to `to`'s.
     func moveBalances(bundleId: String, from: String, to: String, on db: any SQLDatabase) async throws {
         try await db.raw(
             """
             UPDATE srv_balance_entries SET customer_id = \(bind: to)
             WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: from)
+            """
+        ).run()
+        // `WHERE true`: SQLite's upsert after a SELECT needs a WHERE to tell its ON CONFLICT from a join's ON.
+        try await db.raw(
+            """
+            INSERT INTO srv_balances (bundle_id, customer_id, credit, balance)
+            SELECT bundle_id, \(bind: to), credit, balance FROM srv_balances
+            WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: from) AND true
+            ON CONFLICT (bundle_id, customer_id, credit) DO UPDATE SET balance = srv_balances.balance + excluded.balance
+            """
+        ).run()
+        try await db.raw(
+            """
+            DELETE FROM srv_balances WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: from)
+            """
+        ).run()
+    }
+
+    /// Every credit's total made again from its entries (after a bulk load wrote entries without them).
+    func rebuildBalances(on db: any SQLDatabase) async throws {
+        try await db.raw("DELETE FROM srv_balances").run()
+        try await db.raw(
+            """
+            INSERT INTO srv_balances (bundle_id, customer_id, credit, balance)
+            SELECT bundle_id, customer_id, credit, CAST(SUM(delta) AS BIGINT) FROM srv_balance_entries
+            GROUP BY bundle_id, customer_id, credit
             """
         ).run()
     }

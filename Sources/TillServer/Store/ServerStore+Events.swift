@@ -26,7 +26,7 @@ extension ServerStore {
     }
 
     func insert(_ event: EventRecord, on db: any SQLDatabase) async throws {
-        try await db.run(RecordStatements.insert(into: "srv_events", event, with: Self.encoding))
+        try await db.run(RecordStatements.insert(into: "srv_events", columns: EventRecord.columns, rows: [event.values]))
     }
 
     /// The events after `sequence`, in order, at most `limit`: all of them, or of one app, of some of its customers,

@@ -9,9 +9,25 @@ import TillStorage
 extension ServerStore {
     // MARK: The journal
 
+    /// Writes the journal lines of a change (one per change of the ledger): rows by hand, not through Codable
+    /// (sql-kit's `models(_:)` cost 1.5% of a purchase's CPU, perf).
     func insert(figureChanges: [FigureChange], on db: any SQLDatabase) async throws {
         guard !figureChanges.isEmpty else { return }
-        try await db.insert(into: "srv_figure_changes").models(figureChanges, with: Self.encoding).run()
+        try await db.run(
+            RecordStatements.insert(
+                into: "srv_figure_changes",
+                columns: [
+                    "bundle_id", "environment", "measure", "day", "product_id", "currency", "amount", "entries",
+                    "original_transaction_id",
+                ],
+                rows: figureChanges.map { change in
+                    [
+                        change.bundleId, change.environment.rawValue, change.measure.rawValue, change.day,
+                        change.productId, change.currency, change.amount, change.entries, change.originalTransactionId,
+                    ]
+                }
+            )
+        )
     }
 
     /// One line of the journal, with its place in it.

@@ -8,7 +8,9 @@ extension ServerStore {
     // MARK: Submissions
 
     func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
-        try await db.run(RecordStatements.insert(into: "srv_submissions", submission, with: Self.encoding))
+        try await db.run(
+            RecordStatements.insert(into: "srv_submissions", columns: SubmissionRecord.columns, rows: [submission.values])
+        )
     }
 
     /// What the app sent for a submission (written once, with the submission).
@@ -24,7 +26,14 @@ extension ServerStore {
     }
 
     func update(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
-        try await db.run(RecordStatements.update("srv_submissions", submission, keys: ["id"], with: Self.encoding))
+        try await db.run(
+            RecordStatements.update(
+                "srv_submissions",
+                columns: SubmissionRecord.columns,
+                values: submission.values,
+                keys: ["id"]
+            )
+        )
     }
 
     /// A submission's columns, and when its confirmation job is due (the queue owns that time).

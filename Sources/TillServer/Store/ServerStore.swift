@@ -209,6 +209,20 @@ struct ServerStore: Sendable {
         ).run()
     }
 
+    /// The account a customer id stands for, recording the id as a customer when it is new: one read for a known id
+    /// (a purchase's usual case), where recording it every time and then resolving it took an insert and a read.
+    func admit(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws -> String {
+        let row = try await db.raw(
+            "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
+        ).first()
+        guard let row else {
+            try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db)
+            return customerId
+        }
+        guard let alias = try row.decode(column: "alias_of", as: String?.self) else { return customerId }
+        return try await resolve(bundleId: bundleId, customerId: alias, on: db)
+    }
+
     /// The account a customer id stands for (a guest linked to an account resolves to the account).
     func resolve(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String {
         var current = customerId

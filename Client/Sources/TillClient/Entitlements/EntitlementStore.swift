@@ -19,10 +19,10 @@ public struct VerifiedSnapshot: Sendable, Hashable {
     /// The credits of `name` left.
     public func balance(_ name: String) -> Int64 { snapshot.balance(name) }
 
-    /// Whether the customer has a purchase of `productId` that was not revoked (a consumable counts until used
-    /// up only through its balance).
+    /// Whether the customer has a purchase of `productId` that was not revoked. A consumable is never owned: it counts
+    /// only through its balance (and the snapshot lists only a customer's latest consumable purchases).
     public func owns(productId: String) -> Bool {
-        snapshot.purchases.contains { $0.productId == productId && !$0.revoked }
+        snapshot.purchases.contains { $0.productId == productId && !$0.revoked && $0.productType != .consumable }
     }
 }
 
