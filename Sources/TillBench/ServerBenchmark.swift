@@ -39,6 +39,10 @@ public enum ServerBenchmark {
         var latenciesFile: String? = nil
         /// CPU-bound processes run beside the server for the whole run (a co-located database, a build).
         var neighbours = 0
+        /// Submissions go to `historyCustomers` customers who each bought a consumable this many times before the run
+        /// (0: each submission is a new customer's).
+        var history = 0
+        var historyCustomers = 10
 
         public init(
             seconds: Int,
@@ -52,7 +56,9 @@ public enum ServerBenchmark {
             pacing: Bool = true,
             busyCPUShare: Double = 0.5,
             latenciesFile: String? = nil,
-            neighbours: Int = 0
+            neighbours: Int = 0,
+            history: Int = 0,
+            historyCustomers: Int = 10
         ) {
             self.seconds = seconds
             self.rate = rate
@@ -66,6 +72,8 @@ public enum ServerBenchmark {
             self.busyCPUShare = busyCPUShare
             self.latenciesFile = latenciesFile
             self.neighbours = neighbours
+            self.history = history
+            self.historyCustomers = historyCustomers
         }
     }
 
@@ -132,8 +140,20 @@ public enum ServerBenchmark {
         let latency = try FaultRule(parsing: "*:verifyReceipt:latency=\(options.appleLatency)")
         var report = ""
         try await withServers(options, faults: [latency]) { server, simulator, demo, port in
+            var customer: @Sendable (Int) -> String = { "bench-\($0)" }
+            if options.history > 0 {
+                say("writing \(options.historyCustomers) customers' histories of \(options.history) consumables…")
+                try await HistoryLoader.write(
+                    purchases: options.history,
+                    customers: options.historyCustomers,
+                    bundleId: demo.bundleId,
+                    into: server
+                )
+                let customers = options.historyCustomers
+                customer = { HistoryLoader.customerId($0 % customers) }
+            }
             say("preparing \(count) purchases, one device each, with their app receipts…")
-            let bodies = try await purchases(count: count, simulator: simulator, demo: demo)
+            let bodies = try await purchases(count: count, simulator: simulator, demo: demo, customer: customer)
             let requests = bodies.map { body in
                 LoadGenerator.Request(
                     method: .POST,
@@ -213,7 +233,7 @@ public enum ServerBenchmark {
                 ack_max_ms=\(ms(acknowledged.last ?? .zero)) steal_while_sending_pct=\(steal)
                 confirmations confirmed=\(confirmed.confirmed) peak_per_sec_5s=\(confirmed.peakRate) \
                 mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
-                apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency) neighbours=\(options.neighbours)
+                apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency) neighbours=\(options.neighbours) history=\(options.history)
                 cpu while_sending_s=\(String(format: "%.1f", cpuSending)) seconds=\(String(format: "%.1f", cpu)) per_purchase_ms=\(String(format: "%.2f", cpu * 1000 / Double(count))) \
                 (client, server, confirmation and simulator together, from the first submission to the last confirmation)
                 """
@@ -258,7 +278,12 @@ public enum ServerBenchmark {
     }
 
     /// One device and one purchase of a consumable per submission, as many customers would send them.
-    static func purchases(count: Int, simulator: Simulator, demo: DevelopmentSetup.Demo) async throws -> [[UInt8]] {
+    static func purchases(
+        count: Int,
+        simulator: Simulator,
+        demo: DevelopmentSetup.Demo,
+        customer: @escaping @Sendable (Int) -> String = { "bench-\($0)" }
+    ) async throws -> [[UInt8]] {
         let lanes = 2
         return try await withThrowingTaskGroup(of: [(Int, [UInt8])].self) { group in
             for lane in 0..<lanes {
@@ -289,7 +314,7 @@ public enum ServerBenchmark {
                             environment: .sandbox
                         )
                         let body = try JSONSerialization.data(
-                            withJSONObject: ["customerId": "bench-\(index)", "receipt": Base64.encode(receipt)]
+                            withJSONObject: ["customerId": customer(index), "receipt": Base64.encode(receipt)]
                         )
                         made.append((index, Array(body)))
                     }

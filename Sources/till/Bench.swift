@@ -68,6 +68,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions: write each request's due time and acknowledgement latency to this CSV file.")
     var latencies: String?
 
+    @Option(help: "submissions: send to customers who each bought a consumable this many times before (0: new customers).")
+    var history = 0
+
+    @Option(help: "submissions: how many customers with --history the submissions go to.")
+    var historyCustomers = 10
+
     @Option(help: "submissions: CPU-bound processes to run beside the server (each keeps a core busy).")
     var neighbours = 0
 
@@ -110,6 +116,8 @@ struct Bench: AsyncParsableCommand {
         guard outageAt >= 0, outageSeconds >= 0 else { throw ValidationError("outage times are not negative") }
         guard busyCPUShare > 0 && busyCPUShare <= 1 else { throw ValidationError("--busy-cpu-share is in (0, 1]") }
         guard (0...64).contains(neighbours) else { throw ValidationError("--neighbours is 0 to 64") }
+        guard (0...1_000_000).contains(history) else { throw ValidationError("--history is 0 to 1,000,000") }
+        guard (1...10_000).contains(historyCustomers) else { throw ValidationError("--history-customers is 1 to 10,000") }
         guard (1...100).contains(rounds) else { throw ValidationError("--rounds is 1 to 100") }
         guard eventPurchases >= 1 else { throw ValidationError("--event-purchases must be positive") }
     }
@@ -127,7 +135,9 @@ struct Bench: AsyncParsableCommand {
             pacing: pacing,
             busyCPUShare: busyCPUShare,
             latenciesFile: latencies,
-            neighbours: neighbours
+            neighbours: neighbours,
+            history: history,
+            historyCustomers: historyCustomers
         )
         switch target {
         case .limits:

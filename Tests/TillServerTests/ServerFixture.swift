@@ -24,14 +24,16 @@ struct ServerFixture {
 
     static let bundleId = "com.example.till"
 
-    /// Runs `body` with the simulator listening and the server's worker confirming, the server on `database`
-    /// (SQLite in memory or, `persistent`, in a file of its own; or a fresh PostgreSQL database).
+    /// Runs `body` with the simulator listening and the server's worker confirming (unless not `confirming`: the
+    /// queue then only fills), the server on `database` (SQLite in memory or, `persistent`, in a file of its own; or a
+    /// fresh PostgreSQL database).
     static func run(
         database engine: TestDatabase = .sqlite,
         confirmation: ConfirmationSettings = .init(backoffBase: .milliseconds(50), backoffCap: .seconds(1)),
         restorePolicy: RestorePolicy = .keepWithFirstOwner,
         followSimulatorClock: Bool = false,
         persistent: Bool = false,
+        confirming: Bool = true,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
@@ -114,7 +116,11 @@ struct ServerFixture {
                 device: device,
                 account: account
             )
-            try await withServices({ _ in ServiceBox(ConfirmationWorker(server: server)) }) { _ in
+            if confirming {
+                try await withServices({ _ in ServiceBox(ConfirmationWorker(server: server)) }) { _ in
+                    try await body(fixture)
+                }
+            } else {
                 try await body(fixture)
             }
             try await server.shutdown()

@@ -1,0 +1,199 @@
+import AsyncHTTPClient
+import Foundation
+import Testing
+import TillContract
+import TillCore
+import TillStorage
+import TillTestSupport
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// What a purchase costs the database, counted: statements, the statements that write, and the bytes they bind.
+/// Counts are not timings: the same code asks the same of the database on any machine, so a change that adds to a
+/// purchase's work fails here even where a benchmark could not see it (docs/benchmarks.md, "What CI counts").
+///
+/// Each budget is what the code asks now; raising one is a decision, made in the commit that needs it and said in
+/// its message, with the reason beside the number.
+@Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
+struct PurchaseCostTests {
+    /// What one operation asked of the database.
+    struct Cost: CustomStringConvertible {
+        var statements: [String]
+        var bytesBound: Int
+
+        /// Statements that write (INSERT, UPDATE, DELETE), transaction control aside.
+        var writes: Int { statements.filter { Self.verb($0).map(["INSERT", "UPDATE", "DELETE"].contains) ?? false }.count }
+
+        /// Statements a purchase's own code runs: the group commit's BEGIN, SAVEPOINT, RELEASE and COMMIT aside (the
+        /// same for every change, and shared by the changes committed together).
+        var work: Int { statements.filter { !["BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"].contains(Self.verb($0) ?? "") }.count }
+
+        static func verb(_ sql: String) -> String? {
+            sql.split(separator: " ", maxSplits: 1).first.map { String($0).uppercased() }
+        }
+
+        var description: String {
+            "\(work) statements (\(writes) writing, \(bytesBound) bytes bound):\n  " + statements.joined(separator: "\n  ")
+        }
+    }
+
+    /// Runs `body` and counts what it asked of `server`'s database (nothing else runs: no confirmation worker).
+    static func cost(of server: PurchaseServer, _ body: () async throws -> Void) async throws -> Cost {
+        let (_, heard) = try await server.database.statements.recording { try await body() }
+        return Cost(
+            statements: heard.map { String($0.sql.prefix(140)) },
+            bytesBound: heard.filter { ["INSERT", "UPDATE"].contains(Cost.verb($0.sql) ?? "") }
+                .flatMap(\.binds).map(Self.size).reduce(0, +)
+        )
+    }
+
+    /// The bytes a bound value stores: a string's UTF-8, 8 for a number, 1 for a flag.
+    static func size(_ value: any Encodable & Sendable) -> Int {
+        switch value {
+        case let text as String: text.utf8.count
+        case let text as String?: text?.utf8.count ?? 0
+        case is Bool, is Bool?: 1
+        default: 8
+        }
+    }
+
+    /// A purchase of `productId` by `customerId`, submitted as a signed transaction.
+    static func submit(_ fixture: ServerFixture, _ productId: String, as customerId: String) async throws
+        -> SubmissionResult
+    {
+        let purchase = try await fixture.buy(productId)
+        return try await fixture.server.intake.submit(
+            SubmissionRequest(customerId: customerId, signedTransaction: purchase.signedTransaction),
+            app: fixture.app
+        )
+    }
+
+    /// The budgets: statements a purchase's code runs, the writes among them, and the bytes they bind (the signed
+    /// transaction of about 2.3 KB is most of them). Measured on f01d69c before the hot path's work and after it.
+    struct Budget {
+        var statements: Int
+        var writes: Int
+        var bytes: Int
+    }
+
+    /// A consumable bought by a new customer. f01d69c: 18 statements, 9 writing (its customer recorded, then read;
+    /// the purchase's row read three times; every balance entry summed; the last event number read). Now 16, 10
+    /// writing: a known customer is read once and a new one inserted; the purchase's rows are read once; a credit's
+    /// total is kept beside its entries (+1 write, and the balance read no longer grows with the history); the event
+    /// numbers are kept in memory on SQLite.
+    static let consumable = Budget(statements: 16, writes: 10, bytes: 5_600)
+    /// A non-consumable bought by a known customer: no credits; otherwise the same. f01d69c: 16 statements, 8 writing.
+    static let nonConsumable = Budget(statements: 13, writes: 7, bytes: 5_600)
+    /// The worker's claim of what is due: a look, one UPDATE for all of them, a read of their submissions.
+    static let claim = Budget(statements: 3, writes: 1, bytes: 100)
+    /// Apple's confirmation of a submission, asked and settled. f01d69c: 15 statements, 6 writing (the row read three
+    /// times and updated twice, the last event number read). Now 12, 5 writing: Apple's answer that says what the row
+    /// says already writes nothing, and the rows are read once by Apple's answer and once to confirm.
+    static let confirmation = Budget(statements: 12, writes: 5, bytes: 1_400)
+    /// A debit of credits (its balance read to check it, and after it for the answer and the event).
+    static let debit = Budget(statements: 10, writes: 3, bytes: 700)
+    /// A customer's view read (`GET /v1/customers/{id}`), uncached: who they are, what they hold, their balances.
+    static let customerRead = Budget(statements: 3, writes: 0, bytes: 0)
+
+    static func expect(_ cost: Cost, within budget: Budget, _ what: String) {
+        if ProcessInfo.processInfo.environment["TILL_PRINT_COSTS"] != nil { print("COST \(what): \(cost)") }
+        #expect(cost.work <= budget.statements, "\(what): \(cost)")
+        #expect(cost.writes <= budget.writes, "\(what): \(cost)")
+        #expect(cost.bytesBound <= budget.bytes, "\(what): \(cost)")
+    }
+
+    @Test(arguments: TestDatabase.all)
+    func aPurchaseAConfirmationADebitAndAReadStayWithinTheirBudgets(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, confirming: false) { fixture in
+            let server = fixture.server
+            // Warm: the catalogue and the app are cached after a first purchase.
+            _ = try await Self.submit(fixture, "gems.100", as: "warm")
+
+            var submitted: SubmissionResult?
+            let consumable = try await Self.cost(of: server) {
+                submitted = try await Self.submit(fixture, "gems.100", as: "alice")
+            }
+            Self.expect(consumable, within: Self.consumable, "a consumable's purchase")
+            let nonConsumable = try await Self.cost(of: server) { _ = try await Self.submit(fixture, "pro", as: "alice") }
+            Self.expect(nonConsumable, within: Self.nonConsumable, "a non-consumable's purchase")
+
+            // Apple's answer to the first two: the worker's claim, and each asked of the simulator and settled, as
+            // the worker runs them.
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = AppleClient(
+                http: http,
+                endpoints: server.queue.configuration.apple,
+                timeout: .seconds(30),
+                metrics: server.queue.metrics
+            )
+            var claimed: [SubmissionRecord] = []
+            let claim = try await Self.cost(of: server) {
+                claimed = try await server.queue.claimDueSubmissions(limit: 10, lease: .seconds(60))
+            }
+            #expect(claimed.count == 3, "\(claimed.map(\.id))")
+            Self.expect(claim, within: Self.claim, "a claim")
+            let submission = try #require(claimed.first { $0.id == submitted?.submission.id })
+            let confirmation = try await Self.cost(of: server) { await server.queue.confirm(submission, client: client) }
+            #expect(
+                try await server.intake.submission(id: submission.id, bundleId: ServerFixture.bundleId).state
+                    == .confirmed
+            )
+            Self.expect(confirmation, within: Self.confirmation, "a confirmation")
+
+            let debit = try await Self.cost(of: server) {
+                _ = try await server.ledger.debit(
+                    bundleId: ServerFixture.bundleId,
+                    customerId: "alice",
+                    credit: "gems",
+                    amount: 30,
+                    requestId: "order-1"
+                )
+            }
+            Self.expect(debit, within: Self.debit, "a debit")
+
+            let read = try await Self.cost(of: server) {
+                _ = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "alice")
+            }
+            Self.expect(read, within: Self.customerRead, "a customer read")
+        }
+    }
+
+    /// A customer with a long history costs a purchase the same statements as a new one, and their view lists their
+    /// purchases that grant access and only their latest consumables.
+    @Test(arguments: TestDatabase.all)
+    func aLongHistoryCostsAPurchaseNothingMore(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, confirming: false) { fixture in
+            let server = fixture.server
+            _ = try await Self.submit(fixture, "pro", as: "gamer")
+            for _ in 0..<40 { _ = try await Self.submit(fixture, "gems.100", as: "gamer") }
+            _ = try await Self.submit(fixture, "gems.100", as: "warm")
+
+            var answer: SubmissionResult?
+            let long = try await Self.cost(of: server) { answer = try await Self.submit(fixture, "gems.100", as: "gamer") }
+            let new = try await Self.cost(of: server) { _ = try await Self.submit(fixture, "gems.100", as: "newcomer") }
+            // A newcomer is recorded as a customer: one insert more.
+            #expect(long.work + 1 == new.work, "a long history: \(long)\na new customer: \(new)")
+            let customer = try #require(answer).customer
+            #expect(customer.balances.additionalProperties["gems"] == 4_100)
+            #expect(customer.purchases.filter { $0.productType == .consumable }.count == CustomerSnapshot.recentConsumables)
+            #expect(customer.purchases.contains { $0.productId == "pro" })
+            #expect(customer.entitlements.map(\.id) == ["pro"])
+            // The console still lists every purchase.
+            let all = try await server.customers.ledgerRows(bundleId: ServerFixture.bundleId, customerId: "gamer")
+            #expect(all.count == 42)
+            // What the purchase reads of its customer is ranges of one product type each, not all of their rows (each
+            // looked up: the same statement count, and 24 ms a purchase for a customer of 10,000).
+            let (_, heard) = try await server.database.statements.recording {
+                _ = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "gamer")
+            }
+            let holdings = try #require(heard.first { $0.sql.contains("srv_transactions") })
+            let plan = try await ConsoleQueryPlanTests.plan(holdings, on: server.database)
+            if server.database.engine == .sqlite {
+                let searches = plan.filter { $0.contains("srv_transactions") }
+                #expect(searches.count == 3 && searches.allSatisfy { $0.contains("product_type=?") }, "\(plan)")
+            }
+        }
+    }
+}
