@@ -16,7 +16,7 @@ struct CustomerSnapshot: Sendable {
     /// How many of a customer's latest consumable purchases their view lists (the others are counted in the
     /// balances, and listed in full by the console and the events): a purchase costs the same whatever the
     /// customer's history.
-    static let recentConsumables = 25
+    static let recentConsumables = 10
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`: the purchases that may
     /// grant access and the latest consumables (`ServerStore.holdings`), the balances, the renewal states.

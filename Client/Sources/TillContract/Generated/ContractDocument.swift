@@ -3035,6 +3035,8 @@ public enum ContractDocument {
             balances:
               $ref: '#/components/schemas/Credits'
             purchases:
+              description: The customer's non-consumables and subscriptions, and their latest 10 consumables (what the
+                others gave is in `balances`).
               type: array
               items:
                 $ref: '#/components/schemas/Purchase'
@@ -3272,6 +3274,8 @@ public enum ContractDocument {
             balances:
               $ref: '#/components/schemas/Credits'
             purchases:
+              description: The customer's non-consumables and subscriptions, and their latest 10 consumables (what the
+                others gave is in `balances`).
               type: array
               items:
                 $ref: '#/components/schemas/SnapshotPurchase'

@@ -684,6 +684,8 @@ extension Components {
             public var entitlements: [Components.Schemas.Entitlement]
             /// - Remark: Generated from `#/components/schemas/Customer/balances`.
             public var balances: Components.Schemas.Credits
+            /// The customer's non-consumables and subscriptions, and their latest 10 consumables (what the others gave is in `balances`).
+            ///
             /// - Remark: Generated from `#/components/schemas/Customer/purchases`.
             public var purchases: [Components.Schemas.Purchase]
             /// - Remark: Generated from `#/components/schemas/Customer/subscriptions`.
@@ -694,7 +696,7 @@ extension Components {
             ///   - customerId: The customer, after aliases.
             ///   - entitlements:
             ///   - balances:
-            ///   - purchases:
+            ///   - purchases: The customer's non-consumables and subscriptions, and their latest 10 consumables (what the others gave is in `balances`).
             ///   - subscriptions:
             public init(
                 customerId: Swift.String,
@@ -1209,6 +1211,8 @@ extension Components {
             public var entitlements: [Components.Schemas.SnapshotGrant]
             /// - Remark: Generated from `#/components/schemas/EntitlementSnapshot/balances`.
             public var balances: Components.Schemas.Credits
+            /// The customer's non-consumables and subscriptions, and their latest 10 consumables (what the others gave is in `balances`).
+            ///
             /// - Remark: Generated from `#/components/schemas/EntitlementSnapshot/purchases`.
             public var purchases: [Components.Schemas.SnapshotPurchase]
             /// Creates a new `EntitlementSnapshot`.
@@ -1220,7 +1224,7 @@ extension Components {
             ///   - issuedAt: When the server signed it.
             ///   - entitlements:
             ///   - balances:
-            ///   - purchases:
+            ///   - purchases: The customer's non-consumables and subscriptions, and their latest 10 consumables (what the others gave is in `balances`).
             public init(
                 bundleId: Swift.String,
                 customerId: Swift.String,
