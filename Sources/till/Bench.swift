@@ -8,8 +8,9 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure verification on one core, or the server under load, and print the figures.",
         discussion: """
-            Run a release build: swift run -c release till bench all (verification; pin it with taskset -c 1). \
-            till bench submissions --rate 1000 --seconds 20 sends receipts at a fixed rate to till serve with the \
+            Run a release build. swift run -c release till bench all runs every benchmark below in turn (under 10 \
+            minutes) and prints one table of their figures; till bench verification measures jws, receipt and es256 \
+            on one core (pin it with taskset -c 1). till bench submissions --rate 1000 --seconds 20 sends receipts at a fixed rate to till serve with the \
             simulator answering verifyReceipt in --apple-latency seconds (--outage-at 20 --outage-seconds 60 takes \
             Apple down in the middle); till bench reads measures customer reads \
             beside a bare Hummingbird route; till bench events --rate 500 measures webhook deliveries per second and \
@@ -20,14 +21,14 @@ struct Bench: AsyncParsableCommand {
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, all, submissions, reads, database, events, receiver, limits, ledger, console
+        case jws, receipt, es256, verification, all, submissions, reads, database, events, receiver, limits, ledger, console
     }
 
     @Argument(
         help:
-            "jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), all (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), limits (the worst input of each limit on hostile input), ledger (write a big ledger for the console), console (time the console's pages on it)."
+            "all (every benchmark, one table), jws (chain + signature + decode), receipt (CMS signature + chain + decode), es256 (the raw signature check), verification (those three), submissions or reads (the server), database (statement costs), events (webhook deliveries and what an endpoint costs a purchase; receiver is its receiver process), limits (the worst input of each limit on hostile input), ledger (write a big ledger for the console), console (time the console's pages on it)."
     )
-    var target: Target = .all
+    var target: Target = .verification
 
     @Option(help: "Seconds to measure each benchmark.")
     var seconds: Int = 5
@@ -62,7 +63,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions and reads: HTTP connections the load generator opens.")
     var connections: Int = 64
 
-    @Option(help: "submissions and reads: the server's database (default: an SQLite file in a temporary folder).")
+    @Option(help: "submissions and reads: the server's database (default: an SQLite file in a temporary folder); all: a ledger for the console's pages (default: one of 100,000 transactions, written first).")
     var databaseURL: String?
 
     @Option(help: "submissions: write each request's due time and acknowledgement latency to this CSV file.")
@@ -150,6 +151,7 @@ struct Bench: AsyncParsableCommand {
         case .reads: return print(try await ServerBenchmark.reads(options))
         case .database: return print(try await ServerBenchmark.database(options))
         case .receiver: return try await EventBenchmark.receiver()
+        case .all: return print(try await BenchSuite.run(executable: Self.executable, ledger: databaseURL))
         case .ledger, .console:
             guard let databaseURL else {
                 throw ValidationError("\(target.rawValue) needs --database-url (an SQLite file; ledger makes it)")
@@ -182,9 +184,9 @@ struct Bench: AsyncParsableCommand {
         default: break
         }
         let duration = Duration.seconds(seconds)
-        if target == .es256 || target == .all { print(try await VerificationBenchmark.es256(duration: duration)) }
-        if target == .jws || target == .all { print(try await VerificationBenchmark.jws(duration: duration)) }
-        if target == .receipt || target == .all {
+        if target == .es256 || target == .verification { print(try await VerificationBenchmark.es256(duration: duration)) }
+        if target == .jws || target == .verification { print(try await VerificationBenchmark.jws(duration: duration)) }
+        if target == .receipt || target == .verification {
             print(try await VerificationBenchmark.receipts(purchases: purchases, duration: duration))
         }
     }
