@@ -110,9 +110,11 @@ public enum BenchSuite {
             let began = clock.now
             let output = try child(executable, step.arguments)
             let took = clock.now - began
-            table += "| \(step.title) | \(try step.figures(output)) | \(Int(took.components.seconds)) | "
-                + "`till \(step.arguments.joined(separator: " "))` |\n"
-            outputs += "\n$ till \(step.arguments.joined(separator: " "))\n\(output)"
+            // The scratch ledger's path is this run's own: the table names it as a file a reader would make.
+            let command = "till " + step.arguments.joined(separator: " ")
+                .replacingOccurrences(of: scratch.path + "/", with: "")
+            table += "| \(step.title) | \(try step.figures(output)) | \(Int(took.components.seconds)) | `\(command)` |\n"
+            outputs += "\n$ \(command)\n\(output)"
         }
         let total = clock.now - start
         return table + "\nall in \(total.components.seconds) s\n" + outputs
@@ -145,7 +147,8 @@ public enum BenchSuite {
     static func value(_ line: String, _ key: String) throws -> String {
         guard let range = line.range(of: " \(key)=") ?? (line.hasPrefix("\(key)=") ? line.range(of: "\(key)=") : nil)
         else { throw BenchmarkFailure("no \(key)= in: \(line)") }
-        let rest = line[range.upperBound...]
+        // The console pads its figures (`p50_ms=    1.2`).
+        let rest = line[range.upperBound...].drop { $0 == " " }
         return String(rest.prefix { $0 != " " })
     }
 
