@@ -26,8 +26,18 @@ struct PurchaseCostTests {
         var writes: Int { statements.filter { Self.verb($0).map(["INSERT", "UPDATE", "DELETE"].contains) ?? false }.count }
 
         /// Statements a purchase's own code runs: the group commit's BEGIN, SAVEPOINT, RELEASE and COMMIT aside (the
-        /// same for every change, and shared by the changes committed together).
-        var work: Int { statements.filter { !["BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"].contains(Self.verb($0) ?? "") }.count }
+        /// same for every change, and shared by the changes committed together), and the catalogue's reads of the app
+        /// and its products (cached for a second: on a loaded machine a purchase may come after the cache lapsed, and
+        /// the read is then once a second, not once a purchase; CI once counted one more statement for it).
+        var work: Int {
+            statements.filter {
+                !["BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"].contains(Self.verb($0) ?? "") && !Self.readsTheCatalogue($0)
+            }.count
+        }
+
+        static func readsTheCatalogue(_ sql: String) -> Bool {
+            sql.hasPrefix("SELECT") && (sql.contains("srv_apps") || sql.contains("srv_products"))
+        }
 
         static func verb(_ sql: String) -> String? {
             sql.split(separator: " ", maxSplits: 1).first.map { String($0).uppercased() }
@@ -75,6 +85,10 @@ struct PurchaseCostTests {
         var statements: Int
         var writes: Int
         var bytes: Int
+        /// Statements PostgreSQL runs beyond SQLite's: several servers may share it, so a change takes the advisory
+        /// lock of each original transaction it records and of the event sequence, and reads the sequence's last
+        /// number (on SQLite one process owns the file and its one writer runs the changes one after another).
+        var postgres = 0
     }
 
     /// A consumable bought by a new customer. f01d69c: 18 statements, 9 writing (its customer recorded, then read;
@@ -82,23 +96,24 @@ struct PurchaseCostTests {
     /// writing: a known customer is read once and a new one inserted; the purchase's rows are read once; a credit's
     /// total is kept beside its entries (+1 write, and the balance read no longer grows with the history); the event
     /// numbers are kept in memory on SQLite.
-    static let consumable = Budget(statements: 16, writes: 10, bytes: 5_600)
+    static let consumable = Budget(statements: 16, writes: 10, bytes: 5_600, postgres: 3)
     /// A non-consumable bought by a known customer: no credits; otherwise the same. f01d69c: 16 statements, 8 writing.
-    static let nonConsumable = Budget(statements: 13, writes: 7, bytes: 5_600)
+    static let nonConsumable = Budget(statements: 13, writes: 7, bytes: 5_600, postgres: 3)
     /// The worker's claim of what is due: a look, one UPDATE for all of them, a read of their submissions.
     static let claim = Budget(statements: 3, writes: 1, bytes: 100)
     /// Apple's confirmation of a submission, asked and settled. f01d69c: 15 statements, 6 writing (the row read three
     /// times and updated twice, the last event number read). Now 12, 5 writing: Apple's answer that says what the row
     /// says already writes nothing, and the rows are read once by Apple's answer and once to confirm.
-    static let confirmation = Budget(statements: 12, writes: 5, bytes: 1_400)
+    static let confirmation = Budget(statements: 12, writes: 5, bytes: 1_400, postgres: 3)
     /// A debit of credits (its balance read to check it, and after it for the answer and the event).
-    static let debit = Budget(statements: 10, writes: 3, bytes: 700)
+    static let debit = Budget(statements: 10, writes: 3, bytes: 700, postgres: 2)
     /// A customer's view read (`GET /v1/customers/{id}`), uncached: who they are, what they hold, their balances.
     static let customerRead = Budget(statements: 3, writes: 0, bytes: 0)
 
-    static func expect(_ cost: Cost, within budget: Budget, _ what: String) {
+    static func expect(_ cost: Cost, within budget: Budget, on engine: TillDatabase.Engine, _ what: String) {
         if ProcessInfo.processInfo.environment["TILL_PRINT_COSTS"] != nil { print("COST \(what): \(cost)") }
-        #expect(cost.work <= budget.statements, "\(what): \(cost)")
+        let statements = budget.statements + (engine == .postgres ? budget.postgres : 0)
+        #expect(cost.work <= statements, "\(what) on \(engine): \(cost)")
         #expect(cost.writes <= budget.writes, "\(what): \(cost)")
         #expect(cost.bytesBound <= budget.bytes, "\(what): \(cost)")
     }
@@ -114,9 +129,9 @@ struct PurchaseCostTests {
             let consumable = try await Self.cost(of: server) {
                 submitted = try await Self.submit(fixture, "gems.100", as: "alice")
             }
-            Self.expect(consumable, within: Self.consumable, "a consumable's purchase")
+            Self.expect(consumable, within: Self.consumable, on: server.database.engine, "a consumable's purchase")
             let nonConsumable = try await Self.cost(of: server) { _ = try await Self.submit(fixture, "pro", as: "alice") }
-            Self.expect(nonConsumable, within: Self.nonConsumable, "a non-consumable's purchase")
+            Self.expect(nonConsumable, within: Self.nonConsumable, on: server.database.engine, "a non-consumable's purchase")
 
             // Apple's answer to the first two: the worker's claim, and each asked of the simulator and settled, as
             // the worker runs them.
@@ -133,14 +148,14 @@ struct PurchaseCostTests {
                 claimed = try await server.queue.claimDueSubmissions(limit: 10, lease: .seconds(60))
             }
             #expect(claimed.count == 3, "\(claimed.map(\.id))")
-            Self.expect(claim, within: Self.claim, "a claim")
+            Self.expect(claim, within: Self.claim, on: server.database.engine, "a claim")
             let submission = try #require(claimed.first { $0.id == submitted?.submission.id })
             let confirmation = try await Self.cost(of: server) { await server.queue.confirm(submission, client: client) }
             #expect(
                 try await server.intake.submission(id: submission.id, bundleId: ServerFixture.bundleId).state
                     == .confirmed
             )
-            Self.expect(confirmation, within: Self.confirmation, "a confirmation")
+            Self.expect(confirmation, within: Self.confirmation, on: server.database.engine, "a confirmation")
 
             let debit = try await Self.cost(of: server) {
                 _ = try await server.ledger.debit(
@@ -151,12 +166,12 @@ struct PurchaseCostTests {
                     requestId: "order-1"
                 )
             }
-            Self.expect(debit, within: Self.debit, "a debit")
+            Self.expect(debit, within: Self.debit, on: server.database.engine, "a debit")
 
             let read = try await Self.cost(of: server) {
                 _ = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "alice")
             }
-            Self.expect(read, within: Self.customerRead, "a customer read")
+            Self.expect(read, within: Self.customerRead, on: server.database.engine, "a customer read")
         }
     }
 
