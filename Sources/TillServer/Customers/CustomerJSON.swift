@@ -7,16 +7,7 @@ extension CustomerView {
             w.field("balances", balances.additionalProperties)
             w.field("customerId", customerId)
             w.key("entitlements")
-            w.array(entitlements) { w, entitlement in
-                w.object { w in
-                    w.field("environment", entitlement.environment)
-                    w.field("expiresDate", entitlement.expiresDate)
-                    w.field("id", entitlement.id)
-                    w.field("productId", entitlement.productId)
-                    w.field("provisional", entitlement.provisional)
-                    w.field("transactionId", entitlement.transactionId)
-                }
-            }
+            w.array(entitlements) { w, entitlement in entitlement.writeJSON(to: &w) }
             w.key("purchases")
             w.array(purchases) { w, purchase in
                 w.object { w in
@@ -74,6 +65,20 @@ extension CustomerView {
                     w.field("updatedAt", state.updatedAt)
                 }
             }
+        }
+    }
+}
+
+extension Components.Schemas.Entitlement {
+    /// One entitlement as the customer's view and an event's customer both write it.
+    func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("environment", environment)
+            w.field("expiresDate", expiresDate)
+            w.field("id", id)
+            w.field("productId", productId)
+            w.field("provisional", provisional)
+            w.field("transactionId", transactionId)
         }
     }
 }

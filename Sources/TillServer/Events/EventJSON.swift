@@ -40,16 +40,7 @@ extension Components.Schemas.Event {
                     w.array(customer.aliases) { w, alias in w.string(alias) }
                     w.field("balances", customer.balances.additionalProperties)
                     w.key("entitlements")
-                    w.array(customer.entitlements) { w, entitlement in
-                        w.object { w in
-                            w.field("environment", entitlement.environment)
-                            w.field("expiresDate", entitlement.expiresDate)
-                            w.field("id", entitlement.id)
-                            w.field("productId", entitlement.productId)
-                            w.field("provisional", entitlement.provisional)
-                            w.field("transactionId", entitlement.transactionId)
-                        }
-                    }
+                    w.array(customer.entitlements) { w, entitlement in entitlement.writeJSON(to: &w) }
                     w.field("id", customer.id)
                 }
             }
