@@ -18,13 +18,16 @@ public struct ServerRequestContext: RequestContext {
     /// The console's session (`ConsoleGate`), and the fields of a form it read.
     var console: ConsoleSessions.Current?
     var form: [String: String] = [:]
-    /// The address the request came from (the console's sign-in limit and audit).
-    var remoteAddress: String?
+    /// The connection the request came on: its address is formatted only when a route asks (`remoteAddress`).
+    private let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
-        self.remoteAddress = source.channel.remoteAddress?.ipAddress
+        self.channel = source.channel
     }
+
+    /// The address the request came from (the console's sign-in limit and audit).
+    var remoteAddress: String? { channel.remoteAddress?.ipAddress }
 
     public var requestDecoder: JSONDecoder { JSONDecoder() }
     public var responseEncoder: JSONEncoder {
@@ -39,6 +42,8 @@ public struct ServerRequestContext: RequestContext {
     /// `alice smith` and an encoded `%2F` is seen, and refused where it matters, as a slash.
     func pathParameter(_ name: String) throws -> String {
         let raw = try parameters.require(name)
+        // Without a `%` there is nothing to decode (Foundation's decoder is a measurable part of a customer read).
+        guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
         return raw.removingPercentEncoding ?? raw
     }
 

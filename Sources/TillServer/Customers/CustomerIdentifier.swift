@@ -11,6 +11,16 @@ enum CustomerIdentifier {
 
     /// The id as the server stores it, or a 400 naming `field`.
     static func validated(_ raw: String, field: String = "customerId") throws -> String {
+        // Most ids are printable ASCII: no spaces to trim, no control characters, one character a byte. Checking
+        // the bytes skips Foundation's trimming and the Unicode tables, a measurable part of a customer read.
+        if (1...maximumLength).contains(raw.utf8.count), raw.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+            return raw
+        }
+        return try checkedByUnicode(raw, field: field)
+    }
+
+    /// The rule itself, over Unicode: what `validated` gives for every id, printable ASCII or not.
+    static func checkedByUnicode(_ raw: String, field: String = "customerId") throws -> String {
         let id = raw.trimmingCharacters(in: .whitespaces)
         guard (1...maximumLength).contains(id.count) else {
             throw TillHTTPError.badRequest(
