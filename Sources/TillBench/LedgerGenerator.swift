@@ -74,7 +74,6 @@ public struct LedgerGenerator: Sendable {
         var batch = Batch()
         var written = Written()
         let database = server.database
-        let perCustomer = max(1, shape.transactions / max(1, shape.customers))
         var nextTransaction: Int64 = 3_000_000_000_000_000
         func flushIfFull(force: Bool = false) async throws {
             guard force || batch.rows >= 20_000 else { return }

@@ -55,6 +55,8 @@ public final class PurchaseServer: Sendable {
     public let webhookDeliveries: WebhookDeliveries
     public let webhookHistory: WebhookDeliveryHistory
     public let figures: Figures
+    /// `GET /ready`: storage answering, not draining.
+    public let readiness: Readiness
     let consoleSessions: ConsoleSessions
     let consoleAudit: ConsoleAudit
     /// When this process built the server (the console's "since").
@@ -86,6 +88,7 @@ public final class PurchaseServer: Sendable {
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
+        readiness = Readiness(database: database)
         catalogue = Catalogue(database: database, store: store, clock: clock, signals: signals, logger: logger)
         self.jobs = jobs
         // Recorded events wake the webhook worker, which dispatches them.
@@ -239,7 +242,14 @@ public final class PurchaseServer: Sendable {
             throw error
         }
         let store = ServerStore(database: database)
-        try await store.migrate()
+        do {
+            try await store.migrate()
+        } catch {
+            // A refused database (one a newer release migrated, say) leaves the file to whoever opens it next.
+            try? await database.shutdown()
+            queueLock?.release()
+            throw error
+        }
         if queueLock != nil {
             // This process owns the file's queue: any claim in it was left by a server that stopped mid-attempt.
             let jobs = JobQueue(database: database, store: store, clock: ServerClock(now: now), metrics: metrics)

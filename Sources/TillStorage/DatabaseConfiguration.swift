@@ -51,6 +51,8 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
         public init(rawValue: String) { self.rawValue = rawValue }
         public static let invalidConfiguration = Code(rawValue: "invalidConfiguration")
         public static let migrationFailed = Code(rawValue: "migrationFailed")
+        /// The database was migrated by a newer release than this build (`TillDatabase.migrate`).
+        public static let newerSchema = Code(rawValue: "newerSchema")
         public static let conflict = Code(rawValue: "conflict")
         public static let notFound = Code(rawValue: "notFound")
     }

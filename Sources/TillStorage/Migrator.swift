@@ -37,6 +37,21 @@ extension TillDatabase {
                     schema TEXT NOT NULL, id TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (schema, id))
                 """
             ).run()
+            // A step this build does not know was made by a newer release: its schema may mean what this build
+            // would misread or undo. Refused before anything is written (the statement above changes nothing on a
+            // database that has the table), so the newer release can still open it.
+            let known = Set(migrations.map(\.id))
+            let unknown = try await db.raw(
+                "SELECT id FROM till_schema_migrations WHERE schema = \(bind: schema) ORDER BY id"
+            ).all().compactMap { try? $0.decode(column: "id", as: String.self) }.filter { !known.contains($0) }
+            if !unknown.isEmpty {
+                throw DatabaseError(
+                    .newerSchema,
+                    "the database's \(schema) schema has \(unknown.count) migration\(unknown.count == 1 ? "" : "s") "
+                        + "this build does not know (\(unknown.joined(separator: ", "))): a newer Till wrote it. "
+                        + "Run that release or a later one; nothing was changed"
+                )
+            }
         }
         for migration in migrations {
             try await transaction { db in
@@ -67,7 +82,7 @@ extension TillDatabase {
         }
     }
 
-    private static func lockKey(_ schema: String) -> Int32 {
+    static func lockKey(_ schema: String) -> Int32 {
         schema.utf8.reduce(Int32(5381)) { ($0 &* 33) &+ Int32($1) }
     }
 }

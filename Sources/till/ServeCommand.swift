@@ -120,60 +120,98 @@ struct ServeCommand: AsyncParsableCommand {
         let simulatorBase = simulatorURL
         let inProcessSimulator = simulator
 
-        let server = try await PurchaseServer.open(configuration, logger: logger)
-        let demo = try await simulator.asyncMap { try await DevelopmentSetup.prepare(server: server, simulator: $0) }
-        let token = configuration.operatorToken
+        // Listening from the start: while the database opens and migrates, the front door answers /health and
+        // says /ready is not (503 migrating); the server's routes answer once it is open.
+        let frontDoor = ServerFrontDoor()
+        let (ports, portReported) = AsyncStream.makeStream(of: Int.self)
         services.append(
-            buildServerApplication(server, host: settings.host, port: settings.port) { port in
-                let base = "http://\(settings.host):\(port)"
-                var notificationsWired = ""
-                if let demo, let simulator = inProcessSimulator {
-                    // The simulator reaches the server over loopback, whatever address the server listens on.
-                    let loopback = ["0.0.0.0", "::", "localhost"].contains(settings.host) ? "127.0.0.1" : settings.host
-                    do {
-                        try await DevelopmentSetup.sendNotifications(
-                            of: demo, to: "http://\(loopback):\(port)", simulator: simulator
-                        )
-                        notificationsWired = "App Store Server Notifications (sandbox and production) → \(base)/v1/apple/notifications"
-                    } catch {
-                        notificationsWired = "App Store Server Notifications NOT wired: \(error)"
-                    }
-                }
-                var banner = """
-                    till serve (\(settings.development ? "development" : "production")) on \(base)
-                      app API      \(base)/v1
-                      admin API    \(base)/admin/v1   (Authorization: Bearer \(settings.operatorToken == nil ? token : "<operator token>"))
-                      console      \(base)/console   (sign in with the operator token)
-                      database     \(settings.database)
-                    """
-                if let demo {
-                    banner += """
-
-                          simulator    \(simulatorBase)   (App Store stand-in; its sandbox roots are trusted for sandbox data only)
-                          demo app     \(demo.bundleId), app key \(demo.appKey), sandbox device \(demo.deviceId)
-                          \(notificationsWired)
-                        try:
-                          curl -s \(base)/v1/products -H 'Authorization: Bearer \(demo.appKey)'
-                          JWS=$(curl -s -X POST \(simulatorBase)/storekit/sandbox/payments -d '{"deviceId":"\(demo.deviceId)","bundleId":"\(demo.bundleId)","productId":"pro"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["signedTransaction"])')
-                          curl -s -X POST '\(base)/v1/receipts?wait=10' -H 'Authorization: Bearer \(demo.appKey)' -d "{\\"customerId\\":\\"alice\\",\\"signedTransaction\\":\\"$JWS\\"}"
-                        """
-                }
-                say(banner)
-            }
+            Application(
+                responder: frontDoor,
+                configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "till"),
+                onServerRunning: { channel in
+                    portReported.yield(channel.localAddress?.port ?? settings.port)
+                    portReported.finish()
+                },
+                logger: logger
+            )
         )
+        let token = configuration.operatorToken
+        let openedServer = OpenedServer()
+        services.append(
+            ServerRuntime(
+                frontDoor: frontDoor,
+                ports: ports,
+                opened: openedServer,
+                logger: logger,
+                open: { [configuration, logger] in try await PurchaseServer.open(configuration, logger: logger) },
+                announce: { server, port in
+                    let demo = try await inProcessSimulator.asyncMap {
+                        try await DevelopmentSetup.prepare(server: server, simulator: $0)
+                    }
+                    let base = "http://\(settings.host):\(port)"
+                    var notificationsWired = ""
+                    if let demo, let simulator = inProcessSimulator {
+                        // The simulator reaches the server over loopback, whatever address the server listens on.
+                        let loopback = ["0.0.0.0", "::", "localhost"].contains(settings.host) ? "127.0.0.1" : settings.host
+                        do {
+                            try await DevelopmentSetup.sendNotifications(
+                                of: demo, to: "http://\(loopback):\(port)", simulator: simulator
+                            )
+                            notificationsWired = "App Store Server Notifications (sandbox and production) → \(base)/v1/apple/notifications"
+                        } catch {
+                            notificationsWired = "App Store Server Notifications NOT wired: \(error)"
+                        }
+                    }
+                    var banner = """
+                        till serve (\(settings.development ? "development" : "production")) on \(base)
+                          app API      \(base)/v1
+                          admin API    \(base)/admin/v1   (Authorization: Bearer \(settings.operatorToken == nil ? token : "<operator token>"))
+                          console      \(base)/console   (sign in with the operator token)
+                          database     \(settings.database)
+                        """
+                    if let demo {
+                        banner += """
+
+                              simulator    \(simulatorBase)   (App Store stand-in; its sandbox roots are trusted for sandbox data only)
+                              demo app     \(demo.bundleId), app key \(demo.appKey), sandbox device \(demo.deviceId)
+                              \(notificationsWired)
+                            try:
+                              curl -s \(base)/v1/products -H 'Authorization: Bearer \(demo.appKey)'
+                              JWS=$(curl -s -X POST \(simulatorBase)/storekit/sandbox/payments -d '{"deviceId":"\(demo.deviceId)","bundleId":"\(demo.bundleId)","productId":"pro"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["signedTransaction"])')
+                              curl -s -X POST '\(base)/v1/receipts?wait=10' -H 'Authorization: Bearer \(demo.appKey)' -d "{\\"customerId\\":\\"alice\\",\\"signedTransaction\\":\\"$JWS\\"}"
+                            """
+                    }
+                    say(banner)
+                }
+            )
+        )
+        // After the runtime, so that it hears of the stop before the workers and the listener: /ready says
+        // draining for shutdown.drain-seconds while everything still serves.
+        services.append(Drain(frontDoor: frontDoor, duration: settings.shutdownDrain, logger: logger))
         // Last, so that it hears of the stop first: past the grace, what is under way is cancelled; ten seconds
         // after that, the process exits whatever it is waiting for.
         services.append(ShutdownWatchdog(limit: settings.shutdownGrace + .seconds(10), logger: logger))
+        // A service that fails (the runtime refusing a database, say) stops the others gracefully, as SIGTERM would,
+        // rather than cancelling the listener mid-accept; the group then throws its error.
         var groupConfiguration = ServiceGroupConfiguration(
-            services: services,
+            services: services.map {
+                .init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
         groupConfiguration.maximumGracefulShutdownDuration = settings.shutdownGrace
         let group = ServiceGroup(configuration: groupConfiguration)
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            await simulatorPorts?.stop()
+            try? await openedServer.server?.shutdown()
+            try? await simulator?.shutdown()
+            throw error
+        }
         await simulatorPorts?.stop()
-        try await server.shutdown()
+        try await openedServer.server?.shutdown()
         try await simulator?.shutdown()
     }
 }

@@ -65,6 +65,15 @@ struct StorageFailureTests {
         return total
     }
 
+    /// `GET /ready`'s status and its `status` field; `/health`'s status beside it.
+    static func readiness(of server: TillProcess, http: HTTPClient) async throws -> (ready: Int, status: String?, health: Int) {
+        let ready = try await http.execute(HTTPClientRequest(url: server.base + "/ready"), timeout: .seconds(30))
+        let data = Data((try await ready.body.collect(upTo: 1 << 20)).readableBytesView)
+        let status = ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any])?["status"] as? String
+        let health = try await http.execute(HTTPClientRequest(url: server.base + "/health"), timeout: .seconds(30))
+        return (Int(ready.status.code), status, Int(health.status.code))
+    }
+
     /// Sets the soft limit on the size of any file `process` writes (RLIMIT_FSIZE): past it, writes fail with EFBIG,
     /// as on a full disk. The hard limit stays unlimited, so the soft one can be raised again.
     static func limitFileSize(of server: TillProcess, to limit: String) async throws {
@@ -104,6 +113,9 @@ struct StorageFailureTests {
                 }
                 #expect(try await Self.metric("till_storage_available", on: server, http: http) == 0)
                 #expect(try await Self.metric("till_storage_refused", on: server, http: http) ?? 0 >= 5)
+                // A balancer stops sending it traffic; an orchestrator does not restart it.
+                let outage = try await Self.readiness(of: server, http: http)
+                #expect(outage.ready == 503 && outage.status == "storageUnavailable" && outage.health == 200, "\(outage)")
                 // A queue's claim that finds nothing due commits without writing (the consumption worker's, every
                 // 5 s): it proves nothing about the disk, and the outage goes on while the disk is full.
                 try await Task.sleep(for: .seconds(6))
@@ -117,6 +129,8 @@ struct StorageFailureTests {
                 }
                 try await waitUntil { try await Self.gems(of: world, on: server, app: app, http: http) == 800 }
                 #expect(try await Self.metric("till_storage_available", on: server, http: http) == 1)
+                let back = try await Self.readiness(of: server, http: http)
+                #expect(back.ready == 200 && back.status == "ready", "\(back)")
                 // One outage, logged once when it began and once when it ended, however many requests it refused.
                 #expect(try await Self.metric("till_storage_outages", on: server, http: http) == 1)
                 #expect(server.output.components(separatedBy: "storage unavailable:").count - 1 == 1, "\(server.output)")
@@ -196,8 +210,12 @@ struct StorageFailureTests {
                     let logged = server.output.components(separatedBy: "storage unavailable:").count - 1
                     #expect(logged == Int(outages), "\(server.output.suffix(3000))")
 
-                    // The database goes away for good, then the operator stops the server: it exits within its grace.
+                    #expect(try await Self.readiness(of: server, http: http).ready == 200)
+                    // The database goes away for good: not ready (a one-row read does not answer), still alive.
                     try await postgres.stop()
+                    let away = try await Self.readiness(of: server, http: http)
+                    #expect(away.ready == 503 && away.status == "storageUnavailable" && away.health == 200, "\(away)")
+                    // Then the operator stops the server: it exits within its grace.
                     let started = ContinuousClock.now
                     let status = await server.stop(grace: .seconds(30))
                     #expect(ContinuousClock.now - started < .seconds(16), "SIGTERM took \(ContinuousClock.now - started)")

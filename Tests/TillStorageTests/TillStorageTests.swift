@@ -36,6 +36,7 @@ struct TillStorageTests {
         if database.engine == .postgres {
             try await database.sql.raw("DROP TABLE IF EXISTS storage_test_notes").run()
             try await database.sql.raw("DROP TABLE IF EXISTS storage_test_counter").run()
+            try await database.sql.raw("DROP TABLE IF EXISTS storage_test_tags").run()
             try await database.sql.raw(
                 "CREATE TABLE IF NOT EXISTS till_schema_migrations (schema TEXT NOT NULL, id TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (schema, id))"
             ).run()
@@ -54,6 +55,39 @@ struct TillStorageTests {
         )
         .all().map { try $0.decode(column: "id", as: String.self) }
         #expect(applied == ["1-notes", "2-counter"])
+        try await database.shutdown()
+    }
+
+    /// An older build meeting a database a newer one migrated refuses it, names the steps it does not know, and
+    /// writes nothing: not its own missing steps, not a record.
+    @Test(arguments: TestDatabases.all)
+    func aDatabaseFromANewerBuildIsRefusedUntouched(_ configuration: DatabaseConfiguration) async throws {
+        let database = try await fresh(configuration)
+        let newer = Self.migrations + [
+            Migration("3-tags", ["CREATE TABLE storage_test_tags (id TEXT PRIMARY KEY)"]),
+        ]
+        try await database.migrate([newer[0], newer[2]], schema: "storage-test")
+        func applied() async throws -> [String] {
+            try await database.sql.raw(
+                "SELECT id FROM till_schema_migrations WHERE schema = 'storage-test' ORDER BY id"
+            ).all().map { try $0.decode(column: "id", as: String.self) }
+        }
+        do {
+            try await database.migrate(Self.migrations, schema: "storage-test")
+            Issue.record("an older build migrated a newer database")
+        } catch let error as DatabaseError {
+            #expect(error.code == .newerSchema)
+            #expect(error.message.contains("3-tags") && error.message.contains("nothing was changed"), "\(error)")
+        }
+        #expect(try await applied() == ["1-notes", "3-tags"])
+        // The older build's own missing step was not run either.
+        await #expect(throws: (any Error).self) {
+            try await database.sql.raw("SELECT count(*) AS n FROM storage_test_counter").run()
+        }
+        // The newer build still opens it, and adds what it lacks.
+        try await database.migrate(newer, schema: "storage-test")
+        #expect(try await applied() == ["1-notes", "2-counter", "3-tags"])
+        try await database.sql.raw("DROP TABLE storage_test_tags").run()
         try await database.shutdown()
     }
 

@@ -93,7 +93,7 @@ public final class PrivatePostgres: Sendable {
     }
 
     /// A TCP port nothing listens on now (bound, read, released).
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         #if os(Linux)
             let socket = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else

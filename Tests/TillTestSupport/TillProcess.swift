@@ -30,12 +30,13 @@ public final class TillProcess: Sendable {
     public var output: String { printed.text }
 
     /// Starts `till arguments` with `environment` (see `TillExecutable.environment`) and waits up to `timeout`
-    /// for the banner.
+    /// for the banner; or, given the `base` it will listen at, returns at once (to watch it start).
     public static func start(
         _ arguments: [String],
         environment: [String: String] = [:],
         directory: URL? = nil,
-        timeout: Duration = .seconds(60)
+        timeout: Duration = .seconds(60),
+        base known: String? = nil
     ) async throws -> TillProcess {
         let process = Process()
         process.executableURL = try TillExecutable.require()
@@ -74,6 +75,11 @@ public final class TillProcess: Sendable {
                 }
                 if isOutput { feed.finish() }
             }
+        }
+        if let known {
+            // Someone must read the lines for the pipe not to fill.
+            Task { for await _ in lines {} }
+            return TillProcess(process: process, base: known, exited: exited, printed: printed)
         }
         let found = try await withThrowingTaskGroup(of: String?.self) { group in
             group.addTask {

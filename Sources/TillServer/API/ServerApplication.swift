@@ -19,12 +19,19 @@ public func buildServerApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
         logger: server.logger
     )
-    application.addServices(
+    application.addServices(serverWorkers(server))
+    return application
+}
+
+/// What works beside the server's routes: confirmations, consumption answers, webhook deliveries, the figures and,
+/// when it has an interval, the catch-up.
+public func serverWorkers(_ server: PurchaseServer) -> [any Service] {
+    var workers: [any Service] = [
         ConfirmationWorker(server: server),
         ConsumptionWorker(server: server),
         WebhookWorker(server: server),
-        FiguresWorker(server: server)
-    )
-    if server.configuration.catchUp.interval > .zero { application.addServices(CatchUpWorker(server: server)) }
-    return application
+        FiguresWorker(server: server),
+    ]
+    if server.configuration.catchUp.interval > .zero { workers.append(CatchUpWorker(server: server)) }
+    return workers
 }

@@ -75,6 +75,7 @@ public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestC
             body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#))
         )
     }
+    router.get("/ready") { _, _ in ServerFrontDoor.response(await server.readiness.check()) }
     router.get("/metrics") { _, _ in
         var response = Response(
             status: .ok,

@@ -18,6 +18,7 @@ import X509
 /// | `database.url` (`TILL_DATABASE_URL`) | `till.sqlite` | an SQLite file, `:memory:`, or `postgres://…` |
 /// | `database.wait-seconds` (`TILL_DATABASE_WAIT_SECONDS`) | `5` | how long a request waits for storage that fails (a full disk, a database away) before `503 storageUnavailable` |
 /// | `shutdown.grace-seconds` (`TILL_SHUTDOWN_GRACE_SECONDS`) | `60` | how long SIGTERM waits for requests and confirmations under way before it cancels them; the process exits within this plus 10 s, whatever the database is doing |
+/// | `shutdown.drain-seconds` (`TILL_SHUTDOWN_DRAIN_SECONDS`) | `0` | after SIGTERM, how long `GET /ready` answers `503 draining` while every route still serves, before the stop begins (within the grace): a load balancer's probe interval times its failure threshold |
 /// | `operator.token` (`TILL_OPERATOR_TOKEN`) | made at start and printed (development only) | the admin API's bearer token |
 /// | `content.directory` (`TILL_CONTENT_DIRECTORY`) | `till-content` | where uploaded content files are kept |
 /// | `content.max-upload-bytes` (`TILL_CONTENT_MAX_UPLOAD_BYTES`) | `536870912` (512 MiB) | the largest content file an operator may upload |
@@ -56,6 +57,8 @@ public struct ServerSettings: Sendable {
     public var databaseWait: Duration
     /// How long a graceful stop may take before what is under way is cancelled.
     public var shutdownGrace: Duration
+    /// How long `/ready` says draining after SIGTERM before the stop begins (part of `shutdownGrace`).
+    public var shutdownDrain: Duration
     public var operatorToken: String?
     public var contentDirectory: String
     public var content: ContentSettings
@@ -126,6 +129,15 @@ public struct ServerSettings: Sendable {
             )
         }
         shutdownGrace = .milliseconds(Int64(graceSeconds * 1000))
+        let drainSeconds = config.double(forKey: "shutdown.drain-seconds", default: 0)
+        guard drainSeconds >= 0, drainSeconds < graceSeconds else {
+            throw TillHTTPError.badRequest(
+                "invalidShutdownDrain",
+                "shutdown.drain-seconds is 0 or more and less than shutdown.grace-seconds (\(graceSeconds)), "
+                    + "not \(drainSeconds): the drain is part of the grace"
+            )
+        }
+        shutdownDrain = .milliseconds(Int64(drainSeconds * 1000))
         operatorToken = config.string(forKey: "operator.token", isSecret: true)
         if let operatorToken, operatorToken.utf8.count < 16 {
             throw TillHTTPError.badRequest("weakOperatorToken", "operator.token needs 16 characters or more")

@@ -59,6 +59,39 @@ public enum ContractDocument {
                       status:
                         type: string
                         const: ok
+      /ready:
+        get:
+          tags: [operations]
+          operationId: ready
+          summary: Readiness
+          description: Whether to send this process traffic, for a load balancer's probe. 503 while the database
+            opens and migrates at start (every other route then answers 503 `starting`; `/health` answers 200), while
+            storage is failing or does not answer a one-row read within a second, and while draining after SIGTERM
+            (`shutdown.drain-seconds`, during which every route still serves). `/health` stays liveness and never
+            looks at storage.
+          security: []
+          responses:
+            '200':
+              description: Ready.
+              headers:
+                Cache-Control:
+                  schema:
+                    type: string
+                    const: no-store
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Readiness'
+            '503':
+              description: Not ready, and why.
+              headers:
+                Retry-After:
+                  schema:
+                    type: integer
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Readiness'
       /metrics:
         get:
           tags: [operations]
@@ -4447,6 +4480,18 @@ public enum ContractDocument {
               type: boolean
               description: Whether more events were there when this page was read.
 
+        Readiness:
+          type: object
+          required: [status]
+          properties:
+            status:
+              type: string
+              enum: [ready, migrating, storageUnavailable, draining]
+              description: '`ready` (200); `migrating`: the database is opening and migrating at start;
+                `storageUnavailable`: storage is failing or does not answer; `draining`: stopping after SIGTERM.'
+            message:
+              type: string
+              description: Why it is not ready, for people.
         WebhookEndpointHealth:
           type: object
           required: [pending, deadLettered, consecutiveFailures]

@@ -4006,6 +4006,42 @@ extension Components {
                 case hasMore
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Readiness`.
+        public struct Readiness: Codable, Hashable, Sendable {
+            /// `ready` (200); `migrating`: the database is opening and migrating at start; `storageUnavailable`: storage is failing or does not answer; `draining`: stopping after SIGTERM.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Readiness/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case ready = "ready"
+                case migrating = "migrating"
+                case storageUnavailable = "storageUnavailable"
+                case draining = "draining"
+            }
+            /// `ready` (200); `migrating`: the database is opening and migrating at start; `storageUnavailable`: storage is failing or does not answer; `draining`: stopping after SIGTERM.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Readiness/status`.
+            public var status: Components.Schemas.Readiness.StatusPayload
+            /// Why it is not ready, for people.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Readiness/message`.
+            public var message: Swift.String?
+            /// Creates a new `Readiness`.
+            ///
+            /// - Parameters:
+            ///   - status: `ready` (200); `migrating`: the database is opening and migrating at start; `storageUnavailable`: storage is failing or does not answer; `draining`: stopping after SIGTERM.
+            ///   - message: Why it is not ready, for people.
+            public init(
+                status: Components.Schemas.Readiness.StatusPayload,
+                message: Swift.String? = nil
+            ) {
+                self.status = status
+                self.message = message
+            }
+            public enum CodingKeys: String, CodingKey {
+                case status
+                case message
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/WebhookEndpointHealth`.
         public struct WebhookEndpointHealth: Codable, Hashable, Sendable {
             /// Deliveries waiting to be sent or retried.

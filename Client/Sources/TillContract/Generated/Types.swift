@@ -22,6 +22,13 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(health)`.
     func health(_ input: Operations.Health.Input) async throws -> Operations.Health.Output
+    /// Readiness
+    ///
+    /// Whether to send this process traffic, for a load balancer's probe. 503 while the database opens and migrates at start (every other route then answers 503 `starting`; `/health` answers 200), while storage is failing or does not answer a one-row read within a second, and while draining after SIGTERM (`shutdown.drain-seconds`, during which every route still serves). `/health` stays liveness and never looks at storage.
+    ///
+    /// - Remark: HTTP `GET /ready`.
+    /// - Remark: Generated from `#/paths//ready/get(ready)`.
+    func ready(_ input: Operations.Ready.Input) async throws -> Operations.Ready.Output
     /// Prometheus metrics
     ///
     /// The metrics of docs/api.md in the Prometheus text format 0.0.4; queue gauges are read from the database at each scrape.
@@ -391,6 +398,15 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//health/get(health)`.
     public func health(headers: Operations.Health.Input.Headers = .init()) async throws -> Operations.Health.Output {
         try await health(Operations.Health.Input(headers: headers))
+    }
+    /// Readiness
+    ///
+    /// Whether to send this process traffic, for a load balancer's probe. 503 while the database opens and migrates at start (every other route then answers 503 `starting`; `/health` answers 200), while storage is failing or does not answer a one-row read within a second, and while draining after SIGTERM (`shutdown.drain-seconds`, during which every route still serves). `/health` stays liveness and never looks at storage.
+    ///
+    /// - Remark: HTTP `GET /ready`.
+    /// - Remark: Generated from `#/paths//ready/get(ready)`.
+    public func ready(headers: Operations.Ready.Input.Headers = .init()) async throws -> Operations.Ready.Output {
+        try await ready(Operations.Ready.Input(headers: headers))
     }
     /// Prometheus metrics
     ///

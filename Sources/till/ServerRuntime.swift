@@ -1,0 +1,63 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TillServer
+
+/// The server behind `till serve`'s front door: opens the database (migrating it) while the front door already
+/// listens, hands the server to it, announces it once the port is known, then runs the workers until the stop.
+struct ServerRuntime: Service {
+    let frontDoor: ServerFrontDoor
+    /// The listener's port, once it listens.
+    let ports: AsyncStream<Int>
+    /// Where the opened server is kept for the command to shut down after every service has stopped: the listener
+    /// stops last and may still be answering from it.
+    let opened: OpenedServer
+    let logger: Logger
+    let open: @Sendable () async throws -> PurchaseServer
+    /// The banner (and, in development, the demo app and the simulator's notifications).
+    let announce: @Sendable (PurchaseServer, Int) async throws -> Void
+
+    func run() async throws {
+        let server = try await open()
+        opened.server = server
+        frontDoor.open(server)
+        var listening = ports.makeAsyncIterator()
+        // No port: the listener failed to start, and its error ends the group.
+        guard let port = await listening.next() else { return }
+        try await announce(server, port)
+        let workers = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: serverWorkers(server), logger: logger)
+        )
+        try await workers.run()
+    }
+}
+
+/// The server once `ServerRuntime` has opened it.
+final class OpenedServer: Sendable {
+    private let stored = Mutex<PurchaseServer?>(nil)
+
+    var server: PurchaseServer? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
+}
+
+/// After SIGTERM, keeps everything serving for `duration` while `/ready` answers `503 draining`, so that a load
+/// balancer takes the process out before its listener closes. It hears of the stop before the workers and the
+/// listener (it comes after them in the group), and the stop goes on when it returns.
+struct Drain: Service {
+    let frontDoor: ServerFrontDoor
+    let duration: Duration
+    let logger: Logger
+
+    func run() async throws {
+        // Returns when the group starts its graceful shutdown (or is cancelled).
+        try? await gracefulShutdown()
+        frontDoor.drain()
+        // A server that never opened (its database refused, say) has no traffic to hand over.
+        guard duration > .zero, frontDoor.isOpen else { return }
+        logger.notice("draining: /ready answers 503 for \(duration) while every route still serves")
+        try? await Task.sleep(for: duration)
+    }
+}

@@ -1,0 +1,182 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NIOHTTP1
+import SQLKit
+import Testing
+import TillTestSupport
+
+@testable import TillServer
+@testable import TillStorage
+
+/// `/health` is liveness and `/ready` says whether to send traffic: 503 while the database migrates, while storage
+/// is down (`StorageFailureTests` takes it down under a live server) and while draining after SIGTERM.
+@Suite(.sharingTheMachine, .serialized)
+struct ReadinessTests {
+    /// The front door alone, in each phase, in process.
+    @Test(arguments: TestDatabase.all) func theFrontDoorAnswersEachPhase(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            let door = ServerFrontDoor()
+            let app = Application(responder: door)
+            try await app.test(.router) { client in
+                // Opening: alive, not ready, and every route says why.
+                #expect(try await client.call(.get, "/health").status == 200)
+                let migrating = try await client.call(.get, "/ready")
+                #expect(migrating.status == 503 && migrating.object["status"] as? String == "migrating")
+                #expect(migrating.headers[.retryAfter] == "1" && migrating.headers[.cacheControl] == "no-store")
+                let early = try await client.call(.get, "/v1/products", token: fixture.app.appKey)
+                #expect(early.status == 503 && early.code == "starting", "\(early.status) \(early.code ?? "")")
+                #expect(try await client.call(.post, "/ready").code == "starting")
+
+                // Open: ready, and the routes are the server's.
+                door.open(fixture.server)
+                let ready = try await client.call(.get, "/ready")
+                #expect(ready.status == 200 && ready.object["status"] as? String == "ready")
+                #expect(try await client.call(.get, "/v1/products", token: fixture.app.appKey).status == 200)
+                #expect(try await client.call(.get, "/v1/products").status == 401)
+                #expect(try await client.call(.post, "/ready").status == 405)
+
+                // Draining: not ready, while everything else still serves.
+                door.drain()
+                let draining = try await client.call(.get, "/ready")
+                #expect(draining.status == 503 && draining.object["status"] as? String == "draining")
+                #expect(try await client.call(.get, "/health").status == 200)
+                #expect(try await client.call(.get, "/v1/products", token: fixture.app.appKey).status == 200)
+            }
+            // A stop that begins while the database still migrates stays a stop once it is open.
+            let early = ServerFrontDoor()
+            early.drain()
+            try await Application(responder: early).test(.router) { client in
+                let before = try await client.call(.get, "/ready")
+                #expect(before.status == 503 && before.object["status"] as? String == "draining")
+                early.open(fixture.server)
+                let after = try await client.call(.get, "/ready")
+                #expect(after.status == 503 && after.object["status"] as? String == "draining")
+            }
+        }
+    }
+
+    /// `till serve` as started by an operator: it listens while its database migrates (held here by another
+    /// session's lock: SQLite's write lock, PostgreSQL's migration lock), becomes ready once migrated, and after
+    /// SIGTERM answers `/ready` 503 for `shutdown.drain-seconds` while serving, then exits cleanly.
+    @Test(
+        .timeLimit(.minutes(3)),
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage)),
+        arguments: TestDatabase.all
+    )
+    func tillServeIsNotReadyWhileMigratingNorWhileDraining(_ database: TestDatabase) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-ready-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let postgres = database == .postgres ? try await PrivatePostgres.start() : nil
+        let url = postgres?.url ?? directory.appendingPathComponent("till.sqlite").path
+        // Another session holds what the first migration waits for, until the test has seen the server wait.
+        let holder = try await TillDatabase.open(try DatabaseConfiguration(parsing: url))
+        let (released, release) = AsyncStream.makeStream(of: Void.self)
+        let (held, holding) = AsyncStream.makeStream(of: Void.self)
+        let hold = Task {
+            try await holder.transaction { db in
+                if holder.engine == .postgres {
+                    let key = Int64(TillDatabase.lockKey("till_schema_migrations"))
+                    try await db.raw("SELECT pg_advisory_xact_lock(\(literal: key))").run()
+                } else {
+                    // BEGIN IMMEDIATE took the write lock; a write keeps the transaction real.
+                    try await db.raw("CREATE TABLE IF NOT EXISTS readiness_hold (n INTEGER)").run()
+                }
+                holding.yield()
+                for await _ in released { break }
+            }
+        }
+        var waiting = held.makeAsyncIterator()
+        _ = await waiting.next()
+
+        let port = try PrivatePostgres.freePort()
+        let base = "http://127.0.0.1:\(port)"
+        let serve = try await TillProcess.start(
+            [
+                "serve", "--mode", "production", "--port", "\(port)", "--operator-token", World.operatorToken,
+                "--database-url", url, "--log-level", "notice",
+            ],
+            environment: ["TILL_CATCH_UP_INTERVAL_SECONDS": "0", "TILL_SHUTDOWN_DRAIN_SECONDS": "3"],
+            directory: directory,
+            base: base
+        )
+        let http = HTTPClient.shared
+        func get(_ path: String) async throws -> (Int, [String: Any]) {
+            let response = try await http.execute(HTTPClientRequest(url: base + path), timeout: .seconds(10))
+            let data = Data((try await response.body.collect(upTo: 1 << 20)).readableBytesView)
+            return (Int(response.status.code), (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+        }
+        func eventually(_ what: String, _ check: () async throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if (try? await check()) == true { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            throw TestSupportFailure("never \(what):\n\(serve.output)")
+        }
+        do {
+            try await eventually("listened") { try await get("/health").0 == 200 }
+            let migrating = try await get("/ready")
+            #expect(migrating.0 == 503 && migrating.1["status"] as? String == "migrating", "\(migrating)")
+            let early = try await get("/v1/products")
+            #expect(early.0 == 503 && (early.1["error"] as? [String: Any])?["code"] as? String == "starting")
+
+            release.yield()
+            try await hold.value
+            try await eventually("became ready") { try await get("/ready").0 == 200 }
+            #expect(try await get("/v1/products").0 == 401)
+
+            serve.kill(SIGTERM)
+            try await eventually("drained") { try await get("/ready").1["status"] as? String == "draining" }
+            #expect(try await get("/health").0 == 200)
+            #expect(try await get("/v1/products").0 == 401, "a route stopped serving while draining")
+            #expect(await serve.exitStatus() == 0, "\(serve.output)")
+            #expect(serve.output.contains("draining: /ready answers 503"))
+        } catch {
+            release.yield()
+            await serve.stop()
+            try? await holder.shutdown()
+            await postgres?.remove()
+            throw error
+        }
+        try await holder.shutdown()
+        await postgres?.remove()
+    }
+
+    /// `till serve` on a database a newer release migrated exits with the reason, and writes nothing.
+    @Test(
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func tillServeRefusesADatabaseFromANewerRelease() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-newer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("till.sqlite").path
+        let server = try await PurchaseServer.open(ServerConfiguration(database: .sqlite(path: path), operatorToken: World.operatorToken))
+        try await server.shutdown()
+        let database = try await TillDatabase.open(.sqlite(path: path))
+        try await database.sql.raw(
+            "INSERT INTO till_schema_migrations (schema, id, applied_at) VALUES ('server', '999-from-the-future', 0)"
+        ).run()
+        func rows() async throws -> [String] {
+            try await database.sql.raw("SELECT schema, id FROM till_schema_migrations ORDER BY schema, id").all()
+                .map { "\(try $0.decode(column: "schema", as: String.self)) \(try $0.decode(column: "id", as: String.self))" }
+        }
+        let before = try await rows()
+        let serve = try await TillProcess.start(
+            [
+                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+                "--database-url", path,
+            ],
+            directory: directory,
+            base: "unused"
+        )
+        #expect(await serve.exitStatus() == 1)
+        #expect(serve.output.contains("newerSchema") && serve.output.contains("999-from-the-future"), "\(serve.output)")
+        #expect(try await rows() == before)
+        try await database.shutdown()
+    }
+}
