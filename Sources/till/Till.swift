@@ -9,7 +9,8 @@ struct Till: AsyncParsableCommand {
         abstract: "Till: a self-hosted in-app purchase backend.",
         version: TillRelease.version,
         subcommands: [
-            ServeCommand.self, SimulatorCommand.self, DemoCommand.self, ShopCommand.self, Inspect.self, Bench.self,
+            ServeCommand.self, ProbeCommand.self, SimulatorCommand.self, DemoCommand.self, ShopCommand.self,
+            Inspect.self, Bench.self,
         ]
     )
 }

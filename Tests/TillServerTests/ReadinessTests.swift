@@ -128,11 +128,20 @@ struct ReadinessTests {
             try await hold.value
             try await eventually("became ready") { try await get("/ready").0 == 200 }
             #expect(try await get("/v1/products").0 == 401)
+            // `till probe`, a container's health check, agrees; and says no where nothing listens.
+            let till = try TillExecutable.require().path
+            let probed = try await ChildProcess.run(till, ["probe", "--url", base])
+            #expect(probed.status == 0 && probed.output.contains(#"200 {"status":"ready"}"#), "\(probed)")
+            let nobody = try await ChildProcess.run(till, ["probe", "--url", "http://127.0.0.1:\(try PrivatePostgres.freePort())"])
+            #expect(nobody.status == 1 && nobody.output.contains("no answer"), "\(nobody)")
 
             serve.kill(SIGTERM)
             try await eventually("drained") { try await get("/ready").1["status"] as? String == "draining" }
             #expect(try await get("/health").0 == 200)
             #expect(try await get("/v1/products").0 == 401, "a route stopped serving while draining")
+            let draining = try await ChildProcess.run(till, ["probe", "--url", base])
+            #expect(draining.status == 1 && draining.output.contains("503"), "\(draining)")
+            #expect(try await ChildProcess.run(till, ["probe", "--url", base, "--live"]).status == 0)
             #expect(await serve.exitStatus() == 0, "\(serve.output)")
             #expect(serve.output.contains("draining: /ready answers 503"))
         } catch {

@@ -72,6 +72,13 @@ public struct Prerequisite: Sendable {
         isAvailable: python(canImport: "standardwebhooks")
     )
 
+    /// systemd's `systemd-analyze`, the judge of deploy/till.service.
+    public static let systemdAnalyze = Prerequisite(
+        "systemd-analyze",
+        hint: "apt-get install systemd",
+        isAvailable: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
+    )
+
     /// Whether `python3 -c 'import module'` succeeds.
     public static func python(canImport module: String) -> Bool {
         let process = Process()
