@@ -27,6 +27,14 @@ let package = Package(
         .executable(name: "till", targets: ["till"]),
         .library(name: "TillFormats", targets: ["TillFormats"]),
     ],
+    traits: [
+        .trait(
+            name: "Demo",
+            description: "till demo and till shop (TillClient; on Linux, FoundationNetworking and libcurl). Built "
+                + "without it (--disable-default-traits), till is the server's binary of docs/deploy.md."
+        ),
+        .default(enabledTraits: ["Demo"]),
+    ],
     dependencies: [
         // TillClient and what it is made of (TillCore, the contracts, TillSnapshot): an app's package, of its own.
         .package(path: "Client"),
@@ -198,19 +206,41 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // `till demo` and `till shop`: an app on TillClient, so on Linux they link FoundationNetworking's URLSession
+        // and with it libcurl. The trait `Demo` (on by default) puts them in `till`; the binary deployed to a
+        // server is built without it and needs only what Debian's base has (docs/deploy.md).
+        .target(
+            name: "TillDemo",
+            dependencies: [
+                .product(name: "TillClient", package: "Client"),
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
+                "TillDevelopment",
+                "TillFormats",
+                "TillServer",
+                "TillSimulator",
+                .product(name: "TillSnapshot", package: "Client"),
+                "TillStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: upcoming
+        ),
         .executableTarget(
             name: "till",
             dependencies: [
                 "TillBench",
-                .product(name: "TillClient", package: "Client"),
-                .product(name: "TillContract", package: "Client"),
+                .target(name: "TillDemo", condition: .when(traits: ["Demo"])),
                 .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
                 "TillServer",
                 "TillSimulator",
-                .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

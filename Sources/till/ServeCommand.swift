@@ -216,12 +216,6 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-enum PurchaseServerToken {
-    static func make() -> String {
-        "op_" + (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-    }
-}
-
 extension Optional {
     func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
         guard let self else { return nil }

@@ -12,6 +12,9 @@ import TillTestSupport
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
+    /// The deployable binary's build, as docs/deploy.md and the Containerfile give it.
+    static let buildCommand = "swift build -c release --static-swift-stdlib --disable-default-traits --product till"
+
     static func text(_ path: String) throws -> String {
         try String(contentsOf: repository.appendingPathComponent(path), encoding: .utf8)
     }
@@ -146,7 +149,7 @@ import TillTestSupport
         }
         let build = all[stages[0]..<stages[1]]
         let buildCommand = try #require(build.first { $0.keyword == "RUN" }).arguments
-        #expect(buildCommand.contains("swift build -c release --static-swift-stdlib --product till"))
+        #expect(buildCommand.contains(DeploymentFilesTests.buildCommand))
 
         let runtime = Array(all[stages[1]...])
         func one(_ keyword: String) throws -> String {
@@ -188,5 +191,44 @@ import TillTestSupport
         #expect(guide.contains("docker build -f deploy/Containerfile -t till ."))
         // Secrets are not baked in.
         #expect(settings["TILL_OPERATOR_TOKEN"] == nil && settings["TILL_SERVER_SECRET"] == nil)
+    }
+
+    /// The deployable binary (the `till` of docs/deploy.md: the Swift runtime linked in, no `Demo` trait) needs
+    /// exactly the libraries docs/deploy.md lists, each in Debian's base, and has no `demo` or `shop`. CI builds it
+    /// in debug before the tests (`.ci/run`): the libraries a binary links do not depend on the optimisation.
+    @Test(
+        .enabled(
+            if: Prerequisite.deployableBinary.shouldRun,
+            Comment(rawValue: Prerequisite.deployableBinary.skipMessage)
+        )
+    )
+    func theDeployableBinaryLinksOnlyWhatDeployMdLists() async throws {
+        try Prerequisite.deployableBinary.require()
+        let binary = try #require(ProcessInfo.processInfo.environment["TILL_DEPLOYABLE_BINARY"])
+        let (status, output) = try await ChildProcess.run("/usr/bin/ldd", [binary])
+        try #require(status == 0, "ldd: \(output)")
+        // `libc.so.6 => /lib/… (0x…)`, `linux-vdso.so.1 (0x…)`, `/lib64/ld-linux-x86-64.so.2 (0x…)`: the first word.
+        let linked = Set(
+            output.split(separator: "\n").compactMap { $0.split(whereSeparator: \.isWhitespace).first.map(String.init) }
+        )
+        let guide = try Self.text("docs/deploy.md")
+        let start = try #require(guide.range(of: "<!-- ldd:"))
+        let end = try #require(guide.range(of: "<!-- /ldd -->"))
+        let table = guide[start.upperBound..<end.lowerBound]
+        // Every backticked name in the table's first column.
+        var listed = Set<String>()
+        for row in table.split(separator: "\n") where row.hasPrefix("| `") {
+            let firstColumn = row.split(separator: "|")[0]
+            for (index, part) in firstColumn.split(separator: "`", omittingEmptySubsequences: false).enumerated()
+            where index % 2 == 1 {
+                listed.insert(String(part))
+            }
+        }
+        #expect(linked == listed, "ldd says \(linked.sorted()); docs/deploy.md lists \(listed.sorted())")
+        #expect(!linked.contains { $0.hasPrefix("libswift") || $0.hasPrefix("libFoundation") || $0.contains("curl") })
+        let help = try await ChildProcess.run(binary, ["--help"])
+        #expect(help.status == 0 && help.output.contains("serve") && help.output.contains("probe"))
+        #expect(!help.output.contains("  demo ") && !help.output.contains("  shop "), "\(help.output)")
+        #expect(guide.contains(Self.buildCommand))
     }
 }

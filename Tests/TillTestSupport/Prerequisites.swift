@@ -79,6 +79,17 @@ public struct Prerequisite: Sendable {
         isAvailable: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
     )
 
+    /// The deployable `till` (docs/deploy.md: `--static-swift-stdlib --disable-default-traits`), named by
+    /// `TILL_DEPLOYABLE_BINARY`; `.ci/run` builds it before the tests.
+    public static let deployableBinary = Prerequisite(
+        "the deployable till binary (TILL_DEPLOYABLE_BINARY)",
+        hint: "swift build --product till --static-swift-stdlib --disable-default-traits, copy .build/debug/till "
+            + "aside and name it in TILL_DEPLOYABLE_BINARY, as .ci/run does",
+        isAvailable: ProcessInfo.processInfo.environment["TILL_DEPLOYABLE_BINARY"].map {
+            FileManager.default.isExecutableFile(atPath: $0)
+        } ?? false
+    )
+
     /// Whether `python3 -c 'import module'` succeeds.
     public static func python(canImport module: String) -> Bool {
         let process = Process()

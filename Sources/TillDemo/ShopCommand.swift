@@ -5,8 +5,8 @@ import TillDevelopment
 
 /// `till shop`: a terminal storefront on TillClient, against a running `till serve` and the App Store simulator.
 /// Scriptable subcommands (each with `--json`), or an interactive menu without one.
-struct ShopCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct ShopCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
         commandName: "shop",
         abstract: "A terminal storefront on TillClient, against a running till serve (see docs/demo.md).",
         discussion: """
@@ -22,7 +22,9 @@ struct ShopCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ShopOptions
 
-    func run() async throws {
+    public init() {}
+
+    public func run() async throws {
         let session = try await ShopSession.open(options, environment: ProcessInfo.processInfo.environment)
         await ShopMenu(session: session).run()
     }

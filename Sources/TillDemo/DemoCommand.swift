@@ -5,8 +5,8 @@ import TillDevelopment
 
 /// `till demo`: the whole system in one process — the App Store simulator, the verification server and an app on
 /// TillClient, on loopback ports — walked through the story of an app's purchases, step by step.
-struct DemoCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct DemoCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Walk through the whole system in one process: store, server and app, on loopback ports.",
         discussion: """
@@ -19,7 +19,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The simulator's and the server's log level (their logs go to standard error).")
     var logLevel: String = "critical"
 
-    func run() async throws {
+    public init() {}
+
+    public func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level is trace, debug, info, notice, warning, error or critical")
         }
