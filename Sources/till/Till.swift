@@ -12,8 +12,10 @@ struct Till: AsyncParsableCommand {
         commandName: "till",
         abstract: "Till: a self-hosted in-app purchase backend.",
         version: TillRelease.version,
-        subcommands: [ServeCommand.self, ProbeCommand.self, SimulatorCommand.self] + demoCommands
-            + [Inspect.self, Bench.self]
+        subcommands: [
+            ServeCommand.self, ProbeCommand.self, BackupCommand.self, CheckCommand.self, RestoreCommand.self,
+            SimulatorCommand.self,
+        ] + demoCommands + [Inspect.self, Bench.self]
     )
 
     /// `demo` and `shop`, in a build with the `Demo` trait (the default): the deployed binary has neither.

@@ -176,6 +176,65 @@ struct LedgerStore: Sendable {
         ).run()
     }
 
+    /// Where the balances and the ledger disagree, read only (`LedgerAudit`): a total that is not the sum of its
+    /// entries, an entry a total lacks, and a purchase's credits whose transaction is not in the ledger.
+    static func disagreements(on db: any SQLDatabase) async throws -> [String] {
+        var found: [String] = []
+        let totals = try await db.raw(
+            """
+            SELECT b.bundle_id AS bundle_id, b.customer_id AS customer_id, b.credit AS credit, b.balance AS balance,
+                   CAST(COALESCE(SUM(e.delta), 0) AS BIGINT) AS entries
+            FROM srv_balances b LEFT JOIN srv_balance_entries e
+              ON e.bundle_id = b.bundle_id AND e.customer_id = b.customer_id AND e.credit = b.credit
+            GROUP BY b.bundle_id, b.customer_id, b.credit, b.balance
+            HAVING b.balance <> CAST(COALESCE(SUM(e.delta), 0) AS BIGINT)
+            """
+        ).all()
+        for row in totals {
+            found.append(
+                "the balance of \(try row.decode(column: "credit", as: String.self)) of "
+                    + "\(try row.decode(column: "customer_id", as: String.self)) "
+                    + "(\(try row.decode(column: "bundle_id", as: String.self))) is "
+                    + "\(try row.decode(column: "balance", as: Int64.self)); its entries sum to "
+                    + "\(try row.decode(column: "entries", as: Int64.self))"
+            )
+        }
+        let untotalled = try await db.raw(
+            """
+            SELECT e.bundle_id AS bundle_id, e.customer_id AS customer_id, e.credit AS credit
+            FROM srv_balance_entries e LEFT JOIN srv_balances b
+              ON b.bundle_id = e.bundle_id AND b.customer_id = e.customer_id AND b.credit = e.credit
+            WHERE b.bundle_id IS NULL
+            GROUP BY e.bundle_id, e.customer_id, e.credit
+            """
+        ).all()
+        for row in untotalled {
+            found.append(
+                "\(try row.decode(column: "customer_id", as: String.self)) has entries of "
+                    + "\(try row.decode(column: "credit", as: String.self)) but no balance"
+            )
+        }
+        // A purchase's entry is `purchase:<environment>:<transaction id>`.
+        let entries = try await db.raw(
+            "SELECT reference FROM srv_balance_entries WHERE reference LIKE 'purchase:%'"
+        ).all().map { try $0.decode(column: "reference", as: String.self) }
+        for reference in entries {
+            let parts = reference.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3 else {
+                found.append("a purchase's credits have a reference Till does not write: \(reference)")
+                continue
+            }
+            let exists = try await db.raw(
+                """
+                SELECT 1 AS found FROM srv_transactions
+                WHERE environment = \(bind: parts[1]) AND transaction_id = \(bind: parts[2])
+                """
+            ).first()
+            if exists == nil { found.append("credits for transaction \(parts[2]) (\(parts[1])), which the ledger lacks") }
+        }
+        return found
+    }
+
     // MARK: The books
 
     func recordFinance(

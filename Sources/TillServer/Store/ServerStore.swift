@@ -16,6 +16,22 @@ struct ServerStore: Sendable {
         try await database.migrate(ServerSchema.migrations, schema: ServerSchema.name)
     }
 
+    /// How much a database holds, for `till check`'s summary: ledger rows, customers with one, events.
+    func counts() async throws -> (transactions: Int, customers: Int, events: Int) {
+        let row = try await database.sql.raw(
+            """
+            SELECT (SELECT COUNT(*) FROM srv_transactions) AS transactions,
+                   (SELECT COUNT(*) FROM (SELECT DISTINCT bundle_id, customer_id FROM srv_transactions) c) AS customers,
+                   (SELECT COUNT(*) FROM srv_events) AS events
+            """
+        ).first()
+        return (
+            Int(try row?.decode(column: "transactions", as: Int64.self) ?? 0),
+            Int(try row?.decode(column: "customers", as: Int64.self) ?? 0),
+            Int(try row?.decode(column: "events", as: Int64.self) ?? 0)
+        )
+    }
+
     private static func json<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

@@ -1,0 +1,204 @@
+import Foundation
+import Logging
+import TillStorage
+
+/// An operator's backup, check and restore of the server's database (`till backup`, `till check`, `till restore`;
+/// docs/operations.md, "Backing up").
+///
+/// - SQLite: the copy is `VACUUM INTO` a new file, consistent as of one moment while the server goes on taking
+///   purchases; it is checked before the command says it is done. A restore checks the copy, refuses while a
+///   server has the destination open, and puts the file in place whole (a copy, then a rename).
+/// - PostgreSQL: `pg_dump --format=custom` (one snapshot, so consistent too) and `pg_restore` into an empty
+///   database; both must be on the `PATH` (Debian's `postgresql-client`).
+public enum DatabaseBackup {
+    /// Why a backup, a check or a restore could not be done.
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        /// The backup's or the restore's destination already exists: nothing was overwritten.
+        case destinationExists(String)
+        /// The restore's SQLite destination exists and `replace` was not given.
+        case wouldReplace(String)
+        /// The file to check or restore from does not exist.
+        case missing(String)
+        /// A server has the SQLite database open (it holds `<file>.lock`).
+        case inUse(String)
+        /// `pg_dump` or `pg_restore` is not on the `PATH`.
+        case toolMissing(String)
+        /// `pg_dump` or `pg_restore` failed.
+        case toolFailed(tool: String, status: Int32, output: String)
+        /// The copy is not whole: what the check found.
+        case checkFailed([String])
+        /// An in-memory database has nothing to back up.
+        case inMemory
+
+        public var description: String {
+            switch self {
+            case .destinationExists(let path): "\(path) already exists: choose a new file (nothing was overwritten)"
+            case .wouldReplace(let path): "\(path) exists: pass --replace to replace it (its server stopped)"
+            case .missing(let path): "no database at \(path)"
+            case .inUse(let path):
+                "a till serve has \(path) open: stop it before restoring over its database"
+            case .toolMissing(let tool):
+                "\(tool) is not on the PATH: install PostgreSQL's client tools (Debian: postgresql-client)"
+            case .toolFailed(let tool, let status, let output):
+                "\(tool) failed (\(status)): \(output.trimmingCharacters(in: .whitespacesAndNewlines).suffix(2000))"
+            case .checkFailed(let problems): "the copy is not whole: " + problems.joined(separator: "; ")
+            case .inMemory: "an in-memory database has nothing to back up or restore"
+            }
+        }
+    }
+
+    /// What `check` found. `problems` make a copy unfit to restore; `notes` do not.
+    public struct Report: Sendable, Equatable {
+        public var problems: [String] = []
+        public var notes: [String] = []
+        /// Migrations applied, of this build's.
+        public var migrations = 0
+        public var transactions = 0
+        public var customers = 0
+        public var events = 0
+
+        public var isWhole: Bool { problems.isEmpty }
+    }
+
+    // MARK: Backup
+
+    /// Copies the database at `source` to the new file `destination` while it may be in use, then checks the
+    /// copy (SQLite). For PostgreSQL, `pg_dump --format=custom --file destination`.
+    public static func backup(_ source: DatabaseConfiguration, to destination: String) async throws -> Report {
+        guard !FileManager.default.fileExists(atPath: destination) else { throw Failure.destinationExists(destination) }
+        switch source {
+        case .sqliteInMemory:
+            throw Failure.inMemory
+        case .sqlite(let path):
+            guard FileManager.default.fileExists(atPath: path) else { throw Failure.missing(path) }
+            let database = try await TillDatabase.open(source)
+            do {
+                try await database.copySQLite(to: destination)
+            } catch {
+                try? await database.shutdown()
+                throw error
+            }
+            try await database.shutdown()
+            let report = try await check(.sqlite(path: destination))
+            guard report.isWhole else { throw Failure.checkFailed(report.problems) }
+            return report
+        case .postgres(let url):
+            try await run("pg_dump", ["--format=custom", "--no-owner", "--file", destination, "--dbname", plain(url)])
+            return Report(notes: ["pg_dump wrote \(destination); till restore puts it into an empty database"])
+        }
+    }
+
+    // MARK: Check
+
+    /// Integrity (SQLite's page check), migrations (none this build does not know; missing ones are a note, as
+    /// `till serve` applies them at start) and the books (balances and ledger agree). Writes nothing.
+    public static func check(_ configuration: DatabaseConfiguration) async throws -> Report {
+        if case .sqlite(let path) = configuration, !FileManager.default.fileExists(atPath: path) {
+            throw Failure.missing(path)
+        }
+        if configuration == .sqliteInMemory { throw Failure.inMemory }
+        let database = try await TillDatabase.open(configuration)
+        do {
+            var report = Report()
+            report.problems += try await database.integrityProblems()
+            let applied = try await database.appliedMigrations(schema: ServerSchema.name)
+            let known = ServerSchema.migrations.map(\.id)
+            let unknown = applied.filter { !known.contains($0) }
+            if !unknown.isEmpty {
+                report.problems.append(
+                    "migrations \(unknown.joined(separator: ", ")) are from a newer release than this build"
+                )
+            }
+            let missing = known.filter { !applied.contains($0) }
+            report.migrations = known.count - missing.count
+            if applied.isEmpty {
+                report.problems.append("no Till server schema: not a database of till serve")
+            } else if !missing.isEmpty {
+                report.notes.append(
+                    "\(missing.count) migration\(missing.count == 1 ? "" : "s") of this build to apply "
+                        + "(till serve applies them at start): \(missing.joined(separator: ", "))"
+                )
+            }
+            if !applied.isEmpty, unknown.isEmpty, report.problems.isEmpty {
+                report.problems += try await LedgerAudit.disagreements(in: database)
+                let counts = try await ServerStore(database: database).counts()
+                report.transactions = counts.transactions
+                report.customers = counts.customers
+                report.events = counts.events
+            }
+            try await database.shutdown()
+            return report
+        } catch {
+            try? await database.shutdown()
+            throw error
+        }
+    }
+
+    // MARK: Restore
+
+    /// Puts the backup `source` in place as the database `destination`: an SQLite file (refused while a server
+    /// has it open; an existing one is replaced only with `replace`), or an empty PostgreSQL database
+    /// (`pg_restore`). An SQLite backup is checked first, and a copy that is not whole is refused.
+    public static func restore(from source: String, to destination: DatabaseConfiguration, replace: Bool)
+        async throws -> Report
+    {
+        guard FileManager.default.fileExists(atPath: source) else { throw Failure.missing(source) }
+        switch destination {
+        case .sqliteInMemory:
+            throw Failure.inMemory
+        case .sqlite(let path):
+            let report = try await check(.sqlite(path: source))
+            guard report.isWhole else { throw Failure.checkFailed(report.problems) }
+            if FileManager.default.fileExists(atPath: path) && !replace { throw Failure.wouldReplace(path) }
+            // The server's own lock: held, a server has the file open.
+            let lock: SQLiteQueueLock?
+            do {
+                lock = try SQLiteQueueLock.acquire(for: destination)
+            } catch {
+                throw Failure.inUse(path)
+            }
+            defer { lock?.release() }
+            let staging = path + ".restoring"
+            try? FileManager.default.removeItem(atPath: staging)
+            try FileManager.default.copyItem(atPath: source, toPath: staging)
+            // The old file's log belongs to the old file.
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            guard rename(staging, path) == 0 else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+            }
+            return report
+        case .postgres(let url):
+            try await run("pg_restore", ["--no-owner", "--exit-on-error", "--dbname", plain(url), source])
+            return try await check(destination)
+        }
+    }
+
+    // MARK: PostgreSQL's tools
+
+    /// The URL without its query (`?sslmode=…`), which libpq's tools read from the environment instead.
+    static func plain(_ url: String) -> String {
+        String(url.split(separator: "?", maxSplits: 1)[0])
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) async throws {
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
+        else { throw Failure.toolMissing(tool) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failure.toolFailed(
+                tool: tool,
+                status: process.terminationStatus,
+                output: String(decoding: data, as: UTF8.self)
+            )
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import SQLKit
+
+/// What an operator's backup and check ask of a database (`till backup`, `till check`): a consistent copy of an
+/// SQLite file, its integrity, and the migrations it has.
+extension TillDatabase {
+    /// Writes a consistent copy of this SQLite database to a new file at `path` (`VACUUM INTO`): the database as
+    /// of one moment, taken while writers go on (they wait only for what a reader makes them wait for in WAL mode:
+    /// nothing), compacted, in one file without a log.
+    public func copySQLite(to path: String) async throws {
+        guard engine == .sqlite else {
+            throw DatabaseError(.invalidConfiguration, "copySQLite is for an SQLite database")
+        }
+        try await sql.raw("VACUUM INTO \(bind: path)").run()
+    }
+
+    /// SQLite's own check of every page, index and constraint (`PRAGMA integrity_check`): empty when whole. On
+    /// PostgreSQL, which checks its pages itself, empty.
+    public func integrityProblems() async throws -> [String] {
+        guard engine == .sqlite else { return [] }
+        let rows = try await sql.raw("PRAGMA integrity_check").all()
+        let lines = try rows.map { row in
+            try row.decode(column: row.allColumns.first ?? "integrity_check", as: String.self)
+        }
+        return lines == ["ok"] ? [] : lines
+    }
+
+    /// The ids of `schema`'s migrations applied to this database, none if it has no migrations table.
+    public func appliedMigrations(schema: String) async throws -> [String] {
+        let exists: Bool
+        switch engine {
+        case .sqlite:
+            exists = try await sql.raw(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'till_schema_migrations'"
+            ).first() != nil
+        case .postgres:
+            exists = try await sql.raw("SELECT to_regclass('till_schema_migrations') IS NOT NULL AS found").first()?
+                .decode(column: "found", as: Bool.self) ?? false
+        }
+        guard exists else { return [] }
+        return try await sql.raw(
+            "SELECT id FROM till_schema_migrations WHERE schema = \(bind: schema) ORDER BY id"
+        ).all().map { try $0.decode(column: "id", as: String.self) }
+    }
+}
