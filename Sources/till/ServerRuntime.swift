@@ -22,9 +22,13 @@ struct ServerRuntime: Service {
         let server = try await open()
         opened.server = server
         frontDoor.open(server)
-        var listening = ports.makeAsyncIterator()
-        // No port: the listener failed to start, and its error ends the group.
-        guard let port = await listening.next() else { return }
+        // No port: the listener failed to start (its error stops the group, which ends this wait).
+        let ports = self.ports
+        let port = try? await cancelWhenGracefulShutdown {
+            var listening = ports.makeAsyncIterator()
+            return await listening.next()
+        }
+        guard let port = port ?? nil else { return }
         try await announce(server, port)
         let workers = ServiceGroup(
             configuration: ServiceGroupConfiguration(services: serverWorkers(server), logger: logger)

@@ -188,4 +188,33 @@ struct ReadinessTests {
         #expect(try await rows() == before)
         try await database.shutdown()
     }
+
+    /// A port already taken ends `till serve` at once with the reason, though the database opened behind the
+    /// listener: nothing waits for a listener that never started.
+    @Test(
+        .timeLimit(.minutes(1)),
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func aTakenPortEndsTillServeAtOnce() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-port-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try await TillProcess.start(
+            ["serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+             "--database-url", directory.appendingPathComponent("first.sqlite").path],
+            directory: directory
+        )
+        let port = try #require(first.base.split(separator: ":").last)
+        let started = ContinuousClock.now
+        let second = try await TillProcess.start(
+            ["serve", "--mode", "production", "--port", String(port), "--operator-token", World.operatorToken,
+             "--database-url", directory.appendingPathComponent("second.sqlite").path],
+            directory: directory,
+            base: "unused"
+        )
+        #expect(await second.exitStatus() == 1)
+        #expect(ContinuousClock.now - started < .seconds(20), "it took \(ContinuousClock.now - started)")
+        #expect(second.output.contains("Address already in use"), "\(second.output)")
+        #expect(await first.stop() == 0)
+    }
 }
