@@ -124,17 +124,6 @@ struct ServeCommand: AsyncParsableCommand {
         // says /ready is not (503 migrating); the server's routes answer once it is open.
         let frontDoor = ServerFrontDoor()
         let (ports, portReported) = AsyncStream.makeStream(of: Int.self)
-        services.append(
-            Application(
-                responder: frontDoor,
-                configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "till"),
-                onServerRunning: { channel in
-                    portReported.yield(channel.localAddress?.port ?? settings.port)
-                    portReported.finish()
-                },
-                logger: logger
-            )
-        )
         let token = configuration.operatorToken
         let openedServer = OpenedServer()
         services.append(
@@ -185,7 +174,20 @@ struct ServeCommand: AsyncParsableCommand {
                 }
             )
         )
-        // After the runtime, so that it hears of the stop before the workers and the listener: /ready says
+        // After the runtime: a group stops its services in reverse order, so the listener stops taking requests and
+        // finishes those under way before the workers stop (a request waiting for Apple's answer still gets it).
+        services.append(
+            Application(
+                responder: frontDoor,
+                configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "till"),
+                onServerRunning: { channel in
+                    portReported.yield(channel.localAddress?.port ?? settings.port)
+                    portReported.finish()
+                },
+                logger: logger
+            )
+        )
+        // After the listener, so that it hears of the stop before the listener and the workers: /ready says
         // draining for shutdown.drain-seconds while everything still serves.
         services.append(Drain(frontDoor: frontDoor, duration: settings.shutdownDrain, logger: logger))
         // Last, so that it hears of the stop first: past the grace, what is under way is cancelled; ten seconds

@@ -10,8 +10,7 @@ struct ServerRuntime: Service {
     let frontDoor: ServerFrontDoor
     /// The listener's port, once it listens.
     let ports: AsyncStream<Int>
-    /// Where the opened server is kept for the command to shut down after every service has stopped: the listener
-    /// stops last and may still be answering from it.
+    /// Where the opened server is kept for the command to shut down after every service has stopped.
     let opened: OpenedServer
     let logger: Logger
     let open: @Sendable () async throws -> PurchaseServer
@@ -48,8 +47,8 @@ final class OpenedServer: Sendable {
 }
 
 /// After SIGTERM, keeps everything serving for `duration` while `/ready` answers `503 draining`, so that a load
-/// balancer takes the process out before its listener closes. It hears of the stop before the workers and the
-/// listener (it comes after them in the group), and the stop goes on when it returns.
+/// balancer takes the process out before its listener closes. It hears of the stop before the listener and the
+/// workers (it comes after them in the group), and the stop goes on when it returns.
 struct Drain: Service {
     let frontDoor: ServerFrontDoor
     let duration: Duration

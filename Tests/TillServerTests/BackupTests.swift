@@ -254,9 +254,18 @@ struct BackupTests {
         try await fixed.shutdown()
         let books = try await DatabaseBackup.check(.sqlite(path: path("bad.sqlite")))
         #expect(books.problems == ["the balance of gems of eve (com.example.refusals) is 500; its entries sum to 0"])
-        // With the server stopped and --replace, the good copy goes in place and serves.
+        // With the server stopped and --replace, the good copy goes in place, owned as the file it replaces (a
+        // restore run by root for a server that runs as its own user), and serves.
+        let owner = getuid() == 0 ? 4242 : Int(getuid())
+        try FileManager.default.setAttributes(
+            [.ownerAccountID: owner, .posixPermissions: 0o640],
+            ofItemAtPath: path("live.sqlite")
+        )
         let restored = try await DatabaseBackup.restore(from: path("copy.sqlite"), to: .sqlite(path: path("live.sqlite")), replace: true)
         #expect(restored.isWhole)
+        let attributes = try FileManager.default.attributesOfItem(atPath: path("live.sqlite"))
+        #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == owner)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o640)
         let reopened = try await PurchaseServer.open(ServerConfiguration(database: .sqlite(path: path("live.sqlite")), operatorToken: "operator"))
         #expect(try await reopened.catalogue.app(bundleId: "com.example.refusals") != nil)
         try await reopened.shutdown()

@@ -80,7 +80,11 @@ public enum DatabaseBackup {
             }
             try await database.shutdown()
             let report = try await check(.sqlite(path: destination))
-            guard report.isWhole else { throw Failure.checkFailed(report.problems) }
+            guard report.isWhole else {
+                // A copy that is not whole is no backup: it goes, so that the next attempt can use the name.
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: destination + suffix) }
+                throw Failure.checkFailed(report.problems)
+            }
             return report
         case .postgres(let url):
             try await run("pg_dump", ["--format=custom", "--no-owner", "--file", destination, "--dbname", plain(url)])
@@ -150,17 +154,30 @@ public enum DatabaseBackup {
             let report = try await check(.sqlite(path: source))
             guard report.isWhole else { throw Failure.checkFailed(report.problems) }
             if FileManager.default.fileExists(atPath: path) && !replace { throw Failure.wouldReplace(path) }
-            // The server's own lock: held, a server has the file open.
-            let lock: SQLiteQueueLock?
-            do {
-                lock = try SQLiteQueueLock.acquire(for: destination)
-            } catch {
-                throw Failure.inUse(path)
+            // The server's own lock: held, a server has the file open. Every server makes the lock file at start, so
+            // without one none runs; it is not made here (made by root, the server's user could not open it).
+            var lock: SQLiteQueueLock?
+            if FileManager.default.fileExists(atPath: path + ".lock") {
+                do {
+                    lock = try SQLiteQueueLock.acquire(for: destination)
+                } catch {
+                    throw Failure.inUse(path)
+                }
             }
             defer { lock?.release() }
             let staging = path + ".restoring"
             try? FileManager.default.removeItem(atPath: staging)
             try FileManager.default.copyItem(atPath: source, toPath: staging)
+            // The owner and mode of the file it replaces (or of its folder): restored by root for a server that runs
+            // as its own user, the file stays that user's.
+            let model = FileManager.default.fileExists(atPath: path) ? path : (path as NSString).deletingLastPathComponent
+            if let attributes = try? FileManager.default.attributesOfItem(atPath: model.isEmpty ? "." : model) {
+                var keep: [FileAttributeKey: Any] = [:]
+                keep[.ownerAccountID] = attributes[.ownerAccountID]
+                keep[.groupOwnerAccountID] = attributes[.groupOwnerAccountID]
+                if model == path { keep[.posixPermissions] = attributes[.posixPermissions] }
+                try? FileManager.default.setAttributes(keep, ofItemAtPath: staging)
+            }
             // The old file's log belongs to the old file.
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             guard rename(staging, path) == 0 else {
