@@ -83,8 +83,8 @@ public struct Prerequisite: Sendable {
     /// `TILL_DEPLOYABLE_BINARY`; `.ci/run` builds it before the tests.
     public static let deployableBinary = Prerequisite(
         "the deployable till binary (TILL_DEPLOYABLE_BINARY)",
-        hint: "swift build --product till --static-swift-stdlib --disable-default-traits, copy .build/debug/till "
-            + "aside and name it in TILL_DEPLOYABLE_BINARY, as .ci/run does",
+        hint: "after swift build --build-tests, swift build --product till --static-swift-stdlib "
+            + "--disable-default-traits, copy .build/debug/till aside and name it in TILL_DEPLOYABLE_BINARY, as .ci/run does",
         isAvailable: ProcessInfo.processInfo.environment["TILL_DEPLOYABLE_BINARY"].map {
             FileManager.default.isExecutableFile(atPath: $0)
         } ?? false
