@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 import SystemPackage
+import Synchronization
 import TillCore
 import TillDevelopment
 import TillFormats
@@ -126,6 +127,7 @@ struct ServeCommand: AsyncParsableCommand {
         let (ports, portReported) = AsyncStream.makeStream(of: Int.self)
         let token = configuration.operatorToken
         let openedServer = OpenedServer()
+        let preparedDemo = Mutex<DevelopmentSetup.Demo?>(nil)
         services.append(
             ServerRuntime(
                 frontDoor: frontDoor,
@@ -133,10 +135,14 @@ struct ServeCommand: AsyncParsableCommand {
                 opened: openedServer,
                 logger: logger,
                 open: { [configuration, logger] in try await PurchaseServer.open(configuration, logger: logger) },
-                announce: { server, port in
+                prepare: { server in
                     let demo = try await inProcessSimulator.asyncMap {
                         try await DevelopmentSetup.prepare(server: server, simulator: $0)
                     }
+                    preparedDemo.withLock { $0 = demo }
+                },
+                announce: { server, port in
+                    let demo = preparedDemo.withLock { $0 }
                     let base = "http://\(settings.host):\(port)"
                     var notificationsWired = ""
                     if let demo, let simulator = inProcessSimulator {

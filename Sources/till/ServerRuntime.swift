@@ -14,25 +14,35 @@ struct ServerRuntime: Service {
     let opened: OpenedServer
     let logger: Logger
     let open: @Sendable () async throws -> PurchaseServer
-    /// The banner (and, in development, the demo app and the simulator's notifications).
+    /// What is set up before the workers start (in development, the demo app, so that the catch-up's run at start
+    /// includes it).
+    let prepare: @Sendable (PurchaseServer) async throws -> Void
+    /// The banner (and, in development, the simulator's notifications wired), once the port is known.
     let announce: @Sendable (PurchaseServer, Int) async throws -> Void
 
     func run() async throws {
         let server = try await open()
         opened.server = server
+        try await prepare(server)
         frontDoor.open(server)
-        // No port: the listener failed to start (its error stops the group, which ends this wait).
-        let ports = self.ports
-        let port = try? await cancelWhenGracefulShutdown {
-            var listening = ports.makeAsyncIterator()
-            return await listening.next()
-        }
-        guard let port = port ?? nil else { return }
-        try await announce(server, port)
         let workers = ServiceGroup(
             configuration: ServiceGroupConfiguration(services: serverWorkers(server), logger: logger)
         )
-        try await workers.run()
+        // The workers start with the routes, as they always have; the banner waits for the port.
+        let ports = self.ports
+        let announce = self.announce
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await workers.run() }
+            group.addTask {
+                // No port: the listener failed to start (its error stops the group, which ends this wait).
+                let port = try? await cancelWhenGracefulShutdown {
+                    var listening = ports.makeAsyncIterator()
+                    return await listening.next()
+                }
+                guard let port = port ?? nil else { return }
+                try await announce(server, port)
+            }
+        }
     }
 }
 
