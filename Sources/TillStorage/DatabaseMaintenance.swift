@@ -1,8 +1,9 @@
 import Foundation
 import SQLKit
+import Synchronization
 
-/// What an operator's backup and check ask of a database (`till backup`, `till check`): a consistent copy of an
-/// SQLite file, its integrity, and the migrations it has.
+/// What an operator and a load balancer ask of a database: a consistent copy of an SQLite file, its integrity and
+/// the migrations it has (`till backup`, `till check`), and whether it answers at all (`/ready`).
 extension TillDatabase {
     /// Writes a consistent copy of this SQLite database to a new file at `path` (`VACUUM INTO`): the database as
     /// of one moment, taken while writers go on (they wait only for what a reader makes them wait for in WAL mode:
@@ -42,4 +43,32 @@ extension TillDatabase {
             "SELECT id FROM till_schema_migrations WHERE schema = \(bind: schema) ORDER BY id"
         ).all().map { try $0.decode(column: "id", as: String.self) }
     }
+
+    /// Whether a one-row read answers within `limit` (a readiness probe). It goes through the gate, so a failure
+    /// begins an outage as any read's would; past `limit` the answer is no, without waiting for the read (which
+    /// the gate may hold for its `wait`), which finishes on its own.
+    public func answersRead(within limit: Duration) async -> Bool {
+        let first = FirstAnswer()
+        return await withCheckedContinuation { continuation in
+            first.set(continuation)
+            let read = Task {
+                let answered = (try? await self.sql.raw("SELECT 1 AS n").first()) != nil
+                first.resume(answered)
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                first.resume(false)
+                read.cancel()
+            }
+        }
+    }
+}
+
+/// The first of several answers to one question; later ones are dropped.
+private final class FirstAnswer: Sendable {
+    private let waiting = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Bool, Never>) { waiting.withLock { $0 = continuation } }
+
+    func resume(_ answer: Bool) { waiting.withLock { $0.take() }?.resume(returning: answer) }
 }

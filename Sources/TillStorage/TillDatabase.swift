@@ -8,7 +8,6 @@ import PostgresKit
 import SQLKit
 import SQLiteKit
 import SQLiteNIO
-import Synchronization
 
 /// A pooled connection to SQLite or PostgreSQL, with transactions and migrations.
 ///
@@ -49,25 +48,6 @@ public final class TillDatabase: Sendable {
     /// Counts this process's finished transactions (committed or not), except those marked as changing no
     /// data that callers cache: a cache entry read at one count is current while the count stays the same.
     public var writeGeneration: UInt64 { writes.withLockedValue { $0 } }
-
-    /// Whether a one-row read answers within `limit` (a readiness probe). It goes through the gate, so a failure
-    /// begins an outage as any read's would; past `limit` the answer is no, without waiting for the read (which
-    /// the gate may hold for its `wait`), which finishes on its own.
-    public func answersRead(within limit: Duration) async -> Bool {
-        let first = FirstAnswer()
-        return await withCheckedContinuation { continuation in
-            first.set(continuation)
-            let read = Task {
-                let answered = (try? await self.sql.raw("SELECT 1 AS n").first()) != nil
-                first.resume(answered)
-            }
-            Task {
-                try? await Task.sleep(for: limit)
-                first.resume(false)
-                read.cancel()
-            }
-        }
-    }
 
     private init(
         engine: Engine,
@@ -391,13 +371,4 @@ struct DirectSQLiteRow: SQLRow {
         }
         return try decoder.decode(D.self, from: values[offset])
     }
-}
-
-/// The first of several answers to one question; later ones are dropped.
-private final class FirstAnswer: Sendable {
-    private let waiting = Mutex<CheckedContinuation<Bool, Never>?>(nil)
-
-    func set(_ continuation: CheckedContinuation<Bool, Never>) { waiting.withLock { $0 = continuation } }
-
-    func resume(_ answer: Bool) { waiting.withLock { $0.take() }?.resume(returning: answer) }
 }
