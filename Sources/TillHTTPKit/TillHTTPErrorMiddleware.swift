@@ -35,6 +35,9 @@ public struct TillHTTPErrorMiddleware<Context: RequestContext>: RouterMiddleware
             return try await next(request, context)
         } catch let error as TillHTTPError {
             throw error
+        } catch let refusal as any HTTPRefusal {
+            // A room's refusal, through its mapping to a status.
+            throw refusal.httpError
         } catch let error as HTTPError where error.status == .notFound && !Self.routed(context) {
             // The router matched nothing: either the path is unknown, or it is known under other methods.
             let allowed = routes.methods(forPath: request.uri.path)

@@ -48,7 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
         let settings: ServerSettings
         do {
             settings = try await ServerSettings.load(flags: flags, file: config)
-        } catch let error as TillHTTPError {
+        } catch let error as SettingsRefusal {
             throw ValidationError(error.message)
         }
         var logger = Logger(label: "till")
@@ -74,7 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(
                 SnapshotKeyFiles.publishedKey
             )
-        } catch let error as TillHTTPError {
+        } catch let error as SettingsRefusal {
             throw ValidationError(error.message)
         }
         for path in settings.sandboxRootFiles {

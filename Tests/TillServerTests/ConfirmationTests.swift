@@ -153,13 +153,13 @@ struct ConfirmationTests {
                 app: fixture.app
             )
             #expect(third.customer.balances == ["gems": 100])
-            await #expect(throws: TillHTTPError.self) {
+            await #expect(throws: IntakeRefusal.self) {
                 _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt(), idempotencyKey: "k-1"),
                     app: fixture.app
                 )
             }
-            await #expect(throws: TillHTTPError.self) {
+            await #expect(throws: IntakeRefusal.self) {
                 _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "frank", signedTransaction: purchase.signedTransaction),
                     app: fixture.app
@@ -174,7 +174,7 @@ struct ConfirmationTests {
             for _ in 0..<2 {
                 await #expect {
                     _ = try await fixture.server.intake.submit(replay, app: fixture.app)
-                } throws: { ($0 as? TillHTTPError)?.code == "ownedByAnotherCustomer" }
+                } throws: { ($0 as? IntakeRefusal)?.reason == .ownedByAnotherCustomer }
             }
             #expect(
                 try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "frank")
@@ -201,8 +201,8 @@ struct ConfirmationTests {
                     app: fixture.app
                 )
                 Issue.record("a forged transaction was accepted")
-            } catch let error as TillHTTPError {
-                #expect(error.status == .unprocessableContent && error.code == "verificationFailure")
+            } catch let error as IntakeRefusal {
+                #expect(error.reason == .unverified(.verificationFailure))
             }
             let strict = try await fixture.server.catalogue.updateApp(
                 bundleId: ServerFixture.bundleId,
@@ -214,8 +214,8 @@ struct ConfirmationTests {
                     app: strict
                 )
                 Issue.record("a sandbox transaction was accepted by an app that refuses them")
-            } catch let error as TillHTTPError {
-                #expect(error.code == "sandboxNotAccepted")
+            } catch let error as IntakeRefusal {
+                #expect(error.reason == .sandboxNotAccepted)
             }
             #expect(
                 try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "eve")

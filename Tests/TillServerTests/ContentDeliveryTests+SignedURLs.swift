@@ -189,7 +189,7 @@ extension ContentDeliveryTests {
         )
         #expect(set.content == ContentSettings(maxUploadBytes: 1_048_576, urlLifetime: .seconds(60)))
         #expect(set.serverSecret == "sixteen-chars-ok")
-        await #expect(throws: TillHTTPError.self) {
+        await #expect(throws: SettingsRefusal.self) {
             try await ServerSettings.load(flags: [:], environment: ["TILL_SERVER_SECRET": "short"], file: nil)
         }
     }

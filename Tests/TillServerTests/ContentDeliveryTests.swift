@@ -205,7 +205,7 @@ struct ContentDeliveryTests {
                 continuation.yield(ByteBuffer(repeating: 7, count: 600))
                 continuation.finish()
             }
-            await #expect(throws: TillHTTPError.self) {
+            await #expect(throws: ContentRefusal.self) {
                 try await fixture.server.content.putContent(
                     bundleId: Self.bundle,
                     productId: "pro",

@@ -37,7 +37,7 @@ struct CrashRecoveryTests {
         let first = try await PurchaseServer.open(configuration)
         await #expect {
             _ = try await PurchaseServer.open(configuration)
-        } throws: { ($0 as? TillHTTPError)?.code == "databaseInUse" }
+        } throws: { ($0 as? QueueRefusal)?.reason == .databaseInUse }
         // A claim as a worker killed mid-attempt leaves it: it would block the submission for minutes.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await first.database.sql.raw(

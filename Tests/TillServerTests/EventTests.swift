@@ -87,7 +87,7 @@ struct EventTests {
                 requestId: "order-1"
             )
             // Refused changes change nothing, and say nothing.
-            await #expect(throws: TillHTTPError.self) {
+            await #expect(throws: LedgerRefusal.self) {
                 _ = try await fixture.server.ledger.debit(
                     bundleId: ServerFixture.bundleId,
                     customerId: "bob",
@@ -144,7 +144,7 @@ struct EventTests {
             let next = try await Self.feed(fixture, after: cursor)
             #expect(next.items.map(\._type) == [.credits_debited])
             #expect(try await Self.feed(fixture, type: .credits_purchased).items.count == 3)
-            await #expect(throws: TillHTTPError.self) { _ = try await Self.feed(fixture, after: "not-a-cursor") }
+            await #expect(throws: EventRefusal.self) { _ = try await Self.feed(fixture, after: "not-a-cursor") }
         }
     }
 

@@ -48,6 +48,55 @@ struct LayoutTests {
         #expect(offenders.isEmpty, "SQL outside Sources/\(target)/Store: \(offenders)")
     }
 
+    /// Errors at the edge (docs/architecture.md, "One rule, one place"): rooms throw their own refusals
+    /// (`Refused<RoomReason>`) and know nothing of HTTP; `TillHTTPError` is made only by the HTTP kit and the servers'
+    /// `API/` folders. A file anywhere else that names it is an offender, whatever it does with it.
+    @Test func onlyTheHTTPLayerNamesTillHTTPError() throws {
+        var offenders: [String] = []
+        let targets = try FileManager.default.contentsOfDirectory(
+            atPath: Self.root.appendingPathComponent("Sources").path
+        )
+        for target in targets where target != "TillHTTPKit" {
+            for file in try Self.files(of: target) where !file.hasPrefix("API/") && !file.contains("Generated/") {
+                let text = try String(
+                    contentsOf: Self.root.appendingPathComponent(Self.folder(of: target) + "/" + file),
+                    encoding: .utf8
+                )
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where line.contains("TillHTTPError") {
+                    offenders.append("Sources/\(target)/\(file):\(number + 1)")
+                }
+            }
+        }
+        #expect(offenders.isEmpty, "TillHTTPError outside the HTTP layer: \(offenders)")
+    }
+
+    /// Every room's reasons have their statuses: each `…Reason` a room of the server or the simulator refuses with is
+    /// mapped in its `API/RefusalStatuses.swift` (an unmapped one would be answered 500 `internalError`). The
+    /// settings' reasons are the exception: they stop `till serve` at start and are never an answer.
+    @Test(arguments: ["TillServer", "TillSimulator"]) func everyRoomsRefusalsHaveStatuses(_ target: String) throws {
+        let sources = Self.root.appendingPathComponent("Sources/" + target)
+        let declaration = try Regex(#"enum (\w+Reason): (?:String, )?RefusalReason"#)
+        var reasons: Set<String> = []
+        for file in try Self.files(of: target) {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: declaration) {
+                reasons.insert(String(try #require(match.output[1].substring)))
+            }
+        }
+        reasons.remove("SettingsReason")
+        #expect(reasons.count >= 8, "found only \(reasons)")
+        let mapping = try String(
+            contentsOf: sources.appendingPathComponent("API/RefusalStatuses.swift"),
+            encoding: .utf8
+        )
+        let unmapped = reasons.filter { !mapping.contains("extension \($0): RefusalStatus") }
+        #expect(
+            unmapped.isEmpty,
+            "reasons without a status in Sources/\(target)/API/RefusalStatuses.swift: \(unmapped)"
+        )
+    }
+
     /// Only the ledger writes money, credits and access (docs/architecture.md, "One rule, one place"): every statement
     /// that writes the ledger's rows, balance entries, the books or the renewal state that grants a grace period, or
     /// links a guest to an account, is in `Store/LedgerStore.swift` (or a migration), and `LedgerStore` is used only by

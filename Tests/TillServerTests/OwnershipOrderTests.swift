@@ -79,7 +79,7 @@ struct OwnershipOrderTests {
                             app: fixture.app
                         )
                         #expect(try await fixture.settled(submitted).state == .confirmed, "order \(order)")
-                    } catch let error as TillHTTPError where error.code == "ownedByAnotherCustomer" {
+                    } catch let error as IntakeRefusal where error.reason == .ownedByAnotherCustomer {
                         refused.append(customer)
                     }
                 case .notification:

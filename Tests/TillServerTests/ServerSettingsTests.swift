@@ -59,7 +59,7 @@ struct ServerSettingsTests {
             ("TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,soon"), ("TILL_WEBHOOKS_RETRY_HOURS", "0"),
             ("TILL_WEBHOOKS_BATCH_WINDOW_MS", "5000"),
         ] {
-            await #expect(throws: TillHTTPError.self, "\(key)=\(value)") {
+            await #expect(throws: SettingsRefusal.self, "\(key)=\(value)") {
                 try await ServerSettings.load(flags: [:], environment: [key: value], file: nil)
             }
         }
@@ -99,7 +99,7 @@ struct ServerSettingsTests {
     }
 
     @Test func productionNeedsAnOperatorTokenAndTalksToApple() async throws {
-        await #expect(throws: TillHTTPError.self) {
+        await #expect(throws: SettingsRefusal.self) {
             try await ServerSettings.load(flags: [:], environment: ["TILL_MODE": "production"], file: nil)
         }
         let settings = try await ServerSettings.load(
@@ -128,20 +128,20 @@ struct ServerSettingsTests {
             do {
                 _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)
                 Issue.record("\(environment) was accepted")
-            } catch let error as TillHTTPError {
+            } catch let error as SettingsRefusal {
                 #expect(error.code == code)
             }
         }
         do {
             _ = try await ServerSettings.load(flags: [:], environment: [:], file: "/nonexistent/till.json")
             Issue.record("a missing file was accepted")
-        } catch let error as TillHTTPError {
+        } catch let error as SettingsRefusal {
             #expect(error.code == "configFileMissing")
         }
         do {
             _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file("{not json"))
             Issue.record("a broken file was accepted")
-        } catch let error as TillHTTPError {
+        } catch let error as SettingsRefusal {
             #expect(error.code == "invalidConfigFile")
         }
     }

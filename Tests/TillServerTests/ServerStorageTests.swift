@@ -67,7 +67,7 @@ struct ServerStorageTests {
                     requestId: "spend-1"
                 )["gems"] == 50
             )
-            await #expect(throws: TillHTTPError.self) {
+            await #expect(throws: LedgerRefusal.self) {
                 try await server.ledger.debit(
                     bundleId: ServerFixture.bundleId,
                     customerId: "guest-1",
@@ -99,7 +99,7 @@ struct ServerStorageTests {
             #expect(Set(restored.restored.map(\.productId)) == ["pro"])
 
             // Another customer replaying the purchase is refused.
-            await #expect(throws: TillHTTPError.self) {
+            await #expect(throws: IntakeRefusal.self) {
                 try await server.intake.submit(
                     SubmissionRequest(customerId: "mallory", signedTransaction: pro.signedTransaction),
                     app: fixture.app

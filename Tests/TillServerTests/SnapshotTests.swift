@@ -278,14 +278,14 @@ struct SnapshotTests {
         #expect(try SnapshotKeyFiles.signingKey(at: privateFile).rawRepresentation == key.rawRepresentation)
         let garbage = try write("garbage.pem", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
         #expect { try SnapshotKeyFiles.publishedKey(at: garbage) } throws: {
-            ($0 as? TillHTTPError)?.code == "invalidSnapshotKey"
+            ($0 as? SettingsRefusal)?.reason == .invalidSnapshotKey
         }
         // A public key cannot sign.
         #expect { try SnapshotKeyFiles.signingKey(at: publicFile) } throws: {
-            ($0 as? TillHTTPError)?.code == "invalidSnapshotKey"
+            ($0 as? SettingsRefusal)?.reason == .invalidSnapshotKey
         }
         #expect { try SnapshotKeyFiles.publishedKey(at: directory.appendingPathComponent("none").path) } throws: {
-            ($0 as? TillHTTPError)?.code == "snapshotKeyUnreadable"
+            ($0 as? SettingsRefusal)?.reason == .snapshotKeyUnreadable
         }
     }
 

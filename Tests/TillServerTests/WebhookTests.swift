@@ -217,7 +217,7 @@ struct WebhookTests {
                 #expect(all == 4, "the endpoint's types only")
                 try await waitUntil { receiver.deliveries.count == 9 }
                 #expect(Array(receiver.deliveries.suffix(4)).map(\.id) == events.map(\.id))
-                await #expect(throws: TillHTTPError.self) {
+                await #expect(throws: WebhookRefusal.self) {
                     _ = try await fixture.server.webhookDeliveries.replay(
                         bundleId: ServerFixture.bundleId,
                         endpointId: id,
@@ -291,7 +291,7 @@ struct WebhookTests {
                 "https://user:pass@example.com/x", "https://[::1]/x", "https://[fd00::1]/x", "https://0.0.0.0/x",
                 "https://192.168.1.20/x", "https://100.64.0.1/x", "not a url", "https://[::ffff:10.0.0.1]/x",
             ] {
-                await #expect(throws: TillHTTPError.self, "\(url)") {
+                await #expect(throws: WebhookRefusal.self, "\(url)") {
                     _ = try await webhooks.create(bundleId: ServerFixture.bundleId, .init(url: url))
                 }
             }

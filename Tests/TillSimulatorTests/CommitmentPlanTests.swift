@@ -25,12 +25,12 @@ struct CommitmentPlanTests {
                 monthlyCommitmentPrices: ["FRA": .init(price: 1090, currency: "EUR")]
             )
         )
-        await #expect(throws: TillHTTPError.self) {
+        await #expect {
             _ = try await simulator.appStoreConnect.updateProduct(
                 appAppleId: app, productId: "premium.monthly",
                 ProductInput(monthlyCommitmentPrices: ["FRA": .init(price: 100, currency: "EUR")])
             )
-        }
+        } throws: { $0 is any Refusal }
         let american = try await fixture.simulator.payments.addPayment(
             PaymentRequest(deviceId: fixture.phone.id, bundleId: SimulatorFixture.bundleId, productId: "premium.yearly",
                            billingPlanType: "MONTHLY"),

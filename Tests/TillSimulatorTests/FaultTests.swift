@@ -35,7 +35,7 @@ struct FaultTests {
             "sandbox:serverAPI:hang=inf", "sandbox:serverAPI:outage=503,for=1e300",
             "sandbox:serverAPI:outage=503,for=inf",
         ] {
-            #expect(throws: TillHTTPError.self) { try FaultRule(parsing: bad) }
+            #expect(throws: FaultRefusal.self) { try FaultRule(parsing: bad) }
         }
     }
 
@@ -59,7 +59,9 @@ struct FaultTests {
         let fixture = try await SimulatorFixture.make(database: database)
         _ = try await fixture.buy("pro")
         fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:storeKit:outage=503,times=2"))
-        await #expect(throws: TillHTTPError.self) { _ = try await fixture.buy("gems.100") }
+        await #expect { _ = try await fixture.buy("gems.100") } throws: {
+            ($0 as? PaymentRefusal)?.reason == .storeUnavailable
+        }
         let restore = try await fixture.simulator.payments.restore(
             deviceId: fixture.tablet.id,
             bundleId: SimulatorFixture.bundleId,

@@ -80,13 +80,13 @@ struct PurchaseTests {
         )
         let deferred = try await fixture.buy("pro")
         #expect(deferred.state == "deferred" && deferred.transactionId == nil)
-        await #expect(throws: TillHTTPError.self) {
+        await #expect {
             try await fixture.simulator.payments.finish(
                 entryId: deferred.id,
                 deviceId: fixture.phone.id,
                 environment: .sandbox
             )
-        }
+        } throws: { $0 is any Refusal }
         let approved = try await fixture.simulator.payments.resolveDeferredPayment(
             id: try #require(deferred.paymentId),
             approve: true

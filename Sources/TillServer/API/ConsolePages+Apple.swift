@@ -29,7 +29,8 @@ extension ConsolePages {
         let page: PageRequest
         do {
             page = try PageRequest(limit: "50", cursor: query.get("cursor").map { String($0) })
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             return failure(error, request, context, section: section, app: app, apps: apps)
         }
         let depth = try await server.queue.depth()
@@ -188,7 +189,7 @@ extension ConsolePages {
                         return entry
                     },
                 ] as [String: Any]
-            } catch let error as TillHTTPError where error.code == "catchUpNeverRun" {
+            } catch let error as CatchUpRefusal where error.reason == .catchUpNeverRun {
                 page["catchUpAbsent"] = CatchUp.hasAPIKey(app)
                     ? "Never ran yet." : "The app has no App Store Server API key: there is no one to ask."
             }
@@ -229,7 +230,8 @@ extension ConsolePages {
                 type: type,
                 page: try PageRequest(limit: "50", cursor: query.get("cursor").map { String($0) })
             )
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             return failure(error, request, context, section: section, app: app, apps: apps)
         }
         var page = common(request, context, section: section, app: app, apps: apps)
@@ -269,7 +271,8 @@ extension ConsolePages {
         let record: NotificationRecord
         do {
             record = try await server.notifications.recorded(bundleId: app.bundleId, uuid: try context.pathParameter("uuid"))
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             return failure(error, request, context, section: section, app: app, apps: apps)
         }
         var page = common(request, context, section: section, app: app, apps: apps)

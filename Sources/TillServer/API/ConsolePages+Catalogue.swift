@@ -184,7 +184,8 @@ extension ConsolePages {
                 address: context.remoteAddress
             )
             return try json(upload.file, status: upload.created ? .created : .ok, context: context)
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             outcome = error.code
             try await server.consoleAudit.record(
                 .uploadContent,

@@ -45,7 +45,8 @@ extension ConsolePages {
         let asked: String
         do {
             asked = try context.customerParameter()
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             return failure(error, request, context, section: section, app: app, apps: apps)
         }
         let view = try await server.customers.customer(bundleId: app.bundleId, customerId: asked)

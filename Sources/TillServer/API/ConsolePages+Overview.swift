@@ -103,7 +103,8 @@ extension ConsolePages {
                 ] as [String: Any]
             }
             return ConsolePage.html("overview", page)
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             return failure(error, request, context, section: section, app: app, apps: apps)
         }
     }

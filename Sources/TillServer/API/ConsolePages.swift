@@ -112,7 +112,8 @@ struct ConsolePages: Sendable {
                 throw TillHTTPError.badRequest("invalidNote", "each action needs a note of 1 to 500 characters")
             }
             try await body()
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             outcome = error.code
             failure = "\(error.message) (\(error.code))"
         }
@@ -185,7 +186,8 @@ struct ConsolePages: Sendable {
                 ConsoleCookie.header(ConsoleCookie.signIn, "", maxAge: 0, request: request),
             ]
             return response
-        } catch let error as TillHTTPError {
+        } catch {
+            guard let error = TillHTTPError.refusal(error) else { throw error }
             var response = signInPage(request, error: "\(error.message) (\(error.code))", status: error.status)
             for field in error.headers { response.headers.append(field) }
             return response

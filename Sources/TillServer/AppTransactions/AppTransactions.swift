@@ -29,8 +29,8 @@ public struct AppTransactions: Sendable {
         let verified = try await verifier.verifyAppTransaction(jws, app: app)
         guard let environment = Components.Schemas.Environment(rawValue: verified.environment.rawValue) else {
             // `verifyAppTransaction` admits the four environments Apple defines and no other.
-            throw TillHTTPError.unprocessable(
-                "invalidEnvironment",
+            throw AppTransactionRefusal(
+                .invalidEnvironment,
                 "\(verified.environment) is not an App Store environment"
             )
         }
@@ -64,9 +64,8 @@ public struct AppTransactions: Sendable {
     /// The AppTransaction kept for a customer (aliases resolved); `404 appTransactionNotFound` when none was sent.
     public func appTransaction(bundleId: String, customerId: String) async throws -> AppTransactionView {
         guard let stored = try await stored(bundleId: bundleId, customerId: customerId) else {
-            throw TillHTTPError(
-                .notFound,
-                "appTransactionNotFound",
+            throw AppTransactionRefusal(
+                .appTransactionNotFound,
                 "no AppTransaction was sent for \(customerId): the app sends it with PUT /v1/customers/{id}/app-transaction"
             )
         }

@@ -65,25 +65,25 @@ extension Catalogue {
     {
         defer { changed() }
         guard !productId.isEmpty, productId.count <= 100 else {
-            throw TillHTTPError.badRequest("invalidProductId", "a product id has 1 to 100 characters")
+            throw CatalogueRefusal(.invalidProductId, "a product id has 1 to 100 characters")
         }
         let type = ProductType(input._type)
         if type == .consumable, (input.credits?.additionalProperties ?? [:]).isEmpty,
             !(input.entitlements ?? []).isEmpty
         {
-            throw TillHTTPError.badRequest(
-                "consumableEntitlements",
+            throw CatalogueRefusal(
+                .consumableEntitlements,
                 "consumables credit balances; they grant no entitlements"
             )
         }
         if type == .nonRenewing, (input.durationSeconds ?? 0) <= 0, !(input.entitlements ?? []).isEmpty {
-            throw TillHTTPError.badRequest(
-                "durationRequired",
+            throw CatalogueRefusal(
+                .durationRequired,
                 "a non-renewing subscription needs durationSeconds: the server sets its expiry"
             )
         }
         guard (input.credits?.additionalProperties ?? [:]).values.allSatisfy({ $0 > 0 }) else {
-            throw TillHTTPError.badRequest("invalidCredits", "credits are positive")
+            throw CatalogueRefusal(.invalidCredits, "credits are positive")
         }
         let now = clock.milliseconds
         return try await database.transaction { db in

@@ -72,7 +72,7 @@ public final class Catalogue: Sendable {
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
         guard let app = try await store.app(bundleId: bundleId, on: db) else {
-            throw TillHTTPError.notFound("app", bundleId)
+            throw CatalogueRefusal(.appNotFound, "no app \(bundleId)")
         }
         return app
     }
@@ -82,7 +82,7 @@ public final class Catalogue: Sendable {
     public func createApp(_ input: ServerAppInput) async throws -> ServerApp {
         defer { changed() }
         guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155, !bundleId.contains(" ") else {
-            throw TillHTTPError.badRequest("invalidBundleId", "bundleId is a reverse-DNS string")
+            throw CatalogueRefusal(.invalidBundleId, "bundleId is a reverse-DNS string")
         }
         let app = ServerApp(
             bundleId: bundleId,
@@ -105,7 +105,7 @@ public final class Catalogue: Sendable {
         try validateKeys(app)
         return try await database.transaction { db in
             if try await self.store.app(bundleId: bundleId, on: db) != nil {
-                throw TillHTTPError.conflict("appExists", "an app with bundle id \(bundleId) exists")
+                throw CatalogueRefusal(.appExists, "an app with bundle id \(bundleId) exists")
             }
             try await self.store.save(app, on: db)
             return app
@@ -117,8 +117,8 @@ public final class Catalogue: Sendable {
         // The bundle id is the app's key everywhere (ledger, catalogue, content, links): it names the app and does
         // not change. Saying it again is harmless; saying another one is refused rather than silently ignored.
         if let given = input.bundleId, given != bundleId {
-            throw TillHTTPError.badRequest(
-                "bundleIdImmutable",
+            throw CatalogueRefusal(
+                .bundleIdImmutable,
                 "an app's bundle id cannot change; create an app for \(given) instead"
             )
         }
@@ -181,8 +181,8 @@ public final class Catalogue: Sendable {
             guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.apiKeyId != nil,
                 app.apiIssuerId != nil
             else {
-                throw TillHTTPError.badRequest(
-                    "invalidAPIKey",
+                throw CatalogueRefusal(
+                    .invalidAPIKey,
                     "an App Store Server API key needs apiKeyId, apiIssuerId and a P-256 PEM private key"
                 )
             }
@@ -191,8 +191,8 @@ public final class Catalogue: Sendable {
             guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.inAppPurchaseKeyId != nil,
                 app.inAppPurchaseIssuerId != nil
             else {
-                throw TillHTTPError.badRequest(
-                    "invalidInAppPurchaseKey",
+                throw CatalogueRefusal(
+                    .invalidInAppPurchaseKey,
                     "an In-App Purchase key needs inAppPurchaseKeyId, inAppPurchaseIssuerId and a P-256 PEM private key"
                 )
             }
@@ -209,8 +209,8 @@ public final class Catalogue: Sendable {
             do {
                 certificates = try StoreKitTestCertificate.parse(input)
             } catch {
-                throw TillHTTPError.badRequest(
-                    "invalidStoreKitTestCertificate",
+                throw CatalogueRefusal(
+                    .invalidStoreKitTestCertificate,
                     "storeKitTestCertificates[\(index)]: \(error); send the PEM of the certificate Xcode exports "
                         + "(Editor → Save Public Certificate; openssl x509 -inform der -in StoreKitTestCertificate.cer)"
                 )
@@ -220,8 +220,8 @@ public final class Catalogue: Sendable {
             }
         }
         guard kept.count <= 16 else {
-            throw TillHTTPError.badRequest(
-                "invalidStoreKitTestCertificate",
+            throw CatalogueRefusal(
+                .invalidStoreKitTestCertificate,
                 "an app trusts at most 16 StoreKit test certificates, not \(kept.count)"
             )
         }

@@ -76,14 +76,14 @@ public struct CatchUp: Sendable {
     public func run(bundleId: String, trigger: CatchUpRun.TriggerPayload = .admin) async throws -> CatchUpRun {
         let app = try await catalogue.app(bundleId: bundleId)
         guard Self.hasAPIKey(app) else {
-            throw TillHTTPError.conflict(
-                "noAPIKey",
+            throw CatchUpRefusal(
+                .noAPIKey,
                 "\(bundleId) has no App Store Server API key, so there is no one to ask: set apiKeyId, apiIssuerId and apiPrivateKey"
             )
         }
         guard try await jobs.claim(.catchUp, key: bundleId, lease: Self.lease) != nil else {
-            throw TillHTTPError.conflict(
-                "catchUpRunning",
+            throw CatchUpRefusal(
+                .catchUpRunning,
                 "a catch-up of \(bundleId) is under way; try again when it ends"
             )
         }
@@ -140,7 +140,7 @@ public struct CatchUp: Sendable {
     public func lastRun(bundleId: String) async throws -> CatchUpRun {
         _ = try await catalogue.app(bundleId: bundleId)
         guard let report = try await store.lastCatchUpReport(bundleId: bundleId, on: store.sql) else {
-            throw TillHTTPError(.notFound, "catchUpNeverRun", "\(bundleId) has not caught up with Apple yet")
+            throw CatchUpRefusal(.catchUpNeverRun, "\(bundleId) has not caught up with Apple yet")
         }
         return try JSONDecoder().decode(CatchUpRun.self, from: Data(report.utf8))
     }

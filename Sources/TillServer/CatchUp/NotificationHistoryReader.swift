@@ -148,7 +148,7 @@ struct NotificationHistoryReader: Sendable {
             case .ignored: report.ignored += 1
             }
             return nil
-        } catch let error as TillHTTPError where (400..<500).contains(error.status.code) {
+        } catch let error as any Refusal {
             // Refused as a delivery would be (a signature, an app): nothing recorded, and it will not verify later.
             report.refused += 1
             logger.warning("catch-up: a notification of the history was refused: \(error)")

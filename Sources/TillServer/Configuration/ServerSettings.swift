@@ -89,13 +89,13 @@ public struct ServerSettings: Sendable {
         ]
         if let file {
             guard FileManager.default.fileExists(atPath: file) else {
-                throw TillHTTPError.badRequest("configFileMissing", "no settings file at \(file)")
+                throw SettingsRefusal(.configFileMissing, "no settings file at \(file)")
             }
             do {
                 providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
             } catch {
-                throw TillHTTPError.badRequest(
-                    "invalidConfigFile",
+                throw SettingsRefusal(
+                    .invalidConfigFile,
                     "\(file) is not a JSON object of settings: \(error)"
                 )
             }
@@ -106,7 +106,7 @@ public struct ServerSettings: Sendable {
     public init(config: ConfigReader) throws {
         let mode = config.string(forKey: "mode", default: "development")
         guard ["development", "production"].contains(mode) else {
-            throw TillHTTPError.badRequest("invalidMode", "mode is development or production, not \(mode)")
+            throw SettingsRefusal(.invalidMode, "mode is development or production, not \(mode)")
         }
         development = mode == "development"
         host = config.string(forKey: "http.host", default: "127.0.0.1")
@@ -115,24 +115,24 @@ public struct ServerSettings: Sendable {
         database = try DatabaseConfiguration(parsing: databaseURL)
         let waitSeconds = config.double(forKey: "database.wait-seconds", default: 5)
         guard waitSeconds >= 0, waitSeconds <= 300 else {
-            throw TillHTTPError.badRequest(
-                "invalidDatabaseWait",
+            throw SettingsRefusal(
+                .invalidDatabaseWait,
                 "database.wait-seconds is 0 to 300, not \(waitSeconds)"
             )
         }
         databaseWait = .milliseconds(Int64(waitSeconds * 1000))
         let graceSeconds = config.double(forKey: "shutdown.grace-seconds", default: 60)
         guard graceSeconds > 0, graceSeconds <= 3600 else {
-            throw TillHTTPError.badRequest(
-                "invalidShutdownGrace",
+            throw SettingsRefusal(
+                .invalidShutdownGrace,
                 "shutdown.grace-seconds is more than 0 and at most 3600, not \(graceSeconds)"
             )
         }
         shutdownGrace = .milliseconds(Int64(graceSeconds * 1000))
         let drainSeconds = config.double(forKey: "shutdown.drain-seconds", default: 0)
         guard drainSeconds >= 0, drainSeconds < graceSeconds else {
-            throw TillHTTPError.badRequest(
-                "invalidShutdownDrain",
+            throw SettingsRefusal(
+                .invalidShutdownDrain,
                 "shutdown.drain-seconds is 0 or more and less than shutdown.grace-seconds (\(graceSeconds)), "
                     + "not \(drainSeconds): the drain is part of the grace"
             )
@@ -140,7 +140,7 @@ public struct ServerSettings: Sendable {
         shutdownDrain = .milliseconds(Int64(drainSeconds * 1000))
         operatorToken = config.string(forKey: "operator.token", isSecret: true)
         if let operatorToken, operatorToken.utf8.count < 16 {
-            throw TillHTTPError.badRequest("weakOperatorToken", "operator.token needs 16 characters or more")
+            throw SettingsRefusal(.weakOperatorToken, "operator.token needs 16 characters or more")
         }
         contentDirectory = config.string(forKey: "content.directory", default: "till-content")
         content = ContentSettings(
@@ -149,7 +149,7 @@ public struct ServerSettings: Sendable {
         )
         serverSecret = config.string(forKey: "server.secret", isSecret: true)
         if let serverSecret, serverSecret.utf8.count < 16 {
-            throw TillHTTPError.badRequest("weakServerSecret", "server.secret needs 16 characters or more")
+            throw SettingsRefusal(.weakServerSecret, "server.secret needs 16 characters or more")
         }
         snapshotPrivateKeyFile = config.string(forKey: "snapshot.private-key-file")
         snapshotPublishedKeyFiles = Self.list(config.string(forKey: "snapshot.published-key-files", default: ""))
@@ -189,14 +189,14 @@ public struct ServerSettings: Sendable {
         let catchUpInterval = config.int(forKey: "catch-up.interval-seconds", default: 3600)
         let lookBackDays = config.int(forKey: "catch-up.first-look-back-days", default: 7)
         guard catchUpInterval >= 0 else {
-            throw TillHTTPError.badRequest(
-                "invalidCatchUpInterval",
+            throw SettingsRefusal(
+                .invalidCatchUpInterval,
                 "catch-up.interval-seconds is 0 (off) or more, not \(catchUpInterval)"
             )
         }
         guard (1...180).contains(lookBackDays) else {
-            throw TillHTTPError.badRequest(
-                "invalidCatchUpLookBack",
+            throw SettingsRefusal(
+                .invalidCatchUpLookBack,
                 "catch-up.first-look-back-days is 1 to 180 (Apple keeps 180 days of notifications), not \(lookBackDays)"
             )
         }
@@ -212,18 +212,18 @@ public struct ServerSettings: Sendable {
         )
         let level = config.string(forKey: "log.level", default: "info")
         guard let logLevel = Logger.Level(rawValue: level) else {
-            throw TillHTTPError.badRequest(
-                "invalidLogLevel",
+            throw SettingsRefusal(
+                .invalidLogLevel,
                 "log.level is trace, debug, info, notice, warning, error or critical, not \(level)"
             )
         }
         self.logLevel = logLevel
         guard (0...65535).contains(port), (0...65535).contains(simulatorPort) else {
-            throw TillHTTPError.badRequest("invalidPort", "ports are between 0 and 65535")
+            throw SettingsRefusal(.invalidPort, "ports are between 0 and 65535")
         }
         guard development || operatorToken != nil else {
-            throw TillHTTPError.badRequest(
-                "operatorTokenRequired",
+            throw SettingsRefusal(
+                .operatorTokenRequired,
                 "production mode needs operator.token (TILL_OPERATOR_TOKEN)"
             )
         }
@@ -234,8 +234,8 @@ public struct ServerSettings: Sendable {
         let scheduleText = config.string(forKey: "webhooks.retry-schedule-seconds", default: "")
         let schedule = try list(scheduleText).map { item -> Duration in
             guard let seconds = Double(item), seconds > 0, seconds <= 7 * 86_400 else {
-                throw TillHTTPError.badRequest(
-                    "invalidRetrySchedule",
+                throw SettingsRefusal(
+                    .invalidRetrySchedule,
                     "webhooks.retry-schedule-seconds is a comma-separated list of delays in seconds, not \(scheduleText)"
                 )
             }
@@ -243,11 +243,11 @@ public struct ServerSettings: Sendable {
         }
         let hours = config.double(forKey: "webhooks.retry-hours", default: 72)
         guard hours > 0, hours <= 30 * 24 else {
-            throw TillHTTPError.badRequest("invalidRetryHours", "webhooks.retry-hours is more than 0 and at most 720")
+            throw SettingsRefusal(.invalidRetryHours, "webhooks.retry-hours is more than 0 and at most 720")
         }
         let window = config.int(forKey: "webhooks.batch-window-ms", default: 50)
         guard (0...1000).contains(window) else {
-            throw TillHTTPError.badRequest("invalidBatchWindow", "webhooks.batch-window-ms is from 0 to 1000, not \(window)")
+            throw SettingsRefusal(.invalidBatchWindow, "webhooks.batch-window-ms is from 0 to 1000, not \(window)")
         }
         return WebhookSettings(
             allowHTTPToLoopback: config.bool(forKey: "webhooks.allow-http-loopback", default: development),
@@ -278,7 +278,7 @@ public enum SnapshotKeyFiles {
         do {
             return try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw TillHTTPError.badRequest("invalidSnapshotKey", "\(path) is not a P-256 private key in PEM: \(error)")
+            throw SettingsRefusal(.invalidSnapshotKey, "\(path) is not a P-256 private key in PEM: \(error)")
         }
     }
 
@@ -288,12 +288,12 @@ public enum SnapshotKeyFiles {
         let pem = try text(at: path)
         if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) { return key }
         if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) { return key.publicKey }
-        throw TillHTTPError.badRequest("invalidSnapshotKey", "\(path) holds no P-256 public or private key in PEM")
+        throw SettingsRefusal(.invalidSnapshotKey, "\(path) holds no P-256 public or private key in PEM")
     }
 
     private static func text(at path: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw TillHTTPError.badRequest("snapshotKeyUnreadable", "cannot read \(path)")
+            throw SettingsRefusal(.snapshotKeyUnreadable, "cannot read \(path)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -42,17 +42,15 @@ public struct ConsoleSessions: Sendable {
                 session: nil,
                 address: address
             )
-            throw TillHTTPError(
-                .tooManyRequests,
-                "tooManySignIns",
-                "too many sign-in attempts from this address: try again in \(Readable.duration(milliseconds: wait))",
-                headers: [.retryAfter: String(max(1, wait / 1000))]
+            throw ConsoleRefusal(
+                .tooManySignIns(retryAfterSeconds: Int(max(1, wait / 1000))),
+                "too many sign-in attempts from this address: try again in \(Readable.duration(milliseconds: wait))"
             )
         }
         guard Self.constantTimeEqual(given, operatorToken) else {
             limiter.failed(address, now: now)
             try? await audit.record(.signInRefused, outcome: "invalidToken", session: nil, address: address)
-            throw TillHTTPError(.unauthorized, "invalidToken", "that is not the operator token")
+            throw ConsoleRefusal(.invalidToken, "that is not the operator token")
         }
         limiter.succeeded(address)
         let cookie = Self.randomToken()

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOFileSystem
+import TillCore
 import TillHTTPKit
 
 /// The content directory: each uploaded file kept once, named by its SHA-256 (`<directory>/<sha256>`), however
@@ -36,9 +37,8 @@ struct ContentBlobs: Sendable {
                     for try await buffer in body {
                         size += Int64(buffer.readableBytes)
                         guard size <= limit else {
-                            throw TillHTTPError(
-                                .contentTooLarge,
-                                "bodyTooLarge",
+                            throw ContentRefusal(
+                                .bodyTooLarge,
                                 "a content file has at most \(limit) bytes"
                             )
                         }

@@ -48,7 +48,7 @@ public struct ContentDelivery: Sendable {
         let limit = configuration.content.maxUploadBytes
         _ = try await productForContent(bundleId: bundleId, productId: productId, on: store.sql)
         if let declaredLength, declaredLength > limit {
-            throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "a content file has at most \(limit) bytes")
+            throw ContentRefusal(.bodyTooLarge, "a content file has at most \(limit) bytes")
         }
         let received = try await blobs.receive(body, limit: limit)
         let file = ContentFile(name: name, sha256: received.sha256, size: received.size, contentType: contentType)
@@ -79,10 +79,10 @@ public struct ContentDelivery: Sendable {
         let now = clock.milliseconds
         let removed = try await database.transaction { db -> ContentFile in
             guard var product = try await self.store.product(bundleId: bundleId, productId: productId, on: db) else {
-                throw TillHTTPError.notFound("product", productId)
+                throw ContentRefusal(.productNotFound, "no product \(productId)")
             }
             guard let index = product.content.firstIndex(where: { $0.name == name }) else {
-                throw TillHTTPError.notFound("content", name)
+                throw ContentRefusal(.contentNotFound, "no content \(name)")
             }
             let removed = product.content.remove(at: index)
             product.updatedAt = now
@@ -95,7 +95,7 @@ public struct ContentDelivery: Sendable {
     /// A product's files, in upload order.
     public func content(bundleId: String, productId: String) async throws -> [ContentFile] {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
-            throw TillHTTPError.notFound("product", productId)
+            throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         return product.content
     }
@@ -105,16 +105,16 @@ public struct ContentDelivery: Sendable {
         -> [ContentDownload]
     {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
-            throw TillHTTPError.notFound("product", productId)
+            throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         var files = product.content
         if let name {
             files = files.filter { $0.name == name }
-            guard !files.isEmpty else { throw TillHTTPError.notFound("content", name) }
+            guard !files.isEmpty else { throw ContentRefusal(.contentNotFound, "no content \(name)") }
         }
         let customer = try await customers.customer(bundleId: bundleId, customerId: customerId)
         if case .refused(let reason) = ContentAccess.decide(product, for: customer) {
-            throw TillHTTPError(.forbidden, "notEntitled", reason)
+            throw ContentRefusal(.notEntitled, reason)
         }
         let lifetime = max(1, configuration.content.urlLifetime.components.seconds)
         let expires = Int64(clock.now().timeIntervalSince1970.rounded(.down)) + lifetime
@@ -172,24 +172,22 @@ public struct ContentDelivery: Sendable {
         case .valid(let valid):
             link = valid
         case .invalid(.badSignature):
-            throw TillHTTPError(
-                .forbidden,
-                "invalidSignature",
+            throw ContentRefusal(
+                .invalidSignature,
                 "this download URL was not signed by this server; ask for a new one"
             )
         case .invalid(.expired):
-            throw TillHTTPError(.forbidden, "urlExpired", "this download URL has expired; ask for a new one")
+            throw ContentRefusal(.urlExpired, "this download URL has expired; ask for a new one")
         }
         let listing = try await store.products(bundleId: bundleId, on: store.sql).filter { product in
             product.content.contains { $0.sha256 == link.sha256 && $0.name == link.name }
         }
         guard let file = listing.first?.content.first(where: { $0.sha256 == link.sha256 && $0.name == link.name })
-        else { throw TillHTTPError.notFound("content", link.name) }
+        else { throw ContentRefusal(.contentNotFound, "no content \(link.name)") }
         let customer = try await customers.customer(bundleId: bundleId, customerId: link.customerId)
         guard listing.contains(where: { ContentAccess.decide($0, for: customer) == .granted }) else {
-            throw TillHTTPError(
-                .forbidden,
-                "notEntitled",
+            throw ContentRefusal(
+                .notEntitled,
                 "customer \(link.customerId) may no longer download \(link.name)"
             )
         }
@@ -212,11 +210,11 @@ public struct ContentDelivery: Sendable {
         -> CatalogProduct
     {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: db) else {
-            throw TillHTTPError.notFound("product", productId)
+            throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         guard product.type != .consumable else {
-            throw TillHTTPError.conflict(
-                "consumableContent",
+            throw ContentRefusal(
+                .consumableContent,
                 "\(productId) is a consumable: consumables deliver no content"
             )
         }
@@ -230,8 +228,8 @@ public struct ContentDelivery: Sendable {
             $0.properties.generalCategory != .control && $0 != "\"" && $0 != "\\"
         }
         guard (1...200).contains(name.count), !name.contains("/"), !name.contains(".."), name != ".", printable else {
-            throw TillHTTPError.badRequest(
-                "invalidName",
+            throw ContentRefusal(
+                .invalidName,
                 "a content name has 1 to 200 printable characters, without /, \\, \" or .."
             )
         }
@@ -242,7 +240,7 @@ public struct ContentDelivery: Sendable {
         guard let header, !header.isEmpty else { return "application/octet-stream" }
         let visible = header.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x20 && $0.value != 0x7F }
         guard header.count <= 200, header.contains("/"), visible else {
-            throw TillHTTPError.badRequest("invalidContentType", "Content-Type is a media type such as application/pdf")
+            throw ContentRefusal(.invalidContentType, "Content-Type is a media type such as application/pdf")
         }
         return header
     }

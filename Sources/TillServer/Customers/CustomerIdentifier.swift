@@ -1,4 +1,5 @@
 import Foundation
+import TillCore
 import TillHTTPKit
 
 /// The one check every customer id entering the server passes, wherever it comes from: a submission's
@@ -23,14 +24,14 @@ enum CustomerIdentifier {
     static func checkedByUnicode(_ raw: String, field: String = "customerId") throws -> String {
         let id = raw.trimmingCharacters(in: .whitespaces)
         guard (1...maximumLength).contains(id.count) else {
-            throw TillHTTPError.badRequest(
-                "invalidCustomerId",
+            throw CustomerRefusal(
+                .invalidCustomerId,
                 "\(field) has 1 to \(maximumLength) characters once the spaces around it are trimmed"
             )
         }
         // A percent-encoded path can carry any of them; U+0000 cannot even be stored in PostgreSQL's text.
         guard !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw TillHTTPError.badRequest("invalidCustomerId", "\(field) holds a control character")
+            throw CustomerRefusal(.invalidCustomerId, "\(field) holds a control character")
         }
         return id
     }

@@ -133,7 +133,7 @@ public struct Customers: Sendable {
         let guestId = try CustomerIdentifier.validated(guestId, field: "customerId (the guest id)")
         let accountId = try CustomerIdentifier.validated(accountId, field: "the account id")
         guard guestId != accountId else {
-            throw TillHTTPError.badRequest("invalidAlias", "a guest id cannot be linked to itself")
+            throw CustomerRefusal(.invalidAlias, "a guest id cannot be linked to itself")
         }
         let now = clock.milliseconds
         try await ledger.transaction(source: .app()) { changes in
@@ -141,23 +141,23 @@ public struct Customers: Sendable {
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
             try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
             if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
-                throw TillHTTPError.conflict(
-                    "accountIsAGuest",
+                throw CustomerRefusal(
+                    .accountIsAGuest,
                     "\(accountId) is a guest id linked to \(owner): link guests to \(owner)"
                 )
             }
             if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: guestId, on: db) {
                 guard owner == accountId else {
-                    throw TillHTTPError.conflict(
-                        "guestLinkedElsewhere",
+                    throw CustomerRefusal(
+                        .guestLinkedElsewhere,
                         "\(guestId) is already linked to another account; a guest id belongs to one account"
                     )
                 }
                 return  // linked already: nothing changes
             }
             guard try await !self.store.hasGuests(bundleId: bundleId, customerId: guestId, on: db) else {
-                throw TillHTTPError.conflict(
-                    "guestIsAnAccount",
+                throw CustomerRefusal(
+                    .guestIsAnAccount,
                     "\(guestId) has guests linked to it: accounts are never merged"
                 )
             }

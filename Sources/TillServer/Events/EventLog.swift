@@ -154,7 +154,7 @@ public struct EventLog: Sendable {
         var customers: [String]?
         if let customerId {
             guard let bundleId else {
-                throw TillHTTPError.badRequest("bundleIdRequired", "customerId needs the bundleId of its app")
+                throw EventRefusal(.bundleIdRequired, "customerId needs the bundleId of its app")
             }
             let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
             customers = [owner] + (try await store.guests(bundleId: bundleId, customerId: owner, on: store.sql))
@@ -184,7 +184,7 @@ public struct EventLog: Sendable {
         guard cursor.utf8.count <= 19, cursor.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             let sequence = Int64(cursor)
         else {
-            throw TillHTTPError.badRequest("invalidCursor", "after is a nextCursor of the feed")
+            throw EventRefusal(.invalidCursor, "after is a nextCursor of the feed")
         }
         return sequence
     }

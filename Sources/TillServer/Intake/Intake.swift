@@ -50,14 +50,14 @@ public struct Intake: Sendable {
             request.signedTransaction.map(SubmissionInput.signedTransaction),
         ].compactMap { $0 }
         guard inputs.count == 1, let input = inputs.first, !input.payload.isEmpty else {
-            throw TillHTTPError.badRequest(
-                "oneFormatExpected",
+            throw IntakeRefusal(
+                .oneFormatExpected,
                 "send exactly one of receipt, transactionReceipt or signedTransaction"
             )
         }
         if let key = request.idempotencyKey {
             guard !key.isEmpty, key.count <= 200 else {
-                throw TillHTTPError.badRequest("invalidIdempotencyKey", "an idempotency key has 1 to 200 characters")
+                throw IntakeRefusal(.invalidIdempotencyKey, "an idempotency key has 1 to 200 characters")
             }
             if let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
                 return try await replay(existing, payload: input.payload, app: app)
@@ -132,12 +132,12 @@ public struct Intake: Sendable {
             // A resend with the same idempotency key committed first: answer with its submission.
             guard let key = request.idempotencyKey,
                 let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
-            else { throw TillHTTPError(.internalServerError, "submissionLost", "the submission could not be recorded") }
+            else { throw IntakeRefusal(.submissionLost, "the submission could not be recorded") }
             return try await replay(existing, payload: input.payload, app: app)
         }
         if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
-            throw TillHTTPError.conflict(
-                "ownedByAnotherCustomer",
+            throw IntakeRefusal(
+                .ownedByAnotherCustomer,
                 "every transaction of this submission belongs to another customer (\(refused.count) refused)"
             )
         }
@@ -159,7 +159,7 @@ public struct Intake: Sendable {
     private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
     {
         guard try await store.payload(submissionId: existing.id, on: store.sql) == payload else {
-            throw TillHTTPError.conflict("idempotencyKeyReused", "the idempotency key was used for another submission")
+            throw IntakeRefusal(.idempotencyKeyReused, "the idempotency key was used for another submission")
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
         // replay must not look accepted).
@@ -177,8 +177,8 @@ public struct Intake: Sendable {
             }
         }
         if !ids.isEmpty && refused.count == ids.count {
-            throw TillHTTPError.conflict(
-                "ownedByAnotherCustomer",
+            throw IntakeRefusal(
+                .ownedByAnotherCustomer,
                 "every transaction of this submission belongs to another customer (\(refused.count) refused)"
             )
         }
@@ -232,7 +232,7 @@ public struct Intake: Sendable {
     /// A submission, as the app polls it.
     public func submission(id: String, bundleId: String) async throws -> SubmissionView {
         guard let record = try await store.submission(id: id, on: store.sql), record.bundleId == bundleId else {
-            throw TillHTTPError.notFound("submission", id)
+            throw IntakeRefusal(.submissionNotFound, "no submission \(id)")
         }
         return SubmissionView(record)
     }

@@ -143,8 +143,8 @@ final class LocalVerifier: Sendable {
         let payload = verified.payload
         let environment = verified.environment
         if environment == .production, let expected = app.appAppleId, payload.appAppleId != expected {
-            throw TillHTTPError.unprocessable(
-                VerificationFailure.Reason.invalidAppIdentifier.rawValue,
+            throw IntakeRefusal(
+                .unverified(.invalidAppIdentifier),
                 "signed for app Apple id \(payload.appAppleId.map(String.init) ?? "(none)"), expected \(expected)"
             )
         }
@@ -158,14 +158,14 @@ final class LocalVerifier: Sendable {
     private static func admit(_ environment: AppStoreEnvironment, app: ServerApp, of what: String) throws {
         if environment.isLocallySigned || environment == .production { return }
         guard app.acceptSandbox else {
-            throw TillHTTPError.unprocessable(
-                "sandboxNotAccepted",
+            throw IntakeRefusal(
+                .sandboxNotAccepted,
                 "\(app.bundleId) does not accept \(environment) \(what)"
             )
         }
         guard environment == .sandbox else {
-            throw TillHTTPError.unprocessable(
-                "invalidEnvironment",
+            throw IntakeRefusal(
+                .invalidEnvironment,
                 "\(environment) \(what) are not accepted by a server"
             )
         }
@@ -209,15 +209,15 @@ final class LocalVerifier: Sendable {
         }
         do {
             return try await first(verifiers.jws.indices, missing: missing) { await attempt(verifiers.jws[$0]) }
-        } catch let refusal as TillHTTPError
-            where refusal.code == "invalidChainLength" || refusal.code == "invalidChain"
+        } catch let refusal as IntakeRefusal
+            where refusal.reason == .unverified(.invalidChainLength) || refusal.reason == .unverified(.invalidChain)
         {
             // No chain to Apple or the sandbox roots. StoreKit Testing in Xcode signs with one self-signed certificate;
             // what the payload claims only chooses the verifier, which checks everything again.
             guard let claimed = Self.claimedEnvironment(of: jws), claimed.isLocallySigned else { throw refusal }
             guard let verifier = verifiers.locallySigned[claimed] else {
-                throw TillHTTPError.unprocessable(
-                    "storeKitTestingNotEnabled",
+                throw IntakeRefusal(
+                    .storeKitTestingNotEnabled,
                     "this is \(claimed) data, signed by StoreKit Testing in Xcode; to accept it, register the project's "
                         + "certificate (Xcode: Editor → Save Public Certificate) with PATCH /admin/v1/apps/\(app.bundleId) "
                         + "{\"storeKitTestCertificates\":[\"<PEM>\"]}"
@@ -227,14 +227,14 @@ final class LocalVerifier: Sendable {
             case .valid(let verified?):
                 return verified
             case .valid(nil):
-                throw TillHTTPError.unprocessable("malformedPayload", "the signed data lacks \(missing)")
+                throw IntakeRefusal(.malformedPayload, "the signed data lacks \(missing)")
             case .invalid(let failure) where failure.reason == .invalidChain:
-                throw TillHTTPError.unprocessable(
-                    failure.reason.rawValue,
+                throw IntakeRefusal(
+                    .unverified(failure.reason),
                     "not signed by a StoreKit test certificate of \(app.bundleId): \(failure.detail)"
                 )
             case .invalid(let failure):
-                throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
+                throw IntakeRefusal(.unverified(failure.reason), failure.detail)
             }
         }
     }
@@ -303,29 +303,29 @@ final class LocalVerifier: Sendable {
         for index in indices {
             switch await attempt(index) {
             case .valid(let verified?) where verified.environment.isLocallySigned:
-                throw TillHTTPError.unprocessable(
-                    "untrustedForXcode",
+                throw IntakeRefusal(
+                    .untrustedForXcode,
                     "only an app's StoreKit test certificates vouch for \(verified.environment) data"
                 )
             case .valid(let verified?):
                 if index > 0 && verified.environment != .sandbox {
-                    throw TillHTTPError.unprocessable(
-                        "untrustedForProduction",
+                    throw IntakeRefusal(
+                        .untrustedForProduction,
                         "only Apple's roots vouch for \(verified.environment) data"
                     )
                 }
                 return verified
             case .valid(nil):
-                throw TillHTTPError.unprocessable("malformedPayload", "the signed data lacks \(missing)")
+                throw IntakeRefusal(.malformedPayload, "the signed data lacks \(missing)")
             case .invalid(let failure) where failure.reason == .invalidChain:
                 // Only a chain Apple does not vouch for is worth trying against the sandbox roots.
                 chainFailure = chainFailure ?? failure
             case .invalid(let failure):
-                throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
+                throw IntakeRefusal(.unverified(failure.reason), failure.detail)
             }
         }
         let failure = chainFailure ?? VerificationFailure(.invalidFormat, "nothing to verify")
-        throw TillHTTPError.unprocessable(failure.reason.rawValue, failure.detail)
+        throw IntakeRefusal(.unverified(failure.reason), failure.detail)
     }
 }
 

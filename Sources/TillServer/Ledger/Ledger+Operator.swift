@@ -26,13 +26,15 @@ extension Ledger {
     ) async throws {
         let customerId = try CustomerIdentifier.validated(customerId)
         let note = try Self.validated(note: note)
-        guard let product = catalogue[productId] else { throw TillHTTPError.notFound("product", productId) }
+        guard let product = catalogue[productId] else {
+            throw LedgerRefusal(.productNotFound, "no product \(productId)")
+        }
         let now = clock.milliseconds
         if let expiresDate, expiresDate <= now {
-            throw TillHTTPError.badRequest("invalidExpiry", "expiresDate is in the past; a grant ends in the future")
+            throw LedgerRefusal(.invalidExpiry, "expiresDate is in the past; a grant ends in the future")
         }
         if product.type == .autoRenewable && expiresDate == nil {
-            throw TillHTTPError.badRequest("invalidExpiry", "a subscription's grant needs its expiresDate")
+            throw LedgerRefusal(.invalidExpiry, "a subscription's grant needs its expiresDate")
         }
         let id = "grant-" + UUID.random().uuidString.lowercased()
         let transaction = PurchaseTransaction(
@@ -87,9 +89,8 @@ extension Ledger {
                 on: changes.db
             ).filter { environment == nil || $0.environment == environment }
             guard !rows.isEmpty else {
-                throw TillHTTPError(
-                    .notFound,
-                    "purchaseNotFound",
+                throw LedgerRefusal(
+                    .purchaseNotFound,
                     "\(customerId) has no purchase \(transactionId)"
                 )
             }
@@ -131,7 +132,7 @@ extension Ledger {
     ) async throws -> [String: Int64] {
         let customerId = try CustomerIdentifier.validated(customerId)
         let note = try Self.validated(note: note)
-        guard delta != 0 else { throw TillHTTPError.badRequest("invalidAmount", "delta is not zero") }
+        guard delta != 0 else { throw LedgerRefusal(.invalidAmount, "delta is not zero") }
         try Self.validate(requestId: requestId, credit: credit)
         return try await move(
             delta,
@@ -149,7 +150,7 @@ extension Ledger {
     static func validated(note: String) throws -> String {
         let note = note.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !note.isEmpty, note.count <= 500 else {
-            throw TillHTTPError.badRequest("invalidNote", "note has 1 to 500 characters: say why, for the timeline")
+            throw LedgerRefusal(.invalidNote, "note has 1 to 500 characters: say why, for the timeline")
         }
         return note
     }

@@ -15,7 +15,7 @@ extension Ledger {
     public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
         async throws -> [String: Int64]
     {
-        guard amount > 0 else { throw TillHTTPError.badRequest("invalidAmount", "amount must be positive") }
+        guard amount > 0 else { throw LedgerRefusal(.invalidAmount, "amount must be positive") }
         try Self.validate(requestId: requestId, credit: credit)
         // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
         // still finds the debit it repeats. Its length first, so that no two (customer, request) pairs meet.
@@ -51,8 +51,8 @@ extension Ledger {
             let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
             if let done = try await self.store.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
                 guard done.credit == credit, done.delta == delta else {
-                    throw TillHTTPError.conflict(
-                        "requestIdReused",
+                    throw LedgerRefusal(
+                        .requestIdReused,
                         "request \(requestId) of \(customerId) moved \(done.delta) \(done.credit); a resend must be the same change"
                     )
                 }
@@ -60,8 +60,8 @@ extension Ledger {
             }
             let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
             guard balance + delta >= 0 else {
-                throw TillHTTPError.conflict(
-                    "insufficientBalance",
+                throw LedgerRefusal(
+                    .insufficientBalance,
                     "\(customerId) has \(balance) \(credit), \(-delta) requested"
                 )
             }
@@ -83,10 +83,10 @@ extension Ledger {
 
     static func validate(requestId: String, credit: String) throws {
         guard !requestId.isEmpty, requestId.count <= 200 else {
-            throw TillHTTPError.badRequest("invalidRequestId", "requestId has 1 to 200 characters")
+            throw LedgerRefusal(.invalidRequestId, "requestId has 1 to 200 characters")
         }
         guard !credit.isEmpty, credit.count <= 200 else {
-            throw TillHTTPError.badRequest("invalidCredit", "credit has 1 to 200 characters")
+            throw LedgerRefusal(.invalidCredit, "credit has 1 to 200 characters")
         }
     }
 

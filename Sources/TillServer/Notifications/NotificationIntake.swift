@@ -88,13 +88,13 @@ public struct NotificationIntake: Sendable {
             // Not acknowledged: Apple retries (production: 5 times over 3 days), which gives an operator time
             // to register the app, and App Store Connect shows the failures.
             logger.warning("notification \(notification.uuid) for unknown app \(notification.bundleId)")
-            throw TillHTTPError.notFound("app", notification.bundleId)
+            throw NotificationRefusal(.appNotFound, "no app \(notification.bundleId)")
         }
         if let expected = app.appAppleId, let given = notification.payload.identity.appAppleId, expected != given {
             logger.warning(
                 "notification \(notification.uuid) for app Apple id \(given), \(app.bundleId) is \(expected)"
             )
-            throw TillHTTPError(.notFound, "appNotFound", "no app \(app.bundleId) with Apple id \(given)")
+            throw NotificationRefusal(.appNotFound, "no app \(app.bundleId) with Apple id \(given)")
         }
         try await verifyContents(of: &notification, app: app)
         return try await receive(notification, app: app, recoveredByCatchUp: recoveredByCatchUp)
@@ -185,7 +185,7 @@ public struct NotificationIntake: Sendable {
     /// One notification of the app, as it was recorded (decoded since migration 020).
     func recorded(bundleId: String, uuid: String) async throws -> NotificationRecord {
         guard let record = try await store.notification(uuid: uuid, on: store.sql), record.bundleId == bundleId else {
-            throw TillHTTPError.notFound("notification", uuid)
+            throw NotificationRefusal(.notificationNotFound, "no notification \(uuid)")
         }
         return record
     }
@@ -198,12 +198,12 @@ public struct NotificationIntake: Sendable {
         )
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.count <= 100, let type = payload.notificationType
         else {
-            throw TillHTTPError.badRequest("malformedNotification", "the notification has no notificationUUID or type")
+            throw NotificationRefusal(.malformedNotification, "the notification has no notificationUUID or type")
         }
         let identity = payload.identity
         guard let bundleId = identity.bundleId, let environment = identity.environment else {
-            throw TillHTTPError.badRequest(
-                "malformedNotification",
+            throw NotificationRefusal(
+                .malformedNotification,
                 "the notification names no bundle id or environment"
             )
         }
@@ -228,9 +228,8 @@ public struct NotificationIntake: Sendable {
                 "signedTransactionInfo"
             )
             guard transaction.environment == environment else {
-                throw TillHTTPError(
-                    .unauthorized,
-                    "invalidSignature",
+                throw NotificationRefusal(
+                    .invalidSignature,
                     "signedTransactionInfo is \(transaction.environment?.rawValue ?? "unlabelled") data in a \(environment) notification"
                 )
             }
@@ -245,9 +244,8 @@ public struct NotificationIntake: Sendable {
                 verified.transaction == nil
                     || renewal.originalTransactionId == verified.transaction?.originalTransactionId
             else {
-                throw TillHTTPError(
-                    .unauthorized,
-                    "invalidSignature",
+                throw NotificationRefusal(
+                    .invalidSignature,
                     "signedRenewalInfo belongs to another environment or subscription"
                 )
             }
@@ -260,7 +258,7 @@ public struct NotificationIntake: Sendable {
         case .valid(let value):
             return value
         case .invalid(let failure):
-            throw TillHTTPError(.unauthorized, "invalidSignature", "\(field): \(failure.reason): \(failure.detail)")
+            throw NotificationRefusal(.invalidSignature, "\(field): \(failure.reason): \(failure.detail)")
         }
     }
 

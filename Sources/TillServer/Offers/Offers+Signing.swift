@@ -23,17 +23,17 @@ extension Offers {
     {
         if let token = request.appAccountToken {
             guard request.format == .signature else {
-                throw TillHTTPError.badRequest(
-                    "appAccountTokenWithJWS",
+                throw OfferRefusal(
+                    .appAccountTokenWithJWS,
                     "the JWS does not sign an app account token: send it with format signature, or leave it out"
                 )
             }
             guard (1...255).contains(token.count) else {
-                throw TillHTTPError.badRequest("invalidAppAccountToken", "appAccountToken has 1 to 255 characters")
+                throw OfferRefusal(.invalidAppAccountToken, "appAccountToken has 1 to 255 characters")
             }
         }
         guard let product = try await store.product(bundleId: app.bundleId, productId: request.productId, on: store.sql)
-        else { throw TillHTTPError.notFound("product", request.productId) }
+        else { throw OfferRefusal(.productNotFound, "no product \(request.productId)") }
         guard
             let offer = try await store.offer(
                 bundleId: app.bundleId,
@@ -42,14 +42,13 @@ extension Offers {
                 on: store.sql
             ), let group = OfferRules.group(of: product)
         else {
-            throw TillHTTPError.notFound("offer", "\(request.offerIdentifier) for \(request.productId)")
+            throw OfferRefusal(.offerNotFound, "no offer \(request.offerIdentifier) for \(request.productId)")
         }
         let signer = try signer(for: app)
         let customer = try await facts(of: customerId, in: group, app: app)
         guard OfferRules.admits(offer.eligibility, customer.history) else {
-            throw TillHTTPError(
-                .forbidden,
-                "notEligible",
+            throw OfferRefusal(
+                .notEligible,
                 "\(request.offerIdentifier) is for \(OfferRules.describe(offer.eligibility, group: group)); \(customer.owner) is not, by the ledger"
             )
         }
@@ -106,7 +105,7 @@ extension Offers {
     ) async throws -> IntroductoryEligibilitySignature {
         if let given = request.appTransactionId {
             guard (1...30).contains(given.count), given.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-                throw TillHTTPError.badRequest("invalidAppTransactionId", "appTransactionId is 1 to 30 digits")
+                throw OfferRefusal(.invalidAppTransactionId, "appTransactionId is 1 to 30 digits")
             }
         }
         let product = try await subscriptionProduct(bundleId: app.bundleId, productId: request.productId)
@@ -118,8 +117,8 @@ extension Offers {
             named = try await appTransactions.appTransactionId(bundleId: app.bundleId, owner: customer.owner)
         }
         guard let transactionId = named else {
-            throw TillHTTPError.badRequest(
-                "appTransactionIdRequired",
+            throw OfferRefusal(
+                .appTransactionIdRequired,
                 "the ledger has no purchase of \(customer.owner) to name and no AppTransaction of theirs was recorded: "
                     + "send appTransactionId (StoreKit's AppTransaction)"
             )
@@ -170,13 +169,13 @@ extension Offers {
         } else if let pem = app.apiPrivateKey, let id = app.apiKeyId, let issuer = app.apiIssuerId {
             chosen = (id, issuer, pem)
         } else {
-            throw TillHTTPError.conflict(
-                "noSigningKey",
+            throw OfferRefusal(
+                .noSigningKey,
                 "\(app.bundleId) has no key to sign offers with: set inAppPurchaseKeyId, inAppPurchaseIssuerId and inAppPurchasePrivateKey (or the App Store Server API key)"
             )
         }
         guard let key = try? P256.Signing.PrivateKey(pemRepresentation: chosen.pem) else {
-            throw TillHTTPError.conflict("noSigningKey", "\(app.bundleId)'s key \(chosen.id) does not load")
+            throw OfferRefusal(.noSigningKey, "\(app.bundleId)'s key \(chosen.id) does not load")
         }
         return OfferSigner(keyId: chosen.id, issuerId: chosen.issuer, key: key, bundleId: app.bundleId)
     }

@@ -30,8 +30,8 @@ public struct Offers: Sendable {
         async throws -> (offer: Components.Schemas.Offer, created: Bool)
     {
         guard Self.isOfferIdentifier(offerIdentifier) else {
-            throw TillHTTPError.badRequest(
-                "invalidOfferIdentifier",
+            throw OfferRefusal(
+                .invalidOfferIdentifier,
                 "an offer identifier has 1 to 64 printable characters, as App Store Connect sets it up"
             )
         }
@@ -62,7 +62,7 @@ public struct Offers: Sendable {
         -> Page<Components.Schemas.Offer>
     {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
-            throw TillHTTPError.notFound("product", productId)
+            throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         return Page.of(
             try await store.offers(bundleId: bundleId, productId: productId, on: store.sql).map {
@@ -76,7 +76,7 @@ public struct Offers: Sendable {
     /// Stops signing an offer.
     public func deleteOffer(bundleId: String, productId: String, offerIdentifier: String) async throws {
         guard try await store.product(bundleId: bundleId, productId: productId, on: store.sql) != nil else {
-            throw TillHTTPError.notFound("product", productId)
+            throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         let deleted = try await database.transaction { db in
             try await self.store.deleteOffer(
@@ -86,7 +86,7 @@ public struct Offers: Sendable {
                 on: db
             )
         }
-        guard deleted else { throw TillHTTPError.notFound("offer", offerIdentifier) }
+        guard deleted else { throw OfferRefusal(.offerNotFound, "no offer \(offerIdentifier)") }
     }
 
     // MARK: The operator's word on introductory offers
@@ -102,7 +102,7 @@ public struct Offers: Sendable {
             customerId: owner,
             group: group,
             on: store.sql
-        ) else { throw TillHTTPError.notFound("override", "for \(owner) in \(group)") }
+        ) else { throw OfferRefusal(.overrideNotFound, "no override for \(owner) in \(group)") }
         return Self.view(record)
     }
 
@@ -112,7 +112,7 @@ public struct Offers: Sendable {
     {
         _ = try await catalogue.app(bundleId: bundleId)
         guard OfferRules.groups(in: try await catalogue.products(of: bundleId)).contains(group) else {
-            throw TillHTTPError.notFound("subscriptionGroup", group)
+            throw OfferRefusal(.subscriptionGroupNotFound, "no subscriptionGroup \(group)")
         }
         let now = clock.milliseconds
         let record = try await database.transaction { db in
@@ -140,7 +140,7 @@ public struct Offers: Sendable {
                 on: db
             )
         }
-        guard deleted else { throw TillHTTPError.notFound("override", "for \(customerId) in \(group)") }
+        guard deleted else { throw OfferRefusal(.overrideNotFound, "no override for \(customerId) in \(group)") }
     }
 
     // MARK: Helpers
@@ -148,11 +148,11 @@ public struct Offers: Sendable {
     /// A product of the catalogue that is an auto-renewable subscription (the only kind with offers to sign).
     func subscriptionProduct(bundleId: String, productId: String) async throws -> CatalogProduct {
         guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
-            throw TillHTTPError.notFound("product", productId)
+            throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         guard OfferRules.group(of: product) != nil else {
-            throw TillHTTPError.badRequest(
-                "notASubscription",
+            throw OfferRefusal(
+                .notASubscription,
                 "\(productId) is not an auto-renewable subscription: subscription offers are for those only"
             )
         }

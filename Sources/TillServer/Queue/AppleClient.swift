@@ -207,7 +207,7 @@ struct AppleClient: Sendable {
     /// An ES256 bearer token for the App Store Server API: kid, iss, aud `appstoreconnect-v1`, bid, five minutes.
     private func bearerToken(app: ServerApp) async throws -> String {
         guard let pem = app.apiPrivateKey, let keyId = app.apiKeyId, let issuer = app.apiIssuerId else {
-            throw TillHTTPError.badRequest("noAPIKey", "the app has no App Store Server API key")
+            throw QueueRefusal(.noAPIKey, "the app has no App Store Server API key")
         }
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: try ES256PrivateKey(pem: pem), kid: JWKIdentifier(string: keyId))

@@ -297,10 +297,10 @@ public final class ConfirmationQueue: Sendable {
         let now = clock.milliseconds
         let record = try await database.transaction { db -> SubmissionRecord in
             guard let record = try await self.store.submission(id: id, on: db) else {
-                throw TillHTTPError.notFound("submission", id)
+                throw QueueRefusal(.submissionNotFound, "no submission \(id)")
             }
             guard record.state == .deadLettered else {
-                throw TillHTTPError.conflict("notDeadLettered", "submission \(id) is \(record.state)")
+                throw QueueRefusal(.notDeadLettered, "submission \(id) is \(record.state)")
             }
             return try await self.requeue(record, at: now, on: db)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Synchronization
+import TillCore
 import TillHTTPKit
 import TillStorage
 
@@ -32,17 +33,15 @@ final class SQLiteQueueLock: Sendable {
         let path = file + ".lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw TillHTTPError(
-                .internalServerError,
-                "databaseLockUnavailable",
+            throw QueueRefusal(
+                .databaseLockUnavailable,
                 "cannot open \(path): \(String(cString: strerror(errno)))"
             )
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)
-            throw TillHTTPError(
-                .conflict,
-                "databaseInUse",
+            throw QueueRefusal(
+                .databaseInUse,
                 "another till serve is using \(file) (it holds \(path)); an SQLite database has one server, "
                     + "use PostgreSQL for several"
             )

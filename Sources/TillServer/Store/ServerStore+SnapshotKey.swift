@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import SQLKit
+import TillCore
 import TillHTTPKit
 
 extension ServerStore {
@@ -16,9 +17,8 @@ extension ServerStore {
         do {
             return try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw TillHTTPError(
-                .internalServerError,
-                "invalidSnapshotKey",
+            throw SettingsRefusal(
+                .invalidSnapshotKey,
                 "srv_settings holds no usable P-256 key under \(Self.snapshotKeySetting): \(error)"
             )
         }

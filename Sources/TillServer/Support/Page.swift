@@ -1,4 +1,5 @@
 import Foundation
+import TillCore
 import TillFormats
 import TillHTTPKit
 
@@ -104,13 +105,13 @@ public struct PageRequest: Sendable {
     init(limit: String?, cursor: String?) throws {
         if let limit {
             guard let value = Int(limit), (1...Self.maximumLimit).contains(value) else {
-                throw TillHTTPError.badRequest("invalidLimit", "limit is a number from 1 to \(Self.maximumLimit)")
+                throw PageRefusal(.invalidLimit, "limit is a number from 1 to \(Self.maximumLimit)")
             }
             self.limit = value
         }
         if let cursor, !cursor.isEmpty {
             guard let key = PageKey(cursor: cursor) else {
-                throw TillHTTPError.badRequest("invalidCursor", "cursor is not a nextCursor this list gave")
+                throw PageRefusal(.invalidCursor, "cursor is not a nextCursor this list gave")
             }
             after = key
         }

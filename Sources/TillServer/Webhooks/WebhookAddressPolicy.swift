@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TillCore
 import TillHTTPKit
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ struct WebhookAddressPolicy: Sendable {
 
     /// A URL an endpoint may have, or `invalidWebhookURL` saying why not.
     func check(url text: String) throws -> URL {
-        func refuse(_ why: String) -> TillHTTPError { TillHTTPError.badRequest("invalidWebhookURL", why) }
+        func refuse(_ why: String) -> WebhookRefusal { WebhookRefusal(.invalidWebhookURL, why) }
         guard text.utf8.count <= 2000, let url = URL(string: text), let components = URLComponents(string: text),
             let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty
         else { throw refuse("\(text.prefix(100)) is not an absolute http(s) URL of at most 2,000 characters") }

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOHTTP1
+import TillCore
 import TillHTTPKit
 
 #if canImport(Glibc)
@@ -221,7 +222,7 @@ final class WebhookClient: Sendable {
     static func describe(_ error: any Error) -> String {
         switch error {
         case let refused as AddressRefused: refused.description
-        case let refused as TillHTTPError: refused.message
+        case let refused as any Refusal: refused.message
         case let error as HTTPClientError where error == .connectTimeout: "no connection within the connect timeout"
         case let error as HTTPClientError where error == .deadlineExceeded: "no answer within the timeout"
         case let error as HTTPClientError where error == .readTimeout: "no answer within the timeout"

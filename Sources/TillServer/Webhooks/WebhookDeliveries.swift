@@ -584,7 +584,7 @@ public struct WebhookDeliveries: Sendable {
         switch (request.eventId, request.since) {
         case (.some(let eventId), nil):
             guard let event = try await store.event(bundleId: bundleId, id: eventId, on: store.sql) else {
-                throw TillHTTPError(.notFound, "eventNotFound", "\(bundleId) has no event \(eventId)")
+                throw WebhookRefusal(.eventNotFound, "\(bundleId) has no event \(eventId)")
             }
             queued = try await database.transaction { db -> Int in
                 guard
@@ -630,7 +630,7 @@ public struct WebhookDeliveries: Sendable {
                 after = last.sequence
             }
         default:
-            throw TillHTTPError.badRequest("invalidReplay", "give exactly one of eventId and since")
+            throw WebhookRefusal(.invalidReplay, "give exactly one of eventId and since")
         }
         jobs.wake(.delivery)
         logger.notice("webhook endpoint \(endpointId) of \(bundleId): \(queued) deliveries replayed")

@@ -1,5 +1,6 @@
 import HTTPTypes
 import TillContract
+import TillCore
 import TillHTTPKit
 
 /// What the operator reads of an endpoint's deliveries (the admin API's `…/webhooks/{id}/deliveries`): pages of them,
@@ -38,7 +39,7 @@ public struct WebhookDeliveryHistory: Sendable {
         _ = try await endpoints.record(bundleId: bundleId, id: endpointId, on: store.sql)
         guard let record = try await store.webhookDelivery(id: id, on: store.sql), record.endpointId == endpointId
         else {
-            throw TillHTTPError(.notFound, "webhookDeliveryNotFound", "endpoint \(endpointId) has no delivery \(id)")
+            throw WebhookRefusal(.webhookDeliveryNotFound, "endpoint \(endpointId) has no delivery \(id)")
         }
         var attempts = try await store.webhookAttempts(deliveryId: id, on: store.sql).map(WebhookAttemptView.init)
         if record.state == .delivered, let last = WebhookDeliveryView(record).lastAttempt {

@@ -113,7 +113,7 @@ public struct WebhookEndpoints: Sendable {
         -> Components.Schemas.WebhookSecret
     {
         guard overlap >= .zero, overlap <= .seconds(7 * 86_400) else {
-            throw TillHTTPError.badRequest("invalidOverlap", "previousSecretExpiresInSeconds is 0 to 604800")
+            throw WebhookRefusal(.invalidOverlap, "previousSecretExpiresInSeconds is 0 to 604800")
         }
         let now = clock.milliseconds
         let rotated = try await database.transaction { db -> WebhookEndpointRecord in
@@ -147,7 +147,7 @@ public struct WebhookEndpoints: Sendable {
             record.bundleId == bundleId
         else {
             _ = try await catalogue.requireApp(bundleId: bundleId, on: db)
-            throw TillHTTPError(.notFound, "webhookEndpointNotFound", "\(bundleId) has no webhook endpoint \(id)")
+            throw WebhookRefusal(.webhookEndpointNotFound, "\(bundleId) has no webhook endpoint \(id)")
         }
         return record
     }
@@ -182,7 +182,7 @@ public struct WebhookEndpoints: Sendable {
     static func validated(description: String?) throws -> String? {
         guard let description else { return nil }
         guard description.count <= 500 else {
-            throw TillHTTPError.badRequest("invalidDescription", "description has at most 500 characters")
+            throw WebhookRefusal(.invalidDescription, "description has at most 500 characters")
         }
         return description.isEmpty ? nil : description
     }

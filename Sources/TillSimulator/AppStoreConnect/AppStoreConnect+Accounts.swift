@@ -15,7 +15,7 @@ extension AppStoreConnect {
         // Xcode accounts stand for StoreKit Testing in Xcode: a device whose purchases are signed locally.
         guard let name = input.environment, let environment = AppStoreEnvironment(parsing: name),
             environment == .production || environment == .sandbox || environment == .xcode
-        else { throw TillHTTPError.badRequest("invalidEnvironment", "an account is Production, Sandbox or Xcode") }
+        else { throw AppStoreConnectRefusal(.invalidEnvironment, "an account is Production, Sandbox or Xcode") }
         let id = UUID().uuidString.lowercased()
         let account = SimAccount(
             id: id,
@@ -37,13 +37,13 @@ extension AppStoreConnect {
     public func updateAccount(id: String, _ input: AccountInput) async throws -> SimAccount {
         try await database.transaction { db in
             guard var account = try await self.store.account(id: id, on: db) else {
-                throw TillHTTPError.notFound("account", id)
+                throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
             }
             if let environment = input.environment,
                 AppStoreEnvironment(parsing: environment)?.rawValue != account.environment
             {
-                throw TillHTTPError.badRequest(
-                    "environmentIsFixed",
+                throw AppStoreConnectRefusal(
+                    .environmentIsFixed,
                     "account \(id) is a \(account.environment) account; make another account for \(environment)"
                 )
             }
@@ -65,7 +65,7 @@ extension AppStoreConnect {
     public func deleteAccount(id: String) async throws {
         try await database.transaction { db in
             guard var account = try await self.store.account(id: id, on: db) else {
-                throw TillHTTPError.notFound("account", id)
+                throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
             }
             account.deleted = true
             try await self.store.update(account, on: db)
@@ -75,7 +75,7 @@ extension AppStoreConnect {
 
     public func account(id: String) async throws -> SimAccount {
         guard let account = try await store.account(id: id, on: store.sql) else {
-            throw TillHTTPError.notFound("account", id)
+            throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
         }
         return account
     }
@@ -86,7 +86,7 @@ extension AppStoreConnect {
         _ = try await account(id: accountId)
         let vendor = input.vendorIdentifier ?? UUID().uuidString
         guard UUID(uuidString: vendor) != nil else {
-            throw TillHTTPError.badRequest("invalidVendorIdentifier", "vendorIdentifier is a UUID")
+            throw AppStoreConnectRefusal(.invalidVendorIdentifier, "vendorIdentifier is a UUID")
         }
         let device = SimDevice(
             id: UUID().uuidString.lowercased(),
@@ -106,8 +106,8 @@ extension AppStoreConnect {
 
     static func validate(storefront: String) throws {
         guard Storefronts.countries.contains(storefront) else {
-            throw TillHTTPError.badRequest(
-                "invalidStorefront",
+            throw AppStoreConnectRefusal(
+                .invalidStorefront,
                 "a storefront is a country's ISO 3166-1 alpha-3 code such as USA, got \(storefront)"
             )
         }

@@ -121,8 +121,8 @@ extension AppStoreConnect {
 
     public func createApp(_ input: AppInput) async throws -> SimApp {
         guard !input.bundleId.isEmpty, input.bundleId.count <= 155, !input.bundleId.contains(" ") else {
-            throw TillHTTPError.badRequest(
-                "invalidBundleId",
+            throw AppStoreConnectRefusal(
+                .invalidBundleId,
                 "a bundle id is a reverse-DNS string, got \(input.bundleId)"
             )
         }
@@ -142,10 +142,10 @@ extension AppStoreConnect {
         )
         return try await database.transaction { db in
             if try await self.store.app(bundleId: app.bundleId, on: db) != nil {
-                throw TillHTTPError.conflict("appExists", "an app with bundle id \(app.bundleId) exists")
+                throw AppStoreConnectRefusal(.appExists, "an app with bundle id \(app.bundleId) exists")
             }
             if try await self.store.app(appAppleId: app.appAppleId, on: db) != nil {
-                throw TillHTTPError.conflict("appExists", "an app with Apple id \(app.appAppleId) exists")
+                throw AppStoreConnectRefusal(.appExists, "an app with Apple id \(app.appAppleId) exists")
             }
             try await self.store.insert(app, on: db)
             return app
@@ -213,14 +213,14 @@ extension AppStoreConnect {
 
     static func validate(gracePeriodDays: Int) throws {
         guard [0, 3, 16, 28].contains(gracePeriodDays) else {
-            throw TillHTTPError.badRequest("invalidGracePeriod", "the billing grace period is 0, 3, 16 or 28 days")
+            throw AppStoreConnectRefusal(.invalidGracePeriod, "the billing grace period is 0, 3, 16 or 28 days")
         }
     }
 
     static func validate(url: String?) throws {
         guard let url, !url.isEmpty else { return }
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
-            throw TillHTTPError.badRequest("invalidURL", "a notification URL is http(s)://host/…, got \(url)")
+            throw AppStoreConnectRefusal(.invalidURL, "a notification URL is http(s)://host/…, got \(url)")
         }
     }
 
@@ -228,11 +228,11 @@ extension AppStoreConnect {
 
     public func createProduct(appAppleId: Int64, _ input: ProductInput) async throws -> SimProduct {
         guard let productId = input.productId, !productId.isEmpty, productId.count <= 100 else {
-            throw TillHTTPError.badRequest("invalidProductId", "productId is required (at most 100 characters)")
+            throw AppStoreConnectRefusal(.invalidProductId, "productId is required (at most 100 characters)")
         }
         guard let type = input.type else {
-            throw TillHTTPError.badRequest(
-                "invalidProductType",
+            throw AppStoreConnectRefusal(
+                .invalidProductType,
                 "type is consumable, nonConsumable, autoRenewable, nonRenewing or freeSubscription"
             )
         }
@@ -255,7 +255,7 @@ extension AppStoreConnect {
         return try await database.transaction { db in
             _ = try await store.requireApp(appAppleId: appAppleId, on: db)
             if try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) != nil {
-                throw TillHTTPError.conflict("productExists", "product \(productId) exists")
+                throw AppStoreConnectRefusal(.productExists, "product \(productId) exists")
             }
             try await self.store.upsert(created, on: db)
             return created
@@ -266,10 +266,10 @@ extension AppStoreConnect {
         try await database.transaction { db in
             guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db)
             else {
-                throw TillHTTPError.notFound("product", productId)
+                throw AppStoreConnectRefusal(.productNotFound, "no product \(productId)")
             }
             if let type = input.type, type != product.type {
-                throw TillHTTPError.badRequest("typeIsFixed", "a product's type cannot change")
+                throw AppStoreConnectRefusal(.typeIsFixed, "a product's type cannot change")
             }
             try self.apply(input, to: &product)
             try await self.store.upsert(product, on: db)
@@ -308,38 +308,38 @@ extension AppStoreConnect {
             product.prices["USA"] = StorefrontPrice(price: product.type.isFree ? 0 : 990, currency: "USD")
         }
         guard product.prices.values.allSatisfy({ $0.price >= 0 && $0.currency.count == 3 }) else {
-            throw TillHTTPError.badRequest("invalidPrice", "prices are non-negative milliunits of a 3-letter currency")
+            throw AppStoreConnectRefusal(.invalidPrice, "prices are non-negative milliunits of a 3-letter currency")
         }
         if product.type == .autoRenewable {
             product.subscriptionGroup = input.subscriptionGroup ?? product.subscriptionGroup
             product.subscriptionPeriod = input.subscriptionPeriod ?? product.subscriptionPeriod
             product.groupLevel = input.groupLevel ?? product.groupLevel
             guard product.subscriptionGroup?.isEmpty == false, product.subscriptionPeriod != nil else {
-                throw TillHTTPError.badRequest(
-                    "subscriptionNeedsGroup",
+                throw AppStoreConnectRefusal(
+                    .subscriptionNeedsGroup,
                     "an auto-renewable subscription needs subscriptionGroup and subscriptionPeriod (P1W … P1Y)"
                 )
             }
             guard product.groupLevel >= 1 else {
-                throw TillHTTPError.badRequest("invalidGroupLevel", "groupLevel starts at 1 (the highest)")
+                throw AppStoreConnectRefusal(.invalidGroupLevel, "groupLevel starts at 1 (the highest)")
             }
             if let monthly = input.monthlyCommitmentPrices {
                 guard product.subscriptionPeriod == .oneYear || monthly.isEmpty else {
-                    throw TillHTTPError.badRequest("invalidBillingPlan", "a monthly commitment plan is for 1-year subscriptions")
+                    throw AppStoreConnectRefusal(.invalidBillingPlan, "a monthly commitment plan is for 1-year subscriptions")
                 }
                 guard monthly.keys.allSatisfy({ !Self.storefrontsWithoutCommitmentPlans.contains($0) }),
                     monthly.values.allSatisfy({ $0.price > 0 && $0.currency.count == 3 })
                 else {
-                    throw TillHTTPError.badRequest(
-                        "invalidBillingPlan",
+                    throw AppStoreConnectRefusal(
+                        .invalidBillingPlan,
                         "monthly commitment prices are positive milliunits, in storefronts other than USA and SGP"
                     )
                 }
                 product.monthlyCommitmentPrices = monthly.isEmpty ? nil : monthly
             }
         } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil || input.monthlyCommitmentPrices != nil {
-            throw TillHTTPError.badRequest(
-                "notASubscription",
+            throw AppStoreConnectRefusal(
+                .notASubscription,
                 "only auto-renewable subscriptions have a group and a period"
             )
         }

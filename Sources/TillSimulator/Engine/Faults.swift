@@ -91,20 +91,20 @@ public struct FaultRule: Codable, Sendable, Hashable {
     public init(parsing text: String, now: Date = Date()) throws {
         let parts = text.split(separator: ":", maxSplits: 2).map(String.init)
         guard parts.count == 3 else {
-            throw TillHTTPError.badRequest("invalidFault", "a fault is ENVIRONMENT:ENDPOINT:EFFECT, got \(text)")
+            throw FaultRefusal(.invalidFault, "a fault is ENVIRONMENT:ENDPOINT:EFFECT, got \(text)")
         }
         var environment: String?
         switch parts[0].lowercased() {
         case "*", "any": environment = nil
         case let name:
             guard let parsed = AppStoreEnvironment(parsing: name), parsed == .production || parsed == .sandbox else {
-                throw TillHTTPError.badRequest("invalidFault", "unknown environment \(parts[0]) in \(text)")
+                throw FaultRefusal(.invalidFault, "unknown environment \(parts[0]) in \(text)")
             }
             environment = parsed.rawValue
         }
         guard let endpoint = FaultEndpoint.allCases.first(where: { $0.rawValue.lowercased() == parts[1].lowercased() })
         else {
-            throw TillHTTPError.badRequest("invalidFault", "unknown endpoint \(parts[1]) in \(text)")
+            throw FaultRefusal(.invalidFault, "unknown endpoint \(parts[1]) in \(text)")
         }
         self.init(environment: environment, endpoint: endpoint)
         for effect in parts[2].split(separator: ",").map(String.init) {
@@ -116,8 +116,8 @@ public struct FaultRule: Codable, Sendable, Hashable {
                 guard bounds.count == 1 || bounds.count == 2,
                     bounds.allSatisfy({ (0...Self.longestDelay).contains($0) }), bounds[0] <= bounds.last!
                 else {
-                    throw TillHTTPError.badRequest(
-                        "invalidFault",
+                    throw FaultRefusal(
+                        .invalidFault,
                         "latency is SECONDS or MIN-MAX (the smaller first), at most \(Int(Self.longestDelay)) seconds, got \(value)"
                     )
                 }
@@ -128,19 +128,19 @@ public struct FaultRule: Codable, Sendable, Hashable {
                 case "503", "http503": outage = .http503
                 case "reset": outage = .reset
                 case "hang": outage = .hang
-                default: throw TillHTTPError.badRequest("invalidFault", "outage is 503, reset or hang, got \(value)")
+                default: throw FaultRefusal(.invalidFault, "outage is 503, reset or hang, got \(value)")
                 }
             case "status":
                 let retryable = value.hasSuffix("+retryable")
                 guard let code = Int(value.replacingOccurrences(of: "+retryable", with: "")) else {
-                    throw TillHTTPError.badRequest("invalidFault", "status is a number, got \(value)")
+                    throw FaultRefusal(.invalidFault, "status is a number, got \(value)")
                 }
                 status = code
                 if (21100...21199).contains(code) { isRetryable = retryable }
             case "hang":
                 guard let seconds = Double(value), seconds > 0, seconds <= Self.longestDelay else {
-                    throw TillHTTPError.badRequest(
-                        "invalidFault",
+                    throw FaultRefusal(
+                        .invalidFault,
                         "hang is a number of seconds, at most \(Int(Self.longestDelay)), got \(value)"
                     )
                 }
@@ -149,24 +149,24 @@ public struct FaultRule: Codable, Sendable, Hashable {
             case "rate-limit": rateLimited = true
             case "probability":
                 guard let p = Double(value), (0...1).contains(p) else {
-                    throw TillHTTPError.badRequest("invalidFault", "probability is between 0 and 1, got \(value)")
+                    throw FaultRefusal(.invalidFault, "probability is between 0 and 1, got \(value)")
                 }
                 probability = p
             case "for":
                 guard let seconds = Double(value), seconds > 0, seconds <= Self.longestWindow else {
-                    throw TillHTTPError.badRequest(
-                        "invalidFault",
+                    throw FaultRefusal(
+                        .invalidFault,
                         "for is a number of seconds, at most \(Int(Self.longestWindow)), got \(value)"
                     )
                 }
                 untilMilliseconds = Int64((now.timeIntervalSince1970 + seconds) * 1000)
             case "times":
                 guard let count = Int(value), count > 0 else {
-                    throw TillHTTPError.badRequest("invalidFault", "times is a positive number, got \(value)")
+                    throw FaultRefusal(.invalidFault, "times is a positive number, got \(value)")
                 }
                 remaining = count
             default:
-                throw TillHTTPError.badRequest("invalidFault", "unknown effect \(effect) in \(text)")
+                throw FaultRefusal(.invalidFault, "unknown effect \(effect) in \(text)")
             }
         }
     }

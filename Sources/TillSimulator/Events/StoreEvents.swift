@@ -52,13 +52,13 @@ extension StoreEvents {
     public func rescindConsent(accountId: String, bundleId: String) async throws -> String {
         let uuid = try await database.transaction { db -> String in
             guard let account = try await self.store.account(id: accountId, on: db) else {
-                throw TillHTTPError.notFound("account", accountId)
+                throw StoreEventRefusal(.accountNotFound, "no account \(accountId)")
             }
             let app = try await self.store.requireApp(bundleId: bundleId, on: db)
             let environment = account.appStoreEnvironment
             guard environment == .sandbox || environment == .production else {
-                throw TillHTTPError.badRequest(
-                    "wrongEnvironment",
+                throw StoreEventRefusal(
+                    .wrongEnvironment,
                     "StoreKit Testing in Xcode sends no server notifications; rescind consent on a Sandbox account"
                 )
             }
@@ -89,16 +89,16 @@ extension StoreEvents {
             "UNREPORTED": .unreported, "CREATED": .created, "ACTIVE_TOKEN_REMINDER": .activeTokenReminder,
         ]
         guard let subtype = subtypes[input.subtype] else {
-            throw TillHTTPError.badRequest("invalidSubtype", "subtype is UNREPORTED, CREATED or ACTIVE_TOKEN_REMINDER")
+            throw StoreEventRefusal(.invalidSubtype, "subtype is UNREPORTED, CREATED or ACTIVE_TOKEN_REMINDER")
         }
         let environment = AppStoreEnvironment(parsing: input.environment ?? "Sandbox") ?? .sandbox
         guard environment == .sandbox || environment == .production else {
-            throw TillHTTPError.badRequest("invalidEnvironment", "environment is Sandbox or Production")
+            throw StoreEventRefusal(.invalidEnvironment, "environment is Sandbox or Production")
         }
         let customLink = subtype != .unreported
         if customLink {
             guard ["ACQUISITION", "SERVICES"].contains(input.tokenType ?? "") else {
-                throw TillHTTPError.badRequest("invalidTokenType", "a custom link token is ACQUISITION or SERVICES")
+                throw StoreEventRefusal(.invalidTokenType, "a custom link token is ACQUISITION or SERVICES")
             }
         }
         let now = clock.now()
@@ -134,7 +134,7 @@ extension StoreEvents {
         let uuid = try await database.transaction { db -> String in
             guard let subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db),
                 let latest = try await self.store.transaction(id: subscription.lastTransactionId, on: db)
-            else { throw TillHTTPError.notFound("subscription", originalTransactionId) }
+            else { throw StoreEventRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
             let app = try await self.store.requireApp(appAppleId: subscription.appAppleId, on: db)
             return try await self.notifications.enqueueNotification(
                 app: app,

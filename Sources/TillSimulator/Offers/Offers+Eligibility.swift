@@ -146,12 +146,12 @@ extension Offers {
 
     /// The one-time-use code or custom code, checked for this customer.
     func offer(forCode code: String, account: SimAccount, app: SimApp, on db: any SQLDatabase) async throws
-        -> Result<OfferChoice, TillHTTPError>
+        -> Result<OfferChoice, OfferRefusal>
     {
         let normalized = code.uppercased()
         if let oneTime = try await store.offerCode(normalized, on: db), oneTime.appAppleId == app.appAppleId {
             guard try await store.redemptions(code: normalized, on: db).isEmpty else {
-                return .failure(.conflict("codeRedeemed", "the code \(code) was already redeemed"))
+                return .failure(OfferRefusal(.codeRedeemed, "the code \(code) was already redeemed"))
             }
             guard
                 let offer = try await store.offer(
@@ -161,19 +161,19 @@ extension Offers {
                     offerIdentifier: oneTime.offerIdentifier,
                     on: db
                 )
-            else { return .failure(.notFound("offer code", code)) }
+            else { return .failure(OfferRefusal(.offerCodeNotFound, "no offer code \(code)")) }
             guard offer.isAvailable(in: account.storefront) else { return .failure(Self.notSold(code, account)) }
             return .success(OfferChoice(offer: offer, code: normalized))
         }
         guard let offer = try await store.offer(customCode: normalized, appAppleId: app.appAppleId, on: db) else {
-            return .failure(.notFound("offer code", code))
+            return .failure(OfferRefusal(.offerCodeNotFound, "no offer code \(code)"))
         }
         let redemptions = try await store.redemptions(code: normalized, on: db)
         guard !redemptions.contains(where: { $0.accountId == account.id }) else {
-            return .failure(.conflict("codeRedeemed", "this customer already redeemed \(code)"))
+            return .failure(OfferRefusal(.codeRedeemed, "this customer already redeemed \(code)"))
         }
         if let limit = offer.redemptionLimit, redemptions.count >= limit {
-            return .failure(.conflict("codeLimitReached", "the code \(code) reached its \(limit) redemptions"))
+            return .failure(OfferRefusal(.codeLimitReached, "the code \(code) reached its \(limit) redemptions"))
         }
         guard offer.isAvailable(in: account.storefront) else { return .failure(Self.notSold(code, account)) }
         return .success(OfferChoice(offer: offer, code: normalized))
@@ -220,8 +220,8 @@ extension Offers {
 
     // MARK: Helpers
 
-    static func notSold(_ code: String, _ account: SimAccount) -> TillHTTPError {
-        .conflict("offerNotInStorefront", "the offer of code \(code) is not sold in storefront \(account.storefront)")
+    static func notSold(_ code: String, _ account: SimAccount) -> OfferRefusal {
+        OfferRefusal(.offerNotInStorefront, "the offer of code \(code) is not sold in storefront \(account.storefront)")
     }
 
     static func isActive(_ subscription: SimSubscription) -> Bool {

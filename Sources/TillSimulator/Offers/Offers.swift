@@ -82,7 +82,7 @@ extension Offers {
         try await database.transaction { db in
             _ = try await self.store.requireApp(appAppleId: appAppleId, on: db)
             guard let product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db)
-            else { throw TillHTTPError.notFound("product", productId) }
+            else { throw OfferRefusal(.productNotFound, "no product \(productId)") }
             let offer = try self.checked(input, product: product)
             if try await self.store.offer(
                 appAppleId: appAppleId,
@@ -91,8 +91,8 @@ extension Offers {
                 offerIdentifier: offer.offerIdentifier,
                 on: db
             ) != nil {
-                throw TillHTTPError.conflict(
-                    "offerExists",
+                throw OfferRefusal(
+                    .offerExists,
                     "\(productId) already has the \(offer.kind.rawValue) offer \(offer.offerIdentifier)"
                 )
             }
@@ -100,7 +100,7 @@ extension Offers {
                 let custom = try await self.store.offer(customCode: code, appAppleId: appAppleId, on: db)
                 let oneTime = try await self.store.offerCode(code, on: db)
                 guard custom == nil, oneTime == nil else {
-                    throw TillHTTPError.conflict("codeExists", "the code \(code) is taken")
+                    throw OfferRefusal(.codeExists, "the code \(code) is taken")
                 }
             }
             try await self.store.insert(offer, on: db)
@@ -124,7 +124,7 @@ extension Offers {
                 offerIdentifier: offerIdentifier,
                 on: store.sql
             ) != nil
-        else { throw TillHTTPError.notFound("offer", "\(productId)/\(kind.rawValue)/\(offerIdentifier)") }
+        else { throw OfferRefusal(.offerNotFound, "no offer \(productId)/\(kind.rawValue)/\(offerIdentifier)") }
         try await store.deleteOffer(
             appAppleId: appAppleId,
             productId: productId,
@@ -139,7 +139,7 @@ extension Offers {
         -> [String]
     {
         guard (1...1000).contains(count) else {
-            throw TillHTTPError.badRequest("invalidCount", "count is 1 to 1000")
+            throw OfferRefusal(.invalidCount, "count is 1 to 1000")
         }
         return try await database.transaction { db in
             guard
@@ -151,7 +151,7 @@ extension Offers {
                     on: db
                 ), offer.customCode == nil
             else {
-                throw TillHTTPError.notFound("offerCode", "\(productId)/\(offerIdentifier) (one-time-use codes are for an offer code without a custom code)")
+                throw OfferRefusal(.offerCodeNotFound, "no offerCode \(productId)/\(offerIdentifier) (one-time-use codes are for an offer code without a custom code)")
             }
             let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
             var codes: [String] = []
@@ -175,7 +175,7 @@ extension Offers {
 
     /// App Store Connect's rules for an offer of `product`.
     private func checked(_ input: OfferInput, product: SimProduct) throws -> SimOffer {
-        func refuse(_ message: String) -> TillHTTPError { TillHTTPError.badRequest("invalidOffer", message) }
+        func refuse(_ message: String) -> OfferRefusal { OfferRefusal(.invalidOffer, message) }
         let subscription = product.type == .autoRenewable
         let subscriptionModes: Set<OfferDiscountType> = [.freeTrial, .payAsYouGo, .payUpFront]
         switch input.kind {

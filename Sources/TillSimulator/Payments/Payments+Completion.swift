@@ -207,9 +207,8 @@ extension Payments {
         }
 
         guard let latest = try await store.transaction(id: subscription.lastTransactionId, on: db) else {
-            throw TillHTTPError(
-                .internalServerError,
-                "inconsistentSubscription",
+            throw PaymentRefusal(
+                .inconsistentSubscription,
                 "subscription \(subscription.originalTransactionId) has no last transaction"
             )
         }

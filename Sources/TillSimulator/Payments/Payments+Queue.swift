@@ -38,10 +38,10 @@ extension Payments {
         try await database.transaction { db in
             _ = try await store.requireDevice(deviceId, environment: environment, on: db)
             guard var entry = try await self.store.queueEntry(id: entryId, on: db), entry.deviceId == deviceId else {
-                throw TillHTTPError.notFound("queueEntry", entryId)
+                throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(entryId)")
             }
             guard entry.state != "deferred" && entry.state != "purchasing" else {
-                throw TillHTTPError.conflict("notFinishable", "a \(entry.state) transaction cannot be finished")
+                throw PaymentRefusal(.notFinishable, "a \(entry.state) transaction cannot be finished")
             }
             entry.finished = true
             try await self.store.update(entry, on: db)
@@ -63,24 +63,24 @@ extension Payments {
     {
         do {
             try await faultsForStoreKit(environment)
-        } catch let error as TillHTTPError where error.status == .serviceUnavailable {
+        } catch let error as PaymentRefusal where error.reason == .storeUnavailable {
             return RestoreResult(status: "failed", transactions: [], error: .init(code: 0, message: error.message))
         }
-        let outcome = try await database.transaction { db -> Result<[String], TillHTTPError> in
+        let outcome = try await database.transaction { db -> Result<[String], PaymentRefusal> in
             guard let device = try await self.store.device(id: deviceId, on: db) else {
-                throw TillHTTPError.notFound("device", deviceId)
+                throw PaymentRefusal(.deviceNotFound, "no device \(deviceId)")
             }
             let app = try await store.requireApp(bundleId: bundleId, on: db)
             guard let account = try await self.store.account(id: device.accountId, on: db),
                 account.appStoreEnvironment == environment
             else {
-                throw TillHTTPError.badRequest(
-                    "wrongEnvironment",
+                throw PaymentRefusal(
+                    .wrongEnvironment,
                     "the device's account is not a \(environment) account"
                 )
             }
             guard !account.deleted else {
-                return .failure(TillHTTPError(.forbidden, "accountDeleted", "the account was deleted"))
+                return .failure(PaymentRefusal(.accountDeleted, "the account was deleted"))
             }
             let transactions = try await self.store.transactions(
                 accountId: account.id,

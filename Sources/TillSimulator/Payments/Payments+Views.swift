@@ -43,7 +43,7 @@ extension Payments {
                 on: store.sql
             ),
             subscription.accountId == account.id
-        else { throw TillHTTPError.notFound("subscription", originalTransactionId) }
+        else { throw PaymentRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
         let app = try await store.requireApp(appAppleId: subscription.appAppleId, on: store.sql)
         return try await receipts.signRenewalInfo(subscription, app: app, on: store.sql)
     }

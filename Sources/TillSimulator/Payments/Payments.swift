@@ -111,7 +111,7 @@ extension Payments {
     public func addPayment(_ request: PaymentRequest, environment: AppStoreEnvironment) async throws -> QueueTransaction
     {
         guard [nil, "confirm", "cancel"].contains(request.userAction) else {
-            throw TillHTTPError.badRequest("invalidUserAction", "userAction is confirm (the default) or cancel")
+            throw PaymentRefusal(.invalidUserAction, "userAction is confirm (the default) or cancel")
         }
         try await faultsForStoreKit(environment)
         let entryId = try await database.transaction { db -> String in
@@ -225,13 +225,13 @@ extension Payments {
     public func resolveDeferredPayment(id: String, approve: Bool) async throws -> QueueTransaction {
         let entryId = try await database.transaction { db -> String in
             guard var payment = try await self.store.payment(id: id, on: db) else {
-                throw TillHTTPError.notFound("payment", id)
+                throw PaymentRefusal(.paymentNotFound, "no payment \(id)")
             }
             guard payment.state == "deferred" else {
-                throw TillHTTPError.conflict("notDeferred", "payment \(id) is \(payment.state), not deferred")
+                throw PaymentRefusal(.notDeferred, "payment \(id) is \(payment.state), not deferred")
             }
             guard var entry = try await self.store.queueEntries(paymentId: id, on: db).first else {
-                throw TillHTTPError.notFound("queueEntry", id)
+                throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(id)")
             }
             if approve {
                 guard let account = try await self.store.account(id: payment.accountId, on: db), !account.deleted,
@@ -242,8 +242,8 @@ extension Payments {
                         on: db
                     )
                 else {
-                    throw TillHTTPError.conflict(
-                        "cannotComplete",
+                    throw PaymentRefusal(
+                        .cannotComplete,
                         "the account, app or product of payment \(id) is gone"
                     )
                 }
@@ -322,7 +322,7 @@ extension Payments {
     func queueTransaction(entryId: String) async throws -> QueueTransaction {
         let db = store.sql
         guard let entry = try await store.queueEntry(id: entryId, on: db) else {
-            throw TillHTTPError.notFound("queueEntry", entryId)
+            throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(entryId)")
         }
         var view = QueueTransaction(
             id: entry.id,
@@ -355,7 +355,7 @@ extension Payments {
         guard let rule = faults.take(environment: environment, endpoint: .storeKit) else { return }
         if let latency = rule.latency { try await Task.sleep(for: .seconds(latency)) }
         if rule.outage != nil {
-            throw TillHTTPError(.serviceUnavailable, "storeUnavailable", "Cannot connect to the App Store.")
+            throw PaymentRefusal(.storeUnavailable, "Cannot connect to the App Store.")
         }
     }
 }
@@ -365,9 +365,8 @@ extension Payments {
     public func appReceipt(deviceId: String, bundleId: String, environment: AppStoreEnvironment) async throws -> [UInt8]
     {
         guard !environment.isLocallySigned else {
-            throw TillHTTPError(
-                .notImplemented,
-                "receiptNotSimulated",
+            throw PaymentRefusal(
+                .receiptNotSimulated,
                 "StoreKit Testing in Xcode is simulated for StoreKit 2's signed data only; its receipts are not"
             )
         }

@@ -74,7 +74,7 @@ extension RetentionMessaging {
         switch kind {
         case .image:
             guard try await store.retentionImage(identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
-            else { throw TillHTTPError.notFound("image", id) }
+            else { throw RetentionRefusal(.imageNotFound, "no image \(id)") }
             try await store.setRetentionImageState(
                 identifier,
                 appAppleId: appAppleId,
@@ -84,7 +84,7 @@ extension RetentionMessaging {
             )
         case .message:
             guard try await store.retentionMessage(identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
-            else { throw TillHTTPError.notFound("message", id) }
+            else { throw RetentionRefusal(.messageNotFound, "no message \(id)") }
             try await store.setRetentionMessageState(
                 identifier,
                 appAppleId: appAppleId,

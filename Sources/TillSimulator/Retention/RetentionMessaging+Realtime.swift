@@ -47,7 +47,7 @@ extension RetentionMessaging {
         guard
             let subscription = try await store.subscription(originalTransactionId: originalTransactionId, on: store.sql),
             subscription.accountId == account.id, subscription.environment == environment.rawValue
-        else { throw TillHTTPError.notFound("subscription", originalTransactionId) }
+        else { throw RetentionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
         let app = try await store.requireApp(appAppleId: subscription.appAppleId, on: store.sql)
         var shown = RetentionMessageShown(source: "none")
         if let url = try await store.realtimeURL(

@@ -10,14 +10,14 @@ import TillStorage
 extension SimulatorStore {
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> SimApp {
         guard let app = try await self.app(bundleId: bundleId, on: db) else {
-            throw TillHTTPError.notFound("app", bundleId)
+            throw LookupRefusal(.appNotFound, "no app \(bundleId)")
         }
         return app
     }
 
     func requireApp(appAppleId: Int64, on db: any SQLDatabase) async throws -> SimApp {
         guard let app = try await self.app(appAppleId: appAppleId, on: db) else {
-            throw TillHTTPError.notFound("app", String(appAppleId))
+            throw LookupRefusal(.appNotFound, "no app \(String(appAppleId))")
         }
         return app
     }
@@ -27,17 +27,17 @@ extension SimulatorStore {
         -> (SimDevice, SimAccount)
     {
         guard let device = try await self.device(id: deviceId, on: db) else {
-            throw TillHTTPError.notFound("device", deviceId)
+            throw LookupRefusal(.deviceNotFound, "no device \(deviceId)")
         }
         guard let account = try await self.account(id: device.accountId, on: db) else {
-            throw TillHTTPError.notFound("account", device.accountId)
+            throw LookupRefusal(.accountNotFound, "no account \(device.accountId)")
         }
         guard !account.deleted else {
-            throw TillHTTPError(.forbidden, "accountDeleted", "the account signed in on \(deviceId) was deleted")
+            throw LookupRefusal(.accountDeleted, "the account signed in on \(deviceId) was deleted")
         }
         guard account.appStoreEnvironment == environment else {
-            throw TillHTTPError.badRequest(
-                "wrongEnvironment",
+            throw LookupRefusal(
+                .wrongEnvironment,
                 "the account on \(deviceId) is a \(account.environment) account, not \(environment)"
             )
         }

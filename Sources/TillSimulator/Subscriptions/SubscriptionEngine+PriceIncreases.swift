@@ -44,12 +44,12 @@ extension SubscriptionEngine {
             let app = try await self.store.requireApp(appAppleId: appAppleId, on: db)
             guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db),
                 product.type == .autoRenewable
-            else { throw TillHTTPError.notFound("product", "\(productId) among the auto-renewable subscriptions") }
+            else { throw SubscriptionRefusal(.productNotFound, "no product \(productId) among the auto-renewable subscriptions") }
             guard let listed = product.prices[storefront] else {
-                throw TillHTTPError.badRequest("invalidStorefront", "\(productId) has no price in \(storefront)")
+                throw SubscriptionRefusal(.invalidStorefront, "\(productId) has no price in \(storefront)")
             }
             guard input.price > listed.price, input.price <= 1_000_000_000 else {
-                throw TillHTTPError.badRequest("invalidPrice", "a price increase is above the current \(listed.price)")
+                throw SubscriptionRefusal(.invalidPrice, "a price increase is above the current \(listed.price)")
             }
             let consent = input.requiresConsent ?? Self.needsConsent(
                 from: listed.price,
@@ -99,10 +99,10 @@ extension SubscriptionEngine {
     public func respondToPriceIncrease(originalTransactionId: String, accept: Bool) async throws -> SimSubscription {
         let result = try await database.transaction { db -> SimSubscription in
             guard var subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db)
-            else { throw TillHTTPError.notFound("subscription", originalTransactionId) }
+            else { throw SubscriptionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
             guard subscription.priceIncreaseStatus == 0 else {
-                throw TillHTTPError.conflict(
-                    "noPendingPriceIncrease",
+                throw SubscriptionRefusal(
+                    .noPendingPriceIncrease,
                     "subscription \(originalTransactionId) has no price increase waiting for consent"
                 )
             }

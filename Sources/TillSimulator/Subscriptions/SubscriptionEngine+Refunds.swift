@@ -14,7 +14,7 @@ extension SubscriptionEngine {
     /// (`REFUND_PRORATED` with its `revocationPercentage`), as Apple grants after consumption information.
     public func refund(transactionId: String, reason: Int, percentage: Int? = nil) async throws -> SimTransaction {
         if let percentage, !(1...100_000).contains(percentage) {
-            throw TillHTTPError.badRequest("invalidPercentage", "percentage is 1 to 100000 milliunits (100000 = 100 %)")
+            throw SubscriptionRefusal(.invalidPercentage, "percentage is 1 to 100000 milliunits (100000 = 100 %)")
         }
         let prorated = percentage.map { $0 < 100_000 } ?? false
         return try await revoke(
@@ -31,10 +31,10 @@ extension SubscriptionEngine {
     public func reverseRefund(transactionId: String) async throws -> SimTransaction {
         let result = try await database.transaction { db -> SimTransaction in
             guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw TillHTTPError.notFound("transaction", transactionId)
+                throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)")
             }
             guard tx.revocationDate != nil, tx.revocationType?.hasPrefix("REFUND") == true else {
-                throw TillHTTPError.conflict("notRefunded", "transaction \(transactionId) was not refunded")
+                throw SubscriptionRefusal(.notRefunded, "transaction \(transactionId) was not refunded")
             }
             let app = try await self.store.requireApp(appAppleId: tx.appAppleId, on: db)
             tx.revocationDate = nil
@@ -91,19 +91,19 @@ extension SubscriptionEngine {
     ) async throws -> SimTransaction {
         let result = try await database.transaction { db -> SimTransaction in
             guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw TillHTTPError.notFound("transaction", transactionId)
+                throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)")
             }
             guard tx.revocationDate == nil else {
-                throw TillHTTPError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
+                throw SubscriptionRefusal(.alreadyRevoked, "transaction \(transactionId) is already revoked")
             }
             if type == "FAMILY_REVOKE", tx.ownership != Ownership.familyShared.rawValue {
-                throw TillHTTPError.conflict(
-                    "notFamilyShared",
+                throw SubscriptionRefusal(
+                    .notFamilyShared,
                     "transaction \(transactionId) is not a family-shared copy"
                 )
             }
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
-                throw TillHTTPError.notFound("app", String(tx.appAppleId))
+                throw SubscriptionRefusal(.appNotFound, "no app \(String(tx.appAppleId))")
             }
             tx.revocationDate = self.clock.nowMilliseconds
             tx.revocationReason = reason
@@ -143,20 +143,20 @@ extension SubscriptionEngine {
             .unintendedPurchase, .fulfillmentIssue, .unsatisfiedWithPurchase, .legal, .other,
         ]
         guard reasons.contains(reason) else {
-            throw TillHTTPError.badRequest(
-                "invalidReason",
+            throw SubscriptionRefusal(
+                .invalidReason,
                 "reason is one of \(reasons.map(\.rawValue).joined(separator: ", "))"
             )
         }
         try await database.transaction { db in
             guard let tx = try await self.store.transaction(id: transactionId, on: db) else {
-                throw TillHTTPError.notFound("transaction", transactionId)
+                throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)")
             }
             guard tx.revocationDate == nil else {
-                throw TillHTTPError.conflict("alreadyRevoked", "transaction \(transactionId) is already revoked")
+                throw SubscriptionRefusal(.alreadyRevoked, "transaction \(transactionId) is already revoked")
             }
             guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
-                throw TillHTTPError.notFound("app", String(tx.appAppleId))
+                throw SubscriptionRefusal(.appNotFound, "no app \(String(tx.appAppleId))")
             }
             try await notifications.enqueueNotification(
                 app: app,
@@ -177,7 +177,7 @@ extension SubscriptionEngine {
         try await database.transaction { db in
             guard let tx = try await self.store.transaction(id: transactionId, on: db),
                 let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
-            else { throw TillHTTPError.notFound("transaction", transactionId) }
+            else { throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)") }
             let requested = try await self.store.latestNotification(
                 type: NotificationType.consumptionRequest.rawValue,
                 transactionId: transactionId,
@@ -191,8 +191,8 @@ extension SubscriptionEngine {
             guard let requested, tx.revocationDate == nil,
                 (declined?.createdAt).map({ $0 < requested.createdAt }) ?? true
             else {
-                throw TillHTTPError.conflict(
-                    "noRefundRequest",
+                throw SubscriptionRefusal(
+                    .noRefundRequest,
                     "transaction \(transactionId) has no pending refund request (POST …/refund-request first)"
                 )
             }

@@ -311,10 +311,10 @@ extension SubscriptionEngine {
                     on: db
                 )
             else {
-                throw TillHTTPError.notFound("subscription", originalTransactionId)
+                throw SubscriptionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)")
             }
             guard let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db) else {
-                throw TillHTTPError.notFound("app", String(subscription.appAppleId))
+                throw SubscriptionRefusal(.appNotFound, "no app \(String(subscription.appAppleId))")
             }
             // A commitment's months are owed: cancelling stops the next commitment, not the next month.
             let current = subscription.isCommitted ? subscription.commitmentAutoRenew ?? true : subscription.autoRenewStatus

@@ -1,0 +1,19 @@
+import TillCore
+
+/// Why the catalogue room refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+enum CatalogueReason: String, RefusalReason {
+    case appExists
+    case appNotFound
+    case bundleIdImmutable
+    case consumableEntitlements
+    case durationRequired
+    case invalidAPIKey
+    case invalidBundleId
+    case invalidCredits
+    case invalidInAppPurchaseKey
+    case invalidProductId
+    case invalidStoreKitTestCertificate
+}
+
+typealias CatalogueRefusal = Refused<CatalogueReason>

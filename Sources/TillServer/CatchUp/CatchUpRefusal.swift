@@ -1,0 +1,11 @@
+import TillCore
+
+/// Why the catchup room refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+enum CatchUpReason: String, RefusalReason {
+    case catchUpNeverRun
+    case catchUpRunning
+    case noAPIKey
+}
+
+typealias CatchUpRefusal = Refused<CatchUpReason>

@@ -1,0 +1,26 @@
+import TillCore
+
+/// Why the settings room refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+public enum SettingsReason: String, RefusalReason {
+    case configFileMissing
+    case invalidBatchWindow
+    case invalidCatchUpInterval
+    case invalidCatchUpLookBack
+    case invalidConfigFile
+    case invalidDatabaseWait
+    case invalidLogLevel
+    case invalidMode
+    case invalidPort
+    case invalidRetryHours
+    case invalidRetrySchedule
+    case invalidShutdownDrain
+    case invalidShutdownGrace
+    case invalidSnapshotKey
+    case operatorTokenRequired
+    case snapshotKeyUnreadable
+    case weakOperatorToken
+    case weakServerSecret
+}
+
+public typealias SettingsRefusal = Refused<SettingsReason>

@@ -1,0 +1,18 @@
+import TillCore
+
+/// Why the console's sign-in refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+enum ConsoleReason: RefusalReason {
+    case invalidToken
+    /// Too many failed sign-ins from one address: the next is taken after this many seconds.
+    case tooManySignIns(retryAfterSeconds: Int)
+
+    var code: String {
+        switch self {
+        case .invalidToken: "invalidToken"
+        case .tooManySignIns: "tooManySignIns"
+        }
+    }
+}
+
+typealias ConsoleRefusal = Refused<ConsoleReason>

@@ -1,0 +1,17 @@
+import TillCore
+
+/// Why the content room refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+enum ContentReason: String, RefusalReason {
+    case bodyTooLarge
+    case consumableContent
+    case contentNotFound
+    case invalidContentType
+    case invalidName
+    case invalidSignature
+    case notEntitled
+    case productNotFound
+    case urlExpired
+}
+
+typealias ContentRefusal = Refused<ContentReason>

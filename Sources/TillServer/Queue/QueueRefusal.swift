@@ -1,0 +1,13 @@
+import TillCore
+
+/// Why the queue room refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+enum QueueReason: String, RefusalReason {
+    case databaseInUse
+    case databaseLockUnavailable
+    case noAPIKey
+    case notDeadLettered
+    case submissionNotFound
+}
+
+typealias QueueRefusal = Refused<QueueReason>

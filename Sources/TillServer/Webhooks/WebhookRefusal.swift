@@ -1,0 +1,15 @@
+import TillCore
+
+/// Why the webhook room refuses what it is asked; the HTTP layer gives each reason its status
+/// (`API/RefusalStatuses.swift`).
+enum WebhookReason: String, RefusalReason {
+    case eventNotFound
+    case invalidDescription
+    case invalidOverlap
+    case invalidReplay
+    case invalidWebhookURL
+    case webhookDeliveryNotFound
+    case webhookEndpointNotFound
+}
+
+typealias WebhookRefusal = Refused<WebhookReason>
