@@ -56,6 +56,12 @@ struct ConsoleTests {
                     csrf: false
                 )
                 #expect(wrongToken.status == 403)
+                // A form that gives a field twice is refused: which value was meant is not guessed.
+                let twice = try await browser.post(
+                    "/console/customers/ann/grant",
+                    [("app", ServerFixture.bundleId), ("product", "pro"), ("product", "gems.100"), ("note", "twice")]
+                )
+                #expect(twice.status == 400 && twice.body.contains("invalidForm"), "\(twice.body)")
                 var ann = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "ann")
                 #expect(ann.entitlements.isEmpty)
 

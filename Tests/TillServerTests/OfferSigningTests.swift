@@ -227,7 +227,7 @@ struct OfferSigningTests {
     }
 
     /// The signatures' formats as Apple documents them, read back independently of the simulator.
-    @Test func theSignaturesHaveApplesShapes() throws {
+    @Test func theSignaturesHaveApplesShapes() async throws {
         let key = P256.Signing.PrivateKey()
         let signer = OfferSigner(keyId: "ABC123DEFG", issuerId: "issuer-1", key: key, bundleId: "com.example.till")
         let nonce = UUID()
@@ -245,7 +245,7 @@ struct OfferSigningTests {
         let der = try P256.Signing.ECDSASignature(derRepresentation: try #require(Data(base64Encoded: signature)))
         #expect(key.publicKey.isValidSignature(der, for: Data(payload.utf8)))
 
-        let jws = try signer.signedRequest(
+        let jws = try await signer.signedRequest(
             audience: "introductory-offer-eligibility",
             claims: OfferSigner.RequestClaims(productId: "premium.monthly", allowIntroductoryOffer: false, transactionId: "7"),
             nonce: nonce,

@@ -16,23 +16,23 @@ enum ConsoleCookie {
     static let session = "till_console"
     static let signIn = "till_console_sign_in"
 
-    /// `name`'s value in the request's `Cookie` headers.
+    /// `name`'s value in the request's `Cookie` headers (Hummingbird's `Cookies`).
     static func value(_ name: String, in request: Request) -> String? {
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0] == name { return String(parts[1]) }
-            }
-        }
-        return nil
+        request.cookies[name]?.value
     }
 
     /// A cookie for the console's paths: HttpOnly, SameSite=Strict, and Secure when the request reached a TLS
     /// front (`X-Forwarded-Proto: https` or `Forwarded: proto=https`; `till serve` itself speaks plain HTTP).
     static func header(_ name: String, _ value: String, maxAge: Int, request: Request) -> String {
-        var cookie = "\(name)=\(value); Path=/console; HttpOnly; SameSite=Strict; Max-Age=\(maxAge)"
-        if isTLS(request) { cookie += "; Secure" }
-        return cookie
+        Cookie(
+            name: name,
+            value: value,
+            maxAge: maxAge,
+            path: "/console",
+            secure: isTLS(request),
+            httpOnly: true,
+            sameSite: .strict
+        ).description
     }
 
     static func isTLS(_ request: Request) -> Bool {
@@ -72,7 +72,13 @@ struct ConsoleGate: RouterMiddleware {
         var request = request
         if writes, request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
             let body = try await request.body.collect(upTo: Self.formLimit)
-            context.form = Readable.form(String(buffer: body))
+            // Hummingbird's decoder: `+` a space, `%XX` a byte; a name given twice is refused, as the console's forms
+            // never repeat one.
+            do {
+                context.form = try URLEncodedFormDecoder().decode([String: String].self, from: String(buffer: body))
+            } catch {
+                throw TillHTTPError.badRequest("invalidForm", "the form is not URL-encoded fields, each given once: \(error)")
+            }
             request = Request(head: request.head, body: .init(buffer: ByteBuffer()))
         }
         if path == "/console/sign-in" || path.hasPrefix("/console/assets/") {

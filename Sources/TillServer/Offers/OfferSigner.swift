@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TillFormats
+import JWTKit
 
 /// Signs what StoreKit passes to the App Store with an offer, with the app's In-App Purchase key (an App Store
 /// Connect key: P-256, its key id and issuer id).
@@ -51,42 +51,38 @@ struct OfferSigner: Sendable {
         var transactionId: String?
     }
 
-    /// A compact JWS for the App Store (`aud` names the request), issued at `issuedAt` (UNIX seconds).
-    func signedRequest(audience: String, claims: RequestClaims, nonce: UUID, issuedAt: Int64) throws -> String {
-        struct Header: Encodable {
-            var alg = "ES256"
-            var kid: String
-            var typ = "JWT"
-        }
-        struct Payload: Encodable {
-            var iss: String
-            var iat: Int64
-            var aud: String
-            var bid: String
-            var nonce: String
-            var productId: String
-            var offerIdentifier: String?
-            var allowIntroductoryOffer: Bool?
-            var transactionId: String?
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let header = try encoder.encode(Header(kid: keyId))
-        let payload = try encoder.encode(
-            Payload(
-                iss: issuerId,
-                iat: issuedAt,
-                aud: audience,
-                bid: bundleId,
-                nonce: nonce.uuidString.lowercased(),
-                productId: claims.productId,
-                offerIdentifier: claims.offerIdentifier,
-                allowIntroductoryOffer: claims.allowIntroductoryOffer,
-                transactionId: claims.transactionId
-            )
+    /// A compact JWS for the App Store (`aud` names the request), issued at `issuedAt` (UNIX seconds): signed by
+    /// JWTKit, as `AppleClient`'s tokens are (ES256, the key's id as `kid`, `typ` JWT).
+    func signedRequest(audience: String, claims: RequestClaims, nonce: UUID, issuedAt: Int64) async throws -> String {
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(backing: key), kid: JWKIdentifier(string: keyId))
+        let payload = SignedRequestPayload(
+            iss: issuerId,
+            iat: issuedAt,
+            aud: audience,
+            bid: bundleId,
+            nonce: nonce.uuidString.lowercased(),
+            productId: claims.productId,
+            offerIdentifier: claims.offerIdentifier,
+            allowIntroductoryOffer: claims.allowIntroductoryOffer,
+            transactionId: claims.transactionId
         )
-        let signingInput = Base64.encode(header, alphabet: .url) + "." + Base64.encode(payload, alphabet: .url)
-        let signature = try key.signature(for: Data(signingInput.utf8)).rawRepresentation
-        return signingInput + "." + Base64.encode(signature, alphabet: .url)
+        return try await keys.sign(payload, kid: JWKIdentifier(string: keyId), header: ["typ": "JWT"])
+    }
+
+    /// What a signed App Store request carries: the base claims and the request's own (no `exp`).
+    private struct SignedRequestPayload: JWTPayload {
+        var iss: String
+        var iat: Int64
+        var aud: String
+        var bid: String
+        var nonce: String
+        var productId: String
+        var offerIdentifier: String?
+        var allowIntroductoryOffer: Bool?
+        var transactionId: String?
+
+        /// Signed here, checked by the App Store: nothing to verify.
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 }

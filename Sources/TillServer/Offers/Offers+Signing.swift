@@ -74,7 +74,7 @@ extension Offers {
             )
         case .jws:
             answer.transactionId = customer.newestTransactionId
-            answer.compactJWS = try signer.signedRequest(
+            answer.compactJWS = try await signer.signedRequest(
                 audience: "promotional-offer",
                 claims: OfferSigner.RequestClaims(
                     productId: request.productId,
@@ -131,7 +131,7 @@ extension Offers {
         )
         let decision = OfferRules.introductoryOffer(customer.history, override: override?.allowIntroductoryOffer)
         let now = clock.milliseconds
-        let jws = try signer.signedRequest(
+        let jws = try await signer.signedRequest(
             audience: "introductory-offer-eligibility",
             claims: OfferSigner.RequestClaims(
                 productId: request.productId,

@@ -89,19 +89,4 @@ enum Readable {
     private static let unreserved = CharacterSet(
         charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
     )
-
-    /// A form's fields (`application/x-www-form-urlencoded`): `+` is a space, `%XX` a byte; the last of a repeated
-    /// name wins.
-    static func form(_ body: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in body.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ text: Substring) -> String {
-                let spaced = text.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            fields[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
-        }
-        return fields
-    }
 }
