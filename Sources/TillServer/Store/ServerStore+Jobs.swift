@@ -131,14 +131,42 @@ extension ServerStore {
         ).run()
     }
 
+    /// Gives the job up: dead-lettered with `error`, or with the error of its last attempt when `error` is nil.
     func deadLetterJob(kind: JobKind, key: String, error: String?, now: Int64, on db: any SQLDatabase) async throws {
         try await db.raw(
             """
-            UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, last_error = \(bind: error),
+            UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, last_error = COALESCE(\(bind: error), last_error),
                 updated_at = \(bind: now)
             WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)
             """
         ).run()
+    }
+
+    /// Removes every job of a kind in one group (a webhook endpoint's deliveries, when it is deleted).
+    func deleteJobs(kind: JobKind, group: String, on db: any SQLDatabase) async throws {
+        try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group)")
+            .run()
+    }
+
+    /// Makes the queued jobs of a kind that are due later due at `now`: those of one group, or those whose keys
+    /// `keys` selects (a subquery); answers their keys.
+    func bringJobsForward(
+        kind: JobKind,
+        group: String? = nil,
+        keys: SQLQueryString? = nil,
+        at now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> [String] {
+        var filter: SQLQueryString = ""
+        if let group { filter = filter + " AND queue_group = \(bind: group)" }
+        if let keys { filter = filter + " AND job_key IN (" + keys + ")" }
+        return try await db.raw(
+            """
+            UPDATE srv_jobs SET due_at = \(bind: now)
+            WHERE kind = \(bind: kind.rawValue) AND state = 'queued' AND due_at > \(bind: now)\(filter)
+            RETURNING job_key
+            """
+        ).all().map { try $0.decode(column: "job_key", as: String.self) }
     }
 
     func requeueJob(kind: JobKind, key: String, now: Int64, on db: any SQLDatabase) async throws -> Bool {

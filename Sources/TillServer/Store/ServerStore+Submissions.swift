@@ -9,7 +9,11 @@ extension ServerStore {
 
     func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
         try await db.run(
-            RecordStatements.insert(into: "srv_submissions", columns: SubmissionRecord.columns, rows: [submission.values])
+            RecordStatements.insert(
+                into: "srv_submissions",
+                columns: SubmissionRecord.columns,
+                rows: [submission.values]
+            )
         )
     }
 
@@ -79,16 +83,16 @@ extension ServerStore {
     /// answers how many.
     func bringForward(cause: RetryCause, bundleId: String?, at now: Int64) async throws -> Int {
         try await database.transaction(bookkeeping: true) { db in
-            try await db.raw(
-                """
-                UPDATE srv_jobs SET due_at = \(bind: now)
-                WHERE kind = 'confirmation' AND state = 'queued' AND due_at > \(bind: now) AND job_key IN (
+            try await self.bringJobsForward(
+                kind: .confirmation,
+                keys: """
                     SELECT id FROM srv_submissions
                     WHERE state = 'retrying' AND retry_cause = \(bind: cause.rawValue)
-                      AND (\(bind: bundleId) IS NULL OR bundle_id = \(bind: bundleId)))
-                RETURNING job_key
-                """
-            ).all().count
+                      AND (\(bind: bundleId) IS NULL OR bundle_id = \(bind: bundleId))
+                    """,
+                at: now,
+                on: db
+            ).count
         }
     }
 

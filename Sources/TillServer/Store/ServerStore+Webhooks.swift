@@ -147,7 +147,7 @@ extension ServerStore {
 
     /// Removes an endpoint with its deliveries, their attempts and their jobs.
     func deleteWebhookEndpoint(id: String, on db: any SQLDatabase) async throws {
-        try await db.raw("DELETE FROM srv_jobs WHERE kind = 'delivery' AND queue_group = \(bind: id)").run()
+        try await deleteJobs(kind: .delivery, group: id, on: db)
         try await db.raw(
             """
             DELETE FROM srv_webhook_attempts WHERE delivery_id IN (
@@ -190,13 +190,7 @@ extension ServerStore {
 
     /// Makes an endpoint's queued deliveries due now (it answers again); answers how many.
     func bringDeliveriesForward(endpointId: String, at now: Int64, on db: any SQLDatabase) async throws -> Int {
-        try await db.raw(
-            """
-            UPDATE srv_jobs SET due_at = \(bind: now)
-            WHERE kind = 'delivery' AND queue_group = \(bind: endpointId) AND state = 'queued' AND due_at > \(bind: now)
-            RETURNING job_key
-            """
-        ).all().count
+        try await bringJobsForward(kind: .delivery, group: endpointId, at: now, on: db).count
     }
 
     // MARK: Deliveries
@@ -345,12 +339,7 @@ extension ServerStore {
             """
         ).all().map { try $0.decode(column: "id", as: String.self) }
         for id in expired {
-            try await db.raw(
-                """
-                UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, updated_at = \(bind: now)
-                WHERE kind = 'delivery' AND job_key = \(bind: id)
-                """
-            ).run()
+            try await deadLetterJob(kind: .delivery, key: id, error: nil, now: now, on: db)
         }
         return expired
     }
@@ -369,7 +358,8 @@ extension ServerStore {
 // (docs/benchmarks.md). `WebhookWorkerTests.handWrittenRowsMatchCodables` keeps them equal to Codable's.
 extension WebhookDeliveryRecord {
     static let columns = [
-        "id", "endpoint_id", "bundle_id", "event_sequence", "event_id", "event_type", "customer_id", "state", "attempts",
+        "id", "endpoint_id", "bundle_id", "event_sequence", "event_id", "event_type", "customer_id", "state",
+        "attempts",
         "replay", "deadline", "delivered_at", "last_attempt_at", "last_status", "last_error", "last_answer", "last_url",
         "last_duration", "created_at", "updated_at",
     ]
