@@ -1,7 +1,17 @@
 import Foundation
 
 /// An image uploaded for retention messages (PNG, base64 in the row).
-struct SimRetentionImage: Codable, Sendable, Hashable {
+/// What an app uploads for Retention Messaging and Apple reviews: an image or a message, each in its table and named
+/// by its identifier (`SimulatorStore`'s retention functions serve both).
+protocol RetentionAsset: Codable, Sendable {
+    static var table: String { get }
+    static var identifierColumn: String { get }
+}
+
+struct SimRetentionImage: RetentionAsset, Hashable {
+    static let table = "sim_retention_images"
+    static let identifierColumn = "image_identifier"
+
     var appAppleId: Int64
     var environment: String
     var imageIdentifier: String
@@ -14,7 +24,10 @@ struct SimRetentionImage: Codable, Sendable, Hashable {
 }
 
 /// A retention message: its content as uploaded (`UploadMessageRequestBody`, JSON) and its review state.
-struct SimRetentionMessage: Codable, Sendable, Hashable {
+struct SimRetentionMessage: RetentionAsset, Hashable {
+    static let table = "sim_retention_messages"
+    static let identifierColumn = "message_identifier"
+
     var appAppleId: Int64
     var environment: String
     var messageIdentifier: String

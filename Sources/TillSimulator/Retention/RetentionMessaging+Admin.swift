@@ -43,7 +43,7 @@ extension RetentionMessaging {
         let env = environment.rawValue
         return Overview(
             realtimeURL: try await store.realtimeURL(appAppleId: appAppleId, environment: env, on: db),
-            images: try await store.retentionImages(appAppleId: appAppleId, environment: env, on: db).map {
+            images: try await store.retentionAssets(SimRetentionImage.self, appAppleId: appAppleId, environment: env, on: db).map {
                 .init(
                     imageIdentifier: $0.imageIdentifier,
                     imageSize: $0.imageSize,
@@ -51,7 +51,7 @@ extension RetentionMessaging {
                     bytes: Data(base64Encoded: $0.png)?.count ?? 0
                 )
             },
-            messages: try await store.retentionMessages(appAppleId: appAppleId, environment: env, on: db).map {
+            messages: try await store.retentionAssets(SimRetentionMessage.self, appAppleId: appAppleId, environment: env, on: db).map {
                 .init(messageIdentifier: $0.messageIdentifier, state: $0.state, content: Self.content(of: $0))
             },
             defaultMessages: try await store.retentionDefaults(appAppleId: appAppleId, environment: env, on: db).map {
@@ -73,9 +73,10 @@ extension RetentionMessaging {
         let identifier = id.lowercased()
         switch kind {
         case .image:
-            guard try await store.retentionImage(identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
+            guard try await store.retentionAsset(SimRetentionImage.self, identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
             else { throw RetentionRefusal(.imageNotFound, "no image \(id)") }
-            try await store.setRetentionImageState(
+            try await store.setRetentionAssetState(
+                SimRetentionImage.self,
                 identifier,
                 appAppleId: appAppleId,
                 environment: environment.rawValue,
@@ -83,9 +84,10 @@ extension RetentionMessaging {
                 on: db
             )
         case .message:
-            guard try await store.retentionMessage(identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
+            guard try await store.retentionAsset(SimRetentionMessage.self, identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
             else { throw RetentionRefusal(.messageNotFound, "no message \(id)") }
-            try await store.setRetentionMessageState(
+            try await store.setRetentionAssetState(
+                SimRetentionMessage.self,
                 identifier,
                 appAppleId: appAppleId,
                 environment: environment.rawValue,

@@ -22,7 +22,8 @@ extension RetentionMessaging {
         let id = try Self.identifier(requested)
         try await database.transaction { db in
             guard
-                let message = try await self.store.retentionMessage(
+                let message = try await self.store.retentionAsset(
+                    SimRetentionMessage.self,
                     id,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -33,7 +34,8 @@ extension RetentionMessaging {
                 throw ServerAPIFailure(.messageNotApproved)
             }
             for imageId in Self.content(of: message).imageIdentifiers {
-                let image = try await self.store.retentionImage(
+                let image = try await self.store.retentionAsset(
+                    SimRetentionImage.self,
                     imageId,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,

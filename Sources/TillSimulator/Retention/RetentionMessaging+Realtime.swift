@@ -254,7 +254,8 @@ extension RetentionMessaging {
         -> ApprovedMessage?
     {
         guard let identifier,
-            let message = try await store.retentionMessage(
+            let message = try await store.retentionAsset(
+                SimRetentionMessage.self,
                 identifier.lowercased(),
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -263,7 +264,8 @@ extension RetentionMessaging {
         else { return nil }
         let content = Self.content(of: message)
         for imageId in content.imageIdentifiers {
-            let image = try await store.retentionImage(
+            let image = try await store.retentionAsset(
+                SimRetentionImage.self,
                 imageId,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,

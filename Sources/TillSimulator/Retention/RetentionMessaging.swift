@@ -52,7 +52,8 @@ extension RetentionMessaging {
             throw ServerAPIFailure(.invalidImage)
         }
         try await database.transaction { db in
-            let images = try await self.store.retentionImages(
+            let images = try await self.store.retentionAssets(
+                SimRetentionImage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: db
@@ -81,14 +82,16 @@ extension RetentionMessaging {
         let id = try Self.identifier(identifier)
         try await database.transaction { db in
             guard
-                try await self.store.retentionImage(
+                try await self.store.retentionAsset(
+                    SimRetentionImage.self,
                     id,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
                     on: db
                 ) != nil
             else { throw ServerAPIFailure(.imageNotFound) }
-            let messages = try await self.store.retentionMessages(
+            let messages = try await self.store.retentionAssets(
+                SimRetentionMessage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: db
@@ -96,7 +99,8 @@ extension RetentionMessaging {
             guard !messages.contains(where: { Self.content(of: $0).imageIdentifiers.contains(id) }) else {
                 throw ServerAPIFailure(.imageInUse)
             }
-            try await self.store.deleteRetentionImage(
+            try await self.store.deleteRetentionAsset(
+                SimRetentionImage.self,
                 id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -107,7 +111,8 @@ extension RetentionMessaging {
 
     func imageList(app: SimApp, environment: AppStoreEnvironment) async throws -> GetImageListResponse {
         GetImageListResponse(
-            imageIdentifiers: try await store.retentionImages(
+            imageIdentifiers: try await store.retentionAssets(
+                SimRetentionImage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: store.sql
@@ -145,7 +150,8 @@ extension RetentionMessaging {
             func requireImage(_ imageId: String?, altText: String?, size: RetentionImageSize) async throws {
                 guard let altText, !altText.isEmpty else { throw ServerAPIFailure(.generalBadRequest) }
                 guard altText.count <= 150 else { throw ServerAPIFailure(.altTextTooLong) }
-                guard let imageId, let image = try await self.store.retentionImage(
+                guard let imageId, let image = try await self.store.retentionAsset(
+                    SimRetentionImage.self,
                     imageId.lowercased(),
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -161,7 +167,8 @@ extension RetentionMessaging {
                 guard text.count <= 66 else { throw ServerAPIFailure(.badRequestBulletPointTextTooLong) }
                 try await requireImage(bullet.imageIdentifier, altText: bullet.altText, size: .bulletPoint)
             }
-            let messages = try await self.store.retentionMessages(
+            let messages = try await self.store.retentionAssets(
+                SimRetentionMessage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: db
@@ -190,14 +197,16 @@ extension RetentionMessaging {
         let id = try Self.identifier(identifier)
         try await database.transaction { db in
             guard
-                try await self.store.retentionMessage(
+                try await self.store.retentionAsset(
+                    SimRetentionMessage.self,
                     id,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
                     on: db
                 ) != nil
             else { throw ServerAPIFailure(.messageNotFound) }
-            try await self.store.deleteRetentionMessage(
+            try await self.store.deleteRetentionAsset(
+                SimRetentionMessage.self,
                 id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -208,7 +217,8 @@ extension RetentionMessaging {
 
     func messageList(app: SimApp, environment: AppStoreEnvironment) async throws -> GetMessageListResponse {
         GetMessageListResponse(
-            messageIdentifiers: try await store.retentionMessages(
+            messageIdentifiers: try await store.retentionAssets(
+                SimRetentionMessage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: store.sql

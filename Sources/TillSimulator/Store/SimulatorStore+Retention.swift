@@ -5,85 +5,60 @@ import TillStorage
 
 /// Retention Messaging: images, messages, default messages, the realtime URL, its calls and performance tests.
 extension SimulatorStore {
-    // MARK: Images
+    // MARK: Images and messages
 
-    func insert(_ image: SimRetentionImage, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_retention_images").model(image, with: Self.encoding).run()
+    func insert<Asset: RetentionAsset>(_ asset: Asset, on db: any SQLDatabase) async throws {
+        try await db.insert(into: Asset.table).model(asset, with: Self.encoding).run()
     }
 
-    func retentionImage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
-        -> SimRetentionImage?
-    {
-        try await db.select().column("*").from("sim_retention_images").where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).where("image_identifier", .equal, id)
-            .first(decoding: SimRetentionImage.self, with: Self.decoding)
+    /// An app's image or message in an environment, by its identifier.
+    func retentionAsset<Asset: RetentionAsset>(
+        _ kind: Asset.Type,
+        _ id: String,
+        appAppleId: Int64,
+        environment: String,
+        on db: any SQLDatabase
+    ) async throws -> Asset? {
+        try await db.select().column("*").from(Asset.table).where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where(SQLIdentifier(Asset.identifierColumn), .equal, id)
+            .first(decoding: Asset.self, with: Self.decoding)
     }
 
-    func retentionImages(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
-        -> [SimRetentionImage]
-    {
-        try await db.select().column("*").from("sim_retention_images").where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).orderBy("created_at").orderBy("image_identifier")
-            .all(decoding: SimRetentionImage.self, with: Self.decoding)
+    /// An app's images or messages in an environment, oldest first.
+    func retentionAssets<Asset: RetentionAsset>(
+        _ kind: Asset.Type,
+        appAppleId: Int64,
+        environment: String,
+        on db: any SQLDatabase
+    ) async throws -> [Asset] {
+        try await db.select().column("*").from(Asset.table).where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).orderBy("created_at")
+            .orderBy(SQLIdentifier(Asset.identifierColumn))
+            .all(decoding: Asset.self, with: Self.decoding)
     }
 
-    func deleteRetentionImage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase)
-        async throws
-    {
-        try await db.delete(from: "sim_retention_images").where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).where("image_identifier", .equal, id).run()
+    func deleteRetentionAsset<Asset: RetentionAsset>(
+        _ kind: Asset.Type,
+        _ id: String,
+        appAppleId: Int64,
+        environment: String,
+        on db: any SQLDatabase
+    ) async throws {
+        try await db.delete(from: Asset.table).where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where(SQLIdentifier(Asset.identifierColumn), .equal, id).run()
     }
 
-    func setRetentionImageState(
+    /// Sets an image's or a message's review state.
+    func setRetentionAssetState<Asset: RetentionAsset>(
+        _ kind: Asset.Type,
         _ id: String,
         appAppleId: Int64,
         environment: String,
         state: String,
         on db: any SQLDatabase
     ) async throws {
-        try await db.update("sim_retention_images").set("state", to: state).where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).where("image_identifier", .equal, id).run()
-    }
-
-    // MARK: Messages
-
-    func insert(_ message: SimRetentionMessage, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_retention_messages").model(message, with: Self.encoding).run()
-    }
-
-    func retentionMessage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
-        -> SimRetentionMessage?
-    {
-        try await db.select().column("*").from("sim_retention_messages").where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).where("message_identifier", .equal, id)
-            .first(decoding: SimRetentionMessage.self, with: Self.decoding)
-    }
-
-    func retentionMessages(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
-        -> [SimRetentionMessage]
-    {
-        try await db.select().column("*").from("sim_retention_messages").where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).orderBy("created_at").orderBy("message_identifier")
-            .all(decoding: SimRetentionMessage.self, with: Self.decoding)
-    }
-
-    func deleteRetentionMessage(_ id: String, appAppleId: Int64, environment: String, on db: any SQLDatabase)
-        async throws
-    {
-        try await db.delete(from: "sim_retention_messages").where("app_apple_id", .equal, appAppleId)
-            .where("environment", .equal, environment).where("message_identifier", .equal, id).run()
-    }
-
-    func setRetentionMessageState(
-        _ id: String,
-        appAppleId: Int64,
-        environment: String,
-        state: String,
-        on db: any SQLDatabase
-    ) async throws {
-        try await db.update("sim_retention_messages").set("state", to: state)
-            .where("app_apple_id", .equal, appAppleId).where("environment", .equal, environment)
-            .where("message_identifier", .equal, id).run()
+        try await db.update(Asset.table).set("state", to: state).where("app_apple_id", .equal, appAppleId)
+            .where("environment", .equal, environment).where(SQLIdentifier(Asset.identifierColumn), .equal, id).run()
     }
 
     // MARK: Default messages
