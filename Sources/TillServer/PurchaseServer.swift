@@ -78,7 +78,7 @@ public final class PurchaseServer: Sendable {
     ) {
         let store = ServerStore(database: database)
         let clock = ServerClock(now: now)
-        let jobs = JobQueue(database: database, store: store, clock: clock, metrics: metrics)
+        let jobs = JobQueue(database: database, store: JobStore(database: database), clock: clock, metrics: metrics)
         let signals = QueueSignals(workAvailable: jobs.signal(.confirmation))
         let verifier = LocalVerifier(configuration: configuration)
         self.configuration = configuration
@@ -190,7 +190,7 @@ public final class PurchaseServer: Sendable {
         )
         webhookEndpoints = WebhookEndpoints(
             database: database,
-            store: store,
+            store: WebhookStore(database: database),
             catalogue: catalogue,
             jobs: jobs,
             policy: WebhookAddressPolicy(configuration.webhooks),
@@ -212,14 +212,14 @@ public final class PurchaseServer: Sendable {
         webhookDeliveries = WebhookDeliveries(
             settings: configuration.webhooks,
             database: database,
-            store: store,
+            store: WebhookStore(database: database),
             endpoints: webhookEndpoints,
             jobs: jobs,
             metrics: metrics,
             clock: clock,
             logger: logger
         )
-        webhookHistory = WebhookDeliveryHistory(store: store, endpoints: webhookEndpoints)
+        webhookHistory = WebhookDeliveryHistory(store: WebhookStore(database: database), endpoints: webhookEndpoints)
     }
 
     /// Opens and migrates the database.
@@ -252,12 +252,17 @@ public final class PurchaseServer: Sendable {
         }
         if queueLock != nil {
             // This process owns the file's queue: any claim in it was left by a server that stopped mid-attempt.
-            let jobs = JobQueue(database: database, store: store, clock: ServerClock(now: now), metrics: metrics)
+            let jobs = JobQueue(
+                database: database,
+                store: JobStore(database: database),
+                clock: ServerClock(now: now),
+                metrics: metrics
+            )
             for (kind, count) in try await jobs.releaseAllClaims().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 logger.notice("resuming \(count) \(kind.rawValue) jobs a stopped server had under way")
             }
             // And any endpoint's dispatcher role: its events need not wait for that server's lease to lapse.
-            let endpoints = try await store.releaseAllDispatchers(on: store.sql)
+            let endpoints = try await WebhookStore(database: database).releaseAllDispatchers(on: store.sql)
             if endpoints > 0 {
                 logger.notice("resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to")
             }

@@ -11,7 +11,7 @@ enum EventJSONCheck {
     /// Every event the server stored: its body decodes as the contract's `Event`, and the generated encoder (with the
     /// server's `.sortedKeys` and `.withoutEscapingSlashes`) writes exactly those bytes again.
     static func expectBodiesAreTheContractsEncoding(_ server: PurchaseServer) async throws {
-        let records = try await server.store.events(
+        let records = try await EventStore(database: server.database).events(
             after: 0,
             limit: 10_000,
             bundleId: nil,

@@ -28,7 +28,7 @@ struct JobQueueTests {
         let clock = TestClock()
         let jobs = JobQueue(
             database: database,
-            store: store,
+            store: JobStore(database: database),
             clock: ServerClock { clock.date },
             metrics: ServerMetrics()
         )
@@ -260,7 +260,7 @@ struct JobQueueTests {
         try await firstStore.migrate()
         let clock = ServerClock { Date() }
         let queues = [first, second].map {
-            JobQueue(database: $0, store: ServerStore(database: $0), clock: clock, metrics: ServerMetrics())
+            JobQueue(database: $0, store: JobStore(database: $0), clock: clock, metrics: ServerMetrics())
         }
         try await first.transaction { db in
             for index in 0..<300 {

@@ -48,7 +48,7 @@ struct LayoutTests {
         #expect(offenders.isEmpty, "SQL outside Sources/\(target)/Store: \(offenders)")
     }
 
-    /// One queue owns its table: every statement that writes `srv_jobs` is in `Store/ServerStore+Jobs.swift` (the
+    /// One queue owns its table: every statement that writes `srv_jobs` is in `Store/JobStore.swift` (the
     /// migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.
     @Test func onlyTheJobStoreWritesJobs() throws {
@@ -58,14 +58,14 @@ struct LayoutTests {
         ]
         var offenders: [String] = []
         for file in try Self.files(of: "TillServer")
-        where file != "Store/ServerStore+Jobs.swift" && file != "Store/ServerSchema.swift" {
+        where file != "Store/JobStore.swift" && file != "Store/ServerSchema.swift" {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
             where writes.contains(where: { line.contains($0) }) {
                 offenders.append("\(file):\(number + 1)")
             }
         }
-        #expect(offenders.isEmpty, "srv_jobs written outside Store/ServerStore+Jobs.swift: \(offenders)")
+        #expect(offenders.isEmpty, "srv_jobs written outside Store/JobStore.swift: \(offenders)")
     }
 
     /// Errors at the edge (docs/architecture.md, "One rule, one place"): rooms throw their own refusals

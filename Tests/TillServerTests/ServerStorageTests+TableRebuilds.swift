@@ -59,7 +59,7 @@ extension ServerStorageTests {
         #expect(rejected.revocationReason == .rejected && rejected.revocationDetail == "status 21003")
         #expect(rejected.isRevokedByRejection && rejected.source == .notification)
         // 018: the retrying submission's schedule is its job's.
-        let job = try #require(try await store.job(kind: .confirmation, key: "s1", on: db))
+        let job = try #require(try await JobStore(database: store.database).job(kind: .confirmation, key: "s1", on: db))
         #expect(job.state == .queued && job.dueAt == 5 && job.attempts == 2)
         #expect(try await store.balances(bundleId: "b", customerId: "c", on: db) == ["gems": 100])
         #expect(try await store.resolve(bundleId: "b", customerId: "c", on: db) == "c")

@@ -152,7 +152,7 @@ struct WebhookWorkerTests {
     @Test(arguments: TestDatabase.all) func anEndpointHasOneDispatcherAtATime(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
             let server = fixture.server
-            let store = server.store
+            let store = WebhookStore(database: server.database)
             let created = try await server.webhookEndpoints.create(
                 bundleId: ServerFixture.bundleId,
                 .init(url: "http://127.0.0.1:9/till/events")
@@ -207,7 +207,7 @@ struct WebhookWorkerTests {
         async throws
     {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
-            let store = fixture.server.store
+            let store = WebhookStore(database: fixture.server.database)
             let receiver = WebhookReceiver()
             try await Self.withEndpoint(fixture, receiver) { created in
                 let now = fixture.server.webhookDeliveries.clock.milliseconds
@@ -244,7 +244,7 @@ struct WebhookWorkerTests {
             )
             for request in ["one", "two", "three"] { try await Self.credit(fixture, request) }
             let endpoint = try #require(
-                try await fixture.server.store.webhookEndpoint(id: created.endpoint.id, on: fixture.server.store.sql)
+                try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: created.endpoint.id, on: fixture.server.store.sql)
             )
             let (batch, _) = try #require(
                 try await fixture.server.webhookDeliveries.sendAtDispatch(
@@ -269,10 +269,10 @@ struct WebhookWorkerTests {
                 try await Self.credit(fixture, "one")
                 try await waitUntil { try WebhookTests.received(receiver).count == 1 }
                 try await waitUntil {
-                    try await fixture.server.store.webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher != nil
+                    try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher != nil
                 }
             }
-            #expect(try await fixture.server.store.webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher == nil)
+            #expect(try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher == nil)
         }
     }
 
@@ -281,13 +281,13 @@ struct WebhookWorkerTests {
     /// read is what Codable wrote.
     @Test(arguments: TestDatabase.all) func handWrittenRowsMatchCodables(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database) { fixture in
-            let store = fixture.server.store
+            let store = WebhookStore(database: fixture.server.database)
             try await Self.credit(fixture, "one")
             let event = try #require(
-                try await store.eventsToDispatch(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql)
+                try await store.eventStore.eventsToDispatch(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql)
                     .last
             )
-            let stored = try #require(try await store.event(bundleId: ServerFixture.bundleId, id: event.id, on: store.sql))
+            let stored = try #require(try await store.eventStore.event(bundleId: ServerFixture.bundleId, id: event.id, on: store.sql))
             #expect(
                 (event.sequence, event.id, event.type, event.customerId)
                     == (stored.sequence, stored.id, stored.type, stored.customerId)
@@ -348,7 +348,7 @@ struct WebhookWorkerTests {
                 #expect(read.body == stored.body && read.occurredAt == stored.occurredAt)
             }
             let toSend = try #require(
-                try await store.eventsToSend(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql).last
+                try await store.eventStore.eventsToSend(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql).last
             )
             #expect(toSend.event.id == stored.id && toSend.event.customerId == stored.customerId)
             #expect(toSend.body == stored.body && toSend.occurredAt == stored.occurredAt)
@@ -443,7 +443,7 @@ struct WebhookWorkerTests {
         try await ServerFixture.run(persistent: true, configure: WebhookTests.loopback) { fixture in
             let receiver = WebhookReceiver()
             try await Self.withEndpoint(fixture, receiver) { created in
-                let store = fixture.server.store
+                let store = WebhookStore(database: fixture.server.database)
                 let now = fixture.server.webhookDeliveries.clock.milliseconds
                 let taken = try await store.takeDispatcher(
                     endpointId: created.endpoint.id,
@@ -457,7 +457,7 @@ struct WebhookWorkerTests {
 
                 let next = try await PurchaseServer.open(fixture.server.configuration)
                 let row = try #require(
-                    try await next.store.enabledWebhookEndpoints(on: next.store.sql).first {
+                    try await WebhookStore(database: next.database).enabledWebhookEndpoints(on: next.store.sql).first {
                         $0.id == created.endpoint.id
                     }
                 )

@@ -26,6 +26,8 @@ public struct EventLog: Sendable {
     let clock: ServerClock
     /// Signalled after a commit that wrote events (the webhook dispatcher waits on it).
     let appended: Wakeup
+    /// The events' own table.
+    var eventStore: EventStore { EventStore(database: database) }
     /// The last sequence this process committed (the dispatcher's cue, besides reading the table now and then for
     /// other processes' events).
     let committed = SequenceMark()
@@ -78,7 +80,7 @@ public struct EventLog: Sendable {
                     customers[CustomerKey(bundleId: event.bundleId, customerId: $0)]
                 }
             )
-            try await store.insert(record, on: db)
+            try await eventStore.insert(record, on: db)
         }
         return sequence
     }
@@ -90,11 +92,11 @@ public struct EventLog: Sendable {
     /// sequence may skip, never go back.
     private func lastSequence(reserving count: Int, on db: any SQLDatabase) async throws -> Int64 {
         guard database.engine == .sqlite else {
-            try await store.lockEventSequence(on: db)
-            return try await store.lastEventSequence(on: db)
+            try await eventStore.lockEventSequence(on: db)
+            return try await eventStore.lastEventSequence(on: db)
         }
         if let last = numbering.reserve(count) { return last }
-        let inTable = try await store.lastEventSequence(on: db)
+        let inTable = try await eventStore.lastEventSequence(on: db)
         return numbering.start(after: inTable, reserving: count)
     }
 
@@ -159,7 +161,7 @@ public struct EventLog: Sendable {
             let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
             customers = [owner] + (try await store.guests(bundleId: bundleId, customerId: owner, on: store.sql))
         }
-        let records = try await store.events(
+        let records = try await eventStore.events(
             after: start,
             limit: limit + 1,
             bundleId: bundleId,

@@ -59,12 +59,12 @@ struct Job: Codable, Sendable, Hashable {
 /// `/metrics` reports each kind's depth and outcomes.
 struct JobQueue: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    let store: JobStore
     let clock: ServerClock
     let metrics: ServerMetrics
     private let wakeups: [JobKind: Wakeup]
 
-    init(database: TillDatabase, store: ServerStore, clock: ServerClock, metrics: ServerMetrics) {
+    init(database: TillDatabase, store: JobStore, clock: ServerClock, metrics: ServerMetrics) {
         self.database = database
         self.store = store
         self.clock = clock
@@ -212,7 +212,7 @@ struct JobQueue: Sendable {
 
     /// When the next job of a kind is due (UNIX ms), if any is queued.
     /// How many jobs of each kind are queued and dead-lettered, and the due time of the oldest queued one.
-    func depth() async throws -> [ServerStore.JobDepth] { try await store.jobDepth() }
+    func depth() async throws -> [JobStore.JobDepth] { try await store.jobDepth() }
 
     func nextDue(_ kind: JobKind) async throws -> Int64? {
         try await store.nextJobDue(kind: kind, on: store.sql)

@@ -301,7 +301,7 @@ extension PurchaseServer {
                 oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
             )
             metrics.recordJobs(
-                try await store.jobDepth().map { ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue) },
+                try await JobStore(database: database).jobDepth().map { ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue) },
                 now: nowMilliseconds
             )
         } catch is StorageUnavailable {}

@@ -83,7 +83,7 @@ extension ServerStore {
     /// answers how many.
     func bringForward(cause: RetryCause, bundleId: String?, at now: Int64) async throws -> Int {
         try await database.transaction(bookkeeping: true) { db in
-            try await self.bringJobsForward(
+            try await JobStore(database: self.database).bringJobsForward(
                 kind: .confirmation,
                 keys: """
                     SELECT id FROM srv_submissions

@@ -4,13 +4,21 @@ import TillContract
 import TillCore
 import TillStorage
 
-/// The verification server's persistence, on SQLite or PostgreSQL.
-struct ServerStore: Sendable {
-    let database: TillDatabase
-    var sql: any SQLDatabase { database.sql }
+/// What every store of the server shares: its database (SQLite or PostgreSQL), and how records map to columns.
+protocol ServerSQLStore: Sendable {
+    var database: TillDatabase { get }
+}
 
-    static let encoding = ColumnNames.encoder
-    static let decoding = ColumnNames.decoder
+extension ServerSQLStore {
+    var sql: any SQLDatabase { database.sql }
+    static var encoding: SQLQueryEncoder { ColumnNames.encoder }
+    static var decoding: SQLRowDecoder { ColumnNames.decoder }
+}
+
+/// The verification server's persistence, on SQLite or PostgreSQL, but for the rooms that have their own store
+/// (`JobStore`, `WebhookStore`).
+struct ServerStore: ServerSQLStore {
+    let database: TillDatabase
 
     func migrate() async throws {
         try await database.migrate(ServerSchema.migrations, schema: ServerSchema.name)

@@ -27,7 +27,7 @@ import TillStorage
 public struct WebhookDeliveries: Sendable {
     let settings: WebhookSettings
     let database: TillDatabase
-    let store: ServerStore
+    let store: WebhookStore
     let endpoints: WebhookEndpoints
     let jobs: JobQueue
     let metrics: ServerMetrics
@@ -63,7 +63,7 @@ public struct WebhookDeliveries: Sendable {
             guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled,
                 !endpoint.isDispatched(byAnotherThan: worker, at: now)
             else { return (nil, false) }
-            let events = try await self.store.eventsToDispatch(
+            let events = try await self.store.eventStore.eventsToDispatch(
                 after: endpoint.dispatchedThrough,
                 limit: Self.dispatchBatch,
                 bundleId: endpoint.bundleId,
@@ -101,7 +101,7 @@ public struct WebhookDeliveries: Sendable {
 
     /// A delivery of `event` to `endpoint` and its job: in the customer's stream at that endpoint, at the event's place.
     private func delivery(
-        of event: ServerStore.EventToDispatch,
+        of event: EventStore.EventToDispatch,
         to endpoint: WebhookEndpointRecord,
         replay: Bool,
         deadline: Int64,
@@ -184,7 +184,7 @@ public struct WebhookDeliveries: Sendable {
         -> (batch: SentAtDispatch, until: Int64)?
     {
         guard room > 0, endpoint.consecutiveFailures == 0 else { return nil }
-        let events = try await store.eventsToSend(
+        let events = try await store.eventStore.eventsToSend(
             after: endpoint.dispatchedThrough,
             limit: room * 2,
             bundleId: endpoint.bundleId,
@@ -200,7 +200,7 @@ public struct WebhookDeliveries: Sendable {
             )
         }
         let busy = try await store.busyDeliveryStreams(made.compactMap { $0.0?.stream }, on: store.sql)
-        var taken: [(WebhookDeliveryRecord, ServerStore.EventToSend)] = []
+        var taken: [(WebhookDeliveryRecord, EventStore.EventToSend)] = []
         var streams: Set<String> = []
         var through: Int64?
         var left = made.count
@@ -583,7 +583,7 @@ public struct WebhookDeliveries: Sendable {
         var queued = 0
         switch (request.eventId, request.since) {
         case (.some(let eventId), nil):
-            guard let event = try await store.event(bundleId: bundleId, id: eventId, on: store.sql) else {
+            guard let event = try await store.eventStore.event(bundleId: bundleId, id: eventId, on: store.sql) else {
                 throw WebhookRefusal(.eventNotFound, "\(bundleId) has no event \(eventId)")
             }
             queued = try await database.transaction { db -> Int in
@@ -599,11 +599,11 @@ public struct WebhookDeliveries: Sendable {
             }
         case (nil, .some(let since)):
             guard
-                var after = try await store.firstEventSequence(bundleId: bundleId, recordedSince: since, on: store.sql)
+                var after = try await store.eventStore.firstEventSequence(bundleId: bundleId, recordedSince: since, on: store.sql)
             else { return 0 }
             after -= 1
             while true {
-                let events = try await store.events(
+                let events = try await store.eventStore.events(
                     after: after,
                     limit: Self.dispatchBatch,
                     bundleId: bundleId,

@@ -6,7 +6,7 @@ import TillHTTPKit
 /// What the operator reads of an endpoint's deliveries (the admin API's `…/webhooks/{id}/deliveries`): pages of them,
 /// newest first, and one with every attempt. Delivering them is `WebhookDeliveries`'s.
 public struct WebhookDeliveryHistory: Sendable {
-    let store: ServerStore
+    let store: WebhookStore
     let endpoints: WebhookEndpoints
 
     /// An endpoint's deliveries, newest first, one page; of one state or all.

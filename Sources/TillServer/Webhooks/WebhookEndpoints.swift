@@ -12,7 +12,7 @@ import TillStorage
 /// signs them and its rotation, paused or not, and how its deliveries stand. `WebhookDeliveries` sends.
 public struct WebhookEndpoints: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    let store: WebhookStore
     let catalogue: Catalogue
     let jobs: JobQueue
     let policy: WebhookAddressPolicy
@@ -40,7 +40,7 @@ public struct WebhookEndpoints: Sendable {
                 enabled: input.enabled ?? true,
                 secret: StandardWebhooks.newSecret(),
                 // From now on: the events recorded before it was added are a replay's.
-                dispatchedThrough: try await self.store.lastEventSequence(on: db),
+                dispatchedThrough: try await self.store.eventStore.lastEventSequence(on: db),
                 consecutiveFailures: 0,
                 createdAt: now,
                 updatedAt: now

@@ -84,7 +84,7 @@ public struct WebhookWorker: Service {
                         readAt = clock.now
                         endpoints = try await store.enabledWebhookEndpoints(on: store.sql)
                         committed.watch(!endpoints.isEmpty)
-                        lastEvent = max(lastEvent, try await store.lastEventSequence(on: store.sql))
+                        lastEvent = max(lastEvent, try await store.eventStore.lastEventSequence(on: store.sql))
                     }
                     lastEvent = max(lastEvent, committed.current)
                     if clock.now - lastSweep >= .seconds(60) {

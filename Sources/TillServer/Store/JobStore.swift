@@ -2,8 +2,11 @@ import Foundation
 import SQLKit
 import TillStorage
 
-// The durable job queue (`JobQueue`): one table, `srv_jobs`, for every kind of work (migration 018-jobs).
-extension ServerStore {
+/// The durable job queue's table (`JobQueue`): one table, `srv_jobs`, for every kind of work (migration 018-jobs).
+/// The only writer of `srv_jobs` (`LayoutTests.onlyTheJobStoreWritesJobs`): the rooms' stores call it.
+struct JobStore: ServerSQLStore {
+    let database: TillDatabase
+
     func insertJob(_ job: Job, on db: any SQLDatabase) async throws {
         try await db.raw(
             """

@@ -3,9 +3,15 @@ import SQLKit
 import TillContract
 import TillStorage
 
-// Webhooks (`WebhookEndpoints`, `WebhookDeliveries`): the apps' endpoints, the deliveries of events to them and every
-// attempt (migration 019-events). Their schedule is the job queue's (`srv_jobs`, kind `delivery`).
-extension ServerStore {
+/// Webhooks (`WebhookEndpoints`, `WebhookDeliveries`): the apps' endpoints, the deliveries of events to them and every
+/// attempt (migration 019-events). Their schedule is the job queue's (`srv_jobs`, kind `delivery`), written by
+/// `jobStore`.
+struct WebhookStore: ServerSQLStore {
+    let database: TillDatabase
+    var jobStore: JobStore { JobStore(database: database) }
+    /// The events the deliveries carry.
+    var eventStore: EventStore { EventStore(database: database) }
+
     // MARK: Endpoints
 
     func insert(_ endpoint: WebhookEndpointRecord, on db: any SQLDatabase) async throws {
@@ -147,7 +153,7 @@ extension ServerStore {
 
     /// Removes an endpoint with its deliveries, their attempts and their jobs.
     func deleteWebhookEndpoint(id: String, on db: any SQLDatabase) async throws {
-        try await deleteJobs(kind: .delivery, group: id, on: db)
+        try await jobStore.deleteJobs(kind: .delivery, group: id, on: db)
         try await db.raw(
             """
             DELETE FROM srv_webhook_attempts WHERE delivery_id IN (
@@ -190,7 +196,7 @@ extension ServerStore {
 
     /// Makes an endpoint's queued deliveries due now (it answers again); answers how many.
     func bringDeliveriesForward(endpointId: String, at now: Int64, on db: any SQLDatabase) async throws -> Int {
-        try await bringJobsForward(kind: .delivery, group: endpointId, at: now, on: db).count
+        try await jobStore.bringJobsForward(kind: .delivery, group: endpointId, at: now, on: db).count
     }
 
     // MARK: Deliveries
@@ -209,7 +215,7 @@ extension ServerStore {
                 rows: deliveries.map(\.row)
             )
         )
-        try await insertJobs(jobs, on: db)
+        try await jobStore.insertJobs(jobs, on: db)
     }
 
     /// One delivery to attempt, with what its event's body needs.
@@ -339,7 +345,7 @@ extension ServerStore {
             """
         ).all().map { try $0.decode(column: "id", as: String.self) }
         for id in expired {
-            try await deadLetterJob(kind: .delivery, key: id, error: nil, now: now, on: db)
+            try await jobStore.deadLetterJob(kind: .delivery, key: id, error: nil, now: now, on: db)
         }
         return expired
     }

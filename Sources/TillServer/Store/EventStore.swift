@@ -4,9 +4,11 @@ import TillContract
 import TillCore
 import TillStorage
 
-// The event log (`EventLog`): events numbered in commit order, the feed, and what deliveries and replays read
-// (migration 019-events).
-extension ServerStore {
+/// The event log's table (`EventLog`): events numbered in commit order, the feed, and what deliveries and replays read
+/// (migration 019-events).
+struct EventStore: ServerSQLStore {
+    let database: TillDatabase
+
     /// Holds, until the end of `db`'s transaction, the right to number events: the transaction that holds it commits
     /// before another takes the next number, so numbers become visible in order. PostgreSQL: an advisory lock;
     /// SQLite's single writer holds it already.
