@@ -198,11 +198,11 @@ public final class PurchaseServer: Sendable {
             logger: logger
         )
         figures = Figures(database: database, store: store, clock: clock, logger: logger)
-        let audit = ConsoleAudit(store: store, clock: clock)
+        let audit = ConsoleAudit(store: ConsoleStore(database: database), clock: clock)
         consoleAudit = audit
         consoleSessions = ConsoleSessions(
             database: database,
-            store: store,
+            store: ConsoleStore(database: database),
             clock: clock,
             operatorToken: configuration.operatorToken,
             limiter: SignInLimiter(),

@@ -17,7 +17,7 @@ import TillTestSupport
 extension CatchUpTests {
     /// The stored histories: each anchor (one per App Store customer) and its revision.
     func anchors(_ fixture: ServerFixture) async throws -> [String: String?] {
-        let store = fixture.server.store
+        let store = CatchUpStore(database: fixture.server.database)
         let rows = try await store.historyAnchors(
             bundleId: ServerFixture.bundleId,
             environment: "Sandbox",

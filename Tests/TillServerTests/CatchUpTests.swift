@@ -67,7 +67,7 @@ struct CatchUpTests {
     }
 
     func checkpoint(_ fixture: ServerFixture) async throws -> Int64? {
-        let store = fixture.server.store
+        let store = CatchUpStore(database: fixture.server.database)
         return try await store.notificationCheckpoint(
             bundleId: ServerFixture.bundleId,
             environment: "Sandbox",

@@ -48,6 +48,31 @@ struct LayoutTests {
         #expect(offenders.isEmpty, "SQL outside Sources/\(target)/Store: \(offenders)")
     }
 
+    /// Each room owns its storage (docs/architecture.md, `Store/`): no store type has more than 40 functions, counted
+    /// over every file that declares or extends it. `ServerStore` held 166 before the rooms' stores left it.
+    @Test func noStoreHasMoreThanFortyFunctions() throws {
+        let sources = Self.root.appendingPathComponent("Sources/TillServer")
+        let declaration = try Regex(#"^(?:public |final )*(?:struct|extension|final class|class) (\w+)"#)
+        var functions: [String: Int] = [:]
+        for file in try Self.files(of: "TillServer") where file.hasPrefix("Store/") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            var type: String?
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if let match = line.firstMatch(of: declaration) {
+                    let name = String(try #require(match.output[1].substring))
+                    type = name.hasSuffix("Store") ? name : nil
+                } else if let type, line.hasPrefix("    "), line.contains("func "),
+                    line.trimmingCharacters(in: .whitespaces).split(separator: " ").contains("func")
+                {
+                    functions[type, default: 0] += 1
+                }
+            }
+        }
+        #expect(functions.count >= 10, "found only \(functions)")
+        let large = functions.filter { $0.value > 40 }
+        #expect(large.isEmpty, "stores over 40 functions: \(large)")
+    }
+
     /// One queue owns its table: every statement that writes `srv_jobs` is in `Store/JobStore.swift` (the
     /// migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.

@@ -68,7 +68,7 @@ struct RecordColumnsTests {
     @Test(arguments: TestDatabase.all)
     func aSubmissionWrittenByHandReadsBackThroughCodable(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, confirming: false) { fixture in
-            let store = fixture.server.store
+            let store = SubmissionStore(database: fixture.server.database)
             let submission = SubmissionRecord(
                 id: "s-hand", bundleId: ServerFixture.bundleId, customerId: "c", idempotencyKey: "k", kind: .appReceipt,
                 environment: .sandbox, state: .retrying, attempts: 3, nextAttemptAt: nil, lastStatus: "HTTP 503",

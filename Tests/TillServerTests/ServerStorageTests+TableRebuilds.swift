@@ -51,7 +51,7 @@ extension ServerStorageTests {
         let store = ServerStore(database: database)
         try await store.migrate()
 
-        let moved = try #require(try await store.submission(bundleId: "b", idempotencyKey: "key-1", on: db))
+        let moved = try #require(try await SubmissionStore(database: store.database).submission(bundleId: "b", idempotencyKey: "key-1", on: db))
         #expect(moved.id == "s1" && moved.attempts == 2 && moved.nextAttemptAt == 5)
         #expect(try await store.transaction(environment: .sandbox, transactionId: "t1", on: db)?.customerId == "c")
         // 017: the rejection is an enum with its answer beside it, and the row knows a notification brought it.

@@ -194,8 +194,8 @@ struct ServerStorageTests {
         ).run()
         let store = ServerStore(database: database)
         try await store.migrate()
-        #expect(try await store.payload(submissionId: "s-old", on: database.sql) == "the receipt")
-        let moved = try await store.submission(id: "s-old", on: database.sql)
+        #expect(try await SubmissionStore(database: database).payload(submissionId: "s-old", on: database.sql) == "the receipt")
+        let moved = try await SubmissionStore(database: database).submission(id: "s-old", on: database.sql)
         #expect(moved?.state == .retrying)
         // The row no longer carries it: claims and settlements rewrite a small row.
         await #expect(throws: (any Error).self) {

@@ -22,6 +22,8 @@ public struct AppTransactions: Sendable {
     let store: ServerStore
     let verifier: LocalVerifier
     let clock: ServerClock
+    /// The customers' AppTransactions.
+    var appTransactionStore: AppTransactionStore { AppTransactionStore(database: database) }
 
     /// Verifies `jws` as `app`'s AppTransaction and keeps it for the customer (aliases resolved) unless the customer
     /// has a newer one; answers the one kept now. Refusals are 422s with the verifier's code; nothing is stored then.
@@ -46,9 +48,9 @@ public struct AppTransactions: Sendable {
                 at: now
             )
             // Inserted when the customer has none; otherwise the stored one, locked, decides.
-            try await self.store.insertAppTransactionIfAbsent(sent, on: db)
+            try await self.appTransactionStore.insertAppTransactionIfAbsent(sent, on: db)
             guard
-                let stored = try await self.store.appTransaction(
+                let stored = try await self.appTransactionStore.appTransaction(
                     bundleId: app.bundleId,
                     customerId: owner,
                     locking: true,
@@ -56,7 +58,7 @@ public struct AppTransactions: Sendable {
                 )
             else { return sent.view }
             guard stored.isReplaced(by: sent) else { return stored.view }
-            try await self.store.replaceAppTransaction(sent, on: db)
+            try await self.appTransactionStore.replaceAppTransaction(sent, on: db)
             return sent.view
         }
     }
@@ -74,11 +76,11 @@ public struct AppTransactions: Sendable {
 
     /// The app transaction id of the AppTransaction kept for a customer (as stored: an account), if any.
     func appTransactionId(bundleId: String, owner: String) async throws -> String? {
-        try await store.appTransaction(bundleId: bundleId, customerId: owner, on: store.sql)?.appTransactionId
+        try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: store.sql)?.appTransactionId
     }
 
     private func stored(bundleId: String, customerId: String) async throws -> AppTransactionRecord? {
         let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
-        return try await store.appTransaction(bundleId: bundleId, customerId: owner, on: store.sql)
+        return try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: store.sql)
     }
 }

@@ -28,6 +28,8 @@ public final class Catalogue: Sendable {
     /// Products by id per bundle id, read on every submission and customer view.
     private let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
     private let changes = Atomic<UInt64>(0)
+    /// The submissions, their payloads and their attempts.
+    var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     init(database: TillDatabase, store: ServerStore, clock: ServerClock, signals: QueueSignals, logger: Logger) {
         self.database = database
@@ -156,7 +158,7 @@ public final class Catalogue: Sendable {
             // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
             // once, with the new settings (forget the old ones first), rather than after their back-off.
             changed()
-            let moved = try await store.bringForward(cause: .configuration, bundleId: bundleId, at: clock.milliseconds)
+            let moved = try await submissionStore.bringForward(cause: .configuration, bundleId: bundleId, at: clock.milliseconds)
             if moved > 0 {
                 logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
                 signals.workAvailable.signal()

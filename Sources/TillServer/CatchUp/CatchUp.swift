@@ -24,6 +24,8 @@ public struct CatchUp: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
     let store: ServerStore
+    /// The catch-up's own tables: its reports, checkpoints and history pages.
+    var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
@@ -99,7 +101,7 @@ public struct CatchUp: Sendable {
             let run = await read(app, trigger: trigger, startedAt: startedAt)
             let report = String(decoding: try JSONEncoder().encode(run), as: UTF8.self)
             try await database.transaction(bookkeeping: true) { db in
-                try await self.store.saveCatchUpReport(
+                try await self.catchUpStore.saveCatchUpReport(
                     bundleId: app.bundleId,
                     finishedAt: run.finishedAt,
                     outcome: run.outcome.rawValue,
@@ -139,7 +141,7 @@ public struct CatchUp: Sendable {
     /// The app's last finished run, or `catchUpNeverRun`.
     public func lastRun(bundleId: String) async throws -> CatchUpRun {
         _ = try await catalogue.app(bundleId: bundleId)
-        guard let report = try await store.lastCatchUpReport(bundleId: bundleId, on: store.sql) else {
+        guard let report = try await catchUpStore.lastCatchUpReport(bundleId: bundleId, on: store.sql) else {
             throw CatchUpRefusal(.catchUpNeverRun, "\(bundleId) has not caught up with Apple yet")
         }
         return try JSONDecoder().decode(CatchUpRun.self, from: Data(report.utf8))

@@ -18,6 +18,8 @@ struct NotificationHistoryReader: Sendable {
     let settings: CatchUpSettings
     let database: TillDatabase
     let store: ServerStore
+    /// The catch-up's own tables: its reports, checkpoints and history pages.
+    var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let notifications: NotificationIntake
     let metrics: ServerMetrics
     let clock: ServerClock
@@ -46,7 +48,7 @@ struct NotificationHistoryReader: Sendable {
         )
         let checkpoint: Int64?
         do {
-            checkpoint = try await store.notificationCheckpoint(
+            checkpoint = try await catchUpStore.notificationCheckpoint(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
                 on: store.sql
@@ -112,7 +114,7 @@ struct NotificationHistoryReader: Sendable {
         let until = report.to
         do {
             try await database.transaction(bookkeeping: true) { db in
-                try await self.store.moveNotificationCheckpoint(
+                try await self.catchUpStore.moveNotificationCheckpoint(
                     bundleId: app.bundleId,
                     environment: environment.rawValue,
                     to: until,

@@ -19,6 +19,8 @@ import TillStorage
 struct TransactionHistoryReader: Sendable {
     let database: TillDatabase
     let store: ServerStore
+    /// The catch-up's own tables: its reports, checkpoints and history pages.
+    var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
@@ -56,7 +58,7 @@ struct TransactionHistoryReader: Sendable {
             refused: 0
         )
         do {
-            let anchors = try await store.historyAnchors(
+            let anchors = try await catchUpStore.historyAnchors(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
                 on: store.sql
@@ -74,14 +76,14 @@ struct TransactionHistoryReader: Sendable {
             }
             // Purchases no history lists: each may be a customer whose history was never read.
             let known = Set(anchors.map(\.originalTransactionId))
-            for purchase in try await store.purchasesOutsideHistories(
+            for purchase in try await catchUpStore.purchasesOutsideHistories(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
                 on: store.sql
             ) {
                 // A history read a moment ago may list it now.
                 guard
-                    try await !store.historyLists(
+                    try await !catchUpStore.historyLists(
                         bundleId: app.bundleId,
                         environment: environment.rawValue,
                         originalTransactionId: purchase,
@@ -98,7 +100,7 @@ struct TransactionHistoryReader: Sendable {
                 )
                 if let joined = listed.intersection(known).subtracting([purchase]).sorted().first {
                     try await database.transaction(bookkeeping: true) { db in
-                        try await self.store.joinHistory(
+                        try await self.catchUpStore.joinHistory(
                             bundleId: app.bundleId,
                             environment: environment.rawValue,
                             anchor: purchase,
@@ -250,7 +252,7 @@ struct TransactionHistoryReader: Sendable {
                 }
                 effect.listed.insert(transaction.originalTransactionId)
                 if let signedDate = signed.signedDate?.millisecondsSince1970,
-                    try await self.store.hasNotificationApplied(
+                    try await self.catchUpStore.hasNotificationApplied(
                         environment: environment.rawValue,
                         transactionId: transaction.transactionId,
                         signedAfter: signedDate,
@@ -275,7 +277,7 @@ struct TransactionHistoryReader: Sendable {
                 case .unchanged: effect.unchanged += 1
                 }
             }
-            try await self.store.saveHistoryPage(
+            try await self.catchUpStore.saveHistoryPage(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
                 anchor: anchor,

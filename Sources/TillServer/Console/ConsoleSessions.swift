@@ -14,7 +14,7 @@ import TillStorage
 /// (`SignInLimiter`), and every sign-in, refusal and sign-out is recorded (`ConsoleAudit`).
 public struct ConsoleSessions: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    let store: ConsoleStore
     let clock: ServerClock
     let operatorToken: String
     let limiter: SignInLimiter
@@ -165,7 +165,7 @@ final class SignInLimiter: Sendable {
 /// Every action taken in the console, with the operator's note and how it ended (`srv_console_actions`), read back as
 /// the console's activity page.
 public struct ConsoleAudit: Sendable {
-    let store: ServerStore
+    let store: ConsoleStore
     let clock: ServerClock
 
     func record(

@@ -25,6 +25,9 @@ public struct ConsumptionAnswers: Sendable {
     let clock: ServerClock
     let logger: Logger
 
+    /// The consumption requests and the customers' consent.
+    var consumptionStore: ConsumptionStore { ConsumptionStore(database: database) }
+
     /// Apple's deadline: "Respond within 12 hours of receiving the CONSUMPTION_REQUEST notification."
     static let deadlineMilliseconds: Int64 = 12 * 3600 * 1000
 
@@ -41,7 +44,7 @@ public struct ConsumptionAnswers: Sendable {
         on db: any SQLDatabase
     ) async throws {
         let requestedAt = notification.payload.signedDate?.millisecondsSince1970 ?? now
-        try await store.insert(
+        try await consumptionStore.insert(
             ConsumptionRequestRecord(
                 notificationUuid: notification.uuid,
                 bundleId: app.bundleId,
@@ -69,7 +72,7 @@ public struct ConsumptionAnswers: Sendable {
         async throws -> Page<ConsumptionAnswer>
     {
         _ = try await catalogue.app(bundleId: bundleId)
-        let records = try await store.consumptionRequests(
+        let records = try await consumptionStore.consumptionRequests(
             bundleId: bundleId,
             state: state?.rawValue,
             before: page.after,
@@ -80,7 +83,7 @@ public struct ConsumptionAnswers: Sendable {
         return Page(
             items: shown.map(ConsumptionAnswer.init),
             nextCursor: nextCursor,
-            total: try await store.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: store.sql)
+            total: try await consumptionStore.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: store.sql)
         )
     }
 
@@ -89,7 +92,7 @@ public struct ConsumptionAnswers: Sendable {
     /// Whether a customer (aliases resolved) consented to share consumption data with Apple.
     public func consent(bundleId: String, customerId: String) async throws -> ConsumptionConsent {
         let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
-        let stored = try await store.consumptionConsent(bundleId: bundleId, customerId: owner, on: store.sql)
+        let stored = try await consumptionStore.consumptionConsent(bundleId: bundleId, customerId: owner, on: store.sql)
         return ConsumptionConsent(
             customerId: owner,
             consented: stored?.consented ?? false,
@@ -102,7 +105,7 @@ public struct ConsumptionAnswers: Sendable {
         let now = clock.milliseconds
         let owner = try await database.transaction { db in
             let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            try await self.store.saveConsumptionConsent(
+            try await self.consumptionStore.saveConsumptionConsent(
                 bundleId: bundleId,
                 customerId: owner,
                 consented: consented,
@@ -122,7 +125,7 @@ public struct ConsumptionAnswers: Sendable {
         let lease = configuration.confirmation.requestTimeout * limit + .seconds(30)
         let claimed = try await jobs.claim(.consumptionAnswer, limit: limit, lease: lease)
         guard !claimed.isEmpty else { return 0 }
-        let requests = try await store.consumptionRequests(
+        let requests = try await consumptionStore.consumptionRequests(
             notificationUuids: claimed.map(\.jobKey),
             on: store.sql
         )
@@ -212,7 +215,7 @@ public struct ConsumptionAnswers: Sendable {
             )
         }
         row.customerId = try await store.resolve(bundleId: app.bundleId, customerId: row.customerId, on: db)
-        let consent = try await store.consumptionConsent(bundleId: app.bundleId, customerId: row.customerId, on: db)
+        let consent = try await consumptionStore.consumptionConsent(bundleId: app.bundleId, customerId: row.customerId, on: db)
         return ConsumptionRules.decide(
             ConsumptionRules.Facts(
                 row: row,
@@ -283,7 +286,7 @@ public struct ConsumptionAnswers: Sendable {
     private func settle(_ request: ConsumptionRequestRecord) async throws {
         try await events.transaction(source: .consumption(request.notificationUuid)) { changes in
             let db = changes.db
-            try await self.store.update(request, on: db)
+            try await self.consumptionStore.update(request, on: db)
             if request.isOpen, let next = request.nextAttemptAt {
                 try await self.jobs.retry(
                     .consumptionAnswer,

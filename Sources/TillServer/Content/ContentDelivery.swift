@@ -25,6 +25,8 @@ public struct ContentDelivery: Sendable {
     let customers: Customers
     let clock: ServerClock
     let logger: Logger
+    /// The customers' timelines: activity, and the reads that find a customer.
+    var timelineStore: TimelineStore { TimelineStore(database: database) }
 
     var blobs: ContentBlobs { ContentBlobs(directory: configuration.contentDirectory) }
     var downloadSigner: DownloadSigner { DownloadSigner(secret: configuration.serverSecret) }
@@ -119,7 +121,7 @@ public struct ContentDelivery: Sendable {
         let lifetime = max(1, configuration.content.urlLifetime.components.seconds)
         let expires = Int64(clock.now().timeIntervalSince1970.rounded(.down)) + lifetime
         let signer = downloadSigner
-        try await store.insert(
+        try await timelineStore.insert(
             CustomerActivity(
                 bundleId: bundleId,
                 customerId: customer.customerId,

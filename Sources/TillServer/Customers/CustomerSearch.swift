@@ -37,7 +37,7 @@ extension Customers {
                 else { return }
                 matches.append(match)
             }
-            for row in try await store.transactions(
+            for row in try await timelineStore.transactions(
                 bundleId: bundleId,
                 transactionOrOriginalId: query,
                 limit: limit,
@@ -51,7 +51,7 @@ extension Customers {
                     )
                 )
             }
-            for (customerId, aliasOf) in try await store.customers(
+            for (customerId, aliasOf) in try await timelineStore.customers(
                 bundleId: bundleId,
                 prefix: query,
                 limit: limit,

@@ -44,21 +44,21 @@ extension Customers {
             let guests = try await store.guests(bundleId: bundleId, customerId: owner, on: db)
             let ids = [owner] + guests
             var entries: [TimelineEntry] = []
-            for record in try await store.newestEvents(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {
+            for record in try await timelineStore.newestEvents(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {
                 entries.append(Self.entry(record))
             }
-            let submissions = try await store.newestSubmissions(
+            let submissions = try await timelineStore.newestSubmissions(
                 bundleId: bundleId,
                 customerIds: ids,
                 limit: limit,
                 on: db
             )
             let attempts = Dictionary(
-                grouping: try await store.attempts(submissionIds: submissions.map(\.id), on: db),
+                grouping: try await submissionStore.attempts(submissionIds: submissions.map(\.id), on: db),
                 by: \.submissionId
             )
             for submission in submissions { entries.append(Self.entry(submission, attempts: attempts[submission.id] ?? [])) }
-            for notification in try await store.newestNotifications(
+            for notification in try await timelineStore.newestNotifications(
                 bundleId: bundleId,
                 customerIds: ids,
                 limit: limit,
@@ -66,7 +66,7 @@ extension Customers {
             ) {
                 entries.append(Self.entry(notification))
             }
-            for request in try await store.newestConsumptionRequests(
+            for request in try await timelineStore.newestConsumptionRequests(
                 bundleId: bundleId,
                 customerIds: ids,
                 limit: limit,
@@ -74,7 +74,7 @@ extension Customers {
             ) {
                 entries.append(Self.entry(request))
             }
-            for activity in try await store.newestActivity(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {
+            for activity in try await timelineStore.newestActivity(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {
                 entries.append(
                     TimelineEntry(
                         at: activity.at,

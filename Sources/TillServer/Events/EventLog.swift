@@ -28,6 +28,8 @@ public struct EventLog: Sendable {
     let appended: Wakeup
     /// The events' own table.
     var eventStore: EventStore { EventStore(database: database) }
+    /// The figures' journal, written in the change's transaction.
+    var figureStore: FigureStore { FigureStore(database: database) }
     /// The last sequence this process committed (the dispatcher's cue, besides reading the table now and then for
     /// other processes' events).
     let committed = SequenceMark()
@@ -43,7 +45,7 @@ public struct EventLog: Sendable {
         let (result, last) = try await database.transaction { db -> (Result, Int64?) in
             let changes = ChangeSet(db: db, source: source)
             let result = try await body(changes)
-            try await self.store.insert(figureChanges: changes.takeFigureChanges(), on: db)
+            try await self.figureStore.insert(figureChanges: changes.takeFigureChanges(), on: db)
             return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
         }
         if let last {

@@ -112,7 +112,7 @@ extension Figures {
         let range = (from: fromDay * day, to: toDay * day, ended: ended, end: min(toDay * day, now))
         async let moneyAndStarts = database.read { db in
             (
-                try await store.dailyFigures(
+                try await figureStore.dailyFigures(
                     bundleId: bundleId,
                     environments: [environment],
                     fromDay: fromDay,
@@ -120,33 +120,33 @@ extension Figures {
                     measures: FigureMeasure.money + [.renewal],
                     on: db
                 ),
-                try await store.subscriptionStarts(
+                try await figureStore.subscriptionStarts(
                     bundleId: bundleId,
                     environment: environment,
                     from: range.from,
                     to: range.to,
                     on: db
                 ),
-                try await store.trialOutcomes(
+                try await figureStore.trialOutcomes(
                     bundleId: bundleId,
                     environment: environment,
                     from: range.from,
                     to: range.ended,
                     on: db
                 ),
-                try await store.activeSubscriptions(bundleId: bundleId, environment: environment, at: range.end, on: db)
+                try await figureStore.activeSubscriptions(bundleId: bundleId, environment: environment, at: range.end, on: db)
             )
         }
         async let endsAndActive = database.read { db in
             (
-                try await store.subscriptionEnds(
+                try await figureStore.subscriptionEnds(
                     bundleId: bundleId,
                     environment: environment,
                     from: range.from,
                     to: range.ended,
                     on: db
                 ),
-                try await store.activeSubscriptions(bundleId: bundleId, environment: environment, at: range.from, on: db)
+                try await figureStore.activeSubscriptions(bundleId: bundleId, environment: environment, at: range.from, on: db)
             )
         }
         let (daily, subscriptionStarts, trials, atEnd) = try await moneyAndStarts
@@ -175,7 +175,7 @@ extension Figures {
             movements.expired += row.ended
             movements.churned += row.churned
         }
-        func active(_ rows: [ServerStore.ActiveSubscriptions], at instant: Int64) -> FiguresOverview.Active {
+        func active(_ rows: [FigureStore.ActiveSubscriptions], at instant: Int64) -> FiguresOverview.Active {
             var active = FiguresOverview.Active(at: instant)
             for row in rows {
                 active.subscriptions += row.subscriptions
@@ -229,7 +229,7 @@ extension Figures {
 }
 
 extension FiguresOverview.Money {
-    mutating func add(_ figure: ServerStore.DailyFigure) {
+    mutating func add(_ figure: FigureStore.DailyFigure) {
         revenue += figure.amount
         entries += figure.entries
         if figure.measure == .refund {

@@ -18,6 +18,8 @@ import TillStorage
 public struct Figures: Sendable {
     let database: TillDatabase
     let store: ServerStore
+    /// The figures' own tables: the journal, the daily figures and the subscription periods.
+    var figureStore: FigureStore { FigureStore(database: database) }
     let clock: ServerClock
     let logger: Logger
     /// One fold at a time in this process (SQLite reads before its short write transaction; PostgreSQL's folds also
@@ -47,7 +49,7 @@ public struct Figures: Sendable {
             let count: Int
             if database.engine == .postgres {
                 count = try await database.transaction(bookkeeping: true) { db in
-                    try await store.lockFigures(on: db)
+                    try await figureStore.lockFigures(on: db)
                     let fold = try await plan(on: db)
                     try await apply(fold, on: db)
                     return fold.lines.count
@@ -69,16 +71,16 @@ public struct Figures: Sendable {
     /// What folding the journal's first lines changes.
     private struct Fold: Sendable {
         var lines: [Int64] = []
-        var daily: [ServerStore.DailyFigure] = []
+        var daily: [FigureStore.DailyFigure] = []
         var summaries: [SubscriptionFigure] = []
         var gone: [AppStoreEnvironment: [String]] = [:]
     }
 
     private func plan(on db: any SQLDatabase) async throws -> Fold {
         var fold = Fold()
-        let lines = try await store.figureChanges(limit: Self.batch, on: db)
+        let lines = try await figureStore.figureChanges(limit: Self.batch, on: db)
         fold.lines = lines.map(\.id)
-        var days: [ServerStore.DailyFigure: (amount: Int64, entries: Int64)] = [:]
+        var days: [FigureStore.DailyFigure: (amount: Int64, entries: Int64)] = [:]
         var subscriptions: [AppStoreEnvironment: Set<String>] = [:]
         for line in lines {
             if line.measure == .subscription {
@@ -86,7 +88,7 @@ public struct Figures: Sendable {
                 continue
             }
             guard let day = line.day else { continue }
-            let key = ServerStore.DailyFigure(
+            let key = FigureStore.DailyFigure(
                 bundleId: line.bundleId,
                 environment: line.environment,
                 day: day,
@@ -108,7 +110,7 @@ public struct Figures: Sendable {
         let now = clock.milliseconds
         for (environment, ids) in subscriptions {
             for chunk in Array(ids).sorted().chunked(500) {
-                let rows = try await store.subscriptionPeriods(
+                let rows = try await figureStore.subscriptionPeriods(
                     environment: environment,
                     originalTransactionIds: Array(chunk),
                     on: db
@@ -127,18 +129,18 @@ public struct Figures: Sendable {
     }
 
     private func apply(_ fold: Fold, on db: any SQLDatabase) async throws {
-        try await store.add(dailyFigures: fold.daily, on: db)
-        try await store.save(subscriptionFigures: fold.summaries, on: db)
+        try await figureStore.add(dailyFigures: fold.daily, on: db)
+        try await figureStore.save(subscriptionFigures: fold.summaries, on: db)
         for (environment, ids) in fold.gone {
-            try await store.deleteSubscriptionFigures(environment: environment, originalTransactionIds: ids, on: db)
+            try await figureStore.deleteSubscriptionFigures(environment: environment, originalTransactionIds: ids, on: db)
         }
-        try await store.deleteFigureChanges(ids: fold.lines, on: db)
+        try await figureStore.deleteFigureChanges(ids: fold.lines, on: db)
     }
 
     /// Makes every figure anew from the ledger and the books (`till bench console` after writing its ledger).
     public func rebuild() async throws {
         await folding.lock()
-        try await database.transaction { db in try await store.rebuildFigures(on: db) }
+        try await database.transaction { db in try await figureStore.rebuildFigures(on: db) }
         folding.unlock()
         try await refresh()
     }
@@ -159,7 +161,7 @@ public struct Figures: Sendable {
         var raw: [(Int64, Int64)] = [(from, to)]
         if firstDay < lastDay {
             raw = [(from, firstDay * day), (lastDay * day, to)].filter { $0.0 < $0.1 }
-            for figure in try await store.dailyFigures(
+            for figure in try await figureStore.dailyFigures(
                 bundleId: bundleId,
                 environments: [.production],
                 fromDay: firstDay,
@@ -171,7 +173,7 @@ public struct Figures: Sendable {
             }
         }
         for (start, end) in raw {
-            for row in try await store.productionFinance(bundleId: bundleId, from: start, to: end) {
+            for row in try await figureStore.productionFinance(bundleId: bundleId, from: start, to: end) {
                 entries.append((FigureChange.day(of: row.occurredAt), row.productId, row.currency, row.amount, 1))
             }
         }

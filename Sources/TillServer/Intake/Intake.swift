@@ -23,6 +23,8 @@ public struct Intake: Sendable {
     let signals: QueueSignals
     let metrics: ServerMetrics
     let clock: ServerClock
+    /// The submissions, their payloads and their attempts.
+    var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
     /// credits, and queues the confirmation with Apple. Answers in milliseconds.
@@ -59,7 +61,7 @@ public struct Intake: Sendable {
             guard !key.isEmpty, key.count <= 200 else {
                 throw IntakeRefusal(.invalidIdempotencyKey, "an idempotency key has 1 to 200 characters")
             }
-            if let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
+            if let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
                 return try await replay(existing, payload: input.payload, app: app)
             }
         }
@@ -75,7 +77,7 @@ public struct Intake: Sendable {
             changes -> (SubmissionRecord, [RefusedTransaction], CustomerSnapshot)? in
             let db = changes.db
             if let key = request.idempotencyKey,
-                try await self.store.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
+                try await self.submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: db) != nil
             {
                 return nil  // a concurrent resend won the race; answer with its submission below
             }
@@ -99,8 +101,8 @@ public struct Intake: Sendable {
                 updatedAt: now,
                 confirmedAt: settlesLocally ? now : nil
             )
-            try await self.store.insert(submission, on: db)
-            try await self.store.insertPayload(submissionId: submission.id, payload: input.payload, on: db)
+            try await self.submissionStore.insert(submission, on: db)
+            try await self.submissionStore.insertPayload(submissionId: submission.id, payload: input.payload, on: db)
             let refused = try await self.record(
                 verified.transactions,
                 submission: submission,
@@ -116,7 +118,7 @@ public struct Intake: Sendable {
                 submission.reason = "every transaction belongs to another customer (ownedByAnotherCustomer)"
                 submission.nextAttemptAt = nil
                 submission.confirmedAt = nil
-                try await self.store.update(submission, on: db)
+                try await self.submissionStore.update(submission, on: db)
             }
             if !submission.state.isSettled {
                 try await self.jobs.enqueue(.confirmation, key: submission.id, dueAt: now, on: db)
@@ -131,7 +133,7 @@ public struct Intake: Sendable {
         guard let (submission, refused, customer) = outcome else {
             // A resend with the same idempotency key committed first: answer with its submission.
             guard let key = request.idempotencyKey,
-                let existing = try await store.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
+                let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
             else { throw IntakeRefusal(.submissionLost, "the submission could not be recorded") }
             return try await replay(existing, payload: input.payload, app: app)
         }
@@ -158,7 +160,7 @@ public struct Intake: Sendable {
     /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
     private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
     {
-        guard try await store.payload(submissionId: existing.id, on: store.sql) == payload else {
+        guard try await submissionStore.payload(submissionId: existing.id, on: store.sql) == payload else {
             throw IntakeRefusal(.idempotencyKeyReused, "the idempotency key was used for another submission")
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
@@ -231,7 +233,7 @@ public struct Intake: Sendable {
 
     /// A submission, as the app polls it.
     public func submission(id: String, bundleId: String) async throws -> SubmissionView {
-        guard let record = try await store.submission(id: id, on: store.sql), record.bundleId == bundleId else {
+        guard let record = try await submissionStore.submission(id: id, on: store.sql), record.bundleId == bundleId else {
             throw IntakeRefusal(.submissionNotFound, "no submission \(id)")
         }
         return SubmissionView(record)

@@ -294,7 +294,7 @@ extension PurchaseServer {
     /// storage is unavailable the queue's gauges keep their last reading: `/metrics` answers, and says so.
     public func metricsExposition() async throws -> [UInt8] {
         do {
-            let rows = try await store.queueDepth()
+            let rows = try await SubmissionStore(database: database).queueDepth()
             let oldest = rows.filter { $0.state != .deadLettered }.compactMap(\.oldest).min()
             metrics.recordQueue(
                 depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state.rawValue, $0.n) }),

@@ -35,7 +35,7 @@ extension Offers {
         guard let product = try await store.product(bundleId: app.bundleId, productId: request.productId, on: store.sql)
         else { throw OfferRefusal(.productNotFound, "no product \(request.productId)") }
         guard
-            let offer = try await store.offer(
+            let offer = try await offerStore.offer(
                 bundleId: app.bundleId,
                 productId: request.productId,
                 offerIdentifier: request.offerIdentifier,
@@ -123,7 +123,7 @@ extension Offers {
                     + "send appTransactionId (StoreKit's AppTransaction)"
             )
         }
-        let override = try await store.introductoryOverride(
+        let override = try await offerStore.introductoryOverride(
             bundleId: app.bundleId,
             customerId: customer.owner,
             group: group,
@@ -212,7 +212,7 @@ extension Offers {
         at now: Int64
     ) async throws {
         logger.info("\(kind.rawValue): \(app.bundleId) \(customerId) \(detail)")
-        try await store.insert(
+        try await timelineStore.insert(
             CustomerActivity(bundleId: app.bundleId, customerId: customerId, at: now, kind: kind, detail: detail),
             on: store.sql
         )

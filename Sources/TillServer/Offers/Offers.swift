@@ -19,8 +19,13 @@ public struct Offers: Sendable {
     let appTransactions: AppTransactions
     let clock: ServerClock
     let logger: Logger
+    /// The customers' timelines: activity, and the reads that find a customer.
+    var timelineStore: TimelineStore { TimelineStore(database: database) }
 
     public typealias Eligibility = Components.Schemas.OfferEligibility
+
+    /// The offers' own tables: promotional offers and the operator's introductory-offer overrides.
+    var offerStore: OfferStore { OfferStore(database: database) }
 
     // MARK: The catalogue of promotional offers
 
@@ -38,7 +43,7 @@ public struct Offers: Sendable {
         let product = try await subscriptionProduct(bundleId: bundleId, productId: productId)
         let now = clock.milliseconds
         let (record, created) = try await database.transaction { db in
-            let existing = try await self.store.offer(
+            let existing = try await self.offerStore.offer(
                 bundleId: bundleId,
                 productId: productId,
                 offerIdentifier: offerIdentifier,
@@ -52,7 +57,7 @@ public struct Offers: Sendable {
                 createdAt: existing?.createdAt ?? now,
                 updatedAt: now
             )
-            return (record, try await self.store.save(record, on: db))
+            return (record, try await self.offerStore.save(record, on: db))
         }
         return (Self.view(record, product: product), created)
     }
@@ -65,7 +70,7 @@ public struct Offers: Sendable {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         return Page.of(
-            try await store.offers(bundleId: bundleId, productId: productId, on: store.sql).map {
+            try await offerStore.offers(bundleId: bundleId, productId: productId, on: store.sql).map {
                 Self.view($0, product: product)
             },
             key: { PageKey(number: 0, text: $0.offerIdentifier) },
@@ -79,7 +84,7 @@ public struct Offers: Sendable {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         let deleted = try await database.transaction { db in
-            try await self.store.deleteOffer(
+            try await self.offerStore.deleteOffer(
                 bundleId: bundleId,
                 productId: productId,
                 offerIdentifier: offerIdentifier,
@@ -97,7 +102,7 @@ public struct Offers: Sendable {
     {
         _ = try await catalogue.app(bundleId: bundleId)
         let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
-        guard let record = try await store.introductoryOverride(
+        guard let record = try await offerStore.introductoryOverride(
             bundleId: bundleId,
             customerId: owner,
             group: group,
@@ -123,7 +128,7 @@ public struct Offers: Sendable {
                 allowIntroductoryOffer: allow,
                 updatedAt: now
             )
-            try await self.store.save(record, on: db)
+            try await self.offerStore.save(record, on: db)
             return record
         }
         return Self.view(record)
@@ -133,7 +138,7 @@ public struct Offers: Sendable {
     public func deleteIntroductoryOverride(bundleId: String, customerId: String, group: String) async throws {
         _ = try await catalogue.app(bundleId: bundleId)
         let deleted = try await database.transaction { db in
-            try await self.store.deleteIntroductoryOverride(
+            try await self.offerStore.deleteIntroductoryOverride(
                 bundleId: bundleId,
                 customerId: try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db),
                 group: group,

@@ -42,6 +42,8 @@ struct AppleQuestions: Sendable {
     let store: ServerStore
     let verifier: LocalVerifier
     let metrics: ServerMetrics
+    /// The submissions, their payloads and their attempts.
+    var submissionStore: SubmissionStore { SubmissionStore(database: store.database) }
 
     func ask(
         _ client: AppleClient,
@@ -66,7 +68,7 @@ struct AppleQuestions: Sendable {
     ) async -> ConfirmationOutcome {
         let payload: String
         do {
-            guard let stored = try await store.payload(submissionId: submission.id, on: store.sql) else {
+            guard let stored = try await submissionStore.payload(submissionId: submission.id, on: store.sql) else {
                 return .rejected(status: "no receipt", reason: "the submission's receipt is not in the database")
             }
             payload = stored

@@ -36,6 +36,8 @@ public final class ConfirmationQueue: Sendable {
     let recoveringSince = Mutex<ContinuousClock.Instant?>(nil)
     /// How fast the worker may start confirmation attempts (see `ConfirmationPacer`).
     let pacer: ConfirmationPacer
+    /// The submissions, their payloads and their attempts.
+    var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     init(
         configuration: ServerConfiguration,
@@ -80,7 +82,7 @@ public final class ConfirmationQueue: Sendable {
         let claimed = try await jobs.claim(.confirmation, limit: limit, lease: lease)
         guard !claimed.isEmpty else { return [] }
         let due = Dictionary(claimed.map { ($0.jobKey, $0.dueAt) }, uniquingKeysWith: min)
-        let submissions = try await store.submissions(ids: claimed.map(\.jobKey), on: store.sql)
+        let submissions = try await submissionStore.submissions(ids: claimed.map(\.jobKey), on: store.sql)
         let open = submissions.filter { !$0.state.isSettled }
         let found = Set(open.map(\.id))
         let stale = claimed.map(\.jobKey).filter { !found.contains($0) }
@@ -131,7 +133,7 @@ public final class ConfirmationQueue: Sendable {
     /// that failed for a reason of their own (a status about the receipt, 429) keep their schedule.
     func appleIsBack() async throws {
         let now = clock.milliseconds
-        let moved = try await store.bringForward(cause: .appleUnavailable, bundleId: nil, at: now)
+        let moved = try await submissionStore.bringForward(cause: .appleUnavailable, bundleId: nil, at: now)
         if moved > 0 {
             logger.notice("Apple answers again: \(moved) submissions waiting to retry are due now")
             recoveringSince.withLock { $0 = ContinuousClock.now }
@@ -155,7 +157,7 @@ public final class ConfirmationQueue: Sendable {
         let catalogue = try await self.catalogue.products(of: app.bundleId)
         let state = try await ledger.transaction(source: .confirmation(submission.id)) { changes -> SubmissionState in
             let db = changes.db
-            guard var current = try await self.store.submission(id: submission.id, on: db),
+            guard var current = try await self.submissionStore.submission(id: submission.id, on: db),
                 !current.state.isSettled
             else { return submission.state }
             current.attempts += 1
@@ -170,7 +172,7 @@ public final class ConfirmationQueue: Sendable {
                 current.nextAttemptAt = nil
                 let claimed = current.environment
                 current.environment = environment
-                try await self.store.update(current, on: db)
+                try await self.submissionStore.update(current, on: db)
                 try await self.ledger.moveEnvironment(of: current.id, from: claimed, to: environment, in: changes)
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
                 // Ownership was decided when the customer submitted: Apple's answer, however late, moves nothing.
@@ -204,14 +206,14 @@ public final class ConfirmationQueue: Sendable {
                     current.nextAttemptAt = next
                     try await self.jobs.retry(.confirmation, key: current.id, at: next, error: error, on: db)
                 }
-                try await self.store.update(current, on: db)
+                try await self.submissionStore.update(current, on: db)
             case .rejected(let status, let reason):
                 current.state = .rejected
                 current.lastStatus = status
                 current.retryCause = nil
                 current.reason = reason
                 current.nextAttemptAt = nil
-                try await self.store.update(current, on: db)
+                try await self.submissionStore.update(current, on: db)
                 try await self.ledger.revokeUnconfirmed(
                     of: current,
                     status: status,
@@ -221,7 +223,7 @@ public final class ConfirmationQueue: Sendable {
                 )
                 try await self.jobs.finish(.confirmation, key: current.id, on: db)
             }
-            try await self.store.insert(
+            try await self.submissionStore.insert(
                 SubmissionAttemptRecord(
                     submissionId: current.id,
                     at: now,
@@ -261,12 +263,12 @@ public final class ConfirmationQueue: Sendable {
 
     /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
     public func submissions(state: String, page: PageRequest = PageRequest()) async throws -> Page<SubmissionView> {
-        let records = try await store.submissions(state: state, after: page.after, limit: page.rowsToRead, on: store.sql)
+        let records = try await submissionStore.submissions(state: state, after: page.after, limit: page.rowsToRead, on: store.sql)
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
         return Page(
             items: shown.map(SubmissionView.init),
             nextCursor: nextCursor,
-            total: try await store.count(state: state, on: store.sql)
+            total: try await submissionStore.count(state: state, on: store.sql)
         )
     }
 
@@ -275,20 +277,20 @@ public final class ConfirmationQueue: Sendable {
     func records(state: SubmissionState, page: PageRequest = PageRequest()) async throws
         -> (records: [SubmissionRecord], nextCursor: String?, total: Int)
     {
-        let records = try await store.submissions(
+        let records = try await submissionStore.submissions(
             state: state.rawValue,
             after: page.after,
             limit: page.rowsToRead,
             on: store.sql
         )
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
-        return (shown, nextCursor, try await store.count(state: state.rawValue, on: store.sql))
+        return (shown, nextCursor, try await submissionStore.count(state: state.rawValue, on: store.sql))
     }
 
     /// How many submissions wait in each unsettled state, and since when the oldest of them.
     public func depth() async throws -> [SubmissionState: (count: Int, oldest: Int64?)] {
         var depth: [SubmissionState: (count: Int, oldest: Int64?)] = [:]
-        for row in try await store.queueDepth() { depth[row.state] = (row.n, row.oldest) }
+        for row in try await submissionStore.queueDepth() { depth[row.state] = (row.n, row.oldest) }
         return depth
     }
 
@@ -296,7 +298,7 @@ public final class ConfirmationQueue: Sendable {
     public func requeue(id: String) async throws -> SubmissionView {
         let now = clock.milliseconds
         let record = try await database.transaction { db -> SubmissionRecord in
-            guard let record = try await self.store.submission(id: id, on: db) else {
+            guard let record = try await self.submissionStore.submission(id: id, on: db) else {
                 throw QueueRefusal(.submissionNotFound, "no submission \(id)")
             }
             guard record.state == .deadLettered else {
@@ -314,7 +316,7 @@ public final class ConfirmationQueue: Sendable {
         while true {
             let now = clock.milliseconds
             let moved = try await database.transaction { db -> Int in
-                let records = try await self.store.submissions(
+                let records = try await self.submissionStore.submissions(
                     state: SubmissionState.deadLettered.rawValue,
                     after: nil,
                     limit: 500,
@@ -338,7 +340,7 @@ public final class ConfirmationQueue: Sendable {
         record.nextAttemptAt = now
         record.reason = nil
         record.updatedAt = now
-        try await store.update(record, on: db)
+        try await submissionStore.update(record, on: db)
         if try await !jobs.requeue(.confirmation, key: record.id, on: db) {
             try await jobs.enqueue(.confirmation, key: record.id, dueAt: now, on: db)
         }

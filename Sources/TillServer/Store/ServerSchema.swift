@@ -189,7 +189,7 @@ enum ServerSchema {
                 product_id TEXT NOT NULL, currency TEXT NOT NULL, amount BIGINT NOT NULL, entries BIGINT NOT NULL,
                 PRIMARY KEY (bundle_id, environment, day, measure, product_id, currency))\(days)
             """,
-        ] + consoleTables + ServerStore.rebuildStatements
+        ] + consoleTables + FigureStore.rebuildStatements
     }
 
     static let migrations: [Migration] = [

@@ -3,9 +3,11 @@ import SQLKit
 import TillContract
 import TillStorage
 
-// Answering Apple's consumption requests (`ConsumptionAnswers`): the customers' consent and the durable queue of
-// requests with their answers (migration 013-consumption-answers).
-extension ServerStore {
+/// Answering Apple's consumption requests (`ConsumptionAnswers`): the customers' consent and the durable queue of
+/// requests with their answers (migration 013-consumption-answers).
+struct ConsumptionStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Consent
 
     /// A customer's consent (the id as stored: an account, aliases resolved by the caller), and when it was given.

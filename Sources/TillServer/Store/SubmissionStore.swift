@@ -4,7 +4,10 @@ import TillContract
 import TillCore
 import TillStorage
 
-extension ServerStore {
+/// The submissions (`Intake`, `ConfirmationQueue`): each one, what the app sent, and its attempts.
+struct SubmissionStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Submissions
 
     func insert(_ submission: SubmissionRecord, on db: any SQLDatabase) async throws {
@@ -102,8 +105,28 @@ extension ServerStore {
     }
 }
 
+extension SubmissionStore {
+    /// How many submissions wait in each unsettled state, and since when the oldest of them.
+    struct QueueDepth: Decodable {
+        var state: SubmissionState
+        var n: Int
+        var oldest: Int64?
+    }
+
+    func queueDepth() async throws -> [QueueDepth] {
+        try await sql.raw(
+            """
+            SELECT state, COUNT(*) AS n, MIN(created_at) AS oldest FROM srv_submissions
+            WHERE state IN (\(bind: SubmissionState.pending.rawValue), \(bind: SubmissionState.retrying.rawValue),
+                            \(bind: SubmissionState.deadLettered.rawValue))
+            GROUP BY state
+            """
+        ).all(decoding: QueueDepth.self)
+    }
+}
+
 // Each confirmation attempt (migration 020-console).
-extension ServerStore {
+extension SubmissionStore {
     /// Records an attempt as the submission's next (its `number` is the last one's plus one).
     func insert(_ attempt: SubmissionAttemptRecord, on db: any SQLDatabase) async throws {
         try await db.raw(

@@ -2,9 +2,11 @@ import Foundation
 import SQLKit
 import TillStorage
 
-// Catching up with Apple (`CatchUp`): the last run's report, how far each app's Notification History was read, and
-// where each App Store customer's Transaction History stands (migration 012-catch-up).
-extension ServerStore {
+/// Catching up with Apple (`CatchUp`): the last run's report, how far each app's Notification History was read, and
+/// where each App Store customer's Transaction History stands (migration 012-catch-up).
+struct CatchUpStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Runs
 
     /// Keeps a finished run's report (the contract's `CatchUpRun` as JSON), the app's last.

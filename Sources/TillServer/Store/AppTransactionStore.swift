@@ -2,8 +2,10 @@ import Foundation
 import SQLKit
 import TillStorage
 
-// The customers' AppTransactions (`AppTransactions`; migration 021-app-transactions): one row per customer.
-extension ServerStore {
+/// The customers' AppTransactions (`AppTransactions`; migration 021-app-transactions): one row per customer.
+struct AppTransactionStore: ServerSQLStore {
+    let database: TillDatabase
+
     /// A customer's AppTransaction (the id as stored: an account, aliases resolved by the caller); `locking`: held
     /// until the end of `db`'s transaction (PostgreSQL: `FOR UPDATE`; SQLite has one writer already).
     func appTransaction(bundleId: String, customerId: String, locking: Bool = false, on db: any SQLDatabase)

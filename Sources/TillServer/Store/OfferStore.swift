@@ -3,9 +3,11 @@ import SQLKit
 import TillContract
 import TillStorage
 
-// The offers the server signs (`Offers`): the catalogue of promotional offers and the operator's word on customers'
-// introductory offers (migration 014-offers).
-extension ServerStore {
+/// The offers the server signs (`Offers`): the catalogue of promotional offers and the operator's word on customers'
+/// introductory offers (migration 014-offers).
+struct OfferStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Promotional offers
 
     /// Writes an offer; answers whether it is new.

@@ -4,10 +4,12 @@ import TillContract
 import TillCore
 import TillStorage
 
-// What the operator's console reads and keeps (migration 020-console): a customer's timeline and the searches that
-// find a customer, the notifications log, the console's sessions and the actions taken in it. Each read is on an
-// index (`ConsoleQueryPlanTests` checks the plans), and each list is bounded.
-extension ServerStore {
+/// What the operator's console reads (migration 020-console): a customer's timeline and the searches that find a
+/// customer, the notifications log. Each read is on an index (`ConsoleQueryPlanTests` checks the plans), and each list
+/// is bounded. The console's own sessions and actions are `ConsoleStore`'s.
+struct TimelineStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Finding a customer
 
     /// Customer ids of an app that start with `prefix`, in order, at most `limit`, each with the account it is a guest
@@ -41,7 +43,11 @@ extension ServerStore {
         // (a condition on the environments alone let it walk the whole primary key: 0.5 s on a million).
         var byOriginal: [LedgerRecord] = []
         for environment in AppStoreEnvironment.known where byOriginal.count < limit {
-            byOriginal += try await transactions(environment: environment, originalTransactionId: id, on: db)
+            byOriginal += try await ServerStore(database: database).transactions(
+                environment: environment,
+                originalTransactionId: id,
+                on: db
+            )
         }
         return (byId + byOriginal.prefix(limit).filter { $0.transactionId != id }).filter { $0.bundleId == bundleId }
     }
@@ -150,47 +156,5 @@ extension ServerStore {
         }
         return try await query.orderBy("received_at", .descending).orderBy("notification_uuid", .descending)
             .limit(limit).all(decoding: NotificationRecord.self, with: Self.decoding)
-    }
-
-    // MARK: Sessions
-
-    func insert(_ session: ConsoleSession, on db: any SQLDatabase) async throws {
-        try await db.run(RecordStatements.insert(into: "srv_console_sessions", session, with: Self.encoding))
-    }
-
-    func consoleSession(tokenHash: String, on db: any SQLDatabase) async throws -> ConsoleSession? {
-        try await db.select().column("*").from("srv_console_sessions").where("token_hash", .equal, tokenHash)
-            .first(decoding: ConsoleSession.self, with: Self.decoding)
-    }
-
-    func touchConsoleSession(tokenHash: String, at now: Int64, expiresAt: Int64, on db: any SQLDatabase) async throws {
-        try await db.update("srv_console_sessions").set("last_seen_at", to: now).set("expires_at", to: expiresAt)
-            .where("token_hash", .equal, tokenHash).run()
-    }
-
-    /// Ends a session, and every session that has expired.
-    func deleteConsoleSession(tokenHash: String, now: Int64, on db: any SQLDatabase) async throws {
-        try await db.delete(from: "srv_console_sessions").where("token_hash", .equal, tokenHash)
-            .orWhere("expires_at", .lessThan, now).run()
-    }
-
-    // MARK: Actions
-
-    func insert(_ action: ConsoleActionRecord, on db: any SQLDatabase) async throws {
-        try await db.run(RecordStatements.insert(into: "srv_console_actions", action, with: Self.encoding))
-    }
-
-    /// The actions taken in the console, newest first, before `before`, at most `limit`.
-    func consoleActions(before: PageKey?, limit: Int, on db: any SQLDatabase) async throws -> [ConsoleActionRecord] {
-        var query = db.select().column("*").from("srv_console_actions")
-        if let before {
-            query = query.where { group in
-                group.where("at", .lessThan, before.number).orWhere { inner in
-                    inner.where("at", .equal, before.number).where("id", .lessThan, before.text)
-                }
-            }
-        }
-        return try await query.orderBy("at", .descending).orderBy("id", .descending).limit(limit)
-            .all(decoding: ConsoleActionRecord.self, with: Self.decoding)
     }
 }

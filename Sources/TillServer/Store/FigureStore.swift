@@ -3,10 +3,31 @@ import SQLKit
 import TillCore
 import TillStorage
 
-// The figures (`Figures`): the journal the ledger writes (`srv_figure_changes`), the money and renewals of each day
-// (`srv_figures_daily`) and one summary per auto-renewable subscription (`srv_figures_subscriptions`), migration
-// 020-console. Every read of the overview and of the revenue report is here, each on an index.
-extension ServerStore {
+/// The figures (`Figures`): the journal the ledger writes (`srv_figure_changes`), the money and renewals of each day
+/// (`srv_figures_daily`) and one summary per auto-renewable subscription (`srv_figures_subscriptions`), migration
+/// 020-console. Every read of the overview and of the revenue report is here, each on an index.
+struct FigureStore: ServerSQLStore {
+    let database: TillDatabase
+
+    // MARK: The revenue report
+
+    /// One production money entry, as the revenue report reads it.
+    struct FinanceRow: Decodable {
+        var productId: String
+        var currency: String
+        var amount: Int64
+        var occurredAt: Int64
+    }
+
+    /// The production money entries between `from` (included) and `to` (excluded), of one app or all.
+    func productionFinance(bundleId: String?, from: Int64, to: Int64) async throws -> [FinanceRow] {
+        var query = sql.select().columns("product_id", "currency", "amount", "occurred_at").from("srv_finance")
+            .where("environment", .equal, AppStoreEnvironment.production.rawValue)
+            .where("occurred_at", .greaterThanOrEqual, from).where("occurred_at", .lessThan, to)
+        if let bundleId { query = query.where("bundle_id", .equal, bundleId) }
+        return try await query.all(decoding: FinanceRow.self, with: Self.decoding)
+    }
+
     // MARK: The journal
 
     /// Writes the journal lines of a change (one per change of the ledger): rows by hand, not through Codable
@@ -293,7 +314,7 @@ extension Array {
     }
 }
 
-extension ServerStore.DailyFigure {
+extension FigureStore.DailyFigure {
     /// A row read column by column. Hand-written because of a measurement: an overview of three years reads some
     /// twelve thousand of these rows, and SQLKit's `Codable` row decoder (a keyed container and a snake-case key
     /// conversion per column) was half of that page's time on `till bench console`.
