@@ -24,6 +24,11 @@ import TillTestSupport
     .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
 )
 struct BackupTests {
+    /// How many purchases have been acknowledged so far, shared by the tasks that send them and the one that waits.
+    final class Tally: Sendable {
+        let count = Mutex(0)
+    }
+
     /// A purchase submitted under load, and when its acknowledgement arrived.
     struct Sent: Sendable {
         var index: Int
@@ -81,9 +86,11 @@ struct BackupTests {
                 )
                 do {
                     let app = try await world.register(on: server, http: http)
-                    // 90 purchases at 30 a second; the backup starts after the first second.
+                    // 90 purchases at 30 a second; the backup starts once 15 of them are acknowledged, not at a
+                    // fixed time: on a loaded machine the first second may see only a handful answered.
                     let clock = ContinuousClock()
                     let signed = purchases
+                    let acknowledgedSoFar = Tally()
                     let (sent, backupStarted, backupOutput) = try await withThrowingTaskGroup(
                         of: (Sent?, ContinuousClock.Instant?, String?).self
                     ) { group in
@@ -94,11 +101,15 @@ struct BackupTests {
                                     signed[index].0, index: index, to: server, app: app, http: http
                                 )
                                 let done = [200, 202].contains(status) ? clock.now : nil
+                                if done != nil { acknowledgedSoFar.count.withLock { $0 += 1 } }
                                 return (Sent(index: index, transactionId: signed[index].1, acknowledged: done), nil, nil)
                             }
                         }
                         group.addTask {
-                            try await Task.sleep(for: .seconds(1))
+                            let deadline = clock.now.advanced(by: .seconds(60))
+                            while acknowledgedSoFar.count.withLock({ $0 }) < 15 && clock.now < deadline {
+                                try await Task.sleep(for: .milliseconds(10))
+                            }
                             let started = clock.now
                             let (status, output) = try await ChildProcess.run(
                                 till,
