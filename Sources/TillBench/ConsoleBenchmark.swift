@@ -94,7 +94,7 @@ public enum ConsoleBenchmark {
                     + "requests each, one at a time (ms, measured by the client on loopback)"
             )
             for (name, path) in pages {
-                var times: [Double] = []
+                var times = LatencyHistogram()
                 var bytes = 0
                 for round in 0..<(iterations + 2) {
                     let clock = ContinuousClock()
@@ -109,18 +109,16 @@ public enum ConsoleBenchmark {
                     }
                     bytes = body.readableBytes
                     if round >= 2 {
-                        times.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+                        times.record(elapsed)
                     }
                 }
-                times.sort()
-                let p95 = times[min(times.count - 1, Int((Double(times.count) * 0.95).rounded(.up)) - 1)]
                 report.append(
                     String(
                         format: "%-40@ p50_ms=%7.1f p95_ms=%7.1f max_ms=%7.1f bytes=%d",
                         name as NSString,
-                        times[times.count / 2],
-                        p95,
-                        times.last ?? 0,
+                        times.milliseconds(0.5),
+                        times.milliseconds(0.95),
+                        times.maxMilliseconds,
                         bytes
                     )
                 )

@@ -210,11 +210,11 @@ public enum EventBenchmark {
             say("round \(run / 2 + 1): \(size) purchases at \(options.rate)/s, one endpoint taking every event…")
             let measured = try await send(batch, port: port, demo: demo, options) {
                 let sample = try receiver.sample()
-                latencies.values += sample.latencies
+                latencies.add(sample.latencies)
                 return sample.count >= before.count + size
             }
             let after = try receiver.sample()
-            latencies.values += after.latencies
+            latencies.add(after.latencies)
             with.append(measured.cpu * 1000 / Double(size))
             delivered += after.count - before.count
             receiverCPU += after.cpu - before.cpu
@@ -238,14 +238,19 @@ public enum EventBenchmark {
 
     /// Latencies collected while a run is measured.
     final class Latencies {
-        var values: [Int64] = []
+        private var histogram = LatencyHistogram()
 
-        /// Its percentiles: `p50=… p90=… p99=… max=… count=…`.
+        /// Records latencies the receiver reported, in whole milliseconds.
+        func add(_ milliseconds: [Int64]) {
+            for value in milliseconds { histogram.record(milliseconds: Double(value)) }
+        }
+
+        /// Its percentiles in whole milliseconds: `p50=… p90=… p99=… max=… count=…`.
         var summary: String {
-            let sorted = values.sorted()
-            guard !sorted.isEmpty else { return "count=0" }
-            func at(_ share: Double) -> Int64 { sorted[min(sorted.count - 1, Int(Double(sorted.count) * share))] }
-            return "p50=\(at(0.5)) p90=\(at(0.9)) p99=\(at(0.99)) max=\(sorted.last!) count=\(sorted.count)"
+            guard histogram.count > 0 else { return "count=0" }
+            func at(_ share: Double) -> Int64 { Int64(histogram.milliseconds(share).rounded()) }
+            return "p50=\(at(0.5)) p90=\(at(0.9)) p99=\(at(0.99)) max=\(Int64(histogram.maxMilliseconds.rounded())) "
+                + "count=\(histogram.count)"
         }
     }
 

@@ -153,10 +153,10 @@ extension ServerBenchmark {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + duration
-        let results = try await withThrowingTaskGroup(of: ([Duration], Int).self) { group in
+        let results = try await withThrowingTaskGroup(of: (LatencyHistogram, Int).self) { group in
             for caller in 0..<connections {
                 group.addTask {
-                    var latencies: [Duration] = []
+                    var latencies = LatencyHistogram()
                     var errors = 0
                     var index = caller
                     while clock.now < deadline {
@@ -166,7 +166,7 @@ extension ServerBenchmark {
                         do {
                             let response = try await client.execute(request, timeout: .seconds(10))
                             _ = try await response.body.collect(upTo: 1 << 20)
-                            if response.status == .ok { latencies.append(clock.now - sent) } else { errors += 1 }
+                            if response.status == .ok { latencies.record(clock.now - sent) } else { errors += 1 }
                         } catch {
                             errors += 1
                         }
@@ -175,19 +175,19 @@ extension ServerBenchmark {
                     return (latencies, errors)
                 }
             }
-            var all: [Duration] = []
+            var all = LatencyHistogram()
             var errors = 0
             for try await (latencies, failed) in group {
-                all += latencies
+                all.add(latencies)
                 errors += failed
             }
-            return (all.sorted(), errors)
+            return (all, errors)
         }
         let elapsed = Double((clock.now - start).nanoseconds) / 1e9
         return LoopResult(
             rate: Int(Double(results.0.count) / elapsed),
-            p50: percentile(results.0, 0.5),
-            p99: percentile(results.0, 0.99),
+            p50: results.0.percentile(0.5),
+            p99: results.0.percentile(0.99),
             errors: results.1
         )
     }
@@ -201,11 +201,6 @@ extension ServerBenchmark {
             concurrentHTTP1ConnectionsPerHostSoftLimit: connections
         )
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    static func percentile(_ sorted: [Duration], _ p: Double) -> Duration {
-        guard !sorted.isEmpty else { return .zero }
-        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
     }
 
     static func ms(_ duration: Duration) -> String { String(format: "%.2f", Double(duration.nanoseconds) / 1e6) }

@@ -205,9 +205,9 @@ public enum ServerBenchmark {
             // Acknowledgement latency by the second the submission was due, to see when the tail happens.
             let bySecond = Dictionary(grouping: answers) { $0.index / options.rate }
             for second in bySecond.keys.sorted() {
-                let times = bySecond[second]!.map { Duration.nanoseconds($0.nanoseconds) }.sorted()
+                let times = LatencyHistogram(bySecond[second]!.map { Duration.nanoseconds($0.nanoseconds) })
                 say(
-                    "  second \(second): ack p50=\(ms(percentile(times, 0.5))) p99=\(ms(percentile(times, 0.99))) max=\(ms(times.last ?? .zero)) ms"
+                    "  second \(second): ack p50=\(ms(times.percentile(0.5))) p99=\(ms(times.percentile(0.99))) max=\(ms(times.max)) ms"
                 )
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
@@ -225,16 +225,16 @@ public enum ServerBenchmark {
             let steal = stealPercent(from: ticksAtStart, to: machineTicks())
             let (acknowledged, failures) = tally(answers)
             say(
-                "  all sent: ack p50=\(ms(percentile(acknowledged, 0.5))) p99=\(ms(percentile(acknowledged, 0.99))) ms, "
+                "  all sent: ack p50=\(ms(acknowledged.percentile(0.5))) p99=\(ms(acknowledged.percentile(0.99))) ms, "
                     + "cpu \(String(format: "%.1f", cpuSending)) s, steal \(steal)%"
             )
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
             report = """
                 submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
-                failed=\(failures) ack_p50_ms=\(ms(percentile(acknowledged, 0.5))) \
-                ack_p90_ms=\(ms(percentile(acknowledged, 0.9))) ack_p99_ms=\(ms(percentile(acknowledged, 0.99))) \
-                ack_max_ms=\(ms(acknowledged.last ?? .zero)) steal_while_sending_pct=\(steal)
+                failed=\(failures) ack_p50_ms=\(ms(acknowledged.percentile(0.5))) \
+                ack_p90_ms=\(ms(acknowledged.percentile(0.9))) ack_p99_ms=\(ms(acknowledged.percentile(0.99))) \
+                ack_max_ms=\(ms(acknowledged.max)) steal_while_sending_pct=\(steal)
                 confirmations confirmed=\(confirmed.confirmed) peak_per_sec_5s=\(confirmed.peakRate) \
                 mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
                 apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency) neighbours=\(options.neighbours) history=\(options.history)
@@ -248,7 +248,7 @@ public enum ServerBenchmark {
                 report += """
 
                     outage from_s=\(options.outageAt) for_s=\(options.outageSeconds) sent_during=\(sentDuring) acknowledged=\(acknowledged.count) failed=\(failures) \
-                    ack_p50_ms=\(ms(percentile(acknowledged, 0.5))) ack_p99_ms=\(ms(percentile(acknowledged, 0.99))) \
+                    ack_p50_ms=\(ms(acknowledged.percentile(0.5))) ack_p99_ms=\(ms(acknowledged.percentile(0.99))) \
                     all_confirmed_s_after_outage_end=\(confirmed.doneAfter.map { seconds($0 - ended) } ?? "not all")
                     """
             }
@@ -356,18 +356,18 @@ func processCPUSeconds() -> Double {
     return Double(used.components.seconds) + Double(used.components.attoseconds) / 1e18
 }
 
-/// The acknowledged latencies, sorted, and the count of each other status (0: no answer).
-func tally(_ answers: [LoadGenerator.Outcome]) -> ([Duration], [Int: Int]) {
-    var acknowledged: [Duration] = []
+/// The acknowledged latencies, and the count of each other status (0: no answer).
+func tally(_ answers: [LoadGenerator.Outcome]) -> (LatencyHistogram, [Int: Int]) {
+    var acknowledged = LatencyHistogram()
     var failures: [Int: Int] = [:]
     for answer in answers {
         if answer.status == 200 || answer.status == 202 {
-            acknowledged.append(.nanoseconds(answer.nanoseconds))
+            acknowledged.record(.nanoseconds(answer.nanoseconds))
         } else {
             failures[answer.status, default: 0] += 1
         }
     }
-    return (acknowledged.sorted(), failures)
+    return (acknowledged, failures)
 }
 
 extension Duration {

@@ -42,8 +42,7 @@ public enum VerificationBenchmark {
         while clock.now < warmUpEnd {
             guard try await operation() else { throw BenchmarkError.verificationFailed(name) }
         }
-        var samples: [Duration] = []
-        samples.reserveCapacity(1 << 20)
+        var samples = LatencyHistogram()
         var best = 0.0
         let start = clock.now
         let end = start + duration
@@ -56,22 +55,18 @@ public enum VerificationBenchmark {
                 let before = now
                 guard try await operation() else { throw BenchmarkError.verificationFailed(name) }
                 now = clock.now
-                samples.append(now - before)
+                samples.record(now - before)
                 count += 1
             }
             best = max(best, Double(count) / seconds(now - roundStart))
-        }
-        samples.sort()
-        func percentile(_ p: Double) -> Double {
-            seconds(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) * 1e6
         }
         return Result(
             name: name,
             operations: samples.count,
             seconds: seconds(now - start),
             bestRoundOperationsPerSecond: best,
-            p50Microseconds: percentile(0.50),
-            p99Microseconds: percentile(0.99)
+            p50Microseconds: samples.milliseconds(0.50) * 1000,
+            p99Microseconds: samples.milliseconds(0.99) * 1000
         )
     }
 

@@ -33,3 +33,31 @@ struct BenchSuiteTests {
         #expect(throws: (any Error).self) { try figures("customer reads", "nothing of the kind") }
     }
 }
+
+/// The benchmarks' percentiles, from the HdrHistogram every one of them records into.
+struct LatencyHistogramTests {
+    @Test func percentilesAreThoseOfTheRecordedLatenciesToThreeDigits() {
+        // 1 … 1000 ms, recorded by two connections and added together.
+        var odd = LatencyHistogram()
+        var even = LatencyHistogram()
+        for milliseconds in 1...1000 {
+            if milliseconds.isMultiple(of: 2) {
+                even.record(.milliseconds(milliseconds))
+            } else {
+                odd.record(milliseconds: Double(milliseconds))
+            }
+        }
+        var all = odd
+        all.add(even)
+        #expect(all.count == 1000 && odd.count == 500)
+        func near(_ value: Double, _ expected: Double) -> Bool { abs(value - expected) <= expected * 0.001 }
+        #expect(near(all.milliseconds(0.5), 500), "\(all.milliseconds(0.5))")
+        #expect(near(all.milliseconds(0.99), 990), "\(all.milliseconds(0.99))")
+        #expect(near(all.maxMilliseconds, 1000), "\(all.maxMilliseconds)")
+        #expect(near(odd.milliseconds(0.5), 499), "\(odd.milliseconds(0.5))")
+        #expect(LatencyHistogram().percentile(0.99) == .zero && LatencyHistogram().max == .zero)
+        // Out of range: under a nanosecond counts as one, over an hour as an hour.
+        let extremes = LatencyHistogram([.zero, .seconds(7200)])
+        #expect(extremes.count == 2 && near(Double(extremes.max.nanoseconds), 3.6e12))
+    }
+}
