@@ -25,8 +25,8 @@ enum PythonJudge {
     }
 
     /// Runs `judge/<script>` with `spec` as JSON on standard input; returns its exit status and its JSON summary.
-    /// (`ChildProcess.runPython`: from a thread of its own, as the simulator under test answers the judge from the
-    /// cooperative pool).
+    /// (`ChildProcess.runPython`: swift-subprocess, which blocks no thread of the cooperative pool the simulator
+    /// under test answers the judge from).
     static func run(_ script: String, spec: [String: Any]) async throws -> (status: Int32, summary: [String: Any]) {
         let input = try JSONSerialization.data(withJSONObject: spec)
         let path = directory.appendingPathComponent(script).path

@@ -1,5 +1,7 @@
 import Foundation
+import Subprocess
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +14,10 @@ import Synchronization
 /// Two faults of Foundation's `Process` and `FileHandle` on Linux were met in CI runs: `Process.run()` called from
 /// several threads at once crashed (a bad pointer in its copy of the environment), and `availableData` /
 /// `readDataToEndOfFile()` trap ("Interrupted system call") when a signal — a child's exit — lands during a read.
-/// Every test that starts a process goes through here: launches one at a time, reads retried on EINTR.
+/// A child that runs to its end (`run`, `runPython`, and `TillExecutable.run`) goes through swift-subprocess.
+/// The children a test keeps running across calls (`till serve` in `TillProcess`, chromedriver in `Browser`) are
+/// still `Process`es, which swift-subprocess's scoped runs do not model: they launch here one at a time, and their
+/// pipes are read here with reads retried on EINTR.
 public enum ChildProcess {
     private static let launching = Mutex(())
 
@@ -58,33 +63,18 @@ public enum ChildProcess {
 
     /// Runs `python3 script` with `input` on its standard input; answers its exit status and standard output.
     ///
-    /// The process is driven from a thread of its own: blocking reads and waits on the cooperative pool would
-    /// starve a server under test that answers the script from that same pool.
+    /// swift-subprocess drives it without blocking a thread of the cooperative pool (a server under test answers
+    /// the script from that same pool); a script that exits before it reads its input fails the test with the
+    /// write's error.
     public static func runPython(_ script: String, input: Data) async throws -> (status: Int32, output: Data) {
-        try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<(status: Int32, output: Data), any Error>) in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["python3", script]
-                let stdin = Pipe()
-                let stdout = Pipe()
-                process.standardInput = stdin
-                process.standardOutput = stdout
-                do {
-                    try launch(process)
-                    // The throwing write: a script that exits before it reads its input (EPIPE) fails the test
-                    // instead of stopping the whole test process.
-                    let written = Result { try write(input, to: stdin.fileHandleForWriting) }
-                    let output = readAll(stdout.fileHandleForReading)
-                    process.waitUntilExit()
-                    try written.get()
-                    continuation.resume(returning: (process.terminationStatus, output))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }.start()
-        }
+        let result = try await Subprocess.run(
+            .name("python3"),
+            arguments: [script],
+            input: .data(input),
+            output: .data(limit: 1 << 30),
+            error: FileDescriptorOutput.currentStandardError
+        )
+        return (code(result.terminationStatus), result.standardOutput)
     }
 
     /// Everything `handle` gives until its end, read on a thread of its own (a full pipe would block the child).
@@ -97,49 +87,42 @@ public enum ChildProcess {
     /// Runs `executable` with `arguments` to its end: its exit status (or the signal that ended it), and what it
     /// printed on standard output and standard error together.
     ///
-    /// Spawned directly (`posix_spawn`) and waited for with `waitpid`, not with Foundation's `Process`: `Process`
-    /// learns that a child ended when a socket the child inherited closes, so a child that leaves a daemon behind
-    /// (`pg_ctl start`: the daemon inherits the socket) is never seen to end, and `waitUntilExit()` spins forever.
-    /// The output goes to a file for the same reason: a daemon holding a pipe would keep it open.
+    /// Through swift-subprocess, which waits for the child itself rather than for its pipes. The output goes to a
+    /// file, not a pipe: a child that leaves a daemon behind (`pg_ctl start`) hands the daemon its output, and a
+    /// pipe the daemon holds would never end.
     public static func run(_ executable: String, _ arguments: [String], in directory: URL? = nil) async throws
         -> (status: Int32, output: String)
     {
-        // A directory is entered by a shell that then becomes the program (glibc's spawn-time chdir is not
-        // visible to Swift).
-        let (program, argv): (String, [String]) =
-            if let directory {
-                ("/bin/sh", ["sh", "-c", #"cd "$0" && exec "$@""#, directory.path, executable] + arguments)
-            } else {
-                (executable, [executable] + arguments)
-            }
         let outputPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("till-child-\(UUID().uuidString).out").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let cArguments = argv.map { strdup($0) } + [nil]
-        defer { for argument in cArguments { free(argument) } }
-        var pid = pid_t()
-        let spawned = posix_spawnp(&pid, program, &actions, nil, cArguments, environ)
-        guard spawned == 0 else {
-            throw TestSupportFailure("cannot start \(executable): \(String(cString: strerror(spawned)))")
-        }
-        let child = pid
-        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            // A thread of its own: waitpid blocks.
-            Thread.detachNewThread {
-                var status: Int32 = 0
-                while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-                continuation.resume(returning: status)
-            }
+        let file = try FileDescriptor.open(
+            FilePath(outputPath),
+            .writeOnly,
+            options: [.create, .truncate],
+            permissions: [.ownerReadWrite]
+        )
+        let result: ExecutionResult<Void, FileDescriptorOutput, CombinedErrorOutput>
+        do {
+            result = try await Subprocess.run(
+                executable.contains("/") ? .path(FilePath(executable)) : .name(executable),
+                arguments: Arguments(arguments),
+                workingDirectory: directory.map { FilePath($0.path) },
+                output: .fileDescriptor(file, closeAfterSpawningProcess: true),
+                error: .combinedWithOutput
+            )
+        } catch {
+            throw TestSupportFailure("cannot start \(executable): \(error)")
         }
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        // The exit code when it exited, else the signal that ended it (as `Process.terminationStatus` gives).
-        let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
-        return (code, output)
+        return (code(result.terminationStatus), output)
+    }
+
+    /// The exit code when the child exited, else the signal that ended it (as `Process.terminationStatus` gives).
+    public static func code(_ status: TerminationStatus) -> Int32 {
+        switch status {
+        case .exited(let code): code
+        case .signaled(let signal): signal
+        }
     }
 }

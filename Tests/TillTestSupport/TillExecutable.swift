@@ -1,4 +1,6 @@
 import Foundation
+import Subprocess
+import SystemPackage
 
 /// The built `till` executable, run as a user runs it: arguments, standard input, and what it prints.
 public enum TillExecutable {
@@ -41,6 +43,9 @@ public enum TillExecutable {
     }
 
     /// Runs `till` with `arguments` and waits for it to exit; kills it after `timeout`.
+    ///
+    /// Through swift-subprocess: a `till` that exits without reading all of its input is answered by its status
+    /// and output, and the timeout cancels the run, which kills the child.
     public static func run(
         _ arguments: [String],
         input: String? = nil,
@@ -48,32 +53,26 @@ public enum TillExecutable {
         environment extra: [String: String] = [:],
         timeout: Duration = .seconds(60)
     ) async throws -> Run {
-        let process = Process()
-        process.executableURL = try require()
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        process.environment = environment(extra)
-        let output = Pipe()
-        let errors = Pipe()
-        let standardInput = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = standardInput
-        let (exits, exit) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { process in
-            exit.yield(process.terminationStatus)
-            exit.finish()
-        }
-        try ChildProcess.launch(process)
-        // A `till` that exits without reading all of its input is answered by its status and output, not by a
-        // trap: Foundation's `write(_:)` is a `try!`, and the pipe's EPIPE would have stopped the test process.
-        try? ChildProcess.write(Data((input ?? "").utf8), to: standardInput.fileHandleForWriting)
-        async let out = ChildProcess.readAllInBackground(output.fileHandleForReading)
-        async let err = ChildProcess.readAllInBackground(errors.fileHandleForReading)
-        let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
+        let executable = try require()
+        let variables = Dictionary(
+            uniqueKeysWithValues: environment(extra).map { (Environment.Key(stringLiteral: $0.key), $0.value) }
+        )
+        return try await withThrowingTaskGroup(of: Run?.self) { group in
             group.addTask {
-                for await status in exits { return status }
-                return nil
+                let result = try await Subprocess.run(
+                    .path(FilePath(executable.path)),
+                    arguments: Arguments(arguments),
+                    environment: .custom(variables),
+                    workingDirectory: directory.map { FilePath($0.path) },
+                    input: .string(input ?? ""),
+                    output: .string(limit: 64 << 20),
+                    error: .string(limit: 64 << 20)
+                )
+                return Run(
+                    status: ChildProcess.code(result.terminationStatus),
+                    output: result.standardOutput ?? "",
+                    errors: result.standardError ?? ""
+                )
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
@@ -81,20 +80,11 @@ public enum TillExecutable {
             }
             let first = try await group.next() ?? nil
             group.cancelAll()
+            guard let first else {
+                throw TestSupportFailure("till \(arguments.joined(separator: " ")) did not exit within \(timeout)")
+            }
             return first
         }
-        guard let status else {
-            process.terminate()
-            throw TestSupportFailure(
-                "till \(arguments.joined(separator: " ")) did not exit within \(timeout): "
-                    + String(decoding: await out, as: UTF8.self)
-            )
-        }
-        return Run(
-            status: status,
-            output: String(decoding: await out, as: UTF8.self),
-            errors: String(decoding: await err, as: UTF8.self)
-        )
     }
 }
 

@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import Subprocess
+import SystemPackage
 import TillStorage
 
 /// An operator's backup, check and restore of the server's database (`till backup`, `till check`, `till restore`;
@@ -197,25 +199,25 @@ public enum DatabaseBackup {
         String(url.split(separator: "?", maxSplits: 1)[0])
     }
 
+    /// Runs one of PostgreSQL's tools to its end through swift-subprocess (its output read without blocking a
+    /// thread); anything but exit code 0 is `toolFailed` with what it printed.
     static func run(_ tool: String, _ arguments: [String]) async throws {
         let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
         guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
         else { throw Failure.toolMissing(tool) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure.toolFailed(
-                tool: tool,
-                status: process.terminationStatus,
-                output: String(decoding: data, as: UTF8.self)
-            )
+        let result = try await Subprocess.run(
+            .path(FilePath(executable)),
+            arguments: Arguments(arguments),
+            output: .string(limit: 16 << 20),
+            error: .combinedWithOutput
+        )
+        guard case .exited(0) = result.terminationStatus else {
+            let status: Int32 =
+                switch result.terminationStatus {
+                case .exited(let code): code
+                case .signaled(let signal): signal
+                }
+            throw Failure.toolFailed(tool: tool, status: status, output: result.standardOutput ?? "")
         }
     }
 }
