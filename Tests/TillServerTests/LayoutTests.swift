@@ -212,17 +212,7 @@ struct LayoutTests {
     /// missing (a module reached only through another target's dependencies), nothing unused. Read from
     /// `swift package dump-package`.
     @Test(arguments: ["", "Client"]) func everyTargetDeclaresExactlyWhatItImports(_ package: String) async throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("till-dump-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let directory = package.isEmpty ? Self.root : Self.root.appendingPathComponent(package)
-        let (status, text) = try await ChildProcess.run(
-            "/usr/bin/env",
-            ["swift", "package", "--scratch-path", scratch.path, "dump-package"],
-            in: directory
-        )
-        try #require(status == 0, "swift package dump-package: \(text)")
-        let start = try #require(text.firstIndex(of: "{"))
-        let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text[start...].utf8))
+        let manifest = try await Self.manifest(package)
         let names = Set(manifest.targets.map(\.name))
         // Modules of the toolchain and of Apple's SDKs, and C modules a declared product brings with it (not
         // products of their own).
@@ -261,6 +251,70 @@ struct LayoutTests {
         }
         #expect(names.count >= (package.isEmpty ? 15 : Self.clientTargets.count), "read only \(names.sorted())")
         #expect(problems.isEmpty, "\(problems)")
+    }
+
+    /// `swift package dump-package` of the root package (`""`) or of `Client`.
+    fileprivate static func manifest(_ package: String) async throws -> Manifest {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("till-dump-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let directory = package.isEmpty ? Self.root : Self.root.appendingPathComponent(package)
+        let (status, text) = try await ChildProcess.run(
+            "/usr/bin/env",
+            ["swift", "package", "--scratch-path", scratch.path, "dump-package"],
+            in: directory
+        )
+        try #require(status == 0, "swift package dump-package: \(text)")
+        let start = try #require(text.firstIndex(of: "{"))
+        return try JSONDecoder().decode(Manifest.self, from: Data(text[start...].utf8))
+    }
+
+    /// docs/architecture.md's table of what each target may import (of the project's own modules) is the graph
+    /// Package.swift and Client/Package.swift declare: every target that is not a test, each edge, nothing more.
+    /// With `everyTargetDeclaresExactlyWhatItImports`, an import the table does not allow does not pass.
+    @Test func theArchitectureDrawsTheGraphPackageSwiftDeclares() async throws {
+        let manifests = [try await Self.manifest(""), try await Self.manifest("Client")]
+        let targets = manifests.flatMap(\.targets)
+        let ours = Set(targets.map(\.name))
+        var declared: [String: Set<String>] = [:]
+        for target in targets where target.type != "test" {
+            declared[target.name] = Set(target.dependencies.filter(ours.contains))
+        }
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let block = try #require(
+            text.components(separatedBy: "<!-- imports:").dropFirst().first?.components(separatedBy: "<!-- /imports -->")
+                .first,
+            "docs/architecture.md has no <!-- imports: --> table"
+        )
+        var drawn: [String: Set<String>] = [:]
+        for line in block.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            let name = cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            let allowed = cells[2].split(separator: ",").map {
+                $0.trimmingCharacters(in: CharacterSet(charactersIn: "` "))
+            }
+            drawn[name] = Set(allowed.filter { $0 != "nothing" })
+        }
+        #expect(declared.count >= 15, "read only \(declared.keys.sorted())")
+        var problems: [String] = []
+        for name in Set(declared.keys).union(drawn.keys).sorted() {
+            guard let shown = drawn[name] else {
+                problems.append("\(name) is not in the table")
+                continue
+            }
+            guard let real = declared[name] else {
+                problems.append("\(name) is in the table but not a target")
+                continue
+            }
+            if !real.subtracting(shown).isEmpty {
+                problems.append("\(name) imports \(real.subtracting(shown).sorted()), which the table does not show")
+            }
+            if !shown.subtracting(real).isEmpty {
+                problems.append("\(name) is shown importing \(shown.subtracting(real).sorted()), which it does not")
+            }
+        }
+        #expect(problems.isEmpty, "docs/architecture.md against Package.swift: \(problems)")
     }
 
     /// The benchmarks and the load generator are not in the libraries that ship: only in TillBench.
