@@ -281,8 +281,10 @@ struct LayoutTests {
         }
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let block = try #require(
-            text.components(separatedBy: "<!-- imports:").dropFirst().first?.components(separatedBy: "<!-- /imports -->")
-                .first,
+            text.components(separatedBy: "<!-- imports:").dropFirst().first?.components(
+                separatedBy: "<!-- /imports -->"
+            )
+            .first,
             "docs/architecture.md has no <!-- imports: --> table"
         )
         var drawn: [String: Set<String>] = [:]
