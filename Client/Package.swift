@@ -39,6 +39,7 @@ let package = Package(
         .target(
             name: "TillContract",
             dependencies: [
+                "TillCore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],

@@ -43,6 +43,17 @@ struct GeneratedContractTests {
                 "\(contract)/\(input) changed since the code was generated: run Tools/generate-contract"
             )
         }
+        // The writers' generator, for a contract that has writers (Generated/JSONWriters.swift).
+        if let writers = hashes["Tools/generate-json-writers"] {
+            let script = try Data(
+                contentsOf: Self.sources.deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent("Tools/generate-json-writers")
+            )
+            #expect(
+                writers == SHA256.hash(data: script).map { String(format: "%02x", $0) }.joined(),
+                "Tools/generate-json-writers changed since \(contract)'s writers were generated: run Tools/generate-contract"
+            )
+        }
     }
 
     @Test(arguments: contracts) func noGeneratedFileWasEditedAddedOrRemoved(_ contract: String) throws {

@@ -23,39 +23,3 @@ extension Components.Schemas.EntitlementSnapshot {
     /// The credits of `name` left.
     public func balance(_ name: String) -> Int64 { balances[name] ?? 0 }
 }
-
-extension Components.Schemas.EntitlementSnapshot {
-    /// The snapshot as `JSONEncoder` with sorted keys writes it (the bytes that are signed).
-    public func writeJSON(to writer: inout JSONWriter) {
-        writer.object { w in
-            w.field("balances", balances.additionalProperties)
-            w.field("bundleId", bundleId)
-            w.field("customerId", customerId)
-            w.key("entitlements")
-            w.array(entitlements) { w, grant in
-                w.object { w in
-                    w.field("expiresDate", grant.expiresDate)
-                    w.field("id", grant.id)
-                    w.field("productId", grant.productId)
-                    w.field("provisional", grant.provisional)
-                }
-            }
-            w.field("issuedAt", issuedAt)
-            w.field("owner", owner)
-            w.key("purchases")
-            w.array(purchases) { w, purchase in
-                w.object { w in
-                    w.field("confirmed", purchase.confirmed)
-                    w.field("expiresDate", purchase.expiresDate)
-                    w.field("originalTransactionId", purchase.originalTransactionId)
-                    w.field("productId", purchase.productId)
-                    w.field("productType", purchase.productType?.rawValue)
-                    w.field("purchaseDate", purchase.purchaseDate)
-                    w.field("quantity", purchase.quantity)
-                    w.field("revoked", purchase.revoked)
-                    w.field("transactionId", purchase.transactionId)
-                }
-            }
-        }
-    }
-}

@@ -246,7 +246,7 @@ struct EventRecord: Codable, Sendable {
         self.environment = event.environment
         self.occurredAt = event.occurredAt
         self.createdAt = createdAt
-        self.body = String(decoding: try wire.json(), as: UTF8.self)
+        self.body = String(decoding: wire.json(), as: UTF8.self)
     }
 }
 

@@ -279,39 +279,11 @@ public struct Intake: Sendable {
 
 extension SubmissionResult {
     /// The answer as `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes` writes it (the server's
-    /// response encoder), without its cost: this is written once per purchase.
+    /// response encoder), without its cost: this is written once per purchase, by the writer generated with the
+    /// contract (`Generated/JSONWriters.swift`).
     func json() -> [UInt8] {
         var writer = JSONWriter(capacity: 4096)
-        writer.object { w in
-            w.key("customer")
-            customer.writeJSON(to: &w)
-            w.key("refused")
-            w.array(refused) { w, refused in
-                w.object { w in
-                    w.field("reason", refused.reason)
-                    w.field("transactionId", refused.transactionId)
-                }
-            }
-            w.field("signedSnapshot", signedSnapshot)
-            w.key("submission")
-            w.object { w in
-                w.field("attempts", submission.attempts)
-                w.field("confirmedAt", submission.confirmedAt)
-                w.field("createdAt", submission.createdAt)
-                w.field("customerId", submission.customerId)
-                w.field("environment", submission.environment)
-                w.field("id", submission.id)
-                w.field("kind", submission.kind.rawValue)
-                w.field("lastError", submission.lastError)
-                w.field("lastStatus", submission.lastStatus)
-                w.field("nextAttemptAt", submission.nextAttemptAt)
-                w.field("reason", submission.reason)
-                w.field("retryCause", submission.retryCause?.rawValue)
-                w.field("state", submission.state.rawValue)
-                w.key("transactionIds")
-                w.array(submission.transactionIds) { w, id in w.string(id) }
-            }
-        }
+        writeJSON(to: &writer)
         return writer.bytes
     }
 }
