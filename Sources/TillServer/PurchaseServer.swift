@@ -61,7 +61,6 @@ public final class PurchaseServer: Sendable {
     let consoleAudit: ConsoleAudit
     /// When this process built the server (the console's "since").
     let startedAt: Int64
-    let store: ServerStore
     let clock: ServerClock
     let logger: Logger
     /// This process's hold on an SQLite file's queue (nil on PostgreSQL and in memory).
@@ -76,7 +75,6 @@ public final class PurchaseServer: Sendable {
         snapshotSigner: SnapshotSigner,
         now: @escaping @Sendable () -> Date
     ) {
-        let store = ServerStore(database: database)
         let clock = ServerClock(now: now)
         let jobs = JobQueue(database: database, store: JobStore(database: database), clock: clock, metrics: metrics)
         let signals = QueueSignals(workAvailable: jobs.signal(.confirmation))
@@ -84,27 +82,24 @@ public final class PurchaseServer: Sendable {
         self.configuration = configuration
         self.database = database
         self.queueLock = queueLock
-        self.store = store
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
         readiness = Readiness(database: database)
-        catalogue = Catalogue(database: database, store: store, clock: clock, signals: signals, logger: logger)
+        catalogue = Catalogue(database: database, clock: clock, signals: signals, logger: logger)
         self.jobs = jobs
         // Recorded events wake the webhook worker, which dispatches them.
         events = EventLog(
             database: database,
-            store: store,
             catalogue: catalogue,
             clock: clock,
             appended: jobs.signal(.delivery)
         )
-        ledger = Ledger(database: database, store: store, events: events, clock: clock)
-        customers = Customers(database: database, store: store, catalogue: catalogue, ledger: ledger, clock: clock)
-        appTransactions = AppTransactions(database: database, store: store, verifier: verifier, clock: clock)
+        ledger = Ledger(database: database, events: events, clock: clock)
+        customers = Customers(database: database, catalogue: catalogue, ledger: ledger, clock: clock)
+        appTransactions = AppTransactions(database: database, verifier: verifier, clock: clock)
         offers = Offers(
             database: database,
-            store: store,
             catalogue: catalogue,
             customers: customers,
             appTransactions: appTransactions,
@@ -120,7 +115,6 @@ public final class PurchaseServer: Sendable {
         consumption = ConsumptionAnswers(
             configuration: configuration,
             database: database,
-            store: store,
             catalogue: catalogue,
             jobs: jobs,
             events: events,
@@ -130,7 +124,6 @@ public final class PurchaseServer: Sendable {
         )
         notifications = NotificationIntake(
             database: database,
-            store: store,
             verifier: verifier,
             catalogue: catalogue,
             ledger: ledger,
@@ -141,7 +134,6 @@ public final class PurchaseServer: Sendable {
         )
         intake = Intake(
             database: database,
-            store: store,
             verifier: verifier,
             catalogue: catalogue,
             ledger: ledger,
@@ -155,7 +147,6 @@ public final class PurchaseServer: Sendable {
         queue = ConfirmationQueue(
             configuration: configuration,
             database: database,
-            store: store,
             catalogue: catalogue,
             ledger: ledger,
             intake: intake,
@@ -169,7 +160,6 @@ public final class PurchaseServer: Sendable {
         catchUp = CatchUp(
             configuration: configuration,
             database: database,
-            store: store,
             verifier: verifier,
             catalogue: catalogue,
             ledger: ledger,
@@ -182,7 +172,6 @@ public final class PurchaseServer: Sendable {
         content = ContentDelivery(
             configuration: configuration,
             database: database,
-            store: store,
             catalogue: catalogue,
             customers: customers,
             clock: clock,
@@ -197,7 +186,7 @@ public final class PurchaseServer: Sendable {
             clock: clock,
             logger: logger
         )
-        figures = Figures(database: database, store: store, clock: clock, logger: logger)
+        figures = Figures(database: database, clock: clock, logger: logger)
         let audit = ConsoleAudit(store: ConsoleStore(database: database), clock: clock)
         consoleAudit = audit
         consoleSessions = ConsoleSessions(
@@ -241,9 +230,9 @@ public final class PurchaseServer: Sendable {
             queueLock?.release()
             throw error
         }
-        let store = ServerStore(database: database)
+        let settingStore = SettingStore(database: database)
         do {
-            try await store.migrate()
+            try await ServerSchema.migrate(database)
         } catch {
             // A refused database (one a newer release migrated, say) leaves the file to whoever opens it next.
             try? await database.shutdown()
@@ -262,18 +251,18 @@ public final class PurchaseServer: Sendable {
                 logger.notice("resuming \(count) \(kind.rawValue) jobs a stopped server had under way")
             }
             // And any endpoint's dispatcher role: its events need not wait for that server's lease to lapse.
-            let endpoints = try await WebhookStore(database: database).releaseAllDispatchers(on: store.sql)
+            let endpoints = try await WebhookStore(database: database).releaseAllDispatchers(on: database.sql)
             if endpoints > 0 {
                 logger.notice("resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to")
             }
         }
         var configuration = configuration
-        if configuration.serverSecret.isEmpty { configuration.serverSecret = try await store.sharedServerSecret() }
+        if configuration.serverSecret.isEmpty { configuration.serverSecret = try await settingStore.sharedServerSecret() }
         let snapshotKey: P256.Signing.PrivateKey
         if let configured = configuration.snapshotSigningKey {
             snapshotKey = configured
         } else {
-            snapshotKey = try await store.sharedSnapshotKey()
+            snapshotKey = try await settingStore.sharedSnapshotKey()
         }
         try FileManager.default.createDirectory(
             atPath: configuration.contentDirectory,

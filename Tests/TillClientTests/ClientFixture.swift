@@ -301,7 +301,7 @@ extension ClientFixture {
     /// How many submissions carry a transaction, in whatever state: one query, so that a submission the worker
     /// confirms meanwhile is counted once (a query per state counted it twice, or not at all).
     func submissions(containing transactionId: String) async throws -> Int {
-        let rows = try await server.store.sql.select().column("transaction_ids").from("srv_submissions").all()
+        let rows = try await server.database.sql.select().column("transaction_ids").from("srv_submissions").all()
         return try rows.filter { row in
             let ids = try JSONDecoder().decode(
                 [String].self,

@@ -39,7 +39,7 @@ struct AppTransactionTests {
     }
 
     func rows(_ fixture: ServerFixture) async throws -> Int {
-        try await fixture.server.store.sql.raw("SELECT COUNT(*) AS n FROM srv_app_transactions").first()?
+        try await fixture.server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_app_transactions").first()?
             .decode(column: "n", as: Int.self) ?? -1
     }
 

@@ -55,7 +55,7 @@ struct CatchUpTests {
     }
 
     func count(_ fixture: ServerFixture, _ query: SQLQueryString) async throws -> Int {
-        try await fixture.server.store.sql.raw(query).first()?.decode(column: "n", as: Int.self) ?? 0
+        try await fixture.server.database.sql.raw(query).first()?.decode(column: "n", as: Int.self) ?? 0
     }
 
     func catchUp(_ fixture: ServerFixture) async throws -> CatchUpRun {

@@ -132,7 +132,7 @@ struct ConsoleTests {
             // Production: a purchase in the books, its renewal and a prorated refund from Apple's notifications.
             let start = server.nowMilliseconds
             try await server.events.transaction(source: EventSource(kind: ._operator)) { changes in
-                try await server.store.ensureCustomer(
+                try await CustomerStore(database: server.database).ensureCustomer(
                     bundleId: ServerFixture.bundleId,
                     customerId: "paula",
                     at: start,

@@ -107,7 +107,7 @@ extension ContentDeliveryTests {
             let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
             #expect(try await call(client, .get, url).status == 200)
 
-            let store = fixture.server.store
+            let store = PurchaseStore(database: fixture.server.database)
             let now = fixture.server.nowMilliseconds
             // Writes go through transactions, as the server's own do (its caches count them).
             try await fixture.server.events.transaction(source: EventSource(kind: ._operator)) { changes in

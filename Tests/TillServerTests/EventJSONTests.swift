@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillContract
 import TillCore
+import TillStorage
 
 @testable import TillServer
 
@@ -17,7 +18,7 @@ enum EventJSONCheck {
             bundleId: nil,
             customerIds: nil,
             type: nil,
-            on: server.store.sql
+            on: server.database.sql
         )
         #expect(!records.isEmpty)
         let encoder = JSONEncoder()

@@ -224,7 +224,7 @@ struct EventTests {
             )
             #expect(events[0].price == nil, "a grant books no money")
             // No money moved for any of it.
-            let money = try await fixture.server.store.sql.raw("SELECT COUNT(*) AS n FROM srv_finance").first()?
+            let money = try await fixture.server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_finance").first()?
                 .decode(column: "n", as: Int.self)
             #expect(money == 0)
             // A second revocation changes nothing and says nothing.

@@ -23,8 +23,8 @@ struct JobQueueTests {
         _ body: (JobQueue, TillDatabase, TestClock) async throws -> Void
     ) async throws {
         let database = try await TillDatabase.open(try await engine.fresh(prefix: "till_jobs"))
-        let store = ServerStore(database: database)
-        try await store.migrate()
+        try await ServerSchema.migrate(database)
+        let store = PurchaseStore(database: database)
         let clock = TestClock()
         let jobs = JobQueue(
             database: database,
@@ -88,12 +88,12 @@ struct JobQueueTests {
             for job in [streamed, bare] {
                 let read = try await database.read { db in
                     try await db.raw("SELECT * FROM srv_jobs WHERE job_key = \(bind: job.jobKey)")
-                        .first(decoding: Job.self, with: ServerStore.decoding)
+                        .first(decoding: Job.self, with: ColumnNames.decoder)
                 }
                 #expect(read == job)
             }
             // Codable's columns are the hand-written ones, in the same order, with the same values.
-            let encoded = try ServerStore.encoding.encode(streamed)
+            let encoded = try ColumnNames.encoder.encode(streamed)
             #expect(encoded.map(\.0) == Job.columns)
             #expect(Job.columns.count == streamed.row.count)
 
@@ -256,8 +256,8 @@ struct JobQueueTests {
         let configuration = try await TestDatabase.postgres.fresh(prefix: "till_jobs")
         let first = try await TillDatabase.open(configuration)
         let second = try await TillDatabase.open(configuration)
-        let firstStore = ServerStore(database: first)
-        try await firstStore.migrate()
+        try await ServerSchema.migrate(first)
+        let firstStore = PurchaseStore(database: first)
         let clock = ServerClock { Date() }
         let queues = [first, second].map {
             JobQueue(database: $0, store: JobStore(database: $0), clock: clock, metrics: ServerMetrics())

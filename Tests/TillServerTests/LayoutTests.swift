@@ -49,7 +49,7 @@ struct LayoutTests {
     }
 
     /// Each room owns its storage (docs/architecture.md, `Store/`): no store type has more than 40 functions, counted
-    /// over every file that declares or extends it. `ServerStore` held 166 before the rooms' stores left it.
+    /// over every file that declares or extends it. `ServerStore` held 166 before the rooms' stores replaced it.
     @Test func noStoreHasMoreThanFortyFunctions() throws {
         let sources = Self.root.appendingPathComponent("Sources/TillServer")
         let declaration = try Regex(#"^(?:public |final )*(?:struct|extension|final class|class) (\w+)"#)

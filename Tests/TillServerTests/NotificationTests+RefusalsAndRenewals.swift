@@ -231,7 +231,7 @@ extension NotificationTests {
             // Through the ledger's own writes, which keep the figures the report reads.
             try await server.events.transaction(source: EventSource(kind: ._operator)) { changes in
                 let db = changes.db
-                try await server.store.ensureCustomer(
+                try await CustomerStore(database: server.database).ensureCustomer(
                     bundleId: ServerFixture.bundleId,
                     customerId: "p1",
                     at: start,

@@ -56,7 +56,7 @@ struct NotificationTests {
     ) async throws -> NotificationRecord {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
-        let store = fixture.server.store
+        let store = NotificationStore(database: fixture.server.database)
         while clock.now < deadline {
             let log = try await fixture.simulator.notifications.notificationLog(
                 appAppleId: try #require(fixture.app.appAppleId),
@@ -74,7 +74,7 @@ struct NotificationTests {
     }
 
     func count(_ fixture: ServerFixture, _ query: SQLQueryString) async throws -> Int {
-        try await fixture.server.store.sql.raw(query).first()?.decode(column: "n", as: Int.self) ?? 0
+        try await fixture.server.database.sql.raw(query).first()?.decode(column: "n", as: Int.self) ?? 0
     }
 
     func customer(_ fixture: ServerFixture, _ id: String) async throws -> CustomerView {

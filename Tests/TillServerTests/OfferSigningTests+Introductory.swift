@@ -55,10 +55,10 @@ extension OfferSigningTests {
                 #expect(bought.offerType == 1 && bought.price == 0)
                 try await submit(fixture, trial, as: "bob")
                 // The ledger keeps that it was an introductory offer: once per group.
-                let row = try await fixture.server.store.transaction(
+                let row = try await PurchaseStore(database: fixture.server.database).transaction(
                     environment: .sandbox,
                     transactionId: try #require(trial.transactionId),
-                    on: fixture.server.store.sql
+                    on: fixture.server.database.sql
                 )
                 #expect(row?.introductoryOffer == true)
                 let again = try await ask("bob", #"{"productId":"premium.plus"}"#)

@@ -3,6 +3,7 @@ import Testing
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillStorage
 import TillTestSupport
 
 @testable import TillServer
@@ -99,7 +100,7 @@ struct OwnershipOrderTests {
             var owners: [String?] = []
             for id in ids {
                 owners.append(
-                    try await server.store.transaction(environment: .sandbox, transactionId: id, on: server.store.sql)?
+                    try await PurchaseStore(database: server.database).transaction(environment: .sandbox, transactionId: id, on: server.database.sql)?
                         .customerId
                 )
             }

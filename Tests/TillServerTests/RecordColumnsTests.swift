@@ -27,7 +27,7 @@ struct RecordColumnsTests {
     @Test(arguments: TestDatabase.all)
     func aLedgerRowWrittenByHandReadsBackThroughCodableAndTheOtherWayRound(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, confirming: false) { fixture in
-            let db = fixture.server.store.sql
+            let db = fixture.server.database.sql
             let byHand = Self.ledgerRow
             try await db.run(
                 RecordStatements.insert(into: "srv_transactions", columns: LedgerRecord.columns, rows: [byHand.values])
@@ -37,12 +37,12 @@ struct RecordColumnsTests {
             byCodable.productType = nil
             byCodable.revocationReason = nil
             byCodable.expiresDate = nil
-            try await db.run(RecordStatements.insert(into: "srv_transactions", byCodable, with: ServerStore.encoding))
+            try await db.run(RecordStatements.insert(into: "srv_transactions", byCodable, with: ColumnNames.encoder))
             for expected in [byHand, byCodable] {
                 let select: SQLQueryString =
                     "SELECT * FROM srv_transactions WHERE transaction_id = \(bind: expected.transactionId)"
                 let codable = try #require(
-                    try await db.raw(select).first(decoding: LedgerRecord.self, with: ServerStore.decoding)
+                    try await db.raw(select).first(decoding: LedgerRecord.self, with: ColumnNames.decoder)
                 )
                 let hand = try #require(try await db.raw(select).ledgerRows().first)
                 #expect(codable == expected && hand == expected)
@@ -60,7 +60,7 @@ struct RecordColumnsTests {
                     keys: ["environment", "transaction_id"]
                 )
             )
-            let read = try await fixture.server.store.transaction(environment: .sandbox, transactionId: "t-1", on: db)
+            let read = try await PurchaseStore(database: fixture.server.database).transaction(environment: .sandbox, transactionId: "t-1", on: db)
             #expect(read == changed)
         }
     }

@@ -206,7 +206,7 @@ extension ServerHTTPTests {
     ) async throws {
         try await ServerFixture.run(database: database, confirmation: .init(maximumAttempts: 1)) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
-            let store = fixture.server.store
+            let store = PurchaseStore(database: fixture.server.database)
             for (env, id, amount, day) in [
                 ("Production", "1", Int64(990), "2026-11-01"), ("Production", "2", 4990, "2026-11-01"),
                 ("Production", "3", 990, "2026-11-02"), ("Sandbox", "4", 990, "2026-11-01"),

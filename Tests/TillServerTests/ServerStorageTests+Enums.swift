@@ -44,7 +44,7 @@ extension ServerStorageTests {
 
     @Test(arguments: TestDatabase.all) func theSchemaRefusesAValueNoEnumHas(_ engine: TestDatabase) async throws {
         let database = try await TillDatabase.open(try await engine.fresh(prefix: "till_srv"))
-        try await ServerStore(database: database).migrate()
+        try await ServerSchema.migrate(database)
         let db = database.sql
         for statement in [
             """

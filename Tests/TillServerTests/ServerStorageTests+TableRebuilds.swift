@@ -48,8 +48,8 @@ extension ServerStorageTests {
         ] {
             try await db.raw(SQLQueryString(statement)).run()
         }
-        let store = ServerStore(database: database)
-        try await store.migrate()
+        try await ServerSchema.migrate(database)
+        let store = PurchaseStore(database: database)
 
         let moved = try #require(try await SubmissionStore(database: store.database).submission(bundleId: "b", idempotencyKey: "key-1", on: db))
         #expect(moved.id == "s1" && moved.attempts == 2 && moved.nextAttemptAt == 5)
@@ -62,7 +62,7 @@ extension ServerStorageTests {
         let job = try #require(try await JobStore(database: store.database).job(kind: .confirmation, key: "s1", on: db))
         #expect(job.state == .queued && job.dueAt == 5 && job.attempts == 2)
         #expect(try await store.balances(bundleId: "b", customerId: "c", on: db) == ["gems": 100])
-        #expect(try await store.resolve(bundleId: "b", customerId: "c", on: db) == "c")
+        #expect(try await CustomerStore(database: database).resolve(bundleId: "b", customerId: "c", on: db) == "c")
         let finance = try await db.raw("SELECT amount FROM srv_finance WHERE transaction_id = 't1'").first()
         #expect(try finance?.decode(column: "amount", as: Int64.self) == 99)
 

@@ -192,8 +192,8 @@ struct ServerStorageTests {
             VALUES ('s-old', 'b', 'c', 'appReceipt', 'the receipt', 'Sandbox', 'retrying', 1, 0, '[]', 0, 0)
             """
         ).run()
-        let store = ServerStore(database: database)
-        try await store.migrate()
+        try await ServerSchema.migrate(database)
+        let store = PurchaseStore(database: database)
         #expect(try await SubmissionStore(database: database).payload(submissionId: "s-old", on: database.sql) == "the receipt")
         let moved = try await SubmissionStore(database: database).submission(id: "s-old", on: database.sql)
         #expect(moved?.state == .retrying)

@@ -314,7 +314,7 @@ struct SnapshotTests {
         let kids = Set(servers.flatMap { $0.snapshots.keys.keys.map(\.kid) })
         #expect(kids.count == 1)
         let stored = try await servers[0].database.sql.raw(
-            "SELECT value FROM srv_settings WHERE name = \(bind: ServerStore.snapshotKeySetting)"
+            "SELECT value FROM srv_settings WHERE name = \(bind: SettingStore.snapshotKeySetting)"
         ).first()?.decode(column: "value", as: String.self)
         let storedKey = try P256.Signing.PrivateKey(pemRepresentation: try #require(stored))
         #expect(kids == [SnapshotPublicKey(storedKey.publicKey).kid])

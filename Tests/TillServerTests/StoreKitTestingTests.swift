@@ -207,7 +207,7 @@ struct StoreKitTestingTests {
             }
 
             // Kept apart in the ledger and the books, never asked of Apple, never revenue.
-            let store = fixture.server.store
+            let store = PurchaseStore(database: fixture.server.database)
             let row = try #require(try await store.transaction(environment: .xcode, transactionId: "1", on: store.sql))
             #expect(row.customerId == "dev" && row.confirmed)
             let xcodeSubmission = try #require(

@@ -139,7 +139,7 @@ extension WebhookTests {
                     // One delivery per event and endpoint: the two servers never both dispatched one. (A delivery sent at
                     // dispatch is written once its attempt has ended, just after the receiver has it.)
                     func rows() async throws -> (all: Int, events: Int) {
-                        let row = try await fixture.server.store.sql.raw(
+                        let row = try await fixture.server.database.sql.raw(
                             "SELECT COUNT(*) AS n, COUNT(DISTINCT event_sequence) AS d FROM srv_webhook_deliveries"
                         ).first()
                         return (

@@ -133,7 +133,7 @@ struct WebhookWorkerTests {
                 receiver.behaviour = .fail(status: 503)
                 try await Self.credit(fixture, "refused")
                 try await waitUntil { try await count(.pending) == 1 }
-                let queued = try await fixture.server.store.sql.raw(
+                let queued = try await fixture.server.database.sql.raw(
                     "SELECT COUNT(*) AS n FROM srv_jobs WHERE kind = 'delivery' AND state = 'queued'"
                 ).first()?.decode(column: "n", as: Int.self)
                 #expect(queued == 1)
@@ -244,7 +244,7 @@ struct WebhookWorkerTests {
             )
             for request in ["one", "two", "three"] { try await Self.credit(fixture, request) }
             let endpoint = try #require(
-                try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: created.endpoint.id, on: fixture.server.store.sql)
+                try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: created.endpoint.id, on: fixture.server.database.sql)
             )
             let (batch, _) = try #require(
                 try await fixture.server.webhookDeliveries.sendAtDispatch(
@@ -269,10 +269,10 @@ struct WebhookWorkerTests {
                 try await Self.credit(fixture, "one")
                 try await waitUntil { try WebhookTests.received(receiver).count == 1 }
                 try await waitUntil {
-                    try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher != nil
+                    try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.database.sql)?.dispatcher != nil
                 }
             }
-            #expect(try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.store.sql)?.dispatcher == nil)
+            #expect(try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.database.sql)?.dispatcher == nil)
         }
     }
 
@@ -352,7 +352,7 @@ struct WebhookWorkerTests {
             )
             #expect(toSend.event.id == stored.id && toSend.event.customerId == stored.customerId)
             #expect(toSend.body == stored.body && toSend.occurredAt == stored.occurredAt)
-            #expect(try ServerStore.encoding.encode(full).map(\.0) == WebhookDeliveryRecord.columns)
+            #expect(try ColumnNames.encoder.encode(full).map(\.0) == WebhookDeliveryRecord.columns)
             #expect(WebhookDeliveryRecord.columns.count == full.row.count)
         }
     }
@@ -457,7 +457,7 @@ struct WebhookWorkerTests {
 
                 let next = try await PurchaseServer.open(fixture.server.configuration)
                 let row = try #require(
-                    try await WebhookStore(database: next.database).enabledWebhookEndpoints(on: next.store.sql).first {
+                    try await WebhookStore(database: next.database).enabledWebhookEndpoints(on: next.database.sql).first {
                         $0.id == created.endpoint.id
                     }
                 )

@@ -19,7 +19,8 @@ import TillStorage
 /// introductory-offer signatures read its `appTransactionId` for a customer the ledger has no purchase of.
 public struct AppTransactions: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
     let verifier: LocalVerifier
     let clock: ServerClock
     /// The customers' AppTransactions.
@@ -38,7 +39,7 @@ public struct AppTransactions: Sendable {
         }
         let now = clock.milliseconds
         return try await database.transaction { db in
-            let owner = try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
+            let owner = try await self.customerStore.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
             let sent = AppTransactionRecord(
                 verified.payload,
                 environment: environment,
@@ -76,11 +77,11 @@ public struct AppTransactions: Sendable {
 
     /// The app transaction id of the AppTransaction kept for a customer (as stored: an account), if any.
     func appTransactionId(bundleId: String, owner: String) async throws -> String? {
-        try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: store.sql)?.appTransactionId
+        try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: database.sql)?.appTransactionId
     }
 
     private func stored(bundleId: String, customerId: String) async throws -> AppTransactionRecord? {
-        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
-        return try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: store.sql)
+        let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: database.sql)
+        return try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: database.sql)
     }
 }

@@ -88,8 +88,8 @@ extension Catalogue {
         let now = clock.milliseconds
         return try await database.transaction { db in
             _ = try await self.requireApp(bundleId: bundleId, on: db)
-            let existing = try await self.store.product(bundleId: bundleId, productId: productId, on: db)
-            let count = try await self.store.products(bundleId: bundleId, on: db).count
+            let existing = try await self.catalogueStore.product(bundleId: bundleId, productId: productId, on: db)
+            let count = try await self.catalogueStore.products(bundleId: bundleId, on: db).count
             let product = CatalogProduct(
                 bundleId: bundleId,
                 productId: productId,
@@ -106,19 +106,19 @@ extension Catalogue {
                 createdAt: existing?.createdAt ?? now,
                 updatedAt: now
             )
-            try await self.store.save(product, on: db)
+            try await self.catalogueStore.save(product, on: db)
             return (product, existing == nil)
         }
     }
 
     public func products(bundleId: String) async throws -> [CatalogProduct] {
-        _ = try await requireApp(bundleId: bundleId, on: store.sql)
-        return try await store.products(bundleId: bundleId, on: store.sql)
+        _ = try await requireApp(bundleId: bundleId, on: database.sql)
+        return try await catalogueStore.products(bundleId: bundleId, on: database.sql)
     }
 
     /// The catalogue as apps see it, with an ETag for `If-None-Match`.
     func masterList(bundleId: String) async throws -> MasterList {
-        let products = try await store.products(bundleId: bundleId, on: store.sql).map {
+        let products = try await catalogueStore.products(bundleId: bundleId, on: database.sql).map {
             MasterListProduct(
                 productId: $0.productId,
                 _type: Components.Schemas.ProductType($0.type),

@@ -17,7 +17,10 @@ import TillStorage
 /// ETag) reads `revision`, which every change moves.
 public final class Catalogue: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The product catalogues.
+    var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
+    /// The apps Till serves.
+    var serverAppStore: ServerAppStore { ServerAppStore(database: database) }
     let clock: ServerClock
     let signals: QueueSignals
     let logger: Logger
@@ -31,9 +34,8 @@ public final class Catalogue: Sendable {
     /// The submissions, their payloads and their attempts.
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
-    init(database: TillDatabase, store: ServerStore, clock: ServerClock, signals: QueueSignals, logger: Logger) {
+    init(database: TillDatabase, clock: ServerClock, signals: QueueSignals, logger: Logger) {
         self.database = database
-        self.store = store
         self.clock = clock
         self.signals = signals
         self.logger = logger
@@ -52,7 +54,7 @@ public final class Catalogue: Sendable {
 
     /// An app's products by id, as of at most a second ago (this process's own changes at once).
     func products(of bundleId: String) async throws -> [String: CatalogProduct] {
-        try await products(of: bundleId, on: store.sql)
+        try await products(of: bundleId, on: database.sql)
     }
 
     /// The same, read on `db` when it is not cached: inside a transaction, its own connection (taking a second one
@@ -60,7 +62,7 @@ public final class Catalogue: Sendable {
     func products(of bundleId: String, on db: any SQLDatabase) async throws -> [String: CatalogProduct] {
         try await catalogues.value(for: bundleId) {
             Dictionary(
-                uniqueKeysWithValues: try await store.products(bundleId: bundleId, on: db).map {
+                uniqueKeysWithValues: try await catalogueStore.products(bundleId: bundleId, on: db).map {
                     ($0.productId, $0)
                 }
             )
@@ -69,11 +71,11 @@ public final class Catalogue: Sendable {
 
     /// The app of a bundle id, as of at most a second ago; nil when there is none.
     func cachedApp(bundleId: String) async throws -> ServerApp? {
-        try await appsByBundle.value(for: bundleId) { try await store.app(bundleId: bundleId, on: store.sql) }
+        try await appsByBundle.value(for: bundleId) { try await serverAppStore.app(bundleId: bundleId, on: database.sql) }
     }
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
-        guard let app = try await store.app(bundleId: bundleId, on: db) else {
+        guard let app = try await serverAppStore.app(bundleId: bundleId, on: db) else {
             throw CatalogueRefusal(.appNotFound, "no app \(bundleId)")
         }
         return app
@@ -106,10 +108,10 @@ public final class Catalogue: Sendable {
         )
         try validateKeys(app)
         return try await database.transaction { db in
-            if try await self.store.app(bundleId: bundleId, on: db) != nil {
+            if try await self.serverAppStore.app(bundleId: bundleId, on: db) != nil {
                 throw CatalogueRefusal(.appExists, "an app with bundle id \(bundleId) exists")
             }
-            try await self.store.save(app, on: db)
+            try await self.serverAppStore.save(app, on: db)
             return app
         }
     }
@@ -149,7 +151,7 @@ public final class Catalogue: Sendable {
                 app.storeKitTestCertificates = try Self.storeKitTestCertificates(value)
             }
             try self.validateKeys(app)
-            try await self.store.save(app, on: db)
+            try await self.serverAppStore.save(app, on: db)
             return (app, before)
         }
         if app.sharedSecrets != before.sharedSecrets || app.apiKeyId != before.apiKeyId
@@ -167,15 +169,15 @@ public final class Catalogue: Sendable {
         return app
     }
 
-    public func apps() async throws -> [ServerApp] { try await store.apps(on: store.sql) }
+    public func apps() async throws -> [ServerApp] { try await serverAppStore.apps(on: database.sql) }
 
     public func app(bundleId: String) async throws -> ServerApp {
-        try await requireApp(bundleId: bundleId, on: store.sql)
+        try await requireApp(bundleId: bundleId, on: database.sql)
     }
 
     /// The app an app key belongs to.
     public func app(appKey: String) async throws -> ServerApp? {
-        try await appsByKey.value(for: appKey) { try await store.app(appKey: appKey, on: store.sql) }
+        try await appsByKey.value(for: appKey) { try await serverAppStore.app(appKey: appKey, on: database.sql) }
     }
 
     private func validateKeys(_ app: ServerApp) throws {

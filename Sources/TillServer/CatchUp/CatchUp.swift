@@ -23,7 +23,6 @@ import TillStorage
 public struct CatchUp: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
-    let store: ServerStore
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let verifier: LocalVerifier
@@ -52,7 +51,6 @@ public struct CatchUp: Sendable {
         NotificationHistoryReader(
             settings: configuration.catchUp,
             database: database,
-            store: store,
             notifications: notifications,
             metrics: metrics,
             clock: clock,
@@ -63,7 +61,6 @@ public struct CatchUp: Sendable {
     var transactionHistory: TransactionHistoryReader {
         TransactionHistoryReader(
             database: database,
-            store: store,
             verifier: verifier,
             catalogue: catalogue,
             ledger: ledger,
@@ -141,7 +138,7 @@ public struct CatchUp: Sendable {
     /// The app's last finished run, or `catchUpNeverRun`.
     public func lastRun(bundleId: String) async throws -> CatchUpRun {
         _ = try await catalogue.app(bundleId: bundleId)
-        guard let report = try await catchUpStore.lastCatchUpReport(bundleId: bundleId, on: store.sql) else {
+        guard let report = try await catchUpStore.lastCatchUpReport(bundleId: bundleId, on: database.sql) else {
             throw CatchUpRefusal(.catchUpNeverRun, "\(bundleId) has not caught up with Apple yet")
         }
         return try JSONDecoder().decode(CatchUpRun.self, from: Data(report.utf8))

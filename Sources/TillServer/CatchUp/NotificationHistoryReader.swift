@@ -17,7 +17,6 @@ import TillStorage
 struct NotificationHistoryReader: Sendable {
     let settings: CatchUpSettings
     let database: TillDatabase
-    let store: ServerStore
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let notifications: NotificationIntake
@@ -51,7 +50,7 @@ struct NotificationHistoryReader: Sendable {
             checkpoint = try await catchUpStore.notificationCheckpoint(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
-                on: store.sql
+                on: database.sql
             )
         } catch {
             report.error = CatchUpError(cause: .other, message: "the checkpoint could not be read: \(error)")

@@ -18,7 +18,8 @@ import TillStorage
 /// page applied.
 struct TransactionHistoryReader: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// Apple's notifications, the purchase lock and the renewal states.
+    var notificationStore: NotificationStore { NotificationStore(database: database) }
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let verifier: LocalVerifier
@@ -61,7 +62,7 @@ struct TransactionHistoryReader: Sendable {
             let anchors = try await catchUpStore.historyAnchors(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
-                on: store.sql
+                on: database.sql
             )
             for anchor in anchors {
                 let (goOn, _) = await readHistory(
@@ -79,7 +80,7 @@ struct TransactionHistoryReader: Sendable {
             for purchase in try await catchUpStore.purchasesOutsideHistories(
                 bundleId: app.bundleId,
                 environment: environment.rawValue,
-                on: store.sql
+                on: database.sql
             ) {
                 // A history read a moment ago may list it now.
                 guard
@@ -87,7 +88,7 @@ struct TransactionHistoryReader: Sendable {
                         bundleId: app.bundleId,
                         environment: environment.rawValue,
                         originalTransactionId: purchase,
-                        on: store.sql
+                        on: database.sql
                     )
                 else { continue }
                 let (goOn, listed) = await readHistory(
@@ -241,7 +242,7 @@ struct TransactionHistoryReader: Sendable {
             let db = changes.db
             var effect = PageEffect()
             for (transaction, signed) in page {
-                try await self.store.lockPurchase(
+                try await self.notificationStore.lockPurchase(
                     environment: environment.rawValue,
                     originalTransactionId: transaction.originalTransactionId,
                     on: db

@@ -17,7 +17,10 @@ import TillStorage
 public struct ConsumptionAnswers: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
-    let store: ServerStore
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
+    /// What the ledger holds, read.
+    var purchaseStore: PurchaseStore { PurchaseStore(database: database) }
     let catalogue: Catalogue
     let jobs: JobQueue
     let events: EventLog
@@ -77,13 +80,13 @@ public struct ConsumptionAnswers: Sendable {
             state: state?.rawValue,
             before: page.after,
             limit: page.rowsToRead,
-            on: store.sql
+            on: database.sql
         )
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.notificationUuid) }
         return Page(
             items: shown.map(ConsumptionAnswer.init),
             nextCursor: nextCursor,
-            total: try await consumptionStore.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: store.sql)
+            total: try await consumptionStore.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: database.sql)
         )
     }
 
@@ -91,8 +94,8 @@ public struct ConsumptionAnswers: Sendable {
 
     /// Whether a customer (aliases resolved) consented to share consumption data with Apple.
     public func consent(bundleId: String, customerId: String) async throws -> ConsumptionConsent {
-        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
-        let stored = try await consumptionStore.consumptionConsent(bundleId: bundleId, customerId: owner, on: store.sql)
+        let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: database.sql)
+        let stored = try await consumptionStore.consumptionConsent(bundleId: bundleId, customerId: owner, on: database.sql)
         return ConsumptionConsent(
             customerId: owner,
             consented: stored?.consented ?? false,
@@ -104,7 +107,7 @@ public struct ConsumptionAnswers: Sendable {
     public func setConsent(bundleId: String, customerId: String, consented: Bool) async throws -> ConsumptionConsent {
         let now = clock.milliseconds
         let owner = try await database.transaction { db in
-            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db)
             try await self.consumptionStore.saveConsumptionConsent(
                 bundleId: bundleId,
                 customerId: owner,
@@ -127,7 +130,7 @@ public struct ConsumptionAnswers: Sendable {
         guard !claimed.isEmpty else { return 0 }
         let requests = try await consumptionStore.consumptionRequests(
             notificationUuids: claimed.map(\.jobKey),
-            on: store.sql
+            on: database.sql
         )
         let open = requests.filter(\.isOpen)
         let found = Set(open.map(\.notificationUuid))
@@ -188,15 +191,15 @@ public struct ConsumptionAnswers: Sendable {
 
     /// What the ledger, the consent and the settings say to send, as they stand now.
     private func decide(_ request: ConsumptionRequestRecord, app: ServerApp) async throws -> ConsumptionRules.Decision {
-        let db = store.sql
-        var row = try await store.transaction(
+        let db = database.sql
+        var row = try await purchaseStore.transaction(
             environment: AppStoreEnvironment(request.environment),
             transactionId: request.transactionId,
             on: db
         )
         if row == nil, let original = request.originalTransactionId {
             // A renewal the ledger has not recorded: the subscription's newest period stands for it.
-            row = try await store.transactions(
+            row = try await purchaseStore.transactions(
                 environment: AppStoreEnvironment(request.environment),
                 originalTransactionId: original,
                 on: db
@@ -214,13 +217,13 @@ public struct ConsumptionAnswers: Sendable {
                 )
             )
         }
-        row.customerId = try await store.resolve(bundleId: app.bundleId, customerId: row.customerId, on: db)
+        row.customerId = try await customerStore.resolve(bundleId: app.bundleId, customerId: row.customerId, on: db)
         let consent = try await consumptionStore.consumptionConsent(bundleId: app.bundleId, customerId: row.customerId, on: db)
         return ConsumptionRules.decide(
             ConsumptionRules.Facts(
                 row: row,
                 product: try await catalogue.products(of: app.bundleId)[request.productId ?? row.productId],
-                balances: try await store.balances(bundleId: app.bundleId, customerId: row.customerId, on: db),
+                balances: try await purchaseStore.balances(bundleId: app.bundleId, customerId: row.customerId, on: db),
                 consented: consent?.consented ?? false,
                 settings: app.consumption
             )
@@ -316,7 +319,7 @@ public struct ConsumptionAnswers: Sendable {
     private func recordSent(_ request: ConsumptionRequestRecord, body: String, in changes: ChangeSet) async throws {
         var owner: String?
         if let customerId = request.customerId {
-            owner = try await store.resolve(bundleId: request.bundleId, customerId: customerId, on: changes.db)
+            owner = try await customerStore.resolve(bundleId: request.bundleId, customerId: customerId, on: changes.db)
         }
         var event = PendingEvent(
             .consumption_answerSent,

@@ -20,7 +20,8 @@ public struct ContentUpload: Sendable, Hashable {
 public struct ContentDelivery: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
-    let store: ServerStore
+    /// The product catalogues.
+    var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
     let catalogue: Catalogue
     let customers: Customers
     let clock: ServerClock
@@ -48,7 +49,7 @@ public struct ContentDelivery: Sendable {
         try Self.validateContentName(name)
         let contentType = try Self.validateContentType(contentType)
         let limit = configuration.content.maxUploadBytes
-        _ = try await productForContent(bundleId: bundleId, productId: productId, on: store.sql)
+        _ = try await productForContent(bundleId: bundleId, productId: productId, on: database.sql)
         if let declaredLength, declaredLength > limit {
             throw ContentRefusal(.bodyTooLarge, "a content file has at most \(limit) bytes")
         }
@@ -63,7 +64,7 @@ public struct ContentDelivery: Sendable {
                 let previous = index.map { product.content[$0] }
                 if let index { product.content[index] = file } else { product.content.append(file) }
                 product.updatedAt = now
-                try await self.store.save(product, on: db)
+                try await self.catalogueStore.save(product, on: db)
                 return previous
             }
         } catch {
@@ -80,7 +81,7 @@ public struct ContentDelivery: Sendable {
         defer { catalogue.changed() }
         let now = clock.milliseconds
         let removed = try await database.transaction { db -> ContentFile in
-            guard var product = try await self.store.product(bundleId: bundleId, productId: productId, on: db) else {
+            guard var product = try await self.catalogueStore.product(bundleId: bundleId, productId: productId, on: db) else {
                 throw ContentRefusal(.productNotFound, "no product \(productId)")
             }
             guard let index = product.content.firstIndex(where: { $0.name == name }) else {
@@ -88,7 +89,7 @@ public struct ContentDelivery: Sendable {
             }
             let removed = product.content.remove(at: index)
             product.updatedAt = now
-            try await self.store.save(product, on: db)
+            try await self.catalogueStore.save(product, on: db)
             return removed
         }
         await collectBlob(removed.sha256)
@@ -96,7 +97,7 @@ public struct ContentDelivery: Sendable {
 
     /// A product's files, in upload order.
     public func content(bundleId: String, productId: String) async throws -> [ContentFile] {
-        guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
             throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         return product.content
@@ -106,7 +107,7 @@ public struct ContentDelivery: Sendable {
     public func downloads(bundleId: String, customerId: String, productId: String, name: String?) async throws
         -> [ContentDownload]
     {
-        guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
             throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         var files = product.content
@@ -129,7 +130,7 @@ public struct ContentDelivery: Sendable {
                 kind: .downloadsIssued,
                 detail: "\(productId): " + files.map(\.name).joined(separator: ", ")
             ),
-            on: store.sql
+            on: database.sql
         )
         return files.map { file in
             let link = DownloadLink(
@@ -181,7 +182,7 @@ public struct ContentDelivery: Sendable {
         case .invalid(.expired):
             throw ContentRefusal(.urlExpired, "this download URL has expired; ask for a new one")
         }
-        let listing = try await store.products(bundleId: bundleId, on: store.sql).filter { product in
+        let listing = try await catalogueStore.products(bundleId: bundleId, on: database.sql).filter { product in
             product.content.contains { $0.sha256 == link.sha256 && $0.name == link.name }
         }
         guard let file = listing.first?.content.first(where: { $0.sha256 == link.sha256 && $0.name == link.name })
@@ -201,7 +202,7 @@ public struct ContentDelivery: Sendable {
     private func collectBlob(_ sha256: String) async {
         do {
             try await blobs.collect(sha256) {
-                try await !self.store.products(referencingContent: sha256, on: self.store.sql).isEmpty
+                try await !self.catalogueStore.products(referencingContent: sha256, on: self.database.sql).isEmpty
             }
         } catch {
             logger.warning("content file \(sha256) could not be deleted: \(error)")
@@ -211,7 +212,7 @@ public struct ContentDelivery: Sendable {
     private func productForContent(bundleId: String, productId: String, on db: any SQLDatabase) async throws
         -> CatalogProduct
     {
-        guard let product = try await store.product(bundleId: bundleId, productId: productId, on: db) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: db) else {
             throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         guard product.type != .consumable else {

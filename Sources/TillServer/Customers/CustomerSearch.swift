@@ -58,7 +58,7 @@ extension Customers {
                 on: db
             ) {
                 if aliasOf != nil {
-                    let account = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
+                    let account = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db)
                     add(CustomerMatch(customerId: account, matchedBy: .guestId, detail: customerId))
                 } else {
                     add(

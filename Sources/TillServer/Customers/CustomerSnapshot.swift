@@ -19,11 +19,12 @@ struct CustomerSnapshot: Sendable {
     static let recentConsumables = 10
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`: the purchases that may
-    /// grant access and the latest consumables (`ServerStore.holdings`), the balances, the renewal states.
-    static func read(bundleId: String, owner: String, store: ServerStore, on db: any SQLDatabase) async throws
+    /// grant access and the latest consumables (`PurchaseStore.holdings`), the balances, the renewal states.
+    static func read(bundleId: String, owner: String, database: TillDatabase, on db: any SQLDatabase) async throws
         -> CustomerSnapshot
     {
-        let ledger = try await store.holdings(
+        let purchaseStore = PurchaseStore(database: database)
+        let ledger = try await purchaseStore.holdings(
             bundleId: bundleId,
             customerId: owner,
             recentConsumables: recentConsumables,
@@ -32,8 +33,8 @@ struct CustomerSnapshot: Sendable {
         return CustomerSnapshot(
             owner: owner,
             ledger: ledger,
-            balances: try await store.balances(bundleId: bundleId, customerId: owner, on: db),
-            states: try await subscriptionStates(of: ledger, bundleId: bundleId, store: store, on: db)
+            balances: try await purchaseStore.balances(bundleId: bundleId, customerId: owner, on: db),
+            states: try await subscriptionStates(of: ledger, bundleId: bundleId, database: database, on: db)
         )
     }
 
@@ -51,7 +52,7 @@ struct CustomerSnapshot: Sendable {
     static func subscriptionStates(
         of ledger: [LedgerRecord],
         bundleId: String,
-        store: ServerStore,
+        database: TillDatabase,
         on db: any SQLDatabase
     ) async throws -> [SubscriptionStateRecord] {
         let subscriptions = Set(
@@ -59,7 +60,7 @@ struct CustomerSnapshot: Sendable {
             ledger.filter { $0.productType == .autoRenewable || $0.expiresDate != nil }.map(SubscriptionKey.init)
         )
         guard !subscriptions.isEmpty else { return [] }
-        return try await store.subscriptionStates(
+        return try await NotificationStore(database: database).subscriptionStates(
             bundleId: bundleId,
             originalTransactionIds: Array(Set(subscriptions.map(\.originalTransactionId))).sorted(),
             on: db

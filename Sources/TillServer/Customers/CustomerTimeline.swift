@@ -40,8 +40,8 @@ extension Customers {
     /// is read on its own index.
     public func timeline(bundleId: String, customerId: String, limit: Int = 50) async throws -> CustomerTimeline {
         try await database.read { db in
-            let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            let guests = try await store.guests(bundleId: bundleId, customerId: owner, on: db)
+            let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            let guests = try await customerStore.guests(bundleId: bundleId, customerId: owner, on: db)
             let ids = [owner] + guests
             var entries: [TimelineEntry] = []
             for record in try await timelineStore.newestEvents(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {

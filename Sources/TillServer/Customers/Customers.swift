@@ -10,7 +10,10 @@ import TillStorage
 /// bytes `GET /v1/customers/{id}` answers.
 public struct Customers: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
+    /// What the ledger holds, read.
+    var purchaseStore: PurchaseStore { PurchaseStore(database: database) }
     let catalogue: Catalogue
     let ledger: Ledger
     let clock: ServerClock
@@ -104,7 +107,7 @@ public struct Customers: Sendable {
     {
         try await snapshot(
             bundleId: bundleId,
-            owner: try await store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+            owner: try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db),
             on: db
         )
     }
@@ -112,9 +115,9 @@ public struct Customers: Sendable {
     /// The ledger rows of a customer's account (a guest id resolves to it), oldest first: the console's purchases.
     func ledgerRows(bundleId: String, customerId: String) async throws -> [LedgerRecord] {
         try await database.read { db in
-            try await self.store.transactions(
+            try await self.purchaseStore.transactions(
                 bundleId: bundleId,
-                customerId: try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+                customerId: try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db),
                 on: db
             )
         }
@@ -122,7 +125,7 @@ public struct Customers: Sendable {
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
     func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
-        try await CustomerSnapshot.read(bundleId: bundleId, owner: owner, store: store, on: db)
+        try await CustomerSnapshot.read(bundleId: bundleId, owner: owner, database: database, on: db)
     }
 
     /// Links a guest (an anonymous device id that bought before signing in) to an account: the guest's own
@@ -142,15 +145,15 @@ public struct Customers: Sendable {
         let now = clock.milliseconds
         try await ledger.transaction(source: .app()) { changes in
             let db = changes.db
-            try await self.store.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
-            try await self.store.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
-            if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
+            try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
+            try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
+            if let owner = try await self.customerStore.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
                 throw CustomerRefusal(
                     .accountIsAGuest,
                     "\(accountId) is a guest id linked to \(owner): link guests to \(owner)"
                 )
             }
-            if let owner = try await self.store.aliasOf(bundleId: bundleId, customerId: guestId, on: db) {
+            if let owner = try await self.customerStore.aliasOf(bundleId: bundleId, customerId: guestId, on: db) {
                 guard owner == accountId else {
                     throw CustomerRefusal(
                         .guestLinkedElsewhere,
@@ -159,7 +162,7 @@ public struct Customers: Sendable {
                 }
                 return  // linked already: nothing changes
             }
-            guard try await !self.store.hasGuests(bundleId: bundleId, customerId: guestId, on: db) else {
+            guard try await !self.customerStore.hasGuests(bundleId: bundleId, customerId: guestId, on: db) else {
                 throw CustomerRefusal(
                     .guestIsAnAccount,
                     "\(guestId) has guests linked to it: accounts are never merged"

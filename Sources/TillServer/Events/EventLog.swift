@@ -21,7 +21,8 @@ import TillStorage
 /// and the deliveries of one customer go out in the order their changes were made.
 public struct EventLog: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
     let catalogue: Catalogue
     let clock: ServerClock
     /// Signalled after a commit that wrote events (the webhook dispatcher waits on it).
@@ -113,13 +114,13 @@ public struct EventLog: Sendable {
             snapshot = try await CustomerSnapshot.read(
                 bundleId: key.bundleId,
                 owner: key.customerId,
-                store: store,
+                database: database,
                 on: db
             )
         }
         return Components.Schemas.EventCustomer(
             id: key.customerId,
-            aliases: try await store.guests(bundleId: key.bundleId, customerId: key.customerId, on: db),
+            aliases: try await customerStore.guests(bundleId: key.bundleId, customerId: key.customerId, on: db),
             entitlements: snapshot.entitlements(
                 catalogue: try await catalogue.products(of: key.bundleId, on: db),
                 now: now
@@ -160,8 +161,8 @@ public struct EventLog: Sendable {
             guard let bundleId else {
                 throw EventRefusal(.bundleIdRequired, "customerId needs the bundleId of its app")
             }
-            let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
-            customers = [owner] + (try await store.guests(bundleId: bundleId, customerId: owner, on: store.sql))
+            let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: database.sql)
+            customers = [owner] + (try await customerStore.guests(bundleId: bundleId, customerId: owner, on: database.sql))
         }
         let records = try await eventStore.events(
             after: start,
@@ -169,7 +170,7 @@ public struct EventLog: Sendable {
             bundleId: bundleId,
             customerIds: customers,
             type: type,
-            on: store.sql
+            on: database.sql
         )
         let shown = records.prefix(limit)
         var writer = JSONWriter(capacity: 256 + shown.reduce(0) { $0 + $1.body.utf8.count + 1 })

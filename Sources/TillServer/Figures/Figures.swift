@@ -17,7 +17,6 @@ import TillStorage
 /// `FiguresWorker` folds every second; a reader folds what is left before it reads, so it sees every committed change.
 public struct Figures: Sendable {
     let database: TillDatabase
-    let store: ServerStore
     /// The figures' own tables: the journal, the daily figures and the subscription periods.
     var figureStore: FigureStore { FigureStore(database: database) }
     let clock: ServerClock
@@ -26,9 +25,8 @@ public struct Figures: Sendable {
     /// take an advisory lock, for other processes).
     let folding: AsyncLock
 
-    init(database: TillDatabase, store: ServerStore, clock: ServerClock, logger: Logger) {
+    init(database: TillDatabase, clock: ServerClock, logger: Logger) {
         self.database = database
-        self.store = store
         self.clock = clock
         self.logger = logger
         self.folding = AsyncLock()
@@ -167,7 +165,7 @@ public struct Figures: Sendable {
                 fromDay: firstDay,
                 toDay: lastDay,
                 measures: FigureMeasure.money,
-                on: store.sql
+                on: database.sql
             ) {
                 entries.append((figure.day, figure.productId, figure.currency, figure.amount, figure.entries))
             }

@@ -13,7 +13,10 @@ import TillStorage
 /// app gets its customer back at once, and may wait (`?wait=`) for the queue to settle it.
 public struct Intake: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
+    /// What the ledger holds, read.
+    var purchaseStore: PurchaseStore { PurchaseStore(database: database) }
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
@@ -61,7 +64,7 @@ public struct Intake: Sendable {
             guard !key.isEmpty, key.count <= 200 else {
                 throw IntakeRefusal(.invalidIdempotencyKey, "an idempotency key has 1 to 200 characters")
             }
-            if let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql) {
+            if let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: database.sql) {
                 return try await replay(existing, payload: input.payload, app: app)
             }
         }
@@ -81,7 +84,7 @@ public struct Intake: Sendable {
             {
                 return nil  // a concurrent resend won the race; answer with its submission below
             }
-            let owner = try await self.store.admit(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
+            let owner = try await self.customerStore.admit(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
             var submission = SubmissionRecord(
                 id: id,
                 bundleId: app.bundleId,
@@ -133,7 +136,7 @@ public struct Intake: Sendable {
         guard let (submission, refused, customer) = outcome else {
             // A resend with the same idempotency key committed first: answer with its submission.
             guard let key = request.idempotencyKey,
-                let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: store.sql)
+                let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: database.sql)
             else { throw IntakeRefusal(.submissionLost, "the submission could not be recorded") }
             return try await replay(existing, payload: input.payload, app: app)
         }
@@ -160,7 +163,7 @@ public struct Intake: Sendable {
     /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
     private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
     {
-        guard try await submissionStore.payload(submissionId: existing.id, on: store.sql) == payload else {
+        guard try await submissionStore.payload(submissionId: existing.id, on: database.sql) == payload else {
             throw IntakeRefusal(.idempotencyKeyReused, "the idempotency key was used for another submission")
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
@@ -168,10 +171,10 @@ public struct Intake: Sendable {
         let ids = existing.transactionIds.ids
         var refused: [RefusedTransaction] = []
         for id in ids {
-            if let row = try await store.transaction(
+            if let row = try await purchaseStore.transaction(
                 environment: existing.environment,
                 transactionId: id,
-                on: store.sql
+                on: database.sql
             ),
                 row.customerId != existing.customerId
             {
@@ -233,7 +236,7 @@ public struct Intake: Sendable {
 
     /// A submission, as the app polls it.
     public func submission(id: String, bundleId: String) async throws -> SubmissionView {
-        guard let record = try await submissionStore.submission(id: id, on: store.sql), record.bundleId == bundleId else {
+        guard let record = try await submissionStore.submission(id: id, on: database.sql), record.bundleId == bundleId else {
             throw IntakeRefusal(.submissionNotFound, "no submission \(id)")
         }
         return SubmissionView(record)

@@ -36,7 +36,7 @@ extension Ledger {
         let now = clock.milliseconds
         for id in transactionIds.sorted() {
             guard
-                var row = try await store.transaction(
+                var row = try await purchaseStore.transaction(
                     environment: submission.environment,
                     transactionId: id,
                     on: changes.db
@@ -61,7 +61,7 @@ extension Ledger {
         in changes: ChangeSet
     ) async throws {
         let now = clock.milliseconds
-        for var row in try await store.transactions(submissionId: submission.id, on: changes.db)
+        for var row in try await purchaseStore.transactions(submissionId: submission.id, on: changes.db)
         where !row.confirmed && row.revocationDate == nil {
             row.revocationDate = now
             row.revocationReason = .rejected
@@ -116,7 +116,7 @@ extension Ledger {
             row.revocationDate = nil
             row.revocationReason = nil
             row.revocationDetail = nil
-            for entry in try await store.balanceEntries(
+            for entry in try await purchaseStore.balanceEntries(
                 bundleId: row.bundleId,
                 reference: Self.reference("revoke", of: row),
                 on: changes.db
@@ -158,7 +158,7 @@ extension Ledger {
         in changes: ChangeSet
     ) async throws -> Components.Schemas.Money? {
         guard
-            let booked = try await store.financeEntry(
+            let booked = try await purchaseStore.financeEntry(
                 environment: row.environment,
                 transactionId: row.transactionId,
                 kind: kind,

@@ -24,12 +24,12 @@ extension Ledger {
     /// original transaction (a renewal belongs to whoever owns the subscription). Nil when no one does yet: no
     /// customer is ever invented.
     func owner(of transaction: PurchaseTransaction, bundleId: String, on db: any SQLDatabase) async throws -> String? {
-        if let row = try await store.transaction(
+        if let row = try await purchaseStore.transaction(
             environment: transaction.environment,
             transactionId: transaction.transactionId,
             on: db
         ), row.bundleId == bundleId {
-            return try await store.resolve(bundleId: bundleId, customerId: row.customerId, on: db)
+            return try await customerStore.resolve(bundleId: bundleId, customerId: row.customerId, on: db)
         }
         return try await owner(
             originalTransactionId: transaction.originalTransactionId,
@@ -47,13 +47,13 @@ extension Ledger {
         bundleId: String,
         on db: any SQLDatabase
     ) async throws -> String? {
-        let rows = try await store.transactions(
+        let rows = try await purchaseStore.transactions(
             environment: environment,
             originalTransactionId: originalTransactionId,
             on: db
         ).filter { $0.bundleId == bundleId }
         guard let newest = rows.last else { return nil }
-        return try await store.resolve(bundleId: bundleId, customerId: newest.customerId, on: db)
+        return try await customerStore.resolve(bundleId: bundleId, customerId: newest.customerId, on: db)
     }
 
     /// Applies a transaction of the owner's read from Apple's Transaction History, as a notification carrying it
@@ -72,7 +72,7 @@ extension Ledger {
         now: Int64,
         in changes: ChangeSet
     ) async throws -> HistoryEffect {
-        let before = try await store.transaction(
+        let before = try await purchaseStore.transaction(
             environment: transaction.environment,
             transactionId: transaction.transactionId,
             on: changes.db

@@ -47,8 +47,8 @@ extension Ledger {
             environment: environment
         )
         try await self.transaction(source: .operator(note: note)) { changes in
-            try await self.store.ensureCustomer(bundleId: bundleId, customerId: customerId, at: now, on: changes.db)
-            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: changes.db)
+            try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: customerId, at: now, on: changes.db)
+            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: changes.db)
             var free = product
             free.price = nil  // a grant books no money
             try await self.post(
@@ -81,8 +81,8 @@ extension Ledger {
         let note = try Self.validated(note: note)
         let now = clock.milliseconds
         try await self.transaction(source: .operator(note: note)) { changes in
-            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: changes.db)
-            let rows = try await self.store.transactions(
+            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: changes.db)
+            let rows = try await self.purchaseStore.transactions(
                 bundleId: bundleId,
                 customerId: owner,
                 transactionId: transactionId,

@@ -39,7 +39,7 @@ extension Ledger {
     ) async throws {
         let product = catalogue[transaction.productId]
         var row: LedgerRecord
-        if let existing = try await store.transaction(
+        if let existing = try await purchaseStore.transaction(
             environment: transaction.environment,
             transactionId: transaction.transactionId,
             on: changes.db
@@ -99,7 +99,7 @@ extension Ledger {
         catalogue: [String: CatalogProduct],
         in changes: ChangeSet
     ) async throws {
-        let booked = try await store.financeEntry(
+        let booked = try await purchaseStore.financeEntry(
             environment: row.environment,
             transactionId: row.transactionId,
             kind: .purchase,
@@ -169,7 +169,7 @@ extension Ledger {
 
     /// An upgrade starts at once: the periods of the subscription still running when it began are upgraded away.
     private func markUpgraded(before upgrade: LedgerRecord, now: Int64, in changes: ChangeSet) async throws {
-        for var row in try await store.transactions(
+        for var row in try await purchaseStore.transactions(
             environment: upgrade.environment,
             originalTransactionId: upgrade.originalTransactionId,
             on: changes.db

@@ -19,7 +19,7 @@ extension Ledger {
         notificationType: NotificationType,
         in changes: ChangeSet
     ) async throws {
-        let previous = try await store.subscriptionState(
+        let previous = try await notificationStore.subscriptionState(
             environment: state.environment.rawValue,
             originalTransactionId: state.originalTransactionId,
             on: changes.db
@@ -32,7 +32,7 @@ extension Ledger {
             subtype: notificationSubtype
         )
         guard !happened.isEmpty else { return }
-        let periods = try await store.transactions(
+        let periods = try await purchaseStore.transactions(
             environment: state.environment,
             originalTransactionId: state.originalTransactionId,
             on: changes.db

@@ -48,17 +48,17 @@ extension Ledger {
         let now = clock.milliseconds
         return try await transaction(source: source) { changes in
             let db = changes.db
-            let owner = try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db)
-            if let done = try await self.store.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
+            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            if let done = try await self.purchaseStore.balanceEntries(bundleId: bundleId, reference: reference, on: db).first {
                 guard done.credit == credit, done.delta == delta else {
                     throw LedgerRefusal(
                         .requestIdReused,
                         "request \(requestId) of \(customerId) moved \(done.delta) \(done.credit); a resend must be the same change"
                     )
                 }
-                return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
+                return try await self.purchaseStore.balances(bundleId: bundleId, customerId: owner, on: db)
             }
-            let balance = try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
+            let balance = try await self.purchaseStore.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
             guard balance + delta >= 0 else {
                 throw LedgerRefusal(
                     .insufficientBalance,
@@ -77,7 +77,7 @@ extension Ledger {
             var event = PendingEvent(type, bundleId: bundleId, customerId: owner, occurredAt: now)
             event.balanceChanges = [credit: delta]
             changes.record(event)
-            return try await self.store.balances(bundleId: bundleId, customerId: owner, on: db)
+            return try await self.purchaseStore.balances(bundleId: bundleId, customerId: owner, on: db)
         }
     }
 

@@ -18,15 +18,19 @@ import TillStorage
 /// nothing else holds (`LayoutTests.onlyTheLedgerWritesMoneyCreditsAndAccess`).
 public struct Ledger: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
+    /// What the ledger holds, read.
+    var purchaseStore: PurchaseStore { PurchaseStore(database: database) }
+    /// Apple's notifications, the purchase lock and the renewal states.
+    var notificationStore: NotificationStore { NotificationStore(database: database) }
     let events: EventLog
     let clock: ServerClock
     /// The ledger's writes.
     let writes: LedgerStore
 
-    init(database: TillDatabase, store: ServerStore, events: EventLog, clock: ServerClock) {
+    init(database: TillDatabase, events: EventLog, clock: ServerClock) {
         self.database = database
-        self.store = store
         self.events = events
         self.clock = clock
         self.writes = LedgerStore(database: database)
@@ -98,14 +102,14 @@ public struct Ledger: Sendable {
         for transaction in transactions {
             let product = catalogue[transaction.productId]
             // One decision per purchase at a time: a notification about it waits for this one (PostgreSQL).
-            try await store.lockPurchase(
+            try await notificationStore.lockPurchase(
                 environment: transaction.environment.rawValue,
                 originalTransactionId: transaction.originalTransactionId,
                 on: db
             )
             // The purchase's rows, read once: the transaction's own row is among them if it was seen before (a
             // transaction's original id is part of Apple's signed data, so its row is found by it).
-            let rows = try await store.transactions(
+            let rows = try await purchaseStore.transactions(
                 environment: transaction.environment,
                 originalTransactionId: transaction.originalTransactionId,
                 on: db
@@ -131,7 +135,7 @@ public struct Ledger: Sendable {
                     now: now,
                     in: changes
                 )
-                existing = try await store.transaction(
+                existing = try await purchaseStore.transaction(
                     environment: transaction.environment,
                     transactionId: transaction.transactionId,
                     on: db
@@ -197,7 +201,7 @@ public struct Ledger: Sendable {
         in changes: ChangeSet
     ) async throws {
         var moved: [String] = []
-        for var row in try await store.transactions(
+        for var row in try await purchaseStore.transactions(
             environment: environment,
             originalTransactionId: originalTransactionId,
             on: changes.db

@@ -44,7 +44,10 @@ struct VerifiedNotification: Sendable {
 /// before anyone owns its purchase waits, and is applied when a submission records it (`applyWaitingNotifications`).
 public struct NotificationIntake: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// Apple's notifications, the purchase lock and the renewal states.
+    var notificationStore: NotificationStore { NotificationStore(database: database) }
+    /// The apps Till serves.
+    var serverAppStore: ServerAppStore { ServerAppStore(database: database) }
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
@@ -86,7 +89,7 @@ public struct NotificationIntake: Sendable {
     private func receiveVerified(_ notification: inout VerifiedNotification, recoveredByCatchUp: Bool) async throws
         -> NotificationResult
     {
-        guard let app = try await store.app(bundleId: notification.bundleId, on: store.sql) else {
+        guard let app = try await serverAppStore.app(bundleId: notification.bundleId, on: database.sql) else {
             // Not acknowledged: Apple retries (production: 5 times over 3 days), which gives an operator time
             // to register the app, and App Store Connect shows the failures.
             logger.warning("notification \(notification.uuid) for unknown app \(notification.bundleId)")
@@ -129,8 +132,8 @@ public struct NotificationIntake: Sendable {
                 decoded: verified.decodedJSON
             )
             // The UUID goes in first: a concurrent delivery of the same notification waits on it, then sees it.
-            guard try await self.store.insertOnce(record, on: db) else {
-                let first = try await self.store.notification(uuid: verified.uuid, on: db)
+            guard try await self.notificationStore.insertOnce(record, on: db) else {
+                let first = try await self.notificationStore.notification(uuid: verified.uuid, on: db)
                 return NotificationResult(
                     status: .duplicate,
                     notificationUUID: verified.uuid,
@@ -148,7 +151,7 @@ public struct NotificationIntake: Sendable {
             record.customerId = customerId
             record.detail = detail
             record.signedPayload = outcome == .unmatched ? verified.signedPayload : nil
-            try await self.store.update(record, on: db)
+            try await self.notificationStore.update(record, on: db)
             let status: NotificationStatus =
                 switch outcome {
                 case .applied, .recorded: .applied
@@ -178,7 +181,7 @@ public struct NotificationIntake: Sendable {
             type: type,
             before: page.after,
             limit: page.rowsToRead,
-            on: store.sql
+            on: database.sql
         )
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.receivedAt, text: $0.notificationUuid) }
         return (shown, nextCursor)
@@ -186,7 +189,7 @@ public struct NotificationIntake: Sendable {
 
     /// One notification of the app, as it was recorded (decoded since migration 020).
     func recorded(bundleId: String, uuid: String) async throws -> NotificationRecord {
-        guard let record = try await store.notification(uuid: uuid, on: store.sql), record.bundleId == bundleId else {
+        guard let record = try await notificationStore.notification(uuid: uuid, on: database.sql), record.bundleId == bundleId else {
             throw NotificationRefusal(.notificationNotFound, "no notification \(uuid)")
         }
         return record
@@ -293,7 +296,7 @@ public struct NotificationIntake: Sendable {
         guard let original = transaction?.originalTransactionId ?? notification.renewal?.originalTransactionId else {
             return (.recorded, nil, nil)
         }
-        try await store.lockPurchase(environment: environment.rawValue, originalTransactionId: original, on: db)
+        try await notificationStore.lockPurchase(environment: environment.rawValue, originalTransactionId: original, on: db)
         let owner: String?
         if let transaction {
             owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)
@@ -364,7 +367,7 @@ public struct NotificationIntake: Sendable {
         now: Int64,
         in changes: ChangeSet
     ) async throws {
-        for var record in try await store.unmatchedNotifications(
+        for var record in try await notificationStore.unmatchedNotifications(
             environment: environment.rawValue,
             originalTransactionId: originalTransactionId,
             on: changes.db
@@ -381,7 +384,7 @@ public struct NotificationIntake: Sendable {
             record.customerId = customerId
             record.detail = detail ?? "applied when a submission recorded the purchase"
             record.signedPayload = nil
-            try await store.update(record, on: changes.db)
+            try await notificationStore.update(record, on: changes.db)
             logger.info(
                 "notification \(record.type) \(record.notificationUuid): applied once the purchase was submitted"
             )

@@ -32,14 +32,14 @@ extension Offers {
                 throw OfferRefusal(.invalidAppAccountToken, "appAccountToken has 1 to 255 characters")
             }
         }
-        guard let product = try await store.product(bundleId: app.bundleId, productId: request.productId, on: store.sql)
+        guard let product = try await catalogueStore.product(bundleId: app.bundleId, productId: request.productId, on: database.sql)
         else { throw OfferRefusal(.productNotFound, "no product \(request.productId)") }
         guard
             let offer = try await offerStore.offer(
                 bundleId: app.bundleId,
                 productId: request.productId,
                 offerIdentifier: request.offerIdentifier,
-                on: store.sql
+                on: database.sql
             ), let group = OfferRules.group(of: product)
         else {
             throw OfferRefusal(.offerNotFound, "no offer \(request.offerIdentifier) for \(request.productId)")
@@ -127,7 +127,7 @@ extension Offers {
             bundleId: app.bundleId,
             customerId: customer.owner,
             group: group,
-            on: store.sql
+            on: database.sql
         )
         let decision = OfferRules.introductoryOffer(customer.history, override: override?.allowIntroductoryOffer)
         let now = clock.milliseconds
@@ -187,7 +187,7 @@ extension Offers {
         let snapshot = try await database.read { db in
             try await self.customers.snapshot(
                 bundleId: app.bundleId,
-                owner: try await self.store.resolve(bundleId: app.bundleId, customerId: customerId, on: db),
+                owner: try await self.customerStore.resolve(bundleId: app.bundleId, customerId: customerId, on: db),
                 on: db
             )
         }
@@ -214,7 +214,7 @@ extension Offers {
         logger.info("\(kind.rawValue): \(app.bundleId) \(customerId) \(detail)")
         try await timelineStore.insert(
             CustomerActivity(bundleId: app.bundleId, customerId: customerId, at: now, kind: kind, detail: detail),
-            on: store.sql
+            on: database.sql
         )
     }
 }

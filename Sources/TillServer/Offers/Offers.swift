@@ -12,7 +12,10 @@ import TillStorage
 /// (`OfferSigner`). It never signs for a product or an offer its catalogue does not have.
 public struct Offers: Sendable {
     let database: TillDatabase
-    let store: ServerStore
+    /// The product catalogues.
+    var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
+    /// The customers and their aliases.
+    var customerStore: CustomerStore { CustomerStore(database: database) }
     let catalogue: Catalogue
     let customers: Customers
     /// The AppTransaction each customer's app sent: its id names a customer the ledger has no purchase of.
@@ -66,11 +69,11 @@ public struct Offers: Sendable {
     public func offers(bundleId: String, productId: String, page: PageRequest = PageRequest()) async throws
         -> Page<Components.Schemas.Offer>
     {
-        guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         return Page.of(
-            try await offerStore.offers(bundleId: bundleId, productId: productId, on: store.sql).map {
+            try await offerStore.offers(bundleId: bundleId, productId: productId, on: database.sql).map {
                 Self.view($0, product: product)
             },
             key: { PageKey(number: 0, text: $0.offerIdentifier) },
@@ -80,7 +83,7 @@ public struct Offers: Sendable {
 
     /// Stops signing an offer.
     public func deleteOffer(bundleId: String, productId: String, offerIdentifier: String) async throws {
-        guard try await store.product(bundleId: bundleId, productId: productId, on: store.sql) != nil else {
+        guard try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) != nil else {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         let deleted = try await database.transaction { db in
@@ -101,12 +104,12 @@ public struct Offers: Sendable {
         -> Components.Schemas.IntroductoryOfferOverride
     {
         _ = try await catalogue.app(bundleId: bundleId)
-        let owner = try await store.resolve(bundleId: bundleId, customerId: customerId, on: store.sql)
+        let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: database.sql)
         guard let record = try await offerStore.introductoryOverride(
             bundleId: bundleId,
             customerId: owner,
             group: group,
-            on: store.sql
+            on: database.sql
         ) else { throw OfferRefusal(.overrideNotFound, "no override for \(owner) in \(group)") }
         return Self.view(record)
     }
@@ -123,7 +126,7 @@ public struct Offers: Sendable {
         let record = try await database.transaction { db in
             let record = IntroductoryOverrideRecord(
                 bundleId: bundleId,
-                customerId: try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+                customerId: try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db),
                 subscriptionGroup: group,
                 allowIntroductoryOffer: allow,
                 updatedAt: now
@@ -140,7 +143,7 @@ public struct Offers: Sendable {
         let deleted = try await database.transaction { db in
             try await self.offerStore.deleteIntroductoryOverride(
                 bundleId: bundleId,
-                customerId: try await self.store.resolve(bundleId: bundleId, customerId: customerId, on: db),
+                customerId: try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db),
                 group: group,
                 on: db
             )
@@ -152,7 +155,7 @@ public struct Offers: Sendable {
 
     /// A product of the catalogue that is an auto-renewable subscription (the only kind with offers to sign).
     func subscriptionProduct(bundleId: String, productId: String) async throws -> CatalogProduct {
-        guard let product = try await store.product(bundleId: bundleId, productId: productId, on: store.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         guard OfferRules.group(of: product) != nil else {

@@ -127,7 +127,7 @@ public enum DatabaseBackup {
             }
             if !applied.isEmpty, unknown.isEmpty, report.problems.isEmpty {
                 report.problems += try await LedgerAudit.disagreements(in: database)
-                let counts = try await ServerStore(database: database).counts()
+                let counts = try await PurchaseStore(database: database).counts()
                 report.transactions = counts.transactions
                 report.customers = counts.customers
                 report.events = counts.events

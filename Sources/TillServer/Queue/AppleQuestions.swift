@@ -39,11 +39,11 @@ enum ConfirmationOutcome: Sendable {
 /// The questions a confirmation asks Apple, and Apple's answer classified once: confirmed, rejected, or retried
 /// for a `RetryCause` that the queue stores and its SQL reads.
 struct AppleQuestions: Sendable {
-    let store: ServerStore
+    let database: TillDatabase
     let verifier: LocalVerifier
     let metrics: ServerMetrics
     /// The submissions, their payloads and their attempts.
-    var submissionStore: SubmissionStore { SubmissionStore(database: store.database) }
+    var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     func ask(
         _ client: AppleClient,
@@ -68,7 +68,7 @@ struct AppleQuestions: Sendable {
     ) async -> ConfirmationOutcome {
         let payload: String
         do {
-            guard let stored = try await submissionStore.payload(submissionId: submission.id, on: store.sql) else {
+            guard let stored = try await submissionStore.payload(submissionId: submission.id, on: database.sql) else {
                 return .rejected(status: "no receipt", reason: "the submission's receipt is not in the database")
             }
             payload = stored

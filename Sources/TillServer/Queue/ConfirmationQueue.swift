@@ -18,7 +18,6 @@ import TillStorage
 public final class ConfirmationQueue: Sendable {
     let configuration: ServerConfiguration
     let database: TillDatabase
-    let store: ServerStore
     let catalogue: Catalogue
     let ledger: Ledger
     let intake: Intake
@@ -42,7 +41,6 @@ public final class ConfirmationQueue: Sendable {
     init(
         configuration: ServerConfiguration,
         database: TillDatabase,
-        store: ServerStore,
         catalogue: Catalogue,
         ledger: Ledger,
         intake: Intake,
@@ -55,12 +53,11 @@ public final class ConfirmationQueue: Sendable {
     ) {
         self.configuration = configuration
         self.database = database
-        self.store = store
         self.catalogue = catalogue
         self.ledger = ledger
         self.intake = intake
         self.jobs = jobs
-        self.questions = AppleQuestions(store: store, verifier: verifier, metrics: metrics)
+        self.questions = AppleQuestions(database: database, verifier: verifier, metrics: metrics)
         self.signals = signals
         self.metrics = metrics
         self.clock = clock
@@ -82,7 +79,7 @@ public final class ConfirmationQueue: Sendable {
         let claimed = try await jobs.claim(.confirmation, limit: limit, lease: lease)
         guard !claimed.isEmpty else { return [] }
         let due = Dictionary(claimed.map { ($0.jobKey, $0.dueAt) }, uniquingKeysWith: min)
-        let submissions = try await submissionStore.submissions(ids: claimed.map(\.jobKey), on: store.sql)
+        let submissions = try await submissionStore.submissions(ids: claimed.map(\.jobKey), on: database.sql)
         let open = submissions.filter { !$0.state.isSettled }
         let found = Set(open.map(\.id))
         let stale = claimed.map(\.jobKey).filter { !found.contains($0) }
@@ -263,12 +260,12 @@ public final class ConfirmationQueue: Sendable {
 
     /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
     public func submissions(state: String, page: PageRequest = PageRequest()) async throws -> Page<SubmissionView> {
-        let records = try await submissionStore.submissions(state: state, after: page.after, limit: page.rowsToRead, on: store.sql)
+        let records = try await submissionStore.submissions(state: state, after: page.after, limit: page.rowsToRead, on: database.sql)
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
         return Page(
             items: shown.map(SubmissionView.init),
             nextCursor: nextCursor,
-            total: try await submissionStore.count(state: state, on: store.sql)
+            total: try await submissionStore.count(state: state, on: database.sql)
         )
     }
 
@@ -281,10 +278,10 @@ public final class ConfirmationQueue: Sendable {
             state: state.rawValue,
             after: page.after,
             limit: page.rowsToRead,
-            on: store.sql
+            on: database.sql
         )
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
-        return (shown, nextCursor, try await submissionStore.count(state: state.rawValue, on: store.sql))
+        return (shown, nextCursor, try await submissionStore.count(state: state.rawValue, on: database.sql))
     }
 
     /// How many submissions wait in each unsettled state, and since when the oldest of them.

@@ -13,7 +13,7 @@ import TillStorage
 struct LedgerStore: Sendable {
     let database: TillDatabase
 
-    private static var encoding: SQLQueryEncoder { ServerStore.encoding }
+    private static var encoding: SQLQueryEncoder { ColumnNames.encoder }
 
     // MARK: Transactions
 
@@ -56,14 +56,14 @@ struct LedgerStore: Sendable {
                 WHERE submission_id = \(bind: submissionId) AND environment = \(bind: from.rawValue))
             RETURNING bundle_id, product_id, amount, currency, occurred_at, kind
             """
-        ).all(decoding: MovedMoney.self, with: ServerStore.decoding)
+        ).all(decoding: MovedMoney.self, with: ColumnNames.decoder)
         let rows = try await changes.db.raw(
             """
             UPDATE srv_transactions SET environment = \(bind: environment.rawValue)
             WHERE submission_id = \(bind: submissionId) AND environment = \(bind: from.rawValue)
             RETURNING *
             """
-        ).all(decoding: LedgerRecord.self, with: ServerStore.decoding)
+        ).all(decoding: LedgerRecord.self, with: ColumnNames.decoder)
         for entry in money {
             for (place, sign) in [(from, Int64(-1)), (environment, 1)] {
                 changes.journal([

@@ -2,6 +2,11 @@ import TillStorage
 
 /// The verification server's tables. Times are BIGINT milliseconds since 1970; JSON documents are TEXT.
 enum ServerSchema {
+    /// Brings `database` to this build's schema (refusing one a newer build wrote).
+    static func migrate(_ database: TillDatabase) async throws {
+        try await database.migrate(migrations, schema: name)
+    }
+
     static let name = "server"
 
     // The values each enum column may hold, as its CHECK constraint lists them. A migration keeps the list it was

@@ -43,7 +43,7 @@ struct TimelineStore: ServerSQLStore {
         // (a condition on the environments alone let it walk the whole primary key: 0.5 s on a million).
         var byOriginal: [LedgerRecord] = []
         for environment in AppStoreEnvironment.known where byOriginal.count < limit {
-            byOriginal += try await ServerStore(database: database).transactions(
+            byOriginal += try await PurchaseStore(database: database).transactions(
                 environment: environment,
                 originalTransactionId: id,
                 on: db

@@ -138,7 +138,7 @@ public struct WebhookEndpoints: Sendable {
         jobs.wake(.delivery)
     }
 
-    /// An app's endpoint (`locking`: for a change, see `ServerStore.webhookEndpoint(id:locking:on:)`); 404 when the
+    /// An app's endpoint (`locking`: for a change, see `WebhookStore.webhookEndpoint(id:locking:on:)`); 404 when the
     /// app or the endpoint is unknown (read on `db`: it may be a transaction's connection).
     func record(bundleId: String, id: String, locking: Bool = false, on db: any SQLDatabase) async throws
         -> WebhookEndpointRecord

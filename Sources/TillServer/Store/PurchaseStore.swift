@@ -4,9 +4,11 @@ import TillContract
 import TillCore
 import TillStorage
 
-// What the ledger holds, read. Everything that writes it is `LedgerStore`, which only the ledger holds
-// (`LayoutTests.onlyTheLedgerWritesMoneyCreditsAndAccess`).
-extension ServerStore {
+/// What the ledger holds, read: transactions, balances, the books. Everything that writes it is `LedgerStore`,
+/// which only the ledger holds (`LayoutTests.onlyTheLedgerWritesMoneyCreditsAndAccess`).
+struct PurchaseStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Ledger
 
     /// `FOR UPDATE` on PostgreSQL: the ledger's rows are read, changed and written back whole, so a reader inside a
@@ -112,7 +114,10 @@ extension ServerStore {
         ).all()
         var result: [String: Int64] = [:]
         for row in rows {
-            result[try row.decode(column: "credit", as: String.self)] = try row.decode(column: "balance", as: Int64.self)
+            result[try row.decode(column: "credit", as: String.self)] = try row.decode(
+                column: "balance",
+                as: Int64.self
+            )
         }
         return result
     }
@@ -152,5 +157,23 @@ extension ServerStore {
             ).first()
         else { return nil }
         return (try row.decode(column: "amount", as: Int64.self), try row.decode(column: "currency", as: String.self))
+    }
+
+    // MARK: Totals
+
+    /// How much a database holds, for `till check`'s summary: ledger rows, customers with one, events.
+    func counts() async throws -> (transactions: Int, customers: Int, events: Int) {
+        let row = try await database.sql.raw(
+            """
+            SELECT (SELECT COUNT(*) FROM srv_transactions) AS transactions,
+                   (SELECT COUNT(*) FROM (SELECT DISTINCT bundle_id, customer_id FROM srv_transactions) c) AS customers,
+                   (SELECT COUNT(*) FROM srv_events) AS events
+            """
+        ).first()
+        return (
+            Int(try row?.decode(column: "transactions", as: Int64.self) ?? 0),
+            Int(try row?.decode(column: "customers", as: Int64.self) ?? 0),
+            Int(try row?.decode(column: "events", as: Int64.self) ?? 0)
+        )
     }
 }

@@ -4,7 +4,11 @@ import TillContract
 import TillCore
 import TillStorage
 
-extension ServerStore {
+/// Apple's notifications as received (`srv_notifications`), the lock on a purchase they and the ledger share, and
+/// the subscriptions' renewal states.
+struct NotificationStore: ServerSQLStore {
+    let database: TillDatabase
+
     // MARK: Notifications
 
     /// Records a notification once; returns false when its UUID is already there (a retried delivery).
