@@ -107,16 +107,21 @@ extension ContentDeliveryTests {
             let url = try firstURL(try await requestDownloads(fixture, client, customer: "alice"))
             #expect(try await call(client, .get, url).status == 200)
 
-            let store = PurchaseStore(database: fixture.server.database)
-            let now = fixture.server.nowMilliseconds
-            // Writes go through transactions, as the server's own do (its caches count them).
-            try await fixture.server.events.transaction(source: EventSource(kind: ._operator)) { changes in
-                for var record in try await store.transactions(bundleId: Self.bundle, customerId: "alice", on: changes.db)
-                {
-                    record.revocationDate = now
-                    record.revocationReason = .refund
-                    try await fixture.server.ledger.writes.update(record, in: changes)
-                }
+            // Taken back by the operator, through the ledger.
+            let purchases = try await PurchaseStore(database: fixture.server.database).transactions(
+                bundleId: Self.bundle,
+                customerId: "alice",
+                on: fixture.server.database.sql
+            )
+            for purchase in purchases {
+                try await fixture.server.ledger.revoke(
+                    bundleId: Self.bundle,
+                    customerId: "alice",
+                    transactionId: purchase.transactionId,
+                    environment: purchase.environment,
+                    note: "a test takes it back",
+                    catalogue: [:]
+                )
             }
             let revoked = try await call(client, .get, url)
             #expect(revoked.status == 403 && revoked.code == "notEntitled")

@@ -153,6 +153,30 @@ struct LayoutTests {
         #expect(offenders.isEmpty, "money, credits or access written outside the ledger: \(offenders)")
     }
 
+    /// No file outside the ledger names its writer, tests and the other targets included: a test sets up a purchase,
+    /// a revocation or a debit through the ledger's own functions, as the server does. (The benchmarks' bulk loader,
+    /// `LedgerGenerator`, writes a synthetic database with multi-row INSERTs for the console's benchmark: it names
+    /// neither, and runs only in `till bench`.)
+    @Test func noFileOutsideTheLedgerNamesItsWriter() throws {
+        var offenders: [String] = []
+        for folder in ["Sources", "Tests"] {
+            let base = Self.root.appendingPathComponent(folder)
+            let files = try #require(FileManager.default.enumerator(atPath: base.path)).compactMap { $0 as? String }
+                .filter { $0.hasSuffix(".swift") && !$0.hasPrefix("TillServer/Ledger/") }
+                .filter { $0 != "TillServer/Store/LedgerStore.swift" && $0 != "TillServerTests/LayoutTests.swift" }
+            for file in files {
+                let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//")
+                    && (line.contains("ledger.writes") || line.contains("LedgerStore("))
+                {
+                    offenders.append("\(folder)/\(file):\(number + 1)")
+                }
+            }
+        }
+        #expect(offenders.isEmpty, "the ledger's writer named outside the ledger: \(offenders)")
+    }
+
     /// The tables whose rows are money, credits or access.
     static let ledgerTables: Set<String> = [
         "srv_transactions", "srv_balance_entries", "srv_balances", "srv_finance", "srv_subscription_states",

@@ -237,33 +237,27 @@ extension NotificationTests {
                     at: start,
                     on: db
                 )
-                let record = LedgerRecord(
-                    environment: .production,
-                    transactionId: "100",
-                    bundleId: ServerFixture.bundleId,
-                    customerId: "p1",
-                    originalTransactionId: "100",
-                    productId: "premium.monthly",
-                    productType: .autoRenewable,
-                    quantity: 1,
-                    purchaseDate: start - 1000,
-                    expiresDate: start + 60_000,
-                    isUpgraded: false,
-                    ownership: .purchased,
-                    price: 990,
-                    currency: "USD",
-                    submissionId: "s",
+                // A production purchase, as the ledger posts one after verification (Apple's roots cannot be had in a
+                // test).
+                try await server.ledger.post(
+                    PurchaseTransaction(
+                        transactionId: "100",
+                        productId: "premium.monthly",
+                        bundleId: ServerFixture.bundleId,
+                        productType: .autoRenewable,
+                        purchaseDate: Date(millisecondsSince1970: start - 1000),
+                        expiresDate: Date(millisecondsSince1970: start + 60_000),
+                        environment: .production,
+                        price: 990,
+                        currency: "USD"
+                    ),
+                    to: "p1",
+                    app: fixture.app,
+                    product: nil,
+                    origin: .submission("s"),
                     confirmed: true,
-                    createdAt: start,
-                    updatedAt: start
-                )
-                try await server.ledger.writes.insert(record, in: changes)
-                try await server.ledger.writes.recordFinance(
-                    of: record,
-                    amount: 990,
-                    currency: "USD",
-                    at: start - 1000,
-                    kind: .purchase,
+                    carryingRevocation: false,
+                    now: start,
                     in: changes
                 )
             }

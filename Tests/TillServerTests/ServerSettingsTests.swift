@@ -199,18 +199,14 @@ struct SnapshotCacheTests {
                     "gems"
                 ] == 100
             )
-            // A write the cache was not told about, other than through the database's generation.
-            _ = try await server.database.transaction { db in
-                try await server.ledger.writes.addBalanceEntry(
-                    bundleId: ServerFixture.bundleId,
-                    customerId: "carol",
-                    credit: "gems",
-                    delta: -40,
-                    reference: "test",
-                    at: 0,
-                    on: db
-                )
-            }
+            // A write the cache is told of only through the database's generation: a debit.
+            _ = try await server.ledger.debit(
+                bundleId: ServerFixture.bundleId,
+                customerId: "carol",
+                credit: "gems",
+                amount: 40,
+                requestId: "test"
+            )
             #expect(
                 try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "carol").balances[
                     "gems"
