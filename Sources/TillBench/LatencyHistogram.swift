@@ -38,13 +38,14 @@ struct LatencyHistogram: Sendable {
 
     var count: Int { Int(histogram.totalCount) }
 
-    /// The latency that `share` (0…1) of the recorded ones are at or below; zero when nothing was recorded.
+    /// The latency that `share` (0…1) of the recorded ones are at or below (the nearest rank, ⌈n·share⌉, to three
+    /// significant digits); zero when nothing was recorded.
     func percentile(_ share: Double) -> Duration {
         count == 0 ? .zero : .nanoseconds(Int64(histogram.valueAtPercentile(share * 100)))
     }
 
-    /// The slowest one recorded (to the histogram's precision); zero when nothing was recorded.
-    var max: Duration { count == 0 ? .zero : .nanoseconds(Int64(histogram.max)) }
+    /// The slowest one recorded, exactly (not its bucket's top); zero when nothing was recorded.
+    var max: Duration { count == 0 ? .zero : .nanoseconds(Int64(histogram.maxRecorded)) }
 
     /// The same latencies, in milliseconds.
     func milliseconds(_ share: Double) -> Double { Double(percentile(share).nanoseconds) / 1e6 }

@@ -44,6 +44,13 @@ struct GeneratedContractTests {
             )
         }
         // The writers' generator, for a contract that has writers (Generated/JSONWriters.swift).
+        let hasWriters = FileManager.default.fileExists(
+            atPath: Self.sources.appendingPathComponent(contract + "/Generated/JSONWriters.swift").path
+        )
+        #expect(
+            hasWriters == (hashes["Tools/generate-json-writers"] != nil),
+            "\(contract)'s MANIFEST and Generated/JSONWriters.swift disagree: run Tools/generate-contract"
+        )
         if let writers = hashes["Tools/generate-json-writers"] {
             let script = try Data(
                 contentsOf: Self.sources.deletingLastPathComponent().deletingLastPathComponent()

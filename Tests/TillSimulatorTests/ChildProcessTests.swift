@@ -21,4 +21,11 @@ struct ChildProcessTests {
             try ChildProcess.write(Data(repeating: 0x7B, count: 1 << 20), to: stdin.fileHandleForWriting)
         }
     }
+
+    /// `till` run as a user runs it, given more input than a pipe holds, exits without reading it: it is answered by
+    /// its status and output (its input comes from a file), and the test process lives on.
+    @Test func aTillThatIgnoresItsInputIsAnsweredByItsStatusAndOutput() async throws {
+        let run = try await TillExecutable.run(["--version"], input: String(repeating: "{", count: 1 << 20))
+        #expect(run.status == 0 && !run.output.isEmpty, "\(run)")
+    }
 }

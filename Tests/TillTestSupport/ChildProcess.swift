@@ -67,6 +67,9 @@ public enum ChildProcess {
     /// the script from that same pool); a script that exits before it reads its input fails the test with the
     /// write's error.
     public static func runPython(_ script: String, input: Data) async throws -> (status: Int32, output: Data) {
+        // A write to a script that is gone must fail with EPIPE, not kill the test process (swift-subprocess leaves
+        // SIGPIPE as it finds it, and no SwiftNIO server may have started yet).
+        _ = ignoringBrokenPipes
         let result = try await Subprocess.run(
             .name("python3"),
             arguments: [script],
@@ -116,6 +119,18 @@ public enum ChildProcess {
         }
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         return (code(result.terminationStatus), output)
+    }
+
+    /// A child's standard input from a file holding `data`: a child that exits without reading it is answered by
+    /// its status and output, as no pipe is written to. The file is removed after `body`.
+    static func withInputFile<Result>(
+        _ data: Data,
+        _ body: (FileDescriptor) async throws -> Result
+    ) async throws -> Result {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-input-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try data.write(to: URL(fileURLWithPath: path))
+        return try await body(try FileDescriptor.open(FilePath(path), .readOnly))
     }
 
     /// The exit code when the child exited, else the signal that ended it (as `Process.terminationStatus` gives).

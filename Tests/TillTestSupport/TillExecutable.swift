@@ -44,8 +44,8 @@ public enum TillExecutable {
 
     /// Runs `till` with `arguments` and waits for it to exit; kills it after `timeout`.
     ///
-    /// Through swift-subprocess: a `till` that exits without reading all of its input is answered by its status
-    /// and output, and the timeout cancels the run, which kills the child.
+    /// Through swift-subprocess, its input read from a file: a `till` that exits without reading all of its input is
+    /// answered by its status and output; the timeout cancels the run, which kills the child.
     public static func run(
         _ arguments: [String],
         input: String? = nil,
@@ -59,15 +59,17 @@ public enum TillExecutable {
         )
         return try await withThrowingTaskGroup(of: Run?.self) { group in
             group.addTask {
-                let result = try await Subprocess.run(
-                    .path(FilePath(executable.path)),
-                    arguments: Arguments(arguments),
-                    environment: .custom(variables),
-                    workingDirectory: directory.map { FilePath($0.path) },
-                    input: .string(input ?? ""),
-                    output: .string(limit: 64 << 20),
-                    error: .string(limit: 64 << 20)
-                )
+                let result = try await ChildProcess.withInputFile(Data((input ?? "").utf8)) { file in
+                    try await Subprocess.run(
+                        .path(FilePath(executable.path)),
+                        arguments: Arguments(arguments),
+                        environment: .custom(variables),
+                        workingDirectory: directory.map { FilePath($0.path) },
+                        input: .fileDescriptor(file, closeAfterSpawningProcess: true),
+                        output: .string(limit: 64 << 20),
+                        error: .string(limit: 64 << 20)
+                    )
+                }
                 return Run(
                     status: ChildProcess.code(result.terminationStatus),
                     output: result.standardOutput ?? "",
