@@ -99,7 +99,7 @@ public enum EventBenchmark {
         let runs = 2 * options.rounds + 1
         say("preparing \(runs * options.purchases) signed purchases…")
         let bodies = try await purchases(runs * options.purchases, simulator, demo)
-        let receiver = try ReceiverProcess.start()
+        let receiver = try EventReceiverProcess.Driver.start()
         // The server's HTTP API and its webhook worker; no confirmation worker: Apple is not part of this figure.
         let serverPort = try await Ports.start(
             { report in
@@ -179,7 +179,7 @@ public enum EventBenchmark {
         port: Int,
         demo: DevelopmentSetup.Demo,
         server: PurchaseServer,
-        receiver: ReceiverProcess,
+        receiver: EventReceiverProcess.Driver,
         _ options: Options
     ) async throws -> [String] {
         let size = options.purchases
@@ -368,107 +368,6 @@ public enum EventBenchmark {
             var all = [[UInt8]](repeating: [], count: count)
             for try await made in group { for (index, body) in made { all[index] = body } }
             return all
-        }
-    }
-
-    // MARK: The receiver, in a process of its own
-
-    /// `till bench receiver`: a webhook receiver that counts what it gets and answers 204, on a free loopback port;
-    /// it prints `receiver on PORT`, then, for each line read on standard input, `received COUNT cpu_s SECONDS
-    /// latencies_ms LIST`: the latencies of the deliveries since the last line, comma-separated (`-`: none).
-    public static func receiver() async throws {
-        let receiver = WebhookReceiver(keep: false, timing: true)
-        var quiet = Logger(label: "till.receiver")
-        quiet.logLevel = .warning
-        let ports = try await Ports.start({ receiver.application(onServerRunning: $0) }, logger: quiet)
-        let output = FileHandle.standardOutput
-        output.write(Data("receiver on \(ports.port)\n".utf8))
-        // Standard input is read on a thread of its own: a blocking read on the cooperative pool would take one of
-        // the two threads the receiver's handlers run on.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                while readLine() != nil {
-                    let latencies = receiver.takeLatencies().map(String.init).joined(separator: ",")
-                    output.write(
-                        Data(
-                            "received \(receiver.count) cpu_s \(processCPUSeconds()) latencies_ms \(latencies.isEmpty ? "-" : latencies)\n"
-                                .utf8
-                        )
-                    )
-                }
-                done.resume()
-            }
-        }
-        await ports.stop()
-    }
-
-    /// The receiver's process, driven through its standard input and output.
-    final class ReceiverProcess {
-        let process: Process
-        let input: FileHandle
-        let output: FileHandle
-        let port: Int
-        private var buffer = Data()
-
-        private init(process: Process, input: FileHandle, output: FileHandle, port: Int, buffer: Data) {
-            self.process = process
-            self.input = input
-            self.output = output
-            self.port = port
-            self.buffer = buffer
-        }
-
-        static func start() throws -> ReceiverProcess {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-            if let path = Bundle.main.executablePath { process.executableURL = URL(fileURLWithPath: path) }
-            process.arguments = ["bench", "receiver"]
-            let stdin = Pipe()
-            let stdout = Pipe()
-            process.standardInput = stdin
-            process.standardOutput = stdout
-            try process.run()
-            var buffer = Data()
-            let line = readLine(stdout.fileHandleForReading, &buffer)
-            guard let port = line.flatMap({ Int($0.replacingOccurrences(of: "receiver on ", with: "")) }) else {
-                process.terminate()
-                throw BenchmarkFailure(description: "the receiver did not start: \(line ?? "")")
-            }
-            return ReceiverProcess(
-                process: process,
-                input: stdin.fileHandleForWriting,
-                output: stdout.fileHandleForReading,
-                port: port,
-                buffer: buffer
-            )
-        }
-
-        /// What it received so far, its CPU seconds, and the latencies (ms) of what it received since the last sample.
-        func sample() throws -> (count: Int, cpu: Double, latencies: [Int64]) {
-            try input.write(contentsOf: Data("\n".utf8))
-            let fields = (Self.readLine(output, &buffer) ?? "").split(separator: " ")
-            guard fields.count == 6, let count = Int(fields[1]), let cpu = Double(fields[3]) else {
-                throw BenchmarkFailure(description: "the receiver answered \(fields.prefix(5))")
-            }
-            return (count, cpu, fields[5] == "-" ? [] : fields[5].split(separator: ",").compactMap { Int64($0) })
-        }
-
-        func stop() {
-            try? input.close()
-            process.waitUntilExit()
-        }
-
-        private static func readLine(_ handle: FileHandle, _ buffer: inout Data) -> String? {
-            while true {
-                if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer = Data(buffer[(newline + 1)...])
-                    return line
-                }
-                let chunk = handle.availableData
-                if chunk.isEmpty { return nil }
-                buffer.append(chunk)
-            }
         }
     }
 

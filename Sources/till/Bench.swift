@@ -150,7 +150,7 @@ struct Bench: AsyncParsableCommand {
         case .submissions: return print(try await ServerBenchmark.submissions(options))
         case .reads: return print(try await ServerBenchmark.reads(options))
         case .database: return print(try await ServerBenchmark.database(options))
-        case .receiver: return try await EventBenchmark.receiver()
+        case .receiver: return try await EventReceiverProcess.serve()
         case .all: return print(try await BenchSuite.run(executable: Self.executable, ledger: databaseURL))
         case .ledger, .console:
             guard let databaseURL else {

@@ -72,8 +72,8 @@ public enum TillExecutable {
                 }
                 return Run(
                     status: ChildProcess.code(result.terminationStatus),
-                    output: result.standardOutput ?? "",
-                    errors: result.standardError ?? ""
+                    output: result.standardOutput,
+                    errors: result.standardError
                 )
             }
             group.addTask {

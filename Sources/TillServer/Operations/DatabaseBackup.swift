@@ -199,25 +199,27 @@ public enum DatabaseBackup {
         String(url.split(separator: "?", maxSplits: 1)[0])
     }
 
-    /// Runs one of PostgreSQL's tools to its end through swift-subprocess (its output read without blocking a
-    /// thread); anything but exit code 0 is `toolFailed` with what it printed.
+    /// Runs one of PostgreSQL's tools to its end through swift-subprocess, which finds it on the `PATH` and reads its
+    /// output without blocking a thread; anything but exit code 0 is `toolFailed` with what it printed.
     static func run(_ tool: String, _ arguments: [String]) async throws {
-        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
-        else { throw Failure.toolMissing(tool) }
-        let result = try await Subprocess.run(
-            .path(FilePath(executable)),
-            arguments: Arguments(arguments),
-            output: .string(limit: 16 << 20),
-            error: .combinedWithOutput
-        )
+        let result: ExecutionResult<Void, StringOutput<UTF8>, CombinedErrorOutput>
+        do {
+            result = try await Subprocess.run(
+                .name(tool),
+                arguments: Arguments(arguments),
+                output: .string(limit: 16 << 20),
+                error: .combinedWithOutput
+            )
+        } catch let error as SubprocessError where error.code == .executableNotFound {
+            throw Failure.toolMissing(tool)
+        }
         guard case .exited(0) = result.terminationStatus else {
             let status: Int32 =
                 switch result.terminationStatus {
                 case .exited(let code): code
                 case .signaled(let signal): signal
                 }
-            throw Failure.toolFailed(tool: tool, status: status, output: result.standardOutput ?? "")
+            throw Failure.toolFailed(tool: tool, status: status, output: result.standardOutput)
         }
     }
 }
