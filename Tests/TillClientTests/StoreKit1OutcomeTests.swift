@@ -9,77 +9,12 @@ import TillTestSupport
 @testable import TillServer
 @testable import TillSimulator
 
-/// Every StoreKit 1 outcome through the storefront's generic logic (``StoreKit1Storefront``: the payment queue's
-/// observer, restore, the receipt) and the coordinator, on Linux: StoreKit 1 is played by ``FakeStoreKit1`` over the
-/// simulator's device, so the app receipt the server verifies is real.
+/// The outcomes only StoreKit 1 has, through the storefront's generic logic (``StoreKit1Storefront``: the payment
+/// queue's observer, restore, the receipt) and the coordinator, on Linux: StoreKit 1 is played by ``FakeStoreKit1``
+/// over the simulator's device, so the app receipt the server verifies is real. The outcomes both StoreKits share are
+/// in `StoreKitOutcomeTests`, run on each.
 @Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct StoreKit1OutcomeTests {
-    @Test func aPurchaseIsRecordedFromTheAppReceiptAndFinishedAfterDelivery() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.serve { url in
-                let kit = fixture.storeKit1()
-                let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
-                let token = UUID()
-                let outcome = try await coordinator.purchase(Payment(productId: "pro", appAccountToken: token))
-                guard case .delivered(let delivery) = outcome else {
-                    Issue.record("expected delivered, got \(outcome)")
-                    return
-                }
-                #expect(kit.added.first?.applicationUsername == token.uuidString.lowercased())
-                #expect(delivery.transaction.appAccountToken == token && delivery.transaction.signedTransaction == nil)
-                #expect(delivery.submission?.kind == .appReceipt)
-                #expect(delivery.finished && kit.finished == [delivery.transaction.id])
-                #expect(delivery.files.map(\.name) == ["manual.pdf"])
-                #expect(await coordinator.isEntitled(to: "pro"))
-                #expect(try await fixture.unfinished().isEmpty)
-            }
-        }
-    }
-
-    @Test func aDeferredPaymentIsPendingThenTheObserverHearsItApproved() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.turnOnAskToBuy()
-            try await fixture.serve { url in
-                let kit = fixture.storeKit1()
-                let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
-                guard case .pending(let pending) = try await coordinator.purchase(productId: "pro") else {
-                    Issue.record("expected pending")
-                    return
-                }
-                #expect(pending.productId == "pro")
-                let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                let delivered = try await StoreKit2OutcomeTests.event(coordinator, matching: { $0.kind == "delivered" })
-                {
-                    try await kit.decide(paymentId: try #require(entry.paymentId), approve: true)
-                }
-                #expect(delivered?.productId == "pro")
-                #expect(await coordinator.isEntitled(to: "pro"))
-                #expect(try await fixture.unfinished().isEmpty)
-            }
-        }
-    }
-
-    @Test func aDeclinedDeferredPaymentIsReportedFailedAndFinished() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.turnOnAskToBuy()
-            try await fixture.serve { url in
-                let kit = fixture.storeKit1()
-                let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
-                guard case .pending = try await coordinator.purchase(productId: "pro") else {
-                    Issue.record("expected pending")
-                    return
-                }
-                let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                let declined = try await StoreKit2OutcomeTests.event(coordinator, matching: { $0.kind == "failed" }) {
-                    try await kit.decide(paymentId: try #require(entry.paymentId), approve: false)
-                }
-                #expect(declined?.productId == "pro")
-                #expect(try await fixture.unfinished().isEmpty)
-                #expect(try await fixture.customer("alice").purchases.isEmpty)
-            }
-        }
-    }
-
     /// Every `SKError` a failed transaction can carry: a cancellation is ``PurchaseOutcome/userCancelled(productId:)``,
     /// each other code a failure with StoreKit 2's code of the same meaning (or the number itself); every failed
     /// transaction is finished, and nothing is submitted.
@@ -117,43 +52,6 @@ struct StoreKit1OutcomeTests {
         }
     }
 
-    @Test func restoreDeliversAndFinishesEachRestoredTransaction() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.serve { url in
-                let phone = try fixture.coordinator(url, store: StoreKit1Storefront(kit: fixture.storeKit1()))
-                for product in ["pro", "premium.monthly", "gems.100"] {
-                    guard case .delivered = try await phone.purchase(productId: product) else {
-                        Issue.record("\(product) was not delivered")
-                        return
-                    }
-                }
-                let tablet = try await fixture.simulator.appStoreConnect.createDevice(
-                    accountId: fixture.account.id,
-                    DeviceInput(name: "iPad")
-                )
-                let kit = fixture.storeKit1(device: tablet)
-                let second = try fixture.coordinator(url, folder: "tablet", store: StoreKit1Storefront(kit: kit))
-                guard case .completed(let deliveries) = await second.restore() else {
-                    Issue.record("expected completed")
-                    return
-                }
-                #expect(Set(deliveries.map(\.transaction.productId)) == ["pro", "premium.monthly"])
-                #expect(deliveries.allSatisfy { $0.transaction.state == .restored && $0.finished })
-                #expect(await second.isEntitled(to: "pro"))
-                #expect(try await fixture.unfinished(device: tablet).isEmpty)
-                kit.failRestore(code: 0, message: "Cannot connect to the App Store.")
-                #expect(
-                    await second.restore()
-                        == .failed(
-                            RestoreFailure(
-                                storeError: StoreError(.unknown, message: "Cannot connect to the App Store.")
-                            )
-                        )
-                )
-            }
-        }
-    }
-
     /// No receipt on the device (a fresh install): `SKReceiptRefreshRequest` fetches one, and the purchase is recorded
     /// from it.
     @Test func aMissingReceiptIsRefreshedBeforeItIsSubmitted() async throws {
@@ -176,23 +74,7 @@ struct StoreKit1OutcomeTests {
     /// has no JWS form: such an offer is refused before the queue sees it.
     @Test func aPromotionalOfferTheServerSignedGoesInAnSKPaymentDiscount() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.offers.createOffer(
-                appAppleId: 1_234_567_890,
-                productId: "premium.monthly",
-                OfferInput(
-                    kind: .promotional,
-                    offerIdentifier: "loyal",
-                    discountType: .payUpFront,
-                    duration: "P3M",
-                    price: 1990
-                )
-            )
-            _ = try await fixture.server.offers.putOffer(
-                bundleId: ClientFixture.bundleId,
-                productId: "premium.monthly",
-                offerIdentifier: "loyal",
-                eligibility: .currentOrLapsedSubscribers
-            )
+            try await fixture.offerLoyal()
             try await fixture.serve { url in
                 let kit = fixture.storeKit1()
                 let coordinator = try fixture.coordinator(url, store: StoreKit1Storefront(kit: kit))
@@ -225,19 +107,6 @@ struct StoreKit1OutcomeTests {
         }
     }
 
-    /// The app died after the store charged: the queue hands the transaction back at launch, and it is delivered.
-    @Test func aPurchasedTransactionLeftInTheQueueIsDeliveredAtLaunch() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.serve { url in
-                _ = try await fixture.buy("gems.100")
-                let kit = fixture.storeKit1()
-                let launch = try await fixture.coordinator(url, store: StoreKit1Storefront(kit: kit)).start()
-                #expect(launch.transactions.map(\.kind) == ["delivered"])
-                #expect(launch.snapshot?.balance("gems") == 100)
-                #expect(try await fixture.unfinished().isEmpty)
-            }
-        }
-    }
 }
 
 extension ClientFixture {

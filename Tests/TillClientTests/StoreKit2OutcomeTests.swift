@@ -9,98 +9,13 @@ import TillTestSupport
 @testable import TillServer
 @testable import TillSimulator
 
-/// Every StoreKit 2 outcome through the storefront's generic logic (``StoreKit2Storefront``) and the coordinator, on
-/// Linux: StoreKit 2 is played by ``FakeStoreKit2`` over the simulator's device, so the JWS the server verifies is
-/// real; the test scripts what StoreKit decides.
+/// The outcomes only StoreKit 2 has, through the storefront's generic logic (``StoreKit2Storefront``) and the
+/// coordinator, on Linux: StoreKit 2 is played by ``FakeStoreKit2`` over the simulator's device, so the JWS the server
+/// verifies is real; the test scripts what StoreKit decides. The outcomes both StoreKits share are in
+/// `StoreKitOutcomeTests`, run on each.
 @Suite(.sharingTheMachine, .timeLimit(.minutes(10)))
 struct StoreKit2OutcomeTests {
     typealias Coordinator = PurchaseCoordinator<StoreKit2Storefront<FakeStoreKit2>>
-
-    @Test func aPurchaseIsVerifiedRecordedDeliveredAndOnlyThenFinished() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.serve { url in
-                let kit = fixture.storeKit2()
-                let finishedAtDelivery = Counter()
-                let store = ObservedStorefront(StoreKit2Storefront(kit: kit)) { transaction in
-                    // When StoreKit is told to finish, the server has the purchase and the manual is on disk.
-                    let customer = try await fixture.customer("alice")
-                    if customer.purchases.contains(where: { $0.transactionId == transaction.transactionId }) {
-                        finishedAtDelivery.add(transaction.productId)
-                    }
-                }
-                let coordinator = try fixture.coordinator(url, store: store)
-                let token = UUID()
-                let outcome = try await coordinator.purchase(Payment(productId: "pro", appAccountToken: token))
-                guard case .delivered(let delivery) = outcome else {
-                    Issue.record("expected delivered, got \(outcome)")
-                    return
-                }
-                #expect(kit.purchaseOptions == [[.appAccountToken(token)]])
-                #expect(
-                    delivery.transaction.appAccountToken == token && delivery.transaction.productType == .nonConsumable
-                )
-                #expect(delivery.finished && finishedAtDelivery.all == ["pro"])
-                #expect(delivery.files.map(\.name) == ["manual.pdf"])
-                #expect(delivery.submission?.kind == .signedTransaction)
-                #expect(await coordinator.isEntitled(to: "pro"))
-                #expect(try await fixture.unfinished().isEmpty)
-            }
-        }
-    }
-
-    @Test func askToBuyIsPendingThenTheApprovedPurchaseArrivesThroughTheUpdates() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.turnOnAskToBuy()
-            try await fixture.serve { url in
-                let kit = fixture.storeKit2()
-                let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
-                let outcome = try await coordinator.purchase(productId: "pro")
-                guard case .pending(let pending) = outcome else {
-                    Issue.record("expected pending, got \(outcome)")
-                    return
-                }
-                #expect(pending.productId == "pro")
-                #expect(try await fixture.customer("alice").purchases.isEmpty)
-                // The parent approves; StoreKit hands the purchase to Transaction.updates.
-                let delivered = try await Self.event(coordinator, matching: { $0.kind == "delivered" }) {
-                    let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                    _ = try await fixture.simulator.payments.resolveDeferredPayment(
-                        id: try #require(entry.paymentId),
-                        approve: true
-                    )
-                    let approved = try #require(await kit.unfinished().first)
-                    while !kit.isObserved { try await Task.sleep(nanoseconds: 10_000_000) }
-                    kit.emit(approved.value)
-                }
-                #expect(delivered?.productId == "pro")
-                #expect(await coordinator.isEntitled(to: "pro"))
-                #expect(try await fixture.unfinished().isEmpty)
-            }
-        }
-    }
-
-    @Test func aDeclinedAskToBuyGrantsNothingAndStoreKit2SaysNothing() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.turnOnAskToBuy()
-            try await fixture.serve { url in
-                let kit = fixture.storeKit2()
-                let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
-                guard case .pending = try await coordinator.purchase(productId: "pro") else {
-                    Issue.record("expected pending")
-                    return
-                }
-                let entry = try #require(try await fixture.unfinished().first { $0.productId == "pro" })
-                _ = try await fixture.simulator.payments.resolveDeferredPayment(
-                    id: try #require(entry.paymentId),
-                    approve: false
-                )
-                // StoreKit 2 reports no transaction for a declined request: nothing is unfinished, nothing delivered.
-                #expect(await coordinator.handleUnfinished().isEmpty)
-                #expect(try await fixture.customer("alice").purchases.isEmpty)
-                #expect(await !coordinator.isEntitled(to: "pro"))
-            }
-        }
-    }
 
     @Test func aCancelledPaymentSheetIsUserCancelledAndNothingIsSubmittedOrFinished() async throws {
         try await ClientFixture.run { fixture in
@@ -289,25 +204,6 @@ struct StoreKit2OutcomeTests {
         }
     }
 
-    /// The store charged while the app was not running (the app was killed after the payment sheet): at launch
-    /// `Transaction.unfinished` hands it back, and it is delivered and finished.
-    @Test func anUnfinishedTransactionIsDeliveredAtLaunch() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.serve { url in
-                let bought = try await fixture.buy("gems.100")
-                let kit = fixture.storeKit2()
-                let launch = try await fixture.coordinator(url, store: StoreKit2Storefront(kit: kit)).start()
-                guard case .delivered(let delivery)? = launch.transactions.first else {
-                    Issue.record("expected a delivery at launch, got \(launch.transactions)")
-                    return
-                }
-                #expect(delivery.transaction.transactionId == bought.transactionId && delivery.finished)
-                #expect(launch.snapshot?.balance("gems") == 100)
-                #expect(try await fixture.unfinished().isEmpty)
-            }
-        }
-    }
-
     /// A subscription renewed while the app was closed: at the next launch StoreKit 2 hands the renewal to
     /// `Transaction.updates`, and the server records it.
     @Test func aRenewalThatHappenedWhileTheAppWasClosedArrivesThroughTheUpdates() async throws {
@@ -321,7 +217,7 @@ struct StoreKit2OutcomeTests {
                 }
                 // The app is closed; a month passes in the App Store.
                 _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 32 * 86_400)
-                let renewal = try await Self.waitFor {
+                let renewal = try await StoreKitOutcomeTests.waitFor {
                     try await fixture.history().first {
                         $0.originalTransactionId == bought.transaction.originalTransactionId
                             && $0.transactionId != bought.transaction.transactionId
@@ -333,7 +229,7 @@ struct StoreKit2OutcomeTests {
                     group.addTask { await relaunched.run(every: 60) }
                     while !kit.isObserved { try await Task.sleep(nanoseconds: 10_000_000) }
                     kit.emit(.verified(renewal))
-                    let delivered = await Self.next(relaunched) { $0.kind == "delivered" }
+                    let delivered = await StoreKitOutcomeTests.next(relaunched.events) { $0.kind == "delivered" }
                     group.cancelAll()
                     #expect(delivered?.transaction?.transactionId == renewal.transactionId)
                 }
@@ -373,41 +269,6 @@ struct StoreKit2OutcomeTests {
         }
     }
 
-    /// `AppStore.sync()`, then the current entitlements, on a second device of the account: delivered, and not
-    /// finished (StoreKit 2 finished them long ago). A sync the customer cancels is a failed restore.
-    @Test func restoreSyncsThenDeliversTheCurrentEntitlements() async throws {
-        try await ClientFixture.run { fixture in
-            try await fixture.serve { url in
-                let phone = try fixture.coordinator(url, store: StoreKit2Storefront(kit: fixture.storeKit2()))
-                for product in ["pro", "premium.monthly", "gems.100"] {
-                    guard case .delivered = try await phone.purchase(productId: product) else {
-                        Issue.record("\(product) was not delivered")
-                        return
-                    }
-                }
-                let tablet = try await fixture.simulator.appStoreConnect.createDevice(
-                    accountId: fixture.account.id,
-                    DeviceInput(name: "iPad")
-                )
-                let kit = fixture.storeKit2(device: tablet)
-                let second = try fixture.coordinator(url, folder: "tablet", store: StoreKit2Storefront(kit: kit))
-                kit.failSync(StoreError(.userCancelled, message: "the customer closed the sign-in sheet"))
-                let cancelled = StoreError(.userCancelled, message: "the customer closed the sign-in sheet")
-                #expect(await second.restore() == .failed(RestoreFailure(storeError: cancelled)))
-                kit.failSync(nil)
-                guard case .completed(let deliveries) = await second.restore() else {
-                    Issue.record("expected completed")
-                    return
-                }
-                #expect(Set(deliveries.map(\.transaction.productId)) == ["pro", "premium.monthly"])
-                #expect(deliveries.allSatisfy { $0.transaction.state == .restored && !$0.finished })
-                #expect(kit.finished.isEmpty)
-                #expect(await second.isEntitled(to: "pro"))
-                #expect(await second.isEntitled(to: "premium"))
-            }
-        }
-    }
-
     /// Purchases completed by the app: its own StoreKit code buys and finishes; TillClient records what it is handed
     /// and finishes nothing.
     @Test func aPurchaseTheAppCompletesIsRecordedAndLeftForTheAppToFinish() async throws {
@@ -440,28 +301,12 @@ struct StoreKit2OutcomeTests {
     /// the introductory offer: StoreKit (the simulator) accepts each.
     @Test func offersTheServerSignedGoIntoThePurchaseOptions() async throws {
         try await ClientFixture.run { fixture in
-            for input in [
-                OfferInput(kind: .introductory, discountType: .freeTrial, duration: "P1W"),
-                OfferInput(
-                    kind: .promotional,
-                    offerIdentifier: "loyal",
-                    discountType: .payUpFront,
-                    duration: "P3M",
-                    price: 1990
-                ),
-            ] {
-                _ = try await fixture.simulator.offers.createOffer(
-                    appAppleId: 1_234_567_890,
-                    productId: "premium.monthly",
-                    input
-                )
-            }
-            _ = try await fixture.server.offers.putOffer(
-                bundleId: ClientFixture.bundleId,
+            _ = try await fixture.simulator.offers.createOffer(
+                appAppleId: 1_234_567_890,
                 productId: "premium.monthly",
-                offerIdentifier: "loyal",
-                eligibility: .currentOrLapsedSubscribers
+                OfferInput(kind: .introductory, discountType: .freeTrial, duration: "P1W")
             )
+            try await fixture.offerLoyal()
             try await fixture.serve { url in
                 let kit = fixture.storeKit2()
                 let coordinator = try fixture.coordinator(url, store: StoreKit2Storefront(kit: kit))
@@ -566,72 +411,14 @@ struct StoreKit2OutcomeTests {
         _ transaction: StoreTransaction
     ) async throws -> PurchaseOutcome? {
         let id = transaction.transactionId
-        return try await event(coordinator, matching: { $0.transaction?.transactionId == id }) {
+        return try await StoreKitOutcomeTests.event(coordinator, matching: { $0.transaction?.transactionId == id }) {
             while !kit.isObserved { try await Task.sleep(nanoseconds: 10_000_000) }
             kit.emit(.verified(transaction))
         }
     }
-
-    /// The first event `matches` accepts while the coordinator runs its background work (`run`) and `act` happens.
-    static func event<Store: TillStorefront>(
-        _ coordinator: PurchaseCoordinator<Store>,
-        matching matches: @escaping @Sendable (PurchaseOutcome) -> Bool,
-        after act: () async throws -> Void
-    ) async throws -> PurchaseOutcome? {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await coordinator.run(every: 60) }
-            try await act()
-            let event = await next(coordinator, matches)
-            group.cancelAll()
-            return event
-        }
-    }
-
-    /// The next event the coordinator reports whose outcome `matches`, within a minute.
-    static func next(
-        _ coordinator: some Sendable & PurchaseEventSource,
-        _ matches: @escaping @Sendable (PurchaseOutcome) -> Bool
-    ) async -> PurchaseOutcome? {
-        await withTaskGroup(of: PurchaseOutcome?.self) { group in
-            group.addTask {
-                for await event in coordinator.purchaseEvents where matches(event.outcome) { return event.outcome }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(nanoseconds: 60_000_000_000)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-    }
-
-    /// Polls `body` until it answers (at most a minute: a loaded machine is slow, not wrong).
-    static func waitFor<T>(_ body: () async throws -> T?) async throws -> T {
-        for _ in 0..<600 {
-            if let value = try await body() { return value }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
-        throw Killed()
-    }
-}
-
-/// A coordinator's events, whatever its storefront.
-protocol PurchaseEventSource {
-    var purchaseEvents: AsyncStream<PurchaseEvent> { get }
-}
-
-extension PurchaseCoordinator: PurchaseEventSource {
-    nonisolated var purchaseEvents: AsyncStream<PurchaseEvent> { events }
 }
 
 extension ClientFixture {
-    /// Ask to Buy for the tester's account: each payment waits for a parent's decision.
-    func turnOnAskToBuy() async throws {
-        _ = try await simulator.appStoreConnect.updateAccount(id: account.id, AccountInput(askToBuy: true))
-    }
-
     /// StoreKit 2 on a device of the tester (the phone by default).
     func storeKit2(device: SimDevice? = nil) -> FakeStoreKit2 {
         FakeStoreKit2(device: storefront(device: device))

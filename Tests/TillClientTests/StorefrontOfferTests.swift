@@ -94,23 +94,7 @@ extension StorefrontOfferTests {
     /// the signature with the payment; the consent to share consumption data is recorded on the way.
     @Test func theAppBuysWithAnOfferTheServerSigned() async throws {
         try await ClientFixture.run { fixture in
-            _ = try await fixture.simulator.offers.createOffer(
-                appAppleId: 1_234_567_890,
-                productId: "premium.monthly",
-                OfferInput(
-                    kind: .promotional,
-                    offerIdentifier: "loyal",
-                    discountType: .payUpFront,
-                    duration: "P3M",
-                    price: 1990
-                )
-            )
-            _ = try await fixture.server.offers.putOffer(
-                bundleId: ClientFixture.bundleId,
-                productId: "premium.monthly",
-                offerIdentifier: "loyal",
-                eligibility: .currentOrLapsedSubscribers
-            )
+            try await fixture.offerLoyal()
             try await fixture.serve { url in
                 let server = fixture.client(url)
                 let store = fixture.storefront()

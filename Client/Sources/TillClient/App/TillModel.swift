@@ -19,55 +19,23 @@ import Observation
 @available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
 @MainActor
 @Observable
-public final class TillModel: TillCustomerModel {
+public final class TillModel: TillSessionModel, TillCustomerModel {
     /// Everything a view shows; it changes as a whole.
     public private(set) var state = TillState()
-    @ObservationIgnored let session: TillSession
 
     /// A model over a purchase coordinator.
     ///
     /// - Parameters:
     ///   - connectivity: what tells the model the network came back; on Apple platforms `NWPathMonitor`
     ///     (``NetworkConnectivity``) by default, elsewhere none.
-    public init<Store: TillStorefront>(
+    public override init<Store: TillStorefront>(
         _ purchases: PurchaseCoordinator<Store>,
         configuration: TillModelConfiguration = TillModelConfiguration(),
         connectivity: (any Connectivity)? = TillModelConfiguration.systemConnectivity()
     ) {
-        session = TillSession(engine: purchases, configuration: configuration, connectivity: connectivity)
+        super.init(purchases, configuration: configuration, connectivity: connectivity)
         session.publish = { [weak self] in self?.state = $0 }
     }
-
-    init(session: TillSession) {
-        self.session = session
-        session.publish = { [weak self] in self?.state = $0 }
-    }
-
-    public func start() async { await session.start() }
-
-    /// Stops the background work.
-    public func stop() { session.stop() }
-
-    @discardableResult
-    public func purchase(_ payment: Payment) async -> PurchaseOutcome? { await session.purchase(payment) }
-
-    @discardableResult
-    public func record(_ transaction: StoreVerification<StoreTransaction>) async -> PurchaseOutcome {
-        await session.record(transaction)
-    }
-
-    @discardableResult
-    public func record(_ result: Result<StorePurchaseResult, StoreError>, productId: String) async -> PurchaseOutcome {
-        await session.record(result, productId: productId)
-    }
-
-    @discardableResult
-    public func restore() async -> RestoreOutcome { await session.restore() }
-
-    /// The products again.
-    public func refreshProducts() async { await session.refreshProducts() }
-
-    public func sceneBecameActive() async { await session.sceneBecameActive() }
 }
 
 extension TillModelConfiguration {
