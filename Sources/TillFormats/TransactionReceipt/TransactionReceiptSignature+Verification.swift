@@ -12,41 +12,15 @@ extension TransactionReceiptSignature {
         case invalid(Failure)
     }
 
-    /// Why a signature check failed. Compare with `==` (it compares ``code`` only).
-    public struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
-        private enum Code: String, Sendable {
-            case missingSignature
-            case unreadableCertificate
-            case unsupportedPublicKey
-            case signatureMismatch
-        }
+    /// Why a signature check failed: a ``CodedError`` of ``FailureCode``.
+    public typealias Failure = CodedError<FailureCode>
 
-        private let base: Code
-        /// A human-readable reason.
-        public let message: String
-
-        private init(_ base: Code, _ message: String) {
-            self.base = base
-            self.message = message
-        }
-
-        /// A stable machine-readable code, such as `signatureMismatch`.
-        public var code: String { base.rawValue }
-        public var description: String { "\(code): \(message)" }
-
-        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.base == rhs.base }
-        public func hash(into hasher: inout Hasher) { hasher.combine(base) }
-
-        /// The receipt carries no `signature` at all (Apple's mock `legacyTransaction` is such a receipt).
-        public static let missingSignature = Self(.missingSignature, "the receipt has no signature")
-        /// The leaf certificate is not an X.509 certificate that can be read.
-        public static let unreadableCertificate = Self(.unreadableCertificate, "the leaf certificate cannot be read")
-        /// The leaf certificate's key is not an RSA key of at least 1024 bits.
-        public static let unsupportedPublicKey = Self(.unsupportedPublicKey, "the leaf certificate's key is not RSA")
-        /// The signature was not made over these bytes by the leaf certificate's key.
-        public static let signatureMismatch = Self(.signatureMismatch, "the signature does not match the purchase-info")
-
-        func with(_ message: String) -> Self { Self(base, message) }
+    /// The kinds of ``Failure``.
+    public enum FailureCode: String, ErrorCode {
+        case missingSignature
+        case unreadableCertificate
+        case unsupportedPublicKey
+        case signatureMismatch
     }
 
     /// The leaf certificate as parsed by swift-certificates, for chain verification.
@@ -115,5 +89,22 @@ extension TransactionReceiptSignature {
     /// Whether the leaf certificate's key signed exactly these purchase-info bytes.
     public func isValid(forPurchaseInfo purchaseInfo: some Collection<UInt8>) -> Bool {
         verify(purchaseInfo: purchaseInfo) == .valid
+    }
+}
+
+extension CodedError where Kind == TransactionReceiptSignature.FailureCode {
+    /// The receipt carries no `signature` at all (Apple's mock `legacyTransaction` is such a receipt).
+    public static var missingSignature: Self { Self(.missingSignature, "the receipt has no signature") }
+    /// The leaf certificate is not an X.509 certificate that can be read.
+    public static var unreadableCertificate: Self {
+        Self(.unreadableCertificate, "the leaf certificate cannot be read")
+    }
+    /// The leaf certificate's key is not an RSA key of at least 1024 bits.
+    public static var unsupportedPublicKey: Self {
+        Self(.unsupportedPublicKey, "the leaf certificate's key is not RSA")
+    }
+    /// The signature was not made over these bytes by the leaf certificate's key.
+    public static var signatureMismatch: Self {
+        Self(.signatureMismatch, "the signature does not match the purchase-info")
     }
 }
