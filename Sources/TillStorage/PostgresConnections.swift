@@ -40,7 +40,7 @@ final class ConnectionPoolBox<Source: ConnectionPoolSource>: @unchecked Sendable
 
 /// A PostgreSQL `SQLDatabase` whose sessions hold one pooled connection (a `PostgresSession`). A statement outside
 /// a session runs in a session of its own, so that every statement goes through `PostgresSession`.
-struct PooledPostgresDatabase: SQLDatabase {
+struct PooledPostgresDatabase: AsyncSQLDatabase {
     let box: ConnectionPoolBox<PostgresConnectionSource>
     let logger: Logger
     var pool: EventLoopGroupConnectionPool<PostgresConnectionSource> { box.pool }
@@ -49,14 +49,6 @@ struct PooledPostgresDatabase: SQLDatabase {
     var dialect: any SQLDialect { PostgresDialect() }
     var version: (any SQLDatabaseReportedVersion)? { nil }
     var queryLogLevel: Logger.Level? { nil }
-
-    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
-        Void
-    > {
-        let promise = eventLoop.makePromise(of: Void.self)
-        promise.completeWithTask { try await self.execute(sql: query, onRow) }
-        return promise.futureResult
-    }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         try await withSession { try await $0.execute(sql: query, onRow) }

@@ -165,7 +165,7 @@ public final class StorageGate: Sendable {
 /// `TillDatabase.sql`: each statement and session through the `StorageGate`. A statement is run again while
 /// storage is away when running it again cannot repeat anything: no row was delivered yet, and the failure was not
 /// a connection lost under way (`outcomeUnknown`). A session is run again only when it failed before it began.
-struct GatedSQLDatabase: SQLDatabase {
+struct GatedSQLDatabase: AsyncSQLDatabase {
     let inner: any SQLDatabase
     let gate: StorageGate
 
@@ -174,14 +174,6 @@ struct GatedSQLDatabase: SQLDatabase {
     var version: (any SQLDatabaseReportedVersion)? { inner.version }
     var logger: Logger { inner.logger }
     var queryLogLevel: Logger.Level? { inner.queryLogLevel }
-
-    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
-        Void
-    > {
-        let promise = eventLoop.makePromise(of: Void.self)
-        promise.completeWithTask { try await self.execute(sql: query, onRow) }
-        return promise.futureResult
-    }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let delivered = NIOLockedValueBox(false)

@@ -272,7 +272,7 @@ extension TillDatabase {
 }
 /// sql-kit's view of the SQLite connections: each statement runs on a connection borrowed from the pool, or
 /// on the one a session holds, on the calling thread (see `SQLiteHandle`).
-struct DirectSQLiteDatabase: SQLDatabase {
+struct DirectSQLiteDatabase: AsyncSQLDatabase {
     enum Target {
         /// A connection borrowed for each statement. A statement that may write takes the write lock first,
         /// like a transaction: statements run on the caller's thread, and one waiting in SQLite's busy
@@ -290,14 +290,6 @@ struct DirectSQLiteDatabase: SQLDatabase {
     var queryLogLevel: Logger.Level? { nil }
     private static let encoder = SQLiteDataEncoder()
     private static let decoder = SQLiteDataDecoder()
-
-    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<
-        Void
-    > {
-        let promise = eventLoop.makePromise(of: Void.self)
-        promise.completeWithTask { try await self.execute(sql: query, onRow) }
-        return promise.futureResult
-    }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, rawBinds) = serialize(query)
