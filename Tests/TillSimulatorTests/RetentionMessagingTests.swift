@@ -101,6 +101,65 @@ extension RetentionMessagingTests {
     }
 }
 
+extension RetentionMessagingTests {
+    /// Images and messages, as Apple refuses them: an identifier uploaded twice, a delete of one that is not there,
+    /// an image a message still uses; after the message goes, the image can go too.
+    @Test func imagesAndMessagesAreRefusedAsAppleRefusesThem() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let retention = fixture.simulator.retention
+        func refusal(_ body: () async throws -> Void) async -> Int? {
+            do {
+                try await body()
+                return nil
+            } catch let failure as ServerAPIFailure {
+                return failure.error?.errorCode
+            } catch {
+                return -1
+            }
+        }
+        let image = UUID().uuidString.lowercased()
+        let png = Self.png(width: 3840, height: 1080)
+        try await retention.uploadImage(image, size: nil, png: png, app: fixture.app, environment: .sandbox)
+        #expect(
+            await refusal {
+                try await retention.uploadImage(image, size: nil, png: png, app: fixture.app, environment: .sandbox)
+            } == ServerAPIErrorCode.imageAlreadyExists.rawValue
+        )
+        let message = UUID().uuidString.lowercased()
+        let body = #"{"header":"Stay","body":"Keep it.","image":{"imageIdentifier":"\#(image)","altText":"A view"}}"#
+        try await retention.uploadMessage(message, body: Array(body.utf8), app: fixture.app, environment: .sandbox)
+        #expect(
+            await refusal {
+                try await retention.uploadMessage(message, body: Array(body.utf8), app: fixture.app, environment: .sandbox)
+            } == ServerAPIErrorCode.messageAlreadyExists.rawValue
+        )
+        #expect(
+            await refusal { try await retention.deleteImage(image, app: fixture.app, environment: .sandbox) }
+                == ServerAPIErrorCode.imageInUse.rawValue
+        )
+        try await retention.deleteMessage(message, app: fixture.app, environment: .sandbox)
+        #expect(
+            await refusal { try await retention.deleteMessage(message, app: fixture.app, environment: .sandbox) }
+                == ServerAPIErrorCode.messageNotFound.rawValue
+        )
+        try await retention.deleteImage(image, app: fixture.app, environment: .sandbox)
+        #expect(
+            await refusal { try await retention.deleteImage(image, app: fixture.app, environment: .sandbox) }
+                == ServerAPIErrorCode.imageNotFound.rawValue
+        )
+        #expect(try await retention.imageList(app: fixture.app, environment: .sandbox).imageIdentifiers?.isEmpty == true)
+    }
+
+    /// The start of an opaque greyscale PNG of `width` × `height`: its signature, its header chunk and its end (the
+    /// simulator reads the header; the checksums are not checked).
+    static func png(width: Int, height: Int) -> [UInt8] {
+        func uint32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+        let header = uint32(width) + uint32(height) + [8, 0, 0, 0, 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + uint32(header.count) + Array("IHDR".utf8) + header
+            + [0, 0, 0, 0] + uint32(0) + Array("IEND".utf8) + [0, 0, 0, 0]
+    }
+}
+
 extension SimulatorFixture {
     /// Runs `body` with a developer's realtime URL on a loopback port, configured for the sandbox, that answers
     /// every realtime request with `answer` (JSON) after `delay`.

@@ -1,16 +1,31 @@
 import Foundation
+import TillFormats
 
-/// An image uploaded for retention messages (PNG, base64 in the row).
 /// What an app uploads for Retention Messaging and Apple reviews: an image or a message, each in its table and named
 /// by its identifier (`SimulatorStore`'s retention functions serve both).
 protocol RetentionAsset: Codable, Sendable {
     static var table: String { get }
     static var identifierColumn: String { get }
+    /// How many of them an app may have (Apple's limit).
+    static var maximum: Int { get }
+    /// Apple's refusals: none with this identifier; one has it already; the app has `maximum`.
+    static var notFound: ServerAPIErrorCode { get }
+    static var alreadyExists: ServerAPIErrorCode { get }
+    static var maximumReached: ServerAPIErrorCode { get }
+    var appAppleId: Int64 { get }
+    var environment: String { get }
+    var identifier: String { get }
 }
 
+/// An image uploaded for retention messages (PNG, base64 in the row).
 struct SimRetentionImage: RetentionAsset, Hashable {
     static let table = "sim_retention_images"
     static let identifierColumn = "image_identifier"
+    static let maximum = 2000
+    static let notFound = ServerAPIErrorCode.imageNotFound
+    static let alreadyExists = ServerAPIErrorCode.imageAlreadyExists
+    static let maximumReached = ServerAPIErrorCode.maximumNumberOfImagesReached
+    var identifier: String { imageIdentifier }
 
     var appAppleId: Int64
     var environment: String
@@ -27,6 +42,11 @@ struct SimRetentionImage: RetentionAsset, Hashable {
 struct SimRetentionMessage: RetentionAsset, Hashable {
     static let table = "sim_retention_messages"
     static let identifierColumn = "message_identifier"
+    static let maximum = 2000
+    static let notFound = ServerAPIErrorCode.messageNotFound
+    static let alreadyExists = ServerAPIErrorCode.messageAlreadyExists
+    static let maximumReached = ServerAPIErrorCode.maximumNumberOfMessagesReached
+    var identifier: String { messageIdentifier }
 
     var appAppleId: Int64
     var environment: String

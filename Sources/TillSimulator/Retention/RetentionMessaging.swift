@@ -20,9 +20,7 @@ public struct RetentionMessaging: Sendable {
     let logger: Logger
     let http: HTTPClient
 
-    /// Apple's limits.
-    static let maximumImages = 2000
-    static let maximumMessages = 2000
+    /// Apple's limit (of images and messages: `RetentionAsset.maximum`).
     static let maximumBulletPoints = 5
 
     /// App Store Connect's locale codes, as Retention Messaging takes them (case-sensitive).
@@ -52,17 +50,7 @@ extension RetentionMessaging {
             throw ServerAPIFailure(.invalidImage)
         }
         try await database.transaction { db in
-            let images = try await self.store.retentionAssets(
-                SimRetentionImage.self,
-                appAppleId: app.appAppleId,
-                environment: environment.rawValue,
-                on: db
-            )
-            guard !images.contains(where: { $0.imageIdentifier == id }) else {
-                throw ServerAPIFailure(.imageAlreadyExists)
-            }
-            guard images.count < Self.maximumImages else { throw ServerAPIFailure(.maximumNumberOfImagesReached) }
-            try await self.store.insert(
+            try await self.add(
                 SimRetentionImage(
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -81,31 +69,17 @@ extension RetentionMessaging {
     func deleteImage(_ identifier: String, app: SimApp, environment: AppStoreEnvironment) async throws {
         let id = try Self.identifier(identifier)
         try await database.transaction { db in
-            guard
-                try await self.store.retentionAsset(
-                    SimRetentionImage.self,
-                    id,
+            try await self.remove(SimRetentionImage.self, id, app: app, environment: environment, on: db) {
+                let messages = try await self.store.retentionAssets(
+                    SimRetentionMessage.self,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
                     on: db
-                ) != nil
-            else { throw ServerAPIFailure(.imageNotFound) }
-            let messages = try await self.store.retentionAssets(
-                SimRetentionMessage.self,
-                appAppleId: app.appAppleId,
-                environment: environment.rawValue,
-                on: db
-            )
-            guard !messages.contains(where: { Self.content(of: $0).imageIdentifiers.contains(id) }) else {
-                throw ServerAPIFailure(.imageInUse)
+                )
+                guard !messages.contains(where: { Self.content(of: $0).imageIdentifiers.contains(id) }) else {
+                    throw ServerAPIFailure(.imageInUse)
+                }
             }
-            try await self.store.deleteRetentionAsset(
-                SimRetentionImage.self,
-                id,
-                appAppleId: app.appAppleId,
-                environment: environment.rawValue,
-                on: db
-            )
         }
     }
 
@@ -150,13 +124,15 @@ extension RetentionMessaging {
             func requireImage(_ imageId: String?, altText: String?, size: RetentionImageSize) async throws {
                 guard let altText, !altText.isEmpty else { throw ServerAPIFailure(.generalBadRequest) }
                 guard altText.count <= 150 else { throw ServerAPIFailure(.altTextTooLong) }
-                guard let imageId, let image = try await self.store.retentionAsset(
-                    SimRetentionImage.self,
-                    imageId.lowercased(),
-                    appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
-                    on: db
-                ) else { throw ServerAPIFailure(.imageNotFound) }
+                guard let imageId,
+                    let image = try await self.store.retentionAsset(
+                        SimRetentionImage.self,
+                        imageId.lowercased(),
+                        appAppleId: app.appAppleId,
+                        environment: environment.rawValue,
+                        on: db
+                    )
+                else { throw ServerAPIFailure(.imageNotFound) }
                 guard image.imageSize == size.rawValue else { throw ServerAPIFailure(.badRequestImageSize) }
             }
             if let image = message.image {
@@ -167,19 +143,7 @@ extension RetentionMessaging {
                 guard text.count <= 66 else { throw ServerAPIFailure(.badRequestBulletPointTextTooLong) }
                 try await requireImage(bullet.imageIdentifier, altText: bullet.altText, size: .bulletPoint)
             }
-            let messages = try await self.store.retentionAssets(
-                SimRetentionMessage.self,
-                appAppleId: app.appAppleId,
-                environment: environment.rawValue,
-                on: db
-            )
-            guard !messages.contains(where: { $0.messageIdentifier == id }) else {
-                throw ServerAPIFailure(.messageAlreadyExists)
-            }
-            guard messages.count < Self.maximumMessages else {
-                throw ServerAPIFailure(.maximumNumberOfMessagesReached)
-            }
-            try await self.store.insert(
+            try await self.add(
                 SimRetentionMessage(
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -196,22 +160,7 @@ extension RetentionMessaging {
     func deleteMessage(_ identifier: String, app: SimApp, environment: AppStoreEnvironment) async throws {
         let id = try Self.identifier(identifier)
         try await database.transaction { db in
-            guard
-                try await self.store.retentionAsset(
-                    SimRetentionMessage.self,
-                    id,
-                    appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
-                    on: db
-                ) != nil
-            else { throw ServerAPIFailure(.messageNotFound) }
-            try await self.store.deleteRetentionAsset(
-                SimRetentionMessage.self,
-                id,
-                appAppleId: app.appAppleId,
-                environment: environment.rawValue,
-                on: db
-            )
+            try await self.remove(SimRetentionMessage.self, id, app: app, environment: environment, on: db)
         }
     }
 
@@ -232,6 +181,51 @@ extension RetentionMessaging {
     }
 
     // MARK: Helpers
+
+    /// Stores a new image or message in `db`'s transaction: refused when the app has one with its identifier already,
+    /// or has as many as Apple allows.
+    private func add<Asset: RetentionAsset>(_ asset: Asset, on db: any SQLDatabase) async throws {
+        let assets = try await store.retentionAssets(
+            Asset.self,
+            appAppleId: asset.appAppleId,
+            environment: asset.environment,
+            on: db
+        )
+        guard !assets.contains(where: { $0.identifier == asset.identifier }) else {
+            throw ServerAPIFailure(Asset.alreadyExists)
+        }
+        guard assets.count < Asset.maximum else { throw ServerAPIFailure(Asset.maximumReached) }
+        try await store.insert(asset, on: db)
+    }
+
+    /// Deletes an image or message in `db`'s transaction: refused when there is none, or when `check` refuses (an
+    /// image a message uses).
+    private func remove<Asset: RetentionAsset>(
+        _ type: Asset.Type,
+        _ id: String,
+        app: SimApp,
+        environment: AppStoreEnvironment,
+        on db: any SQLDatabase,
+        unless check: () async throws -> Void = {}
+    ) async throws {
+        guard
+            try await store.retentionAsset(
+                Asset.self,
+                id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                on: db
+            ) != nil
+        else { throw ServerAPIFailure(Asset.notFound) }
+        try await check()
+        try await store.deleteRetentionAsset(
+            Asset.self,
+            id,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: db
+        )
+    }
 
     /// Identifiers are the developer's UUIDs; kept lowercase, as Apple prints them.
     static func identifier(_ text: String) throws(ServerAPIFailure) -> String {
