@@ -53,8 +53,8 @@ struct ServerSettingsTests {
         #expect(production.retryFor == .seconds(86_400) && production.answerPrefixBytes == 256)
         #expect(production.batchWindow == .zero && production.batchPerEndpoint == 4)
         #expect(production.longestBatch == production.timeout, "four deliveries, eight at a time: one turn")
-        #expect(production.delay(afterAttempt: 1, jitter: 1) == .milliseconds(500))
-        #expect(production.delay(afterAttempt: 9, jitter: 1) == .seconds(3600), "the last delay repeats")
+        #expect(production.retrySchedule.delay(afterAttempt: 1, factor: 1) == .milliseconds(500))
+        #expect(production.retrySchedule.delay(afterAttempt: 9, factor: 1) == .seconds(3600), "the last delay repeats")
         for (key, value) in [
             ("TILL_WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,soon"), ("TILL_WEBHOOKS_RETRY_HOURS", "0"),
             ("TILL_WEBHOOKS_BATCH_WINDOW_MS", "5000"),
@@ -212,6 +212,23 @@ struct SnapshotCacheTests {
                     "gems"
                 ] == 60
             )
+        }
+    }
+
+    /// One back-off for every kind of work: confirmations double from their base to their cap (±20%), webhook
+    /// deliveries take their steps, the last one repeated (±10%).
+    @Test func everyKindOfWorkBacksOffOnTheOneRetrySchedule() {
+        let confirmation = ConfirmationSettings(backoffBase: .seconds(2), backoffCap: .seconds(3600)).retrySchedule
+        #expect((1...4).map { confirmation.plainDelay(afterAttempt: $0) } == [2, 4, 8, 16].map { .seconds($0) })
+        #expect(confirmation.plainDelay(afterAttempt: 12) == .seconds(3600), "2 × 2^11 s is past the cap")
+        #expect(confirmation.delay(afterAttempt: 3, factor: 1.2) == .milliseconds(9600))
+        let webhooks = WebhookSettings().retrySchedule
+        #expect(webhooks.plainDelay(afterAttempt: 1) == .seconds(5))
+        #expect(webhooks.plainDelay(afterAttempt: 40) == .seconds(36_000))
+        for attempt in 1...8 {
+            let delay = webhooks.delay(afterAttempt: attempt)
+            let plain = webhooks.plainDelay(afterAttempt: attempt)
+            #expect(delay >= plain * 0.9 && delay <= plain * 1.1, "attempt \(attempt): \(delay)")
         }
     }
 }

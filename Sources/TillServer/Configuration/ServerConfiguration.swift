@@ -75,12 +75,9 @@ public struct ConfirmationSettings: Sendable, Hashable {
         self.backoffCap = backoffCap
     }
 
-    /// The delay before attempt `attempt + 1`.
-    public func delay(afterAttempt attempt: Int, jitter: Double = Double.random(in: 0.8...1.2)) -> Duration {
-        let base = Double(backoffBase.components.seconds) + Double(backoffBase.components.attoseconds) / 1e18
-        let cap = Double(backoffCap.components.seconds)
-        let raw = min(cap, base * pow(2, Double(max(0, attempt - 1))))
-        return .milliseconds(Int64(raw * jitter * 1000))
+    /// The back-off between attempts: doubling from `backoffBase` up to `backoffCap`, ±20%.
+    public var retrySchedule: RetrySchedule {
+        RetrySchedule(.doubling(base: backoffBase, cap: backoffCap), jitter: 0.2)
     }
 }
 
@@ -176,11 +173,8 @@ public struct WebhookSettings: Sendable, Hashable {
         return timeout * turns
     }
 
-    /// The delay after attempt `attempt` (1 for the first).
-    public func delay(afterAttempt attempt: Int, jitter: Double = Double.random(in: 0.9...1.1)) -> Duration {
-        let base = schedule[min(max(0, attempt - 1), schedule.count - 1)]
-        return .milliseconds(Int64(Double(base.milliseconds) * jitter))
-    }
+    /// The back-off between attempts: `schedule`'s steps, ±10%.
+    public var retrySchedule: RetrySchedule { RetrySchedule(.steps(schedule), jitter: 0.1) }
 }
 
 /// What a verification server is made of.

@@ -273,7 +273,7 @@ public struct ConsumptionAnswers: Sendable {
         case .misconfigured(let problem):
             failure = problem
         }
-        let next = now + Self.milliseconds(configuration.confirmation.delay(afterAttempt: request.attempts))
+        let next = now + Self.milliseconds(configuration.confirmation.retrySchedule.delay(afterAttempt: request.attempts))
         if next >= request.deadline {
             request.state = .expired
             request.detail = "gave up: Apple's 12-hour deadline comes before another attempt; last: \(failure)"

@@ -199,7 +199,7 @@ public final class ConfirmationQueue: Sendable {
                     try await self.jobs.deadLetter(.confirmation, key: current.id, error: error, on: db)
                 } else {
                     current.state = .retrying
-                    let next = now + settings.delay(afterAttempt: current.attempts).milliseconds
+                    let next = now + settings.retrySchedule.delay(afterAttempt: current.attempts).milliseconds
                     current.nextAttemptAt = next
                     try await self.jobs.retry(.confirmation, key: current.id, at: next, error: error, on: db)
                 }

@@ -552,7 +552,7 @@ public struct WebhookDeliveries: Sendable {
             delivery.state = .delivered
             delivery.deliveredAt = now
         } else {
-            let next = now + settings.delay(afterAttempt: delivery.attempts).milliseconds
+            let next = now + settings.retrySchedule.delay(afterAttempt: delivery.attempts).milliseconds
             if next > delivery.deadline {
                 delivery.state = .deadLettered
             } else {
