@@ -21,10 +21,10 @@ struct AppKeyMiddleware: RouterMiddleware {
         -> Response
     {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            let app = try await server.catalogue.app(appKey: String(header.dropFirst(7)))
+            let authenticated = try await server.catalogue.app(appKey: String(header.dropFirst(7)))
         else { throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
         var context = context
-        context.app = app
+        context.authenticated = authenticated
         return try await next(request, context)
     }
 }

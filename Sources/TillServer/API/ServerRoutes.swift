@@ -12,7 +12,8 @@ import TillHTTPKit
 /// The request context of the server's routes: the app the request authenticated as, and a request id.
 public struct ServerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    var app: ServerApp?
+    /// The app its key named (`AppKeyMiddleware`).
+    var authenticated: AuthenticatedApp?
     /// This request's id (`X-Request-Id`), set by `RequestMiddleware`.
     var requestId = ""
     /// The console's session (`ConsoleGate`), and the fields of a form it read.
@@ -53,7 +54,7 @@ public struct ServerRequestContext: RequestContext {
     }
 
     func requireApp() throws -> ServerApp {
-        guard let app else {
+        guard let app = authenticated?.app else {
             throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>")
         }
         return app
