@@ -27,19 +27,22 @@ public struct CatchUpWorker: Service {
             catchUp.logger.error("catch-up: the runs at start could not be scheduled: \(error)")
         }
         var scheduled = ContinuousClock.now
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let since = jobs.signal(.catchUp).current
+        await jobs.runWorker(
+            .catchUp,
+            longest: min(interval, .seconds(60)),
+            logger: catchUp.logger,
+            failure: "catch-up: the next runs could not be scheduled"
+        ) {
             _ = await catchUp.runDue { bundleId in
                 caughtUp.insert(bundleId).inserted ? .start : .interval
             }
             if ContinuousClock.now - scheduled >= interval {
                 // Apps added since: their first run, an interval from now at the latest.
-                try? await catchUp.schedule(dueAt: clock.milliseconds + interval.milliseconds)
                 scheduled = ContinuousClock.now
+                try await catchUp.schedule(dueAt: clock.milliseconds + interval.milliseconds)
             }
-            _ = try? await cancelWhenGracefulShutdown {
-                await jobs.waitForWork(.catchUp, since: since, longest: min(interval, .seconds(60)))
-            }
+            // Each run schedules the next itself: what is due now was run, so wait.
+            return 0
         }
     }
 }

@@ -21,19 +21,13 @@ public struct ConsumptionWorker: Service {
             timeout: settings.confirmation.requestTimeout,
             metrics: answers.metrics
         )
-        let jobs = answers.jobs
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let since = jobs.signal(.consumptionAnswer).current
-            do {
-                if try await answers.answerDue(client: client) > 0 { continue }
-            } catch {
-                answers.logger.error("answering consumption requests failed: \(error)")
-            }
-            // Wake for a new request, when the next retry is due, or after a few seconds at most (a server following
-            // another clock, a request queued by another process sharing the database).
-            _ = try? await cancelWhenGracefulShutdown {
-                await jobs.waitForWork(.consumptionAnswer, since: since, longest: .seconds(5))
-            }
-        }
+        // Woken for a new request and when the next retry is due; a few seconds at most (a server following another
+        // clock, a request queued by another process sharing the database).
+        await answers.jobs.runWorker(
+            .consumptionAnswer,
+            longest: .seconds(5),
+            logger: answers.logger,
+            failure: "answering consumption requests failed"
+        ) { try await answers.answerDue(client: client) }
     }
 }

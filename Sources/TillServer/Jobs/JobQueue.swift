@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLKit
+import ServiceLifecycle
 import Synchronization
 import TillCore
 import TillHTTPKit
@@ -222,6 +223,31 @@ struct JobQueue: Sendable {
     /// answers how many jobs of each kind were held.
     func releaseAllClaims() async throws -> [JobKind: Int] {
         try await database.transaction(bookkeeping: true) { db in try await self.store.releaseJobClaims(on: db) }
+    }
+
+    /// The loop of a kind's worker, until a graceful shutdown: a round (`round` runs what is due and answers how many
+    /// jobs it ran), then at once another while rounds find work, else a wait for a signal, the next due job, or
+    /// `longest` (another process may have queued one). A round that fails is logged after `failure`, and the loop
+    /// goes on. (The confirmation and webhook workers keep loops of their own: they pace and batch many attempts at
+    /// once.)
+    func runWorker(
+        _ kind: JobKind,
+        longest: Duration,
+        logger: Logger,
+        failure: String,
+        _ round: () async throws -> Int
+    ) async {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let since = signal(kind).current
+            do {
+                if try await round() > 0 { continue }
+            } catch {
+                logger.error("\(failure): \(error)")
+            }
+            _ = try? await cancelWhenGracefulShutdown {
+                await waitForWork(kind, since: since, longest: longest)
+            }
+        }
     }
 
     /// Sleeps until a job of `kind` may be due: a signal, the next due time, or `longest` at most (another process
