@@ -310,6 +310,17 @@ extension ClientFixture {
     /// The promotional offer `loyal` on `premium.monthly` (three months paid up front), in the store and in the
     /// server's catalogue, for current or lapsed subscribers.
     func offerLoyal() async throws {
+        try await createLoyalOfferInTheStore()
+        _ = try await server.offers.putOffer(
+            bundleId: Self.bundleId,
+            productId: "premium.monthly",
+            offerIdentifier: "loyal",
+            eligibility: .currentOrLapsedSubscribers
+        )
+    }
+
+    /// The promotional offer `loyal` on `premium.monthly`, in the store alone.
+    func createLoyalOfferInTheStore() async throws {
         _ = try await simulator.offers.createOffer(
             appAppleId: 1_234_567_890,
             productId: "premium.monthly",
@@ -320,12 +331,6 @@ extension ClientFixture {
                 duration: "P3M",
                 price: 1990
             )
-        )
-        _ = try await server.offers.putOffer(
-            bundleId: Self.bundleId,
-            productId: "premium.monthly",
-            offerIdentifier: "loyal",
-            eligibility: .currentOrLapsedSubscribers
         )
     }
 

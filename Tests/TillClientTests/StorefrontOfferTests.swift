@@ -23,17 +23,7 @@ struct StorefrontOfferTests {
                 productId: "premium.monthly",
                 OfferInput(kind: .introductory, discountType: .freeTrial, duration: "P1W")
             )
-            _ = try await app.createOffer(
-                appAppleId: 1_234_567_890,
-                productId: "premium.monthly",
-                OfferInput(
-                    kind: .promotional,
-                    offerIdentifier: "loyal",
-                    discountType: .payUpFront,
-                    duration: "P3M",
-                    price: 1990
-                )
-            )
+            try await fixture.createLoyalOfferInTheStore()
             let store = fixture.storefront()
             let before = try #require(try await store.products(["premium.monthly"]).products.first?.subscription)
             let trialOffer = try #require(before.introductoryOffer)
