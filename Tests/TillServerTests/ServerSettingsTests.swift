@@ -145,6 +145,36 @@ struct ServerSettingsTests {
             #expect(error.code == "invalidConfigFile")
         }
     }
+
+    /// One back-off for every kind of work: confirmations double from their base to their cap (±20%), webhook
+    /// deliveries take their steps, the last one repeated (±10%).
+    @Test func everyKindOfWorkBacksOffOnTheOneRetrySchedule() {
+        let confirmation = ConfirmationSettings(backoffBase: .seconds(2), backoffCap: .seconds(3600)).retrySchedule
+        #expect((1...4).map { confirmation.plainDelay(afterAttempt: $0) } == [2, 4, 8, 16].map { .seconds($0) })
+        #expect(confirmation.plainDelay(afterAttempt: 12) == .seconds(3600), "2 × 2^11 s is past the cap")
+        #expect(confirmation.delay(afterAttempt: 3, factor: 1.2) == .milliseconds(9600))
+        #expect(
+            ConfirmationSettings(backoffBase: .milliseconds(250), backoffCap: .milliseconds(1500)).retrySchedule
+                .plainDelay(afterAttempt: 4) == .milliseconds(1500),
+            "a cap in milliseconds is kept whole"
+        )
+        for attempt in 1...8 {
+            let delay = confirmation.delay(afterAttempt: attempt)
+            let plain = confirmation.plainDelay(afterAttempt: attempt)
+            #expect(delay >= plain * 0.8 && delay <= plain * 1.2, "attempt \(attempt): \(delay)")
+        }
+        let webhooks = WebhookSettings().retrySchedule
+        #expect(webhooks.plainDelay(afterAttempt: 1) == .seconds(5))
+        #expect(webhooks.plainDelay(afterAttempt: 40) == .seconds(36_000))
+        var emptied = WebhookSettings()
+        emptied.schedule = []
+        #expect(emptied.retrySchedule.plainDelay(afterAttempt: 1) == .seconds(5), "no steps: the standard schedule")
+        for attempt in 1...8 {
+            let delay = webhooks.delay(afterAttempt: attempt)
+            let plain = webhooks.plainDelay(afterAttempt: attempt)
+            #expect(delay >= plain * 0.9 && delay <= plain * 1.1, "attempt \(attempt): \(delay)")
+        }
+    }
 }
 
 /// The caches in front of the database: never older than this process's last write.
@@ -212,23 +242,6 @@ struct SnapshotCacheTests {
                     "gems"
                 ] == 60
             )
-        }
-    }
-
-    /// One back-off for every kind of work: confirmations double from their base to their cap (±20%), webhook
-    /// deliveries take their steps, the last one repeated (±10%).
-    @Test func everyKindOfWorkBacksOffOnTheOneRetrySchedule() {
-        let confirmation = ConfirmationSettings(backoffBase: .seconds(2), backoffCap: .seconds(3600)).retrySchedule
-        #expect((1...4).map { confirmation.plainDelay(afterAttempt: $0) } == [2, 4, 8, 16].map { .seconds($0) })
-        #expect(confirmation.plainDelay(afterAttempt: 12) == .seconds(3600), "2 × 2^11 s is past the cap")
-        #expect(confirmation.delay(afterAttempt: 3, factor: 1.2) == .milliseconds(9600))
-        let webhooks = WebhookSettings().retrySchedule
-        #expect(webhooks.plainDelay(afterAttempt: 1) == .seconds(5))
-        #expect(webhooks.plainDelay(afterAttempt: 40) == .seconds(36_000))
-        for attempt in 1...8 {
-            let delay = webhooks.delay(afterAttempt: attempt)
-            let plain = webhooks.plainDelay(afterAttempt: attempt)
-            #expect(delay >= plain * 0.9 && delay <= plain * 1.1, "attempt \(attempt): \(delay)")
         }
     }
 }

@@ -4,6 +4,8 @@ public typealias OpenStepPlistError = CodedError<OpenStepPlistErrorCode>
 
 /// The kinds of ``OpenStepPlistError``.
 public enum OpenStepPlistErrorCode: String, ErrorCode {
+    public static let locatesOffset = true
+
     case tooLarge
     case tooDeep
     case unexpectedEnd

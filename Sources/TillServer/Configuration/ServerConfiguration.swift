@@ -174,7 +174,9 @@ public struct WebhookSettings: Sendable, Hashable {
     }
 
     /// The back-off between attempts: `schedule`'s steps, ±10%.
-    public var retrySchedule: RetrySchedule { RetrySchedule(.steps(schedule), jitter: 0.1) }
+    public var retrySchedule: RetrySchedule {
+        RetrySchedule(.steps(schedule.isEmpty ? Self.standardSchedule : schedule), jitter: 0.1)
+    }
 }
 
 /// What a verification server is made of.

@@ -23,20 +23,24 @@ public struct RetrySchedule: Sendable, Hashable {
 
     /// The delay after attempt `attempt` (1 for the first), before jitter.
     public func plainDelay(afterAttempt attempt: Int) -> Duration {
-        switch delays {
-        case .doubling(let base, let cap):
-            let seconds = min(cap.seconds, base.seconds * pow(2, Double(max(0, attempt - 1))))
-            return .milliseconds(Int64(seconds * 1000))
-        case .steps(let steps):
-            guard !steps.isEmpty else { return .zero }
-            return steps[min(max(0, attempt - 1), steps.count - 1)]
-        }
+        .milliseconds(Int64(plainSeconds(afterAttempt: attempt) * 1000))
     }
 
-    /// The delay after attempt `attempt`, jittered: `factor` (by default a random one within ±`jitter`) times it.
+    /// The delay after attempt `attempt`, jittered: `factor` (by default a random one within ±`jitter`) times it, in
+    /// whole milliseconds.
     public func delay(afterAttempt attempt: Int, factor: Double? = nil) -> Duration {
         let factor = factor ?? Double.random(in: (1 - jitter)...(1 + jitter))
-        return .milliseconds(Int64(plainDelay(afterAttempt: attempt).seconds * factor * 1000))
+        return .milliseconds(Int64(plainSeconds(afterAttempt: attempt) * factor * 1000))
+    }
+
+    private func plainSeconds(afterAttempt attempt: Int) -> Double {
+        switch delays {
+        case .doubling(let base, let cap):
+            return min(cap.seconds, base.seconds * pow(2, Double(max(0, attempt - 1))))
+        case .steps(let steps):
+            guard !steps.isEmpty else { return 0 }
+            return steps[min(max(0, attempt - 1), steps.count - 1)].seconds
+        }
     }
 }
 
