@@ -12,10 +12,11 @@ let harness: [SwiftSetting] =
     [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
     + (fuzzing ? [.unsafeFlags(["-sanitize=address", "-g"])] : [])
 
-let upcoming: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-] + instrumented
+let upcoming: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ] + instrumented
 
 let package = Package(
     name: "Till",
@@ -79,13 +80,17 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .target(name: "TillFormats", dependencies: [
+        .target(
+            name: "TillFormats",
+            dependencies: [
                 .product(name: "TillCore", package: "Client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ], swiftSettings: upcoming),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "TillStorage",
             dependencies: [
@@ -102,6 +107,21 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The ledger: the only writer of money, credits and access (its `LedgerStore` is internal to this module),
+        // the event log written in each change's transaction, and the records and stores they read.
+        .target(
+            name: "TillLedger",
+            dependencies: [
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
+                "TillFormats",
+                "TillHTTPKit",
+                "TillStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "TillServer",
             dependencies: [
@@ -109,6 +129,7 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
+                "TillLedger",
                 .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -170,6 +191,7 @@ let package = Package(
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
                 "TillHTTPKit",
+                "TillLedger",
                 "TillServer",
                 "TillSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -191,6 +213,7 @@ let package = Package(
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
+                "TillLedger",
                 "TillServer",
                 "TillSimulator",
                 "TillStorage",
@@ -291,6 +314,7 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
+                "TillLedger",
                 "TillServer",
                 "TillSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -372,6 +396,7 @@ let package = Package(
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
+                "TillLedger",
                 "TillServer",
                 "TillSimulator",
                 .product(name: "TillSnapshot", package: "Client"),
@@ -433,6 +458,7 @@ let package = Package(
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
                 "TillFormats",
+                "TillLedger",
                 "TillServer",
                 "TillSimulator",
                 .product(name: "TillSnapshot", package: "Client"),

@@ -1,12 +1,15 @@
 import Foundation
+import TillCore
+import TillLedger
 import TillServer
 import TillStorage
 
 /// Customers with a long history, for `till bench submissions --history N`: each already bought a consumable `N`
 /// times (a game's customer), so that the run measures what a purchase costs them against a new customer.
 ///
-/// A bulk load, like `LedgerGenerator`'s: the rows a purchase leaves (the ledger's row, the credits' entry) written in
-/// multi-row INSERTs, then each credit's total made from its entries by the ledger (`Ledger.rebuildBalances`).
+/// A bulk load through the ledger's bulk path (`LedgerBulkLoad`), like `LedgerGenerator`'s: the rows a purchase
+/// leaves (the ledger's row, the credits' entry) written in multi-row INSERTs, then each credit's total made from its
+/// entries by the ledger (`Ledger.rebuildBalances`).
 enum HistoryLoader {
     static func customerId(_ index: Int) -> String { "history-\(index)" }
 
@@ -16,31 +19,42 @@ enum HistoryLoader {
         var transaction: Int64 = 7_000_000_000_000_000
         for customer in 0..<customers {
             let customerId = Self.customerId(customer)
-            var batch = Batch()
-            batch.customer(bundleId: bundleId, customerId: customerId, at: start)
+            var load = LedgerBulkLoad()
+            load.customer(bundleId: bundleId, customerId: customerId, at: start)
             for purchase in 0..<purchases {
                 let id = String(transaction)
                 let date = start + Int64(purchase) * 60_000
                 transaction += 1
-                batch.add(
-                    "srv_transactions",
-                    [
-                        "environment", "transaction_id", "bundle_id", "customer_id", "original_transaction_id",
-                        "product_id", "product_type", "quantity", "purchase_date", "is_upgraded", "ownership",
-                        "submission_id", "source", "confirmed", "created_at", "updated_at", "introductory_offer",
-                    ],
-                    [
-                        "Sandbox", id, bundleId, customerId, id, "gems.100", "consumable", 1, date, false, "PURCHASED",
-                        "history-\(id)", "submission", true, date, date, false,
-                    ]
+                load.transaction(
+                    LedgerRecord(
+                        environment: .sandbox,
+                        transactionId: id,
+                        bundleId: bundleId,
+                        customerId: customerId,
+                        originalTransactionId: id,
+                        productId: "gems.100",
+                        productType: .consumable,
+                        quantity: 1,
+                        purchaseDate: date,
+                        isUpgraded: false,
+                        ownership: .purchased,
+                        submissionId: "history-\(id)",
+                        source: .submission,
+                        confirmed: true,
+                        createdAt: date,
+                        updatedAt: date
+                    )
                 )
-                batch.add(
-                    "srv_balance_entries",
-                    ["bundle_id", "customer_id", "credit", "delta", "reference", "created_at"],
-                    [bundleId, customerId, "gems", Int64(100), "purchase:Sandbox:\(id)", date]
+                load.creditEntry(
+                    bundleId: bundleId,
+                    customerId: customerId,
+                    credit: "gems",
+                    delta: 100,
+                    reference: "purchase:Sandbox:\(id)",
+                    at: date
                 )
             }
-            let rows = batch
+            let rows = load
             try await server.database.transaction { db in try await rows.write(on: db) }
         }
         try await server.ledger.rebuildBalances()

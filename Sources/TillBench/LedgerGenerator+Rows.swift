@@ -2,9 +2,13 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
+import TillStorage
 
 /// The rows `LedgerGenerator` writes, gathered by table and written in multi-row INSERTs (a bulk load; the server's
-/// own writes go through its ledger). Counters (event sequences, totals) outlive each flush.
+/// own writes go through its ledger). The ledger's tables (transactions, the books, credits, renewal states,
+/// customers) go through the ledger module's bulk path, `LedgerBulkLoad`; the rest (submissions, notifications,
+/// events, jobs) are written here. Counters (event sequences, totals) outlive each flush.
 struct Batch {
     typealias Value = any Encodable & Sendable
 
@@ -14,7 +18,9 @@ struct Batch {
     }
 
     private(set) var tables: [String: Table] = [:]
-    private(set) var rows = 0
+    private var ledger = LedgerBulkLoad()
+    private var others = 0
+    var rows: Int { others + ledger.rows }
     var sequence: Int64 = 0
     var events = 0
     var submissions = 0
@@ -29,18 +35,20 @@ struct Batch {
     mutating func add(_ table: String, _ columns: [String], _ values: [Value]) {
         if tables[table] == nil { tables[table] = Table(columns: columns) }
         tables[table]!.rows.append(values)
-        rows += 1
+        others += 1
     }
 
     /// Forgets the rows written; the counters go on.
     mutating func clear() {
         tables = [:]
-        rows = 0
+        others = 0
+        ledger.clear()
     }
 
     /// Writes what was gathered, on one transaction's connection.
     func write(on db: any SQLDatabase) async throws {
-        // Customers first: nothing refers to anything else by a foreign key, but it reads in the order of a purchase.
+        // The ledger's first: nothing refers to anything else by a foreign key, but it reads in the order of a purchase.
+        try await ledger.write(on: db)
         for name in tables.keys.sorted() {
             guard let table = tables[name] else { continue }
             let perStatement = max(1, 30_000 / table.columns.count)
@@ -48,7 +56,11 @@ struct Batch {
             while start < table.rows.count {
                 let end = min(start + perStatement, table.rows.count)
                 try await db.execute(
-                    sql: MultiRowInsert(table: name, columns: table.columns, rows: Array(table.rows[start..<end]))
+                    sql: RecordStatements.insert(
+                        into: name,
+                        columns: table.columns,
+                        rows: Array(table.rows[start..<end])
+                    )
                 ) { _ in }
                 start = end
             }
@@ -66,11 +78,11 @@ struct Batch {
     // MARK: What a customer's purchases leave
 
     mutating func customer(bundleId: String, customerId: String, at: Int64) {
-        add("srv_customers", ["bundle_id", "customer_id", "alias_of", "created_at"], [bundleId, customerId, String?.none, at])
+        ledger.customer(bundleId: bundleId, customerId: customerId, at: at)
     }
 
     mutating func guest(bundleId: String, guestId: String, of account: String, at: Int64) {
-        add("srv_customers", ["bundle_id", "customer_id", "alias_of", "created_at"], [bundleId, guestId, account, at])
+        ledger.customer(bundleId: bundleId, customerId: guestId, aliasOf: account, at: at)
     }
 
     mutating func purchase(
@@ -88,48 +100,64 @@ struct Batch {
         let submissionId = random.uuid()
         let notificationId = random.uuid()
         // A renewal reaches the server in Apple's notification; everything else in the app's submission.
-        let source = isRenewal ? "notification" : "submission"
+        let source: LedgerSource = isRenewal ? .notification : .submission
         let origin = isRenewal ? "notification:\(notificationId)" : submissionId
-        add(
-            "srv_transactions",
-            [
-                "environment", "transaction_id", "bundle_id", "customer_id", "original_transaction_id", "product_id",
-                "product_type", "quantity", "purchase_date", "expires_date", "revocation_date", "revocation_reason",
-                "is_upgraded", "ownership", "price", "currency", "storefront", "submission_id", "source", "confirmed",
-                "created_at", "updated_at", "introductory_offer",
-            ],
-            [
-                environment.rawValue, id, bundleId, customerId, original, purchase.product, purchase.type, 1,
-                purchase.date, purchase.expires, refund?.date, refund == nil ? String?.none : "refund", false,
-                "PURCHASED", purchase.price, currency, "USA", origin, source, true, purchase.date + 1500,
-                refund?.date ?? purchase.date + 1500, purchase.introductory,
-            ]
+        let row = LedgerRecord(
+            environment: environment,
+            transactionId: id,
+            bundleId: bundleId,
+            customerId: customerId,
+            originalTransactionId: original,
+            productId: purchase.product,
+            productType: ProductType(rawValue: purchase.type),
+            quantity: 1,
+            purchaseDate: purchase.date,
+            expiresDate: purchase.expires,
+            revocationDate: refund?.date,
+            revocationReason: refund == nil ? nil : .refund,
+            isUpgraded: false,
+            introductoryOffer: purchase.introductory,
+            ownership: .purchased,
+            price: purchase.price,
+            currency: currency,
+            storefront: "USA",
+            submissionId: origin,
+            source: source,
+            confirmed: true,
+            createdAt: purchase.date + 1500,
+            updatedAt: refund?.date ?? purchase.date + 1500
         )
-        let financeColumns = [
-            "environment", "transaction_id", "bundle_id", "product_id", "amount", "currency", "occurred_at", "kind",
-        ]
+        ledger.transaction(row)
         if purchase.price > 0 {
-            add(
-                "srv_finance",
-                financeColumns,
-                [environment.rawValue, id, bundleId, purchase.product, purchase.price, currency, purchase.date, "purchase"]
-            )
+            ledger.book(row, amount: purchase.price, currency: currency, at: purchase.date, kind: .purchase)
         }
         if let refund, purchase.price > 0 {
-            add(
-                "srv_finance",
-                financeColumns,
-                [
-                    environment.rawValue, id, bundleId, purchase.product, -purchase.price * refund.share / 100_000,
-                    currency, refund.date, "refund",
-                ]
+            ledger.book(
+                row,
+                amount: -purchase.price * refund.share / 100_000,
+                currency: currency,
+                at: refund.date,
+                kind: .refund
             )
         }
         if purchase.type == "consumable" {
-            let balanceColumns = ["bundle_id", "customer_id", "credit", "delta", "reference", "created_at"]
-            add("srv_balance_entries", balanceColumns, [bundleId, customerId, "gems", Int64(100), "purchase:\(environment.rawValue):\(id)", purchase.date])
+            ledger.creditEntry(
+                bundleId: bundleId,
+                customerId: customerId,
+                credit: "gems",
+                delta: 100,
+                reference: "purchase:\(environment.rawValue):\(id)",
+                at: purchase.date
+            )
             if random.chance(1, in: 2) {
-                add("srv_balance_entries", balanceColumns, [bundleId, customerId, "gems", Int64(-30), "debit:\(id)", purchase.date + 3_600_000])
+                ledger.creditEntry(
+                    bundleId: bundleId,
+                    customerId: customerId,
+                    credit: "gems",
+                    delta: -30,
+                    reference: "debit:\(id)",
+                    at: purchase.date + 3_600_000
+                )
             }
         }
         let eventType: String
@@ -147,8 +175,11 @@ struct Batch {
             )
         } else {
             eventType =
-                purchase.type == "consumable" ? "credits.purchased" : purchase.type == "autoRenewable" ? "purchase.initial"
-                : "purchase.initial"
+                purchase.type == "consumable"
+                ? "credits.purchased"
+                : purchase.type == "autoRenewable"
+                    ? "purchase.initial"
+                    : "purchase.initial"
             submission(
                 id: submissionId,
                 transactionId: id,
@@ -204,7 +235,13 @@ struct Batch {
         }
     }
 
-    mutating func submission(id: String, transactionId: String, customerId: String, environment: AppStoreEnvironment, at: Int64) {
+    mutating func submission(
+        id: String,
+        transactionId: String,
+        customerId: String,
+        environment: AppStoreEnvironment,
+        at: Int64
+    ) {
         add(
             "srv_submissions",
             Self.submissionColumns,
@@ -312,28 +349,39 @@ struct Batch {
                 storefront: "USA",
                 confirmed: type != "purchase.initial" && type != "credits.purchased"
             ),
-            price: currency.flatMap { environment == .production && purchase.price > 0 ? Components.Schemas.Money(amount: purchase.price, currency: $0) : nil }
+            price: currency.flatMap {
+                environment == .production && purchase.price > 0
+                    ? Components.Schemas.Money(amount: purchase.price, currency: $0) : nil
+            }
         )
         let body = (try? Self.encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         add(
             "srv_events",
-            ["sequence", "id", "bundle_id", "customer_id", "type", "source", "environment", "occurred_at", "created_at", "body"],
+            [
+                "sequence", "id", "bundle_id", "customer_id", "type", "source", "environment", "occurred_at",
+                "created_at", "body",
+            ],
             [sequence, id, LedgerGenerator.bundleId, customerId, type, source.kind, environment.rawValue, at, at, body]
         )
         events += 1
     }
 
-    mutating func subscriptionState(_ purchase: Purchase, environment: AppStoreEnvironment, now: Int64, renewing: Bool) {
-        add(
-            "srv_subscription_states",
-            [
-                "environment", "original_transaction_id", "bundle_id", "product_id", "auto_renew_product_id",
-                "auto_renew_status", "status", "is_in_billing_retry", "renewal_date", "signed_date", "updated_at",
-            ],
-            [
-                environment.rawValue, String(purchase.original), LedgerGenerator.bundleId, purchase.product,
-                purchase.product, renewing, renewing ? 1 : 2, false, purchase.expires, purchase.date, now,
-            ]
+    mutating func subscriptionState(_ purchase: Purchase, environment: AppStoreEnvironment, now: Int64, renewing: Bool)
+    {
+        ledger.renewalState(
+            SubscriptionStateRecord(
+                environment: environment,
+                originalTransactionId: String(purchase.original),
+                bundleId: LedgerGenerator.bundleId,
+                productId: purchase.product,
+                autoRenewProductId: purchase.product,
+                autoRenewStatus: renewing,
+                status: renewing ? 1 : 2,
+                isInBillingRetry: false,
+                renewalDate: purchase.expires,
+                signedDate: purchase.date,
+                updatedAt: now
+            )
         )
     }
 
@@ -375,24 +423,5 @@ struct Batch {
             ]
         )
         submissions += 1
-    }
-}
-
-/// `INSERT INTO table (columns) VALUES (…), (…), …` with every value bound.
-struct MultiRowInsert: SQLExpression {
-    let table: String
-    let columns: [String]
-    let rows: [[any Encodable & Sendable]]
-
-    func serialize(to serializer: inout SQLSerializer) {
-        serializer.write("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES ")
-        for (index, row) in rows.enumerated() {
-            serializer.write(index == 0 ? "(" : ", (")
-            for (column, value) in row.enumerated() {
-                if column > 0 { serializer.write(", ") }
-                serializer.write(bind: value)
-            }
-            serializer.write(")")
-        }
     }
 }

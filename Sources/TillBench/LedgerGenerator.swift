@@ -3,6 +3,7 @@ import Logging
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
 import TillServer
 import TillStorage
 

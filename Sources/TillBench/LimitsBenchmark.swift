@@ -7,6 +7,7 @@ import TillCore
 import TillDevelopment
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillServer
 import X509
 

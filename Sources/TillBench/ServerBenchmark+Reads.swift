@@ -10,6 +10,7 @@ import TillContract
 import TillCore
 import TillDevelopment
 import TillFormats
+import TillLedger
 import TillServer
 import TillSimulator
 import TillStorage

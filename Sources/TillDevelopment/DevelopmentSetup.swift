@@ -1,6 +1,7 @@
 import Foundation
 import TillContract
 import TillCore
+import TillLedger
 import TillServer
 import TillSimulator
 

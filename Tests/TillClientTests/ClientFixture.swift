@@ -11,6 +11,7 @@ import TillClient
 import TillContract
 import TillCore
 import TillFormats
+import TillLedger
 import TillSnapshot
 import TillStorage
 import TillTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TillCore
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

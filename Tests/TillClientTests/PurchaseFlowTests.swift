@@ -3,6 +3,7 @@ import Testing
 import TillClient
 import TillContract
 import TillCore
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

@@ -5,6 +5,7 @@ import TillClient
 import TillContract
 import TillCore
 import TillFormats
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 import TillContract
 import TillCore
+import TillLedger
 import TillSimulator
 import TillStorage
 import TillTestSupport

@@ -5,6 +5,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

@@ -3,6 +3,7 @@ import Hummingbird
 import Testing
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 import TillTestSupport
 

@@ -10,6 +10,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 @testable import TillServer
 import TillSimulator
 import TillStorage

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 @testable import TillServer

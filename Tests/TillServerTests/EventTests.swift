@@ -7,6 +7,7 @@ import Testing
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 import TillTestSupport
 

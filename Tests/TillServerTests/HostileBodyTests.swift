@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import TillHTTPKit
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import Synchronization
 import Testing
+import TillLedger
 import TillStorage
 import TillTestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillLedger
 import TillTestSupport
 
 /// Rules of the server's layout that the compiler does not check (docs/architecture.md).
@@ -27,7 +28,9 @@ struct LayoutTests {
 
     /// Every SQL statement of the server and of the simulator is in its store layer (`Store/`), behind a name:
     /// services call `store.…`, and a query's shape can be read, changed and indexed in one place.
-    @Test(arguments: ["TillServer", "TillSimulator"]) func allSQLLivesInTheStoreLayer(_ target: String) throws {
+    @Test(arguments: ["TillServer", "TillLedger", "TillSimulator"]) func allSQLLivesInTheStoreLayer(_ target: String)
+        throws
+    {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
         let patterns = [
             ".raw(", ".select()", ".update(\"", ".insert(into", ".delete(from", "SELECT ", "UPDATE srv_",
@@ -51,20 +54,24 @@ struct LayoutTests {
     /// Each room owns its storage (docs/architecture.md, `Store/`): no store type has more than 40 functions, counted
     /// over every file that declares or extends it. `ServerStore` held 166 before the rooms' stores replaced it.
     @Test func noStoreHasMoreThanFortyFunctions() throws {
-        let sources = Self.root.appendingPathComponent("Sources/TillServer")
-        let declaration = try Regex(#"^(?:public |final )*(?:struct|extension|final class|class) (\w+)"#)
+        let declaration = try Regex(#"^(?:public |package |final )*(?:struct|extension|final class|class) (\w+)"#)
         var functions: [String: Int] = [:]
-        for file in try Self.files(of: "TillServer") where file.hasPrefix("Store/") {
-            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
-            var type: String?
-            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-                if let match = line.firstMatch(of: declaration) {
-                    let name = String(try #require(match.output[1].substring))
-                    type = name.hasSuffix("Store") ? name : nil
-                } else if let type, line.hasPrefix("    "), line.contains("func "),
-                    line.trimmingCharacters(in: .whitespaces).split(separator: " ").contains("func")
-                {
-                    functions[type, default: 0] += 1
+        for target in ["TillServer", "TillLedger"] {
+            for file in try Self.files(of: target) where file.hasPrefix("Store/") {
+                let text = try String(
+                    contentsOf: Self.root.appendingPathComponent("Sources/\(target)/\(file)"),
+                    encoding: .utf8
+                )
+                var type: String?
+                for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                    if let match = line.firstMatch(of: declaration) {
+                        let name = String(try #require(match.output[1].substring))
+                        type = name.hasSuffix("Store") ? name : nil
+                    } else if let type, line.hasPrefix("    "), line.contains("func "),
+                        line.trimmingCharacters(in: .whitespaces).split(separator: " ").contains("func")
+                    {
+                        functions[type, default: 0] += 1
+                    }
                 }
             }
         }
@@ -76,14 +83,14 @@ struct LayoutTests {
     /// One queue owns its table: every statement that writes `srv_jobs` is in `Store/JobStore.swift` (the
     /// migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.
-    @Test func onlyTheJobStoreWritesJobs() throws {
-        let sources = Self.root.appendingPathComponent("Sources/TillServer")
+    @Test(arguments: ["TillServer", "TillLedger"]) func onlyTheJobStoreWritesJobs(_ target: String) throws {
+        let sources = Self.root.appendingPathComponent("Sources/" + target)
         let writes = [
             "INSERT INTO srv_jobs", "UPDATE srv_jobs", "DELETE FROM srv_jobs", "REPLACE INTO srv_jobs", "\"srv_jobs\"",
         ]
         var offenders: [String] = []
-        for file in try Self.files(of: "TillServer")
-        where file != "Store/JobStore.swift" && file != "Store/ServerSchema.swift" {
+        for file in try Self.files(of: target)
+        where target != "TillServer" || (file != "Store/JobStore.swift" && file != "Store/ServerSchema.swift") {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
             where writes.contains(where: { line.contains($0) }) {
@@ -123,10 +130,16 @@ struct LayoutTests {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
         let declaration = try Regex(#"enum (\w+Reason): (?:String, )?RefusalReason"#)
         var reasons: Set<String> = []
-        for file in try Self.files(of: target) {
-            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
-            for match in text.matches(of: declaration) {
-                reasons.insert(String(try #require(match.output[1].substring)))
+        // The server answers for the ledger's refusals too: TillLedger has no HTTP layer of its own.
+        for room in target == "TillServer" ? [target, "TillLedger"] : [target] {
+            for file in try Self.files(of: room) {
+                let text = try String(
+                    contentsOf: Self.root.appendingPathComponent("Sources/\(room)/\(file)"),
+                    encoding: .utf8
+                )
+                for match in text.matches(of: declaration) {
+                    reasons.insert(String(try #require(match.output[1].substring)))
+                }
             }
         }
         reasons.remove("SettingsReason")
@@ -142,39 +155,34 @@ struct LayoutTests {
         )
     }
 
-    /// Only the ledger writes money, credits and access (docs/architecture.md, "One rule, one place"): every statement
-    /// that writes the ledger's rows, balance entries, the books or the renewal state that grants a grace period, or
-    /// links a guest to an account, is in `Store/LedgerStore.swift` (or a migration), and `LedgerStore` is used only by
-    /// the ledger. So every change to them goes through `Ledger`, which records it as an event in the same transaction.
+    /// Only the ledger writes money, credits and access (docs/architecture.md, "One rule, one place"). The compiler
+    /// keeps its writer, `LedgerStore`, inside the TillLedger module (`theLedgersWriterIsInternalToItsModule`); this
+    /// keeps the SQL text: every statement that writes the ledger's rows, balance entries, the books or the renewal
+    /// state that grants a grace period, or links a guest to an account, is in TillLedger's `Store/LedgerStore.swift`
+    /// (or a migration) and its bulk path `LedgerBulkLoad` (the benchmarks' generator). So every change to them goes
+    /// through `Ledger`, which records it as an event in the same transaction.
     @Test func onlyTheLedgerWritesMoneyCreditsAndAccess() throws {
-        let offenders = try Self.ledgerWritesOutsideTheLedger(
-            in: Self.root.appendingPathComponent("Sources/TillServer")
-        )
+        var offenders: [String] = []
+        for target in ["TillLedger", "TillServer", "TillBench", "TillDevelopment"] {
+            offenders += try Self.ledgerWrites(in: target).filter {
+                ![
+                    "TillLedger/Store/LedgerStore.swift", "TillLedger/Store/LedgerBulkLoad.swift",
+                    "TillServer/Store/ServerSchema.swift",
+                ].contains($0.file)
+            }.map { "\($0.file): \($0.what)" }
+        }
         #expect(offenders.isEmpty, "money, credits or access written outside the ledger: \(offenders)")
     }
 
-    /// No file outside the ledger names its writer, tests and the other targets included: a test sets up a purchase,
-    /// a revocation or a debit through the ledger's own functions, as the server does. (The benchmarks' bulk loader,
-    /// `LedgerGenerator`, writes a synthetic database with multi-row INSERTs for the console's benchmark: it names
-    /// neither, and runs only in `till bench`.)
-    @Test func noFileOutsideTheLedgerNamesItsWriter() throws {
-        var offenders: [String] = []
-        for folder in ["Sources", "Tests"] {
-            let base = Self.root.appendingPathComponent(folder)
-            let files = try #require(FileManager.default.enumerator(atPath: base.path)).compactMap { $0 as? String }
-                .filter { $0.hasSuffix(".swift") && !$0.hasPrefix("TillServer/Ledger/") }
-                .filter { $0 != "TillServer/Store/LedgerStore.swift" && $0 != "TillServerTests/LayoutTests.swift" }
-            for file in files {
-                let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
-                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-                where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//")
-                    && (line.contains("ledger.writes") || line.contains("LedgerStore("))
-                {
-                    offenders.append("\(folder)/\(file):\(number + 1)")
-                }
-            }
-        }
-        #expect(offenders.isEmpty, "the ledger's writer named outside the ledger: \(offenders)")
+    /// The scan above finds what it looks for: the ledger's own writer writes every one of the ledger's tables, and
+    /// links guests.
+    @Test func theLedgerWriteScanFindsTheLedgersOwnWrites() throws {
+        let found = Set(
+            try Self.ledgerWrites(in: "TillLedger").filter { $0.file == "TillLedger/Store/LedgerStore.swift" }
+                .map(\.what)
+        )
+        let expected = Set(Self.ledgerTables.map { "writes \($0)" }).union(["links a guest to an account"])
+        #expect(found == expected)
     }
 
     /// The tables whose rows are money, credits or access.
@@ -182,34 +190,116 @@ struct LayoutTests {
         "srv_transactions", "srv_balance_entries", "srv_balances", "srv_finance", "srv_subscription_states",
     ]
 
-    /// Where `onlyTheLedgerWritesMoneyCreditsAndAccess` finds a write to the ledger's tables outside `LedgerStore`, or
-    /// `LedgerStore` used outside the ledger: `file: what`.
-    static func ledgerWritesOutsideTheLedger(in sources: URL) throws -> [String] {
-        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
-            .filter { $0.hasSuffix(".swift") }
-        #expect(files.contains("Store/LedgerStore.swift") && files.contains("Ledger/Ledger.swift"))
-        let statement = try Regex(#"(?i)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(srv_\w+)"#)
-        let builder = try Regex(#"\b(insert\(into:|update\(|delete\(from:)\s*"(srv_\w+)""#)
-        let aliasUpdate = try Regex(#"(?i)UPDATE\s+srv_customers\s+SET[^"]*\balias_of\s*="#)
-        var offenders: [String] = []
-        for file in files.sorted() {
-            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+    /// Each statement in a target's sources that writes one of the ledger's tables or links a guest to an account:
+    /// the file (`<target>/<path>`) and what it does.
+    static func ledgerWrites(in target: String) throws -> [(file: String, what: String)] {
+        let statement = try Regex(
+            #"(?i)\b(INSERT\s+(?:OR\s+\w+\s+)?INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(srv_\w+)"#
+        ).wordBoundaryKind(.simple)
+        // Simple word boundaries: by Unicode's default rules `db.insert` is one word, and `\binsert` misses it.
+        let builder = try Regex(#"\b(insert\(into:|update\(|delete\(from:)\s*"(srv_\w+)""#).wordBoundaryKind(.simple)
+        // A table's name handed to a function (`add("srv_transactions", …)`, `into("srv_finance")`) but to read from it.
+        let named = try Regex(#"\b(\w+)\(\s*"(srv_\w+)""#).wordBoundaryKind(.simple)
+        let aliasUpdate = try Regex(#"(?i)UPDATE\s+srv_customers\s+SET[^"]*\balias_of\s*="#).wordBoundaryKind(.simple)
+        var found: [(file: String, what: String)] = []
+        for file in try Self.files(of: target).sorted() {
+            let text = try String(
+                contentsOf: Self.root.appendingPathComponent("Sources/\(target)/\(file)"),
+                encoding: .utf8
+            )
             let code = text.split(separator: "\n", omittingEmptySubsequences: false)
                 .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
                 .joined(separator: " ").replacing(try Regex(#"\s+"#), with: " ")
-            if !file.hasPrefix("Ledger/") && !file.hasPrefix("Store/") && code.contains("LedgerStore") {
-                offenders.append("\(file): uses LedgerStore")
-            }
-            guard file != "Store/LedgerStore.swift", file != "Store/ServerSchema.swift" else { continue }
             for match in code.matches(of: statement) + code.matches(of: builder) {
                 guard let table = match.output[2].substring.map(String.init), Self.ledgerTables.contains(table) else {
                     continue
                 }
-                offenders.append("\(file): writes \(table)")
+                found.append(("\(target)/\(file)", "writes \(table)"))
             }
-            if code.contains(aliasUpdate) { offenders.append("\(file): links a guest to an account") }
+            for match in code.matches(of: named) {
+                guard let function = match.output[1].substring, !["from", "join"].contains(function),
+                    let table = match.output[2].substring.map(String.init), Self.ledgerTables.contains(table)
+                else { continue }
+                found.append(("\(target)/\(file)", "writes \(table)"))
+            }
+            if code.contains(aliasUpdate) { found.append(("\(target)/\(file)", "links a guest to an account")) }
         }
-        return offenders
+        return found
+    }
+
+    /// The ledger's writer is the TillLedger module's own: code in any other module (the server's rooms, the
+    /// benchmarks, the tests) that names `LedgerStore` or `Ledger.writes` does not compile. Checked by compiling
+    /// three files against the modules `swift build` made for these tests: one that uses what the module shares with
+    /// the package (it must compile, or the check proves nothing), and one for each way in.
+    @Test func theLedgersWriterIsInternalToItsModule() async throws {
+        let shared = """
+            func change(_ database: TillDatabase, _ ledger: Ledger) async throws {
+                _ = CustomerStore(database: database)
+                try await ledger.rebuildBalances()
+            }
+            """
+        let control = try await Self.typecheck(shared)
+        #expect(control.status == 0, "the package's view of TillLedger does not compile: \(control.output)")
+        let store = try await Self.typecheck(
+            "func write(_ database: TillDatabase) { _ = LedgerStore(database: database) }"
+        )
+        #expect(store.status != 0 && store.output.contains("cannot find 'LedgerStore' in scope"), "\(store.output)")
+        let writes = try await Self.typecheck("func write(_ ledger: Ledger) { _ = ledger.writes }")
+        #expect(writes.status != 0 && writes.output.contains("'writes' is inaccessible"), "\(writes.output)")
+        // `@testable` would open the module's internals: only the ledger's own folder may say it.
+        var testable: [String] = []
+        for folder in ["Sources", "Tests"] {
+            let base = Self.root.appendingPathComponent(folder)
+            for case let file as String in try #require(FileManager.default.enumerator(atPath: base.path))
+            where file.hasSuffix(".swift") && !file.hasPrefix("TillLedger/")
+                && !file.hasSuffix("LayoutTests.swift") && !file.contains("/.build")
+            {
+                let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
+                if text.contains("@testable import TillLedger") { testable.append("\(folder)/\(file)") }
+            }
+        }
+        #expect(testable.isEmpty, "TillLedger's internals opened by: \(testable)")
+    }
+
+    /// Type-checks `source`, after `import TillLedger` and `import TillStorage`, as a module of this package
+    /// (`-package-name`, so that `package` declarations are visible), against the modules of this test run's build.
+    static func typecheck(_ source: String) async throws -> (status: Int32, output: String) {
+        // This test binary is in the build's products folder, beside `Modules/` and each C target's module map.
+        let products = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+        let modules = products.appendingPathComponent("Modules")
+        try #require(
+            FileManager.default.fileExists(atPath: modules.appendingPathComponent("TillLedger.swiftmodule").path),
+            "no TillLedger.swiftmodule beside \(products.path)"
+        )
+        // C modules the Swift modules import: the build's own, and those the checkouts ship (`include/`).
+        let checkouts = products.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "checkouts"
+        )
+        var maps: [String] = []
+        for target in try FileManager.default.contentsOfDirectory(atPath: products.path)
+        where target.hasSuffix(".build") {
+            let map = products.appendingPathComponent(target + "/module.modulemap")
+            if FileManager.default.fileExists(atPath: map.path) { maps.append(map.path) }
+        }
+        for case let file as String in try #require(FileManager.default.enumerator(atPath: checkouts.path))
+        where file.hasSuffix("/include/module.modulemap") {
+            maps.append(checkouts.appendingPathComponent(file).path)
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "till-ledger-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("Outside.swift")
+        try Data(("import TillLedger\nimport TillStorage\n\n" + source + "\n").utf8).write(to: file)
+        // SwiftPM names a root package's modules' package after its folder.
+        let packageName = Self.root.lastPathComponent.lowercased()
+        let arguments =
+            ["swiftc", "-typecheck", file.path, "-package-name", packageName, "-I", modules.path]
+            + maps.flatMap { ["-Xcc", "-fmodule-map-file=\($0)"] }
+        let (status, output) = try await ChildProcess.run("/usr/bin/env", arguments, in: directory)
+        return (status, output)
     }
 
     /// The app SDK imports the contract, the snapshot check and Foundation's networking: not the server's receipt

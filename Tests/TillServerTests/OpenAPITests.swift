@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

@@ -6,6 +6,7 @@ import NIOCore
 import Testing
 import TillCore
 import TillFormats
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

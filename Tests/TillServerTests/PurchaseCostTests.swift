@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 import TillTestSupport
 

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import SQLKit
 import Testing
+import TillLedger
 import TillTestSupport
 
 @testable import TillServer

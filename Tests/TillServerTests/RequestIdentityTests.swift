@@ -1,5 +1,6 @@
 import Testing
 
+import TillLedger
 @testable import TillServer
 
 /// The two ids every app request carries: the customer's, checked by one rule, and the request's own.

@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 import TillTestSupport
 

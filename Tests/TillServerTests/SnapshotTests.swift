@@ -10,6 +10,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillSnapshot
 import TillStorage
 import TillTestSupport

@@ -3,6 +3,7 @@ import Hummingbird
 import SQLKit
 import HummingbirdTesting
 import Testing
+import TillLedger
 import TillStorage
 import TillTestSupport
 

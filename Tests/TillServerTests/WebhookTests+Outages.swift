@@ -10,6 +10,7 @@ import Testing
 import TillContract
 import TillCore
 import TillDevelopment
+import TillLedger
 import TillStorage
 import TillTestSupport
 

@@ -10,6 +10,7 @@ import TillContract
 import TillCore
 import TillDevelopment
 import TillHTTPKit
+import TillLedger
 import TillStorage
 import TillTestSupport
 

@@ -8,6 +8,7 @@ import Testing
 import TillContract
 import TillDevelopment
 import TillHTTPKit
+import TillLedger
 import TillStorage
 import TillTestSupport
 

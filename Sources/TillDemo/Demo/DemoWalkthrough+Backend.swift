@@ -9,19 +9,19 @@ import TillServer
 /// receiver the demo runs beside the server (docs/events.md).
 extension DemoWalkthrough {
     /// The events the backend received, once each, in the order they first arrived.
-    var backendEvents: [Event] {
+    var backendEvents: [Components.Schemas.Event] {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         var seen: Set<String> = []
         return world.backend.deliveries.compactMap { delivery in
             guard delivery.status < 300, seen.insert(delivery.id).inserted else { return nil }
-            return try? decoder.decode(WebhookPayload.self, from: Data(delivery.body)).data
+            return try? decoder.decode(Components.Schemas.WebhookPayload.self, from: Data(delivery.body)).data
         }
     }
 
     /// The feed of the app's events (`GET /admin/v1/events`), all of it.
-    func feed() async throws -> [Event] {
-        var events: [Event] = []
+    func feed() async throws -> [Components.Schemas.Event] {
+        var events: [Components.Schemas.Event] = []
         var cursor = ""
         while true {
             let answer = try await world.serverAdmin.send(
@@ -46,7 +46,7 @@ extension DemoWalkthrough {
     }
 
     /// `credits.purchased: alice, gems.100, gems +100 (submission)`.
-    static func describe(_ event: Event) -> String {
+    static func describe(_ event: Components.Schemas.Event) -> String {
         var parts: [String] = []
         if let customer = event.customer?.id { parts.append(customer) }
         if let product = event.product?.id { parts.append(product) }
@@ -75,7 +75,7 @@ extension DemoWalkthrough {
             guard
                 let (events, _) = try await wait(
                     timeout: .seconds(5),
-                    { () -> [Event]? in
+                    { () -> [Components.Schemas.Event]? in
                         let events = backendEvents
                         return Set(events.map(\.id)).isSuperset(of: feed.map(\.id)) ? events : nil
                     }
@@ -102,7 +102,7 @@ extension DemoWalkthrough {
                 types.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) ×\($0.value)" }
                     .joined(separator: ", ")
             )
-            let expected: [EventType] = [
+            let expected: [Components.Schemas.EventType] = [
                 .credits_purchased, .purchase_initial, .purchase_nonRenewing, .purchase_confirmed,
                 .subscription_renewed, .purchase_refunded,
             ]

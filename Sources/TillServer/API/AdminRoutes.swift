@@ -8,6 +8,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import X509
 
 // The admin API under /admin/v1 (the operator token): apps, the catalogue, catching up with Apple, submissions and the

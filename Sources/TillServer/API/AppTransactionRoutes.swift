@@ -1,6 +1,7 @@
 import Hummingbird
 import TillContract
 import TillHTTPKit
+import TillLedger
 
 // The customers' AppTransactions (app API): each customer's app sends StoreKit 2's AppTransaction once, and the app or
 // its backend reads it back. See docs/api.md, `PUT /v1/customers/{id}/app-transaction`.

@@ -3,6 +3,7 @@ import Hummingbird
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// Apple's queue (submissions waiting for Apple, retried one by one or all at once), the server's health with Apple
 /// (answers and latency per endpoint, work queued, catching up, consumption answers due) and the notifications log.

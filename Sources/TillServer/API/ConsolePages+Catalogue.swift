@@ -4,6 +4,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import X509
 
 /// The catalogue (products, their content with an upload's progress, their signable offers), the apps (policies,

@@ -3,6 +3,7 @@ import Hummingbird
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// Finding a customer, a customer's page (what they have, their purchases, their timeline) and the operator's changes
 /// by hand, which go through the ledger (`Ledger.grant`, `revoke`, `adjustBalance`) as the admin API's do.

@@ -3,6 +3,7 @@ import Hummingbird
 import NIOCore
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// The overview: an app's figures over a range of days (`Figures.overview`), charts drawn on the server, a table by
 /// period, the sandbox apart, and the same figures as CSV.

@@ -6,6 +6,7 @@ import NIOCore
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// What each console page shows and what each of its forms does, read and written through the server's components
 /// (`Figures`, `Customers`, `Ledger`, `ConfirmationQueue`, `Catalogue`, …): the console has no SQL of its own.

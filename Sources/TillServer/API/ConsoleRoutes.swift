@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 // The operator's console at /console (docs/console.md): HTML pages rendered on the server from the templates in
 // Console/Templates, reading through the same components the admin API calls. Nothing but the sign-in page and the

@@ -1,6 +1,7 @@
 import Hummingbird
 import TillContract
 import TillHTTPKit
+import TillLedger
 
 // Apple's consumption requests: the customer's consent, which the app records (app API), and the requests with the
 // server's answers (admin API). See docs/notifications.md, "Consumption requests".

@@ -6,6 +6,7 @@ import NIOCore
 import NIOFileSystem
 import TillContract
 import TillHTTPKit
+import TillLedger
 
 /// Content delivery over HTTP (see docs/content.md): operators upload files to products, apps ask for signed
 /// download URLs for an entitled customer, and the device fetches the file with the URL alone.

@@ -5,6 +5,7 @@ import NIOCore
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 // Events to the app's own backend (docs/events.md), on the admin API: the feed, webhook endpoints, their deliveries and
 // replays, and the operator's changes to a customer, which are events too.

@@ -1,6 +1,7 @@
 import Hummingbird
 import TillFormats
 import TillHTTPKit
+import TillLedger
 
 /// `POST /v1/apple/notifications`: App Store Server Notifications V2 (docs/notifications.md).
 ///

@@ -1,6 +1,7 @@
 import Hummingbird
 import TillContract
 import TillHTTPKit
+import TillLedger
 
 // Offers (docs/offers.md): the app asks the server to sign a promotional offer or a customer's introductory-offer
 // eligibility (app API); the operator keeps the offers the server may sign and its word on introductory offers

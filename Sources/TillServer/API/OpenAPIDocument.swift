@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import TillContract
+import TillLedger
 
 /// `GET /openapi.yaml`: the contract (Sources/TillContract/openapi.yaml), the one source of the server's HTTP API and
 /// of the types on both sides of it.

@@ -1,6 +1,7 @@
 import HTTPTypes
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 // The HTTP layer's one mapping per room: the status each reason a room refuses with is answered with. A reason added
 // to a room does not build until it has its status here.
@@ -20,7 +21,7 @@ extension IntakeReason: RefusalStatus {
 }
 
 extension LedgerReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidAmount, .invalidCredit, .invalidExpiry, .invalidNote, .invalidRequestId: .badRequest
         case .insufficientBalance, .requestIdReused: .conflict
@@ -30,7 +31,7 @@ extension LedgerReason: RefusalStatus {
 }
 
 extension CustomerReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidAlias, .invalidCustomerId: .badRequest
         case .accountIsAGuest, .guestIsAnAccount, .guestLinkedElsewhere: .conflict
@@ -140,7 +141,7 @@ extension AppTransactionReason: RefusalStatus {
 }
 
 extension EventReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .bundleIdRequired, .invalidCursor: .badRequest
         }
@@ -148,7 +149,7 @@ extension EventReason: RefusalStatus {
 }
 
 extension PageReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidCursor, .invalidLimit: .badRequest
         }

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import TillLedger
 
 /// Builds the verification server's HTTP server, with its confirmation worker, the worker answering Apple's
 /// consumption requests, the webhook worker delivering events, the figures' fold and, unless `catch-up.interval-seconds` is zero, its

@@ -6,6 +6,7 @@ import Synchronization
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// What `till serve` listens with, from before its database is open until it stops.
 ///

@@ -9,6 +9,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 
 // The server's middleware: app key and operator token authentication, request ids, metrics and logs.
 

@@ -8,6 +8,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 
 /// The request context of the server's routes: the app the request authenticated as, and a request id.
 public struct ServerRequestContext: RequestContext {

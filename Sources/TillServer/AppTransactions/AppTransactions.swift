@@ -4,6 +4,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// The customers' AppTransactions (docs/api.md, `PUT /v1/customers/{id}/app-transaction`): StoreKit 2's signed

@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// The catalogue: the apps the server serves and their products, the master list apps fetch, and the caches of
@@ -15,7 +16,7 @@ import TillStorage
 /// It is the only component that writes apps and products (content files are written by `ContentDelivery`,
 /// which tells it through `changed()`). Everything that depends on the catalogue (customer views, the master list's
 /// ETag) reads `revision`, which every change moves.
-public final class Catalogue: Sendable {
+public final class Catalogue: ProductCatalogue, Sendable {
     let database: TillDatabase
     /// The product catalogues.
     var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
@@ -59,7 +60,7 @@ public final class Catalogue: Sendable {
 
     /// The same, read on `db` when it is not cached: inside a transaction, its own connection (taking a second one
     /// from the pool while holding the first can starve the pool when every connection is doing the same).
-    func products(of bundleId: String, on db: any SQLDatabase) async throws -> [String: CatalogProduct] {
+    package func products(of bundleId: String, on db: any SQLDatabase) async throws -> [String: CatalogProduct] {
         try await catalogues.value(for: bundleId) {
             Dictionary(
                 uniqueKeysWithValues: try await catalogueStore.products(bundleId: bundleId, on: db).map {
@@ -71,7 +72,9 @@ public final class Catalogue: Sendable {
 
     /// The app of a bundle id, as of at most a second ago; nil when there is none.
     func cachedApp(bundleId: String) async throws -> ServerApp? {
-        try await appsByBundle.value(for: bundleId) { try await serverAppStore.app(bundleId: bundleId, on: database.sql) }
+        try await appsByBundle.value(for: bundleId) {
+            try await serverAppStore.app(bundleId: bundleId, on: database.sql)
+        }
     }
 
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
@@ -160,7 +163,11 @@ public final class Catalogue: Sendable {
             // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
             // once, with the new settings (forget the old ones first), rather than after their back-off.
             changed()
-            let moved = try await submissionStore.bringForward(cause: .configuration, bundleId: bundleId, at: clock.milliseconds)
+            let moved = try await submissionStore.bringForward(
+                cause: .configuration,
+                bundleId: bundleId,
+                at: clock.milliseconds
+            )
             if moved > 0 {
                 logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
                 signals.workAvailable.signal()

@@ -8,6 +8,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Catching up with Apple: after downtime or a lost notification, the server reads what Apple says it sent and

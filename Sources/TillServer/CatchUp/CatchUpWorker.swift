@@ -2,6 +2,7 @@ import Logging
 import ServiceLifecycle
 import TillContract
 import TillHTTPKit
+import TillLedger
 
 /// Catches up every app that has an App Store Server API key when the server starts, then every
 /// `catch-up.interval-seconds` (docs/configuration.md): the due `catchUp` jobs of the job queue, each run scheduling the

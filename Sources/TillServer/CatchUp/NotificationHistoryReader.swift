@@ -5,6 +5,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Reads an app's Notification History (`POST /inApps/v1/notifications/history`, every page) over the window since

@@ -4,6 +4,7 @@ import SQLKit
 import TillContract
 import TillCore
 import TillFormats
+import TillLedger
 import TillStorage
 
 /// Reads the Transaction History (v2) of every App Store customer the ledger knows, each from the revision its last

@@ -5,6 +5,7 @@ import TillCore
 import TillFormats
 import HTTPTypes
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Who is signed in to the console: a session begins when the operator token is given (compared in constant time),

@@ -1,4 +1,5 @@
 import Foundation
+import TillLedger
 
 /// A bar chart drawn on the server as inline SVG: periods along the bottom, one bar per series in each, negative
 /// values below the axis. No script: the console's charts are in the page as it arrives. Each bar carries its series

@@ -5,6 +5,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Answers Apple's consumption requests (docs/notifications.md, "Consumption requests"): when a customer asks Apple

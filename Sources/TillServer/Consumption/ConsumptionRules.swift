@@ -2,6 +2,7 @@ import Foundation
 import TillContract
 import TillCore
 import TillFormats
+import TillLedger
 
 /// What the server tells Apple about a purchase whose customer asked for a refund (Send Consumption Information
 /// v2), from what it knows: a pure function of the ledger, the catalogue, the customer's balances and consent, and

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
 import TillHTTPKit
+import TillLedger
 
 /// Answers Apple's consumption requests in the background (`ConsumptionAnswers`): woken when one is queued, and
 /// when the next retry is due. A graceful shutdown lets the answer under way finish; what is left waits in the

@@ -1,5 +1,6 @@
 import TillContract
 import TillCore
+import TillLedger
 
 /// Whether a customer may download a product's content: a pure rule over the catalogue and the customer's
 /// current state, asked when a download URL is made and again when it is used (a refund in between revokes it).

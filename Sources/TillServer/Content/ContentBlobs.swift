@@ -5,6 +5,7 @@ import NIOCore
 import NIOFileSystem
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// The content directory: each uploaded file kept once, named by its SHA-256 (`<directory>/<sha256>`), however
 /// many products list it.

@@ -6,6 +6,7 @@ import SQLKit
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// An upload stored: the file as the product now lists it, and whether its name was new to the product.

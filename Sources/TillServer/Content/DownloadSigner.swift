@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillLedger
 
 /// What a signed download URL grants: one file, to one customer, under one name, until a moment.
 public struct DownloadLink: Sendable, Hashable {

@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 /// A customer an operator's search found, and how.

@@ -3,6 +3,7 @@ import SQLKit
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Customers: who a customer id really is (guests linked to accounts), and what they have now — entitlements,
@@ -74,7 +75,7 @@ public struct Customers: Sendable {
                         )
                 )
             },
-            subscriptions: Self.subscriptionViews(states, ledger: ledger)
+            subscriptions: CustomerSnapshot.subscriptionViews(states, ledger: ledger)
         )
     }
 
@@ -178,9 +179,4 @@ public struct Customers: Sendable {
 struct EncodedCustomer: Sendable {
     var body: [UInt8]
     var validUntil: Int64?
-}
-
-struct CustomerKey: Hashable, Sendable {
-    var bundleId: String
-    var customerId: String
 }

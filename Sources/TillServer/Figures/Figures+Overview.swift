@@ -1,5 +1,6 @@
 import Foundation
 import TillCore
+import TillLedger
 import TillStorage
 
 /// An app's figures over a range of days in one environment, by day, week or month: what the console's overview shows

@@ -4,6 +4,7 @@ import SQLKit
 import TillContract
 import TillCore
 import TillFormats
+import TillLedger
 import TillStorage
 
 /// The figures an operator reads: money per day, product and currency (the revenue report, the console's overview),

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import TillLedger
 
 /// Folds the ledger's journal into the figures every second (`Figures.refresh`), so that the journal stays short
 /// and a page of the console, which folds what is left before it reads, finds little to do.

@@ -6,6 +6,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Intake: what happens in the milliseconds of `POST /v1/submissions` (and restore). A submission is verified

@@ -1,5 +1,6 @@
 import TillCore
 import TillFormats
+import TillLedger
 
 /// Why the intake room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).

@@ -4,6 +4,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import X509
 
 /// What a submission proved locally: its environment and its transactions.

@@ -1,5 +1,6 @@
 import TillContract
 import TillCore
+import TillLedger
 
 extension SubmissionView {
     /// The submission as the app and the admin API see it: when it is tried next and why only while it retries.

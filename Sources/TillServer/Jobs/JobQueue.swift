@@ -5,6 +5,7 @@ import ServiceLifecycle
 import Synchronization
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// What kind of durable work a job is; each kind has one worker.

@@ -1,4 +1,5 @@
 import Foundation
+import TillLedger
 
 /// When a job's next attempt comes after a failed one: the one back-off of durable work. Confirmations and consumption
 /// answers double a delay up to a cap (``ConfirmationSettings``); webhook deliveries follow Standard Webhooks' steps,

@@ -6,6 +6,7 @@ import SQLKit
 import Synchronization
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 /// The server's measurements, through swift-metrics into a Prometheus registry of its own.

@@ -1,6 +1,7 @@
 import Foundation
 import TillContract
 import TillFormats
+import TillLedger
 
 /// A customer's AppTransaction, verified: a row of `srv_app_transactions`, one per customer (the account the id
 /// resolved to). Apple's fields as the App Store signed them, the JWS itself, and when the server stored it.

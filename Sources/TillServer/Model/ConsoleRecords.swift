@@ -1,5 +1,6 @@
 import Foundation
 import TillCore
+import TillLedger
 
 /// A signed-in console session, as `srv_console_sessions` keeps it: the SHA-256 of its cookie (the cookie itself is
 /// never stored), the token its forms carry against cross-site requests, and when it ends.

@@ -1,5 +1,6 @@
 import Foundation
 import TillContract
+import TillLedger
 
 /// One CONSUMPTION_REQUEST Apple sent, and where the server's answer to it stands: a row of the durable queue
 /// `srv_consumption_requests`, written in the notification's own database transaction, so that a restart loses no

@@ -1,5 +1,6 @@
 import Foundation
 import TillContract
+import TillLedger
 
 /// A promotional offer the server may sign for a product, and who for (`srv_offers`).
 struct OfferRecord: Codable, Sendable {

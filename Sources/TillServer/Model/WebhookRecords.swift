@@ -1,6 +1,7 @@
 import Foundation
 import TillContract
 import TillCore
+import TillLedger
 
 /// A webhook endpoint of an app, as `srv_webhook_endpoints` keeps it.
 struct WebhookEndpointRecord: Codable, Sendable {

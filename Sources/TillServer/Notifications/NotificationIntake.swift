@@ -6,6 +6,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// A notification whose signatures were checked, ready to be applied.

@@ -1,6 +1,7 @@
 import Foundation
 import TillContract
 import TillCore
+import TillLedger
 
 /// Who may have an offer, decided from the ledger: a pure function of a customer's transactions, the catalogue and
 /// time, in one subscription group (a product's `subscriptionGroup`, or the id of an auto-renewable product without

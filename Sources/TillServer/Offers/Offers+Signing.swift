@@ -5,6 +5,7 @@ import Logging
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Signing for apps: a promotional offer of the catalogue for a customer its rule admits, and a customer's
@@ -32,7 +33,12 @@ extension Offers {
                 throw OfferRefusal(.invalidAppAccountToken, "appAccountToken has 1 to 255 characters")
             }
         }
-        guard let product = try await catalogueStore.product(bundleId: app.bundleId, productId: request.productId, on: database.sql)
+        guard
+            let product = try await catalogueStore.product(
+                bundleId: app.bundleId,
+                productId: request.productId,
+                on: database.sql
+            )
         else { throw OfferRefusal(.productNotFound, "no product \(request.productId)") }
         guard
             let offer = try await offerStore.offer(
@@ -195,7 +201,7 @@ extension Offers {
             in: group,
             ledger: snapshot.ledger,
             catalogue: try await catalogue.products(of: app.bundleId),
-            gracePeriods: Customers.gracePeriods(snapshot.states),
+            gracePeriods: CustomerSnapshot.gracePeriods(snapshot.states),
             now: clock.milliseconds
         )
         let newest = snapshot.ledger.filter { !$0.isRevokedByRejection }.max { $0.purchaseDate < $1.purchaseDate }

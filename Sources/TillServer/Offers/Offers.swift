@@ -4,6 +4,7 @@ import SQLKit
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Offers the server signs for apps (docs/offers.md): the catalogue of promotional offers it may sign, each with a

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Subprocess
 import SystemPackage
+import TillLedger
 import TillStorage
 
 /// An operator's backup, check and restore of the server's database (`till backup`, `till check`, `till restore`;

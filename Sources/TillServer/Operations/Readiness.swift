@@ -1,5 +1,6 @@
 import Synchronization
 import TillContract
+import TillLedger
 import TillStorage
 
 /// Whether this process should be sent traffic (`GET /ready`), apart from the start, when the front door answers

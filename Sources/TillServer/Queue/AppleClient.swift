@@ -6,6 +6,7 @@ import NIOHTTP1
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 
 /// Calls Apple (or the simulator): verifyReceipt and the App Store Server API (Get Transaction Info for the queue,
 /// the notification and transaction histories for catching up, Send Consumption Information for Apple's consumption

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TillLedger
 
 #if canImport(Glibc)
     import Glibc

@@ -9,6 +9,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// The confirmation queue: submissions waiting for Apple's word, each a `confirmation` job of the job queue. It claims

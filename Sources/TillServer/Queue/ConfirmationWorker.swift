@@ -8,6 +8,7 @@ import Synchronization
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// Confirms submissions with Apple in the background: many at once (Apple takes seconds), bounded.

@@ -3,6 +3,7 @@ import HTTPTypes
 import Synchronization
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import TillContract
 import TillCore
 import TillFormats
+import TillLedger
 import TillSnapshot
 
 /// A customer's entitlement snapshot, signed (`GET /v1/customers/{customer}/snapshot`): the contract's

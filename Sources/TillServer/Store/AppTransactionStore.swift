@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillLedger
 import TillStorage
 
 /// The customers' AppTransactions (`AppTransactions`; migration 021-app-transactions): one row per customer.

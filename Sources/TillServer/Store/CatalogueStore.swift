@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 /// The apps' product catalogues (`srv_products`) and what content each product delivers.

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillLedger
 import TillStorage
 
 /// Catching up with Apple (`CatchUp`): the last run's report, how far each app's Notification History was read, and

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillLedger
 import TillStorage
 
 /// What the operator's console keeps of its own (migration 020-console): its sessions and the actions taken in it.

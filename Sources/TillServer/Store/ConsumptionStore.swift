@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillContract
+import TillLedger
 import TillStorage
 
 /// Answering Apple's consumption requests (`ConsumptionAnswers`): the customers' consent and the durable queue of

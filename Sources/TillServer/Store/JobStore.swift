@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillLedger
 import TillStorage
 
 /// The durable job queue's table (`JobQueue`): one table, `srv_jobs`, for every kind of work (migration 018-jobs).

@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillContract
+import TillLedger
 import TillStorage
 
 /// The offers the server signs (`Offers`): the catalogue of promotional offers and the operator's word on customers'

@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 /// The apps Till serves (`srv_apps`): their keys, secrets and settings.

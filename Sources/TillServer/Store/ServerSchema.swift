@@ -1,3 +1,4 @@
+import TillLedger
 import TillStorage
 
 /// The verification server's tables. Times are BIGINT milliseconds since 1970; JSON documents are TEXT.

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import SQLKit
 import TillCore
+import TillLedger
 import TillStorage
 
 /// The deployment's stored settings (`srv_settings`): values several processes must agree on, stored by the first.

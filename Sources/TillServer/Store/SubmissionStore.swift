@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 /// The submissions (`Intake`, `ConfirmationQueue`): each one, what the app sent, and its attempts.

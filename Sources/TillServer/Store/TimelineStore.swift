@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillLedger
 import TillStorage
 
 /// What the operator's console reads (migration 020-console): a customer's timeline and the searches that find a

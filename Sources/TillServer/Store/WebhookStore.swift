@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillContract
+import TillLedger
 import TillStorage
 
 /// Webhooks (`WebhookEndpoints`, `WebhookDeliveries`): the apps' endpoints, the deliveries of events to them and every

@@ -1,6 +1,7 @@
 import Foundation
 import TillCore
 import TillFormats
+import TillLedger
 
 /// Numbers, money and times written for people (the console, the customer timeline), and the forms the console reads.
 enum Readable {

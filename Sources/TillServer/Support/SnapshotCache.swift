@@ -1,4 +1,5 @@
 import Synchronization
+import TillLedger
 
 /// A short-lived cache of things read on every request and written rarely: apps by key, catalogues, customers.
 ///

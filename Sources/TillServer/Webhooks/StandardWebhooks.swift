@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillLedger
 
 /// The Standard Webhooks specification's signing (standardwebhooks.com): what every delivery carries, so that a
 /// receiver checks it with the specification's libraries in any language, or by hand.

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 #if canImport(Glibc)
     import Glibc

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 #if canImport(Glibc)
     import Glibc

@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// The deliveries of events to webhook endpoints (docs/events.md, "Delivery"), at least once and in order for each

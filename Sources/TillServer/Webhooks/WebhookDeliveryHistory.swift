@@ -2,6 +2,7 @@ import HTTPTypes
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 
 /// What the operator reads of an endpoint's deliveries (the admin API's `…/webhooks/{id}/deliveries`): pages of them,
 /// newest first, and one with every attempt. Delivering them is `WebhookDeliveries`'s.

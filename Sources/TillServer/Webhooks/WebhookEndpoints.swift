@@ -6,6 +6,7 @@ import Synchronization
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillLedger
 import TillStorage
 
 /// The webhook endpoints of each app (the admin API): where its events go, which types each takes, the secret that

@@ -1,4 +1,5 @@
 import TillCore
+import TillLedger
 
 /// Why the webhook room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).

@@ -1,0 +1,78 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+import TillStorage
+
+/// The customers (`srv_customers`) and the aliases that link a guest to an account.
+package struct CustomerStore: ServerSQLStore {
+    package let database: TillDatabase
+
+    // MARK: Customers
+
+    package func ensureCustomer(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO srv_customers (bundle_id, customer_id, alias_of, created_at)
+            VALUES (\(bind: bundleId), \(bind: customerId), NULL, \(bind: at)) ON CONFLICT (bundle_id, customer_id) DO NOTHING
+            """
+        ).run()
+    }
+
+    /// The account a customer id stands for, recording the id as a customer when it is new: one read for a known id
+    /// (a purchase's usual case), where recording it every time and then resolving it took an insert and a read.
+    package func admit(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws -> String {
+        let row = try await db.raw(
+            "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
+        ).first()
+        guard let row else {
+            try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db)
+            return customerId
+        }
+        guard let alias = try row.decode(column: "alias_of", as: String?.self) else { return customerId }
+        return try await resolve(bundleId: bundleId, customerId: alias, on: db)
+    }
+
+    /// The account a customer id stands for (a guest linked to an account resolves to the account).
+    package func resolve(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String {
+        var current = customerId
+        for _ in 0..<8 {
+            let row = try await db.raw(
+                "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: current)"
+            ).first()
+            guard let alias = try row?.decode(column: "alias_of", as: String?.self) else { return current }
+            current = alias
+        }
+        return current
+    }
+
+    /// The account a guest id is linked to; nil for an id that is no one's guest.
+    package func aliasOf(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String? {
+        try await db.raw(
+            "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
+        ).first()?.decode(column: "alias_of", as: String?.self)
+    }
+
+    /// The guest ids linked to the account `customerId`, sorted.
+    package func guests(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String] {
+        try await db.raw(
+            """
+            SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND alias_of = \(bind: customerId)
+            ORDER BY customer_id
+            """
+        ).all().map { try $0.decode(column: "customer_id", as: String.self) }
+    }
+
+    /// Whether any guest id is linked to `customerId` (which makes it an account).
+    package func hasGuests(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Bool {
+        try await db.raw(
+            "SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND alias_of = \(bind: customerId) LIMIT 1"
+        ).first() != nil
+    }
+
+    package init(
+        database: TillDatabase
+    ) {
+        self.database = database
+    }
+}

@@ -1,0 +1,111 @@
+import SQLKit
+import TillCore
+import TillStorage
+
+/// The ledger's bulk path: a whole ledger written at once in multi-row INSERTs, into a database no server is serving
+/// (`till bench ledger`'s generator, which writes a million transactions for the console's benchmark).
+///
+/// It writes rows as `Ledger`'s functions would have left them — transactions, the books, credits' entries, renewal
+/// states, customers and the guests linked to them — without their rules, events or figures' journal. The caller
+/// writes the events it wants, then makes the totals from what was loaded: `Ledger.rebuildBalances()` (credits) and
+/// `Figures.rebuild()` (the figures). It is the one way into the ledger's tables besides `Ledger`, so it lives in the
+/// ledger's module beside `LedgerStore`.
+package struct LedgerBulkLoad: Sendable {
+    private typealias Row = [(any Encodable & Sendable)?]
+
+    private var transactions: [Row] = []
+    private var books: [Row] = []
+    private var entries: [Row] = []
+    private var customers: [Row] = []
+    private var states: [SubscriptionStateRecord] = []
+
+    package init() {}
+
+    /// Rows gathered since the last `clear()`.
+    package var rows: Int { transactions.count + books.count + entries.count + customers.count + states.count }
+
+    /// A customer, or a guest id linked to the account `aliasOf`.
+    package mutating func customer(bundleId: String, customerId: String, aliasOf: String? = nil, at: Int64) {
+        customers.append([bundleId, customerId, aliasOf, at])
+    }
+
+    /// A transaction's row.
+    package mutating func transaction(_ record: LedgerRecord) {
+        transactions.append(record.values)
+    }
+
+    /// An entry of the books for a transaction: its money (`amount` in milliunits of its currency, negative for a
+    /// refund) at `at`.
+    package mutating func book(_ record: LedgerRecord, amount: Int64, currency: String, at: Int64, kind: FinanceKind) {
+        books.append([
+            record.environment.rawValue, record.transactionId, record.bundleId, record.productId, amount, currency, at,
+            kind.rawValue,
+        ])
+    }
+
+    /// A move of a customer's credits (`reference` says what moved them, as the ledger writes it).
+    package mutating func creditEntry(
+        bundleId: String,
+        customerId: String,
+        credit: String,
+        delta: Int64,
+        reference: String,
+        at: Int64
+    ) {
+        entries.append([bundleId, customerId, credit, delta, reference, at])
+    }
+
+    /// A subscription's renewal state.
+    package mutating func renewalState(_ state: SubscriptionStateRecord) {
+        states.append(state)
+    }
+
+    /// Forgets the rows written.
+    package mutating func clear() {
+        transactions = []
+        books = []
+        entries = []
+        customers = []
+        states = []
+    }
+
+    /// Writes what was gathered on `db` (one transaction's connection), customers first.
+    package func write(on db: any SQLDatabase) async throws {
+        try await Self.insert(
+            "srv_customers",
+            ["bundle_id", "customer_id", "alias_of", "created_at"],
+            customers,
+            on: db
+        )
+        try await Self.insert("srv_transactions", LedgerRecord.columns, transactions, on: db)
+        try await Self.insert(
+            "srv_finance",
+            ["environment", "transaction_id", "bundle_id", "product_id", "amount", "currency", "occurred_at", "kind"],
+            books,
+            on: db
+        )
+        try await Self.insert(
+            "srv_balance_entries",
+            ["bundle_id", "customer_id", "credit", "delta", "reference", "created_at"],
+            entries,
+            on: db
+        )
+        for chunk in Self.chunks(of: states, columns: 25) {
+            try await db.insert(into: "srv_subscription_states").models(chunk, with: ColumnNames.encoder).run()
+        }
+    }
+
+    private static func insert(_ table: String, _ columns: [String], _ rows: [Row], on db: any SQLDatabase)
+        async throws
+    {
+        for chunk in chunks(of: rows, columns: columns.count) {
+            try await db.execute(sql: RecordStatements.insert(into: table, columns: columns, rows: chunk)) { _ in }
+        }
+    }
+
+    /// Rows in slices that keep a statement's bound values under both engines' limits (SQLite's 32,766).
+    private static func chunks<Element>(of rows: [Element], columns: Int) -> [[Element]] {
+        let size = max(1, 30_000 / columns)
+        return stride(from: 0, to: rows.count, by: size).map { Array(rows[$0..<min($0 + size, rows.count)]) }
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import SQLKit
+import TillContract
+import TillCore
+import TillStorage
+
+/// What the ledger holds, read: transactions, balances, the books. Everything that writes it is `LedgerStore`,
+/// which only the ledger holds (`LayoutTests.onlyTheLedgerWritesMoneyCreditsAndAccess`).
+package struct PurchaseStore: ServerSQLStore {
+    package let database: TillDatabase
+
+    // MARK: Ledger
+
+    /// `FOR UPDATE` on PostgreSQL: the ledger's rows are read, changed and written back whole, so a reader inside a
+    /// transaction holds the rows it read until it commits, and a concurrent change (a link moving them to an
+    /// account, a notification) waits for it rather than being overwritten with what it read before. SQLite has a
+    /// single writer already.
+    private var forUpdate: SQLQueryString { database.engine == .postgres ? " FOR UPDATE" : "" }
+
+    package func transaction(environment: AppStoreEnvironment, transactionId: String, on db: any SQLDatabase)
+        async throws
+        -> LedgerRecord?
+    {
+        try await db.raw(
+            """
+            SELECT * FROM srv_transactions WHERE environment = \(bind: environment.rawValue)
+            AND transaction_id = \(bind: transactionId)\(forUpdate)
+            """
+        ).first().map(LedgerRecord.init(row:))
+    }
+
+    /// A customer's transaction with this id, in any environment (the operator names one by its id).
+    package func transactions(bundleId: String, customerId: String, transactionId: String, on db: any SQLDatabase)
+        async throws -> [LedgerRecord]
+    {
+        try await db.raw(
+            """
+            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+            AND transaction_id = \(bind: transactionId)\(forUpdate)
+            """
+        ).ledgerRows()
+    }
+
+    /// What a customer's view, snapshot and events are made of: every purchase of theirs that is not a consumable (or
+    /// has no known type), and their latest `recentConsumables` consumable purchases; oldest first.
+    ///
+    /// A consumable grants credits, which the balances count, and no access: reading every one of them made a
+    /// purchase by a customer with 10,000 consumables cost ten times one by a new customer (`till bench submissions
+    /// --history`). The customer index is ordered by product type, so each part is a range of it: three parts, each an
+    /// equality on the type (with `product_type IS NULL OR product_type IN (…)` SQLite walked the customer's every
+    /// row and looked each up, 24 ms a purchase for a customer with 10,000).
+    package func holdings(bundleId: String, customerId: String, recentConsumables: Int, on db: any SQLDatabase)
+        async throws
+        -> [LedgerRecord]
+    {
+        let granting = Self.grantingTypes
+        let consumable = Self.consumableTypes
+        return try await db.raw(
+            """
+            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+              AND product_type IN (\(binds: granting))
+            UNION ALL
+            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+              AND product_type IS NULL
+            UNION ALL
+            SELECT * FROM (SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId)
+              AND customer_id = \(bind: customerId) AND product_type IN (\(binds: consumable))
+              ORDER BY purchase_date DESC LIMIT \(literal: recentConsumables)) AS recent
+            ORDER BY purchase_date
+            """
+        ).ledgerRows()
+    }
+
+    /// The product types that may grant access, and those that only credit (the rows `holdings` reads in full, and
+    /// those it reads the latest of).
+    private static let grantingTypes = ProductType.allCases.filter { !$0.isCreditedPerPurchase }.map(\.rawValue)
+    private static let consumableTypes = ProductType.allCases.filter(\.isCreditedPerPurchase).map(\.rawValue)
+
+    /// Every purchase of a customer, oldest first (the console's list; a purchase reads `holdings`).
+    package func transactions(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
+        -> [LedgerRecord]
+    {
+        try await db.raw(
+            """
+            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+            ORDER BY purchase_date
+            """
+        ).ledgerRows()
+    }
+
+    package func transactions(submissionId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+        try await db.raw(
+            "SELECT * FROM srv_transactions WHERE submission_id = \(bind: submissionId)\(forUpdate)"
+        ).ledgerRows()
+    }
+
+    package func transactions(environment: AppStoreEnvironment, originalTransactionId: String, on db: any SQLDatabase)
+        async throws -> [LedgerRecord]
+    {
+        // SQLite's planner, without statistics, prefers the primary key's `environment` (every transaction of the
+        // environment) to this index: a read per purchase that grew with the ledger.
+        let index: SQLQueryString = database.engine == .sqlite ? " INDEXED BY srv_transactions_original" : ""
+        return try await db.raw(
+            """
+            SELECT * FROM srv_transactions\(index) WHERE environment = \(bind: environment.rawValue)
+            AND original_transaction_id = \(bind: originalTransactionId) ORDER BY purchase_date\(forUpdate)
+            """
+        ).ledgerRows()
+    }
+
+    // MARK: Balances
+
+    package func balances(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String: Int64]
+    {
+        let rows = try await db.raw(
+            """
+            SELECT credit, balance FROM srv_balances WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+            """
+        ).all()
+        var result: [String: Int64] = [:]
+        for row in rows {
+            result[try row.decode(column: "credit", as: String.self)] = try row.decode(
+                column: "balance",
+                as: Int64.self
+            )
+        }
+        return result
+    }
+
+    /// The balance entries written under `reference` (a debit's has one credit; a purchase's one per credit).
+    package func balanceEntries(bundleId: String, reference: String, on db: any SQLDatabase) async throws
+        -> [(customerId: String, credit: String, delta: Int64)]
+    {
+        try await db.raw(
+            """
+            SELECT customer_id, credit, delta FROM srv_balance_entries
+            WHERE bundle_id = \(bind: bundleId) AND reference = \(bind: reference) ORDER BY credit
+            """
+        ).all().map {
+            (
+                try $0.decode(column: "customer_id", as: String.self), try $0.decode(column: "credit", as: String.self),
+                try $0.decode(column: "delta", as: Int64.self)
+            )
+        }
+    }
+
+    // MARK: Finance
+
+    /// The money booked for a transaction under `kind`, if any.
+    package func financeEntry(
+        environment: AppStoreEnvironment,
+        transactionId: String,
+        kind: FinanceKind,
+        on db: any SQLDatabase
+    ) async throws -> (amount: Int64, currency: String)? {
+        guard
+            let row = try await db.raw(
+                """
+                SELECT amount, currency FROM srv_finance WHERE environment = \(bind: environment.rawValue)
+                AND transaction_id = \(bind: transactionId) AND kind = \(bind: kind.rawValue)
+                """
+            ).first()
+        else { return nil }
+        return (try row.decode(column: "amount", as: Int64.self), try row.decode(column: "currency", as: String.self))
+    }
+
+    // MARK: Totals
+
+    /// How much a database holds, for `till check`'s summary: ledger rows, customers with one, events.
+    package func counts() async throws -> (transactions: Int, customers: Int, events: Int) {
+        let row = try await database.sql.raw(
+            """
+            SELECT (SELECT COUNT(*) FROM srv_transactions) AS transactions,
+                   (SELECT COUNT(*) FROM (SELECT DISTINCT bundle_id, customer_id FROM srv_transactions) c) AS customers,
+                   (SELECT COUNT(*) FROM srv_events) AS events
+            """
+        ).first()
+        return (
+            Int(try row?.decode(column: "transactions", as: Int64.self) ?? 0),
+            Int(try row?.decode(column: "customers", as: Int64.self) ?? 0),
+            Int(try row?.decode(column: "events", as: Int64.self) ?? 0)
+        )
+    }
+
+    package init(
+        database: TillDatabase
+    ) {
+        self.database = database
+    }
+}
