@@ -122,6 +122,21 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The job queue: `srv_jobs`, its claims, leases, attempts, retry schedule and dead letters (its `JobStore`'s
+        // claiming is internal to this module).
+        .target(
+            name: "TillJobs",
+            dependencies: [
+                .product(name: "TillCore", package: "Client"),
+                "TillHTTPKit",
+                "TillLedger",
+                "TillStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "TillServer",
             dependencies: [
@@ -129,6 +144,7 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
+                "TillJobs",
                 "TillLedger",
                 .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
@@ -396,6 +412,7 @@ let package = Package(
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
+                "TillJobs",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",

@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillSnapshot
 import TillStorage
@@ -254,11 +255,15 @@ public final class PurchaseServer: Sendable {
             // And any endpoint's dispatcher role: its events need not wait for that server's lease to lapse.
             let endpoints = try await WebhookStore(database: database).releaseAllDispatchers(on: database.sql)
             if endpoints > 0 {
-                logger.notice("resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to")
+                logger.notice(
+                    "resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to"
+                )
             }
         }
         var configuration = configuration
-        if configuration.serverSecret.isEmpty { configuration.serverSecret = try await settingStore.sharedServerSecret() }
+        if configuration.serverSecret.isEmpty {
+            configuration.serverSecret = try await settingStore.sharedServerSecret()
+        }
         let snapshotKey: P256.Signing.PrivateKey
         if let configured = configuration.snapshotSigningKey {
             snapshotKey = configured

@@ -8,6 +8,7 @@ import Testing
 import TillContract
 import TillCore
 import TillFormats
+import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport

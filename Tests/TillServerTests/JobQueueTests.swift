@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import Synchronization
 import Testing
+import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport
@@ -84,7 +85,15 @@ struct JobQueueTests {
                 createdAt: now - 100,
                 updatedAt: now - 50
             )
-            let bare = Job(kind: .delivery, jobKey: "bare", state: .queued, attempts: 0, dueAt: now, createdAt: now, updatedAt: now)
+            let bare = Job(
+                kind: .delivery,
+                jobKey: "bare",
+                state: .queued,
+                attempts: 0,
+                dueAt: now,
+                createdAt: now,
+                updatedAt: now
+            )
             try await database.transaction { db in try await store.insertJobs([streamed, bare], on: db) }
             for job in [streamed, bare] {
                 let read = try await database.read { db in

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillJobs
 import TillLedger
 import TillTestSupport
 
@@ -28,7 +29,9 @@ struct LayoutTests {
 
     /// Every SQL statement of the server and of the simulator is in its store layer (`Store/`), behind a name:
     /// services call `store.…`, and a query's shape can be read, changed and indexed in one place.
-    @Test(arguments: ["TillServer", "TillLedger", "TillSimulator"]) func allSQLLivesInTheStoreLayer(_ target: String)
+    @Test(arguments: ["TillServer", "TillLedger", "TillJobs", "TillSimulator"]) func allSQLLivesInTheStoreLayer(
+        _ target: String
+    )
         throws
     {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
@@ -37,7 +40,7 @@ struct LayoutTests {
             "INSERT INTO", "DELETE FROM",
         ]
         let files = try Self.files(of: target).filter { !$0.hasPrefix("Store/") }
-        #expect(files.count >= 10, "found only \(files)")
+        #expect(files.count >= (target == "TillJobs" ? 3 : 10), "found only \(files)")
         var offenders: [String] = []
         for file in files {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
@@ -56,7 +59,7 @@ struct LayoutTests {
     @Test func noStoreHasMoreThanFortyFunctions() throws {
         let declaration = try Regex(#"^(?:public |package |final )*(?:struct|extension|final class|class) (\w+)"#)
         var functions: [String: Int] = [:]
-        for target in ["TillServer", "TillLedger"] {
+        for target in ["TillServer", "TillLedger", "TillJobs"] {
             for file in try Self.files(of: target) where file.hasPrefix("Store/") {
                 let text = try String(
                     contentsOf: Self.root.appendingPathComponent("Sources/\(target)/\(file)"),
@@ -80,24 +83,24 @@ struct LayoutTests {
         #expect(large.isEmpty, "stores over 40 functions: \(large)")
     }
 
-    /// One queue owns its table: every statement that writes `srv_jobs` is in `Store/JobStore.swift` (the
+    /// One queue owns its table: every statement that writes `srv_jobs` is in TillJobs' `Store/JobStore.swift` (the
     /// migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.
-    @Test(arguments: ["TillServer", "TillLedger"]) func onlyTheJobStoreWritesJobs(_ target: String) throws {
+    @Test(arguments: ["TillServer", "TillLedger", "TillJobs"]) func onlyTheJobStoreWritesJobs(_ target: String) throws {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
         let writes = [
             "INSERT INTO srv_jobs", "UPDATE srv_jobs", "DELETE FROM srv_jobs", "REPLACE INTO srv_jobs", "\"srv_jobs\"",
         ]
         var offenders: [String] = []
         for file in try Self.files(of: target)
-        where target != "TillServer" || (file != "Store/JobStore.swift" && file != "Store/ServerSchema.swift") {
+        where !["TillJobs/Store/JobStore.swift", "TillServer/Store/ServerSchema.swift"].contains("\(target)/\(file)") {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
             where writes.contains(where: { line.contains($0) }) {
                 offenders.append("\(file):\(number + 1)")
             }
         }
-        #expect(offenders.isEmpty, "srv_jobs written outside Store/JobStore.swift: \(offenders)")
+        #expect(offenders.isEmpty, "srv_jobs written outside TillJobs/Store/JobStore.swift: \(offenders)")
     }
 
     /// Errors at the edge (docs/architecture.md, "One rule, one place"): rooms throw their own refusals
@@ -261,15 +264,42 @@ struct LayoutTests {
         #expect(testable.isEmpty, "TillLedger's internals opened by: \(testable)")
     }
 
-    /// Type-checks `source`, after `import TillLedger` and `import TillStorage`, as a module of this package
+    /// Claims, leases and attempts are the job queue's own: code outside TillJobs may queue, delete, bring forward and
+    /// dead-letter jobs through `JobStore`'s package functions, but not claim one, reschedule it or release claims;
+    /// those go through `JobQueue`, which counts the attempts and the outcomes.
+    @Test func claimingJobsIsTheJobQueuesOwn() async throws {
+        let modules = ["TillJobs", "TillLedger", "TillStorage"]
+        let shared = """
+            func queue(_ database: TillDatabase, _ jobs: JobQueue, on db: any SQLDatabase) async throws {
+                try await jobs.enqueue(.confirmation, key: "s1", on: db)
+                try await JobStore(database: database).bringJobsForward(kind: .delivery, group: "e1", at: 0, on: db)
+            }
+            """
+        let control = try await Self.typecheck("import SQLKit\n" + shared, importing: modules)
+        #expect(control.status == 0, "the package's view of TillJobs does not compile: \(control.output)")
+        let claim = try await Self.typecheck(
+            """
+            import SQLKit
+            func claim(_ database: TillDatabase, on db: any SQLDatabase) async throws {
+                _ = try await JobStore(database: database).claimJob(kind: .confirmation, key: "s1", now: 0, until: 1, on: db)
+            }
+            """,
+            importing: modules
+        )
+        #expect(claim.status != 0 && claim.output.contains("'claimJob' is inaccessible"), "\(claim.output)")
+    }
+
+    /// Type-checks `source`, after importing `modules` (the ledger and storage by default), as a module of this package
     /// (`-package-name`, so that `package` declarations are visible), against the modules of this test run's build.
-    static func typecheck(_ source: String) async throws -> (status: Int32, output: String) {
+    static func typecheck(_ source: String, importing modules: [String] = ["TillLedger", "TillStorage"]) async throws
+        -> (status: Int32, output: String)
+    {
         // This test binary is in the build's products folder, beside `Modules/` and each C target's module map.
         let products = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
-        let modules = products.appendingPathComponent("Modules")
+        let built = products.appendingPathComponent("Modules")
         try #require(
-            FileManager.default.fileExists(atPath: modules.appendingPathComponent("TillLedger.swiftmodule").path),
+            FileManager.default.fileExists(atPath: built.appendingPathComponent("TillLedger.swiftmodule").path),
             "no TillLedger.swiftmodule beside \(products.path)"
         )
         // C modules the Swift modules import: the build's own, and those the checkouts ship (`include/`).
@@ -292,11 +322,11 @@ struct LayoutTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("Outside.swift")
-        try Data(("import TillLedger\nimport TillStorage\n\n" + source + "\n").utf8).write(to: file)
+        try Data((modules.map { "import \($0)\n" }.joined() + "\n" + source + "\n").utf8).write(to: file)
         // SwiftPM names a root package's modules' package after its folder.
         let packageName = Self.root.lastPathComponent.lowercased()
         let arguments =
-            ["swiftc", "-typecheck", file.path, "-package-name", packageName, "-I", modules.path]
+            ["swiftc", "-typecheck", file.path, "-package-name", packageName, "-I", built.path]
             + maps.flatMap { ["-Xcc", "-fmodule-map-file=\($0)"] }
         let (status, output) = try await ChildProcess.run("/usr/bin/env", arguments, in: directory)
         return (status, output)

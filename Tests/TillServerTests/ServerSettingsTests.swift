@@ -5,6 +5,7 @@ import Testing
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport

@@ -3,6 +3,7 @@ import SQLKit
 import Testing
 import TillContract
 import TillCore
+import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport

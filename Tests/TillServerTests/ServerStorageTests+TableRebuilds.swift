@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport
@@ -52,7 +53,13 @@ extension ServerStorageTests {
         try await ServerSchema.migrate(database)
         let store = PurchaseStore(database: database)
 
-        let moved = try #require(try await SubmissionStore(database: store.database).submission(bundleId: "b", idempotencyKey: "key-1", on: db))
+        let moved = try #require(
+            try await SubmissionStore(database: store.database).submission(
+                bundleId: "b",
+                idempotencyKey: "key-1",
+                on: db
+            )
+        )
         #expect(moved.id == "s1" && moved.attempts == 2 && moved.nextAttemptAt == 5)
         #expect(try await store.transaction(environment: .sandbox, transactionId: "t1", on: db)?.customerId == "c")
         // 017: the rejection is an enum with its answer beside it, and the row knows a notification brought it.

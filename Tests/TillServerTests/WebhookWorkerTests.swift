@@ -8,6 +8,7 @@ import Testing
 import TillContract
 import TillDevelopment
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport
@@ -245,7 +246,10 @@ struct WebhookWorkerTests {
             )
             for request in ["one", "two", "three"] { try await Self.credit(fixture, request) }
             let endpoint = try #require(
-                try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: created.endpoint.id, on: fixture.server.database.sql)
+                try await WebhookStore(database: fixture.server.database).webhookEndpoint(
+                    id: created.endpoint.id,
+                    on: fixture.server.database.sql
+                )
             )
             let (batch, _) = try #require(
                 try await fixture.server.webhookDeliveries.sendAtDispatch(
@@ -270,10 +274,18 @@ struct WebhookWorkerTests {
                 try await Self.credit(fixture, "one")
                 try await waitUntil { try WebhookTests.received(receiver).count == 1 }
                 try await waitUntil {
-                    try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.database.sql)?.dispatcher != nil
+                    try await WebhookStore(database: fixture.server.database).webhookEndpoint(
+                        id: id,
+                        on: fixture.server.database.sql
+                    )?.dispatcher != nil
                 }
             }
-            #expect(try await WebhookStore(database: fixture.server.database).webhookEndpoint(id: id, on: fixture.server.database.sql)?.dispatcher == nil)
+            #expect(
+                try await WebhookStore(database: fixture.server.database).webhookEndpoint(
+                    id: id,
+                    on: fixture.server.database.sql
+                )?.dispatcher == nil
+            )
         }
     }
 
@@ -285,10 +297,17 @@ struct WebhookWorkerTests {
             let store = WebhookStore(database: fixture.server.database)
             try await Self.credit(fixture, "one")
             let event = try #require(
-                try await store.eventStore.eventsToDispatch(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql)
-                    .last
+                try await store.eventStore.eventsToDispatch(
+                    after: 0,
+                    limit: 10,
+                    bundleId: ServerFixture.bundleId,
+                    on: store.sql
+                )
+                .last
             )
-            let stored = try #require(try await store.eventStore.event(bundleId: ServerFixture.bundleId, id: event.id, on: store.sql))
+            let stored = try #require(
+                try await store.eventStore.event(bundleId: ServerFixture.bundleId, id: event.id, on: store.sql)
+            )
             #expect(
                 (event.sequence, event.id, event.type, event.customerId)
                     == (stored.sequence, stored.id, stored.type, stored.customerId)
@@ -349,7 +368,12 @@ struct WebhookWorkerTests {
                 #expect(read.body == stored.body && read.occurredAt == stored.occurredAt)
             }
             let toSend = try #require(
-                try await store.eventStore.eventsToSend(after: 0, limit: 10, bundleId: ServerFixture.bundleId, on: store.sql).last
+                try await store.eventStore.eventsToSend(
+                    after: 0,
+                    limit: 10,
+                    bundleId: ServerFixture.bundleId,
+                    on: store.sql
+                ).last
             )
             #expect(toSend.event.id == stored.id && toSend.event.customerId == stored.customerId)
             #expect(toSend.body == stored.body && toSend.occurredAt == stored.occurredAt)
@@ -458,7 +482,8 @@ struct WebhookWorkerTests {
 
                 let next = try await PurchaseServer.open(fixture.server.configuration)
                 let row = try #require(
-                    try await WebhookStore(database: next.database).enabledWebhookEndpoints(on: next.database.sql).first {
+                    try await WebhookStore(database: next.database).enabledWebhookEndpoints(on: next.database.sql).first
+                    {
                         $0.id == created.endpoint.id
                     }
                 )

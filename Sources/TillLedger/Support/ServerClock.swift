@@ -26,3 +26,13 @@ package struct QueueSignals: Sendable {
         self.workAvailable = workAvailable
     }
 }
+
+extension Duration {
+    /// Whole nanoseconds.
+    package var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
+
+    /// Whole milliseconds (the unit of every time the server stores).
+    package var milliseconds: Int64 { nanoseconds / 1_000_000 }
+}

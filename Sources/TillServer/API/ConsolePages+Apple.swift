@@ -3,6 +3,7 @@ import Hummingbird
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillJobs
 import TillLedger
 
 /// Apple's queue (submissions waiting for Apple, retried one by one or all at once), the server's health with Apple
@@ -39,8 +40,10 @@ extension ConsolePages {
         let now = server.nowMilliseconds
         var context = common(request, context, section: section, app: app, apps: apps)
         context["states"] = Self.queueStates.map { item -> [String: Any] in
-            ["value": item.state.rawValue, "label": item.label, "count": depth[item.state]?.count ?? 0,
-             "current": item.state == state]
+            [
+                "value": item.state.rawValue, "label": item.label, "count": depth[item.state]?.count ?? 0,
+                "current": item.state == state,
+            ]
         }
         context["isDeadLettered"] = state == .deadLettered
         context["stateLabel"] = Self.queueStates.first { $0.state == state }?.label ?? state.rawValue
@@ -57,7 +60,9 @@ extension ConsolePages {
                 "attempts": record.attempts,
                 "cause": record.retryCause?.rawValue ?? (state == .deadLettered ? "gave up" : "—"),
                 "lastStatus": record.lastStatus ?? "no answer yet",
-                "nextAttempt": record.nextAttemptAt.map { $0 <= now ? "due now" : "in " + Readable.duration(milliseconds: $0 - now) }
+                "nextAttempt": record.nextAttemptAt.map {
+                    $0 <= now ? "due now" : "in " + Readable.duration(milliseconds: $0 - now)
+                }
                     ?? "—",
             ]
             if let error = record.lastError ?? record.reason { row["lastErrorText"] = error }
@@ -114,13 +119,20 @@ extension ConsolePages {
             answers[Key(endpoint: key.endpoint, environment: key.environment), default: []].append((key.status, count))
         }
         var latencies: [Key: [Double]] = [:]
-        for call in recent { latencies[Key(endpoint: call.endpoint, environment: call.environment), default: []].append(call.milliseconds) }
-        let keys = Set(answers.keys).union(latencies.keys).sorted { ($0.endpoint, $0.environment) < ($1.endpoint, $1.environment) }
+        for call in recent {
+            latencies[Key(endpoint: call.endpoint, environment: call.environment), default: []].append(
+                call.milliseconds
+            )
+        }
+        let keys = Set(answers.keys).union(latencies.keys).sorted {
+            ($0.endpoint, $0.environment) < ($1.endpoint, $1.environment)
+        }
         var medians: [Int64] = []
         page["endpoints"] = keys.map { key -> [String: Any] in
             let times = (latencies[key] ?? []).sorted()
             func percentile(_ share: Double) -> String {
-                times.isEmpty ? "—" : Readable.latency(times[min(times.count - 1, Int(Double(times.count - 1) * share))])
+                times.isEmpty
+                    ? "—" : Readable.latency(times[min(times.count - 1, Int(Double(times.count - 1) * share))])
             }
             medians.append(times.isEmpty ? 0 : Int64(times[(times.count - 1) / 2].rounded()))
             let answered = answers[key] ?? []
@@ -165,7 +177,9 @@ extension ConsolePages {
                 "queued": Readable.grouped(queued?.n ?? 0),
                 "deadLettered": Readable.grouped(dead?.n ?? 0),
                 "oldest": queued?.oldestDue.map {
-                    $0 <= now ? "due " + Readable.duration(milliseconds: now - $0) + " ago" : "in " + Readable.duration(milliseconds: $0 - now)
+                    $0 <= now
+                        ? "due " + Readable.duration(milliseconds: now - $0) + " ago"
+                        : "in " + Readable.duration(milliseconds: $0 - now)
                 } ?? "—",
             ]
         }
@@ -173,30 +187,40 @@ extension ConsolePages {
             page["canCatchUp"] = CatchUp.hasAPIKey(app)
             do {
                 let run = try await server.catchUp.lastRun(bundleId: app.bundleId)
-                page["catchUp"] = [
-                    "outcome": run.outcome.rawValue,
-                    "trigger": run.trigger.rawValue,
-                    "started": Readable.time(run.startedAt),
-                    "took": Readable.duration(milliseconds: run.finishedAt - run.startedAt),
-                    "environments": run.environments.map { environment -> [String: Any] in
-                        let n = environment.notifications
-                        let t = environment.transactions
-                        var entry: [String: Any] = [
-                            "environment": environment.environment,
-                            "notifications": "\(n.fetched) notifications read (\(n.applied) applied, \(n.duplicate) known, \(n.ignored) ignored, \(n.refused) refused)",
-                            "transactions": "\(t.histories) histories, \(t.fetched) transactions (\(t.recorded) recorded, \(t.revoked) revoked, \(t.updated) updated)",
-                        ]
-                        if let error = n.error ?? t.error { entry["failure"] = "\(error.cause.rawValue): \(error.message)" }
-                        return entry
-                    },
-                ] as [String: Any]
+                page["catchUp"] =
+                    [
+                        "outcome": run.outcome.rawValue,
+                        "trigger": run.trigger.rawValue,
+                        "started": Readable.time(run.startedAt),
+                        "took": Readable.duration(milliseconds: run.finishedAt - run.startedAt),
+                        "environments": run.environments.map { environment -> [String: Any] in
+                            let n = environment.notifications
+                            let t = environment.transactions
+                            var entry: [String: Any] = [
+                                "environment": environment.environment,
+                                "notifications":
+                                    "\(n.fetched) notifications read (\(n.applied) applied, \(n.duplicate) known, \(n.ignored) ignored, \(n.refused) refused)",
+                                "transactions":
+                                    "\(t.histories) histories, \(t.fetched) transactions (\(t.recorded) recorded, \(t.revoked) revoked, \(t.updated) updated)",
+                            ]
+                            if let error = n.error ?? t.error {
+                                entry["failure"] = "\(error.cause.rawValue): \(error.message)"
+                            }
+                            return entry
+                        },
+                    ] as [String: Any]
             } catch let error as CatchUpRefusal where error.reason == .catchUpNeverRun {
-                page["catchUpAbsent"] = CatchUp.hasAPIKey(app)
+                page["catchUpAbsent"] =
+                    CatchUp.hasAPIKey(app)
                     ? "Never ran yet." : "The app has no App Store Server API key: there is no one to ask."
             }
             var due: [[String: Any]] = []
             for state in [ConsumptionAnswerState.pending, .retrying] {
-                for request in try await server.consumption.requests(bundleId: app.bundleId, state: state, page: PageRequest(limit: 50)).items {
+                for request in try await server.consumption.requests(
+                    bundleId: app.bundleId,
+                    state: state,
+                    page: PageRequest(limit: 50)
+                ).items {
                     due.append([
                         "transactionId": request.transactionId,
                         "customer": request.customerId ?? "—",
@@ -222,7 +246,9 @@ extension ConsolePages {
         let query = request.uri.queryParameters
         let outcomeText = query.get("outcome").map { String($0) } ?? ""
         let outcome = NotificationOutcome(rawValue: outcomeText)
-        let type = query.get("type").map { String($0).trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        let type = query.get("type").map { String($0).trimmingCharacters(in: .whitespaces) }.flatMap {
+            $0.isEmpty ? nil : $0
+        }
         let log: (records: [NotificationRecord], nextCursor: String?)
         do {
             log = try await server.notifications.log(
@@ -238,8 +264,11 @@ extension ConsolePages {
         var page = common(request, context, section: section, app: app, apps: apps)
         page["type"] = type ?? ""
         page["types"] = Self.notificationTypes
-        page["outcomes"] = [["value": "", "label": "any", "selected": outcome == nil]]
-            + NotificationOutcome.allCases.map { ["value": $0.rawValue, "label": $0.rawValue, "selected": $0 == outcome] }
+        page["outcomes"] =
+            [["value": "", "label": "any", "selected": outcome == nil]]
+            + NotificationOutcome.allCases.map {
+                ["value": $0.rawValue, "label": $0.rawValue, "selected": $0 == outcome]
+            }
         page["notifications"] = log.records.map { record -> [String: Any] in
             var row: [String: Any] = [
                 "href": "/console/notifications/\(Readable.percentEncoded(record.notificationUuid))?app="
@@ -258,9 +287,11 @@ extension ConsolePages {
             return row
         }
         if let next = log.nextCursor {
-            page["nextPage"] = "/console/notifications?" + Readable.query([
-                ("app", app.bundleId), ("outcome", outcome?.rawValue), ("type", type), ("cursor", next),
-            ])
+            page["nextPage"] =
+                "/console/notifications?"
+                + Readable.query([
+                    ("app", app.bundleId), ("outcome", outcome?.rawValue), ("type", type), ("cursor", next),
+                ])
         }
         return ConsolePage.html("notifications", page)
     }
@@ -271,7 +302,10 @@ extension ConsolePages {
         guard let app else { return noApp(request, context, section: section) }
         let record: NotificationRecord
         do {
-            record = try await server.notifications.recorded(bundleId: app.bundleId, uuid: try context.pathParameter("uuid"))
+            record = try await server.notifications.recorded(
+                bundleId: app.bundleId,
+                uuid: try context.pathParameter("uuid")
+            )
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
             return failure(error, request, context, section: section, app: app, apps: apps)
@@ -308,7 +342,10 @@ extension ConsolePages {
     /// JSON indented for reading, dates (UNIX milliseconds in Apple's fields) left as they are.
     static func pretty(_ json: String) -> String {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)),
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            let data = try? JSONSerialization.data(
+                withJSONObject: object,
+                options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            )
         else { return json }
         return String(decoding: data, as: UTF8.self)
     }

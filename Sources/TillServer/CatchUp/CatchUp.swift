@@ -8,6 +8,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 

@@ -2,6 +2,7 @@ import Logging
 import ServiceLifecycle
 import TillContract
 import TillHTTPKit
+import TillJobs
 import TillLedger
 
 /// Catches up every app that has an App Store Server API key when the server starts, then every

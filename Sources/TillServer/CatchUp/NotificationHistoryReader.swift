@@ -160,8 +160,3 @@ struct NotificationHistoryReader: Sendable {
         }
     }
 }
-
-extension Duration {
-    /// Whole milliseconds.
-    var milliseconds: Int64 { nanoseconds / 1_000_000 }
-}

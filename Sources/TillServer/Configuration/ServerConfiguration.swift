@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import TillCore
+import TillJobs
 import TillLedger
 import TillStorage
 import X509

@@ -5,6 +5,7 @@ import Logging
 import SystemPackage
 import TillCore
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 import X509

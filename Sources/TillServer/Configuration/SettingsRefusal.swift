@@ -1,4 +1,5 @@
 import TillCore
+import TillJobs
 import TillLedger
 
 /// Why the settings room refuses what it is asked; the HTTP layer gives each reason its status

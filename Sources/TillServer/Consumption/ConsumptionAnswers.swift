@@ -5,6 +5,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -87,7 +88,11 @@ public struct ConsumptionAnswers: Sendable {
         return Page(
             items: shown.map(ConsumptionAnswer.init),
             nextCursor: nextCursor,
-            total: try await consumptionStore.countConsumptionRequests(bundleId: bundleId, state: state?.rawValue, on: database.sql)
+            total: try await consumptionStore.countConsumptionRequests(
+                bundleId: bundleId,
+                state: state?.rawValue,
+                on: database.sql
+            )
         )
     }
 
@@ -96,7 +101,11 @@ public struct ConsumptionAnswers: Sendable {
     /// Whether a customer (aliases resolved) consented to share consumption data with Apple.
     public func consent(bundleId: String, customerId: String) async throws -> ConsumptionConsent {
         let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: database.sql)
-        let stored = try await consumptionStore.consumptionConsent(bundleId: bundleId, customerId: owner, on: database.sql)
+        let stored = try await consumptionStore.consumptionConsent(
+            bundleId: bundleId,
+            customerId: owner,
+            on: database.sql
+        )
         return ConsumptionConsent(
             customerId: owner,
             consented: stored?.consented ?? false,
@@ -219,7 +228,11 @@ public struct ConsumptionAnswers: Sendable {
             )
         }
         row.customerId = try await customerStore.resolve(bundleId: app.bundleId, customerId: row.customerId, on: db)
-        let consent = try await consumptionStore.consumptionConsent(bundleId: app.bundleId, customerId: row.customerId, on: db)
+        let consent = try await consumptionStore.consumptionConsent(
+            bundleId: app.bundleId,
+            customerId: row.customerId,
+            on: db
+        )
         return ConsumptionRules.decide(
             ConsumptionRules.Facts(
                 row: row,
@@ -274,7 +287,8 @@ public struct ConsumptionAnswers: Sendable {
         case .misconfigured(let problem):
             failure = problem
         }
-        let next = now + Self.milliseconds(configuration.confirmation.retrySchedule.delay(afterAttempt: request.attempts))
+        let next =
+            now + Self.milliseconds(configuration.confirmation.retrySchedule.delay(afterAttempt: request.attempts))
         if next >= request.deadline {
             request.state = .expired
             request.detail = "gave up: Apple's 12-hour deadline comes before another attempt; last: \(failure)"

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
 import TillHTTPKit
+import TillJobs
 import TillLedger
 
 /// Answers Apple's consumption requests in the background (`ConsumptionAnswers`): woken when one is queued, and

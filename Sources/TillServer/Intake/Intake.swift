@@ -6,6 +6,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -65,7 +66,11 @@ public struct Intake: Sendable {
             guard !key.isEmpty, key.count <= 200 else {
                 throw IntakeRefusal(.invalidIdempotencyKey, "an idempotency key has 1 to 200 characters")
             }
-            if let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: database.sql) {
+            if let existing = try await submissionStore.submission(
+                bundleId: app.bundleId,
+                idempotencyKey: key,
+                on: database.sql
+            ) {
                 return try await replay(existing, payload: input.payload, app: app)
             }
         }
@@ -85,7 +90,12 @@ public struct Intake: Sendable {
             {
                 return nil  // a concurrent resend won the race; answer with its submission below
             }
-            let owner = try await self.customerStore.admit(bundleId: app.bundleId, customerId: customerId, at: now, on: db)
+            let owner = try await self.customerStore.admit(
+                bundleId: app.bundleId,
+                customerId: customerId,
+                at: now,
+                on: db
+            )
             var submission = SubmissionRecord(
                 id: id,
                 bundleId: app.bundleId,
@@ -137,7 +147,11 @@ public struct Intake: Sendable {
         guard let (submission, refused, customer) = outcome else {
             // A resend with the same idempotency key committed first: answer with its submission.
             guard let key = request.idempotencyKey,
-                let existing = try await submissionStore.submission(bundleId: app.bundleId, idempotencyKey: key, on: database.sql)
+                let existing = try await submissionStore.submission(
+                    bundleId: app.bundleId,
+                    idempotencyKey: key,
+                    on: database.sql
+                )
             else { throw IntakeRefusal(.submissionLost, "the submission could not be recorded") }
             return try await replay(existing, payload: input.payload, app: app)
         }
@@ -237,7 +251,8 @@ public struct Intake: Sendable {
 
     /// A submission, as the app polls it.
     public func submission(id: String, bundleId: String) async throws -> SubmissionView {
-        guard let record = try await submissionStore.submission(id: id, on: database.sql), record.bundleId == bundleId else {
+        guard let record = try await submissionStore.submission(id: id, on: database.sql), record.bundleId == bundleId
+        else {
             throw IntakeRefusal(.submissionNotFound, "no submission \(id)")
         }
         return SubmissionView(record)

@@ -6,6 +6,7 @@ import SQLKit
 import Synchronization
 import TillContract
 import TillCore
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -14,7 +15,7 @@ import TillStorage
 /// Each `PurchaseServer` has its own registry (tests run many servers in one process, and swift-metrics'
 /// global bootstrap can happen once), and `/metrics` prints it in Prometheus' text format. Queue gauges are
 /// read from the database at scrape time, so every process sharing a PostgreSQL queue reports the same depth.
-public final class ServerMetrics: Sendable {
+public final class ServerMetrics: JobMetrics, Sendable {
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
 
@@ -73,13 +74,21 @@ public final class ServerMetrics: Sendable {
             factory: factory
         ).increment()
         appleCalls.withLock {
-            $0.counts[AppleCallKey(endpoint: endpoint, environment: environment.rawValue, status: status), default: 0] += 1
+            $0.counts[
+                AppleCallKey(endpoint: endpoint, environment: environment.rawValue, status: status),
+                default: 0
+            ] += 1
         }
     }
 
     /// A call to Apple (or the simulator) took `duration` and came back with `answer` (`AppleClient` times every
     /// call): `till_apple_call_seconds`, and the last calls the console shows.
-    func appleCallTook(endpoint: String, environment: AppStoreEnvironment, answer: AppleClient.Answer, duration: Duration) {
+    func appleCallTook(
+        endpoint: String,
+        environment: AppStoreEnvironment,
+        answer: AppleClient.Answer,
+        duration: Duration
+    ) {
         Metrics.Timer(
             label: "till_apple_call_seconds",
             dimensions: [("endpoint", endpoint), ("environment", environment.rawValue)],
@@ -218,10 +227,13 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    /// An attempt of a job ended: `outcome` is finished, retried or deadLettered.
-    func job(kind: String, outcome: String, count: Int = 1) {
-        Counter(label: "till_job_attempts_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: factory)
-            .increment(by: count)
+    /// Attempts of a job ended (the job queue's `JobMetrics`).
+    package func jobs(_ kind: JobKind, _ outcome: JobOutcome, count: Int) {
+        Counter(
+            label: "till_job_attempts_total",
+            dimensions: [("kind", kind.rawValue), ("outcome", outcome.rawValue)],
+            factory: factory
+        ).increment(by: count)
     }
 
     /// The job queue's depth per kind and state, and how late the oldest queued job of each kind is.
@@ -284,12 +296,6 @@ public final class ServerMetrics: Sendable {
     public func emit() -> [UInt8] { registry.emitToBuffer() }
 }
 
-extension Duration {
-    var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
-    }
-}
-
 extension PurchaseServer {
     /// Reads the queue's depth and age into the gauges, and where storage stands, then prints every metric. While
     /// storage is unavailable the queue's gauges keep their last reading: `/metrics` answers, and says so.
@@ -302,7 +308,9 @@ extension PurchaseServer {
                 oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
             )
             metrics.recordJobs(
-                try await JobStore(database: database).jobDepth().map { ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue) },
+                try await JobStore(database: database).jobDepth().map {
+                    ($0.kind.rawValue, $0.state.rawValue, $0.n, $0.oldestDue)
+                },
                 now: nowMilliseconds
             )
         } catch is StorageUnavailable {}

@@ -6,6 +6,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -190,7 +191,9 @@ public struct NotificationIntake: Sendable {
 
     /// One notification of the app, as it was recorded (decoded since migration 020).
     func recorded(bundleId: String, uuid: String) async throws -> NotificationRecord {
-        guard let record = try await notificationStore.notification(uuid: uuid, on: database.sql), record.bundleId == bundleId else {
+        guard let record = try await notificationStore.notification(uuid: uuid, on: database.sql),
+            record.bundleId == bundleId
+        else {
             throw NotificationRefusal(.notificationNotFound, "no notification \(uuid)")
         }
         return record
@@ -297,7 +300,11 @@ public struct NotificationIntake: Sendable {
         guard let original = transaction?.originalTransactionId ?? notification.renewal?.originalTransactionId else {
             return (.recorded, nil, nil)
         }
-        try await notificationStore.lockPurchase(environment: environment.rawValue, originalTransactionId: original, on: db)
+        try await notificationStore.lockPurchase(
+            environment: environment.rawValue,
+            originalTransactionId: original,
+            on: db
+        )
         let owner: String?
         if let transaction {
             owner = try await ledger.owner(of: transaction, bundleId: app.bundleId, on: db)

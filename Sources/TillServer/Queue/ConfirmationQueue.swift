@@ -9,6 +9,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -261,7 +262,12 @@ public final class ConfirmationQueue: Sendable {
 
     /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
     public func submissions(state: String, page: PageRequest = PageRequest()) async throws -> Page<SubmissionView> {
-        let records = try await submissionStore.submissions(state: state, after: page.after, limit: page.rowsToRead, on: database.sql)
+        let records = try await submissionStore.submissions(
+            state: state,
+            after: page.after,
+            limit: page.rowsToRead,
+            on: database.sql
+        )
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
         return Page(
             items: shown.map(SubmissionView.init),

@@ -1,3 +1,4 @@
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -762,4 +763,3 @@ enum ServerSchema {
         ),
     ]
 }
-

@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillJobs
 import TillLedger
 import TillStorage
 

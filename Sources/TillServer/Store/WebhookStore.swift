@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillContract
+import TillJobs
 import TillLedger
 import TillStorage
 

@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 
@@ -521,7 +522,13 @@ public struct WebhookDeliveries: Sendable {
             if delivery.state == .deadLettered {
                 try await jobs.deadLetter(.delivery, key: delivery.id, error: answer.error, on: db)
             } else {
-                try await jobs.retry(.delivery, key: delivery.id, at: delivery.nextAttemptAt ?? now, error: answer.error, on: db)
+                try await jobs.retry(
+                    .delivery,
+                    key: delivery.id,
+                    at: delivery.nextAttemptAt ?? now,
+                    error: answer.error,
+                    on: db
+                )
             }
             try await store.webhookEndpointFailed(id: outcome.attempt.endpoint.id, at: now, on: db)
         }
@@ -600,7 +607,11 @@ public struct WebhookDeliveries: Sendable {
             }
         case (nil, .some(let since)):
             guard
-                var after = try await store.eventStore.firstEventSequence(bundleId: bundleId, recordedSince: since, on: store.sql)
+                var after = try await store.eventStore.firstEventSequence(
+                    bundleId: bundleId,
+                    recordedSince: since,
+                    on: store.sql
+                )
             else { return 0 }
             after -= 1
             while true {

@@ -6,6 +6,7 @@ import Synchronization
 import TillContract
 import TillCore
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillStorage
 

@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import TillHTTPKit
+import TillJobs
 import TillLedger
 
 /// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`). Each round of its loop:

@@ -9,7 +9,7 @@ import TillLedger
 import TillStorage
 
 /// What kind of durable work a job is; each kind has one worker.
-enum JobKind: String, Codable, Sendable, CaseIterable {
+package enum JobKind: String, Codable, Sendable, CaseIterable {
     /// A submission to confirm with Apple (`ConfirmationQueue`); key: the submission's id.
     case confirmation
     /// One of Apple's consumption requests to answer (`ConsumptionAnswers`); key: its notification UUID.
@@ -22,7 +22,7 @@ enum JobKind: String, Codable, Sendable, CaseIterable {
 }
 
 /// Where a job stands. A job that is done is deleted.
-enum JobState: String, Codable, Sendable {
+package enum JobState: String, Codable, Sendable {
     /// Waiting for `dueAt`, or under way while `claimedUntil` has not passed.
     case queued
     /// Given up on: an operator looks, and may put it back (`requeue`).
@@ -30,23 +30,51 @@ enum JobState: String, Codable, Sendable {
 }
 
 /// A row of `srv_jobs`.
-struct Job: Codable, Sendable, Hashable {
-    var kind: JobKind
-    var jobKey: String
-    var state: JobState
+package struct Job: Codable, Sendable, Hashable {
+    package var kind: JobKind
+    package var jobKey: String
+    package var state: JobState
     /// Claims take one group at a time (a webhook endpoint's deliveries); "" for kinds without groups.
-    var queueGroup: String = ""
+    package var queueGroup: String = ""
     /// Jobs of one stream run one at a time, by `position` (a customer's deliveries to one endpoint).
-    var stream: String? = nil
-    var position: Int64 = 0
+    package var stream: String? = nil
+    package var position: Int64 = 0
     /// Attempts started (counted when claimed, so a job whose attempts keep killing the process still ends).
-    var attempts: Int
-    var dueAt: Int64
+    package var attempts: Int
+    package var dueAt: Int64
     /// Held by a worker until then (several servers may share the queue on PostgreSQL).
-    var claimedUntil: Int64?
-    var lastError: String?
-    var createdAt: Int64
-    var updatedAt: Int64
+    package var claimedUntil: Int64?
+    package var lastError: String?
+    package var createdAt: Int64
+    package var updatedAt: Int64
+
+    package init(
+        kind: JobKind,
+        jobKey: String,
+        state: JobState,
+        queueGroup: String = "",
+        stream: String? = nil,
+        position: Int64 = 0,
+        attempts: Int,
+        dueAt: Int64,
+        claimedUntil: Int64? = nil,
+        lastError: String? = nil,
+        createdAt: Int64,
+        updatedAt: Int64
+    ) {
+        self.kind = kind
+        self.jobKey = jobKey
+        self.state = state
+        self.queueGroup = queueGroup
+        self.stream = stream
+        self.position = position
+        self.attempts = attempts
+        self.dueAt = dueAt
+        self.claimedUntil = claimedUntil
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
 }
 
 /// The durable job queue: every piece of work the server must do later and must not lose — a confirmation with
@@ -59,14 +87,14 @@ struct Job: Codable, Sendable, Hashable {
 /// runs in order. The worker ends each attempt in the transaction that records its outcome: done (`finish`), again at
 /// a time it chooses with its back-off (`retry`), or given up on (`deadLetter`). `wake` signals the kind's worker;
 /// `/metrics` reports each kind's depth and outcomes.
-struct JobQueue: Sendable {
-    let database: TillDatabase
-    let store: JobStore
-    let clock: ServerClock
-    let metrics: ServerMetrics
+package struct JobQueue: Sendable {
+    package let database: TillDatabase
+    package let store: JobStore
+    package let clock: ServerClock
+    package let metrics: any JobMetrics
     private let wakeups: [JobKind: Wakeup]
 
-    init(database: TillDatabase, store: JobStore, clock: ServerClock, metrics: ServerMetrics) {
+    package init(database: TillDatabase, store: JobStore, clock: ServerClock, metrics: any JobMetrics) {
         self.database = database
         self.store = store
         self.clock = clock
@@ -75,16 +103,16 @@ struct JobQueue: Sendable {
     }
 
     /// What a kind's worker waits on: signalled when a job of the kind is queued or becomes due.
-    func signal(_ kind: JobKind) -> Wakeup { wakeups[kind]! }
+    package func signal(_ kind: JobKind) -> Wakeup { wakeups[kind]! }
 
     /// Wakes the kind's worker (after the transaction that queued a job committed).
-    func wake(_ kind: JobKind) { signal(kind).signal() }
+    package func wake(_ kind: JobKind) { signal(kind).signal() }
 
     // MARK: Queueing
 
     /// Queues a job in `db`'s transaction, due at `dueAt` (now by default); a job already queued under this key is
     /// left as it is.
-    func enqueue(
+    package func enqueue(
         _ kind: JobKind,
         key: String,
         group: String = "",
@@ -114,7 +142,7 @@ struct JobQueue: Sendable {
 
     /// Makes a job due at `dueAt` at the latest: queued anew if there is none (a catch-up at start), brought forward
     /// if it is due later. A job under way or dead-lettered is left as it is.
-    func schedule(_ kind: JobKind, key: String, dueAt: Int64, on db: any SQLDatabase) async throws {
+    package func schedule(_ kind: JobKind, key: String, dueAt: Int64, on db: any SQLDatabase) async throws {
         try await store.scheduleJob(kind: kind, key: key, dueAt: dueAt, now: clock.milliseconds, on: db)
     }
 
@@ -126,7 +154,7 @@ struct JobQueue: Sendable {
     /// A read first: a worker that finds nothing due opens no write transaction. (One that wrote nothing would tell
     /// the `StorageGate` that writes work again while the disk is still full, ending its outage each time a worker
     /// looked.)
-    func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration) async throws -> [Job] {
+    package func claim(_ kind: JobKind, group: String = "", limit: Int, lease: Duration) async throws -> [Job] {
         guard limit > 0 else { return [] }
         let now = clock.milliseconds
         guard try await store.hasClaimableJob(kind: kind, group: group, now: now, on: store.sql) else { return [] }
@@ -145,7 +173,7 @@ struct JobQueue: Sendable {
     /// `claim(_:group:limit:lease:)` in `db`'s transaction (with what the worker records in it), leaving out the jobs
     /// with the keys in `excluding` (the worker's own, under way: never claimed twice by one live worker, even once
     /// their lease has passed).
-    func claim(
+    package func claim(
         _ kind: JobKind,
         group: String = "",
         limit: Int,
@@ -168,7 +196,7 @@ struct JobQueue: Sendable {
 
     /// Claims one job by its key now, whether due or not, queuing it if there is none (an operator's catch-up of an
     /// app). Nil when another worker holds it.
-    func claim(_ kind: JobKind, key: String, lease: Duration) async throws -> Job? {
+    package func claim(_ kind: JobKind, key: String, lease: Duration) async throws -> Job? {
         let now = clock.milliseconds
         return try await database.transaction(bookkeeping: true) { db in
             try await self.store.claimJob(kind: kind, key: key, now: now, until: now + lease.milliseconds, on: db)
@@ -178,51 +206,51 @@ struct JobQueue: Sendable {
     // MARK: Ending an attempt (in the transaction that records its outcome)
 
     /// The job is done: it leaves the queue.
-    func finish(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws {
+    package func finish(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws {
         try await store.deleteJob(kind: kind, key: key, on: db)
-        metrics.job(kind: kind.rawValue, outcome: "finished")
+        metrics.jobs(kind, .finished, count: 1)
     }
 
     /// These jobs are done (one statement).
-    func finish(_ kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
+    package func finish(_ kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
         guard !keys.isEmpty else { return }
         try await store.deleteJobs(kind: kind, keys: keys, on: db)
-        metrics.job(kind: kind.rawValue, outcome: "finished", count: keys.count)
+        metrics.jobs(kind, .finished, count: keys.count)
     }
 
     /// The job runs again at `at` (its back-off, decided by its worker).
-    func retry(_ kind: JobKind, key: String, at: Int64, error: String?, on db: any SQLDatabase) async throws {
+    package func retry(_ kind: JobKind, key: String, at: Int64, error: String?, on db: any SQLDatabase) async throws {
         try await store.rescheduleJob(kind: kind, key: key, dueAt: at, error: error, now: clock.milliseconds, on: db)
-        metrics.job(kind: kind.rawValue, outcome: "retried")
+        metrics.jobs(kind, .retried, count: 1)
     }
 
     /// The job is given up on until an operator puts it back.
-    func deadLetter(_ kind: JobKind, key: String, error: String?, on db: any SQLDatabase) async throws {
+    package func deadLetter(_ kind: JobKind, key: String, error: String?, on db: any SQLDatabase) async throws {
         try await store.deadLetterJob(kind: kind, key: key, error: error, now: clock.milliseconds, on: db)
-        metrics.job(kind: kind.rawValue, outcome: "deadLettered")
+        metrics.jobs(kind, .deadLettered, count: 1)
     }
 
     /// Puts a dead-lettered job back, its attempts counted from zero, due now; false when there is none.
-    func requeue(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Bool {
+    package func requeue(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Bool {
         try await store.requeueJob(kind: kind, key: key, now: clock.milliseconds, on: db)
     }
 
     /// The due time of a queued job, if there is one.
-    func dueAt(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Int64? {
+    package func dueAt(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Int64? {
         try await store.job(kind: kind, key: key, on: db).flatMap { $0.state == .queued ? $0.dueAt : nil }
     }
 
     /// When the next job of a kind is due (UNIX ms), if any is queued.
     /// How many jobs of each kind are queued and dead-lettered, and the due time of the oldest queued one.
-    func depth() async throws -> [JobStore.JobDepth] { try await store.jobDepth() }
+    package func depth() async throws -> [JobStore.JobDepth] { try await store.jobDepth() }
 
-    func nextDue(_ kind: JobKind) async throws -> Int64? {
+    package func nextDue(_ kind: JobKind) async throws -> Int64? {
         try await store.nextJobDue(kind: kind, on: store.sql)
     }
 
     /// Clears every claim (only for a process that knows no other worker is alive: the owner of an SQLite file);
     /// answers how many jobs of each kind were held.
-    func releaseAllClaims() async throws -> [JobKind: Int] {
+    package func releaseAllClaims() async throws -> [JobKind: Int] {
         try await database.transaction(bookkeeping: true) { db in try await self.store.releaseJobClaims(on: db) }
     }
 
@@ -231,7 +259,7 @@ struct JobQueue: Sendable {
     /// `longest` (another process may have queued one). A round that fails is logged after `failure`, and the loop
     /// goes on. (The confirmation and webhook workers keep loops of their own: they pace and batch many attempts at
     /// once.)
-    func runWorker(
+    package func runWorker(
         _ kind: JobKind,
         longest: Duration,
         logger: Logger,
@@ -253,7 +281,7 @@ struct JobQueue: Sendable {
 
     /// Sleeps until a job of `kind` may be due: a signal, the next due time, or `longest` at most (another process
     /// may have queued one).
-    func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration) async {
+    package func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration) async {
         let next = (try? await nextDue(kind)).map { Duration.milliseconds(max(0, $0 - clock.milliseconds)) }
         await signal(kind).wait(since: since, timeout: max(.milliseconds(10), min(longest, next ?? longest)))
     }

@@ -5,8 +5,8 @@ import TillStorage
 
 /// The durable job queue's table (`JobQueue`): one table, `srv_jobs`, for every kind of work (migration 018-jobs).
 /// The only writer of `srv_jobs` (`LayoutTests.onlyTheJobStoreWritesJobs`): the rooms' stores call it.
-struct JobStore: ServerSQLStore {
-    let database: TillDatabase
+package struct JobStore: ServerSQLStore {
+    package let database: TillDatabase
 
     func insertJob(_ job: Job, on db: any SQLDatabase) async throws {
         try await db.raw(
@@ -118,7 +118,7 @@ struct JobStore: ServerSQLStore {
     }
 
     /// Jobs in one statement; each queued behind a job of its stream that is due later is due then too.
-    func insertJobs(_ jobs: [Job], on db: any SQLDatabase) async throws {
+    package func insertJobs(_ jobs: [Job], on db: any SQLDatabase) async throws {
         guard let kind = jobs.first?.kind else { return }
         try await db.run(RecordStatements.insert(into: "srv_jobs", columns: Job.columns, rows: jobs.map(\.row)))
         let streamed = jobs.filter { $0.stream != nil }.map(\.jobKey)
@@ -136,7 +136,9 @@ struct JobStore: ServerSQLStore {
     }
 
     /// Gives the job up: dead-lettered with `error`, or with the error of its last attempt when `error` is nil.
-    func deadLetterJob(kind: JobKind, key: String, error: String?, now: Int64, on db: any SQLDatabase) async throws {
+    package func deadLetterJob(kind: JobKind, key: String, error: String?, now: Int64, on db: any SQLDatabase)
+        async throws
+    {
         try await db.raw(
             """
             UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, last_error = COALESCE(\(bind: error), last_error),
@@ -147,14 +149,14 @@ struct JobStore: ServerSQLStore {
     }
 
     /// Removes every job of a kind in one group (a webhook endpoint's deliveries, when it is deleted).
-    func deleteJobs(kind: JobKind, group: String, on db: any SQLDatabase) async throws {
+    package func deleteJobs(kind: JobKind, group: String, on db: any SQLDatabase) async throws {
         try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group)")
             .run()
     }
 
     /// Makes the queued jobs of a kind that are due later due at `now`: those of one group, or those whose keys
     /// `keys` selects (a subquery); answers their keys.
-    func bringJobsForward(
+    package func bringJobsForward(
         kind: JobKind,
         group: String? = nil,
         keys: SQLQueryString? = nil,
@@ -184,7 +186,7 @@ struct JobStore: ServerSQLStore {
         ).first() != nil
     }
 
-    func job(kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Job? {
+    package func job(kind: JobKind, key: String, on db: any SQLDatabase) async throws -> Job? {
         try await db.raw("SELECT * FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)")
             .first(decoding: Job.self, with: Self.decoding)
     }
@@ -220,37 +222,43 @@ struct JobStore: ServerSQLStore {
     }
 
     /// How many jobs of each kind are in each state, and when the oldest queued one of each kind was due.
-    struct JobDepth: Decodable {
-        var kind: JobKind
-        var state: JobState
-        var n: Int
-        var oldestDue: Int64?
+    package struct JobDepth: Decodable {
+        package var kind: JobKind
+        package var state: JobState
+        package var n: Int
+        package var oldestDue: Int64?
     }
 
-    func jobDepth() async throws -> [JobDepth] {
+    package func jobDepth() async throws -> [JobDepth] {
         try await sql.raw(
             "SELECT kind, state, COUNT(*) AS n, MIN(due_at) AS oldest_due FROM srv_jobs GROUP BY kind, state"
         ).all(decoding: JobDepth.self, with: Self.decoding)
+    }
+
+    package init(
+        database: TillDatabase
+    ) {
+        self.database = database
     }
 }
 
 // A job's columns by hand: a webhook dispatch inserts hundreds at a time and every round claims some (docs/benchmarks.md).
 // `JobQueueTests.handWrittenRowsMatchCodables` keeps them equal to Codable's.
 extension Job {
-    static let columns = [
+    package static let columns = [
         "kind", "job_key", "state", "queue_group", "stream", "position", "attempts", "due_at", "claimed_until",
         "last_error", "created_at", "updated_at",
     ]
 
     /// Its values, in the order of `columns`.
-    var row: [(any Encodable & Sendable)?] {
+    package var row: [(any Encodable & Sendable)?] {
         [
             kind.rawValue, jobKey, state.rawValue, queueGroup, stream, position, attempts, dueAt, claimedUntil,
             lastError, createdAt, updatedAt,
         ]
     }
 
-    init(row: any SQLRow) throws {
+    package init(row: any SQLRow) throws {
         self.init(
             kind: try row.enumeration("kind", as: JobKind.self),
             jobKey: try row.decode(column: "job_key", as: String.self),
