@@ -122,6 +122,21 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The catalogue: the apps Till serves and their products, cached for every request.
+        .target(
+            name: "TillCatalogue",
+            dependencies: [
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
+                "TillFormats",
+                "TillLedger",
+                "TillStorage",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            swiftSettings: upcoming
+        ),
         // The job queue: `srv_jobs`, its claims, leases, attempts, retry schedule and dead letters (its `JobStore`'s
         // claiming is internal to this module).
         .target(
@@ -144,6 +159,7 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
+                "TillCatalogue",
                 "TillJobs",
                 "TillLedger",
                 .product(name: "TillSnapshot", package: "Client"),
@@ -207,6 +223,7 @@ let package = Package(
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
                 "TillHTTPKit",
+                "TillCatalogue",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",
@@ -229,6 +246,7 @@ let package = Package(
                 "TillDevelopment",
                 "TillFormats",
                 "TillHTTPKit",
+                "TillCatalogue",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",
@@ -330,6 +348,7 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",
+                "TillCatalogue",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",
@@ -413,6 +432,7 @@ let package = Package(
                 "TillFormats",
                 "TillHTTPKit",
                 "TillJobs",
+                "TillCatalogue",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",
@@ -475,6 +495,7 @@ let package = Package(
                 .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
                 "TillFormats",
+                "TillCatalogue",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",

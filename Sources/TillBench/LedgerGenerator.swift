@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillLedger
@@ -89,7 +90,8 @@ public struct LedgerGenerator: Sendable {
             written.customers += 1
             let environment: AppStoreEnvironment = random.chance(1, in: 20) ? .sandbox : .production
             let currency = random.chance(4, in: 5) ? "USD" : random.chance(3, in: 5) ? "EUR" : "GBP"
-            let first = now - Int64(random.next(below: UInt64(shape.days))) * Self.day
+            let first =
+                now - Int64(random.next(below: UInt64(shape.days))) * Self.day
                 - Int64(random.next(below: UInt64(Self.day)))
             batch.customer(bundleId: Self.bundleId, customerId: customerId, at: first)
             if random.chance(1, in: 10) {
@@ -210,10 +212,48 @@ public struct LedgerGenerator: Sendable {
             ServerAppInput(bundleId: bundleId, name: "Till Demo (generated)", acceptSandbox: true)
         )
         let products: [(String, CatalogProductInput)] = [
-            ("gems.100", CatalogProductInput(_type: .consumable, title: "100 Gems", credits: .init(additionalProperties: ["gems": 100]), price: 990, currency: "USD")),
-            ("pro", CatalogProductInput(_type: .nonConsumable, title: "Pro", entitlements: ["pro"], price: 4990, currency: "USD")),
-            ("premium.monthly", CatalogProductInput(_type: .autoRenewable, title: "Premium (monthly)", entitlements: ["premium"], subscriptionGroup: "premium", price: 990, currency: "USD")),
-            ("premium.yearly", CatalogProductInput(_type: .autoRenewable, title: "Premium (yearly)", entitlements: ["premium"], subscriptionGroup: "premium", price: 9990, currency: "USD")),
+            (
+                "gems.100",
+                CatalogProductInput(
+                    _type: .consumable,
+                    title: "100 Gems",
+                    credits: .init(additionalProperties: ["gems": 100]),
+                    price: 990,
+                    currency: "USD"
+                )
+            ),
+            (
+                "pro",
+                CatalogProductInput(
+                    _type: .nonConsumable,
+                    title: "Pro",
+                    entitlements: ["pro"],
+                    price: 4990,
+                    currency: "USD"
+                )
+            ),
+            (
+                "premium.monthly",
+                CatalogProductInput(
+                    _type: .autoRenewable,
+                    title: "Premium (monthly)",
+                    entitlements: ["premium"],
+                    subscriptionGroup: "premium",
+                    price: 990,
+                    currency: "USD"
+                )
+            ),
+            (
+                "premium.yearly",
+                CatalogProductInput(
+                    _type: .autoRenewable,
+                    title: "Premium (yearly)",
+                    entitlements: ["premium"],
+                    subscriptionGroup: "premium",
+                    price: 9990,
+                    currency: "USD"
+                )
+            ),
         ]
         for (id, input) in products { try await server.catalogue.putProduct(bundleId: bundleId, productId: id, input) }
     }

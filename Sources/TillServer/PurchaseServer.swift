@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SQLKit
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -88,7 +89,18 @@ public final class PurchaseServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         readiness = Readiness(database: database)
-        catalogue = Catalogue(database: database, clock: clock, signals: signals, logger: logger)
+        // An app's new credentials for Apple: the confirmations that failed on the old ones are due at once.
+        catalogue = Catalogue(database: database, clock: clock) { bundleId in
+            let moved = try await SubmissionStore(database: database).bringForward(
+                cause: .configuration,
+                bundleId: bundleId,
+                at: clock.milliseconds
+            )
+            if moved > 0 {
+                logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
+                signals.workAvailable.signal()
+            }
+        }
         self.jobs = jobs
         // Recorded events wake the webhook worker, which dispatches them.
         events = EventLog(

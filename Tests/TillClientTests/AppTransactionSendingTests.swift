@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillCatalogue
 import TillClient
 import TillContract
 import TillCore

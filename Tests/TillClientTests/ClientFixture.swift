@@ -7,6 +7,7 @@ import NIOCore
 import NIOPosix
 import SQLKit
 import ServiceLifecycle
+import TillCatalogue
 import TillClient
 import TillContract
 import TillCore

@@ -6,6 +6,7 @@ import NIOCore
 import SQLKit
 import Synchronization
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillLedger
@@ -43,7 +44,9 @@ struct BackupTests {
     @Test(arguments: TestDatabase.all) func aBackupUnderLoadRestoresEveryAcknowledgedPurchaseOnce(
         _ engine: TestDatabase
     ) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-backup-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "till-backup-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let till = try TillExecutable.require().path
@@ -61,7 +64,10 @@ struct BackupTests {
                 try await admin.sql.raw("CREATE DATABASE \(unsafeRaw: database)").run()
                 try await admin.shutdown()
                 created.append(database)
-                return server.replacingOccurrences(of: "/\(URL(string: server)!.lastPathComponent)", with: "/\(database)")
+                return server.replacingOccurrences(
+                    of: "/\(URL(string: server)!.lastPathComponent)",
+                    with: "/\(database)"
+                )
             }
         }
         let live = try await database("live")
@@ -78,7 +84,11 @@ struct BackupTests {
                 var purchases: [(String, String)] = []
                 for _ in 0..<count {
                     let purchase = try await simulator.payments.addPayment(
-                        PaymentRequest(deviceId: world.device, bundleId: world.simulatorApp.bundleId, productId: "gems.100"),
+                        PaymentRequest(
+                            deviceId: world.device,
+                            bundleId: world.simulatorApp.bundleId,
+                            productId: "gems.100"
+                        ),
                         environment: .sandbox
                     )
                     purchases.append((try #require(purchase.signedTransaction), try #require(purchase.transactionId)))
@@ -102,11 +112,17 @@ struct BackupTests {
                             group.addTask {
                                 try await Task.sleep(for: .milliseconds(33 * index))
                                 let status = try await world.submit(
-                                    signed[index].0, index: index, to: server, app: app, http: http
+                                    signed[index].0,
+                                    index: index,
+                                    to: server,
+                                    app: app,
+                                    http: http
                                 )
                                 let done = [200, 202].contains(status) ? clock.now : nil
                                 if done != nil { acknowledgedSoFar.count.withLock { $0 += 1 } }
-                                return (Sent(index: index, transactionId: signed[index].1, acknowledged: done), nil, nil)
+                                return (
+                                    Sent(index: index, transactionId: signed[index].1, acknowledged: done), nil, nil
+                                )
                             }
                         }
                         group.addTask {
@@ -136,8 +152,13 @@ struct BackupTests {
                     let before = sent.filter { $0.acknowledged.map { $0 < backupStarted } ?? false }
                     acknowledgedBefore.withLock { $0 = before }
                     let after = sent.filter { $0.acknowledged.map { $0 > backupStarted } ?? false }
-                    #expect(before.count >= 10 && after.count >= 10, "the backup was not under load: \(before.count) before, \(after.count) after")
-                    if engine == .sqlite { #expect(backupOutput.contains("✓") && backupOutput.contains("agree"), "\(backupOutput)") }
+                    #expect(
+                        before.count >= 10 && after.count >= 10,
+                        "the backup was not under load: \(before.count) before, \(after.count) after"
+                    )
+                    if engine == .sqlite {
+                        #expect(backupOutput.contains("✓") && backupOutput.contains("agree"), "\(backupOutput)")
+                    }
                 } catch {
                     await server.stop()
                     throw DeploymentFailure(error: error, server: server.output)
@@ -175,7 +196,9 @@ struct BackupTests {
         guard !databases.isEmpty, let server = TestDatabase.postgresURL,
             let admin = try? await TillDatabase.open(.postgres(url: server))
         else { return }
-        for name in databases { try? await admin.sql.raw("DROP DATABASE IF EXISTS \(unsafeRaw: name) WITH (FORCE)").run() }
+        for name in databases {
+            try? await admin.sql.raw("DROP DATABASE IF EXISTS \(unsafeRaw: name) WITH (FORCE)").run()
+        }
         try? await admin.shutdown()
     }
 
@@ -184,8 +207,12 @@ struct BackupTests {
     /// its events are the live events up to one moment, the same and in the same order.
     func verify(restored: String, live: String, engine: TestDatabase, acknowledgedBefore: [Sent]) async throws {
         let configuration = { (url: String) in try DatabaseConfiguration(parsing: url) }
-        let copy = try await PurchaseServer.open(ServerConfiguration(database: try configuration(restored), operatorToken: "operator"))
-        let original = try await PurchaseServer.open(ServerConfiguration(database: try configuration(live), operatorToken: "operator"))
+        let copy = try await PurchaseServer.open(
+            ServerConfiguration(database: try configuration(restored), operatorToken: "operator")
+        )
+        let original = try await PurchaseServer.open(
+            ServerConfiguration(database: try configuration(live), operatorToken: "operator")
+        )
         do {
             let transactions = Set(
                 try await copy.database.sql.raw("SELECT transaction_id FROM srv_transactions").all()
@@ -193,24 +220,38 @@ struct BackupTests {
             )
             let missing = acknowledgedBefore.filter { !transactions.contains($0.transactionId) }
             #expect(missing.isEmpty, "acknowledged before the backup, missing from it: \(missing.map(\.index))")
-            let liveCount = try await original.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()?
+            let liveCount =
+                try await original.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()?
                 .decode(column: "n", as: Int64.self) ?? 0
             #expect(transactions.count <= Int(liveCount) && transactions.count >= acknowledgedBefore.count)
             for customer in ["ana", "ben", "cyd"] {
-                let bought = try await copy.database.sql.raw(
-                    "SELECT COUNT(*) AS n FROM srv_transactions WHERE customer_id = \(bind: customer)"
-                ).first()?.decode(column: "n", as: Int64.self) ?? 0
+                let bought =
+                    try await copy.database.sql.raw(
+                        "SELECT COUNT(*) AS n FROM srv_transactions WHERE customer_id = \(bind: customer)"
+                    ).first()?.decode(column: "n", as: Int64.self) ?? 0
                 let view = try await copy.customers.customer(bundleId: "com.example.crash", customerId: customer)
-                #expect((view.balances.additionalProperties["gems"] ?? 0) == Int(bought) * 100, "\(customer): \(view.balances)")
+                #expect(
+                    (view.balances.additionalProperties["gems"] ?? 0) == Int(bought) * 100,
+                    "\(customer): \(view.balances)"
+                )
             }
             try await Application(router: buildServerRouter(copy)).test(.router) { restoredClient in
                 try await Application(router: buildServerRouter(original)).test(.router) { liveClient in
                     let path = "/admin/v1/events?bundleId=com.example.crash&limit=1000"
-                    let restoredEvents = try await restoredClient.call(.get, path, token: "operator").object["items"] as? [[String: Any]] ?? []
-                    let liveEvents = try await liveClient.call(.get, path, token: "operator").object["items"] as? [[String: Any]] ?? []
-                    #expect(restoredEvents.count >= acknowledgedBefore.count && restoredEvents.count <= liveEvents.count)
+                    let restoredEvents =
+                        try await restoredClient.call(.get, path, token: "operator").object["items"] as? [[String: Any]]
+                        ?? []
+                    let liveEvents =
+                        try await liveClient.call(.get, path, token: "operator").object["items"] as? [[String: Any]]
+                        ?? []
+                    #expect(
+                        restoredEvents.count >= acknowledgedBefore.count && restoredEvents.count <= liveEvents.count
+                    )
                     for (index, event) in restoredEvents.enumerated() {
-                        #expect(NSDictionary(dictionary: event).isEqual(to: liveEvents[index]), "event \(index) differs")
+                        #expect(
+                            NSDictionary(dictionary: event).isEqual(to: liveEvents[index]),
+                            "event \(index) differs"
+                        )
                     }
                 }
             }
@@ -226,11 +267,15 @@ struct BackupTests {
     /// What a restore or a backup refuses, and that it then leaves everything as it was: a destination that exists,
     /// a database a server has open, a copy whose books disagree, a copy from a newer release.
     @Test func refusalsLeaveEverythingAsItWas() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-backup-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "till-backup-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-        let live = try await PurchaseServer.open(ServerConfiguration(database: .sqlite(path: path("live.sqlite")), operatorToken: "operator"))
+        let live = try await PurchaseServer.open(
+            ServerConfiguration(database: .sqlite(path: path("live.sqlite")), operatorToken: "operator")
+        )
         _ = try await live.catalogue.createApp(ServerAppInput(bundleId: "com.example.refusals", appAppleId: 42))
         // A backup of a database a server has open is what backups are for.
         let report = try await DatabaseBackup.backup(.sqlite(path: path("live.sqlite")), to: path("copy.sqlite"))
@@ -240,10 +285,18 @@ struct BackupTests {
         }
         // Restoring over the live database: refused while its server runs, and without --replace.
         await #expect(throws: DatabaseBackup.Failure.wouldReplace(path("live.sqlite"))) {
-            try await DatabaseBackup.restore(from: path("copy.sqlite"), to: .sqlite(path: path("live.sqlite")), replace: false)
+            try await DatabaseBackup.restore(
+                from: path("copy.sqlite"),
+                to: .sqlite(path: path("live.sqlite")),
+                replace: false
+            )
         }
         await #expect(throws: DatabaseBackup.Failure.inUse(path("live.sqlite"))) {
-            try await DatabaseBackup.restore(from: path("copy.sqlite"), to: .sqlite(path: path("live.sqlite")), replace: true)
+            try await DatabaseBackup.restore(
+                from: path("copy.sqlite"),
+                to: .sqlite(path: path("live.sqlite")),
+                replace: true
+            )
         }
         try await live.shutdown()
         // A copy whose books disagree is not restored, and the destination is left alone.
@@ -260,7 +313,11 @@ struct BackupTests {
         #expect(checked.problems.contains { $0.contains("999-newer") }, "\(checked.problems)")
         let before = try Data(contentsOf: URL(fileURLWithPath: path("live.sqlite")))
         await #expect(throws: DatabaseBackup.Failure.self) {
-            try await DatabaseBackup.restore(from: path("bad.sqlite"), to: .sqlite(path: path("live.sqlite")), replace: true)
+            try await DatabaseBackup.restore(
+                from: path("bad.sqlite"),
+                to: .sqlite(path: path("live.sqlite")),
+                replace: true
+            )
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path("live.sqlite"))) == before)
         // Without the newer migration, the disagreeing balance is what the check names.
@@ -276,12 +333,18 @@ struct BackupTests {
             [.ownerAccountID: owner, .posixPermissions: 0o640],
             ofItemAtPath: path("live.sqlite")
         )
-        let restored = try await DatabaseBackup.restore(from: path("copy.sqlite"), to: .sqlite(path: path("live.sqlite")), replace: true)
+        let restored = try await DatabaseBackup.restore(
+            from: path("copy.sqlite"),
+            to: .sqlite(path: path("live.sqlite")),
+            replace: true
+        )
         #expect(restored.isWhole)
         let attributes = try FileManager.default.attributesOfItem(atPath: path("live.sqlite"))
         #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == owner)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o640)
-        let reopened = try await PurchaseServer.open(ServerConfiguration(database: .sqlite(path: path("live.sqlite")), operatorToken: "operator"))
+        let reopened = try await PurchaseServer.open(
+            ServerConfiguration(database: .sqlite(path: path("live.sqlite")), operatorToken: "operator")
+        )
         #expect(try await reopened.catalogue.app(bundleId: "com.example.refusals") != nil)
         try await reopened.shutdown()
     }

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import SQLKit
 import ServiceLifecycle
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

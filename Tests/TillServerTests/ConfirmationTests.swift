@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOHTTP1
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

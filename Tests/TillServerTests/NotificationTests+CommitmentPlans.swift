@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import SQLKit
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

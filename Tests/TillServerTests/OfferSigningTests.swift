@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -114,16 +115,35 @@ struct OfferSigningTests {
             let key = fixture.app.appKey
             try await withRouter(fixture) { client in
                 let offerPath = "/admin/v1/apps/\(Self.bundle)/products/premium.plus/offers/loyal"
-                let created = try await client.call(.put, offerPath, json: #"{"eligibility":"anyone"}"#, token: "operator")
-                #expect(created.status == 201 && created.object["subscriptionGroup"] as? String == "premium", "\(created)")
-                let replaced = try await client.call(
-                    .put, offerPath, json: #"{"eligibility":"currentOrLapsedSubscribers"}"#, token: "operator"
+                let created = try await client.call(
+                    .put,
+                    offerPath,
+                    json: #"{"eligibility":"anyone"}"#,
+                    token: "operator"
                 )
-                #expect(replaced.status == 200 && replaced.object["eligibility"] as? String == "currentOrLapsedSubscribers")
-                let listed = try await client.call(.get, "/admin/v1/apps/\(Self.bundle)/products/premium.plus/offers", token: "operator")
+                #expect(
+                    created.status == 201 && created.object["subscriptionGroup"] as? String == "premium",
+                    "\(created)"
+                )
+                let replaced = try await client.call(
+                    .put,
+                    offerPath,
+                    json: #"{"eligibility":"currentOrLapsedSubscribers"}"#,
+                    token: "operator"
+                )
+                #expect(
+                    replaced.status == 200 && replaced.object["eligibility"] as? String == "currentOrLapsedSubscribers"
+                )
+                let listed = try await client.call(
+                    .get,
+                    "/admin/v1/apps/\(Self.bundle)/products/premium.plus/offers",
+                    token: "operator"
+                )
                 #expect(try listed.decode(Components.Schemas.OfferPage.self).items.map(\.offerIdentifier) == ["loyal"])
                 let onGems = try await client.call(
-                    .put, "/admin/v1/apps/\(Self.bundle)/products/gems.100/offers/half", json: #"{"eligibility":"anyone"}"#,
+                    .put,
+                    "/admin/v1/apps/\(Self.bundle)/products/gems.100/offers/half",
+                    json: #"{"eligibility":"anyone"}"#,
                     token: "operator"
                 )
                 #expect(onGems.status == 400 && onGems.code == "notASubscription")
@@ -153,7 +173,11 @@ struct OfferSigningTests {
                 #expect(bought.offerType == 2 && bought.offerIdentifier == "loyal" && bought.price == 990)
                 try await submit(fixture, upgrade, as: "alice")
                 // Spent once; and a signature changed by one bit, or a purchase with another token, buys nothing.
-                #expect(refusedSignature(try await pay(fixture, "premium.plus", token: token.lowercased(), promotional: original)))
+                #expect(
+                    refusedSignature(
+                        try await pay(fixture, "premium.plus", token: token.lowercased(), promotional: original)
+                    )
+                )
                 let second = try await sign(
                     "alice",
                     #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"signature","appAccountToken":"\#(token)"}"#
@@ -165,12 +189,27 @@ struct OfferSigningTests {
                     timestamp: second.timestamp,
                     signature: try tampered(try #require(second.signature))
                 )
-                #expect(refusedSignature(try await pay(fixture, "premium.plus", token: token.lowercased(), promotional: forged)))
+                #expect(
+                    refusedSignature(
+                        try await pay(fixture, "premium.plus", token: token.lowercased(), promotional: forged)
+                    )
+                )
                 forged.signature = second.signature
-                #expect(refusedSignature(try await pay(fixture, "premium.plus", token: UUID().uuidString.lowercased(), promotional: forged)))
+                #expect(
+                    refusedSignature(
+                        try await pay(
+                            fixture,
+                            "premium.plus",
+                            token: UUID().uuidString.lowercased(),
+                            promotional: forged
+                        )
+                    )
+                )
 
                 // A separate In-App Purchase key signs from now on; the JWS names alice's newest transaction.
-                let iapKey = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: try #require(fixture.app.appAppleId))
+                let iapKey = try await fixture.simulator.appStoreConnect.createAPIKey(
+                    appAppleId: try #require(fixture.app.appAppleId)
+                )
                 let patched = try await fixture.server.catalogue.updateApp(
                     bundleId: Self.bundle,
                     ServerAppInput(
@@ -180,47 +219,85 @@ struct OfferSigningTests {
                     )
                 )
                 #expect(AppView(patched).hasInAppPurchaseKey && patched.apiKeyId != iapKey.keyId)
-                let jwsAnswer = try await sign("alice", #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#)
+                let jwsAnswer = try await sign(
+                    "alice",
+                    #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#
+                )
                 let jws = try jwsAnswer.decode(Components.Schemas.PromotionalOfferSignature.self)
-                #expect(jws.keyIdentifier == iapKey.keyId && jws.transactionId == upgrade.transactionId && jws.signature == nil)
+                #expect(
+                    jws.keyIdentifier == iapKey.keyId && jws.transactionId == upgrade.transactionId
+                        && jws.signature == nil
+                )
                 let compact = try #require(jws.compactJWS)
                 let redeemed = try await pay(
-                    fixture, "premium.plus", promotional: PromotionalOfferInput(offerIdentifier: "loyal", compactJWS: compact)
+                    fixture,
+                    "premium.plus",
+                    promotional: PromotionalOfferInput(offerIdentifier: "loyal", compactJWS: compact)
                 )
                 #expect(redeemed.state == "purchased", "\(redeemed)")
                 let subscription = try await fixture.simulator.store.subscription(
                     originalTransactionId: try #require(redeemed.originalTransactionId),
                     on: fixture.simulator.store.sql
                 )
-                #expect(subscription?.appliedOffer?.identifier == "loyal", "redeemed during a paid period: the next renewal")
+                #expect(
+                    subscription?.appliedOffer?.identifier == "loyal",
+                    "redeemed during a paid period: the next renewal"
+                )
                 let parts = compact.split(separator: ".").map(String.init)
                 let payload = try #require(Base64.decode(parts[1], alphabet: .url))
                 var claims = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
                 claims["nonce"] = UUID().uuidString.lowercased()
                 let forgedPayload = Base64.encode(try JSONSerialization.data(withJSONObject: claims), alphabet: .url)
-                #expect(refusedSignature(try await pay(
-                    fixture, "premium.plus",
-                    promotional: PromotionalOfferInput(offerIdentifier: "loyal", compactJWS: "\(parts[0]).\(forgedPayload).\(parts[2])")
-                )))
+                #expect(
+                    refusedSignature(
+                        try await pay(
+                            fixture,
+                            "premium.plus",
+                            promotional: PromotionalOfferInput(
+                                offerIdentifier: "loyal",
+                                compactJWS: "\(parts[0]).\(forgedPayload).\(parts[2])"
+                            )
+                        )
+                    )
+                )
 
                 // The server signs nothing its catalogue does not have, and only for whom the rule admits.
-                let unknownProduct = try await sign("alice", #"{"productId":"premium.gold","offerIdentifier":"loyal","format":"jws"}"#)
+                let unknownProduct = try await sign(
+                    "alice",
+                    #"{"productId":"premium.gold","offerIdentifier":"loyal","format":"jws"}"#
+                )
                 #expect(unknownProduct.status == 404 && unknownProduct.code == "productNotFound")
-                let unknownOffer = try await sign("alice", #"{"productId":"premium.plus","offerIdentifier":"free-year","format":"jws"}"#)
+                let unknownOffer = try await sign(
+                    "alice",
+                    #"{"productId":"premium.plus","offerIdentifier":"free-year","format":"jws"}"#
+                )
                 #expect(unknownOffer.status == 404 && unknownOffer.code == "offerNotFound")
-                let stranger = try await sign("nobody", #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#)
+                let stranger = try await sign(
+                    "nobody",
+                    #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#
+                )
                 #expect(stranger.status == 403 && stranger.code == "notEligible", "\(stranger)")
                 let tokenInJWS = try await sign(
-                    "alice", #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws","appAccountToken":"x"}"#
+                    "alice",
+                    #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws","appAccountToken":"x"}"#
                 )
                 #expect(tokenInJWS.status == 400 && tokenInJWS.code == "appAccountTokenWithJWS")
-                let badFormat = try await sign("alice", #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"pem"}"#)
+                let badFormat = try await sign(
+                    "alice",
+                    #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"pem"}"#
+                )
                 #expect(badFormat.status == 400 && badFormat.code == "invalidBody")
                 _ = try await client.call(.put, offerPath, json: #"{"eligibility":"newCustomers"}"#, token: "operator")
-                let subscriber = try await sign("alice", #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#)
+                let subscriber = try await sign(
+                    "alice",
+                    #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#
+                )
                 #expect(subscriber.status == 403 && subscriber.code == "notEligible")
                 #expect(try await client.call(.delete, offerPath, token: "operator").status == 204)
-                let deleted = try await sign("nobody", #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#)
+                let deleted = try await sign(
+                    "nobody",
+                    #"{"productId":"premium.plus","offerIdentifier":"loyal","format":"jws"}"#
+                )
                 #expect(deleted.status == 404 && deleted.code == "offerNotFound")
                 #expect(try await client.call(.delete, offerPath, token: "operator").code == "offerNotFound")
             }
@@ -248,7 +325,11 @@ struct OfferSigningTests {
 
         let jws = try await signer.signedRequest(
             audience: "introductory-offer-eligibility",
-            claims: OfferSigner.RequestClaims(productId: "premium.monthly", allowIntroductoryOffer: false, transactionId: "7"),
+            claims: OfferSigner.RequestClaims(
+                productId: "premium.monthly",
+                allowIntroductoryOffer: false,
+                transactionId: "7"
+            ),
             nonce: nonce,
             issuedAt: 1_795_600_000
         )
@@ -260,9 +341,16 @@ struct OfferSigningTests {
         let header = try #require(try segment(parts[0]) as? [String: String])
         #expect(header == ["alg": "ES256", "kid": "ABC123DEFG", "typ": "JWT"])
         let claims = try #require(try segment(parts[1]) as? [String: Any])
-        #expect(Set(claims.keys) == ["iss", "iat", "aud", "bid", "nonce", "productId", "allowIntroductoryOffer", "transactionId"])
+        #expect(
+            Set(claims.keys) == [
+                "iss", "iat", "aud", "bid", "nonce", "productId", "allowIntroductoryOffer", "transactionId",
+            ]
+        )
         #expect(claims["aud"] as? String == "introductory-offer-eligibility" && claims["iat"] as? Int == 1_795_600_000)
-        #expect(claims["allowIntroductoryOffer"] as? Bool == false && claims["nonce"] as? String == nonce.uuidString.lowercased())
+        #expect(
+            claims["allowIntroductoryOffer"] as? Bool == false
+                && claims["nonce"] as? String == nonce.uuidString.lowercased()
+        )
         let raw = try P256.Signing.ECDSASignature(rawRepresentation: Base64.decode(parts[2], alphabet: .url) ?? [])
         #expect(key.publicKey.isValidSignature(raw, for: Data("\(parts[0]).\(parts[1])".utf8)))
     }

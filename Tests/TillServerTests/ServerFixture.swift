@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -3,6 +3,7 @@ import Logging
 import SQLKit
 import ServiceLifecycle
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -195,7 +196,10 @@ struct ServerStorageTests {
         ).run()
         try await ServerSchema.migrate(database)
         let store = PurchaseStore(database: database)
-        #expect(try await SubmissionStore(database: database).payload(submissionId: "s-old", on: database.sql) == "the receipt")
+        #expect(
+            try await SubmissionStore(database: database).payload(submissionId: "s-old", on: database.sql)
+                == "the receipt"
+        )
         let moved = try await SubmissionStore(database: database).submission(id: "s-old", on: database.sql)
         #expect(moved?.state == .retrying)
         // The row no longer carries it: claims and settlements rewrite a small row.

@@ -1,8 +1,9 @@
 import Foundation
 import Hummingbird
-import SQLKit
 import HummingbirdTesting
+import SQLKit
 import Testing
+import TillCatalogue
 import TillLedger
 import TillStorage
 import TillTestSupport
@@ -29,7 +30,9 @@ struct UpgradeTests {
     static var databases: [(String, TestDatabase)] {
         releases.flatMap { release in
             TestDatabase.all.filter {
-                FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("\(release)/\($0.rawValue)").path)
+                FileManager.default.fileExists(
+                    atPath: fixtures.appendingPathComponent("\(release)/\($0.rawValue)").path
+                )
             }.map { (release, $0) }
         }
     }
@@ -46,7 +49,9 @@ struct UpgradeTests {
             guard parts.count == 3, (parts[0], parts[1]) >= (0, 4) else { continue }
             for engine in ["sqlite", "postgres"] {
                 #expect(
-                    FileManager.default.fileExists(atPath: Self.fixtures.appendingPathComponent("\(version)/\(engine)").path),
+                    FileManager.default.fileExists(
+                        atPath: Self.fixtures.appendingPathComponent("\(version)/\(engine)").path
+                    ),
                     "no Tests/Fixtures/Upgrade/\(version)/\(engine): run Tools/upgrade-fixture (docs/releasing.md)"
                 )
             }
@@ -93,18 +98,26 @@ struct UpgradeTests {
             let name = "till_upgrade_\(UUID().uuidString.prefix(8).lowercased())"
             let admin = try await TillDatabase.open(.postgres(url: serverURL))
             try await admin.sql.raw("CREATE DATABASE \(unsafeRaw: name)").run()
-            let url = serverURL.replacingOccurrences(of: "/\(URL(string: serverURL)!.lastPathComponent)", with: "/\(name)")
+            let url = serverURL.replacingOccurrences(
+                of: "/\(URL(string: serverURL)!.lastPathComponent)",
+                with: "/\(name)"
+            )
             let plain = String(url.split(separator: "?")[0])
             let (status, output) = try await ChildProcess.run(
                 "/usr/bin/env",
-                ["psql", "--quiet", "--set", "ON_ERROR_STOP=1", "--dbname", plain, "--file",
-                 folder.appendingPathComponent("till.sql").path]
+                [
+                    "psql", "--quiet", "--set", "ON_ERROR_STOP=1", "--dbname", plain, "--file",
+                    folder.appendingPathComponent("till.sql").path,
+                ]
             )
             try #require(status == 0, "psql: \(output)")
-            return (.postgres(url: url), {
-                try? await admin.sql.raw("DROP DATABASE IF EXISTS \(unsafeRaw: name) WITH (FORCE)").run()
-                try? await admin.shutdown()
-            })
+            return (
+                .postgres(url: url),
+                {
+                    try? await admin.sql.raw("DROP DATABASE IF EXISTS \(unsafeRaw: name) WITH (FORCE)").run()
+                    try? await admin.shutdown()
+                }
+            )
         }
     }
 
@@ -112,7 +125,9 @@ struct UpgradeTests {
         async throws
     {
         let folder = Self.fixtures.appendingPathComponent("\(release)/\(engine.rawValue)")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-upgrade-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "till-upgrade-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let (database, drop) = try await Self.restore(folder, engine, into: directory)
@@ -131,25 +146,40 @@ struct UpgradeTests {
                     let found = Self.differences(expected, actual)
                     #expect(found.isEmpty, "\(release) \(name): \(found.prefix(5))")
                 }
-                let customers = try String(contentsOf: folder.appendingPathComponent("customers.jsonl"), encoding: .utf8)
+                let customers = try String(
+                    contentsOf: folder.appendingPathComponent("customers.jsonl"),
+                    encoding: .utf8
+                )
                 var count = 0
                 for line in customers.split(separator: "\n") where line.hasPrefix("{") {
                     let expected = try Self.json(line)
                     let id = try #require((expected as? [String: Any])?["customerId"] as? String)
-                    compare("customer \(id)", expected, try await client.call(.get, "/v1/customers/\(id)", token: app.appKey))
+                    compare(
+                        "customer \(id)",
+                        expected,
+                        try await client.call(.get, "/v1/customers/\(id)", token: app.appKey)
+                    )
                     count += 1
                 }
                 #expect(count >= 3)
-                let events = try Self.json(try String(contentsOf: folder.appendingPathComponent("events.json"), encoding: .utf8))
+                let events = try Self.json(
+                    try String(contentsOf: folder.appendingPathComponent("events.json"), encoding: .utf8)
+                )
                 #expect(((events as? [String: Any])?["items"] as? [Any])?.count ?? 0 >= 8)
                 compare(
                     "events",
                     events,
-                    try await client.call(.get, "/admin/v1/events?bundleId=com.example.till&limit=1000", token: "operator")
+                    try await client.call(
+                        .get,
+                        "/admin/v1/events?bundleId=com.example.till&limit=1000",
+                        token: "operator"
+                    )
                 )
                 compare(
                     "revenue",
-                    try Self.json(try String(contentsOf: folder.appendingPathComponent("revenue.json"), encoding: .utf8)),
+                    try Self.json(
+                        try String(contentsOf: folder.appendingPathComponent("revenue.json"), encoding: .utf8)
+                    ),
                     try await client.call(
                         .get,
                         "/admin/v1/reports/revenue?from=2020-01-01&to=2040-01-01&groupBy=product",

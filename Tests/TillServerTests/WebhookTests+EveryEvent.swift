@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillDevelopment

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

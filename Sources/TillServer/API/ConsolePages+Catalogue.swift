@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -27,7 +28,8 @@ extension ConsolePages {
                 "title": product.title,
                 "productId": product.productId,
                 "type": product.type.rawValue,
-                "grants": (product.entitlements + product.credits.sorted { $0.key < $1.key }.map { "\($0.key) +\($0.value)" })
+                "grants":
+                    (product.entitlements + product.credits.sorted { $0.key < $1.key }.map { "\($0.key) +\($0.value)" })
                     .joined(separator: ", "),
                 "price": product.price.map { "\(Readable.money($0)) \(product.currency ?? "")" } ?? "—",
                 "files": product.content.count,
@@ -44,7 +46,9 @@ extension ConsolePages {
 
     func newProduct(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
         let (app, _) = try await self.apps(request, context)
-        let id = (request.uri.queryParameters.get("product").map { String($0) } ?? "").trimmingCharacters(in: .whitespaces)
+        let id = (request.uri.queryParameters.get("product").map { String($0) } ?? "").trimmingCharacters(
+            in: .whitespaces
+        )
         return ConsolePage.redirect(productHref(id.isEmpty ? "-" : id, app: app?.bundleId ?? ""))
     }
 
@@ -63,7 +67,8 @@ extension ConsolePages {
         }
         page["title"] = product?.title ?? ""
         page["entitlements"] = product?.entitlements.joined(separator: ", ") ?? ""
-        page["credits"] = product?.credits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        page["credits"] =
+            product?.credits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             .joined(separator: ", ") ?? ""
         page["subscriptionGroup"] = product?.subscriptionGroup ?? ""
         page["durationSeconds"] = product?.durationSeconds.map { String($0) } ?? ""
@@ -120,7 +125,9 @@ extension ConsolePages {
             }
             func number(_ name: String) throws -> Int64? {
                 guard let text = form[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-                guard let value = Int64(text) else { throw TillHTTPError.badRequest("invalidNumber", "\(name) is a whole number") }
+                guard let value = Int64(text) else {
+                    throw TillHTTPError.badRequest("invalidNumber", "\(name) is a whole number")
+                }
                 return value
             }
             var credits: [String: Int64] = [:]
@@ -337,13 +344,17 @@ extension ConsolePages {
         ].map { ["value": $0.0, "label": $0.1, "selected": $0.0 == app.restorePolicy.rawValue] }
         page["sampleContentProvided"] = app.consumption.sampleContentProvided ?? false
         let preference = app.consumption.refundPreference?.rawValue ?? ""
-        page["refundPreferences"] = [("", "none")] + ConsumptionSettings.RefundPreference.allCases.map { ($0.rawValue, $0.rawValue) }
+        page["refundPreferences"] =
+            [("", "none")]
+            + ConsumptionSettings.RefundPreference.allCases.map { ($0.rawValue, $0.rawValue) }
             .map { ["value": $0.0, "label": $0.1, "selected": $0.0 == preference] }
         page["secrets"] = app.sharedSecrets.enumerated().map { index, secret -> [String: Any] in
             ["index": index, "masked": Self.masked(secret), "first": index == 0]
         }
         page["apiKeyState"] = app.apiPrivateKey == nil ? "none" : "set (\(app.apiKeyId ?? "?"))"
-        page["iapKeyState"] = app.inAppPurchasePrivateKey == nil ? "none (the App Store Server API key signs offers)"
+        page["iapKeyState"] =
+            app.inAppPurchasePrivateKey == nil
+            ? "none (the App Store Server API key signs offers)"
             : "set (\(app.inAppPurchaseKeyId ?? "?"))"
         page["apiKeyId"] = app.apiKeyId ?? ""
         page["apiIssuerId"] = app.apiIssuerId ?? ""
@@ -360,7 +371,8 @@ extension ConsolePages {
             ]
         }
         var offers: [[String: Any]] = []
-        for product in try await server.catalogue.products(bundleId: app.bundleId) where product.type == .autoRenewable {
+        for product in try await server.catalogue.products(bundleId: app.bundleId) where product.type == .autoRenewable
+        {
             for offer in try await server.offers.offers(bundleId: app.bundleId, productId: product.productId).items {
                 offers.append([
                     "productId": product.productId,
@@ -376,7 +388,8 @@ extension ConsolePages {
 
     /// A secret as the page shows it: its first and last four characters.
     static func masked(_ secret: String) -> String {
-        secret.count <= 10 ? String(repeating: "•", count: secret.count)
+        secret.count <= 10
+            ? String(repeating: "•", count: secret.count)
             : String(secret.prefix(4)) + "••••" + String(secret.suffix(4))
     }
 
@@ -388,7 +401,8 @@ extension ConsolePages {
         _ input: @escaping (ServerApp) throws -> ServerAppInput
     ) async throws -> Response {
         let bundleId = try context.pathParameter("bundle")
-        return try await act(action, context, bundleId: bundleId, target: bundleId, back: appHref(bundleId), done: done) {
+        return try await act(action, context, bundleId: bundleId, target: bundleId, back: appHref(bundleId), done: done)
+        {
             let app = try await server.catalogue.app(bundleId: bundleId)
             _ = try await server.catalogue.updateApp(bundleId: bundleId, try input(app))
         }
@@ -408,7 +422,8 @@ extension ConsolePages {
                 restorePolicy: policy,
                 consumption: ConsumptionSettings(
                     sampleContentProvided: form["sampleContentProvided"] == "true",
-                    refundPreference: preference.isEmpty ? nil : ConsumptionSettings.RefundPreference(rawValue: preference)
+                    refundPreference: preference.isEmpty
+                        ? nil : ConsumptionSettings.RefundPreference(rawValue: preference)
                 )
             )
         }
@@ -481,7 +496,14 @@ extension ConsolePages {
         let bundleId = try context.pathParameter("bundle")
         var summary = ""
         let back = "/console/health?app=" + Readable.percentEncoded(bundleId)
-        let response = try await act(.catchUp, context, bundleId: bundleId, target: bundleId, back: back, done: "Caught up.") {
+        let response = try await act(
+            .catchUp,
+            context,
+            bundleId: bundleId,
+            target: bundleId,
+            back: back,
+            done: "Caught up."
+        ) {
             let run = try await server.catchUp.run(bundleId: bundleId)
             summary = run.outcome.rawValue
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -78,7 +79,8 @@ extension ConsolePages {
         page["products"] = catalogue.map {
             ["productId": $0.productId, "title": $0.title, "type": $0.type.rawValue]
         }
-        page["credits"] = Array(Set(catalogue.flatMap { $0.credits.keys } + view.balances.additionalProperties.keys)).sorted()
+        page["credits"] = Array(Set(catalogue.flatMap { $0.credits.keys } + view.balances.additionalProperties.keys))
+            .sorted()
         page["revocable"] = ledger.filter { $0.revocationDate == nil }.map { row -> [String: Any] in
             [
                 "value": "\(row.environment.rawValue)|\(row.transactionId)",

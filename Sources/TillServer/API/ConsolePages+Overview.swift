@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger
@@ -23,18 +24,20 @@ extension ConsolePages {
             let day = FigureChange.dayLength
             let query = request.uri.queryParameters
             let today = FigureChange.day(of: now) * day
-            let last = try query.get("to").map {
-                guard let day = Readable.day(String($0)) else {
-                    throw TillHTTPError.badRequest("invalidRange", "to is a date (2026-11-01)")
-                }
-                return day
-            } ?? today
-            let first = try query.get("from").map {
-                guard let day = Readable.day(String($0)) else {
-                    throw TillHTTPError.badRequest("invalidRange", "from is a date (2026-11-01)")
-                }
-                return day
-            } ?? last - 29 * day
+            let last =
+                try query.get("to").map {
+                    guard let day = Readable.day(String($0)) else {
+                        throw TillHTTPError.badRequest("invalidRange", "to is a date (2026-11-01)")
+                    }
+                    return day
+                } ?? today
+            let first =
+                try query.get("from").map {
+                    guard let day = Readable.day(String($0)) else {
+                        throw TillHTTPError.badRequest("invalidRange", "from is a date (2026-11-01)")
+                    }
+                    return day
+                } ?? last - 29 * day
             guard first <= last else { throw TillHTTPError.badRequest("invalidRange", "from is on or before to") }
             guard (last - first) / day < Self.longest else {
                 throw TillHTTPError.badRequest("invalidRange", "a range is at most \(Self.longest) days")
@@ -93,15 +96,16 @@ extension ConsolePages {
                 )
                 var apart = query
                 apart.environment = .sandbox
-                page["sandbox"] = [
-                    "money": sandbox.currencies.map { currency -> [String: Any] in
-                        ["currency": currency, "revenue": Readable.money(sandbox.money[currency]?.revenue ?? 0)]
-                    },
-                    "started": Readable.grouped(sandbox.movements.started),
-                    "renewals": Readable.grouped(sandbox.movements.renewals),
-                    "active": Readable.grouped(sandbox.activeAtEnd.subscriptions),
-                    "href": "/console/overview?" + apart.parameters(app: app.bundleId),
-                ] as [String: Any]
+                page["sandbox"] =
+                    [
+                        "money": sandbox.currencies.map { currency -> [String: Any] in
+                            ["currency": currency, "revenue": Readable.money(sandbox.money[currency]?.revenue ?? 0)]
+                        },
+                        "started": Readable.grouped(sandbox.movements.started),
+                        "renewals": Readable.grouped(sandbox.movements.renewals),
+                        "active": Readable.grouped(sandbox.activeAtEnd.subscriptions),
+                        "href": "/console/overview?" + apart.parameters(app: app.bundleId),
+                    ] as [String: Any]
             }
             return ConsolePage.html("overview", page)
         } catch {
@@ -261,14 +265,19 @@ extension ConsolePages {
             for (figure, value) in counts { lines.append("\(name),\(environment),\(figure),,\(value)") }
         }
         let end = Readable.date(figures.activeAtEnd.at)
-        lines.append("\(Readable.date(figures.from)),\(environment),activeSubscriptions,,\(figures.activeAtStart.subscriptions)")
+        lines.append(
+            "\(Readable.date(figures.from)),\(environment),activeSubscriptions,,\(figures.activeAtStart.subscriptions)"
+        )
         lines.append("\(end),\(environment),activeSubscriptions,,\(figures.activeAtEnd.subscriptions)")
         for (currency, monthly) in figures.activeAtEnd.monthly.sorted(by: { $0.key < $1.key }) {
             lines.append("\(end),\(environment),mrr,\(currency),\(amount(monthly))")
         }
         lines.append("\(Readable.date(figures.from)),\(environment),trialsEnded,,\(figures.trialsEnded)")
         lines.append("\(Readable.date(figures.from)),\(environment),trialsConverted,,\(figures.trialsConverted)")
-        var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: lines.joined(separator: "\n") + "\n")))
+        var response = Response(
+            status: .ok,
+            body: .init(byteBuffer: ByteBuffer(string: lines.joined(separator: "\n") + "\n"))
+        )
         response.headers[.contentType] = "text/csv; charset=utf-8"
         response.headers[.contentDisposition] =
             "attachment; filename=\"till-\(app.bundleId)-\(Readable.date(figures.from))-\(Readable.date(figures.to - FigureChange.dayLength)).csv\""

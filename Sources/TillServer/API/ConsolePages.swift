@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -156,9 +157,16 @@ struct ConsolePages: Sendable {
         ]
         if let error { context["error"] = error }
         if let notice = request.uri.queryParameters.get("notice") { context["notice"] = String(notice.prefix(300)) }
-        if let next = request.uri.queryParameters.get("next") { context["next"] = Readable.percentEncoded(String(next)) }
+        if let next = request.uri.queryParameters.get("next") {
+            context["next"] = Readable.percentEncoded(String(next))
+        }
         var response = ConsolePage.html("sign-in", context, status: status)
-        response.headers[.setCookie] = ConsoleCookie.header(ConsoleCookie.signIn, pairing, maxAge: 3600, request: request)
+        response.headers[.setCookie] = ConsoleCookie.header(
+            ConsoleCookie.signIn,
+            pairing,
+            maxAge: 3600,
+            request: request
+        )
         return response
     }
 

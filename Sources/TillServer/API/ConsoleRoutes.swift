@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger
@@ -78,7 +79,10 @@ struct ConsoleGate: RouterMiddleware {
             do {
                 context.form = try URLEncodedFormDecoder().decode([String: String].self, from: String(buffer: body))
             } catch {
-                throw TillHTTPError.badRequest("invalidForm", "the form is not URL-encoded fields, each given once: \(error)")
+                throw TillHTTPError.badRequest(
+                    "invalidForm",
+                    "the form is not URL-encoded fields, each given once: \(error)"
+                )
             }
             request = Request(head: request.head, body: .init(buffer: ByteBuffer()))
         }
@@ -90,7 +94,8 @@ struct ConsoleGate: RouterMiddleware {
         else {
             if !writes {
                 var response = Response(status: .seeOther)
-                response.headers[.location] = "/console/sign-in?next=" + Readable.percentEncoded(request.uri.description)
+                response.headers[.location] =
+                    "/console/sign-in?next=" + Readable.percentEncoded(request.uri.description)
                 return response
             }
             return ConsolePage.message(

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOFileSystem
+import TillCatalogue
 import TillContract
 import TillHTTPKit
 import TillLedger

@@ -1,4 +1,5 @@
 import Foundation
+import TillCatalogue
 import TillLedger
 
 /// How a download answers its conditional and range headers (RFC 9110 §13.1.2, §13.1.5, §14.2), for a file whose

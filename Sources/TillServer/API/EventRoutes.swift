@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit

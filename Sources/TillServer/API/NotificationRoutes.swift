@@ -1,4 +1,5 @@
 import Hummingbird
+import TillCatalogue
 import TillFormats
 import TillHTTPKit
 import TillLedger

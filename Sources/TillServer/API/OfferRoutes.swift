@@ -1,4 +1,5 @@
 import Hummingbird
+import TillCatalogue
 import TillContract
 import TillHTTPKit
 import TillLedger

@@ -1,4 +1,5 @@
 import HTTPTypes
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger
@@ -53,7 +54,7 @@ extension OfferReason: RefusalStatus {
 }
 
 extension CatalogueReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .bundleIdImmutable, .consumableEntitlements, .durationRequired, .invalidAPIKey, .invalidBundleId,
             .invalidCredits, .invalidInAppPurchaseKey, .invalidProductId, .invalidStoreKitTestCertificate:

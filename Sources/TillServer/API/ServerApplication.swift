@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import TillCatalogue
 import TillLedger
 
 /// Builds the verification server's HTTP server, with its confirmation worker, the worker answering Apple's

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit

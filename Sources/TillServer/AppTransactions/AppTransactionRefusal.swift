@@ -1,3 +1,4 @@
+import TillCatalogue
 import TillCore
 import TillLedger
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -78,7 +79,8 @@ public struct AppTransactions: Sendable {
 
     /// The app transaction id of the AppTransaction kept for a customer (as stored: an account), if any.
     func appTransactionId(bundleId: String, owner: String) async throws -> String? {
-        try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: database.sql)?.appTransactionId
+        try await appTransactionStore.appTransaction(bundleId: bundleId, customerId: owner, on: database.sql)?
+            .appTransactionId
     }
 
     private func stored(bundleId: String, customerId: String) async throws -> AppTransactionRecord? {

@@ -4,6 +4,7 @@ import HTTPTypes
 import Logging
 import SQLKit
 import ServiceLifecycle
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import TillCatalogue
 import TillContract
 import TillHTTPKit
 import TillJobs

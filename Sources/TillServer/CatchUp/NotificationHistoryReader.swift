@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -1,4 +1,6 @@
+import TillCatalogue
 import TillLedger
+
 /// Limits of content delivery: how large an upload may be and how long a download URL stays valid.
 public struct ContentSettings: Sendable, Hashable {
     /// The largest file an operator may upload, in bytes; larger uploads are refused with 413 before they fill

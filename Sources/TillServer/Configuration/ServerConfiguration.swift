@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillCatalogue
 import TillCore
 import TillJobs
 import TillLedger

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import SystemPackage
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillJobs

@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import Synchronization
+import TillCatalogue
 import TillCore
 import TillFormats
-import HTTPTypes
 import TillHTTPKit
 import TillLedger
 import TillStorage
@@ -87,7 +88,11 @@ public struct ConsoleSessions: Sendable {
 
     /// Ends the session (and sweeps the ones that expired).
     func signOut(_ current: Current) async throws {
-        try await store.deleteConsoleSession(tokenHash: current.session.tokenHash, now: clock.milliseconds, on: store.sql)
+        try await store.deleteConsoleSession(
+            tokenHash: current.session.tokenHash,
+            now: clock.milliseconds,
+            on: store.sql
+        )
         try await audit.record(.signOut, session: current.label, address: current.address)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Mustache
+import TillCatalogue
 import TillLedger
 
 /// The console's Mustache templates (`Console/Templates`, compiled into the binary), parsed once, and its stylesheet

@@ -1,4 +1,5 @@
 import Foundation
+import TillCatalogue
 import TillLedger
 
 /// A bar chart drawn on the server as inline SVG: periods along the bottom, one bar per series in each, negative

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
+import TillCatalogue
 import TillHTTPKit
 import TillJobs
 import TillLedger

@@ -1,3 +1,4 @@
+import TillCatalogue
 import TillContract
 import TillCore
 import TillLedger

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOFileSystem
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger

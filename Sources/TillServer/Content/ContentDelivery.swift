@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -82,7 +83,8 @@ public struct ContentDelivery: Sendable {
         defer { catalogue.changed() }
         let now = clock.milliseconds
         let removed = try await database.transaction { db -> ContentFile in
-            guard var product = try await self.catalogueStore.product(bundleId: bundleId, productId: productId, on: db) else {
+            guard var product = try await self.catalogueStore.product(bundleId: bundleId, productId: productId, on: db)
+            else {
                 throw ContentRefusal(.productNotFound, "no product \(productId)")
             }
             guard let index = product.content.firstIndex(where: { $0.name == name }) else {
@@ -98,7 +100,8 @@ public struct ContentDelivery: Sendable {
 
     /// A product's files, in upload order.
     public func content(bundleId: String, productId: String) async throws -> [ContentFile] {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
+        else {
             throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         return product.content
@@ -108,7 +111,8 @@ public struct ContentDelivery: Sendable {
     public func downloads(bundleId: String, customerId: String, productId: String, name: String?) async throws
         -> [ContentDownload]
     {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
+        else {
             throw ContentRefusal(.productNotFound, "no product \(productId)")
         }
         var files = product.content

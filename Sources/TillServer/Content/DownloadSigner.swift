@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillCatalogue
 import TillLedger
 
 /// What a signed download URL grants: one file, to one customer, under one name, until a moment.

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillLedger
@@ -34,7 +35,8 @@ extension Customers {
             var matches: [CustomerMatch] = []
             var seen: Set<String> = []
             func add(_ match: CustomerMatch) {
-                guard matches.count < limit, seen.insert("\(match.customerId)|\(match.matchedBy)|\(match.detail)").inserted
+                guard matches.count < limit,
+                    seen.insert("\(match.customerId)|\(match.matchedBy)|\(match.detail)").inserted
                 else { return }
                 matches.append(match)
             }
@@ -71,7 +73,9 @@ extension Customers {
                     )
                 }
             }
-            return matches.sorted { ($0.matchedBy == .customerIdPrefix ? 1 : 0) < ($1.matchedBy == .customerIdPrefix ? 1 : 0) }
+            return matches.sorted {
+                ($0.matchedBy == .customerIdPrefix ? 1 : 0) < ($1.matchedBy == .customerIdPrefix ? 1 : 0)
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillLedger
@@ -45,7 +46,12 @@ extension Customers {
             let guests = try await customerStore.guests(bundleId: bundleId, customerId: owner, on: db)
             let ids = [owner] + guests
             var entries: [TimelineEntry] = []
-            for record in try await timelineStore.newestEvents(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {
+            for record in try await timelineStore.newestEvents(
+                bundleId: bundleId,
+                customerIds: ids,
+                limit: limit,
+                on: db
+            ) {
                 entries.append(Self.entry(record))
             }
             let submissions = try await timelineStore.newestSubmissions(
@@ -58,7 +64,9 @@ extension Customers {
                 grouping: try await submissionStore.attempts(submissionIds: submissions.map(\.id), on: db),
                 by: \.submissionId
             )
-            for submission in submissions { entries.append(Self.entry(submission, attempts: attempts[submission.id] ?? [])) }
+            for submission in submissions {
+                entries.append(Self.entry(submission, attempts: attempts[submission.id] ?? []))
+            }
             for notification in try await timelineStore.newestNotifications(
                 bundleId: bundleId,
                 customerIds: ids,
@@ -75,7 +83,12 @@ extension Customers {
             ) {
                 entries.append(Self.entry(request))
             }
-            for activity in try await timelineStore.newestActivity(bundleId: bundleId, customerIds: ids, limit: limit, on: db) {
+            for activity in try await timelineStore.newestActivity(
+                bundleId: bundleId,
+                customerIds: ids,
+                limit: limit,
+                on: db
+            ) {
                 entries.append(
                     TimelineEntry(
                         at: activity.at,
@@ -123,7 +136,8 @@ extension Customers {
         }
         if let changes = event?.balanceChanges?.additionalProperties, !changes.isEmpty {
             lines.append(
-                "credits " + changes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value > 0 ? "+" : "")\($0.value)" }
+                "credits "
+                    + changes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value > 0 ? "+" : "")\($0.value)" }
                     .joined(separator: ", ")
             )
         }

@@ -1,4 +1,5 @@
 import Foundation
+import TillCatalogue
 import TillCore
 import TillLedger
 import TillStorage
@@ -135,7 +136,12 @@ extension Figures {
                     to: range.ended,
                     on: db
                 ),
-                try await figureStore.activeSubscriptions(bundleId: bundleId, environment: environment, at: range.end, on: db)
+                try await figureStore.activeSubscriptions(
+                    bundleId: bundleId,
+                    environment: environment,
+                    at: range.end,
+                    on: db
+                )
             )
         }
         async let endsAndActive = database.read { db in
@@ -147,7 +153,12 @@ extension Figures {
                     to: range.ended,
                     on: db
                 ),
-                try await figureStore.activeSubscriptions(bundleId: bundleId, environment: environment, at: range.from, on: db)
+                try await figureStore.activeSubscriptions(
+                    bundleId: bundleId,
+                    environment: environment,
+                    at: range.from,
+                    on: db
+                )
             )
         }
         let (daily, subscriptionStarts, trials, atEnd) = try await moneyAndStarts
@@ -220,7 +231,9 @@ extension Figures {
             case .month:
                 let date = Date(timeIntervalSince1970: Double(next) * 86_400)
                 let parts = calendar.dateComponents([.year, .month], from: date)
-                let first = calendar.date(from: DateComponents(year: parts.year, month: (parts.month ?? 1) + 1, day: 1))!
+                let first = calendar.date(
+                    from: DateComponents(year: parts.year, month: (parts.month ?? 1) + 1, day: 1)
+                )!
                 next = Int64(first.timeIntervalSince1970 / 86_400)
             }
             guard next < toDay else { return starts }

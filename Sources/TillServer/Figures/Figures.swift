@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -131,7 +132,11 @@ public struct Figures: Sendable {
         try await figureStore.add(dailyFigures: fold.daily, on: db)
         try await figureStore.save(subscriptionFigures: fold.summaries, on: db)
         for (environment, ids) in fold.gone {
-            try await figureStore.deleteSubscriptionFigures(environment: environment, originalTransactionIds: ids, on: db)
+            try await figureStore.deleteSubscriptionFigures(
+                environment: environment,
+                originalTransactionIds: ids,
+                on: db
+            )
         }
         try await figureStore.deleteFigureChanges(ids: fold.lines, on: db)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import TillCatalogue
 import TillLedger
 
 /// Folds the ledger's journal into the figures every second (`Figures.refresh`), so that the journal stays short

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

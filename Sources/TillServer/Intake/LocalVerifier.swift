@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

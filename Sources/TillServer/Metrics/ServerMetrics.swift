@@ -4,6 +4,7 @@ import Metrics
 import Prometheus
 import SQLKit
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillCore
 import TillJobs

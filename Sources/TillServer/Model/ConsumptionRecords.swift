@@ -1,4 +1,5 @@
 import Foundation
+import TillCatalogue
 import TillContract
 import TillLedger
 

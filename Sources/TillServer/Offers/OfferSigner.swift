@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JWTKit
+import TillCatalogue
 import TillLedger
 
 /// Signs what StoreKit passes to the App Store with an offer, with the app's In-App Purchase key (an App Store

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Logging
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -70,7 +71,8 @@ public struct Offers: Sendable {
     public func offers(bundleId: String, productId: String, page: PageRequest = PageRequest()) async throws
         -> Page<Components.Schemas.Offer>
     {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
+        else {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         return Page.of(
@@ -106,12 +108,14 @@ public struct Offers: Sendable {
     {
         _ = try await catalogue.app(bundleId: bundleId)
         let owner = try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: database.sql)
-        guard let record = try await offerStore.introductoryOverride(
-            bundleId: bundleId,
-            customerId: owner,
-            group: group,
-            on: database.sql
-        ) else { throw OfferRefusal(.overrideNotFound, "no override for \(owner) in \(group)") }
+        guard
+            let record = try await offerStore.introductoryOverride(
+                bundleId: bundleId,
+                customerId: owner,
+                group: group,
+                on: database.sql
+            )
+        else { throw OfferRefusal(.overrideNotFound, "no override for \(owner) in \(group)") }
         return Self.view(record)
     }
 
@@ -156,7 +160,8 @@ public struct Offers: Sendable {
 
     /// A product of the catalogue that is an auto-renewable subscription (the only kind with offers to sign).
     func subscriptionProduct(bundleId: String, productId: String) async throws -> CatalogProduct {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) else {
+        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
+        else {
             throw OfferRefusal(.productNotFound, "no product \(productId)")
         }
         guard OfferRules.group(of: product) != nil else {

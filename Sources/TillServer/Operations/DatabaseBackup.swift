@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Subprocess
 import SystemPackage
+import TillCatalogue
 import TillLedger
 import TillStorage
 
@@ -173,7 +174,8 @@ public enum DatabaseBackup {
             try FileManager.default.copyItem(atPath: source, toPath: staging)
             // The owner and mode of the file it replaces (or of its folder): restored by root for a server that runs
             // as its own user, the file stays that user's.
-            let model = FileManager.default.fileExists(atPath: path) ? path : (path as NSString).deletingLastPathComponent
+            let model =
+                FileManager.default.fileExists(atPath: path) ? path : (path as NSString).deletingLastPathComponent
             if let attributes = try? FileManager.default.attributesOfItem(atPath: model.isEmpty ? "." : model) {
                 var keep: [FileAttributeKey: Any] = [:]
                 keep[.ownerAccountID] = attributes[.ownerAccountID]

@@ -1,4 +1,5 @@
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillLedger
 import TillStorage
@@ -29,7 +30,8 @@ public final class Readiness: Sendable {
         if !gate.available {
             return .init(
                 status: .storageUnavailable,
-                message: "storage is failing (\(gate.reason.map { "\($0)" } ?? "unknown")); requests get 503 until it is back"
+                message:
+                    "storage is failing (\(gate.reason.map { "\($0)" } ?? "unknown")); requests get 503 until it is back"
             )
         }
         guard await database.answersRead(within: probeLimit) else {

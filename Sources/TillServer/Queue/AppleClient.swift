@@ -3,6 +3,7 @@ import Foundation
 import JWTKit
 import NIOCore
 import NIOHTTP1
+import TillCatalogue
 import TillCore
 import TillFormats
 import TillHTTPKit

@@ -5,6 +5,7 @@ import NIOCore
 import SQLKit
 import ServiceLifecycle
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

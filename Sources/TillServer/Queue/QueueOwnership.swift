@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Synchronization
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillCatalogue
 import TillLedger
 import TillStorage
 

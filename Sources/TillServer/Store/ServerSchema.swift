@@ -1,3 +1,4 @@
+import TillCatalogue
 import TillJobs
 import TillLedger
 import TillStorage

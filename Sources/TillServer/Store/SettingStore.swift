@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SQLKit
+import TillCatalogue
 import TillCore
 import TillLedger
 import TillStorage

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillCatalogue
 import TillContract
 import TillJobs
 import TillLedger

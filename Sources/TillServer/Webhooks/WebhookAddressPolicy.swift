@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOHTTP1
+import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger

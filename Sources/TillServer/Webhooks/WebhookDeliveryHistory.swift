@@ -1,4 +1,5 @@
 import HTTPTypes
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit

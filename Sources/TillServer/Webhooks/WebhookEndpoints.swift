@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import SQLKit
 import Synchronization
+import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TillCatalogue
 import TillHTTPKit
 import TillJobs
 import TillLedger

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TillCatalogue
 import TillContract
 import TillCore
 import TillDevelopment

@@ -3,7 +3,7 @@ import TillLedger
 
 /// Why the catalogue room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum CatalogueReason: String, RefusalReason {
+package enum CatalogueReason: String, RefusalReason {
     case appExists
     case appNotFound
     case bundleIdImmutable
@@ -17,4 +17,4 @@ enum CatalogueReason: String, RefusalReason {
     case invalidStoreKitTestCertificate
 }
 
-typealias CatalogueRefusal = Refused<CatalogueReason>
+package typealias CatalogueRefusal = Refused<CatalogueReason>

@@ -10,30 +10,30 @@ import TillLedger
 /// - a generation passed with each read (`TillDatabase.writeGeneration`): an entry is only used while the
 ///   generation it was read under is still the current one, so any write transaction retires it.
 /// A load that overlaps an invalidation is not kept, so a reader never puts back what a writer replaced.
-final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entry {
-        var value: Value
-        var expires: ContinuousClock.Instant
-        var generation: UInt64
+        package var value: Value
+        package var expires: ContinuousClock.Instant
+        package var generation: UInt64
     }
 
     private struct State {
-        var entries: [Key: Entry] = [:]
-        var invalidations: UInt64 = 0
+        package var entries: [Key: Entry] = [:]
+        package var invalidations: UInt64 = 0
     }
 
     private let state = Mutex(State())
     private let lifetime: Duration
     private let capacity: Int
 
-    init(lifetime: Duration, capacity: Int = 50_000) {
+    package init(lifetime: Duration, capacity: Int = 50_000) {
         self.lifetime = lifetime
         self.capacity = capacity
     }
 
     /// - Parameter isStale: a cached value it returns true for is loaded again (a value that knows it changes
     ///   at some time, such as entitlements that end).
-    func value(
+    package func value(
         for key: Key,
         generation: UInt64 = 0,
         isStale: (Value) -> Bool = { _ in false },
@@ -55,7 +55,7 @@ final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return value
     }
 
-    func invalidateAll() {
+    package func invalidateAll() {
         state.withLock { state in
             state.entries.removeAll()
             state.invalidations &+= 1

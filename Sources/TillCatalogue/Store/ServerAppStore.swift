@@ -6,33 +6,33 @@ import TillLedger
 import TillStorage
 
 /// The apps Till serves (`srv_apps`): their keys, secrets and settings.
-struct ServerAppStore: ServerSQLStore {
-    let database: TillDatabase
+package struct ServerAppStore: ServerSQLStore {
+    package let database: TillDatabase
 
     // MARK: Apps
 
     private struct AppRow: Codable {
-        var bundleId: String
-        var appAppleId: Int64?
-        var name: String
-        var appKey: String
-        var sharedSecrets: String
-        var apiKeyId: String?
-        var apiIssuerId: String?
-        var apiPrivateKey: String?
-        var inAppPurchaseKeyId: String?
-        var inAppPurchaseIssuerId: String?
-        var inAppPurchasePrivateKey: String?
-        var acceptSandbox: Bool
-        var restorePolicy: String
-        var consumptionSampleContentProvided: Bool
-        var consumptionRefundPreference: String?
+        package var bundleId: String
+        package var appAppleId: Int64?
+        package var name: String
+        package var appKey: String
+        package var sharedSecrets: String
+        package var apiKeyId: String?
+        package var apiIssuerId: String?
+        package var apiPrivateKey: String?
+        package var inAppPurchaseKeyId: String?
+        package var inAppPurchaseIssuerId: String?
+        package var inAppPurchasePrivateKey: String?
+        package var acceptSandbox: Bool
+        package var restorePolicy: String
+        package var consumptionSampleContentProvided: Bool
+        package var consumptionRefundPreference: String?
         /// A JSON array of PEM certificates.
-        var storeKitTestCertificates: String
-        var createdAt: Int64
+        package var storeKitTestCertificates: String
+        package var createdAt: Int64
     }
 
-    func save(_ app: ServerApp, on db: any SQLDatabase) async throws {
+    package func save(_ app: ServerApp, on db: any SQLDatabase) async throws {
         let row = AppRow(
             bundleId: app.bundleId,
             appAppleId: app.appAppleId,
@@ -56,17 +56,17 @@ struct ServerAppStore: ServerSQLStore {
             .onConflict(with: ["bundle_id"]) { try $0.set(excludedContentOf: row, with: Self.encoding) }.run()
     }
 
-    func app(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp? {
+    package func app(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp? {
         try await db.select().column("*").from("srv_apps").where("bundle_id", .equal, bundleId)
             .first(decoding: AppRow.self, with: Self.decoding).map(Self.app)
     }
 
-    func app(appKey: String, on db: any SQLDatabase) async throws -> ServerApp? {
+    package func app(appKey: String, on db: any SQLDatabase) async throws -> ServerApp? {
         try await db.select().column("*").from("srv_apps").where("app_key", .equal, appKey)
             .first(decoding: AppRow.self, with: Self.decoding).map(Self.app)
     }
 
-    func apps(on db: any SQLDatabase) async throws -> [ServerApp] {
+    package func apps(on db: any SQLDatabase) async throws -> [ServerApp] {
         try await db.select().column("*").from("srv_apps").orderBy("created_at").all(
             decoding: AppRow.self,
             with: Self.decoding
@@ -96,5 +96,11 @@ struct ServerAppStore: ServerSQLStore {
             storeKitTestCertificates: try decodeJSON([String].self, row.storeKitTestCertificates),
             createdAt: row.createdAt
         )
+    }
+
+    package init(
+        database: TillDatabase
+    ) {
+        self.database = database
     }
 }

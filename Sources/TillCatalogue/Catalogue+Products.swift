@@ -5,7 +5,6 @@ import SQLKit
 import TillContract
 import TillCore
 import TillFormats
-import TillHTTPKit
 import TillLedger
 import TillStorage
 
@@ -38,7 +37,7 @@ extension CatalogProductInput {
 
 extension Components.Schemas.Product {
     /// A catalogue product as the admin API shows it.
-    init(_ product: CatalogProduct) {
+    package init(_ product: CatalogProduct) {
         self.init(
             bundleId: product.bundleId,
             productId: product.productId,
@@ -118,7 +117,7 @@ extension Catalogue {
     }
 
     /// The catalogue as apps see it, with an ETag for `If-None-Match`.
-    func masterList(bundleId: String) async throws -> MasterList {
+    package func masterList(bundleId: String) async throws -> MasterList {
         let products = try await catalogueStore.products(bundleId: bundleId, on: database.sql).map {
             MasterListProduct(
                 productId: $0.productId,

@@ -6,29 +6,29 @@ import TillLedger
 import TillStorage
 
 /// The apps' product catalogues (`srv_products`) and what content each product delivers.
-struct CatalogueStore: ServerSQLStore {
-    let database: TillDatabase
+package struct CatalogueStore: ServerSQLStore {
+    package let database: TillDatabase
 
     // MARK: Catalogue
 
     private struct ProductRow: Codable {
-        var bundleId: String
-        var productId: String
-        var type: String
-        var title: String
-        var entitlements: String
-        var credits: String
-        var content: String
-        var subscriptionGroup: String?
-        var durationSeconds: Int64?
-        var price: Int64?
-        var currency: String?
-        var position: Int
-        var createdAt: Int64
-        var updatedAt: Int64
+        package var bundleId: String
+        package var productId: String
+        package var type: String
+        package var title: String
+        package var entitlements: String
+        package var credits: String
+        package var content: String
+        package var subscriptionGroup: String?
+        package var durationSeconds: Int64?
+        package var price: Int64?
+        package var currency: String?
+        package var position: Int
+        package var createdAt: Int64
+        package var updatedAt: Int64
     }
 
-    func save(_ product: CatalogProduct, on db: any SQLDatabase) async throws {
+    package func save(_ product: CatalogProduct, on db: any SQLDatabase) async throws {
         let row = ProductRow(
             bundleId: product.bundleId,
             productId: product.productId,
@@ -50,12 +50,12 @@ struct CatalogueStore: ServerSQLStore {
             .run()
     }
 
-    func products(bundleId: String, on db: any SQLDatabase) async throws -> [CatalogProduct] {
+    package func products(bundleId: String, on db: any SQLDatabase) async throws -> [CatalogProduct] {
         try await db.select().column("*").from("srv_products").where("bundle_id", .equal, bundleId).orderBy("position")
             .orderBy("product_id").all(decoding: ProductRow.self, with: Self.decoding).map(Self.product)
     }
 
-    func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct? {
+    package func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct? {
         try await db.select().column("*").from("srv_products").where("bundle_id", .equal, bundleId)
             .where("product_id", .equal, productId).first(decoding: ProductRow.self, with: Self.decoding).map(
                 Self.product
@@ -84,7 +84,7 @@ struct CatalogueStore: ServerSQLStore {
     /// Products of every app whose content lists the file `sha256`, to tell whether its blob is still needed.
     ///
     /// - Parameter sha256: 64 lowercase hex digits (nothing `LIKE` would read as a wildcard).
-    func products(referencingContent sha256: String, on db: any SQLDatabase) async throws -> [CatalogProduct] {
+    package func products(referencingContent sha256: String, on db: any SQLDatabase) async throws -> [CatalogProduct] {
         let rows = try await db.raw(
             "SELECT bundle_id, product_id FROM srv_products WHERE content LIKE \(bind: "%\(sha256)%")"
         ).all()
@@ -99,5 +99,11 @@ struct CatalogueStore: ServerSQLStore {
             }
         }
         return products
+    }
+
+    package init(
+        database: TillDatabase
+    ) {
+        self.database = database
     }
 }

@@ -6,7 +6,6 @@ import Synchronization
 import TillContract
 import TillCore
 import TillFormats
-import TillHTTPKit
 import TillLedger
 import TillStorage
 
@@ -17,14 +16,16 @@ import TillStorage
 /// which tells it through `changed()`). Everything that depends on the catalogue (customer views, the master list's
 /// ETag) reads `revision`, which every change moves.
 public final class Catalogue: ProductCatalogue, Sendable {
-    let database: TillDatabase
+    package let database: TillDatabase
     /// The product catalogues.
-    var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
+    package var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
     /// The apps Till serves.
-    var serverAppStore: ServerAppStore { ServerAppStore(database: database) }
-    let clock: ServerClock
-    let signals: QueueSignals
-    let logger: Logger
+    package var serverAppStore: ServerAppStore { ServerAppStore(database: database) }
+    package let clock: ServerClock
+    /// Called after an app's credentials for Apple changed (shared secrets, the App Store Server API key): the
+    /// confirmation queue tries again at once what Apple refused on the old ones. A hook because the queue is a room
+    /// above the catalogue.
+    package let credentialsChanged: @Sendable (_ bundleId: String) async throws -> Void
     /// Apps by key, read on every request of the app API.
     private let appsByKey = SnapshotCache<String, AuthenticatedApp?>(lifetime: .seconds(1))
     /// Apps by bundle id, for the confirmation worker (one lookup per attempt).
@@ -32,21 +33,22 @@ public final class Catalogue: ProductCatalogue, Sendable {
     /// Products by id per bundle id, read on every submission and customer view.
     private let catalogues = SnapshotCache<String, [String: CatalogProduct]>(lifetime: .seconds(1))
     private let changes = Atomic<UInt64>(0)
-    /// The submissions, their payloads and their attempts.
-    var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
-    init(database: TillDatabase, clock: ServerClock, signals: QueueSignals, logger: Logger) {
+    package init(
+        database: TillDatabase,
+        clock: ServerClock,
+        credentialsChanged: @escaping @Sendable (_ bundleId: String) async throws -> Void
+    ) {
         self.database = database
         self.clock = clock
-        self.signals = signals
-        self.logger = logger
+        self.credentialsChanged = credentialsChanged
     }
 
     /// Moves with every change this process makes to an app, a product or its content.
-    var revision: UInt64 { changes.load(ordering: .acquiring) }
+    package var revision: UInt64 { changes.load(ordering: .acquiring) }
 
     /// Forgets cached apps and catalogues after this process changed one.
-    func changed() {
+    package func changed() {
         appsByKey.invalidateAll()
         appsByBundle.invalidateAll()
         catalogues.invalidateAll()
@@ -54,7 +56,7 @@ public final class Catalogue: ProductCatalogue, Sendable {
     }
 
     /// An app's products by id, as of at most a second ago (this process's own changes at once).
-    func products(of bundleId: String) async throws -> [String: CatalogProduct] {
+    package func products(of bundleId: String) async throws -> [String: CatalogProduct] {
         try await products(of: bundleId, on: database.sql)
     }
 
@@ -71,13 +73,13 @@ public final class Catalogue: ProductCatalogue, Sendable {
     }
 
     /// The app of a bundle id, as of at most a second ago; nil when there is none.
-    func cachedApp(bundleId: String) async throws -> ServerApp? {
+    package func cachedApp(bundleId: String) async throws -> ServerApp? {
         try await appsByBundle.value(for: bundleId) {
             try await serverAppStore.app(bundleId: bundleId, on: database.sql)
         }
     }
 
-    func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
+    package func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
         guard let app = try await serverAppStore.app(bundleId: bundleId, on: db) else {
             throw CatalogueRefusal(.appNotFound, "no app \(bundleId)")
         }
@@ -163,15 +165,7 @@ public final class Catalogue: ProductCatalogue, Sendable {
             // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
             // once, with the new settings (forget the old ones first), rather than after their back-off.
             changed()
-            let moved = try await submissionStore.bringForward(
-                cause: .configuration,
-                bundleId: bundleId,
-                at: clock.milliseconds
-            )
-            if moved > 0 {
-                logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
-                signals.workAvailable.signal()
-            }
+            try await credentialsChanged(bundleId)
         }
         return app
     }
@@ -249,7 +243,7 @@ public final class Catalogue: ProductCatalogue, Sendable {
         )
     }
 
-    static func randomToken() -> String {
+    package static func randomToken() -> String {
         (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 }
@@ -260,7 +254,7 @@ public final class Catalogue: ProductCatalogue, Sendable {
 public final class AuthenticatedApp: Sendable {
     public let app: ServerApp
 
-    init(_ app: ServerApp) {
+    package init(_ app: ServerApp) {
         self.app = app
     }
 }
