@@ -326,8 +326,18 @@ struct LayoutTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("Outside.swift")
         try Data((modules.map { "import \($0)\n" }.joined() + "\n" + source + "\n").utf8).write(to: file)
-        // SwiftPM names a root package's modules' package after its folder.
-        let packageName = Self.root.lastPathComponent.lowercased()
+        // The package name SwiftPM compiled this package's modules with (its folder's name, lowercased, with `-` as
+        // `_`), read from the build's own manifest, where the command that compiled TillLedger names it.
+        let manifest = products.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(products.lastPathComponent + ".yaml")
+        let command = try #require(
+            try String(contentsOf: manifest, encoding: .utf8).split(separator: "\n")
+                .first { $0.contains(#""-module-name","TillLedger""#) },
+            "no command compiling TillLedger in \(manifest.path)"
+        )
+        let packageName = String(
+            try #require(command.firstMatch(of: try Regex(#""-package-name","([^"]+)""#))?.output[1].substring)
+        )
         let arguments =
             ["swiftc", "-typecheck", file.path, "-package-name", packageName, "-I", built.path]
             + maps.flatMap { ["-Xcc", "-fmodule-map-file=\($0)"] }
