@@ -12,20 +12,20 @@ package struct CatalogueStore: ServerSQLStore {
     // MARK: Catalogue
 
     private struct ProductRow: Codable {
-        package var bundleId: String
-        package var productId: String
-        package var type: String
-        package var title: String
-        package var entitlements: String
-        package var credits: String
-        package var content: String
-        package var subscriptionGroup: String?
-        package var durationSeconds: Int64?
-        package var price: Int64?
-        package var currency: String?
-        package var position: Int
-        package var createdAt: Int64
-        package var updatedAt: Int64
+        var bundleId: String
+        var productId: String
+        var type: String
+        var title: String
+        var entitlements: String
+        var credits: String
+        var content: String
+        var subscriptionGroup: String?
+        var durationSeconds: Int64?
+        var price: Int64?
+        var currency: String?
+        var position: Int
+        var createdAt: Int64
+        var updatedAt: Int64
     }
 
     package func save(_ product: CatalogProduct, on db: any SQLDatabase) async throws {

@@ -12,24 +12,24 @@ package struct ServerAppStore: ServerSQLStore {
     // MARK: Apps
 
     private struct AppRow: Codable {
-        package var bundleId: String
-        package var appAppleId: Int64?
-        package var name: String
-        package var appKey: String
-        package var sharedSecrets: String
-        package var apiKeyId: String?
-        package var apiIssuerId: String?
-        package var apiPrivateKey: String?
-        package var inAppPurchaseKeyId: String?
-        package var inAppPurchaseIssuerId: String?
-        package var inAppPurchasePrivateKey: String?
-        package var acceptSandbox: Bool
-        package var restorePolicy: String
-        package var consumptionSampleContentProvided: Bool
-        package var consumptionRefundPreference: String?
+        var bundleId: String
+        var appAppleId: Int64?
+        var name: String
+        var appKey: String
+        var sharedSecrets: String
+        var apiKeyId: String?
+        var apiIssuerId: String?
+        var apiPrivateKey: String?
+        var inAppPurchaseKeyId: String?
+        var inAppPurchaseIssuerId: String?
+        var inAppPurchasePrivateKey: String?
+        var acceptSandbox: Bool
+        var restorePolicy: String
+        var consumptionSampleContentProvided: Bool
+        var consumptionRefundPreference: String?
         /// A JSON array of PEM certificates.
-        package var storeKitTestCertificates: String
-        package var createdAt: Int64
+        var storeKitTestCertificates: String
+        var createdAt: Int64
     }
 
     package func save(_ app: ServerApp, on db: any SQLDatabase) async throws {

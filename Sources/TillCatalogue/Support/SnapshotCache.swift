@@ -12,14 +12,14 @@ import TillLedger
 /// A load that overlaps an invalidation is not kept, so a reader never puts back what a writer replaced.
 package final class SnapshotCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entry {
-        package var value: Value
-        package var expires: ContinuousClock.Instant
-        package var generation: UInt64
+        var value: Value
+        var expires: ContinuousClock.Instant
+        var generation: UInt64
     }
 
     private struct State {
-        package var entries: [Key: Entry] = [:]
-        package var invalidations: UInt64 = 0
+        var entries: [Key: Entry] = [:]
+        var invalidations: UInt64 = 0
     }
 
     private let state = Mutex(State())

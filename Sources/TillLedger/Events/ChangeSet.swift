@@ -13,12 +13,12 @@ package final class ChangeSet: Sendable {
     private let state: Mutex<State>
 
     private struct State {
-        package var source: EventSource
-        package var pending: [PendingEvent] = []
+        var source: EventSource
+        var pending: [PendingEvent] = []
         /// Customers read after the last change of the transaction (`remember`), for the events to reuse.
-        package var known: [CustomerKey: CustomerSnapshot] = [:]
+        var known: [CustomerKey: CustomerSnapshot] = [:]
         /// What the change did to the figures (`LedgerStore` notes it), written with the events.
-        package var figures: [FigureChange] = []
+        var figures: [FigureChange] = []
     }
 
     package init(db: any SQLDatabase, source: EventSource) {
