@@ -152,6 +152,30 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The webhooks room: the apps' endpoints and the deliveries of events to them, Standard Webhooks (its store's
+        // statements are internal to this module).
+        .target(
+            name: "TillWebhooks",
+            dependencies: [
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
+                "TillCatalogue",
+                "TillFormats",
+                "TillHTTPKit",
+                "TillJobs",
+                "TillLedger",
+                "TillStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "TillServer",
             dependencies: [
@@ -162,6 +186,7 @@ let package = Package(
                 "TillCatalogue",
                 "TillJobs",
                 "TillLedger",
+                "TillWebhooks",
                 .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -251,6 +276,7 @@ let package = Package(
                 "TillServer",
                 "TillSimulator",
                 "TillStorage",
+                "TillWebhooks",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -282,6 +308,7 @@ let package = Package(
                 "TillSimulator",
                 .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
+                "TillWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -439,6 +466,7 @@ let package = Package(
                 .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
                 "TillTestSupport",
+                "TillWebhooks",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -11,6 +11,7 @@ import TillLedger
 import TillServer
 import TillSimulator
 import TillStorage
+import TillWebhooks
 
 #if canImport(Glibc)
     import Glibc
@@ -122,7 +123,14 @@ public enum EventBenchmark {
         ]
         do {
             let port = serverPort.port
-            lines += try await purchaseRounds(bodies, port: port, demo: demo, server: server, receiver: receiver, options)
+            lines += try await purchaseRounds(
+                bodies,
+                port: port,
+                demo: demo,
+                server: server,
+                receiver: receiver,
+                options
+            )
             // 2. A backlog: recorded for a paused endpoint, then delivered as fast as the worker can.
             let paused = try await server.webhookEndpoints.create(
                 bundleId: demo.bundleId,

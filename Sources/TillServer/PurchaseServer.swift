@@ -12,6 +12,7 @@ import TillJobs
 import TillLedger
 import TillSnapshot
 import TillStorage
+import TillWebhooks
 
 /// The verification server, as the composition root: it opens the database and builds the components, each with
 /// one job and its dependencies given explicitly (docs/architecture.md draws them):
@@ -193,7 +194,6 @@ public final class PurchaseServer: Sendable {
         )
         webhookEndpoints = WebhookEndpoints(
             database: database,
-            store: WebhookStore(database: database),
             catalogue: catalogue,
             jobs: jobs,
             policy: WebhookAddressPolicy(configuration.webhooks),
@@ -215,14 +215,13 @@ public final class PurchaseServer: Sendable {
         webhookDeliveries = WebhookDeliveries(
             settings: configuration.webhooks,
             database: database,
-            store: WebhookStore(database: database),
             endpoints: webhookEndpoints,
             jobs: jobs,
             metrics: metrics,
             clock: clock,
             logger: logger
         )
-        webhookHistory = WebhookDeliveryHistory(store: WebhookStore(database: database), endpoints: webhookEndpoints)
+        webhookHistory = WebhookDeliveryHistory(database: database, endpoints: webhookEndpoints)
     }
 
     /// Opens and migrates the database.
@@ -265,7 +264,7 @@ public final class PurchaseServer: Sendable {
                 logger.notice("resuming \(count) \(kind.rawValue) jobs a stopped server had under way")
             }
             // And any endpoint's dispatcher role: its events need not wait for that server's lease to lapse.
-            let endpoints = try await WebhookStore(database: database).releaseAllDispatchers(on: database.sql)
+            let endpoints = try await WebhookDeliveries.releaseAllDispatchers(in: database)
             if endpoints > 0 {
                 logger.notice(
                     "resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to"
@@ -304,4 +303,15 @@ public final class PurchaseServer: Sendable {
 
     /// Now, in UNIX milliseconds, as every component sees it.
     var nowMilliseconds: Int64 { clock.milliseconds }
+}
+
+extension WebhookWorker {
+    /// The worker of the server's webhook deliveries.
+    public init(server: PurchaseServer) {
+        self.init(
+            deliveries: server.webhookDeliveries,
+            committed: server.events.committed,
+            endpointChanges: server.webhookEndpoints.revision
+        )
+    }
 }

@@ -15,6 +15,10 @@ struct LayoutTests {
         "TillClient", "TillCore", "TillContract", "TillSimulatorContract", "TillSnapshot",
     ]
 
+    /// The server's modules: TillServer and the rooms below it that are targets of their own. Each rule of the
+    /// server's layout below holds in all of them.
+    static let serverModules = ["TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillWebhooks"]
+
     /// A target's folder, relative to the repository: `Sources/<target>`, or `Client/Sources/<target>` for the app's
     /// package.
     static func folder(of target: String) -> String {
@@ -29,7 +33,7 @@ struct LayoutTests {
 
     /// Every SQL statement of the server and of the simulator is in its store layer (`Store/`), behind a name:
     /// services call `store.…`, and a query's shape can be read, changed and indexed in one place.
-    @Test(arguments: ["TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillSimulator"])
+    @Test(arguments: serverModules + ["TillSimulator"])
     func allSQLLivesInTheStoreLayer(
         _ target: String
     )
@@ -41,7 +45,7 @@ struct LayoutTests {
             "INSERT INTO", "DELETE FROM",
         ]
         let files = try Self.files(of: target).filter { !$0.hasPrefix("Store/") }
-        #expect(files.count >= (["TillJobs", "TillCatalogue"].contains(target) ? 3 : 10), "found only \(files)")
+        #expect(files.count >= (["TillServer", "TillSimulator"].contains(target) ? 10 : 3), "found only \(files)")
         var offenders: [String] = []
         for file in files {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
@@ -60,7 +64,7 @@ struct LayoutTests {
     @Test func noStoreHasMoreThanFortyFunctions() throws {
         let declaration = try Regex(#"^(?:public |package |final )*(?:struct|extension|final class|class) (\w+)"#)
         var functions: [String: Int] = [:]
-        for target in ["TillServer", "TillLedger", "TillJobs", "TillCatalogue"] {
+        for target in Self.serverModules {
             for file in try Self.files(of: target) where file.hasPrefix("Store/") {
                 let text = try String(
                     contentsOf: Self.root.appendingPathComponent("Sources/\(target)/\(file)"),
@@ -87,7 +91,7 @@ struct LayoutTests {
     /// One queue owns its table: every statement that writes `srv_jobs` is in TillJobs' `Store/JobStore.swift` (the
     /// migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.
-    @Test(arguments: ["TillServer", "TillLedger", "TillJobs", "TillCatalogue"]) func onlyTheJobStoreWritesJobs(
+    @Test(arguments: serverModules) func onlyTheJobStoreWritesJobs(
         _ target: String
     ) throws {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
@@ -136,8 +140,8 @@ struct LayoutTests {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
         let declaration = try Regex(#"enum (\w+Reason): (?:String, )?RefusalReason"#)
         var reasons: Set<String> = []
-        // The server answers for the ledger's and the catalogue's refusals too: they have no HTTP layer of their own.
-        for room in target == "TillServer" ? [target, "TillLedger", "TillCatalogue"] : [target] {
+        // The server answers for its rooms' refusals too: they have no HTTP layer of their own.
+        for room in target == "TillServer" ? Self.serverModules : [target] {
             for file in try Self.files(of: room) {
                 let text = try String(
                     contentsOf: Self.root.appendingPathComponent("Sources/\(room)/\(file)"),
@@ -169,7 +173,7 @@ struct LayoutTests {
     /// through `Ledger`, which records it as an event in the same transaction.
     @Test func onlyTheLedgerWritesMoneyCreditsAndAccess() throws {
         var offenders: [String] = []
-        for target in ["TillLedger", "TillServer", "TillCatalogue", "TillJobs", "TillBench", "TillDevelopment"] {
+        for target in Self.serverModules + ["TillBench", "TillDevelopment"] {
             offenders += try Self.ledgerWrites(in: target).filter {
                 ![
                     "TillLedger/Store/LedgerStore.swift", "TillLedger/Store/LedgerBulkLoad.swift",
@@ -290,6 +294,34 @@ struct LayoutTests {
             importing: modules
         )
         #expect(claim.status != 0 && claim.output.contains("'claimJob' is inaccessible"), "\(claim.output)")
+    }
+
+    /// The webhooks room owns its tables: `WebhookStore` is internal to TillWebhooks, so the server above it reaches
+    /// endpoints and deliveries only through the room's types (`WebhookEndpoints`, `WebhookDeliveries`,
+    /// `WebhookDeliveryHistory`), which decide what is written.
+    @Test func theWebhookStoreIsTheWebhookRoomsOwn() async throws {
+        let modules = ["TillWebhooks", "TillStorage"]
+        let control = try await Self.typecheck(
+            """
+            func release(_ database: TillDatabase) async throws -> Int {
+                try await WebhookDeliveries.releaseAllDispatchers(in: database)
+            }
+            """,
+            importing: modules
+        )
+        #expect(control.status == 0, "the package's view of TillWebhooks does not compile: \(control.output)")
+        let store = try await Self.typecheck(
+            """
+            func store(_ database: TillDatabase) {
+                _ = WebhookStore(database: database)
+            }
+            """,
+            importing: modules
+        )
+        #expect(
+            store.status != 0 && store.output.contains("cannot find 'WebhookStore' in scope"),
+            "\(store.output)"
+        )
     }
 
     /// Type-checks `source`, after importing `modules` (the ledger and storage by default), as a module of this package

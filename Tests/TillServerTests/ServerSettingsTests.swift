@@ -10,6 +10,7 @@ import TillJobs
 import TillLedger
 import TillStorage
 import TillTestSupport
+import TillWebhooks
 
 @testable import TillServer
 @testable import TillSimulator

@@ -13,6 +13,7 @@ import TillDevelopment
 import TillLedger
 import TillStorage
 import TillTestSupport
+import TillWebhooks
 
 @testable import TillServer
 @testable import TillSimulator
@@ -144,7 +145,8 @@ extension WebhookTests {
                             "SELECT COUNT(*) AS n, COUNT(DISTINCT event_sequence) AS d FROM srv_webhook_deliveries"
                         ).first()
                         return (
-                            try row?.decode(column: "n", as: Int.self) ?? 0, try row?.decode(column: "d", as: Int.self) ?? 0
+                            try row?.decode(column: "n", as: Int.self) ?? 0,
+                            try row?.decode(column: "d", as: Int.self) ?? 0
                         )
                     }
                     try await waitUntil { try await rows().events == 120 }

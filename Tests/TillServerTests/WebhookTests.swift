@@ -14,6 +14,7 @@ import TillHTTPKit
 import TillLedger
 import TillStorage
 import TillTestSupport
+import TillWebhooks
 
 @testable import TillServer
 @testable import TillSimulator

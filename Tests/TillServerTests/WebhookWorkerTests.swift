@@ -14,6 +14,7 @@ import TillStorage
 import TillTestSupport
 
 @testable import TillServer
+@testable import TillWebhooks
 
 /// What keeps the webhook worker's cost per event low (docs/events.md, "How it works"; docs/benchmarks.md): events wake
 /// it only while an endpoint is enabled, under a steady stream of events its rounds take batches, and a request leaves

@@ -9,6 +9,7 @@ import TillFormats
 import TillServer
 import TillSimulator
 import TillStorage
+import TillWebhooks
 
 /// What `till demo` runs in one process: the App Store simulator and the verification server on loopback ports,
 /// the development app `till serve` makes (``DevelopmentSetup``), and the app's files in a temporary directory

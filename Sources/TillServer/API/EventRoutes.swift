@@ -7,6 +7,7 @@ import TillContract
 import TillCore
 import TillHTTPKit
 import TillLedger
+import TillWebhooks
 
 // Events to the app's own backend (docs/events.md), on the admin API: the feed, webhook endpoints, their deliveries and
 // replays, and the operator's changes to a customer, which are events too.

@@ -3,6 +3,7 @@ import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger
+import TillWebhooks
 
 // The HTTP layer's one mapping per room: the status each reason a room refuses with is answered with. A reason added
 // to a room does not build until it has its status here.
@@ -97,7 +98,7 @@ extension CatchUpReason: RefusalStatus {
 }
 
 extension WebhookReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidDescription, .invalidOverlap, .invalidReplay, .invalidWebhookURL: .badRequest
         case .eventNotFound, .webhookDeliveryNotFound, .webhookEndpointNotFound: .notFound

@@ -5,6 +5,7 @@ import NIOCore
 import ServiceLifecycle
 import TillCatalogue
 import TillLedger
+import TillWebhooks
 
 /// Builds the verification server's HTTP server, with its confirmation worker, the worker answering Apple's
 /// consumption requests, the webhook worker delivering events, the figures' fold and, unless `catch-up.interval-seconds` is zero, its

@@ -9,6 +9,7 @@ import TillHTTPKit
 import TillJobs
 import TillLedger
 import TillStorage
+import TillWebhooks
 import X509
 
 /// `till serve`'s settings, read with swift-configuration: command-line flags, then `TILL_…` environment

@@ -10,13 +10,14 @@ import TillCore
 import TillJobs
 import TillLedger
 import TillStorage
+import TillWebhooks
 
 /// The server's measurements, through swift-metrics into a Prometheus registry of its own.
 ///
 /// Each `PurchaseServer` has its own registry (tests run many servers in one process, and swift-metrics'
 /// global bootstrap can happen once), and `/metrics` prints it in Prometheus' text format. Queue gauges are
 /// read from the database at scrape time, so every process sharing a PostgreSQL queue reports the same depth.
-public final class ServerMetrics: JobMetrics, Sendable {
+public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
 
@@ -250,9 +251,10 @@ public final class ServerMetrics: JobMetrics, Sendable {
         }
     }
 
-    /// A webhook delivery attempt ended: `outcome` is delivered, failed or deadLettered.
-    func webhookAttempt(outcome: String, duration: Duration) {
-        Counter(label: "till_webhook_attempts_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+    /// A webhook delivery attempt ended (the deliveries' `WebhookMetrics`).
+    package func webhookAttempt(_ outcome: WebhookAttemptOutcome, duration: Duration) {
+        Counter(label: "till_webhook_attempts_total", dimensions: [("outcome", outcome.rawValue)], factory: factory)
+            .increment()
         Metrics.Timer(label: "till_webhook_attempt_seconds", dimensions: [], factory: factory)
             .recordNanoseconds(duration.nanoseconds)
     }

@@ -4,7 +4,7 @@ import TillLedger
 
 /// Why the webhook room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum WebhookReason: String, RefusalReason {
+package enum WebhookReason: String, RefusalReason {
     case eventNotFound
     case invalidDescription
     case invalidOverlap
@@ -14,4 +14,4 @@ enum WebhookReason: String, RefusalReason {
     case webhookEndpointNotFound
 }
 
-typealias WebhookRefusal = Refused<WebhookReason>
+package typealias WebhookRefusal = Refused<WebhookReason>

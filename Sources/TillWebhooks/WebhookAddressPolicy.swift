@@ -17,17 +17,17 @@ import TillLedger
 /// (loopback is also allowed with `allowHTTPToLoopback`); it is checked on the socket itself, after DNS resolution,
 /// on every connection and so on every redirect (`WebhookClient`), so a host whose name later resolves elsewhere
 /// cannot reach the server's own network.
-struct WebhookAddressPolicy: Sendable {
-    var allowHTTPToLoopback: Bool
-    var allowPrivateAddresses: Bool
+package struct WebhookAddressPolicy: Sendable {
+    package var allowHTTPToLoopback: Bool
+    package var allowPrivateAddresses: Bool
 
-    init(_ settings: WebhookSettings) {
+    package init(_ settings: WebhookSettings) {
         allowHTTPToLoopback = settings.allowHTTPToLoopback
         allowPrivateAddresses = settings.allowPrivateAddresses
     }
 
     /// What kind of address an IP address is, for the policy.
-    enum AddressClass: String, Sendable {
+    package enum AddressClass: String, Sendable {
         case `public`
         case loopback
         /// RFC 1918, carrier-grade NAT (100.64/10), unique local IPv6 (fc00::/7).
@@ -38,7 +38,7 @@ struct WebhookAddressPolicy: Sendable {
     }
 
     /// A URL an endpoint may have, or `invalidWebhookURL` saying why not.
-    func check(url text: String) throws -> URL {
+    package func check(url text: String) throws -> URL {
         func refuse(_ why: String) -> WebhookRefusal { WebhookRefusal(.invalidWebhookURL, why) }
         guard text.utf8.count <= 2000, let url = URL(string: text), let components = URLComponents(string: text),
             let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty
@@ -68,7 +68,7 @@ struct WebhookAddressPolicy: Sendable {
     }
 
     /// Why a connection to an address of this class is refused; nil when it is allowed.
-    func refusal(of kind: AddressClass) -> String? {
+    package func refusal(of kind: AddressClass) -> String? {
         switch kind {
         case .public:
             nil
@@ -85,13 +85,13 @@ struct WebhookAddressPolicy: Sendable {
     }
 
     /// Why the address a connection reached is refused; nil when it is allowed.
-    func refusal(of address: SocketAddress?) -> String? {
+    package func refusal(of address: SocketAddress?) -> String? {
         guard let bytes = address.flatMap(Self.bytes(of:)) else { return "not an IP address" }
         return refusal(of: Self.addressClass(of: bytes)).map { "\(address?.ipAddress ?? "?") is \($0)" }
     }
 
     /// The class of an IP literal (`127.0.0.1`, `[::1]`, `::1`); nil for a name.
-    static func addressClass(ofLiteral host: String) -> AddressClass? {
+    package static func addressClass(ofLiteral host: String) -> AddressClass? {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         guard let address = try? SocketAddress(ipAddress: bare, port: 0), let bytes = bytes(of: address) else {
             return nil
@@ -100,7 +100,7 @@ struct WebhookAddressPolicy: Sendable {
     }
 
     /// An IP address's 4 or 16 bytes.
-    static func bytes(of address: SocketAddress) -> [UInt8]? {
+    package static func bytes(of address: SocketAddress) -> [UInt8]? {
         switch address {
         case .v4(let v4):
             var raw = v4.address.sin_addr
@@ -115,7 +115,7 @@ struct WebhookAddressPolicy: Sendable {
 
     /// The class of an IPv4 (4 bytes) or IPv6 (16 bytes) address. An IPv4-mapped or NAT64 IPv6 address is the class
     /// of the IPv4 address it carries.
-    static func addressClass(of bytes: [UInt8]) -> AddressClass {
+    package static func addressClass(of bytes: [UInt8]) -> AddressClass {
         if bytes.count == 4 { return ipv4Class(bytes[0], bytes[1], bytes[2], bytes[3]) }
         guard bytes.count == 16 else { return .reserved }
         if bytes[0..<15].allSatisfy({ $0 == 0 }) { return bytes[15] == 1 ? .loopback : .reserved }  // ::1, ::

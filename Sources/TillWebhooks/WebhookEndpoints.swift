@@ -14,15 +14,32 @@ import TillStorage
 /// The webhook endpoints of each app (the admin API): where its events go, which types each takes, the secret that
 /// signs them and its rotation, paused or not, and how its deliveries stand. `WebhookDeliveries` sends.
 public struct WebhookEndpoints: Sendable {
-    let database: TillDatabase
+    package let database: TillDatabase
     let store: WebhookStore
-    let catalogue: Catalogue
-    let jobs: JobQueue
-    let policy: WebhookAddressPolicy
-    let clock: ServerClock
-    let logger: Logger
+    package let catalogue: Catalogue
+    package let jobs: JobQueue
+    package let policy: WebhookAddressPolicy
+    package let clock: ServerClock
+    package let logger: Logger
     /// Moves with every change this process makes to an endpoint (the worker reads the list again at once).
-    let revision = Revision()
+    package let revision = Revision()
+
+    package init(
+        database: TillDatabase,
+        catalogue: Catalogue,
+        jobs: JobQueue,
+        policy: WebhookAddressPolicy,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.database = database
+        self.store = WebhookStore(database: database)
+        self.catalogue = catalogue
+        self.jobs = jobs
+        self.policy = policy
+        self.clock = clock
+        self.logger = logger
+    }
 
     /// Adds an endpoint: it receives the events recorded from now on (`replay` sends older ones). Answers it with its
     /// secret, which is shown only here and when it is rotated.
@@ -143,7 +160,7 @@ public struct WebhookEndpoints: Sendable {
 
     /// An app's endpoint (`locking`: for a change, see `WebhookStore.webhookEndpoint(id:locking:on:)`); 404 when the
     /// app or the endpoint is unknown (read on `db`: it may be a transaction's connection).
-    func record(bundleId: String, id: String, locking: Bool = false, on db: any SQLDatabase) async throws
+    package func record(bundleId: String, id: String, locking: Bool = false, on db: any SQLDatabase) async throws
         -> WebhookEndpointRecord
     {
         guard let record = try await store.webhookEndpoint(id: id, locking: locking, on: db),
@@ -156,7 +173,7 @@ public struct WebhookEndpoints: Sendable {
     }
 
     /// An endpoint as the admin API shows it, with how its deliveries stand.
-    func view(_ record: WebhookEndpointRecord) async throws -> WebhookEndpointView {
+    package func view(_ record: WebhookEndpointRecord) async throws -> WebhookEndpointView {
         let db = store.sql
         return WebhookEndpointView(
             id: record.id,
@@ -182,7 +199,7 @@ public struct WebhookEndpoints: Sendable {
         )
     }
 
-    static func validated(description: String?) throws -> String? {
+    package static func validated(description: String?) throws -> String? {
         guard let description else { return nil }
         guard description.count <= 500 else {
             throw WebhookRefusal(.invalidDescription, "description has at most 500 characters")
@@ -190,15 +207,15 @@ public struct WebhookEndpoints: Sendable {
         return description.isEmpty ? nil : description
     }
 
-    static func distinct(_ types: [EventType]) -> [EventType] {
+    package static func distinct(_ types: [EventType]) -> [EventType] {
         var seen: Set<EventType> = []
         return types.filter { seen.insert($0).inserted }
     }
 }
 
 /// A counter that moves with each change (read to know whether something changed since).
-final class Revision: Sendable {
+package final class Revision: Sendable {
     private let value = Atomic<UInt64>(0)
-    var current: UInt64 { value.load(ordering: .acquiring) }
-    func bump() { value.add(1, ordering: .releasing) }
+    package var current: UInt64 { value.load(ordering: .acquiring) }
+    package func bump() { value.add(1, ordering: .releasing) }
 }

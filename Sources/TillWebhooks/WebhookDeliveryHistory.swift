@@ -4,12 +4,18 @@ import TillContract
 import TillCore
 import TillHTTPKit
 import TillLedger
+import TillStorage
 
 /// What the operator reads of an endpoint's deliveries (the admin API's `…/webhooks/{id}/deliveries`): pages of them,
 /// newest first, and one with every attempt. Delivering them is `WebhookDeliveries`'s.
 public struct WebhookDeliveryHistory: Sendable {
     let store: WebhookStore
     let endpoints: WebhookEndpoints
+
+    package init(database: TillDatabase, endpoints: WebhookEndpoints) {
+        self.store = WebhookStore(database: database)
+        self.endpoints = endpoints
+    }
 
     /// An endpoint's deliveries, newest first, one page; of one state or all.
     public func deliveries(

@@ -28,25 +28,44 @@ import TillStorage
 /// `WebhookWorker` runs it; nothing here is on a purchase's path, so a receiver that is slow or never answers holds up
 /// only its own endpoint's deliveries.
 public struct WebhookDeliveries: Sendable {
-    let settings: WebhookSettings
-    let database: TillDatabase
+    package let settings: WebhookSettings
+    package let database: TillDatabase
     let store: WebhookStore
-    let endpoints: WebhookEndpoints
-    let jobs: JobQueue
-    let metrics: ServerMetrics
-    let clock: ServerClock
-    let logger: Logger
+    package let endpoints: WebhookEndpoints
+    package let jobs: JobQueue
+    package let metrics: any WebhookMetrics
+    package let clock: ServerClock
+    package let logger: Logger
     /// When each endpoint's last success was written.
-    let successes = SuccessTimes()
+    package let successes = SuccessTimes()
 
     /// Events read per dispatch transaction.
-    static let dispatchBatch = 500
+    package static let dispatchBatch = 500
+
+    package init(
+        settings: WebhookSettings,
+        database: TillDatabase,
+        endpoints: WebhookEndpoints,
+        jobs: JobQueue,
+        metrics: any WebhookMetrics,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.settings = settings
+        self.database = database
+        self.store = WebhookStore(database: database)
+        self.endpoints = endpoints
+        self.jobs = jobs
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
 
     // MARK: Dispatching
 
     /// Makes deliveries of the events recorded since the endpoint's cursor, a batch per transaction; answers the
     /// endpoint's cursor after (nil when another process holds the endpoint, or it is gone or paused).
-    func dispatch(endpointId: String, worker: String) async throws -> Int64? {
+    package func dispatch(endpointId: String, worker: String) async throws -> Int64? {
         var cursor: Int64?
         while true {
             let (through, more) = try await dispatchBatch(endpointId: endpointId, worker: worker)
@@ -141,28 +160,34 @@ public struct WebhookDeliveries: Sendable {
         return (delivery, job)
     }
 
+    /// Frees every endpoint's dispatcher role; answers how many were held. Only for a process that knows no other
+    /// worker is alive: the owner of an SQLite file, at its start.
+    package static func releaseAllDispatchers(in database: TillDatabase) async throws -> Int {
+        try await WebhookStore(database: database).releaseAllDispatchers(on: database.sql)
+    }
+
     // MARK: Sending at dispatch
 
     /// An endpoint's newest events, sent as they are dispatched (`sendAtDispatch`): their deliveries are written with
     /// the cursor's move once every attempt has ended (`round(recording:recordingSent:claiming:)`).
-    struct SentAtDispatch: Sendable {
-        var endpoint: WebhookEndpointRecord
+    package struct SentAtDispatch: Sendable {
+        package var endpoint: WebhookEndpointRecord
         /// The endpoint's cursor before and after these events (the ones it does not take included).
-        var from: Int64
-        var through: Int64
-        var attempts: [Attempt]
+        package var from: Int64
+        package var through: Int64
+        package var attempts: [Attempt]
         /// Whether events wait after it (it stopped at its room, or before a customer's second event or one whose
         /// customer has a delivery waiting).
-        var more = false
+        package var more = false
     }
 
     /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt. (A batch whose
     /// attempts wait for their turns may take longer: the worker renews the role meanwhile, `holdDispatcher`.)
-    var dispatcherLease: Duration { settings.timeout + .seconds(5) }
+    package var dispatcherLease: Duration { settings.timeout + .seconds(5) }
 
     /// Keeps `worker` an endpoint's dispatcher, which it is `until` (UNIX ms; nil: not known to be), renewing the role
     /// when less than half of its lease is left. Answers until when it is; nil when another worker is.
-    func holdDispatcher(endpointId: String, worker: String, until held: Int64?) async throws -> Int64? {
+    package func holdDispatcher(endpointId: String, worker: String, until held: Int64?) async throws -> Int64? {
         let now = clock.milliseconds
         if let held, held - now >= dispatcherLease.milliseconds / 2 { return held }
         let lease = now + dispatcherLease.milliseconds
@@ -183,7 +208,8 @@ public struct WebhookDeliveries: Sendable {
     /// written, claimed, updated and deleted. If the process dies before the attempts are recorded, the cursor has not
     /// moved: the events are sent again, with the same `webhook-id`. A failed attempt is written as a delivery with its
     /// job, and the customer's next events wait for it in the queue, as any other.
-    func sendAtDispatch(endpoint: WebhookEndpointRecord, room: Int, worker: String, heldUntil: Int64?) async throws
+    package func sendAtDispatch(endpoint: WebhookEndpointRecord, room: Int, worker: String, heldUntil: Int64?)
+        async throws
         -> (batch: SentAtDispatch, until: Int64)?
     {
         guard room > 0, endpoint.consecutiveFailures == 0 else { return nil }
@@ -312,7 +338,7 @@ public struct WebhookDeliveries: Sendable {
     /// `dlv_` and 32 hex digits: the time (UNIX ms, 12 digits), then 80 random bits. Ids that grow with time go in at
     /// the end of the table's primary key: with random ids, each delivery written dirtied a page of that index of its
     /// own, written to the log at its commit and again at the checkpoint.
-    static func newId(at now: Int64) -> String {
+    package static func newId(at now: Int64) -> String {
         let random = UUID.random().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let time = String(UInt64(max(0, now)) & 0xFFFF_FFFF_FFFF, radix: 16)
         return "dlv_" + String(repeating: "0", count: 12 - time.count) + time + random.prefix(20)
@@ -358,27 +384,27 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// One delivery attempt, claimed: what to send (the event's stored JSON), and to whom.
-    struct Attempt: Sendable {
-        var delivery: WebhookDeliveryRecord
-        var body: String
-        var occurredAt: Int64
-        var endpoint: WebhookEndpointRecord
+    package struct Attempt: Sendable {
+        package var delivery: WebhookDeliveryRecord
+        package var body: String
+        package var occurredAt: Int64
+        package var endpoint: WebhookEndpointRecord
         /// When its job was due (UNIX ms): long before the claim when the worker is behind.
-        var dueAt: Int64
+        package var dueAt: Int64
         /// False for an attempt sent at dispatch (`sendAtDispatch`): neither its delivery nor a job is written yet.
-        var stored = true
+        package var stored = true
     }
 
     /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
     /// meanwhile).
-    struct Outcome: Sendable {
-        var attempt: Attempt
-        var answer: WebhookAnswer
+    package struct Outcome: Sendable {
+        package var attempt: Attempt
+        package var answer: WebhookAnswer
     }
 
     /// Sends one attempt; its outcome is recorded later, in a batch (an answer not recorded when the process dies is
     /// sent again once its claim lapses, with the same `webhook-id`).
-    func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
+    package func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
         let body = Self.payload(
             body: attempt.body,
             type: attempt.delivery.eventType,
@@ -410,7 +436,7 @@ public struct WebhookDeliveries: Sendable {
 
     /// The body of a delivery: the Standard Webhooks payload around the event's stored JSON (the same bytes for
     /// every attempt).
-    static func payload(body: String, type: EventType, occurredAt: Int64) -> [UInt8] {
+    package static func payload(body: String, type: EventType, occurredAt: Int64) -> [UInt8] {
         var writer = JSONWriter(capacity: body.utf8.count + 96)
         writer.object { w in
             w.key("data")
@@ -423,9 +449,9 @@ public struct WebhookDeliveries: Sendable {
 
     /// What a round did: the attempts it claimed, and where it moved the cursors of the batches sent at dispatch that
     /// it recorded (nil for a batch it could not: another worker dispatched those events meanwhile).
-    struct RoundResult: Sendable {
-        var attempts: [Attempt] = []
-        var recorded: [(batch: SentAtDispatch, until: Int64?)] = []
+    package struct RoundResult: Sendable {
+        package var attempts: [Attempt] = []
+        package var recorded: [(batch: SentAtDispatch, until: Int64?)] = []
     }
 
     /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
@@ -433,7 +459,7 @@ public struct WebhookDeliveries: Sendable {
     /// delivery's deadline), records the batches sent at dispatch whose attempts all ended (`recordSent`), then claims
     /// up to `limit` due deliveries of each endpoint in `claims` — a customer's next delivery as soon as the one before
     /// it is recorded. Answers the attempts to send.
-    func round(
+    package func round(
         recording outcomes: [Outcome],
         recordingSent sent: [(batch: SentAtDispatch, outcomes: [Outcome])] = [],
         claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)],
@@ -481,16 +507,16 @@ public struct WebhookDeliveries: Sendable {
             recorded.until == nil ? [] : batch.1
         }
         for (outcome, delivery) in ended + recordedSent {
-            let outcomeName =
+            let ended: WebhookAttemptOutcome =
                 switch delivery.state {
-                case .delivered: "delivered"
-                case .deadLettered: "deadLettered"
-                case .pending: "failed"
+                case .delivered: .delivered
+                case .deadLettered: .deadLettered
+                case .pending: .failed
                 }
-            metrics.webhookAttempt(outcome: outcomeName, duration: outcome.answer.duration)
+            metrics.webhookAttempt(ended, duration: outcome.answer.duration)
             if !outcome.answer.isDelivered {
                 logger.info(
-                    "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(outcome.attempt.endpoint.id): attempt \(delivery.attempts) \(outcomeName): \(outcome.answer.error ?? "")"
+                    "webhook delivery \(delivery.id) (\(delivery.eventType.rawValue)) to \(outcome.attempt.endpoint.id): attempt \(delivery.attempts) \(ended.rawValue): \(outcome.answer.error ?? "")"
                 )
             }
         }
@@ -572,7 +598,7 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Dead-letters the deliveries whose deadline passed while their endpoint kept failing; answers how many.
-    func deadLetterExpired() async throws -> Int {
+    package func deadLetterExpired() async throws -> Int {
         let now = clock.milliseconds
         return try await database.transaction(bookkeeping: true) { db in
             try await self.store.deadLetterExpiredDeliveries(at: now, on: db).count
@@ -652,11 +678,11 @@ public struct WebhookDeliveries: Sendable {
 }
 
 /// When each endpoint's last success was written: at most once a second.
-final class SuccessTimes: Sendable {
+package final class SuccessTimes: Sendable {
     private let written = Mutex<[String: Int64]>([:])
 
     /// Whether a success at `now` should be written (and notes that it will be).
-    func due(_ endpoint: String, at now: Int64) -> Bool {
+    package func due(_ endpoint: String, at now: Int64) -> Bool {
         written.withLock { written in
             if let last = written[endpoint], now - last < 1000 { return false }
             written[endpoint] = now

@@ -28,14 +28,15 @@ import TillLedger
 /// sent again with the same `webhook-id`; events it had sent at dispatch are sent again once its role as their
 /// endpoint's dispatcher lapses).
 public struct WebhookWorker: Service {
-    let deliveries: WebhookDeliveries
-    let committed: SequenceMark
-    let endpointChanges: Revision
+    package let deliveries: WebhookDeliveries
+    package let committed: SequenceMark
+    package let endpointChanges: Revision
 
-    public init(server: PurchaseServer) {
-        self.deliveries = server.webhookDeliveries
-        self.committed = server.events.committed
-        self.endpointChanges = server.webhookEndpoints.revision
+    /// The worker of `deliveries`, woken when an event is committed (`committed`) and when an endpoint changes.
+    package init(deliveries: WebhookDeliveries, committed: SequenceMark, endpointChanges: Revision) {
+        self.deliveries = deliveries
+        self.committed = committed
+        self.endpointChanges = endpointChanges
     }
 
     public func run() async throws {
@@ -271,25 +272,25 @@ public struct WebhookWorker: Service {
 /// at dispatch with more events waiting (until that batch has been recorded), or a delivery that had been due longer
 /// than `window` (a backlog, a customer's next event waiting for the one before it) — the next round comes after
 /// `catchingUp`, so a backlog goes out at the receivers' pace.
-struct RoundPacing {
-    var window: Duration
-    var catchingUp: Duration = .milliseconds(2)
-    private(set) var lastRound: ContinuousClock.Instant
-    private(set) var behind = false
+package struct RoundPacing {
+    package var window: Duration
+    package var catchingUp: Duration = .milliseconds(2)
+    package private(set) var lastRound: ContinuousClock.Instant
+    package private(set) var behind = false
 
-    init(window: Duration, lastRound: ContinuousClock.Instant) {
+    package init(window: Duration, lastRound: ContinuousClock.Instant) {
         self.window = window
         self.lastRound = lastRound
     }
 
-    var nextRound: ContinuousClock.Instant { lastRound + (behind ? catchingUp : window) }
+    package var nextRound: ContinuousClock.Instant { lastRound + (behind ? catchingUp : window) }
 
     /// The round sent as many events at dispatch as an endpoint had room for: more may wait.
-    mutating func fellBehind() { behind = true }
+    package mutating func fellBehind() { behind = true }
 
     /// A round ran at `instant`: it claimed deliveries due at `dueAt` (UNIX ms; `now` on the same clock), within
     /// `limits` for each endpoint.
-    mutating func ran(
+    package mutating func ran(
         at instant: ContinuousClock.Instant,
         claimed: [(endpoint: String, dueAt: Int64)],
         limits: [(endpoint: String, limit: Int)],
@@ -304,32 +305,32 @@ struct RoundPacing {
 }
 
 /// Attempts under way, per endpoint: shared by the worker's loop and the tasks it starts.
-final class InFlightByEndpoint: Sendable {
+package final class InFlightByEndpoint: Sendable {
     private let counts = Mutex<[String: Int]>([:])
-    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
-    func count(_ endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
-    func add(_ delta: Int, to endpoint: String) { counts.withLock { $0[endpoint, default: 0] += delta } }
+    package var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+    package func count(_ endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
+    package func add(_ delta: Int, to endpoint: String) { counts.withLock { $0[endpoint, default: 0] += delta } }
 }
 
 /// Requests under way to each endpoint, at most `limit` at once: a round's attempts beyond it wait here for a turn, in
 /// the order they came, so that each attempt's timeout runs from its own request (in the HTTP client's pool, a request
 /// that waits longer than the connect timeout for a connection fails unsent, `getConnectionFromPoolTimeout`, and its
 /// deadline runs while it waits).
-final class EndpointTurns: Sendable {
+package final class EndpointTurns: Sendable {
     private struct Turns {
         var running = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
-    let limit: Int
+    package let limit: Int
     private let turns = Mutex<[String: Turns]>([:])
 
-    init(limit: Int) {
+    package init(limit: Int) {
         self.limit = max(1, limit)
     }
 
     /// Waits for a turn at `endpoint` (at once when fewer than `limit` are under way and none waits).
-    func take(_ endpoint: String) async {
+    package func take(_ endpoint: String) async {
         let limit = limit
         let now = turns.withLock { turns in
             guard turns[endpoint, default: Turns()].running < limit else { return false }
@@ -352,7 +353,7 @@ final class EndpointTurns: Sendable {
     }
 
     /// Gives a turn back: to the first attempt waiting, if one is.
-    func give(_ endpoint: String) {
+    package func give(_ endpoint: String) {
         let next = turns.withLock { turns -> CheckedContinuation<Void, Never>? in
             guard var entry = turns[endpoint] else { return nil }
             defer { turns[endpoint] = entry.running == 0 ? nil : entry }
@@ -367,11 +368,11 @@ final class EndpointTurns: Sendable {
 }
 
 /// Attempts that ended and wait for the loop to record them.
-final class EndedAttempts: Sendable {
+package final class EndedAttempts: Sendable {
     private let outcomes = Mutex<[WebhookDeliveries.Outcome]>([])
-    var count: Int { outcomes.withLock { $0.count } }
-    func add(_ outcome: WebhookDeliveries.Outcome) { outcomes.withLock { $0.append(outcome) } }
-    func take() -> [WebhookDeliveries.Outcome] {
+    package var count: Int { outcomes.withLock { $0.count } }
+    package func add(_ outcome: WebhookDeliveries.Outcome) { outcomes.withLock { $0.append(outcome) } }
+    package func take() -> [WebhookDeliveries.Outcome] {
         outcomes.withLock { outcomes in
             defer { outcomes.removeAll() }
             return outcomes
