@@ -77,6 +77,15 @@ package struct Job: Codable, Sendable, Hashable {
     }
 }
 
+/// A row of `srv_job_holds`: the worker that acts for a group of a kind outside of claims, until when.
+package struct JobHold: Codable, Sendable, Hashable {
+    package var kind: JobKind
+    package var queueGroup: String
+    package var holder: String
+    /// UNIX ms; after it, the group is anyone's.
+    package var heldUntil: Int64
+}
+
 /// The durable job queue: every piece of work the server must do later and must not lose — a confirmation with
 /// Apple, an answer to a consumption request, a catch-up run, a webhook delivery — is a job in `srv_jobs`, written in
 /// the same database transaction as what calls for it.
@@ -87,6 +96,10 @@ package struct Job: Codable, Sendable, Hashable {
 /// runs in order. The worker ends each attempt in the transaction that records its outcome: done (`finish`), again at
 /// a time it chooses with its back-off (`retry`), or given up on (`deadLetter`). `wake` signals the kind's worker;
 /// `/metrics` reports each kind's depth and outcomes.
+///
+/// A group may also be **held** (`hold`): one worker at a time acts for it outside of claims, until its hold lapses
+/// or it lets go (`releaseHolds`). Webhooks hold an endpoint to send its newest events before any job is written; on
+/// SQLite the owner of the file frees every hold at start, as it frees the claims (`releaseAllHolds`).
 package struct JobQueue: Sendable {
     package let database: TillDatabase
     package let store: JobStore
@@ -252,6 +265,54 @@ package struct JobQueue: Sendable {
     /// answers how many jobs of each kind were held.
     package func releaseAllClaims() async throws -> [JobKind: Int] {
         try await database.transaction(bookkeeping: true) { db in try await self.store.releaseJobClaims(on: db) }
+    }
+
+    // MARK: Holds
+
+    /// Makes `holder` the holder of a kind's group until `until` (UNIX ms), in `db`'s transaction, unless another
+    /// worker holds it and its hold has not lapsed; answers whether `holder` holds it.
+    package func hold(_ kind: JobKind, group: String, for holder: String, until: Int64, on db: any SQLDatabase)
+        async throws -> Bool
+    {
+        try await store.holdGroup(
+            kind: kind,
+            group: group,
+            holder: holder,
+            until: until,
+            now: clock.milliseconds,
+            on: db
+        )
+    }
+
+    /// Who holds each of a kind's groups now, by group (the holds that have not lapsed).
+    package func holds(_ kind: JobKind, on db: any SQLDatabase) async throws -> [String: JobHold] {
+        Dictionary(
+            try await store.groupHolds(kind: kind, now: clock.milliseconds, on: db).map { ($0.queueGroup, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+    }
+
+    /// Whether a worker other than `worker` holds a kind's group now, in `db`'s transaction.
+    package func isHeld(_ kind: JobKind, group: String, byAnotherThan worker: String, on db: any SQLDatabase)
+        async throws -> Bool
+    {
+        guard let hold = try await store.groupHold(kind: kind, group: group, now: clock.milliseconds, on: db) else {
+            return false
+        }
+        return hold.holder != worker
+    }
+
+    /// `holder` stops: every group of `kind` it held is free for any worker at once.
+    package func releaseHolds(_ kind: JobKind, of holder: String) async throws {
+        try await database.transaction(bookkeeping: true) { db in
+            try await self.store.releaseHolds(kind: kind, holder: holder, on: db)
+        }
+    }
+
+    /// Frees every hold (only for a process that knows no other worker is alive: the owner of an SQLite file);
+    /// answers how many groups of each kind were held.
+    package func releaseAllHolds() async throws -> [JobKind: Int] {
+        try await database.transaction(bookkeeping: true) { db in try await self.store.releaseAllHolds(on: db) }
     }
 
     /// The loop of a kind's worker, until a graceful shutdown: a round (`round` runs what is due and answers how many

@@ -263,8 +263,8 @@ public final class PurchaseServer: Sendable {
             for (kind, count) in try await jobs.releaseAllClaims().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 logger.notice("resuming \(count) \(kind.rawValue) jobs a stopped server had under way")
             }
-            // And any endpoint's dispatcher role: its events need not wait for that server's lease to lapse.
-            let endpoints = try await WebhookDeliveries.releaseAllDispatchers(in: database)
+            // And its holds (an endpoint it sent to at dispatch): their events need not wait for them to lapse.
+            let endpoints = try await jobs.releaseAllHolds()[.delivery] ?? 0
             if endpoints > 0 {
                 logger.notice(
                     "resuming the webhook deliveries to \(endpoints) endpoint\(endpoints == 1 ? "" : "s") that a stopped server was sending to"

@@ -83,7 +83,7 @@ public struct WebhookDeliveries: Sendable {
         let deadline = now + settings.retryFor.milliseconds
         return try await database.transaction { db -> (Int64?, Bool) in
             guard var endpoint = try await self.store.lockWebhookEndpoint(id: endpointId, on: db), endpoint.enabled,
-                !endpoint.isDispatched(byAnotherThan: worker, at: now)
+                try await !self.jobs.isHeld(.delivery, group: endpointId, byAnotherThan: worker, on: db)
             else { return (nil, false) }
             let events = try await self.store.eventStore.eventsToDispatch(
                 after: endpoint.dispatchedThrough,
@@ -160,12 +160,6 @@ public struct WebhookDeliveries: Sendable {
         return (delivery, job)
     }
 
-    /// Frees every endpoint's dispatcher role; answers how many were held. Only for a process that knows no other
-    /// worker is alive: the owner of an SQLite file, at its start.
-    package static func releaseAllDispatchers(in database: TillDatabase) async throws -> Int {
-        try await WebhookStore(database: database).releaseAllDispatchers(on: database.sql)
-    }
-
     // MARK: Sending at dispatch
 
     /// An endpoint's newest events, sent as they are dispatched (`sendAtDispatch`): their deliveries are written with
@@ -192,7 +186,11 @@ public struct WebhookDeliveries: Sendable {
         if let held, held - now >= dispatcherLease.milliseconds / 2 { return held }
         let lease = now + dispatcherLease.milliseconds
         let isDispatcher = try await database.transaction(bookkeeping: true) { db in
-            try await self.store.takeDispatcher(endpointId: endpointId, worker: worker, until: lease, now: now, on: db)
+            // A paused or deleted endpoint is nobody's to send to.
+            guard let endpoint = try await self.store.webhookEndpoint(id: endpointId, on: db), endpoint.enabled else {
+                return false
+            }
+            return try await self.jobs.hold(.delivery, group: endpointId, for: worker, until: lease, on: db)
         }
         return isDispatcher ? lease : nil
     }
@@ -269,28 +267,24 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Records a batch sent at dispatch in `db`'s transaction: moves the endpoint's cursor past it and writes each
-    /// delivery as its attempt left it (a failed one with its attempt and its job). Answers until when `worker` stays
-    /// the dispatcher; nil, writing nothing, when the cursor moved meanwhile or another worker took over (then those
-    /// events were dispatched again, and these attempts were only the first of their sends).
+    /// delivery as its attempt left it (a failed one with its attempt and its job). Answers false, writing nothing,
+    /// when the cursor moved meanwhile: another worker dispatched those events (it held the endpoint once this
+    /// worker's hold lapsed), and these attempts were only the first of their sends.
     private func recordSent(
         _ batch: SentAtDispatch,
         _ ended: [(Outcome, WebhookDeliveryRecord)],
-        worker: String,
         now: Int64,
         on db: any SQLDatabase
-    ) async throws -> Int64? {
-        let until = now + dispatcherLease.milliseconds
+    ) async throws -> Bool {
         guard
             try await store.moveCursor(
                 endpointId: batch.endpoint.id,
                 from: batch.from,
                 to: batch.through,
-                dispatcher: worker,
-                until: until,
                 at: now,
                 on: db
             )
-        else { return nil }
+        else { return false }
         var jobs: [Job] = []
         for (outcome, delivery) in ended where !outcome.answer.isDelivered {
             try await store.insert(Self.attemptRecord(outcome, delivery, now: now), on: db)
@@ -313,7 +307,7 @@ public struct WebhookDeliveries: Sendable {
             try await store.webhookEndpointFailed(id: batch.endpoint.id, at: now, on: db)
         }
         try await store.insert(ended.map(\.1), jobs: jobs, on: db)
-        return until
+        return true
     }
 
     /// The row of a failed attempt.
@@ -447,11 +441,11 @@ public struct WebhookDeliveries: Sendable {
         return writer.bytes
     }
 
-    /// What a round did: the attempts it claimed, and where it moved the cursors of the batches sent at dispatch that
-    /// it recorded (nil for a batch it could not: another worker dispatched those events meanwhile).
+    /// What a round did: the attempts it claimed, and the batches sent at dispatch that it recorded (false for a
+    /// batch it could not: another worker dispatched those events meanwhile).
     package struct RoundResult: Sendable {
         package var attempts: [Attempt] = []
-        package var recorded: [(batch: SentAtDispatch, until: Int64?)] = []
+        package var recorded: [(batch: SentAtDispatch, recorded: Bool)] = []
     }
 
     /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
@@ -463,8 +457,7 @@ public struct WebhookDeliveries: Sendable {
         recording outcomes: [Outcome],
         recordingSent sent: [(batch: SentAtDispatch, outcomes: [Outcome])] = [],
         claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)],
-        held: [String: Set<String>] = [:],
-        worker: String
+        held: [String: Set<String>] = [:]
     ) async throws -> RoundResult {
         let claims = claims.filter { $0.limit > 0 }
         guard !outcomes.isEmpty || !claims.isEmpty || !sent.isEmpty else { return RoundResult() }
@@ -488,9 +481,7 @@ public struct WebhookDeliveries: Sendable {
             db -> ([String], RoundResult) in
             var result = RoundResult()
             for (batch, ended) in endedSent {
-                result.recorded.append(
-                    (batch, try await self.recordSent(batch, ended, worker: worker, now: now, on: db))
-                )
+                result.recorded.append((batch, try await self.recordSent(batch, ended, now: now, on: db)))
             }
             let recovered = try await self.record(ended, notingSuccessOf: toNote, now: now, on: db)
             for (endpoint, limit) in claims {
@@ -504,7 +495,7 @@ public struct WebhookDeliveries: Sendable {
             return (recovered, result)
         }
         let recordedSent = zip(endedSent, result.recorded).flatMap { batch, recorded in
-            recorded.until == nil ? [] : batch.1
+            recorded.recorded ? batch.1 : []
         }
         for (outcome, delivery) in ended + recordedSent {
             let ended: WebhookAttemptOutcome =

@@ -51,6 +51,8 @@ public struct WebhookWorker: Service {
         let clock = ContinuousClock()
         var lastSweep = clock.now - .seconds(60)
         var endpoints: [WebhookEndpointRecord] = []
+        // Who holds each endpoint, as last read: the worker that sends its newest events at dispatch.
+        var holds: [String: JobHold] = [:]
         var readAt = clock.now - .seconds(60)
         var readRevision = endpointChanges.current
         var lastEvent: Int64 = 0
@@ -87,6 +89,7 @@ public struct WebhookWorker: Service {
                         readRevision = endpointChanges.current
                         readAt = clock.now
                         endpoints = try await store.enabledWebhookEndpoints(on: store.sql)
+                        holds = endpoints.isEmpty ? [:] : try await jobs.holds(.delivery, on: store.sql)
                         committed.watch(!endpoints.isEmpty)
                         lastEvent = max(lastEvent, try await store.eventStore.lastEventSequence(on: store.sql))
                     }
@@ -123,15 +126,13 @@ public struct WebhookWorker: Service {
                         recording: recording,
                         recordingSent: complete,
                         claiming: claims,
-                        held: held,
-                        worker: worker
+                        held: held
                     )
                     let attempts = result.attempts
-                    for (batch, until) in result.recorded {
+                    for (batch, recorded) in result.recorded {
                         guard let index = endpoints.firstIndex(where: { $0.id == batch.endpoint.id }) else { continue }
-                        if let until {
+                        if recorded {
                             endpoints[index].dispatchedThrough = max(endpoints[index].dispatchedThrough, batch.through)
-                            dispatcherUntil[batch.endpoint.id] = until
                         } else {
                             // Another worker dispatched those events: read the endpoint again.
                             dispatcherUntil[batch.endpoint.id] = nil
@@ -166,7 +167,7 @@ public struct WebhookWorker: Service {
                     let now = deliveries.clock.milliseconds
                     for index in endpoints.indices
                     where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil
-                        && !endpoints[index].isDispatched(byAnotherThan: worker, at: now)
+                        && !(holds[endpoints[index].id].map { $0.holder != worker && $0.heldUntil > now } ?? false)
                     {
                         let endpoint = endpoints[index]
                         let room = min(
@@ -237,10 +238,9 @@ public struct WebhookWorker: Service {
             _ = try await deliveries.round(
                 recording: outcomes.filter(\.attempt.stored),
                 recordingSent: sent.values.filter { $0.outcomes.count == $0.batch.attempts.count },
-                claiming: [],
-                worker: worker
+                claiming: []
             )
-            try await store.releaseDispatcher(worker: worker, on: store.sql)
+            try await jobs.releaseHolds(.delivery, of: worker)
         } catch {
             logger.error("webhook deliveries: \(error)")
         }

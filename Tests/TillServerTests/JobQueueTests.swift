@@ -65,6 +65,55 @@ struct JobQueueTests {
         }
     }
 
+    /// A group has one holder at a time (`JobQueue.hold`, the webhooks' dispatcher of an endpoint): its holder renews
+    /// it, another worker is refused until it lapses and then takes it, a holder that stops frees it at once, and the
+    /// owner of an SQLite file frees every hold. Holds of one kind leave another kind's alone.
+    @Test(arguments: TestDatabase.all) func aGroupHasOneHolderAtATime(_ engine: TestDatabase) async throws {
+        try await withQueue(engine) { jobs, database, clock in
+            func hold(_ worker: String, _ kind: JobKind = .delivery, group: String = "ep_1", for seconds: Int64 = 60)
+                async throws -> Bool
+            {
+                try await database.transaction { db in
+                    try await jobs.hold(
+                        kind,
+                        group: group,
+                        for: worker,
+                        until: jobs.clock.milliseconds + seconds * 1000,
+                        on: db
+                    )
+                }
+            }
+            func held(byAnotherThan worker: String, group: String = "ep_1") async throws -> Bool {
+                try await jobs.isHeld(.delivery, group: group, byAnotherThan: worker, on: database.sql)
+            }
+            #expect(try await hold("wkr_a"))
+            #expect(try await hold("wkr_a", for: 120), "renewed by its holder")
+            #expect(try await !hold("wkr_b"), "held by another")
+            #expect(try await hold("wkr_b", .confirmation), "another kind's group of the same name is free")
+            #expect(try await held(byAnotherThan: "wkr_b"))
+            #expect(try await !held(byAnotherThan: "wkr_a"))
+            #expect(try await !held(byAnotherThan: "wkr_b", group: "ep_2"))
+            #expect(try await jobs.holds(.delivery, on: database.sql)["ep_1"]?.holder == "wkr_a")
+
+            // Lapsed: nobody holds it, and another worker takes it.
+            clock.advance(121)
+            #expect(try await !held(byAnotherThan: "wkr_b"))
+            #expect(try await jobs.holds(.delivery, on: database.sql).isEmpty)
+            #expect(try await hold("wkr_b"))
+            #expect(try await !hold("wkr_a"))
+
+            // A holder that stops frees its groups of that kind at once.
+            #expect(try await hold("wkr_b", group: "ep_2"))
+            try await jobs.releaseHolds(.delivery, of: "wkr_b")
+            #expect(try await jobs.holds(.delivery, on: database.sql).isEmpty)
+            #expect(try await hold("wkr_a"))
+
+            // The owner of an SQLite file frees them all, and says how many of each kind.
+            #expect(try await jobs.releaseAllHolds() == [.delivery: 1, .confirmation: 1])
+            #expect(try await hold("wkr_c"))
+        }
+    }
+
     /// Jobs are inserted and claimed through hand-written columns (`Job.columns`, `Job(row:)`): what they write, Codable
     /// reads back the same, and what they read is what Codable wrote.
     @Test(arguments: TestDatabase.all) func handWrittenRowsMatchCodables(_ engine: TestDatabase) async throws {

@@ -88,8 +88,8 @@ struct LayoutTests {
         #expect(large.isEmpty, "stores over 40 functions: \(large)")
     }
 
-    /// One queue owns its table: every statement that writes `srv_jobs` is in TillJobs' `Store/JobStore.swift` (the
-    /// migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
+    /// One queue owns its tables: every statement that writes `srv_jobs` or touches `srv_job_holds` is in TillJobs'
+    /// `Store/JobStore.swift` (the migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.
     @Test(arguments: serverModules) func onlyTheJobStoreWritesJobs(
         _ target: String
@@ -97,6 +97,7 @@ struct LayoutTests {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
         let writes = [
             "INSERT INTO srv_jobs", "UPDATE srv_jobs", "DELETE FROM srv_jobs", "REPLACE INTO srv_jobs", "\"srv_jobs\"",
+            "INTO srv_job_holds", "UPDATE srv_job_holds", "FROM srv_job_holds", "\"srv_job_holds\"",
         ]
         var offenders: [String] = []
         for file in try Self.files(of: target)
@@ -303,8 +304,9 @@ struct LayoutTests {
         let modules = ["TillWebhooks", "TillStorage"]
         let control = try await Self.typecheck(
             """
-            func release(_ database: TillDatabase) async throws -> Int {
-                try await WebhookDeliveries.releaseAllDispatchers(in: database)
+            func history(_ database: TillDatabase, _ endpoints: WebhookEndpoints) -> String {
+                _ = WebhookDeliveryHistory(database: database, endpoints: endpoints)
+                return WebhookDeliveries.newId(at: 0)
             }
             """,
             importing: modules

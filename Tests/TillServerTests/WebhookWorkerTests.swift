@@ -149,9 +149,9 @@ struct WebhookWorkerTests {
         }
     }
 
-    /// One worker at a time sends an endpoint's events at dispatch (its dispatcher): another neither sends nor
-    /// dispatches them while that role lasts, takes it once it lapses, and a cursor's move by a worker that lost it
-    /// writes nothing; a worker that stops gives the role up at once.
+    /// One worker at a time sends an endpoint's events at dispatch (its dispatcher, the job queue's holder of the
+    /// endpoint's group): another neither sends nor dispatches them while that hold lasts; once it is given up, the
+    /// next dispatches at once, and a cursor's move from where the cursor no longer is writes nothing.
     @Test(arguments: TestDatabase.all) func anEndpointHasOneDispatcherAtATime(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
             let server = fixture.server
@@ -165,42 +165,41 @@ struct WebhookWorkerTests {
             func endpoint() async throws -> WebhookEndpointRecord {
                 try #require(try await store.webhookEndpoint(id: id, on: store.sql))
             }
-            func take(_ worker: String, until: Int64, now: Int64) async throws -> Bool {
-                try await server.database.transaction { db in
-                    try await store.takeDispatcher(endpointId: id, worker: worker, until: until, now: now, on: db)
-                }
-            }
-            // Times on the server's clock, which the dispatch reads.
             let t = server.webhookDeliveries.clock.milliseconds
-            #expect(try await take("wkr_a", until: t + 60_000, now: t))
-            #expect(try await take("wkr_a", until: t + 120_000, now: t + 1), "renewed by its holder")
-            #expect(try await !take("wkr_b", until: t + 180_000, now: t + 2), "held by another")
+            let until = t + 600_000
+            let held = try await server.database.transaction { db in
+                try await server.jobs.hold(.delivery, group: id, for: "wkr_a", until: until, on: db)
+            }
+            #expect(held)
             // Another worker's dispatch skips the endpoint meanwhile: no delivery made, the cursor where it was.
             let before = try await endpoint()
-            #expect(before.isDispatched(byAnotherThan: "wkr_b", at: t + 2))
-            #expect(!before.isDispatched(byAnotherThan: "wkr_a", at: t + 2))
             #expect(try await server.webhookDeliveries.dispatch(endpointId: id, worker: "wkr_b") == nil)
             #expect(try await endpoint().dispatchedThrough == before.dispatchedThrough)
-            // Lapsed: another takes it, and the first one's move writes nothing.
-            #expect(try await take("wkr_b", until: t + 600_000, now: t + 120_000))
+            // Nor does it become the endpoint's dispatcher to send at dispatch.
+            #expect(
+                try await server.webhookDeliveries.holdDispatcher(endpointId: id, worker: "wkr_b", until: nil) == nil
+            )
+            // Its holder's dispatch goes ahead.
+            #expect(
+                try await server.webhookDeliveries.holdDispatcher(endpointId: id, worker: "wkr_a", until: nil) != nil
+            )
+            // A worker that stops gives it up: the next one dispatches at once.
+            try await server.jobs.releaseHolds(.delivery, of: "wkr_a")
+            #expect(try await server.webhookDeliveries.dispatch(endpointId: id, worker: "wkr_c") != nil)
+            let after = try await endpoint().dispatchedThrough
+            #expect(after > before.dispatchedThrough)
+            // A batch sent at dispatch from the old cursor (a worker whose hold lapsed meanwhile) records nothing.
             let moved = try await server.database.transaction { db in
                 try await store.moveCursor(
                     endpointId: id,
                     from: before.dispatchedThrough,
-                    to: before.dispatchedThrough + 1,
-                    dispatcher: "wkr_a",
-                    until: t + 600_000,
-                    at: t + 120_001,
+                    to: after + 1,
+                    at: t + 1,
                     on: db
                 )
             }
             #expect(!moved)
-            #expect(try await endpoint().dispatchedThrough == before.dispatchedThrough)
-            // A worker that stops gives it up: the next one dispatches at once.
-            try await store.releaseDispatcher(worker: "wkr_b", on: store.sql)
-            #expect(try await endpoint().dispatcher == nil)
-            #expect(try await server.webhookDeliveries.dispatch(endpointId: id, worker: "wkr_c") != nil)
-            #expect(try await endpoint().dispatchedThrough > before.dispatchedThrough)
+            #expect(try await endpoint().dispatchedThrough == after)
         }
     }
 
@@ -210,16 +209,15 @@ struct WebhookWorkerTests {
         async throws
     {
         try await ServerFixture.run(database: database, configure: WebhookTests.loopback) { fixture in
-            let store = WebhookStore(database: fixture.server.database)
             let receiver = WebhookReceiver()
             try await Self.withEndpoint(fixture, receiver) { created in
                 let now = fixture.server.webhookDeliveries.clock.milliseconds
                 let taken = try await fixture.server.database.transaction { db in
-                    try await store.takeDispatcher(
-                        endpointId: created.endpoint.id,
-                        worker: "wkr_other",
+                    try await fixture.server.jobs.hold(
+                        .delivery,
+                        group: created.endpoint.id,
+                        for: "wkr_other",
                         until: now + 600_000,
-                        now: now,
                         on: db
                     )
                 }
@@ -228,7 +226,7 @@ struct WebhookWorkerTests {
                     try await Self.credit(fixture, "held")
                     try await Task.sleep(for: .milliseconds(1500))
                     #expect(receiver.count == 0, "sent while another worker dispatched the endpoint")
-                    try await store.releaseDispatcher(worker: "wkr_other", on: store.sql)
+                    try await fixture.server.jobs.releaseHolds(.delivery, of: "wkr_other")
                     try await waitUntil { try WebhookTests.received(receiver).count == 1 }
                 }
             }
@@ -275,18 +273,10 @@ struct WebhookWorkerTests {
                 try await Self.credit(fixture, "one")
                 try await waitUntil { try WebhookTests.received(receiver).count == 1 }
                 try await waitUntil {
-                    try await WebhookStore(database: fixture.server.database).webhookEndpoint(
-                        id: id,
-                        on: fixture.server.database.sql
-                    )?.dispatcher != nil
+                    try await fixture.server.jobs.holds(.delivery, on: fixture.server.database.sql)[id] != nil
                 }
             }
-            #expect(
-                try await WebhookStore(database: fixture.server.database).webhookEndpoint(
-                    id: id,
-                    on: fixture.server.database.sql
-                )?.dispatcher == nil
-            )
+            #expect(try await fixture.server.jobs.holds(.delivery, on: fixture.server.database.sql)[id] == nil)
         }
     }
 
@@ -469,26 +459,21 @@ struct WebhookWorkerTests {
         try await ServerFixture.run(persistent: true, configure: WebhookTests.loopback) { fixture in
             let receiver = WebhookReceiver()
             try await Self.withEndpoint(fixture, receiver) { created in
-                let store = WebhookStore(database: fixture.server.database)
                 let now = fixture.server.webhookDeliveries.clock.milliseconds
-                let taken = try await store.takeDispatcher(
-                    endpointId: created.endpoint.id,
-                    worker: "wkr_killed",
-                    until: now + 3_600_000,
-                    now: now,
-                    on: store.sql
-                )
+                let taken = try await fixture.server.database.transaction { db in
+                    try await fixture.server.jobs.hold(
+                        .delivery,
+                        group: created.endpoint.id,
+                        for: "wkr_killed",
+                        until: now + 3_600_000,
+                        on: db
+                    )
+                }
                 #expect(taken)
                 fixture.server.queueLock?.release()
 
                 let next = try await PurchaseServer.open(fixture.server.configuration)
-                let row = try #require(
-                    try await WebhookStore(database: next.database).enabledWebhookEndpoints(on: next.database.sql).first
-                    {
-                        $0.id == created.endpoint.id
-                    }
-                )
-                #expect(!row.isDispatched(byAnotherThan: "wkr_next", at: now))
+                #expect(try await next.jobs.holds(.delivery, on: next.database.sql).isEmpty)
                 try await withServices({ _ in
                     ServiceGroup(
                         configuration: .init(

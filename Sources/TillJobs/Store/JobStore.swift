@@ -221,6 +221,62 @@ package struct JobStore: ServerSQLStore {
         return released
     }
 
+    // MARK: Holds
+
+    /// Makes `holder` the holder of a kind's group until `until`, unless another holds it and `now` is before its
+    /// time; answers whether `holder` is.
+    func holdGroup(kind: JobKind, group: String, holder: String, until: Int64, now: Int64, on db: any SQLDatabase)
+        async throws -> Bool
+    {
+        try await db.raw(
+            """
+            INSERT INTO srv_job_holds (kind, queue_group, holder, held_until)
+            VALUES (\(bind: kind.rawValue), \(bind: group), \(bind: holder), \(bind: until))
+            ON CONFLICT (kind, queue_group) DO UPDATE SET holder = excluded.holder, held_until = excluded.held_until
+            WHERE srv_job_holds.holder = excluded.holder OR srv_job_holds.held_until <= \(bind: now)
+            RETURNING holder
+            """
+        ).first() != nil
+    }
+
+    /// The holds of a kind's groups that have not lapsed at `now`.
+    func groupHolds(kind: JobKind, now: Int64, on db: any SQLDatabase) async throws -> [JobHold] {
+        try await db.raw(
+            """
+            SELECT kind, queue_group, holder, held_until FROM srv_job_holds
+            WHERE kind = \(bind: kind.rawValue) AND held_until > \(bind: now)
+            """
+        ).all(decoding: JobHold.self, with: Self.decoding)
+    }
+
+    /// The hold of a kind's group, if it has not lapsed at `now`.
+    func groupHold(kind: JobKind, group: String, now: Int64, on db: any SQLDatabase) async throws -> JobHold? {
+        try await db.raw(
+            """
+            SELECT kind, queue_group, holder, held_until FROM srv_job_holds
+            WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group) AND held_until > \(bind: now)
+            """
+        ).first(decoding: JobHold.self, with: Self.decoding)
+    }
+
+    /// `holder` stops: the groups it held are free at once.
+    func releaseHolds(kind: JobKind, holder: String, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            "DELETE FROM srv_job_holds WHERE kind = \(bind: kind.rawValue) AND holder = \(bind: holder)"
+        ).run()
+    }
+
+    /// Frees every hold; answers how many groups of each kind were held.
+    func releaseAllHolds(on db: any SQLDatabase) async throws -> [JobKind: Int] {
+        var released: [JobKind: Int] = [:]
+        for row in try await db.raw("DELETE FROM srv_job_holds RETURNING kind").all() {
+            if let kind = JobKind(rawValue: try row.decode(column: "kind", as: String.self)) {
+                released[kind, default: 0] += 1
+            }
+        }
+        return released
+    }
+
     /// How many jobs of each kind are in each state, and when the oldest queued one of each kind was due.
     package struct JobDepth: Decodable {
         package var kind: JobKind

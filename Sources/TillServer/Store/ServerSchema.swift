@@ -762,5 +762,19 @@ enum ServerSchema {
                 "CREATE INDEX srv_transactions_customer ON srv_transactions (bundle_id, customer_id, product_type, purchase_date)",
             ]
         ),
+        // A group's holder is the job queue's, for every kind (`JobQueue.hold`): an endpoint's dispatcher moves from
+        // the endpoint's row to it. A role held when the server stopped is dropped, as a lapsed one would be.
+        Migration(
+            "024-job-holds",
+            [
+                """
+                CREATE TABLE srv_job_holds (
+                    kind TEXT NOT NULL, queue_group TEXT NOT NULL, holder TEXT NOT NULL, held_until BIGINT NOT NULL,
+                    PRIMARY KEY (kind, queue_group))
+                """,
+                "ALTER TABLE srv_webhook_endpoints DROP COLUMN dispatcher",
+                "ALTER TABLE srv_webhook_endpoints DROP COLUMN dispatcher_until",
+            ]
+        ),
     ]
 }

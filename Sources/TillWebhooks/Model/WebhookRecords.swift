@@ -26,16 +26,6 @@ package struct WebhookEndpointRecord: Codable, Sendable {
     package var lastFailureAt: Int64?
     package var createdAt: Int64
     package var updatedAt: Int64
-    /// The worker that sends its newest events as it dispatches them (`WebhookDeliveries.sendAtDispatch`), until
-    /// `dispatcherUntil`; meanwhile no other worker dispatches its events.
-    package var dispatcher: String? = nil
-    package var dispatcherUntil: Int64? = nil
-
-    /// Whether another worker than `worker` dispatches its events at `now`.
-    package func isDispatched(byAnotherThan worker: String, at now: Int64) -> Bool {
-        guard let dispatcher, dispatcher != worker, let until = dispatcherUntil else { return false }
-        return until > now
-    }
 
     /// Whether it receives events of this type.
     package func accepts(_ type: EventType) -> Bool { eventTypes.types.isEmpty || eventTypes.types.contains(type) }

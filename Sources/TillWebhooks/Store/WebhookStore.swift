@@ -49,63 +49,18 @@ struct WebhookStore: ServerSQLStore {
 
     // MARK: Sending at dispatch
 
-    /// Makes `worker` the endpoint's dispatcher until `until`, unless another worker is and `now` is before its time;
-    /// answers whether `worker` is.
-    func takeDispatcher(endpointId: String, worker: String, until: Int64, now: Int64, on db: any SQLDatabase)
+    /// Moves the cursor of an endpoint whose events were sent at dispatch from `from` to `through`; answers false,
+    /// changing nothing, when the cursor moved meanwhile (another worker dispatched those events).
+    func moveCursor(endpointId: String, from: Int64, to through: Int64, at now: Int64, on db: any SQLDatabase)
         async throws -> Bool
     {
         try await db.raw(
             """
-            UPDATE srv_webhook_endpoints SET dispatcher = \(bind: worker), dispatcher_until = \(bind: until)
-            WHERE id = \(bind: endpointId) AND enabled = \(bind: true) AND (dispatcher IS NULL OR dispatcher = \(bind: worker)
-              OR dispatcher_until IS NULL OR dispatcher_until <= \(bind: now))
+            UPDATE srv_webhook_endpoints SET dispatched_through = \(bind: through), updated_at = \(bind: now)
+            WHERE id = \(bind: endpointId) AND dispatched_through = \(bind: from)
             RETURNING id
             """
         ).first() != nil
-    }
-
-    /// Moves the cursor of an endpoint `worker` dispatches from `from` to `through`, and keeps `worker` its
-    /// dispatcher until `until`; answers false, changing nothing, when the cursor moved meanwhile or another worker
-    /// took over.
-    func moveCursor(
-        endpointId: String,
-        from: Int64,
-        to through: Int64,
-        dispatcher worker: String,
-        until: Int64,
-        at now: Int64,
-        on db: any SQLDatabase
-    ) async throws -> Bool {
-        try await db.raw(
-            """
-            UPDATE srv_webhook_endpoints SET dispatched_through = \(bind: through), dispatcher_until = \(bind: until),
-                updated_at = \(bind: now)
-            WHERE id = \(bind: endpointId) AND dispatched_through = \(bind: from) AND dispatcher = \(bind: worker)
-            RETURNING id
-            """
-        ).first() != nil
-    }
-
-    /// `worker` stops: the endpoints it dispatched are free for any worker at once.
-    func releaseDispatcher(worker: String, on db: any SQLDatabase) async throws {
-        try await db.raw(
-            """
-            UPDATE srv_webhook_endpoints SET dispatcher = NULL, dispatcher_until = NULL
-            WHERE dispatcher = \(bind: worker)
-            """
-        ).run()
-    }
-
-    /// Frees every endpoint's dispatcher role (only for a process that knows no other worker is alive: the owner of an
-    /// SQLite file); answers how many endpoints had one.
-    func releaseAllDispatchers(on db: any SQLDatabase) async throws -> Int {
-        try await db.raw(
-            """
-            UPDATE srv_webhook_endpoints SET dispatcher = NULL, dispatcher_until = NULL
-            WHERE dispatcher IS NOT NULL
-            RETURNING id
-            """
-        ).all().count
     }
 
     /// Which of these delivery streams have a delivery queued or under way (the next of the stream waits for it).
