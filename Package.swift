@@ -272,6 +272,7 @@ let package = Package(
                 "TillFormats",
                 "TillHTTPKit",
                 "TillCatalogue",
+                "TillJobs",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",

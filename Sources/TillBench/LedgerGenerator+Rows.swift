@@ -2,13 +2,15 @@ import Foundation
 import SQLKit
 import TillContract
 import TillCore
+import TillJobs
 import TillLedger
 import TillStorage
 
 /// The rows `LedgerGenerator` writes, gathered by table and written in multi-row INSERTs (a bulk load; the server's
 /// own writes go through its ledger). The ledger's tables (transactions, the books, credits, renewal states,
-/// customers) go through the ledger module's bulk path, `LedgerBulkLoad`; the rest (submissions, notifications,
-/// events, jobs) are written here. Counters (event sequences, totals) outlive each flush.
+/// customers) go through the ledger module's bulk path, `LedgerBulkLoad`, and the jobs through the job queue's
+/// `JobStore.insertJobs`; the rest (submissions, notifications, events) are written here. Counters (event sequences,
+/// totals) outlive each flush.
 struct Batch {
     typealias Value = any Encodable & Sendable
 
@@ -19,8 +21,9 @@ struct Batch {
 
     private(set) var tables: [String: Table] = [:]
     private var ledger = LedgerBulkLoad()
+    private var jobs: [Job] = []
     private var others = 0
-    var rows: Int { others + ledger.rows }
+    var rows: Int { others + ledger.rows + jobs.count }
     var sequence: Int64 = 0
     var events = 0
     var submissions = 0
@@ -42,13 +45,18 @@ struct Batch {
     mutating func clear() {
         tables = [:]
         others = 0
+        jobs = []
         ledger.clear()
     }
 
     /// Writes what was gathered, on one transaction's connection.
-    func write(on db: any SQLDatabase) async throws {
+    func write(to database: TillDatabase, on db: any SQLDatabase) async throws {
         // The ledger's first: nothing refers to anything else by a foreign key, but it reads in the order of a purchase.
         try await ledger.write(on: db)
+        let jobStore = JobStore(database: database)
+        for start in stride(from: 0, to: jobs.count, by: 1000) {
+            try await jobStore.insertJobs(Array(jobs[start..<min(start + 1000, jobs.count)]), on: db)
+        }
         for name in tables.keys.sorted() {
             guard let table = tables[name] else { continue }
             let perStatement = max(1, 30_000 / table.columns.count)
@@ -411,16 +419,17 @@ struct Batch {
                 ]
             )
         }
-        add(
-            "srv_jobs",
-            [
-                "kind", "job_key", "state", "queue_group", "position", "attempts", "due_at", "last_error", "created_at",
-                "updated_at",
-            ],
-            [
-                "confirmation", id, deadLettered ? "deadLettered" : "queued", "", Int64(0), deadLettered ? 12 : 3,
-                now + 3_600_000, "verifyReceipt (Production) answered HTTP 503", at, at + 1000,
-            ]
+        jobs.append(
+            Job(
+                kind: .confirmation,
+                jobKey: id,
+                state: deadLettered ? .deadLettered : .queued,
+                attempts: deadLettered ? 12 : 3,
+                dueAt: now + 3_600_000,
+                lastError: "verifyReceipt (Production) answered HTTP 503",
+                createdAt: at,
+                updatedAt: at + 1000
+            )
         )
         submissions += 1
     }

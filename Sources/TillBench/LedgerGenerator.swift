@@ -81,7 +81,7 @@ public struct LedgerGenerator: Sendable {
             guard force || batch.rows >= 20_000 else { return }
             let full = batch
             batch.clear()
-            try await database.transaction { db in try await full.write(on: db) }
+            try await database.transaction { db in try await full.write(to: database, on: db) }
             progress("\(written.transactions) transactions, \(written.customers) customers")
         }
         let ratio = Double(shape.transactions) / Double(max(1, shape.customers))

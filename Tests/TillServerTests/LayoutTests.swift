@@ -91,7 +91,7 @@ struct LayoutTests {
     /// One queue owns its tables: every statement that writes `srv_jobs` or touches `srv_job_holds` is in TillJobs'
     /// `Store/JobStore.swift` (the migrations aside), behind the job functions `JobQueue` and the rooms' stores call: claiming, attempts, the
     /// schedule and dead letters are decided in one place.
-    @Test(arguments: serverModules) func onlyTheJobStoreWritesJobs(
+    @Test(arguments: serverModules + ["TillBench", "TillDevelopment"]) func onlyTheJobStoreWritesJobs(
         _ target: String
     ) throws {
         let sources = Self.root.appendingPathComponent("Sources/" + target)
