@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import TillCatalogue
 import TillLedger
 
 /// The Standard Webhooks specification's signing (standardwebhooks.com): what every delivery carries, so that a

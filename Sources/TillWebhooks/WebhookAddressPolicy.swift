@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import TillCatalogue
 import TillCore
 import TillHTTPKit
 import TillLedger

@@ -3,7 +3,6 @@ import HTTPTypes
 import Logging
 import SQLKit
 import Synchronization
-import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats

@@ -1,5 +1,4 @@
 import HTTPTypes
-import TillCatalogue
 import TillContract
 import TillCore
 import TillHTTPKit

@@ -1,4 +1,3 @@
-import TillCatalogue
 import TillCore
 import TillLedger
 

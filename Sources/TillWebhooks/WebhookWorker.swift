@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization
-import TillCatalogue
 import TillHTTPKit
 import TillJobs
 import TillLedger

@@ -1,5 +1,4 @@
 import Foundation
-import TillCatalogue
 import TillContract
 import TillCore
 import TillLedger

@@ -1,6 +1,5 @@
 import Foundation
 import SQLKit
-import TillCatalogue
 import TillContract
 import TillJobs
 import TillLedger
