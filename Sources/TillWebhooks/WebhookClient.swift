@@ -15,19 +15,19 @@ import TillLedger
 #endif
 
 /// What one delivery attempt came to.
-package struct WebhookAnswer: Sendable {
+struct WebhookAnswer: Sendable {
     /// Where it was last sent (after redirects).
-    package var url: String
+    var url: String
     /// The receiver's HTTP status; nil when there was no answer.
-    package var status: Int?
+    var status: Int?
     /// The start of the answer's body.
-    package var answer: String?
+    var answer: String?
     /// Why it failed, when it did.
-    package var error: String?
-    package var duration: Duration
+    var error: String?
+    var duration: Duration
 
     /// A 2xx answer: delivered.
-    package var isDelivered: Bool { status.map { (200..<300).contains($0) } ?? false }
+    var isDelivered: Bool { status.map { (200..<300).contains($0) } ?? false }
 }
 
 /// Sends deliveries over HTTP, safely (docs/events.md, "Safe by default"): a URL's host is resolved and every address
@@ -37,19 +37,19 @@ package struct WebhookAnswer: Sendable {
 /// attempt have timeouts; only a prefix of each answer is read.
 ///
 /// One client for every endpoint: connections are kept per host, at most `concurrencyPerEndpoint` to each.
-package final class WebhookClient: Sendable {
-    package let http: HTTPClient
-    package let policy: WebhookAddressPolicy
-    package let settings: WebhookSettings
-    package let executors: [EventLoopTaskExecutor]
-    package static let maximumRedirects = 5
+final class WebhookClient: Sendable {
+    let http: HTTPClient
+    let policy: WebhookAddressPolicy
+    let settings: WebhookSettings
+    let executors: [EventLoopTaskExecutor]
+    static let maximumRedirects = 5
 
     /// The policy refused the address a connection reached.
-    package struct AddressRefused: Error, CustomStringConvertible {
-        package var description: String
+    struct AddressRefused: Error, CustomStringConvertible {
+        var description: String
     }
 
-    package init(settings: WebhookSettings) {
+    init(settings: WebhookSettings) {
         let policy = WebhookAddressPolicy(settings)
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -86,18 +86,18 @@ package final class WebhookClient: Sendable {
     /// The executor an endpoint's attempts run on: one of the client's event loops, the same for every attempt to
     /// the endpoint, so that an attempt's task, its request and its answer stay on one thread (AsyncHTTPClient prefers
     /// a connection on the loop it is called from).
-    package func executor(for endpointId: String) -> EventLoopTaskExecutor {
+    func executor(for endpointId: String) -> EventLoopTaskExecutor {
         var hash: UInt64 = 14_695_981_039_346_656_037
         for byte in endpointId.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
         return executors[Int(hash % UInt64(executors.count))]
     }
 
-    package func shutdown() async {
+    func shutdown() async {
         try? await http.shutdown()
     }
 
     /// POSTs `body` with `headers` to `url`, following redirects; answers what came of it.
-    package func post(url: String, body: [UInt8], headers: [(String, String)]) async -> WebhookAnswer {
+    func post(url: String, body: [UInt8], headers: [(String, String)]) async -> WebhookAnswer {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = NIODeadline.now() + .nanoseconds(Int64(settings.timeout.nanoseconds))
@@ -157,7 +157,7 @@ package final class WebhookClient: Sendable {
 
     /// The addresses a host names: an IP literal as it is, a name through the system resolver (which blocks, so on a
     /// thread of Dispatch's rather than the cooperative pool).
-    package static func resolve(_ host: String, port: Int) async throws -> [SocketAddress] {
+    static func resolve(_ host: String, port: Int) async throws -> [SocketAddress] {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if let literal = try? SocketAddress(ipAddress: bare, port: port) { return [literal] }
         return try await withCheckedThrowingContinuation { continuation in
@@ -221,7 +221,7 @@ package final class WebhookClient: Sendable {
     }
 
     /// An error for the operator's eyes.
-    package static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         switch error {
         case let refused as AddressRefused: refused.description
         case let refused as any Refusal: refused.message
@@ -240,11 +240,11 @@ package final class WebhookClient: Sendable {
 /// AsyncHTTPClient flushes a request's head, then writes and flushes its body separately: two system calls and two TCP
 /// segments (on loopback, each also carries the receiver's side of the stack on the sender's CPU) for a body known from
 /// the start. Measured with posts to a receiver in another process, eight at a time: 5% less CPU time per request.
-package final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
-    package typealias OutboundIn = NIOAny
+final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = NIOAny
     private var pending = false
 
-    package func flush(context: ChannelHandlerContext) {
+    func flush(context: ChannelHandlerContext) {
         guard !pending else { return }
         pending = true
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -258,14 +258,14 @@ package final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHand
 
 /// A task executor that runs jobs on a SwiftNIO event loop (SE-0417): a task that prefers it, and the continuations of
 /// what it awaits, run on that loop's thread instead of hopping to the cooperative pool and back.
-package final class EventLoopTaskExecutor: TaskExecutor {
-    package let eventLoop: any EventLoop
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
 
-    package init(_ eventLoop: any EventLoop) {
+    init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    package func enqueue(_ job: consuming ExecutorJob) {
+    func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute {
             job.runSynchronously(on: self.asUnownedTaskExecutor())

@@ -36,10 +36,10 @@ public struct WebhookDeliveries: Sendable {
     package let clock: ServerClock
     package let logger: Logger
     /// When each endpoint's last success was written.
-    package let successes = SuccessTimes()
+    let successes = SuccessTimes()
 
     /// Events read per dispatch transaction.
-    package static let dispatchBatch = 500
+    static let dispatchBatch = 500
 
     package init(
         settings: WebhookSettings,
@@ -163,24 +163,24 @@ public struct WebhookDeliveries: Sendable {
 
     /// An endpoint's newest events, sent as they are dispatched (`sendAtDispatch`): their deliveries are written with
     /// the cursor's move once every attempt has ended (`round(recording:recordingSent:claiming:)`).
-    package struct SentAtDispatch: Sendable {
-        package var endpoint: WebhookEndpointRecord
+    struct SentAtDispatch: Sendable {
+        var endpoint: WebhookEndpointRecord
         /// The endpoint's cursor before and after these events (the ones it does not take included).
-        package var from: Int64
-        package var through: Int64
-        package var attempts: [Attempt]
+        var from: Int64
+        var through: Int64
+        var attempts: [Attempt]
         /// Whether events wait after it (it stopped at its room, or before a customer's second event or one whose
         /// customer has a delivery waiting).
-        package var more = false
+        var more = false
     }
 
     /// How long a worker stays an endpoint's dispatcher without renewing it: longer than an attempt. (A batch whose
     /// attempts wait for their turns may take longer: the worker renews the role meanwhile, `holdDispatcher`.)
-    package var dispatcherLease: Duration { settings.timeout + .seconds(5) }
+    var dispatcherLease: Duration { settings.timeout + .seconds(5) }
 
     /// Keeps `worker` an endpoint's dispatcher, which it is `until` (UNIX ms; nil: not known to be), renewing the role
     /// when less than half of its lease is left. Answers until when it is; nil when another worker is.
-    package func holdDispatcher(endpointId: String, worker: String, until held: Int64?) async throws -> Int64? {
+    func holdDispatcher(endpointId: String, worker: String, until held: Int64?) async throws -> Int64? {
         let now = clock.milliseconds
         if let held, held - now >= dispatcherLease.milliseconds / 2 { return held }
         let lease = now + dispatcherLease.milliseconds
@@ -205,7 +205,7 @@ public struct WebhookDeliveries: Sendable {
     /// written, claimed, updated and deleted. If the process dies before the attempts are recorded, the cursor has not
     /// moved: the events are sent again, with the same `webhook-id`. A failed attempt is written as a delivery with its
     /// job, and the customer's next events wait for it in the queue, as any other.
-    package func sendAtDispatch(endpoint: WebhookEndpointRecord, room: Int, worker: String, heldUntil: Int64?)
+    func sendAtDispatch(endpoint: WebhookEndpointRecord, room: Int, worker: String, heldUntil: Int64?)
         async throws
         -> (batch: SentAtDispatch, until: Int64)?
     {
@@ -377,27 +377,27 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// One delivery attempt, claimed: what to send (the event's stored JSON), and to whom.
-    package struct Attempt: Sendable {
-        package var delivery: WebhookDeliveryRecord
-        package var body: String
-        package var occurredAt: Int64
-        package var endpoint: WebhookEndpointRecord
+    struct Attempt: Sendable {
+        var delivery: WebhookDeliveryRecord
+        var body: String
+        var occurredAt: Int64
+        var endpoint: WebhookEndpointRecord
         /// When its job was due (UNIX ms): long before the claim when the worker is behind.
-        package var dueAt: Int64
+        var dueAt: Int64
         /// False for an attempt sent at dispatch (`sendAtDispatch`): neither its delivery nor a job is written yet.
-        package var stored = true
+        var stored = true
     }
 
     /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
     /// meanwhile).
     package struct Outcome: Sendable {
-        package var attempt: Attempt
-        package var answer: WebhookAnswer
+        var attempt: Attempt
+        var answer: WebhookAnswer
     }
 
     /// Sends one attempt; its outcome is recorded later, in a batch (an answer not recorded when the process dies is
     /// sent again once its claim lapses, with the same `webhook-id`).
-    package func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
+    func send(_ attempt: Attempt, client: WebhookClient) async -> Outcome {
         let body = Self.payload(
             body: attempt.body,
             type: attempt.delivery.eventType,
@@ -442,9 +442,9 @@ public struct WebhookDeliveries: Sendable {
 
     /// What a round did: the attempts it claimed, and the batches sent at dispatch that it recorded (false for a
     /// batch it could not: another worker dispatched those events meanwhile).
-    package struct RoundResult: Sendable {
-        package var attempts: [Attempt] = []
-        package var recorded: [(batch: SentAtDispatch, recorded: Bool)] = []
+    struct RoundResult: Sendable {
+        var attempts: [Attempt] = []
+        var recorded: [(batch: SentAtDispatch, recorded: Bool)] = []
     }
 
     /// One round of the worker, in one transaction: keeps the attempts that ended and their answers and ends their
@@ -452,7 +452,7 @@ public struct WebhookDeliveries: Sendable {
     /// delivery's deadline), records the batches sent at dispatch whose attempts all ended (`recordSent`), then claims
     /// up to `limit` due deliveries of each endpoint in `claims` — a customer's next delivery as soon as the one before
     /// it is recorded. Answers the attempts to send.
-    package func round(
+    func round(
         recording outcomes: [Outcome],
         recordingSent sent: [(batch: SentAtDispatch, outcomes: [Outcome])] = [],
         claiming claims: [(endpoint: WebhookEndpointRecord, limit: Int)],
@@ -588,7 +588,7 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Dead-letters the deliveries whose deadline passed while their endpoint kept failing; answers how many.
-    package func deadLetterExpired() async throws -> Int {
+    func deadLetterExpired() async throws -> Int {
         let now = clock.milliseconds
         return try await database.transaction(bookkeeping: true) { db in
             try await self.store.deadLetterExpiredDeliveries(at: now, on: db).count
@@ -668,11 +668,11 @@ public struct WebhookDeliveries: Sendable {
 }
 
 /// When each endpoint's last success was written: at most once a second.
-package final class SuccessTimes: Sendable {
+final class SuccessTimes: Sendable {
     private let written = Mutex<[String: Int64]>([:])
 
     /// Whether a success at `now` should be written (and notes that it will be).
-    package func due(_ endpoint: String, at now: Int64) -> Bool {
+    func due(_ endpoint: String, at now: Int64) -> Bool {
         written.withLock { written in
             if let last = written[endpoint], now - last < 1000 { return false }
             written[endpoint] = now

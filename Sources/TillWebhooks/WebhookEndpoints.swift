@@ -160,7 +160,7 @@ public struct WebhookEndpoints: Sendable {
 
     /// An app's endpoint (`locking`: for a change, see `WebhookStore.webhookEndpoint(id:locking:on:)`); 404 when the
     /// app or the endpoint is unknown (read on `db`: it may be a transaction's connection).
-    package func record(bundleId: String, id: String, locking: Bool = false, on db: any SQLDatabase) async throws
+    func record(bundleId: String, id: String, locking: Bool = false, on db: any SQLDatabase) async throws
         -> WebhookEndpointRecord
     {
         guard let record = try await store.webhookEndpoint(id: id, locking: locking, on: db),
@@ -173,7 +173,7 @@ public struct WebhookEndpoints: Sendable {
     }
 
     /// An endpoint as the admin API shows it, with how its deliveries stand.
-    package func view(_ record: WebhookEndpointRecord) async throws -> WebhookEndpointView {
+    func view(_ record: WebhookEndpointRecord) async throws -> WebhookEndpointView {
         let db = store.sql
         return WebhookEndpointView(
             id: record.id,

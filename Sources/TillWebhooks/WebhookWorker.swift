@@ -271,25 +271,25 @@ public struct WebhookWorker: Service {
 /// at dispatch with more events waiting (until that batch has been recorded), or a delivery that had been due longer
 /// than `window` (a backlog, a customer's next event waiting for the one before it) — the next round comes after
 /// `catchingUp`, so a backlog goes out at the receivers' pace.
-package struct RoundPacing {
-    package var window: Duration
-    package var catchingUp: Duration = .milliseconds(2)
-    package private(set) var lastRound: ContinuousClock.Instant
-    package private(set) var behind = false
+struct RoundPacing {
+    var window: Duration
+    var catchingUp: Duration = .milliseconds(2)
+    private(set) var lastRound: ContinuousClock.Instant
+    private(set) var behind = false
 
-    package init(window: Duration, lastRound: ContinuousClock.Instant) {
+    init(window: Duration, lastRound: ContinuousClock.Instant) {
         self.window = window
         self.lastRound = lastRound
     }
 
-    package var nextRound: ContinuousClock.Instant { lastRound + (behind ? catchingUp : window) }
+    var nextRound: ContinuousClock.Instant { lastRound + (behind ? catchingUp : window) }
 
     /// The round sent as many events at dispatch as an endpoint had room for: more may wait.
-    package mutating func fellBehind() { behind = true }
+    mutating func fellBehind() { behind = true }
 
     /// A round ran at `instant`: it claimed deliveries due at `dueAt` (UNIX ms; `now` on the same clock), within
     /// `limits` for each endpoint.
-    package mutating func ran(
+    mutating func ran(
         at instant: ContinuousClock.Instant,
         claimed: [(endpoint: String, dueAt: Int64)],
         limits: [(endpoint: String, limit: Int)],
@@ -304,32 +304,32 @@ package struct RoundPacing {
 }
 
 /// Attempts under way, per endpoint: shared by the worker's loop and the tasks it starts.
-package final class InFlightByEndpoint: Sendable {
+final class InFlightByEndpoint: Sendable {
     private let counts = Mutex<[String: Int]>([:])
-    package var total: Int { counts.withLock { $0.values.reduce(0, +) } }
-    package func count(_ endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
-    package func add(_ delta: Int, to endpoint: String) { counts.withLock { $0[endpoint, default: 0] += delta } }
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+    func count(_ endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
+    func add(_ delta: Int, to endpoint: String) { counts.withLock { $0[endpoint, default: 0] += delta } }
 }
 
 /// Requests under way to each endpoint, at most `limit` at once: a round's attempts beyond it wait here for a turn, in
 /// the order they came, so that each attempt's timeout runs from its own request (in the HTTP client's pool, a request
 /// that waits longer than the connect timeout for a connection fails unsent, `getConnectionFromPoolTimeout`, and its
 /// deadline runs while it waits).
-package final class EndpointTurns: Sendable {
+final class EndpointTurns: Sendable {
     private struct Turns {
         var running = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
-    package let limit: Int
+    let limit: Int
     private let turns = Mutex<[String: Turns]>([:])
 
-    package init(limit: Int) {
+    init(limit: Int) {
         self.limit = max(1, limit)
     }
 
     /// Waits for a turn at `endpoint` (at once when fewer than `limit` are under way and none waits).
-    package func take(_ endpoint: String) async {
+    func take(_ endpoint: String) async {
         let limit = limit
         let now = turns.withLock { turns in
             guard turns[endpoint, default: Turns()].running < limit else { return false }
@@ -352,7 +352,7 @@ package final class EndpointTurns: Sendable {
     }
 
     /// Gives a turn back: to the first attempt waiting, if one is.
-    package func give(_ endpoint: String) {
+    func give(_ endpoint: String) {
         let next = turns.withLock { turns -> CheckedContinuation<Void, Never>? in
             guard var entry = turns[endpoint] else { return nil }
             defer { turns[endpoint] = entry.running == 0 ? nil : entry }
@@ -367,11 +367,11 @@ package final class EndpointTurns: Sendable {
 }
 
 /// Attempts that ended and wait for the loop to record them.
-package final class EndedAttempts: Sendable {
+final class EndedAttempts: Sendable {
     private let outcomes = Mutex<[WebhookDeliveries.Outcome]>([])
-    package var count: Int { outcomes.withLock { $0.count } }
-    package func add(_ outcome: WebhookDeliveries.Outcome) { outcomes.withLock { $0.append(outcome) } }
-    package func take() -> [WebhookDeliveries.Outcome] {
+    var count: Int { outcomes.withLock { $0.count } }
+    func add(_ outcome: WebhookDeliveries.Outcome) { outcomes.withLock { $0.append(outcome) } }
+    func take() -> [WebhookDeliveries.Outcome] {
         outcomes.withLock { outcomes in
             defer { outcomes.removeAll() }
             return outcomes

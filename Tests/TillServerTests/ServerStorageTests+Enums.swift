@@ -72,6 +72,7 @@ extension ServerStorageTests {
             INSERT INTO srv_jobs (kind, job_key, state, queue_group, position, attempts, due_at, created_at, updated_at)
             VALUES ('email', 'k', 'queued', '', 0, 0, 1, 1, 1)
             """,
+            "INSERT INTO srv_job_holds (kind, queue_group, holder, held_until) VALUES ('email', 'ep_1', 'wkr_a', 1)",
         ] {
             await #expect(throws: (any Error).self, "\(statement.prefix(60))") {
                 try await db.raw(SQLQueryString(statement)).run()

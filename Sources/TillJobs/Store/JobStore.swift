@@ -148,10 +148,15 @@ package struct JobStore: ServerSQLStore {
         ).run()
     }
 
-    /// Removes every job of a kind in one group (a webhook endpoint's deliveries, when it is deleted).
+    /// Removes every job of a kind in one group, and the group's hold (a webhook endpoint's deliveries, when it is
+    /// deleted).
     package func deleteJobs(kind: JobKind, group: String, on db: any SQLDatabase) async throws {
         try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group)")
             .run()
+        // And its hold: a group that is gone has nobody acting for it.
+        try await db.raw(
+            "DELETE FROM srv_job_holds WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group)"
+        ).run()
     }
 
     /// Makes the queued jobs of a kind that are due later due at `now`: those of one group, or those whose keys

@@ -763,17 +763,17 @@ enum ServerSchema {
             ]
         ),
         // A group's holder is the job queue's, for every kind (`JobQueue.hold`): an endpoint's dispatcher moves from
-        // the endpoint's row to it. A role held when the server stopped is dropped, as a lapsed one would be.
+        // the endpoint's row to it. The endpoint's `dispatcher` columns stay, unwritten by this release, for the
+        // previous release's servers during a rolling upgrade on PostgreSQL (docs/operations.md); a later migration
+        // drops them.
         Migration(
             "024-job-holds",
             [
                 """
                 CREATE TABLE srv_job_holds (
-                    kind TEXT NOT NULL, queue_group TEXT NOT NULL, holder TEXT NOT NULL, held_until BIGINT NOT NULL,
-                    PRIMARY KEY (kind, queue_group))
-                """,
-                "ALTER TABLE srv_webhook_endpoints DROP COLUMN dispatcher",
-                "ALTER TABLE srv_webhook_endpoints DROP COLUMN dispatcher_until",
+                    kind TEXT NOT NULL CHECK (kind IN (\(jobKinds))), queue_group TEXT NOT NULL, holder TEXT NOT NULL,
+                    held_until BIGINT NOT NULL, PRIMARY KEY (kind, queue_group))
+                """
             ]
         ),
     ]

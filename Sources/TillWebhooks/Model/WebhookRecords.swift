@@ -4,81 +4,81 @@ import TillCore
 import TillLedger
 
 /// A webhook endpoint of an app, as `srv_webhook_endpoints` keeps it.
-package struct WebhookEndpointRecord: Codable, Sendable {
-    package var id: String
-    package var bundleId: String
-    package var url: String
-    package var description: String?
+struct WebhookEndpointRecord: Codable, Sendable {
+    var id: String
+    var bundleId: String
+    var url: String
+    var description: String?
     /// The event types it receives; empty for all.
-    package var eventTypes: EventTypeList
+    var eventTypes: EventTypeList
     /// A paused endpoint is sent nothing and loses nothing: its deliveries are made once it is enabled again.
-    package var enabled: Bool
+    var enabled: Bool
     /// `whsec_…`, which signs every delivery.
-    package var secret: String
+    var secret: String
     /// During a rotation, the secret before, which also signs deliveries until `previousSecretExpiresAt`.
-    package var previousSecret: String?
-    package var previousSecretExpiresAt: Int64?
+    var previousSecret: String?
+    var previousSecretExpiresAt: Int64?
     /// The last event (its sequence) made into deliveries for it, or passed over (another type, another app).
-    package var dispatchedThrough: Int64
-    package var consecutiveFailures: Int
-    package var lastSuccessAt: Int64?
-    package var lastFailureAt: Int64?
-    package var createdAt: Int64
-    package var updatedAt: Int64
+    var dispatchedThrough: Int64
+    var consecutiveFailures: Int
+    var lastSuccessAt: Int64?
+    var lastFailureAt: Int64?
+    var createdAt: Int64
+    var updatedAt: Int64
 
     /// Whether it receives events of this type.
-    package func accepts(_ type: EventType) -> Bool { eventTypes.types.isEmpty || eventTypes.types.contains(type) }
+    func accepts(_ type: EventType) -> Bool { eventTypes.types.isEmpty || eventTypes.types.contains(type) }
 
     /// The secrets that sign a delivery at `now`: the secret, and the previous one during a rotation.
-    package func signingSecrets(at now: Int64) -> [String] {
+    func signingSecrets(at now: Int64) -> [String] {
         guard let previousSecret, let until = previousSecretExpiresAt, until > now else { return [secret] }
         return [secret, previousSecret]
     }
 }
 
 /// A list of event types: an array in Swift, one JSON text column in SQL.
-package struct EventTypeList: Codable, Sendable, Hashable {
-    package var types: [EventType]
+struct EventTypeList: Codable, Sendable, Hashable {
+    var types: [EventType]
 
-    package init(_ types: [EventType]) { self.types = types }
+    init(_ types: [EventType]) { self.types = types }
 
-    package init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         types = try JSONDecoder().decode([EventType].self, from: Data(text.utf8))
     }
 
-    package func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(String(decoding: try JSONEncoder().encode(types), as: UTF8.self))
     }
 }
 
 /// One event to deliver to one endpoint, as `srv_webhook_deliveries` keeps it; its schedule is its `delivery` job's.
-package struct WebhookDeliveryRecord: Codable, Sendable {
-    package var id: String
-    package var endpointId: String
-    package var bundleId: String
-    package var eventSequence: Int64
-    package var eventId: String
-    package var eventType: EventType
-    package var customerId: String?
-    package var state: WebhookDeliveryState
-    package var attempts: Int
+struct WebhookDeliveryRecord: Codable, Sendable {
+    var id: String
+    var endpointId: String
+    var bundleId: String
+    var eventSequence: Int64
+    var eventId: String
+    var eventType: EventType
+    var customerId: String?
+    var state: WebhookDeliveryState
+    var attempts: Int
     /// Queued by an operator's replay.
-    package var replay: Bool
+    var replay: Bool
     /// When retrying stops and it is dead-lettered.
-    package var deadline: Int64
-    package var deliveredAt: Int64?
-    package var lastAttemptAt: Int64?
-    package var lastStatus: Int?
-    package var lastError: String?
-    package var lastAnswer: String?
-    package var lastUrl: String?
-    package var lastDuration: Int64?
-    package var createdAt: Int64
-    package var updatedAt: Int64
+    var deadline: Int64
+    var deliveredAt: Int64?
+    var lastAttemptAt: Int64?
+    var lastStatus: Int?
+    var lastError: String?
+    var lastAnswer: String?
+    var lastUrl: String?
+    var lastDuration: Int64?
+    var createdAt: Int64
+    var updatedAt: Int64
     /// When its job is due, read from the job queue with it; the row does not keep it.
-    package var nextAttemptAt: Int64? = nil
+    var nextAttemptAt: Int64? = nil
 
     private enum CodingKeys: String, CodingKey {
         case id, endpointId, bundleId, eventSequence, eventId, eventType, customerId, state, attempts, replay
@@ -87,7 +87,7 @@ package struct WebhookDeliveryRecord: Codable, Sendable {
     }
 
     /// The row's columns: everything but `nextAttemptAt`, which is the job's.
-    package func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(endpointId, forKey: .endpointId)
@@ -112,23 +112,23 @@ package struct WebhookDeliveryRecord: Codable, Sendable {
     }
 
     /// The stream its job belongs to: one customer's deliveries to one endpoint go out one at a time, in order.
-    package var stream: String? { customerId.map { "\(endpointId):\($0)" } }
+    var stream: String? { customerId.map { "\(endpointId):\($0)" } }
 }
 
 /// One attempt of a delivery, as `srv_webhook_attempts` keeps it.
-package struct WebhookAttemptRecord: Codable, Sendable {
-    package var deliveryId: String
-    package var attempt: Int
-    package var at: Int64
-    package var url: String
-    package var status: Int?
-    package var answer: String?
-    package var error: String?
-    package var duration: Int64?
+struct WebhookAttemptRecord: Codable, Sendable {
+    var deliveryId: String
+    var attempt: Int
+    var at: Int64
+    var url: String
+    var status: Int?
+    var answer: String?
+    var error: String?
+    var duration: Int64?
 }
 
 extension WebhookAttemptView {
-    package init(_ record: WebhookAttemptRecord) {
+    init(_ record: WebhookAttemptRecord) {
         self.init(
             attempt: record.attempt,
             at: record.at,
@@ -142,7 +142,7 @@ extension WebhookAttemptView {
 }
 
 extension WebhookDeliveryView {
-    package init(_ record: WebhookDeliveryRecord) {
+    init(_ record: WebhookDeliveryRecord) {
         self.init(
             id: record.id,
             endpointId: record.endpointId,
