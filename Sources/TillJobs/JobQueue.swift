@@ -296,10 +296,8 @@ package struct JobQueue: Sendable {
     package func isHeld(_ kind: JobKind, group: String, byAnotherThan worker: String, on db: any SQLDatabase)
         async throws -> Bool
     {
-        guard let hold = try await store.groupHold(kind: kind, group: group, now: clock.milliseconds, on: db) else {
-            return false
-        }
-        return hold.holder != worker
+        try await store.groupHolds(kind: kind, group: group, now: clock.milliseconds, on: db)
+            .contains { $0.holder != worker }
     }
 
     /// `holder` stops: every group of `kind` it held is free for any worker at once.

@@ -244,24 +244,15 @@ package struct JobStore: ServerSQLStore {
         ).first() != nil
     }
 
-    /// The holds of a kind's groups that have not lapsed at `now`.
-    func groupHolds(kind: JobKind, now: Int64, on db: any SQLDatabase) async throws -> [JobHold] {
-        try await db.raw(
+    /// The holds of a kind's groups (of one group, when `group` is given) that have not lapsed at `now`.
+    func groupHolds(kind: JobKind, group: String? = nil, now: Int64, on db: any SQLDatabase) async throws -> [JobHold] {
+        let oneGroup: SQLQueryString = group.map { "AND queue_group = \(bind: $0)" } ?? ""
+        return try await db.raw(
             """
             SELECT kind, queue_group, holder, held_until FROM srv_job_holds
-            WHERE kind = \(bind: kind.rawValue) AND held_until > \(bind: now)
+            WHERE kind = \(bind: kind.rawValue) \(oneGroup) AND held_until > \(bind: now)
             """
         ).all(decoding: JobHold.self, with: Self.decoding)
-    }
-
-    /// The hold of a kind's group, if it has not lapsed at `now`.
-    func groupHold(kind: JobKind, group: String, now: Int64, on db: any SQLDatabase) async throws -> JobHold? {
-        try await db.raw(
-            """
-            SELECT kind, queue_group, holder, held_until FROM srv_job_holds
-            WHERE kind = \(bind: kind.rawValue) AND queue_group = \(bind: group) AND held_until > \(bind: now)
-            """
-        ).first(decoding: JobHold.self, with: Self.decoding)
     }
 
     /// `holder` stops: the groups it held are free at once.
