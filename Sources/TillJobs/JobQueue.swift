@@ -39,7 +39,10 @@ package struct Job: Codable, Sendable, Hashable {
     /// Jobs of one stream run one at a time, by `position` (a customer's deliveries to one endpoint).
     package var stream: String? = nil
     package var position: Int64 = 0
-    /// Attempts started (counted when claimed, so a job whose attempts keep killing the process still ends).
+    /// Attempts started, counted when claimed: the one count of a job's attempts. A claimed job's count, this
+    /// attempt included, is the attempt's number; the room's row keeps a copy once the attempt is recorded, and an
+    /// attempt the process stopped during is counted too. The room gives up on it: on this count where attempts are
+    /// limited (confirmations), on its deadline where time is (consumption answers, deliveries).
     package var attempts: Int
     package var dueAt: Int64
     /// Held by a worker until then (several servers may share the queue on PostgreSQL).

@@ -252,6 +252,7 @@ public struct WebhookDeliveries: Sendable {
                 occurredAt: event.occurredAt,
                 endpoint: endpoint,
                 dueAt: now,
+                number: 1,
                 stored: false
             )
         }
@@ -368,7 +369,8 @@ public struct WebhookDeliveries: Sendable {
                     body: sending.body,
                     occurredAt: sending.occurredAt,
                     endpoint: endpoint,
-                    dueAt: job.dueAt
+                    dueAt: job.dueAt,
+                    number: job.attempts
                 )
             )
         }
@@ -384,6 +386,9 @@ public struct WebhookDeliveries: Sendable {
         var endpoint: WebhookEndpointRecord
         /// When its job was due (UNIX ms): long before the claim when the worker is behind.
         var dueAt: Int64
+        /// The attempt's number: its job's count of attempts started, this one included (1 for one sent at dispatch,
+        /// whose job is written afterwards with that count). The delivery keeps a copy of it.
+        var number: Int
         /// False for an attempt sent at dispatch (`sendAtDispatch`): neither its delivery nor a job is written yet.
         var stored = true
     }
@@ -565,7 +570,7 @@ public struct WebhookDeliveries: Sendable {
     private func delivery(after outcome: Outcome, now: Int64) -> WebhookDeliveryRecord {
         let answer = outcome.answer
         var delivery = outcome.attempt.delivery
-        delivery.attempts += 1
+        delivery.attempts = outcome.attempt.number
         delivery.updatedAt = now
         delivery.lastAttemptAt = now
         delivery.lastStatus = answer.status

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Testing
@@ -6,6 +7,7 @@ import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
+import TillJobs
 import TillLedger
 import TillTestSupport
 
@@ -130,6 +132,66 @@ struct ConfirmationTests {
             // Dead-lettered is not revoked: Apple never said no.
             #expect(
                 try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "dave")
+                    .entitlements
+                    .map(\.id) == ["pro"]
+            )
+        }
+    }
+
+    /// The job's count of attempts started is the one count: the submission keeps a copy, an attempt the process
+    /// stopped during counts, and a submission whose attempts never end is dead-lettered on that count.
+    @Test(arguments: TestDatabase.all) func attemptsAreTheJobsCountAndOnesThatNeverEndRunOutToo(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(
+            database: database,
+            confirmation: .init(maximumAttempts: 3, backoffBase: .milliseconds(20), backoffCap: .milliseconds(20)),
+            confirming: false
+        ) { fixture in
+            _ = try await fixture.buy("pro")
+            fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:outage=503"))
+            let result = try await fixture.server.intake.submit(
+                SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            let queue = fixture.server.queue
+            let id = result.submission.id
+            func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] {
+                try await Task.sleep(for: .milliseconds(60))  // the last lease (and back-off) has passed
+                return try await queue.claimDueSubmissions(limit: 10, lease: .milliseconds(1))
+            }
+            func submission() async throws -> SubmissionView {
+                try await fixture.server.intake.submission(id: id, bundleId: ServerFixture.bundleId)
+            }
+            // The first attempt starts and never ends (the process stops during it): its claim lapses.
+            #expect(try await claim().map(\.attempt) == [1])
+            #expect(try await submission().attempts == 0)
+            // The second is asked of Apple (503) and recorded as the second.
+            let second = try #require(try await claim().first)
+            #expect(second.attempt == 2)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = AppleClient(
+                http: http,
+                endpoints: queue.configuration.apple,
+                timeout: .seconds(30),
+                metrics: queue.metrics
+            )
+            await queue.confirm(second, client: client)
+            let retrying = try await submission()
+            #expect(retrying.state == .retrying && retrying.attempts == 2 && retrying.lastStatus == "HTTP 503")
+            // The third never ends either; the fourth claim finds the attempts used up and asks Apple nothing.
+            #expect(try await claim().map(\.attempt) == [3])
+            #expect(try await claim().isEmpty)
+            let settled = try await submission()
+            #expect(settled.state == .deadLettered && settled.attempts == 3 && settled.lastStatus == "interrupted")
+            #expect(settled.reason == "gave up after 3 attempts; last: interrupted")
+            let depth = try await fixture.server.jobs.depth()
+            #expect(depth.contains { $0.kind == .confirmation && $0.state == .deadLettered && $0.n == 1 })
+            #expect(try await claim().isEmpty)
+            // Dead-lettered is not revoked: Apple never said no.
+            #expect(
+                try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "erin")
                     .entitlements
                     .map(\.id) == ["pro"]
             )

@@ -24,7 +24,9 @@ struct PurchaseCostTests {
         var bytesBound: Int
 
         /// Statements that write (INSERT, UPDATE, DELETE), transaction control aside.
-        var writes: Int { statements.filter { Self.verb($0).map(["INSERT", "UPDATE", "DELETE"].contains) ?? false }.count }
+        var writes: Int {
+            statements.filter { Self.verb($0).map(["INSERT", "UPDATE", "DELETE"].contains) ?? false }.count
+        }
 
         /// Statements a purchase's own code runs: the group commit's BEGIN, SAVEPOINT, RELEASE and COMMIT aside (the
         /// same for every change, and shared by the changes committed together), and the catalogue's reads of the app
@@ -32,7 +34,8 @@ struct PurchaseCostTests {
         /// the read is then once a second, not once a purchase; CI once counted one more statement for it).
         var work: Int {
             statements.filter {
-                !["BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"].contains(Self.verb($0) ?? "") && !Self.readsTheCatalogue($0)
+                !["BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"].contains(Self.verb($0) ?? "")
+                    && !Self.readsTheCatalogue($0)
             }.count
         }
 
@@ -45,7 +48,8 @@ struct PurchaseCostTests {
         }
 
         var description: String {
-            "\(work) statements (\(writes) writing, \(bytesBound) bytes bound):\n  " + statements.joined(separator: "\n  ")
+            "\(work) statements (\(writes) writing, \(bytesBound) bytes bound):\n  "
+                + statements.joined(separator: "\n  ")
         }
     }
 
@@ -131,8 +135,15 @@ struct PurchaseCostTests {
                 submitted = try await Self.submit(fixture, "gems.100", as: "alice")
             }
             Self.expect(consumable, within: Self.consumable, on: server.database.engine, "a consumable's purchase")
-            let nonConsumable = try await Self.cost(of: server) { _ = try await Self.submit(fixture, "pro", as: "alice") }
-            Self.expect(nonConsumable, within: Self.nonConsumable, on: server.database.engine, "a non-consumable's purchase")
+            let nonConsumable = try await Self.cost(of: server) {
+                _ = try await Self.submit(fixture, "pro", as: "alice")
+            }
+            Self.expect(
+                nonConsumable,
+                within: Self.nonConsumable,
+                on: server.database.engine,
+                "a non-consumable's purchase"
+            )
 
             // Apple's answer to the first two: the worker's claim, and each asked of the simulator and settled, as
             // the worker runs them.
@@ -144,16 +155,18 @@ struct PurchaseCostTests {
                 timeout: .seconds(30),
                 metrics: server.queue.metrics
             )
-            var claimed: [SubmissionRecord] = []
+            var claimed: [ConfirmationQueue.ClaimedSubmission] = []
             let claim = try await Self.cost(of: server) {
                 claimed = try await server.queue.claimDueSubmissions(limit: 10, lease: .seconds(60))
             }
-            #expect(claimed.count == 3, "\(claimed.map(\.id))")
+            #expect(claimed.count == 3, "\(claimed.map(\.record.id))")
             Self.expect(claim, within: Self.claim, on: server.database.engine, "a claim")
-            let submission = try #require(claimed.first { $0.id == submitted?.submission.id })
-            let confirmation = try await Self.cost(of: server) { await server.queue.confirm(submission, client: client) }
+            let submission = try #require(claimed.first { $0.record.id == submitted?.submission.id })
+            let confirmation = try await Self.cost(of: server) {
+                await server.queue.confirm(submission, client: client)
+            }
             #expect(
-                try await server.intake.submission(id: submission.id, bundleId: ServerFixture.bundleId).state
+                try await server.intake.submission(id: submission.record.id, bundleId: ServerFixture.bundleId).state
                     == .confirmed
             )
             Self.expect(confirmation, within: Self.confirmation, on: server.database.engine, "a confirmation")
@@ -187,13 +200,17 @@ struct PurchaseCostTests {
             _ = try await Self.submit(fixture, "gems.100", as: "warm")
 
             var answer: SubmissionResult?
-            let long = try await Self.cost(of: server) { answer = try await Self.submit(fixture, "gems.100", as: "gamer") }
+            let long = try await Self.cost(of: server) {
+                answer = try await Self.submit(fixture, "gems.100", as: "gamer")
+            }
             let new = try await Self.cost(of: server) { _ = try await Self.submit(fixture, "gems.100", as: "newcomer") }
             // A newcomer is recorded as a customer: one insert more.
             #expect(long.work + 1 == new.work, "a long history: \(long)\na new customer: \(new)")
             let customer = try #require(answer).customer
             #expect(customer.balances.additionalProperties["gems"] == 4_100)
-            #expect(customer.purchases.filter { $0.productType == .consumable }.count == CustomerSnapshot.recentConsumables)
+            #expect(
+                customer.purchases.filter { $0.productType == .consumable }.count == CustomerSnapshot.recentConsumables
+            )
             #expect(customer.purchases.contains { $0.productId == "pro" })
             #expect(customer.entitlements.map(\.id) == ["pro"])
             // The console still lists every purchase.

@@ -151,14 +151,24 @@ public struct ConsumptionAnswers: Sendable {
                 try await self.jobs.finish(.consumptionAnswer, key: key, on: db)
             }
         }
-        for request in open.sorted(by: { $0.createdAt < $1.createdAt }) { try await answer(request, client: client) }
+        let attempts = Dictionary(claimed.map { ($0.jobKey, $0.attempts) }, uniquingKeysWith: max)
+        for request in open.sorted(by: { $0.createdAt < $1.createdAt }) {
+            try await answer(
+                request,
+                attempt: attempts[request.notificationUuid] ?? request.attempts + 1,
+                client: client
+            )
+        }
         return claimed.count
     }
 
     /// Answers one request: decides what to send now (the ledger, the consent and the settings as they stand), sends
     /// it, and keeps the outcome. Apple unavailable (no answer, 5xx, 429) or refusing the app's key (401) is retried
     /// with the confirmation queue's back-off until the deadline; any other refusal is final.
-    func answer(_ claimed: ConsumptionRequestRecord, client: AppleClient) async throws {
+    ///
+    /// - Parameter attempt: the attempt's number, its job's count of attempts started (this one included), which the
+    ///   request keeps when it is sent. The deadline, not a count, ends a request whose attempts never end.
+    func answer(_ claimed: ConsumptionRequestRecord, attempt: Int, client: AppleClient) async throws {
         var request = claimed
         let now = clock.milliseconds
         request.updatedAt = now
@@ -187,7 +197,7 @@ public struct ConsumptionAnswers: Sendable {
         case .send(let information):
             let body = try AppleJSON.makeEncoder().encode(information)
             request.body = String(decoding: body, as: UTF8.self)
-            request.attempts += 1
+            request.attempts = attempt
             let environment = AppStoreEnvironment(rawValue: request.environment)
             let outcome = await client.sendConsumptionInformation(
                 environment,

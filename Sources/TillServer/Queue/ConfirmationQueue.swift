@@ -76,32 +76,78 @@ public final class ConfirmationQueue: Sendable {
     /// Confirmation attempts a second the pacer allows now.
     public var pace: Double { pacer.rate }
 
+    /// A submission claimed for one confirmation attempt.
+    struct ClaimedSubmission: Sendable {
+        /// The submission as it stood when claimed.
+        var record: SubmissionRecord
+        /// The attempt's number: its job's count of attempts started, this one included. The submission's
+        /// `attempts` is a copy of it, made when the attempt is settled; an attempt the process stopped during is
+        /// counted too.
+        var attempt: Int
+        /// When the job was due (how late the worker is).
+        var dueAt: Int64
+    }
+
     /// Claims due submissions for this process: their confirmation jobs, due and not held by a live worker (several
-    /// servers may share the queue on PostgreSQL); each submission with its job's due time.
-    func claimDueSubmissions(limit: Int, lease: Duration) async throws -> [SubmissionRecord] {
+    /// servers may share the queue on PostgreSQL), oldest due first.
+    ///
+    /// A job claimed more often than `confirmation.max-attempts` allows has had attempts that never ended (the
+    /// process stopped during each, or its app is gone): it is dead-lettered here without asking Apple again, so a
+    /// submission that stops the server cannot stop it forever.
+    func claimDueSubmissions(limit: Int, lease: Duration) async throws -> [ClaimedSubmission] {
         let claimed = try await jobs.claim(.confirmation, limit: limit, lease: lease)
         guard !claimed.isEmpty else { return [] }
-        let due = Dictionary(claimed.map { ($0.jobKey, $0.dueAt) }, uniquingKeysWith: min)
         let submissions = try await submissionStore.submissions(ids: claimed.map(\.jobKey), on: database.sql)
-        let open = submissions.filter { !$0.state.isSettled }
-        let found = Set(open.map(\.id))
-        let stale = claimed.map(\.jobKey).filter { !found.contains($0) }
+        let open = Dictionary(
+            submissions.filter { !$0.state.isSettled }.map { ($0.id, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        let stale = claimed.map(\.jobKey).filter { open[$0] == nil }
         if !stale.isEmpty {
             // A job whose submission is gone or settled has nothing left to do.
             try await database.transaction(bookkeeping: true) { db in
                 for key in stale { try await self.jobs.finish(.confirmation, key: key, on: db) }
             }
         }
-        return open.map { submission in
-            var submission = submission
-            submission.nextAttemptAt = due[submission.id]
-            return submission
-        }.sorted { ($0.nextAttemptAt ?? 0, $0.id) < ($1.nextAttemptAt ?? 0, $1.id) }
+        var due: [ClaimedSubmission] = []
+        for job in claimed {
+            guard let record = open[job.jobKey] else { continue }
+            let submission = ClaimedSubmission(record: record, attempt: job.attempts, dueAt: job.dueAt)
+            if job.attempts > configuration.confirmation.maximumAttempts {
+                try await giveUp(submission)
+            } else {
+                due.append(submission)
+            }
+        }
+        return due.sorted { ($0.dueAt, $0.record.id) < ($1.dueAt, $1.record.id) }
+    }
+
+    /// Dead-letters a submission whose job has used up its attempts without one of them ending (a job whose app is
+    /// gone has nothing left to do).
+    private func giveUp(_ submission: ClaimedSubmission) async throws {
+        let started = submission.attempt - 1
+        let unfinished = started - submission.record.attempts
+        logger.error(
+            "confirmation of \(submission.record.id): \(unfinished) of \(started) attempts never ended; giving up"
+        )
+        guard let app = try await catalogue.cachedApp(bundleId: submission.record.bundleId) else {
+            return try await database.transaction(bookkeeping: true) { db in
+                try await self.jobs.finish(.confirmation, key: submission.record.id, on: db)
+            }
+        }
+        let error = "\(unfinished) attempts never ended (the process stopped during them, or the app was gone)"
+        try await settle(
+            submission.record,
+            attempt: started,
+            outcome: .retry(status: "interrupted", error: error, cause: .other),
+            app: app
+        )
     }
 
     /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
     /// turn before it is read (`ConfirmationPacer.answer()`).
-    func confirm(_ submission: SubmissionRecord, client: AppleClient, pacer: ConfirmationPacer? = nil) async {
+    func confirm(_ claimed: ClaimedSubmission, client: AppleClient, pacer: ConfirmationPacer? = nil) async {
+        let submission = claimed.record
         do {
             guard
                 let app = try await catalogue.cachedApp(bundleId: submission.bundleId)
@@ -110,7 +156,13 @@ public final class ConfirmationQueue: Sendable {
             let start = clock.now
             let outcome = await questions.ask(client, about: submission, app: app, pacer: pacer)
             let asked = clock.now - start
-            let result = try await settle(submission, outcome: outcome, app: app, duration: asked)
+            let result = try await settle(
+                submission,
+                attempt: claimed.attempt,
+                outcome: outcome,
+                app: app,
+                duration: asked
+            )
             metrics.confirmation(result: result.rawValue, status: outcome.status, duration: clock.now - start)
             // Waiters (`?wait=`) wake once the attempt is settled and counted: what they read next includes it.
             signals.submissionSettled.signal()
@@ -144,10 +196,13 @@ public final class ConfirmationQueue: Sendable {
     /// Records an attempt's outcome: confirmation, a scheduled retry (or the dead-letter queue), or rejection
     /// with the revocation of what the local check granted.
     ///
-    /// - Parameter duration: how long Apple took, kept with the attempt (`srv_submission_attempts`).
+    /// - Parameters:
+    ///   - attempt: the attempt's number, its job's count (`ClaimedSubmission.attempt`), which the submission keeps.
+    ///   - duration: how long Apple took, kept with the attempt (`srv_submission_attempts`).
     @discardableResult
     func settle(
         _ submission: SubmissionRecord,
+        attempt: Int,
         outcome: ConfirmationOutcome,
         app: ServerApp,
         duration: Duration? = nil
@@ -160,7 +215,7 @@ public final class ConfirmationQueue: Sendable {
             guard var current = try await self.submissionStore.submission(id: submission.id, on: db),
                 !current.state.isSettled
             else { return submission.state }
-            current.attempts += 1
+            current.attempts = attempt
             current.updatedAt = now
             switch outcome {
             case .confirmed(let environment, let transactions, let status):

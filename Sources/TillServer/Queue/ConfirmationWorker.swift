@@ -73,7 +73,7 @@ public struct ConfirmationWorker: Service {
                     if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
                     lastClaim = clock.now
                     let claimed = (try? await queue.claimDueSubmissions(limit: room, lease: lease)) ?? []
-                    if let paced, let oldest = claimed.compactMap(\.nextAttemptAt).min() {
+                    if let paced, let oldest = claimed.map(\.dueAt).min() {
                         paced.observe(lateness: .milliseconds(max(0, queue.clock.milliseconds - oldest)))
                     }
                     if let paced {
