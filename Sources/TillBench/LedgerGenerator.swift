@@ -4,6 +4,7 @@ import SQLKit
 import TillCatalogue
 import TillContract
 import TillCore
+import TillDevelopment
 import TillLedger
 import TillServer
 import TillStorage
@@ -211,50 +212,9 @@ public struct LedgerGenerator: Sendable {
         _ = try await server.catalogue.createApp(
             ServerAppInput(bundleId: bundleId, name: "Till Demo (generated)", acceptSandbox: true)
         )
-        let products: [(String, CatalogProductInput)] = [
-            (
-                "gems.100",
-                CatalogProductInput(
-                    _type: .consumable,
-                    title: "100 Gems",
-                    credits: .init(additionalProperties: ["gems": 100]),
-                    price: 990,
-                    currency: "USD"
-                )
-            ),
-            (
-                "pro",
-                CatalogProductInput(
-                    _type: .nonConsumable,
-                    title: "Pro",
-                    entitlements: ["pro"],
-                    price: 4990,
-                    currency: "USD"
-                )
-            ),
-            (
-                "premium.monthly",
-                CatalogProductInput(
-                    _type: .autoRenewable,
-                    title: "Premium (monthly)",
-                    entitlements: ["premium"],
-                    subscriptionGroup: "premium",
-                    price: 990,
-                    currency: "USD"
-                )
-            ),
-            (
-                "premium.yearly",
-                CatalogProductInput(
-                    _type: .autoRenewable,
-                    title: "Premium (yearly)",
-                    entitlements: ["premium"],
-                    subscriptionGroup: "premium",
-                    price: 9990,
-                    currency: "USD"
-                )
-            ),
-        ]
+        // The products it sells, from development mode's demo catalogue.
+        let sold: Set = ["gems.100", "pro", "premium.monthly", "premium.yearly"]
+        let products = DevelopmentSetup.catalogue.filter { sold.contains($0.0) }
         for (id, input) in products { try await server.catalogue.putProduct(bundleId: bundleId, productId: id, input) }
     }
 }

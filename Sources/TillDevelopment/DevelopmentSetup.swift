@@ -21,6 +21,78 @@ public enum DevelopmentSetup {
 
     public static let bundleId = "com.example.till"
 
+    /// The demo app's catalogue on the server, by product id: one product of each type, a second subscription in the
+    /// group, and an issue of a magazine. The benchmarks' generator sells from it too.
+    public static let catalogue: [(String, CatalogProductInput)] = [
+        (
+            "gems.100",
+            CatalogProductInput(
+                type: .consumable,
+                title: "100 Gems",
+                credits: ["gems": 100],
+                price: 990,
+                currency: "USD"
+            )
+        ),
+        (
+            "pro",
+            CatalogProductInput(
+                type: .nonConsumable,
+                title: "Pro",
+                entitlements: ["pro"],
+                price: 4990,
+                currency: "USD"
+            )
+        ),
+        (
+            "premium.monthly",
+            CatalogProductInput(
+                type: .autoRenewable,
+                title: "Premium (monthly)",
+                entitlements: ["premium"],
+                subscriptionGroup: "premium",
+                price: 990,
+                currency: "USD"
+            )
+        ),
+        (
+            "premium.yearly",
+            CatalogProductInput(
+                type: .autoRenewable,
+                title: "Premium (yearly)",
+                entitlements: ["premium"],
+                subscriptionGroup: "premium",
+                price: 9990,
+                currency: "USD"
+            )
+        ),
+        (
+            "season.pass",
+            CatalogProductInput(
+                type: .nonRenewing,
+                title: "Season pass",
+                entitlements: ["season"],
+                durationSeconds: 90 * 86_400,
+                price: 2990,
+                currency: "USD"
+            )
+        ),
+        (
+            "newsletter",
+            CatalogProductInput(type: .freeSubscription, title: "Newsletter", entitlements: ["newsletter"])
+        ),
+        (
+            "magazine.1",
+            CatalogProductInput(
+                type: .nonConsumable,
+                title: "Till Monthly, issue 1",
+                entitlements: ["magazine.1"],
+                price: 1990,
+                currency: "USD"
+            )
+        ),
+    ]
+
     public static func prepare(server: PurchaseServer, simulator: Simulator) async throws -> Demo {
         let simulatorApp: SimApp
         if let existing = try await simulator.appStoreConnect.apps().first(where: { $0.bundleId == bundleId }) {
@@ -96,76 +168,7 @@ public enum DevelopmentSetup {
                     apiPrivateKey: key.privateKey
                 )
             )
-            let catalogue: [(String, CatalogProductInput)] = [
-                (
-                    "gems.100",
-                    CatalogProductInput(
-                        type: .consumable,
-                        title: "100 Gems",
-                        credits: ["gems": 100],
-                        price: 990,
-                        currency: "USD"
-                    )
-                ),
-                (
-                    "pro",
-                    CatalogProductInput(
-                        type: .nonConsumable,
-                        title: "Pro",
-                        entitlements: ["pro"],
-                        price: 4990,
-                        currency: "USD"
-                    )
-                ),
-                (
-                    "premium.monthly",
-                    CatalogProductInput(
-                        type: .autoRenewable,
-                        title: "Premium (monthly)",
-                        entitlements: ["premium"],
-                        subscriptionGroup: "premium",
-                        price: 990,
-                        currency: "USD"
-                    )
-                ),
-                (
-                    "premium.yearly",
-                    CatalogProductInput(
-                        type: .autoRenewable,
-                        title: "Premium (yearly)",
-                        entitlements: ["premium"],
-                        subscriptionGroup: "premium",
-                        price: 9990,
-                        currency: "USD"
-                    )
-                ),
-                (
-                    "season.pass",
-                    CatalogProductInput(
-                        type: .nonRenewing,
-                        title: "Season pass",
-                        entitlements: ["season"],
-                        durationSeconds: 90 * 86_400,
-                        price: 2990,
-                        currency: "USD"
-                    )
-                ),
-                (
-                    "newsletter",
-                    CatalogProductInput(type: .freeSubscription, title: "Newsletter", entitlements: ["newsletter"])
-                ),
-                (
-                    "magazine.1",
-                    CatalogProductInput(
-                        type: .nonConsumable,
-                        title: "Till Monthly, issue 1",
-                        entitlements: ["magazine.1"],
-                        price: 1990,
-                        currency: "USD"
-                    )
-                ),
-            ]
-            for (id, input) in catalogue {
+            for (id, input) in Self.catalogue {
                 _ = try await server.catalogue.putProduct(bundleId: bundleId, productId: id, input)
             }
         }

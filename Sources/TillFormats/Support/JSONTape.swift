@@ -121,20 +121,10 @@ struct JSONTape {
                 i = try parseValue(at: skipWhitespace(i + 1), depth: depth, maximumDepth: maximumDepth)
                 members += 1
                 i = skipWhitespace(i)
-                guard i < bytes.count else { throw .syntax(i) }
-                if bytes[i] == UInt8(ascii: ",") {
-                    i = skipWhitespace(i + 1)
-                    continue
-                }
-                guard bytes[i] == UInt8(ascii: "}") else { throw .syntax(i) }
-                i += 1
-                break
+                if try afterMember(&i, closedBy: UInt8(ascii: "}")) { break }
             }
         }
-        nodes[index].end = Int32(i)
-        nodes[index].next = Int32(nodes.count)
-        nodes[index].flag = members
-        return i
+        return close(index, at: i, members: members)
     }
 
     private mutating func parseArray(at start: Int, depth: Int, maximumDepth: Int) throws(JSONTapeError) -> Int {
@@ -152,20 +142,32 @@ struct JSONTape {
                 let end = try parseValue(at: i, depth: depth, maximumDepth: maximumDepth)
                 i = skipWhitespace(end)
                 members += 1
-                guard i < bytes.count else { throw .syntax(i) }
-                if bytes[i] == UInt8(ascii: ",") {
-                    i = skipWhitespace(i + 1)
-                    continue
-                }
-                guard bytes[i] == UInt8(ascii: "]") else { throw .syntax(i) }
-                i += 1
-                break
+                if try afterMember(&i, closedBy: UInt8(ascii: "]")) { break }
             }
         }
-        nodes[index].end = Int32(i)
+        return close(index, at: i, members: members)
+    }
+
+    /// After a member of an object or an array, at `i` (white space skipped): past a comma and the white space after
+    /// it, false (another member follows); past `closer`, true. Anything else is a syntax error.
+    @inline(__always)
+    private func afterMember(_ i: inout Int, closedBy closer: UInt8) throws(JSONTapeError) -> Bool {
+        guard i < bytes.count else { throw .syntax(i) }
+        if bytes[i] == UInt8(ascii: ",") {
+            i = skipWhitespace(i + 1)
+            return false
+        }
+        guard bytes[i] == closer else { throw .syntax(i) }
+        i += 1
+        return true
+    }
+
+    /// Ends the node of an object or an array at `end`, with its count of members; answers `end`.
+    private mutating func close(_ index: Int, at end: Int, members: Int32) -> Int {
+        nodes[index].end = Int32(end)
         nodes[index].next = Int32(nodes.count)
         nodes[index].flag = members
-        return i
+        return end
     }
 
     /// Refuses a key already present in the object (compares decoded text when escapes are involved).
