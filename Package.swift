@@ -177,6 +177,24 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .target(
+            name: "TillContent",
+            dependencies: [
+                .product(name: "TillContract", package: "Client"),
+                .product(name: "TillCore", package: "Client"),
+                "TillCatalogue",
+                "TillHTTPKit",
+                "TillLedger",
+                "TillStorage",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            swiftSettings: upcoming
+        ),
+        .target(
             name: "TillServer",
             dependencies: [
                 .product(name: "TillContract", package: "Client"),
@@ -186,6 +204,7 @@ let package = Package(
                 "TillCatalogue",
                 "TillJobs",
                 "TillLedger",
+                "TillContent",
                 "TillWebhooks",
                 .product(name: "TillSnapshot", package: "Client"),
                 "TillStorage",
@@ -461,6 +480,7 @@ let package = Package(
                 "TillHTTPKit",
                 "TillJobs",
                 "TillCatalogue",
+                "TillContent",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",
@@ -525,6 +545,7 @@ let package = Package(
                 .product(name: "TillCore", package: "Client"),
                 "TillFormats",
                 "TillCatalogue",
+                "TillContent",
                 "TillLedger",
                 "TillServer",
                 "TillSimulator",

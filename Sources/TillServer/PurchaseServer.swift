@@ -4,6 +4,7 @@ import Logging
 import SQLKit
 import Synchronization
 import TillCatalogue
+import TillContent
 import TillContract
 import TillCore
 import TillFormats
@@ -185,7 +186,9 @@ public final class PurchaseServer: Sendable {
             logger: logger
         )
         content = ContentDelivery(
-            configuration: configuration,
+            settings: configuration.content,
+            directory: configuration.contentDirectory,
+            secret: configuration.serverSecret,
             database: database,
             catalogue: catalogue,
             customers: customers,

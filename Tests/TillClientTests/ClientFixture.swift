@@ -8,6 +8,7 @@ import NIOPosix
 import SQLKit
 import ServiceLifecycle
 import TillCatalogue
+import TillContent
 import TillClient
 import TillContract
 import TillCore

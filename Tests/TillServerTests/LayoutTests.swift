@@ -17,7 +17,7 @@ struct LayoutTests {
 
     /// The server's modules: TillServer and the rooms below it that are targets of their own. Each rule of the
     /// server's layout below holds in all of them.
-    static let serverModules = ["TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillWebhooks"]
+    static let serverModules = ["TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillWebhooks", "TillContent"]
 
     /// A target's folder, relative to the repository: `Sources/<target>`, or `Client/Sources/<target>` for the app's
     /// package.

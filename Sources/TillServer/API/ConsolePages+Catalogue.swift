@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import TillCatalogue
+import TillContent
 import TillContract
 import TillCore
 import TillFormats

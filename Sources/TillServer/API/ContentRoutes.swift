@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOFileSystem
 import TillCatalogue
+import TillContent
 import TillContract
 import TillHTTPKit
 import TillLedger

@@ -1,5 +1,6 @@
 import HTTPTypes
 import TillCatalogue
+import TillContent
 import TillCore
 import TillHTTPKit
 import TillLedger
@@ -67,7 +68,7 @@ extension CatalogueReason: RefusalStatus {
 }
 
 extension ContentReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidContentType, .invalidName: .badRequest
         case .consumableContent: .conflict

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import TillCatalogue
+import TillContent
 import TillCore
 import TillJobs
 import TillLedger

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SystemPackage
 import TillCatalogue
+import TillContent
 import TillCore
 import TillHTTPKit
 import TillJobs

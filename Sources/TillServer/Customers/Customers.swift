@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillCatalogue
+import TillContent
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -180,4 +181,11 @@ public struct Customers: Sendable {
 struct EncodedCustomer: Sendable {
     var body: [UInt8]
     var validUntil: Int64?
+}
+
+extension Customers: ContentCustomers {
+    /// Notes what content delivery did for a customer in its timeline.
+    package func note(_ activity: CustomerActivity) async throws {
+        try await timelineStore.insert(activity, on: database.sql)
+    }
 }

@@ -25,7 +25,7 @@ public struct DownloadLink: Sendable, Hashable {
 ///     length    = 1*DIGIT                                        ; the field's UTF-8 byte count
 ///     url       = "/v1/content/" bundle "/" sha256 "?name=" name "&customer=" customer
 ///                 "&expires=" expires "&signature=" 64HEXDIG   ; values percent-encoded
-struct DownloadSigner: Sendable {
+package struct DownloadSigner: Sendable {
     /// Why a URL was refused; a valid one yields its link.
     enum Verdict: Sendable, Hashable {
         case valid(DownloadLink)
@@ -95,7 +95,7 @@ struct DownloadSigner: Sendable {
         charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
     )
 
-    static func encode(_ value: String) -> String {
+    package static func encode(_ value: String) -> String {
         value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 

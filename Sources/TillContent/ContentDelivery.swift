@@ -16,23 +16,53 @@ public struct ContentUpload: Sendable, Hashable {
     public var created: Bool
 }
 
+/// What content delivery needs of the customers' room: a customer as the ledger stands (what it may download), and
+/// where the downloads it issues are noted in the customer's timeline. The server's `Customers` is it.
+package protocol ContentCustomers: Sendable {
+    func customer(bundleId: String, customerId: String) async throws -> CustomerView
+    /// Notes what was done for a customer in its timeline (`downloadsIssued`).
+    func note(_ activity: CustomerActivity) async throws
+}
+
 /// Content delivery: the files products deliver, stored by hash (`ContentBlobs`), listed in the catalogue, and
 /// handed out through signed, expiring URLs (`DownloadSigner`) only to customers entitled to them now
 /// (`ContentAccess`).
 public struct ContentDelivery: Sendable {
-    let configuration: ServerConfiguration
+    let settings: ContentSettings
+    /// Where the files' bytes are kept, by hash.
+    let directory: String
+    /// Signs download URLs (the server's secret).
+    let secret: [UInt8]
     let database: TillDatabase
     /// The product catalogues.
     var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
     let catalogue: Catalogue
-    let customers: Customers
+    let customers: any ContentCustomers
     let clock: ServerClock
     let logger: Logger
-    /// The customers' timelines: activity, and the reads that find a customer.
-    var timelineStore: TimelineStore { TimelineStore(database: database) }
 
-    var blobs: ContentBlobs { ContentBlobs(directory: configuration.contentDirectory) }
-    var downloadSigner: DownloadSigner { DownloadSigner(secret: configuration.serverSecret) }
+    package var blobs: ContentBlobs { ContentBlobs(directory: directory) }
+    var downloadSigner: DownloadSigner { DownloadSigner(secret: secret) }
+
+    package init(
+        settings: ContentSettings,
+        directory: String,
+        secret: [UInt8],
+        database: TillDatabase,
+        catalogue: Catalogue,
+        customers: any ContentCustomers,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.settings = settings
+        self.directory = directory
+        self.secret = secret
+        self.database = database
+        self.catalogue = catalogue
+        self.customers = customers
+        self.clock = clock
+        self.logger = logger
+    }
 
     /// Adds a file to a product, or replaces the one of the same name; the master list (and its ETag) changes.
     ///
@@ -50,7 +80,7 @@ public struct ContentDelivery: Sendable {
         defer { catalogue.changed() }
         try Self.validateContentName(name)
         let contentType = try Self.validateContentType(contentType)
-        let limit = configuration.content.maxUploadBytes
+        let limit = settings.maxUploadBytes
         _ = try await productForContent(bundleId: bundleId, productId: productId, on: database.sql)
         if let declaredLength, declaredLength > limit {
             throw ContentRefusal(.bodyTooLarge, "a content file has at most \(limit) bytes")
@@ -124,18 +154,17 @@ public struct ContentDelivery: Sendable {
         if case .refused(let reason) = ContentAccess.decide(product, for: customer) {
             throw ContentRefusal(.notEntitled, reason)
         }
-        let lifetime = max(1, configuration.content.urlLifetime.components.seconds)
+        let lifetime = max(1, settings.urlLifetime.components.seconds)
         let expires = Int64(clock.now().timeIntervalSince1970.rounded(.down)) + lifetime
         let signer = downloadSigner
-        try await timelineStore.insert(
+        try await customers.note(
             CustomerActivity(
                 bundleId: bundleId,
                 customerId: customer.customerId,
                 at: clock.milliseconds,
                 kind: .downloadsIssued,
                 detail: "\(productId): " + files.map(\.name).joined(separator: ", ")
-            ),
-            on: database.sql
+            )
         )
         return files.map { file in
             let link = DownloadLink(

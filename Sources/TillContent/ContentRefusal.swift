@@ -4,7 +4,7 @@ import TillLedger
 
 /// Why the content room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum ContentReason: String, RefusalReason {
+package enum ContentReason: String, RefusalReason {
     case bodyTooLarge
     case consumableContent
     case contentNotFound
@@ -16,4 +16,4 @@ enum ContentReason: String, RefusalReason {
     case urlExpired
 }
 
-typealias ContentRefusal = Refused<ContentReason>
+package typealias ContentRefusal = Refused<ContentReason>

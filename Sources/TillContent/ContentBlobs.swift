@@ -14,7 +14,7 @@ import TillLedger
 /// Uploads stream into a temporary file while being hashed, then take their content-addressed name. A blob is
 /// deleted only when no product lists it any more; the order of the steps below keeps that safe when an upload of
 /// the same bytes races the deletion, in one process or in several sharing the directory.
-struct ContentBlobs: Sendable {
+package struct ContentBlobs: Sendable {
     let directory: String
 
     /// An upload on disk under a temporary name, hashed.
@@ -25,7 +25,7 @@ struct ContentBlobs: Sendable {
     }
 
     /// Where the blob `sha256` lives (64 hex digits, checked by the caller).
-    func path(_ sha256: String) -> FilePath { FilePath(directory).appending(sha256) }
+    package func path(_ sha256: String) -> FilePath { FilePath(directory).appending(sha256) }
 
     /// Streams `body` into a temporary file, hashing it, and stops with 413 once it passes `limit` bytes.
     func receive<Body: AsyncSequence>(_ body: Body, limit: Int64) async throws -> Received
@@ -97,7 +97,7 @@ struct ContentBlobs: Sendable {
     }
 
     /// The size of the blob on disk, or nil when it is missing.
-    func size(_ sha256: String) async throws -> Int64? {
+    package func size(_ sha256: String) async throws -> Int64? {
         try await FileSystem.shared.info(forFileAt: path(sha256)).map { Int64($0.size) }
     }
 
