@@ -114,7 +114,10 @@ public final class ConfirmationQueue: Sendable {
             guard let record = open[job.jobKey] else { continue }
             let submission = ClaimedSubmission(record: record, attempt: job.attempts, dueAt: job.dueAt)
             if job.attempts > configuration.confirmation.maximumAttempts {
-                try await giveUp(submission)
+                // One that cannot be given up now is claimed again when its lease lapses; the others go on.
+                do { try await giveUp(submission) } catch {
+                    logger.error("confirmation of \(record.id): giving up failed: \(error)")
+                }
             } else {
                 due.append(submission)
             }
