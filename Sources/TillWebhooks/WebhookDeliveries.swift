@@ -570,7 +570,7 @@ public struct WebhookDeliveries: Sendable {
     private func delivery(after outcome: Outcome, now: Int64) -> WebhookDeliveryRecord {
         let answer = outcome.answer
         var delivery = outcome.attempt.delivery
-        delivery.attempts = outcome.attempt.number
+        delivery.attempts = max(delivery.attempts, outcome.attempt.number)
         delivery.updatedAt = now
         delivery.lastAttemptAt = now
         delivery.lastStatus = answer.status

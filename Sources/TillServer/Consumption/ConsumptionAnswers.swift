@@ -197,7 +197,7 @@ public struct ConsumptionAnswers: Sendable {
         case .send(let information):
             let body = try AppleJSON.makeEncoder().encode(information)
             request.body = String(decoding: body, as: UTF8.self)
-            request.attempts = attempt
+            request.attempts = max(request.attempts, attempt)
             let environment = AppStoreEnvironment(rawValue: request.environment)
             let outcome = await client.sendConsumptionInformation(
                 environment,

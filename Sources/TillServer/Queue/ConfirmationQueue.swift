@@ -130,21 +130,23 @@ public final class ConfirmationQueue: Sendable {
     private func giveUp(_ submission: ClaimedSubmission) async throws {
         let started = submission.attempt - 1
         let unfinished = started - submission.record.attempts
-        logger.error(
-            "confirmation of \(submission.record.id): \(unfinished) of \(started) attempts never ended; giving up"
-        )
+        let error =
+            unfinished > 0
+            ? "\(unfinished) attempts never ended (the process stopped during them, or the app was gone)"
+            : "its \(started) attempts are more than confirmation.max-attempts allows now"
+        logger.error("confirmation of \(submission.record.id) given up: \(error)")
         guard let app = try await catalogue.cachedApp(bundleId: submission.record.bundleId) else {
             return try await database.transaction(bookkeeping: true) { db in
                 try await self.jobs.finish(.confirmation, key: submission.record.id, on: db)
             }
         }
-        let error = "\(unfinished) attempts never ended (the process stopped during them, or the app was gone)"
         try await settle(
             submission.record,
             attempt: started,
             outcome: .retry(status: "interrupted", error: error, cause: .other),
             app: app
         )
+        signals.submissionSettled.signal()
     }
 
     /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
@@ -218,7 +220,8 @@ public final class ConfirmationQueue: Sendable {
             guard var current = try await self.submissionStore.submission(id: submission.id, on: db),
                 !current.state.isSettled
             else { return submission.state }
-            current.attempts = attempt
+            // The job's count; never backwards, should an attempt whose claim lapsed end after a later one.
+            current.attempts = max(current.attempts, attempt)
             current.updatedAt = now
             switch outcome {
             case .confirmed(let environment, let transactions, let status):

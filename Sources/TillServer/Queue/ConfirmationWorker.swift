@@ -36,8 +36,10 @@ public struct ConfirmationWorker: Service {
             timeout: settings.requestTimeout,
             metrics: queue.metrics
         )
-        // A claim outlives the slowest attempt; a worker that dies loses its claims when they lapse.
-        let lease = settings.requestTimeout * 4 + .seconds(30)
+        // A claim outlives the slowest attempt (up to three calls to Apple, each answer waiting its turn at the
+        // pacer); a worker that dies loses its claims when they lapse. A claim that lapses while its attempt runs
+        // counts one attempt more (the job's count is the submission's), so the lease is not cut short.
+        let lease = settings.requestTimeout * 4 + queue.pacer.settings.longestAnswerWait * 3 + .seconds(30)
         let inFlight = InFlightCount()
         let clock = ContinuousClock()
         // Claiming is a write transaction: at most one per interval, each taking everything due that fits,
