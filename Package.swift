@@ -194,6 +194,25 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The operator's console below the HTTP layer: its sessions and audit (with their store, kept inside), its
+        // Mustache templates and SVG charts, and how it writes numbers for people. The pages themselves, which read
+        // every room, are the HTTP layer's (TillServer's API).
+        .target(
+            name: "TillConsole",
+            dependencies: [
+                .product(name: "TillCore", package: "Client"),
+                "TillFormats",
+                "TillLedger",
+                "TillStorage",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            // The console's templates, stylesheet and script, compiled into the binary (`PackageResources`): a
+            // deployment is the one executable.
+            resources: [.embedInCode("Templates")],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "TillServer",
             dependencies: [
@@ -202,6 +221,7 @@ let package = Package(
                 "TillFormats",
                 "TillHTTPKit",
                 "TillCatalogue",
+                "TillConsole",
                 "TillJobs",
                 "TillLedger",
                 "TillContent",
@@ -217,7 +237,6 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -228,9 +247,6 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            // The console's templates, stylesheet and script, compiled into the binary (`PackageResources`): a
-            // deployment is the one executable.
-            resources: [.embedInCode("Console/Templates")],
             swiftSettings: upcoming
         ),
         .target(
@@ -480,6 +496,7 @@ let package = Package(
                 "TillHTTPKit",
                 "TillJobs",
                 "TillCatalogue",
+                "TillConsole",
                 "TillContent",
                 "TillLedger",
                 "TillServer",

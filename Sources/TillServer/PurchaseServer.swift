@@ -4,6 +4,7 @@ import Logging
 import SQLKit
 import Synchronization
 import TillCatalogue
+import TillConsole
 import TillContent
 import TillContract
 import TillCore
@@ -63,7 +64,8 @@ public final class PurchaseServer: Sendable {
     /// `GET /ready`: storage answering, not draining.
     public let readiness: Readiness
     let consoleSessions: ConsoleSessions
-    let consoleAudit: ConsoleAudit
+    /// What is done in the console, kept with its sessions.
+    var consoleAudit: ConsoleAudit { consoleSessions.audit }
     /// When this process built the server (the console's "since").
     let startedAt: Int64
     let clock: ServerClock
@@ -204,15 +206,10 @@ public final class PurchaseServer: Sendable {
             logger: logger
         )
         figures = Figures(database: database, clock: clock, logger: logger)
-        let audit = ConsoleAudit(store: ConsoleStore(database: database), clock: clock)
-        consoleAudit = audit
         consoleSessions = ConsoleSessions(
             database: database,
-            store: ConsoleStore(database: database),
             clock: clock,
-            operatorToken: configuration.operatorToken,
-            limiter: SignInLimiter(),
-            audit: audit
+            operatorToken: configuration.operatorToken
         )
         startedAt = clock.milliseconds
         webhookDeliveries = WebhookDeliveries(

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Testing
+import TillConsole
 import TillContract
 import TillCore
 import TillLedger

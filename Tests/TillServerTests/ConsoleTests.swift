@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TillConsole
 import TillContract
 import TillCore
 import TillFormats

@@ -17,7 +17,9 @@ struct LayoutTests {
 
     /// The server's modules: TillServer and the rooms below it that are targets of their own. Each rule of the
     /// server's layout below holds in all of them.
-    static let serverModules = ["TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillWebhooks", "TillContent"]
+    static let serverModules = [
+        "TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillWebhooks", "TillContent", "TillConsole",
+    ]
 
     /// A target's folder, relative to the repository: `Sources/<target>`, or `Client/Sources/<target>` for the app's
     /// package.
@@ -297,31 +299,57 @@ struct LayoutTests {
         #expect(claim.status != 0 && claim.output.contains("'claimJob' is inaccessible"), "\(claim.output)")
     }
 
-    /// The webhooks room owns its tables: `WebhookStore` is internal to TillWebhooks, so the server above it reaches
-    /// endpoints and deliveries only through the room's types (`WebhookEndpoints`, `WebhookDeliveries`,
-    /// `WebhookDeliveryHistory`), which decide what is written.
-    @Test func theWebhookStoreIsTheWebhookRoomsOwn() async throws {
-        let modules = ["TillWebhooks", "TillStorage"]
-        let control = try await Self.typecheck(
-            """
-            func history(_ database: TillDatabase, _ endpoints: WebhookEndpoints) -> String {
-                _ = WebhookDeliveryHistory(database: database, endpoints: endpoints)
-                return WebhookDeliveries.newId(at: 0)
-            }
-            """,
-            importing: modules
-        )
-        #expect(control.status == 0, "the package's view of TillWebhooks does not compile: \(control.output)")
+    /// A room that is a module and owns its tables keeps its store internal: the server above it reaches those tables
+    /// only through the room's types, which decide what is written.
+    struct OwnStore: Sendable, CustomTestStringConvertible {
+        var store: String
+        var modules: [String]
+        /// Code outside the module that uses the room's types as the server does: it must compile.
+        var control: String
+
+        var testDescription: String { store }
+    }
+
+    static let ownStores = [
+        // The webhooks room: endpoints and deliveries through `WebhookEndpoints`, `WebhookDeliveries`,
+        // `WebhookDeliveryHistory`.
+        OwnStore(
+            store: "WebhookStore",
+            modules: ["TillWebhooks", "TillStorage"],
+            control: """
+                func history(_ database: TillDatabase, _ endpoints: WebhookEndpoints) -> String {
+                    _ = WebhookDeliveryHistory(database: database, endpoints: endpoints)
+                    return WebhookDeliveries.newId(at: 0)
+                }
+                """
+        ),
+        // The console: its sessions and actions through `ConsoleSessions` and its `ConsoleAudit`.
+        OwnStore(
+            store: "ConsoleStore",
+            modules: ["TillConsole", "Foundation", "TillLedger", "TillStorage"],
+            control: """
+                func audit(_ database: TillDatabase) async throws -> Int {
+                    let sessions = ConsoleSessions(database: database, clock: ServerClock { Date() }, operatorToken: "t")
+                    return try await sessions.audit.actions(before: nil, limit: 1).count
+                }
+                """
+        ),
+    ]
+
+    @Test(arguments: ownStores)
+    func aRoomsStoreIsItsOwn(_ room: OwnStore) async throws {
+        let control = try await Self.typecheck(room.control, importing: room.modules)
+        #expect(control.status == 0, "the package's view of \(room.modules[0]) does not compile: \(control.output)")
         let store = try await Self.typecheck(
             """
             func store(_ database: TillDatabase) {
-                _ = WebhookStore(database: database)
+                _ = \(room.store)(database: database)
             }
             """,
-            importing: modules
+            importing: room.modules
         )
         #expect(
-            store.status != 0 && store.output.contains("cannot find 'WebhookStore' in scope"),
+            store.status != 0 && store.output.contains("cannot find '\(room.store)' in scope"),
             "\(store.output)"
         )
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import TillCatalogue
+import TillConsole
 import TillContract
 import TillCore
 import TillHTTPKit

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import TillCatalogue
+import TillConsole
 import TillCore
 import TillHTTPKit
 import TillLedger

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import TillCatalogue
+import TillConsole
 import TillContract
 import TillCore
 import TillHTTPKit

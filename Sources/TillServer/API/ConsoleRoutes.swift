@@ -4,12 +4,13 @@ import Hummingbird
 import Logging
 import NIOCore
 import TillCatalogue
+import TillConsole
 import TillCore
 import TillHTTPKit
 import TillLedger
 
-// The operator's console at /console (docs/console.md): HTML pages rendered on the server from the templates in
-// Console/Templates, reading through the same components the admin API calls. Nothing but the sign-in page and the
+// The operator's console at /console (docs/console.md): HTML pages rendered on the server from TillConsole's
+// templates, reading through the same components the admin API calls. Nothing but the sign-in page and the
 // stylesheet answers without a session; every form carries the session's CSRF token, and every action is recorded
 // with the operator's note (`ConsoleAudit`).
 

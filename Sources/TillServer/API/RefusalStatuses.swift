@@ -1,5 +1,6 @@
 import HTTPTypes
 import TillCatalogue
+import TillConsole
 import TillContent
 import TillCore
 import TillHTTPKit
@@ -108,14 +109,14 @@ extension WebhookReason: RefusalStatus {
 }
 
 extension ConsoleReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidToken: .unauthorized
         case .tooManySignIns: .tooManyRequests
         }
     }
 
-    var headers: HTTPFields {
+    package var headers: HTTPFields {
         switch self {
         case .invalidToken: [:]
         case .tooManySignIns(let seconds): [.retryAfter: String(seconds)]

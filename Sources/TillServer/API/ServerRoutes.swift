@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import TillCatalogue
+import TillConsole
 import TillContract
 import TillCore
 import TillFormats

@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillCatalogue
+import TillConsole
 import TillContract
 import TillCore
 import TillLedger

@@ -1,6 +1,5 @@
 import Foundation
 import SQLKit
-import TillCatalogue
 import TillLedger
 import TillStorage
 

@@ -1,13 +1,10 @@
 import Foundation
-import TillCatalogue
-import TillCore
 import TillFormats
-import TillLedger
 
 /// Numbers, money and times written for people (the console, the customer timeline), and the forms the console reads.
-enum Readable {
+package enum Readable {
     /// Milliunits as an amount with two decimals and thousands separated: 1234560 → `1,234.56`, -990 → `−0.99`.
-    static func money(_ milliunits: Int64) -> String {
+    package static func money(_ milliunits: Int64) -> String {
         let cents = (abs(milliunits) + 5) / 10
         let whole = grouped(cents / 100)
         let fraction = cents % 100
@@ -15,7 +12,7 @@ enum Readable {
     }
 
     /// `1,234,567`.
-    static func grouped(_ number: Int64) -> String {
+    package static func grouped(_ number: Int64) -> String {
         let digits = String(abs(number))
         var out = ""
         for (index, character) in digits.enumerated() {
@@ -25,27 +22,27 @@ enum Readable {
         return (number < 0 ? "−" : "") + out
     }
 
-    static func grouped(_ number: Int) -> String { grouped(Int64(number)) }
+    package static func grouped(_ number: Int) -> String { grouped(Int64(number)) }
 
     /// `2026-11-22 10:33:05 UTC`.
-    static func time(_ milliseconds: Int64?) -> String {
+    package static func time(_ milliseconds: Int64?) -> String {
         guard let milliseconds else { return "—" }
         let text = ReceiptDate.formatRFC3339(Date(millisecondsSince1970: milliseconds))
         return String(text.prefix(19)).replacingOccurrences(of: "T", with: " ") + " UTC"
     }
 
     /// `2026-11-22`.
-    static func date(_ milliseconds: Int64) -> String {
+    package static func date(_ milliseconds: Int64) -> String {
         String(ReceiptDate.formatRFC3339(Date(millisecondsSince1970: milliseconds)).prefix(10))
     }
 
     /// ISO 8601 for `<time datetime>`.
-    static func iso(_ milliseconds: Int64) -> String {
+    package static func iso(_ milliseconds: Int64) -> String {
         ReceiptDate.formatRFC3339(Date(millisecondsSince1970: milliseconds))
     }
 
     /// A duration for people: `850 ms`, `12 s`, `4 min`, `3 h 20 min`, `2 d 4 h`.
-    static func duration(milliseconds: Int64) -> String {
+    package static func duration(milliseconds: Int64) -> String {
         let ms = max(0, milliseconds)
         if ms < 1000 { return "\(ms) ms" }
         let seconds = ms / 1000
@@ -58,20 +55,20 @@ enum Readable {
     }
 
     /// A latency: `0.8 ms`, `120 ms`, `3.2 s`.
-    static func latency(_ milliseconds: Double) -> String {
+    package static func latency(_ milliseconds: Double) -> String {
         if milliseconds < 10 { return String(format: "%.1f ms", milliseconds) }
         if milliseconds < 1000 { return String(format: "%.0f ms", milliseconds) }
         return String(format: "%.1f s", milliseconds / 1000)
     }
 
     /// `42.5%`.
-    static func percent(_ ratio: Double?) -> String {
+    package static func percent(_ ratio: Double?) -> String {
         guard let ratio else { return "—" }
         return String(format: "%.1f%%", ratio * 100)
     }
 
     /// UTC midnight of a `yyyy-mm-dd` date, in milliseconds; nil for anything else.
-    static func day(_ text: String?) -> Int64? {
+    package static func day(_ text: String?) -> Int64? {
         guard let text, text.utf8.count == 10, let date = ReceiptDate.parseRFC3339(text + "T00:00:00Z") else {
             return nil
         }
@@ -79,12 +76,12 @@ enum Readable {
     }
 
     /// `a`, `b`, … as a value for a URL's query.
-    static func query(_ pairs: [(String, String?)]) -> String {
+    package static func query(_ pairs: [(String, String?)]) -> String {
         pairs.compactMap { name, value in value.map { "\(name)=\(percentEncoded($0))" } }.joined(separator: "&")
     }
 
     /// Percent-encodes everything but unreserved characters (RFC 3986): for a path segment or a query value.
-    static func percentEncoded(_ text: String) -> String {
+    package static func percentEncoded(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
     }
 

@@ -1,16 +1,20 @@
 import Foundation
-import TillCatalogue
-import TillLedger
 
 /// A bar chart drawn on the server as inline SVG: periods along the bottom, one bar per series in each, negative
 /// values below the axis. No script: the console's charts are in the page as it arrives. Each bar carries its series
 /// and value (`data-series`, `data-value`) and a tooltip; the chart has a title and a summary for screen readers.
-struct SVGChart {
-    struct Series {
-        var name: String
-        var values: [Int64]
+package struct SVGChart {
+    package struct Series {
+        package var name: String
+        package var values: [Int64]
         /// A fill with at least 3:1 contrast against the white page (WCAG's non-text contrast).
-        var color: String
+        package var color: String
+
+        package init(name: String, values: [Int64], color: String) {
+            self.name = name
+            self.values = values
+            self.color = color
+        }
     }
 
     var id: String
@@ -23,7 +27,7 @@ struct SVGChart {
     /// value (latencies).
     var additive = true
 
-    static let palette = ["#0b57b7", "#1e7b3a", "#b04a00", "#6b3fa0"]
+    package static let palette = ["#0b57b7", "#1e7b3a", "#b04a00", "#6b3fa0"]
 
     private let width = 640.0
     private let height = 260.0
@@ -32,7 +36,7 @@ struct SVGChart {
     private let top = 30.0
     private let bottom = 42.0
 
-    init(
+    package init(
         id: String,
         title: String,
         labels: [String],
@@ -48,7 +52,7 @@ struct SVGChart {
         self.format = format
     }
 
-    var svg: String {
+    package var svg: String {
         let values = series.flatMap(\.values)
         let high = Self.nice(max(values.max() ?? 0, 0))
         let low = -Self.nice(-min(values.min() ?? 0, 0))

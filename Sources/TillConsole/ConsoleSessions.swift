@@ -1,11 +1,8 @@
 import Crypto
 import Foundation
-import HTTPTypes
 import Synchronization
-import TillCatalogue
 import TillCore
 import TillFormats
-import TillHTTPKit
 import TillLedger
 import TillStorage
 
@@ -15,27 +12,40 @@ import TillStorage
 /// session has the token its forms carry against cross-site requests. Sign-in attempts are limited per address
 /// (`SignInLimiter`), and every sign-in, refusal and sign-out is recorded (`ConsoleAudit`).
 public struct ConsoleSessions: Sendable {
-    let database: TillDatabase
     let store: ConsoleStore
     let clock: ServerClock
     let operatorToken: String
-    let limiter: SignInLimiter
-    let audit: ConsoleAudit
+    let limiter = SignInLimiter()
+    /// The record of what is done in the console, sign-ins included.
+    package let audit: ConsoleAudit
+
+    package init(database: TillDatabase, clock: ServerClock, operatorToken: String) {
+        store = ConsoleStore(database: database)
+        self.clock = clock
+        self.operatorToken = operatorToken
+        audit = ConsoleAudit(store: store, clock: clock)
+    }
 
     static let idle: Int64 = 8 * 3_600_000
     static let longest: Int64 = 24 * 3_600_000
 
     /// A session the cookie named: its record and the cookie's hash (what the audit names it by).
-    struct Current: Sendable {
-        var session: ConsoleSession
-        var address: String?
+    package struct Current: Sendable {
+        package var session: ConsoleSession
+        package var address: String?
+
+        package init(session: ConsoleSession, address: String?) {
+            self.session = session
+            self.address = address
+        }
 
         /// What the audit shows of the session: the first characters of its hash.
-        var label: String { String(session.tokenHash.prefix(12)) }
+        package var label: String { String(session.tokenHash.prefix(12)) }
     }
 
     /// Signs in with the operator token; answers the new session's cookie value.
-    func signIn(token given: String, address: String?) async throws -> (cookie: String, session: ConsoleSession) {
+    package func signIn(token given: String, address: String?) async throws -> (cookie: String, session: ConsoleSession)
+    {
         let now = clock.milliseconds
         if let wait = limiter.refusal(for: address, now: now) {
             try? await audit.record(
@@ -71,7 +81,7 @@ public struct ConsoleSessions: Sendable {
 
     /// The live session a cookie names, its idle time restarted (written at most once a minute); nil when there is
     /// none, it ended, or it is older than a day.
-    func session(cookie: String) async throws -> ConsoleSession? {
+    package func session(cookie: String) async throws -> ConsoleSession? {
         guard !cookie.isEmpty, cookie.utf8.count <= 128 else { return nil }
         let now = clock.milliseconds
         let hash = Self.hash(cookie)
@@ -87,7 +97,7 @@ public struct ConsoleSessions: Sendable {
     }
 
     /// Ends the session (and sweeps the ones that expired).
-    func signOut(_ current: Current) async throws {
+    package func signOut(_ current: Current) async throws {
         try await store.deleteConsoleSession(
             tokenHash: current.session.tokenHash,
             now: clock.milliseconds,
@@ -97,12 +107,12 @@ public struct ConsoleSessions: Sendable {
     }
 
     /// Whether a form's token is the session's, compared in constant time.
-    static func csrfMatches(_ given: String?, _ session: ConsoleSession) -> Bool {
+    package static func csrfMatches(_ given: String?, _ session: ConsoleSession) -> Bool {
         guard let given else { return false }
         return constantTimeEqual(given, session.csrfToken)
     }
 
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    package static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let left = Array(a.utf8)
         let right = Array(b.utf8)
         guard left.count == right.count, !right.isEmpty else { return false }
@@ -110,7 +120,7 @@ public struct ConsoleSessions: Sendable {
     }
 
     /// 32 random bytes, base64url.
-    static func randomToken() -> String {
+    package static func randomToken() -> String {
         Base64.encode(SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }, alphabet: .url)
     }
 
@@ -174,7 +184,7 @@ public struct ConsoleAudit: Sendable {
     let store: ConsoleStore
     let clock: ServerClock
 
-    func record(
+    package func record(
         _ action: ConsoleAction,
         bundleId: String? = nil,
         target: String? = nil,
@@ -199,7 +209,7 @@ public struct ConsoleAudit: Sendable {
     }
 
     /// The actions, newest first, a page at a time.
-    func actions(before: PageKey?, limit: Int) async throws -> [ConsoleActionRecord] {
+    package func actions(before: PageKey?, limit: Int) async throws -> [ConsoleActionRecord] {
         try await store.consoleActions(before: before, limit: limit, on: store.sql)
     }
 }

@@ -1,15 +1,13 @@
-import TillCatalogue
 import TillCore
-import TillLedger
 
 /// Why the console's sign-in refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum ConsoleReason: RefusalReason {
+package enum ConsoleReason: RefusalReason {
     case invalidToken
     /// Too many failed sign-ins from one address: the next is taken after this many seconds.
     case tooManySignIns(retryAfterSeconds: Int)
 
-    var code: String {
+    package var code: String {
         switch self {
         case .invalidToken: "invalidToken"
         case .tooManySignIns: "tooManySignIns"
@@ -17,4 +15,4 @@ enum ConsoleReason: RefusalReason {
     }
 }
 
-typealias ConsoleRefusal = Refused<ConsoleReason>
+package typealias ConsoleRefusal = Refused<ConsoleReason>

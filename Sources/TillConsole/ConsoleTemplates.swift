@@ -1,15 +1,13 @@
 import Foundation
 import Mustache
-import TillCatalogue
-import TillLedger
 
-/// The console's Mustache templates (`Console/Templates`, compiled into the binary), parsed once, and its stylesheet
+/// The console's Mustache templates (`Templates`, compiled into the binary), parsed once, and its stylesheet
 /// and script.
 ///
 /// A page is rendered from a context of dictionaries, arrays and plain values built by `ConsolePages`: every text is
 /// HTML-escaped by Mustache (`{{…}}`); only the server's own SVG charts go in unescaped (`{{{svg}}}`), their text
 /// escaped by `SVGChart`.
-struct ConsoleTemplates: Sendable {
+package struct ConsoleTemplates: Sendable {
     let library: MustacheLibrary
 
     static let pages: [(name: String, source: [UInt8])] = [
@@ -30,10 +28,10 @@ struct ConsoleTemplates: Sendable {
         ("activity", PackageResources.activity_mustache),
     ]
 
-    static let stylesheet: [UInt8] = PackageResources.console_css
-    static let uploadScript: [UInt8] = PackageResources.upload_js
+    package static let stylesheet: [UInt8] = PackageResources.console_css
+    package static let uploadScript: [UInt8] = PackageResources.upload_js
 
-    init() throws {
+    package init() throws {
         var library = MustacheLibrary()
         for page in Self.pages {
             try library.register(String(decoding: page.source, as: UTF8.self), named: page.name)
@@ -43,7 +41,7 @@ struct ConsoleTemplates: Sendable {
 
     /// The page `name` rendered with `context`, each array in it given a `has_<name>` flag (Mustache cannot ask
     /// whether a list is empty before it is printed).
-    func render(_ name: String, _ context: [String: Any]) -> String {
+    package func render(_ name: String, _ context: [String: Any]) -> String {
         library.render(Self.flagged(context), withTemplate: name) ?? ""
     }
 
