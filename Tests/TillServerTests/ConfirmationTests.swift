@@ -198,6 +198,54 @@ struct ConfirmationTests {
         }
     }
 
+    /// An attempt whose claim lapsed, and which ends after a later claim gave the submission up, still gives Apple's
+    /// answer: a confirmation is recorded (the dead letter goes), as an operator's retry would have learned it.
+    @Test(arguments: TestDatabase.all) func applesAnswerToAnAttemptThatEndsAfterTheSubmissionWasGivenUpIsKept(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(
+            database: database,
+            confirmation: .init(maximumAttempts: 1, backoffBase: .milliseconds(20), backoffCap: .milliseconds(20)),
+            confirming: false
+        ) { fixture in
+            _ = try await fixture.buy("pro")
+            let outage = try FaultRule(parsing: "*:verifyReceipt:outage=503")
+            fixture.simulator.faults.add(outage)
+            let result = try await fixture.server.intake.submit(
+                SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            let queue = fixture.server.queue
+            let id = result.submission.id
+            func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] {
+                try await Task.sleep(for: .milliseconds(60))  // the last lease has passed
+                return try await queue.claimDueSubmissions(limit: 10, lease: .milliseconds(1))
+            }
+            func submission() async throws -> SubmissionView {
+                try await fixture.server.intake.submission(id: id, bundleId: ServerFixture.bundleId)
+            }
+            // The first attempt is slow: its claim lapses, and the next claim finds the one attempt allowed used.
+            let slow = try #require(try await claim().first)
+            #expect(try await claim().isEmpty)
+            #expect(try await submission().state == .deadLettered)
+            // The slow attempt ends now, and Apple vouches for the receipt.
+            #expect(fixture.simulator.faults.remove(id: outage.id))
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = AppleClient(
+                http: http,
+                endpoints: queue.configuration.apple,
+                timeout: .seconds(30),
+                metrics: queue.metrics
+            )
+            await queue.confirm(slow, client: client)
+            let confirmed = try await submission()
+            #expect(confirmed.state == .confirmed && confirmed.attempts == 1 && confirmed.reason == nil)
+            let depth = try await fixture.server.jobs.depth()
+            #expect(!depth.contains { $0.kind == .confirmation && $0.n > 0 }, "\(depth)")
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func resendsAreIdempotentAndReplaysByAnotherCustomerAreRefused(
         _ database: TestDatabase
     ) async throws {

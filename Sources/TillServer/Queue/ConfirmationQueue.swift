@@ -149,6 +149,18 @@ public final class ConfirmationQueue: Sendable {
         signals.submissionSettled.signal()
     }
 
+    /// Whether an attempt's outcome still applies to a submission in `state`. While it is unsettled, any outcome does.
+    /// A dead-lettered one takes Apple's definitive answer (confirmed or rejected) from an attempt that ends after its
+    /// claim lapsed and a later claim gave up: that answer is what an operator's retry would go and ask for. A retry
+    /// leaves it dead-lettered, and nothing changes a confirmed or rejected one.
+    static func applies(_ outcome: ConfirmationOutcome, to state: SubmissionState) -> Bool {
+        switch (state, outcome) {
+        case (.pending, _), (.retrying, _): true
+        case (.deadLettered, .confirmed), (.deadLettered, .rejected): true
+        case (.deadLettered, .retry), (.confirmed, _), (.rejected, _): false
+        }
+    }
+
     /// One confirmation attempt: asks Apple and records the outcome. With a pacer, each answer waits for its
     /// turn before it is read (`ConfirmationPacer.answer()`).
     func confirm(_ claimed: ClaimedSubmission, client: AppleClient, pacer: ConfirmationPacer? = nil) async {
@@ -218,13 +230,15 @@ public final class ConfirmationQueue: Sendable {
         let state = try await ledger.transaction(source: .confirmation(submission.id)) { changes -> SubmissionState in
             let db = changes.db
             guard var current = try await self.submissionStore.submission(id: submission.id, on: db),
-                !current.state.isSettled
+                Self.applies(outcome, to: current.state)
             else { return submission.state }
             // The job's count; never backwards, should an attempt whose claim lapsed end after a later one.
             current.attempts = max(current.attempts, attempt)
             current.updatedAt = now
             switch outcome {
             case .confirmed(let environment, let transactions, let status):
+                // Given up on before this late answer came: why it was is no longer so.
+                if current.state == .deadLettered { current.reason = nil }
                 current.state = .confirmed
                 current.lastStatus = status
                 current.lastError = nil
