@@ -198,10 +198,18 @@ struct ConfirmationTests {
         }
     }
 
+    /// What Apple says to a slow attempt that ends after the submission was given up.
+    enum LateAnswer: String, CaseIterable, Sendable {
+        case confirmed, rejected, unavailable
+    }
+
     /// An attempt whose claim lapsed, and which ends after a later claim gave the submission up, still gives Apple's
-    /// answer: a confirmation is recorded (the dead letter goes), as an operator's retry would have learned it.
-    @Test(arguments: TestDatabase.all) func applesAnswerToAnAttemptThatEndsAfterTheSubmissionWasGivenUpIsKept(
-        _ database: TestDatabase
+    /// definitive answer: a confirmation or a rejection is recorded (the dead letter goes), as an operator's retry would
+    /// have learned it; Apple still unavailable leaves the dead letter as it was.
+    @Test(arguments: TestDatabase.all, LateAnswer.allCases)
+    func applesAnswerToAnAttemptThatEndsAfterTheSubmissionWasGivenUpIsKept(
+        _ database: TestDatabase,
+        _ late: LateAnswer
     ) async throws {
         try await ServerFixture.run(
             database: database,
@@ -224,12 +232,22 @@ struct ConfirmationTests {
             func submission() async throws -> SubmissionView {
                 try await fixture.server.intake.submission(id: id, bundleId: ServerFixture.bundleId)
             }
+            func entitlements() async throws -> [String] {
+                try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "erin")
+                    .entitlements.map(\.id)
+            }
             // The first attempt is slow: its claim lapses, and the next claim finds the one attempt allowed used.
             let slow = try #require(try await claim().first)
             #expect(try await claim().isEmpty)
             #expect(try await submission().state == .deadLettered)
-            // The slow attempt ends now, and Apple vouches for the receipt.
-            #expect(fixture.simulator.faults.remove(id: outage.id))
+            // The slow attempt ends now, with Apple's answer.
+            switch late {
+            case .confirmed: #expect(fixture.simulator.faults.remove(id: outage.id))
+            case .rejected:
+                #expect(fixture.simulator.faults.remove(id: outage.id))
+                fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21010"))
+            case .unavailable: break
+            }
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             defer { _ = http.shutdown() }
             let client = AppleClient(
@@ -239,10 +257,23 @@ struct ConfirmationTests {
                 metrics: queue.metrics
             )
             await queue.confirm(slow, client: client)
-            let confirmed = try await submission()
-            #expect(confirmed.state == .confirmed && confirmed.attempts == 1 && confirmed.reason == nil)
+            let after = try await submission()
             let depth = try await fixture.server.jobs.depth()
-            #expect(!depth.contains { $0.kind == .confirmation && $0.n > 0 }, "\(depth)")
+            let confirmationJobs = depth.filter { $0.kind == .confirmation && $0.n > 0 }
+            switch late {
+            case .confirmed:
+                #expect(after.state == .confirmed && after.attempts == 1 && after.reason == nil)
+                #expect(try await entitlements() == ["pro"])
+                #expect(confirmationJobs.isEmpty, "\(depth)")
+            case .rejected:
+                #expect(after.state == .rejected && after.lastStatus == "status 21010")
+                #expect(try await entitlements().isEmpty)
+                #expect(confirmationJobs.isEmpty, "\(depth)")
+            case .unavailable:
+                #expect(after.state == .deadLettered && after.reason == "gave up after 1 attempts; last: interrupted")
+                #expect(try await entitlements() == ["pro"])
+                #expect(confirmationJobs.map(\.state) == [.deadLettered], "\(depth)")
+            }
         }
     }
 

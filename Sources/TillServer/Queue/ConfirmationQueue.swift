@@ -229,9 +229,11 @@ public final class ConfirmationQueue: Sendable {
         let catalogue = try await self.catalogue.products(of: app.bundleId)
         let state = try await ledger.transaction(source: .confirmation(submission.id)) { changes -> SubmissionState in
             let db = changes.db
-            guard var current = try await self.submissionStore.submission(id: submission.id, on: db),
-                Self.applies(outcome, to: current.state)
+            // Held to the end of the change: an operator's retry of a dead letter waits for a late answer, and the
+            // other way round.
+            guard var current = try await self.submissionStore.submission(id: submission.id, locking: true, on: db)
             else { return submission.state }
+            guard Self.applies(outcome, to: current.state) else { return current.state }
             // The job's count; never backwards, should an attempt whose claim lapsed end after a later one.
             current.attempts = max(current.attempts, attempt)
             current.updatedAt = now
@@ -378,7 +380,7 @@ public final class ConfirmationQueue: Sendable {
     public func requeue(id: String) async throws -> SubmissionView {
         let now = clock.milliseconds
         let record = try await database.transaction { db -> SubmissionRecord in
-            guard let record = try await self.submissionStore.submission(id: id, on: db) else {
+            guard let record = try await self.submissionStore.submission(id: id, locking: true, on: db) else {
                 throw QueueRefusal(.submissionNotFound, "no submission \(id)")
             }
             guard record.state == .deadLettered else {
@@ -400,6 +402,7 @@ public final class ConfirmationQueue: Sendable {
                     state: SubmissionState.deadLettered.rawValue,
                     after: nil,
                     limit: 500,
+                    locking: true,
                     on: db
                 )
                 for record in records { _ = try await self.requeue(record, at: now, on: db) }

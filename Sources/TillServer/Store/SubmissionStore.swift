@@ -52,9 +52,16 @@ struct SubmissionStore: ServerSQLStore {
         LEFT JOIN srv_jobs j ON j.kind = 'confirmation' AND j.job_key = s.id AND j.state = 'queued'
         """
 
-    func submission(id: String, on db: any SQLDatabase) async throws -> SubmissionRecord? {
-        try await db.raw("\(Self.withJob) WHERE s.id = \(bind: id)")
+    /// One submission; `locking`: its row is held until the end of `db`'s transaction (PostgreSQL: `FOR UPDATE`; SQLite
+    /// has one writer already), for a change that reads it first: an attempt's outcome, an operator's retry.
+    func submission(id: String, locking: Bool = false, on db: any SQLDatabase) async throws -> SubmissionRecord? {
+        try await db.raw("\(Self.withJob) WHERE s.id = \(bind: id)\(lock(locking))")
             .first(decoding: SubmissionRecord.self, with: Self.decoding)
+    }
+
+    /// `FOR UPDATE` of the submission's row (not the job's, on the nullable side of the join) on PostgreSQL.
+    private func lock(_ locking: Bool) -> SQLQueryString {
+        locking && database.engine == .postgres ? " FOR UPDATE OF s" : ""
     }
 
     func submission(bundleId: String, idempotencyKey: String, on db: any SQLDatabase) async throws -> SubmissionRecord?
@@ -72,15 +79,15 @@ struct SubmissionStore: ServerSQLStore {
     }
 
     /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.
-    func submissions(state: String, after: PageKey?, limit: Int, on db: any SQLDatabase) async throws
-        -> [SubmissionRecord]
+    func submissions(state: String, after: PageKey?, limit: Int, locking: Bool = false, on db: any SQLDatabase)
+        async throws -> [SubmissionRecord]
     {
         let after = after ?? PageKey(number: Int64.min, text: "")
         return try await db.raw(
             """
             \(Self.withJob) WHERE s.state = \(bind: state)
               AND (s.updated_at > \(bind: after.number) OR (s.updated_at = \(bind: after.number) AND s.id > \(bind: after.text)))
-            ORDER BY s.updated_at, s.id LIMIT \(literal: limit)
+            ORDER BY s.updated_at, s.id LIMIT \(literal: limit)\(lock(locking))
             """
         ).all(decoding: SubmissionRecord.self, with: Self.decoding)
     }
