@@ -1,7 +1,7 @@
 import TillCore
 
 /// Why the console's sign-in refuses what it is asked; the HTTP layer gives each reason its status
-/// (`API/RefusalStatuses.swift`).
+/// (TillServer's `API/RefusalStatuses.swift`).
 package enum ConsoleReason: RefusalReason {
     case invalidToken
     /// Too many failed sign-ins from one address: the next is taken after this many seconds.
