@@ -273,6 +273,9 @@ struct ConfirmationTests {
                 #expect(after.state == .deadLettered && after.reason == "gave up after 1 attempts; last: interrupted")
                 #expect(try await entitlements() == ["pro"])
                 #expect(confirmationJobs.map(\.state) == [.deadLettered], "\(depth)")
+                // An operator's retry of every dead letter puts it back (its rows held as it reads them).
+                #expect(try await queue.requeueAll() == 1)
+                #expect(try await submission().state == .pending)
             }
         }
     }
