@@ -143,41 +143,16 @@ struct ConfirmationTests {
     @Test(arguments: TestDatabase.all) func attemptsAreTheJobsCountAndOnesThatNeverEndRunOutToo(
         _ database: TestDatabase
     ) async throws {
-        try await ServerFixture.run(
-            database: database,
-            confirmation: .init(maximumAttempts: 3, backoffBase: .milliseconds(20), backoffCap: .milliseconds(20)),
-            confirming: false
-        ) { fixture in
-            _ = try await fixture.buy("pro")
-            fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:outage=503"))
-            let result = try await fixture.server.intake.submit(
-                SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt()),
-                app: fixture.app
-            )
-            let queue = fixture.server.queue
-            let id = result.submission.id
-            func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] {
-                try await Task.sleep(for: .milliseconds(60))  // the last lease (and back-off) has passed
-                return try await queue.claimDueSubmissions(limit: 10, lease: .milliseconds(1))
-            }
-            func submission() async throws -> SubmissionView {
-                try await fixture.server.intake.submission(id: id, bundleId: ServerFixture.bundleId)
-            }
+        try await ByHand.run(database, maximumAttempts: 3) { fixture, worker, _ in
+            func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] { try await worker.claim() }
+            func submission() async throws -> SubmissionView { try await worker.submission() }
             // The first attempt starts and never ends (the process stops during it): its claim lapses.
             #expect(try await claim().map(\.attempt) == [1])
             #expect(try await submission().attempts == 0)
             // The second is asked of Apple (503) and recorded as the second.
             let second = try #require(try await claim().first)
             #expect(second.attempt == 2)
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
-            defer { _ = http.shutdown() }
-            let client = AppleClient(
-                http: http,
-                endpoints: queue.configuration.apple,
-                timeout: .seconds(30),
-                metrics: queue.metrics
-            )
-            await queue.confirm(second, client: client)
+            try await worker.attempt(second)
             let retrying = try await submission()
             #expect(retrying.state == .retrying && retrying.attempts == 2 && retrying.lastStatus == "HTTP 503")
             // The third never ends either; the fourth claim finds the attempts used up and asks Apple nothing.
@@ -198,6 +173,63 @@ struct ConfirmationTests {
         }
     }
 
+    /// A confirmation worker driven by hand (the fixture's is off): claims whose lease lapses at once, and attempts
+    /// that ask Apple (the simulator) through a client of their own.
+    struct ByHand {
+        let fixture: ServerFixture
+        let id: String
+
+        /// A server whose confirmations are driven by hand, allowing `maximumAttempts`, with erin's purchase of pro
+        /// submitted while verifyReceipt answers 503 (`outage`, the fault rule).
+        static func run(
+            _ database: TestDatabase,
+            maximumAttempts: Int,
+            _ body: (ServerFixture, ByHand, FaultRule) async throws -> Void
+        ) async throws {
+            try await ServerFixture.run(
+                database: database,
+                confirmation: .init(
+                    maximumAttempts: maximumAttempts,
+                    backoffBase: .milliseconds(20),
+                    backoffCap: .milliseconds(20)
+                ),
+                confirming: false
+            ) { fixture in
+                _ = try await fixture.buy("pro")
+                let outage = try FaultRule(parsing: "*:verifyReceipt:outage=503")
+                fixture.simulator.faults.add(outage)
+                let result = try await fixture.server.intake.submit(
+                    SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt()),
+                    app: fixture.app
+                )
+                try await body(fixture, ByHand(fixture: fixture, id: result.submission.id), outage)
+            }
+        }
+
+        /// What is due after the last lease (and back-off) has passed.
+        func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] {
+            try await Task.sleep(for: .milliseconds(60))
+            return try await fixture.server.queue.claimDueSubmissions(limit: 10, lease: .milliseconds(1))
+        }
+
+        func submission() async throws -> SubmissionView {
+            try await fixture.server.intake.submission(id: id, bundleId: ServerFixture.bundleId)
+        }
+
+        func attempt(_ claimed: ConfirmationQueue.ClaimedSubmission) async throws {
+            let queue = fixture.server.queue
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let client = AppleClient(
+                http: http,
+                endpoints: queue.configuration.apple,
+                timeout: .seconds(30),
+                metrics: queue.metrics
+            )
+            await queue.confirm(claimed, client: client)
+            try await http.shutdown()
+        }
+    }
+
     /// What Apple says to a slow attempt that ends after the submission was given up.
     enum LateAnswer: String, CaseIterable, Sendable {
         case confirmed, rejected, unavailable
@@ -211,27 +243,9 @@ struct ConfirmationTests {
         _ database: TestDatabase,
         _ late: LateAnswer
     ) async throws {
-        try await ServerFixture.run(
-            database: database,
-            confirmation: .init(maximumAttempts: 1, backoffBase: .milliseconds(20), backoffCap: .milliseconds(20)),
-            confirming: false
-        ) { fixture in
-            _ = try await fixture.buy("pro")
-            let outage = try FaultRule(parsing: "*:verifyReceipt:outage=503")
-            fixture.simulator.faults.add(outage)
-            let result = try await fixture.server.intake.submit(
-                SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt()),
-                app: fixture.app
-            )
-            let queue = fixture.server.queue
-            let id = result.submission.id
-            func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] {
-                try await Task.sleep(for: .milliseconds(60))  // the last lease has passed
-                return try await queue.claimDueSubmissions(limit: 10, lease: .milliseconds(1))
-            }
-            func submission() async throws -> SubmissionView {
-                try await fixture.server.intake.submission(id: id, bundleId: ServerFixture.bundleId)
-            }
+        try await ByHand.run(database, maximumAttempts: 1) { fixture, worker, outage in
+            func claim() async throws -> [ConfirmationQueue.ClaimedSubmission] { try await worker.claim() }
+            func submission() async throws -> SubmissionView { try await worker.submission() }
             func entitlements() async throws -> [String] {
                 try await fixture.server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "erin")
                     .entitlements.map(\.id)
@@ -248,15 +262,7 @@ struct ConfirmationTests {
                 fixture.simulator.faults.add(try FaultRule(parsing: "*:verifyReceipt:status=21010"))
             case .unavailable: break
             }
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
-            defer { _ = http.shutdown() }
-            let client = AppleClient(
-                http: http,
-                endpoints: queue.configuration.apple,
-                timeout: .seconds(30),
-                metrics: queue.metrics
-            )
-            await queue.confirm(slow, client: client)
+            try await worker.attempt(slow)
             let after = try await submission()
             let depth = try await fixture.server.jobs.depth()
             let confirmationJobs = depth.filter { $0.kind == .confirmation && $0.n > 0 }
@@ -274,7 +280,7 @@ struct ConfirmationTests {
                 #expect(try await entitlements() == ["pro"])
                 #expect(confirmationJobs.map(\.state) == [.deadLettered], "\(depth)")
                 // An operator's retry of every dead letter puts it back (its rows held as it reads them).
-                #expect(try await queue.requeueAll() == 1)
+                #expect(try await fixture.server.queue.requeueAll() == 1)
                 #expect(try await submission().state == .pending)
             }
         }
