@@ -225,13 +225,29 @@ struct ServerAPITests {
                 ).1?["errorCode"] as? Int == 4000012
             )
 
-            fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:rate-limit,times=1"))
-            let (limited, limitedBody) = try await get(
-                client,
-                "/sandbox/inApps/v1/transactions/\(original)",
-                token: token
-            )
-            #expect(limited == 429 && limitedBody?["errorCode"] as? Int == 4290000)
+            // Apple's 429 says when to ask again: Retry-After, a UNIX time in milliseconds; a second from now without
+            // an end to the rule, the rule's end with one.
+            for (rule, expected) in [
+                ("sandbox:serverAPI:rate-limit,times=1", { (now: Int64) in now + 1000 }),
+                ("sandbox:serverAPI:rate-limit,for=30", { (now: Int64) in now + 30_000 }),
+            ] {
+                let fault = try FaultRule(parsing: rule)
+                fixture.simulator.faults.add(fault)
+                let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+                var headers = HTTPFields()
+                headers[.authorization] = "Bearer \(token)"
+                try await client.execute(
+                    uri: "/sandbox/inApps/v1/transactions/\(original)",
+                    method: .get,
+                    headers: headers
+                ) { response in
+                    let body = try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
+                    #expect(response.status.code == 429 && (body as? [String: Any])?["errorCode"] as? Int == 4290000)
+                    let retryAt = try #require(response.headers[.retryAfter].flatMap { Int64($0) }, "\(rule)")
+                    #expect(abs(retryAt - expected(now)) < 2000, "\(rule): Retry-After \(retryAt), now \(now)")
+                }
+                _ = fixture.simulator.faults.remove(id: fault.id)
+            }
         }
     }
 

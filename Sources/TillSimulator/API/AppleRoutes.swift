@@ -86,6 +86,16 @@ struct ServerAPICall: Sendable {
         }
     }
 
+    /// Apple's 429: `RateLimitExceededError`, and `Retry-After` saying when the next request may go, as a UNIX time in
+    /// milliseconds (Apple's "Identifying rate limits"): the rule's end when it has one, else a second from now.
+    private func rateLimited(until: Int64?, _ context: SimulatorRequestContext) throws -> Response {
+        let failure = ServerAPIFailure(.rateLimitExceeded)
+        var response = try jsonResponse(failure.error, status: .init(code: failure.status), context: context)
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        response.headers[.retryAfter] = String(until ?? now + 1000)
+        return response
+    }
+
     private func answer(
         _ request: Request,
         _ context: SimulatorRequestContext,
@@ -97,7 +107,7 @@ struct ServerAPICall: Sendable {
             let body = try await request.collectBody(upTo: Self.bodyLimit)
             if let rule = try await applyFault(simulator, environment, .serverAPI) {
                 if rule.outage != nil { return Response(status: .serviceUnavailable) }
-                if rule.rateLimited == true { throw ServerAPIFailure(.rateLimitExceeded) }
+                if rule.rateLimited == true { return try rateLimited(until: rule.untilMilliseconds, context) }
             }
             let app = try await simulator.serverAPI.authenticate(authorization: request.headers[.authorization])
             return try await call(app, environment, Array(body.readableBytesView))
