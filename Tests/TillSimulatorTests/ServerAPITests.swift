@@ -233,7 +233,7 @@ struct ServerAPITests {
             ] {
                 let fault = try FaultRule(parsing: rule)
                 fixture.simulator.faults.add(fault)
-                let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+                let now = Date().millisecondsSince1970
                 var headers = HTTPFields()
                 headers[.authorization] = "Bearer \(token)"
                 try await client.execute(

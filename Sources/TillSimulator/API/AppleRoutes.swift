@@ -91,8 +91,7 @@ struct ServerAPICall: Sendable {
     private func rateLimited(until: Int64?, _ context: SimulatorRequestContext) throws -> Response {
         let failure = ServerAPIFailure(.rateLimitExceeded)
         var response = try jsonResponse(failure.error, status: .init(code: failure.status), context: context)
-        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-        response.headers[.retryAfter] = String(until ?? now + 1000)
+        response.headers[.retryAfter] = String(until ?? Date().millisecondsSince1970 + 1000)
         return response
     }
 
