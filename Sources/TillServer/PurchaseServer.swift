@@ -85,7 +85,8 @@ public final class PurchaseServer: Sendable {
         let clock = ServerClock(now: now)
         let jobs = JobQueue(database: database, store: JobStore(database: database), clock: clock, metrics: metrics)
         let signals = QueueSignals(workAvailable: jobs.signal(.confirmation))
-        let verifier = LocalVerifier(configuration: configuration)
+        let appStore = configuration.appStore
+        let verifier = LocalVerifier(configuration: appStore)
         self.configuration = configuration
         self.database = database
         self.queueLock = queueLock
@@ -131,7 +132,7 @@ public final class PurchaseServer: Sendable {
             clock: clock
         )
         consumption = ConsumptionAnswers(
-            configuration: configuration,
+            configuration: appStore,
             database: database,
             catalogue: catalogue,
             jobs: jobs,
@@ -163,7 +164,7 @@ public final class PurchaseServer: Sendable {
             clock: clock
         )
         queue = ConfirmationQueue(
-            configuration: configuration,
+            configuration: appStore,
             database: database,
             catalogue: catalogue,
             ledger: ledger,
@@ -176,7 +177,7 @@ public final class PurchaseServer: Sendable {
             logger: logger
         )
         catchUp = CatchUp(
-            configuration: configuration,
+            configuration: appStore,
             database: database,
             verifier: verifier,
             catalogue: catalogue,

@@ -24,7 +24,7 @@ import TillStorage
 /// next one scheduled `catch-up.interval-seconds` after each; the last run's report is kept in `srv_catch_up_runs`.
 /// `CatchUpWorker` runs the due ones, every app at start; the admin API runs one on demand.
 public struct CatchUp: Sendable {
-    let configuration: ServerConfiguration
+    let configuration: AppStoreSettings
     let database: TillDatabase
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
@@ -33,7 +33,7 @@ public struct CatchUp: Sendable {
     let ledger: Ledger
     let notifications: NotificationIntake
     let jobs: JobQueue
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
 
@@ -240,7 +240,7 @@ enum HistoryAnswer: Sendable {
 extension AppleClient.Answer {
     /// The body of Apple's 200, or why there is none: no answer, a 5xx or a 429 (`appleUnavailable`), the app's key
     /// refused or unusable (`configuration`), anything else (`other`: a request Apple refused).
-    func body(of call: String, in environment: AppStoreEnvironment, metrics: ServerMetrics) -> HistoryAnswer {
+    func body(of call: String, in environment: AppStoreEnvironment, metrics: any AppStoreMetrics) -> HistoryAnswer {
         let api = "\(call) (\(environment.rawValue))"
         switch self {
         case .misconfigured(let problem):

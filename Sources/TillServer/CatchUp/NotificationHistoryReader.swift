@@ -22,7 +22,7 @@ struct NotificationHistoryReader: Sendable {
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let notifications: NotificationIntake
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
 

@@ -27,7 +27,7 @@ struct TransactionHistoryReader: Sendable {
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
 

@@ -18,7 +18,7 @@ import TillStorage
 /// giving up at the deadline. What was sent and what Apple answered are kept with the request, for the admin API; an
 /// answer sent is a `consumption.answerSent` event.
 public struct ConsumptionAnswers: Sendable {
-    let configuration: ServerConfiguration
+    let configuration: AppStoreSettings
     let database: TillDatabase
     /// The customers and their aliases.
     var customerStore: CustomerStore { CustomerStore(database: database) }
@@ -27,7 +27,7 @@ public struct ConsumptionAnswers: Sendable {
     let catalogue: Catalogue
     let jobs: JobQueue
     let events: EventLog
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
 

@@ -45,7 +45,7 @@ public struct Customers: Sendable {
     }
 
     /// The customer view of what the database held, with entitlements worked out now.
-    func view(of snapshot: CustomerSnapshot, bundleId: String) async throws -> CustomerView {
+    package func view(of snapshot: CustomerSnapshot, bundleId: String) async throws -> CustomerView {
         let ledger = snapshot.ledger
         let states = snapshot.states
         let catalogue = try await self.catalogue.products(of: bundleId)
@@ -127,7 +127,7 @@ public struct Customers: Sendable {
     }
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
-    func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
+    package func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
         try await CustomerSnapshot.read(bundleId: bundleId, owner: owner, database: database, on: db)
     }
 
@@ -182,6 +182,8 @@ struct EncodedCustomer: Sendable {
     var body: [UInt8]
     var validUntil: Int64?
 }
+
+extension Customers: AppStoreCustomers {}
 
 extension Customers: ContentCustomers {
     /// Notes what content delivery did for a customer in its timeline.

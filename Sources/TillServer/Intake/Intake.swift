@@ -23,11 +23,11 @@ public struct Intake: Sendable {
     let verifier: LocalVerifier
     let catalogue: Catalogue
     let ledger: Ledger
-    let customers: Customers
+    let customers: any AppStoreCustomers
     let notifications: NotificationIntake
     let jobs: JobQueue
     let signals: QueueSignals
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     /// The submissions, their payloads and their attempts.
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }

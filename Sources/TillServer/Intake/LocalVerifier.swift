@@ -34,13 +34,13 @@ final class LocalVerifier: Sendable {
         var transactionReceipts: [TransactionReceiptVerifier]
     }
 
-    private let configuration: ServerConfiguration
+    private let configuration: AppStoreSettings
     private let cache = Mutex<[String: AppVerifiers]>([:])
     /// JWS verifiers bound to no app (Apple's roots, then the sandbox roots): for a notification's envelope,
     /// which says which app it is for only once its signature is trusted.
     private let anyApp: [SignedDataVerifier]
 
-    init(configuration: ServerConfiguration) {
+    init(configuration: AppStoreSettings) {
         self.configuration = configuration
         var anyApp = [SignedDataVerifier(.init(anchors: .appleStoreKit))]
         if !configuration.sandboxJWSRoots.isEmpty {

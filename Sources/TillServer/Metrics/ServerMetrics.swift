@@ -17,7 +17,7 @@ import TillWebhooks
 /// Each `PurchaseServer` has its own registry (tests run many servers in one process, and swift-metrics'
 /// global bootstrap can happen once), and `/metrics` prints it in Prometheus' text format. Queue gauges are
 /// read from the database at scrape time, so every process sharing a PostgreSQL queue reports the same depth.
-public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
+public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, Sendable {
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
 
@@ -44,7 +44,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
     }
 
     /// A submission was answered: `outcome` is accepted, duplicate or refused.
-    func submission(kind: String, outcome: String, duration: Duration) {
+    package func submission(kind: String, outcome: String, duration: Duration) {
         Counter(label: "till_submissions_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: factory)
             .increment()
         if outcome != "refused" {
@@ -55,7 +55,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
 
     /// A confirmation attempt ended: `result` is confirmed, retrying, rejected or deadLettered; `status` is
     /// what Apple (or the network) said, coarsened so that the label set stays small.
-    func confirmation(result: String, status: String, duration: Duration) {
+    package func confirmation(result: String, status: String, duration: Duration) {
         Counter(
             label: "till_confirmations_total",
             dimensions: [("result", result), ("status", Self.coarse(status))],
@@ -68,7 +68,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
     /// One call to Apple (or the simulator) came back: `endpoint` is verifyReceipt or serverAPI, `status` what it
     /// said (`status 21007`, `status 0`, `HTTP 200`, `HTTP 404 4040010`, `timeout`, …). A sandbox receipt shows
     /// production-first at work: a production call answering `status 21007`, then a sandbox call.
-    func appleCall(endpoint: String, environment: AppStoreEnvironment, status: String) {
+    package func appleCall(endpoint: String, environment: AppStoreEnvironment, status: String) {
         let status = Self.coarse(status)
         Counter(
             label: "till_apple_calls_total",
@@ -85,7 +85,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
 
     /// A call to Apple (or the simulator) took `duration` and came back with `answer` (`AppleClient` times every
     /// call): `till_apple_call_seconds`, and the last calls the console shows.
-    func appleCallTook(
+    package func appleCallTook(
         endpoint: String,
         environment: AppStoreEnvironment,
         answer: AppleClient.Answer,
@@ -192,7 +192,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
     private let requestHandles = Mutex<[RequestKey: RequestHandles]>([:])
 
     /// An Apple notification was handled: `outcome` is applied, duplicate, ignored or refused.
-    func notification(type: String, outcome: String) {
+    package func notification(type: String, outcome: String) {
         Counter(
             label: "till_notifications_total",
             dimensions: [("type", type), ("outcome", outcome)],
@@ -201,7 +201,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
     }
 
     /// A catch-up run ended: its outcome, and what it did with each notification and transaction Apple listed.
-    func catchUp(_ run: CatchUpRun) {
+    package func catchUp(_ run: CatchUpRun) {
         Counter(label: "till_catch_up_runs_total", dimensions: [("outcome", run.outcome.rawValue)], factory: factory)
             .increment()
         for environment in run.environments {
@@ -260,7 +260,7 @@ public final class ServerMetrics: JobMetrics, WebhookMetrics, Sendable {
     }
 
     /// An attempt to answer one of Apple's consumption requests, by where it left the answer.
-    func consumptionAnswer(state: String) {
+    package func consumptionAnswer(state: String) {
         Counter(label: "till_consumption_answers_total", dimensions: [("state", state)], factory: factory).increment()
     }
 

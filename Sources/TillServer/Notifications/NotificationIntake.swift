@@ -56,7 +56,7 @@ public struct NotificationIntake: Sendable {
     let ledger: Ledger
     /// Where a CONSUMPTION_REQUEST goes to be answered.
     let consumption: ConsumptionAnswers
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
     /// The customers' timelines: activity, and the reads that find a customer.

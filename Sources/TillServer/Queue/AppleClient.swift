@@ -12,15 +12,15 @@ import TillLedger
 /// Calls Apple (or the simulator): verifyReceipt and the App Store Server API (Get Transaction Info for the queue,
 /// the notification and transaction histories for catching up, Send Consumption Information for Apple's consumption
 /// requests).
-struct AppleClient: Sendable {
+package struct AppleClient: Sendable {
     let http: HTTPClient
     let endpoints: AppleEndpoints
     let timeout: Duration
-    /// Told how long each call took (`ServerMetrics.appleCallTook`): the console's latency per endpoint.
-    let metrics: ServerMetrics
+    /// Told how long each call took (`AppStoreMetrics.appleCallTook`): the console's latency per endpoint.
+    let metrics: any AppStoreMetrics
 
     /// What came back from one call.
-    enum Answer: Sendable {
+    package enum Answer: Sendable {
         /// An HTTP answer: status and body.
         case http(status: Int, body: [UInt8])
         /// No answer: the cause (`timeout`, `connection reset`, …).

@@ -43,7 +43,7 @@ enum ConfirmationOutcome: Sendable {
 struct AppleQuestions: Sendable {
     let database: TillDatabase
     let verifier: LocalVerifier
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     /// The submissions, their payloads and their attempts.
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 

@@ -19,7 +19,7 @@ import TillStorage
 /// confirmed (the ledger records Apple's answer), retried on the configured schedule, dead-lettered after the last
 /// attempt, or rejected (the ledger takes back what the local check granted). `ConfirmationWorker` runs it.
 public final class ConfirmationQueue: Sendable {
-    let configuration: ServerConfiguration
+    let configuration: AppStoreSettings
     let database: TillDatabase
     let catalogue: Catalogue
     let ledger: Ledger
@@ -27,7 +27,7 @@ public final class ConfirmationQueue: Sendable {
     let jobs: JobQueue
     let questions: AppleQuestions
     let signals: QueueSignals
-    let metrics: ServerMetrics
+    let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
     /// Set when Apple stopped answering (timeouts, resets, 5xx); the first real answer after it brings the
@@ -42,7 +42,7 @@ public final class ConfirmationQueue: Sendable {
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     init(
-        configuration: ServerConfiguration,
+        configuration: AppStoreSettings,
         database: TillDatabase,
         catalogue: Catalogue,
         ledger: Ledger,
@@ -50,7 +50,7 @@ public final class ConfirmationQueue: Sendable {
         jobs: JobQueue,
         verifier: LocalVerifier,
         signals: QueueSignals,
-        metrics: ServerMetrics,
+        metrics: any AppStoreMetrics,
         clock: ServerClock,
         logger: Logger
     ) {
