@@ -96,9 +96,10 @@ public final class PurchaseServer: Sendable {
         readiness = Readiness(database: database)
         // An app's new credentials for Apple: the confirmations that failed on the old ones are due at once.
         catalogue = Catalogue(database: database, clock: clock) { bundleId in
-            let moved = try await SubmissionStore(database: database).bringForward(
+            let moved = try await ConfirmationQueue.bringForward(
                 cause: .configuration,
                 bundleId: bundleId,
+                database: database,
                 at: clock.milliseconds
             )
             if moved > 0 {
@@ -304,6 +305,21 @@ public final class PurchaseServer: Sendable {
 
     /// Now, in UNIX milliseconds, as every component sees it.
     var nowMilliseconds: Int64 { clock.milliseconds }
+}
+
+extension ConfirmationWorker {
+    /// The worker that confirms the server's submissions with Apple.
+    public init(server: PurchaseServer) { self.init(queue: server.queue) }
+}
+
+extension CatchUpWorker {
+    /// The worker of the server's catch-up runs.
+    public init(server: PurchaseServer) { self.init(catchUp: server.catchUp) }
+}
+
+extension ConsumptionWorker {
+    /// The worker that answers Apple's consumption requests for the server.
+    public init(server: PurchaseServer) { self.init(answers: server.consumption) }
 }
 
 extension WebhookWorker {

@@ -83,4 +83,29 @@ package struct NotificationStore: ServerSQLStore {
     ) {
         self.database = database
     }
+
+    /// An app's notifications, newest first (by `received_at`, then UUID), before `before`, at most `limit`; of one
+    /// outcome or type, or all.
+    package func notifications(
+        bundleId: String,
+        outcome: NotificationOutcome?,
+        type: String?,
+        before: PageKey?,
+        limit: Int,
+        on db: any SQLDatabase
+    ) async throws -> [NotificationRecord] {
+        var query = db.select().column("*").from("srv_notifications").where("bundle_id", .equal, bundleId)
+        if let outcome { query = query.where("outcome", .equal, outcome.rawValue) }
+        if let type { query = query.where("type", .equal, type) }
+        if let before {
+            query = query.where { group in
+                group.where("received_at", .lessThan, before.number).orWhere { inner in
+                    inner.where("received_at", .equal, before.number)
+                        .where("notification_uuid", .lessThan, before.text)
+                }
+            }
+        }
+        return try await query.orderBy("received_at", .descending).orderBy("notification_uuid", .descending)
+            .limit(limit).all(decoding: NotificationRecord.self, with: Self.decoding)
+    }
 }

@@ -294,3 +294,14 @@ enum ReportDates {
         return date.millisecondsSince1970
     }
 }
+
+extension SubmissionResult {
+    /// The answer as `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes` writes it (the server's
+    /// response encoder), without its cost: this is written once per purchase, by the writer generated with the
+    /// contract (`Generated/JSONWriters.swift`).
+    func json() -> [UInt8] {
+        var writer = JSONWriter(capacity: 4096)
+        writeJSON(to: &writer)
+        return writer.bytes
+    }
+}

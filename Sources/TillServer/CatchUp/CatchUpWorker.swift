@@ -13,8 +13,8 @@ import TillLedger
 public struct CatchUpWorker: Service {
     let catchUp: CatchUp
 
-    public init(server: PurchaseServer) {
-        self.catchUp = server.catchUp
+    package init(catchUp: CatchUp) {
+        self.catchUp = catchUp
     }
 
     public func run() async throws {

@@ -12,8 +12,8 @@ import TillLedger
 public struct ConsumptionWorker: Service {
     let answers: ConsumptionAnswers
 
-    public init(server: PurchaseServer) {
-        self.answers = server.consumption
+    package init(answers: ConsumptionAnswers) {
+        self.answers = answers
     }
 
     public func run() async throws {

@@ -62,7 +62,7 @@ extension Customers {
                 on: db
             )
             let attempts = Dictionary(
-                grouping: try await submissionStore.attempts(submissionIds: submissions.map(\.id), on: db),
+                grouping: try await timelineStore.attempts(submissionIds: submissions.map(\.id), on: db),
                 by: \.submissionId
             )
             for submission in submissions {

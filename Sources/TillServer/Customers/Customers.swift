@@ -25,8 +25,6 @@ public struct Customers: Sendable {
     private let customerBodies = SnapshotCache<CustomerKey, EncodedCustomer>(lifetime: .seconds(1))
     /// The customers' timelines: activity, and the reads that find a customer.
     var timelineStore: TimelineStore { TimelineStore(database: database) }
-    /// The submissions, their payloads and their attempts.
-    var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     /// A customer's entitlements, balances and purchases now.
     ///

@@ -304,10 +304,10 @@ extension PurchaseServer {
     /// storage is unavailable the queue's gauges keep their last reading: `/metrics` answers, and says so.
     public func metricsExposition() async throws -> [UInt8] {
         do {
-            let rows = try await SubmissionStore(database: database).queueDepth()
-            let oldest = rows.filter { $0.state != .deadLettered }.compactMap(\.oldest).min()
+            let depth = try await queue.depth()
+            let oldest = depth.filter { $0.key != .deadLettered }.compactMap(\.value.oldest).min()
             metrics.recordQueue(
-                depth: Dictionary(uniqueKeysWithValues: rows.map { ($0.state.rawValue, $0.n) }),
+                depth: Dictionary(uniqueKeysWithValues: depth.map { ($0.key.rawValue, $0.value.count) }),
                 oldestUnconfirmedAge: oldest.map { .milliseconds(max(0, nowMilliseconds - $0)) }
             )
             metrics.recordJobs(

@@ -59,8 +59,6 @@ public struct NotificationIntake: Sendable {
     let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
-    /// The customers' timelines: activity, and the reads that find a customer.
-    var timelineStore: TimelineStore { TimelineStore(database: database) }
 
     /// Notification types that change nothing the server keeps beyond the renewal state: recorded only.
     static let recordedOnly: Set<NotificationType> = [
@@ -178,7 +176,7 @@ public struct NotificationIntake: Sendable {
     func log(bundleId: String, outcome: NotificationOutcome?, type: String?, page: PageRequest) async throws
         -> (records: [NotificationRecord], nextCursor: String?)
     {
-        let records = try await timelineStore.notifications(
+        let records = try await notificationStore.notifications(
             bundleId: bundleId,
             outcome: outcome,
             type: type,

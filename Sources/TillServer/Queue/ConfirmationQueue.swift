@@ -197,6 +197,18 @@ public final class ConfirmationQueue: Sendable {
         }
     }
 
+    /// Makes the confirmations waiting to retry for `cause` (of one app, or of all with nil) due now, as one
+    /// transaction: a fix of what they failed on (an app's new credentials for Apple) need not wait for their
+    /// back-off. Static because the catalogue's hook that calls it is made before the queue. Answers how many moved.
+    package static func bringForward(
+        cause: RetryCause,
+        bundleId: String?,
+        database: TillDatabase,
+        at now: Int64
+    ) async throws -> Int {
+        try await SubmissionStore(database: database).bringForward(cause: cause, bundleId: bundleId, at: now)
+    }
+
     /// Apple answers again after an outage: submissions waiting out a back-off because Apple could not be
     /// reached are due now, instead of up to an hour later (the back-off grows while Apple is down). Those
     /// that failed for a reason of their own (a status about the receipt, 429) keep their schedule.

@@ -16,8 +16,8 @@ import TillStorage
 public struct ConfirmationWorker: Service {
     let queue: ConfirmationQueue
 
-    public init(server: PurchaseServer) {
-        self.queue = server.queue
+    package init(queue: ConfirmationQueue) {
+        self.queue = queue
     }
 
     public func run() async throws {

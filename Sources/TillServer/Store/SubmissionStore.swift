@@ -150,12 +150,4 @@ extension SubmissionStore {
             """
         ).run()
     }
-
-    /// The attempts of these submissions, in order.
-    func attempts(submissionIds: [String], on db: any SQLDatabase) async throws -> [SubmissionAttemptRecord] {
-        guard !submissionIds.isEmpty else { return [] }
-        return try await db.select().column("*").from("srv_submission_attempts")
-            .where("submission_id", .in, submissionIds).orderBy("submission_id").orderBy("number")
-            .all(decoding: SubmissionAttemptRecord.self, with: Self.decoding)
-    }
 }

@@ -133,30 +133,11 @@ struct TimelineStore: ServerSQLStore {
         }
     }
 
-    // MARK: Notifications
-
-    /// An app's notifications, newest first (by `received_at`, then UUID), before `before`, at most `limit`; of one
-    /// outcome or type, or all.
-    func notifications(
-        bundleId: String,
-        outcome: NotificationOutcome?,
-        type: String?,
-        before: PageKey?,
-        limit: Int,
-        on db: any SQLDatabase
-    ) async throws -> [NotificationRecord] {
-        var query = db.select().column("*").from("srv_notifications").where("bundle_id", .equal, bundleId)
-        if let outcome { query = query.where("outcome", .equal, outcome.rawValue) }
-        if let type { query = query.where("type", .equal, type) }
-        if let before {
-            query = query.where { group in
-                group.where("received_at", .lessThan, before.number).orWhere { inner in
-                    inner.where("received_at", .equal, before.number)
-                        .where("notification_uuid", .lessThan, before.text)
-                }
-            }
-        }
-        return try await query.orderBy("received_at", .descending).orderBy("notification_uuid", .descending)
-            .limit(limit).all(decoding: NotificationRecord.self, with: Self.decoding)
+    /// The attempts of these submissions, in order.
+    func attempts(submissionIds: [String], on db: any SQLDatabase) async throws -> [SubmissionAttemptRecord] {
+        guard !submissionIds.isEmpty else { return [] }
+        return try await db.select().column("*").from("srv_submission_attempts")
+            .where("submission_id", .in, submissionIds).orderBy("submission_id").orderBy("number")
+            .all(decoding: SubmissionAttemptRecord.self, with: Self.decoding)
     }
 }
