@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import SQLKit
+import TillAppStore
 import TillCore
 import TillDevelopment
 import TillFormats
@@ -37,7 +38,9 @@ public enum ConsoleBenchmark {
     public static func pages(databaseURL: String, iterations: Int) async throws -> String {
         var quiet = Logger(label: "till.bench.console")
         quiet.logLevel = .warning
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-console-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "till-console-\(UUID().uuidString)"
+        )
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await PurchaseServer.open(
             ServerConfiguration(
@@ -50,7 +53,10 @@ public enum ConsoleBenchmark {
             ),
             logger: quiet
         )
-        let port = try await Ports.start({ buildServerApplication(server, port: 0, onServerRunning: $0) }, logger: quiet)
+        let port = try await Ports.start(
+            { buildServerApplication(server, port: 0, onServerRunning: $0) },
+            logger: quiet
+        )
         // Redirects are the console's answers (a form's 303), not to be followed.
         let client = HTTPClient(
             eventLoopGroupProvider: .singleton,
@@ -69,9 +75,18 @@ public enum ConsoleBenchmark {
             let pages: [(String, String)] = [
                 ("overview (30 days by day)", "/console/overview?\(app)"),
                 ("overview (a year by week)", "/console/overview?\(app)&from=\(daysAgo(364))&to=\(today)&bucket=week"),
-                ("overview (3 years by month)", "/console/overview?\(app)&from=\(daysAgo(1095))&to=\(today)&bucket=month"),
-                ("overview, sandbox (a year)", "/console/overview?\(app)&from=\(daysAgo(364))&to=\(today)&environment=Sandbox"),
-                ("overview CSV (a year by day)", "/console/overview.csv?\(app)&from=\(daysAgo(364))&to=\(today)&bucket=day"),
+                (
+                    "overview (3 years by month)",
+                    "/console/overview?\(app)&from=\(daysAgo(1095))&to=\(today)&bucket=month"
+                ),
+                (
+                    "overview, sandbox (a year)",
+                    "/console/overview?\(app)&from=\(daysAgo(364))&to=\(today)&environment=Sandbox"
+                ),
+                (
+                    "overview CSV (a year by day)",
+                    "/console/overview.csv?\(app)&from=\(daysAgo(364))&to=\(today)&bucket=day"
+                ),
                 ("customers: search by id prefix", "/console/customers?\(app)&q=customer-00012"),
                 ("customers: search by transaction id", "/console/customers?\(app)&q=\(targets.transactionId)"),
                 ("customers: search by original id", "/console/customers?\(app)&q=\(targets.originalTransactionId)"),
@@ -187,7 +202,10 @@ public enum ConsoleBenchmark {
                 transactionId: try renewal.decode(column: "transaction_id", as: String.self),
                 originalTransactionId: try renewal.decode(column: "original_transaction_id", as: String.self),
                 notification: try notification.decode(column: "notification_uuid", as: String.self),
-                transactions: try await one("SELECT COUNT(*) AS n FROM srv_transactions").decode(column: "n", as: Int.self),
+                transactions: try await one("SELECT COUNT(*) AS n FROM srv_transactions").decode(
+                    column: "n",
+                    as: Int.self
+                ),
                 customers: try await one("SELECT COUNT(*) AS n FROM srv_customers").decode(column: "n", as: Int.self)
             )
         }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import SwiftASN1
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

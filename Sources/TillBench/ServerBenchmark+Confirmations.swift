@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import SQLKit
 import ServiceLifecycle
+import TillAppStore
 import TillContract
 import TillCore
 import TillDevelopment

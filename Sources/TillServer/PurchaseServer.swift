@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SQLKit
 import Synchronization
+import TillAppStore
 import TillCatalogue
 import TillConsole
 import TillContent

@@ -5,8 +5,9 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceLifecycle
-import SystemPackage
 import Synchronization
+import SystemPackage
+import TillAppStore
 import TillCore
 import TillDevelopment
 import TillFormats
@@ -101,7 +102,10 @@ struct ServeCommand: AsyncParsableCommand {
                 listening = try await Ports.start(
                     {
                         buildSimulatorApplication(
-                            opened, host: "127.0.0.1", port: settings.simulatorPort, onServerRunning: $0
+                            opened,
+                            host: "127.0.0.1",
+                            port: settings.simulatorPort,
+                            onServerRunning: $0
                         )
                     },
                     logger: simulatorLogger
@@ -147,12 +151,16 @@ struct ServeCommand: AsyncParsableCommand {
                     var notificationsWired = ""
                     if let demo, let simulator = inProcessSimulator {
                         // The simulator reaches the server over loopback, whatever address the server listens on.
-                        let loopback = ["0.0.0.0", "::", "localhost"].contains(settings.host) ? "127.0.0.1" : settings.host
+                        let loopback =
+                            ["0.0.0.0", "::", "localhost"].contains(settings.host) ? "127.0.0.1" : settings.host
                         do {
                             try await DevelopmentSetup.sendNotifications(
-                                of: demo, to: "http://\(loopback):\(port)", simulator: simulator
+                                of: demo,
+                                to: "http://\(loopback):\(port)",
+                                simulator: simulator
                             )
-                            notificationsWired = "App Store Server Notifications (sandbox and production) → \(base)/v1/apple/notifications"
+                            notificationsWired =
+                                "App Store Server Notifications (sandbox and production) → \(base)/v1/apple/notifications"
                         } catch {
                             notificationsWired = "App Store Server Notifications NOT wired: \(error)"
                         }

@@ -7,9 +7,10 @@ import NIOCore
 import NIOPosix
 import SQLKit
 import ServiceLifecycle
+import TillAppStore
 import TillCatalogue
-import TillContent
 import TillClient
+import TillContent
 import TillContract
 import TillCore
 import TillFormats

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillClient
 import TillContract

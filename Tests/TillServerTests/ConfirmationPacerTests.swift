@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import TillAppStore
 @testable import TillServer
 
 /// The pacer's rule: confirmations slow down while the scheduler's queue backs up, and speed up again while

@@ -11,6 +11,7 @@ import TillJobs
 import TillLedger
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 @testable import TillSimulator
 

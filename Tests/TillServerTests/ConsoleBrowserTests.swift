@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Testing
+import TillAppStore
 import TillConsole
 import TillContract
 import TillCore
@@ -54,7 +55,9 @@ struct ConsoleBrowserTests {
     /// Purchases like `till demo`'s: ann buys gems, Pro and a subscription (confirmed with the simulator), Pro is
     /// refunded (Apple's notification reaches the server); bob's receipt is dead-lettered while Apple answers 503.
     /// Answers bob's submission and the refunded transaction.
-    static func traffic(_ fixture: ServerFixture, serverURL: String) async throws -> (deadLetter: String, refunded: String) {
+    static func traffic(_ fixture: ServerFixture, serverURL: String) async throws -> (
+        deadLetter: String, refunded: String
+    ) {
         let server = fixture.server
         let url = serverURL + "/v1/apple/notifications"
         _ = try await fixture.simulator.appStoreConnect.updateApp(
@@ -128,7 +131,10 @@ struct ConsoleBrowserTests {
             """
         )
         #expect((drawn as? NSNumber)?.int64Value == revenue, "bars add up to \(String(describing: drawn))")
-        #expect(try await browser.text(of: try await browser.find("[data-figure=\"revenue-USD\"]")) == Readable.money(revenue))
+        #expect(
+            try await browser.text(of: try await browser.find("[data-figure=\"revenue-USD\"]"))
+                == Readable.money(revenue)
+        )
         #expect(try await browser.findAll("svg[data-chart] rect[data-value]").count >= 30)
         try await check(browser, "overview", shots)
         try await browser.setWindow(width: 390, height: 844)
@@ -252,20 +258,24 @@ struct ConsoleBrowserTests {
         // The keyboard: Tab reaches every control, each showing where the focus is.
         let count = try await browser.script(focusScript) as? Int ?? 0
         try await browser.press(String(repeating: "\u{E004}", count: 2 * count + 2))
-        let missed = try await browser.script(
-            """
-            const reached = new Set(window.__tillFocused.map(f => f.element));
-            return window.__tillFocusables().filter(e => !reached.has(e)).map(e => e.outerHTML.slice(0, 100))
-              .concat(window.__tillFocused.filter(f => !f.visible).map(f => 'no focus ring: ' + f.element.outerHTML.slice(0, 100)));
-            """
-        ) as? [String] ?? ["the focus script failed"]
+        let missed =
+            try await browser.script(
+                """
+                const reached = new Set(window.__tillFocused.map(f => f.element));
+                return window.__tillFocusables().filter(e => !reached.has(e)).map(e => e.outerHTML.slice(0, 100))
+                  .concat(window.__tillFocused.filter(f => !f.visible).map(f => 'no focus ring: ' + f.element.outerHTML.slice(0, 100)));
+                """
+            ) as? [String] ?? ["the focus script failed"]
         #expect(missed.isEmpty, "\(name) (\(page)): not reached by Tab, or focus not shown: \(missed)")
 
         // Nothing wider than the window (a phone's, for the -phone pages).
         let overflow = try await browser.script(
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
-        #expect(((overflow as? NSNumber)?.intValue ?? 1) <= 0, "\(name): wider than the window by \(String(describing: overflow)) px")
+        #expect(
+            ((overflow as? NSNumber)?.intValue ?? 1) <= 0,
+            "\(name): wider than the window by \(String(describing: overflow)) px"
+        )
     }
 
     /// Text below WCAG AA contrast, as `tag "text" ratio < needed` lines. Colours are the browser's computed ones, the

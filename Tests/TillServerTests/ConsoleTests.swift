@@ -11,6 +11,7 @@ import TillLedger
 import TillStorage
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 @testable import TillSimulator
 
@@ -99,7 +100,11 @@ struct ConsoleTests {
                     headers: [.contentType: "application/x-www-form-urlencoded", .xForwardedProto: "https"],
                     body: .init(string: "token=operator&csrf=" + (secure.csrf ?? ""))
                 )
-                #expect(tls.headers[values: .setCookie].contains { $0.hasPrefix(ConsoleCookie.session) && $0.contains("Secure") })
+                #expect(
+                    tls.headers[values: .setCookie].contains {
+                        $0.hasPrefix(ConsoleCookie.session) && $0.contains("Secure")
+                    }
+                )
                 let out = try await browser.post("/console/sign-out", [])
                 #expect(out.status == 303)
                 #expect(try await browser.get("/console/overview").location?.hasPrefix("/console/sign-in") == true)
@@ -108,7 +113,10 @@ struct ConsoleTests {
                 let guesser = ConsoleClient(client)
                 for _ in 0..<5 { #expect(try await guesser.signIn("guess").status == 401) }
                 let limited = try await guesser.signIn("operator")
-                #expect(limited.status == 429 && limited.headers[.retryAfter] != nil && limited.body.contains("tooManySignIns"))
+                #expect(
+                    limited.status == 429 && limited.headers[.retryAfter] != nil
+                        && limited.body.contains("tooManySignIns")
+                )
             }
         }
     }
@@ -257,7 +265,9 @@ struct ConsoleTests {
                 }
                 #expect(!reported.isEmpty)
                 #expect(
-                    exported.filter { $0.value.amount != 0 || $0.value.count != 0 }.mapValues { "\($0.amount)/\($0.count)" }
+                    exported.filter { $0.value.amount != 0 || $0.value.count != 0 }.mapValues {
+                        "\($0.amount)/\($0.count)"
+                    }
                         == reported.mapValues { "\($0.amount)/\($0.count)" }
                 )
             }

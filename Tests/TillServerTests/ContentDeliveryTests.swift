@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TillAppStore
 import TillContract
 import TillCore
 import TillFormats

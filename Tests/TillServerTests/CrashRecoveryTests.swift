@@ -6,16 +6,18 @@ import NIOHTTP1
 import SQLKit
 import SwiftASN1
 import Testing
+import TillAppStore
 import TillContract
 import TillCore
 import TillFormats
 import TillHTTPKit
 import TillLedger
-@testable import TillServer
 import TillSimulator
 import TillStorage
 import TillTestSupport
 import X509
+
+@testable import TillServer
 
 #if canImport(Glibc)
     import Glibc

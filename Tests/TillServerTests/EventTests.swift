@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import SQLKit
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

@@ -19,6 +19,7 @@ struct LayoutTests {
     /// server's layout below holds in all of them.
     static let serverModules = [
         "TillServer", "TillLedger", "TillJobs", "TillCatalogue", "TillWebhooks", "TillContent", "TillConsole",
+        "TillAppStore",
     ]
 
     /// A target's folder, relative to the repository: `Sources/<target>`, or `Client/Sources/<target>` for the app's
@@ -331,6 +332,39 @@ struct LayoutTests {
                 func audit(_ database: TillDatabase) async throws -> Int {
                     let sessions = ConsoleSessions(database: database, clock: ServerClock { Date() }, operatorToken: "t")
                     return try await sessions.audit.actions(before: nil, limit: 1).count
+                }
+                """
+        ),
+        // Apple's side: submissions and their attempts through `Intake` and `ConfirmationQueue` (the catalogue's hook
+        // brings failed confirmations forward through the queue), catch-up runs through `CatchUp`, consumption
+        // requests and consent through `ConsumptionAnswers`.
+        OwnStore(
+            store: "SubmissionStore",
+            modules: ["TillAppStore", "TillLedger", "TillStorage"],
+            control: """
+                func bringForward(_ database: TillDatabase, _ queue: ConfirmationQueue) async throws -> Int {
+                    _ = try await queue.depth()
+                    return try await ConfirmationQueue.bringForward(
+                        cause: .configuration, bundleId: nil, database: database, at: 0
+                    )
+                }
+                """
+        ),
+        OwnStore(
+            store: "CatchUpStore",
+            modules: ["TillAppStore", "TillLedger", "TillStorage"],
+            control: """
+                func last(_ catchUp: CatchUp) async throws -> CatchUpRun {
+                    try await catchUp.lastRun(bundleId: "com.example.till")
+                }
+                """
+        ),
+        OwnStore(
+            store: "ConsumptionStore",
+            modules: ["TillAppStore", "TillLedger", "TillStorage"],
+            control: """
+                func consent(_ answers: ConsumptionAnswers) async throws -> ConsumptionConsent {
+                    try await answers.consent(bundleId: "com.example.till", customerId: "c")
                 }
                 """
         ),

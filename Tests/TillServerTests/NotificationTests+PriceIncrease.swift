@@ -9,6 +9,7 @@ import TillLedger
 import TillStorage
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 @testable import TillSimulator
 
@@ -30,7 +31,11 @@ extension NotificationTests {
                 let signed = start.addingTimeInterval(seconds)
                 return VerifiedNotification(
                     signedPayload: "",
-                    payload: ResponseBodyV2DecodedPayload(notificationType: .priceIncrease, subtype: subtype, signedDate: signed),
+                    payload: ResponseBodyV2DecodedPayload(
+                        notificationType: .priceIncrease,
+                        subtype: subtype,
+                        signedDate: signed
+                    ),
                     uuid: UUID().uuidString.lowercased(),
                     type: .priceIncrease,
                     environment: .sandbox,
@@ -59,10 +64,16 @@ extension NotificationTests {
             )
             #expect(pending.status == .applied)
             #expect(try await shown() == 0, "a price increase waits for the customer's consent")
-            _ = try await fixture.server.notifications.receive(priceIncrease(.accepted, .consented, after: 2), app: fixture.app)
+            _ = try await fixture.server.notifications.receive(
+                priceIncrease(.accepted, .consented, after: 2),
+                app: fixture.app
+            )
             #expect(try await shown() == 1)
             // Older renewal info delivered late does not undo the consent.
-            _ = try await fixture.server.notifications.receive(priceIncrease(.pending, .notResponded, after: 1.5), app: fixture.app)
+            _ = try await fixture.server.notifications.receive(
+                priceIncrease(.pending, .notResponded, after: 1.5),
+                app: fixture.app
+            )
             #expect(try await shown() == 1)
             try await Application(router: buildServerRouter(fixture.server)).test(.router) { client in
                 let reply = try await client.call(.get, "/v1/customers/pat", token: fixture.app.appKey)

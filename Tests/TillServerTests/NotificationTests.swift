@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import SQLKit
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

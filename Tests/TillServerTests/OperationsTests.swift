@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TillAppStore
 import TillCore
 import TillFormats
 import TillLedger

@@ -9,6 +9,7 @@ import TillSimulator
 import TillStorage
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 
 /// Apple down in the middle of a run: purchases are still acknowledged and credited, and once Apple answers

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillAppStore
 import TillContract
 import TillCore
 import TillHTTPKit
@@ -68,7 +69,9 @@ struct OwnershipOrderTests {
                 appAppleId: fixture.app.appAppleId ?? 0,
                 environment: .sandbox
             )
-            let charge = try #require(log.first { $0.notificationType == "ONE_TIME_CHARGE" && $0.transactionId == ids[0] })
+            let charge = try #require(
+                log.first { $0.notificationType == "ONE_TIME_CHARGE" && $0.transactionId == ids[0] }
+            )
 
             var refused: [String] = []
             for fact in order {
@@ -95,14 +98,20 @@ struct OwnershipOrderTests {
             // transaction to (nothing is invented), and the purchase's owner gets it now. It moves nothing already owned.
             _ = try await server.catchUp.run(bundleId: ServerFixture.bundleId)
 
-            let submitters = order.filter { $0 == .submissionA || $0 == .submissionB }.map { $0 == .submissionA ? "A" : "B" }
+            let submitters = order.filter { $0 == .submissionA || $0 == .submissionB }.map {
+                $0 == .submissionA ? "A" : "B"
+            }
             let owner = policy == .keepWithFirstOwner ? submitters[0] : submitters[1]
             let other = owner == "A" ? "B" : "A"
             var owners: [String?] = []
             for id in ids {
                 owners.append(
-                    try await PurchaseStore(database: server.database).transaction(environment: .sandbox, transactionId: id, on: server.database.sql)?
-                        .customerId
+                    try await PurchaseStore(database: server.database).transaction(
+                        environment: .sandbox,
+                        transactionId: id,
+                        on: server.database.sql
+                    )?
+                    .customerId
                 )
             }
             func hasPro(_ customer: String) async throws -> Bool {

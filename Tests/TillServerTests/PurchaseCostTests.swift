@@ -7,6 +7,7 @@ import TillLedger
 import TillStorage
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 @testable import TillSimulator
 

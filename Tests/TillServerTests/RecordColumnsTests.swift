@@ -7,6 +7,7 @@ import TillLedger
 import TillStorage
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 
 /// The ledger rows', submissions' and events' columns are written (and ledger rows read) by hand on the purchase
@@ -16,12 +17,34 @@ import TillTestSupport
 @Suite(.sharingTheMachine)
 struct RecordColumnsTests {
     static let ledgerRow = LedgerRecord(
-        environment: .sandbox, transactionId: "t-1", bundleId: "b", customerId: "c", originalTransactionId: "o-1",
-        productId: "premium.monthly", productType: .autoRenewable, quantity: 2, purchaseDate: 1_000, expiresDate: 2_000,
-        revocationDate: 1_500, revocationReason: .rejected, revocationDetail: "status 21010", isUpgraded: true,
-        introductoryOffer: true, ownership: .familyShared, price: 990, currency: "EUR", storefront: "FRA",
-        webOrderLineItemId: "w-1", submissionId: "s-1", source: .notification, confirmed: true, createdAt: 1_001,
-        updatedAt: 1_600, billingPlanType: "MONTHLY", commitmentPeriod: 3, commitmentPeriods: 12,
+        environment: .sandbox,
+        transactionId: "t-1",
+        bundleId: "b",
+        customerId: "c",
+        originalTransactionId: "o-1",
+        productId: "premium.monthly",
+        productType: .autoRenewable,
+        quantity: 2,
+        purchaseDate: 1_000,
+        expiresDate: 2_000,
+        revocationDate: 1_500,
+        revocationReason: .rejected,
+        revocationDetail: "status 21010",
+        isUpgraded: true,
+        introductoryOffer: true,
+        ownership: .familyShared,
+        price: 990,
+        currency: "EUR",
+        storefront: "FRA",
+        webOrderLineItemId: "w-1",
+        submissionId: "s-1",
+        source: .notification,
+        confirmed: true,
+        createdAt: 1_001,
+        updatedAt: 1_600,
+        billingPlanType: "MONTHLY",
+        commitmentPeriod: 3,
+        commitmentPeriods: 12,
         commitmentExpiresDate: 9_000
     )
 
@@ -61,7 +84,11 @@ struct RecordColumnsTests {
                     keys: ["environment", "transaction_id"]
                 )
             )
-            let read = try await PurchaseStore(database: fixture.server.database).transaction(environment: .sandbox, transactionId: "t-1", on: db)
+            let read = try await PurchaseStore(database: fixture.server.database).transaction(
+                environment: .sandbox,
+                transactionId: "t-1",
+                on: db
+            )
             #expect(read == changed)
         }
     }
@@ -71,15 +98,31 @@ struct RecordColumnsTests {
         try await ServerFixture.run(database: database, confirming: false) { fixture in
             let store = SubmissionStore(database: fixture.server.database)
             let submission = SubmissionRecord(
-                id: "s-hand", bundleId: ServerFixture.bundleId, customerId: "c", idempotencyKey: "k", kind: .appReceipt,
-                environment: .sandbox, state: .retrying, attempts: 3, nextAttemptAt: nil, lastStatus: "HTTP 503",
-                lastError: "down", retryCause: .appleUnavailable, reason: "because", transactionIds: TransactionIDs(["1", "2"]),
-                createdAt: 10, updatedAt: 20, confirmedAt: 30
+                id: "s-hand",
+                bundleId: ServerFixture.bundleId,
+                customerId: "c",
+                idempotencyKey: "k",
+                kind: .appReceipt,
+                environment: .sandbox,
+                state: .retrying,
+                attempts: 3,
+                nextAttemptAt: nil,
+                lastStatus: "HTTP 503",
+                lastError: "down",
+                retryCause: .appleUnavailable,
+                reason: "because",
+                transactionIds: TransactionIDs(["1", "2"]),
+                createdAt: 10,
+                updatedAt: 20,
+                confirmedAt: 30
             )
             try await store.insert(submission, on: store.sql)
             let read = try #require(try await store.submission(id: "s-hand", on: store.sql))
             #expect(read.transactionIds == submission.transactionIds && read.retryCause == .appleUnavailable)
-            #expect(read.state == .retrying && read.lastError == "down" && read.confirmedAt == 30 && read.idempotencyKey == "k")
+            #expect(
+                read.state == .retrying && read.lastError == "down" && read.confirmedAt == 30
+                    && read.idempotencyKey == "k"
+            )
         }
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

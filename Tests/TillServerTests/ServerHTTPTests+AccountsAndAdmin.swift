@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import SQLKit
 import Testing
+import TillAppStore
 import TillContract
 import TillCore
 import TillFormats

@@ -2,6 +2,7 @@ import Configuration
 import Foundation
 import Logging
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

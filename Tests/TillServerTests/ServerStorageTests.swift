@@ -12,6 +12,7 @@ import TillLedger
 import TillStorage
 import TillTestSupport
 
+@testable import TillAppStore
 @testable import TillServer
 @testable import TillSimulator
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

@@ -7,6 +7,7 @@ import NIOHTTP1
 import SQLKit
 import ServiceLifecycle
 import Testing
+import TillAppStore
 import TillContract
 import TillCore
 import TillDevelopment

@@ -6,6 +6,7 @@ import SQLKit
 import ServiceLifecycle
 import Synchronization
 import Testing
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

@@ -5,6 +5,7 @@ import NIOEmbedded
 import SQLKit
 import ServiceLifecycle
 import Testing
+import TillAppStore
 import TillContract
 import TillDevelopment
 import TillHTTPKit

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOHTTP1
+import TillAppStore
 import TillClient
 import TillContract
 import TillCore

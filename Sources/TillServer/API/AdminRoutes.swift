@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

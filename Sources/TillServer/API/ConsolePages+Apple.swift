@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TillAppStore
 import TillCatalogue
 import TillConsole
 import TillContract

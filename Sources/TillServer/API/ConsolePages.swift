@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TillAppStore
 import TillCatalogue
 import TillConsole
 import TillContract

@@ -1,4 +1,5 @@
 import Hummingbird
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillHTTPKit

@@ -1,4 +1,5 @@
 import HTTPTypes
+import TillAppStore
 import TillCatalogue
 import TillConsole
 import TillContent
@@ -11,7 +12,7 @@ import TillWebhooks
 // to a room does not build until it has its status here.
 
 extension IntakeReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .invalidIdempotencyKey, .oneFormatExpected: .badRequest
         case .idempotencyKeyReused, .ownedByAnotherCustomer: .conflict
@@ -81,7 +82,7 @@ extension ContentReason: RefusalStatus {
 }
 
 extension NotificationReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .malformedNotification: .badRequest
         case .appNotFound, .notificationNotFound: .notFound
@@ -91,7 +92,7 @@ extension NotificationReason: RefusalStatus {
 }
 
 extension CatchUpReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .catchUpRunning, .noAPIKey: .conflict
         case .catchUpNeverRun: .notFound
@@ -125,7 +126,7 @@ extension ConsoleReason: RefusalStatus {
 }
 
 extension QueueReason: RefusalStatus {
-    var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch self {
         case .noAPIKey: .badRequest
         case .databaseInUse, .notDeadLettered: .conflict

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import TillAppStore
 import TillCatalogue
 import TillLedger
 import TillWebhooks

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import Synchronization
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

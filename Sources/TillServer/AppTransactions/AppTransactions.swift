@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

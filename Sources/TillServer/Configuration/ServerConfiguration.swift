@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillAppStore
 import TillCatalogue
 import TillContent
 import TillCore

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import SystemPackage
+import TillAppStore
 import TillCatalogue
 import TillContent
 import TillCore

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillAppStore
 import TillCatalogue
 import TillContent
 import TillContract

@@ -4,6 +4,7 @@ import Metrics
 import Prometheus
 import SQLKit
 import Synchronization
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JWTKit
+import TillAppStore
 import TillCatalogue
 import TillLedger
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Synchronization
+import TillAppStore
 import TillCatalogue
 import TillCore
 import TillHTTPKit

@@ -1,3 +1,4 @@
+import TillAppStore
 import TillCatalogue
 import TillJobs
 import TillLedger

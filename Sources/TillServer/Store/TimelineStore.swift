@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

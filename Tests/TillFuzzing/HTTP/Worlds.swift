@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TillAppStore
 import TillCatalogue
 import TillContract
 import TillCore

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import Logging
 import SQLKit
 import TillCatalogue
@@ -59,6 +58,26 @@ public struct NotificationIntake: Sendable {
     let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
+
+    package init(
+        database: TillDatabase,
+        verifier: LocalVerifier,
+        catalogue: Catalogue,
+        ledger: Ledger,
+        consumption: ConsumptionAnswers,
+        metrics: any AppStoreMetrics,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.database = database
+        self.verifier = verifier
+        self.catalogue = catalogue
+        self.ledger = ledger
+        self.consumption = consumption
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
 
     /// Notification types that change nothing the server keeps beyond the renewal state: recorded only.
     static let recordedOnly: Set<NotificationType> = [
@@ -173,7 +192,7 @@ public struct NotificationIntake: Sendable {
 
     /// The app's notifications, newest first, a page at a time: every one Apple sent, applied or not; of one outcome
     /// or type, or all.
-    func log(bundleId: String, outcome: NotificationOutcome?, type: String?, page: PageRequest) async throws
+    package func log(bundleId: String, outcome: NotificationOutcome?, type: String?, page: PageRequest) async throws
         -> (records: [NotificationRecord], nextCursor: String?)
     {
         let records = try await notificationStore.notifications(
@@ -189,7 +208,7 @@ public struct NotificationIntake: Sendable {
     }
 
     /// One notification of the app, as it was recorded (decoded since migration 020).
-    func recorded(bundleId: String, uuid: String) async throws -> NotificationRecord {
+    package func recorded(bundleId: String, uuid: String) async throws -> NotificationRecord {
         guard let record = try await notificationStore.notification(uuid: uuid, on: database.sql),
             record.bundleId == bundleId
         else {

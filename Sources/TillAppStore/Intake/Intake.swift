@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import Logging
 import SQLKit
 import TillCatalogue
@@ -31,6 +30,30 @@ public struct Intake: Sendable {
     let clock: ServerClock
     /// The submissions, their payloads and their attempts.
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
+
+    package init(
+        database: TillDatabase,
+        verifier: LocalVerifier,
+        catalogue: Catalogue,
+        ledger: Ledger,
+        customers: any AppStoreCustomers,
+        notifications: NotificationIntake,
+        jobs: JobQueue,
+        signals: QueueSignals,
+        metrics: any AppStoreMetrics,
+        clock: ServerClock
+    ) {
+        self.database = database
+        self.verifier = verifier
+        self.catalogue = catalogue
+        self.ledger = ledger
+        self.customers = customers
+        self.notifications = notifications
+        self.jobs = jobs
+        self.signals = signals
+        self.metrics = metrics
+        self.clock = clock
+    }
 
     /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and
     /// credits, and queues the confirmation with Apple. Answers in milliseconds.

@@ -37,11 +37,11 @@ public final class ConfirmationQueue: Sendable {
     /// so confirming the backlog does not take the CPU that acknowledging new purchases needs.
     let recoveringSince = Mutex<ContinuousClock.Instant?>(nil)
     /// How fast the worker may start confirmation attempts (see `ConfirmationPacer`).
-    let pacer: ConfirmationPacer
+    package let pacer: ConfirmationPacer
     /// The submissions, their payloads and their attempts.
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
-    init(
+    package init(
         configuration: AppStoreSettings,
         database: TillDatabase,
         catalogue: Catalogue,
@@ -368,7 +368,7 @@ public final class ConfirmationQueue: Sendable {
 
     /// The records of the submissions in a state, a page at a time (oldest change first), with how many there are:
     /// the console's queue, which shows each one's app.
-    func records(state: SubmissionState, page: PageRequest = PageRequest()) async throws
+    package func records(state: SubmissionState, page: PageRequest = PageRequest()) async throws
         -> (records: [SubmissionRecord], nextCursor: String?, total: Int)
     {
         let records = try await submissionStore.submissions(

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import Logging
 import TillCatalogue
 import TillContract

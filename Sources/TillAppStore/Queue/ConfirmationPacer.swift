@@ -33,7 +33,7 @@ import TillLedger
 ///   rate is cut to 60%, never below `minimum`;
 /// - otherwise, if the worker used the whole rate (it had more work ready) or answers are waiting, the rate
 ///   grows by 25% (and 10/s). With no request to protect, nothing holds it back.
-final class ConfirmationPacer: Sendable {
+package final class ConfirmationPacer: Sendable {
     struct Settings: Sendable {
         /// Longest queue wait that still counts as an idle enough machine.
         var target: Duration = .milliseconds(1)
@@ -194,7 +194,7 @@ final class ConfirmationPacer: Sendable {
     }
 
     /// A request was answered: someone waits for this process, and confirmations yield to them.
-    func served() {
+    package func served() {
         state.withLock { $0.served += 1 }
     }
 

@@ -34,6 +34,26 @@ public struct ConsumptionAnswers: Sendable {
     /// The consumption requests and the customers' consent.
     var consumptionStore: ConsumptionStore { ConsumptionStore(database: database) }
 
+    package init(
+        configuration: AppStoreSettings,
+        database: TillDatabase,
+        catalogue: Catalogue,
+        jobs: JobQueue,
+        events: EventLog,
+        metrics: any AppStoreMetrics,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.catalogue = catalogue
+        self.jobs = jobs
+        self.events = events
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
+
     /// Apple's deadline: "Respond within 12 hours of receiving the CONSUMPTION_REQUEST notification."
     static let deadlineMilliseconds: Int64 = 12 * 3600 * 1000
 

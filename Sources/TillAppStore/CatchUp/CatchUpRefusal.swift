@@ -4,10 +4,10 @@ import TillLedger
 
 /// Why the catchup room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum CatchUpReason: String, RefusalReason {
+package enum CatchUpReason: String, RefusalReason {
     case catchUpNeverRun
     case catchUpRunning
     case noAPIKey
 }
 
-typealias CatchUpRefusal = Refused<CatchUpReason>
+package typealias CatchUpRefusal = Refused<CatchUpReason>

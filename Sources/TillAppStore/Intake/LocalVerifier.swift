@@ -23,7 +23,7 @@ struct LocallyVerified: Sendable {
 /// on a developer's machine by one self-signed certificate: it is believed only under the app's
 /// `storeKitTestCertificates`, and those certificates vouch for nothing else. Verifiers are kept per app so their
 /// chain caches stay warm.
-final class LocalVerifier: Sendable {
+package final class LocalVerifier: Sendable {
     private struct AppVerifiers: Sendable {
         var fingerprint: String
         var storeKitTestCertificates: [String]
@@ -40,7 +40,7 @@ final class LocalVerifier: Sendable {
     /// which says which app it is for only once its signature is trusted.
     private let anyApp: [SignedDataVerifier]
 
-    init(configuration: AppStoreSettings) {
+    package init(configuration: AppStoreSettings) {
         self.configuration = configuration
         var anyApp = [SignedDataVerifier(.init(anchors: .appleStoreKit))]
         if !configuration.sandboxJWSRoots.isEmpty {
@@ -134,7 +134,7 @@ final class LocalVerifier: Sendable {
     /// Verifies an app's AppTransaction (StoreKit 2's `AppTransaction.shared`) as a submission's signed transaction
     /// is verified, for the same app and under the same environment policy, or throws a 422 with the precise reason.
     /// In production its app Apple id must be the app's too, when the app has one.
-    func verifyAppTransaction(_ jws: String, app: ServerApp) async throws -> VerifiedAppTransaction {
+    package func verifyAppTransaction(_ jws: String, app: ServerApp) async throws -> VerifiedAppTransaction {
         let verified = try await verifySignedData(
             jws,
             as: AppTransaction.self,
@@ -339,9 +339,9 @@ protocol EnvironmentScoped {
 extension LocallyVerified: EnvironmentScoped {}
 
 /// A verified AppTransaction and the environment its `receiptType` names.
-struct VerifiedAppTransaction: EnvironmentScoped, Sendable {
-    var payload: AppTransaction
-    var environment: AppStoreEnvironment
+package struct VerifiedAppTransaction: EnvironmentScoped, Sendable {
+    package var payload: AppTransaction
+    package var environment: AppStoreEnvironment
 }
 
 /// What an app submits.

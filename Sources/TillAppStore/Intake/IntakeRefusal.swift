@@ -5,7 +5,7 @@ import TillLedger
 
 /// Why the intake room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum IntakeReason: RefusalReason {
+package enum IntakeReason: RefusalReason {
     case idempotencyKeyReused
     case invalidEnvironment
     case invalidIdempotencyKey
@@ -22,7 +22,7 @@ enum IntakeReason: RefusalReason {
     /// `verificationFailure`…).
     case unverified(VerificationFailure.Reason)
 
-    var code: String {
+    package var code: String {
         switch self {
         case .unverified(let reason): reason.rawValue
         default: String(describing: self)
@@ -30,4 +30,4 @@ enum IntakeReason: RefusalReason {
     }
 }
 
-typealias IntakeRefusal = Refused<IntakeReason>
+package typealias IntakeRefusal = Refused<IntakeReason>

@@ -4,7 +4,7 @@ import TillLedger
 
 /// Why the queue room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum QueueReason: String, RefusalReason {
+package enum QueueReason: String, RefusalReason {
     case databaseInUse
     case databaseLockUnavailable
     case noAPIKey
@@ -12,4 +12,4 @@ enum QueueReason: String, RefusalReason {
     case submissionNotFound
 }
 
-typealias QueueRefusal = Refused<QueueReason>
+package typealias QueueRefusal = Refused<QueueReason>

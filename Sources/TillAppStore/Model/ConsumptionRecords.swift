@@ -6,38 +6,38 @@ import TillLedger
 /// One CONSUMPTION_REQUEST Apple sent, and where the server's answer to it stands: a row of the durable queue
 /// `srv_consumption_requests`, written in the notification's own database transaction, so that a restart loses no
 /// request and a retried delivery adds none.
-struct ConsumptionRequestRecord: Codable, Sendable {
-    var notificationUuid: String
-    var bundleId: String
-    var environment: String
-    var transactionId: String
-    var originalTransactionId: String?
-    var productId: String?
+package struct ConsumptionRequestRecord: Codable, Sendable {
+    package var notificationUuid: String
+    package var bundleId: String
+    package var environment: String
+    package var transactionId: String
+    package var originalTransactionId: String?
+    package var productId: String?
     /// Who owned the purchase when the request arrived (the answer looks again when it is made).
-    var customerId: String?
+    package var customerId: String?
     /// Apple's `consumptionRequestReason`.
-    var reason: String?
-    var state: ConsumptionAnswerState
+    package var reason: String?
+    package var state: ConsumptionAnswerState
     /// Why nothing was sent, why Apple refused, or the last attempt's failure.
-    var detail: String?
+    package var detail: String?
     /// When Apple signed the request; `deadline` is twelve hours later.
-    var requestedAt: Int64
-    var deadline: Int64
-    var attempts: Int
+    package var requestedAt: Int64
+    package var deadline: Int64
+    package var attempts: Int
     /// When its job is due, read from the job queue (`srv_jobs`) with the request; the row does not keep it (see
     /// `encode(to:)`).
-    var nextAttemptAt: Int64?
+    package var nextAttemptAt: Int64?
     /// The body sent (or being sent) to Apple, as JSON.
-    var body: String?
-    var sentAt: Int64?
+    package var body: String?
+    package var sentAt: Int64?
     /// Apple's last answer: its HTTP status and `errorCode`.
-    var appleStatus: Int?
-    var appleErrorCode: Int64?
-    var createdAt: Int64
-    var updatedAt: Int64
+    package var appleStatus: Int?
+    package var appleErrorCode: Int64?
+    package var createdAt: Int64
+    package var updatedAt: Int64
 
     /// Whether the answer is still to be made.
-    var isOpen: Bool { state == .pending || state == .retrying }
+    package var isOpen: Bool { state == .pending || state == .retrying }
 
     private enum CodingKeys: String, CodingKey {
         case notificationUuid, bundleId, environment, transactionId, originalTransactionId, productId, customerId
@@ -46,7 +46,7 @@ struct ConsumptionRequestRecord: Codable, Sendable {
     }
 
     /// The row's columns: everything but `nextAttemptAt`, which is the job's.
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(notificationUuid, forKey: .notificationUuid)
         try container.encode(bundleId, forKey: .bundleId)

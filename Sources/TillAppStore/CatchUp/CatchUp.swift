@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-import HTTPTypes
 import Logging
 import SQLKit
 import ServiceLifecycle
@@ -36,6 +35,30 @@ public struct CatchUp: Sendable {
     let metrics: any AppStoreMetrics
     let clock: ServerClock
     let logger: Logger
+
+    package init(
+        configuration: AppStoreSettings,
+        database: TillDatabase,
+        verifier: LocalVerifier,
+        catalogue: Catalogue,
+        ledger: Ledger,
+        notifications: NotificationIntake,
+        jobs: JobQueue,
+        metrics: any AppStoreMetrics,
+        clock: ServerClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.verifier = verifier
+        self.catalogue = catalogue
+        self.ledger = ledger
+        self.notifications = notifications
+        self.jobs = jobs
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
 
     /// How long a run holds its app: a run stopped by a crash frees it after this (at once for the process that
     /// owns an SQLite file, which clears the claims when it starts).
@@ -221,7 +244,7 @@ public struct CatchUp: Sendable {
         if errors.isEmpty { logger.info("\(message)") } else { logger.warning("\(message)") }
     }
 
-    static func hasAPIKey(_ app: ServerApp) -> Bool {
+    package static func hasAPIKey(_ app: ServerApp) -> Bool {
         app.apiKeyId != nil && app.apiIssuerId != nil && app.apiPrivateKey != nil
     }
 

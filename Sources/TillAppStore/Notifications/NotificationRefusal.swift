@@ -4,11 +4,11 @@ import TillLedger
 
 /// Why the notification room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
-enum NotificationReason: String, RefusalReason {
+package enum NotificationReason: String, RefusalReason {
     case appNotFound
     case invalidSignature
     case malformedNotification
     case notificationNotFound
 }
 
-typealias NotificationRefusal = Refused<NotificationReason>
+package typealias NotificationRefusal = Refused<NotificationReason>
