@@ -107,6 +107,15 @@ public struct ConfirmationSettings: Sendable, Hashable {
     public var retrySchedule: RetrySchedule {
         RetrySchedule(.doubling(base: backoffBase, cap: backoffCap), jitter: 0.2)
     }
+
+    /// The wait before the next attempt after `attempt` failed: the back-off, or what Apple asked for (`Retry-After`)
+    /// when that is longer, but never more than `backoffCap`, so that a far-off or mistaken time holds nothing for
+    /// longer than the schedule would.
+    package func delay(afterAttempt attempt: Int, retryAfter: Duration?) -> Duration {
+        let backoff = retrySchedule.delay(afterAttempt: attempt)
+        guard let retryAfter, retryAfter > backoff else { return backoff }
+        return min(retryAfter, backoffCap)
+    }
 }
 
 /// How the server catches up with Apple after downtime or a lost notification (docs/notifications.md, "Catching up").

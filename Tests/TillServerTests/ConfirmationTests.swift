@@ -231,6 +231,67 @@ struct ConfirmationTests {
         }
     }
 
+    /// How long Apple asks a rate-limited confirmation to wait, against the back-off's cap.
+    enum RateLimit: String, CaseIterable, Sendable {
+        /// Apple's time is within the cap: the next attempt waits for it, not for the 50 ms back-off.
+        case withinTheCap
+        /// Apple's time is past the cap: the next attempt waits for the cap.
+        case pastTheCap
+    }
+
+    /// Apple's 429 says when to ask again (`Retry-After`, a UNIX time in milliseconds): the next attempt of the
+    /// confirmation is scheduled then, however short the back-off, and never later than the back-off's cap.
+    @Test(arguments: TestDatabase.all, RateLimit.allCases)
+    func aRateLimitedConfirmationWaitsUntilAppleSaysToAskAgain(_ database: TestDatabase, _ limit: RateLimit)
+        async throws
+    {
+        let cap: Duration = limit == .withinTheCap ? .seconds(600) : .seconds(20)
+        try await ServerFixture.run(
+            database: database,
+            confirmation: .init(backoffBase: .milliseconds(50), backoffCap: cap),
+            confirming: false
+        ) { fixture in
+            let purchase = try await fixture.buy("pro")
+            fixture.simulator.faults.add(try FaultRule(parsing: "sandbox:serverAPI:rate-limit,for=120"))
+            let result = try await fixture.server.intake.submit(
+                SubmissionRequest(customerId: "gwen", signedTransaction: purchase.signedTransaction),
+                app: fixture.app
+            )
+            let worker = ByHand(fixture: fixture, id: result.submission.id)
+            let claimed = try await worker.claim()
+            try #require(claimed.count == 1)
+            let before = fixture.server.clock.milliseconds
+            try await worker.attempt(claimed[0])
+            let after = fixture.server.clock.milliseconds
+            let retrying = try await worker.submission()
+            #expect(retrying.state == .retrying && retrying.lastStatus?.hasPrefix("HTTP 429") == true, "\(retrying)")
+            let next = try #require(retrying.nextAttemptAt)
+            // The rule ends 120 s after it was added, and Apple's header says so; the cap is the most any wait is.
+            let expected: Int64 = limit == .withinTheCap ? 120_000 : 20_000
+            #expect(
+                next >= before + expected - 2_000 && next <= after + expected,
+                "the next attempt is due \(next - after) ms after the attempt, expected about \(expected) ms"
+            )
+            // Nothing is due before then: a claim now takes nothing.
+            #expect(try await worker.claim().isEmpty)
+        }
+    }
+
+    /// `Retry-After` as Apple writes it (a UNIX time in milliseconds) and as HTTP does (seconds); a time passed is no
+    /// wait, and what is neither is ignored.
+    @Test(arguments: [
+        ("1700000030000", Duration.seconds(30)), ("1699999990000", .zero), ("120", .seconds(120)), (" 5 ", .seconds(5)),
+    ])
+    func retryAfterIsReadInBothForms(_ header: String, _ wait: Duration) {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        #expect(AppleClient.retryAfter(header, now: now) == wait)
+    }
+
+    @Test(arguments: ["Wed, 21 Oct 2015 07:28:00 GMT", "-5", "soon", ""])
+    func aRetryAfterThatIsNoNumberIsIgnored(_ header: String) {
+        #expect(AppleClient.retryAfter(header, now: Date()) == nil)
+    }
+
     /// What Apple says to a slow attempt that ends after the submission was given up.
     enum LateAnswer: String, CaseIterable, Sendable {
         case confirmed, rejected, unavailable

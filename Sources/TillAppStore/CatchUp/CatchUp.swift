@@ -271,10 +271,10 @@ extension AppleClient.Answer {
         case .transport(let cause):
             metrics.appleCall(endpoint: call, environment: environment, status: cause)
             return .failure(CatchUpError(cause: .appleUnavailable, message: "no answer from \(api): \(cause)"))
-        case .http(200, let body):
+        case .http(200, let body, _):
             metrics.appleCall(endpoint: call, environment: environment, status: "HTTP 200")
             return .body(body)
-        case .http(let status, let body):
+        case .http(let status, let body, _):
             let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
             metrics.appleCall(
                 endpoint: call,

@@ -283,8 +283,9 @@ public struct ConsumptionAnswers: Sendable {
         now: Int64
     ) {
         let failure: String
+        var retryAfter: Duration?
         switch outcome {
-        case .http(let status, _) where (200..<300).contains(status):
+        case .http(let status, _, _) where (200..<300).contains(status):
             metrics.appleCall(endpoint: "consumption", environment: environment, status: "HTTP \(status)")
             request.state = .sent
             request.sentAt = now
@@ -292,7 +293,8 @@ public struct ConsumptionAnswers: Sendable {
             request.appleErrorCode = nil
             request.detail = nil
             return
-        case .http(let status, let body):
+        case .http(let status, let body, let wait):
+            retryAfter = wait
             let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
             metrics.appleCall(
                 endpoint: "consumption",
@@ -319,7 +321,10 @@ public struct ConsumptionAnswers: Sendable {
             failure = problem
         }
         let next =
-            now + Self.milliseconds(configuration.confirmation.retrySchedule.delay(afterAttempt: request.attempts))
+            now
+            + Self.milliseconds(
+                configuration.confirmation.delay(afterAttempt: request.attempts, retryAfter: retryAfter)
+            )
         if next >= request.deadline {
             request.state = .expired
             request.detail = "gave up: Apple's 12-hour deadline comes before another attempt; last: \(failure)"

@@ -21,8 +21,9 @@ package struct AppleClient: Sendable {
 
     /// What came back from one call.
     package enum Answer: Sendable {
-        /// An HTTP answer: status and body.
-        case http(status: Int, body: [UInt8])
+        /// An HTTP answer: status and body, and how long Apple asked to wait before the next request, when it did
+        /// (`Retry-After`).
+        case http(status: Int, body: [UInt8], retryAfter: Duration? = nil)
         /// No answer: the cause (`timeout`, `connection reset`, …).
         case transport(String)
         /// Not sent: this server's settings for the call are unusable (no URL, a key that does not load).
@@ -194,7 +195,11 @@ package struct AppleClient: Sendable {
         do {
             let response = try await http.execute(request, timeout: timeAmount)
             let body = try await response.body.collect(upTo: 4 << 20)
-            return .http(status: Int(response.status.code), body: Array(body.readableBytesView))
+            return .http(
+                status: Int(response.status.code),
+                body: Array(body.readableBytesView),
+                retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfter($0, now: Date()) }
+            )
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             return .transport("timeout")
         } catch let error as HTTPClientError where error == .connectTimeout {
@@ -204,6 +209,16 @@ package struct AppleClient: Sendable {
         } catch {
             return .transport("\(error)".prefix(200).description)
         }
+    }
+
+    /// How long `Retry-After` asks to wait from `now`. Apple's App Store Server API gives the UNIX time in
+    /// milliseconds at which the next request may go ("Identifying rate limits"); HTTP's own form, a number of
+    /// seconds, is read too (a number below a UNIX time of 2001 in milliseconds cannot be one). A time already passed
+    /// is no wait; anything else (a date, a word) is ignored, and the back-off alone decides.
+    static func retryAfter(_ value: String, now: Date) -> Duration? {
+        guard let number = Int64(value.trimmingCharacters(in: .whitespaces)), number >= 0 else { return nil }
+        if number < 1_000_000_000_000 { return .seconds(number) }
+        return .milliseconds(max(0, number - now.millisecondsSince1970))
     }
 
     /// An ES256 bearer token for the App Store Server API: kid, iss, aud `appstoreconnect-v1`, bid, five minutes.

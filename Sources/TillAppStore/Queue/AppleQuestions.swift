@@ -17,20 +17,22 @@ import TillStorage
 enum ConfirmationOutcome: Sendable {
     var status: String {
         switch self {
-        case .confirmed(_, _, let status), .retry(let status, _, _), .rejected(let status, _): status
+        case .confirmed(_, _, let status), .retry(let status, _, _, _), .rejected(let status, _): status
         }
     }
 
     /// Apple vouches for the submission, in this environment; its answer may carry more transactions.
     case confirmed(environment: AppStoreEnvironment, transactions: [PurchaseTransaction], status: String)
-    /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`), `cause` decides when.
-    case retry(status: String, error: String, cause: RetryCause)
+    /// Try again later; `status` says what happened (`status 21005`, `HTTP 503`, `timeout`), `cause` decides when,
+    /// and `retryAfter` is how long Apple asked to wait (a 429's `Retry-After`), when it did: the next attempt is not
+    /// sooner.
+    case retry(status: String, error: String, cause: RetryCause, retryAfter: Duration? = nil)
     /// Apple refuses the purchase for good (forged, unknown, the account gone).
     case rejected(status: String, reason: String)
 
     /// Apple could not be reached or said it cannot answer now.
     var meansAppleIsUnavailable: Bool {
-        if case .retry(_, _, .appleUnavailable) = self { return true }
+        if case .retry(_, _, .appleUnavailable, _) = self { return true }
         return false
     }
 
@@ -97,13 +99,14 @@ struct AppleQuestions: Sendable {
                     error: "no answer from verifyReceipt (\(environment))",
                     cause: .appleUnavailable
                 )
-            case .http(let status, let body):
+            case .http(let status, let body, let retryAfter):
                 guard status == 200 else {
                     metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "HTTP \(status)")
                     return .retry(
                         status: "HTTP \(status)",
                         error: "verifyReceipt (\(environment)) answered HTTP \(status)",
-                        cause: status >= 500 ? .appleUnavailable : .other
+                        cause: status >= 500 ? .appleUnavailable : .other,
+                        retryAfter: retryAfter
                     )
                 }
                 await pacer?.answer()
@@ -234,7 +237,7 @@ struct AppleQuestions: Sendable {
         case .transport(let cause):
             metrics.appleCall(endpoint: "serverAPI", environment: environment, status: cause)
             return .retry(status: cause, error: "no answer from the App Store Server API", cause: .appleUnavailable)
-        case .http(200, let body):
+        case .http(200, let body, _):
             metrics.appleCall(endpoint: "serverAPI", environment: environment, status: "HTTP 200")
             await pacer?.answer()
             guard let info = try? JSONDecoder().decode(TransactionInfoResponse.self, from: Data(body)),
@@ -248,7 +251,7 @@ struct AppleQuestions: Sendable {
                 )
             }
             return .confirmed(environment: environment, transactions: verified.transactions, status: "HTTP 200")
-        case .http(let status, let body):
+        case .http(let status, let body, let retryAfter):
             let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
             let code = error.map { ServerAPIErrorCode(rawValue: $0.errorCode) }
             let label = code.map { "HTTP \(status) \($0.rawValue)" } ?? "HTTP \(status)"
@@ -267,7 +270,8 @@ struct AppleQuestions: Sendable {
             return .retry(
                 status: label,
                 error: error?.errorMessage ?? "the App Store Server API answered HTTP \(status)",
-                cause: status >= 500 ? .appleUnavailable : .other
+                cause: status >= 500 ? .appleUnavailable : .other,
+                retryAfter: retryAfter
             )
         }
     }

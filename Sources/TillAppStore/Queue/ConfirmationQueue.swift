@@ -280,7 +280,7 @@ public final class ConfirmationQueue: Sendable {
                     in: changes
                 )
                 try await self.jobs.finish(.confirmation, key: current.id, on: db)
-            case .retry(let status, let error, let cause):
+            case .retry(let status, let error, let cause, let retryAfter):
                 current.lastStatus = status
                 current.lastError = error
                 current.retryCause = cause
@@ -291,7 +291,7 @@ public final class ConfirmationQueue: Sendable {
                     try await self.jobs.deadLetter(.confirmation, key: current.id, error: error, on: db)
                 } else {
                     current.state = .retrying
-                    let next = now + settings.retrySchedule.delay(afterAttempt: current.attempts).milliseconds
+                    let next = now + settings.delay(afterAttempt: current.attempts, retryAfter: retryAfter).milliseconds
                     current.nextAttemptAt = next
                     try await self.jobs.retry(.confirmation, key: current.id, at: next, error: error, on: db)
                 }

@@ -99,7 +99,7 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
         ).recordNanoseconds(duration.nanoseconds)
         let summary: String =
             switch answer {
-            case .http(let status, _): "HTTP \(status)"
+            case .http(let status, _, _): "HTTP \(status)"
             case .transport(let cause): cause
             case .misconfigured: "configuration"
             }
