@@ -234,16 +234,56 @@ package struct JobQueue: Sendable {
         metrics.jobs(kind, .finished, count: keys.count)
     }
 
-    /// The job runs again at `at` (its back-off, decided by its worker).
-    package func retry(_ kind: JobKind, key: String, at: Int64, error: String?, on db: any SQLDatabase) async throws {
-        try await store.rescheduleJob(kind: kind, key: key, dueAt: at, error: error, now: clock.milliseconds, on: db)
+    /// The job runs again at `at` (its back-off, decided by its worker). With `attempt` (the claim's count), only if
+    /// no later claim has started another attempt meanwhile (this one's claim lapsed while it ran): that attempt is
+    /// the job's now, and decides what comes next. Answers whether the job was rescheduled.
+    @discardableResult
+    package func retry(
+        _ kind: JobKind,
+        key: String,
+        at: Int64,
+        error: String?,
+        attempt: Int? = nil,
+        on db: any SQLDatabase
+    ) async throws -> Bool {
+        let now = clock.milliseconds
+        guard
+            try await store.rescheduleJob(
+                kind: kind,
+                key: key,
+                dueAt: at,
+                error: error,
+                now: now,
+                attempt: attempt,
+                on: db
+            )
+        else { return false }
         metrics.jobs(kind, .retried, count: 1)
+        return true
     }
 
-    /// The job is given up on until an operator puts it back.
-    package func deadLetter(_ kind: JobKind, key: String, error: String?, on db: any SQLDatabase) async throws {
-        try await store.deadLetterJob(kind: kind, key: key, error: error, now: clock.milliseconds, on: db)
+    /// The job is given up on until an operator puts it back. With `attempt`, only if it is still the job's latest, as
+    /// for `retry`. Answers whether the job was given up.
+    @discardableResult
+    package func deadLetter(
+        _ kind: JobKind,
+        key: String,
+        error: String?,
+        attempt: Int? = nil,
+        on db: any SQLDatabase
+    ) async throws -> Bool {
+        guard
+            try await store.deadLetterJob(
+                kind: kind,
+                key: key,
+                error: error,
+                now: clock.milliseconds,
+                attempt: attempt,
+                on: db
+            )
+        else { return false }
         metrics.jobs(kind, .deadLettered, count: 1)
+        return true
     }
 
     /// Puts a dead-lettered job back, its attempts counted from zero, due now; false when there is none.

@@ -174,6 +174,42 @@ struct ConfirmationTests {
         }
     }
 
+    /// An attempt whose claim lapsed while it waited on Apple, and which ends with "try again" while a later claim's
+    /// attempt is under way, schedules nothing: the job stays the later attempt's (nobody claims it meanwhile, so
+    /// Apple is not asked a third time), the submission is left as it was, and the attempt is kept as history. The
+    /// later attempt then schedules the next.
+    @Test(arguments: TestDatabase.all) func anAttemptWhoseClaimLapsedLeavesWhatComesNextToTheAttemptUnderWay(
+        _ database: TestDatabase
+    ) async throws {
+        try await ByHand.run(database, maximumAttempts: 5) { fixture, worker, _ in
+            let first = try #require(try await worker.claim().first)
+            #expect(first.attempt == 1)
+            // The first claim has lapsed (its lease was a millisecond); a later worker claims the job for a minute.
+            try await Task.sleep(for: .milliseconds(20))
+            let second = try #require(
+                try await fixture.server.queue.claimDueSubmissions(limit: 10, lease: .seconds(60)).first
+            )
+            #expect(second.attempt == 2)
+            // The first attempt ends now, with Apple's 503.
+            try await worker.attempt(first)
+            var submission = try await worker.submission()
+            #expect(submission.state == .pending && submission.attempts == 0, "\(submission)")
+            #expect(try await worker.claim().isEmpty, "the later attempt's claim was cleared")
+            // The second ends, and schedules the third.
+            try await worker.attempt(second)
+            submission = try await worker.submission()
+            #expect(submission.state == .retrying && submission.attempts == 2 && submission.lastStatus == "HTTP 503")
+            #expect(try await worker.claim().map(\.attempt) == [3])
+            // Both attempts are the submission's history.
+            let timeline = try await fixture.server.customers.timeline(
+                bundleId: ServerFixture.bundleId,
+                customerId: "erin"
+            )
+            let lines = timeline.entries.filter { $0.kind == .submission }.flatMap(\.lines)
+            #expect(lines.filter { $0.contains("HTTP 503") }.count == 2, "\(lines)")
+        }
+    }
+
     /// A confirmation worker driven by hand (the fixture's is off): claims whose lease lapses at once, and attempts
     /// that ask Apple (the simulator) through a client of their own.
     struct ByHand {

@@ -143,6 +143,7 @@ public final class ConfirmationQueue: Sendable {
         try await settle(
             submission.record,
             attempt: started,
+            claim: submission.attempt,
             outcome: .retry(status: "interrupted", error: error, cause: .other),
             app: app
         )
@@ -227,11 +228,14 @@ public final class ConfirmationQueue: Sendable {
     ///
     /// - Parameters:
     ///   - attempt: the attempt's number, its job's count (`ClaimedSubmission.attempt`), which the submission keeps.
+    ///   - claim: the job's count when it was claimed for this outcome (the attempt's number, unless the outcome is
+    ///     the claim's own: giving up), so that a retry outcome of a claim that lapsed schedules nothing.
     ///   - duration: how long Apple took, kept with the attempt (`srv_submission_attempts`).
     @discardableResult
     func settle(
         _ submission: SubmissionRecord,
         attempt: Int,
+        claim: Int? = nil,
         outcome: ConfirmationOutcome,
         app: ServerApp,
         duration: Duration? = nil
@@ -249,6 +253,8 @@ public final class ConfirmationQueue: Sendable {
             // The job's count; never backwards, should an attempt whose claim lapsed end after a later one.
             current.attempts = max(current.attempts, attempt)
             current.updatedAt = now
+            // The state an attempt leaves alone when a later one decides (see `.retry`).
+            var superseded: SubmissionState?
             switch outcome {
             case .confirmed(let environment, let transactions, let status):
                 // Given up on before this late answer came: why it was is no longer so.
@@ -281,21 +287,44 @@ public final class ConfirmationQueue: Sendable {
                 )
                 try await self.jobs.finish(.confirmation, key: current.id, on: db)
             case .retry(let status, let error, let cause, let retryAfter):
+                // Only the job's latest attempt schedules the next (or gives up): one whose claim lapsed while it ran
+                // leaves that to the attempt a later claim started, which is under way, and is kept as history only.
+                let stored = current.state
                 current.lastStatus = status
                 current.lastError = error
                 current.retryCause = cause
+                let latest: Bool
                 if current.attempts >= settings.maximumAttempts {
+                    latest = try await self.jobs.deadLetter(
+                        .confirmation,
+                        key: current.id,
+                        error: error,
+                        attempt: claim ?? attempt,
+                        on: db
+                    )
                     current.state = .deadLettered
                     current.reason = "gave up after \(current.attempts) attempts; last: \(status)"
                     current.nextAttemptAt = nil
-                    try await self.jobs.deadLetter(.confirmation, key: current.id, error: error, on: db)
                 } else {
-                    current.state = .retrying
                     let next = now + settings.delay(afterAttempt: current.attempts, retryAfter: retryAfter).milliseconds
+                    latest = try await self.jobs.retry(
+                        .confirmation,
+                        key: current.id,
+                        at: next,
+                        error: error,
+                        attempt: claim ?? attempt,
+                        on: db
+                    )
+                    current.state = .retrying
                     current.nextAttemptAt = next
-                    try await self.jobs.retry(.confirmation, key: current.id, at: next, error: error, on: db)
                 }
-                try await self.submissionStore.update(current, on: db)
+                if latest {
+                    try await self.submissionStore.update(current, on: db)
+                } else {
+                    // Its record says what it saw; the submission stays as the later attempt will leave it.
+                    current.state = .retrying
+                    superseded = stored
+                }
             case .rejected(let status, let reason):
                 current.state = .rejected
                 current.lastStatus = status
@@ -325,7 +354,7 @@ public final class ConfirmationQueue: Sendable {
                 ),
                 on: db
             )
-            return current.state
+            return superseded ?? current.state
         }
         return state
     }

@@ -95,19 +95,29 @@ package struct JobStore: ServerSQLStore {
     }
 
     /// Queues the job again at `dueAt`; the jobs after it in its stream wait as long (they cannot run before it, and
-    /// a claim then does not read them while they wait).
-    func rescheduleJob(kind: JobKind, key: String, dueAt: Int64, error: String?, now: Int64, on db: any SQLDatabase)
-        async throws
-    {
+    /// a claim then does not read them while they wait). With `attempt`, only while that is the job's latest attempt
+    /// (its count): false, and nothing written, when a later claim has started another.
+    @discardableResult
+    func rescheduleJob(
+        kind: JobKind,
+        key: String,
+        dueAt: Int64,
+        error: String?,
+        now: Int64,
+        attempt: Int? = nil,
+        on db: any SQLDatabase
+    ) async throws -> Bool {
+        let latest: SQLQueryString = attempt.map { "AND attempts = \(bind: $0)" } ?? ""
         let row = try await db.raw(
             """
             UPDATE srv_jobs SET state = 'queued', due_at = \(bind: dueAt), claimed_until = NULL,
                 last_error = \(bind: error), updated_at = \(bind: now)
-            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)
+            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key) \(latest)
             RETURNING stream, position
             """
         ).first()
-        guard let row, let stream = try row.decode(column: "stream", as: String?.self) else { return }
+        guard let row else { return false }
+        guard let stream = try row.decode(column: "stream", as: String?.self) else { return true }
         try await db.raw(
             """
             UPDATE srv_jobs SET due_at = \(bind: dueAt)
@@ -115,6 +125,7 @@ package struct JobStore: ServerSQLStore {
               AND position > \(bind: try row.decode(column: "position", as: Int64.self)) AND due_at < \(bind: dueAt)
             """
         ).run()
+        return true
     }
 
     /// Jobs in one statement; each queued behind a job of its stream that is due later is due then too.
@@ -136,16 +147,26 @@ package struct JobStore: ServerSQLStore {
     }
 
     /// Gives the job up: dead-lettered with `error`, or with the error of its last attempt when `error` is nil.
-    package func deadLetterJob(kind: JobKind, key: String, error: String?, now: Int64, on db: any SQLDatabase)
-        async throws
-    {
-        try await db.raw(
+    /// With `attempt`, only while that is the job's latest attempt: false, and nothing written, when a later claim has
+    /// started another.
+    @discardableResult
+    package func deadLetterJob(
+        kind: JobKind,
+        key: String,
+        error: String?,
+        now: Int64,
+        attempt: Int? = nil,
+        on db: any SQLDatabase
+    ) async throws -> Bool {
+        let latest: SQLQueryString = attempt.map { "AND attempts = \(bind: $0)" } ?? ""
+        return try await db.raw(
             """
             UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, last_error = COALESCE(\(bind: error), last_error),
                 updated_at = \(bind: now)
-            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)
+            WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key) \(latest)
+            RETURNING job_key
             """
-        ).run()
+        ).first() != nil
     }
 
     /// Removes every job of a kind in one group, and the group's hold (a webhook endpoint's deliveries, when it is
