@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import NIOHTTP1
@@ -292,6 +293,60 @@ struct ConsumptionTests {
             #expect(
                 try body(try #require(try await consumptionLog(fixture).first))["consumptionPercentage"] as? Int == 0
             )
+        }
+    }
+
+    /// An answer whose claim lapsed while it waited on Apple, and which ends with "try again" while a later claim's
+    /// attempt is under way, changes nothing: the job stays the later attempt's, which then schedules the next.
+    @Test(arguments: TestDatabase.all) func aSlowAttemptLeavesWhatComesNextToTheAttemptUnderWay(
+        _ database: TestDatabase
+    ) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            try await withServer(fixture, answering: false) { live in
+                let gems = try await fixture.buy("gems.100")
+                try await submit(fixture, gems, as: "fern")
+                try await setConsent(live, "fern", true)
+                try await fixture.simulator.subscriptions.requestRefund(
+                    transactionId: try #require(gems.transactionId),
+                    reason: .fulfillmentIssue
+                )
+                try await waitUntil(timeout: .seconds(30)) {
+                    try await fixture.server.consumption.requests(bundleId: ServerFixture.bundleId, state: .pending)
+                        .total == 1
+                }
+            }
+            fixture.simulator.faults.add(FaultRule(environment: "Sandbox", endpoint: .serverAPI, outage: .http503))
+            let answers = fixture.server.consumption
+            let jobs = fixture.server.jobs
+            let first = try #require(try await jobs.claim(.consumptionAnswer, limit: 4, lease: .milliseconds(1)).first)
+            try await Task.sleep(for: .milliseconds(20))
+            let second = try #require(try await jobs.claim(.consumptionAnswer, limit: 4, lease: .seconds(60)).first)
+            #expect(first.attempts == 1 && second.attempts == 2)
+            func request() async throws -> ConsumptionRequestRecord {
+                try #require(
+                    try await answers.consumptionStore.consumptionRequest(
+                        notificationUuid: first.jobKey,
+                        on: fixture.server.database.sql
+                    )
+                )
+            }
+            let client = AppleClient(
+                http: .shared,
+                endpoints: answers.configuration.apple,
+                timeout: .seconds(30),
+                metrics: answers.metrics
+            )
+            // The first attempt ends with Apple's 503 while the second holds the job.
+            try await answers.answer(try await request(), attempt: 1, client: client)
+            var now = try await request()
+            #expect(now.state == .pending && now.attempts == 0, "\(now)")
+            #expect(try await jobs.claim(.consumptionAnswer, limit: 4, lease: .seconds(60)).isEmpty)
+            // The second ends, and schedules the third.
+            try await answers.answer(now, attempt: 2, client: client)
+            now = try await request()
+            #expect(now.state == .retrying && now.attempts == 2 && now.appleStatus == 503, "\(now)")
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(try await jobs.claim(.consumptionAnswer, limit: 4, lease: .seconds(60)).map(\.attempts) == [3])
         }
     }
 

@@ -226,7 +226,7 @@ public struct ConsumptionAnswers: Sendable {
                 app: app
             )
             record(outcome, in: &request, environment: environment, now: clock.milliseconds)
-            try await settle(request)
+            try await settle(request, attempt: attempt)
         }
     }
 
@@ -336,25 +336,37 @@ public struct ConsumptionAnswers: Sendable {
     }
 
     /// Keeps where the request stands and ends its job's attempt in one transaction: done, or again at its next
-    /// attempt. An answer Apple took is an event.
-    private func settle(_ request: ConsumptionRequestRecord) async throws {
-        try await events.transaction(source: .consumption(request.notificationUuid)) { changes in
+    /// attempt. An answer Apple took is an event. An `attempt` whose claim lapsed while it waited on Apple, and which
+    /// ends in "try again" while a later claim's attempt is under way, changes nothing: that attempt decides.
+    private func settle(_ request: ConsumptionRequestRecord, attempt: Int? = nil) async throws {
+        let superseded = try await events.transaction(source: .consumption(request.notificationUuid)) { changes in
             let db = changes.db
-            try await self.consumptionStore.update(request, on: db)
             if request.isOpen, let next = request.nextAttemptAt {
-                try await self.jobs.retry(
-                    .consumptionAnswer,
-                    key: request.notificationUuid,
-                    at: next,
-                    error: request.detail,
-                    on: db
-                )
+                guard
+                    try await self.jobs.retry(
+                        .consumptionAnswer,
+                        key: request.notificationUuid,
+                        at: next,
+                        error: request.detail,
+                        attempt: attempt,
+                        on: db
+                    )
+                else { return true }
+                try await self.consumptionStore.update(request, on: db)
             } else {
+                try await self.consumptionStore.update(request, on: db)
                 try await self.jobs.finish(.consumptionAnswer, key: request.notificationUuid, on: db)
             }
             if request.state == .sent, let sent = request.body {
                 try await self.recordSent(request, body: sent, in: changes)
             }
+            return false
+        }
+        guard !superseded else {
+            logger.notice(
+                "consumption request \(request.notificationUuid): a slow attempt ended after a later one started; that one decides"
+            )
+            return
         }
         metrics.consumptionAnswer(state: request.state.rawValue)
         let message =
