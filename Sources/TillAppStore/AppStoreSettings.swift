@@ -109,12 +109,12 @@ public struct ConfirmationSettings: Sendable, Hashable {
     }
 
     /// The wait before the next attempt after `attempt` failed: the back-off, or what Apple asked for (`Retry-After`)
-    /// when that is longer, but never more than `backoffCap`, so that a far-off or mistaken time holds nothing for
-    /// longer than the schedule would.
+    /// when that is longer. Apple's time counts up to `backoffCap`, so that a far-off or mistaken time holds nothing
+    /// for longer than the schedule would (the back-off itself may reach 20% past the cap, its jitter).
     package func delay(afterAttempt attempt: Int, retryAfter: Duration?) -> Duration {
         let backoff = retrySchedule.delay(afterAttempt: attempt)
-        guard let retryAfter, retryAfter > backoff else { return backoff }
-        return min(retryAfter, backoffCap)
+        guard let retryAfter else { return backoff }
+        return max(backoff, min(retryAfter, backoffCap))
     }
 }
 

@@ -222,9 +222,15 @@ package struct JobQueue: Sendable {
     // MARK: Ending an attempt (in the transaction that records its outcome)
 
     /// The job is done: it leaves the queue.
-    package func finish(_ kind: JobKind, key: String, on db: any SQLDatabase) async throws {
-        try await store.deleteJob(kind: kind, key: key, on: db)
+    /// With `attempt` (the claim's count), only if no later claim has started another attempt meanwhile, as for
+    /// `retry`. Answers whether the job was finished here.
+    @discardableResult
+    package func finish(_ kind: JobKind, key: String, attempt: Int? = nil, on db: any SQLDatabase) async throws -> Bool
+    {
+        let deleted = try await store.deleteJob(kind: kind, key: key, attempt: attempt, on: db)
+        guard deleted || attempt == nil else { return false }
         metrics.jobs(kind, .finished, count: 1)
+        return true
     }
 
     /// These jobs are done (one statement).

@@ -189,6 +189,7 @@ public final class TillDatabase: Sendable {
     /// When storage fails (`StorageUnavailable`), the whole transaction runs again once storage is back, within the
     /// gate's wait: a failed transaction committed nothing, so `body` must only read and write the database (it
     /// may run more than once). A connection lost during a PostgreSQL COMMIT is not retried (`outcomeUnknown`).
+    @discardableResult
     public func transaction<Result: Sendable>(
         bookkeeping: Bool = false,
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> Result

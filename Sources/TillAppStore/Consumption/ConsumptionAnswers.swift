@@ -197,23 +197,23 @@ public struct ConsumptionAnswers: Sendable {
             request.detail =
                 "Apple's 12-hour deadline passed before an answer was sent"
                 + (request.detail.map { "; last: \($0)" } ?? "")
-            return try await settle(request)
+            return try await settle(request, attempt: attempt)
         }
         guard let app = try await catalogue.cachedApp(bundleId: request.bundleId) else {
             request.state = .notSent
             request.detail = "the app \(request.bundleId) is no longer registered"
-            return try await settle(request)
+            return try await settle(request, attempt: attempt)
         }
         guard CatchUp.hasAPIKey(app) else {
             request.state = .notSent
             request.detail = "\(app.bundleId) has no App Store Server API key to answer Apple with"
-            return try await settle(request)
+            return try await settle(request, attempt: attempt)
         }
         switch try await decide(request, app: app) {
         case .skip(let reason):
             request.state = .notSent
             request.detail = reason
-            return try await settle(request)
+            return try await settle(request, attempt: attempt)
         case .send(let information):
             let body = try AppleJSON.makeEncoder().encode(information)
             request.body = String(decoding: body, as: UTF8.self)
@@ -337,7 +337,8 @@ public struct ConsumptionAnswers: Sendable {
 
     /// Keeps where the request stands and ends its job's attempt in one transaction: done, or again at its next
     /// attempt. An answer Apple took is an event. An `attempt` whose claim lapsed while it waited on Apple, and which
-    /// ends in "try again" while a later claim's attempt is under way, changes nothing: that attempt decides.
+    /// ends while a later claim's attempt is under way (or after that attempt finished the job), changes nothing: that
+    /// attempt decides.
     private func settle(_ request: ConsumptionRequestRecord, attempt: Int? = nil) async throws {
         let superseded = try await events.transaction(source: .consumption(request.notificationUuid)) { changes in
             let db = changes.db
@@ -354,8 +355,18 @@ public struct ConsumptionAnswers: Sendable {
                 else { return true }
                 try await self.consumptionStore.update(request, on: db)
             } else {
+                // A slow attempt's failure (Apple refused it, the deadline came) does not overwrite what a later attempt
+                // did, sending the answer say: the job is then that attempt's, or gone. An answer Apple took is
+                // recorded whichever attempt sent it.
+                guard
+                    try await self.jobs.finish(
+                        .consumptionAnswer,
+                        key: request.notificationUuid,
+                        attempt: request.state == .sent ? nil : attempt,
+                        on: db
+                    )
+                else { return true }
                 try await self.consumptionStore.update(request, on: db)
-                try await self.jobs.finish(.consumptionAnswer, key: request.notificationUuid, on: db)
             }
             if request.state == .sent, let sent = request.body {
                 try await self.recordSent(request, body: sent, in: changes)

@@ -84,8 +84,17 @@ package struct JobStore: ServerSQLStore {
         ).first(decoding: Job.self, with: Self.decoding)
     }
 
-    func deleteJob(kind: JobKind, key: String, on db: any SQLDatabase) async throws {
-        try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key)").run()
+    /// With `attempt`, only while that is the job's latest attempt: false, and nothing deleted, when a later claim has
+    /// started another (or the job is gone).
+    @discardableResult
+    func deleteJob(kind: JobKind, key: String, attempt: Int? = nil, on db: any SQLDatabase) async throws -> Bool {
+        let latest: SQLQueryString = attempt.map { "AND attempts = \(bind: $0)" } ?? ""
+        return try await db.raw(
+            """
+            DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key) \(latest)
+            RETURNING job_key
+            """
+        ).first() != nil
     }
 
     func deleteJobs(kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
