@@ -88,7 +88,7 @@ package struct JobStore: ServerSQLStore {
     /// started another (or the job is gone).
     @discardableResult
     func deleteJob(kind: JobKind, key: String, attempt: Int? = nil, on db: any SQLDatabase) async throws -> Bool {
-        let latest: SQLQueryString = attempt.map { "AND attempts = \(bind: $0)" } ?? ""
+        let latest = Self.onlyIfLatest(attempt)
         return try await db.raw(
             """
             DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key) \(latest)
@@ -101,6 +101,12 @@ package struct JobStore: ServerSQLStore {
         guard !keys.isEmpty else { return }
         try await db.raw("DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key IN (\(binds: keys))")
             .run()
+    }
+
+    /// The condition that fences an attempt's outcome: with `attempt`, the job's count must still be it (no later
+    /// claim has started another attempt); without, nothing.
+    private static func onlyIfLatest(_ attempt: Int?) -> SQLQueryString {
+        attempt.map { "AND attempts = \(bind: $0)" } ?? ""
     }
 
     /// Queues the job again at `dueAt`; the jobs after it in its stream wait as long (they cannot run before it, and
@@ -116,7 +122,7 @@ package struct JobStore: ServerSQLStore {
         attempt: Int? = nil,
         on db: any SQLDatabase
     ) async throws -> Bool {
-        let latest: SQLQueryString = attempt.map { "AND attempts = \(bind: $0)" } ?? ""
+        let latest = Self.onlyIfLatest(attempt)
         let row = try await db.raw(
             """
             UPDATE srv_jobs SET state = 'queued', due_at = \(bind: dueAt), claimed_until = NULL,
@@ -167,7 +173,7 @@ package struct JobStore: ServerSQLStore {
         attempt: Int? = nil,
         on db: any SQLDatabase
     ) async throws -> Bool {
-        let latest: SQLQueryString = attempt.map { "AND attempts = \(bind: $0)" } ?? ""
+        let latest = Self.onlyIfLatest(attempt)
         return try await db.raw(
             """
             UPDATE srv_jobs SET state = 'deadLettered', claimed_until = NULL, last_error = COALESCE(\(bind: error), last_error),
