@@ -62,7 +62,7 @@ struct ClientPackageTests {
         )
     }
 
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(20)))
     func theClientsDependencyGraphHasNoSwiftNIO() async throws {
         let folder = try Self.consumer(floors: Self.floors)
         let shown = try await Self.swift(["package", "show-dependencies", "--format", "json"], in: folder)
@@ -85,7 +85,7 @@ struct ClientPackageTests {
     }
 
     @Test(
-        .timeLimit(.minutes(10)),
+        .timeLimit(.minutes(20)),
         arguments: [
             ("iOS", "arm64-apple-ios", "14.0"), ("macOS", "arm64-apple-macosx", "11.0"),
             ("tvOS", "arm64-apple-tvos", "14.0"), ("watchOS", "arm64_32-apple-watchos", "7.0"),
