@@ -1,7 +1,5 @@
 import Foundation
-import Logging
 import SQLKit
-import ServiceLifecycle
 import Synchronization
 import TillCore
 import TillHTTPKit
@@ -302,12 +300,12 @@ package struct JobQueue: Sendable {
         try await store.job(kind: kind, key: key, on: db).flatMap { $0.state == .queued ? $0.dueAt : nil }
     }
 
-    /// When the next job of a kind is due (UNIX ms), if any is queued.
     /// How many jobs of each kind are queued and dead-lettered, and the due time of the oldest queued one.
     package func depth() async throws -> [JobStore.JobDepth] { try await store.jobDepth() }
 
+    /// When the next job of a kind that no live worker holds is due (UNIX ms), if one is queued.
     package func nextDue(_ kind: JobKind) async throws -> Int64? {
-        try await store.nextJobDue(kind: kind, on: store.sql)
+        try await store.nextJobDue(kind: kind, now: clock.milliseconds, on: store.sql)
     }
 
     /// Clears every claim (only for a process that knows no other worker is alive: the owner of an SQLite file);
@@ -362,35 +360,11 @@ package struct JobQueue: Sendable {
         try await database.transaction(bookkeeping: true) { db in try await self.store.releaseAllHolds(on: db) }
     }
 
-    /// The loop of a kind's worker, until a graceful shutdown: a round (`round` runs what is due and answers how many
-    /// jobs it ran), then at once another while rounds find work, else a wait for a signal, the next due job, or
-    /// `longest` (another process may have queued one). A round that fails is logged after `failure`, and the loop
-    /// goes on. (The confirmation and webhook workers keep loops of their own: they pace and batch many attempts at
-    /// once.)
-    package func runWorker(
-        _ kind: JobKind,
-        longest: Duration,
-        logger: Logger,
-        failure: String,
-        _ round: () async throws -> Int
-    ) async {
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let since = signal(kind).current
-            do {
-                if try await round() > 0 { continue }
-            } catch {
-                logger.error("\(failure): \(error)")
-            }
-            _ = try? await cancelWhenGracefulShutdown {
-                await waitForWork(kind, since: since, longest: longest)
-            }
-        }
-    }
-
-    /// Sleeps until a job of `kind` may be due: a signal, the next due time, or `longest` at most (another process
-    /// may have queued one).
-    package func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration) async {
-        let next = (try? await nextDue(kind)).map { Duration.milliseconds(max(0, $0 - clock.milliseconds)) }
+    /// Sleeps until a job of `kind` may be due: a signal, the next due time (when `untilDue`; a worker with no room
+    /// for another attempt waits for one to end), or `longest` at most (another process may have queued one).
+    package func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration, untilDue: Bool = true) async {
+        let next =
+            untilDue ? (try? await nextDue(kind)).map { Duration.milliseconds(max(0, $0 - clock.milliseconds)) } : nil
         await signal(kind).wait(since: since, timeout: max(.milliseconds(10), min(longest, next ?? longest)))
     }
 }

@@ -183,9 +183,10 @@ extension SeparateDeploymentTests {
             #expect(submission["state"] as? String == "retrying")
             #expect(submission["lastStatus"] as? String == "status 21004")
             #expect(submission["retryCause"] as? String == "configuration")
+            let waiting = try await state(deployment, "alice")
             #expect(
-                try await state(deployment, "alice").contains("entitlement premium provisional=true"),
-                "a paying customer keeps access while the operator fixes the secret"
+                waiting.contains("entitlement premium provisional=true"),
+                "a paying customer keeps access while the operator fixes the secret: \(waiting), \(submission)"
             )
 
             let patched = try await deployment.admin.send(

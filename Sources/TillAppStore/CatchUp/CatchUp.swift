@@ -180,31 +180,20 @@ public struct CatchUp: Sendable {
         }
     }
 
-    /// Runs the catch-ups that are due, one app after the other; answers how many ran. An app another process is
-    /// catching up is left to it; a graceful shutdown stops it between two apps.
-    func runDue(trigger: (String) -> CatchUpRun.TriggerPayload) async -> Int {
-        var ran = 0
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let claimed: [Job]
-            do { claimed = try await jobs.claim(.catchUp, limit: 1, lease: Self.lease) } catch {
-                logger.error("catch-up: the queue could not be read: \(error)")
-                return ran
-            }
-            guard let job = claimed.first else { return ran }
-            ran += 1
-            do {
-                guard let app = try await catalogue.cachedApp(bundleId: job.jobKey), Self.hasAPIKey(app) else {
-                    try await database.transaction(bookkeeping: true) { db in
-                        try await self.jobs.finish(.catchUp, key: job.jobKey, on: db)
-                    }
-                    continue
+    /// Runs a claimed catch-up job (`CatchUpRuns`): the app's catch-up, which schedules its next run; a job whose app
+    /// is gone or has no App Store Server API key any more is finished.
+    func run(_ job: Job, trigger: CatchUpRun.TriggerPayload) async {
+        do {
+            guard let app = try await catalogue.cachedApp(bundleId: job.jobKey), Self.hasAPIKey(app) else {
+                try await database.transaction(bookkeeping: true) { db in
+                    try await self.jobs.finish(.catchUp, key: job.jobKey, on: db)
                 }
-                _ = try await perform(app, trigger: trigger(app.bundleId))
-            } catch {
-                logger.error("catch-up of \(job.jobKey) failed: \(error)")
+                return
             }
+            _ = try await perform(app, trigger: trigger)
+        } catch {
+            logger.error("catch-up of \(job.jobKey) failed: \(error)")
         }
-        return ran
     }
 
     /// Each environment the app accepts: both histories, each read as far as Apple answers.

@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import Synchronization
 import TillCatalogue
 import TillContract
 import TillHTTPKit
@@ -23,29 +24,49 @@ public struct CatchUpWorker: Service {
             try? await gracefulShutdown()
             return
         }
-        let jobs = catchUp.jobs
         let clock = catchUp.clock
-        var caughtUp: Set<String> = []
         do { try await catchUp.schedule(dueAt: clock.milliseconds) } catch {
             catchUp.logger.error("catch-up: the runs at start could not be scheduled: \(error)")
         }
-        var scheduled = ContinuousClock.now
-        await jobs.runWorker(
-            .catchUp,
-            longest: min(interval, .seconds(60)),
-            logger: catchUp.logger,
-            failure: "catch-up: the next runs could not be scheduled"
-        ) {
-            _ = await catchUp.runDue { bundleId in
-                caughtUp.insert(bundleId).inserted ? .start : .interval
+        let runs = CatchUpRuns(catchUp: catchUp, longestWait: min(interval, .seconds(60)))
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                // Apps added since: their first run, an interval from now at the latest. (Each run schedules the
+                // app's next itself.)
+                while (try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }) != nil {
+                    do { try await catchUp.schedule(dueAt: clock.milliseconds + interval.milliseconds) } catch {
+                        catchUp.logger.error("catch-up: the next runs could not be scheduled: \(error)")
+                    }
+                }
             }
-            if ContinuousClock.now - scheduled >= interval {
-                // Apps added since: their first run, an interval from now at the latest.
-                scheduled = ContinuousClock.now
-                try await catchUp.schedule(dueAt: clock.milliseconds + interval.milliseconds)
-            }
-            // Each run schedules the next itself: what is due now was run, so wait.
-            return 0
+            await JobRunner(queue: catchUp.jobs, handler: runs, logger: catchUp.logger).run()
         }
+    }
+}
+
+/// The catch-up jobs as the job runner runs them: one app at a time; an app another process is catching up is left
+/// to it.
+final class CatchUpRuns: JobHandler {
+    let catchUp: CatchUp
+    let longestWait: Duration
+    /// The apps this process has caught up since it started: the first run of each is the run at start.
+    private let caughtUp = Mutex<Set<String>>([])
+
+    init(catchUp: CatchUp, longestWait: Duration) {
+        self.catchUp = catchUp
+        self.longestWait = longestWait
+    }
+
+    var kind: JobKind { .catchUp }
+
+    func room(running: Int) -> JobRoom { .claim(running == 0 ? 1 : 0) }
+
+    func claim(limit: Int) async throws -> [Job] {
+        try await catchUp.jobs.claim(.catchUp, limit: limit, lease: CatchUp.lease)
+    }
+
+    func run(_ job: Job) async {
+        let first = caughtUp.withLock { $0.insert(job.jobKey).inserted }
+        await catchUp.run(job, trigger: first ? .start : .interval)
     }
 }

@@ -153,33 +153,39 @@ public struct ConsumptionAnswers: Sendable {
 
     // MARK: Answering
 
-    /// Claims a few requests whose answer is due and answers them one after the other; returns how many it handled.
-    /// The claim outlives the slowest answers (a worker that dies loses its claims when they lapse).
-    func answerDue(client: AppleClient, limit: Int = 4) async throws -> Int {
-        let lease = configuration.confirmation.requestTimeout * limit + .seconds(30)
+    /// A request claimed for one attempt at its answer.
+    struct ClaimedRequest: Sendable {
+        var request: ConsumptionRequestRecord
+        /// The attempt's number: its job's count of attempts started, this one included.
+        var attempt: Int
+    }
+
+    /// Claims up to `limit` requests whose answer is due, oldest first (`ConsumptionAttempts` answers each). The claim
+    /// outlives the slowest answer (a worker that dies loses its claims when they lapse); a job whose request is gone
+    /// or answered is finished here.
+    func claimDue(limit: Int) async throws -> [ClaimedRequest] {
+        let lease = configuration.confirmation.requestTimeout * 4 + .seconds(30)
         let claimed = try await jobs.claim(.consumptionAnswer, limit: limit, lease: lease)
-        guard !claimed.isEmpty else { return 0 }
+        guard !claimed.isEmpty else { return [] }
         let requests = try await consumptionStore.consumptionRequests(
             notificationUuids: claimed.map(\.jobKey),
             on: database.sql
         )
-        let open = requests.filter(\.isOpen)
-        let found = Set(open.map(\.notificationUuid))
-        for key in claimed.map(\.jobKey) where !found.contains(key) {
+        let open = Dictionary(
+            requests.filter(\.isOpen).map { ($0.notificationUuid, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        let stale = claimed.map(\.jobKey).filter { open[$0] == nil }
+        if !stale.isEmpty {
             // A job whose request is gone or answered has nothing left to do.
             try await database.transaction(bookkeeping: true) { db in
-                try await self.jobs.finish(.consumptionAnswer, key: key, on: db)
+                for key in stale { try await self.jobs.finish(.consumptionAnswer, key: key, on: db) }
             }
         }
-        let attempts = Dictionary(claimed.map { ($0.jobKey, $0.attempts) }, uniquingKeysWith: max)
-        for request in open.sorted(by: { $0.createdAt < $1.createdAt }) {
-            try await answer(
-                request,
-                attempt: attempts[request.notificationUuid] ?? request.attempts + 1,
-                client: client
-            )
+        return claimed.compactMap { job in
+            open[job.jobKey].map { ClaimedRequest(request: $0, attempt: job.attempts) }
         }
-        return claimed.count
+        .sorted { $0.request.createdAt < $1.request.createdAt }
     }
 
     /// Answers one request: decides what to send now (the ledger, the consent and the settings as they stand), sends

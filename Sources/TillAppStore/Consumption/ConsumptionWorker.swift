@@ -6,8 +6,8 @@ import TillHTTPKit
 import TillJobs
 import TillLedger
 
-/// Answers Apple's consumption requests in the background (`ConsumptionAnswers`): woken when one is queued, and
-/// when the next retry is due. A graceful shutdown lets the answer under way finish; what is left waits in the
+/// Answers Apple's consumption requests in the background (`ConsumptionAnswers`), on the job runner
+/// (`ConsumptionAttempts`): woken when one is queued, and when the next retry is due. A graceful shutdown lets the answer under way finish; what is left waits in the
 /// database for the next start (a claim of a process that stopped lapses).
 public struct ConsumptionWorker: Service {
     let answers: ConsumptionAnswers
@@ -26,11 +26,36 @@ public struct ConsumptionWorker: Service {
         )
         // Woken for a new request and when the next retry is due; a few seconds at most (a server following another
         // clock, a request queued by another process sharing the database).
-        await answers.jobs.runWorker(
-            .consumptionAnswer,
-            longest: .seconds(5),
-            logger: answers.logger,
-            failure: "answering consumption requests failed"
-        ) { try await answers.answerDue(client: client) }
+        await JobRunner(
+            queue: answers.jobs,
+            handler: ConsumptionAttempts(answers: answers, client: client),
+            logger: answers.logger
+        )
+        .run()
+    }
+}
+
+/// Apple's consumption requests as the job runner runs them: a few at once, each answered on its own.
+struct ConsumptionAttempts: JobHandler {
+    let answers: ConsumptionAnswers
+    let client: AppleClient
+    /// Answers under way at once: Apple asks a few times a day per customer at most.
+    static let concurrency = 4
+
+    var kind: JobKind { .consumptionAnswer }
+    var longestWait: Duration { .seconds(5) }
+
+    func room(running: Int) -> JobRoom { .claim(max(0, Self.concurrency - running)) }
+
+    func claim(limit: Int) async throws -> [ConsumptionAnswers.ClaimedRequest] {
+        try await answers.claimDue(limit: limit)
+    }
+
+    func run(_ claimed: ConsumptionAnswers.ClaimedRequest) async {
+        do { try await answers.answer(claimed.request, attempt: claimed.attempt, client: client) } catch {
+            answers.logger.error(
+                "answering the consumption request \(claimed.request.notificationUuid) failed: \(error)"
+            )
+        }
     }
 }

@@ -244,9 +244,14 @@ package struct JobStore: ServerSQLStore {
         ).first() != nil
     }
 
-    func nextJobDue(kind: JobKind, on db: any SQLDatabase) async throws -> Int64? {
+    /// When the next queued job of a kind that no live worker holds is due (a job under way is not waited for: its
+    /// attempt's end wakes the worker).
+    func nextJobDue(kind: JobKind, now: Int64, on db: any SQLDatabase) async throws -> Int64? {
         try await db.raw(
-            "SELECT MIN(due_at) AS due FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND state = 'queued'"
+            """
+            SELECT MIN(due_at) AS due FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND state = 'queued'
+              AND (claimed_until IS NULL OR claimed_until < \(bind: now))
+            """
         ).first()?.decode(column: "due", as: Int64?.self)
     }
 

@@ -1,0 +1,136 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TillHTTPKit
+
+/// What one kind of job needs from the job runner (`JobRunner`), told by the room that owns the kind: how many
+/// attempts may start now, how to claim them with what they need, and the attempt itself.
+package protocol JobHandler: Sendable {
+    /// What a claim hands to an attempt: the claimed job and what the room read with it (a submission, a request).
+    associatedtype Claimed: Sendable
+
+    /// The kind of job handled.
+    var kind: JobKind { get }
+
+    /// The longest wait for work without a signal: another process sharing the database may have queued a job.
+    var longestWait: Duration { get }
+
+    /// How many attempts may start now, with `running` under way: the kind's concurrency, less what a pacer holds
+    /// back. `.claim(0)` waits for work or for an attempt to end.
+    func room(running: Int) -> JobRoom
+
+    /// The shortest time from one claim to the next: a claim is a write transaction, so a busy kind claims in
+    /// batches rather than once for every job queued and every attempt ended.
+    func claimInterval() -> Duration
+
+    /// Claims up to `limit` due jobs of the kind (`JobQueue.claim`), with what their attempts need. A job with
+    /// nothing left to do is finished here and not handed out.
+    func claim(limit: Int) async throws -> [Claimed]
+
+    /// A claim of up to `asked` handed `claimed` (none when it failed), with `running` under way before it.
+    func claimed(_ claimed: [Claimed], asked: Int, running: Int)
+
+    /// One attempt: it ends the job's attempt in the transaction that records its outcome (`JobQueue.finish`,
+    /// `retry`, `deadLetter`). What fails in it is the attempt's to record or log; a job left claimed is claimed
+    /// again when its lease lapses.
+    func run(_ claimed: Claimed) async
+}
+
+extension JobHandler {
+    package func claimInterval() -> Duration { .zero }
+    package func claimed(_ claimed: [Claimed], asked: Int, running: Int) {}
+}
+
+/// How many attempts of a kind may start now.
+package enum JobRoom: Sendable, Equatable {
+    /// Up to this many (zero: none until an attempt ends or work comes).
+    case claim(Int)
+    /// None before this long has passed (a pacer's next turn).
+    case wait(Duration)
+}
+
+/// The one loop that runs jobs, for every kind whose room hands it a `JobHandler` (confirmations, consumption answers,
+/// catch-up): it claims what is due as far as the handler gives room, runs each claimed job as a task of its own
+/// (so a slow answer from Apple holds up only its own attempt), and claims again at once while claims come back full,
+/// else waits for a signal (`JobQueue.wake`: a job queued, an attempt ended), the next due job, or `longestWait`.
+///
+/// A graceful shutdown stops the claims; the attempts under way finish (the task group waits for them), and what is
+/// left waits in the database for the next start (a claim of a process that stopped lapses).
+///
+/// The webhook worker keeps a loop of its own: each of its rounds records the attempts that ended and claims the next
+/// in one transaction, per endpoint, and sends an endpoint's newest events before any job is written
+/// (`WebhookWorker`).
+package struct JobRunner<Handler: JobHandler>: Sendable {
+    package let queue: JobQueue
+    package let handler: Handler
+    package let logger: Logger
+
+    package init(queue: JobQueue, handler: Handler, logger: Logger) {
+        self.queue = queue
+        self.handler = handler
+        self.logger = logger
+    }
+
+    /// Runs the kind's jobs until a graceful shutdown or cancellation, then waits for the attempts under way.
+    package func run() async {
+        let kind = handler.kind
+        let running = InFlightCount()
+        let clock = ContinuousClock()
+        var lastClaim: ContinuousClock.Instant? = nil
+        await withDiscardingTaskGroup { group in
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let since = queue.signal(kind).current
+                let before = running.value
+                let allowed = handler.room(running: before)
+                switch allowed {
+                case .wait(let delay):
+                    _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
+                    continue
+                case .claim(let room) where room > 0:
+                    if let lastClaim {
+                        let due = lastClaim + handler.claimInterval()
+                        if due > clock.now {
+                            _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(until: due, clock: clock) }
+                        }
+                    }
+                    guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
+                    lastClaim = clock.now
+                    var claimed: [Handler.Claimed] = []
+                    do { claimed = try await handler.claim(limit: room) } catch {
+                        logger.error("\(kind.rawValue) jobs: the queue could not be claimed from: \(error)")
+                    }
+                    handler.claimed(claimed, asked: room, running: before)
+                    for job in claimed {
+                        running.add(1)
+                        group.addTask {
+                            await handler.run(job)
+                            running.add(-1)
+                            queue.wake(kind)
+                        }
+                    }
+                    // A full claim: more may be due; claim again once there is room.
+                    if claimed.count == room { continue }
+                case .claim:
+                    break
+                }
+                // With no room, only an attempt's end (or another process's job) can change that.
+                await cancelWhenGracefulShutdown {
+                    await queue.waitForWork(
+                        kind,
+                        since: since,
+                        longest: handler.longestWait,
+                        untilDue: allowed != .claim(0)
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// A count shared by a loop and the tasks it starts.
+package final class InFlightCount: Sendable {
+    private let count = Mutex(0)
+    package init() {}
+    package var value: Int { count.withLock { $0 } }
+    package func add(_ delta: Int) { count.withLock { $0 += delta } }
+}
