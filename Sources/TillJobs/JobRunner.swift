@@ -30,6 +30,10 @@ package protocol JobHandler: Sendable {
     /// A claim of up to `asked` handed `claimed` (none when it failed), with `running` under way before it.
     func claimed(_ claimed: [Claimed], asked: Int, running: Int)
 
+    /// Where an attempt runs: the executor of the connection it will use (a webhook endpoint's event loop), or nil
+    /// for the default.
+    func executor(for claimed: Claimed) -> (any TaskExecutor)?
+
     /// One attempt: it ends the job's attempt in the transaction that records its outcome (`JobQueue.finish`,
     /// `retry`, `deadLetter`). What fails in it is the attempt's to record or log; a job left claimed is claimed
     /// again when its lease lapses.
@@ -39,6 +43,7 @@ package protocol JobHandler: Sendable {
 extension JobHandler {
     package func claimInterval() -> Duration { .zero }
     package func claimed(_ claimed: [Claimed], asked: Int, running: Int) {}
+    package func executor(for claimed: Claimed) -> (any TaskExecutor)? { nil }
 }
 
 /// How many attempts of a kind may start now.
@@ -49,17 +54,17 @@ package enum JobRoom: Sendable, Equatable {
     case wait(Duration)
 }
 
-/// The one loop that runs jobs, for every kind whose room hands it a `JobHandler` (confirmations, consumption answers,
-/// catch-up): it claims what is due as far as the handler gives room, runs each claimed job as a task of its own
-/// (so a slow answer from Apple holds up only its own attempt), and claims again at once while claims come back full,
-/// else waits for a signal (`JobQueue.wake`: a job queued, an attempt ended), the next due job, or `longestWait`.
+/// The one loop that runs jobs, for every kind, each through its room's `JobHandler` (confirmations, consumption
+/// answers, catch-up, webhook deliveries): it claims what is due as far as the handler gives room, runs each claimed
+/// job as a task of its own (so a slow answer holds up only its own attempt), and claims again at once while claims
+/// come back full, else waits for a signal (`JobQueue.wake`: a job queued, an attempt ended), the next due job, or
+/// `longestWait`.
 ///
 /// A graceful shutdown stops the claims; the attempts under way finish (the task group waits for them), and what is
 /// left waits in the database for the next start (a claim of a process that stopped lapses).
 ///
-/// The webhook worker keeps a loop of its own: each of its rounds records the attempts that ended and claims the next
-/// in one transaction, per endpoint, and sends an endpoint's newest events before any job is written
-/// (`WebhookWorker`).
+/// A handler may make a claim more than a claim: the webhooks' records the attempts that ended and claims the next in
+/// one transaction, per endpoint, and sends an endpoint's newest events before any job is written (`WebhookAttempts`).
 package struct JobRunner<Handler: JobHandler>: Sendable {
     package let queue: JobQueue
     package let handler: Handler
@@ -102,7 +107,7 @@ package struct JobRunner<Handler: JobHandler>: Sendable {
                     handler.claimed(claimed, asked: room, running: before)
                     for job in claimed {
                         running.add(1)
-                        group.addTask {
+                        group.addTask(executorPreference: handler.executor(for: job)) {
                             await handler.run(job)
                             running.add(-1)
                             queue.wake(kind)
@@ -113,14 +118,11 @@ package struct JobRunner<Handler: JobHandler>: Sendable {
                 case .claim:
                     break
                 }
-                // With no room, only an attempt's end (or another process's job) can change that.
+                // While attempts run, their ends wake the loop (and `longestWait` bounds the wait): the next due time
+                // is read only by an idle runner with room.
+                let idle = allowed != .claim(0) && running.value == 0
                 await cancelWhenGracefulShutdown {
-                    await queue.waitForWork(
-                        kind,
-                        since: since,
-                        longest: handler.longestWait,
-                        untilDue: allowed != .claim(0)
-                    )
+                    await queue.waitForWork(kind, since: since, longest: handler.longestWait, untilDue: idle)
                 }
             }
         }

@@ -6,22 +6,9 @@ import TillHTTPKit
 import TillJobs
 import TillLedger
 
-/// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`). Each round of its loop:
+/// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`), on the job runner
+/// (`WebhookAttempts`, the kind's handler): each claim of the runner is a round, each attempt a task of its own.
 ///
-/// 1. in one transaction, records the attempts that ended since the last round (and the batches sent at dispatch whose
-///    attempts have all ended, with their endpoints' cursors' moves) and claims what is due for each endpoint in the
-///    queue (a customer's next delivery as soon as the one before it is recorded), then sends it: at most
-///    `batchPerEndpoint` under way to one endpoint (one while it keeps failing), `concurrencyPerEndpoint` of them sending
-///    at once (`EndpointTurns`), and `concurrency` in all, so a slow or dead receiver holds up only its own deliveries;
-/// 2. then takes the events recorded since each enabled endpoint's cursor (this process's are known at once; the
-///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
-///    process changes an endpoint): a healthy endpoint's first ones are sent at once, before anything is written
-///    (`WebhookDeliveries.sendAtDispatch`, as this worker is the endpoint's dispatcher), the others dispatched into
-///    the queue.
-///
-/// It waits for a signal (an event recorded, an attempt ended, an endpoint changed), the next due delivery, or a
-/// second; rounds are paced by `RoundPacing`, so that under a steady stream of events each round takes a batch.
-/// An endpoint's attempts run on one of the client's event loops (`WebhookClient.executor(for:)`).
 /// A graceful shutdown lets the attempts under way finish and records them, and gives up the endpoints it dispatched;
 /// the rest waits in the database for the next start (a claim of a process that stopped lapses, and its attempt is
 /// sent again with the same `webhook-id`; events it had sent at dispatch are sent again once its role as their
@@ -39,196 +26,258 @@ public struct WebhookWorker: Service {
     }
 
     public func run() async throws {
+        let client = WebhookClient(settings: deliveries.settings)
+        let attempts = WebhookAttempts(
+            deliveries: deliveries,
+            committed: committed,
+            endpointChanges: endpointChanges,
+            client: client
+        )
+        await JobRunner(queue: deliveries.jobs, handler: attempts, logger: deliveries.logger).run()
+        await attempts.stop()
+        await client.shutdown()
+    }
+}
+
+/// The webhook deliveries as the job runner runs them. Each claim is a **round**:
+///
+/// 1. in one transaction, it records the attempts that ended since the last round (and the batches sent at dispatch
+///    whose attempts have all ended, with their endpoints' cursors' moves) and claims what is due for each endpoint in
+///    the queue (a customer's next delivery as soon as the one before it is recorded): at most `batchPerEndpoint`
+///    under way to one endpoint (one while it keeps failing), and `concurrency` in all (the runner's room), so a slow
+///    or dead receiver holds up only its own deliveries; `concurrencyPerEndpoint` of an endpoint's attempts send at
+///    once (`EndpointTurns`);
+/// 2. then it takes the events recorded since each enabled endpoint's cursor (this process's are known at once; the
+///    endpoints and the last event are read again every second, for other processes' changes, and at once after this
+///    process changes an endpoint): a healthy endpoint's first ones are sent at once, before anything is written
+///    (`WebhookDeliveries.sendAtDispatch`, as this worker holds the endpoint's group, `JobQueue.hold`), the others
+///    dispatched into the queue.
+///
+/// Rounds are paced by `RoundPacing` (the runner's interval between claims), so that under a steady stream of events
+/// each round takes a batch. An endpoint's attempts run on one of the client's event loops
+/// (`WebhookClient.executor(for:)`).
+final class WebhookAttempts: JobHandler {
+    /// What the rounds keep from one to the next. Only the runner's loop claims, one round at a time; the lock keeps
+    /// the handler `Sendable`, and is never held across a suspension.
+    struct Rounds {
+        var lastSweep: ContinuousClock.Instant
+        var endpoints: [WebhookEndpointRecord] = []
+        /// Who holds each endpoint, as last read: the worker that sends its newest events at dispatch.
+        var holds: [String: JobHold] = [:]
+        var readAt: ContinuousClock.Instant
+        var readRevision: UInt64
+        var lastEvent: Int64 = 0
+        var pacing: RoundPacing
+        /// The deliveries this process claimed and has not recorded yet, by endpoint: never claimed again meanwhile,
+        /// even once their lease has passed (a clock that jumps, an answer slower than the lease).
+        var held: [String: Set<String>] = [:]
+        /// Until when this worker holds each endpoint it dispatches (the server's clock, UNIX ms).
+        var dispatcherUntil: [String: Int64] = [:]
+        /// The batches sent at dispatch and not recorded yet, by endpoint, with the outcomes of those that ended.
+        var sent: [String: (batch: WebhookDeliveries.SentAtDispatch, outcomes: [WebhookDeliveries.Outcome])] = [:]
+    }
+
+    let deliveries: WebhookDeliveries
+    let committed: SequenceMark
+    let endpointChanges: Revision
+    let client: WebhookClient
+    /// This worker, as the holder of the endpoints it dispatches.
+    let worker = "wkr_" + UUID().uuidString.lowercased()
+    let inFlight = InFlightByEndpoint()
+    let turns: EndpointTurns
+    let ended = EndedAttempts()
+    let clock = ContinuousClock()
+    private let rounds: Mutex<Rounds>
+
+    init(deliveries: WebhookDeliveries, committed: SequenceMark, endpointChanges: Revision, client: WebhookClient) {
+        self.deliveries = deliveries
+        self.committed = committed
+        self.endpointChanges = endpointChanges
+        self.client = client
+        self.turns = EndpointTurns(limit: deliveries.settings.concurrencyPerEndpoint)
+        let longAgo = clock.now - .seconds(60)
+        self.rounds = Mutex(
+            Rounds(
+                lastSweep: longAgo,
+                readAt: longAgo,
+                readRevision: endpointChanges.current,
+                pacing: RoundPacing(window: deliveries.settings.batchWindow, lastRound: longAgo)
+            )
+        )
+    }
+
+    var kind: JobKind { .delivery }
+    /// Another process may have recorded events.
+    var longestWait: Duration { .seconds(1) }
+
+    /// The attempts under way are the runner's, up to `concurrency`. With no endpoint, nothing is due (a paused
+    /// endpoint's deliveries wait for it) and events do not wake the worker: no round until the endpoints are read
+    /// again, a second later or at once after a change.
+    func room(running: Int) -> JobRoom {
+        let idle = rounds.withLock { rounds in
+            rounds.endpoints.isEmpty && clock.now - rounds.readAt < .seconds(1)
+                && endpointChanges.current == rounds.readRevision
+        }
+        return .claim(idle && ended.count == 0 ? 0 : max(0, deliveries.settings.concurrency - running))
+    }
+
+    func claimInterval() -> Duration { rounds.withLock { $0.pacing.nextRound - $0.pacing.lastRound } }
+
+    func executor(for attempt: WebhookDeliveries.Attempt) -> (any TaskExecutor)? {
+        client.executor(for: attempt.endpoint.id)
+    }
+
+    /// One attempt: its turn among the endpoint's requests, then the request; none once the server is stopping (an
+    /// attempt that had not started waits in the database: its claim lapses; a batch sent at dispatch is not
+    /// recorded). Its outcome is recorded by the next round.
+    func run(_ attempt: WebhookDeliveries.Attempt) async {
+        let endpointId = attempt.endpoint.id
+        await turns.take(endpointId)
+        if !Task.isShuttingDownGracefully {
+            ended.add(await deliveries.send(attempt, client: client))
+        }
+        turns.give(endpointId)
+        inFlight.add(-1, to: endpointId)
+    }
+
+    /// One round (see the type); answers the attempts to send, each counted under way at its endpoint at once (the
+    /// round's own room for the next endpoint, and for the events it sends at dispatch, counts them).
+    func claim(limit: Int) async throws -> [WebhookDeliveries.Attempt] {
+        var rounds = self.rounds.withLock { $0 }
+        var recording: [WebhookDeliveries.Outcome] = []
+        defer {
+            // Recorded, or lost with a round that failed (then sent again once its lease has passed).
+            for outcome in recording { rounds.held[outcome.attempt.endpoint.id]?.remove(outcome.attempt.delivery.id) }
+            let kept = rounds
+            self.rounds.withLock { $0 = kept }
+        }
         let settings = deliveries.settings
         let jobs = deliveries.jobs
         let store = deliveries.store
-        let logger = deliveries.logger
-        let client = WebhookClient(settings: settings)
-        let inFlight = InFlightByEndpoint()
-        let turns = EndpointTurns(limit: settings.concurrencyPerEndpoint)
-        let ended = EndedAttempts()
-        let clock = ContinuousClock()
-        var lastSweep = clock.now - .seconds(60)
-        var endpoints: [WebhookEndpointRecord] = []
-        // Who holds each endpoint, as last read: the worker that sends its newest events at dispatch.
-        var holds: [String: JobHold] = [:]
-        var readAt = clock.now - .seconds(60)
-        var readRevision = endpointChanges.current
-        var lastEvent: Int64 = 0
-        var pacing = RoundPacing(window: settings.batchWindow, lastRound: clock.now - .seconds(60))
-        // The deliveries this process claimed and has not recorded yet, by endpoint: never claimed again meanwhile,
-        // even once their lease has passed (a clock that jumps, an answer slower than the lease).
-        var held: [String: Set<String>] = [:]
-        // This worker, as an endpoint's dispatcher; until when it is, by endpoint (the server's clock, UNIX ms).
-        let worker = "wkr_" + UUID().uuidString.lowercased()
-        var dispatcherUntil: [String: Int64] = [:]
-        // The batches sent at dispatch and not recorded yet, by endpoint, with the outcomes of those that ended.
-        var sent: [String: (batch: WebhookDeliveries.SentAtDispatch, outcomes: [WebhookDeliveries.Outcome])] = [:]
-        func send(_ attempt: WebhookDeliveries.Attempt, in group: inout DiscardingTaskGroup) {
-            let endpointId = attempt.endpoint.id
-            inFlight.add(1, to: endpointId)
-            group.addTask(executorPreference: client.executor(for: endpointId)) {
-                // Its turn among the endpoint's requests; none once the server is stopping: an attempt that had not
-                // started waits in the database (its claim lapses; a batch sent at dispatch is not recorded).
-                await turns.take(endpointId)
-                if !Task.isShuttingDownGracefully {
-                    ended.add(await deliveries.send(attempt, client: client))
-                }
-                turns.give(endpointId)
-                inFlight.add(-1, to: endpointId)
-                jobs.wake(.delivery)
+        if clock.now - rounds.readAt >= .seconds(1) || endpointChanges.current != rounds.readRevision {
+            rounds.readRevision = endpointChanges.current
+            rounds.readAt = clock.now
+            rounds.endpoints = try await store.enabledWebhookEndpoints(on: store.sql)
+            rounds.holds = rounds.endpoints.isEmpty ? [:] : try await jobs.holds(.delivery, on: store.sql)
+            committed.watch(!rounds.endpoints.isEmpty)
+            rounds.lastEvent = max(rounds.lastEvent, try await store.eventStore.lastEventSequence(on: store.sql))
+        }
+        rounds.lastEvent = max(rounds.lastEvent, committed.current)
+        if clock.now - rounds.lastSweep >= .seconds(60) {
+            rounds.lastSweep = clock.now
+            let expired = try await deliveries.deadLetterExpired()
+            if expired > 0 {
+                deliveries.logger.warning("\(expired) webhook deliveries dead-lettered at their deadline")
             }
         }
-        await withDiscardingTaskGroup { group in
-            while !Task.isShuttingDownGracefully && !Task.isCancelled {
-                let since = jobs.signal(.delivery).current
-                var recording: [WebhookDeliveries.Outcome] = []
-                do {
-                    if clock.now - readAt >= .seconds(1) || endpointChanges.current != readRevision {
-                        readRevision = endpointChanges.current
-                        readAt = clock.now
-                        endpoints = try await store.enabledWebhookEndpoints(on: store.sql)
-                        holds = endpoints.isEmpty ? [:] : try await jobs.holds(.delivery, on: store.sql)
-                        committed.watch(!endpoints.isEmpty)
-                        lastEvent = max(lastEvent, try await store.eventStore.lastEventSequence(on: store.sql))
-                    }
-                    lastEvent = max(lastEvent, committed.current)
-                    if clock.now - lastSweep >= .seconds(60) {
-                        lastSweep = clock.now
-                        let expired = try await deliveries.deadLetterExpired()
-                        if expired > 0 {
-                            logger.warning("\(expired) webhook deliveries dead-lettered at their deadline")
-                        }
-                    }
-                    // What ended is recorded and what is due claimed in one transaction.
-                    let outcomes = ended.take()
-                    note(outcomes, in: &endpoints)
-                    recording = outcomes.filter(\.attempt.stored)
-                    for outcome in outcomes where !outcome.attempt.stored {
-                        sent[outcome.attempt.endpoint.id]?.outcomes.append(outcome)
-                    }
-                    // A batch sent at dispatch is recorded once all of its attempts have ended.
-                    let complete = sent.values.filter { $0.outcomes.count == $0.batch.attempts.count }
-                    for batch in complete { sent[batch.batch.endpoint.id] = nil }
-                    var running = inFlight.total
-                    var claims: [(endpoint: WebhookEndpointRecord, limit: Int)] = []
-                    for endpoint in endpoints {
-                        let cap =
-                            endpoint.consecutiveFailures >= settings.failuresBeforeProbing
-                            ? 1 : settings.batchPerEndpoint
-                        let room = min(cap - inFlight.count(endpoint.id), settings.concurrency - running)
-                        guard room > 0 else { continue }
-                        claims.append((endpoint, room))
-                        running += room
-                    }
-                    let result = try await deliveries.round(
-                        recording: recording,
-                        recordingSent: complete,
-                        claiming: claims,
-                        held: held
-                    )
-                    let attempts = result.attempts
-                    for (batch, recorded) in result.recorded {
-                        guard let index = endpoints.firstIndex(where: { $0.id == batch.endpoint.id }) else { continue }
-                        if recorded {
-                            endpoints[index].dispatchedThrough = max(endpoints[index].dispatchedThrough, batch.through)
-                        } else {
-                            // Another worker dispatched those events: read the endpoint again.
-                            dispatcherUntil[batch.endpoint.id] = nil
-                            readAt = clock.now - .seconds(60)
-                        }
-                    }
-                    pacing.ran(
-                        at: clock.now,
-                        claimed: attempts.map { (endpoint: $0.endpoint.id, dueAt: $0.dueAt) },
-                        limits: claims.map { (endpoint: $0.endpoint.id, limit: $0.limit) },
-                        now: deliveries.clock.milliseconds
-                    )
-                    for attempt in attempts {
-                        held[attempt.endpoint.id, default: []].insert(attempt.delivery.id)
-                        send(attempt, in: &group)
-                    }
-                    // A batch under way that left events waiting: the next round comes at the catching-up pace, so
-                    // that the next batch follows it at once. Its endpoint stays this worker's (a batch whose attempts
-                    // wait for their turns may outlast a lease).
-                    if sent.values.contains(where: \.batch.more) { pacing.fellBehind() }
-                    for endpointId in sent.keys {
-                        dispatcherUntil[endpointId] = try await deliveries.holdDispatcher(
-                            endpointId: endpointId,
-                            worker: worker,
-                            until: dispatcherUntil[endpointId]
-                        )
-                    }
-                    // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the
-                    // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the
-                    // cursor moves when it is recorded, in the round above at the earliest).
-                    // An endpoint another worker dispatches (as last read) is left to it until that role lapses.
-                    let now = deliveries.clock.milliseconds
-                    for index in endpoints.indices
-                    where endpoints[index].dispatchedThrough < lastEvent && sent[endpoints[index].id] == nil
-                        && !(holds[endpoints[index].id].map { $0.holder != worker && $0.heldUntil > now } ?? false)
-                    {
-                        let endpoint = endpoints[index]
-                        let room = min(
-                            settings.batchPerEndpoint - inFlight.count(endpoint.id),
-                            settings.concurrency - inFlight.total
-                        )
-                        if let (batch, until) = try await deliveries.sendAtDispatch(
-                            endpoint: endpoint,
-                            room: room,
-                            worker: worker,
-                            heldUntil: dispatcherUntil[endpoint.id]
-                        ) {
-                            dispatcherUntil[endpoint.id] = until
-                            sent[endpoint.id] = (batch, [])
-                            for attempt in batch.attempts { send(attempt, in: &group) }
-                            // More events wait: the next round comes soon (a backlog goes out at the receiver's pace,
-                            // even one of a few customers, whose batches stop at each one's second event).
-                            if batch.more { pacing.fellBehind() }
-                            continue
-                        }
-                        guard let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) else {
-                            // Another worker has become its dispatcher (or it is gone, or paused): read it again.
-                            readAt = clock.now - .seconds(60)
-                            continue
-                        }
-                        if cursor > endpoint.dispatchedThrough {
-                            endpoints[index].dispatchedThrough = cursor
-                            jobs.wake(.delivery)  // the next round claims them without waiting
-                        }
-                    }
-                } catch {
-                    logger.error("webhook deliveries: \(error)")
-                }
-                // Recorded, or lost with a round that failed (then sent again once its lease has passed).
-                for outcome in recording {
-                    held[outcome.attempt.endpoint.id]?.remove(outcome.attempt.delivery.id)
-                }
-                if inFlight.total > 0 || ended.count > 0 {
-                    // Attempts under way: let a few end before the next round, so rounds record and claim in batches.
-                    try? await Task.sleep(until: pacing.nextRound, clock: clock)
-                    if ended.count > 0 { continue }
-                }
-                // Until a signal (an event recorded, an attempt ended), the next due delivery, or a second at most (another
-                // process may have recorded events); never a spin while due deliveries wait for room.
-                let timeout: Duration
-                if inFlight.total > 0 || endpoints.isEmpty {
-                    // No endpoint: nothing is due (a paused endpoint's deliveries wait for it), and events do not wake
-                    // the worker; an endpoint's change does.
-                    timeout = .seconds(1)
-                } else {
-                    let now = deliveries.clock.milliseconds
-                    let next = (try? await jobs.nextDue(.delivery)).map { Duration.milliseconds(max(0, $0 - now)) }
-                    timeout = max(.milliseconds(50), min(.seconds(1), next ?? .seconds(1)))
-                }
-                _ = try? await cancelWhenGracefulShutdown {
-                    await jobs.signal(.delivery).wait(since: since, timeout: timeout)
-                }
-                // Woken soon after the last round: what else comes meanwhile goes in the same round.
-                if clock.now < pacing.nextRound { try? await Task.sleep(until: pacing.nextRound, clock: clock) }
+        // What ended is recorded and what is due claimed in one transaction.
+        let outcomes = ended.take()
+        note(outcomes, in: &rounds.endpoints)
+        recording = outcomes.filter(\.attempt.stored)
+        for outcome in outcomes where !outcome.attempt.stored {
+            rounds.sent[outcome.attempt.endpoint.id]?.outcomes.append(outcome)
+        }
+        // A batch sent at dispatch is recorded once all of its attempts have ended.
+        let complete = rounds.sent.values.filter { $0.outcomes.count == $0.batch.attempts.count }
+        for batch in complete { rounds.sent[batch.batch.endpoint.id] = nil }
+        var room = limit
+        var claims: [(endpoint: WebhookEndpointRecord, limit: Int)] = []
+        for endpoint in rounds.endpoints {
+            let cap = endpoint.consecutiveFailures >= settings.failuresBeforeProbing ? 1 : settings.batchPerEndpoint
+            let endpointRoom = min(cap - inFlight.count(endpoint.id), room)
+            guard endpointRoom > 0 else { continue }
+            claims.append((endpoint, endpointRoom))
+            room -= endpointRoom
+        }
+        let result = try await deliveries.round(
+            recording: recording,
+            recordingSent: complete,
+            claiming: claims,
+            held: rounds.held
+        )
+        var attempts = result.attempts
+        for (batch, recorded) in result.recorded {
+            guard let index = rounds.endpoints.firstIndex(where: { $0.id == batch.endpoint.id }) else { continue }
+            if recorded {
+                rounds.endpoints[index].dispatchedThrough = max(
+                    rounds.endpoints[index].dispatchedThrough,
+                    batch.through
+                )
+            } else {
+                // Another worker dispatched those events: read the endpoint again.
+                rounds.dispatcherUntil[batch.endpoint.id] = nil
+                rounds.readAt = clock.now - .seconds(60)
             }
         }
-        // The attempts that ended during the shutdown; then this worker dispatches no endpoint any more.
+        rounds.pacing.ran(
+            at: clock.now,
+            claimed: attempts.map { (endpoint: $0.endpoint.id, dueAt: $0.dueAt) },
+            limits: claims.map { (endpoint: $0.endpoint.id, limit: $0.limit) },
+            now: deliveries.clock.milliseconds
+        )
+        for attempt in attempts {
+            rounds.held[attempt.endpoint.id, default: []].insert(attempt.delivery.id)
+            inFlight.add(1, to: attempt.endpoint.id)
+        }
+        // A batch under way that left events waiting: the next round comes at the catching-up pace, so that the next
+        // batch follows it at once. Its endpoint stays this worker's (a batch whose attempts wait for their turns may
+        // outlast a lease).
+        if rounds.sent.values.contains(where: \.batch.more) { rounds.pacing.fellBehind() }
+        for endpointId in rounds.sent.keys {
+            rounds.dispatcherUntil[endpointId] = try await deliveries.holdDispatcher(
+                endpointId: endpointId,
+                worker: worker,
+                until: rounds.dispatcherUntil[endpointId]
+            )
+        }
+        // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the queue
+        // (claimed from the next round on); neither while a batch sent at dispatch is under way (the cursor moves when
+        // it is recorded, in the round above at the earliest). An endpoint another worker dispatches (as last read) is
+        // left to it until its hold lapses.
+        let now = deliveries.clock.milliseconds
+        for index in rounds.endpoints.indices
+        where rounds.endpoints[index].dispatchedThrough < rounds.lastEvent
+            && rounds.sent[rounds.endpoints[index].id] == nil
+            && !(rounds.holds[rounds.endpoints[index].id].map { $0.holder != worker && $0.heldUntil > now } ?? false)
+        {
+            let endpoint = rounds.endpoints[index]
+            let endpointRoom = min(
+                settings.batchPerEndpoint - inFlight.count(endpoint.id),
+                settings.concurrency - inFlight.total
+            )
+            if let (batch, until) = try await deliveries.sendAtDispatch(
+                endpoint: endpoint,
+                room: endpointRoom,
+                worker: worker,
+                heldUntil: rounds.dispatcherUntil[endpoint.id]
+            ) {
+                rounds.dispatcherUntil[endpoint.id] = until
+                rounds.sent[endpoint.id] = (batch, [])
+                for attempt in batch.attempts { inFlight.add(1, to: attempt.endpoint.id) }
+                attempts += batch.attempts
+                // More events wait: the next round comes soon (a backlog goes out at the receiver's pace, even one of
+                // a few customers, whose batches stop at each one's second event).
+                if batch.more { rounds.pacing.fellBehind() }
+                continue
+            }
+            guard let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) else {
+                // Another worker has become its dispatcher (or it is gone, or paused): read it again.
+                rounds.readAt = clock.now - .seconds(60)
+                continue
+            }
+            if cursor > endpoint.dispatchedThrough {
+                rounds.endpoints[index].dispatchedThrough = cursor
+                jobs.wake(.delivery)  // the next round claims them without waiting
+            }
+        }
+        return attempts
+    }
+
+    /// After the runner stopped (every attempt ended): records the attempts that ended during the shutdown, then
+    /// this worker holds no endpoint any more.
+    func stop() async {
+        let rounds = self.rounds.withLock { $0 }
+        var sent = rounds.sent
         do {
             let outcomes = ended.take()
             for outcome in outcomes where !outcome.attempt.stored {
@@ -239,11 +288,10 @@ public struct WebhookWorker: Service {
                 recordingSent: sent.values.filter { $0.outcomes.count == $0.batch.attempts.count },
                 claiming: []
             )
-            try await jobs.releaseHolds(.delivery, of: worker)
+            try await deliveries.jobs.releaseHolds(.delivery, of: worker)
         } catch {
-            logger.error("webhook deliveries: \(error)")
+            deliveries.logger.error("webhook deliveries: \(error)")
         }
-        await client.shutdown()
     }
 
     /// Keeps each endpoint's failure count as its attempts left it (the caps of this round and the next); the
