@@ -360,8 +360,8 @@ package struct JobQueue: Sendable {
         try await database.transaction(bookkeeping: true) { db in try await self.store.releaseAllHolds(on: db) }
     }
 
-    /// Sleeps until a job of `kind` may be due: a signal, the next due time (when `untilDue`; a worker with no room
-    /// for another attempt waits for one to end), or `longest` at most (another process may have queued one).
+    /// Sleeps until a job of `kind` may be due: a signal, the next due time (when `untilDue`; a worker with attempts
+    /// under way waits for one to end instead), or `longest` at most (another process may have queued one).
     package func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration, untilDue: Bool = true) async {
         let next =
             untilDue ? (try? await nextDue(kind)).map { Duration.milliseconds(max(0, $0 - clock.milliseconds)) } : nil

@@ -34,9 +34,10 @@ package protocol JobHandler: Sendable {
     /// for the default.
     func executor(for claimed: Claimed) -> (any TaskExecutor)?
 
-    /// One attempt: it ends the job's attempt in the transaction that records its outcome (`JobQueue.finish`,
-    /// `retry`, `deadLetter`). What fails in it is the attempt's to record or log; a job left claimed is claimed
-    /// again when its lease lapses.
+    /// One attempt. Its outcome ends the job's attempt in the transaction that records it (`JobQueue.finish`,
+    /// `retry`, `deadLetter`): the attempt's own, or the next claim's where the handler records outcomes in batches
+    /// (the webhooks'). What fails in it is the attempt's to record or log; a job left claimed is claimed again when
+    /// its lease lapses.
     func run(_ claimed: Claimed) async
 }
 
@@ -52,13 +53,17 @@ package enum JobRoom: Sendable, Equatable {
     case claim(Int)
     /// None before this long has passed (a pacer's next turn).
     case wait(Duration)
+    /// None, but a claim with a limit of zero is due all the same: the handler's claim does more than claim (the
+    /// webhooks' round records what ended, dispatches and renews its holds while every attempt's slot is taken).
+    case keepUp
 }
 
 /// The one loop that runs jobs, for every kind, each through its room's `JobHandler` (confirmations, consumption
-/// answers, catch-up, webhook deliveries): it claims what is due as far as the handler gives room, runs each claimed
-/// job as a task of its own (so a slow answer holds up only its own attempt), and claims again at once while claims
-/// come back full, else waits for a signal (`JobQueue.wake`: a job queued, an attempt ended), the next due job, or
-/// `longestWait`.
+/// answers, catch-up, webhook deliveries): it claims what is due as far as the handler gives room, at most once per
+/// claim interval, runs each claimed job as a task of its own (so a slow answer holds up only its own attempt), and
+/// claims again while claims come back full, else waits for a signal (`JobQueue.wake`: a job queued, an attempt
+/// ended), the next due job (when nothing is under way), or `longestWait`. A claim that fails is logged and tried
+/// again after `longestWait`.
 ///
 /// A graceful shutdown stops the claims; the attempts under way finish (the task group waits for them), and what is
 /// left waits in the database for the next start (a claim of a process that stopped lapses).
@@ -82,45 +87,69 @@ package struct JobRunner<Handler: JobHandler>: Sendable {
         let running = InFlightCount()
         let clock = ContinuousClock()
         var lastClaim: ContinuousClock.Instant? = nil
+        // A claim that fails (storage down, a full disk) is logged once, and again only when its error changes or a
+        // minute has passed; the next claim waits `longestWait`, not the claim interval.
+        var lastFailure: (message: String, at: ContinuousClock.Instant)? = nil
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = queue.signal(kind).current
                 let before = running.value
                 let allowed = handler.room(running: before)
+                let limit: Int
                 switch allowed {
                 case .wait(let delay):
                     _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
                     continue
                 case .claim(let room) where room > 0:
-                    if let lastClaim {
-                        let due = lastClaim + handler.claimInterval()
-                        if due > clock.now {
-                            _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(until: due, clock: clock) }
-                        }
-                    }
-                    guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
-                    lastClaim = clock.now
-                    var claimed: [Handler.Claimed] = []
-                    do { claimed = try await handler.claim(limit: room) } catch {
-                        logger.error("\(kind.rawValue) jobs: the queue could not be claimed from: \(error)")
-                    }
-                    handler.claimed(claimed, asked: room, running: before)
-                    for job in claimed {
-                        running.add(1)
-                        group.addTask(executorPreference: handler.executor(for: job)) {
-                            await handler.run(job)
-                            running.add(-1)
-                            queue.wake(kind)
-                        }
-                    }
-                    // A full claim: more may be due; claim again once there is room.
-                    if claimed.count == room { continue }
+                    limit = room
+                case .keepUp:
+                    limit = 0
                 case .claim:
-                    break
+                    // No room: an attempt's end (or, after `longestWait`, another process's job) changes that.
+                    await cancelWhenGracefulShutdown {
+                        await queue.waitForWork(kind, since: since, longest: handler.longestWait, untilDue: false)
+                    }
+                    continue
                 }
+                if let lastClaim {
+                    let due = lastClaim + handler.claimInterval()
+                    if due > clock.now {
+                        _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(until: due, clock: clock) }
+                    }
+                }
+                guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
+                lastClaim = clock.now
+                var claimed: [Handler.Claimed] = []
+                var failed = false
+                do {
+                    claimed = try await handler.claim(limit: limit)
+                    lastFailure = nil
+                } catch {
+                    failed = true
+                    let message = "\(error)"
+                    if lastFailure?.message != message || clock.now - (lastFailure?.at ?? clock.now) >= .seconds(60) {
+                        logger.error("\(kind.rawValue) jobs: the queue could not be claimed from: \(message)")
+                        lastFailure = (message, clock.now)
+                    }
+                }
+                handler.claimed(claimed, asked: limit, running: before)
+                for job in claimed {
+                    running.add(1)
+                    group.addTask(executorPreference: handler.executor(for: job)) {
+                        await handler.run(job)
+                        running.add(-1)
+                        queue.wake(kind)
+                    }
+                }
+                if failed {
+                    _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: handler.longestWait) }
+                    continue
+                }
+                // A full claim: more may be due; claim again once there is room (after the claim interval).
+                if limit > 0 && claimed.count == limit { continue }
                 // While attempts run, their ends wake the loop (and `longestWait` bounds the wait): the next due time
-                // is read only by an idle runner with room.
-                let idle = allowed != .claim(0) && running.value == 0
+                // is read only by a runner with nothing under way.
+                let idle = running.value == 0
                 await cancelWhenGracefulShutdown {
                     await queue.waitForWork(kind, since: since, longest: handler.longestWait, untilDue: idle)
                 }

@@ -61,6 +61,8 @@ final class WebhookAttempts: JobHandler {
     /// the handler `Sendable`, and is never held across a suspension.
     struct Rounds {
         var lastSweep: ContinuousClock.Instant
+        /// When the last round started.
+        var roundStartedAt: ContinuousClock.Instant
         var endpoints: [WebhookEndpointRecord] = []
         /// Who holds each endpoint, as last read: the worker that sends its newest events at dispatch.
         var holds: [String: JobHold] = [:]
@@ -99,6 +101,7 @@ final class WebhookAttempts: JobHandler {
         self.rounds = Mutex(
             Rounds(
                 lastSweep: longAgo,
+                roundStartedAt: longAgo,
                 readAt: longAgo,
                 readRevision: endpointChanges.current,
                 pacing: RoundPacing(window: deliveries.settings.batchWindow, lastRound: longAgo)
@@ -113,15 +116,26 @@ final class WebhookAttempts: JobHandler {
     /// The attempts under way are the runner's, up to `concurrency`. With no endpoint, nothing is due (a paused
     /// endpoint's deliveries wait for it) and events do not wake the worker: no round until the endpoints are read
     /// again, a second later or at once after a change.
+    ///
+    /// With every slot taken, a round still comes at least once a second (`keepUp`): it records what ended, renews
+    /// the holds of the batches sent at dispatch (which outlive a lease otherwise, and would be sent again by another
+    /// server), reads the endpoints again and dispatches new events into the queue.
     func room(running: Int) -> JobRoom {
-        let idle = rounds.withLock { rounds in
-            rounds.endpoints.isEmpty && clock.now - rounds.readAt < .seconds(1)
-                && endpointChanges.current == rounds.readRevision
+        let (idle, sinceRound) = rounds.withLock { rounds in
+            (
+                rounds.endpoints.isEmpty && clock.now - rounds.readAt < .seconds(1)
+                    && endpointChanges.current == rounds.readRevision,
+                clock.now - rounds.roundStartedAt
+            )
         }
-        return .claim(idle && ended.count == 0 ? 0 : max(0, deliveries.settings.concurrency - running))
+        if idle && ended.count == 0 { return .claim(0) }
+        let room = deliveries.settings.concurrency - running
+        return room > 0 ? .claim(room) : sinceRound >= longestWait ? .keepUp : .claim(0)
     }
 
-    func claimInterval() -> Duration { rounds.withLock { $0.pacing.nextRound - $0.pacing.lastRound } }
+    /// The pacing's window (or its catching-up pace) from the start of the last round to the next: `RoundPacing` counts
+    /// it from the round's end, and the runner from its start.
+    func claimInterval() -> Duration { rounds.withLock { $0.pacing.nextRound - $0.roundStartedAt } }
 
     func executor(for attempt: WebhookDeliveries.Attempt) -> (any TaskExecutor)? {
         client.executor(for: attempt.endpoint.id)
@@ -144,6 +158,7 @@ final class WebhookAttempts: JobHandler {
     /// round's own room for the next endpoint, and for the events it sends at dispatch, counts them).
     func claim(limit: Int) async throws -> [WebhookDeliveries.Attempt] {
         var rounds = self.rounds.withLock { $0 }
+        rounds.roundStartedAt = clock.now
         var recording: [WebhookDeliveries.Outcome] = []
         defer {
             // Recorded, or lost with a round that failed (then sent again once its lease has passed).
@@ -223,52 +238,59 @@ final class WebhookAttempts: JobHandler {
         // batch follows it at once. Its endpoint stays this worker's (a batch whose attempts wait for their turns may
         // outlast a lease).
         if rounds.sent.values.contains(where: \.batch.more) { rounds.pacing.fellBehind() }
-        for endpointId in rounds.sent.keys {
-            rounds.dispatcherUntil[endpointId] = try await deliveries.holdDispatcher(
-                endpointId: endpointId,
-                worker: worker,
-                until: rounds.dispatcherUntil[endpointId]
-            )
-        }
-        // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the queue
-        // (claimed from the next round on); neither while a batch sent at dispatch is under way (the cursor moves when
-        // it is recorded, in the round above at the earliest). An endpoint another worker dispatches (as last read) is
-        // left to it until its hold lapses.
-        let now = deliveries.clock.milliseconds
-        for index in rounds.endpoints.indices
-        where rounds.endpoints[index].dispatchedThrough < rounds.lastEvent
-            && rounds.sent[rounds.endpoints[index].id] == nil
-            && !(rounds.holds[rounds.endpoints[index].id].map { $0.holder != worker && $0.heldUntil > now } ?? false)
-        {
-            let endpoint = rounds.endpoints[index]
-            let endpointRoom = min(
-                settings.batchPerEndpoint - inFlight.count(endpoint.id),
-                settings.concurrency - inFlight.total
-            )
-            if let (batch, until) = try await deliveries.sendAtDispatch(
-                endpoint: endpoint,
-                room: endpointRoom,
-                worker: worker,
-                heldUntil: rounds.dispatcherUntil[endpoint.id]
-            ) {
-                rounds.dispatcherUntil[endpoint.id] = until
-                rounds.sent[endpoint.id] = (batch, [])
-                for attempt in batch.attempts { inFlight.add(1, to: attempt.endpoint.id) }
-                attempts += batch.attempts
-                // More events wait: the next round comes soon (a backlog goes out at the receiver's pace, even one of
-                // a few customers, whose batches stop at each one's second event).
-                if batch.more { rounds.pacing.fellBehind() }
-                continue
+        // From here on, what was claimed is under way: a failure to renew a hold or to dispatch is logged, and the
+        // attempts go out (the next round tries again).
+        do {
+            for endpointId in rounds.sent.keys {
+                rounds.dispatcherUntil[endpointId] = try await deliveries.holdDispatcher(
+                    endpointId: endpointId,
+                    worker: worker,
+                    until: rounds.dispatcherUntil[endpointId]
+                )
             }
-            guard let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) else {
-                // Another worker has become its dispatcher (or it is gone, or paused): read it again.
-                rounds.readAt = clock.now - .seconds(60)
-                continue
+            // Then each endpoint's new events: sent at once when they may be (`sendAtDispatch`), else into the
+            // queue (claimed from the next round on); neither while a batch sent at dispatch is under way (the cursor
+            // moves when it is recorded, in the round above at the earliest). An endpoint another worker dispatches
+            // (as last read) is left to it until its hold lapses.
+            let now = deliveries.clock.milliseconds
+            for index in rounds.endpoints.indices
+            where rounds.endpoints[index].dispatchedThrough < rounds.lastEvent
+                && rounds.sent[rounds.endpoints[index].id] == nil
+                && !(rounds.holds[rounds.endpoints[index].id].map { $0.holder != worker && $0.heldUntil > now }
+                    ?? false)
+            {
+                let endpoint = rounds.endpoints[index]
+                let endpointRoom = min(
+                    settings.batchPerEndpoint - inFlight.count(endpoint.id),
+                    settings.concurrency - inFlight.total
+                )
+                if let (batch, until) = try await deliveries.sendAtDispatch(
+                    endpoint: endpoint,
+                    room: endpointRoom,
+                    worker: worker,
+                    heldUntil: rounds.dispatcherUntil[endpoint.id]
+                ) {
+                    rounds.dispatcherUntil[endpoint.id] = until
+                    rounds.sent[endpoint.id] = (batch, [])
+                    for attempt in batch.attempts { inFlight.add(1, to: attempt.endpoint.id) }
+                    attempts += batch.attempts
+                    // More events wait: the next round comes soon (a backlog goes out at the receiver's pace, even
+                    // one of a few customers, whose batches stop at each one's second event).
+                    if batch.more { rounds.pacing.fellBehind() }
+                    continue
+                }
+                guard let cursor = try await deliveries.dispatch(endpointId: endpoint.id, worker: worker) else {
+                    // Another worker has become its dispatcher (or it is gone, or paused): read it again.
+                    rounds.readAt = clock.now - .seconds(60)
+                    continue
+                }
+                if cursor > endpoint.dispatchedThrough {
+                    rounds.endpoints[index].dispatchedThrough = cursor
+                    jobs.wake(.delivery)  // the next round claims them without waiting
+                }
             }
-            if cursor > endpoint.dispatchedThrough {
-                rounds.endpoints[index].dispatchedThrough = cursor
-                jobs.wake(.delivery)  // the next round claims them without waiting
-            }
+        } catch {
+            deliveries.logger.error("webhook deliveries: \(error)")
         }
         return attempts
     }

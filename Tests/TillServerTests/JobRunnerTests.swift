@@ -16,29 +16,37 @@ extension JobQueueTests {
             var most = 0
             var ended: [String] = []
             var waiting: [CheckedContinuation<Void, Never>] = []
+            /// Claims with no room (`keepUp`).
+            var keptUp = 0
         }
         let jobs: JobQueue
         let database: TillDatabase
         let concurrency: Int
         /// When set, each attempt waits for `release()`; otherwise it takes a few milliseconds.
         let gated: Bool
+        /// When set, a runner with no room keeps up (`JobRoom.keepUp`), and waits 50 ms at most.
+        let keepingUp: Bool
         let runs = Mutex(Runs())
 
-        init(jobs: JobQueue, database: TillDatabase, concurrency: Int, gated: Bool = false) {
+        init(jobs: JobQueue, database: TillDatabase, concurrency: Int, gated: Bool = false, keepingUp: Bool = false) {
             self.jobs = jobs
             self.database = database
             self.concurrency = concurrency
             self.gated = gated
+            self.keepingUp = keepingUp
         }
 
         var kind: JobKind { .delivery }
         /// Longer than any test waits: only a signal wakes the runner for a job queued later.
-        var longestWait: Duration { .seconds(120) }
+        var longestWait: Duration { keepingUp ? .milliseconds(50) : .seconds(120) }
 
-        func room(running: Int) -> JobRoom { .claim(max(0, concurrency - running)) }
+        func room(running: Int) -> JobRoom {
+            running >= concurrency && keepingUp ? .keepUp : .claim(max(0, concurrency - running))
+        }
 
         func claim(limit: Int) async throws -> [Job] {
-            try await jobs.claim(.delivery, limit: limit, lease: .seconds(60))
+            if limit == 0 { runs.withLock { $0.keptUp += 1 } }
+            return try await jobs.claim(.delivery, limit: limit, lease: .seconds(60))
         }
 
         func run(_ job: Job) async {
@@ -108,7 +116,7 @@ extension JobQueueTests {
                 await JobRunner(queue: jobs, handler: handler, logger: .init(label: "test")).run()
                 returned.add(1)
             }
-            try await waitUntil("the attempt") { handler.snapshot.running == 1 }
+            try await waitUntil("the attempt") { handler.snapshot.waiting.count == 1 }
             runner.cancel()
             try await Task.sleep(for: .milliseconds(100))
             #expect(returned.value == 0, "the runner waits for its attempt")
@@ -116,6 +124,29 @@ extension JobQueueTests {
             await runner.value
             #expect(handler.snapshot.ended == ["a"])
             #expect(try await jobs.claim(.delivery, limit: 10, lease: .seconds(1)).isEmpty, "the attempt finished it")
+        }
+    }
+
+    /// A handler whose claim does more than claim (the webhooks' rounds) is called with no room while every slot is
+    /// taken (`JobRoom.keepUp`), and is handed no job then.
+    @Test(arguments: TestDatabase.all)
+    func aRunnerWithNoRoomKeepsUpWhenItsHandlerAsks(_ engine: TestDatabase) async throws {
+        try await withQueue(engine) { jobs, database, _ in
+            try await enqueue(jobs, database, "a")
+            try await enqueue(jobs, database, "b")
+            let handler = RecordingHandler(jobs: jobs, database: database, concurrency: 1, gated: true, keepingUp: true)
+            let runner = Task { await JobRunner(queue: jobs, handler: handler, logger: .init(label: "test")).run() }
+            try await waitUntil("the first attempt") { handler.snapshot.waiting.count == 1 }
+            try await waitUntil("claims with no room") { handler.snapshot.keptUp >= 3 }
+            #expect(handler.snapshot.running == 1, "no job handed out without room")
+            handler.release()
+            try await waitUntil("the second attempt") {
+                handler.snapshot.ended.count == 1 && handler.snapshot.waiting.count == 1
+            }
+            runner.cancel()
+            handler.release()
+            await runner.value
+            #expect(handler.snapshot.ended.sorted() == ["a", "b"])
         }
     }
 }

@@ -182,7 +182,7 @@ public struct CatchUp: Sendable {
 
     /// Runs a claimed catch-up job (`CatchUpRuns`): the app's catch-up, which schedules its next run; a job whose app
     /// is gone or has no App Store Server API key any more is finished.
-    func run(_ job: Job, trigger: CatchUpRun.TriggerPayload) async {
+    func run(_ job: Job, trigger: (String) -> CatchUpRun.TriggerPayload) async {
         do {
             guard let app = try await catalogue.cachedApp(bundleId: job.jobKey), Self.hasAPIKey(app) else {
                 try await database.transaction(bookkeeping: true) { db in
@@ -190,7 +190,7 @@ public struct CatchUp: Sendable {
                 }
                 return
             }
-            _ = try await perform(app, trigger: trigger)
+            _ = try await perform(app, trigger: trigger(app.bundleId))
         } catch {
             logger.error("catch-up of \(job.jobKey) failed: \(error)")
         }

@@ -66,7 +66,6 @@ final class CatchUpRuns: JobHandler {
     }
 
     func run(_ job: Job) async {
-        let first = caughtUp.withLock { $0.insert(job.jobKey).inserted }
-        await catchUp.run(job, trigger: first ? .start : .interval)
+        await catchUp.run(job) { bundleId in caughtUp.withLock { $0.insert(bundleId).inserted } ? .start : .interval }
     }
 }

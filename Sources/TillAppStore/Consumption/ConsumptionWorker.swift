@@ -7,8 +7,9 @@ import TillJobs
 import TillLedger
 
 /// Answers Apple's consumption requests in the background (`ConsumptionAnswers`), on the job runner
-/// (`ConsumptionAttempts`): woken when one is queued, and when the next retry is due. A graceful shutdown lets the answer under way finish; what is left waits in the
-/// database for the next start (a claim of a process that stopped lapses).
+/// (`ConsumptionAttempts`): woken when one is queued, and when the next retry is due. A graceful shutdown lets the
+/// answers under way finish; what is left waits in the database for the next start (a claim of a process that
+/// stopped lapses).
 public struct ConsumptionWorker: Service {
     let answers: ConsumptionAnswers
 

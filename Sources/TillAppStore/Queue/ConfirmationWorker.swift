@@ -47,11 +47,27 @@ public struct ConfirmationWorker: Service {
 
 /// The confirmation queue's jobs as the job runner runs them: many at once (Apple takes seconds), bounded by the
 /// concurrency, by the recovery after an outage and by the pacer.
-struct ConfirmationAttempts: JobHandler {
+final class ConfirmationAttempts: JobHandler {
+    /// A submission claimed, and whether its attempt's answers wait their turn at the pacer (not while probing).
+    struct Claimed: Sendable {
+        var submission: ConfirmationQueue.ClaimedSubmission
+        var paced: Bool
+    }
+
     let queue: ConfirmationQueue
     let client: AppleClient
     let pacer: ConfirmationPacer?
     let lease: Duration
+    /// Whether the round under way probes a dead Apple, as `room` found it: the claim, its pacer's refund and its
+    /// attempts go by that, whatever Apple does meanwhile.
+    private let probingRound = Mutex(false)
+
+    init(queue: ConfirmationQueue, client: AppleClient, pacer: ConfirmationPacer?, lease: Duration) {
+        self.queue = queue
+        self.client = client
+        self.pacer = pacer
+        self.lease = lease
+    }
 
     var kind: JobKind { .confirmation }
     var longestWait: Duration { .milliseconds(250) }
@@ -59,13 +75,18 @@ struct ConfirmationAttempts: JobHandler {
     /// While Apple is unavailable, one attempt at a time probes it, once a second: hammering a dead endpoint with
     /// every due submission (each failing at once and rescheduled) costs the CPU that acknowledging new purchases
     /// needs. The first real answer lets everything through again (`appleIsBack()`).
-    var probing: Bool { queue.appleUnavailable.withLock { $0 } }
+    private func limit(probing: Bool) -> Int {
+        probing ? 1 : queue.recoveryLimit(queue.configuration.confirmation.concurrency)
+    }
 
-    func limit() -> Int { probing ? 1 : queue.recoveryLimit(queue.configuration.confirmation.concurrency) }
+    /// The pacer of this round's attempts: none while probing, or with pacing off.
+    private var roundPacer: ConfirmationPacer? { probingRound.withLock { $0 } ? nil : pacer }
 
     func room(running: Int) -> JobRoom {
-        let room = limit() - running
-        guard room > 0, !probing, let pacer else { return .claim(max(0, room)) }
+        let probing = queue.appleUnavailable.withLock { $0 }
+        probingRound.withLock { $0 = probing }
+        let room = limit(probing: probing) - running
+        guard room > 0, let pacer = roundPacer else { return .claim(max(0, room)) }
         let granted = pacer.take(room)
         return granted == 0 ? .wait(min(pacer.untilNext(), claimInterval())) : .claim(granted)
     }
@@ -73,23 +94,26 @@ struct ConfirmationAttempts: JobHandler {
     /// Claiming is a write transaction: at most one per interval, each taking everything due that fits, rather than
     /// one for every submission and every finished attempt (thousands a second under load, all queueing for SQLite's
     /// single writer). Apple takes seconds; a few milliseconds here cost nothing.
-    func claimInterval() -> Duration { probing ? .seconds(1) : .milliseconds(20) }
+    func claimInterval() -> Duration { probingRound.withLock { $0 } ? .seconds(1) : .milliseconds(20) }
 
-    func claim(limit: Int) async throws -> [ConfirmationQueue.ClaimedSubmission] {
-        try await queue.claimDueSubmissions(limit: limit, lease: lease)
+    func claim(limit: Int) async throws -> [Claimed] {
+        let paced = roundPacer != nil
+        return try await queue.claimDueSubmissions(limit: limit, lease: lease).map {
+            Claimed(submission: $0, paced: paced)
+        }
     }
 
-    func claimed(_ claimed: [ConfirmationQueue.ClaimedSubmission], asked: Int, running: Int) {
-        guard !probing, let pacer else { return }
-        if let oldest = claimed.map(\.dueAt).min() {
+    func claimed(_ claimed: [Claimed], asked: Int, running: Int) {
+        guard let pacer = roundPacer else { return }
+        if let oldest = claimed.map(\.submission.dueAt).min() {
             pacer.observe(lateness: .milliseconds(max(0, queue.clock.milliseconds - oldest)))
         }
         pacer.refund(asked - claimed.count)
         // All the pacer granted was due, and it granted less than there was room for.
-        if claimed.count == asked && asked < limit() - running { pacer.limited() }
+        if claimed.count == asked && asked < limit(probing: false) - running { pacer.limited() }
     }
 
-    func run(_ submission: ConfirmationQueue.ClaimedSubmission) async {
-        await queue.confirm(submission, client: client, pacer: probing ? nil : pacer)
+    func run(_ claimed: Claimed) async {
+        await queue.confirm(claimed.submission, client: client, pacer: claimed.paced ? pacer : nil)
     }
 }
