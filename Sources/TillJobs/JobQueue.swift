@@ -362,7 +362,7 @@ package struct JobQueue: Sendable {
 
     /// Sleeps until a job of `kind` may be due: a signal, the next due time (when `untilDue`; a worker with attempts
     /// under way waits for one to end instead), or `longest` at most (another process may have queued one).
-    package func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration, untilDue: Bool = true) async {
+    package func waitForWork(_ kind: JobKind, since: UInt64, longest: Duration, untilDue: Bool) async {
         let next =
             untilDue ? (try? await nextDue(kind)).map { Duration.milliseconds(max(0, $0 - clock.milliseconds)) } : nil
         await signal(kind).wait(since: since, timeout: max(.milliseconds(10), min(longest, next ?? longest)))

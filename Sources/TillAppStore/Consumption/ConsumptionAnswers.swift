@@ -179,7 +179,7 @@ public struct ConsumptionAnswers: Sendable {
         if !stale.isEmpty {
             // A job whose request is gone or answered has nothing left to do.
             try await database.transaction(bookkeeping: true) { db in
-                for key in stale { try await self.jobs.finish(.consumptionAnswer, key: key, on: db) }
+                try await self.jobs.finish(.consumptionAnswer, keys: stale, on: db)
             }
         }
         return claimed.compactMap { job in

@@ -106,7 +106,7 @@ public final class ConfirmationQueue: Sendable {
         if !stale.isEmpty {
             // A job whose submission is gone or settled has nothing left to do.
             try await database.transaction(bookkeeping: true) { db in
-                for key in stale { try await self.jobs.finish(.confirmation, key: key, on: db) }
+                try await self.jobs.finish(.confirmation, keys: stale, on: db)
             }
         }
         var due: [ClaimedSubmission] = []
