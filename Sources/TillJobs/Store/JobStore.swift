@@ -48,12 +48,17 @@ package struct JobStore: ServerSQLStore {
         excluding: [String] = [],
         on db: any SQLDatabase
     ) async throws -> [Job] {
-        let lock: SQLQueryString = database.engine == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        let postgres = database.engine == .postgres
+        let lock: SQLQueryString = postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        // On PostgreSQL the jobs are picked once, as an InitPlan (`= ANY(ARRAY(…))`): under `IN (…)` the planner may
+        // choose a semi-join that runs the pick again for each row, and a second run skips the rows the statement
+        // has just updated and picks more, past the limit (seen once a column was added to the table).
+        let (open, close): (SQLQueryString, SQLQueryString) = postgres ? ("= ANY(ARRAY(", "))") : ("IN (", ")")
         let notHeld: SQLQueryString = excluding.isEmpty ? "" : "AND j.job_key NOT IN (\(binds: excluding))"
         return try await db.raw(
             """
             UPDATE srv_jobs SET claimed_until = \(bind: until), attempts = attempts + 1, updated_at = \(bind: now)
-            WHERE kind = \(bind: kind.rawValue) AND job_key IN (
+            WHERE kind = \(bind: kind.rawValue) AND job_key \(open)
                 SELECT j.job_key FROM srv_jobs j
                 WHERE j.kind = \(bind: kind.rawValue) AND j.queue_group = \(bind: group) AND j.state = 'queued'
                   AND j.due_at <= \(bind: now) AND (j.claimed_until IS NULL OR j.claimed_until < \(bind: now))
@@ -61,7 +66,7 @@ package struct JobStore: ServerSQLStore {
                   AND (j.stream IS NULL OR NOT EXISTS (
                     SELECT 1 FROM srv_jobs e WHERE e.kind = j.kind AND e.stream = j.stream AND e.state = 'queued'
                       AND e.position < j.position))
-                ORDER BY j.due_at, j.position LIMIT \(literal: limit) \(lock))
+                ORDER BY j.due_at, j.position LIMIT \(literal: limit) \(lock)\(close)
             RETURNING *
             """
         ).all().map(Job.init(row:)).sorted { ($0.dueAt, $0.position) < ($1.dueAt, $1.position) }
