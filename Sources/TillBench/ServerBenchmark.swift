@@ -44,6 +44,9 @@ public enum ServerBenchmark {
         /// (0: each submission is a new customer's).
         var history = 0
         var historyCustomers = 10
+        /// Tracing on (docs/tracing.md), every trace kept, exported to a collector in a process of its own (`till bench
+        /// receiver`, whose CPU is not counted): what traces cost a purchase.
+        var tracing = false
 
         public init(
             seconds: Int,
@@ -59,7 +62,8 @@ public enum ServerBenchmark {
             latenciesFile: String? = nil,
             neighbours: Int = 0,
             history: Int = 0,
-            historyCustomers: Int = 10
+            historyCustomers: Int = 10,
+            tracing: Bool = false
         ) {
             self.seconds = seconds
             self.rate = rate
@@ -75,6 +79,7 @@ public enum ServerBenchmark {
             self.neighbours = neighbours
             self.history = history
             self.historyCustomers = historyCustomers
+            self.tracing = tracing
         }
     }
 
@@ -97,7 +102,10 @@ public enum ServerBenchmark {
         let database = try DatabaseConfiguration(
             parsing: options.databaseURL ?? directory.appendingPathComponent("till.sqlite").path
         )
-        let server = try await PurchaseServer.open(
+        // The collector: `till bench receiver` answers every export 204, as OTLP/HTTP allows.
+        let collector = try options.tracing ? EventReceiverProcess.Driver.start() : nil
+        defer { collector?.stop() }
+        var configuration =
             ServerConfiguration(
                 database: database,
                 operatorToken: "bench",
@@ -116,9 +124,10 @@ public enum ServerBenchmark {
                 // loaded transactions it never sold: 12% of the CPU under perf, and 56% more CPU a purchase).
                 catchUp: CatchUpSettings(interval: .zero),
                 contentDirectory: directory.appendingPathComponent("content").path
-            ),
-            logger: quiet
-        )
+            )
+        configuration.tracing = collector.map { TracingSettings(endpoint: "http://127.0.0.1:\($0.port)/v1/traces") }
+        let server = try await PurchaseServer.open(configuration, logger: quiet)
+        if let collector { say("tracing on: every trace exported to a collector on port \(collector.port)") }
         let demo = try await DevelopmentSetup.prepare(server: server, simulator: simulator)
         let serverPort = try await Ports.start(
             { buildServerApplication(server, port: 0, onServerRunning: $0) },
@@ -133,6 +142,7 @@ public enum ServerBenchmark {
         }
         await serverPort.stop()
         await simulatorPort.stop()
+        if let collector { say("tracing: the collector received \(try collector.sample().count) exports") }
         try await server.shutdown()
         try await simulator.shutdown()
     }

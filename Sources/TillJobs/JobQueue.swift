@@ -48,6 +48,8 @@ package struct Job: Codable, Sendable, Hashable {
     package var lastError: String?
     package var createdAt: Int64
     package var updatedAt: Int64
+    /// The W3C traceparent of the change that queued it, when tracing is on: its attempts continue that trace.
+    package var trace: String? = nil
 
     package init(
         kind: JobKind,
@@ -61,7 +63,8 @@ package struct Job: Codable, Sendable, Hashable {
         claimedUntil: Int64? = nil,
         lastError: String? = nil,
         createdAt: Int64,
-        updatedAt: Int64
+        updatedAt: Int64,
+        trace: String? = nil
     ) {
         self.kind = kind
         self.jobKey = jobKey
@@ -75,6 +78,7 @@ package struct Job: Codable, Sendable, Hashable {
         self.lastError = lastError
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.trace = trace
     }
 }
 
@@ -148,7 +152,8 @@ package struct JobQueue: Sendable {
                 dueAt: dueAt ?? now,
                 claimedUntil: nil,
                 createdAt: now,
-                updatedAt: now
+                updatedAt: now,
+                trace: Traces.current
             ),
             on: db
         )

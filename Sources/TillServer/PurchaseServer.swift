@@ -73,6 +73,8 @@ public final class PurchaseServer: Sendable {
     let logger: Logger
     /// This process's hold on an SQLite file's queue (nil on PostgreSQL and in memory).
     let queueLock: SQLiteQueueLock?
+    /// The tracer bound to the server's requests and workers, and its exporter; nil with tracing off.
+    public let tracing: ServerTracing?
 
     init(
         configuration: ServerConfiguration,
@@ -81,8 +83,10 @@ public final class PurchaseServer: Sendable {
         logger: Logger,
         metrics: ServerMetrics,
         snapshotSigner: SnapshotSigner,
+        tracing: ServerTracing? = nil,
         now: @escaping @Sendable () -> Date
     ) {
+        self.tracing = tracing
         let clock = ServerClock(now: now)
         let jobs = JobQueue(database: database, store: JobStore(database: database), clock: clock, metrics: metrics)
         let signals = QueueSignals(workAvailable: jobs.signal(.confirmation))
@@ -288,6 +292,14 @@ public final class PurchaseServer: Sendable {
             atPath: configuration.contentDirectory,
             withIntermediateDirectories: true
         )
+        let tracing: ServerTracing?
+        do {
+            tracing = try configuration.tracing.map { try ServerTracing($0, logger: logger) }
+        } catch {
+            try? await database.shutdown()
+            queueLock?.release()
+            throw error
+        }
         return PurchaseServer(
             configuration: configuration,
             database: database,
@@ -295,6 +307,7 @@ public final class PurchaseServer: Sendable {
             logger: logger,
             metrics: metrics,
             snapshotSigner: SnapshotSigner(key: snapshotKey),
+            tracing: tracing,
             now: now
         )
     }

@@ -253,7 +253,8 @@ public struct WebhookDeliveries: Sendable {
                 endpoint: endpoint,
                 dueAt: now,
                 number: 1,
-                stored: false
+                stored: false,
+                trace: event.trace
             )
         }
         let batch = SentAtDispatch(
@@ -370,7 +371,8 @@ public struct WebhookDeliveries: Sendable {
                     occurredAt: sending.occurredAt,
                     endpoint: endpoint,
                     dueAt: job.dueAt,
-                    number: job.attempts
+                    number: job.attempts,
+                    trace: sending.trace
                 )
             )
         }
@@ -391,6 +393,8 @@ public struct WebhookDeliveries: Sendable {
         var number: Int
         /// False for an attempt sent at dispatch (`sendAtDispatch`): neither its delivery nor a job is written yet.
         var stored = true
+        /// The trace of the change that wrote the event (docs/tracing.md), which the attempt continues.
+        var trace: String? = nil
     }
 
     /// What one attempt came to, until it is recorded (`round(recording:claiming:)`, with the others that ended
@@ -412,10 +416,12 @@ public struct WebhookDeliveries: Sendable {
         // theirs, whatever clock the server's schedule follows.
         let timestamp = Int64(Date().timeIntervalSince1970)
         let keys = attempt.endpoint.signingSecrets(at: clock.milliseconds).compactMap(StandardWebhooks.key(of:))
+        // With tracing on, the receiver may continue the trace (W3C Trace Context); the signature does not cover it.
+        let traceparent = Traces.current.map { [("traceparent", $0)] } ?? []
         let answer = await client.post(
             url: attempt.endpoint.url,
             body: body,
-            headers: [
+            headers: traceparent + [
                 ("webhook-id", attempt.delivery.eventId),
                 ("webhook-timestamp", String(timestamp)),
                 (

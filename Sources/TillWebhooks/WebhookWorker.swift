@@ -2,9 +2,11 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TillContract
 import TillHTTPKit
 import TillJobs
 import TillLedger
+import Tracing
 
 /// Delivers events to the apps' webhook endpoints in the background (`WebhookDeliveries`), on the job runner
 /// (`WebhookAttempts`, the kind's handler): each claim of the runner is a round, each attempt a task of its own.
@@ -148,7 +150,22 @@ final class WebhookAttempts: JobHandler {
         let endpointId = attempt.endpoint.id
         await turns.take(endpointId)
         if !Task.isShuttingDownGracefully {
-            ended.add(await deliveries.send(attempt, client: client))
+            // A span that continues the trace of the change that wrote the event (docs/tracing.md).
+            let outcome = await Traces.withSpan("webhook.attempt", continuing: attempt.trace, ofKind: .client) { span in
+                let outcome = await deliveries.send(attempt, client: client)
+                if span.isRecording {
+                    span.attributes["till.bundle_id"] = attempt.endpoint.bundleId
+                    span.attributes["till.endpoint_id"] = endpointId
+                    span.attributes["till.event_id"] = attempt.delivery.eventId
+                    span.attributes["till.event_type"] = attempt.delivery.eventType.rawValue
+                    span.attributes["till.customer_id"] = attempt.delivery.customerId
+                    span.attributes["till.attempt"] = attempt.number
+                    span.attributes["http.response.status_code"] = outcome.answer.status
+                    if !outcome.answer.isDelivered { span.setStatus(SpanStatus(code: .error)) }
+                }
+                return outcome
+            }
+            ended.add(outcome)
         }
         turns.give(endpointId)
         inFlight.add(-1, to: endpointId)

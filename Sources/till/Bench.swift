@@ -21,7 +21,8 @@ struct Bench: AsyncParsableCommand {
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case jws, receipt, es256, verification, all, submissions, reads, database, events, receiver, limits, ledger, console
+        case jws, receipt, es256, verification, all, submissions, reads, database, events, receiver, limits, ledger,
+            console
     }
 
     @Argument(
@@ -63,13 +64,18 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "submissions and reads: HTTP connections the load generator opens.")
     var connections: Int = 64
 
-    @Option(help: "submissions and reads: the server's database (default: an SQLite file in a temporary folder); all: a ledger for the console's pages (default: one of 100,000 transactions, written first).")
+    @Option(
+        help:
+            "submissions and reads: the server's database (default: an SQLite file in a temporary folder); all: a ledger for the console's pages (default: one of 100,000 transactions, written first)."
+    )
     var databaseURL: String?
 
     @Option(help: "submissions: write each request's due time and acknowledgement latency to this CSV file.")
     var latencies: String?
 
-    @Option(help: "submissions: send to customers who each bought a consumable this many times before (0: new customers).")
+    @Option(
+        help: "submissions: send to customers who each bought a consumable this many times before (0: new customers)."
+    )
     var history = 0
 
     @Option(help: "submissions: how many customers with --history the submissions go to.")
@@ -77,6 +83,11 @@ struct Bench: AsyncParsableCommand {
 
     @Option(help: "submissions: CPU-bound processes to run beside the server (each keeps a core busy).")
     var neighbours = 0
+
+    @Flag(
+        help: "submissions: tracing on, every trace exported to a collector in a process of its own (docs/tracing.md)."
+    )
+    var tracing = false
 
     @Option(help: "events: purchases sent in each run (the runs alternate: without an endpoint, with one, without…).")
     var eventPurchases = 1000
@@ -118,7 +129,9 @@ struct Bench: AsyncParsableCommand {
         guard busyCPUShare > 0 && busyCPUShare <= 1 else { throw ValidationError("--busy-cpu-share is in (0, 1]") }
         guard (0...64).contains(neighbours) else { throw ValidationError("--neighbours is 0 to 64") }
         guard (0...1_000_000).contains(history) else { throw ValidationError("--history is 0 to 1,000,000") }
-        guard (1...10_000).contains(historyCustomers) else { throw ValidationError("--history-customers is 1 to 10,000") }
+        guard (1...10_000).contains(historyCustomers) else {
+            throw ValidationError("--history-customers is 1 to 10,000")
+        }
         guard (1...100).contains(rounds) else { throw ValidationError("--rounds is 1 to 100") }
         guard eventPurchases >= 1 else { throw ValidationError("--event-purchases must be positive") }
     }
@@ -138,7 +151,8 @@ struct Bench: AsyncParsableCommand {
             latenciesFile: latencies,
             neighbours: neighbours,
             history: history,
-            historyCustomers: historyCustomers
+            historyCustomers: historyCustomers,
+            tracing: tracing
         )
         switch target {
         case .limits:
@@ -184,7 +198,9 @@ struct Bench: AsyncParsableCommand {
         default: break
         }
         let duration = Duration.seconds(seconds)
-        if target == .es256 || target == .verification { print(try await VerificationBenchmark.es256(duration: duration)) }
+        if target == .es256 || target == .verification {
+            print(try await VerificationBenchmark.es256(duration: duration))
+        }
         if target == .jws || target == .verification { print(try await VerificationBenchmark.jws(duration: duration)) }
         if target == .receipt || target == .verification {
             print(try await VerificationBenchmark.receipts(purchases: purchases, duration: duration))

@@ -52,7 +52,10 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as SettingsRefusal {
             throw ValidationError(error.message)
         }
-        var logger = Logger(label: "till")
+        // With tracing on, each line logged in a span carries its trace_id and span_id.
+        var logger =
+            settings.tracing == nil
+            ? Logger(label: "till") : Logger(label: "till", metadataProvider: ServerTracing.logMetadataProvider)
         logger.logLevel = settings.logLevel
         // A write past a file-size limit (RLIMIT_FSIZE) fails with EFBIG, which SQLite reports as an I/O error and the
         // server answers 503 storageUnavailable, instead of SIGXFSZ killing the process.
@@ -70,6 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         )
         configuration.webhooks = settings.webhooks
         configuration.databaseWait = settings.databaseWait
+        configuration.tracing = settings.tracing
         do {
             configuration.snapshotSigningKey = try settings.snapshotPrivateKeyFile.map(SnapshotKeyFiles.signingKey)
             configuration.snapshotPublishedKeys = try settings.snapshotPublishedKeyFiles.map(

@@ -120,6 +120,65 @@ struct ServerSettingsTests {
         #expect(settings.database == .postgres(url: "postgres://till@db:5432/till"))
     }
 
+    @Test func tracingIsOffUntilACollectorIsNamed() async throws {
+        #expect(try await ServerSettings.load(flags: [:], environment: [:], file: nil).tracing == nil)
+        let named = try await ServerSettings.load(
+            flags: [:],
+            environment: [
+                "TILL_TRACING_ENDPOINT": "http://collector:4318",
+                "TILL_TRACING_SAMPLE_RATIO": "0.25",
+                "TILL_TRACING_HEADERS": "x-honeycomb-team=abc=def, x-tenant = shop",
+            ],
+            file: nil
+        )
+        let tracing = try #require(named.tracing)
+        #expect(tracing.sampleRatio == 0.25 && tracing.serviceName == "till")
+        #expect(tracing.headers == ["x-honeycomb-team": "abc=def", "x-tenant": "shop"])
+        // An address without a path is given OTLP's traces path; a URL with one is used as it is.
+        #expect(tracing.tracesURL == "http://collector:4318/v1/traces")
+        #expect(
+            TracingSettings(endpoint: "https://otel.example/custom/traces").tracesURL
+                == "https://otel.example/custom/traces"
+        )
+        #expect(TracingSettings(endpoint: "http://collector:4318/").tracesURL == "http://collector:4318/v1/traces")
+        for (environment, code) in [
+            (["TILL_TRACING_ENDPOINT": "collector:4318"], "invalidTracingEndpoint"),
+            (["TILL_TRACING_ENDPOINT": "grpc://collector:4317"], "invalidTracingEndpoint"),
+            (
+                ["TILL_TRACING_ENDPOINT": "http://c:4318", "TILL_TRACING_SAMPLE_RATIO": "1.5"],
+                "invalidTracingSampleRatio"
+            ),
+            (["TILL_TRACING_ENDPOINT": "http://c:4318", "TILL_TRACING_HEADERS": "x-key"], "invalidTracingHeaders"),
+        ] {
+            do {
+                _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)
+                Issue.record("\(environment) was accepted")
+            } catch let error as SettingsRefusal {
+                #expect(error.code == code)
+                // An item may hold a key: it is never repeated.
+                #expect(!error.message.contains("x-key"))
+            }
+        }
+    }
+
+    /// A `traceparent` is passed on only when W3C Trace Context would read it.
+    @Test func onlyAWellFormedTraceparentIsContinued() {
+        typealias Scope = TracingScopeMiddleware<ServerRequestContext>
+        #expect(Scope.isWellFormed("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
+        #expect(Scope.isWellFormed("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"))
+        for malformed in [
+            "", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00_0af7651916cd43dd8448eb211c80319c_b7ad6b7169203331_01",
+            "00-0af7651916cd43dd8448eb211c80319g-b7ad6b7169203331-01",
+        ] {
+            #expect(!Scope.isWellFormed(malformed), "\(malformed)")
+        }
+    }
+
     @Test func badSettingsAreRefusedWithTheirReason() async throws {
         for (environment, code) in [
             (["TILL_MODE": "staging"], "invalidMode"),

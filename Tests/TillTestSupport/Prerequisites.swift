@@ -72,6 +72,14 @@ public struct Prerequisite: Sendable {
         isAvailable: python(canImport: "standardwebhooks")
     )
 
+    /// OpenTelemetry's protobuf messages for Python (`opentelemetry-proto`), the independent decoder of the server's
+    /// OTLP exports.
+    public static let otlpDecoder = Prerequisite(
+        "opentelemetry-proto for Python",
+        hint: "python3 -m pip install opentelemetry-proto",
+        isAvailable: python(canImport: "opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+    )
+
     /// systemd's `systemd-analyze`, the judge of deploy/till.service.
     public static let systemdAnalyze = Prerequisite(
         "systemd-analyze",

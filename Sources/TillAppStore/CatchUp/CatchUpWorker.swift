@@ -6,6 +6,7 @@ import TillContract
 import TillHTTPKit
 import TillJobs
 import TillLedger
+import Tracing
 
 /// Catches up every app that has an App Store Server API key when the server starts, then every
 /// `catch-up.interval-seconds` (docs/configuration.md): the due `catchUp` jobs of the job queue, each run scheduling the
@@ -65,7 +66,13 @@ final class CatchUpRuns: JobHandler {
         try await catchUp.jobs.claim(.catchUp, limit: limit, lease: CatchUp.lease)
     }
 
+    /// One app's run, in a trace of its own: its calls to Apple are its children.
     func run(_ job: Job) async {
-        await catchUp.run(job) { bundleId in caughtUp.withLock { $0.insert(bundleId).inserted } ? .start : .interval }
+        await Traces.withSpan("catch-up", continuing: job.trace, ofKind: .consumer) { span in
+            if span.isRecording { span.attributes["till.bundle_id"] = job.jobKey }
+            await catchUp.run(job) { bundleId in
+                caughtUp.withLock { $0.insert(bundleId).inserted } ? .start : .interval
+            }
+        }
     }
 }

@@ -158,6 +158,8 @@ public struct ConsumptionAnswers: Sendable {
         var request: ConsumptionRequestRecord
         /// The attempt's number: its job's count of attempts started, this one included.
         var attempt: Int
+        /// The trace of the notification that queued it (docs/tracing.md), which its attempts continue.
+        var trace: String? = nil
     }
 
     /// Claims up to `limit` requests whose answer is due, oldest first (`ConsumptionAttempts` answers each). The claim
@@ -183,7 +185,7 @@ public struct ConsumptionAnswers: Sendable {
             }
         }
         return claimed.compactMap { job in
-            open[job.jobKey].map { ClaimedRequest(request: $0, attempt: job.attempts) }
+            open[job.jobKey].map { ClaimedRequest(request: $0, attempt: job.attempts, trace: job.trace) }
         }
         .sorted { $0.request.createdAt < $1.request.createdAt }
     }

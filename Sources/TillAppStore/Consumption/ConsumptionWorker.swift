@@ -5,6 +5,7 @@ import TillCatalogue
 import TillHTTPKit
 import TillJobs
 import TillLedger
+import Tracing
 
 /// Answers Apple's consumption requests in the background (`ConsumptionAnswers`), on the job runner
 /// (`ConsumptionAttempts`): woken when one is queued, and when the next retry is due. A graceful shutdown lets the
@@ -52,11 +53,19 @@ struct ConsumptionAttempts: JobHandler {
         try await answers.claimDue(limit: limit)
     }
 
+    /// One answer, in a span that continues the notification's trace: the call to Apple is its child.
     func run(_ claimed: ConsumptionAnswers.ClaimedRequest) async {
-        do { try await answers.answer(claimed.request, attempt: claimed.attempt, client: client) } catch {
-            answers.logger.error(
-                "answering the consumption request \(claimed.request.notificationUuid) failed: \(error)"
-            )
+        await Traces.withSpan("consumption.answer", continuing: claimed.trace, ofKind: .consumer) { span in
+            if span.isRecording {
+                span.attributes["till.bundle_id"] = claimed.request.bundleId
+                span.attributes["till.notification_uuid"] = claimed.request.notificationUuid
+                span.attributes["till.attempt"] = claimed.attempt
+            }
+            do { try await answers.answer(claimed.request, attempt: claimed.attempt, client: client) } catch {
+                answers.logger.error(
+                    "answering the consumption request \(claimed.request.notificationUuid) failed: \(error)"
+                )
+            }
         }
     }
 }

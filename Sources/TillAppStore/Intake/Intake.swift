@@ -9,6 +9,7 @@ import TillHTTPKit
 import TillJobs
 import TillLedger
 import TillStorage
+import Tracing
 
 /// Intake: what happens in the milliseconds of `POST /v1/submissions` (and restore). A submission is verified
 /// locally, recorded once (its idempotency key), posted to the ledger, and queued for Apple's confirmation; the
@@ -64,7 +65,9 @@ public struct Intake: Sendable {
             request.signedTransaction != nil
             ? .signedTransaction : request.transactionReceipt != nil ? .transactionReceipt : .appReceipt
         do {
-            let result = try await accept(request, app: app)
+            let result = try await Traces.withSpan("submission", continuing: nil) { span in
+                try await accept(request, app: app, span: span)
+            }
             metrics.submission(kind: kind.rawValue, outcome: "accepted", duration: clock.now - start)
             return result
         } catch {
@@ -73,8 +76,14 @@ public struct Intake: Sendable {
         }
     }
 
-    private func accept(_ request: SubmissionRequest, app: ServerApp) async throws -> SubmissionResult {
+    /// - Parameter span: the submission's span (docs/tracing.md), told the customer, the transactions and the
+    ///   submission once they are known.
+    private func accept(_ request: SubmissionRequest, app: ServerApp, span: any Span) async throws -> SubmissionResult {
         let customerId = try CustomerIdentifier.validated(request.customerId)
+        if span.isRecording {
+            span.attributes["till.bundle_id"] = app.bundleId
+            span.attributes["till.customer_id"] = customerId
+        }
         let inputs: [SubmissionInput] = [
             request.receipt.map(SubmissionInput.appReceipt),
             request.transactionReceipt.map(SubmissionInput.transactionReceipt),
@@ -99,13 +108,21 @@ public struct Intake: Sendable {
             }
         }
 
-        let verified = try await verifier.verify(input, app: app)
+        let id = UUID.random().uuidString.lowercased()
+        let verified = try await Traces.withSpan("verification", continuing: nil) { verification in
+            let verified = try await verifier.verify(input, app: app)
+            if verification.isRecording { verification.attributes["till.environment"] = verified.environment.rawValue }
+            return verified
+        }
+        if span.isRecording {
+            span.attributes["till.submission_id"] = id
+            span.attributes["till.transaction_ids"] = verified.transactions.map(\.transactionId)
+        }
         // StoreKit Testing in Xcode signs on the developer's machine: no App Store knows the purchase, so there is no
         // one to confirm it with. The certificate the operator registered vouches for it; it is settled at once.
         let settlesLocally = verified.environment.isLocallySigned
         let now = clock.milliseconds
         let catalogue = try await self.catalogue.products(of: app.bundleId)
-        let id = UUID.random().uuidString.lowercased()
         let outcome = try await ledger.transaction(source: .submission(id)) {
             changes -> (SubmissionRecord, [RefusedTransaction], CustomerSnapshot)? in
             let db = changes.db

@@ -86,6 +86,8 @@ public final class ConfirmationQueue: Sendable {
         var attempt: Int
         /// When the job was due (how late the worker is).
         var dueAt: Int64
+        /// The trace of the submission that queued it (docs/tracing.md), which its attempts continue.
+        var trace: String? = nil
     }
 
     /// Claims due submissions for this process: their confirmation jobs, due and not held by a live worker (several
@@ -112,7 +114,12 @@ public final class ConfirmationQueue: Sendable {
         var due: [ClaimedSubmission] = []
         for job in claimed {
             guard let record = open[job.jobKey] else { continue }
-            let submission = ClaimedSubmission(record: record, attempt: job.attempts, dueAt: job.dueAt)
+            let submission = ClaimedSubmission(
+                record: record,
+                attempt: job.attempts,
+                dueAt: job.dueAt,
+                trace: job.trace
+            )
             if job.attempts > configuration.confirmation.maximumAttempts {
                 // One that cannot be given up now is claimed again when its lease lapses; the others go on.
                 do { try await giveUp(submission) } catch {

@@ -2,8 +2,10 @@ import AsyncHTTPClient
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import TillHTTPKit
 import TillJobs
 import TillLedger
+import Tracing
 
 /// Confirms submissions with Apple in the background, on the job runner (`ConfirmationAttempts`), with a client of its
 /// own and the pacer's probe of the CPU.
@@ -113,7 +115,18 @@ final class ConfirmationAttempts: JobHandler {
         if claimed.count == asked && asked < limit(probing: false) - running { pacer.limited() }
     }
 
+    /// One attempt, in a span that continues the submission's trace: the calls to Apple are its children.
     func run(_ claimed: Claimed) async {
-        await queue.confirm(claimed.submission, client: client, pacer: claimed.paced ? pacer : nil)
+        let submission = claimed.submission
+        await Traces.withSpan("confirmation", continuing: submission.trace, ofKind: .consumer) { span in
+            if span.isRecording {
+                span.attributes["till.bundle_id"] = submission.record.bundleId
+                span.attributes["till.customer_id"] = submission.record.customerId
+                span.attributes["till.submission_id"] = submission.record.id
+                span.attributes["till.transaction_ids"] = submission.record.transactionIds.ids
+                span.attributes["till.attempt"] = submission.attempt
+            }
+            await queue.confirm(submission, client: client, pacer: claimed.paced ? pacer : nil)
+        }
     }
 }

@@ -12,10 +12,10 @@ package struct JobStore: ServerSQLStore {
         try await db.raw(
             """
             INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
-                last_error, created_at, updated_at)
+                last_error, created_at, updated_at, trace)
             VALUES (\(bind: job.kind.rawValue), \(bind: job.jobKey), \(bind: job.state.rawValue), \(bind: job.queueGroup),
                 \(bind: job.stream), \(bind: job.position), \(bind: job.attempts), \(bind: job.dueAt), NULL, NULL,
-                \(bind: job.createdAt), \(bind: job.updatedAt))
+                \(bind: job.createdAt), \(bind: job.updatedAt), \(bind: job.trace))
             ON CONFLICT (kind, job_key) DO NOTHING
             """
         ).run()
@@ -345,14 +345,14 @@ package struct JobStore: ServerSQLStore {
 extension Job {
     package static let columns = [
         "kind", "job_key", "state", "queue_group", "stream", "position", "attempts", "due_at", "claimed_until",
-        "last_error", "created_at", "updated_at",
+        "last_error", "created_at", "updated_at", "trace",
     ]
 
     /// Its values, in the order of `columns`.
     package var row: [(any Encodable & Sendable)?] {
         [
             kind.rawValue, jobKey, state.rawValue, queueGroup, stream, position, attempts, dueAt, claimedUntil,
-            lastError, createdAt, updatedAt,
+            lastError, createdAt, updatedAt, trace,
         ]
     }
 
@@ -369,7 +369,8 @@ extension Job {
             claimedUntil: try row.optional("claimed_until", as: Int64.self),
             lastError: try row.optional("last_error", as: String.self),
             createdAt: try row.decode(column: "created_at", as: Int64.self),
-            updatedAt: try row.decode(column: "updated_at", as: Int64.self)
+            updatedAt: try row.decode(column: "updated_at", as: Int64.self),
+            trace: try row.optional("trace", as: String.self)
         )
     }
 }

@@ -6,6 +6,7 @@ import TillContract
 import TillCore
 import TillHTTPKit
 import TillStorage
+import Tracing
 
 /// The event log: every change the ledger makes (and every answer sent to Apple's consumption requests) as a typed
 /// event, written in the database transaction of the change itself (an outbox), numbered in the order the changes
@@ -51,11 +52,14 @@ public struct EventLog: Sendable {
         source: EventSource,
         _ body: @escaping @Sendable (ChangeSet) async throws -> Result
     ) async throws -> Result {
-        let (result, last) = try await database.transaction { db -> (Result, Int64?) in
-            let changes = ChangeSet(db: db, source: source)
-            let result = try await body(changes)
-            try await self.figureStore.insert(figureChanges: changes.takeFigureChanges(), on: db)
-            return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
+        let (result, last) = try await Traces.withSpan("ledger.transaction", continuing: nil) { span in
+            span.attributes["till.source"] = source.kind.rawValue
+            return try await database.transaction { db -> (Result, Int64?) in
+                let changes = ChangeSet(db: db, source: source)
+                let result = try await body(changes)
+                try await self.figureStore.insert(figureChanges: changes.takeFigureChanges(), on: db)
+                return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
+            }
         }
         if let last {
             committed.raise(to: last)
@@ -80,9 +84,11 @@ public struct EventLog: Sendable {
             if customers[key] == nil { customers[key] = try await customer(key, known: known(key), now: now, on: db) }
         }
         var sequence = try await lastSequence(reserving: pending.count, on: db)
+        // The change's trace, which its events' webhook attempts continue (nil with tracing off).
+        let trace = Traces.current
         for event in pending {
             sequence += 1
-            let record = try EventRecord(
+            var record = try EventRecord(
                 event,
                 sequence: sequence,
                 id: Self.newId(),
@@ -91,6 +97,7 @@ public struct EventLog: Sendable {
                     customers[CustomerKey(bundleId: event.bundleId, customerId: $0)]
                 }
             )
+            record.trace = trace
             try await eventStore.insert(record, on: db)
         }
         return sequence
@@ -218,6 +225,8 @@ package struct EventRecord: Codable, Sendable {
     package var createdAt: Int64
     /// The contract's `Event`, as JSON.
     package var body: String
+    /// The W3C traceparent of the change that wrote it, when tracing is on: its webhook attempts continue that trace.
+    package var trace: String?
 
     package init(
         _ event: PendingEvent,

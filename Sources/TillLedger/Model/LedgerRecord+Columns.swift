@@ -108,13 +108,13 @@ extension SubmissionRecord {
 extension EventRecord {
     package static let columns = [
         "sequence", "id", "bundle_id", "customer_id", "type", "source", "environment", "occurred_at", "created_at",
-        "body",
+        "body", "trace",
     ]
 
     package var values: [(any Encodable & Sendable)?] {
         [
             sequence, id, bundleId, customerId, type.rawValue, source.rawValue, environment?.rawValue, occurredAt,
-            createdAt, body,
+            createdAt, body, trace,
         ]
     }
 }

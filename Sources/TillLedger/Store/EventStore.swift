@@ -117,6 +117,8 @@ package struct EventStore: ServerSQLStore {
         package var event: EventToDispatch
         package var body: String
         package var occurredAt: Int64
+        /// The trace of the change that wrote it (docs/tracing.md).
+        package var trace: String?
     }
 
     /// An app's events after `sequence`, in order, at most `limit`, with their bodies (`WebhookDeliveries.sendAtDispatch`).
@@ -125,7 +127,7 @@ package struct EventStore: ServerSQLStore {
     {
         try await db.raw(
             """
-            SELECT sequence, id, type, customer_id, body, occurred_at FROM srv_events
+            SELECT sequence, id, type, customer_id, body, occurred_at, trace FROM srv_events
             WHERE bundle_id = \(bind: bundleId) AND sequence > \(bind: sequence) ORDER BY sequence LIMIT \(literal: limit)
             """
         ).all().map { row in
@@ -137,7 +139,8 @@ package struct EventStore: ServerSQLStore {
                     customerId: try row.optional("customer_id", as: String.self)
                 ),
                 body: try row.decode(column: "body", as: String.self),
-                occurredAt: try row.decode(column: "occurred_at", as: Int64.self)
+                occurredAt: try row.decode(column: "occurred_at", as: Int64.self),
+                trace: try row.optional("trace", as: String.self)
             )
         }
     }

@@ -37,5 +37,7 @@ public func serverWorkers(_ server: PurchaseServer) -> [any Service] {
         FiguresWorker(server: server),
     ]
     if server.configuration.catchUp.interval > .zero { workers.append(CatchUpWorker(server: server)) }
-    return workers
+    guard let tracing = server.tracing else { return workers }
+    // The exporter first: a group stops its services in reverse order, so it sends what the workers ended last.
+    return [tracing.exporter] + workers.map { TracedService(service: $0, tracer: tracing.tracer) }
 }

@@ -69,6 +69,12 @@ public struct ServerRequestContext: RequestContext {
 public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     let routeMethods = RouteMethods()
+    if let tracing = server.tracing {
+        // Outermost: the request's span holds everything, its log line included (docs/tracing.md). No header is
+        // recorded, and a download URL's signature is not kept.
+        router.middlewares.add(TracingScopeMiddleware(tracer: tracing.tracer))
+        router.middlewares.add(TracingMiddleware(redactingQueryParameters: ["signature"]))
+    }
     router.middlewares.add(RequestMiddleware(metrics: server.metrics, pacer: server.queue.pacer))
     router.middlewares.add(
         TillHTTPErrorMiddleware(routes: routeMethods, program: "server") { ["request_id": .string($0.requestId)] }

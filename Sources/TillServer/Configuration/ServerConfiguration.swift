@@ -38,6 +38,8 @@ public struct ServerConfiguration: Sendable {
     /// (so apps know it before the first snapshot it signs), the previous one after it (so the snapshots on
     /// devices keep verifying until they are replaced).
     public var snapshotPublishedKeys: [P256.Signing.PublicKey] = []
+    /// Where the server's spans go (docs/tracing.md); nil: tracing is off, and no span is exported or kept.
+    public var tracing: TracingSettings? = nil
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,

@@ -1,6 +1,7 @@
 import Configuration
 import Crypto
 import Foundation
+import HTTPTypes
 import Logging
 import SystemPackage
 import TillAppStore
@@ -54,6 +55,10 @@ import X509
 /// | `webhooks.batch-per-endpoint`, `webhooks.batch-window-ms` | `32`, `50` | deliveries a round sends one endpoint, and the least time between rounds under a steady stream |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
+/// | `tracing.endpoint` (`TILL_TRACING_ENDPOINT`) | none: tracing off | an OTLP/HTTP collector's traces URL (`http://collector:4318/v1/traces`; an address without a path gets `/v1/traces`) |
+/// | `tracing.sample-ratio` (`TILL_TRACING_SAMPLE_RATIO`) | `1` | the share of new traces kept (0 to 1); a request with a `traceparent` follows its sampled flag |
+/// | `tracing.headers` (`TILL_TRACING_HEADERS`) | none | comma-separated `name=value` headers sent with every export (a hosted collector's key) |
+/// | `tracing.service-name` (`TILL_TRACING_SERVICE_NAME`) | `till` | the spans' `service.name` |
 public struct ServerSettings: Sendable {
     public var development: Bool
     public var host: String
@@ -81,6 +86,8 @@ public struct ServerSettings: Sendable {
     public var simulatorPort: Int
     public var simulatorDatabase: DatabaseConfiguration
     public var logLevel: Logger.Level
+    /// Where spans are exported (docs/tracing.md); nil: tracing is off.
+    public var tracing: TracingSettings?
 
     /// Reads the settings in their order of precedence: `flags`, then `TILL_…` variables of `environment`,
     /// then the JSON `file`, then the defaults.
@@ -224,6 +231,7 @@ public struct ServerSettings: Sendable {
             )
         }
         self.logLevel = logLevel
+        tracing = try Self.tracing(config)
         guard (0...65535).contains(port), (0...65535).contains(simulatorPort) else {
             throw SettingsRefusal(.invalidPort, "ports are between 0 and 65535")
         }
@@ -267,6 +275,42 @@ public struct ServerSettings: Sendable {
             concurrencyPerEndpoint: config.int(forKey: "webhooks.concurrency-per-endpoint", default: 8),
             batchPerEndpoint: config.int(forKey: "webhooks.batch-per-endpoint", default: 32),
             batchWindow: .milliseconds(Int64(window))
+        )
+    }
+
+    /// The `tracing.…` settings: nil without an endpoint.
+    static func tracing(_ config: ConfigReader) throws -> TracingSettings? {
+        guard let endpoint = config.string(forKey: "tracing.endpoint"), !endpoint.isEmpty else { return nil }
+        guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
+            url.query == nil
+        else {
+            throw SettingsRefusal(
+                .invalidTracingEndpoint,
+                "tracing.endpoint is an OTLP/HTTP collector's http(s) URL, such as http://collector:4318/v1/traces, "
+                    + "not \(endpoint)"
+            )
+        }
+        let ratio = config.double(forKey: "tracing.sample-ratio", default: 1)
+        guard (0...1).contains(ratio) else {
+            throw SettingsRefusal(.invalidTracingSampleRatio, "tracing.sample-ratio is from 0 to 1, not \(ratio)")
+        }
+        var headers: [String: String] = [:]
+        for (index, item) in list(config.string(forKey: "tracing.headers", isSecret: true) ?? "").enumerated() {
+            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty, HTTPField.Name(parts[0]) != nil else {
+                // An item may hold a key: the message says which item, not what it holds.
+                throw SettingsRefusal(
+                    .invalidTracingHeaders,
+                    "tracing.headers is a comma-separated list of name=value headers; item \(index + 1) is not"
+                )
+            }
+            headers[parts[0]] = parts[1]
+        }
+        return TracingSettings(
+            endpoint: endpoint,
+            sampleRatio: ratio,
+            headers: headers,
+            serviceName: config.string(forKey: "tracing.service-name", default: "till")
         )
     }
 

@@ -20,6 +20,9 @@ public enum SettingsReason: String, RefusalReason {
     case invalidShutdownDrain
     case invalidShutdownGrace
     case invalidSnapshotKey
+    case invalidTracingEndpoint
+    case invalidTracingHeaders
+    case invalidTracingSampleRatio
     case operatorTokenRequired
     case snapshotKeyUnreadable
     case weakOperatorToken

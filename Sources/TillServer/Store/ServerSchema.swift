@@ -777,5 +777,15 @@ enum ServerSchema {
                 """
             ]
         ),
+        // Traces (docs/tracing.md): the W3C traceparent of the change that wrote an event or queued a job, so that a
+        // webhook attempt or a confirmation continues the purchase's trace. NULL with tracing off: nothing more is
+        // written then.
+        Migration(
+            "025-traces",
+            [
+                "ALTER TABLE srv_events ADD COLUMN trace TEXT",
+                "ALTER TABLE srv_jobs ADD COLUMN trace TEXT",
+            ]
+        ),
     ]
 }

@@ -180,6 +180,8 @@ struct WebhookStore: ServerSQLStore {
         var delivery: WebhookDeliveryRecord
         var body: String
         var occurredAt: Int64
+        /// The event's trace (docs/tracing.md).
+        var trace: String?
     }
 
     /// The deliveries with these ids, each with its event's body, in one read.
@@ -187,7 +189,7 @@ struct WebhookStore: ServerSQLStore {
         guard !ids.isEmpty else { return [] }
         return try await db.raw(
             """
-            SELECT d.*, e.body, e.occurred_at AS event_occurred_at FROM srv_webhook_deliveries d
+            SELECT d.*, e.body, e.occurred_at AS event_occurred_at, e.trace AS event_trace FROM srv_webhook_deliveries d
             JOIN srv_events e ON e.sequence = d.event_sequence
             WHERE d.id IN (\(binds: ids))
             """
@@ -195,7 +197,8 @@ struct WebhookStore: ServerSQLStore {
             DeliveryToSend(
                 delivery: try WebhookDeliveryRecord(row: row),
                 body: try row.decode(column: "body", as: String.self),
-                occurredAt: try row.decode(column: "event_occurred_at", as: Int64.self)
+                occurredAt: try row.decode(column: "event_occurred_at", as: Int64.self),
+                trace: try row.optional("event_trace", as: String.self)
             )
         }
     }
