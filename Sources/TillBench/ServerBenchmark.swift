@@ -47,6 +47,8 @@ public enum ServerBenchmark {
         /// Tracing on (docs/tracing.md), every trace kept, exported to a collector in a process of its own (`till bench
         /// receiver`, whose CPU is not counted): what traces cost a purchase.
         var tracing = false
+        /// With `tracing`, the share of traces kept (`tracing.sample-ratio`).
+        var traceSampleRatio = 1.0
 
         public init(
             seconds: Int,
@@ -63,7 +65,8 @@ public enum ServerBenchmark {
             neighbours: Int = 0,
             history: Int = 0,
             historyCustomers: Int = 10,
-            tracing: Bool = false
+            tracing: Bool = false,
+            traceSampleRatio: Double = 1
         ) {
             self.seconds = seconds
             self.rate = rate
@@ -80,6 +83,7 @@ public enum ServerBenchmark {
             self.history = history
             self.historyCustomers = historyCustomers
             self.tracing = tracing
+            self.traceSampleRatio = traceSampleRatio
         }
     }
 
@@ -125,9 +129,15 @@ public enum ServerBenchmark {
                 catchUp: CatchUpSettings(interval: .zero),
                 contentDirectory: directory.appendingPathComponent("content").path
             )
-        configuration.tracing = collector.map { TracingSettings(endpoint: "http://127.0.0.1:\($0.port)/v1/traces") }
+        configuration.tracing = collector.map {
+            TracingSettings(endpoint: "http://127.0.0.1:\($0.port)/v1/traces", sampleRatio: options.traceSampleRatio)
+        }
         let server = try await PurchaseServer.open(configuration, logger: quiet)
-        if let collector { say("tracing on: every trace exported to a collector on port \(collector.port)") }
+        if let collector {
+            say(
+                "tracing on: \(options.traceSampleRatio) of the traces exported to a collector on port \(collector.port)"
+            )
+        }
         let demo = try await DevelopmentSetup.prepare(server: server, simulator: simulator)
         let serverPort = try await Ports.start(
             { buildServerApplication(server, port: 0, onServerRunning: $0) },

@@ -5,19 +5,32 @@ import Tracing
 /// queues (a confirmation with Apple, a webhook delivery) continues the trace of the request that queued it, in
 /// another task, another process, or after a restart.
 ///
-/// A server with tracing on binds its tracer to its requests and workers (`withTracer`); with tracing off none is
-/// bound, `InstrumentationSystem` answers its no-op tracer, no context is kept (`current` is nil) and a span costs a
-/// task-local read.
+/// A server with tracing on binds its tracer to its requests and workers (`bind`); with tracing off none is bound,
+/// and a span is its body called with a no-op span: no task-local is pushed, no lock taken, no context kept.
 package enum Traces {
+    /// The server's tracer, for this task and its children (nil: tracing off).
+    @TaskLocal private static var bound: (any Tracer)? = nil
+
+    /// Runs `body` with `tracer` bound: Till's spans, and those of Hummingbird and AsyncHTTPClient (`withTracer`).
+    package static func bind<T: Sendable>(_ tracer: any Tracer, _ body: () async throws -> T) async throws -> T {
+        try await $bound.withValue(tracer) { try await withTracer(tracer) { try await body() } }
+    }
+
     /// Whether a tracer is bound to this task: the server's tracing is on.
-    package static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
+    package static var isOn: Bool { bound != nil }
+
+    /// The tracer bound to this task, for a client that makes spans of its own (AsyncHTTPClient); nil when off.
+    package static var tracer: (any Tracer)? { bound }
 
     /// The W3C `traceparent` of the span under way (`00-<trace id>-<span id>-<flags>`), for a row that queues work to
-    /// keep; nil when no tracer records one.
+    /// keep; nil when tracing is off or no span is under way.
+    ///
+    /// Read it in the task of the change, not in a database transaction's body: on SQLite a group commit runs the
+    /// bodies of several callers on its leader's task (`GroupCommit`), whose span is another's.
     package static var current: String? {
-        guard let context = ServiceContext.current else { return nil }
+        guard let tracer = bound, let context = ServiceContext.current else { return nil }
         var carrier: String? = nil
-        InstrumentationSystem.instrument.inject(context, into: &carrier, using: TraceParentWriter())
+        tracer.inject(context, into: &carrier, using: TraceParentWriter())
         return carrier
     }
 
@@ -27,19 +40,21 @@ package enum Traces {
         _ name: String,
         continuing traceparent: String?,
         ofKind kind: SpanKind = .internal,
+        isolation: isolated (any Actor)? = #isolation,
         _ body: (any Span) async throws -> T
     ) async rethrows -> T {
+        guard let tracer = bound else { return try await body(NoOpTracer.NoOpSpan(context: .topLevel)) }
         var context = ServiceContext.current ?? .topLevel
         if let traceparent {
             context = .topLevel
-            InstrumentationSystem.instrument.extract(traceparent, into: &context, using: TraceParentReader())
+            tracer.extract(traceparent, into: &context, using: TraceParentReader())
         }
-        return try await Tracing.withSpan(name, context: context, ofKind: kind) { span in try await body(span) }
+        return try await tracer.withAnySpan(name, context: context, ofKind: kind, isolation: isolation, body)
     }
 }
 
-/// A kept `traceparent` as the carrier of a propagator: the one header W3C Trace Context needs (`tracestate`, a
-/// vendor's, is not kept).
+/// A kept `traceparent`, written by a propagator as the one header W3C Trace Context needs (`tracestate`, a vendor's,
+/// is not kept).
 struct TraceParentWriter: Injector {
     func inject(_ value: String, forKey key: String, into carrier: inout String?) {
         if key == "traceparent" { carrier = value }

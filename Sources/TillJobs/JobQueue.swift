@@ -129,7 +129,8 @@ package struct JobQueue: Sendable {
     // MARK: Queueing
 
     /// Queues a job in `db`'s transaction, due at `dueAt` (now by default); a job already queued under this key is
-    /// left as it is.
+    /// left as it is. `trace` is the traceparent of the change that queues it (`ChangeSet.trace`), which its attempts
+    /// continue.
     package func enqueue(
         _ kind: JobKind,
         key: String,
@@ -137,6 +138,7 @@ package struct JobQueue: Sendable {
         stream: String? = nil,
         position: Int64 = 0,
         dueAt: Int64? = nil,
+        trace: String?,
         on db: any SQLDatabase
     ) async throws {
         let now = clock.milliseconds
@@ -153,7 +155,7 @@ package struct JobQueue: Sendable {
                 claimedUntil: nil,
                 createdAt: now,
                 updatedAt: now,
-                trace: Traces.current
+                trace: trace
             ),
             on: db
         )

@@ -85,9 +85,12 @@ struct Bench: AsyncParsableCommand {
     var neighbours = 0
 
     @Flag(
-        help: "submissions: tracing on, every trace exported to a collector in a process of its own (docs/tracing.md)."
+        help: "submissions: tracing on, traces exported to a collector in a process of its own (docs/tracing.md)."
     )
     var tracing = false
+
+    @Option(help: "submissions: with --tracing, the share of traces kept (tracing.sample-ratio).")
+    var traceSampleRatio = 1.0
 
     @Option(help: "events: purchases sent in each run (the runs alternate: without an endpoint, with one, without…).")
     var eventPurchases = 1000
@@ -152,7 +155,8 @@ struct Bench: AsyncParsableCommand {
             neighbours: neighbours,
             history: history,
             historyCustomers: historyCustomers,
-            tracing: tracing
+            tracing: tracing,
+            traceSampleRatio: traceSampleRatio
         )
         switch target {
         case .limits:

@@ -60,6 +60,7 @@ struct JobQueueTests {
                 stream: stream,
                 position: position,
                 dueAt: jobs.clock.milliseconds + dueIn,
+                trace: nil,
                 on: db
             )
         }
@@ -328,6 +329,7 @@ struct JobQueueTests {
                     key: "job-\(index)",
                     stream: "customer-\(index % 10)",
                     position: Int64(index),
+                    trace: nil,
                     on: db
                 )
             }

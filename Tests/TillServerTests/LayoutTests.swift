@@ -282,7 +282,7 @@ struct LayoutTests {
         let modules = ["TillJobs", "TillLedger", "TillStorage"]
         let shared = """
             func queue(_ database: TillDatabase, _ jobs: JobQueue, on db: any SQLDatabase) async throws {
-                try await jobs.enqueue(.confirmation, key: "s1", on: db)
+                try await jobs.enqueue(.confirmation, key: "s1", trace: nil, on: db)
                 try await JobStore(database: database).bringJobsForward(kind: .delivery, group: "e1", at: 0, on: db)
             }
             """

@@ -49,6 +49,8 @@ struct TracingTests {
         )
         var stopped = false
         defer { if !stopped { till.kill(SIGKILL) } }
+        // The banner's first line says it listens; the rest (the demo app, its key) may still be on its way.
+        for _ in 0..<100 where !till.output.contains("sandbox device") { try await Task.sleep(for: .milliseconds(100)) }
         let banner = till.output
         let operatorToken = try #require(Self.word(after: "(Authorization: Bearer ", in: banner))
         let appKey = try #require(Self.word(after: "app key ", in: banner)).trimmingCharacters(in: [","])
@@ -102,6 +104,39 @@ struct TracingTests {
             headers: [("traceparent", "00-\(String(repeating: "0", count: 32))-\(Self.appSpan)-01")]
         )
         #expect(malformed.status == 200, "\(malformed)")
+        // So is a version this server does not read; a tracestate is dropped, its traceparent kept.
+        let otherVersion = try await app.send(
+            .GET,
+            "/v1/products",
+            headers: [("traceparent", "01-\(Self.appTrace)-\(Self.appSpan)-01")]
+        )
+        #expect(otherVersion.status == 200, "\(otherVersion)")
+        let keptTrace = "5a1b2c3d4e5f60718293a4b5c6d7e8f9"
+        let withState = try await app.send(
+            .GET,
+            "/v1/products",
+            headers: [("traceparent", "00-\(keptTrace)-\(Self.appSpan)-01"), ("tracestate", "not, a = tracestate")]
+        )
+        #expect(withState.status == 200, "\(withState)")
+        // Purchases at once, each in its own trace: on SQLite a group commit runs their transactions on one task, and
+        // each purchase's confirmation and events must still continue its own trace.
+        let concurrentTraces = (0..<8).map { String(format: "%032x", 0xc0ffee00 + $0) }
+        var concurrentPurchases: [String] = []
+        for _ in concurrentTraces { concurrentPurchases.append(try await purchase("gems.100")) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, (traceId, signed)) in zip(concurrentTraces, concurrentPurchases).enumerated() {
+                group.addTask {
+                    let answer = try await app.send(
+                        .POST,
+                        "/v1/receipts?wait=10",
+                        ["customerId": "carol\(index)", "signedTransaction": signed],
+                        headers: [("traceparent", "00-\(traceId)-\(Self.appSpan)-01")]
+                    )
+                    #expect(answer.status == 200, "\(answer)")
+                }
+            }
+            try await group.waitForAll()
+        }
 
         // The purchase's events reach the webhook: the first in the app's trace (the submission's transaction wrote
         // it); Apple's confirmation of it in the trace of whichever change recorded it (the confirmation, or Apple's
@@ -109,8 +144,14 @@ struct TracingTests {
         var webhooks: [[String: Any]] = []
         for _ in 0..<300 {
             webhooks = try Self.records(in: collected).filter { $0["kind"] as? String == "webhook" }
-            let ours = webhooks.filter { ($0["traceparent"] as? String)?.contains(Self.appTrace) == true }
-            if !ours.isEmpty && webhooks.contains(where: { $0["type"] as? String == "purchase.confirmed" }) { break }
+            let traced = Set(
+                webhooks.compactMap { ($0["traceparent"] as? String)?.split(separator: "-").dropFirst().first }
+            )
+            if traced.isSuperset(of: ([Self.appTrace] + concurrentTraces).map { Substring($0) })
+                && webhooks.contains(where: { $0["type"] as? String == "purchase.confirmed" })
+            {
+                break
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         // A graceful stop exports what is left.
@@ -155,7 +196,8 @@ struct TracingTests {
         for attempt in spans.filter({ $0.name == "webhook.attempt" }) {
             #expect(attempt.kind == "SPAN_KIND_CLIENT")
             #expect(attempt.attributes["till.customer_id"] as? String == "alice" || attempt.traceId != Self.appTrace)
-            #expect((attempt.attributes["till.event_type"] as? String)?.hasPrefix("purchase.") == true)
+            #expect(attempt.attributes["till.event_id"] as? String != nil)
+            #expect((attempt.attributes["till.event_type"] as? String)?.isEmpty == false)
             #expect(attempt.attributes["http.response.status_code"] as? Int == 200)
             #expect(
                 webhooks.contains { $0["traceparent"] as? String == "00-\(attempt.traceId)-\(attempt.spanId)-01" },
@@ -166,13 +208,41 @@ struct TracingTests {
         for span in trace {
             #expect(span.parent == Self.appSpan || byId[span.parent] != nil, "\(span.name)'s parent is missing")
         }
-        // The malformed traceparent's request is a root of its own.
+        // The malformed traceparents' requests are roots of their own; the one with a tracestate continued its trace.
         let products = spans.filter { $0.name == "/v1/products" }
-        #expect(products.count == 1 && products.first?.parent == "" && products.first?.traceId != Self.appTrace)
+        #expect(products.count == 3, "\(products.map(\.traceId))")
+        let continued = products.filter { $0.traceId == keptTrace }
+        #expect(continued.count == 1 && continued.first?.parent == Self.appSpan)
+        let roots = products.filter { $0.traceId != keptTrace }
+        #expect(roots.count == 2 && roots.allSatisfy { $0.parent == "" && $0.traceId != Self.appTrace })
+        // Each purchase sent at once: its confirmation and its first event's webhook attempt continue its own trace,
+        // under its own transaction.
+        for (index, traceId) in concurrentTraces.enumerated() {
+            let own = spans.filter { $0.traceId == traceId }
+            let customer = "carol\(index)"
+            let recorded = own.filter {
+                $0.name == "ledger.transaction" && $0.attributes["till.source"] as? String == "submission"
+            }
+            let confirmations = own.filter { $0.name == "confirmation" }
+            #expect(recorded.count == 1 && confirmations.count == 1, "\(customer): \(own.map(\.name))")
+            #expect(confirmations.allSatisfy { $0.attributes["till.customer_id"] as? String == customer })
+            #expect(confirmations.first?.parent == recorded.first?.spanId, "\(customer)'s confirmation")
+            let attempts = own.filter { $0.name == "webhook.attempt" }
+            #expect(
+                !attempts.isEmpty && attempts.allSatisfy { $0.attributes["till.customer_id"] as? String == customer }
+            )
+            #expect(attempts.contains { $0.parent == recorded.first?.spanId }, "\(customer)'s first event")
+        }
         // No secret in any attribute: the app key, the operator token, the webhook secret, the signed transaction.
         let text = spans.map { "\($0.attributes)" }.joined()
         for secret in [appKey, operatorToken, webhookSecret, jws] {
             #expect(!text.contains(secret), "a secret is in the spans")
+        }
+        // Nor in the log: swift-otel's diagnostics lose the carrier (the request's headers) it would print.
+        let logged = till.output.split(separator: "\n").filter { $0.hasPrefix("20") }
+        #expect(!logged.contains { $0.contains("carrier") })
+        for secret in [appKey, operatorToken, webhookSecret, jws] {
+            #expect(!logged.contains { $0.contains(secret) }, "a secret is in the log")
         }
         // The request's log line carries the trace.
         #expect(

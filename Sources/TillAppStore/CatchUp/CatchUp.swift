@@ -11,6 +11,7 @@ import TillHTTPKit
 import TillJobs
 import TillLedger
 import TillStorage
+import Tracing
 
 /// Catching up with Apple: after downtime or a lost notification, the server reads what Apple says it sent and
 /// what its customers did, and applies what it missed, exactly once (docs/notifications.md, "Catching up").
@@ -64,9 +65,12 @@ public struct CatchUp: Sendable {
     /// owns an SQLite file, which clears the claims when it starts).
     static let lease: Duration = .seconds(15 * 60)
 
+    /// On the process's shared client, made untraced: it keeps the tracer of the task that makes it first, and a
+    /// catch-up run at start would otherwise give it this server's for every user of the process. The run itself is a
+    /// span (`catch-up`); its calls to Apple are not spans of their own.
     private var client: AppleClient {
         AppleClient(
-            http: .shared,
+            http: withTracer(NoOpTracer()) { HTTPClient.shared },
             endpoints: configuration.apple,
             timeout: configuration.confirmation.requestTimeout,
             metrics: metrics

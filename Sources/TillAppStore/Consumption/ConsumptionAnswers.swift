@@ -67,6 +67,7 @@ public struct ConsumptionAnswers: Sendable {
         owner: String?,
         app: ServerApp,
         now: Int64,
+        trace: String?,
         on db: any SQLDatabase
     ) async throws {
         let requestedAt = notification.payload.signedDate?.millisecondsSince1970 ?? now
@@ -90,7 +91,7 @@ public struct ConsumptionAnswers: Sendable {
             ),
             on: db
         )
-        try await jobs.enqueue(.consumptionAnswer, key: notification.uuid, dueAt: now, on: db)
+        try await jobs.enqueue(.consumptionAnswer, key: notification.uuid, dueAt: now, trace: trace, on: db)
     }
 
     /// The app's consumption requests and their answers, newest first, one page; of one state or all.

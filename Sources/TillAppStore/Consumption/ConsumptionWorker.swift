@@ -20,8 +20,13 @@ public struct ConsumptionWorker: Service {
 
     public func run() async throws {
         let settings = answers.configuration
+        // A client of its own: each answer to Apple a span of the attempt's, with the server's tracing on (the
+        // process's shared client keeps the tracer it was made with, whoever's).
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.tracing.tracer = Traces.tracer
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(
-            http: .shared,
+            http: http,
             endpoints: settings.apple,
             timeout: settings.confirmation.requestTimeout,
             metrics: answers.metrics
@@ -34,6 +39,7 @@ public struct ConsumptionWorker: Service {
             logger: answers.logger
         )
         .run()
+        try? await http.shutdown()
     }
 }
 

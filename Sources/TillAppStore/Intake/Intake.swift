@@ -176,7 +176,13 @@ public struct Intake: Sendable {
                 try await self.submissionStore.update(submission, on: db)
             }
             if !submission.state.isSettled {
-                try await self.jobs.enqueue(.confirmation, key: submission.id, dueAt: now, on: db)
+                try await self.jobs.enqueue(
+                    .confirmation,
+                    key: submission.id,
+                    dueAt: now,
+                    trace: changes.trace,
+                    on: db
+                )
             }
             // The customer as this transaction leaves them, read while it holds the connection (a read after
             // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).

@@ -342,6 +342,7 @@ public struct NotificationIntake: Sendable {
                 owner: owner,
                 app: app,
                 now: now,
+                trace: changes.trace,
                 on: db
             )
             return (.recorded, owner, "consumption information queued for Send Consumption Information")

@@ -473,7 +473,8 @@ public final class ConfirmationQueue: Sendable {
         record.updatedAt = now
         try await submissionStore.update(record, on: db)
         if try await !jobs.requeue(.confirmation, key: record.id, on: db) {
-            try await jobs.enqueue(.confirmation, key: record.id, dueAt: now, on: db)
+            // An operator's requeue: its attempts are a trace of their own.
+            try await jobs.enqueue(.confirmation, key: record.id, dueAt: now, trace: nil, on: db)
         }
         return record
     }

@@ -25,6 +25,8 @@ public struct ConfirmationWorker: Service {
             idleTimeout: .seconds(60),
             concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency
         )
+        // Each call to Apple a span of the attempt's, with the server's tracing on; none built otherwise.
+        httpConfiguration.tracing.tracer = Traces.tracer
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(
             http: http,

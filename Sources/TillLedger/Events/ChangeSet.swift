@@ -21,9 +21,15 @@ package final class ChangeSet: Sendable {
         var figures: [FigureChange] = []
     }
 
-    package init(db: any SQLDatabase, source: EventSource) {
+    /// The W3C traceparent of the change's span (docs/tracing.md), read in the caller's task before the transaction:
+    /// its events and the jobs it queues keep it, so that their work continues the change's trace. Nil with tracing
+    /// off.
+    package let trace: String?
+
+    package init(db: any SQLDatabase, source: EventSource, trace: String? = nil) {
         self.db = db
         self.state = Mutex(State(source: source))
+        self.trace = trace
     }
 
     /// Who told the server of what is being changed now.

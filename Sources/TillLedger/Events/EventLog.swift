@@ -53,12 +53,17 @@ public struct EventLog: Sendable {
         _ body: @escaping @Sendable (ChangeSet) async throws -> Result
     ) async throws -> Result {
         let (result, last) = try await Traces.withSpan("ledger.transaction", continuing: nil) { span in
-            span.attributes["till.source"] = source.kind.rawValue
+            if span.isRecording { span.attributes["till.source"] = source.kind.rawValue }
+            // Read here, in the caller's task: on SQLite the body may run on a group commit's leader (`Traces.current`).
+            let trace = Traces.current
             return try await database.transaction { db -> (Result, Int64?) in
-                let changes = ChangeSet(db: db, source: source)
+                let changes = ChangeSet(db: db, source: source, trace: trace)
                 let result = try await body(changes)
                 try await self.figureStore.insert(figureChanges: changes.takeFigureChanges(), on: db)
-                return (result, try await self.write(changes.takeEvents(), known: changes.known, on: db))
+                return (
+                    result,
+                    try await self.write(changes.takeEvents(), known: changes.known, trace: changes.trace, on: db)
+                )
             }
         }
         if let last {
@@ -72,6 +77,7 @@ public struct EventLog: Sendable {
     private func write(
         _ pending: [PendingEvent],
         known: (CustomerKey) -> CustomerSnapshot?,
+        trace: String?,
         on db: any SQLDatabase
     ) async throws -> Int64? {
         guard !pending.isEmpty else { return nil }
@@ -84,8 +90,6 @@ public struct EventLog: Sendable {
             if customers[key] == nil { customers[key] = try await customer(key, known: known(key), now: now, on: db) }
         }
         var sequence = try await lastSequence(reserving: pending.count, on: db)
-        // The change's trace, which its events' webhook attempts continue (nil with tracing off).
-        let trace = Traces.current
         for event in pending {
             sequence += 1
             var record = try EventRecord(
@@ -97,6 +101,7 @@ public struct EventLog: Sendable {
                     customers[CustomerKey(bundleId: event.bundleId, customerId: $0)]
                 }
             )
+            // The change's trace, which the event's webhook attempts continue (nil with tracing off).
             record.trace = trace
             try await eventStore.insert(record, on: db)
         }

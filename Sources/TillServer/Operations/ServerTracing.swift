@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import OTel
 import ServiceLifecycle
+import TillHTTPKit
 import Tracing
 
 /// The `tracing.…` settings (docs/tracing.md): where spans are exported over OTLP/HTTP, and how many traces are kept.
@@ -56,9 +57,12 @@ public struct ServerTracing: Sendable {
         configuration.serviceName = settings.serviceName
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
-        // swift-otel's own warnings (a malformed traceparent) print the request's headers: errors only.
-        configuration.diagnosticLogger = .custom(logger)
-        configuration.diagnosticLogLevel = .error
+        // swift-otel's own lines (an export that failed), without the carrier a warning about an unreadable
+        // traceparent would print: the request's headers, the app key among them.
+        var diagnostics = Logger(label: "till.tracing") { _ in CarrierlessLogHandler(base: logger.handler) }
+        diagnostics.logLevel = .warning
+        configuration.diagnosticLogger = .custom(diagnostics)
+        configuration.diagnosticLogLevel = .warning
         configuration.propagators = [.traceContext]
         configuration.traces.enabled = true
         configuration.traces.exporter = .otlp
@@ -70,15 +74,17 @@ public struct ServerTracing: Sendable {
         configuration.traces.sampler =
             .parentBasedTraceIDRatio(ratio: settings.sampleRatio) ?? .parentBasedAlwaysOn
         configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
-        let backend = try OTel.makeTracingBackend(configuration: configuration)
+        // With no tracer bound: the exporter's HTTP client must not trace its own exports.
+        let backend = try withTracer(NoOpTracer()) { try OTel.makeTracingBackend(configuration: configuration) }
         tracer = backend.factory
         exporter = backend.service
     }
 }
 
 /// Binds the server's tracer to a request, and passes on the app's `traceparent` only when it is well formed (W3C
-/// Trace Context: `00-` 32 hex digits `-` 16 hex digits `-` 2 hex digits, neither id zero). A malformed one is dropped
-/// before `TracingMiddleware` reads it, so the request starts a trace of its own.
+/// Trace Context's version 00: `00-` 32 hex digits `-` 16 hex digits `-` 2 hex digits, neither id zero). A malformed
+/// one is dropped before `TracingMiddleware` reads it, so the request starts a trace of its own. `tracestate` (a
+/// vendor's) is always dropped: one that swift-otel cannot parse would cost the app's trace, and Till keeps none.
 struct TracingScopeMiddleware<Context: RequestContext>: RouterMiddleware {
     let tracer: any Tracer
 
@@ -86,13 +92,14 @@ struct TracingScopeMiddleware<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         var request = request
-        if let given = request.headers[.traceparent], !Self.isWellFormed(given) {
+        let traceparent = request.headers[.traceparent]
+        if request.headers[.tracestate] != nil || (traceparent.map { !Self.isWellFormed($0) } ?? false) {
             var head = request.head
-            head.headerFields[.traceparent] = nil
+            if let traceparent, !Self.isWellFormed(traceparent) { head.headerFields[.traceparent] = nil }
             head.headerFields[.tracestate] = nil
             request = Request(head: head, body: request.body)
         }
-        return try await withTracer(tracer) { try await next(request, context) }
+        return try await Traces.bind(tracer) { try await next(request, context) }
     }
 
     static func isWellFormed(_ traceparent: String) -> Bool {
@@ -104,7 +111,7 @@ struct TracingScopeMiddleware<Context: RequestContext>: RouterMiddleware {
             bytes[range].allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
         }
         let nonZero = { (range: Range<Int>) -> Bool in bytes[range].contains { $0 != UInt8(ascii: "0") } }
-        return hex(0..<2) && bytes[0..<2] != [UInt8(ascii: "f"), UInt8(ascii: "f")] && hex(3..<35) && nonZero(3..<35)
+        return bytes[0] == UInt8(ascii: "0") && bytes[1] == UInt8(ascii: "0") && hex(3..<35) && nonZero(3..<35)
             && hex(36..<52) && nonZero(36..<52) && hex(53..<55)
     }
 }
@@ -115,7 +122,33 @@ struct TracedService: Service {
     let tracer: any Tracer
 
     func run() async throws {
-        try await withTracer(tracer) { try await service.run() }
+        try await Traces.bind(tracer) { try await service.run() }
+    }
+}
+
+/// swift-otel's diagnostics into the server's log, less the `carrier` metadata, which holds a request's headers.
+struct CarrierlessLogHandler: LogHandler {
+    var base: any LogHandler
+
+    var metadata: Logger.Metadata {
+        get { base.metadata }
+        set { base.metadata = newValue }
+    }
+
+    var logLevel: Logger.Level {
+        get { base.logLevel }
+        set { base.logLevel = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { base[metadataKey: key] }
+        set { base[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        event.metadata?["carrier"] = nil
+        base.log(event: event)
     }
 }
 
