@@ -73,7 +73,13 @@ public struct ServerTracing: Sendable {
         }
         configuration.traces.sampler =
             .parentBasedTraceIDRatio(ratio: settings.sampleRatio) ?? .parentBasedAlwaysOn
-        configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
+        // swift-otel's processor exports one batch a tick: its defaults (512 spans each 5 s, 2,048 queued) keep about
+        // 100 spans a second and drop the rest. A purchase makes about ten, and Till takes 1,000 a second on two cores
+        // (docs/benchmarks.md#traces): up to 4,096 spans each 200 ms, 32,768 queued (a few MB) in case the collector
+        // is slow. OTEL_BSP_… variables override these.
+        configuration.traces.batchSpanProcessor.scheduleDelay = .milliseconds(200)
+        configuration.traces.batchSpanProcessor.maxExportBatchSize = 4096
+        configuration.traces.batchSpanProcessor.maxQueueSize = 32_768
         // With no tracer bound: the exporter's HTTP client must not trace its own exports.
         let backend = try withTracer(NoOpTracer()) { try OTel.makeTracingBackend(configuration: configuration) }
         tracer = backend.factory
