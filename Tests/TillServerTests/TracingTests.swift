@@ -208,6 +208,13 @@ struct TracingTests {
         for span in trace {
             #expect(span.parent == Self.appSpan || byId[span.parent] != nil, "\(span.name)'s parent is missing")
         }
+        // The catch-up at start is a trace of its own, its calls to Apple its children.
+        let catchUps = spans.filter { $0.name == "catch-up" && $0.parent == "" }
+        #expect(!catchUps.isEmpty, "no catch-up run traced")
+        #expect(
+            catchUps.allSatisfy { run in spans.contains { $0.parent == run.spanId && $0.kind == "SPAN_KIND_CLIENT" } },
+            "a catch-up run without its calls to Apple"
+        )
         // The malformed traceparents' requests are roots of their own; the one with a tracestate continued its trace.
         let products = spans.filter { $0.name == "/v1/products" }
         #expect(products.count == 3, "\(products.map(\.traceId))")

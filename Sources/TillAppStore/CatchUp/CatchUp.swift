@@ -11,7 +11,6 @@ import TillHTTPKit
 import TillJobs
 import TillLedger
 import TillStorage
-import Tracing
 
 /// Catching up with Apple: after downtime or a lost notification, the server reads what Apple says it sent and
 /// what its customers did, and applies what it missed, exactly once (docs/notifications.md, "Catching up").
@@ -64,18 +63,6 @@ public struct CatchUp: Sendable {
     /// How long a run holds its app: a run stopped by a crash frees it after this (at once for the process that
     /// owns an SQLite file, which clears the claims when it starts).
     static let lease: Duration = .seconds(15 * 60)
-
-    /// On the process's shared client, made untraced: it keeps the tracer of the task that makes it first, and a
-    /// catch-up run at start would otherwise give it this server's for every user of the process. The run itself is a
-    /// span (`catch-up`); its calls to Apple are not spans of their own.
-    private var client: AppleClient {
-        AppleClient(
-            http: withTracer(NoOpTracer()) { HTTPClient.shared },
-            endpoints: configuration.apple,
-            timeout: configuration.confirmation.requestTimeout,
-            metrics: metrics
-        )
-    }
 
     var notificationHistory: NotificationHistoryReader {
         NotificationHistoryReader(
@@ -202,7 +189,17 @@ public struct CatchUp: Sendable {
 
     /// Each environment the app accepts: both histories, each read as far as Apple answers.
     private func read(_ app: ServerApp, trigger: CatchUpRun.TriggerPayload, startedAt: Int64) async -> CatchUpRun {
-        let client = self.client
+        // A client of the run's own: with the server's tracing on, each call to Apple is a span of the run's (the
+        // process's shared client keeps the tracer it was made with, whoever's).
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.tracing.tracer = Traces.tracer
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        let client = AppleClient(
+            http: http,
+            endpoints: configuration.apple,
+            timeout: configuration.confirmation.requestTimeout,
+            metrics: metrics
+        )
         var environments: [CatchUpEnvironmentReport] = []
         for environment in Self.environments(of: app) {
             let notifications = await notificationHistory.read(app, environment, client: client)
@@ -215,6 +212,7 @@ public struct CatchUp: Sendable {
                 )
             )
         }
+        try? await http.shutdown()
         let complete = environments.allSatisfy { $0.notifications.complete && $0.transactions.complete }
         return CatchUpRun(
             bundleId: app.bundleId,
