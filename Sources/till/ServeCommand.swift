@@ -176,6 +176,10 @@ struct ServeCommand: AsyncParsableCommand {
                           console      \(base)/console   (sign in with the operator token)
                           database     \(settings.database)
                         """
+                    if let tracing = settings.tracing {
+                        banner +=
+                            "\n  traces       \(tracing.tracesURL)   (OTLP/HTTP, \(tracing.sampleRatio) of new traces kept)"
+                    }
                     if let demo {
                         banner += """
 

@@ -148,6 +148,10 @@ struct ServerSettingsTests {
                 ["TILL_TRACING_ENDPOINT": "http://c:4318", "TILL_TRACING_SAMPLE_RATIO": "1.5"],
                 "invalidTracingSampleRatio"
             ),
+            (
+                ["TILL_TRACING_ENDPOINT": "http://c:4318", "TILL_TRACING_SAMPLE_RATIO": "abc"],
+                "invalidTracingSampleRatio"
+            ),
             (["TILL_TRACING_ENDPOINT": "http://c:4318", "TILL_TRACING_HEADERS": "x-key"], "invalidTracingHeaders"),
         ] {
             do {

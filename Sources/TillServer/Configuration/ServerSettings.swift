@@ -290,9 +290,13 @@ public struct ServerSettings: Sendable {
                     + "not \(endpoint)"
             )
         }
-        let ratio = config.double(forKey: "tracing.sample-ratio", default: 1)
-        guard (0...1).contains(ratio) else {
-            throw SettingsRefusal(.invalidTracingSampleRatio, "tracing.sample-ratio is from 0 to 1, not \(ratio)")
+        // Read as text: a value that is not a number is refused, not taken for the default.
+        let ratioText = config.string(forKey: "tracing.sample-ratio", default: "1")
+        guard let ratio = Double(ratioText.trimmingCharacters(in: .whitespaces)), (0...1).contains(ratio) else {
+            throw SettingsRefusal(
+                .invalidTracingSampleRatio,
+                "tracing.sample-ratio is a number from 0 to 1, not \(ratioText)"
+            )
         }
         var headers: [String: String] = [:]
         for (index, item) in list(config.string(forKey: "tracing.headers", isSecret: true) ?? "").enumerated() {
@@ -301,7 +305,8 @@ public struct ServerSettings: Sendable {
                 // An item may hold a key: the message says which item, not what it holds.
                 throw SettingsRefusal(
                     .invalidTracingHeaders,
-                    "tracing.headers is a comma-separated list of name=value headers; item \(index + 1) is not"
+                    "tracing.headers is a comma-separated list of name=value headers; item \(index + 1) is not one "
+                        + "(its text is not repeated here: it may hold a key)"
                 )
             }
             headers[parts[0]] = parts[1]

@@ -32,7 +32,7 @@ public struct TracingSettings: Sendable, Equatable {
     }
 
     /// The URL spans are posted to.
-    var tracesURL: String {
+    public var tracesURL: String {
         guard let url = URL(string: endpoint), url.path.isEmpty || url.path == "/" else { return endpoint }
         return endpoint.hasSuffix("/") ? endpoint + "v1/traces" : endpoint + "/v1/traces"
     }
