@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import Logging
 import SQLKit
@@ -189,13 +188,7 @@ public struct CatchUp: Sendable {
 
     /// Each environment the app accepts: both histories, each read as far as Apple answers.
     private func read(_ app: ServerApp, trigger: CatchUpRun.TriggerPayload, startedAt: Int64) async -> CatchUpRun {
-        // A client of the run's own: with the server's tracing on, each call to Apple is a span of the run's (the
-        // process's shared client keeps the tracer it was made with, whoever's).
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.tracing.tracer = Traces.tracer
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(
-            http: http,
             endpoints: configuration.apple,
             timeout: configuration.confirmation.requestTimeout,
             metrics: metrics
@@ -212,7 +205,7 @@ public struct CatchUp: Sendable {
                 )
             )
         }
-        try? await http.shutdown()
+        await client.shutdown()
         let complete = environments.allSatisfy { $0.notifications.complete && $0.transactions.complete }
         return CatchUpRun(
             bundleId: app.bundleId,

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
 import TillCatalogue
@@ -20,13 +19,7 @@ public struct ConsumptionWorker: Service {
 
     public func run() async throws {
         let settings = answers.configuration
-        // A client of its own: each answer to Apple a span of the attempt's, with the server's tracing on (the
-        // process's shared client keeps the tracer it was made with, whoever's).
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.tracing.tracer = Traces.tracer
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(
-            http: http,
             endpoints: settings.apple,
             timeout: settings.confirmation.requestTimeout,
             metrics: answers.metrics
@@ -39,7 +32,7 @@ public struct ConsumptionWorker: Service {
             logger: answers.logger
         )
         .run()
-        try? await http.shutdown()
+        await client.shutdown()
     }
 }
 

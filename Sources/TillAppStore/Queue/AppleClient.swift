@@ -12,6 +12,33 @@ import TillLedger
 /// Calls Apple (or the simulator): verifyReceipt and the App Store Server API (Get Transaction Info for the queue,
 /// the notification and transaction histories for catching up, Send Consumption Information for Apple's consumption
 /// requests).
+extension AppleClient {
+    /// A client with a connection pool of its own, for a worker or a run that shuts it down when it ends: with the
+    /// server's tracing on, each call to Apple is a span of the task's (the process's shared client keeps the tracer
+    /// it was made with, whoever's); `connectionsPerHost` calls at once to one host (AsyncHTTPClient's default: 8).
+    init(endpoints: AppleEndpoints, timeout: Duration, metrics: any AppStoreMetrics, connectionsPerHost: Int? = nil) {
+        var configuration = HTTPClient.Configuration()
+        if let connectionsPerHost {
+            configuration.connectionPool = .init(
+                idleTimeout: .seconds(60),
+                concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost
+            )
+        }
+        configuration.tracing.tracer = Traces.tracer
+        self.init(
+            http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration),
+            endpoints: endpoints,
+            timeout: timeout,
+            metrics: metrics
+        )
+    }
+
+    /// Closes the client's connections (one made by `init(endpoints:timeout:metrics:connectionsPerHost:)`).
+    func shutdown() async {
+        try? await http.shutdown()
+    }
+}
+
 package struct AppleClient: Sendable {
     let http: HTTPClient
     let endpoints: AppleEndpoints

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import NIOCore
 import ServiceLifecycle
 import Synchronization
@@ -20,19 +19,11 @@ public struct ConfirmationWorker: Service {
         let settings = queue.configuration.confirmation
         // Apple takes seconds per answer: one connection per confirmation in flight, or the pool's default
         // of 8 connections a host would cap the worker at a few confirmations a second.
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.connectionPool = .init(
-            idleTimeout: .seconds(60),
-            concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency
-        )
-        // Each call to Apple a span of the attempt's, with the server's tracing on; none built otherwise.
-        httpConfiguration.tracing.tracer = Traces.tracer
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let client = AppleClient(
-            http: http,
             endpoints: queue.configuration.apple,
             timeout: settings.requestTimeout,
-            metrics: queue.metrics
+            metrics: queue.metrics,
+            connectionsPerHost: settings.concurrency
         )
         // A claim outlives the slowest attempt (up to three calls to Apple, each answer waiting its turn at the
         // pacer); a worker that dies loses its claims when they lapse. A claim that lapses while its attempt runs
@@ -45,7 +36,7 @@ public struct ConfirmationWorker: Service {
         let attempts = ConfirmationAttempts(queue: queue, client: client, pacer: pacer, lease: lease)
         // Graceful shutdown: attempts under way finish; the rest waits for the next start.
         await JobRunner(queue: queue.jobs, handler: attempts, logger: queue.logger).run()
-        try? await http.shutdown()
+        await client.shutdown()
     }
 }
 
