@@ -16,9 +16,6 @@ package enum Traces {
         try await $bound.withValue(tracer) { try await withTracer(tracer) { try await body() } }
     }
 
-    /// Whether a tracer is bound to this task: the server's tracing is on.
-    package static var isOn: Bool { bound != nil }
-
     /// The tracer bound to this task, for a client that makes spans of its own (AsyncHTTPClient); nil when off.
     package static var tracer: (any Tracer)? { bound }
 
