@@ -64,6 +64,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        // CSV (RFC 4180) for the import files of existing customers (TillAppStore/Import).
+        .package(url: "https://github.com/yaslab/CSV.swift.git", from: "2.5.2"),
         // Traces (docs/tracing.md): spans through swift-distributed-tracing, which Hummingbird and AsyncHTTPClient
         // already speak, exported by swift-otel over OTLP/HTTP only (its gRPC trait would bring grpc-swift).
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
@@ -222,7 +224,8 @@ let package = Package(
             swiftSettings: upcoming
         ),
         // Apple's side: intake (a submission verified and acknowledged in milliseconds), the confirmation queue and
-        // its calls to Apple, App Store Server Notifications, consumption answers and catching up. It takes its
+        // its calls to Apple, App Store Server Notifications, consumption answers, catching up and the imports of
+        // existing customers. It takes its
         // settings, metrics and customers from the server through three seams (AppStoreSettings, AppStoreMetrics,
         // AppStoreCustomers); its stores' statements are internal to it.
         .target(
@@ -237,6 +240,8 @@ let package = Package(
                 "TillLedger",
                 "TillStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "CSV", package: "CSV.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -397,6 +402,7 @@ let package = Package(
             dependencies: [
                 "TillBench",
                 .target(name: "TillDemo", condition: .when(traits: ["Demo"])),
+                .product(name: "TillContract", package: "Client"),
                 .product(name: "TillCore", package: "Client"),
                 "TillDevelopment",
                 "TillFormats",

@@ -14,6 +14,7 @@ package struct AppStoreSettings: Sendable {
     package var sandboxReceiptIntermediates: [Certificate]
     package var confirmation: ConfirmationSettings
     package var catchUp: CatchUpSettings
+    package var imports: ImportSettings
 
     package init(
         apple: AppleEndpoints = .apple,
@@ -21,7 +22,8 @@ package struct AppStoreSettings: Sendable {
         sandboxReceiptRoots: [Certificate] = [],
         sandboxReceiptIntermediates: [Certificate] = [],
         confirmation: ConfirmationSettings = .init(),
-        catchUp: CatchUpSettings = .init()
+        catchUp: CatchUpSettings = .init(),
+        imports: ImportSettings = .init()
     ) {
         self.apple = apple
         self.sandboxJWSRoots = sandboxJWSRoots
@@ -29,6 +31,7 @@ package struct AppStoreSettings: Sendable {
         self.sandboxReceiptIntermediates = sandboxReceiptIntermediates
         self.confirmation = confirmation
         self.catchUp = catchUp
+        self.imports = imports
     }
 }
 
@@ -136,5 +139,39 @@ public struct CatchUpSettings: Sendable, Hashable {
         self.interval = interval
         self.firstLookBack = firstLookBack
         self.overlap = overlap
+    }
+}
+
+/// How imports of existing customers ask Apple (docs/operations.md, "Importing existing customers").
+public struct ImportSettings: Sendable, Hashable {
+    /// Calls to Transaction History a second, per environment, for all of one process's imports. Apple allows an
+    /// app 50 a second in production and a tenth of that in the sandbox, and the catch-up shares the budget.
+    public var requestsPerSecond: [AppStoreEnvironment: Double]
+    /// Rows read at once within an import.
+    public var concurrency: Int
+    /// Attempts of a row that finds Apple unavailable (no answer, a 5xx) before it is failed; importing the file again
+    /// retries it.
+    public var maximumAttempts: Int
+    /// The wait after such an attempt: doubling from this, at most `backoffCap`, ±20%.
+    public var backoffBase: Duration
+    public var backoffCap: Duration
+
+    public init(
+        requestsPerSecond: [AppStoreEnvironment: Double] = [.production: 40, .sandbox: 4],
+        concurrency: Int = 8,
+        maximumAttempts: Int = 8,
+        backoffBase: Duration = .seconds(5),
+        backoffCap: Duration = .seconds(600)
+    ) {
+        self.requestsPerSecond = requestsPerSecond
+        self.concurrency = concurrency
+        self.maximumAttempts = maximumAttempts
+        self.backoffBase = backoffBase
+        self.backoffCap = backoffCap
+    }
+
+    /// The back-off between a row's attempts.
+    public var retrySchedule: RetrySchedule {
+        RetrySchedule(.doubling(base: backoffBase, cap: backoffCap), jitter: 0.2)
     }
 }

@@ -17,6 +17,9 @@ package enum JobKind: String, Codable, Sendable, CaseIterable {
     /// An event to deliver to a webhook endpoint (`WebhookDeliveries`); key: the delivery's id; group: the endpoint;
     /// stream: the endpoint and the customer, so that one customer's events go out one at a time, in order.
     case delivery
+    /// An import of an app's existing customers to read from Apple (`Imports`); key: the import's id. One attempt
+    /// reads a batch of its rows and queues the next.
+    case `import`
 }
 
 /// Where a job stands. A job that is done is deleted.

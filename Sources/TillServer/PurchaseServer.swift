@@ -33,6 +33,7 @@ import TillWebhooks
 /// - `appTransactions`: the AppTransaction each customer's app sent, verified and kept;
 /// - `offers`: promotional offers and introductory-offer eligibility signed for apps;
 /// - `catchUp`: what Apple's notification and transaction histories hold that the server missed, applied once;
+/// - `imports`: the customers an app already has, read from Apple's Transaction History (run by `ImportWorker`);
 /// - `content`: the files products deliver and their signed download URLs;
 /// - `webhooks`: the app's webhook endpoints and the deliveries of its events to them (Standard Webhooks);
 /// - `figures`: revenue, renewals and subscriptions per day, folded from the ledger's journal (the revenue report,
@@ -57,6 +58,7 @@ public final class PurchaseServer: Sendable {
     public let appTransactions: AppTransactions
     public let offers: Offers
     public let catchUp: CatchUp
+    public let imports: Imports
     public let content: ContentDelivery
     public let webhookEndpoints: WebhookEndpoints
     public let webhookDeliveries: WebhookDeliveries
@@ -194,6 +196,17 @@ public final class PurchaseServer: Sendable {
             clock: clock,
             logger: logger
         )
+        imports = Imports(
+            configuration: appStore,
+            database: database,
+            verifier: verifier,
+            catalogue: catalogue,
+            ledger: ledger,
+            jobs: jobs,
+            metrics: metrics,
+            clock: clock,
+            logger: logger
+        )
         content = ContentDelivery(
             settings: configuration.content,
             directory: configuration.contentDirectory,
@@ -324,6 +337,11 @@ public final class PurchaseServer: Sendable {
 extension ConfirmationWorker {
     /// The worker that confirms the server's submissions with Apple.
     public init(server: PurchaseServer) { self.init(queue: server.queue) }
+}
+
+extension ImportWorker {
+    /// The worker of the server's imports of existing customers.
+    public init(server: PurchaseServer) { self.init(imports: server.imports) }
 }
 
 extension CatchUpWorker {

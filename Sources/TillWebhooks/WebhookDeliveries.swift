@@ -91,7 +91,7 @@ public struct WebhookDeliveries: Sendable {
                 on: db
             )
             guard let last = events.last else { return (endpoint.dispatchedThrough, false) }
-            let made = events.filter { endpoint.accepts($0.type) }.map {
+            let made = events.filter { self.delivers($0, to: endpoint) }.map {
                 self.delivery(of: $0, to: endpoint, replay: false, deadline: deadline, now: now)
             }
             try await self.store.insert(made.map(\.0), jobs: made.map(\.1), on: db)
@@ -99,6 +99,12 @@ public struct WebhookDeliveries: Sendable {
             try await self.store.moveCursor(endpointId: endpoint.id, to: last.sequence, at: now, on: db)
             return (last.sequence, events.count == Self.dispatchBatch)
         }
+    }
+
+    /// Whether a dispatch makes a delivery of `event` to `endpoint`: of a type the endpoint takes, and not of an
+    /// import unless `webhooks.deliver-imports` says so. (A replay an operator asks for sends what it names.)
+    private func delivers(_ event: EventStore.EventToDispatch, to endpoint: WebhookEndpointRecord) -> Bool {
+        endpoint.accepts(event.type) && (settings.deliverImports || !event.isImport)
     }
 
     /// A delivery of `event` to `endpoint`, queued in the customer's stream at the event's place.
@@ -220,7 +226,7 @@ public struct WebhookDeliveries: Sendable {
         let deadline = now + settings.retryFor.milliseconds
         let made = events.map { event in
             (
-                endpoint.accepts(event.event.type)
+                delivers(event.event, to: endpoint)
                     ? self.delivery(of: event.event, to: endpoint, replay: false, deadline: deadline, now: now).0 : nil,
                 event
             )

@@ -31,6 +31,9 @@ public struct WebhookSettings: Sendable, Hashable {
     /// Consecutive failures after which an endpoint gets one attempt at a time until one succeeds (a receiver that is
     /// down is not asked every retry of every customer at once); the success brings its waiting deliveries forward.
     public var failuresBeforeProbing: Int
+    /// Whether the events of an import of existing customers (source `import`) are delivered: off by default, since an
+    /// import of a large app would send every past purchase again to a backend that may have it already.
+    public var deliverImports: Bool
 
     /// Standard Webhooks' suggested schedule, stretched to three days: 5 s, 5 min, 30 min, 2 h, 5 h, then 10 h.
     public static let standardSchedule: [Duration] = [
@@ -49,7 +52,8 @@ public struct WebhookSettings: Sendable, Hashable {
         concurrencyPerEndpoint: Int = 8,
         batchPerEndpoint: Int = 32,
         batchWindow: Duration = .milliseconds(50),
-        failuresBeforeProbing: Int = 3
+        failuresBeforeProbing: Int = 3,
+        deliverImports: Bool = false
     ) {
         self.allowHTTPToLoopback = allowHTTPToLoopback
         self.allowPrivateAddresses = allowPrivateAddresses
@@ -63,6 +67,7 @@ public struct WebhookSettings: Sendable, Hashable {
         self.batchPerEndpoint = max(1, batchPerEndpoint)
         self.batchWindow = min(.seconds(1), max(.zero, batchWindow))
         self.failuresBeforeProbing = max(1, failuresBeforeProbing)
+        self.deliverImports = deliverImports
     }
 
     /// How long a round's attempts to one endpoint may take in all: each waits for its turn, then has `timeout`.

@@ -72,6 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
             content: settings.content
         )
         configuration.webhooks = settings.webhooks
+        configuration.imports = settings.imports
         configuration.databaseWait = settings.databaseWait
         configuration.tracing = settings.tracing
         do {

@@ -14,7 +14,7 @@ struct Till: AsyncParsableCommand {
         version: TillRelease.version,
         subcommands: [
             ServeCommand.self, ProbeCommand.self, BackupCommand.self, CheckCommand.self, RestoreCommand.self,
-            SimulatorCommand.self,
+            ImportCommand.self, SimulatorCommand.self,
         ] + demoCommands + [Inspect.self, Bench.self]
     )
 

@@ -82,6 +82,7 @@ struct OpenAPITests {
         "sha256": String(repeating: "0", count: 64),
         "endpoint": "ep_0",
         "delivery": "dlv_0",
+        "import": "imp_0",
     ]
 
     typealias Reply = HTTPReply

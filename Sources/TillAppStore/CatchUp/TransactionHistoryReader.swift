@@ -31,19 +31,20 @@ struct TransactionHistoryReader: Sendable {
     let clock: ServerClock
     let logger: Logger
 
+    /// How a page of history is verified and applied (shared with the imports).
+    var pages: HistoryPages {
+        HistoryPages(
+            database: database,
+            verifier: verifier,
+            catalogue: catalogue,
+            ledger: ledger,
+            clock: clock,
+            logger: logger
+        )
+    }
+
     /// Pages of one history in one run at most (Apple's hold 20 transactions): a bound on a history that never ends.
     static let maximumPages = 10_000
-
-    /// What one page did.
-    private struct PageEffect {
-        var recorded = 0
-        var revoked = 0
-        var updated = 0
-        var unchanged = 0
-        var unmatched = 0
-        /// The purchases (original transactions) of the page that have an owner in the ledger.
-        var listed: Set<String> = []
-    }
 
     func read(_ app: ServerApp, _ environment: AppStoreEnvironment, client: AppleClient) async
         -> TransactionHistoryReport
@@ -166,19 +167,18 @@ struct TransactionHistoryReader: Sendable {
                 page = decoded
             }
             report.pages += 1
-            let signed = await verified(
-                page.signedTransactions ?? [],
-                app: app,
-                environment: environment,
-                into: &report
-            )
+            let transactions = page.signedTransactions ?? []
+            let signed = await pages.verified(transactions, app: app, environment: environment)
+            report.fetched += transactions.count
+            report.refused += transactions.count - signed.count
             do {
-                let effect = try await apply(
+                let effect = try await pages.apply(
                     signed,
                     app: app,
                     environment: environment,
                     anchor: anchor,
-                    revision: page.revision ?? revision
+                    revision: page.revision ?? revision,
+                    source: .catchUp
                 )
                 report.recorded += effect.recorded
                 report.revoked += effect.revoked
@@ -197,99 +197,5 @@ struct TransactionHistoryReader: Sendable {
         report.complete = false
         report.error = CatchUpError(cause: .other, message: "a history has over \(Self.maximumPages) pages")
         return (true, listed)
-    }
-
-    /// The page's signed transactions that verify: Apple's signature and chain, for this app, in this environment.
-    /// The others are counted as refused; nothing of them is recorded.
-    private func verified(
-        _ signedTransactions: [String],
-        app: ServerApp,
-        environment: AppStoreEnvironment,
-        into report: inout TransactionHistoryReport
-    ) async -> [(PurchaseTransaction, JWSTransactionDecodedPayload)] {
-        var verified: [(PurchaseTransaction, JWSTransactionDecodedPayload)] = []
-        for jws in signedTransactions {
-            report.fetched += 1
-            switch await verifier.verifySigned(jws, as: JWSTransactionDecodedPayload.self, app: app) {
-            case .valid(let signed):
-                guard signed.environment == environment, let transaction = signed.purchaseTransaction() else {
-                    report.refused += 1
-                    logger.warning("catch-up: a transaction of \(environment.rawValue) history is not its data")
-                    continue
-                }
-                verified.append((transaction, signed))
-            case .invalid(let failure):
-                report.refused += 1
-                logger.warning(
-                    "catch-up: a transaction of the history does not verify: \(failure.reason): \(failure.detail)"
-                )
-            }
-        }
-        return verified
-    }
-
-    /// Applies one page in one database transaction, with its revision: each transaction goes to its owner's ledger
-    /// as Apple's signed word (`Ledger.applyHistory`), unless a notification signed later already told the ledger
-    /// about it.
-    private func apply(
-        _ page: [(PurchaseTransaction, JWSTransactionDecodedPayload)],
-        app: ServerApp,
-        environment: AppStoreEnvironment,
-        anchor: String,
-        revision: String?
-    ) async throws -> PageEffect {
-        let catalogue = try await self.catalogue.products(of: app.bundleId)
-        let now = clock.milliseconds
-        return try await ledger.transaction(source: .catchUp) { changes -> PageEffect in
-            let db = changes.db
-            var effect = PageEffect()
-            for (transaction, signed) in page {
-                try await self.notificationStore.lockPurchase(
-                    environment: environment.rawValue,
-                    originalTransactionId: transaction.originalTransactionId,
-                    on: db
-                )
-                guard let owner = try await self.ledger.owner(of: transaction, bundleId: app.bundleId, on: db) else {
-                    effect.unmatched += 1  // never submitted: no customer is invented
-                    continue
-                }
-                effect.listed.insert(transaction.originalTransactionId)
-                if let signedDate = signed.signedDate?.millisecondsSince1970,
-                    try await self.catchUpStore.hasNotificationApplied(
-                        environment: environment.rawValue,
-                        transactionId: transaction.transactionId,
-                        signedAfter: signedDate,
-                        on: db
-                    )
-                {
-                    effect.unchanged += 1
-                    continue
-                }
-                switch try await self.ledger.applyHistory(
-                    transaction,
-                    signed: signed,
-                    owner: owner,
-                    app: app,
-                    catalogue: catalogue,
-                    now: now,
-                    in: changes
-                ) {
-                case .recorded: effect.recorded += 1
-                case .revoked: effect.revoked += 1
-                case .updated: effect.updated += 1
-                case .unchanged: effect.unchanged += 1
-                }
-            }
-            try await self.catchUpStore.saveHistoryPage(
-                bundleId: app.bundleId,
-                environment: environment.rawValue,
-                anchor: anchor,
-                revision: revision,
-                listed: effect.listed,
-                at: now,
-                on: db
-            )
-            return effect
-        }
     }
 }

@@ -140,6 +140,8 @@ extension EventSource {
         EventSource(kind: .consumption, id: notificationUUID)
     }
     package static let catchUp = EventSource(kind: .catchUp)
+    /// An import of the app's existing customers (`Imports`): its id.
+    package static func imported(_ importId: String) -> EventSource { EventSource(kind: ._import, id: importId) }
 
     /// A notification, as `NotificationIntake` applies it: delivered by Apple, or read back from Notification
     /// History by the catch-up.

@@ -77,17 +77,21 @@ package struct EventStore: ServerSQLStore {
         package var id: String
         package var type: EventType
         package var customerId: String?
+        /// Written by an import of existing customers (source `import`), which webhooks may leave out.
+        package var isImport: Bool
 
         package init(
             sequence: Int64,
             id: String,
             type: EventType,
-            customerId: String? = nil
+            customerId: String? = nil,
+            isImport: Bool = false
         ) {
             self.sequence = sequence
             self.id = id
             self.type = type
             self.customerId = customerId
+            self.isImport = isImport
         }
     }
 
@@ -99,7 +103,7 @@ package struct EventStore: ServerSQLStore {
     {
         try await db.raw(
             """
-            SELECT sequence, id, type, customer_id FROM srv_events
+            SELECT sequence, id, type, customer_id, source FROM srv_events
             WHERE bundle_id = \(bind: bundleId) AND sequence > \(bind: sequence) ORDER BY sequence LIMIT \(literal: limit)
             """
         ).all().map { row in
@@ -107,7 +111,8 @@ package struct EventStore: ServerSQLStore {
                 sequence: try row.decode(column: "sequence", as: Int64.self),
                 id: try row.decode(column: "id", as: String.self),
                 type: try row.enumeration("type", as: EventType.self),
-                customerId: try row.optional("customer_id", as: String.self)
+                customerId: try row.optional("customer_id", as: String.self),
+                isImport: try row.decode(column: "source", as: String.self) == "import"
             )
         }
     }
@@ -127,7 +132,7 @@ package struct EventStore: ServerSQLStore {
     {
         try await db.raw(
             """
-            SELECT sequence, id, type, customer_id, body, occurred_at, trace FROM srv_events
+            SELECT sequence, id, type, customer_id, source, body, occurred_at, trace FROM srv_events
             WHERE bundle_id = \(bind: bundleId) AND sequence > \(bind: sequence) ORDER BY sequence LIMIT \(literal: limit)
             """
         ).all().map { row in
@@ -136,7 +141,8 @@ package struct EventStore: ServerSQLStore {
                     sequence: try row.decode(column: "sequence", as: Int64.self),
                     id: try row.decode(column: "id", as: String.self),
                     type: try row.enumeration("type", as: EventType.self),
-                    customerId: try row.optional("customer_id", as: String.self)
+                    customerId: try row.optional("customer_id", as: String.self),
+                    isImport: try row.decode(column: "source", as: String.self) == "import"
                 ),
                 body: try row.decode(column: "body", as: String.self),
                 occurredAt: try row.decode(column: "occurred_at", as: Int64.self),

@@ -13,8 +13,8 @@ import TillHTTPKit
 import TillLedger
 import X509
 
-// The admin API under /admin/v1 (the operator token): apps, the catalogue, catching up with Apple, submissions and the
-// revenue report.
+// The admin API under /admin/v1 (the operator token): apps, the catalogue, catching up with Apple, imports of existing
+// customers, submissions and the revenue report.
 
 struct RevenueQuery {
     var from: Int64
@@ -55,6 +55,53 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
     }
     group.get("apps/{bundle}/catch-up") { _, context in
         try json(try await server.catchUp.lastRun(bundleId: try context.pathParameter("bundle")), context: context)
+    }
+    group.post("apps/{bundle}/imports") { request, context in
+        let file = try await request.body.collect(upTo: Imports.maximumFileBytes)
+        let (started, created) = try await server.imports.start(
+            bundleId: try context.pathParameter("bundle"),
+            name: request.uri.queryParameters.get("name"),
+            file: Array(file.readableBytesView)
+        )
+        return try json(started, status: created ? .accepted : .ok, context: context)
+    }
+    group.get("apps/{bundle}/imports") { request, context in
+        try json(
+            try await server.imports.list(
+                bundleId: try context.pathParameter("bundle"),
+                page: try request.pageRequest()
+            ),
+            context: context
+        )
+    }
+    group.get("apps/{bundle}/imports/{import}") { _, context in
+        try json(
+            try await server.imports.view(
+                id: try context.pathParameter("import"),
+                bundleId: try context.pathParameter("bundle")
+            ),
+            context: context
+        )
+    }
+    group.get("apps/{bundle}/imports/{import}/rows") { request, context in
+        try json(
+            try await server.imports.rows(
+                bundleId: try context.pathParameter("bundle"),
+                id: try context.pathParameter("import"),
+                outcome: request.uri.queryParameters.get("outcome"),
+                page: try request.pageRequest()
+            ),
+            context: context
+        )
+    }
+    group.post("apps/{bundle}/imports/{import}/cancel") { _, context in
+        try json(
+            try await server.imports.cancel(
+                bundleId: try context.pathParameter("bundle"),
+                id: try context.pathParameter("import")
+            ),
+            context: context
+        )
     }
     group.get("apps/{bundle}/products") { request, context in
         let page = Page.of(

@@ -25,6 +25,16 @@ extension IntakeReason: RefusalStatus {
     }
 }
 
+extension ImportReason: RefusalStatus {
+    package var status: HTTPResponse.Status {
+        switch self {
+        case .invalidImportFile, .invalidName, .invalidOutcome: .badRequest
+        case .importEnded, .noAPIKey: .conflict
+        case .importNotFound: .notFound
+        }
+    }
+}
+
 extension LedgerReason: RefusalStatus {
     package var status: HTTPResponse.Status {
         switch self {

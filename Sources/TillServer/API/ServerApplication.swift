@@ -27,14 +27,15 @@ public func buildServerApplication(
     return application
 }
 
-/// What works beside the server's routes: confirmations, consumption answers, webhook deliveries, the figures and,
-/// when it has an interval, the catch-up.
+/// What works beside the server's routes: confirmations, consumption answers, webhook deliveries, the figures, the
+/// imports and, when it has an interval, the catch-up.
 public func serverWorkers(_ server: PurchaseServer) -> [any Service] {
     var workers: [any Service] = [
         ConfirmationWorker(server: server),
         ConsumptionWorker(server: server),
         WebhookWorker(server: server),
         FiguresWorker(server: server),
+        ImportWorker(server: server),
     ]
     if server.configuration.catchUp.interval > .zero { workers.append(CatchUpWorker(server: server)) }
     guard let tracing = server.tracing else { return workers }

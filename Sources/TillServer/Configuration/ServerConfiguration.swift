@@ -24,6 +24,8 @@ public struct ServerConfiguration: Sendable {
     public var sandboxReceiptIntermediates: [Certificate]
     public var confirmation: ConfirmationSettings
     public var catchUp: CatchUpSettings
+    /// How imports of existing customers ask Apple.
+    public var imports: ImportSettings = .init()
     public var webhooks: WebhookSettings = .init()
     /// Signs download URLs; empty means "made once and kept in the database", so that URLs survive restarts and
     /// every process sharing one database agrees.
@@ -90,7 +92,7 @@ extension ServerConfiguration {
 }
 
 extension ServerConfiguration {
-    /// What Apple's side of the server (intake, confirmation, notifications, catch-up and consumption answers)
+    /// What Apple's side of the server (intake, confirmation, notifications, catch-up, consumption answers and imports)
     /// reads of these settings.
     package var appStore: AppStoreSettings {
         AppStoreSettings(
@@ -99,7 +101,8 @@ extension ServerConfiguration {
             sandboxReceiptRoots: sandboxReceiptRoots,
             sandboxReceiptIntermediates: sandboxReceiptIntermediates,
             confirmation: confirmation,
-            catchUp: catchUp
+            catchUp: catchUp,
+            imports: imports
         )
     }
 }

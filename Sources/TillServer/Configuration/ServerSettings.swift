@@ -45,6 +45,7 @@ import X509
 /// | `confirmation.longest-delay-seconds` | `30` | the longest pacing holds back a due confirmation |
 /// | `catch-up.interval-seconds` | `3600` | between two catch-up runs with Apple's histories (the first at start); `0` turns them off |
 /// | `catch-up.first-look-back-days` | `7` | how far back an app's first catch-up reads Notification History (1–180) |
+/// | `import.requests-per-second`, `import.sandbox-requests-per-second` | `40`, `4` | calls to Transaction History a second while importing existing customers, per environment (Apple allows an app 50 in production and a tenth of that in the sandbox, the catch-up included) |
 /// | `webhooks.allow-http-loopback` | `true` in development, else `false` | plain HTTP endpoints on a loopback host, and connections to loopback addresses |
 /// | `webhooks.allow-private-addresses` | `false` | deliveries to private, loopback and link-local addresses (checked after DNS resolution) |
 /// | `webhooks.connect-timeout-seconds`, `webhooks.timeout-seconds` | `5`, `15` | how long connecting, and a whole attempt, may take |
@@ -53,6 +54,7 @@ import X509
 /// | `webhooks.retry-schedule-seconds` | `5,300,1800,7200,18000,36000` | the delays between attempts, the last repeated |
 /// | `webhooks.concurrency`, `webhooks.concurrency-per-endpoint` | `256`, `8` | deliveries under way in all, requests at once to one endpoint |
 /// | `webhooks.batch-per-endpoint`, `webhooks.batch-window-ms` | `32`, `50` | deliveries a round sends one endpoint, and the least time between rounds under a steady stream |
+/// | `webhooks.deliver-imports` | `false` | whether the events of imports of existing customers (source `import`) go to webhook endpoints; the feed has them either way |
 /// | `simulator.port`, `simulator.database` (development) | `8090`, `till-simulator.sqlite` | the in-process simulator |
 /// | `log.level` (`TILL_LOG_LEVEL`) | `info` | trace, debug, info, notice, warning, error or critical |
 /// | `tracing.endpoint` (`TILL_TRACING_ENDPOINT`) | none: tracing off | an OTLP/HTTP collector's traces URL (`http://collector:4318/v1/traces`; an address without a path gets `/v1/traces`) |
@@ -82,6 +84,7 @@ public struct ServerSettings: Sendable {
     public var sandboxRootFiles: [String]
     public var confirmation: ConfirmationSettings
     public var catchUp: CatchUpSettings
+    public var imports: ImportSettings
     public var webhooks: WebhookSettings
     public var simulatorPort: Int
     public var simulatorDatabase: DatabaseConfiguration
@@ -217,6 +220,7 @@ public struct ServerSettings: Sendable {
             interval: .seconds(catchUpInterval),
             firstLookBack: .seconds(lookBackDays * 86_400)
         )
+        imports = try Self.imports(config)
         webhooks = try Self.webhooks(config, development: development)
         simulatorPort = config.int(forKey: "simulator.port", default: 8090)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
@@ -241,6 +245,22 @@ public struct ServerSettings: Sendable {
                 "production mode needs operator.token (TILL_OPERATOR_TOKEN)"
             )
         }
+    }
+
+    /// The `import.…` settings; each rate is read as text, so that a value that is not a number is refused.
+    static func imports(_ config: ConfigReader) throws -> ImportSettings {
+        var rates: [AppStoreEnvironment: Double] = [:]
+        for (key, environment, standard) in [
+            ("import.requests-per-second", AppStoreEnvironment.production, "40"),
+            ("import.sandbox-requests-per-second", .sandbox, "4"),
+        ] {
+            let text = config.string(forKey: ConfigKey(key), default: standard)
+            guard let rate = Double(text.trimmingCharacters(in: .whitespaces)), rate >= 0.1, rate <= 10_000 else {
+                throw SettingsRefusal(.invalidImportRate, "\(key) is a number from 0.1 to 10000, not \(text)")
+            }
+            rates[environment] = rate
+        }
+        return ImportSettings(requestsPerSecond: rates)
     }
 
     /// The `webhooks.…` settings.
@@ -274,7 +294,8 @@ public struct ServerSettings: Sendable {
             concurrency: config.int(forKey: "webhooks.concurrency", default: 256),
             concurrencyPerEndpoint: config.int(forKey: "webhooks.concurrency-per-endpoint", default: 8),
             batchPerEndpoint: config.int(forKey: "webhooks.batch-per-endpoint", default: 32),
-            batchWindow: .milliseconds(Int64(window))
+            batchWindow: .milliseconds(Int64(window)),
+            deliverImports: config.bool(forKey: "webhooks.deliver-imports", default: false)
         )
     }
 

@@ -12,6 +12,7 @@ public enum SettingsReason: String, RefusalReason {
     case invalidCatchUpLookBack
     case invalidConfigFile
     case invalidDatabaseWait
+    case invalidImportRate
     case invalidLogLevel
     case invalidMode
     case invalidPort

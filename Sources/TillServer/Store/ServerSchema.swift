@@ -25,7 +25,9 @@ enum ServerSchema {
     static let submissionStates = "'pending', 'confirmed', 'retrying', 'rejected', 'deadLettered'"
     static let submissionKinds = "'appReceipt', 'transactionReceipt', 'signedTransaction'"
     static let retryCauses = "'appleUnavailable', 'configuration', 'other'"
-    static let jobKinds = "'confirmation', 'consumptionAnswer', 'catchUp', 'delivery'"
+    static let jobKinds = "'confirmation', 'consumptionAnswer', 'catchUp', 'delivery', 'import'"
+    /// The job kinds as migrations 018 and 024 wrote them (026 adds `import`).
+    private static let jobKinds018 = "'confirmation', 'consumptionAnswer', 'catchUp', 'delivery'"
     static let jobStates = "'queued', 'deadLettered'"
     static let eventTypes = """
         'purchase.initial', 'subscription.renewed', 'purchase.nonRenewing', 'credits.purchased', 'credits.debited',
@@ -36,7 +38,17 @@ enum ServerSchema {
         'customer.transferred', 'consumption.answerSent'
         """
     static let eventSources =
+        "'submission', 'confirmation', 'notification', 'catchUp', 'app', 'operator', 'consumption', 'import'"
+    /// The event sources as migration 019 wrote them (026 adds `import`).
+    private static let eventSources019 =
         "'submission', 'confirmation', 'notification', 'catchUp', 'app', 'operator', 'consumption'"
+    static let importStates = "'receiving', 'running', 'finished', 'cancelled'"
+    static let importRowKinds = "'transactionId', 'appReceipt', 'signedTransaction'"
+    static let importRowOutcomes = "'pending', 'imported', 'alreadyKnown', 'refused', 'failed'"
+    static let importRowReasons = """
+        'invalidRow', 'invalidCustomerId', 'unverifiable', 'sandboxNotAccepted', 'invalidTransactionId', 'notFound',
+        'noTransactions', 'ownedByAnotherCustomer', 'appleRefused', 'appleUnavailable'
+        """
     static let deliveryStates = "'pending', 'delivered', 'deadLettered'"
     static let figureMeasures =
         "'purchase', 'refund', 'refundReversed', 'revocation', 'restoration', 'renewal', 'subscription'"
@@ -96,7 +108,7 @@ enum ServerSchema {
 
     private static let jobsTable = """
         CREATE TABLE srv_jobs (
-            kind TEXT NOT NULL CHECK (kind IN (\(jobKinds))), job_key TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN (\(jobKinds018))), job_key TEXT NOT NULL,
             state TEXT NOT NULL CHECK (state IN (\(jobStates))), queue_group TEXT NOT NULL, stream TEXT,
             position BIGINT NOT NULL, attempts INTEGER NOT NULL, due_at BIGINT NOT NULL, claimed_until BIGINT,
             last_error TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (kind, job_key))
@@ -666,7 +678,7 @@ enum ServerSchema {
                 CREATE TABLE srv_events (
                     sequence BIGINT NOT NULL PRIMARY KEY, id TEXT NOT NULL UNIQUE, bundle_id TEXT NOT NULL,
                     customer_id TEXT, type TEXT NOT NULL CHECK (type IN (\(eventTypes))),
-                    source TEXT NOT NULL CHECK (source IN (\(eventSources))),
+                    source TEXT NOT NULL CHECK (source IN (\(eventSources019))),
                     environment TEXT CHECK (environment IN (\(environments))), occurred_at BIGINT NOT NULL,
                     created_at BIGINT NOT NULL, body TEXT NOT NULL)
                 """,
@@ -772,7 +784,7 @@ enum ServerSchema {
             [
                 """
                 CREATE TABLE srv_job_holds (
-                    kind TEXT NOT NULL CHECK (kind IN (\(jobKinds))), queue_group TEXT NOT NULL, holder TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN (\(jobKinds018))), queue_group TEXT NOT NULL, holder TEXT NOT NULL,
                     held_until BIGINT NOT NULL, PRIMARY KEY (kind, queue_group))
                 """
             ]
@@ -787,5 +799,105 @@ enum ServerSchema {
                 "ALTER TABLE srv_jobs ADD COLUMN trace TEXT",
             ]
         ),
+        // Imports of an app's existing customers (`Imports`, docs/operations.md): each import and its rows, each row's
+        // outcome and where its history stands. Events and jobs gain the source and the kind `import`: PostgreSQL
+        // swaps the CHECK constraints; SQLite, which cannot, rebuilds the three tables (srv_events with all its rows:
+        // the one long step of this upgrade on a large database).
+        Migration("026-imports-sqlite", importTables + importSourcesSQLite, only: .sqlite),
+        Migration("026-imports-postgres", importTables + importSourcesPostgres, only: .postgres),
+    ]
+
+    private static let importTables = [
+        """
+        CREATE TABLE srv_imports (
+            id TEXT NOT NULL PRIMARY KEY, bundle_id TEXT NOT NULL, name TEXT, file_sha256 TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN (\(importStates))), rows_total INTEGER NOT NULL, last_error TEXT,
+            created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, finished_at BIGINT)
+        """,
+        "CREATE INDEX srv_imports_app ON srv_imports (bundle_id, created_at, id)",
+        // One import of a file at a time: the same file sent again while it is stored or read is that import.
+        """
+        CREATE UNIQUE INDEX srv_imports_file ON srv_imports (bundle_id, file_sha256)
+        WHERE state IN ('receiving', 'running')
+        """,
+        """
+        CREATE TABLE srv_import_rows (
+            import_id TEXT NOT NULL, row_number INTEGER NOT NULL, customer_id TEXT,
+            kind TEXT CHECK (kind IN (\(importRowKinds))), input TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN (\(importRowOutcomes))),
+            reason TEXT CHECK (reason IN (\(importRowReasons))), detail TEXT,
+            environment TEXT CHECK (environment IN (\(environments))), original_transaction_id TEXT, revision TEXT,
+            recorded INTEGER NOT NULL, updated INTEGER NOT NULL, revoked INTEGER NOT NULL, unchanged INTEGER NOT NULL,
+            conflicts INTEGER NOT NULL, unverifiable INTEGER NOT NULL, attempts INTEGER NOT NULL,
+            next_attempt_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (import_id, row_number))
+        """,
+        // The rows to read next, and a list of one outcome, in the file's order.
+        "CREATE INDEX srv_import_rows_outcome ON srv_import_rows (import_id, outcome, row_number)",
+    ]
+
+    /// SQLite: srv_jobs, srv_job_holds and srv_events again, with `import` in their CHECKs, their rows and indexes.
+    private static let importSourcesSQLite: [String] =
+        [
+            """
+            CREATE TABLE srv_jobs_026 (
+                kind TEXT NOT NULL CHECK (kind IN (\(jobKinds))), job_key TEXT NOT NULL,
+                state TEXT NOT NULL CHECK (state IN (\(jobStates))), queue_group TEXT NOT NULL, stream TEXT,
+                position BIGINT NOT NULL, attempts INTEGER NOT NULL, due_at BIGINT NOT NULL, claimed_until BIGINT,
+                last_error TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, trace TEXT,
+                PRIMARY KEY (kind, job_key))
+            """,
+            """
+            INSERT INTO srv_jobs_026 (kind, job_key, state, queue_group, stream, position, attempts, due_at,
+                claimed_until, last_error, created_at, updated_at, trace)
+            SELECT kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until, last_error,
+                created_at, updated_at, trace
+            FROM srv_jobs
+            """,
+            "DROP TABLE srv_jobs",
+            "ALTER TABLE srv_jobs_026 RENAME TO srv_jobs",
+        ] + jobIndexes + [
+            """
+            CREATE TABLE srv_job_holds_026 (
+                kind TEXT NOT NULL CHECK (kind IN (\(jobKinds))), queue_group TEXT NOT NULL, holder TEXT NOT NULL,
+                held_until BIGINT NOT NULL, PRIMARY KEY (kind, queue_group))
+            """,
+            "INSERT INTO srv_job_holds_026 (kind, queue_group, holder, held_until) SELECT kind, queue_group, holder, held_until FROM srv_job_holds",
+            "DROP TABLE srv_job_holds",
+            "ALTER TABLE srv_job_holds_026 RENAME TO srv_job_holds",
+            """
+            CREATE TABLE srv_events_026 (
+                sequence BIGINT NOT NULL PRIMARY KEY, id TEXT NOT NULL UNIQUE, bundle_id TEXT NOT NULL,
+                customer_id TEXT, type TEXT NOT NULL CHECK (type IN (\(eventTypes))),
+                source TEXT NOT NULL CHECK (source IN (\(eventSources))),
+                environment TEXT CHECK (environment IN (\(environments))), occurred_at BIGINT NOT NULL,
+                created_at BIGINT NOT NULL, body TEXT NOT NULL, trace TEXT)
+            """,
+            """
+            INSERT INTO srv_events_026 (sequence, id, bundle_id, customer_id, type, source, environment, occurred_at,
+                created_at, body, trace)
+            SELECT sequence, id, bundle_id, customer_id, type, source, environment, occurred_at, created_at, body, trace
+            FROM srv_events
+            """,
+            "DROP TABLE srv_events",
+            "ALTER TABLE srv_events_026 RENAME TO srv_events",
+            "CREATE INDEX srv_events_app ON srv_events (bundle_id, sequence)",
+            "CREATE INDEX srv_events_customer ON srv_events (bundle_id, customer_id, sequence)",
+            "CREATE INDEX srv_events_recorded ON srv_events (bundle_id, created_at)",
+        ]
+
+    /// PostgreSQL: the three CHECKs (named by PostgreSQL after their table and column) swapped for ones with `import`.
+    private static let importSourcesPostgres = [
+        """
+        ALTER TABLE srv_jobs DROP CONSTRAINT srv_jobs_kind_check,
+            ADD CONSTRAINT srv_jobs_kind_check CHECK (kind IN (\(jobKinds)))
+        """,
+        """
+        ALTER TABLE srv_job_holds DROP CONSTRAINT srv_job_holds_kind_check,
+            ADD CONSTRAINT srv_job_holds_kind_check CHECK (kind IN (\(jobKinds)))
+        """,
+        """
+        ALTER TABLE srv_events DROP CONSTRAINT srv_events_source_check,
+            ADD CONSTRAINT srv_events_source_check CHECK (source IN (\(eventSources)))
+        """,
     ]
 }

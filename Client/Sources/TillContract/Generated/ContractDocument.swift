@@ -1087,6 +1087,198 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/Error'
             '500':
               $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/imports:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+        post:
+          tags: [admin]
+          operationId: startImport
+          summary: Import the customers an app already has
+          description: 'Reads a file of rows, each a `customerId` and exactly one of `transactionId` (or
+            `originalTransactionId`), `appReceipt` or `signedTransaction`: CSV with a header row, or JSON lines. The rows
+            are kept, and the server then reads each customer''s whole Transaction History from Apple (production first,
+            the sandbox when Apple does not know the id there and the app accepts the sandbox) and records every
+            transaction through the ledger, confirmed, with events of source `import` (docs/operations.md, "Importing
+            existing customers"). Answers at once; follow the import with `GET …/imports/{import}`. The same file sent
+            while its import runs is that import (`200`); sent after it finished, it is a new import whose rows change
+            nothing the first recorded.'
+          security:
+            - operatorToken: []
+          parameters:
+            - name: name
+              in: query
+              description: What the import is called in lists (the file's name, say).
+              schema:
+                type: string
+                maxLength: 200
+          requestBody:
+            required: true
+            description: The file, at most 256 MiB and 1,000,000 rows (`text/csv` or `application/x-ndjson`; the
+              first character tells them apart).
+            content:
+              text/csv: {}
+              application/x-ndjson: {}
+          responses:
+            '200':
+              description: This file's import was running already; nothing new was started.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Import'
+            '202':
+              description: The import is kept and starts.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Import'
+            '400':
+              description: '`invalidImportFile` (not UTF-8, no header naming `customerId` and an input column, no rows,
+                over 1,000,000 rows), `invalidName`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
+            '409':
+              description: '`noAPIKey`: the app has no App Store Server API key, so there is no one to ask.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '413':
+              $ref: '#/components/responses/BodyTooLarge'
+            '500':
+              $ref: '#/components/responses/InternalError'
+        get:
+          tags: [admin]
+          operationId: listImports
+          summary: The app's imports, newest first
+          security:
+            - operatorToken: []
+          parameters:
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of imports.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ImportPage'
+            '400':
+              $ref: '#/components/responses/InvalidPage'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/imports/{import}:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/ImportId'
+        get:
+          tags: [admin]
+          operationId: getImport
+          summary: One import and how far it has come
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The import, its rows counted by outcome.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Import'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `importNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/imports/{import}/rows:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/ImportId'
+        get:
+          tags: [admin]
+          operationId: listImportRows
+          summary: An import's rows, in the file's order
+          description: Each row's outcome and, when refused or failed, why. `outcome` lists only the rows with that
+            outcome (`refused`, say).
+          security:
+            - operatorToken: []
+          parameters:
+            - name: outcome
+              in: query
+              schema:
+                $ref: '#/components/schemas/ImportRowOutcome'
+            - $ref: '#/components/parameters/Limit'
+            - $ref: '#/components/parameters/Cursor'
+          responses:
+            '200':
+              description: A page of rows.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/ImportRowPage'
+            '400':
+              description: '`invalidOutcome`, `invalidLimit`, `invalidCursor`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `importNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
+      /admin/v1/apps/{bundle}/imports/{import}/cancel:
+        parameters:
+          - $ref: '#/components/parameters/Bundle'
+          - $ref: '#/components/parameters/ImportId'
+        post:
+          tags: [admin]
+          operationId: cancelImport
+          summary: Stop an import
+          description: The rows not yet done stay `pending` and are not read; what was recorded stays. No body.
+          security:
+            - operatorToken: []
+          responses:
+            '200':
+              description: The import, cancelled.
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Import'
+            '401':
+              $ref: '#/components/responses/Unauthorized'
+            '404':
+              description: '`appNotFound`, `importNotFound`.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '409':
+              description: '`importEnded`: the import finished or was cancelled already.'
+              content:
+                application/json:
+                  schema:
+                    $ref: '#/components/schemas/Error'
+            '500':
+              $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/consumption-requests:
         get:
           tags: [admin, notifications]
@@ -2475,6 +2667,13 @@ public enum ContractDocument {
           required: true
           description: A subscription group of the catalogue (a product's `subscriptionGroup`, or the product id of an
             auto-renewable product without one).
+          schema:
+            type: string
+        ImportId:
+          name: import
+          in: path
+          required: true
+          description: The import's id (`imp_…`).
           schema:
             type: string
         Limit:
@@ -4128,6 +4327,185 @@ public enum ContractDocument {
               type: string
               examples: ['the App Store Server API (Sandbox) answered HTTP 503']
 
+        Import:
+          type: object
+          description: 'One import of an app''s existing customers (docs/operations.md, "Importing existing
+            customers").'
+          required: [id, bundleId, state, fileSha256, rows, transactions, refusedBy, createdAt, updatedAt]
+          properties:
+            id:
+              type: string
+              examples: [imp_01JD5Z2W8Q4K3M7N9P0R2S4T6V]
+            bundleId:
+              type: string
+            name:
+              type: [string, 'null']
+            state:
+              $ref: '#/components/schemas/ImportState'
+            fileSha256:
+              type: string
+              description: The file's SHA-256, hex.
+            rows:
+              $ref: '#/components/schemas/ImportRowCounts'
+            transactions:
+              $ref: '#/components/schemas/ImportTransactionCounts'
+            refusedBy:
+              type: array
+              description: The refused rows counted by reason, most first.
+              items:
+                $ref: '#/components/schemas/ImportRefusalCount'
+            lastError:
+              type: [string, 'null']
+              description: 'Why the import waits, when it does: Apple refused the app''s key, say. It goes on by
+                itself once the cause is mended.'
+            createdAt:
+              type: integer
+              format: int64
+            updatedAt:
+              type: integer
+              format: int64
+            finishedAt:
+              type: [integer, 'null']
+              format: int64
+        ImportState:
+          type: string
+          enum: [receiving, running, finished, cancelled]
+          description: '`receiving`: the file''s rows are being stored; `running`: its rows are being read from Apple;
+            `finished`: every row has an outcome; `cancelled`: stopped by an operator.'
+        ImportRowCounts:
+          type: object
+          required: [total, done, imported, alreadyKnown, refused, failed, pending, retrying]
+          properties:
+            total:
+              type: integer
+            done:
+              type: integer
+              description: Rows with an outcome (all but `pending`).
+            imported:
+              type: integer
+              description: Rows whose history recorded, updated or revoked something.
+            alreadyKnown:
+              type: integer
+              description: Rows whose history the server held already, all of it.
+            refused:
+              type: integer
+            failed:
+              type: integer
+              description: Apple did not answer after every attempt; importing the file again retries them.
+            pending:
+              type: integer
+            retrying:
+              type: integer
+              description: Pending rows whose last attempt found Apple unavailable (part of `pending`).
+        ImportTransactionCounts:
+          type: object
+          required: [recorded, updated, revoked, unchanged, ownedByAnotherCustomer, unverifiable]
+          properties:
+            recorded:
+              type: integer
+              description: Transactions new to the server, recorded confirmed.
+            updated:
+              type: integer
+            revoked:
+              type: integer
+            unchanged:
+              type: integer
+            ownedByAnotherCustomer:
+              type: integer
+              description: Transactions the server holds for another customer; an import never moves them.
+            unverifiable:
+              type: integer
+              description: Signed transactions of the history that did not verify; nothing recorded.
+        ImportRefusalCount:
+          type: object
+          required: [reason, count]
+          properties:
+            reason:
+              $ref: '#/components/schemas/ImportRowReason'
+            count:
+              type: integer
+        ImportRowOutcome:
+          type: string
+          enum: [pending, imported, alreadyKnown, refused, failed]
+        ImportRowKind:
+          type: string
+          enum: [transactionId, appReceipt, signedTransaction]
+        ImportRowReason:
+          type: string
+          enum: [invalidRow, invalidCustomerId, unverifiable, sandboxNotAccepted, invalidTransactionId, notFound,
+            noTransactions, ownedByAnotherCustomer, appleRefused, appleUnavailable]
+          description: '`invalidRow`: no input column, or more than one; `invalidCustomerId`; `unverifiable`: the receipt
+            or signed transaction does not verify for this app; `sandboxNotAccepted`: sandbox data for an app that does
+            not accept it; `invalidTransactionId`: Apple says the id is malformed; `notFound`: neither environment knows
+            the id; `noTransactions`: the receipt holds no in-app purchase, or the history is empty;
+            `ownedByAnotherCustomer`: every transaction of the history belongs to another customer; `appleRefused`:
+            Apple refused the request otherwise; `appleUnavailable`: no answer after every attempt (a failed row).'
+        ImportRow:
+          type: object
+          required: [row, outcome, attempts, recorded, updated, revoked, unchanged, ownedByAnotherCustomer]
+          properties:
+            row:
+              type: integer
+              description: The row's number in the file, from 1 (the header not counted).
+            customerId:
+              type: [string, 'null']
+            kind:
+              $ref: '#/components/schemas/ImportRowKind'
+            outcome:
+              $ref: '#/components/schemas/ImportRowOutcome'
+            reason:
+              $ref: '#/components/schemas/ImportRowReason'
+            detail:
+              type: [string, 'null']
+            environment:
+              type: [string, 'null']
+              examples: [Production, Sandbox]
+            originalTransactionId:
+              type: [string, 'null']
+              description: The transaction whose history was read.
+            attempts:
+              type: integer
+            recorded:
+              type: integer
+            updated:
+              type: integer
+            revoked:
+              type: integer
+            unchanged:
+              type: integer
+            ownedByAnotherCustomer:
+              type: integer
+        ImportPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/Import'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
+        ImportRowPage:
+          type: object
+          description: A page of a list; follow `nextCursor` until it is null.
+          required: [items, total]
+          properties:
+            items:
+              type: array
+              items:
+                $ref: '#/components/schemas/ImportRow'
+            nextCursor:
+              type: [string, 'null']
+              description: Pass as `cursor` for the next page; null on the last page.
+            total:
+              type: integer
+              description: How many items the whole list has.
+
         RevenueReport:
           type: object
           required: [from, to, groupBy, rows, totals]
@@ -4212,11 +4590,12 @@ public enum ContractDocument {
             - consumption.answerSent
         EventSourceKind:
           type: string
-          enum: [submission, confirmation, notification, catchUp, app, operator, consumption]
+          enum: [submission, confirmation, notification, catchUp, app, operator, consumption, import]
           description: 'Who told the server: `submission` (an app submitted a purchase), `confirmation` (Apple''s answer to
             a submission), `notification` (an App Store Server Notification), `catchUp` (Apple''s Transaction History,
             read after downtime), `app` (the app API: a debit, a guest linked to an account), `operator` (the admin API,
-            with a note), `consumption` (the server''s answer to Apple''s consumption request).'
+            with a note), `consumption` (the server''s answer to Apple''s consumption request), `import` (the
+            app''s existing customers imported: Apple''s Transaction History, read for a customer of the file).'
         EventSource:
           type: object
           required: [kind]

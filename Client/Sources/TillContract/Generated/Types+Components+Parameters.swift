@@ -34,6 +34,10 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/parameters/SubscriptionGroup`.
         public typealias SubscriptionGroup = Swift.String
+        /// The import's id (`imp_…`).
+        ///
+        /// - Remark: Generated from `#/components/parameters/ImportId`.
+        public typealias ImportId = Swift.String
         /// How many items a page holds at most.
         ///
         /// - Remark: Generated from `#/components/parameters/Limit`.

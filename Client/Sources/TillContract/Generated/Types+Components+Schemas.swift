@@ -3171,6 +3171,449 @@ extension Components {
                 case message
             }
         }
+        /// One import of an app's existing customers (docs/operations.md, "Importing existing customers").
+        ///
+        /// - Remark: Generated from `#/components/schemas/Import`.
+        public struct Import: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Import/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Import/bundleId`.
+            public var bundleId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Import/name`.
+            public var name: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Import/state`.
+            public var state: Components.Schemas.ImportState
+            /// The file's SHA-256, hex.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Import/fileSha256`.
+            public var fileSha256: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Import/rows`.
+            public var rows: Components.Schemas.ImportRowCounts
+            /// - Remark: Generated from `#/components/schemas/Import/transactions`.
+            public var transactions: Components.Schemas.ImportTransactionCounts
+            /// The refused rows counted by reason, most first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Import/refusedBy`.
+            public var refusedBy: [Components.Schemas.ImportRefusalCount]
+            /// Why the import waits, when it does: Apple refused the app's key, say. It goes on by itself once the cause is mended.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Import/lastError`.
+            public var lastError: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Import/createdAt`.
+            public var createdAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Import/updatedAt`.
+            public var updatedAt: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Import/finishedAt`.
+            public var finishedAt: Swift.Int64?
+            /// Creates a new `Import`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - bundleId:
+            ///   - name:
+            ///   - state:
+            ///   - fileSha256: The file's SHA-256, hex.
+            ///   - rows:
+            ///   - transactions:
+            ///   - refusedBy: The refused rows counted by reason, most first.
+            ///   - lastError: Why the import waits, when it does: Apple refused the app's key, say. It goes on by itself once the cause is mended.
+            ///   - createdAt:
+            ///   - updatedAt:
+            ///   - finishedAt:
+            public init(
+                id: Swift.String,
+                bundleId: Swift.String,
+                name: Swift.String? = nil,
+                state: Components.Schemas.ImportState,
+                fileSha256: Swift.String,
+                rows: Components.Schemas.ImportRowCounts,
+                transactions: Components.Schemas.ImportTransactionCounts,
+                refusedBy: [Components.Schemas.ImportRefusalCount],
+                lastError: Swift.String? = nil,
+                createdAt: Swift.Int64,
+                updatedAt: Swift.Int64,
+                finishedAt: Swift.Int64? = nil
+            ) {
+                self.id = id
+                self.bundleId = bundleId
+                self.name = name
+                self.state = state
+                self.fileSha256 = fileSha256
+                self.rows = rows
+                self.transactions = transactions
+                self.refusedBy = refusedBy
+                self.lastError = lastError
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+                self.finishedAt = finishedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case bundleId
+                case name
+                case state
+                case fileSha256
+                case rows
+                case transactions
+                case refusedBy
+                case lastError
+                case createdAt
+                case updatedAt
+                case finishedAt
+            }
+        }
+        /// `receiving`: the file's rows are being stored; `running`: its rows are being read from Apple; `finished`: every row has an outcome; `cancelled`: stopped by an operator.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ImportState`.
+        @frozen public enum ImportState: String, Codable, Hashable, Sendable, CaseIterable {
+            case receiving = "receiving"
+            case running = "running"
+            case finished = "finished"
+            case cancelled = "cancelled"
+        }
+        /// - Remark: Generated from `#/components/schemas/ImportRowCounts`.
+        public struct ImportRowCounts: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/total`.
+            public var total: Swift.Int
+            /// Rows with an outcome (all but `pending`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/done`.
+            public var done: Swift.Int
+            /// Rows whose history recorded, updated or revoked something.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/imported`.
+            public var imported: Swift.Int
+            /// Rows whose history the server held already, all of it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/alreadyKnown`.
+            public var alreadyKnown: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/refused`.
+            public var refused: Swift.Int
+            /// Apple did not answer after every attempt; importing the file again retries them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/failed`.
+            public var failed: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/pending`.
+            public var pending: Swift.Int
+            /// Pending rows whose last attempt found Apple unavailable (part of `pending`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowCounts/retrying`.
+            public var retrying: Swift.Int
+            /// Creates a new `ImportRowCounts`.
+            ///
+            /// - Parameters:
+            ///   - total:
+            ///   - done: Rows with an outcome (all but `pending`).
+            ///   - imported: Rows whose history recorded, updated or revoked something.
+            ///   - alreadyKnown: Rows whose history the server held already, all of it.
+            ///   - refused:
+            ///   - failed: Apple did not answer after every attempt; importing the file again retries them.
+            ///   - pending:
+            ///   - retrying: Pending rows whose last attempt found Apple unavailable (part of `pending`).
+            public init(
+                total: Swift.Int,
+                done: Swift.Int,
+                imported: Swift.Int,
+                alreadyKnown: Swift.Int,
+                refused: Swift.Int,
+                failed: Swift.Int,
+                pending: Swift.Int,
+                retrying: Swift.Int
+            ) {
+                self.total = total
+                self.done = done
+                self.imported = imported
+                self.alreadyKnown = alreadyKnown
+                self.refused = refused
+                self.failed = failed
+                self.pending = pending
+                self.retrying = retrying
+            }
+            public enum CodingKeys: String, CodingKey {
+                case total
+                case done
+                case imported
+                case alreadyKnown
+                case refused
+                case failed
+                case pending
+                case retrying
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts`.
+        public struct ImportTransactionCounts: Codable, Hashable, Sendable {
+            /// Transactions new to the server, recorded confirmed.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts/recorded`.
+            public var recorded: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts/updated`.
+            public var updated: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts/revoked`.
+            public var revoked: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts/unchanged`.
+            public var unchanged: Swift.Int
+            /// Transactions the server holds for another customer; an import never moves them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts/ownedByAnotherCustomer`.
+            public var ownedByAnotherCustomer: Swift.Int
+            /// Signed transactions of the history that did not verify; nothing recorded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportTransactionCounts/unverifiable`.
+            public var unverifiable: Swift.Int
+            /// Creates a new `ImportTransactionCounts`.
+            ///
+            /// - Parameters:
+            ///   - recorded: Transactions new to the server, recorded confirmed.
+            ///   - updated:
+            ///   - revoked:
+            ///   - unchanged:
+            ///   - ownedByAnotherCustomer: Transactions the server holds for another customer; an import never moves them.
+            ///   - unverifiable: Signed transactions of the history that did not verify; nothing recorded.
+            public init(
+                recorded: Swift.Int,
+                updated: Swift.Int,
+                revoked: Swift.Int,
+                unchanged: Swift.Int,
+                ownedByAnotherCustomer: Swift.Int,
+                unverifiable: Swift.Int
+            ) {
+                self.recorded = recorded
+                self.updated = updated
+                self.revoked = revoked
+                self.unchanged = unchanged
+                self.ownedByAnotherCustomer = ownedByAnotherCustomer
+                self.unverifiable = unverifiable
+            }
+            public enum CodingKeys: String, CodingKey {
+                case recorded
+                case updated
+                case revoked
+                case unchanged
+                case ownedByAnotherCustomer
+                case unverifiable
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ImportRefusalCount`.
+        public struct ImportRefusalCount: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ImportRefusalCount/reason`.
+            public var reason: Components.Schemas.ImportRowReason
+            /// - Remark: Generated from `#/components/schemas/ImportRefusalCount/count`.
+            public var count: Swift.Int
+            /// Creates a new `ImportRefusalCount`.
+            ///
+            /// - Parameters:
+            ///   - reason:
+            ///   - count:
+            public init(
+                reason: Components.Schemas.ImportRowReason,
+                count: Swift.Int
+            ) {
+                self.reason = reason
+                self.count = count
+            }
+            public enum CodingKeys: String, CodingKey {
+                case reason
+                case count
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ImportRowOutcome`.
+        @frozen public enum ImportRowOutcome: String, Codable, Hashable, Sendable, CaseIterable {
+            case pending = "pending"
+            case imported = "imported"
+            case alreadyKnown = "alreadyKnown"
+            case refused = "refused"
+            case failed = "failed"
+        }
+        /// - Remark: Generated from `#/components/schemas/ImportRowKind`.
+        @frozen public enum ImportRowKind: String, Codable, Hashable, Sendable, CaseIterable {
+            case transactionId = "transactionId"
+            case appReceipt = "appReceipt"
+            case signedTransaction = "signedTransaction"
+        }
+        /// `invalidRow`: no input column, or more than one; `invalidCustomerId`; `unverifiable`: the receipt or signed transaction does not verify for this app; `sandboxNotAccepted`: sandbox data for an app that does not accept it; `invalidTransactionId`: Apple says the id is malformed; `notFound`: neither environment knows the id; `noTransactions`: the receipt holds no in-app purchase, or the history is empty; `ownedByAnotherCustomer`: every transaction of the history belongs to another customer; `appleRefused`: Apple refused the request otherwise; `appleUnavailable`: no answer after every attempt (a failed row).
+        ///
+        /// - Remark: Generated from `#/components/schemas/ImportRowReason`.
+        @frozen public enum ImportRowReason: String, Codable, Hashable, Sendable, CaseIterable {
+            case invalidRow = "invalidRow"
+            case invalidCustomerId = "invalidCustomerId"
+            case unverifiable = "unverifiable"
+            case sandboxNotAccepted = "sandboxNotAccepted"
+            case invalidTransactionId = "invalidTransactionId"
+            case notFound = "notFound"
+            case noTransactions = "noTransactions"
+            case ownedByAnotherCustomer = "ownedByAnotherCustomer"
+            case appleRefused = "appleRefused"
+            case appleUnavailable = "appleUnavailable"
+        }
+        /// - Remark: Generated from `#/components/schemas/ImportRow`.
+        public struct ImportRow: Codable, Hashable, Sendable {
+            /// The row's number in the file, from 1 (the header not counted).
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRow/row`.
+            public var row: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRow/customerId`.
+            public var customerId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ImportRow/kind`.
+            public var kind: Components.Schemas.ImportRowKind?
+            /// - Remark: Generated from `#/components/schemas/ImportRow/outcome`.
+            public var outcome: Components.Schemas.ImportRowOutcome
+            /// - Remark: Generated from `#/components/schemas/ImportRow/reason`.
+            public var reason: Components.Schemas.ImportRowReason?
+            /// - Remark: Generated from `#/components/schemas/ImportRow/detail`.
+            public var detail: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ImportRow/environment`.
+            public var environment: Swift.String?
+            /// The transaction whose history was read.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRow/originalTransactionId`.
+            public var originalTransactionId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ImportRow/attempts`.
+            public var attempts: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRow/recorded`.
+            public var recorded: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRow/updated`.
+            public var updated: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRow/revoked`.
+            public var revoked: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRow/unchanged`.
+            public var unchanged: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ImportRow/ownedByAnotherCustomer`.
+            public var ownedByAnotherCustomer: Swift.Int
+            /// Creates a new `ImportRow`.
+            ///
+            /// - Parameters:
+            ///   - row: The row's number in the file, from 1 (the header not counted).
+            ///   - customerId:
+            ///   - kind:
+            ///   - outcome:
+            ///   - reason:
+            ///   - detail:
+            ///   - environment:
+            ///   - originalTransactionId: The transaction whose history was read.
+            ///   - attempts:
+            ///   - recorded:
+            ///   - updated:
+            ///   - revoked:
+            ///   - unchanged:
+            ///   - ownedByAnotherCustomer:
+            public init(
+                row: Swift.Int,
+                customerId: Swift.String? = nil,
+                kind: Components.Schemas.ImportRowKind? = nil,
+                outcome: Components.Schemas.ImportRowOutcome,
+                reason: Components.Schemas.ImportRowReason? = nil,
+                detail: Swift.String? = nil,
+                environment: Swift.String? = nil,
+                originalTransactionId: Swift.String? = nil,
+                attempts: Swift.Int,
+                recorded: Swift.Int,
+                updated: Swift.Int,
+                revoked: Swift.Int,
+                unchanged: Swift.Int,
+                ownedByAnotherCustomer: Swift.Int
+            ) {
+                self.row = row
+                self.customerId = customerId
+                self.kind = kind
+                self.outcome = outcome
+                self.reason = reason
+                self.detail = detail
+                self.environment = environment
+                self.originalTransactionId = originalTransactionId
+                self.attempts = attempts
+                self.recorded = recorded
+                self.updated = updated
+                self.revoked = revoked
+                self.unchanged = unchanged
+                self.ownedByAnotherCustomer = ownedByAnotherCustomer
+            }
+            public enum CodingKeys: String, CodingKey {
+                case row
+                case customerId
+                case kind
+                case outcome
+                case reason
+                case detail
+                case environment
+                case originalTransactionId
+                case attempts
+                case recorded
+                case updated
+                case revoked
+                case unchanged
+                case ownedByAnotherCustomer
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ImportPage`.
+        public struct ImportPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ImportPage/items`.
+            public var items: [Components.Schemas.Import]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `ImportPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.Import],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
+            }
+        }
+        /// A page of a list; follow `nextCursor` until it is null.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ImportRowPage`.
+        public struct ImportRowPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ImportRowPage/items`.
+            public var items: [Components.Schemas.ImportRow]
+            /// Pass as `cursor` for the next page; null on the last page.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowPage/nextCursor`.
+            public var nextCursor: Swift.String?
+            /// How many items the whole list has.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ImportRowPage/total`.
+            public var total: Swift.Int
+            /// Creates a new `ImportRowPage`.
+            ///
+            /// - Parameters:
+            ///   - items:
+            ///   - nextCursor: Pass as `cursor` for the next page; null on the last page.
+            ///   - total: How many items the whole list has.
+            public init(
+                items: [Components.Schemas.ImportRow],
+                nextCursor: Swift.String? = nil,
+                total: Swift.Int
+            ) {
+                self.items = items
+                self.nextCursor = nextCursor
+                self.total = total
+            }
+            public enum CodingKeys: String, CodingKey {
+                case items
+                case nextCursor
+                case total
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/RevenueReport`.
         public struct RevenueReport: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/RevenueReport/from`.
@@ -3331,7 +3774,7 @@ extension Components {
             case customer_transferred = "customer.transferred"
             case consumption_answerSent = "consumption.answerSent"
         }
-        /// Who told the server: `submission` (an app submitted a purchase), `confirmation` (Apple's answer to a submission), `notification` (an App Store Server Notification), `catchUp` (Apple's Transaction History, read after downtime), `app` (the app API: a debit, a guest linked to an account), `operator` (the admin API, with a note), `consumption` (the server's answer to Apple's consumption request).
+        /// Who told the server: `submission` (an app submitted a purchase), `confirmation` (Apple's answer to a submission), `notification` (an App Store Server Notification), `catchUp` (Apple's Transaction History, read after downtime), `app` (the app API: a debit, a guest linked to an account), `operator` (the admin API, with a note), `consumption` (the server's answer to Apple's consumption request), `import` (the app's existing customers imported: Apple's Transaction History, read for a customer of the file).
         ///
         /// - Remark: Generated from `#/components/schemas/EventSourceKind`.
         @frozen public enum EventSourceKind: String, Codable, Hashable, Sendable, CaseIterable {
@@ -3342,6 +3785,7 @@ extension Components {
             case app = "app"
             case _operator = "operator"
             case consumption = "consumption"
+            case _import = "import"
         }
         /// - Remark: Generated from `#/components/schemas/EventSource`.
         public struct EventSource: Codable, Hashable, Sendable {

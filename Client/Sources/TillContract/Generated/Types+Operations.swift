@@ -7577,6 +7577,1507 @@ public enum Operations {
             }
         }
     }
+    /// The app's imports, newest first
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)`.
+    public enum ListImports {
+        public static let id: Swift.String = "listImports"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.ListImports.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.ListImports.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListImports.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListImports.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ListImports.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.ListImports.Input.Path,
+                query: Operations.ListImports.Input.Query = .init(),
+                headers: Operations.ListImports.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ImportPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ImportPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListImports.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListImports.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of imports.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListImports.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ListImports.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalidLimit` (not 1–1000) or `invalidCursor` (not a `nextCursor` of this list).
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.InvalidPage)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.InvalidPage {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Import the customers an app already has
+    ///
+    /// Reads a file of rows, each a `customerId` and exactly one of `transactionId` (or `originalTransactionId`), `appReceipt` or `signedTransaction`: CSV with a header row, or JSON lines. The rows are kept, and the server then reads each customer's whole Transaction History from Apple (production first, the sandbox when Apple does not know the id there and the app accepts the sandbox) and records every transaction through the ledger, confirmed, with events of source `import` (docs/operations.md, "Importing existing customers"). Answers at once; follow the import with `GET …/imports/{import}`. The same file sent while its import runs is that import (`200`); sent after it finished, it is a new import whose rows change nothing the first recorded.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/imports`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)`.
+    public enum StartImport {
+        public static let id: Swift.String = "startImport"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                public init(bundle: Components.Parameters.Bundle) {
+                    self.bundle = bundle
+                }
+            }
+            public var path: Operations.StartImport.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/query`.
+            public struct Query: Sendable, Hashable {
+                /// What the import is called in lists (the file's name, say).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/query/name`.
+                public var name: Swift.String?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - name: What the import is called in lists (the file's name, say).
+                public init(name: Swift.String? = nil) {
+                    self.name = name
+                }
+            }
+            public var query: Operations.StartImport.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StartImport.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StartImport.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.StartImport.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/requestBody/content/text\/csv`.
+                case csv(OpenAPIRuntime.HTTPBody)
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/requestBody/content/application\/x-ndjson`.
+                case applicationXNdjson(OpenAPIRuntime.HTTPBody)
+            }
+            public var body: Operations.StartImport.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.StartImport.Input.Path,
+                query: Operations.StartImport.Input.Query = .init(),
+                headers: Operations.StartImport.Input.Headers = .init(),
+                body: Operations.StartImport.Input.Body
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Import)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Import {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StartImport.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StartImport.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// This file's import was running already; nothing new was started.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.StartImport.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.StartImport.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/202/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.Import)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Import {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StartImport.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StartImport.Output.Accepted.Body) {
+                    self.body = body
+                }
+            }
+            /// The import is kept and starts.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.StartImport.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            public var accepted: Operations.StartImport.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StartImport.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StartImport.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidImportFile` (not UTF-8, no header naming `customerId` and an input column, no rows, over 1,000,000 rows), `invalidName`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.StartImport.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.StartImport.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StartImport.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StartImport.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// `noAPIKey`: the app has no App Store Server API key, so there is no one to ask.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.StartImport.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.StartImport.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `bodyTooLarge`: a JSON body over 2 MiB.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.BodyTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.BodyTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// One import and how far it has come
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports/{import}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)`.
+    public enum GetImport {
+        public static let id: Swift.String = "getImport"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The import's id (`imp_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/path/import`.
+                public var _import: Components.Parameters.ImportId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - _import: The import's id (`imp_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    _import: Components.Parameters.ImportId
+                ) {
+                    self.bundle = bundle
+                    self._import = _import
+                }
+            }
+            public var path: Operations.GetImport.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetImport.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetImport.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetImport.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.GetImport.Input.Path,
+                headers: Operations.GetImport.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Import)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Import {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetImport.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetImport.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The import, its rows counted by outcome.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetImport.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetImport.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetImport.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetImport.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `importNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GetImport.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.GetImport.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// An import's rows, in the file's order
+    ///
+    /// Each row's outcome and, when refused or failed, why. `outcome` lists only the rows with that outcome (`refused`, say).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports/{import}/rows`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)`.
+    public enum ListImportRows {
+        public static let id: Swift.String = "listImportRows"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The import's id (`imp_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/path/import`.
+                public var _import: Components.Parameters.ImportId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - _import: The import's id (`imp_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    _import: Components.Parameters.ImportId
+                ) {
+                    self.bundle = bundle
+                    self._import = _import
+                }
+            }
+            public var path: Operations.ListImportRows.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/query/outcome`.
+                public var outcome: Components.Schemas.ImportRowOutcome?
+                /// How many items a page holds at most.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/query/cursor`.
+                public var cursor: Components.Parameters.Cursor?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - outcome:
+                ///   - limit: How many items a page holds at most.
+                ///   - cursor: The `nextCursor` of the previous page; without it, the first page. Pages stay consistent while items come and go: each starts after the previous page's last item.
+                public init(
+                    outcome: Components.Schemas.ImportRowOutcome? = nil,
+                    limit: Components.Parameters.Limit? = nil,
+                    cursor: Components.Parameters.Cursor? = nil
+                ) {
+                    self.outcome = outcome
+                    self.limit = limit
+                    self.cursor = cursor
+                }
+            }
+            public var query: Operations.ListImportRows.Input.Query
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListImportRows.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListImportRows.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ListImportRows.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.ListImportRows.Input.Path,
+                query: Operations.ListImportRows.Input.Query = .init(),
+                headers: Operations.ListImportRows.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ImportRowPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ImportRowPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListImportRows.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListImportRows.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// A page of rows.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListImportRows.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ListImportRows.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListImportRows.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListImportRows.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// `invalidOutcome`, `invalidLimit`, `invalidCursor`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.ListImportRows.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.ListImportRows.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/rows/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListImportRows.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListImportRows.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `importNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.ListImportRows.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.ListImportRows.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Stop an import
+    ///
+    /// The rows not yet done stay `pending` and are not read; what was recorded stays. No body.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/imports/{import}/cancel`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)`.
+    public enum CancelImport {
+        public static let id: Swift.String = "cancelImport"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// The app's bundle id.
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/path/bundle`.
+                public var bundle: Components.Parameters.Bundle
+                /// The import's id (`imp_…`).
+                ///
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/path/import`.
+                public var _import: Components.Parameters.ImportId
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - bundle: The app's bundle id.
+                ///   - _import: The import's id (`imp_…`).
+                public init(
+                    bundle: Components.Parameters.Bundle,
+                    _import: Components.Parameters.ImportId
+                ) {
+                    self.bundle = bundle
+                    self._import = _import
+                }
+            }
+            public var path: Operations.CancelImport.Input.Path
+            /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CancelImport.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CancelImport.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.CancelImport.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.CancelImport.Input.Path,
+                headers: Operations.CancelImport.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Import)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Import {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CancelImport.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CancelImport.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The import, cancelled.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.CancelImport.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.CancelImport.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: no key or token, or a wrong one.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CancelImport.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CancelImport.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// `appNotFound`, `importNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.CancelImport.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.CancelImport.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/imports/{import}/cancel/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CancelImport.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CancelImport.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// `importEnded`: the import finished or was cancelled already.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.CancelImport.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.CancelImport.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `internalError`: a fault of the server, logged with the request id.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)/responses/500`.
+            ///
+            /// HTTP response code: `500 internalServerError`.
+            case internalServerError(Components.Responses.InternalError)
+            /// The associated value of the enum case if `self` is `.internalServerError`.
+            ///
+            /// - Throws: An error if `self` is not `.internalServerError`.
+            /// - SeeAlso: `.internalServerError`.
+            public var internalServerError: Components.Responses.InternalError {
+                get throws {
+                    switch self {
+                    case let .internalServerError(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "internalServerError",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Apple's consumption requests and the server's answers, a page at a time
     ///
     /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").

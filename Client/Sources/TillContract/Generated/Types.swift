@@ -210,6 +210,37 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/catch-up`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/catch-up/post(catchUp)`.
     func catchUp(_ input: Operations.CatchUp.Input) async throws -> Operations.CatchUp.Output
+    /// The app's imports, newest first
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)`.
+    func listImports(_ input: Operations.ListImports.Input) async throws -> Operations.ListImports.Output
+    /// Import the customers an app already has
+    ///
+    /// Reads a file of rows, each a `customerId` and exactly one of `transactionId` (or `originalTransactionId`), `appReceipt` or `signedTransaction`: CSV with a header row, or JSON lines. The rows are kept, and the server then reads each customer's whole Transaction History from Apple (production first, the sandbox when Apple does not know the id there and the app accepts the sandbox) and records every transaction through the ledger, confirmed, with events of source `import` (docs/operations.md, "Importing existing customers"). Answers at once; follow the import with `GET …/imports/{import}`. The same file sent while its import runs is that import (`200`); sent after it finished, it is a new import whose rows change nothing the first recorded.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/imports`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)`.
+    func startImport(_ input: Operations.StartImport.Input) async throws -> Operations.StartImport.Output
+    /// One import and how far it has come
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports/{import}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)`.
+    func getImport(_ input: Operations.GetImport.Input) async throws -> Operations.GetImport.Output
+    /// An import's rows, in the file's order
+    ///
+    /// Each row's outcome and, when refused or failed, why. `outcome` lists only the rows with that outcome (`refused`, say).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports/{import}/rows`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)`.
+    func listImportRows(_ input: Operations.ListImportRows.Input) async throws -> Operations.ListImportRows.Output
+    /// Stop an import
+    ///
+    /// The rows not yet done stay `pending` and are not read; what was recorded stays. No body.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/imports/{import}/cancel`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)`.
+    func cancelImport(_ input: Operations.CancelImport.Input) async throws -> Operations.CancelImport.Output
     /// Apple's consumption requests and the server's answers, a page at a time
     ///
     /// Every `CONSUMPTION_REQUEST` Apple sent about the app, newest first, with what the server sent (Send Consumption Information v2) and what Apple answered, or why nothing was sent (docs/notifications.md, "Consumption requests").
@@ -803,6 +834,85 @@ extension APIProtocol {
         headers: Operations.CatchUp.Input.Headers = .init()
     ) async throws -> Operations.CatchUp.Output {
         try await catchUp(Operations.CatchUp.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// The app's imports, newest first
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/get(listImports)`.
+    public func listImports(
+        path: Operations.ListImports.Input.Path,
+        query: Operations.ListImports.Input.Query = .init(),
+        headers: Operations.ListImports.Input.Headers = .init()
+    ) async throws -> Operations.ListImports.Output {
+        try await listImports(Operations.ListImports.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Import the customers an app already has
+    ///
+    /// Reads a file of rows, each a `customerId` and exactly one of `transactionId` (or `originalTransactionId`), `appReceipt` or `signedTransaction`: CSV with a header row, or JSON lines. The rows are kept, and the server then reads each customer's whole Transaction History from Apple (production first, the sandbox when Apple does not know the id there and the app accepts the sandbox) and records every transaction through the ledger, confirmed, with events of source `import` (docs/operations.md, "Importing existing customers"). Answers at once; follow the import with `GET …/imports/{import}`. The same file sent while its import runs is that import (`200`); sent after it finished, it is a new import whose rows change nothing the first recorded.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/imports`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/post(startImport)`.
+    public func startImport(
+        path: Operations.StartImport.Input.Path,
+        query: Operations.StartImport.Input.Query = .init(),
+        headers: Operations.StartImport.Input.Headers = .init(),
+        body: Operations.StartImport.Input.Body
+    ) async throws -> Operations.StartImport.Output {
+        try await startImport(Operations.StartImport.Input(
+            path: path,
+            query: query,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// One import and how far it has come
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports/{import}`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/get(getImport)`.
+    public func getImport(
+        path: Operations.GetImport.Input.Path,
+        headers: Operations.GetImport.Input.Headers = .init()
+    ) async throws -> Operations.GetImport.Output {
+        try await getImport(Operations.GetImport.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// An import's rows, in the file's order
+    ///
+    /// Each row's outcome and, when refused or failed, why. `outcome` lists only the rows with that outcome (`refused`, say).
+    ///
+    /// - Remark: HTTP `GET /admin/v1/apps/{bundle}/imports/{import}/rows`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/rows/get(listImportRows)`.
+    public func listImportRows(
+        path: Operations.ListImportRows.Input.Path,
+        query: Operations.ListImportRows.Input.Query = .init(),
+        headers: Operations.ListImportRows.Input.Headers = .init()
+    ) async throws -> Operations.ListImportRows.Output {
+        try await listImportRows(Operations.ListImportRows.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Stop an import
+    ///
+    /// The rows not yet done stay `pending` and are not read; what was recorded stays. No body.
+    ///
+    /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/imports/{import}/cancel`.
+    /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/imports/{import}/cancel/post(cancelImport)`.
+    public func cancelImport(
+        path: Operations.CancelImport.Input.Path,
+        headers: Operations.CancelImport.Input.Headers = .init()
+    ) async throws -> Operations.CancelImport.Output {
+        try await cancelImport(Operations.CancelImport.Input(
             path: path,
             headers: headers
         ))
