@@ -136,8 +136,11 @@ struct ImportReader: Sendable {
                     switch (status, error?.errorCode) {
                     case (404, Self.transactionIdNotFound) where revision == nil:
                         if index == environments.count - 1 {
-                            let asked = environments.map(\.rawValue).joined(separator: " nor ")
-                            try await end(&row, .refused, .notFound, "\(asked) knows transaction \(anchor)")
+                            let asked =
+                                environments.count == 1
+                                ? "\(environment.rawValue) does not know"
+                                : "neither " + environments.map(\.rawValue).joined(separator: " nor ") + " knows"
+                            try await end(&row, .refused, .notFound, "\(asked) transaction \(anchor)")
                             return nil
                         }
                     case (400, Self.invalidTransactionId):

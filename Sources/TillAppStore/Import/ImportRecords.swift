@@ -129,6 +129,8 @@ struct ImportTally: Sendable {
 extension ImportView {
     init(_ record: ImportRecord, _ tally: ImportTally) {
         let count = { (outcome: ImportRowOutcome) in tally.outcomes[outcome] ?? 0 }
+        // Rows with an outcome; the others are pending, stored or not yet (while the file is received).
+        let done = [ImportRowOutcome.imported, .alreadyKnown, .refused, .failed].reduce(0) { $0 + count($1) }
         self.init(
             id: record.id,
             bundleId: record.bundleId,
@@ -137,12 +139,12 @@ extension ImportView {
             fileSha256: record.fileSha256,
             rows: .init(
                 total: record.rowsTotal,
-                done: record.rowsTotal - count(.pending),
+                done: done,
                 imported: count(.imported),
                 alreadyKnown: count(.alreadyKnown),
                 refused: count(.refused),
                 failed: count(.failed),
-                pending: count(.pending),
+                pending: record.rowsTotal - done,
                 retrying: tally.retrying
             ),
             transactions: tally.transactions,

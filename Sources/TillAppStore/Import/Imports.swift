@@ -36,10 +36,11 @@ public struct Imports: Sendable {
     public static let maximumFileBytes = 256 << 20
     /// Rows stored per transaction while a file is received.
     static let rowsPerTransaction = 500
-    /// How long an attempt of the import's job holds it: one attempt reads rows for `attemptLength`, then the job is
-    /// due again at once (so a stop loses little, and another process may take it).
-    static let lease: Duration = .seconds(10 * 60)
-    static let attemptLength: Duration = .seconds(60)
+    /// How long an attempt of the import's job holds it: one attempt takes rows for `attemptLength`, then the job is
+    /// due again at once. A server killed mid-attempt on PostgreSQL (where nothing tells it the claim's holder died)
+    /// resumes the import once the lease has lapsed; SQLite's releases it at the next start.
+    static let lease: Duration = .seconds(60)
+    static let attemptLength: Duration = .seconds(20)
     /// A file still being received after this long was cut short (its sender stopped): a new request replaces it.
     static let receivingTimeout: Duration = .seconds(5 * 60)
 
