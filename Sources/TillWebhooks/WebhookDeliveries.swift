@@ -336,14 +336,8 @@ public struct WebhookDeliveries: Sendable {
 
     // MARK: Attempts
 
-    /// `dlv_` and 32 hex digits: the time (UNIX ms, 12 digits), then 80 random bits. Ids that grow with time go in at
-    /// the end of the table's primary key: with random ids, each delivery written dirtied a page of that index of its
-    /// own, written to the log at its commit and again at the checkpoint.
-    package static func newId(at now: Int64) -> String {
-        let random = UUID.random().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let time = String(UInt64(max(0, now)) & 0xFFFF_FFFF_FFFF, radix: 16)
-        return "dlv_" + String(repeating: "0", count: 12 - time.count) + time + random.prefix(20)
-    }
+    /// `dlv_` and 32 hex digits, growing with time (`TimeOrderedId`).
+    package static func newId(at now: Int64) -> String { TimeOrderedId.make("dlv_", at: now) }
 
     /// Claims up to `limit` due deliveries of an endpoint (the first of each customer's stream) for an attempt, in
     /// `db`'s transaction; a job whose delivery is no longer pending (an operator dead-lettered it, say) ends here.

@@ -216,12 +216,8 @@ public struct Imports: Sendable {
         return try await view(id: id, bundleId: bundleId)
     }
 
-    /// `imp_` and 32 hex digits: the time (UNIX ms, 12 digits), then 80 random bits.
-    static func newId(at now: Int64) -> String {
-        let random = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let time = String(UInt64(max(0, now)) & 0xFFFF_FFFF_FFFF, radix: 16)
-        return "imp_" + String(repeating: "0", count: 12 - time.count) + time + random.prefix(20)
-    }
+    /// `imp_` and 32 hex digits, growing with time (`TimeOrderedId`).
+    static func newId(at now: Int64) -> String { TimeOrderedId.make("imp_", at: now) }
 
     // MARK: The job
 
