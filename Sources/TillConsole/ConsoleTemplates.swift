@@ -26,6 +26,8 @@ package struct ConsoleTemplates: Sendable {
         ("apps", PackageResources.apps_mustache),
         ("app", PackageResources.app_mustache),
         ("activity", PackageResources.activity_mustache),
+        ("imports", PackageResources.imports_mustache),
+        ("import", PackageResources.import_mustache),
     ]
 
     package static let stylesheet: [UInt8] = PackageResources.console_css

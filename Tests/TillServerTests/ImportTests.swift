@@ -256,6 +256,77 @@ struct ImportTests {
         }
     }
 
+    // MARK: The console
+
+    @Test(arguments: TestDatabase.all) func theConsoleShowsAnImportsProgressAndCancelsOne(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database, configure: Self.fast) { fixture in
+            let app = ServerFixture.bundleId
+            let alice = try await buyer(fixture, buying: ["pro"])
+            let alicesId = try #require(alice.purchases[0].transactionId)
+            let done = try await imported(fixture, "customerId,transactionId\nalice,\(alicesId)\n,\(alicesId)\n")
+            #expect(done.rows.imported == 1 && done.rows.refused == 1, "\(done)")
+            // A second file, never read (no worker runs here): an import still running.
+            let running = try await post(fixture, "customerId,transactionId\nbob,\(alicesId)\n").decode(ImportView.self)
+            #expect(running.state == .running)
+            try await Application(router: buildServerRouter(fixture.server)).test(.router) { client in
+                let browser = ConsoleClient(client)
+                try await browser.signIn()
+                // The list: both imports, each linked, the running one's page reloading itself.
+                let list = try await browser.get("/console/imports?app=\(app)")
+                #expect(list.status == 200)
+                for id in [done.id, running.id] {
+                    #expect(list.body.contains("href=\"/console/imports/\(id)?app=\(app)\""), "\(list.body)")
+                }
+                #expect(list.body.contains("data-state=\"finished\"") && list.body.contains("data-state=\"running\""))
+                #expect(list.body.contains("http-equiv=\"refresh\""))
+                // The finished import: its counts as the admin API gives them, its rows by outcome, no refresh.
+                let page = try await browser.get("/console/imports/\(done.id)?app=\(app)")
+                #expect(page.figure("state") == "Finished" && page.figure("done") == "2" && page.figure("total") == "2")
+                #expect(page.figure("imported") == "1" && page.figure("refused") == "1" && page.figure("failed") == "0")
+                #expect(page.figure("recorded") == "\(done.transactions.recorded)" && done.transactions.recorded == 1)
+                #expect(page.figure("refusedBy") == "invalidCustomerId 1")
+                #expect(!page.body.contains("http-equiv=\"refresh\"") && !page.body.contains("/cancel\""))
+                #expect(page.body.contains("data-row=\"1\"") && page.body.contains("data-row=\"2\""))
+                #expect(page.body.contains("href=\"/console/customers/alice?app=\(app)\""))
+                let refused = try await browser.get("/console/imports/\(done.id)?app=\(app)&outcome=refused")
+                #expect(refused.body.contains("data-row=\"2\"") && !refused.body.contains("data-row=\"1\""))
+                #expect(refused.body.contains("invalidCustomerId"))
+                let unknown = try await browser.get("/console/imports/\(done.id)?app=\(app)&outcome=lost")
+                #expect(unknown.status == 400 && unknown.body.contains("invalidOutcome"))
+                let missing = try await browser.get("/console/imports/imp_0?app=\(app)")
+                #expect(missing.status == 404 && missing.body.contains("importNotFound"))
+
+                // The running import: its page reloads and offers to cancel it, with a note.
+                let live = try await browser.get("/console/imports/\(running.id)?app=\(app)")
+                #expect(live.figure("state") == "Running" && live.figure("pending") == "1")
+                #expect(live.body.contains("http-equiv=\"refresh\""))
+                #expect(live.body.contains("action=\"/console/imports/\(running.id)/cancel\""))
+                let cancel = "/console/imports/\(running.id)/cancel"
+                let noNote = try await browser.post(cancel, [("app", app), ("note", " ")])
+                #expect(noNote.location?.contains("invalidNote") == true)
+                let cancelled = try await browser.post(cancel, [("app", app), ("note", "wrong file")])
+                #expect(cancelled.status == 303 && cancelled.location?.contains("notice=") == true)
+                #expect(try await fixture.server.imports.view(id: running.id, bundleId: app).state == .cancelled)
+                // Once more: it has ended, and the console says so.
+                let again = try await browser.post(cancel, [("app", app), ("note", "again")])
+                #expect(again.location?.contains("importEnded") == true)
+                let after = try await browser.get("/console/imports/\(running.id)?app=\(app)")
+                #expect(after.figure("state") == "Cancelled" && !after.body.contains("http-equiv=\"refresh\""))
+            }
+            // Each action is in the console's record with its note and outcome.
+            let actions = try await fixture.server.database.sql.raw(
+                "SELECT note, outcome FROM srv_console_actions WHERE action = 'cancelImport' ORDER BY at, note"
+            ).all()
+            let recorded = try actions.map { row in
+                let note = try row.decode(column: "note", as: String?.self) ?? ""
+                return "\(note.isEmpty ? "-" : note)=\(try row.decode(column: "outcome", as: String.self))"
+            }
+            #expect(Set(recorded) == ["-=invalidNote", "wrong file=done", "again=importEnded"], "\(recorded)")
+        }
+    }
+
     @Test func theAdminAPIRefusesWhatItCannotImport() async throws {
         try await ServerFixture.run(configure: Self.fast) { fixture in
             #expect(try await post(fixture, "").code == "invalidImportFile")

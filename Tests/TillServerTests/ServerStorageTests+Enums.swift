@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import Testing
+import TillConsole
 import TillContract
 import TillCore
 import TillJobs
@@ -38,6 +39,7 @@ extension ServerStorageTests {
             ("eventTypes", ServerSchema.eventTypes, EventType.allCases.map(\.rawValue)),
             ("eventSources", ServerSchema.eventSources, Components.Schemas.EventSourceKind.allCases.map(\.rawValue)),
             ("deliveryStates", ServerSchema.deliveryStates, WebhookDeliveryState.allCases.map(\.rawValue)),
+            ("consoleActions", ServerSchema.consoleActions, ConsoleAction.allCases.map(\.rawValue)),
         ]
         for (name, list, swift) in cases {
             #expect(Self.values(list) == Set(swift), "\(name): add a migration that checks the new cases")

@@ -21,6 +21,7 @@ public enum ConsoleAction: String, Codable, Sendable, CaseIterable {
     case saveProduct, uploadContent, deleteContent
     case createApp, updateApp, rotateSharedSecret, removeSharedSecret, setAPIKey, setInAppPurchaseKey
     case addCertificate, removeCertificate, putOffer, deleteOffer, catchUp
+    case cancelImport
 }
 
 /// One action taken in the console, with the operator's note and how it ended.

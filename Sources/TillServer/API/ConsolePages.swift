@@ -23,7 +23,8 @@ struct ConsolePages: Sendable {
     static let sections: [(path: String, label: String)] = [
         ("/console/overview", "Overview"), ("/console/customers", "Customers"), ("/console/queue", "Queue"),
         ("/console/health", "Health"), ("/console/notifications", "Notifications"),
-        ("/console/catalogue", "Catalogue"), ("/console/apps", "Apps"), ("/console/activity", "Activity"),
+        ("/console/catalogue", "Catalogue"), ("/console/apps", "Apps"), ("/console/imports", "Imports"),
+        ("/console/activity", "Activity"),
     ]
 
     /// The app a page is about (`?app=` or the form's `app`, else the first app), and every app.

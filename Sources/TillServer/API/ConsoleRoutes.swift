@@ -240,5 +240,8 @@ func addConsoleRoutes(to router: Router<ServerRequestContext>, _ server: Purchas
         try await pages.removeCertificate(request, context)
     }
     console.post("apps/{bundle}/catch-up") { request, context in try await pages.catchUp(request, context) }
+    console.get("imports") { request, context in try await pages.imports(request, context) }
+    console.get("imports/{import}") { request, context in try await pages.importPage(request, context) }
+    console.post("imports/{import}/cancel") { request, context in try await pages.cancelImport(request, context) }
     console.get("activity") { request, context in try await pages.activity(request, context) }
 }

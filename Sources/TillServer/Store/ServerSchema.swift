@@ -53,7 +53,9 @@ enum ServerSchema {
     static let figureMeasures =
         "'purchase', 'refund', 'refundReversed', 'revocation', 'restoration', 'renewal', 'subscription'"
     static let activityKinds = "'promotionalOfferSigned', 'introductoryEligibilitySigned', 'downloadsIssued'"
-    static let consoleActions = """
+    static let consoleActions = consoleActions020 + ", 'cancelImport'"
+    /// The console's actions as migration 020 wrote them (027 adds `cancelImport`).
+    private static let consoleActions020 = """
         'signIn', 'signInRefused', 'signOut', 'grant', 'revoke', 'adjustBalance', 'retrySubmission',
         'retryAllSubmissions', 'saveProduct', 'uploadContent', 'deleteContent', 'createApp', 'updateApp',
         'rotateSharedSecret', 'removeSharedSecret', 'setAPIKey', 'setInAppPurchaseKey', 'addCertificate',
@@ -176,7 +178,7 @@ enum ServerSchema {
         """,
         """
         CREATE TABLE srv_console_actions (
-            id TEXT PRIMARY KEY, at BIGINT NOT NULL, action TEXT NOT NULL CHECK (action IN (\(consoleActions))),
+            id TEXT PRIMARY KEY, at BIGINT NOT NULL, action TEXT NOT NULL CHECK (action IN (\(consoleActions020))),
             bundle_id TEXT, target TEXT, note TEXT, outcome TEXT NOT NULL, session TEXT, address TEXT)
         """,
         "CREATE INDEX srv_console_actions_time ON srv_console_actions (at, id)",
@@ -805,6 +807,36 @@ enum ServerSchema {
         // the one long step of this upgrade on a large database).
         Migration("026-imports-sqlite", importTables + importSourcesSQLite, only: .sqlite),
         Migration("026-imports-postgres", importTables + importSourcesPostgres, only: .postgres),
+        // The console cancels imports: `cancelImport` joins the CHECK of the console's actions. PostgreSQL swaps the
+        // constraint; SQLite rebuilds the table with its rows.
+        Migration(
+            "027-console-imports-sqlite",
+            [
+                """
+                CREATE TABLE srv_console_actions_027 (
+                    id TEXT PRIMARY KEY, at BIGINT NOT NULL, action TEXT NOT NULL CHECK (action IN (\(consoleActions))),
+                    bundle_id TEXT, target TEXT, note TEXT, outcome TEXT NOT NULL, session TEXT, address TEXT)
+                """,
+                """
+                INSERT INTO srv_console_actions_027 (id, at, action, bundle_id, target, note, outcome, session, address)
+                SELECT id, at, action, bundle_id, target, note, outcome, session, address FROM srv_console_actions
+                """,
+                "DROP TABLE srv_console_actions",
+                "ALTER TABLE srv_console_actions_027 RENAME TO srv_console_actions",
+                "CREATE INDEX srv_console_actions_time ON srv_console_actions (at, id)",
+            ],
+            only: .sqlite
+        ),
+        Migration(
+            "027-console-imports-postgres",
+            [
+                """
+                ALTER TABLE srv_console_actions DROP CONSTRAINT srv_console_actions_action_check,
+                    ADD CONSTRAINT srv_console_actions_action_check CHECK (action IN (\(consoleActions)))
+                """
+            ],
+            only: .postgres
+        ),
     ]
 
     private static let importTables = [
