@@ -50,7 +50,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // Hummingbird with one trait, named. Its defaults are two (ConfigurationSupport, which Till does not use: its
+        // settings read swift-configuration themselves, and FullFoundation), and SwiftPM passes a package's traits as
+        // -D flags in a Set's order, which differs from one process to the next: `swift test` after `swift build`
+        // compiled Hummingbird again every other time (40 s of CI). And `--disable-default-traits` (the deployable
+        // build of docs/deploy.md) turned the defaults off, so the server shipped was not the one tested.
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird.git",
+            from: "2.28.1",
+            traits: ["FullFoundation"]
+        ),
         .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
         .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),

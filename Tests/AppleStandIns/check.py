@@ -843,7 +843,12 @@ def main():
                         help="compile: steps 1, 2 and 5 only; drift: step 3 only, over the references a full run saved")
     parser.add_argument("--add-client-source", action="append", default=[], metavar="FILE",
                         help="compile FILE as one more source of TillClient (a test plants a defect this way)")
+    parser.add_argument("--sdk", action="append", metavar="NAME",
+                        help="compile with the SDKs whose names contain NAME only (a test planting a defect one SDK "
+                             "shows; default: every SDK)")
     options = parser.parse_args()
+    if options.sdk and options.only != "compile":
+        parser.error("--sdk narrows the compile step: give it with --only compile")
 
     started = time.monotonic()
     context = Context()
@@ -917,10 +922,12 @@ def main():
         if above:
             raise Failure(f"`compiler(>=…)` conditions above the newest SDK's Swift ({version_text(SDKS[-1][1])}, "
                           f"{SDKS[-1][0]}): add that SDK to SDKS in check.py first\n  " + "\n  ".join(above))
+        chosen = [sdk for sdk in SDKS if not options.sdk or any(name in sdk[0] for name in options.sdk)]
         # The newest SDK is the stand-ins as they are (no condition above its Swift, and this compiler is newer).
-        timed(f"TillClient, the example and the docs' examples, {SDKS[-1][0]} (swiftc -emit-sil)",
-              lambda: compile_all(context))
-        older = [for_sdk(context, sdk) for sdk in SDKS[:-1]]
+        if SDKS[-1] in chosen:
+            timed(f"TillClient, the example and the docs' examples, {SDKS[-1][0]} (swiftc -emit-sil)",
+                  lambda: compile_all(context))
+        older = [for_sdk(context, sdk) for sdk in SDKS[:-1] if sdk in chosen]
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             begin = time.monotonic()
             for future in [pool.submit(compile_all, variant) for variant in older]:
