@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
+import NIOCore
 import Testing
 import TillCatalogue
 import TillContract
@@ -326,6 +327,20 @@ struct ConfirmationTests {
     @Test(arguments: ["Wed, 21 Oct 2015 07:28:00 GMT", "-5", "soon", ""])
     func aRetryAfterThatIsNoNumberIsIgnored(_ header: String) {
         #expect(AppleClient.retryAfter(header, now: Date()) == nil)
+    }
+
+    /// verifyReceipt's body writes a receipt and a shared secret as they are when JSON would not escape them (base64,
+    /// base64url, hex), and through the encoder otherwise: the same JSON either way.
+    @Test(arguments: [
+        ("MIIT+/=abc", "0123abcdef", true), ("eyJh-_", nil, true), ("MIIT\"", "s", false), ("MIIT", "se\\cret", false),
+        ("é", nil, false), ("a b", nil, false), ("", "", true),
+    ])
+    func theVerifyReceiptBodyIsTheEncodersJSON(_ receipt: String, _ password: String?, _ plain: Bool) throws {
+        #expect((AppleClient.isPlain(receipt) && (password.map(AppleClient.isPlain) ?? true)) == plain)
+        let buffer = AppleClient.verifyReceiptBody(receiptData: receipt, password: password)
+        let body = Array(buffer.readableBytesView)
+        let read = try JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(body))
+        #expect(read.receiptData == receipt && read.password == password)
     }
 
     /// What Apple says to a slow attempt that ends after the submission was given up.

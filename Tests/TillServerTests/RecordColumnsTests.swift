@@ -94,7 +94,7 @@ struct RecordColumnsTests {
     }
 
     @Test(arguments: TestDatabase.all)
-    func aSubmissionWrittenByHandReadsBackThroughCodable(_ database: TestDatabase) async throws {
+    func aSubmissionReadsTheSameByHandAndThroughCodable(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, confirming: false) { fixture in
             let store = SubmissionStore(database: fixture.server.database)
             let submission = SubmissionRecord(
@@ -117,12 +117,37 @@ struct RecordColumnsTests {
                 confirmedAt: 30
             )
             try await store.insert(submission, on: store.sql)
+            // One with every optional column NULL, written through Codable.
+            let bare = SubmissionRecord(
+                id: "s-bare",
+                bundleId: ServerFixture.bundleId,
+                customerId: "c",
+                kind: .signedTransaction,
+                environment: .production,
+                state: .pending,
+                attempts: 0,
+                transactionIds: TransactionIDs([]),
+                createdAt: 11,
+                updatedAt: 11
+            )
+            try await store.sql.run(RecordStatements.insert(into: "srv_submissions", bare, with: ColumnNames.encoder))
             let read = try #require(try await store.submission(id: "s-hand", on: store.sql))
             #expect(read.transactionIds == submission.transactionIds && read.retryCause == .appleUnavailable)
             #expect(
                 read.state == .retrying && read.lastError == "down" && read.confirmedAt == 30
                     && read.idempotencyKey == "k"
             )
+            // The store reads by hand (`SubmissionRecord.init(row:)`): what Codable reads of the same rows, with and
+            // without the job's due time joined.
+            for expected in [submission, bare] {
+                let joined = try #require(try await store.submission(id: expected.id, on: store.sql))
+                let plain = try #require(try await store.submissions(ids: [expected.id], on: store.sql).first)
+                let codable = try #require(
+                    try await store.sql.raw("SELECT * FROM srv_submissions WHERE id = \(bind: expected.id)")
+                        .first(decoding: SubmissionRecord.self, with: ColumnNames.decoder)
+                )
+                #expect("\(joined)" == "\(expected)" && "\(plain)" == "\(expected)" && "\(codable)" == "\(expected)")
+            }
         }
     }
 }

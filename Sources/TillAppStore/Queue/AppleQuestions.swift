@@ -83,13 +83,10 @@ struct AppleQuestions: Sendable {
                 cause: .other
             )
         }
+        let body = AppleClient.verifyReceiptBody(receiptData: payload, password: app.sharedSecrets.first)
         var environment = AppStoreEnvironment.production
         for _ in 0..<3 {
-            switch await client.verifyReceipt(
-                environment,
-                receiptData: payload,
-                password: app.sharedSecrets.first
-            ) {
+            switch await client.verifyReceipt(environment, body: body) {
             case .misconfigured(let problem):
                 return .retry(status: "configuration", error: problem, cause: .configuration)
             case .transport(let cause):
@@ -110,7 +107,7 @@ struct AppleQuestions: Sendable {
                     )
                 }
                 await pacer?.answer()
-                guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
+                guard let response = try? VerifyReceiptResponse.decode(json: body) else {
                     metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "unreadable")
                     return .retry(
                         status: "unreadable",

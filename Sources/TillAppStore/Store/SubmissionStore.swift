@@ -56,7 +56,7 @@ struct SubmissionStore: ServerSQLStore {
     /// has one writer already), for a change that reads it first: an attempt's outcome, an operator's retry.
     func submission(id: String, locking: Bool = false, on db: any SQLDatabase) async throws -> SubmissionRecord? {
         try await db.raw("\(Self.withJob) WHERE s.id = \(bind: id)\(lock(locking))")
-            .first(decoding: SubmissionRecord.self, with: Self.decoding)
+            .firstSubmission()
     }
 
     /// `FOR UPDATE` of the submission's row (not the job's, on the nullable side of the join) on PostgreSQL.
@@ -68,14 +68,14 @@ struct SubmissionStore: ServerSQLStore {
     {
         try await db.raw(
             "\(Self.withJob) WHERE s.bundle_id = \(bind: bundleId) AND s.idempotency_key = \(bind: idempotencyKey)"
-        ).first(decoding: SubmissionRecord.self, with: Self.decoding)
+        ).firstSubmission()
     }
 
     /// The submissions with these ids (the ones a claim of confirmation jobs named).
     func submissions(ids: [String], on db: any SQLDatabase) async throws -> [SubmissionRecord] {
         guard !ids.isEmpty else { return [] }
         return try await db.select().column("*").from("srv_submissions").where("id", .in, ids)
-            .all(decoding: SubmissionRecord.self, with: Self.decoding)
+            .submissionRows()
     }
 
     /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.
@@ -89,7 +89,7 @@ struct SubmissionStore: ServerSQLStore {
               AND (s.updated_at > \(bind: after.number) OR (s.updated_at = \(bind: after.number) AND s.id > \(bind: after.text)))
             ORDER BY s.updated_at, s.id LIMIT \(literal: limit)\(lock(locking))
             """
-        ).all(decoding: SubmissionRecord.self, with: Self.decoding)
+        ).submissionRows()
     }
 
     /// Makes the confirmations of the submissions waiting to retry for `cause` (of one app, or all) due at `now`;

@@ -260,7 +260,7 @@ public struct Inspector: Sendable {
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        Hex.lowercase(bytes)
     }
 
     private static func serialize(_ object: [String: Any]) -> [UInt8] {

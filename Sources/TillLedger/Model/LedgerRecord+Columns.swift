@@ -1,3 +1,4 @@
+import Foundation
 import SQLKit
 import TillContract
 import TillCore
@@ -101,6 +102,52 @@ extension SubmissionRecord {
             lastStatus, lastError, retryCause?.rawValue, reason, String(decoding: ids.bytes, as: UTF8.self), createdAt,
             updatedAt, confirmedAt,
         ]
+    }
+
+    /// A row of `srv_submissions`, with `next_attempt_at` when the query joined its job's due time. Read by hand:
+    /// every confirmation reads its submission twice (the claim, then the settling), and Codable's keyed decoding of
+    /// these 17 columns was 2% of a confirmation's CPU (perf at 1,000 purchases a second).
+    package init(row: any SQLRow) throws {
+        let ids = try row.decode(column: "transaction_ids", as: String.self)
+        self.init(
+            id: try row.decode(column: "id", as: String.self),
+            bundleId: try row.decode(column: "bundle_id", as: String.self),
+            customerId: try row.decode(column: "customer_id", as: String.self),
+            idempotencyKey: try row.optional("idempotency_key", as: String.self),
+            kind: try row.enumeration("kind", as: SubmissionKind.self),
+            environment: AppStoreEnvironment(rawValue: try row.decode(column: "environment", as: String.self)),
+            state: try row.enumeration("state", as: SubmissionState.self),
+            attempts: try row.decode(column: "attempts", as: Int.self),
+            nextAttemptAt: row.contains(column: "next_attempt_at")
+                ? try row.optional("next_attempt_at", as: Int64.self) : nil,
+            lastStatus: try row.optional("last_status", as: String.self),
+            lastError: try row.optional("last_error", as: String.self),
+            retryCause: try row.optional("retry_cause", as: String.self).map { raw in
+                guard let cause = RetryCause(rawValue: raw) else { throw Self.unknown("retry_cause", raw) }
+                return cause
+            },
+            reason: try row.optional("reason", as: String.self),
+            transactionIds: TransactionIDs(try JSONDecoder().decode([String].self, from: Data(ids.utf8))),
+            createdAt: try row.decode(column: "created_at", as: Int64.self),
+            updatedAt: try row.decode(column: "updated_at", as: Int64.self),
+            confirmedAt: try row.optional("confirmed_at", as: Int64.self)
+        )
+    }
+
+    private static func unknown(_ column: String, _ raw: String) -> DecodingError {
+        DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "\(column) holds \(raw), not a known case"))
+    }
+}
+
+extension SQLQueryFetcher {
+    /// The submissions the query returns, read by hand (`SubmissionRecord.init(row:)`).
+    package func submissionRows() async throws -> [SubmissionRecord] {
+        try await all().map(SubmissionRecord.init(row:))
+    }
+
+    /// The first submission the query returns, read by hand.
+    package func firstSubmission() async throws -> SubmissionRecord? {
+        try await first().map(SubmissionRecord.init(row:))
     }
 }
 

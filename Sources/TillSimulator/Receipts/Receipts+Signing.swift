@@ -59,7 +59,9 @@ extension Receipts {
     }
 
     func signTransaction(_ tx: SimTransaction, app: SimApp) throws -> String {
-        try signer.jws(for: AppStoreEnvironment(tx.environment)).sign(transactionPayload(tx, app: app, signedAt: clock.now()))
+        try signer.jws(for: AppStoreEnvironment(tx.environment)).sign(
+            transactionPayload(tx, app: app, signedAt: clock.now())
+        )
     }
 
     /// The renewal information of a subscription: what its next renewal will be, with the offer it gets, its price,
@@ -104,7 +106,8 @@ extension Receipts {
             offerPeriod: offer?.period,
             renewalBillingPlanType: subscription.isCommitted
                 ? .monthly : product?.monthlyCommitmentPrices == nil ? nil : .billedUpfront,
-            commitmentInfo: subscription.isCommitted ? commitment(of: subscription, product: product, storefront: storefront) : nil
+            commitmentInfo: subscription.isCommitted
+                ? commitment(of: subscription, product: product, storefront: storefront) : nil
         )
     }
 
@@ -285,5 +288,5 @@ extension Receipts {
 }
 
 func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { String(format: "%02x", $0) }.joined()
+    Hex.lowercase(bytes)
 }
