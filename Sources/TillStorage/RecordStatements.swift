@@ -166,7 +166,18 @@ extension SQLRow {
     /// A column holding an enumeration's raw value.
     public func enumeration<Value: RawRepresentable>(_ column: String, as type: Value.Type) throws -> Value
     where Value.RawValue == String {
-        let raw = try decode(column: column, as: String.self)
+        try Self.value(of: try decode(column: column, as: String.self), in: column, as: Value.self)
+    }
+
+    /// A column that may be NULL holding an enumeration's raw value.
+    public func optionalEnumeration<Value: RawRepresentable>(_ column: String, as type: Value.Type) throws -> Value?
+    where Value.RawValue == String {
+        try optional(column, as: String.self).map { try Self.value(of: $0, in: column, as: Value.self) }
+    }
+
+    private static func value<Value: RawRepresentable>(of raw: String, in column: String, as type: Value.Type) throws
+        -> Value
+    where Value.RawValue == String {
         guard let value = Value(rawValue: raw) else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "\(column) holds \(raw), not a \(Value.self)")

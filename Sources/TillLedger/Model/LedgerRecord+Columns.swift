@@ -38,18 +38,12 @@ extension LedgerRecord {
             customerId: try row.decode(column: "customer_id", as: String.self),
             originalTransactionId: try row.decode(column: "original_transaction_id", as: String.self),
             productId: try row.decode(column: "product_id", as: String.self),
-            productType: try row.optional("product_type", as: String.self).map { raw in
-                guard let type = ProductType(rawValue: raw) else { throw Self.unknown("product_type", raw) }
-                return type
-            },
+            productType: try row.optionalEnumeration("product_type", as: ProductType.self),
             quantity: try row.decode(column: "quantity", as: Int.self),
             purchaseDate: try row.decode(column: "purchase_date", as: Int64.self),
             expiresDate: try row.optional("expires_date", as: Int64.self),
             revocationDate: try row.optional("revocation_date", as: Int64.self),
-            revocationReason: try row.optional("revocation_reason", as: String.self).map { raw in
-                guard let reason = RevocationReason(rawValue: raw) else { throw Self.unknown("revocation_reason", raw) }
-                return reason
-            },
+            revocationReason: try row.optionalEnumeration("revocation_reason", as: RevocationReason.self),
             revocationDetail: try row.optional("revocation_detail", as: String.self),
             isUpgraded: try row.decode(column: "is_upgraded", as: Bool.self),
             introductoryOffer: try row.decode(column: "introductory_offer", as: Bool.self),
@@ -68,10 +62,6 @@ extension LedgerRecord {
             commitmentPeriods: try row.optional("commitment_periods", as: Int.self),
             commitmentExpiresDate: try row.optional("commitment_expires_date", as: Int64.self)
         )
-    }
-
-    private static func unknown(_ column: String, _ raw: String) -> DecodingError {
-        DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "\(column) holds \(raw), not a known case"))
     }
 }
 
@@ -122,20 +112,13 @@ extension SubmissionRecord {
                 ? try row.optional("next_attempt_at", as: Int64.self) : nil,
             lastStatus: try row.optional("last_status", as: String.self),
             lastError: try row.optional("last_error", as: String.self),
-            retryCause: try row.optional("retry_cause", as: String.self).map { raw in
-                guard let cause = RetryCause(rawValue: raw) else { throw Self.unknown("retry_cause", raw) }
-                return cause
-            },
+            retryCause: try row.optionalEnumeration("retry_cause", as: RetryCause.self),
             reason: try row.optional("reason", as: String.self),
             transactionIds: TransactionIDs(try JSONDecoder().decode([String].self, from: Data(ids.utf8))),
             createdAt: try row.decode(column: "created_at", as: Int64.self),
             updatedAt: try row.decode(column: "updated_at", as: Int64.self),
             confirmedAt: try row.optional("confirmed_at", as: Int64.self)
         )
-    }
-
-    private static func unknown(_ column: String, _ raw: String) -> DecodingError {
-        DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "\(column) holds \(raw), not a known case"))
     }
 }
 
