@@ -74,8 +74,7 @@ struct SubmissionStore: ServerSQLStore {
     /// The submissions with these ids (the ones a claim of confirmation jobs named).
     func submissions(ids: [String], on db: any SQLDatabase) async throws -> [SubmissionRecord] {
         guard !ids.isEmpty else { return [] }
-        return try await db.select().column("*").from("srv_submissions").where("id", .in, ids)
-            .submissionRows()
+        return try await db.raw("SELECT * FROM srv_submissions WHERE id IN (\(binds: ids))").submissionRows()
     }
 
     /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.

@@ -45,9 +45,15 @@ extension SimulatorStore {
     func transactions(accountId: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
         -> [SimTransaction]
     {
-        try await db.select().column("*").from("sim_transactions").where("account_id", .equal, accountId)
-            .where("app_apple_id", .equal, appAppleId).where("environment", .equal, environment)
-            .orderBy("purchase_date").orderBy("signed_sequence").all(decoding: SimTransaction.self, with: Self.decoding)
+        // Written as SQL, as the other reads verifyReceipt makes: sql-kit's builders serialised each time cost
+        // more than running them (perf, docs/benchmarks.md).
+        try await db.raw(
+            """
+            SELECT * FROM sim_transactions
+            WHERE account_id = \(bind: accountId) AND app_apple_id = \(bind: appAppleId) AND environment = \(bind: environment)
+            ORDER BY purchase_date, signed_sequence
+            """
+        ).all(decoding: SimTransaction.self, with: Self.decoding)
     }
 
     func transactions(originalTransactionId: String, on db: any SQLDatabase) async throws -> [SimTransaction] {
@@ -121,9 +127,13 @@ extension SimulatorStore {
     func subscriptions(accountId: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
         -> [SimSubscription]
     {
-        try await db.select().column("*").from("sim_subscriptions").where("account_id", .equal, accountId)
-            .where("app_apple_id", .equal, appAppleId).where("environment", .equal, environment)
-            .orderBy("subscription_group").all(decoding: SimSubscription.self, with: Self.decoding)
+        try await db.raw(
+            """
+            SELECT * FROM sim_subscriptions
+            WHERE account_id = \(bind: accountId) AND app_apple_id = \(bind: appAppleId) AND environment = \(bind: environment)
+            ORDER BY subscription_group
+            """
+        ).all(decoding: SimSubscription.self, with: Self.decoding)
     }
 
     func subscriptions(appAppleId: Int64, productId: String, on db: any SQLDatabase) async throws -> [SimSubscription] {
@@ -174,8 +184,12 @@ extension SimulatorStore {
     }
 
     func receiptOwner(opaqueValue: String, on db: any SQLDatabase) async throws -> ReceiptOwner? {
-        try await db.select().columns("account_id", "device_id", "app_apple_id", "environment").from("sim_receipts")
-            .where("opaque_value", .equal, opaqueValue).first(decoding: ReceiptOwner.self, with: Self.decoding)
+        try await db.raw(
+            """
+            SELECT account_id, device_id, app_apple_id, environment FROM sim_receipts
+            WHERE opaque_value = \(bind: opaqueValue)
+            """
+        ).first(decoding: ReceiptOwner.self, with: Self.decoding)
     }
 
     // MARK: Notifications

@@ -91,7 +91,7 @@ struct SimulatorStore: Sendable {
     }
 
     func app(bundleId: String, on db: any SQLDatabase) async throws -> SimApp? {
-        try await db.select().column("*").from("sim_apps").where("bundle_id", .equal, bundleId)
+        try await db.raw("SELECT * FROM sim_apps WHERE bundle_id = \(bind: bundleId)")
             .first(decoding: SimApp.self, with: Self.decoding)
     }
 
@@ -201,7 +201,7 @@ struct SimulatorStore: Sendable {
     }
 
     func account(id: String, on db: any SQLDatabase) async throws -> SimAccount? {
-        try await db.select().column("*").from("sim_accounts").where("id", .equal, id)
+        try await db.raw("SELECT * FROM sim_accounts WHERE id = \(bind: id)")
             .first(decoding: SimAccount.self, with: Self.decoding)
     }
 
@@ -222,7 +222,7 @@ struct SimulatorStore: Sendable {
     }
 
     func device(id: String, on db: any SQLDatabase) async throws -> SimDevice? {
-        try await db.select().column("*").from("sim_devices").where("id", .equal, id)
+        try await db.raw("SELECT * FROM sim_devices WHERE id = \(bind: id)")
             .first(decoding: SimDevice.self, with: Self.decoding)
     }
 
