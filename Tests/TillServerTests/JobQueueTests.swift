@@ -66,6 +66,40 @@ struct JobQueueTests {
         }
     }
 
+    /// A claim passes over the jobs under way (still queued, with their claim's end) in its index alone: with
+    /// thousands of confirmations waiting for Apple, reading each one's row cost every claim milliseconds (migration
+    /// 028). Held jobs are not claimed again; lapsed ones are, oldest due first.
+    @Test(arguments: TestDatabase.all) func aClaimPassesOverJobsUnderWayInItsIndex(_ engine: TestDatabase) async throws
+    {
+        try await withQueue(engine) { jobs, database, clock in
+            for index in 0..<30 { try await enqueue(jobs, database, "job-\(index)", dueIn: Int64(index)) }
+            clock.advance(1)
+            let first = try await jobs.claim(.delivery, limit: 20, lease: .seconds(60))
+            #expect(first.map(\.jobKey) == (0..<20).map { "job-\($0)" })
+            let second = try await jobs.claim(.delivery, limit: 20, lease: .seconds(60))
+            #expect(second.map(\.jobKey) == (20..<30).map { "job-\($0)" })
+            #expect(try await jobs.claim(.delivery, limit: 20, lease: .seconds(60)).isEmpty)
+            clock.advance(61)
+            #expect(
+                try await jobs.claim(.delivery, limit: 5, lease: .seconds(60)).map(\.jobKey)
+                    == (0..<5).map { "job-\($0)" }
+            )
+            guard database.engine == .sqlite else { return }
+            let plan = try await database.sql.raw(
+                """
+                EXPLAIN QUERY PLAN SELECT j.job_key FROM srv_jobs j
+                WHERE j.kind = 'delivery' AND j.queue_group = '' AND j.state = 'queued' AND j.due_at <= 1
+                  AND (j.claimed_until IS NULL OR j.claimed_until < 1)
+                  AND (j.stream IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM srv_jobs e WHERE e.kind = j.kind AND e.stream = j.stream AND e.state = 'queued'
+                      AND e.position < j.position))
+                ORDER BY j.due_at, j.position LIMIT 10
+                """
+            ).all().map { try $0.decode(column: "detail", as: String.self) }
+            #expect(plan.contains { $0.contains("COVERING INDEX srv_jobs_due") }, "\(plan)")
+        }
+    }
+
     /// A group has one holder at a time (`JobQueue.hold`, the webhooks' dispatcher of an endpoint): its holder renews
     /// it, another worker is refused until it lapses and then takes it, a holder that stops frees it at once, and the
     /// owner of an SQLite file frees every hold. Holds of one kind leave another kind's alone.
