@@ -65,8 +65,9 @@ package enum JobRoom: Sendable, Equatable {
 /// ended), the next due job (when nothing is under way), or `longestWait`. A claim that fails is logged and tried
 /// again after `longestWait`.
 ///
-/// A graceful shutdown stops the claims; the attempts under way finish (the task group waits for them), and what is
-/// left waits in the database for the next start (a claim of a process that stopped lapses).
+/// A graceful shutdown stops the claims; the attempts under way finish (the runner waits for them), and what is
+/// left waits in the database for the next start (a claim of a process that stopped lapses). Cancelling the runner
+/// cancels its attempts.
 ///
 /// A handler may make a claim more than a claim: the webhooks' records the attempts that ended and claims the next in
 /// one transaction, per endpoint, and sends an endpoint's newest events before any job is written (`WebhookAttempts`).
@@ -85,12 +86,13 @@ package struct JobRunner<Handler: JobHandler>: Sendable {
     package func run() async {
         let kind = handler.kind
         let running = InFlightCount()
+        let attempts = Attempts()
         let clock = ContinuousClock()
         var lastClaim: ContinuousClock.Instant? = nil
         // A claim that fails (storage down, a full disk) is logged once, and again only when its error changes or a
         // minute has passed; the next claim waits `longestWait`, not the claim interval.
         var lastFailure: (message: String, at: ContinuousClock.Instant)? = nil
-        await withDiscardingTaskGroup { group in
+        await withTaskCancellationHandler {
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let since = queue.signal(kind).current
                 let before = running.value
@@ -135,7 +137,7 @@ package struct JobRunner<Handler: JobHandler>: Sendable {
                 handler.claimed(claimed, asked: limit, running: before)
                 for job in claimed {
                     running.add(1)
-                    group.addTask(executorPreference: handler.executor(for: job)) {
+                    attempts.start(on: handler.executor(for: job)) {
                         await handler.run(job)
                         running.add(-1)
                         queue.wake(kind)
@@ -154,7 +156,70 @@ package struct JobRunner<Handler: JobHandler>: Sendable {
                     await queue.waitForWork(kind, since: since, longest: handler.longestWait, untilDue: idle)
                 }
             }
+            await attempts.ended()
+        } onCancel: {
+            attempts.cancel()
         }
+    }
+}
+
+/// The attempts a runner started, each a task of its own, until they end. Not a task group: Swift 6.3's task group
+/// keeps its children in a singly linked list and walks it to remove each one that ends, under its parent's lock,
+/// and a runner's thousands of confirmations waiting for Apple end in any order (`TaskGroup::removeChildTask` and its
+/// lock were about 3% of the CPU of confirming with Apple answering in 3 to 6 s; perf, docs/benchmarks.md).
+final class Attempts: Sendable {
+    private struct State {
+        var tasks: [Int: Task<Void, Never>] = [:]
+        var next = 0
+        var cancelled = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts `attempt` on `executor` (nil: the default), cancelled at once when the runner is.
+    func start(on executor: (any TaskExecutor)?, _ attempt: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            let id = state.next
+            state.next += 1
+            let task = Task(executorPreference: executor) {
+                await attempt()
+                self.remove(id)
+            }
+            state.tasks[id] = task
+            if state.cancelled { task.cancel() }
+        }
+    }
+
+    private func remove(_ id: Int) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.tasks[id] = nil
+            guard state.tasks.isEmpty else { return [] }
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once every attempt started has ended.
+    func ended() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state in
+                if state.tasks.isEmpty { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Cancels every attempt under way, and any started after.
+    func cancel() {
+        let tasks = state.withLock { state in
+            state.cancelled = true
+            return Array(state.tasks.values)
+        }
+        for task in tasks { task.cancel() }
     }
 }
 
