@@ -152,9 +152,14 @@ extension VerifyReceiptResponse {
     /// A verifyReceipt answer's body, as the server reads each one. It is read over a ``JSONTape`` (Foundation's
     /// JSONDecoder was 2.4% of the CPU of confirming purchases, perf at 1,000 a second); a body the tape refuses (a
     /// duplicate key, too deep) goes to JSONDecoder as before, so what is accepted does not change. The fuzz target
-    /// `verify-receipt-answer` holds the two readings equal.
+    /// `verify-receipt-answer` holds the two readings equal. The tape reads a string's bytes as UTF-8, replacing what
+    /// is not, where JSONDecoder refuses a body that is not UTF-8 (RFC 8259): such a body is left to JSONDecoder.
     public static func decode(json bytes: [UInt8]) throws -> VerifyReceiptResponse {
-        if let response = try? TapeDecoder.decode(VerifyReceiptResponse.self, from: bytes) { return response }
+        if String(validating: bytes, as: UTF8.self) != nil,
+            let response = try? TapeDecoder.decode(VerifyReceiptResponse.self, from: bytes)
+        {
+            return response
+        }
         return try JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(bytes))
     }
 }
