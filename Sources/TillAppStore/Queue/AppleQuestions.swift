@@ -107,7 +107,7 @@ struct AppleQuestions: Sendable {
                     )
                 }
                 await pacer?.answer()
-                guard let response = try? VerifyReceiptResponse.decode(json: body) else {
+                guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
                     metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "unreadable")
                     return .retry(
                         status: "unreadable",

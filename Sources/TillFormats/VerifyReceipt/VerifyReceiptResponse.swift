@@ -1,4 +1,3 @@
-import Foundation
 import TillCore
 
 /// The body of a verifyReceipt response (HTTP 200 whatever the outcome; the outcome is `status`).
@@ -145,21 +144,5 @@ public struct VerifyReceiptResponse: Codable, Sendable, Hashable {
         try c.encodeReceipt(expirationIntent, "expiration_intent")
         try c.encodeReceipt(isInBillingRetryPeriod, "is_in_billing_retry_period", style: .digit)
         try c.encodeReceipt(cancellationReason, "cancellation_reason")
-    }
-}
-
-extension VerifyReceiptResponse {
-    /// A verifyReceipt answer's body, as the server reads each one. It is read over a ``JSONTape`` (Foundation's
-    /// JSONDecoder was 2.4% of the CPU of confirming purchases, perf at 1,000 a second); a body the tape refuses (a
-    /// duplicate key, too deep) goes to JSONDecoder as before, so what is accepted does not change. The fuzz target
-    /// `verify-receipt-answer` holds the two readings equal. The tape reads a string's bytes as UTF-8, replacing what
-    /// is not, where JSONDecoder refuses a body that is not UTF-8 (RFC 8259): such a body is left to JSONDecoder.
-    public static func decode(json bytes: [UInt8]) throws -> VerifyReceiptResponse {
-        if String(validating: bytes, as: UTF8.self) != nil,
-            let response = try? TapeDecoder.decode(VerifyReceiptResponse.self, from: bytes)
-        {
-            return response
-        }
-        return try JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(bytes))
     }
 }
