@@ -25,17 +25,17 @@ public struct VerifyReceiptResponse: Codable, Sendable, Hashable {
     /// `environment`: `Production` or `Sandbox`.
     public var environment: AppStoreEnvironment?
     /// `receipt` of an app receipt.
-    public var receipt: ReceiptInfoJSON?
+    @Boxed public var receipt: ReceiptInfoJSON?
     /// `receipt` of an iOS 6-style transaction receipt.
-    public var transactionReceipt: TransactionReceiptInfoJSON?
+    @Boxed public var transactionReceipt: TransactionReceiptInfoJSON?
     /// `latest_receipt`: the latest base64 receipt (auto-renewable subscriptions only).
     public var latestReceipt: String?
     /// `latest_receipt_info` of an app receipt: every transaction including renewals.
     public var latestReceiptInfo: [InAppReceiptInfoJSON]?
     /// `latest_receipt_info` of an iOS 6-style receipt: the latest renewal.
-    public var latestTransactionReceiptInfo: TransactionReceiptInfoJSON?
+    @Boxed public var latestTransactionReceiptInfo: TransactionReceiptInfoJSON?
     /// `latest_expired_receipt_info` (iOS 6 style): the latest renewal of an expired subscription.
-    public var latestExpiredReceiptInfo: TransactionReceiptInfoJSON?
+    @Boxed public var latestExpiredReceiptInfo: TransactionReceiptInfoJSON?
     /// `pending_renewal_info`: one element per auto-renewable product.
     public var pendingRenewalInfo: [PendingRenewalInfoJSON]?
     /// `is-retryable` (hyphenated): for statuses 21100–21199, whether trying again later can succeed.

@@ -35,50 +35,98 @@ extension Receipts {
         async throws
         -> VerifyReceiptResponse
     {
-        let verification = await receiptVerifier.verify(der: bytes)
-        guard case .valid(let verified) = verification else {
-            let reason = verification.failure?.reason
-            let malformed = reason == .invalidFormat || reason == .malformedPayload || reason == .tooLarge
-            return VerifyReceiptResponse(status: malformed ? .malformedReceiptData : .notAuthenticated)
+        switch try await readAppReceipt(bytes, request: request, environment: environment) {
+        case .answered(let status): return VerifyReceiptResponse(status: status)
+        case .read(let reading): return answer(reading, request: request, environment: environment)
         }
-        let receipt = verified.receipt
-        if let redirect = redirect(receiptEnvironment: receipt.environment, endpoint: environment) { return redirect }
+    }
+
+    /// What verifyReceipt knows of an app receipt: the receipt, and what the store holds of its app and account.
+    ///
+    /// A class, read by one async function and answered from by a synchronous one: an async function keeps each value
+    /// it holds across a suspension in its frame, and with the answer built inline the simulator's verifyReceipt
+    /// took tens of kilobytes a call from the task's allocator (heaptrack over `till bench submissions`).
+    private final class AppReceiptReading {
+        let receipt: AppReceipt
+        let app: SimApp
+        var account: SimAccount?
+        var transactions: [SimTransaction] = []
+        var hasSubscriptions = false
+        var latestReceipt: [UInt8]?
+        var subscriptions: [SimSubscription] = []
+
+        init(receipt: AppReceipt, app: SimApp) {
+            self.receipt = receipt
+            self.app = app
+        }
+    }
+
+    private enum AppReceiptRead {
+        case read(AppReceiptReading)
+        /// The answer is this status alone.
+        case answered(ReceiptStatus)
+    }
+
+    private func readAppReceipt(_ bytes: [UInt8], request: VerifyReceiptRequest, environment: AppStoreEnvironment)
+        async throws -> AppReceiptRead
+    {
+        let receipt: AppReceipt
+        switch await receiptVerifier.verify(der: bytes) {
+        case .valid(let verified):
+            receipt = verified.receipt
+        case .invalid(let failure):
+            let malformed = [.invalidFormat, .malformedPayload, .tooLarge].contains(failure.reason)
+            return .answered(malformed ? .malformedReceiptData : .notAuthenticated)
+        }
+        if let redirect = redirect(receiptEnvironment: receipt.environment, endpoint: environment) {
+            return .answered(redirect)
+        }
         let db = store.sql
         guard let bundleId = receipt.bundleId, let app = try await store.app(bundleId: bundleId, on: db) else {
-            return VerifyReceiptResponse(status: .notAuthenticated)
+            return .answered(.notAuthenticated)
         }
+        let reading = AppReceiptReading(receipt: receipt, app: app)
         let owner = try await store.receiptOwner(opaqueValue: hex(receipt.opaqueValue), on: db)
-        let account = try await owner.asyncFlatMap { try await store.account(id: $0.accountId, on: db) }
-        if account?.deleted == true { return VerifyReceiptResponse(status: .accountNotFound) }
-
-        let transactions =
-            try await account.asyncMap {
-                try await store.transactions(
-                    accountId: $0.id,
-                    appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
-                    on: db
-                )
-            } ?? []
-        let hasSubscriptions =
-            receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
-            || transactions.contains { $0.type == .autoRenewable }
-        if hasSubscriptions, request.password != app.sharedSecret {
-            return VerifyReceiptResponse(status: .sharedSecretMismatch)
+        if let owner { reading.account = try await store.account(id: owner.accountId, on: db) }
+        if reading.account?.deleted == true { return .answered(.accountNotFound) }
+        if let account = reading.account {
+            reading.transactions = try await store.transactions(
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: environment.rawValue,
+                on: db
+            )
         }
+        reading.hasSubscriptions =
+            receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
+            || reading.transactions.contains { $0.type == .autoRenewable }
+        if reading.hasSubscriptions, request.password != app.sharedSecret { return .answered(.sharedSecretMismatch) }
+        guard reading.hasSubscriptions, let account = reading.account else { return .read(reading) }
+        if let owner, let device = try await store.device(id: owner.deviceId, on: db) {
+            reading.latestReceipt = try await appReceipt(account: account, device: device, app: app, on: db)
+        }
+        reading.subscriptions = try await store.subscriptions(
+            accountId: account.id,
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: db
+        )
+        return .read(reading)
+    }
+
+    /// The answer to an app receipt that verified: the receipt, and for subscriptions the latest receipt, every
+    /// transaction and the pending renewals.
+    private func answer(_ reading: AppReceiptReading, request: VerifyReceiptRequest, environment: AppStoreEnvironment)
+        -> VerifyReceiptResponse
+    {
         var response = VerifyReceiptResponse(
             status: .valid,
             environment: environment,
-            receipt: ReceiptInfoJSON(receipt, requestDate: clock.now())
+            receipt: ReceiptInfoJSON(reading.receipt, requestDate: clock.now())
         )
-        guard hasSubscriptions, let account else { return response }
-
-        if let device = try await owner.asyncFlatMap({ try await store.device(id: $0.deviceId, on: db) }) {
-            response.latestReceipt = Base64.encode(
-                try await appReceipt(account: account, device: device, app: app, on: db)
-            )
-        }
-        var latest = transactions.filter { !($0.type == .consumable && $0.finished) }
+        guard reading.hasSubscriptions, reading.account != nil else { return response }
+        response.latestReceipt = reading.latestReceipt.map { Base64.encode($0) }
+        var latest = reading.transactions.filter { !($0.type == .consumable && $0.finished) }
         if request.excludeOldTransactions == true {
             let newestPerSubscription = Dictionary(
                 grouping: latest.filter { $0.type == .autoRenewable },
@@ -90,12 +138,7 @@ extension Receipts {
             ($0.purchaseDate, $0.signedSequence) > ($1.purchaseDate, $1.signedSequence)
         }
         .map(latestReceiptInfo)
-        response.pendingRenewalInfo = try await store.subscriptions(
-            accountId: account.id,
-            appAppleId: app.appAppleId,
-            environment: environment.rawValue,
-            on: db
-        ).map(pendingRenewalInfo)
+        response.pendingRenewalInfo = reading.subscriptions.map(pendingRenewalInfo)
         return response
     }
 
@@ -118,7 +161,7 @@ extension Receipts {
             let app = try await store.app(appAppleId: tx.appAppleId, on: db)
         else { return VerifyReceiptResponse(status: .notAuthenticated) }
         if let redirect = redirect(receiptEnvironment: AppStoreEnvironment(tx.environment), endpoint: environment) {
-            return redirect
+            return VerifyReceiptResponse(status: redirect)
         }
         if try await store.account(id: tx.accountId, on: db)?.deleted == true {
             return VerifyReceiptResponse(status: .accountNotFound)
@@ -151,18 +194,11 @@ extension Receipts {
         return response
     }
 
-    private func redirect(receiptEnvironment: AppStoreEnvironment?, endpoint: AppStoreEnvironment)
-        -> VerifyReceiptResponse?
-    {
-        if receiptEnvironment == .sandbox && endpoint == .production {
-            return VerifyReceiptResponse(status: .sandboxReceiptInProduction)
-        }
-        if receiptEnvironment == .production && endpoint == .sandbox {
-            return VerifyReceiptResponse(status: .productionReceiptInSandbox)
-        }
-        if receiptEnvironment != .sandbox && receiptEnvironment != .production {
-            return VerifyReceiptResponse(status: .notAuthenticated)
-        }
+    /// The status of a receipt asked of the other environment's endpoint, or of none (nil: this endpoint answers it).
+    private func redirect(receiptEnvironment: AppStoreEnvironment?, endpoint: AppStoreEnvironment) -> ReceiptStatus? {
+        if receiptEnvironment == .sandbox && endpoint == .production { return .sandboxReceiptInProduction }
+        if receiptEnvironment == .production && endpoint == .sandbox { return .productionReceiptInSandbox }
+        if receiptEnvironment != .sandbox && receiptEnvironment != .production { return .notAuthenticated }
         return nil
     }
 
@@ -225,17 +261,5 @@ extension Receipts {
             isInIntroOfferPeriod: tx.type == .autoRenewable ? tx.isInIntroOfferPeriod : nil,
             inAppOwnershipType: Ownership(rawValue: tx.ownership)
         )
-    }
-}
-
-extension Optional {
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
-    }
-
-    func asyncFlatMap<T>(_ transform: (Wrapped) async throws -> T?) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }
