@@ -59,6 +59,7 @@ private func verifyReceiptFault(
     )
 }
 
+/// verifyReceipt's own answer: the request's body read, the receipt verified and answered.
 @inline(never)
 private func verifyReceiptAnswer(
     _ request: Request,

@@ -48,16 +48,19 @@ extension Receipts {
     /// took tens of kilobytes a call from the task's allocator (heaptrack over `till bench submissions`).
     private final class AppReceiptReading {
         let receipt: AppReceipt
-        let app: SimApp
         var account: SimAccount?
         var transactions: [SimTransaction] = []
-        var hasSubscriptions = false
         var latestReceipt: [UInt8]?
         var subscriptions: [SimSubscription] = []
 
-        init(receipt: AppReceipt, app: SimApp) {
+        init(receipt: AppReceipt) {
             self.receipt = receipt
-            self.app = app
+        }
+
+        /// Whether the receipt or the account's transactions hold an auto-renewable subscription.
+        var hasSubscriptions: Bool {
+            receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
+                || transactions.contains { $0.type == .autoRenewable }
         }
     }
 
@@ -85,7 +88,7 @@ extension Receipts {
         guard let bundleId = receipt.bundleId, let app = try await store.app(bundleId: bundleId, on: db) else {
             return .answered(.notAuthenticated)
         }
-        let reading = AppReceiptReading(receipt: receipt, app: app)
+        let reading = AppReceiptReading(receipt: receipt)
         let owner = try await store.receiptOwner(opaqueValue: hex(receipt.opaqueValue), on: db)
         if let owner { reading.account = try await store.account(id: owner.accountId, on: db) }
         if reading.account?.deleted == true { return .answered(.accountNotFound) }
@@ -97,9 +100,6 @@ extension Receipts {
                 on: db
             )
         }
-        reading.hasSubscriptions =
-            receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
-            || reading.transactions.contains { $0.type == .autoRenewable }
         if reading.hasSubscriptions, request.password != app.sharedSecret { return .answered(.sharedSecretMismatch) }
         guard reading.hasSubscriptions, let account = reading.account else { return .read(reading) }
         if let owner, let device = try await store.device(id: owner.deviceId, on: db) {
