@@ -197,6 +197,7 @@ public enum ServerBenchmark {
             let start = clock.now
             let cpuAtStart = processCPUSeconds()
             let ticksAtStart = machineTicks()
+            let writerAtStart = server.database.writerBusy
             let outageStart = start + .seconds(options.outageAt)
             if options.outageSeconds > 0 {
                 let rule = try FaultRule(parsing: "*:verifyReceipt:outage=reset,for=\(options.outageSeconds)")
@@ -232,6 +233,15 @@ public enum ServerBenchmark {
                 )
             }
             let cpuSending = processCPUSeconds() - cpuAtStart
+            // How much of the sending the SQLite writer worked: near 100%, acknowledgements queue for it whatever the
+            // CPU does (PostgreSQL has no one writer: "-").
+            var writerBusy = "-"
+            if let before = writerAtStart, let after = server.database.writerBusy {
+                writerBusy = String(
+                    format: "%.0f",
+                    100 * Double((after - before).nanoseconds) / Double(max(1, sent.nanoseconds))
+                )
+            }
             if let file = options.latenciesFile {
                 var csv = "index,due_ms,status,latency_ms,send_delay_ms,due_monotonic_ms\n"
                 for answer in answers.sorted(by: { $0.index < $1.index }) {
@@ -247,7 +257,7 @@ public enum ServerBenchmark {
             let (acknowledged, failures) = tally(answers)
             say(
                 "  all sent: ack p50=\(ms(acknowledged.percentile(0.5))) p99=\(ms(acknowledged.percentile(0.99))) ms, "
-                    + "cpu \(String(format: "%.1f", cpuSending)) s, steal \(steal)%"
+                    + "cpu \(String(format: "%.1f", cpuSending)) s, steal \(steal)%, writer busy \(writerBusy)%"
             )
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
@@ -255,7 +265,8 @@ public enum ServerBenchmark {
                 submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
                 failed=\(failures) ack_p50_ms=\(ms(acknowledged.percentile(0.5))) \
                 ack_p90_ms=\(ms(acknowledged.percentile(0.9))) ack_p99_ms=\(ms(acknowledged.percentile(0.99))) \
-                ack_max_ms=\(ms(acknowledged.max)) steal_while_sending_pct=\(steal)
+                ack_max_ms=\(ms(acknowledged.max)) steal_while_sending_pct=\(steal) \
+                writer_busy_while_sending_pct=\(writerBusy)
                 confirmations confirmed=\(confirmed.confirmed) peak_per_sec_5s=\(confirmed.peakRate) \
                 mean_per_sec=\(confirmed.meanRate) all_done_after_s=\(confirmed.doneAfter.map(seconds) ?? "not all") \
                 apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency) neighbours=\(options.neighbours) history=\(options.history)

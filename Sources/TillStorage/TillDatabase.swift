@@ -36,11 +36,18 @@ public final class TillDatabase: Sendable {
     private let shutdownPool: @Sendable () async throws -> Void
     /// SQLite only: write transactions committed in groups.
     private let groupCommit: GroupCommit?
+    /// SQLite only: the one writer's lock.
+    private let writeLock: AsyncLock?
     private let checkpointer: WALCheckpointer?
     private let writes = NIOLockedValueBox<UInt64>(0)
 
     /// SQLite: how many groups of write transactions were committed (see `GroupCommit`); nil on PostgreSQL.
     public var groupsCommitted: Int? { groupCommit?.groupCount }
+
+    /// SQLite: how long this process's one writer has held the write lock since the database was opened (its
+    /// transactions, groups and autocommit writes); nil on PostgreSQL. Its growth over a period, as a share of the
+    /// period, is how busy the writer was: near 100%, writes queue for it.
+    public var writerBusy: Duration? { writeLock?.busy }
 
     /// SQLite: how many checkpoints the background thread ran (see `WALCheckpointer`); nil on PostgreSQL.
     public var walCheckpoints: Int? { checkpointer?.checkpointCount }
@@ -60,6 +67,7 @@ public final class TillDatabase: Sendable {
         shutdown: @escaping @Sendable () async throws -> Void
     ) {
         self.statements = statements
+        self.writeLock = writeLock
         self.checkpointer = checkpointer
         self.engine = engine
         self.configuration = configuration

@@ -8,6 +8,7 @@ import TillAppStore
 import TillCore
 import TillFormats
 import TillLedger
+import TillStorage
 import TillTestSupport
 
 @testable import TillServer
@@ -85,6 +86,14 @@ extension ServerHTTPTests {
                         $0.hasPrefix(#"till_http_requests_total{method="POST",route="/v1/receipts",status="422"}"#)
                     }
                 )
+                // SQLite's one writer held its lock for the purchase's transaction; PostgreSQL has no such writer.
+                let writer = lines.first { $0.hasPrefix("till_sqlite_writer_busy_seconds ") }
+                if fixture.server.database.engine == .sqlite {
+                    let seconds = try #require(writer.flatMap { Double($0.split(separator: " ")[1]) }, "\(lines)")
+                    #expect(seconds > 0)
+                } else {
+                    #expect(writer == nil)
+                }
             }
         }
     }

@@ -236,6 +236,52 @@ struct TillStorageTests {
     }
 }
 
+/// The write lock counts how long it was held: the writer's busy time that `till bench submissions` and `/metrics`
+/// report.
+@Suite struct AsyncLockTests {
+    @Test func theLockCountsTheTimeItIsHeldAndNothingWhileFree() async throws {
+        let lock = AsyncLock()
+        #expect(lock.busy == .zero)
+        await lock.lock()
+        try await Task.sleep(for: .milliseconds(40))
+        // Held now: the present holding counts.
+        #expect(lock.busy >= .milliseconds(40))
+        // A waiter takes it straight from the holder: one holding, counted without a gap.
+        let waiter = Task {
+            await lock.lock()
+            try await Task.sleep(for: .milliseconds(40))
+            lock.unlock()
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        lock.unlock()
+        try await waiter.value
+        let held = lock.busy
+        #expect(held >= .milliseconds(100))
+        // Free: the count stands still.
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(lock.busy == held)
+    }
+
+    @Test(arguments: TestDatabases.all)
+    func anSQLiteDatabaseSaysHowLongItsWriterWorkedAndPostgreSQLDoesNot(_ configuration: DatabaseConfiguration)
+        async throws
+    {
+        let database = try await TillDatabase.open(configuration)
+        let before = database.writerBusy
+        try await database.transaction { db in
+            try await db.raw("CREATE TABLE IF NOT EXISTS busy_writer (n INTEGER)").run()
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        if database.engine == .sqlite {
+            #expect(try #require(database.writerBusy) - #require(before) >= .milliseconds(30))
+        } else {
+            #expect(before == nil && database.writerBusy == nil)
+            try await database.sql.raw("DROP TABLE busy_writer").run()
+        }
+        try await database.shutdown()
+    }
+}
+
 /// Statements built from records.
 @Suite struct RecordStatementTests {
     private struct Row: Codable {

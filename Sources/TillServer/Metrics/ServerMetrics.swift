@@ -278,11 +278,17 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
     /// Where storage stands (`StorageGate`): `till_storage_available` (0 during an outage), and since the process
     /// started, `till_storage_outages` (outages begun) and `till_storage_refused` (operations that gave up with
     /// `storageUnavailable`: requests answered 503, and workers' attempts, which retry by themselves).
-    func recordStorage(_ status: StorageGate.Status) {
+    /// - Parameter writerBusy: SQLite's one writer, how long it has held the write lock since the start; nil on
+    ///   PostgreSQL (no gauge).
+    func recordStorage(_ status: StorageGate.Status, writerBusy: Duration?) {
         Gauge(label: "till_storage_available", dimensions: [], factory: factory).record(status.available ? 1 : 0)
         Gauge(label: "till_storage_outages", dimensions: [], factory: factory)
             .record(status.episodes)
         Gauge(label: "till_storage_refused", dimensions: [], factory: factory).record(status.refused)
+        if let writerBusy {
+            Gauge(label: "till_sqlite_writer_busy_seconds", dimensions: [], factory: factory)
+                .record(Double(writerBusy.components.seconds) + Double(writerBusy.components.attoseconds) / 1e18)
+        }
     }
 
     /// `status 21005` stays, `HTTP 503` stays, transport causes stay; anything else becomes `other`.
@@ -318,7 +324,7 @@ extension PurchaseServer {
                 now: nowMilliseconds
             )
         } catch is StorageUnavailable {}
-        metrics.recordStorage(database.gate.status)
+        metrics.recordStorage(database.gate.status, writerBusy: database.writerBusy)
         return metrics.emit()
     }
 }
