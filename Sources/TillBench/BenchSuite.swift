@@ -38,7 +38,9 @@ public enum BenchSuite {
                     let submissions = try line(output, "submissions")
                     let cpu = try line(output, "cpu")
                     let confirmations = try line(output, "confirmations")
-                    return "ack p50 \(try value(submissions, "ack_p50_ms")) ms, p99 \(try value(submissions, "ack_p99_ms")) ms; "
+                    let writer = try value(submissions, "writer_busy_while_sending_pct")
+                    return "ack p50 \(try value(submissions, "ack_p50_ms")) ms, p99 \(try value(submissions, "ack_p99_ms")) ms "
+                        + "(the SQLite writer busy \(writer)% of the sending); "
                         + "\(try value(cpu, "per_purchase_ms")) ms CPU a purchase; "
                         + "all confirmed after \(try value(confirmations, "all_done_after_s")) s"
                 }
