@@ -60,20 +60,30 @@ struct NotificationTests {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         let store = NotificationStore(database: fixture.server.database)
+        var seen = "nothing read"
         while clock.now < deadline {
             let log = try await fixture.simulator.notifications.notificationLog(
                 appAppleId: try #require(fixture.app.appAppleId),
                 environment: .sandbox
             )
-            if let entry = log.last(where: { $0.notificationType == type.rawValue && $0.subtype == subtype?.rawValue }),
-                entry.state == "delivered",
+            let entry = log.last { $0.notificationType == type.rawValue && $0.subtype == subtype?.rawValue }
+            if let entry, entry.state == "delivered",
                 let record = try await store.notification(uuid: entry.notificationUUID, on: store.sql)
             {
                 return record
             }
+            // What a timeout says: whether the simulator never made it, failed to deliver it (the sandbox does not
+            // retry), or delivered it and the server did not record it; and where the other notifications stand.
+            let states = Dictionary(grouping: log, by: \.state).mapValues(\.count)
+            let made = entry.map { "its state \($0.state) after \($0.attempts) attempts" }
+            seen =
+                (made ?? "not made by the simulator") + "; the log: "
+                + states.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw Timeout(description: "no \(type.rawValue) \(subtype?.rawValue ?? "") was delivered and recorded")
+        throw Timeout(
+            description: "no \(type.rawValue) \(subtype?.rawValue ?? "") was delivered and recorded (\(seen))"
+        )
     }
 
     func count(_ fixture: ServerFixture, _ query: SQLQueryString) async throws -> Int {
