@@ -27,8 +27,8 @@ public final class AsyncLock: Sendable {
 
     /// How long the lock has been held since it was made, the present holding included.
     public var busy: Duration {
-        let now = Self.clock.now
-        return state.withLock { state in state.held + (state.heldSince.map { now - $0 } ?? .zero) }
+        // The time read under the mutex: a holding that began after it was read would count as negative.
+        state.withLock { state in state.held + (state.heldSince.map { Self.clock.now - $0 } ?? .zero) }
     }
 
     public func lock() async {
