@@ -287,7 +287,7 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
         Gauge(label: "till_storage_refused", dimensions: [], factory: factory).record(status.refused)
         if let writerBusy {
             Gauge(label: "till_sqlite_writer_busy_seconds", dimensions: [], factory: factory)
-                .record(Double(writerBusy.components.seconds) + Double(writerBusy.components.attoseconds) / 1e18)
+                .record(Double(writerBusy.nanoseconds) / 1e9)
         }
     }
 
