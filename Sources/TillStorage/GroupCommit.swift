@@ -128,6 +128,14 @@ final class GroupCommit: Sendable {
         return wrote
     }
 
+    /// The statements that open, mark and close a group's transaction.
+    private enum Control {
+        static let begin = FixedStatement("BEGIN IMMEDIATE")
+        static let savepoint = FixedStatement("SAVEPOINT grouped")
+        static let release = FixedStatement("RELEASE grouped")
+        static let commit = FixedStatement("COMMIT")
+    }
+
     /// Runs `group` in one transaction, each job in its own savepoint; returns each job's error, if any, and whether
     /// the COMMIT wrote (a job that kept its changes changed a row).
     private func commit(_ group: [Job]) async -> (outcomes: [(any Error)?], wrote: Bool) {
@@ -138,23 +146,23 @@ final class GroupCommit: Sendable {
                     let changes = { (session as? DirectSQLiteDatabase)?.totalChanges ?? 0 }
                     var outcomes: [(any Error)?] = []
                     var changed: Int64 = 0
-                    try await session.raw("BEGIN IMMEDIATE").run()
+                    try await session.run(Control.begin())
                     do {
                         for job in group {
-                            try await session.raw("SAVEPOINT grouped").run()
+                            try await session.run(Control.savepoint())
                             let before = changes()
                             do {
                                 try await job.body(session)
                                 changed += changes() - before
-                                try await session.raw("RELEASE grouped").run()
+                                try await session.run(Control.release())
                                 outcomes.append(nil)
                             } catch {
                                 try await session.raw("ROLLBACK TO grouped").run()
-                                try await session.raw("RELEASE grouped").run()
+                                try await session.run(Control.release())
                                 outcomes.append(error)
                             }
                         }
-                        try await session.raw("COMMIT").run()
+                        try await session.run(Control.commit())
                     } catch {
                         try? await session.raw("ROLLBACK").run()
                         throw error

@@ -25,10 +25,12 @@ struct SubmissionStore: ServerSQLStore {
 
     /// What the app sent for a submission (written once, with the submission).
     func insertPayload(submissionId: String, payload: String, on db: any SQLDatabase) async throws {
-        try await db.raw(
-            "INSERT INTO srv_submission_payloads (id, payload) VALUES (\(bind: submissionId), \(bind: payload))"
-        ).run()
+        try await db.run(Self.insertPayload(submissionId, payload))
     }
+
+    private static let insertPayload = FixedStatement(
+        "INSERT INTO srv_submission_payloads (id, payload) VALUES (?1, ?2)"
+    )
 
     func payload(submissionId: String, on db: any SQLDatabase) async throws -> String? {
         try await db.raw("SELECT payload FROM srv_submission_payloads WHERE id = \(bind: submissionId)").first()?
@@ -47,17 +49,24 @@ struct SubmissionStore: ServerSQLStore {
     }
 
     /// A submission's columns, and when its confirmation job is due (the queue owns that time).
-    private static let withJob: SQLQueryString = """
+    private static let withJobText = """
         SELECT s.*, j.due_at AS next_attempt_at FROM srv_submissions s
         LEFT JOIN srv_jobs j ON j.kind = 'confirmation' AND j.job_key = s.id AND j.state = 'queued'
         """
+    private static let withJob = SQLQueryString(withJobText)
 
     /// One submission; `locking`: its row is held until the end of `db`'s transaction (PostgreSQL: `FOR UPDATE`; SQLite
     /// has one writer already), for a change that reads it first: an attempt's outcome, an operator's retry.
     func submission(id: String, locking: Bool = false, on db: any SQLDatabase) async throws -> SubmissionRecord? {
-        try await db.raw("\(Self.withJob) WHERE s.id = \(bind: id)\(lock(locking))")
-            .firstSubmission()
+        try await db.first((locking ? Self.lockedById : Self.byId)(id)).map(SubmissionRecord.init(row:))
     }
+
+    private static let byId = FixedStatement(withJobText + " WHERE s.id = ?1")
+    /// `FOR UPDATE` of the submission's row (not the job's, on the nullable side of the join) on PostgreSQL.
+    private static let lockedById = FixedStatement(
+        sqlite: withJobText + " WHERE s.id = ?1",
+        postgres: withJobText + " WHERE s.id = ?1 FOR UPDATE OF s"
+    )
 
     /// `FOR UPDATE` of the submission's row (not the job's, on the nullable side of the join) on PostgreSQL.
     private func lock(_ locking: Bool) -> SQLQueryString {
@@ -138,15 +147,26 @@ extension SubmissionStore {
 extension SubmissionStore {
     /// Records an attempt as the submission's next (its `number` is the last one's plus one).
     func insert(_ attempt: SubmissionAttemptRecord, on db: any SQLDatabase) async throws {
-        try await db.raw(
-            """
-            INSERT INTO srv_submission_attempts (submission_id, number, at, environment, outcome, status, error,
-                retry_cause, duration)
-            SELECT \(bind: attempt.submissionId), COALESCE(MAX(number), 0) + 1, \(bind: attempt.at),
-                \(bind: attempt.environment.rawValue), \(bind: attempt.outcome.rawValue), \(bind: attempt.status),
-                \(bind: attempt.error), \(bind: attempt.retryCause?.rawValue), \(bind: attempt.duration)
-            FROM srv_submission_attempts WHERE submission_id = \(bind: attempt.submissionId)
-            """
-        ).run()
+        try await db.run(
+            Self.insertAttempt(
+                attempt.submissionId,
+                attempt.at,
+                attempt.environment.rawValue,
+                attempt.outcome.rawValue,
+                attempt.status,
+                attempt.error,
+                attempt.retryCause?.rawValue,
+                attempt.duration
+            )
+        )
     }
+
+    private static let insertAttempt = FixedStatement(
+        """
+        INSERT INTO srv_submission_attempts (submission_id, number, at, environment, outcome, status, error,
+            retry_cause, duration)
+        SELECT ?1, COALESCE(MAX(number), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+        FROM srv_submission_attempts WHERE submission_id = ?1
+        """
+    )
 }

@@ -9,17 +9,31 @@ package struct JobStore: ServerSQLStore {
     package let database: TillDatabase
 
     func insertJob(_ job: Job, on db: any SQLDatabase) async throws {
-        try await db.raw(
-            """
-            INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
-                last_error, created_at, updated_at, trace)
-            VALUES (\(bind: job.kind.rawValue), \(bind: job.jobKey), \(bind: job.state.rawValue), \(bind: job.queueGroup),
-                \(bind: job.stream), \(bind: job.position), \(bind: job.attempts), \(bind: job.dueAt), NULL, NULL,
-                \(bind: job.createdAt), \(bind: job.updatedAt), \(bind: job.trace))
-            ON CONFLICT (kind, job_key) DO NOTHING
-            """
-        ).run()
+        try await db.run(
+            Self.insertJob(
+                job.kind.rawValue,
+                job.jobKey,
+                job.state.rawValue,
+                job.queueGroup,
+                job.stream,
+                job.position,
+                job.attempts,
+                job.dueAt,
+                job.createdAt,
+                job.updatedAt,
+                job.trace
+            )
+        )
     }
+
+    private static let insertJob = FixedStatement(
+        """
+        INSERT INTO srv_jobs (kind, job_key, state, queue_group, stream, position, attempts, due_at, claimed_until,
+            last_error, created_at, updated_at, trace)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL, ?9, ?10, ?11)
+        ON CONFLICT (kind, job_key) DO NOTHING
+        """
+    )
 
     /// Queues the job due at `dueAt`, or brings a queued one forward to it; one under way or dead-lettered stays.
     func scheduleJob(kind: JobKind, key: String, dueAt: Int64, now: Int64, on db: any SQLDatabase) async throws {
@@ -93,14 +107,17 @@ package struct JobStore: ServerSQLStore {
     /// started another (or the job is gone).
     @discardableResult
     func deleteJob(kind: JobKind, key: String, attempt: Int? = nil, on db: any SQLDatabase) async throws -> Bool {
-        let latest = Self.onlyIfLatest(attempt)
-        return try await db.raw(
-            """
-            DELETE FROM srv_jobs WHERE kind = \(bind: kind.rawValue) AND job_key = \(bind: key) \(latest)
-            RETURNING job_key
-            """
-        ).first() != nil
+        let statement =
+            if let attempt { Self.deleteAttempt(kind.rawValue, key, attempt) } else { Self.delete(kind.rawValue, key) }
+        return try await db.first(statement) != nil
     }
+
+    private static let delete = FixedStatement(
+        "DELETE FROM srv_jobs WHERE kind = ?1 AND job_key = ?2 RETURNING job_key"
+    )
+    private static let deleteAttempt = FixedStatement(
+        "DELETE FROM srv_jobs WHERE kind = ?1 AND job_key = ?2 AND attempts = ?3 RETURNING job_key"
+    )
 
     func deleteJobs(kind: JobKind, keys: [String], on db: any SQLDatabase) async throws {
         guard !keys.isEmpty else { return }

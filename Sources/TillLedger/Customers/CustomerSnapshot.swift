@@ -25,12 +25,7 @@ package struct CustomerSnapshot: Sendable {
         -> CustomerSnapshot
     {
         let purchaseStore = PurchaseStore(database: database)
-        let ledger = try await purchaseStore.holdings(
-            bundleId: bundleId,
-            customerId: owner,
-            recentConsumables: recentConsumables,
-            on: db
-        )
+        let ledger = try await purchaseStore.holdings(bundleId: bundleId, customerId: owner, on: db)
         return CustomerSnapshot(
             owner: owner,
             ledger: ledger,

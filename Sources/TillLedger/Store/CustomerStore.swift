@@ -11,20 +11,20 @@ package struct CustomerStore: ServerSQLStore {
     // MARK: Customers
 
     package func ensureCustomer(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws {
-        try await db.raw(
-            """
-            INSERT INTO srv_customers (bundle_id, customer_id, alias_of, created_at)
-            VALUES (\(bind: bundleId), \(bind: customerId), NULL, \(bind: at)) ON CONFLICT (bundle_id, customer_id) DO NOTHING
-            """
-        ).run()
+        try await db.run(Self.insertCustomer(bundleId, customerId, at))
     }
+
+    private static let insertCustomer = FixedStatement(
+        """
+        INSERT INTO srv_customers (bundle_id, customer_id, alias_of, created_at)
+        VALUES (?1, ?2, NULL, ?3) ON CONFLICT (bundle_id, customer_id) DO NOTHING
+        """
+    )
 
     /// The account a customer id stands for, recording the id as a customer when it is new: one read for a known id
     /// (a purchase's usual case), where recording it every time and then resolving it took an insert and a read.
     package func admit(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws -> String {
-        let row = try await db.raw(
-            "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
-        ).first()
+        let row = try await db.first(Self.alias(bundleId, customerId))
         guard let row else {
             try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db)
             return customerId
@@ -37,9 +37,7 @@ package struct CustomerStore: ServerSQLStore {
     package func resolve(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String {
         var current = customerId
         for _ in 0..<8 {
-            let row = try await db.raw(
-                "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: current)"
-            ).first()
+            let row = try await db.first(Self.alias(bundleId, current))
             guard let alias = try row?.decode(column: "alias_of", as: String?.self) else { return current }
             current = alias
         }
@@ -48,20 +46,23 @@ package struct CustomerStore: ServerSQLStore {
 
     /// The account a guest id is linked to; nil for an id that is no one's guest.
     package func aliasOf(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String? {
-        try await db.raw(
-            "SELECT alias_of FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)"
-        ).first()?.decode(column: "alias_of", as: String?.self)
+        try await db.first(Self.alias(bundleId, customerId))?.decode(column: "alias_of", as: String?.self)
     }
+
+    private static let alias = FixedStatement(
+        "SELECT alias_of FROM srv_customers WHERE bundle_id = ?1 AND customer_id = ?2"
+    )
 
     /// The guest ids linked to the account `customerId`, sorted.
     package func guests(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String] {
-        try await db.raw(
-            """
-            SELECT customer_id FROM srv_customers WHERE bundle_id = \(bind: bundleId) AND alias_of = \(bind: customerId)
-            ORDER BY customer_id
-            """
-        ).all().map { try $0.decode(column: "customer_id", as: String.self) }
+        try await db.all(Self.guests(bundleId, customerId)).map {
+            try $0.decode(column: "customer_id", as: String.self)
+        }
     }
+
+    private static let guests = FixedStatement(
+        "SELECT customer_id FROM srv_customers WHERE bundle_id = ?1 AND alias_of = ?2 ORDER BY customer_id"
+    )
 
     /// Whether any guest id is linked to `customerId` (which makes it an account).
     package func hasGuests(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Bool {

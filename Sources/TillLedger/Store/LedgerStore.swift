@@ -122,23 +122,26 @@ struct LedgerStore: Sendable {
         at: Int64,
         on db: any SQLDatabase
     ) async throws -> Bool {
-        let rows = try await db.raw(
-            """
-            INSERT INTO srv_balance_entries (bundle_id, customer_id, credit, delta, reference, created_at)
-            VALUES (\(bind: bundleId), \(bind: customerId), \(bind: credit), \(bind: delta), \(bind: reference), \(bind: at))
-            ON CONFLICT (bundle_id, reference, credit) DO NOTHING RETURNING reference
-            """
-        ).all()
+        let rows = try await db.all(Self.insertBalanceEntry(bundleId, customerId, credit, delta, reference, at))
         guard !rows.isEmpty else { return false }
-        try await db.raw(
-            """
-            INSERT INTO srv_balances (bundle_id, customer_id, credit, balance)
-            VALUES (\(bind: bundleId), \(bind: customerId), \(bind: credit), \(bind: delta))
-            ON CONFLICT (bundle_id, customer_id, credit) DO UPDATE SET balance = srv_balances.balance + excluded.balance
-            """
-        ).run()
+        try await db.run(Self.addToBalance(bundleId, customerId, credit, delta))
         return true
     }
+
+    private static let insertBalanceEntry = FixedStatement(
+        """
+        INSERT INTO srv_balance_entries (bundle_id, customer_id, credit, delta, reference, created_at)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        ON CONFLICT (bundle_id, reference, credit) DO NOTHING RETURNING reference
+        """
+    )
+    private static let addToBalance = FixedStatement(
+        """
+        INSERT INTO srv_balances (bundle_id, customer_id, credit, balance)
+        VALUES (?1, ?2, ?3, ?4)
+        ON CONFLICT (bundle_id, customer_id, credit) DO UPDATE SET balance = srv_balances.balance + excluded.balance
+        """
+    )
 
     /// Moves every balance entry of `from` to `to` (linking a guest to an account), and adds `from`'s totals to `to`'s.
     func moveBalances(bundleId: String, from: String, to: String, on db: any SQLDatabase) async throws {
@@ -247,14 +250,18 @@ struct LedgerStore: Sendable {
         kind: FinanceKind,
         in changes: ChangeSet
     ) async throws {
-        let booked = try await changes.db.raw(
-            """
-            INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency, occurred_at, kind)
-            VALUES (\(bind: row.environment.rawValue), \(bind: row.transactionId), \(bind: row.bundleId),
-                    \(bind: row.productId), \(bind: amount), \(bind: currency), \(bind: at), \(bind: kind.rawValue))
-            ON CONFLICT (environment, transaction_id, kind) DO NOTHING RETURNING kind
-            """
-        ).all()
+        let booked = try await changes.db.all(
+            Self.insertFinance(
+                row.environment.rawValue,
+                row.transactionId,
+                row.bundleId,
+                row.productId,
+                amount,
+                currency,
+                at,
+                kind.rawValue
+            )
+        )
         guard !booked.isEmpty else { return }
         changes.journal([
             .money(
@@ -268,6 +275,14 @@ struct LedgerStore: Sendable {
             )
         ])
     }
+
+    private static let insertFinance = FixedStatement(
+        """
+        INSERT INTO srv_finance (environment, transaction_id, bundle_id, product_id, amount, currency, occurred_at, kind)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+        ON CONFLICT (environment, transaction_id, kind) DO NOTHING RETURNING kind
+        """
+    )
 
     // MARK: Renewal state
 

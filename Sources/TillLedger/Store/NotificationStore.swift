@@ -29,15 +29,19 @@ package struct NotificationStore: ServerSQLStore {
     package func unmatchedNotifications(environment: String, originalTransactionId: String, on db: any SQLDatabase)
         async throws -> [NotificationRecord]
     {
-        try await db.raw(
-            """
-            SELECT * FROM srv_notifications
-            WHERE outcome = \(literal: NotificationOutcome.unmatched.rawValue) AND environment = \(bind: environment)
-              AND original_transaction_id = \(bind: originalTransactionId)
-            ORDER BY signed_date, received_at
-            """
-        ).all(decoding: NotificationRecord.self, with: Self.decoding)
+        try await db.all(Self.unmatched(environment, originalTransactionId)).map {
+            try $0.decode(model: NotificationRecord.self, with: Self.decoding)
+        }
     }
+
+    private static let unmatched = FixedStatement(
+        """
+        SELECT * FROM srv_notifications
+        WHERE outcome = '\(NotificationOutcome.unmatched.rawValue)' AND environment = ?1
+          AND original_transaction_id = ?2
+        ORDER BY signed_date, received_at
+        """
+    )
 
     package func update(_ notification: NotificationRecord, on db: any SQLDatabase) async throws {
         try await db.update("srv_notifications").set(model: notification, with: Self.encoding)
@@ -49,10 +53,10 @@ package struct NotificationStore: ServerSQLStore {
     /// PostgreSQL an advisory lock; SQLite has one writer already.
     package func lockPurchase(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws {
         guard database.engine == .postgres else { return }
-        try await db.raw(
-            "SELECT pg_advisory_xact_lock(hashtextextended(\(bind: environment + ":" + originalTransactionId), 0))"
-        ).run()
+        try await db.run(Self.lockPurchase(environment + ":" + originalTransactionId))
     }
+
+    private static let lockPurchase = FixedStatement("SELECT pg_advisory_xact_lock(hashtextextended(?1, 0))")
 
     // MARK: Subscription states
 

@@ -21,13 +21,13 @@ package struct PurchaseStore: ServerSQLStore {
         async throws
         -> LedgerRecord?
     {
-        try await db.raw(
-            """
-            SELECT * FROM srv_transactions WHERE environment = \(bind: environment.rawValue)
-            AND transaction_id = \(bind: transactionId)\(forUpdate)
-            """
-        ).first().map(LedgerRecord.init(row:))
+        try await db.first(Self.transaction(environment.rawValue, transactionId)).map(LedgerRecord.init(row:))
     }
+
+    private static let transaction = FixedStatement(
+        sqlite: "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2",
+        postgres: "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2 FOR UPDATE"
+    )
 
     /// A customer's transaction with this id, in any environment (the operator names one by its id).
     package func transactions(bundleId: String, customerId: String, transactionId: String, on db: any SQLDatabase)
@@ -42,39 +42,41 @@ package struct PurchaseStore: ServerSQLStore {
     }
 
     /// What a customer's view, snapshot and events are made of: every purchase of theirs that is not a consumable (or
-    /// has no known type), and their latest `recentConsumables` consumable purchases; oldest first.
+    /// has no known type), and their latest `CustomerSnapshot.recentConsumables` consumable purchases; oldest first.
     ///
     /// A consumable grants credits, which the balances count, and no access: reading every one of them made a
     /// purchase by a customer with 10,000 consumables cost ten times one by a new customer (`till bench submissions
     /// --history`). The customer index is ordered by product type, so each part is a range of it: three parts, each an
     /// equality on the type (with `product_type IS NULL OR product_type IN (…)` SQLite walked the customer's every
     /// row and looked each up, 24 ms a purchase for a customer with 10,000).
-    package func holdings(bundleId: String, customerId: String, recentConsumables: Int, on db: any SQLDatabase)
-        async throws
-        -> [LedgerRecord]
-    {
-        let granting = Self.grantingTypes
-        let consumable = Self.consumableTypes
-        return try await db.raw(
-            """
-            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
-              AND product_type IN (\(binds: granting))
-            UNION ALL
-            SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
-              AND product_type IS NULL
-            UNION ALL
-            SELECT * FROM (SELECT * FROM srv_transactions WHERE bundle_id = \(bind: bundleId)
-              AND customer_id = \(bind: customerId) AND product_type IN (\(binds: consumable))
-              ORDER BY purchase_date DESC LIMIT \(literal: recentConsumables)) AS recent
-            ORDER BY purchase_date
-            """
-        ).ledgerRows()
+    package func holdings(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+        try await db.all(Self.holdings.with([bundleId, customerId] + Self.grantingTypes + Self.consumableTypes))
+            .map(LedgerRecord.init(row:))
     }
 
     /// The product types that may grant access, and those that only credit (the rows `holdings` reads in full, and
     /// those it reads the latest of).
     private static let grantingTypes = ProductType.allCases.filter { !$0.isCreditedPerPurchase }.map(\.rawValue)
     private static let consumableTypes = ProductType.allCases.filter(\.isCreditedPerPurchase).map(\.rawValue)
+
+    private static let holdings: FixedStatement = {
+        let granting = (0..<grantingTypes.count).map { "?\($0 + 3)" }.joined(separator: ", ")
+        let consumable = (0..<consumableTypes.count).map { "?\($0 + 3 + grantingTypes.count)" }.joined(separator: ", ")
+        return FixedStatement(
+            """
+            SELECT * FROM srv_transactions WHERE bundle_id = ?1 AND customer_id = ?2
+              AND product_type IN (\(granting))
+            UNION ALL
+            SELECT * FROM srv_transactions WHERE bundle_id = ?1 AND customer_id = ?2
+              AND product_type IS NULL
+            UNION ALL
+            SELECT * FROM (SELECT * FROM srv_transactions WHERE bundle_id = ?1
+              AND customer_id = ?2 AND product_type IN (\(consumable))
+              ORDER BY purchase_date DESC LIMIT \(CustomerSnapshot.recentConsumables)) AS recent
+            ORDER BY purchase_date
+            """
+        )
+    }()
 
     /// Every purchase of a customer, oldest first (the console's list; a purchase reads `holdings`).
     package func transactions(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
@@ -97,26 +99,27 @@ package struct PurchaseStore: ServerSQLStore {
     package func transactions(environment: AppStoreEnvironment, originalTransactionId: String, on db: any SQLDatabase)
         async throws -> [LedgerRecord]
     {
-        // SQLite's planner, without statistics, prefers the primary key's `environment` (every transaction of the
-        // environment) to this index: a read per purchase that grew with the ledger.
-        let index: SQLQueryString = database.engine == .sqlite ? " INDEXED BY srv_transactions_original" : ""
-        return try await db.raw(
-            """
-            SELECT * FROM srv_transactions\(index) WHERE environment = \(bind: environment.rawValue)
-            AND original_transaction_id = \(bind: originalTransactionId) ORDER BY purchase_date\(forUpdate)
-            """
-        ).ledgerRows()
+        try await db.all(Self.byOriginal(environment.rawValue, originalTransactionId)).map(LedgerRecord.init(row:))
     }
+
+    // SQLite's planner, without statistics, prefers the primary key's `environment` (every transaction of the
+    // environment) to this index: a read per purchase that grew with the ledger.
+    private static let byOriginal = FixedStatement(
+        sqlite: """
+            SELECT * FROM srv_transactions INDEXED BY srv_transactions_original WHERE environment = ?1
+            AND original_transaction_id = ?2 ORDER BY purchase_date
+            """,
+        postgres: """
+            SELECT * FROM srv_transactions WHERE environment = ?1
+            AND original_transaction_id = ?2 ORDER BY purchase_date FOR UPDATE
+            """
+    )
 
     // MARK: Balances
 
     package func balances(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String: Int64]
     {
-        let rows = try await db.raw(
-            """
-            SELECT credit, balance FROM srv_balances WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
-            """
-        ).all()
+        let rows = try await db.all(Self.balances(bundleId, customerId))
         var result: [String: Int64] = [:]
         for row in rows {
             result[try row.decode(column: "credit", as: String.self)] = try row.decode(
@@ -126,6 +129,10 @@ package struct PurchaseStore: ServerSQLStore {
         }
         return result
     }
+
+    private static let balances = FixedStatement(
+        "SELECT credit, balance FROM srv_balances WHERE bundle_id = ?1 AND customer_id = ?2"
+    )
 
     /// The balance entries written under `reference` (a debit's has one credit; a purchase's one per credit).
     package func balanceEntries(bundleId: String, reference: String, on db: any SQLDatabase) async throws
