@@ -10,7 +10,8 @@ import Synchronization
 /// while the one SQLite writer was held (perf over `till bench submissions --rate 1000`, docs/benchmarks.md).
 ///
 /// The text numbers its values `?1` … `?N`, SQLite's own form; a value may appear more than once. Each engine gets
-/// them in its own form (PostgreSQL's `$1` … `$N`), written once. A `?` inside a quoted string or name is text.
+/// them in its own form (PostgreSQL's `$1` … `$N`), written once. A `?` inside a quoted string or name or a comment is
+/// text, and so is one without a number.
 ///
 /// ```swift
 /// static let alias = FixedStatement("SELECT alias_of FROM srv_customers WHERE bundle_id = ?1 AND customer_id = ?2")
@@ -64,7 +65,8 @@ public final class FixedStatement: Sendable {
         if name == "sqlite" { return sqlite }
         if name == "postgresql" { return postgresText }
         if let text = texts.withLock({ $0[name] }) { return text }
-        let text = Self.placeholders(in: name == "sqlite" ? sqlite : postgres) { number in
+        // Another engine: the text written for any engine but SQLite, its placeholders the dialect's own.
+        let text = Self.placeholders(in: postgres) { number in
             var serializer = SQLSerializer(database: database)
             dialect.bindPlaceholder(at: number).serialize(to: &serializer)
             return serializer.sql
@@ -120,31 +122,41 @@ public final class FixedStatement: Sendable {
         case parameter(Int)
     }
 
-    /// Walks `text` as pieces of text and `?N` parameters; inside '…' and "…" everything is text.
+    /// Walks `text` as pieces of text and `?N` parameters. Inside '…' and "…", and in `--` and `/* */` comments,
+    /// everything is text, and so is a `?` without a number (PostgreSQL's JSON operators).
     private static func scan(_ text: String, _ each: (Piece) -> Void) {
-        var quote: Character?
+        /// Where the text that `at` opens ends (after its closing mark); nil when `at` opens nothing.
+        func skipped(at index: String.Index) -> String.Index? {
+            let rest = text[index...]
+            let close: String
+            if rest.hasPrefix("'") || rest.hasPrefix("\"") {
+                close = String(rest.prefix(1))
+            } else if rest.hasPrefix("--") {
+                close = "\n"
+            } else if rest.hasPrefix("/*") {
+                close = "*/"
+            } else {
+                return nil
+            }
+            let from = text.index(index, offsetBy: close == "*/" ? 2 : 1)
+            return text[from...].firstRange(of: close)?.upperBound ?? text.endIndex
+        }
         var start = text.startIndex
         var index = text.startIndex
         while index < text.endIndex {
-            let character = text[index]
-            if let open = quote {
-                if character == open { quote = nil }
-                index = text.index(after: index)
-                continue
-            }
-            if character == "'" || character == "\"" {
-                quote = character
-                index = text.index(after: index)
-                continue
-            }
-            guard character == "?" else {
-                index = text.index(after: index)
+            if let end = skipped(at: index) {
+                index = end
                 continue
             }
             var end = text.index(after: index)
+            guard text[index] == "?" else {
+                index = end
+                continue
+            }
             while end < text.endIndex, text[end].isASCII, text[end].isNumber { end = text.index(after: end) }
-            guard end > text.index(after: index), let number = Int(text[text.index(after: index)..<end]) else {
-                preconditionFailure("a ? without its number in: \(text)")
+            guard let number = Int(text[text.index(after: index)..<end]) else {
+                index = end
+                continue
             }
             each(.text(text[start..<index]))
             each(.parameter(number))

@@ -208,8 +208,8 @@ public enum RecordStatements {
             )
         }
 
-        /// The names are not hashed, only compared: a table's statements have the same columns, and a record's columns
-        /// are one array, compared by reference.
+        /// The names are not hashed, only compared (equal shapes hash alike): a table's statements have the same
+        /// columns, so hashing the table and the counts tells shapes apart as well, for less work.
         func hash(into hasher: inout Hasher) {
             hasher.combine(table)
             hasher.combine(columns.count)

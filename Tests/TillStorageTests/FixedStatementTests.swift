@@ -11,6 +11,13 @@ struct FixedStatementTests {
     private static let read = FixedStatement(
         "SELECT id, body, copy_of_id, 'a ?9 in quotes' AS note, \"id\" AS quoted FROM fixed_notes WHERE id = ?1"
     )
+    /// A comment is text, an apostrophe in it included, and so is a `?` in it.
+    private static let commented = FixedStatement(
+        """
+        SELECT ?1 AS a, -- the first's, not ?3
+          /* nor ?4 */ ?2 AS b
+        """
+    )
     private static let engine = FixedStatement(
         sqlite: "SELECT 'sqlite' AS engine, ?1 + 1 AS next",
         postgres: "SELECT 'postgres' AS engine, ?1::bigint + 1 AS next"
@@ -43,6 +50,11 @@ struct FixedStatementTests {
         let row = try #require(try await database.sql.first(Self.engine(Int64(41))))
         #expect(try row.decode(column: "engine", as: String.self) == (postgres ? "postgres" : "sqlite"))
         #expect(try row.decode(column: "next", as: Int64.self) == 42)
+
+        let commented = try #require(try await database.sql.first(Self.commented("one", "two")))
+        #expect(try commented.decode(column: "a", as: String.self) == "one")
+        #expect(try commented.decode(column: "b", as: String.self) == "two")
+        #expect(Self.commented.valueCount == 2)
 
         // Each engine gets its own placeholders, once per value however often the text names it.
         let (sql, binds) = database.sql.serialize(Self.insert("c", "third"))
