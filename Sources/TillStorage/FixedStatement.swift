@@ -19,13 +19,10 @@ import Synchronization
 /// ```
 public final class FixedStatement: Sendable {
     private let sqlite: String
-    private let postgres: String
     /// PostgreSQL's text, its values written `$1` … `$N` (SQLite's own form is `?N`, the text as written).
     private let postgresText: String
     /// The values a run binds: the highest `?N`.
     public let valueCount: Int
-    /// The text for each other dialect met so far, by its name.
-    private let texts = Mutex<[String: String]>([:])
 
     /// A statement with the same text on every engine.
     public convenience init(_ text: String) {
@@ -42,7 +39,6 @@ public final class FixedStatement: Sendable {
         precondition(sqliteNumbers == Set(1...max(1, sqliteCount)) || sqliteCount == 0, "a value unused in: \(sqlite)")
         precondition(postgresNumbers == sqliteNumbers, "the engines' texts use different values: \(postgres)")
         self.sqlite = sqlite
-        self.postgres = postgres
         self.postgresText = Self.placeholders(in: postgres) { "$\($0)" }
         self.valueCount = sqliteCount
     }
@@ -58,21 +54,14 @@ public final class FixedStatement: Sendable {
         return Run(statement: self, values: values)
     }
 
-    /// The text `dialect` runs: the engine's text with each `?N` written as the dialect's placeholder for N.
-    func text(for dialect: any SQLDialect, database: any SQLDatabase) -> String {
-        // The two engines Till runs on, without a lock (FixedStatementTests checks what each gets).
-        let name = dialect.name
-        if name == "sqlite" { return sqlite }
-        if name == "postgresql" { return postgresText }
-        if let text = texts.withLock({ $0[name] }) { return text }
-        // Another engine: the text written for any engine but SQLite, its placeholders the dialect's own.
-        let text = Self.placeholders(in: postgres) { number in
-            var serializer = SQLSerializer(database: database)
-            dialect.bindPlaceholder(at: number).serialize(to: &serializer)
-            return serializer.sql
+    /// The text `dialect` runs: SQLite's as written, PostgreSQL's with `$N` (FixedStatementTests checks what each
+    /// gets). Till runs on these two engines alone (`DatabaseConfiguration`).
+    func text(for dialect: any SQLDialect) -> String {
+        switch dialect.name {
+        case "sqlite": return sqlite
+        case "postgresql": return postgresText
+        default: preconditionFailure("a FixedStatement on \(dialect.name), which Till does not run on")
         }
-        texts.withLock { $0[name] = text }
-        return text
     }
 
     private struct Run: SQLExpression {
@@ -82,7 +71,7 @@ public final class FixedStatement: Sendable {
         func serialize(to serializer: inout SQLSerializer) {
             // Placeholders are numbered from the statement's first value: this is a whole statement.
             precondition(serializer.binds.isEmpty, "a FixedStatement inside another statement")
-            serializer.write(statement.text(for: serializer.dialect, database: serializer.database))
+            serializer.write(statement.text(for: serializer.dialect))
             serializer.binds.reserveCapacity(values.count)
             for value in values { serializer.binds.append(value ?? SQLNull()) }
         }
