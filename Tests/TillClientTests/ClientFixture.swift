@@ -58,7 +58,7 @@ struct ClientFixture: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let simApp = try await simulator.appStoreConnect.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
         )

@@ -74,7 +74,7 @@ struct BackupTests {
         let restored = try await database("restored")
         let backupFile = directory.appendingPathComponent(engine == .sqlite ? "backup.sqlite" : "backup.dump").path
 
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let http = HTTPClient.shared
         let acknowledgedBefore = Mutex<[Sent]>([])
         do {

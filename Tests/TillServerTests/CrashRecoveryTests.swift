@@ -72,7 +72,7 @@ struct CrashRecoveryTests {
     func killedAndStoppedServersLoseNoAcceptedSubmission() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         // Apple is slow, so that confirmations are under way when the server is killed.
         simulator.faults.add(try FaultRule(parsing: "*:serverAPI:latency=0.3-1.2"))
         let http = HTTPClient(eventLoopGroupProvider: .singleton)

@@ -56,7 +56,7 @@ struct ImportScaleTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let databaseURL = try await engine.freshURL(prefix: "till_import")
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let clock = ContinuousClock()
         try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in

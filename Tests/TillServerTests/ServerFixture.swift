@@ -43,7 +43,7 @@ struct ServerFixture {
         // SQLite in memory unless the test opens a second server on the same database (`persistent`: a file).
         let database =
             engine == .sqlite && !persistent ? .sqliteInMemory : try await engine.fresh(prefix: "till_srv")
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let simApp = try await simulator.appStoreConnect.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
         )

@@ -172,7 +172,7 @@ extension WebhookTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-webhooks-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let receiver = WebhookReceiver()
         try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { port in

@@ -102,7 +102,7 @@ struct FaultTests {
     @Test func theGuidesFaultExamplesWorkAsWrittenAndEachCanBeRemovedByItsId() async throws {
         let bodies = try Self.documentedFaultBodies()
         #expect(bodies.count >= 4 && bodies.contains { !$0.contains("spec") }, "\(bodies)")
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
             var ids: [String] = []
@@ -136,7 +136,7 @@ struct FaultTests {
     /// Delays and rates past what `Duration` and Int64 milliseconds hold trapped and stopped the simulator; the
     /// admin API refuses them with 400 (and the simulator goes on answering).
     @Test func hugeDelaysAndRatesAreRefusedWith400() async throws {
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
             for (method, uri, body) in [

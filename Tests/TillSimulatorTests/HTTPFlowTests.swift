@@ -24,7 +24,7 @@ struct HTTPFlowTests {
     @Test(arguments: TestDatabase.all)
     func aDeveloperSetsUpAnAppAndAnAppBuysRestoresAndReadsItsReceipt(_ engine: TestDatabase) async throws {
         let database = engine == .sqlite ? .sqliteInMemory : try await engine.fresh(prefix: "till_sim")
-        let simulator = try await Simulator.open(SimulatorConfiguration(database: database))
+        let simulator = try await Simulator.open(SimulatorConfiguration(database: database, keys: .shared))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
             let bundle = "com.example.http.\(UUID().uuidString.prefix(8).lowercased())"
@@ -169,7 +169,7 @@ struct HTTPFlowTests {
     }
 
     @Test func theClockFaultsAndCertificatesAreManagedThroughTheAdminAPI() async throws {
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
             let before = try await call(client, .get, "/admin/v1/clock")
@@ -216,7 +216,7 @@ struct HTTPFlowTests {
     }
 
     @Test func theAdminTokenIsRequiredWhenConfigured() async throws {
-        let simulator = try await Simulator.open(SimulatorConfiguration(adminToken: "t0ken"))
+        let simulator = try await Simulator.open(SimulatorConfiguration(adminToken: "t0ken", keys: .shared))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
             #expect(try await call(client, .get, "/admin/v1/apps").status == 401)
@@ -231,7 +231,7 @@ struct HTTPFlowTests {
     /// The simulator's own API answers a route it does not have, or a method a path does not take, with the same
     /// JSON errors as the server (TillHTTPKit), not Hummingbird's bare 404.
     @Test func unknownRoutesAndMethodsAreJSONErrors() async throws {
-        let simulator = try await Simulator.open(SimulatorConfiguration())
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared))
         let app = Application(router: buildSimulatorRouter(simulator))
         try await app.test(.router) { client in
             let unknown = try await call(client, .get, "/admin/v1/nothing")

@@ -111,6 +111,42 @@ struct LiveTests {
         }
     }
 
+    /// A new database stores the keys its configuration names (the tests share one set); a database that has keys
+    /// keeps them whatever the configuration says; and without keys a new database makes its own.
+    @Test func aNewDatabaseStoresTheKeysItIsGivenAndKeepsThemAfter() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-sim-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let given = try SimulatorKeys.make()
+        func keys(of simulator: Simulator) throws -> (jws: String, receipt: String, xcode: String) {
+            (
+                try simulator.signer.jwsAuthority.chain.map { try $0.serializeAsPEM().pemString }.joined(
+                    separator: "\n"
+                ),
+                try simulator.signer.receiptAuthority.chain.map { try $0.serializeAsPEM().pemString }
+                    .joined(separator: "\n"),
+                try simulator.signer.xcodeCertificate.serializeAsPEM().pemString
+            )
+        }
+        let first = try await Simulator.open(SimulatorConfiguration(database: .sqlite(path: path), keys: given))
+        let stored = try keys(of: first)
+        #expect(stored == (given.jws.chainPEM, given.receipt.chainPEM, given.xcode.chainPEM))
+        try await first.shutdown()
+
+        let reopened = try await Simulator.open(SimulatorConfiguration(database: .sqlite(path: path), keys: .shared))
+        #expect(try keys(of: reopened) == stored)
+        try await reopened.shutdown()
+
+        let own = try await Simulator.open(SimulatorConfiguration())
+        let made = try keys(of: own)
+        try await own.shutdown()
+        let shared = try SimulatorKeys.shared
+        for other in [given, shared] {
+            #expect(made.jws != other.jws.chainPEM && made.receipt != other.receipt.chainPEM)
+            #expect(made.xcode != other.xcode.chainPEM)
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func stateSurvivesARestart(_ database: TestDatabase) async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-sim-\(UUID().uuidString).sqlite")
             .path

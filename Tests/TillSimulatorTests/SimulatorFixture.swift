@@ -31,6 +31,8 @@ struct SimulatorFixture {
     ) async throws -> SimulatorFixture {
         var configuration = configuration
         configuration.realtimeTimeout = realtimeDeadline
+        // One set of signing keys for every new database of the tests (SimulatorKeys: making them costs CPU).
+        if configuration.keys == nil { configuration.keys = try SimulatorKeys.shared }
         if engine == .postgres { configuration.database = try await engine.fresh(prefix: "till_sim") }
         let simulator = try await Simulator.open(configuration)
         let app = try await simulator.appStoreConnect.createApp(

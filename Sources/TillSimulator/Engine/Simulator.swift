@@ -29,6 +29,9 @@ public struct SimulatorConfiguration: Sendable {
     public var adminToken: String?
     /// How long the App Store waits for a developer's Retention Messaging realtime URL (Apple: 700 ms).
     public var realtimeTimeout: Duration
+    /// The signing keys a new database stores on its first start instead of making its own (a database that has
+    /// keys keeps them). The tests share ``SimulatorKeys/shared``.
+    public var keys: SimulatorKeys?
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,
@@ -40,7 +43,8 @@ public struct SimulatorConfiguration: Sendable {
         ],
         faults: [FaultRule] = [],
         adminToken: String? = nil,
-        realtimeTimeout: Duration = .milliseconds(700)
+        realtimeTimeout: Duration = .milliseconds(700),
+        keys: SimulatorKeys? = nil
     ) {
         self.database = database
         self.renewalRate = renewalRate
@@ -50,6 +54,7 @@ public struct SimulatorConfiguration: Sendable {
         self.faults = faults
         self.adminToken = adminToken
         self.realtimeTimeout = realtimeTimeout
+        self.keys = keys
     }
 
     /// Apple's production schedule: retries 1, 12, 24, 48 and 72 hours after the previous attempt.
@@ -199,7 +204,7 @@ public final class Simulator: Sendable {
         let database = try await TillDatabase.open(configuration.database, logger: logger)
         let store = SimulatorStore(database: database)
         try await store.migrate()
-        let signer = try await SimulatorSigner.load(from: database)
+        let signer = try await SimulatorSigner.load(from: database, keys: configuration.keys)
         let offset = Int64(try await store.setting("clock_offset_ms", on: database.sql) ?? "0") ?? 0
         var rate = configuration.renewalRate
         if let stored = try await store.setting("renewal_rate", on: database.sql),

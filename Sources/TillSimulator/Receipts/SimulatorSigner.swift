@@ -8,7 +8,7 @@ import TillStorage
 import X509
 import _CryptoExtras
 
-/// The simulator's two signing authorities, made once and kept in the database so that data signed before
+/// The simulator's two signing authorities, made once (``SimulatorKeys``) and kept in the database so that data signed before
 /// a restart still verifies after it: an ECDSA P-256 chain for StoreKit 2 JWS and an RSA-2048 chain for
 /// receipts, both with Apple's marker extensions.
 ///
@@ -46,78 +46,37 @@ public struct SimulatorSigner: Sendable {
         self.receiptLeafDER = serializer.serializedBytes
     }
 
-    /// Loads the authorities, or makes and stores them on first start.
-    static func load(from database: TillDatabase) async throws -> SimulatorSigner {
-        let jws = try await authority(named: "jws", kind: .p256, database: database)
-        let receipts = try await authority(named: "receipt", kind: .rsa2048, database: database)
-        return try SimulatorSigner(
-            jwsAuthority: jws,
-            receiptAuthority: receipts,
-            xcode: try await xcodeCertificate(database: database)
-        )
-    }
-
-    /// StoreKit Testing's self-signed certificate, made once and kept like the authorities.
-    private static func xcodeCertificate(database: TillDatabase) async throws
-        -> (key: P256.Signing.PrivateKey, certificate: Certificate)
-    {
+    /// Loads the authorities, or stores them on first start: those of `keys` when given, new ones otherwise.
+    static func load(from database: TillDatabase, keys: SimulatorKeys? = nil) async throws -> SimulatorSigner {
         let store = SimulatorStore(database: database)
-        if try await store.signingKey(named: "xcode") == nil {
-            let key = P256.Signing.PrivateKey()
-            let certificate = try TestPKI.makeSelfSigned(
-                key: Certificate.PrivateKey(key),
-                commonName: "StoreKit Testing in Xcode",
-                validFrom: Date(timeIntervalSince1970: 1_577_836_800),
-                validUntil: Date(timeIntervalSince1970: 1_577_836_800 + 40 * 365 * 86_400)
-            )
+        func stored(_ name: String, made: () throws -> SimulatorKeys.Stored) async throws -> SimulatorKeys.Stored {
+            if let stored = try await store.signingKey(named: name) {
+                return SimulatorKeys.Stored(keyPEM: stored.keyPEM, chainPEM: stored.chainPEM)
+            }
+            let new = try made()
             try await store.storeSigningKey(
-                named: "xcode",
-                keyPEM: key.pemRepresentation,
-                chainPEM: try certificate.serializeAsPEM().pemString,
+                named: name,
+                keyPEM: new.keyPEM,
+                chainPEM: new.chainPEM,
                 at: Int64(Date().timeIntervalSince1970 * 1000)
             )
-        }
-        guard let stored = try await store.signingKey(named: "xcode") else {
-            throw SimulatorSignerError.keyNotStored("xcode")
-        }
-        return (
-            try P256.Signing.PrivateKey(pemRepresentation: stored.keyPEM),
-            try Certificate(pemEncoded: stored.chainPEM)
-        )
-    }
-
-    private static func authority(
-        named name: String,
-        kind: TestPKI.KeyKind,
-        database: TillDatabase
-    ) async throws -> SigningAuthority {
-        let store = SimulatorStore(database: database)
-        if let stored = try await store.signingKey(named: name) {
-            return try decode(keyPEM: stored.keyPEM, chainPEM: stored.chainPEM, kind: kind)
-        }
-        let made = try TestPKI.makeAuthority(
-            kind: kind,
-            name: "Till Simulator",
-            validFrom: Date(timeIntervalSince1970: 1_577_836_800),
-            years: 40
-        )
-        let keyPEM: String =
-            switch made.leafKey {
-            case .p256(let key): key.pemRepresentation
-            case .rsa(let key): key.pemRepresentation
+            // Another process may have stored its own first: use whatever is stored.
+            guard let stored = try await store.signingKey(named: name) else {
+                throw SimulatorSignerError.keyNotStored(name)
             }
-        let chainPEM = try made.chain.map { try $0.serializeAsPEM().pemString }.joined(separator: "\n")
-        try await store.storeSigningKey(
-            named: name,
-            keyPEM: keyPEM,
-            chainPEM: chainPEM,
-            at: Int64(Date().timeIntervalSince1970 * 1000)
-        )
-        // Another process may have stored its own first: use whatever is stored.
-        guard let stored = try await store.signingKey(named: name) else {
-            throw SimulatorSignerError.keyNotStored(name)
+            return SimulatorKeys.Stored(keyPEM: stored.keyPEM, chainPEM: stored.chainPEM)
         }
-        return try decode(keyPEM: stored.keyPEM, chainPEM: stored.chainPEM, kind: kind)
+        let jws = try await stored("jws") { try keys?.jws ?? SimulatorKeys.authority(.p256) }
+        let receipt = try await stored("receipt") { try keys?.receipt ?? SimulatorKeys.authority(.rsa2048) }
+        let xcode = try await stored("xcode") { try keys?.xcode ?? SimulatorKeys.xcode() }
+        return try SimulatorSigner(
+            jwsAuthority: try decode(keyPEM: jws.keyPEM, chainPEM: jws.chainPEM, kind: .p256),
+            receiptAuthority: try decode(keyPEM: receipt.keyPEM, chainPEM: receipt.chainPEM, kind: .rsa2048),
+            xcode: (
+                try P256.Signing.PrivateKey(pemRepresentation: xcode.keyPEM),
+                try Certificate(pemEncoded: xcode.chainPEM)
+            )
+        )
     }
 
     private static func decode(keyPEM: String, chainPEM: String, kind: TestPKI.KeyKind) throws -> SigningAuthority {
@@ -142,6 +101,67 @@ public struct SimulatorSigner: Sendable {
             privateKey: receiptAuthority.leafKey.rsa!,
             certificateDER: receiptLeafDER
         )
+    }
+}
+
+/// The simulator's signing keys and their certificates, as its database keeps them (PEM): the JWS authority
+/// (ECDSA P-256), the receipt authority (RSA-2048), each a chain of three with Apple's marker extensions, and StoreKit
+/// Testing in Xcode's self-signed P-256 certificate.
+///
+/// A new database makes its own on its first start, unless ``SimulatorConfiguration/keys`` names a set to store
+/// instead. Making them costs a debug build about half a second of CPU (the RSA-2048 keys, three of them), so the
+/// tests, which open a simulator on a new database hundreds of times, share ``shared``.
+public struct SimulatorKeys: Sendable {
+    public struct Stored: Sendable, Equatable {
+        public var keyPEM: String
+        /// The certificates, leaf first.
+        public var chainPEM: String
+    }
+
+    public var jws: Stored
+    public var receipt: Stored
+    public var xcode: Stored
+
+    /// A new set, as a new database makes.
+    public static func make() throws -> SimulatorKeys {
+        SimulatorKeys(jws: try authority(.p256), receipt: try authority(.rsa2048), xcode: try xcode())
+    }
+
+    /// One set made on first use and kept for this process.
+    public static var shared: SimulatorKeys {
+        get throws { try made.get() }
+    }
+    private static let made = Result { try make() }
+
+    /// A chain of three (root, intermediate, leaf) of `kind`, valid from 2020 for 40 years.
+    static func authority(_ kind: TestPKI.KeyKind) throws -> Stored {
+        let made = try TestPKI.makeAuthority(
+            kind: kind,
+            name: "Till Simulator",
+            validFrom: Date(timeIntervalSince1970: 1_577_836_800),
+            years: 40
+        )
+        let keyPEM: String =
+            switch made.leafKey {
+            case .p256(let key): key.pemRepresentation
+            case .rsa(let key): key.pemRepresentation
+            }
+        return Stored(
+            keyPEM: keyPEM,
+            chainPEM: try made.chain.map { try $0.serializeAsPEM().pemString }.joined(separator: "\n")
+        )
+    }
+
+    /// StoreKit Testing's self-signed certificate.
+    static func xcode() throws -> Stored {
+        let key = P256.Signing.PrivateKey()
+        let certificate = try TestPKI.makeSelfSigned(
+            key: Certificate.PrivateKey(key),
+            commonName: "StoreKit Testing in Xcode",
+            validFrom: Date(timeIntervalSince1970: 1_577_836_800),
+            validUntil: Date(timeIntervalSince1970: 1_577_836_800 + 40 * 365 * 86_400)
+        )
+        return Stored(keyPEM: key.pemRepresentation, chainPEM: try certificate.serializeAsPEM().pemString)
     }
 }
 

@@ -128,7 +128,7 @@ public struct SimulatorWorld: Sendable {
     )
 
     static func open() async throws -> SimulatorWorld {
-        let simulator = try await Simulator.open(SimulatorConfiguration(), logger: quietLogger)
+        let simulator = try await Simulator.open(SimulatorConfiguration(keys: .shared), logger: quietLogger)
         let app = try await simulator.appStoreConnect.createApp(
             AppInput(appAppleId: 1_234_567_890, bundleId: bundleId, sharedSecret: "s3cret")
         )
