@@ -66,9 +66,7 @@ struct StorageFailureTests {
     }
 
     /// `GET /ready`'s status and its `status` field; `/health`'s status beside it.
-    static func readiness(of server: TillProcess, http: HTTPClient) async throws -> (
-        ready: Int, status: String?, health: Int
-    ) {
+    static func readiness(of server: TillProcess, http: HTTPClient) async throws -> (ready: Int, status: String?, health: Int) {
         let ready = try await http.execute(HTTPClientRequest(url: server.base + "/ready"), timeout: .seconds(30))
         let data = Data((try await ready.body.collect(upTo: 1 << 20)).readableBytesView)
         let status = ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any])?["status"] as? String
@@ -102,28 +100,14 @@ struct StorageFailureTests {
             do {
                 let app = try await world.register(on: server, http: http)
                 for index in 0..<3 {
-                    let answer = try await Self.submit(
-                        purchases[index],
-                        index: index,
-                        world: world,
-                        to: server,
-                        app: app,
-                        http: http
-                    )
+                    let answer = try await Self.submit(purchases[index], index: index, world: world, to: server, app: app, http: http)
                     #expect(answer.status == 202 || answer.status == 200, "\(answer)")
                 }
 
                 // The disk fills: no file of the server can grow past 4 KiB (the database and its log are larger).
                 try await Self.limitFileSize(of: server, to: "4096")
                 for index in 3..<8 {
-                    let answer = try await Self.submit(
-                        purchases[index],
-                        index: index,
-                        world: world,
-                        to: server,
-                        app: app,
-                        http: http
-                    )
+                    let answer = try await Self.submit(purchases[index], index: index, world: world, to: server, app: app, http: http)
                     #expect(answer.status == 503 && answer.code == "storageUnavailable", "\(answer)")
                     #expect(Int(answer.retryAfter ?? "") ?? 0 > 0, "\(answer)")
                 }
@@ -131,10 +115,7 @@ struct StorageFailureTests {
                 #expect(try await Self.metric("till_storage_refused", on: server, http: http) ?? 0 >= 5)
                 // A balancer stops sending it traffic; an orchestrator does not restart it.
                 let outage = try await Self.readiness(of: server, http: http)
-                #expect(
-                    outage.ready == 503 && outage.status == "storageUnavailable" && outage.health == 200,
-                    "\(outage)"
-                )
+                #expect(outage.ready == 503 && outage.status == "storageUnavailable" && outage.health == 200, "\(outage)")
                 // A queue's claim that finds nothing due commits without writing (the consumption worker's, every
                 // 5 s): it proves nothing about the disk, and the outage goes on while the disk is full.
                 try await Task.sleep(for: .seconds(6))
@@ -143,14 +124,7 @@ struct StorageFailureTests {
                 // Space comes back: the same submissions, resent, are accepted, without a restart.
                 try await Self.limitFileSize(of: server, to: "unlimited")
                 for index in 3..<8 {
-                    let answer = try await Self.submit(
-                        purchases[index],
-                        index: index,
-                        world: world,
-                        to: server,
-                        app: app,
-                        http: http
-                    )
+                    let answer = try await Self.submit(purchases[index], index: index, world: world, to: server, app: app, http: http)
                     #expect(answer.status == 202 || answer.status == 200, "\(answer)")
                 }
                 try await waitUntil { try await Self.gems(of: world, on: server, app: app, http: http) == 800 }
@@ -159,10 +133,7 @@ struct StorageFailureTests {
                 #expect(back.ready == 200 && back.status == "ready", "\(back)")
                 // One outage, logged once when it began and once when it ended, however many requests it refused.
                 #expect(try await Self.metric("till_storage_outages", on: server, http: http) == 1)
-                #expect(
-                    server.output.components(separatedBy: "storage unavailable:").count - 1 == 1,
-                    "\(server.output)"
-                )
+                #expect(server.output.components(separatedBy: "storage unavailable:").count - 1 == 1, "\(server.output)")
                 #expect(server.output.components(separatedBy: "storage available again").count - 1 == 1)
                 #expect(!server.output.contains("internalError"))
             } catch {
@@ -174,16 +145,9 @@ struct StorageFailureTests {
         try await simulator.shutdown()
     }
 
-    @Test(
-        .enabled(
-            if: PrivatePostgres.prerequisite.shouldRun,
-            Comment(rawValue: PrivatePostgres.prerequisite.skipMessage)
-        )
-    )
+    @Test(.enabled(if: PrivatePostgres.prerequisite.shouldRun, Comment(rawValue: PrivatePostgres.prerequisite.skipMessage)))
     func postgreSQLStoppedAndRestartedUnderLoadLosesNothingAndSIGTERMEndsTheServer() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "till-pg-out-\(UUID().uuidString)"
-        )
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-pg-out-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let postgres = try await PrivatePostgres.start()
@@ -210,12 +174,7 @@ struct StorageFailureTests {
                             group.addTask {
                                 try await Task.sleep(for: .milliseconds(100 * index))
                                 let answer = try await Self.submit(
-                                    purchases[index],
-                                    index: index,
-                                    world: world,
-                                    to: server,
-                                    app: app,
-                                    http: http
+                                    purchases[index], index: index, world: world, to: server, app: app, http: http
                                 )
                                 return (index, answer)
                             }
@@ -241,20 +200,11 @@ struct StorageFailureTests {
                     #expect(!refused.isEmpty, "the outage refused nothing: \(answers.values.map(\.description))")
                     // Each refused submission is accepted once resent (the same idempotency key).
                     for index in refused {
-                        let answer = try await Self.submit(
-                            purchases[index],
-                            index: index,
-                            world: world,
-                            to: server,
-                            app: app,
-                            http: http
-                        )
+                        let answer = try await Self.submit(purchases[index], index: index, world: world, to: server, app: app, http: http)
                         #expect(answer.status == 202 || answer.status == 200, "resent \(index): \(answer)")
                     }
                     // Nothing acknowledged is lost, nothing is credited twice, and the queue resumed by itself.
-                    try await waitUntil {
-                        try await Self.gems(of: world, on: server, app: app, http: http) == count * 100
-                    }
+                    try await waitUntil { try await Self.gems(of: world, on: server, app: app, http: http) == count * 100 }
                     let outages = try await Self.metric("till_storage_outages", on: server, http: http) ?? 0
                     #expect(outages >= 1 && outages <= 3, "outages \(outages)")
                     let logged = server.output.components(separatedBy: "storage unavailable:").count - 1
@@ -268,10 +218,7 @@ struct StorageFailureTests {
                     // Then the operator stops the server: it exits within its grace.
                     let started = ContinuousClock.now
                     let status = await server.stop(grace: .seconds(30))
-                    #expect(
-                        ContinuousClock.now - started < .seconds(16),
-                        "SIGTERM took \(ContinuousClock.now - started)"
-                    )
+                    #expect(ContinuousClock.now - started < .seconds(16), "SIGTERM took \(ContinuousClock.now - started)")
                     #expect(status != 9, "the server had to be killed")
                 } catch {
                     await server.stop()
