@@ -393,21 +393,22 @@ struct WebhookWorkerTests {
     }
 
     /// A batch bigger than the endpoint's concurrency goes out a few requests at a time, and each attempt's timeout
-    /// runs from its own request (`EndpointTurns`): eight answers of 1.5 s each, two at a time, take 6 s, and none
-    /// fails, as the last four did waiting in the HTTP client's pool (after its 2 s connect timeout; the slack of 2.5 s
-    /// an attempt under the 4 s timeout is for a loaded machine: with 0.4 s answers and a 1 s timeout, the full suite
-    /// timed some out).
+    /// runs from its own request (`EndpointTurns`): twelve answers of 1.5 s each, two at a time, take 9 s, and none
+    /// fails, as the last four did waiting in the HTTP client's pool (after its 2 s connect timeout), and as the last
+    /// four would under a timeout of 6 s run from the batch's start. The slack of 4.5 s an attempt is for a loaded
+    /// machine: with 0.4 s answers and a 1 s timeout the full suite timed some out, and with 1.5 s answers and a 4 s
+    /// timeout a fresh clone's `.ci/run` timed two out, on 2026-12-01.
     @Test func aBatchGoesOutAFewRequestsAtATimeEachWithItsOwnTimeout() async throws {
         try await ServerFixture.run(configure: {
             WebhookTests.loopback(&$0)
-            $0.webhooks.timeout = .seconds(4)
+            $0.webhooks.timeout = .seconds(6)
             $0.webhooks.concurrencyPerEndpoint = 2
-            $0.webhooks.batchPerEndpoint = 8
+            $0.webhooks.batchPerEndpoint = 12
         }) { fixture in
             let receiver = WebhookReceiver()
             receiver.behaviour = .acceptAfter(.milliseconds(1500))
             try await Self.withEndpoint(fixture, receiver) { created in
-                try await Self.credit(fixture, customers: 8, prefix: "slow")
+                try await Self.credit(fixture, customers: 12, prefix: "slow")
                 var delivered: [Components.Schemas.WebhookDelivery] = []
                 try await Self.withWorker(fixture) {
                     try await waitUntil(timeout: .seconds(30)) {
@@ -416,15 +417,15 @@ struct WebhookWorkerTests {
                             endpointId: created.endpoint.id,
                             state: .delivered
                         ).items
-                        return delivered.count == 8
+                        return delivered.count == 12
                     }
                 }
                 // (In the client's pool, the last ones failed, `getConnectionFromPoolTimeout`, and were sent again.)
-                #expect(delivered.map(\.attempts) == Array(repeating: 1, count: 8), "none failed waiting for its turn")
-                #expect(receiver.count == 8, "every event sent once")
+                #expect(delivered.map(\.attempts) == Array(repeating: 1, count: 12), "none failed waiting for its turn")
+                #expect(receiver.count == 12, "every event sent once")
                 #expect(receiver.mostAtOnce == 2)
                 let verified = receiver.deliveries.filter(\.verified).count
-                #expect(verified == 8)
+                #expect(verified == 12)
             }
         }
     }
