@@ -47,7 +47,7 @@ public struct SimulatorSigner: Sendable {
     }
 
     /// Loads the authorities, or stores them on first start: those of `keys` when given, new ones otherwise.
-    static func load(from database: TillDatabase, keys: SimulatorKeys? = nil) async throws -> SimulatorSigner {
+    static func load(from database: TillDatabase, keys: SimulatorKeys?) async throws -> SimulatorSigner {
         let store = SimulatorStore(database: database)
         func stored(_ name: String, made: () throws -> SimulatorKeys.Stored) async throws -> SimulatorKeys.Stored {
             if let stored = try await store.signingKey(named: name) {
@@ -112,7 +112,7 @@ public struct SimulatorSigner: Sendable {
 /// instead. Making them costs a debug build about half a second of CPU (the RSA-2048 keys, three of them), so the
 /// tests, which open a simulator on a new database hundreds of times, share ``shared``.
 public struct SimulatorKeys: Sendable {
-    public struct Stored: Sendable, Equatable {
+    public struct Stored: Sendable {
         public var keyPEM: String
         /// The certificates, leaf first.
         public var chainPEM: String
