@@ -535,6 +535,7 @@ let package = Package(
                 "TillStorage",
                 "TillTestSupport",
                 .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

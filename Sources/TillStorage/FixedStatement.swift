@@ -78,7 +78,7 @@ public final class FixedStatement: Sendable {
     }
 
     /// NULL as a bound value.
-    private struct SQLNull: Encodable, Sendable {
+    struct SQLNull: Encodable, Sendable {
         func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             try container.encodeNil()

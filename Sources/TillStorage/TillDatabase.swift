@@ -303,7 +303,7 @@ struct DirectSQLiteDatabase: AsyncSQLDatabase {
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, rawBinds) = serialize(query)
         tap.heard(sql, rawBinds)
-        let binds = try rawBinds.map { try Self.encoder.encode($0) }
+        let binds = try rawBinds.map(Self.sqliteData)
         let run: @Sendable (SQLiteHandle) throws -> Void = { handle in
             try handle.execute(sql, binds) { columns, values in
                 onRow(DirectSQLiteRow(columns: columns, values: values, decoder: Self.decoder))
@@ -319,6 +319,22 @@ struct DirectSQLiteDatabase: AsyncSQLDatabase {
                 // connection held by a waiter while the lock's holder waits for a connection.
                 try await writeLock.withLock { try await pool.withConnection { try run($0) } }
             }
+        }
+    }
+
+    /// A bound value as SQLite takes it. Hand-written for a measured cost: sqlite-kit's encoder asks the runtime
+    /// whether each value conforms to `SQLiteDataConvertible` (a conformance lookup a value) and sends a NULL through
+    /// an `Encoder`, 1.4% of the intake's CPU in a profile at 1,000 purchases a second, all of it while the writer's
+    /// lock is held. The values Till binds are nearly all strings and integers: those are told apart by their type,
+    /// into the same `SQLiteData` sqlite-kit makes of them; anything else goes to sqlite-kit's encoder.
+    static func sqliteData(_ value: any Encodable) throws -> SQLiteData {
+        switch value {
+        case let text as String: .text(text)
+        case let number as Int64: .integer(Int(number))
+        case let number as Int: .integer(number)
+        case let flag as Bool: .integer(flag ? 1 : 0)
+        case is FixedStatement.SQLNull: .null
+        default: try encoder.encode(value)
         }
     }
 
