@@ -386,6 +386,19 @@ struct DirectSQLiteRow: SQLRow {
         guard let offset = columns.index[column] else {
             throw SQLiteFailure(code: 1, message: "no column \(column) in the row (\(columns.names))")
         }
-        return try decoder.decode(D.self, from: values[offset])
+        return try Self.decode(D.self, from: values[offset], decoder: decoder)
+    }
+
+    /// `value` as `D`. Hand-written for the cost `DirectSQLiteDatabase.sqliteData` names, the other way: sqlite-kit's
+    /// decoder looks up whether `D` conforms to `SQLiteDataConvertible` for every column it reads, and the rows of a
+    /// purchase's transaction are read while the writer's lock is held. Text read as a string and an integer read as
+    /// an integer are taken as they are, as sqlite-kit's decoder takes them; anything else goes to that decoder.
+    static func decode<D: Decodable>(_: D.Type, from value: SQLiteData, decoder: SQLiteDataDecoder) throws -> D {
+        switch value {
+        case .text(let text) where D.self == String.self: text as! D
+        case .integer(let number) where D.self == Int64.self: Int64(number) as! D
+        case .integer(let number) where D.self == Int.self: number as! D
+        default: try decoder.decode(D.self, from: value)
+        }
     }
 }
