@@ -100,7 +100,9 @@ struct ReadinessTests {
                 "serve", "--mode", "production", "--port", "\(port)", "--operator-token", World.operatorToken,
                 "--database-url", url, "--log-level", "notice",
             ],
-            environment: ["TILL_CATCH_UP_INTERVAL_SECONDS": "0", "TILL_SHUTDOWN_DRAIN_SECONDS": "3"],
+            // Long enough a drain for two `till probe` processes to start and ask while it lasts: a debug build
+            // under the whole suite took more than 3 s for them (2026-12-01).
+            environment: ["TILL_CATCH_UP_INTERVAL_SECONDS": "0", "TILL_SHUTDOWN_DRAIN_SECONDS": "10"],
             directory: directory,
             base: base
         )
