@@ -139,74 +139,28 @@ public final class PurchaseServer: Sendable {
             customers: customers,
             clock: clock
         )
-        consumption = ConsumptionAnswers(
+        let appStoreServices = AppStoreServices(
             configuration: appStore,
             database: database,
+            verifier: verifier,
             catalogue: catalogue,
+            ledger: ledger,
             jobs: jobs,
-            events: events,
             metrics: metrics,
             clock: clock,
             logger: logger
         )
-        notifications = NotificationIntake(
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
-            consumption: consumption,
-            metrics: metrics,
-            clock: clock,
-            logger: logger
-        )
+        consumption = ConsumptionAnswers(services: appStoreServices, events: events)
+        notifications = NotificationIntake(services: appStoreServices, consumption: consumption)
         intake = Intake(
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
+            services: appStoreServices,
             customers: customers,
             notifications: notifications,
-            jobs: jobs,
-            signals: signals,
-            metrics: metrics,
-            clock: clock
+            signals: signals
         )
-        queue = ConfirmationQueue(
-            configuration: appStore,
-            database: database,
-            catalogue: catalogue,
-            ledger: ledger,
-            intake: intake,
-            jobs: jobs,
-            verifier: verifier,
-            signals: signals,
-            metrics: metrics,
-            clock: clock,
-            logger: logger
-        )
-        catchUp = CatchUp(
-            configuration: appStore,
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
-            notifications: notifications,
-            jobs: jobs,
-            metrics: metrics,
-            clock: clock,
-            logger: logger
-        )
-        imports = Imports(
-            configuration: appStore,
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
-            jobs: jobs,
-            metrics: metrics,
-            clock: clock,
-            logger: logger
-        )
+        queue = ConfirmationQueue(services: appStoreServices, intake: intake, signals: signals)
+        catchUp = CatchUp(services: appStoreServices, notifications: notifications)
+        imports = Imports(services: appStoreServices)
         content = ContentDelivery(
             settings: configuration.content,
             directory: configuration.contentDirectory,

@@ -21,42 +21,18 @@ import TillStorage
 /// the job queue (its key the bundle id): one run at a time per app, across every process sharing the database, the
 /// next one scheduled `catch-up.interval-seconds` after each; the last run's report is kept in `srv_catch_up_runs`.
 /// `CatchUpWorker` runs the due ones, every app at start; the admin API runs one on demand.
-public struct CatchUp: Sendable {
-    let configuration: AppStoreSettings
-    let database: TillDatabase
+public struct CatchUp: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
-    let verifier: LocalVerifier
-    let catalogue: Catalogue
-    let ledger: Ledger
     let notifications: NotificationIntake
-    let jobs: JobQueue
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
 
     package init(
-        configuration: AppStoreSettings,
-        database: TillDatabase,
-        verifier: LocalVerifier,
-        catalogue: Catalogue,
-        ledger: Ledger,
-        notifications: NotificationIntake,
-        jobs: JobQueue,
-        metrics: any AppStoreMetrics,
-        clock: ServerClock,
-        logger: Logger
+        services: AppStoreServices,
+        notifications: NotificationIntake
     ) {
-        self.configuration = configuration
-        self.database = database
-        self.verifier = verifier
-        self.catalogue = catalogue
-        self.ledger = ledger
+        self.services = services
         self.notifications = notifications
-        self.jobs = jobs
-        self.metrics = metrics
-        self.clock = clock
-        self.logger = logger
     }
 
     /// How long a run holds its app: a run stopped by a crash frees it after this (at once for the process that
@@ -64,26 +40,11 @@ public struct CatchUp: Sendable {
     static let lease: Duration = .seconds(15 * 60)
 
     var notificationHistory: NotificationHistoryReader {
-        NotificationHistoryReader(
-            settings: configuration.catchUp,
-            database: database,
-            notifications: notifications,
-            metrics: metrics,
-            clock: clock,
-            logger: logger
-        )
+        NotificationHistoryReader(settings: configuration.catchUp, services: services, notifications: notifications)
     }
 
     var transactionHistory: TransactionHistoryReader {
-        TransactionHistoryReader(
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
-            metrics: metrics,
-            clock: clock,
-            logger: logger
-        )
+        TransactionHistoryReader(services: services)
     }
 
     /// Catches up one app now and answers what was read and applied. Throws `appNotFound`, `noAPIKey` (nobody to

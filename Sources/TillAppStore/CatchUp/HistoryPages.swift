@@ -9,13 +9,8 @@ import TillStorage
 
 /// A page of one App Store customer's Transaction History, verified and applied to the ledger: what the catch-up
 /// (`TransactionHistoryReader`) and the imports (`ImportReader`) both do with each page they read.
-struct HistoryPages: Sendable {
-    let database: TillDatabase
-    let verifier: LocalVerifier
-    let catalogue: Catalogue
-    let ledger: Ledger
-    let clock: ServerClock
-    let logger: Logger
+struct HistoryPages: AppStoreRoom, Sendable {
+    let services: AppStoreServices
 
     /// Apple's notifications, the purchase lock and the renewal states.
     var notificationStore: NotificationStore { NotificationStore(database: database) }

@@ -15,15 +15,12 @@ import TillStorage
 /// The window starts `overlap` before the checkpoint (the end of the last complete read), or `firstLookBack` before
 /// now on the first read, and never more than Apple's 180 days back; it ends now. The checkpoint moves to the
 /// window's end only once every page was read: a read Apple interrupts is read again, whole, by the next run.
-struct NotificationHistoryReader: Sendable {
+struct NotificationHistoryReader: AppStoreRoom, Sendable {
     let settings: CatchUpSettings
-    let database: TillDatabase
+    let services: AppStoreServices
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
     let notifications: NotificationIntake
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
 
     /// Apple keeps 180 days of notifications; a day less leaves room for a server clock ahead of Apple's, which
     /// would have the request refused (`startDateTooFarInPast`).

@@ -18,29 +18,16 @@ import TillStorage
 /// own; if that history turns out to list another history's anchor (the same customer), it joins that one. Each
 /// page is applied and its revision stored in one database transaction, so a run cut short resumes after the last
 /// page applied.
-struct TransactionHistoryReader: Sendable {
-    let database: TillDatabase
+struct TransactionHistoryReader: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     /// Apple's notifications, the purchase lock and the renewal states.
     var notificationStore: NotificationStore { NotificationStore(database: database) }
     /// The catch-up's own tables: its reports, checkpoints and history pages.
     var catchUpStore: CatchUpStore { CatchUpStore(database: database) }
-    let verifier: LocalVerifier
-    let catalogue: Catalogue
-    let ledger: Ledger
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
 
     /// How a page of history is verified and applied (shared with the imports).
     var pages: HistoryPages {
-        HistoryPages(
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
-            clock: clock,
-            logger: logger
-        )
+        HistoryPages(services: services)
     }
 
     /// Pages of one history in one run at most (Apple's hold 20 transactions): a bound on a history that never ends.

@@ -17,41 +17,23 @@ import TillStorage
 /// ledger, the customer's consent and the app's settings (`ConsumptionRules`), retrying while Apple is unavailable and
 /// giving up at the deadline. What was sent and what Apple answered are kept with the request, for the admin API; an
 /// answer sent is a `consumption.answerSent` event.
-public struct ConsumptionAnswers: Sendable {
-    let configuration: AppStoreSettings
-    let database: TillDatabase
+public struct ConsumptionAnswers: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     /// The customers and their aliases.
     var customerStore: CustomerStore { CustomerStore(database: database) }
     /// What the ledger holds, read.
     var purchaseStore: PurchaseStore { PurchaseStore(database: database) }
-    let catalogue: Catalogue
-    let jobs: JobQueue
     let events: EventLog
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
 
     /// The consumption requests and the customers' consent.
     var consumptionStore: ConsumptionStore { ConsumptionStore(database: database) }
 
     package init(
-        configuration: AppStoreSettings,
-        database: TillDatabase,
-        catalogue: Catalogue,
-        jobs: JobQueue,
-        events: EventLog,
-        metrics: any AppStoreMetrics,
-        clock: ServerClock,
-        logger: Logger
+        services: AppStoreServices,
+        events: EventLog
     ) {
-        self.configuration = configuration
-        self.database = database
-        self.catalogue = catalogue
-        self.jobs = jobs
+        self.services = services
         self.events = events
-        self.metrics = metrics
-        self.clock = clock
-        self.logger = logger
     }
 
     /// Apple's deadline: "Respond within 12 hours of receiving the CONSUMPTION_REQUEST notification."

@@ -19,17 +19,9 @@ import TillStorage
 /// ledger every transaction, for that customer, as Apple's signed word: confirmed, with events of source `import`.
 /// Each row's progress is written with each page it applies, so an import cut short (a stop, a crash) resumes where it
 /// was; a second import of the same file changes nothing.
-public struct Imports: Sendable {
-    let configuration: AppStoreSettings
-    let database: TillDatabase
+public struct Imports: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     var store: ImportStore { ImportStore(database: database) }
-    let verifier: LocalVerifier
-    let catalogue: Catalogue
-    let ledger: Ledger
-    let jobs: JobQueue
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
     let pacer: ImportPacer
 
     /// The largest file an import takes.
@@ -45,26 +37,10 @@ public struct Imports: Sendable {
     static let receivingTimeout: Duration = .seconds(5 * 60)
 
     package init(
-        configuration: AppStoreSettings,
-        database: TillDatabase,
-        verifier: LocalVerifier,
-        catalogue: Catalogue,
-        ledger: Ledger,
-        jobs: JobQueue,
-        metrics: any AppStoreMetrics,
-        clock: ServerClock,
-        logger: Logger
+        services: AppStoreServices
     ) {
-        self.configuration = configuration
-        self.database = database
-        self.verifier = verifier
-        self.catalogue = catalogue
-        self.ledger = ledger
-        self.jobs = jobs
-        self.metrics = metrics
-        self.clock = clock
-        self.logger = logger
-        pacer = ImportPacer(requestsPerSecond: configuration.imports.requestsPerSecond)
+        self.services = services
+        pacer = ImportPacer(requestsPerSecond: services.configuration.imports.requestsPerSecond)
     }
 
     // MARK: The admin API
@@ -375,13 +351,6 @@ public struct Imports: Sendable {
 
     /// How a page of history is verified and applied (shared with the catch-up).
     var pages: HistoryPages {
-        HistoryPages(
-            database: database,
-            verifier: verifier,
-            catalogue: catalogue,
-            ledger: ledger,
-            clock: clock,
-            logger: logger
-        )
+        HistoryPages(services: services)
     }
 }

@@ -14,46 +14,28 @@ import Tracing
 /// Intake: what happens in the milliseconds of `POST /v1/submissions` (and restore). A submission is verified
 /// locally, recorded once (its idempotency key), posted to the ledger, and queued for Apple's confirmation; the
 /// app gets its customer back at once, and may wait (`?wait=`) for the queue to settle it.
-public struct Intake: Sendable {
-    let database: TillDatabase
+public struct Intake: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     /// The customers and their aliases.
     var customerStore: CustomerStore { CustomerStore(database: database) }
     /// What the ledger holds, read.
     var purchaseStore: PurchaseStore { PurchaseStore(database: database) }
-    let verifier: LocalVerifier
-    let catalogue: Catalogue
-    let ledger: Ledger
     let customers: any AppStoreCustomers
     let notifications: NotificationIntake
-    let jobs: JobQueue
     let signals: QueueSignals
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
     /// The submissions, their payloads and their attempts.
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     package init(
-        database: TillDatabase,
-        verifier: LocalVerifier,
-        catalogue: Catalogue,
-        ledger: Ledger,
+        services: AppStoreServices,
         customers: any AppStoreCustomers,
         notifications: NotificationIntake,
-        jobs: JobQueue,
-        signals: QueueSignals,
-        metrics: any AppStoreMetrics,
-        clock: ServerClock
+        signals: QueueSignals
     ) {
-        self.database = database
-        self.verifier = verifier
-        self.catalogue = catalogue
-        self.ledger = ledger
+        self.services = services
         self.customers = customers
         self.notifications = notifications
-        self.jobs = jobs
         self.signals = signals
-        self.metrics = metrics
-        self.clock = clock
     }
 
     /// Accepts a submission: verifies it locally, records its transactions once, grants entitlements and

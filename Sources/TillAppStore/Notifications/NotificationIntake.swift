@@ -44,39 +44,21 @@ struct VerifiedNotification: Sendable {
 /// recorded once by UUID, and applied in the same transaction — the renewal state kept here, the transaction handed
 /// to the ledger, a consumption request queued to be answered (`ConsumptionAnswers`). A notification that comes
 /// before anyone owns its purchase waits, and is applied when a submission records it (`applyWaitingNotifications`).
-public struct NotificationIntake: Sendable {
-    let database: TillDatabase
+public struct NotificationIntake: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     /// Apple's notifications, the purchase lock and the renewal states.
     var notificationStore: NotificationStore { NotificationStore(database: database) }
     /// The apps Till serves.
     var serverAppStore: ServerAppStore { ServerAppStore(database: database) }
-    let verifier: LocalVerifier
-    let catalogue: Catalogue
-    let ledger: Ledger
     /// Where a CONSUMPTION_REQUEST goes to be answered.
     let consumption: ConsumptionAnswers
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
 
     package init(
-        database: TillDatabase,
-        verifier: LocalVerifier,
-        catalogue: Catalogue,
-        ledger: Ledger,
-        consumption: ConsumptionAnswers,
-        metrics: any AppStoreMetrics,
-        clock: ServerClock,
-        logger: Logger
+        services: AppStoreServices,
+        consumption: ConsumptionAnswers
     ) {
-        self.database = database
-        self.verifier = verifier
-        self.catalogue = catalogue
-        self.ledger = ledger
+        self.services = services
         self.consumption = consumption
-        self.metrics = metrics
-        self.clock = clock
-        self.logger = logger
     }
 
     /// Notification types that change nothing the server keeps beyond the renewal state: recorded only.

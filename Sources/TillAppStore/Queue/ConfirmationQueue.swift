@@ -18,18 +18,11 @@ import TillStorage
 /// what is due (several servers may share it on PostgreSQL), asks Apple (`AppleQuestions`), and settles each attempt:
 /// confirmed (the ledger records Apple's answer), retried on the configured schedule, dead-lettered after the last
 /// attempt, or rejected (the ledger takes back what the local check granted). `ConfirmationWorker` runs it.
-public final class ConfirmationQueue: Sendable {
-    let configuration: AppStoreSettings
-    let database: TillDatabase
-    let catalogue: Catalogue
-    let ledger: Ledger
+public final class ConfirmationQueue: AppStoreRoom, Sendable {
+    let services: AppStoreServices
     let intake: Intake
-    let jobs: JobQueue
     let questions: AppleQuestions
     let signals: QueueSignals
-    let metrics: any AppStoreMetrics
-    let clock: ServerClock
-    let logger: Logger
     /// Set when Apple stopped answering (timeouts, resets, 5xx); the first real answer after it brings the
     /// submissions that wait for their back-off forward (see `appleIsBack()`).
     let appleUnavailable = Mutex(false)
@@ -42,33 +35,22 @@ public final class ConfirmationQueue: Sendable {
     var submissionStore: SubmissionStore { SubmissionStore(database: database) }
 
     package init(
-        configuration: AppStoreSettings,
-        database: TillDatabase,
-        catalogue: Catalogue,
-        ledger: Ledger,
+        services: AppStoreServices,
         intake: Intake,
-        jobs: JobQueue,
-        verifier: LocalVerifier,
-        signals: QueueSignals,
-        metrics: any AppStoreMetrics,
-        clock: ServerClock,
-        logger: Logger
+        signals: QueueSignals
     ) {
-        self.configuration = configuration
-        self.database = database
-        self.catalogue = catalogue
-        self.ledger = ledger
+        self.services = services
         self.intake = intake
-        self.jobs = jobs
-        self.questions = AppleQuestions(database: database, verifier: verifier, metrics: metrics)
+        self.questions = AppleQuestions(
+            database: services.database,
+            verifier: services.verifier,
+            metrics: services.metrics
+        )
         self.signals = signals
-        self.metrics = metrics
-        self.clock = clock
-        self.logger = logger
         self.pacer = ConfirmationPacer(
             .init(
-                busy: configuration.confirmation.busyCPUShare,
-                longestDelay: configuration.confirmation.longestPacingDelay
+                busy: services.configuration.confirmation.busyCPUShare,
+                longestDelay: services.configuration.confirmation.longestPacingDelay
             )
         )
     }
