@@ -31,11 +31,11 @@ public struct WebhookDeliveryHistory: Sendable {
             limit: page.rowsToRead,
             on: store.sql
         )
-        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.id) }
-        return Page(
-            items: shown.map(WebhookDeliveryView.init),
-            nextCursor: nextCursor,
-            total: try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql)
+        return try await page.page(
+            records,
+            key: { PageKey(number: $0.createdAt, text: $0.id) },
+            item: WebhookDeliveryView.init,
+            total: { try await store.countWebhookDeliveries(endpointId: endpointId, state: state, on: store.sql) }
         )
     }
 

@@ -82,13 +82,11 @@ public struct WebhookEndpoints: Sendable {
             limit: page.rowsToRead,
             on: store.sql
         )
-        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.id) }
-        var items: [WebhookEndpointView] = []
-        for record in shown { items.append(try await view(record)) }
-        return Page(
-            items: items,
-            nextCursor: nextCursor,
-            total: try await store.countWebhookEndpoints(bundleId: bundleId, on: store.sql)
+        return try await page.page(
+            records,
+            key: { PageKey(number: $0.createdAt, text: $0.id) },
+            item: view,
+            total: { try await store.countWebhookEndpoints(bundleId: bundleId, on: store.sql) }
         )
     }
 

@@ -88,15 +88,17 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
             limit: page.rowsToRead,
             on: database.sql
         )
-        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.createdAt, text: $0.notificationUuid) }
-        return Page(
-            items: shown.map(ConsumptionAnswer.init),
-            nextCursor: nextCursor,
-            total: try await consumptionStore.countConsumptionRequests(
-                bundleId: bundleId,
-                state: state?.rawValue,
-                on: database.sql
-            )
+        return try await page.page(
+            records,
+            key: { PageKey(number: $0.createdAt, text: $0.notificationUuid) },
+            item: ConsumptionAnswer.init,
+            total: {
+                try await consumptionStore.countConsumptionRequests(
+                    bundleId: bundleId,
+                    state: state?.rawValue,
+                    on: database.sql
+                )
+            }
         )
     }
 

@@ -168,11 +168,11 @@ public struct Imports: AppStoreRoom, Sendable {
             limit: request.rowsToRead,
             on: database.sql
         )
-        let (shown, next) = request.cut(rows) { PageKey(number: Int64($0.rowNumber), text: "") }
-        return Page(
-            items: shown.map(\.view),
-            nextCursor: next,
-            total: try await store.count(importId: id, outcome: outcome, on: database.sql)
+        return try await request.page(
+            rows,
+            key: { PageKey(number: Int64($0.rowNumber), text: "") },
+            item: { $0.view },
+            total: { try await store.count(importId: id, outcome: outcome, on: database.sql) }
         )
     }
 

@@ -376,11 +376,11 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
             limit: page.rowsToRead,
             on: database.sql
         )
-        let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
-        return Page(
-            items: shown.map(SubmissionView.init),
-            nextCursor: nextCursor,
-            total: try await submissionStore.count(state: state, on: database.sql)
+        return try await page.page(
+            records,
+            key: { PageKey(number: $0.updatedAt, text: $0.id) },
+            item: SubmissionView.init,
+            total: { try await submissionStore.count(state: state, on: database.sql) }
         )
     }
 

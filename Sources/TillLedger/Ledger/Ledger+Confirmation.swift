@@ -68,12 +68,14 @@ extension Ledger {
             row.revocationDetail = status
             row.updatedAt = now
             try await writes.update(row, in: changes)
-            let taken = try await credit(
-                row,
+            var event = try await creditEvent(
+                .purchase_rejected,
+                of: row,
                 product: catalogue[row.productId],
                 sign: -1,
-                reference: Self.reference("revoke", of: row),
+                reference: "revoke",
                 at: now,
+                occurredAt: now,
                 in: changes
             )
             try await writes.recordFinance(
@@ -83,13 +85,6 @@ extension Ledger {
                 at: now,
                 kind: .revocation,
                 in: changes
-            )
-            var event = PendingEvent(
-                .purchase_rejected,
-                about: row,
-                product: catalogue[row.productId],
-                occurredAt: now,
-                balanceChanges: taken
             )
             event.rejection = Components.Schemas.EventRejection(
                 status: status,

@@ -127,20 +127,15 @@ extension Ledger {
             )
             if row.environment.isRevenue { refunded = Components.Schemas.Money(amount: money, currency: currency) }
         }
-        let taken = try await credit(
-            row,
+        var event = try await creditEvent(
+            .purchase_refunded,
+            of: row,
             product: catalogue[row.productId],
             sign: -1,
-            reference: Self.reference("refund", of: row),
+            reference: "refund",
             at: clock.milliseconds,
-            in: changes
-        )
-        var event = PendingEvent(
-            .purchase_refunded,
-            about: row,
-            product: catalogue[row.productId],
             occurredAt: row.revocationDate ?? clock.milliseconds,
-            balanceChanges: taken
+            in: changes
         )
         event.refund = Components.Schemas.EventRefund(share: Int(share), amount: refunded)
         changes.record(event)
@@ -154,20 +149,15 @@ extension Ledger {
         in changes: ChangeSet
     ) async throws {
         let money = try await reverseFinance(of: row, kind: .refund, as: .refundReversed, at: now, in: changes)
-        let given = try await credit(
-            row,
+        var event = try await creditEvent(
+            .purchase_refundReversed,
+            of: row,
             product: catalogue[row.productId],
             sign: 1,
-            reference: Self.reference("refundReversed", of: row),
+            reference: "refundReversed",
             at: now,
-            in: changes
-        )
-        var event = PendingEvent(
-            .purchase_refundReversed,
-            about: row,
-            product: catalogue[row.productId],
             occurredAt: now,
-            balanceChanges: given
+            in: changes
         )
         if row.environment.isRevenue { event.price = money }
         changes.record(event)

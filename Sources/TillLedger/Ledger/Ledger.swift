@@ -371,6 +371,30 @@ public struct Ledger: Sendable {
         return moved
     }
 
+    /// Moves a row's credits as `credit` does, under the reference `Ledger.reference(what, of: row)`, and makes the
+    /// event of `type` about the row that carries what moved: a refund, its reversal, a rejection. The caller adds
+    /// what is its own to the event and records it.
+    func creditEvent(
+        _ type: EventType,
+        of row: LedgerRecord,
+        product: CatalogProduct?,
+        sign: Int64,
+        reference what: String,
+        at now: Int64,
+        occurredAt: Int64,
+        in changes: ChangeSet
+    ) async throws -> PendingEvent {
+        let moved = try await credit(
+            row,
+            product: product,
+            sign: sign,
+            reference: Self.reference(what, of: row),
+            at: now,
+            in: changes
+        )
+        return PendingEvent(type, about: row, product: product, occurredAt: occurredAt, balanceChanges: moved)
+    }
+
     /// A balance entry's reference: what happened (`purchase`, `refund`, `revoke`, …) to which transaction, so that
     /// each happens once per transaction and can be looked up (a rejection's credits, when Apple later vouches).
     package static func reference(_ event: String, of row: LedgerRecord) -> String {

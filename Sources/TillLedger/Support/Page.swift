@@ -90,6 +90,21 @@ extension PageRequest {
         let shown = Array(rows.prefix(limit))
         return (shown, rows.count > limit ? shown.last.map { key($0).cursor } : nil)
     }
+
+    /// The page made of the rows read for it (as `cut` takes them): the rows it shows, each made an item, the next
+    /// page's cursor, and the whole list's `total`, counted once the rows are read.
+    package func page<Row, Item>(
+        _ rows: [Row],
+        key: (Row) -> PageKey,
+        item: (Row) async throws -> Item,
+        total: () async throws -> Int
+    ) async throws -> Page<Item> {
+        let (shown, nextCursor) = cut(rows, key: key)
+        var items: [Item] = []
+        items.reserveCapacity(shown.count)
+        for row in shown { items.append(try await item(row)) }
+        return Page(items: items, nextCursor: nextCursor, total: try await total())
+    }
 }
 
 /// `?limit=` (1–1000, 100 by default) and `?cursor=` (a previous page's `nextCursor`).

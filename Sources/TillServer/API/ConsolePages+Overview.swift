@@ -72,31 +72,30 @@ extension ConsolePages {
         }
     }
 
+    /// The figures of `app` that `query` asks for: its window, period and environment.
+    func figures(of app: ServerApp, _ query: OverviewQuery) async throws -> FiguresOverview {
+        try await server.figures.overview(
+            bundleId: app.bundleId,
+            environment: query.environment,
+            from: query.from,
+            to: query.to,
+            bucket: query.bucket
+        )
+    }
+
     func overview(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
         let section = "/console/overview"
         let (app, apps) = try await self.apps(request, context)
         guard let app else { return noApp(request, context, section: section) }
         do {
             let query = try OverviewQuery(request, now: server.nowMilliseconds)
-            let figures = try await server.figures.overview(
-                bundleId: app.bundleId,
-                environment: query.environment,
-                from: query.from,
-                to: query.to,
-                bucket: query.bucket
-            )
+            let figures = try await self.figures(of: app, query)
             var page = common(request, context, section: section, app: app, apps: apps)
             page.merge(overviewContext(figures, query: query, app: app)) { $1 }
             if query.environment == .production {
-                let sandbox = try await server.figures.overview(
-                    bundleId: app.bundleId,
-                    environment: .sandbox,
-                    from: query.from,
-                    to: query.to,
-                    bucket: query.bucket
-                )
                 var apart = query
                 apart.environment = .sandbox
+                let sandbox = try await self.figures(of: app, apart)
                 page["sandbox"] =
                     [
                         "money": sandbox.currencies.map { currency -> [String: Any] in
@@ -234,13 +233,7 @@ extension ConsolePages {
         let (app, _) = try await self.apps(request, context)
         guard let app else { throw TillHTTPError.notFound("app", request.uri.queryParameters.get("app") ?? "") }
         let query = try OverviewQuery(request, now: server.nowMilliseconds)
-        let figures = try await server.figures.overview(
-            bundleId: app.bundleId,
-            environment: query.environment,
-            from: query.from,
-            to: query.to,
-            bucket: query.bucket
-        )
+        let figures = try await self.figures(of: app, query)
         var lines = ["period,environment,figure,currency,value"]
         let environment = figures.environment.rawValue
         func amount(_ milliunits: Int64) -> String {
