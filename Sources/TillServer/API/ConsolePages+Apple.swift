@@ -17,18 +17,12 @@ extension ConsolePages {
     ]
 
     func queue(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/queue"
-        let (app, apps) = try await self.apps(request, context)
+        let section = try await self.section("/console/queue", request, context)
         let query = request.uri.queryParameters
         let state = query.get("state").flatMap { SubmissionState(rawValue: String($0)) } ?? .deadLettered
         guard Self.queueStates.contains(where: { $0.state == state }) else {
-            return failure(
-                .badRequest("invalidState", "the queue shows pending, retrying and deadLettered submissions"),
-                request,
-                context,
-                section: section,
-                app: app,
-                apps: apps
+            return section.failure(
+                .badRequest("invalidState", "the queue shows pending, retrying and deadLettered submissions")
             )
         }
         let page: PageRequest
@@ -36,12 +30,12 @@ extension ConsolePages {
             page = try PageRequest(limit: "50", cursor: query.get("cursor").map { String($0) })
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
         let depth = try await server.queue.depth()
         let (records, next, total) = try await server.queue.records(state: state, page: page)
         let now = server.nowMilliseconds
-        var context = common(request, context, section: section, app: app, apps: apps)
+        var context = section.common
         context["states"] = Self.queueStates.map { item -> [String: Any] in
             [
                 "value": item.state.rawValue, "label": item.label, "count": depth[item.state]?.count ?? 0,
@@ -108,9 +102,9 @@ extension ConsolePages {
     }
 
     func health(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/health"
-        let (app, apps) = try await self.apps(request, context)
-        var page = common(request, context, section: section, app: app, apps: apps)
+        let section = try await self.section("/console/health", request, context)
+        let app = section.app
+        var page = section.common
         let now = server.nowMilliseconds
         let (counts, recent) = server.metrics.appleCallsSeen()
         struct Key: Hashable {
@@ -243,9 +237,8 @@ extension ConsolePages {
     // MARK: Notifications
 
     func notifications(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/notifications"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/notifications", request, context)
+        guard let app = section.app else { return section.noApp }
         let query = request.uri.queryParameters
         let outcomeText = query.get("outcome").map { String($0) } ?? ""
         let outcome = NotificationOutcome(rawValue: outcomeText)
@@ -262,9 +255,9 @@ extension ConsolePages {
             )
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        var page = section.common
         page["type"] = type ?? ""
         page["types"] = Self.notificationTypes
         page["outcomes"] =
@@ -300,9 +293,8 @@ extension ConsolePages {
     }
 
     func notification(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/notifications"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/notifications", request, context)
+        guard let app = section.app else { return section.noApp }
         let record: NotificationRecord
         do {
             record = try await server.notifications.recorded(
@@ -311,9 +303,9 @@ extension ConsolePages {
             )
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        var page = section.common
         page["uuid"] = record.notificationUuid
         page["typeLabel"] = record.type + (record.subtype.map { " (\($0))" } ?? "")
         page["bundleId"] = record.bundleId

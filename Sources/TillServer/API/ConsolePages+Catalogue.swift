@@ -16,10 +16,9 @@ import X509
 /// components the admin API calls (`Catalogue`, `ContentDelivery`, `Offers`, `CatchUp`).
 extension ConsolePages {
     func catalogue(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/catalogue"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        let section = try await self.section("/console/catalogue", request, context)
+        guard let app = section.app else { return section.noApp }
+        var page = section.common
         var rows: [[String: Any]] = []
         for product in try await server.catalogue.products(bundleId: app.bundleId) {
             let offers =
@@ -56,12 +55,11 @@ extension ConsolePages {
     }
 
     func product(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/catalogue"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/catalogue", request, context)
+        guard let app = section.app else { return section.noApp }
         let productId = try context.pathParameter("product")
         let product = try await server.catalogue.products(of: app.bundleId)[productId]
-        var page = common(request, context, section: section, app: app, apps: apps)
+        var page = section.common
         page["productId"] = productId
         page["exists"] = product != nil
         page["base"] = "/console/catalogue/" + Readable.percentEncoded(productId)
@@ -273,10 +271,9 @@ extension ConsolePages {
     // MARK: Apps
 
     func appsPage(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/apps"
-        let (app, apps) = try await self.apps(request, context)
-        var page = common(request, context, section: section, app: app, apps: apps)
-        page["appList"] = apps.map { app -> [String: Any] in
+        let section = try await self.section("/console/apps", request, context)
+        var page = section.common
+        page["appList"] = section.apps.map { app -> [String: Any] in
             [
                 "href": "/console/apps/" + Readable.percentEncoded(app.bundleId),
                 "name": app.name,
@@ -328,13 +325,19 @@ extension ConsolePages {
     }
 
     func app(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/apps"
         let bundleId = try context.pathParameter("bundle")
         let apps = try await server.catalogue.apps()
-        guard let app = apps.first(where: { $0.bundleId == bundleId }) else {
-            return failure(.notFound("app", bundleId), request, context, section: section, app: apps.first, apps: apps)
-        }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        let found = apps.first(where: { $0.bundleId == bundleId })
+        let section = ConsoleSection(
+            pages: self,
+            request: request,
+            context: context,
+            path: "/console/apps",
+            app: found ?? apps.first,
+            apps: apps
+        )
+        guard let app = found else { return section.failure(.notFound("app", bundleId)) }
+        var page = section.common
         page["base"] = appHref(app.bundleId)
         page["bundleId"] = app.bundleId
         page["appKey"] = app.appKey
@@ -517,9 +520,8 @@ extension ConsolePages {
     // MARK: Activity
 
     func activity(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/activity"
-        let (app, apps) = try await self.apps(request, context)
-        var page = common(request, context, section: section, app: app, apps: apps)
+        let section = try await self.section("/console/activity", request, context)
+        var page = section.common
         let cursor = request.uri.queryParameters.get("cursor").flatMap { PageKey(cursor: String($0)) }
         let actions = try await server.consoleAudit.actions(before: cursor, limit: 51)
         let shown = actions.prefix(50)

@@ -11,10 +11,9 @@ import TillLedger
 /// by hand, which go through the ledger (`Ledger.grant`, `revoke`, `adjustBalance`) as the admin API's do.
 extension ConsolePages {
     func customers(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/customers"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        let section = try await self.section("/console/customers", request, context)
+        guard let app = section.app else { return section.noApp }
+        var page = section.common
         let text = request.uri.queryParameters.get("q").map { String($0) } ?? ""
         page["query"] = text
         if !text.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -42,22 +41,21 @@ extension ConsolePages {
     }
 
     func customer(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/customers"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/customers", request, context)
+        guard let app = section.app else { return section.noApp }
         let asked: String
         do {
             asked = try context.customerParameter()
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
         let view = try await server.customers.customer(bundleId: app.bundleId, customerId: asked)
         let ledger = try await server.customers.ledgerRows(bundleId: app.bundleId, customerId: asked)
         let timeline = try await server.customers.timeline(bundleId: app.bundleId, customerId: asked)
         let catalogue = try await server.catalogue.products(bundleId: app.bundleId)
         let manual = Set(ledger.filter { $0.source == .operator }.map(\.transactionId))
-        var page = common(request, context, section: section, app: app, apps: apps)
+        var page = section.common
         page["customerId"] = view.customerId
         if view.customerId != asked { page["searchedAs"] = asked }
         page["base"] = "/console/customers/" + Readable.percentEncoded(view.customerId)

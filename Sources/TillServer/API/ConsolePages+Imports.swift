@@ -66,9 +66,8 @@ extension ConsolePages {
     }
 
     func imports(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/imports"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/imports", request, context)
+        guard let app = section.app else { return section.noApp }
         let list: Page<ImportView>
         do {
             let page = try PageRequest(
@@ -78,9 +77,9 @@ extension ConsolePages {
             list = try await server.imports.list(bundleId: app.bundleId, page: page)
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        var page = section.common
         page["count"] = list.total == 1 ? "1 import" : "\(Readable.grouped(list.total)) imports"
         page["imports"] = list.items.map { importSummary($0, app: app.bundleId) }
         page["refresh"] = list.items.contains { $0.state == .running || $0.state == .receiving }
@@ -91,9 +90,8 @@ extension ConsolePages {
     }
 
     func importPage(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/imports"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/imports", request, context)
+        guard let app = section.app else { return section.noApp }
         let query = request.uri.queryParameters
         let id = try context.pathParameter("import")
         let view: ImportView
@@ -105,9 +103,9 @@ extension ConsolePages {
             rows = try await server.imports.rows(bundleId: app.bundleId, id: id, outcome: outcome, page: page)
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
-        var page = common(request, context, section: section, app: app, apps: apps)
+        var page = section.common
         page.merge(importSummary(view, app: app.bundleId)) { _, summary in summary }
         let href = importHref(id, app: app.bundleId)
         page["base"] = "/console/imports/\(Readable.percentEncoded(id))"

@@ -84,13 +84,12 @@ extension ConsolePages {
     }
 
     func overview(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let section = "/console/overview"
-        let (app, apps) = try await self.apps(request, context)
-        guard let app else { return noApp(request, context, section: section) }
+        let section = try await self.section("/console/overview", request, context)
+        guard let app = section.app else { return section.noApp }
         do {
             let query = try OverviewQuery(request, now: server.nowMilliseconds)
             let figures = try await self.figures(of: app, query)
-            var page = common(request, context, section: section, app: app, apps: apps)
+            var page = section.common
             page.merge(overviewContext(figures, query: query, app: app)) { $1 }
             if query.environment == .production {
                 var apart = query
@@ -110,7 +109,7 @@ extension ConsolePages {
             return ConsolePage.html("overview", page)
         } catch {
             guard let error = TillHTTPError.refusal(error) else { throw error }
-            return failure(error, request, context, section: section, app: app, apps: apps)
+            return section.failure(error)
         }
     }
 

@@ -34,68 +34,11 @@ struct ConsolePages: Sendable {
         return (apps.first { $0.bundleId == asked } ?? apps.first, apps)
     }
 
-    /// What the layout needs: the session's token, the navigation, the app picker, a notice or error passed on by a
-    /// redirect.
-    func common(
-        _ request: Request,
-        _ context: ServerRequestContext,
-        section: String,
-        app: ServerApp?,
-        apps: [ServerApp]
-    ) -> [String: Any] {
-        var page: [String: Any] = [
-            "signedIn": true,
-            "csrf": context.console?.session.csrfToken ?? "",
-            "path": request.uri.path,
-            "hasApps": !apps.isEmpty,
-            "apps": apps.map { ["bundleId": $0.bundleId, "name": $0.name, "selected": $0.bundleId == app?.bundleId] },
-            "nav": Self.sections.map { item -> [String: Any] in
-                [
-                    "href": item.path + (app.map { "?app=" + Readable.percentEncoded($0.bundleId) } ?? ""),
-                    "label": item.label,
-                    "current": item.path == section,
-                ]
-            },
-            "footer": "server time \(Readable.time(server.nowMilliseconds))",
-        ]
-        if let app {
-            page["app"] = app.bundleId
-            page["appName"] = app.name
-        }
-        if let notice = request.uri.queryParameters.get("notice") { page["notice"] = String(notice.prefix(300)) }
-        if let error = request.uri.queryParameters.get("error") { page["error"] = String(error.prefix(500)) }
-        return page
-    }
-
-    /// The page for a section that needs an app when there is none yet.
-    func noApp(_ request: Request, _ context: ServerRequestContext, section: String) -> Response {
-        ConsolePage.message(
-            status: .ok,
-            heading: "No app yet",
-            message: "Add the first app to see its figures, customers and catalogue.",
-            back: "/console/apps",
-            backLabel: "Add an app",
-            common: common(request, context, section: section, app: nil, apps: [])
-        )
-    }
-
-    /// A page answering an error of a read: its message, with the layout.
-    func failure(
-        _ error: TillHTTPError,
-        _ request: Request,
-        _ context: ServerRequestContext,
-        section: String,
-        app: ServerApp?,
-        apps: [ServerApp]
-    ) -> Response {
-        ConsolePage.message(
-            status: error.status,
-            heading: error.status == .notFound ? "Not found" : "Refused",
-            message: "\(error.message) (\(error.code))",
-            back: section + (app.map { "?app=" + Readable.percentEncoded($0.bundleId) } ?? ""),
-            backLabel: "Back",
-            common: common(request, context, section: section, app: app, apps: apps)
-        )
+    /// The page of `path`'s section that this request asks for: the app it is about (`?app=` or the form's `app`, else
+    /// the first app) and every app, with the layout made for them.
+    func section(_ path: String, _ request: Request, _ context: ServerRequestContext) async throws -> ConsoleSection {
+        let (app, apps) = try await self.apps(request, context)
+        return ConsoleSection(pages: self, request: request, context: context, path: path, app: app, apps: apps)
     }
 
     /// Runs an action of a form: records it with the operator's note and its outcome, and goes back to `back` with a
@@ -211,5 +154,71 @@ struct ConsolePages: Sendable {
         var response = ConsolePage.redirect("/console/sign-in", notice: "Signed out.")
         response.headers[.setCookie] = ConsoleCookie.header(ConsoleCookie.session, "", maxAge: 0, request: request)
         return response
+    }
+}
+
+/// One request's page in a section of the console: the app it is about and every app, and what every page of the
+/// section has (the layout, the page for no app yet, the page of a refused read).
+struct ConsoleSection {
+    let pages: ConsolePages
+    let request: Request
+    let context: ServerRequestContext
+    /// The section's path (`/console/customers`): the navigation marks it, and a refusal's page links back to it.
+    let path: String
+    let app: ServerApp?
+    let apps: [ServerApp]
+
+    /// What the layout needs: the session's token, the navigation, the app picker, a notice or error passed on by a
+    /// redirect.
+    var common: [String: Any] {
+        var page: [String: Any] = [
+            "signedIn": true,
+            "csrf": context.console?.session.csrfToken ?? "",
+            "path": request.uri.path,
+            "hasApps": !apps.isEmpty,
+            "apps": apps.map { ["bundleId": $0.bundleId, "name": $0.name, "selected": $0.bundleId == app?.bundleId] },
+            "nav": ConsolePages.sections.map { item -> [String: Any] in
+                [
+                    "href": item.path + appQuery,
+                    "label": item.label,
+                    "current": item.path == path,
+                ]
+            },
+            "footer": "server time \(Readable.time(pages.server.nowMilliseconds))",
+        ]
+        if let app {
+            page["app"] = app.bundleId
+            page["appName"] = app.name
+        }
+        if let notice = request.uri.queryParameters.get("notice") { page["notice"] = String(notice.prefix(300)) }
+        if let error = request.uri.queryParameters.get("error") { page["error"] = String(error.prefix(500)) }
+        return page
+    }
+
+    /// `?app=` and the app's bundle id, or nothing without an app.
+    private var appQuery: String { app.map { "?app=" + Readable.percentEncoded($0.bundleId) } ?? "" }
+
+    /// The page for a section that needs an app when there is none yet.
+    var noApp: Response {
+        ConsolePage.message(
+            status: .ok,
+            heading: "No app yet",
+            message: "Add the first app to see its figures, customers and catalogue.",
+            back: "/console/apps",
+            backLabel: "Add an app",
+            common: common
+        )
+    }
+
+    /// A page answering an error of a read: its message, with the layout.
+    func failure(_ error: TillHTTPError) -> Response {
+        ConsolePage.message(
+            status: error.status,
+            heading: error.status == .notFound ? "Not found" : "Refused",
+            message: "\(error.message) (\(error.code))",
+            back: path + appQuery,
+            backLabel: "Back",
+            common: common
+        )
     }
 }
