@@ -26,7 +26,6 @@ struct JobQueueTests {
     ) async throws {
         let database = try await TillDatabase.open(try await engine.fresh(prefix: "till_jobs"))
         try await ServerSchema.migrate(database)
-        let store = PurchaseStore(database: database)
         let clock = TestClock()
         let jobs = JobQueue(
             database: database,
@@ -351,7 +350,6 @@ struct JobQueueTests {
         let first = try await TillDatabase.open(configuration)
         let second = try await TillDatabase.open(configuration)
         try await ServerSchema.migrate(first)
-        let firstStore = PurchaseStore(database: first)
         let clock = ServerClock { Date() }
         let queues = [first, second].map {
             JobQueue(database: $0, store: JobStore(database: $0), clock: clock, metrics: ServerMetrics())
