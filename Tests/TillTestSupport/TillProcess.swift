@@ -54,9 +54,18 @@ public final class TillProcess: Sendable {
             exit.yield(process.terminationStatus)
             exit.finish()
         }
+        // Each reader thread says when its pipe reached its end: a process's last lines (standard output, block
+        // buffered into a pipe, is written at exit) are read after the exit is known, and the exit status waits for
+        // them, so that `output` after `exitStatus()` holds everything printed.
+        let (closes, close) = AsyncStream.makeStream(of: Void.self)
         let exited = Task {
-            for await status in exits { return status }
-            return process.terminationStatus
+            var status: Int32?
+            for await code in exits {
+                status = code
+                break
+            }
+            await Self.drained(closes, pipes: 2, within: .seconds(10))
+            return status ?? process.terminationStatus
         }
         let printed = PrintedLines()
         let (lines, feed) = AsyncStream.makeStream(of: String.self)
@@ -74,6 +83,7 @@ public final class TillProcess: Sendable {
                     }
                 }
                 if isOutput { feed.finish() }
+                close.yield(())
             }
         }
         if let known {
@@ -106,6 +116,23 @@ public final class TillProcess: Sendable {
             throw TestSupportFailure("till \(arguments.joined(separator: " ")) never listened:\n\(printed.text)")
         }
         return TillProcess(process: process, base: base, exited: exited, printed: printed)
+    }
+
+    /// Returns once `pipes` readers said they reached their pipe's end, or after `within` (a child of the process
+    /// may hold a pipe open after it exits).
+    private static func drained(_ closes: AsyncStream<Void>, pipes: Int, within: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var closed = 0
+                for await _ in closes {
+                    closed += 1
+                    if closed == pipes { return }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: within) }
+            await group.next()
+            group.cancelAll()
+        }
     }
 
     public func kill(_ signal: Int32) {
