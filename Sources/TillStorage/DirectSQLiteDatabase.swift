@@ -27,24 +27,26 @@ struct DirectSQLiteDatabase: AsyncSQLDatabase {
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, rawBinds) = serialize(query)
-        tap.heard(sql, rawBinds)
+        let place = tap.heard(sql, rawBinds)
         let binds = try rawBinds.map(Self.sqliteData)
-        let run: @Sendable (SQLiteHandle) throws -> Void = { handle in
+        let run: @Sendable (SQLiteHandle) throws -> SQLiteHandle.Work = { handle in
             try handle.execute(sql, binds) { columns, values in
                 onRow(DirectSQLiteRow(columns: columns, values: values, decoder: Self.decoder))
             }
         }
+        let work: SQLiteHandle.Work
         switch target {
-        case .session(let handle): try run(handle)
+        case .session(let handle): work = try run(handle)
         case .pool(let pool, let writeLock):
             if Self.onlyReads(sql) {
-                try await pool.withConnection { try run($0) }
+                work = try await pool.withConnection { try run($0) }
             } else {
                 // The lock before the connection, as `transaction` does: the other order can leave every
                 // connection held by a waiter while the lock's holder waits for a connection.
-                try await writeLock.withLock { try await pool.withConnection { try run($0) } }
+                work = try await writeLock.withLock { try await pool.withConnection { try run($0) } }
             }
         }
+        if let place { tap.ran(place, work) }
     }
 
     /// A bound value as SQLite takes it. Hand-written for a measured cost: sqlite-kit's encoder asks the runtime

@@ -108,8 +108,21 @@ final class SQLiteHandle: @unchecked Sendable {
         return sqlite_nio_sqlite3_total_changes64(raw)
     }
 
-    /// Runs one statement with its binds, calling `onRow` for each row it returns, on this thread.
-    func execute(_ sql: String, _ binds: [SQLiteData], _ onRow: (Columns, [SQLiteData]) throws -> Void) throws {
+    /// What a statement's run asked of SQLite, counted by SQLite itself (`sqlite3_stmt_status`): the same for the
+    /// same data on any machine, so tests can hold a piece of work to a budget of it (`StatementTap`).
+    struct Work: Sendable {
+        /// The virtual machine's instructions run, each row visited among them (`SQLITE_STMTSTATUS_VM_STEP`).
+        var steps: Int
+        /// Steps forward through a table read whole (`SQLITE_STMTSTATUS_FULLSCAN_STEP`).
+        var fullScanSteps: Int
+    }
+
+    /// Runs one statement with its binds, calling `onRow` for each row it returns, on this thread; answers what the
+    /// run asked of SQLite (two counters read and reset: nanoseconds).
+    @discardableResult
+    func execute(_ sql: String, _ binds: [SQLiteData], _ onRow: (Columns, [SQLiteData]) throws -> Void) throws
+        -> Work
+    {
         guard let raw else { throw SQLiteFailure(code: SQLITE_MISUSE, message: "the connection is closed") }
         let statement = try prepared(sql, raw)
         let pointer = statement.pointer
@@ -127,9 +140,17 @@ final class SQLiteHandle: @unchecked Sendable {
             try check(bind(value, at: Int32(offset + 1), to: pointer), sql)
         }
         let width = statement.columns.names.count
+        // The counters go on across runs of a kept statement: read and reset, each run counts its own.
+        _ = sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_VM_STEP, 1)
+        _ = sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)
         while true {
             let status = sqlite_nio_sqlite3_step(pointer)
-            if status == SQLITE_DONE { return }
+            if status == SQLITE_DONE {
+                return Work(
+                    steps: Int(sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_VM_STEP, 1)),
+                    fullScanSteps: Int(sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1))
+                )
+            }
             guard status == SQLITE_ROW else { throw failure(status, sql) }
             var values: [SQLiteData] = []
             values.reserveCapacity(width)

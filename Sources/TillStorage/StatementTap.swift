@@ -10,26 +10,45 @@ public final class StatementTap: Sendable {
     public struct Statement: Sendable {
         public var sql: String
         public var binds: [any Encodable & Sendable]
+        /// What running it asked of SQLite's virtual machine (`SQLITE_STMTSTATUS_VM_STEP`): its instructions,
+        /// each row it visited among them, counted the same on every machine; nil on PostgreSQL and for a
+        /// statement that failed.
+        public var steps: Int?
+        /// Its steps forward through a table read whole (`SQLITE_STMTSTATUS_FULLSCAN_STEP`): 0 unless it scanned.
+        public var fullScanSteps: Int?
     }
 
-    private let listener = Mutex<(@Sendable (Statement) -> Void)?>(nil)
+    /// The statements heard since someone started listening; nil when nobody listens.
+    private let heard = Mutex<[Statement]?>(nil)
 
     public init() {}
 
     /// Runs `body` and answers the statements run meanwhile (by any code on this database).
     public func recording<Result>(_ body: () async throws -> Result) async rethrows -> (Result, [Statement]) {
-        let heard = Mutex<[Statement]>([])
-        listener.withLock { $0 = { statement in heard.withLock { $0.append(statement) } } }
-        defer { listener.withLock { $0 = nil } }
+        heard.withLock { $0 = [] }
+        defer { heard.withLock { $0 = nil } }
         let result = try await body()
-        return (result, heard.withLock { $0 })
+        return (result, heard.withLock { $0 ?? [] })
     }
 
-    var isListening: Bool { listener.withLock { $0 != nil } }
+    var isListening: Bool { heard.withLock { $0 != nil } }
 
-    func heard(_ sql: String, _ binds: [any Encodable & Sendable]) {
-        guard let listener = listener.withLock({ $0 }) else { return }
-        listener(Statement(sql: sql, binds: binds))
+    /// Notes a statement about to run; answers its place in the recording (nil: nobody listens).
+    func heard(_ sql: String, _ binds: [any Encodable & Sendable]) -> Int? {
+        heard.withLock { statements in
+            guard statements != nil else { return nil }
+            statements!.append(Statement(sql: sql, binds: binds))
+            return statements!.count - 1
+        }
+    }
+
+    /// Notes what the statement heard at `place` cost SQLite once it ran (`SQLiteHandle.Work`).
+    func ran(_ place: Int, _ work: SQLiteHandle.Work) {
+        heard.withLock { statements in
+            guard statements != nil, place < statements!.count else { return }
+            statements![place].steps = work.steps
+            statements![place].fullScanSteps = work.fullScanSteps
+        }
     }
 }
 
@@ -64,6 +83,6 @@ struct TappedSQLDatabase: SQLDatabase {
     private func hear(_ query: any SQLExpression) {
         guard tap.isListening else { return }
         let (sql, binds) = base.serialize(query)
-        tap.heard(sql, binds)
+        _ = tap.heard(sql, binds)
     }
 }

@@ -230,4 +230,86 @@ struct PurchaseCostTests {
             }
         }
     }
+
+    /// What SQLite itself does for a purchase (its virtual machine's steps, rows visited among them) is the same for a
+    /// customer of 5,000 consumables as for one of 12: no statement of the purchase reads a range that grows with its
+    /// customer's history, and none reads a table whole. (Each of the two already has the ten latest consumables the
+    /// view lists, so the rows a purchase reads are alike.) SQLite only: PostgreSQL counts no steps.
+    @Test
+    func aLongHistoryCostsSQLiteNoMoreStepsThanAShortOne() async throws {
+        try await ServerFixture.run(database: .sqlite, confirming: false) { fixture in
+            let server = fixture.server
+            let histories = ["short": 12, "long": 5_000]
+            var transaction: Int64 = 8_000_000_000_000_000
+            let start = Int64(Date().timeIntervalSince1970 * 1000) - 10_000 * 60_000
+            for (customerId, purchases) in histories {
+                var load = LedgerBulkLoad()
+                load.customer(bundleId: ServerFixture.bundleId, customerId: customerId, at: start)
+                for purchase in 0..<purchases {
+                    let id = String(transaction)
+                    transaction += 1
+                    let date = start + Int64(purchase) * 60_000
+                    load.transaction(
+                        LedgerRecord(
+                            environment: .sandbox,
+                            transactionId: id,
+                            bundleId: ServerFixture.bundleId,
+                            customerId: customerId,
+                            originalTransactionId: id,
+                            productId: "gems.100",
+                            productType: .consumable,
+                            quantity: 1,
+                            purchaseDate: date,
+                            isUpgraded: false,
+                            ownership: .purchased,
+                            submissionId: "history-\(id)",
+                            source: .submission,
+                            confirmed: true,
+                            createdAt: date,
+                            updatedAt: date
+                        )
+                    )
+                    load.creditEntry(
+                        bundleId: ServerFixture.bundleId,
+                        customerId: customerId,
+                        credit: "gems",
+                        delta: 100,
+                        reference: "purchase:Sandbox:\(id)",
+                        at: date
+                    )
+                }
+                let rows = load
+                try await server.database.transaction { db in try await rows.write(on: db) }
+            }
+            try await server.ledger.rebuildBalances()
+            _ = try await Self.submit(fixture, "gems.100", as: "warm")
+
+            var costs: [String: [StatementTap.Statement]] = [:]
+            for customerId in ["short", "long"] {
+                let (answer, heard) = try await server.database.statements.recording {
+                    try await Self.submit(fixture, "gems.100", as: customerId)
+                }
+                #expect(
+                    answer.customer.balances.additionalProperties["gems"] == Int64(histories[customerId]! + 1) * 100
+                )
+                costs[customerId] = heard.filter { !Cost.readsTheCatalogue($0.sql) }
+            }
+            let short = try #require(costs["short"])
+            let long = try #require(costs["long"])
+            func steps(_ statements: [StatementTap.Statement]) -> String {
+                statements.map { "\($0.steps.map(String.init) ?? "?") \($0.sql.prefix(100))" }.joined(separator: "\n  ")
+            }
+            #expect(short.map(\.sql) == long.map(\.sql), "short:\n  \(steps(short))\nlong:\n  \(steps(long))")
+            #expect(short.allSatisfy { $0.steps != nil }, "\(steps(short))")
+            #expect(
+                short.map(\.steps) == long.map(\.steps),
+                "the steps of each statement, a customer of 12 purchases:\n  \(steps(short))\nof 5,000:\n  \(steps(long))"
+            )
+            let scans = (short + long).filter { ($0.fullScanSteps ?? 0) > 0 }
+            #expect(scans.isEmpty, "statements that read a table whole: \(steps(scans))")
+            if ProcessInfo.processInfo.environment["TILL_PRINT_COSTS"] != nil {
+                print("STEPS a consumable's purchase, 5,000 before it:\n  \(steps(long))")
+            }
+        }
+    }
 }
