@@ -50,8 +50,10 @@ package struct PurchaseStore: ServerSQLStore {
     /// equality on the type (with `product_type IS NULL OR product_type IN (…)` SQLite walked the customer's every
     /// row and looked each up, 24 ms a purchase for a customer with 10,000).
     package func holdings(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [LedgerRecord] {
+        // Put in order here, not by the statement: SQLite's ORDER BY over the union copied every row, all its
+        // columns, into a sorter and out again (1,158 of SQLite's steps for eleven rows; 759 without).
         try await db.all(Self.holdings.with([bundleId, customerId] + Self.grantingTypes + Self.consumableTypes))
-            .map(LedgerRecord.init(row:))
+            .map(LedgerRecord.init(row:)).sorted { $0.purchaseDate < $1.purchaseDate }
     }
 
     /// The product types that may grant access, and those that only credit (the rows `holdings` reads in full, and
@@ -73,7 +75,6 @@ package struct PurchaseStore: ServerSQLStore {
             SELECT * FROM (SELECT * FROM srv_transactions WHERE bundle_id = ?1
               AND customer_id = ?2 AND product_type IN (\(consumable))
               ORDER BY purchase_date DESC LIMIT \(CustomerSnapshot.recentConsumables)) AS recent
-            ORDER BY purchase_date
             """
         )
     }()
