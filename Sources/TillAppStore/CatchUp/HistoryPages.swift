@@ -77,7 +77,7 @@ struct HistoryPages: AppStoreRoom, Sendable {
             let db = changes.db
             var effect = Effect()
             let account = try await claimant.asyncMap {
-                try await self.ledger.customerStore.admit(bundleId: app.bundleId, customerId: $0, at: now, on: db)
+                try await self.ledger.customerStore.admit(bundleId: app.bundleId, customerId: $0, at: now, on: db).owner
             }
             for (transaction, signed) in page {
                 try await self.notificationStore.lockPurchase(

@@ -113,12 +113,13 @@ public struct Intake: AppStoreRoom, Sendable {
             {
                 return nil  // a concurrent resend won the race; answer with its submission below
             }
-            let owner = try await self.customerStore.admit(
+            let admission = try await self.customerStore.admit(
                 bundleId: app.bundleId,
                 customerId: customerId,
                 at: now,
                 on: db
             )
+            let owner = admission.owner
             var submission = SubmissionRecord(
                 id: id,
                 bundleId: app.bundleId,
@@ -170,7 +171,7 @@ public struct Intake: AppStoreRoom, Sendable {
             // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
             let customer = try await self.customers.snapshot(bundleId: app.bundleId, owner: owner, on: db)
             // The last read of the transaction: its events carry this customer rather than reading them again.
-            changes.remember(customer, bundleId: app.bundleId)
+            changes.remember(customer, bundleId: app.bundleId, guests: admission.isNew ? [] : nil)
             return (submission, refused, customer)
         }
         guard let (submission, refused, customer) = outcome else {

@@ -17,6 +17,9 @@ package final class ChangeSet: Sendable {
         var pending: [PendingEvent] = []
         /// Customers read after the last change of the transaction (`remember`), for the events to reuse.
         var known: [CustomerKey: CustomerSnapshot] = [:]
+        /// The guest ids linked to customers, where the caller knows them (none for a customer recorded by this
+        /// transaction).
+        var guests: [CustomerKey: [String]] = [:]
         /// What the change did to the figures (`LedgerStore` notes it), written with the events.
         var figures: [FigureChange] = []
     }
@@ -79,12 +82,21 @@ package final class ChangeSet: Sendable {
 
     /// Keeps a customer as the transaction leaves them, read by the caller after its last change (intake reads the
     /// customer it answers with): the events about them use it rather than reading it again.
-    package func remember(_ snapshot: CustomerSnapshot, bundleId: String) {
-        state.withLock { $0.known[CustomerKey(bundleId: bundleId, customerId: snapshot.owner)] = snapshot }
+    /// `guests`, when the caller knows them (`[]` for a customer this transaction recorded for the first time), spare
+    /// the events a read of them.
+    package func remember(_ snapshot: CustomerSnapshot, bundleId: String, guests: [String]? = nil) {
+        let key = CustomerKey(bundleId: bundleId, customerId: snapshot.owner)
+        state.withLock {
+            $0.known[key] = snapshot
+            $0.guests[key] = guests
+        }
     }
 
     /// A customer `remember` kept, if any.
     package func known(_ key: CustomerKey) -> CustomerSnapshot? { state.withLock { $0.known[key] } }
+
+    /// The guests `remember` was told of a customer, if any.
+    package func knownGuests(_ key: CustomerKey) -> [String]? { state.withLock { $0.guests[key] } }
 }
 
 /// An event as the code that made the change records it: what happened, to whom, about what. `EventLog` gives it its

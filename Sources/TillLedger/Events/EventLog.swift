@@ -62,7 +62,13 @@ public struct EventLog: Sendable {
                 try await self.figureStore.insert(figureChanges: changes.takeFigureChanges(), on: db)
                 return (
                     result,
-                    try await self.write(changes.takeEvents(), known: changes.known, trace: changes.trace, on: db)
+                    try await self.write(
+                        changes.takeEvents(),
+                        known: changes.known,
+                        guests: changes.knownGuests,
+                        trace: changes.trace,
+                        on: db
+                    )
                 )
             }
         }
@@ -77,6 +83,7 @@ public struct EventLog: Sendable {
     private func write(
         _ pending: [PendingEvent],
         known: (CustomerKey) -> CustomerSnapshot?,
+        guests: (CustomerKey) -> [String]?,
         trace: String?,
         on db: any SQLDatabase
     ) async throws -> Int64? {
@@ -87,7 +94,9 @@ public struct EventLog: Sendable {
         for event in pending {
             guard let customerId = event.customerId else { continue }
             let key = CustomerKey(bundleId: event.bundleId, customerId: customerId)
-            if customers[key] == nil { customers[key] = try await customer(key, known: known(key), now: now, on: db) }
+            if customers[key] == nil {
+                customers[key] = try await customer(key, known: known(key), guests: guests(key), now: now, on: db)
+            }
         }
         var sequence = try await lastSequence(reserving: pending.count, on: db)
         for event in pending {
@@ -124,9 +133,13 @@ public struct EventLog: Sendable {
     }
 
     /// The customer as an event shows it: their entitlements and balances now, and the guest ids linked to them.
-    private func customer(_ key: CustomerKey, known: CustomerSnapshot?, now: Int64, on db: any SQLDatabase)
-        async throws -> Components.Schemas.EventCustomer
-    {
+    private func customer(
+        _ key: CustomerKey,
+        known: CustomerSnapshot?,
+        guests: [String]?,
+        now: Int64,
+        on db: any SQLDatabase
+    ) async throws -> Components.Schemas.EventCustomer {
         let snapshot: CustomerSnapshot
         if let known {
             snapshot = known
@@ -138,9 +151,15 @@ public struct EventLog: Sendable {
                 on: db
             )
         }
+        let aliases: [String]
+        if let guests {
+            aliases = guests
+        } else {
+            aliases = try await customerStore.guests(bundleId: key.bundleId, customerId: key.customerId, on: db)
+        }
         return Components.Schemas.EventCustomer(
             id: key.customerId,
-            aliases: try await customerStore.guests(bundleId: key.bundleId, customerId: key.customerId, on: db),
+            aliases: aliases,
             entitlements: snapshot.entitlements(
                 catalogue: try await catalogue.products(of: key.bundleId, on: db),
                 now: now

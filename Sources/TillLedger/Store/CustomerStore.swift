@@ -21,16 +21,29 @@ package struct CustomerStore: ServerSQLStore {
         """
     )
 
+    /// Who a customer id turned out to be when `admit` took it.
+    package struct Admission: Sendable {
+        /// The account the id stands for (itself, or the account a guest id is linked to).
+        package var owner: String
+        /// The id was recorded now, for the first time: no guest can be linked to it yet (linking records the
+        /// account first), so its events need not read its guests.
+        package var isNew: Bool
+    }
+
     /// The account a customer id stands for, recording the id as a customer when it is new: one read for a known id
     /// (a purchase's usual case), where recording it every time and then resolving it took an insert and a read.
-    package func admit(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws -> String {
+    package func admit(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws
+        -> Admission
+    {
         let row = try await db.first(Self.alias(bundleId, customerId))
         guard let row else {
             try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db)
-            return customerId
+            return Admission(owner: customerId, isNew: true)
         }
-        guard let alias = try row.decode(column: "alias_of", as: String?.self) else { return customerId }
-        return try await resolve(bundleId: bundleId, customerId: alias, on: db)
+        guard let alias = try row.decode(column: "alias_of", as: String?.self) else {
+            return Admission(owner: customerId, isNew: false)
+        }
+        return Admission(owner: try await resolve(bundleId: bundleId, customerId: alias, on: db), isNew: false)
     }
 
     /// The account a customer id stands for (a guest linked to an account resolves to the account).
