@@ -21,39 +21,16 @@ enum HistoryLoader {
             let customerId = Self.customerId(customer)
             var load = LedgerBulkLoad()
             load.customer(bundleId: bundleId, customerId: customerId, at: start)
-            for purchase in 0..<purchases {
-                let id = String(transaction)
-                let date = start + Int64(purchase) * 60_000
-                transaction += 1
-                load.transaction(
-                    LedgerRecord(
-                        environment: .sandbox,
-                        transactionId: id,
-                        bundleId: bundleId,
-                        customerId: customerId,
-                        originalTransactionId: id,
-                        productId: "gems.100",
-                        productType: .consumable,
-                        quantity: 1,
-                        purchaseDate: date,
-                        isUpgraded: false,
-                        ownership: .purchased,
-                        submissionId: "history-\(id)",
-                        source: .submission,
-                        confirmed: true,
-                        createdAt: date,
-                        updatedAt: date
-                    )
-                )
-                load.creditEntry(
-                    bundleId: bundleId,
-                    customerId: customerId,
-                    credit: "gems",
-                    delta: 100,
-                    reference: "purchase:Sandbox:\(id)",
-                    at: date
-                )
-            }
+            load.consumables(
+                purchases,
+                of: "gems.100",
+                crediting: 100,
+                of: "gems",
+                bundleId: bundleId,
+                customerId: customerId,
+                from: start,
+                nextId: &transaction
+            )
             let rows = load
             try await server.database.transaction { db in try await rows.write(on: db) }
         }

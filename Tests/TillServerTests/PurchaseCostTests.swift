@@ -262,39 +262,16 @@ struct PurchaseCostTests {
             for (customerId, purchases) in histories {
                 var load = LedgerBulkLoad()
                 load.customer(bundleId: ServerFixture.bundleId, customerId: customerId, at: start)
-                for purchase in 0..<purchases {
-                    let id = String(transaction)
-                    transaction += 1
-                    let date = start + Int64(purchase) * 60_000
-                    load.transaction(
-                        LedgerRecord(
-                            environment: .sandbox,
-                            transactionId: id,
-                            bundleId: ServerFixture.bundleId,
-                            customerId: customerId,
-                            originalTransactionId: id,
-                            productId: "gems.100",
-                            productType: .consumable,
-                            quantity: 1,
-                            purchaseDate: date,
-                            isUpgraded: false,
-                            ownership: .purchased,
-                            submissionId: "history-\(id)",
-                            source: .submission,
-                            confirmed: true,
-                            createdAt: date,
-                            updatedAt: date
-                        )
-                    )
-                    load.creditEntry(
-                        bundleId: ServerFixture.bundleId,
-                        customerId: customerId,
-                        credit: "gems",
-                        delta: 100,
-                        reference: "purchase:Sandbox:\(id)",
-                        at: date
-                    )
-                }
+                load.consumables(
+                    purchases,
+                    of: "gems.100",
+                    crediting: 100,
+                    of: "gems",
+                    bundleId: ServerFixture.bundleId,
+                    customerId: customerId,
+                    from: start,
+                    nextId: &transaction
+                )
                 let rows = load
                 try await server.database.transaction { db in try await rows.write(on: db) }
             }

@@ -55,6 +55,54 @@ package struct LedgerBulkLoad: Sendable {
         entries.append([bundleId, customerId, credit, delta, reference, at])
     }
 
+    /// A customer who bought the consumable `productId` `count` times, a minute apart from `start` (ms), each purchase
+    /// confirmed and crediting `amount` of `credit`, as the ledger would have left them (its row and its credits'
+    /// entry, referenced as `Ledger.reference("purchase", of:)` does): a game's long history, for benchmarks and
+    /// tests. Transaction ids are taken from `nextId` onwards, which is left past the last.
+    package mutating func consumables(
+        _ count: Int,
+        of productId: String,
+        crediting amount: Int64,
+        of credit: String,
+        bundleId: String,
+        customerId: String,
+        from start: Int64,
+        nextId: inout Int64
+    ) {
+        for purchase in 0..<count {
+            let id = String(nextId)
+            nextId += 1
+            let date = start + Int64(purchase) * 60_000
+            let record = LedgerRecord(
+                environment: .sandbox,
+                transactionId: id,
+                bundleId: bundleId,
+                customerId: customerId,
+                originalTransactionId: id,
+                productId: productId,
+                productType: .consumable,
+                quantity: 1,
+                purchaseDate: date,
+                isUpgraded: false,
+                ownership: .purchased,
+                submissionId: "history-\(id)",
+                source: .submission,
+                confirmed: true,
+                createdAt: date,
+                updatedAt: date
+            )
+            transaction(record)
+            creditEntry(
+                bundleId: bundleId,
+                customerId: customerId,
+                credit: credit,
+                delta: amount,
+                reference: Ledger.reference("purchase", of: record),
+                at: date
+            )
+        }
+    }
+
     /// A subscription's renewal state.
     package mutating func renewalState(_ state: SubscriptionStateRecord) {
         states.append(state)
