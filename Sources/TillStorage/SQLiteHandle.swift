@@ -118,7 +118,7 @@ final class SQLiteHandle: @unchecked Sendable {
     }
 
     /// Runs one statement with its binds, calling `onRow` for each row it returns, on this thread; answers what the
-    /// run asked of SQLite (two counters read and reset: nanoseconds).
+    /// run asked of SQLite (two counters reset and read: nanoseconds).
     @discardableResult
     func execute(_ sql: String, _ binds: [SQLiteData], _ onRow: (Columns, [SQLiteData]) throws -> Void) throws
         -> Work
@@ -140,15 +140,16 @@ final class SQLiteHandle: @unchecked Sendable {
             try check(bind(value, at: Int32(offset + 1), to: pointer), sql)
         }
         let width = statement.columns.names.count
-        // The counters go on across runs of a kept statement: read and reset, each run counts its own.
+        // The counters go on across runs of a kept statement (a run that failed left its count): reset here, read at
+        // the end, each run counts its own.
         _ = sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_VM_STEP, 1)
         _ = sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)
         while true {
             let status = sqlite_nio_sqlite3_step(pointer)
             if status == SQLITE_DONE {
                 return Work(
-                    steps: Int(sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_VM_STEP, 1)),
-                    fullScanSteps: Int(sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1))
+                    steps: Int(sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_VM_STEP, 0)),
+                    fullScanSteps: Int(sqlite_nio_sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0))
                 )
             }
             guard status == SQLITE_ROW else { throw failure(status, sql) }

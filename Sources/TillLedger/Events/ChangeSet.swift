@@ -16,10 +16,7 @@ package final class ChangeSet: Sendable {
         var source: EventSource
         var pending: [PendingEvent] = []
         /// Customers read after the last change of the transaction (`remember`), for the events to reuse.
-        var known: [CustomerKey: CustomerSnapshot] = [:]
-        /// The guest ids linked to customers, where the caller knows them (none for a customer recorded by this
-        /// transaction).
-        var guests: [CustomerKey: [String]] = [:]
+        var known: [CustomerKey: KnownCustomer] = [:]
         /// What the change did to the figures (`LedgerStore` notes it), written with the events.
         var figures: [FigureChange] = []
     }
@@ -86,17 +83,18 @@ package final class ChangeSet: Sendable {
     /// the events a read of them.
     package func remember(_ snapshot: CustomerSnapshot, bundleId: String, guests: [String]? = nil) {
         let key = CustomerKey(bundleId: bundleId, customerId: snapshot.owner)
-        state.withLock {
-            $0.known[key] = snapshot
-            $0.guests[key] = guests
-        }
+        state.withLock { $0.known[key] = KnownCustomer(snapshot: snapshot, guests: guests) }
     }
 
     /// A customer `remember` kept, if any.
-    package func known(_ key: CustomerKey) -> CustomerSnapshot? { state.withLock { $0.known[key] } }
+    package func known(_ key: CustomerKey) -> KnownCustomer? { state.withLock { $0.known[key] } }
+}
 
-    /// The guests `remember` was told of a customer, if any.
-    package func knownGuests(_ key: CustomerKey) -> [String]? { state.withLock { $0.guests[key] } }
+/// A customer as the caller of a change last read them (`ChangeSet.remember`).
+package struct KnownCustomer: Sendable {
+    package var snapshot: CustomerSnapshot
+    /// The guest ids linked to them, when the caller knows them; nil: the events read them.
+    package var guests: [String]?
 }
 
 /// An event as the code that made the change records it: what happened, to whom, about what. `EventLog` gives it its

@@ -62,13 +62,7 @@ public struct EventLog: Sendable {
                 try await self.figureStore.insert(figureChanges: changes.takeFigureChanges(), on: db)
                 return (
                     result,
-                    try await self.write(
-                        changes.takeEvents(),
-                        known: changes.known,
-                        guests: changes.knownGuests,
-                        trace: changes.trace,
-                        on: db
-                    )
+                    try await self.write(changes.takeEvents(), known: changes.known, trace: changes.trace, on: db)
                 )
             }
         }
@@ -82,8 +76,7 @@ public struct EventLog: Sendable {
     /// Writes the events of a change at the end of its transaction; answers the last one's sequence (nil: none).
     private func write(
         _ pending: [PendingEvent],
-        known: (CustomerKey) -> CustomerSnapshot?,
-        guests: (CustomerKey) -> [String]?,
+        known: (CustomerKey) -> KnownCustomer?,
         trace: String?,
         on db: any SQLDatabase
     ) async throws -> Int64? {
@@ -94,9 +87,7 @@ public struct EventLog: Sendable {
         for event in pending {
             guard let customerId = event.customerId else { continue }
             let key = CustomerKey(bundleId: event.bundleId, customerId: customerId)
-            if customers[key] == nil {
-                customers[key] = try await customer(key, known: known(key), guests: guests(key), now: now, on: db)
-            }
+            if customers[key] == nil { customers[key] = try await customer(key, known: known(key), now: now, on: db) }
         }
         var sequence = try await lastSequence(reserving: pending.count, on: db)
         for event in pending {
@@ -133,16 +124,12 @@ public struct EventLog: Sendable {
     }
 
     /// The customer as an event shows it: their entitlements and balances now, and the guest ids linked to them.
-    private func customer(
-        _ key: CustomerKey,
-        known: CustomerSnapshot?,
-        guests: [String]?,
-        now: Int64,
-        on db: any SQLDatabase
-    ) async throws -> Components.Schemas.EventCustomer {
+    private func customer(_ key: CustomerKey, known: KnownCustomer?, now: Int64, on db: any SQLDatabase)
+        async throws -> Components.Schemas.EventCustomer
+    {
         let snapshot: CustomerSnapshot
         if let known {
-            snapshot = known
+            snapshot = known.snapshot
         } else {
             snapshot = try await CustomerSnapshot.read(
                 bundleId: key.bundleId,
@@ -152,7 +139,7 @@ public struct EventLog: Sendable {
             )
         }
         let aliases: [String]
-        if let guests {
+        if let guests = known?.guests {
             aliases = guests
         } else {
             aliases = try await customerStore.guests(bundleId: key.bundleId, customerId: key.customerId, on: db)
