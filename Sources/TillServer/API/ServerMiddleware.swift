@@ -23,7 +23,7 @@ struct AppKeyMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+        guard let header = request.headers.single(.authorization), header.hasPrefix("Bearer "),
             let authenticated = try await server.catalogue.app(appKey: String(header.dropFirst(7)))
         else { throw TillHTTPError(.unauthorized, "unauthorized", "send Authorization: Bearer <app key>") }
         var context = context
@@ -67,7 +67,7 @@ struct RequestMiddleware: RouterMiddleware {
     {
         let clock = ContinuousClock()
         let start = clock.now
-        let id = Self.requestId(request.headers[.requestId])
+        let id = Self.requestId(request.headers.single(.requestId))
         var context = context
         context.requestId = id
         // Setting metadata makes the log handler format it again: only when lines at info level are written.

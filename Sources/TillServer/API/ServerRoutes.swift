@@ -164,7 +164,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
             bundleId: app.bundleId,
             customerId: try context.customerParameter()
         )
-        var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        var response = Response(status: .ok, body: .init(byteBuffer: body))
         response.headers[.contentType] = "application/json"
         return response
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SQLKit
 import TillAppStore
 import TillCatalogue
@@ -86,7 +87,7 @@ public struct Customers: Sendable {
     /// Encoding is most of what a read costs once the data is cached, so the bytes are kept too: until this
     /// process writes (the database's generation), the catalogue changes, a second passes (other processes),
     /// or the first of the customer's entitlements ends, after which the view is worked out again.
-    func customerBody(bundleId: String, customerId: String) async throws -> [UInt8] {
+    func customerBody(bundleId: String, customerId: String) async throws -> ByteBuffer {
         try await customerBodies.value(
             for: CustomerKey(bundleId: bundleId, customerId: customerId),
             // Entitlements come from the catalogue too: its changes retire the bytes as the database's do (both
@@ -99,7 +100,7 @@ public struct Customers: Sendable {
             let ends = view.entitlements.compactMap(\.expiresDate).filter { $0 > now }
             var writer = JSONWriter()
             view.writeJSON(to: &writer)
-            return EncodedCustomer(body: writer.bytes, validUntil: ends.min())
+            return EncodedCustomer(body: ByteBuffer(bytes: writer.bytes), validUntil: ends.min())
         }.body
     }
 
@@ -178,7 +179,8 @@ public struct Customers: Sendable {
 
 /// A customer view encoded for the app API, and the time (UNIX ms) it stops being true, if any.
 struct EncodedCustomer: Sendable {
-    var body: [UInt8]
+    /// A buffer, not an array: each answer shares it rather than copying the bytes into a buffer of its own.
+    var body: ByteBuffer
     var validUntil: Int64?
 }
 
