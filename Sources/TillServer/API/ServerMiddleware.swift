@@ -41,7 +41,7 @@ struct OperatorTokenMiddleware: RouterMiddleware {
         -> Response
     {
         let expected = Array("Bearer \(token)".utf8)
-        let given = Array((request.headers[.authorization] ?? "").utf8)
+        let given = Array((request.headers.single(.authorization) ?? "").utf8)
         let equal = given.count == expected.count && zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
         guard equal else {
             throw TillHTTPError(
