@@ -175,6 +175,32 @@ struct EventTests {
         }
     }
 
+    /// A purchase's event skips reading the guests of a customer its transaction recorded (`Admission.isNew`): only an
+    /// id that very insert recorded counts as new; one recorded already, as an account or as a guest, is resolved.
+    @Test(arguments: TestDatabase.all) func anIdIsNewOnlyToTheTransactionThatRecordsIt(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
+            let store = CustomerStore(database: fixture.server.database)
+            let bundleId = ServerFixture.bundleId
+            let (first, again, recordedAgain) = try await fixture.server.database.transaction { db in
+                (
+                    try await store.admit(bundleId: bundleId, customerId: "dora", at: 1, on: db),
+                    try await store.admit(bundleId: bundleId, customerId: "dora", at: 2, on: db),
+                    try await store.ensureCustomer(bundleId: bundleId, customerId: "dora", at: 3, on: db)
+                )
+            }
+            #expect(first.isNew && first.owner == "dora")
+            #expect(!again.isNew && again.owner == "dora")
+            #expect(!recordedAgain)
+            _ = try await fixture.server.customers.link(bundleId: bundleId, guestId: "guest-9", to: "dora")
+            let guest = try await fixture.server.database.transaction { db in
+                try await store.admit(bundleId: bundleId, customerId: "guest-9", at: 4, on: db)
+            }
+            #expect(!guest.isNew && guest.owner == "dora")
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func anOperatorsGrantRevocationAndAdjustmentAreEventsWithTheirNote(
         _ database: TestDatabase
     ) async throws {

@@ -10,14 +10,19 @@ package struct CustomerStore: ServerSQLStore {
 
     // MARK: Customers
 
-    package func ensureCustomer(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws {
-        try await db.run(Self.insertCustomer(bundleId, customerId, at))
+    /// Records a customer id unless it is recorded already; answers whether this call recorded it (false: it was there,
+    /// perhaps recorded by a concurrent transaction).
+    @discardableResult
+    package func ensureCustomer(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws
+        -> Bool
+    {
+        try await db.first(Self.insertCustomer(bundleId, customerId, at)) != nil
     }
 
     private static let insertCustomer = FixedStatement(
         """
         INSERT INTO srv_customers (bundle_id, customer_id, alias_of, created_at)
-        VALUES (?1, ?2, NULL, ?3) ON CONFLICT (bundle_id, customer_id) DO NOTHING
+        VALUES (?1, ?2, NULL, ?3) ON CONFLICT (bundle_id, customer_id) DO NOTHING RETURNING customer_id
         """
     )
 
@@ -37,8 +42,12 @@ package struct CustomerStore: ServerSQLStore {
     {
         let row = try await db.first(Self.alias(bundleId, customerId))
         guard let row else {
-            try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db)
-            return Admission(owner: customerId, isNew: true)
+            if try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db) {
+                return Admission(owner: customerId, isNew: true)
+            }
+            // Recorded between the read and the insert by another transaction (PostgreSQL's read committed), perhaps
+            // as a guest or with guests of its own: resolved as a known id is.
+            return Admission(owner: try await resolve(bundleId: bundleId, customerId: customerId, on: db), isNew: false)
         }
         guard let alias = try row.decode(column: "alias_of", as: String?.self) else {
             return Admission(owner: customerId, isNew: false)
