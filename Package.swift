@@ -46,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        // Counts a purchase's allocations, in `till-allocations` only (docs/benchmarks.md, "What CI counts").
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -432,6 +434,16 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: upcoming
+        ),
+        // What a purchase and a customer read allocate, counted in a process of its own by the malloc interposer it
+        // links (the counters are the process's): PurchaseAllocationTests runs it. `till` does not link it.
+        .executableTarget(
+            name: "till-allocations",
+            dependencies: [
+                "TillBench",
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ],
             swiftSettings: upcoming
         ),

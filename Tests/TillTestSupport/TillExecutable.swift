@@ -5,18 +5,23 @@ import SystemPackage
 /// The built `till` executable, run as a user runs it: arguments, standard input, and what it prints.
 public enum TillExecutable {
     /// SwiftPM builds it beside the test bundle (`.build/debug/till`).
-    public static let url: URL? = {
+    public static let url: URL? = built("till")
+
+    /// The package's executable `name` (`till`, `till-allocations`), where SwiftPM builds it: beside the test bundle.
+    public static func built(_ name: String) -> URL? {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let candidates = [
-            beside.appendingPathComponent("till"),
-            beside.deletingLastPathComponent().appendingPathComponent("till"),
+            beside.appendingPathComponent(name),
+            beside.deletingLastPathComponent().appendingPathComponent(name),
         ]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    }
 
-    /// The executable, or a failure saying how to get it (`swift build`).
-    public static func require() throws -> URL {
-        guard let url else { throw TestSupportFailure("no till executable next to the tests: run swift build first") }
+    /// The executable `name`, or a failure saying how to get it (`swift build`).
+    public static func require(_ name: String = "till") throws -> URL {
+        guard let url = built(name) else {
+            throw TestSupportFailure("no \(name) executable next to the tests: run swift build first")
+        }
         return url
     }
 
@@ -42,7 +47,8 @@ public enum TillExecutable {
         ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TILL_") }.merging(extra) { $1 }
     }
 
-    /// Runs `till` with `arguments` and waits for it to exit; kills it after `timeout`.
+    /// Runs `till` (or the package's executable `program`) with `arguments` and waits for it to exit; kills it after
+    /// `timeout`.
     ///
     /// Through swift-subprocess, its input read from a file: a `till` that exits without reading all of its input is
     /// answered by its status and output; the timeout cancels the run, which kills the child.
@@ -51,9 +57,10 @@ public enum TillExecutable {
         input: String? = nil,
         directory: URL? = nil,
         environment extra: [String: String] = [:],
-        timeout: Duration = .seconds(60)
+        timeout: Duration = .seconds(60),
+        program: String = "till"
     ) async throws -> Run {
-        let executable = try require()
+        let executable = try require(program)
         let variables = Dictionary(
             uniqueKeysWithValues: environment(extra).map { (Environment.Key(stringLiteral: $0.key), $0.value) }
         )
