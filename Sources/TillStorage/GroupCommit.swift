@@ -2,7 +2,7 @@ import SQLKit
 import Synchronization
 
 /// SQLite write transactions committed in groups: the transactions waiting for the writer run one after
-/// another inside a single BEGIN … COMMIT, each in its own savepoint.
+/// another inside a single BEGIN … COMMIT, each in its own savepoint (a group of one needs none).
 ///
 /// SQLite has one writer, so this process's write transactions queue anyway. A COMMIT writes every page the
 /// transaction changed to the WAL; for a submission (a row with a 6 KB receipt, and five indexes) that was
@@ -147,6 +147,27 @@ final class GroupCommit: Sendable {
                     var outcomes: [(any Error)?] = []
                     var changed: Int64 = 0
                     try await session.run(Control.begin())
+                    // A group of one needs no savepoint: its failure rolls back the whole transaction, which is all
+                    // it holds. Under load most groups are of one (each purchase's writes finish before the next
+                    // arrives), and a savepoint copies every page the transaction changes into SQLite's statement
+                    // journal in memory: 144 of a purchase's 1,046 allocations and about 120 KB, and two statements.
+                    if group.count == 1, let job = group.first {
+                        let before = changes()
+                        do {
+                            try await job.body(session)
+                        } catch {
+                            try? await session.raw("ROLLBACK").run()
+                            return ([error], false)
+                        }
+                        let changed = changes() - before
+                        do {
+                            try await session.run(Control.commit())
+                        } catch {
+                            try? await session.raw("ROLLBACK").run()
+                            throw error
+                        }
+                        return ([nil], changed > 0)
+                    }
                     do {
                         for job in group {
                             try await session.run(Control.savepoint())

@@ -234,6 +234,35 @@ struct TillStorageTests {
         #expect(groups < 30, "\(groups) groups for 40 transactions")
         try await database.shutdown()
     }
+
+    /// A transaction alone in its group runs without a savepoint (which would copy every page it changes into SQLite's
+    /// statement journal), and keeps its outcome: a failure rolls back all it did, a success commits.
+    @Test func aTransactionAloneRunsWithoutASavepointAndKeepsItsOutcome() async throws {
+        let database = try await TillDatabase.open(.sqlite(path: TestDatabases.temporaryFile()))
+        try await database.sql.raw("CREATE TABLE alone (n INTEGER PRIMARY KEY)").run()
+        let (_, failed) = await database.statements.recording {
+            await #expect(throws: Refused.self) {
+                try await database.transaction { db in
+                    try await db.raw("INSERT INTO alone (n) VALUES (1)").run()
+                    throw Refused()
+                }
+            }
+        }
+        let (committed, heard) = try await database.statements.recording {
+            try await database.transaction { db -> Int in
+                try await db.raw("INSERT INTO alone (n) VALUES (2)").run()
+                return 2
+            }
+        }
+        #expect(committed == 2)
+        #expect(failed.map(\.sql) == ["BEGIN IMMEDIATE", "INSERT INTO alone (n) VALUES (1)", "ROLLBACK"])
+        #expect(heard.map(\.sql) == ["BEGIN IMMEDIATE", "INSERT INTO alone (n) VALUES (2)", "COMMIT"])
+        let kept = try await database.sql.raw("SELECT n FROM alone").all().map {
+            try $0.decode(column: "n", as: Int.self)
+        }
+        #expect(kept == [2])
+        try await database.shutdown()
+    }
 }
 
 /// The write lock counts how long it was held: the writer's busy time that `till bench submissions` and `/metrics`
