@@ -86,6 +86,21 @@ struct SignedDataVerifierTests {
         #expect(
             await verifier().verify(try mixed.sign(probe()), as: ProbePayload.self).failure?.reason == .invalidChain
         )
+        // A header whose chain leads to none of the roots is known as such from the second JWS on (the server tries
+        // Apple's roots before the simulator's): the same refusal, at each JWS's own date.
+        let one = verifier()
+        var later = probe()
+        later.signedDate = signedDate.addingTimeInterval(86_400)
+        let refusals = [
+            await one.verify(jws, as: ProbePayload.self).failure,
+            await one.verify(jws, as: ProbePayload.self).failure,
+            await one.verify(try signer.sign(later), as: ProbePayload.self).failure,
+        ]
+        let issuer = "no chain to a trusted root (issuer \(TestAuthorities.otherAuthority.leaf.issuer))"
+        #expect(refusals.map(\.?.reason) == [.invalidChain, .invalidChain, .invalidChain])
+        #expect(refusals[0]?.detail == refusals[1]?.detail)
+        #expect(refusals[0]?.detail == "certificate chain not valid at 2023-11-14T22:13:20Z: \(issuer)")
+        #expect(refusals[2]?.detail == "certificate chain not valid at 2023-11-15T22:13:20Z: \(issuer)")
     }
 
     @Test func aPayloadSwappedUnderAValidSignatureIsRefused() async throws {
