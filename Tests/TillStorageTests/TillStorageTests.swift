@@ -139,6 +139,75 @@ struct TillStorageTests {
         try await database.shutdown()
     }
 
+    /// A `CHECK (column IN (…))` refuses the same values on both engines; on SQLite it is stored as comparisons
+    /// (`TillDatabase.migrate`), so that a write compares in place instead of filling a temporary table with the list
+    /// (`OpenEphemeral` in its plan) at every run. A second start finds it rewritten and changes nothing.
+    @Test(arguments: TestDatabases.all)
+    func aCheckOfAListRefusesTheSameValuesAndSQLiteComparesInPlace(_ configuration: DatabaseConfiguration) async throws
+    {
+        let database = try await fresh(configuration)
+        if database.engine == .postgres { try await database.sql.raw("DROP TABLE IF EXISTS storage_test_kinds").run() }
+        let migrations =
+            Self.migrations + [
+                Migration(
+                    "3-kinds",
+                    [
+                        """
+                        CREATE TABLE storage_test_kinds (
+                            id TEXT PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('a', 'b', 'c')),
+                            note TEXT CHECK (note IN ('x, y', 'it''s', 'z (1)')), size BIGINT CHECK (size > 0))
+                        """
+                    ]
+                )
+            ]
+        try await database.migrate(migrations, schema: "storage-test")
+        func insert(_ id: String, _ kind: String, _ note: String?) async -> Bool {
+            do {
+                try await database.sql.raw(
+                    "INSERT INTO storage_test_kinds (id, kind, note, size) VALUES (\(bind: id), \(bind: kind), \(bind: note), 1)"
+                ).run()
+                return true
+            } catch {
+                return false
+            }
+        }
+        #expect(await insert("1", "a", nil))
+        #expect(await insert("2", "c", "x, y"))
+        #expect(await insert("3", "b", "it's"))
+        #expect(await insert("4", "b", "z (1)"))
+        #expect(await !insert("5", "d", nil))
+        #expect(await !insert("6", "A", nil))
+        #expect(await !insert("7", "a", "x"))
+        #expect(await !insert("8", "a", "it"))
+        if database.engine == .sqlite {
+            func stored() async throws -> (sql: String, version: Int) {
+                let sql = try await database.sql.raw(
+                    "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'storage_test_kinds'"
+                ).first()!.decode(column: "sql", as: String.self)
+                let version = try await database.sql.raw("PRAGMA schema_version").first()!
+                    .decode(column: "schema_version", as: Int.self)
+                return (sql, version)
+            }
+            let first = try await stored()
+            #expect(first.sql.contains("CHECK (kind = 'a' OR kind = 'b' OR kind = 'c')"), "\(first.sql)")
+            #expect(first.sql.contains("CHECK (note = 'x, y' OR note = 'it''s' OR note = 'z (1)')"), "\(first.sql)")
+            #expect(first.sql.contains("CHECK (size > 0)") && !first.sql.contains(" IN ("), "\(first.sql)")
+            let plan = try await database.sql.raw(
+                "EXPLAIN INSERT INTO storage_test_kinds (id, kind, note, size) VALUES ('9', 'a', 'z (1)', 1)"
+            ).all().map { try $0.decode(column: "opcode", as: String.self) }
+            #expect(!plan.isEmpty && !plan.contains("OpenEphemeral"), "\(plan)")
+            let check = try await database.sql.raw("PRAGMA integrity_check").first()!.decode(
+                column: "integrity_check",
+                as: String.self
+            )
+            #expect(check == "ok")
+            try await database.migrate(migrations, schema: "storage-test")
+            #expect(try await stored() == first)
+        }
+        if database.engine == .postgres { try await database.sql.raw("DROP TABLE storage_test_kinds").run() }
+        try await database.shutdown()
+    }
+
     @Test func anSQLiteFileKeepsItsDataAcrossReopening() async throws {
         let path = TestDatabases.temporaryFile()
         let first = try await TillDatabase.open(.sqlite(path: path))
