@@ -106,13 +106,19 @@ extension TillDatabase {
             guard !rewritten.isEmpty else { return }
             let version =
                 try await db.raw("PRAGMA schema_version").first()?.decode(column: "schema_version", as: Int.self) ?? 0
+            // The pragma is the connection's, not the transaction's: it is turned off again whatever happens.
             try await db.raw("PRAGMA writable_schema = ON").run()
-            for (name, sql) in rewritten {
-                try await db.raw(
-                    "UPDATE sqlite_master SET sql = \(bind: sql) WHERE type = 'table' AND name = \(bind: name)"
-                ).run()
+            do {
+                for (name, sql) in rewritten {
+                    try await db.raw(
+                        "UPDATE sqlite_master SET sql = \(bind: sql) WHERE type = 'table' AND name = \(bind: name)"
+                    ).run()
+                }
+                try await db.raw("PRAGMA schema_version = \(unsafeRaw: String(version + 1))").run()
+            } catch {
+                try? await db.raw("PRAGMA writable_schema = OFF").run()
+                throw error
             }
-            try await db.raw("PRAGMA schema_version = \(unsafeRaw: String(version + 1))").run()
             try await db.raw("PRAGMA writable_schema = OFF").run()
         }
     }
