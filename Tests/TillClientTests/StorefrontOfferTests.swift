@@ -63,7 +63,7 @@ struct StorefrontOfferTests {
             }
             let original = trial.originalTransactionId
             let subscription = try #require(
-                try await fixture.simulator.store.subscription(
+                try await fixture.simulator.store.subscriptions.subscription(
                     originalTransactionId: original,
                     on: fixture.simulator.store.sql
                 )

@@ -63,11 +63,12 @@ struct LayoutTests {
     }
 
     /// Each room owns its storage (docs/architecture.md, `Store/`): no store type has more than 40 functions, counted
-    /// over every file that declares or extends it. `ServerStore` held 166 before the rooms' stores replaced it.
+    /// over every file that declares or extends it. `ServerStore` held 166 before the rooms' stores replaced it, and
+    /// the simulator's one `SimulatorStore` 103 before each of its rooms had a store.
     @Test func noStoreHasMoreThanFortyFunctions() throws {
         let declaration = try Regex(#"^(?:public |package |final )*(?:struct|extension|final class|class) (\w+)"#)
         var functions: [String: Int] = [:]
-        for target in Self.serverModules {
+        for target in Self.serverModules + ["TillSimulator"] {
             for file in try Self.files(of: target) where file.hasPrefix("Store/") {
                 let text = try String(
                     contentsOf: Self.root.appendingPathComponent("Sources/\(target)/\(file)"),

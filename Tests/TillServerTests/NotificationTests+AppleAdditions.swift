@@ -53,7 +53,7 @@ extension NotificationTests {
             let before = try #require(try await customer(fixture, "c1").entitlements.first?.expiresDate)
             try await withNotifications(fixture) {
                 let simApp = try #require(
-                    try await fixture.simulator.store.app(bundleId: ServerFixture.bundleId, on: fixture.simulator.store.sql)
+                    try await fixture.simulator.store.appStoreConnect.app(bundleId: ServerFixture.bundleId, on: fixture.simulator.store.sql)
                 )
                 _ = try await fixture.simulator.subscriptions.extendRenewalDate(
                     originalTransactionId: original, app: simApp, environment: .sandbox, days: 30, reason: 3,
@@ -88,7 +88,7 @@ extension NotificationTests {
             let original = try #require(subscription.transactionId)
             try await withNotifications(fixture) {
                 let simApp = try #require(
-                    try await fixture.simulator.store.app(bundleId: ServerFixture.bundleId, on: fixture.simulator.store.sql)
+                    try await fixture.simulator.store.appStoreConnect.app(bundleId: ServerFixture.bundleId, on: fixture.simulator.store.sql)
                 )
                 _ = try await fixture.simulator.subscriptions.increasePrice(
                     appAppleId: simApp.appAppleId, productId: "premium.monthly", PriceIncreaseInput(price: 9990)

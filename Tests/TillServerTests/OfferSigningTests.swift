@@ -92,7 +92,7 @@ struct OfferSigningTests {
     func simulated(_ fixture: ServerFixture, _ purchase: QueueTransaction) async throws -> SimTransaction {
         let store = fixture.simulator.store
         let id = try #require(purchase.transactionId)
-        return try #require(try await store.transaction(id: id, on: store.sql))
+        return try #require(try await store.purchases.transaction(id: id, on: store.sql))
     }
 
     /// A StoreKit error code 12 (`invalidSignature`): the App Store refused the offer's signature.
@@ -236,7 +236,7 @@ struct OfferSigningTests {
                     promotional: PromotionalOfferInput(offerIdentifier: "loyal", compactJWS: compact)
                 )
                 #expect(redeemed.state == "purchased", "\(redeemed)")
-                let subscription = try await fixture.simulator.store.subscription(
+                let subscription = try await fixture.simulator.store.subscriptions.subscription(
                     originalTransactionId: try #require(redeemed.originalTransactionId),
                     on: fixture.simulator.store.sql
                 )

@@ -184,7 +184,7 @@ extension WebhookTests {
                     _ = try await notifications.delivered(.priceIncrease, .pending, fixture)
                     _ = try await subscriptions.respondToPriceIncrease(originalTransactionId: original, accept: true)
                     _ = try await notifications.delivered(.priceIncrease, .accepted, fixture)
-                    let simApp = try #require(try await simulator.store.app(bundleId: bundle, on: simulator.store.sql))
+                    let simApp = try #require(try await simulator.store.appStoreConnect.app(bundleId: bundle, on: simulator.store.sql))
                     _ = try await subscriptions.extendRenewalDate(
                         originalTransactionId: original,
                         app: simApp,

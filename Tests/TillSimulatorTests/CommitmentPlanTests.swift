@@ -46,14 +46,14 @@ struct CommitmentPlanTests {
             environment: .sandbox
         )
         let original = try #require(bought.transactionId)
-        let first = try #require(try await simulator.store.transaction(id: original, on: simulator.store.sql))
+        let first = try #require(try await simulator.store.purchases.transaction(id: original, on: simulator.store.sql))
         #expect(first.price == 1090 && first.billingPlanType == "MONTHLY" && first.commitmentPeriod == 1)
         #expect(first.expiresDate! - first.purchaseDate == 300_000)
         #expect(first.commitmentExpiresDate! - first.purchaseDate == 3_600_000 && first.commitmentPrice == 13_080)
 
         _ = try await simulator.subscriptions.advanceClock(seconds: 301)
         _ = try await simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
-        let cancelled = try #require(try await simulator.store.subscription(originalTransactionId: original, on: simulator.store.sql))
+        let cancelled = try #require(try await simulator.store.subscriptions.subscription(originalTransactionId: original, on: simulator.store.sql))
         #expect(cancelled.autoRenewStatus && cancelled.commitmentAutoRenew == false && cancelled.commitmentPeriod == 2)
         let renewal = try await simulator.payments.signedRenewalInfo(
             deviceId: phone.id, originalTransactionId: original, environment: .sandbox
@@ -64,9 +64,9 @@ struct CommitmentPlanTests {
         #expect(info.payload.autoRenewStatus == .on && info.payload.renewalPrice == 1090)
 
         _ = try await simulator.subscriptions.advanceClock(seconds: 11 * 300)
-        let months = try await simulator.store.transactions(originalTransactionId: original, on: simulator.store.sql)
+        let months = try await simulator.store.purchases.transactions(originalTransactionId: original, on: simulator.store.sql)
         #expect(months.map(\.commitmentPeriod) == Array(1...12).map { Optional($0) })
-        let ended = try #require(try await simulator.store.subscription(originalTransactionId: original, on: simulator.store.sql))
+        let ended = try #require(try await simulator.store.subscriptions.subscription(originalTransactionId: original, on: simulator.store.sql))
         #expect(ended.status == AppStoreSubscriptionStatus.expired.rawValue)
         let signed = try simulator.receipts.signTransaction(try #require(months.last), app: fixture.app)
         guard case .valid(let last) = await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self)

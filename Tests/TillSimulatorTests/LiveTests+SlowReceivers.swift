@@ -27,8 +27,8 @@ extension LiveTests {
                     AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(fastPort)/notifications")
                 )
                 // The apps as they are now, with their notification URLs.
-                let slowApp = try #require(try await simulator.store.app(appAppleId: fixture.app.appAppleId, on: simulator.store.sql))
-                let fastApp = try #require(try await simulator.store.app(appAppleId: other.appAppleId, on: simulator.store.sql))
+                let slowApp = try #require(try await simulator.store.appStoreConnect.app(appAppleId: fixture.app.appAppleId, on: simulator.store.sql))
+                let fastApp = try #require(try await simulator.store.appStoreConnect.app(appAppleId: other.appAppleId, on: simulator.store.sql))
                 try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { _ in
                     _ = try await simulator.serverAPI.requestTestNotification(app: slowApp, environment: .sandbox)
                     try await Task.sleep(for: .milliseconds(300))

@@ -163,7 +163,7 @@ struct LiveTests {
         #expect(try reopened.signer.jwsAuthority.root.serializeAsPEM().pemString == rootBefore)
         #expect(reopened.clock.offsetMilliseconds == 42_000)
         #expect(try await reopened.appStoreConnect.accounts().map(\.id) == [fixture.account.id])
-        let transaction = try await reopened.store.transaction(
+        let transaction = try await reopened.store.purchases.transaction(
             id: try #require(purchase.transactionId),
             on: reopened.store.sql
         )

@@ -13,7 +13,7 @@ import TillTestSupport
 @Suite(.sharingTheMachine)
 struct NotificationTypeTriggerTests {
     func subscription(_ fixture: SimulatorFixture, _ original: String) async throws -> SimSubscription {
-        try #require(try await fixture.simulator.store.subscription(originalTransactionId: original, on: fixture.simulator.store.sql))
+        try #require(try await fixture.simulator.store.subscriptions.subscription(originalTransactionId: original, on: fixture.simulator.store.sql))
     }
 
     @Test(arguments: TestDatabase.all) func aPriceIncreaseNeedsConsentOrExpiresAndASmallOneIsOnlyNotified(
@@ -39,7 +39,7 @@ struct NotificationTypeTriggerTests {
         let expired = try await subscription(fixture, declining)
         #expect(expired.status == AppStoreSubscriptionStatus.expired.rawValue && expired.expirationIntent == 3)
         let renewed = try await subscription(fixture, accepting)
-        let renewal = try #require(try await simulator.store.transaction(id: renewed.lastTransactionId, on: simulator.store.sql))
+        let renewal = try #require(try await simulator.store.purchases.transaction(id: renewed.lastTransactionId, on: simulator.store.sql))
         #expect(renewed.status == AppStoreSubscriptionStatus.active.rawValue && renewal.price == 9990)
 
         // A small increase needs no consent: ACCEPTED at once, charged at the next renewal.
@@ -49,7 +49,7 @@ struct NotificationTypeTriggerTests {
         #expect(!small.requiresConsent && small.subscriptions == [accepting])
         _ = try await simulator.subscriptions.advanceClock(seconds: 300)
         let next = try await subscription(fixture, accepting)
-        let charged = try #require(try await simulator.store.transaction(id: next.lastTransactionId, on: simulator.store.sql))
+        let charged = try #require(try await simulator.store.purchases.transaction(id: next.lastTransactionId, on: simulator.store.sql))
         #expect(charged.price == 10990)
         let kinds = try await fixture.notificationKinds()
         #expect(kinds.filter { $0 == "PRICE_INCREASE/PENDING" }.count == 2)
@@ -131,7 +131,7 @@ struct NotificationTypeTriggerTests {
         for event in AdvancedCommerceEvent.allCases {
             _ = try await simulator.events.advancedCommerce(event, originalTransactionId: original)
         }
-        let log = try await simulator.store.notifications(
+        let log = try await simulator.store.notifications.notifications(
             appAppleId: fixture.app.appAppleId, environment: "Sandbox", from: 0, to: .max, on: simulator.store.sql
         )
         let rescinded = try #require(log.first { $0.notificationType == "RESCIND_CONSENT" })

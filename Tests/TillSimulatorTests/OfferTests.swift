@@ -13,7 +13,7 @@ import TillTestSupport
 @Suite(.sharingTheMachine)
 struct OfferTests {
     func transactions(_ fixture: SimulatorFixture, _ original: String) async throws -> [SimTransaction] {
-        try await fixture.simulator.store.transactions(originalTransactionId: original, on: fixture.simulator.store.sql)
+        try await fixture.simulator.store.purchases.transactions(originalTransactionId: original, on: fixture.simulator.store.sql)
     }
 
     func offer(_ fixture: SimulatorFixture, _ product: String, _ input: OfferInput) async throws -> SimOffer {
@@ -49,7 +49,7 @@ struct OfferTests {
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         let againId = try #require(try await fixture.buy("premium.yearly").transactionId)
         let resubscribed = try #require(
-            try await fixture.simulator.store.transaction(id: againId, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: againId, on: fixture.simulator.store.sql)
         )
         #expect(resubscribed.offerType == nil && resubscribed.price == 9990)
         let after = try await fixture.simulator.payments.lookUpProducts(
@@ -90,7 +90,7 @@ struct OfferTests {
         // A custom code during the free period: it applies at the next renewal, pay up front for three months.
         _ = try await redeem("LISTEN")
         let pending = try #require(
-            try await fixture.simulator.store.subscription(originalTransactionId: original, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.subscriptions.subscription(originalTransactionId: original, on: fixture.simulator.store.sql)
         ).appliedOffer
         #expect(pending?.identifier == "PODCAST" && pending?.price == 1990)
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
@@ -111,7 +111,7 @@ struct OfferTests {
         )
         let boughtId = try #require(try await redeem(gems[0]).transactionId)
         let charge = try #require(
-            try await fixture.simulator.store.transaction(id: boughtId, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: boughtId, on: fixture.simulator.store.sql)
         )
         #expect(charge.price == 490 && charge.offerDiscountType == "ONE_TIME" && charge.offerPeriod == nil)
         let kinds = try await fixture.notificationKinds()

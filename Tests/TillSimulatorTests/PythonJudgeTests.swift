@@ -63,7 +63,7 @@ struct PythonJudgeTests {
             environment: .sandbox
         )
         let order = try #require(
-            try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: original, on: fixture.simulator.store.sql)
         ).orderId
 
         try await withServices({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {

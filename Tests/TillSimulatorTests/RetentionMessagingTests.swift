@@ -94,7 +94,7 @@ extension RetentionMessagingTests {
             )
             #expect(accepted.state == "purchased")
             let subscription = try #require(
-                try await simulator.store.subscription(originalTransactionId: original, on: simulator.store.sql)
+                try await simulator.store.subscriptions.subscription(originalTransactionId: original, on: simulator.store.sql)
             )
             #expect(subscription.appliedOffer?.identifier == "stay")
         }

@@ -149,7 +149,7 @@ struct ServerAPIBehaviourJudgeTests {
         let device = try await fixture.simulator.appStoreConnect.createDevice(accountId: other.id, DeviceInput())
         let recovering = try #require(try await fixture.buy("premium.monthly", on: device).transactionId)
         let first = try #require(
-            try await fixture.simulator.store.transaction(id: recovering, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: recovering, on: fixture.simulator.store.sql)
         )
         let paidUntil = try #require(first.expiresDate)
         _ = try await fixture.simulator.appStoreConnect.updateAccount(id: other.id, AccountInput(paymentFailure: 0))
@@ -157,7 +157,7 @@ struct ServerAPIBehaviourJudgeTests {
         let advance = Double(paidUntil - fixture.simulator.clock.nowMilliseconds) / 1000 + 1
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: advance)
         #expect(
-            try await fixture.simulator.store.subscription(
+            try await fixture.simulator.store.subscriptions.subscription(
                 originalTransactionId: recovering,
                 on: fixture.simulator.store.sql
             )?

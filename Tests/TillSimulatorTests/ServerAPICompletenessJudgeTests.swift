@@ -19,12 +19,12 @@ struct ServerAPICompletenessJudgeTests {
         let consumable = try #require(try await fixture.buy("gems.100").transactionId)
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         let renewal = try #require(
-            try await fixture.simulator.store.subscription(originalTransactionId: subscription, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.subscriptions.subscription(originalTransactionId: subscription, on: fixture.simulator.store.sql)
         ).lastTransactionId
         #expect(renewal != subscription)
         let credentials = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: fixture.app.appAppleId)
         let order = try #require(
-            try await fixture.simulator.store.transaction(id: consumable, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: consumable, on: fixture.simulator.store.sql)
         ).orderId
 
         try await withServices({ buildSimulatorApplication(fixture.simulator, port: 0, onServerRunning: $0) }) {

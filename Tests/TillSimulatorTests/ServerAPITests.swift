@@ -180,7 +180,7 @@ struct ServerAPITests {
             #expect((refunds["signedTransactions"] as? [String])?.count == 1)
 
             let tx = try #require(
-                try await fixture.simulator.store.transaction(id: proId, on: fixture.simulator.store.sql)
+                try await fixture.simulator.store.purchases.transaction(id: proId, on: fixture.simulator.store.sql)
             )
             #expect(
                 try await get(client, "/sandbox/inApps/v1/lookup/\(tx.orderId)", token: token).1?["status"] as? Int == 0

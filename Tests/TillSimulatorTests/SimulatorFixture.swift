@@ -100,7 +100,7 @@ struct SimulatorFixture {
 
     /// The app's sandbox notifications so far, oldest first, as `TYPE/SUBTYPE`.
     func notificationKinds() async throws -> [String] {
-        try await simulator.store.notifications(
+        try await simulator.store.notifications.notifications(
             appAppleId: app.appAppleId,
             environment: "Sandbox",
             from: 0,

@@ -12,7 +12,7 @@ import TillTestSupport
 struct SubscriptionTests {
     func subscription(_ fixture: SimulatorFixture, _ originalTransactionId: String) async throws -> SimSubscription {
         try #require(
-            try await fixture.simulator.store.subscription(
+            try await fixture.simulator.store.subscriptions.subscription(
                 originalTransactionId: originalTransactionId,
                 on: fixture.simulator.store.sql
             )
@@ -96,7 +96,7 @@ struct SubscriptionTests {
         let state = try await subscription(fixture, original)
         #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && state.expiresDate == paidUntil + 300_000)
         let renewal = try #require(
-            try await fixture.simulator.store.transaction(id: state.lastTransactionId, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: state.lastTransactionId, on: fixture.simulator.store.sql)
         )
         #expect(renewal.purchaseDate == paidUntil && renewal.transactionReason == "RENEWAL")
         #expect(try await fixture.notificationKinds().last == "DID_RENEW/BILLING_RECOVERY")
@@ -184,7 +184,7 @@ struct SubscriptionTests {
         let upgrade = try await fixture.buy("premium.plus.monthly")
         #expect(upgrade.originalTransactionId == original && upgrade.transactionId != original)
         let replaced = try #require(
-            try await fixture.simulator.store.transaction(id: original, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(id: original, on: fixture.simulator.store.sql)
         )
         #expect(replaced.isUpgraded && replaced.revocationDate != nil)
         #expect(try await subscription(fixture, original).productId == "premium.plus.monthly")
@@ -231,7 +231,7 @@ struct SubscriptionTests {
         )
         _ = try await fixture.buy("pro")
         let shared = try #require(
-            try await fixture.simulator.store.transactions(
+            try await fixture.simulator.store.purchases.transactions(
                 accountId: child.id,
                 appAppleId: fixture.app.appAppleId,
                 environment: "Sandbox",

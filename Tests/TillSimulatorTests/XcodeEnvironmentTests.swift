@@ -44,7 +44,7 @@ struct XcodeEnvironmentTests {
         }
 
         // No Apple server: no notification, no receipt.
-        let log = try await simulator.store.notifications(
+        let log = try await simulator.store.notifications.notifications(
             appAppleId: fixture.app.appAppleId, environment: "Xcode", from: 0, to: .max, on: simulator.store.sql
         )
         #expect(log.isEmpty)

@@ -64,7 +64,7 @@ func addEventAdminRoutes(to group: RouterGroup<SimulatorRequestContext>, _ simul
     // A transaction as the store keeps it: its order id (the customer's e-mailed receipt), offer, revocation, ….
     group.get("transactions/{transaction}") { _, context in
         let id = try parameter(context, "transaction")
-        guard let tx = try await simulator.store.transaction(id: id, on: simulator.store.sql) else {
+        guard let tx = try await simulator.store.purchases.transaction(id: id, on: simulator.store.sql) else {
             throw TillHTTPError.notFound("transaction", id)
         }
         return try jsonResponse(tx, context: context)

@@ -36,7 +36,7 @@ extension AppStoreConnect {
 
     public func updateAccount(id: String, _ input: AccountInput) async throws -> SimAccount {
         try await database.transaction { db in
-            guard var account = try await self.store.account(id: id, on: db) else {
+            guard var account = try await self.store.appStoreConnect.account(id: id, on: db) else {
                 throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
             }
             if let environment = input.environment,
@@ -64,7 +64,7 @@ extension AppStoreConnect {
     /// Deletes an account: its receipts then fail verifyReceipt with 21010.
     public func deleteAccount(id: String) async throws {
         try await database.transaction { db in
-            guard var account = try await self.store.account(id: id, on: db) else {
+            guard var account = try await self.store.appStoreConnect.account(id: id, on: db) else {
                 throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
             }
             account.deleted = true
@@ -74,13 +74,13 @@ extension AppStoreConnect {
     }
 
     public func account(id: String) async throws -> SimAccount {
-        guard let account = try await store.account(id: id, on: store.sql) else {
+        guard let account = try await store.appStoreConnect.account(id: id, on: store.sql) else {
             throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
         }
         return account
     }
 
-    public func accounts() async throws -> [SimAccount] { try await store.accounts(on: store.sql) }
+    public func accounts() async throws -> [SimAccount] { try await store.appStoreConnect.accounts(on: store.sql) }
 
     public func createDevice(accountId: String, _ input: DeviceInput) async throws -> SimDevice {
         _ = try await account(id: accountId)
@@ -101,7 +101,7 @@ extension AppStoreConnect {
 
     public func devices(accountId: String) async throws -> [SimDevice] {
         _ = try await account(id: accountId)
-        return try await store.devices(accountId: accountId, on: store.sql)
+        return try await store.appStoreConnect.devices(accountId: accountId, on: store.sql)
     }
 
     static func validate(storefront: String) throws {

@@ -74,7 +74,6 @@ public struct APIKeyCredentials: Codable, Sendable {
     public var privateKey: String
 }
 
-
 /// A new customer account (a production Apple ID or a sandbox tester), or the fields to change.
 public struct AccountInput: Codable, Sendable {
     public var environment: String?
@@ -141,10 +140,10 @@ extension AppStoreConnect {
             createdAt: clock.nowMilliseconds
         )
         return try await database.transaction { db in
-            if try await self.store.app(bundleId: app.bundleId, on: db) != nil {
+            if try await self.store.appStoreConnect.app(bundleId: app.bundleId, on: db) != nil {
                 throw AppStoreConnectRefusal(.appExists, "an app with bundle id \(app.bundleId) exists")
             }
-            if try await self.store.app(appAppleId: app.appAppleId, on: db) != nil {
+            if try await self.store.appStoreConnect.app(appAppleId: app.appAppleId, on: db) != nil {
                 throw AppStoreConnectRefusal(.appExists, "an app with Apple id \(app.appAppleId) exists")
             }
             try await self.store.insert(app, on: db)
@@ -177,7 +176,7 @@ extension AppStoreConnect {
         }
     }
 
-    public func apps() async throws -> [SimApp] { try await store.apps(on: store.sql) }
+    public func apps() async throws -> [SimApp] { try await store.appStoreConnect.apps(on: store.sql) }
 
     public func app(appAppleId: Int64) async throws -> SimApp {
         try await store.requireApp(appAppleId: appAppleId, on: store.sql)
@@ -254,17 +253,23 @@ extension AppStoreConnect {
         let created = product
         return try await database.transaction { db in
             _ = try await store.requireApp(appAppleId: appAppleId, on: db)
-            if try await self.store.product(appAppleId: appAppleId, productId: productId, on: db) != nil {
+            if try await self.store.appStoreConnect.product(appAppleId: appAppleId, productId: productId, on: db) != nil
+            {
                 throw AppStoreConnectRefusal(.productExists, "product \(productId) exists")
             }
-            try await self.store.upsert(created, on: db)
+            try await self.store.appStoreConnect.upsert(created, on: db)
             return created
         }
     }
 
     public func updateProduct(appAppleId: Int64, productId: String, _ input: ProductInput) async throws -> SimProduct {
         try await database.transaction { db in
-            guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db)
+            guard
+                var product = try await self.store.appStoreConnect.product(
+                    appAppleId: appAppleId,
+                    productId: productId,
+                    on: db
+                )
             else {
                 throw AppStoreConnectRefusal(.productNotFound, "no product \(productId)")
             }
@@ -272,14 +277,14 @@ extension AppStoreConnect {
                 throw AppStoreConnectRefusal(.typeIsFixed, "a product's type cannot change")
             }
             try self.apply(input, to: &product)
-            try await self.store.upsert(product, on: db)
+            try await self.store.appStoreConnect.upsert(product, on: db)
             return product
         }
     }
 
     public func products(appAppleId: Int64) async throws -> [SimProduct] {
         _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
-        return try await store.products(appAppleId: appAppleId, on: store.sql)
+        return try await store.appStoreConnect.products(appAppleId: appAppleId, on: store.sql)
     }
 
     /// Where Apple does not offer monthly plans with a 12-month commitment.
@@ -325,7 +330,10 @@ extension AppStoreConnect {
             }
             if let monthly = input.monthlyCommitmentPrices {
                 guard product.subscriptionPeriod == .oneYear || monthly.isEmpty else {
-                    throw AppStoreConnectRefusal(.invalidBillingPlan, "a monthly commitment plan is for 1-year subscriptions")
+                    throw AppStoreConnectRefusal(
+                        .invalidBillingPlan,
+                        "a monthly commitment plan is for 1-year subscriptions"
+                    )
                 }
                 guard monthly.keys.allSatisfy({ !Self.storefrontsWithoutCommitmentPlans.contains($0) }),
                     monthly.values.allSatisfy({ $0.price > 0 && $0.currency.count == 3 })
@@ -337,7 +345,9 @@ extension AppStoreConnect {
                 }
                 product.monthlyCommitmentPrices = monthly.isEmpty ? nil : monthly
             }
-        } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil || input.monthlyCommitmentPrices != nil {
+        } else if input.subscriptionGroup != nil || input.subscriptionPeriod != nil
+            || input.monthlyCommitmentPrices != nil
+        {
             throw AppStoreConnectRefusal(
                 .notASubscription,
                 "only auto-renewable subscriptions have a group and a period"

@@ -51,7 +51,7 @@ extension StoreEvents {
     /// A parent withdraws consent for the app on a child's account: RESCIND_CONSENT with `appData`.
     public func rescindConsent(accountId: String, bundleId: String) async throws -> String {
         let uuid = try await database.transaction { db -> String in
-            guard let account = try await self.store.account(id: accountId, on: db) else {
+            guard let account = try await self.store.appStoreConnect.account(id: accountId, on: db) else {
                 throw StoreEventRefusal(.accountNotFound, "no account \(accountId)")
             }
             let app = try await self.store.requireApp(bundleId: bundleId, on: db)
@@ -71,7 +71,11 @@ extension StoreEvents {
                     appAppleId: environment == .production ? app.appAppleId : nil,
                     bundleId: app.bundleId,
                     environment: environment,
-                    signedAppTransactionInfo: try self.receipts.signAppTransaction(account: account, device: nil, app: app)
+                    signedAppTransactionInfo: try self.receipts.signAppTransaction(
+                        account: account,
+                        device: nil,
+                        app: app
+                    )
                 ),
                 on: db
             )
@@ -132,8 +136,12 @@ extension StoreEvents {
     /// Sends what Apple sends after an Advanced Commerce call on a subscription, with its current data.
     public func advancedCommerce(_ event: AdvancedCommerceEvent, originalTransactionId: String) async throws -> String {
         let uuid = try await database.transaction { db -> String in
-            guard let subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db),
-                let latest = try await self.store.transaction(id: subscription.lastTransactionId, on: db)
+            guard
+                let subscription = try await self.store.subscriptions.subscription(
+                    originalTransactionId: originalTransactionId,
+                    on: db
+                ),
+                let latest = try await self.store.purchases.transaction(id: subscription.lastTransactionId, on: db)
             else { throw StoreEventRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
             let app = try await self.store.requireApp(appAppleId: subscription.appAppleId, on: db)
             return try await self.notifications.enqueueNotification(

@@ -152,3 +152,26 @@ struct AppliedOffer: Codable, Sendable, Hashable {
     /// Renewals still at the offer price after the current period.
     var remainingRenewals: Int
 }
+
+/// A one-time-use offer code App Store Connect generated for an offer-code offer (stored upper case).
+struct SimOfferCode: Codable, Sendable, Hashable {
+    var code: String
+    var appAppleId: Int64
+    var productId: String
+    var offerIdentifier: String
+    var createdAt: Int64
+}
+
+/// An offer a customer bought with, and the code that gave it, if any.
+struct SimOfferRedemption: Codable, Sendable, Hashable {
+    var id: String
+    var appAppleId: Int64
+    var accountId: String
+    var environment: String
+    var productId: String
+    var kind: String
+    var offerIdentifier: String
+    var code: String?
+    var transactionId: String?
+    var redeemedAt: Int64
+}

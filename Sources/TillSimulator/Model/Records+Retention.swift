@@ -2,9 +2,8 @@ import Foundation
 import TillFormats
 
 /// What an app uploads for Retention Messaging and Apple reviews: an image or a message, each in its table and named
-/// by its identifier (`SimulatorStore`'s retention functions serve both).
-protocol RetentionAsset: Codable, Sendable {
-    static var table: String { get }
+/// by its identifier (`SimRetentionStore`'s functions serve both).
+protocol RetentionAsset: SimulatorRow {
     static var identifierColumn: String { get }
     /// How many of them an app may have (Apple's limit).
     static var maximum: Int { get }

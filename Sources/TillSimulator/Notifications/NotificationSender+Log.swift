@@ -24,7 +24,7 @@ extension NotificationSender {
         -> [NotificationLogEntry]
     {
         _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
-        return try await store.notifications(
+        return try await store.notifications.notifications(
             appAppleId: appAppleId,
             environment: environment.rawValue,
             from: 0,

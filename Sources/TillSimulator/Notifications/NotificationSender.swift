@@ -47,7 +47,7 @@ extension NotificationSender {
         if let transaction {
             data.signedTransactionInfo = try receipts.signTransaction(transaction, app: app)
             if transaction.type == .autoRenewable,
-                let subscription = try await store.subscription(
+                let subscription = try await store.subscriptions.subscription(
                     originalTransactionId: transaction.originalTransactionId,
                     on: db
                 )
@@ -140,7 +140,7 @@ extension NotificationSender {
     /// Sends the notifications that are due; returns how many were attempted.
     @discardableResult
     func deliverDueNotifications(client: HTTPClient, timeout: TimeAmount = .seconds(10)) async throws -> Int {
-        let due = try await store.dueNotifications(now: clock.nowMilliseconds, limit: 50, on: store.sql)
+        let due = try await store.notifications.dueNotifications(now: clock.nowMilliseconds, limit: 50, on: store.sql)
         await withTaskGroup(of: Void.self) { group in
             for notification in due {
                 group.addTask { await self.deliver(notification, client: client, timeout: timeout) }
@@ -152,7 +152,7 @@ extension NotificationSender {
     func deliver(_ record: SimNotificationRecord, client: HTTPClient, timeout: TimeAmount) async {
         var record = record
         let environment = AppStoreEnvironment(record.environment)
-        guard let app = try? await store.app(appAppleId: record.appAppleId, on: store.sql),
+        guard let app = try? await store.appStoreConnect.app(appAppleId: record.appAppleId, on: store.sql),
             let url = app.notificationURL(for: environment)
         else {
             record.state = "unsent"
@@ -226,7 +226,7 @@ public struct NotificationDeliveryService: Service {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
                     let seen = sender.due.current
                     do {
-                        let due = try await sender.store.dueNotifications(
+                        let due = try await sender.store.notifications.dueNotifications(
                             now: sender.clock.nowMilliseconds,
                             limit: Self.width,
                             on: sender.store.sql

@@ -27,7 +27,7 @@ extension Offers {
         let group = product.subscriptionGroup ?? product.productId
         let subscription =
             product.type == .autoRenewable
-            ? try await store.subscription(
+            ? try await store.subscriptions.subscription(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -39,7 +39,7 @@ extension Offers {
 
         if let promotional = request.promotionalOffer {
             guard product.type == .autoRenewable,
-                let offer = try await store.offer(
+                let offer = try await store.offers.offer(
                     appAppleId: app.appAppleId,
                     productId: product.productId,
                     kind: .promotional,
@@ -65,7 +65,7 @@ extension Offers {
             ) {
                 return .failure(failure)
             }
-            let subscribed = try await !store.subscriptions(
+            let subscribed = try await !store.subscriptions.subscriptions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -77,7 +77,7 @@ extension Offers {
 
         if let winBackId = request.winBackOfferId {
             guard product.type == .autoRenewable,
-                let offer = try await store.offer(
+                let offer = try await store.offers.offer(
                     appAppleId: app.appAppleId,
                     productId: product.productId,
                     kind: .winBack,
@@ -102,7 +102,7 @@ extension Offers {
         }
 
         guard product.type == .autoRenewable,
-            let introductory = try await store.offer(
+            let introductory = try await store.offers.offer(
                 appAppleId: app.appAppleId,
                 productId: product.productId,
                 kind: .introductory,
@@ -136,12 +136,14 @@ extension Offers {
     func introductoryEligible(account: SimAccount, app: SimApp, group: String, on db: any SQLDatabase) async throws
         -> Bool
     {
-        try await !store.transactions(
+        try await !store.purchases.transactions(
             accountId: account.id,
             appAppleId: app.appAppleId,
             environment: account.environment,
             on: db
-        ).contains { ($0.subscriptionGroup ?? $0.productId) == group && $0.offerType == OfferType.introductoryOffer.rawValue }
+        ).contains {
+            ($0.subscriptionGroup ?? $0.productId) == group && $0.offerType == OfferType.introductoryOffer.rawValue
+        }
     }
 
     /// The one-time-use code or custom code, checked for this customer.
@@ -149,12 +151,12 @@ extension Offers {
         -> Result<OfferChoice, OfferRefusal>
     {
         let normalized = code.uppercased()
-        if let oneTime = try await store.offerCode(normalized, on: db), oneTime.appAppleId == app.appAppleId {
-            guard try await store.redemptions(code: normalized, on: db).isEmpty else {
+        if let oneTime = try await store.offers.offerCode(normalized, on: db), oneTime.appAppleId == app.appAppleId {
+            guard try await store.offers.redemptions(code: normalized, on: db).isEmpty else {
                 return .failure(OfferRefusal(.codeRedeemed, "the code \(code) was already redeemed"))
             }
             guard
-                let offer = try await store.offer(
+                let offer = try await store.offers.offer(
                     appAppleId: app.appAppleId,
                     productId: oneTime.productId,
                     kind: .offerCode,
@@ -165,10 +167,11 @@ extension Offers {
             guard offer.isAvailable(in: account.storefront) else { return .failure(Self.notSold(code, account)) }
             return .success(OfferChoice(offer: offer, code: normalized))
         }
-        guard let offer = try await store.offer(customCode: normalized, appAppleId: app.appAppleId, on: db) else {
+        guard let offer = try await store.offers.offer(customCode: normalized, appAppleId: app.appAppleId, on: db)
+        else {
             return .failure(OfferRefusal(.offerCodeNotFound, "no offer code \(code)"))
         }
-        let redemptions = try await store.redemptions(code: normalized, on: db)
+        let redemptions = try await store.offers.redemptions(code: normalized, on: db)
         guard !redemptions.contains(where: { $0.accountId == account.id }) else {
             return .failure(OfferRefusal(.codeRedeemed, "this customer already redeemed \(code)"))
         }
@@ -186,23 +189,31 @@ extension Offers {
     /// its grace period.
     func eligibleWinBackOfferIds(_ subscription: SimSubscription, on db: any SQLDatabase) async throws -> [String] {
         guard subscription.status == AppStoreSubscriptionStatus.expired.rawValue else { return [] }
-        let storefront = try await store.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
+        let storefront =
+            try await store.appStoreConnect.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
         var eligible: [SimOffer] = []
-        for product in try await store.products(appAppleId: subscription.appAppleId, on: db)
+        for product in try await store.appStoreConnect.products(appAppleId: subscription.appAppleId, on: db)
         where product.subscriptionGroup == subscription.subscriptionGroup {
-            for offer in try await store.offers(appAppleId: subscription.appAppleId, productId: product.productId, on: db)
+            for offer in try await store.offers.offers(
+                appAppleId: subscription.appAppleId,
+                productId: product.productId,
+                on: db
+            )
             where offer.kind == .winBack {
                 if try await winBackEligible(offer, subscription: subscription, on: db) { eligible.append(offer) }
             }
         }
         return eligible.sorted {
-            ($0.prices[storefront]?.price ?? 0, $0.offerIdentifier) < ($1.prices[storefront]?.price ?? 0, $1.offerIdentifier)
+            ($0.prices[storefront]?.price ?? 0, $0.offerIdentifier) < (
+                $1.prices[storefront]?.price ?? 0, $1.offerIdentifier
+            )
         }.map(\.offerIdentifier)
     }
 
     /// A churned subscription (expired, not in billing retry or grace) whose paid time and time since expiry meet
     /// the offer's criteria; days are scaled by the sandbox's renewal rate.
-    func winBackEligible(_ offer: SimOffer, subscription: SimSubscription, on db: any SQLDatabase) async throws -> Bool {
+    func winBackEligible(_ offer: SimOffer, subscription: SimSubscription, on db: any SQLDatabase) async throws -> Bool
+    {
         guard subscription.status == AppStoreSubscriptionStatus.expired.rawValue else { return false }
         let environment = AppStoreEnvironment(subscription.environment)
         let day = (environment == .production ? RenewalRate.realTime : clock.rate).scale(days: 1) * 1000
@@ -210,9 +221,12 @@ extension Offers {
         if let minimum = offer.minimumDaysSinceExpiry, sinceExpiry < Double(minimum) { return false }
         if let maximum = offer.maximumDaysSinceExpiry, sinceExpiry > Double(maximum) { return false }
         if let minimum = offer.minimumPaidDays {
-            let paid = try await store.transactions(originalTransactionId: subscription.originalTransactionId, on: db)
-                .filter { $0.price > 0 && $0.revocationDate == nil }
-                .reduce(0.0) { $0 + Double(($1.expiresDate ?? $1.purchaseDate) - $1.purchaseDate) / day }
+            let paid = try await store.purchases.transactions(
+                originalTransactionId: subscription.originalTransactionId,
+                on: db
+            )
+            .filter { $0.price > 0 && $0.revocationDate == nil }
+            .reduce(0.0) { $0 + Double(($1.expiresDate ?? $1.purchaseDate) - $1.purchaseDate) / day }
             if paid < Double(minimum) { return false }
         }
         return true
@@ -236,7 +250,7 @@ extension Offers {
         environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws -> Bool {
-        if let tx = try await store.transaction(id: transactionId, on: db) {
+        if let tx = try await store.purchases.transaction(id: transactionId, on: db) {
             return tx.accountId == account.id && tx.appAppleId == app.appAppleId
         }
         return Receipts.appTransactionId(accountId: account.id, appAppleId: app.appAppleId) == transactionId

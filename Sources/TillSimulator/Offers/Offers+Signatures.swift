@@ -70,7 +70,7 @@ extension Offers {
         guard let keyId = input.keyIdentifier, let nonce = input.nonce, let timestamp = input.timestamp,
             let encoded = input.signature
         else { return .missingOfferParams }
-        guard let key = try await store.apiKey(id: keyId, on: db), key.appAppleId == app.appAppleId,
+        guard let key = try await store.appStoreConnect.apiKey(id: keyId, on: db), key.appAppleId == app.appAppleId,
             let publicKey = try? P256.Signing.PublicKey(pemRepresentation: key.publicKeyPem),
             let der = Data(base64Encoded: encoded),
             let signature = try? P256.Signing.ECDSASignature(derRepresentation: der)
@@ -82,7 +82,8 @@ extension Offers {
             String(timestamp),
         ].joined(separator: "\u{2063}")
         guard publicKey.isValidSignature(signature, for: Data(payload.utf8)) else { return .invalidSignature }
-        guard try await store.useNonce(nonce, appAppleId: app.appAppleId, at: clock.nowMilliseconds, on: db) else {
+        guard try await store.offers.useNonce(nonce, appAppleId: app.appAppleId, at: clock.nowMilliseconds, on: db)
+        else {
             return .invalidSignature
         }
         return nil
@@ -100,7 +101,7 @@ extension Offers {
         guard segments.count == 3, let headerBytes = Base64.decode(segments[0], alphabet: .url),
             let header = try? JSONDecoder().decode(JWSHeader.self, from: Data(headerBytes)),
             header.alg == "ES256", let kid = header.kid,
-            let key = try await store.apiKey(id: kid, on: db), key.appAppleId == app.appAppleId,
+            let key = try await store.appStoreConnect.apiKey(id: kid, on: db), key.appAppleId == app.appAppleId,
             let publicKey = try? ES256PublicKey(pem: key.publicKeyPem)
         else { return nil }
         let keys = JWTKeyCollection()
@@ -111,7 +112,8 @@ extension Offers {
         else { return nil }
         let age = Date().timeIntervalSince(claims.iat.value)
         guard age <= Self.signatureLifetime, age >= -60 else { return nil }
-        guard try await store.useNonce(claims.nonce, appAppleId: app.appAppleId, at: clock.nowMilliseconds, on: db)
+        guard
+            try await store.offers.useNonce(claims.nonce, appAppleId: app.appAppleId, at: clock.nowMilliseconds, on: db)
         else { return nil }
         return claims
     }

@@ -81,10 +81,15 @@ extension Offers {
     public func createOffer(appAppleId: Int64, productId: String, _ input: OfferInput) async throws -> SimOffer {
         try await database.transaction { db in
             _ = try await self.store.requireApp(appAppleId: appAppleId, on: db)
-            guard let product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db)
+            guard
+                let product = try await self.store.appStoreConnect.product(
+                    appAppleId: appAppleId,
+                    productId: productId,
+                    on: db
+                )
             else { throw OfferRefusal(.productNotFound, "no product \(productId)") }
             let offer = try self.checked(input, product: product)
-            if try await self.store.offer(
+            if try await self.store.offers.offer(
                 appAppleId: appAppleId,
                 productId: productId,
                 kind: offer.kind,
@@ -97,27 +102,27 @@ extension Offers {
                 )
             }
             if let code = offer.customCode {
-                let custom = try await self.store.offer(customCode: code, appAppleId: appAppleId, on: db)
-                let oneTime = try await self.store.offerCode(code, on: db)
+                let custom = try await self.store.offers.offer(customCode: code, appAppleId: appAppleId, on: db)
+                let oneTime = try await self.store.offers.offerCode(code, on: db)
                 guard custom == nil, oneTime == nil else {
                     throw OfferRefusal(.codeExists, "the code \(code) is taken")
                 }
             }
-            try await self.store.insert(offer, on: db)
+            try await self.store.offers.insert(offer, on: db)
             return offer
         }
     }
 
     public func offers(appAppleId: Int64, productId: String?) async throws -> [SimOffer] {
         _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
-        return try await store.offers(appAppleId: appAppleId, productId: productId, on: store.sql)
+        return try await store.offers.offers(appAppleId: appAppleId, productId: productId, on: store.sql)
     }
 
     public func deleteOffer(appAppleId: Int64, productId: String, kind: OfferKind, offerIdentifier: String)
         async throws
     {
         guard
-            try await store.offer(
+            try await store.offers.offer(
                 appAppleId: appAppleId,
                 productId: productId,
                 kind: kind,
@@ -125,7 +130,7 @@ extension Offers {
                 on: store.sql
             ) != nil
         else { throw OfferRefusal(.offerNotFound, "no offer \(productId)/\(kind.rawValue)/\(offerIdentifier)") }
-        try await store.deleteOffer(
+        try await store.offers.deleteOffer(
             appAppleId: appAppleId,
             productId: productId,
             kind: kind,
@@ -143,7 +148,7 @@ extension Offers {
         }
         return try await database.transaction { db in
             guard
-                let offer = try await self.store.offer(
+                let offer = try await self.store.offers.offer(
                     appAppleId: appAppleId,
                     productId: productId,
                     kind: .offerCode,
@@ -151,14 +156,17 @@ extension Offers {
                     on: db
                 ), offer.customCode == nil
             else {
-                throw OfferRefusal(.offerCodeNotFound, "no offerCode \(productId)/\(offerIdentifier) (one-time-use codes are for an offer code without a custom code)")
+                throw OfferRefusal(
+                    .offerCodeNotFound,
+                    "no offerCode \(productId)/\(offerIdentifier) (one-time-use codes are for an offer code without a custom code)"
+                )
             }
             let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
             var codes: [String] = []
             for _ in 0..<count {
                 let code = String((0..<11).map { _ in alphabet.randomElement()! })
                 try await self.store.insert(
-                    SimulatorStore.OfferCode(
+                    SimOfferCode(
                         code: code,
                         appAppleId: appAppleId,
                         productId: productId,
@@ -180,7 +188,9 @@ extension Offers {
         let subscriptionModes: Set<OfferDiscountType> = [.freeTrial, .payAsYouGo, .payUpFront]
         switch input.kind {
         case .introductory, .promotional, .winBack:
-            guard subscription else { throw refuse("\(input.kind.rawValue) offers are for auto-renewable subscriptions") }
+            guard subscription else {
+                throw refuse("\(input.kind.rawValue) offers are for auto-renewable subscriptions")
+            }
             guard subscriptionModes.contains(input.discountType) else {
                 throw refuse("a subscription offer is FREE_TRIAL, PAY_AS_YOU_GO or PAY_UP_FRONT")
             }
@@ -197,7 +207,9 @@ extension Offers {
         }
         let identifier = input.kind == .introductory ? "" : (input.offerIdentifier ?? "")
         if input.kind == .introductory {
-            guard input.offerIdentifier?.isEmpty ?? true else { throw refuse("an introductory offer has no identifier") }
+            guard input.offerIdentifier?.isEmpty ?? true else {
+                throw refuse("an introductory offer has no identifier")
+            }
         } else {
             // As App Store Connect's identifiers: letters, digits, periods, hyphens and underscores.
             guard (1...64).contains(identifier.count),
@@ -235,13 +247,17 @@ extension Offers {
         }
         for (storefront, price) in prices {
             guard let regular = product.prices[storefront] else {
-                throw refuse("\(product.productId) is not sold in \(storefront): an offer is priced where its product is")
+                throw refuse(
+                    "\(product.productId) is not sold in \(storefront): an offer is priced where its product is"
+                )
             }
             guard price.currency == regular.currency else {
                 throw refuse("in \(storefront) the offer is priced in \(regular.currency), as its product")
             }
             if input.discountType == .payAsYouGo || input.discountType == .oneTime, price.price >= regular.price {
-                throw refuse("a \(input.discountType) offer is a discount: below the product's \(regular.price) in \(storefront)")
+                throw refuse(
+                    "a \(input.discountType) offer is a discount: below the product's \(regular.price) in \(storefront)"
+                )
             }
         }
         if let minimum = input.minimumDaysSinceExpiry, let maximum = input.maximumDaysSinceExpiry, minimum > maximum {

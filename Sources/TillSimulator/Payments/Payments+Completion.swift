@@ -68,7 +68,7 @@ extension Payments {
         case .consumable, .nonRenewing:
             notification = (.oneTimeCharge, nil)
         case .nonConsumable, .freeSubscription:
-            let owned = try await store.transactions(
+            let owned = try await store.purchases.transactions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -100,7 +100,9 @@ extension Payments {
                 return tx
             }
         }
-        if product.type != .autoRenewable { try await recordRedemption(offer, account: account, transaction: tx, on: db) }
+        if product.type != .autoRenewable {
+            try await recordRedemption(offer, account: account, transaction: tx, on: db)
+        }
         try await store.insert(tx, on: db)
         try await shareWithFamily(tx, account: account, product: product, on: db)
         try await recordPurchase(&payment, of: tx, notification: notification, app: app, on: db)
@@ -171,7 +173,7 @@ extension Payments {
         }
 
         guard
-            var subscription = try await store.subscription(
+            var subscription = try await store.subscriptions.subscription(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -180,7 +182,9 @@ extension Payments {
             )
         else {
             var created = newSubscription(tx, account: account, app: app)
-            if let offer { created.appliedOffer = apply(offer, to: &tx, storefront: account.storefront, regular: regular) }
+            if let offer {
+                created.appliedOffer = apply(offer, to: &tx, storefront: account.storefront, regular: regular)
+            }
             created.expiresDate = tx.expiresDate!
             created.renewalPrice = regular.price
             commit(&created, to: tx)
@@ -189,7 +193,7 @@ extension Payments {
         }
 
         tx.originalTransactionId = subscription.originalTransactionId
-        if let first = try await store.transaction(id: subscription.originalTransactionId, on: db) {
+        if let first = try await store.purchases.transaction(id: subscription.originalTransactionId, on: db) {
             tx.originalPurchaseDate = first.originalPurchaseDate
         }
 
@@ -206,7 +210,7 @@ extension Payments {
             return (tx, (.subscribed, .resubscribe), false)
         }
 
-        guard let latest = try await store.transaction(id: subscription.lastTransactionId, on: db) else {
+        guard let latest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db) else {
             throw PaymentRefusal(
                 .inconsistentSubscription,
                 "subscription \(subscription.originalTransactionId) has no last transaction"
@@ -232,7 +236,11 @@ extension Payments {
             return (latest, change, true)
         }
 
-        let current = try await store.product(appAppleId: app.appAppleId, productId: subscription.productId, on: db)
+        let current = try await store.appStoreConnect.product(
+            appAppleId: app.appAppleId,
+            productId: subscription.productId,
+            on: db
+        )
         let currentPeriod = current?.subscriptionPeriod ?? .oneMonth
         let immediate =
             product.groupLevel < (current?.groupLevel ?? Int.max)
@@ -254,7 +262,8 @@ extension Payments {
         replaced.revocationDate = now
         replaced.signedSequence = try await store.nextSequence(on: db)
         try await store.update(replaced, on: db)
-        subscription.appliedOffer = offer.map { apply($0, to: &tx, storefront: account.storefront, regular: regular) }
+        subscription.appliedOffer =
+            offer.map { apply($0, to: &tx, storefront: account.storefront, regular: regular) }
             ?? nil
         subscription.productId = product.productId
         subscription.autoRenewProductId = product.productId
@@ -304,7 +313,7 @@ extension Payments {
         guard product.familyShareable, let family = account.familyId,
             product.type == .nonConsumable || product.type == .autoRenewable
         else { return }
-        for member in try await store.accounts(familyId: family, on: db)
+        for member in try await store.appStoreConnect.accounts(familyId: family, on: db)
         where member.id != account.id && !member.deleted {
             var shared = tx
             shared.transactionId = try await store.nextTransactionId(AppStoreEnvironment(tx.environment), on: db)

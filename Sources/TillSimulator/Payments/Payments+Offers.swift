@@ -32,7 +32,7 @@ extension Payments {
         if plan == BillingPlanType.billedUpfront.rawValue { return nil }
         guard plan == BillingPlanType.monthly.rawValue else { return .paymentInvalid }
         guard product.monthlyCommitmentPrices?[account.storefront] != nil else { return .storeProductNotAvailable }
-        let running = try await store.subscription(
+        let running = try await store.subscriptions.subscription(
             accountId: account.id,
             appAppleId: app.appAppleId,
             environment: account.environment,
@@ -87,7 +87,7 @@ extension Payments {
     ) async throws {
         guard let offer else { return }
         try await store.insert(
-            SimulatorStore.OfferRedemption(
+            SimOfferRedemption(
                 id: UUID().uuidString.lowercased(),
                 appAppleId: transaction.appAppleId,
                 accountId: account.id,

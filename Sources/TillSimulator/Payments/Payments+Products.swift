@@ -78,7 +78,12 @@ extension Payments {
         var products: [StoreProduct] = []
         var invalid: [String] = []
         for id in productIds {
-            guard let product = try await store.product(appAppleId: app.appAppleId, productId: id, on: store.sql),
+            guard
+                let product = try await store.appStoreConnect.product(
+                    appAppleId: app.appAppleId,
+                    productId: id,
+                    on: store.sql
+                ),
                 product.reviewState.isSellable(in: environment), let price = product.prices[storefront]
             else {
                 invalid.append(id)
@@ -124,7 +129,7 @@ extension Payments {
         app: SimApp
     ) async throws {
         let db = store.sql
-        let offers = try await store.offers(appAppleId: app.appAppleId, productId: product.productId, on: db)
+        let offers = try await store.offers.offers(appAppleId: app.appAppleId, productId: product.productId, on: db)
         func view(_ offer: SimOffer) -> StoreOffer {
             let charged = offer.price(in: item.storefront, regular: regular)
             let payAsYouGo = offer.discountType == .payAsYouGo
@@ -142,7 +147,7 @@ extension Payments {
         item.promotionalOffers = offers.filter { $0.kind == .promotional }.map(view)
         guard let account else { return }
         let group = product.subscriptionGroup ?? product.productId
-        let subscription = try await store.subscription(
+        let subscription = try await store.subscriptions.subscription(
             accountId: account.id,
             appAppleId: app.appAppleId,
             environment: account.environment,

@@ -17,7 +17,7 @@ extension Payments {
             let (device, _) = try await store.requireDevice(deviceId, environment: environment, on: db)
             let app = try await store.requireApp(bundleId: bundleId, on: db)
             var ids: [String] = []
-            for var entry in try await self.store.unfinishedQueue(
+            for var entry in try await self.store.purchases.unfinishedQueue(
                 deviceId: device.id,
                 appAppleId: app.appAppleId,
                 on: db
@@ -37,7 +37,8 @@ extension Payments {
     public func finish(entryId: String, deviceId: String, environment: AppStoreEnvironment) async throws {
         try await database.transaction { db in
             _ = try await store.requireDevice(deviceId, environment: environment, on: db)
-            guard var entry = try await self.store.queueEntry(id: entryId, on: db), entry.deviceId == deviceId else {
+            guard var entry = try await self.store.purchases.queueEntry(id: entryId, on: db), entry.deviceId == deviceId
+            else {
                 throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(entryId)")
             }
             guard entry.state != "deferred" && entry.state != "purchasing" else {
@@ -46,7 +47,7 @@ extension Payments {
             entry.finished = true
             try await self.store.update(entry, on: db)
             if entry.state == "purchased", let id = entry.transactionId,
-                var tx = try await self.store.transaction(id: id, on: db),
+                var tx = try await self.store.purchases.transaction(id: id, on: db),
                 !tx.finished
             {
                 // Finishing changes nothing Apple signs: the transaction keeps its place in history.
@@ -67,11 +68,11 @@ extension Payments {
             return RestoreResult(status: "failed", transactions: [], error: .init(code: 0, message: error.message))
         }
         let outcome = try await database.transaction { db -> Result<[String], PaymentRefusal> in
-            guard let device = try await self.store.device(id: deviceId, on: db) else {
+            guard let device = try await self.store.appStoreConnect.device(id: deviceId, on: db) else {
                 throw PaymentRefusal(.deviceNotFound, "no device \(deviceId)")
             }
             let app = try await store.requireApp(bundleId: bundleId, on: db)
-            guard let account = try await self.store.account(id: device.accountId, on: db),
+            guard let account = try await self.store.appStoreConnect.account(id: device.accountId, on: db),
                 account.appStoreEnvironment == environment
             else {
                 throw PaymentRefusal(
@@ -82,7 +83,7 @@ extension Payments {
             guard !account.deleted else {
                 return .failure(PaymentRefusal(.accountDeleted, "the account was deleted"))
             }
-            let transactions = try await self.store.transactions(
+            let transactions = try await self.store.purchases.transactions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,

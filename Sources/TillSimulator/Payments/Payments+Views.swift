@@ -22,7 +22,7 @@ extension Payments {
         try await faultsForStoreKit(environment)
         let (_, account) = try await store.requireDevice(deviceId, environment: environment, on: store.sql)
         let app = try await store.requireApp(bundleId: bundleId, on: store.sql)
-        return try await store.transactions(
+        return try await store.purchases.transactions(
             accountId: account.id,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -38,7 +38,7 @@ extension Payments {
     {
         let (_, account) = try await store.requireDevice(deviceId, environment: environment, on: store.sql)
         guard
-            let subscription = try await store.subscription(
+            let subscription = try await store.subscriptions.subscription(
                 originalTransactionId: originalTransactionId,
                 on: store.sql
             ),

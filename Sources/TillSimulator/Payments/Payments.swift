@@ -134,7 +134,11 @@ extension Payments {
                 createdAt: now,
                 updatedAt: now
             )
-            let product = try await self.store.product(appAppleId: app.appAppleId, productId: request.productId, on: db)
+            let product = try await self.store.appStoreConnect.product(
+                appAppleId: app.appAppleId,
+                productId: request.productId,
+                on: db
+            )
 
             var failure: StoreKitErrorCode?
             if let token = request.appAccountToken, UUID(uuidString: token) == nil {
@@ -168,7 +172,8 @@ extension Payments {
             // Offers are set per billing plan, and the simulator's are for plans billed up front.
             var offer: OfferChoice?
             if failure == nil, !committed, let product {
-                switch try await self.offers.choose(for: request, account: account, app: app, product: product, on: db) {
+                switch try await self.offers.choose(for: request, account: account, app: app, product: product, on: db)
+                {
                 case .success(let chosen): offer = chosen
                 case .failure(let refusal): failure = refusal
                 }
@@ -224,19 +229,20 @@ extension Payments {
     /// Approves or declines a deferred (Ask to Buy) payment; its queue entry becomes purchased or failed.
     public func resolveDeferredPayment(id: String, approve: Bool) async throws -> QueueTransaction {
         let entryId = try await database.transaction { db -> String in
-            guard var payment = try await self.store.payment(id: id, on: db) else {
+            guard var payment = try await self.store.purchases.payment(id: id, on: db) else {
                 throw PaymentRefusal(.paymentNotFound, "no payment \(id)")
             }
             guard payment.state == "deferred" else {
                 throw PaymentRefusal(.notDeferred, "payment \(id) is \(payment.state), not deferred")
             }
-            guard var entry = try await self.store.queueEntries(paymentId: id, on: db).first else {
+            guard var entry = try await self.store.purchases.queueEntries(paymentId: id, on: db).first else {
                 throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(id)")
             }
             if approve {
-                guard let account = try await self.store.account(id: payment.accountId, on: db), !account.deleted,
-                    let app = try await self.store.app(appAppleId: payment.appAppleId, on: db),
-                    let product = try await self.store.product(
+                guard let account = try await self.store.appStoreConnect.account(id: payment.accountId, on: db),
+                    !account.deleted,
+                    let app = try await self.store.appStoreConnect.app(appAppleId: payment.appAppleId, on: db),
+                    let product = try await self.store.appStoreConnect.product(
                         appAppleId: app.appAppleId,
                         productId: payment.productId,
                         on: db
@@ -321,7 +327,7 @@ extension Payments {
     /// What the app sees for a queue entry, with the JWS and iOS 6 receipt of its transaction.
     func queueTransaction(entryId: String) async throws -> QueueTransaction {
         let db = store.sql
-        guard let entry = try await store.queueEntry(id: entryId, on: db) else {
+        guard let entry = try await store.purchases.queueEntry(id: entryId, on: db) else {
             throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(entryId)")
         }
         var view = QueueTransaction(
@@ -332,10 +338,10 @@ extension Payments {
             error: entry.errorCode.map { .init(code: $0, message: entry.errorMessage ?? "") },
             deliveries: entry.deliveries
         )
-        if let id = entry.transactionId, let tx = try await store.transaction(id: id, on: db),
-            let app = try await store.app(appAppleId: tx.appAppleId, on: db)
+        if let id = entry.transactionId, let tx = try await store.purchases.transaction(id: id, on: db),
+            let app = try await store.appStoreConnect.app(appAppleId: tx.appAppleId, on: db)
         {
-            let device = try await store.device(id: entry.deviceId, on: db)
+            let device = try await store.appStoreConnect.device(id: entry.deviceId, on: db)
             view.transactionId = entry.restoredTransactionId ?? tx.transactionId
             view.originalTransactionId =
                 entry.restoredTransactionId == nil ? tx.originalTransactionId : tx.transactionId

@@ -126,13 +126,14 @@ extension Receipts {
     }
 
     func signRenewalInfo(_ subscription: SimSubscription, app: SimApp, on db: any SQLDatabase) async throws -> String {
-        let product = try await store.product(
+        let product = try await store.appStoreConnect.product(
             appAppleId: app.appAppleId,
             productId: subscription.autoRenewProductId,
             on: db
         )
-        let storefront = try await store.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
-        let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
+        let storefront =
+            try await store.appStoreConnect.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
+        let latest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db)
         return try signer.jws(for: AppStoreEnvironment(subscription.environment)).sign(
             renewalPayload(
                 subscription,
@@ -215,7 +216,7 @@ extension Receipts {
     func appReceipt(account: SimAccount, device: SimDevice, app: SimApp, on db: any SQLDatabase) async throws -> [UInt8]
     {
         let environment = account.appStoreEnvironment
-        let transactions = try await store.transactions(
+        let transactions = try await store.purchases.transactions(
             accountId: account.id,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -245,7 +246,7 @@ extension Receipts {
                 ? Date(milliseconds: account.createdAt) : Date(timeIntervalSince1970: 1_375_340_400),
             originalApplicationVersion: "1.0"
         )
-        try await store.recordReceipt(
+        try await store.purchases.recordReceipt(
             opaqueValue: hex(opaque),
             accountId: account.id,
             deviceId: device.id,

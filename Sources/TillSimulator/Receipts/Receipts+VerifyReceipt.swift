@@ -85,15 +85,16 @@ extension Receipts {
             return .answered(redirect)
         }
         let db = store.sql
-        guard let bundleId = receipt.bundleId, let app = try await store.app(bundleId: bundleId, on: db) else {
+        guard let bundleId = receipt.bundleId, let app = try await store.appStoreConnect.app(bundleId: bundleId, on: db)
+        else {
             return .answered(.notAuthenticated)
         }
         let reading = AppReceiptReading(receipt: receipt)
-        let owner = try await store.receiptOwner(opaqueValue: hex(receipt.opaqueValue), on: db)
-        if let owner { reading.account = try await store.account(id: owner.accountId, on: db) }
+        let owner = try await store.purchases.receiptOwner(opaqueValue: hex(receipt.opaqueValue), on: db)
+        if let owner { reading.account = try await store.appStoreConnect.account(id: owner.accountId, on: db) }
         if reading.account?.deleted == true { return .answered(.accountNotFound) }
         if let account = reading.account {
-            reading.transactions = try await store.transactions(
+            reading.transactions = try await store.purchases.transactions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -102,10 +103,10 @@ extension Receipts {
         }
         if reading.hasSubscriptions, request.password != app.sharedSecret { return .answered(.sharedSecretMismatch) }
         guard reading.hasSubscriptions, let account = reading.account else { return .read(reading) }
-        if let owner, let device = try await store.device(id: owner.deviceId, on: db) {
+        if let owner, let device = try await store.appStoreConnect.device(id: owner.deviceId, on: db) {
             reading.latestReceipt = try await appReceipt(account: account, device: device, app: app, on: db)
         }
-        reading.subscriptions = try await store.subscriptions(
+        reading.subscriptions = try await store.subscriptions.subscriptions(
             accountId: account.id,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -157,13 +158,14 @@ extension Receipts {
         }
         let db = store.sql
         // The receipt's own environment key is not signed: the store knows where the transaction happened.
-        guard let id = decoded.purchaseInfo.transactionId, let tx = try await store.transaction(id: id, on: db),
-            let app = try await store.app(appAppleId: tx.appAppleId, on: db)
+        guard let id = decoded.purchaseInfo.transactionId,
+            let tx = try await store.purchases.transaction(id: id, on: db),
+            let app = try await store.appStoreConnect.app(appAppleId: tx.appAppleId, on: db)
         else { return VerifyReceiptResponse(status: .notAuthenticated) }
         if let redirect = redirect(receiptEnvironment: AppStoreEnvironment(tx.environment), endpoint: environment) {
             return VerifyReceiptResponse(status: redirect)
         }
-        if try await store.account(id: tx.accountId, on: db)?.deleted == true {
+        if try await store.appStoreConnect.account(id: tx.accountId, on: db)?.deleted == true {
             return VerifyReceiptResponse(status: .accountNotFound)
         }
         var response = VerifyReceiptResponse(
@@ -172,8 +174,11 @@ extension Receipts {
             transactionReceipt: transactionReceiptInfo(tx, app: app, decoded: decoded)
         )
         guard tx.type == .autoRenewable,
-            let subscription = try await store.subscription(originalTransactionId: tx.originalTransactionId, on: db),
-            let newest = try await store.transaction(id: subscription.lastTransactionId, on: db)
+            let subscription = try await store.subscriptions.subscription(
+                originalTransactionId: tx.originalTransactionId,
+                on: db
+            ),
+            let newest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db)
         else { return response }
         guard request.password == app.sharedSecret else { return VerifyReceiptResponse(status: .sharedSecretMismatch) }
         response.autoRenewStatus = AutoRenewStatus(rawValue: subscription.autoRenewStatus ? 1 : 0)

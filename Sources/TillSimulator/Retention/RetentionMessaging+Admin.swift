@@ -42,8 +42,13 @@ extension RetentionMessaging {
         _ = try await store.requireApp(appAppleId: appAppleId, on: db)
         let env = environment.rawValue
         return Overview(
-            realtimeURL: try await store.realtimeURL(appAppleId: appAppleId, environment: env, on: db),
-            images: try await store.retentionAssets(SimRetentionImage.self, appAppleId: appAppleId, environment: env, on: db).map {
+            realtimeURL: try await store.retention.realtimeURL(appAppleId: appAppleId, environment: env, on: db),
+            images: try await store.retention.retentionAssets(
+                SimRetentionImage.self,
+                appAppleId: appAppleId,
+                environment: env,
+                on: db
+            ).map {
                 .init(
                     imageIdentifier: $0.imageIdentifier,
                     imageSize: $0.imageSize,
@@ -51,13 +56,22 @@ extension RetentionMessaging {
                     bytes: Data(base64Encoded: $0.png)?.count ?? 0
                 )
             },
-            messages: try await store.retentionAssets(SimRetentionMessage.self, appAppleId: appAppleId, environment: env, on: db).map {
+            messages: try await store.retention.retentionAssets(
+                SimRetentionMessage.self,
+                appAppleId: appAppleId,
+                environment: env,
+                on: db
+            ).map {
                 .init(messageIdentifier: $0.messageIdentifier, state: $0.state, content: Self.content(of: $0))
             },
-            defaultMessages: try await store.retentionDefaults(appAppleId: appAppleId, environment: env, on: db).map {
+            defaultMessages: try await store.retention.retentionDefaults(
+                appAppleId: appAppleId,
+                environment: env,
+                on: db
+            ).map {
                 .init(productId: $0.productId, locale: $0.locale, messageIdentifier: $0.messageIdentifier)
             },
-            requests: try await store.retentionRequests(appAppleId: appAppleId, environment: env, on: db)
+            requests: try await store.retention.retentionRequests(appAppleId: appAppleId, environment: env, on: db)
         )
     }
 
@@ -73,9 +87,16 @@ extension RetentionMessaging {
         let identifier = id.lowercased()
         switch kind {
         case .image:
-            guard try await store.retentionAsset(SimRetentionImage.self, identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
+            guard
+                try await store.retention.retentionAsset(
+                    SimRetentionImage.self,
+                    identifier,
+                    appAppleId: appAppleId,
+                    environment: environment.rawValue,
+                    on: db
+                ) != nil
             else { throw RetentionRefusal(.imageNotFound, "no image \(id)") }
-            try await store.setRetentionAssetState(
+            try await store.retention.setRetentionAssetState(
                 SimRetentionImage.self,
                 identifier,
                 appAppleId: appAppleId,
@@ -84,9 +105,16 @@ extension RetentionMessaging {
                 on: db
             )
         case .message:
-            guard try await store.retentionAsset(SimRetentionMessage.self, identifier, appAppleId: appAppleId, environment: environment.rawValue, on: db) != nil
+            guard
+                try await store.retention.retentionAsset(
+                    SimRetentionMessage.self,
+                    identifier,
+                    appAppleId: appAppleId,
+                    environment: environment.rawValue,
+                    on: db
+                ) != nil
             else { throw RetentionRefusal(.messageNotFound, "no message \(id)") }
-            try await store.setRetentionAssetState(
+            try await store.retention.setRetentionAssetState(
                 SimRetentionMessage.self,
                 identifier,
                 appAppleId: appAppleId,

@@ -22,7 +22,7 @@ extension RetentionMessaging {
         let id = try Self.identifier(requested)
         try await database.transaction { db in
             guard
-                let message = try await self.store.retentionAsset(
+                let message = try await self.store.retention.retentionAsset(
                     SimRetentionMessage.self,
                     id,
                     appAppleId: app.appAppleId,
@@ -34,7 +34,7 @@ extension RetentionMessaging {
                 throw ServerAPIFailure(.messageNotApproved)
             }
             for imageId in Self.content(of: message).imageIdentifiers {
-                let image = try await self.store.retentionAsset(
+                let image = try await self.store.retention.retentionAsset(
                     SimRetentionImage.self,
                     imageId,
                     appAppleId: app.appAppleId,
@@ -64,7 +64,7 @@ extension RetentionMessaging {
         async throws
     {
         try await checkProductAndLocale(productId, locale, app: app)
-        try await store.deleteRetentionDefault(
+        try await store.retention.deleteRetentionDefault(
             productId: productId,
             locale: locale,
             appAppleId: app.appAppleId,
@@ -78,7 +78,7 @@ extension RetentionMessaging {
     {
         try await checkProductAndLocale(productId, locale, app: app)
         guard
-            let configured = try await store.retentionDefault(
+            let configured = try await store.retention.retentionDefault(
                 productId: productId,
                 locale: locale,
                 appAppleId: app.appAppleId,
@@ -98,14 +98,14 @@ extension RetentionMessaging {
         else { throw ServerAPIFailure(.generalBadRequest) }
         guard url.count <= 256, Self.acceptsRealtimeURL(url) else { throw ServerAPIFailure(.badRequestRealtimeUrl) }
         if environment == .production {
-            let passed = try await store.performanceTests(
+            let passed = try await store.retention.performanceTests(
                 appAppleId: app.appAppleId,
                 environment: AppStoreEnvironment.sandbox.rawValue,
                 on: store.sql
             ).contains { $0.result == PerformanceTestStatus.pass.rawValue }
             guard passed else { throw ServerAPIFailure(.forbiddenNoPassingTest) }
         }
-        try await store.setRealtimeURL(
+        try await store.retention.setRealtimeURL(
             url,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -116,7 +116,7 @@ extension RetentionMessaging {
 
     func realtimeURL(app: SimApp, environment: AppStoreEnvironment) async throws -> RealtimeURLConfiguration {
         guard
-            let url = try await store.realtimeURL(
+            let url = try await store.retention.realtimeURL(
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: store.sql
@@ -126,7 +126,7 @@ extension RetentionMessaging {
     }
 
     func deleteRealtimeURL(app: SimApp, environment: AppStoreEnvironment) async throws {
-        try await store.setRealtimeURL(
+        try await store.retention.setRealtimeURL(
             nil,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -143,7 +143,12 @@ extension RetentionMessaging {
     }
 
     private func checkProductAndLocale(_ productId: String, _ locale: String, app: SimApp) async throws {
-        guard let product = try await store.product(appAppleId: app.appAppleId, productId: productId, on: store.sql),
+        guard
+            let product = try await store.appStoreConnect.product(
+                appAppleId: app.appAppleId,
+                productId: productId,
+                on: store.sql
+            ),
             product.type == .autoRenewable
         else { throw ServerAPIFailure(.invalidProductId) }
         guard Self.locales.contains(locale) else { throw ServerAPIFailure(.invalidLocale) }

@@ -20,10 +20,10 @@ extension RetentionMessaging {
             let originalTransactionId = request.originalTransactionId
         else { throw ServerAPIFailure(.invalidPerformanceTestRequest) }
         guard ServerAPI.isTransactionId(originalTransactionId) else { throw ServerAPIFailure(.invalidTransactionId) }
-        guard let tx = try await store.transaction(id: originalTransactionId, on: store.sql),
+        guard let tx = try await store.purchases.transaction(id: originalTransactionId, on: store.sql),
             tx.appAppleId == app.appAppleId, tx.environment == environment.rawValue
         else {
-            let isAppTransaction = try await store.customers(
+            let isAppTransaction = try await store.purchases.customers(
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: store.sql
@@ -36,9 +36,13 @@ extension RetentionMessaging {
         guard tx.originalTransactionId == tx.transactionId else {
             throw ServerAPIFailure(.transactionIdNotOriginalTransactionId)
         }
-        guard let subscription = try await store.subscription(originalTransactionId: tx.transactionId, on: store.sql),
+        guard
+            let subscription = try await store.subscriptions.subscription(
+                originalTransactionId: tx.transactionId,
+                on: store.sql
+            ),
             subscription.status == AppStoreSubscriptionStatus.active.rawValue,
-            let url = try await store.realtimeURL(
+            let url = try await store.retention.realtimeURL(
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: store.sql
@@ -46,7 +50,7 @@ extension RetentionMessaging {
         else { throw ServerAPIFailure(.invalidPerformanceTestRequest) }
         let config = PerformanceTestConfig.simulator(threshold: configuration.realtimeTimeout)
         let test = try await database.transaction { db -> SimPerformanceTest in
-            let running = try await self.store.performanceTests(
+            let running = try await self.store.retention.performanceTests(
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: db
@@ -103,10 +107,11 @@ extension RetentionMessaging {
             try await group.waitForAll()
         }
         var finished = test
-        finished.result = Self.verdict(
-            try await store.retentionRequests(performanceTestId: test.requestId, on: store.sql),
-            config: config
-        ).rawValue
+        finished.result =
+            Self.verdict(
+                try await store.retention.retentionRequests(performanceTestId: test.requestId, on: store.sql),
+                config: config
+            ).rawValue
         try await store.update(finished, on: store.sql)
     }
 
@@ -117,13 +122,13 @@ extension RetentionMessaging {
         -> PerformanceTestResultResponse
     {
         guard UUID(uuidString: requestId) != nil else { throw ServerAPIFailure(.invalidRequestId) }
-        guard let test = try await store.performanceTest(requestId: requestId.lowercased(), on: store.sql),
+        guard let test = try await store.retention.performanceTest(requestId: requestId.lowercased(), on: store.sql),
             test.appAppleId == app.appAppleId, test.environment == environment.rawValue
         else { throw ServerAPIFailure(.performanceTestRunNotFound) }
         let config =
             (try? TillFormatsJSON.decoder.decode(PerformanceTestConfig.self, from: Data((test.summary ?? "").utf8)))
             ?? .simulator(threshold: configuration.realtimeTimeout)
-        var requests = try await store.retentionRequests(performanceTestId: test.requestId, on: store.sql)
+        var requests = try await store.retention.retentionRequests(performanceTestId: test.requestId, on: store.sql)
         let total = config.totalRequests ?? requests.count
         let overdue = clock.nowMilliseconds > test.createdAt + (config.totalDuration ?? 60_000)
         var result = PerformanceTestStatus(rawValue: test.result)

@@ -45,12 +45,15 @@ extension RetentionMessaging {
     ) async throws -> RetentionMessageShown {
         let (_, account) = try await store.requireDevice(deviceId, environment: environment, on: store.sql)
         guard
-            let subscription = try await store.subscription(originalTransactionId: originalTransactionId, on: store.sql),
+            let subscription = try await store.subscriptions.subscription(
+                originalTransactionId: originalTransactionId,
+                on: store.sql
+            ),
             subscription.accountId == account.id, subscription.environment == environment.rawValue
         else { throw RetentionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
         let app = try await store.requireApp(appAppleId: subscription.appAppleId, on: store.sql)
         var shown = RetentionMessageShown(source: "none")
-        if let url = try await store.realtimeURL(
+        if let url = try await store.retention.realtimeURL(
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
             on: store.sql
@@ -71,7 +74,7 @@ extension RetentionMessaging {
                 return chosen
             }
         }
-        if let fallback = try await store.retentionDefault(
+        if let fallback = try await store.retention.retentionDefault(
             productId: subscription.productId,
             locale: locale,
             appAppleId: app.appAppleId,
@@ -88,7 +91,11 @@ extension RetentionMessaging {
     public func realtimeRequests(appAppleId: Int64, environment: AppStoreEnvironment) async throws
         -> [SimRetentionRequest]
     {
-        try await store.retentionRequests(appAppleId: appAppleId, environment: environment.rawValue, on: store.sql)
+        try await store.retention.retentionRequests(
+            appAppleId: appAppleId,
+            environment: environment.rawValue,
+            on: store.sql
+        )
     }
 
     // MARK: The realtime call
@@ -213,7 +220,11 @@ extension RetentionMessaging {
         shown.fill(from: found)
         if let alternate = response.alternateProduct {
             guard let productId = alternate.productId,
-                let product = try await store.product(appAppleId: app.appAppleId, productId: productId, on: store.sql),
+                let product = try await store.appStoreConnect.product(
+                    appAppleId: app.appAppleId,
+                    productId: productId,
+                    on: store.sql
+                ),
                 product.type == .autoRenewable, product.subscriptionGroup == subscription.subscriptionGroup,
                 product.productId != subscription.productId
             else { return nil }
@@ -254,7 +265,7 @@ extension RetentionMessaging {
         -> ApprovedMessage?
     {
         guard let identifier,
-            let message = try await store.retentionAsset(
+            let message = try await store.retention.retentionAsset(
                 SimRetentionMessage.self,
                 identifier.lowercased(),
                 appAppleId: app.appAppleId,
@@ -264,7 +275,7 @@ extension RetentionMessaging {
         else { return nil }
         let content = Self.content(of: message)
         for imageId in content.imageIdentifiers {
-            let image = try await store.retentionAsset(
+            let image = try await store.retention.retentionAsset(
                 SimRetentionImage.self,
                 imageId,
                 appAppleId: app.appAppleId,

@@ -70,7 +70,7 @@ extension RetentionMessaging {
         let id = try Self.identifier(identifier)
         try await database.transaction { db in
             try await self.remove(SimRetentionImage.self, id, app: app, environment: environment, on: db) {
-                let messages = try await self.store.retentionAssets(
+                let messages = try await self.store.retention.retentionAssets(
                     SimRetentionMessage.self,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -85,7 +85,7 @@ extension RetentionMessaging {
 
     func imageList(app: SimApp, environment: AppStoreEnvironment) async throws -> GetImageListResponse {
         GetImageListResponse(
-            imageIdentifiers: try await store.retentionAssets(
+            imageIdentifiers: try await store.retention.retentionAssets(
                 SimRetentionImage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -125,7 +125,7 @@ extension RetentionMessaging {
                 guard let altText, !altText.isEmpty else { throw ServerAPIFailure(.generalBadRequest) }
                 guard altText.count <= 150 else { throw ServerAPIFailure(.altTextTooLong) }
                 guard let imageId,
-                    let image = try await self.store.retentionAsset(
+                    let image = try await self.store.retention.retentionAsset(
                         SimRetentionImage.self,
                         imageId.lowercased(),
                         appAppleId: app.appAppleId,
@@ -166,7 +166,7 @@ extension RetentionMessaging {
 
     func messageList(app: SimApp, environment: AppStoreEnvironment) async throws -> GetMessageListResponse {
         GetMessageListResponse(
-            messageIdentifiers: try await store.retentionAssets(
+            messageIdentifiers: try await store.retention.retentionAssets(
                 SimRetentionMessage.self,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
@@ -185,7 +185,7 @@ extension RetentionMessaging {
     /// Stores a new image or message in `db`'s transaction: refused when the app has one with its identifier already,
     /// or has as many as Apple allows.
     private func add<Asset: RetentionAsset>(_ asset: Asset, on db: any SQLDatabase) async throws {
-        let assets = try await store.retentionAssets(
+        let assets = try await store.retention.retentionAssets(
             Asset.self,
             appAppleId: asset.appAppleId,
             environment: asset.environment,
@@ -209,7 +209,7 @@ extension RetentionMessaging {
         unless check: () async throws -> Void = {}
     ) async throws {
         guard
-            try await store.retentionAsset(
+            try await store.retention.retentionAsset(
                 Asset.self,
                 id,
                 appAppleId: app.appAppleId,
@@ -218,7 +218,7 @@ extension RetentionMessaging {
             ) != nil
         else { throw ServerAPIFailure(Asset.notFound) }
         try await check()
-        try await store.deleteRetentionAsset(
+        try await store.retention.deleteRetentionAsset(
             Asset.self,
             id,
             appAppleId: app.appAppleId,

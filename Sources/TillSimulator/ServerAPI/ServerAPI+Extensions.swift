@@ -59,7 +59,11 @@ extension ServerAPI {
         // A mass extension's request identifier is a UUID (it names the request in the status call's path).
         guard UUID(uuidString: identifier) != nil else { throw ServerAPIFailure(.invalidRequestIdentifier) }
         guard let productId = request.productId,
-            let product = try await store.product(appAppleId: app.appAppleId, productId: productId, on: store.sql),
+            let product = try await store.appStoreConnect.product(
+                appAppleId: app.appAppleId,
+                productId: productId,
+                on: store.sql
+            ),
             product.type == .autoRenewable
         else { throw ServerAPIFailure(.invalidProductId) }
         if let storefronts = request.storefrontCountryCodes {
@@ -90,7 +94,7 @@ extension ServerAPI {
     ) async throws -> MassExtendRenewalDateStatusResponse {
         guard Self.isRequestIdentifier(requestIdentifier) else { throw ServerAPIFailure(.invalidRequestIdentifier) }
         guard
-            let request = try await store.massExtension(
+            let request = try await store.serverAPI.massExtension(
                 requestIdentifier: requestIdentifier,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,

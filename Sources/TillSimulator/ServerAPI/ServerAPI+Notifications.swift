@@ -31,7 +31,7 @@ extension ServerAPI {
     func testNotificationStatus(_ token: String, app: SimApp, environment: AppStoreEnvironment) async throws
         -> CheckTestNotificationResponse
     {
-        guard let record = try await store.notification(testToken: token, on: store.sql),
+        guard let record = try await store.notifications.notification(testToken: token, on: store.sql),
             record.appAppleId == app.appAppleId,
             record.environment == environment.rawValue
         else { throw ServerAPIFailure(.testNotificationNotFound) }
@@ -61,7 +61,7 @@ extension ServerAPI {
         if let id = request.transactionId {
             let tx = try await requireTransaction(id, app: app, environment: environment, acceptsAppTransactionId: true)
             customerTransactions = Set(
-                try await store.transactions(
+                try await store.purchases.transactions(
                     accountId: tx.accountId,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -69,7 +69,7 @@ extension ServerAPI {
                 ).map(\.transactionId)
             )
         }
-        let records = try await store.notifications(
+        let records = try await store.notifications.notifications(
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
             from: start.millisecondsSince1970,

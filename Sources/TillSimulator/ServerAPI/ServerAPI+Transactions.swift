@@ -13,7 +13,7 @@ extension ServerAPI {
         -> AppTransactionInfoResponse
     {
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
-        guard let account = try await store.account(id: tx.accountId, on: store.sql) else {
+        guard let account = try await store.appStoreConnect.account(id: tx.accountId, on: store.sql) else {
             throw ServerAPIFailure(.appTransactionDoesNotExist)
         }
         return AppTransactionInfoResponse(
@@ -48,17 +48,20 @@ extension ServerAPI {
             throw ServerAPIFailure(.transactionIdNotOriginalTransactionId)
         }
         try await database.transaction { db in
-            let subscription = try await self.store.subscription(originalTransactionId: original.transactionId, on: db)
+            let subscription = try await self.store.subscriptions.subscription(
+                originalTransactionId: original.transactionId,
+                on: db
+            )
             var currentId = original.transactionId
             if let subscription {
                 currentId = subscription.lastTransactionId
-            } else if let last = try await self.store.transactions(
+            } else if let last = try await self.store.purchases.transactions(
                 originalTransactionId: original.transactionId,
                 on: db
             ).last(where: { $0.appAppleId == app.appAppleId }) {
                 currentId = last.transactionId
             }
-            guard var current = try await self.store.transaction(id: currentId, on: db),
+            guard var current = try await self.store.purchases.transaction(id: currentId, on: db),
                 current.appAccountToken != token.lowercased()
             else { return }
             current.appAccountToken = token.lowercased()
@@ -72,12 +75,12 @@ extension ServerAPI {
     func finishTransaction(_ transactionId: String, app: SimApp, environment: AppStoreEnvironment) async throws {
         _ = try await requireTransaction(transactionId, app: app, environment: environment)
         try await database.transaction { db in
-            guard var tx = try await self.store.transaction(id: transactionId, on: db) else { return }
+            guard var tx = try await self.store.purchases.transaction(id: transactionId, on: db) else { return }
             if !tx.finished {
                 tx.finished = true
                 try await self.store.update(tx, on: db)
             }
-            try await self.store.finishQueueEntries(transactionId: transactionId, on: db)
+            try await self.store.purchases.finishQueueEntries(transactionId: transactionId, on: db)
         }
     }
 
@@ -169,7 +172,7 @@ extension ServerAPI {
         app: SimApp,
         environment: AppStoreEnvironment
     ) async throws {
-        let requested = try await store.latestNotification(
+        let requested = try await store.notifications.latestNotification(
             type: NotificationType.consumptionRequest.rawValue,
             transactionId: tx.transactionId,
             on: store.sql
@@ -201,6 +204,10 @@ extension ServerAPI {
         -> [SimConsumptionInfo]
     {
         _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
-        return try await store.consumptionInfo(appAppleId: appAppleId, environment: environment.rawValue, on: store.sql)
+        return try await store.serverAPI.consumptionInfo(
+            appAppleId: appAppleId,
+            environment: environment.rawValue,
+            on: store.sql
+        )
     }
 }

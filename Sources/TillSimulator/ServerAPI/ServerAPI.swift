@@ -59,14 +59,15 @@ extension ServerAPI {
         guard segments.count == 3, let headerBytes = Base64.decode(segments[0], alphabet: .url),
             let header = try? JSONDecoder().decode(JWSHeader.self, from: Data(headerBytes)),
             header.alg == "ES256", let kid = header.kid,
-            let key = try? await store.apiKey(id: kid, on: store.sql),
+            let key = try? await store.appStoreConnect.apiKey(id: kid, on: store.sql),
             let publicKey = try? ES256PublicKey(pem: key.publicKeyPem)
         else { throw .unauthorized }
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: publicKey, kid: JWKIdentifier(string: kid))
         guard let claims = try? await keys.verify(token, as: AppStoreConnectClaims.self),
             claims.iss.value == key.issuerId,
-            let app = try? await store.app(appAppleId: key.appAppleId, on: store.sql), claims.bid == app.bundleId
+            let app = try? await store.appStoreConnect.app(appAppleId: key.appAppleId, on: store.sql),
+            claims.bid == app.bundleId
         else { throw .unauthorized }
         let now = Date()
         let issued = claims.iat?.value ?? now
@@ -114,7 +115,7 @@ extension ServerAPI {
             environment: environment,
             acceptsAppTransactionId: true
         )
-        var transactions = try await store.transactions(
+        var transactions = try await store.purchases.transactions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -167,7 +168,7 @@ extension ServerAPI {
             environment: environment,
             acceptsAppTransactionId: true
         )
-        let subscriptions = try await store.subscriptions(
+        let subscriptions = try await store.subscriptions.subscriptions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -181,7 +182,10 @@ extension ServerAPI {
             for subscription in members {
                 let status = AppStoreSubscriptionStatus(rawValue: subscription.status)
                 guard filter.status.isEmpty || filter.status.contains(status),
-                    let latest = try await store.transaction(id: subscription.lastTransactionId, on: store.sql)
+                    let latest = try await store.purchases.transaction(
+                        id: subscription.lastTransactionId,
+                        on: store.sql
+                    )
                 else { continue }
                 items.append(
                     LastTransactionsItem(
@@ -210,7 +214,7 @@ extension ServerAPI {
     func lookUpOrder(_ orderId: String, app: SimApp, environment: AppStoreEnvironment) async throws
         -> OrderLookupResponse
     {
-        let transactions = try await store.transactions(orderId: orderId, on: store.sql)
+        let transactions = try await store.purchases.transactions(orderId: orderId, on: store.sql)
             .filter {
                 $0.appAppleId == app.appAppleId && $0.environment == environment.rawValue
                     && $0.ownership == Ownership.purchased.rawValue
@@ -233,7 +237,7 @@ extension ServerAPI {
             environment: environment,
             acceptsAppTransactionId: true
         )
-        let refunded = try await store.transactions(
+        let refunded = try await store.purchases.transactions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
             environment: environment.rawValue,
@@ -260,16 +264,20 @@ extension ServerAPI {
         acceptsAppTransactionId: Bool = false
     ) async throws -> SimTransaction {
         guard Self.isTransactionId(id) else { throw ServerAPIFailure(.invalidTransactionId) }
-        if let tx = try await store.transaction(id: id, on: store.sql) {
+        if let tx = try await store.purchases.transaction(id: id, on: store.sql) {
             guard tx.appAppleId == app.appAppleId, tx.environment == environment.rawValue else {
                 throw ServerAPIFailure(.transactionIdNotFound)
             }
             return tx
         }
-        for accountId in try await store.customers(appAppleId: app.appAppleId, environment: environment.rawValue, on: store.sql)
+        for accountId in try await store.purchases.customers(
+            appAppleId: app.appAppleId,
+            environment: environment.rawValue,
+            on: store.sql
+        )
         where receipts.appTransactionId(accountId: accountId, app: app) == id {
             guard acceptsAppTransactionId else { throw ServerAPIFailure(.appTransactionIdNotSupported) }
-            if let first = try await store.transactions(
+            if let first = try await store.purchases.transactions(
                 accountId: accountId,
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,

@@ -9,14 +9,14 @@ import TillStorage
 /// The lookups every room of the simulator shares: an app, a device with its account, and the next ids.
 extension SimulatorStore {
     func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> SimApp {
-        guard let app = try await self.app(bundleId: bundleId, on: db) else {
+        guard let app = try await appStoreConnect.app(bundleId: bundleId, on: db) else {
             throw LookupRefusal(.appNotFound, "no app \(bundleId)")
         }
         return app
     }
 
     func requireApp(appAppleId: Int64, on db: any SQLDatabase) async throws -> SimApp {
-        guard let app = try await self.app(appAppleId: appAppleId, on: db) else {
+        guard let app = try await appStoreConnect.app(appAppleId: appAppleId, on: db) else {
             throw LookupRefusal(.appNotFound, "no app \(String(appAppleId))")
         }
         return app
@@ -26,10 +26,10 @@ extension SimulatorStore {
     func requireDevice(_ deviceId: String, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> (SimDevice, SimAccount)
     {
-        guard let device = try await self.device(id: deviceId, on: db) else {
+        guard let device = try await appStoreConnect.device(id: deviceId, on: db) else {
             throw LookupRefusal(.deviceNotFound, "no device \(deviceId)")
         }
-        guard let account = try await self.account(id: device.accountId, on: db) else {
+        guard let account = try await appStoreConnect.account(id: device.accountId, on: db) else {
             throw LookupRefusal(.accountNotFound, "no account \(device.accountId)")
         }
         guard !account.deleted else {

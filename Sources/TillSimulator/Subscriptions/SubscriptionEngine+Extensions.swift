@@ -37,7 +37,7 @@ extension SubscriptionEngine {
         requestIdentifier: String
     ) async throws -> Result<SimRenewalExtension, ExtensionRefusal> {
         let outcome = try await database.transaction { db -> Result<SimRenewalExtension, ExtensionRefusal> in
-            if let earlier = try await self.store.renewalExtension(
+            if let earlier = try await self.store.serverAPI.renewalExtension(
                 requestIdentifier: requestIdentifier,
                 originalTransactionId: originalTransactionId,
                 appAppleId: app.appAppleId,
@@ -47,10 +47,13 @@ extension SubscriptionEngine {
                 return earlier.succeeded ? .success(earlier) : .failure(.ineligible)
             }
             guard
-                let subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db),
+                let subscription = try await self.store.subscriptions.subscription(
+                    originalTransactionId: originalTransactionId,
+                    on: db
+                ),
                 subscription.appAppleId == app.appAppleId, subscription.environment == environment.rawValue
             else {
-                let shared = try await self.store.transaction(id: originalTransactionId, on: db)
+                let shared = try await self.store.purchases.transaction(id: originalTransactionId, on: db)
                 if let shared, shared.appAppleId == app.appAppleId, shared.environment == environment.rawValue,
                     shared.type == .autoRenewable, shared.ownership == Ownership.familyShared.rawValue
                 {
@@ -102,12 +105,12 @@ extension SubscriptionEngine {
             createdAt: now
         )
         var refusal: ExtensionRefusal?
-        let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
+        let latest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db)
         if subscription.status != AppStoreSubscriptionStatus.active.rawValue || subscription.expiresDate <= now
             || latest == nil
         {
             refusal = .ineligible
-        } else if try await store.succeededExtensions(
+        } else if try await store.serverAPI.succeededExtensions(
             originalTransactionId: subscription.originalTransactionId,
             since: yearAgo,
             on: db
@@ -150,7 +153,7 @@ extension SubscriptionEngine {
     ) async throws -> SimMassExtension? {
         let created = try await database.transaction { db -> SimMassExtension? in
             guard
-                try await self.store.massExtension(
+                try await self.store.serverAPI.massExtension(
                     requestIdentifier: requestIdentifier,
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
@@ -183,21 +186,21 @@ extension SubscriptionEngine {
     @discardableResult
     func processMassExtensions(batch: Int = 50) async throws -> Int {
         var handled = 0
-        for request in try await store.incompleteMassExtensions(on: store.sql) {
+        for request in try await store.serverAPI.incompleteMassExtensions(on: store.sql) {
             handled += try await database.transaction { db -> Int in
                 guard
-                    var request = try await self.store.massExtension(
+                    var request = try await self.store.serverAPI.massExtension(
                         requestIdentifier: request.requestIdentifier,
                         appAppleId: request.appAppleId,
                         environment: request.environment,
                         on: db
                     ), !request.complete,
-                    let app = try await self.store.app(appAppleId: request.appAppleId, on: db)
+                    let app = try await self.store.appStoreConnect.app(appAppleId: request.appAppleId, on: db)
                 else { return 0 }
                 let storefronts = Set(request.storefronts)
-                let candidates = try await self.store.subscriptionsToExtend(request, limit: batch, on: db)
+                let candidates = try await self.store.serverAPI.subscriptionsToExtend(request, limit: batch, on: db)
                 for subscription in candidates {
-                    let account = try await self.store.account(id: subscription.accountId, on: db)
+                    let account = try await self.store.appStoreConnect.account(id: subscription.accountId, on: db)
                     guard storefronts.isEmpty || storefronts.contains(account?.storefront ?? "") else {
                         // Outside the request's storefronts: noted as handled, neither extended nor failed.
                         try await self.store.insert(

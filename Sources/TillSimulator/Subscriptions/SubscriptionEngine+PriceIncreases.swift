@@ -42,26 +42,44 @@ extension SubscriptionEngine {
         let storefront = input.storefront ?? "USA"
         let result = try await database.transaction { db -> PriceIncreaseResult in
             let app = try await self.store.requireApp(appAppleId: appAppleId, on: db)
-            guard var product = try await self.store.product(appAppleId: appAppleId, productId: productId, on: db),
+            guard
+                var product = try await self.store.appStoreConnect.product(
+                    appAppleId: appAppleId,
+                    productId: productId,
+                    on: db
+                ),
                 product.type == .autoRenewable
-            else { throw SubscriptionRefusal(.productNotFound, "no product \(productId) among the auto-renewable subscriptions") }
+            else {
+                throw SubscriptionRefusal(
+                    .productNotFound,
+                    "no product \(productId) among the auto-renewable subscriptions"
+                )
+            }
             guard let listed = product.prices[storefront] else {
                 throw SubscriptionRefusal(.invalidStorefront, "\(productId) has no price in \(storefront)")
             }
             guard input.price > listed.price, input.price <= 1_000_000_000 else {
                 throw SubscriptionRefusal(.invalidPrice, "a price increase is above the current \(listed.price)")
             }
-            let consent = input.requiresConsent ?? Self.needsConsent(
-                from: listed.price,
-                to: input.price,
-                annual: product.subscriptionPeriod == .oneYear
-            )
+            let consent =
+                input.requiresConsent
+                ?? Self.needsConsent(
+                    from: listed.price,
+                    to: input.price,
+                    annual: product.subscriptionPeriod == .oneYear
+                )
             product.prices[storefront] = StorefrontPrice(price: input.price, currency: listed.currency)
-            try await self.store.upsert(product, on: db)
+            try await self.store.appStoreConnect.upsert(product, on: db)
             var told: [String] = []
-            for var subscription in try await self.store.subscriptions(appAppleId: appAppleId, productId: productId, on: db)
+            for var subscription in try await self.store.subscriptions.subscriptions(
+                appAppleId: appAppleId,
+                productId: productId,
+                on: db
+            )
             where Offers.isActive(subscription) && subscription.autoRenewProductId == productId {
-                guard try await self.store.account(id: subscription.accountId, on: db)?.storefront == storefront,
+                guard
+                    try await self.store.appStoreConnect.account(id: subscription.accountId, on: db)?.storefront
+                        == storefront,
                     (subscription.renewalPrice ?? listed.price) < input.price
                 else { continue }
                 if consent {
@@ -98,7 +116,11 @@ extension SubscriptionEngine {
     /// subscription expires at the end of its period with `expirationIntent` 3.
     public func respondToPriceIncrease(originalTransactionId: String, accept: Bool) async throws -> SimSubscription {
         let result = try await database.transaction { db -> SimSubscription in
-            guard var subscription = try await self.store.subscription(originalTransactionId: originalTransactionId, on: db)
+            guard
+                var subscription = try await self.store.subscriptions.subscription(
+                    originalTransactionId: originalTransactionId,
+                    on: db
+                )
             else { throw SubscriptionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
             guard subscription.priceIncreaseStatus == 0 else {
                 throw SubscriptionRefusal(
@@ -107,15 +129,16 @@ extension SubscriptionEngine {
                 )
             }
             let app = try await self.store.requireApp(appAppleId: subscription.appAppleId, on: db)
-            let account = try await self.store.account(id: subscription.accountId, on: db)
-            let product = try await self.store.product(
+            let account = try await self.store.appStoreConnect.account(id: subscription.accountId, on: db)
+            let product = try await self.store.appStoreConnect.product(
                 appAppleId: app.appAppleId,
                 productId: subscription.autoRenewProductId,
                 on: db
             )
             if accept {
                 subscription.priceIncreaseStatus = 1
-                subscription.renewalPrice = product?.prices[account?.storefront ?? "USA"]?.price
+                subscription.renewalPrice =
+                    product?.prices[account?.storefront ?? "USA"]?.price
                     ?? subscription.renewalPrice
                 subscription.updatedAt = self.clock.nowMilliseconds
                 try await self.store.upsert(subscription, on: db)

@@ -30,7 +30,7 @@ extension SubscriptionEngine {
     /// a refunded subscription period is active again with its renewal date unchanged, and REFUND_REVERSED goes out.
     public func reverseRefund(transactionId: String) async throws -> SimTransaction {
         let result = try await database.transaction { db -> SimTransaction in
-            guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
+            guard var tx = try await self.store.purchases.transaction(id: transactionId, on: db) else {
                 throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)")
             }
             guard tx.revocationDate != nil, tx.revocationType?.hasPrefix("REFUND") == true else {
@@ -44,7 +44,7 @@ extension SubscriptionEngine {
             tx.signedSequence = try await self.store.nextSequence(on: db)
             try await self.store.update(tx, on: db)
             if tx.type == .autoRenewable,
-                var subscription = try await self.store.subscription(
+                var subscription = try await self.store.subscriptions.subscription(
                     originalTransactionId: tx.originalTransactionId,
                     on: db
                 ),
@@ -90,7 +90,7 @@ extension SubscriptionEngine {
         notification: NotificationType
     ) async throws -> SimTransaction {
         let result = try await database.transaction { db -> SimTransaction in
-            guard var tx = try await self.store.transaction(id: transactionId, on: db) else {
+            guard var tx = try await self.store.purchases.transaction(id: transactionId, on: db) else {
                 throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)")
             }
             guard tx.revocationDate == nil else {
@@ -102,7 +102,7 @@ extension SubscriptionEngine {
                     "transaction \(transactionId) is not a family-shared copy"
                 )
             }
-            guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
+            guard let app = try await self.store.appStoreConnect.app(appAppleId: tx.appAppleId, on: db) else {
                 throw SubscriptionRefusal(.appNotFound, "no app \(String(tx.appAppleId))")
             }
             tx.revocationDate = self.clock.nowMilliseconds
@@ -112,7 +112,7 @@ extension SubscriptionEngine {
             tx.signedSequence = try await store.nextSequence(on: db)
             try await self.store.update(tx, on: db)
             if tx.type == .autoRenewable,
-                var subscription = try await self.store.subscription(
+                var subscription = try await self.store.subscriptions.subscription(
                     originalTransactionId: tx.originalTransactionId,
                     on: db
                 ),
@@ -149,13 +149,13 @@ extension SubscriptionEngine {
             )
         }
         try await database.transaction { db in
-            guard let tx = try await self.store.transaction(id: transactionId, on: db) else {
+            guard let tx = try await self.store.purchases.transaction(id: transactionId, on: db) else {
                 throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)")
             }
             guard tx.revocationDate == nil else {
                 throw SubscriptionRefusal(.alreadyRevoked, "transaction \(transactionId) is already revoked")
             }
-            guard let app = try await self.store.app(appAppleId: tx.appAppleId, on: db) else {
+            guard let app = try await self.store.appStoreConnect.app(appAppleId: tx.appAppleId, on: db) else {
                 throw SubscriptionRefusal(.appNotFound, "no app \(String(tx.appAppleId))")
             }
             try await notifications.enqueueNotification(
@@ -175,15 +175,15 @@ extension SubscriptionEngine {
     /// declined since, the transaction not refunded).
     public func declineRefund(transactionId: String) async throws {
         try await database.transaction { db in
-            guard let tx = try await self.store.transaction(id: transactionId, on: db),
-                let app = try await self.store.app(appAppleId: tx.appAppleId, on: db)
+            guard let tx = try await self.store.purchases.transaction(id: transactionId, on: db),
+                let app = try await self.store.appStoreConnect.app(appAppleId: tx.appAppleId, on: db)
             else { throw SubscriptionRefusal(.transactionNotFound, "no transaction \(transactionId)") }
-            let requested = try await self.store.latestNotification(
+            let requested = try await self.store.notifications.latestNotification(
                 type: NotificationType.consumptionRequest.rawValue,
                 transactionId: transactionId,
                 on: db
             )
-            let declined = try await self.store.latestNotification(
+            let declined = try await self.store.notifications.latestNotification(
                 type: NotificationType.refundDeclined.rawValue,
                 transactionId: transactionId,
                 on: db

@@ -27,7 +27,11 @@ extension SubscriptionEngine {
     public func processDueSubscriptions() async throws -> Int {
         var changed = 0
         while true {
-            let due = try await store.dueSubscriptions(now: clock.nowMilliseconds, limit: 100, on: store.sql)
+            let due = try await store.subscriptions.dueSubscriptions(
+                now: clock.nowMilliseconds,
+                limit: 100,
+                on: store.sql
+            )
             var progressed = 0
             for subscription in due where try await advance(subscription.originalTransactionId) { progressed += 1 }
             changed += progressed
@@ -41,12 +45,12 @@ extension SubscriptionEngine {
     func advance(_ originalTransactionId: String) async throws -> Bool {
         try await database.transaction { db -> Bool in
             guard
-                var subscription = try await self.store.subscription(
+                var subscription = try await self.store.subscriptions.subscription(
                     originalTransactionId: originalTransactionId,
                     on: db
                 ),
-                let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db),
-                let account = try await self.store.account(id: subscription.accountId, on: db)
+                let app = try await self.store.appStoreConnect.app(appAppleId: subscription.appAppleId, on: db),
+                let account = try await self.store.appStoreConnect.account(id: subscription.accountId, on: db)
             else { return false }
             let environment = AppStoreEnvironment(subscription.environment)
             let rate = environment == .production ? RenewalRate.realTime : self.clock.rate
@@ -59,7 +63,7 @@ extension SubscriptionEngine {
                 let paymentWorks = account.paymentFailure == nil && !account.deleted
                 if status == .active {
                     guard subscription.expiresDate <= now else { break }
-                    let product = try await self.store.product(
+                    let product = try await self.store.appStoreConnect.product(
                         appAppleId: app.appAppleId,
                         productId: subscription.autoRenewProductId,
                         on: db
@@ -86,7 +90,10 @@ extension SubscriptionEngine {
                         subscription.expirationIntent = 2
                         subscription.retryUntil =
                             subscription.expiresDate
-                            + Int64(rate.scale(days: subscription.isCommitted ? 90 : self.configuration.billingRetryDays) * 1000)
+                            + Int64(
+                                rate.scale(days: subscription.isCommitted ? 90 : self.configuration.billingRetryDays)
+                                    * 1000
+                            )
                         if app.gracePeriodDays > 0 && !subscription.isCommitted {
                             subscription.status = AppStoreSubscriptionStatus.gracePeriod.rawValue
                             subscription.gracePeriodExpiresDate =
@@ -117,7 +124,7 @@ extension SubscriptionEngine {
                     changed = true
                 } else if status == .gracePeriod || status == .billingRetry {
                     if paymentWorks,
-                        let product = try await self.store.product(
+                        let product = try await self.store.appStoreConnect.product(
                             appAppleId: app.appAppleId,
                             productId: subscription.autoRenewProductId,
                             on: db
@@ -170,7 +177,9 @@ extension SubscriptionEngine {
         on db: any SQLDatabase
     ) async throws {
         let environment = AppStoreEnvironment(subscription.environment)
-        guard let previous = try await store.transaction(id: subscription.lastTransactionId, on: db) else { return }
+        guard let previous = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db) else {
+            return
+        }
         let listed =
             product.prices[account.storefront] ?? StorefrontPrice(price: previous.price, currency: previous.currency)
         // The subscriber keeps the price they subscribed at (or the increase they accepted) until the plan changes.
@@ -225,7 +234,8 @@ extension SubscriptionEngine {
             tx.offerDiscountType = offer.discountType
             tx.offerPeriod = offer.period
             tx.price = offer.price
-            tx.isTrial = offer.type == OfferType.introductoryOffer.rawValue
+            tx.isTrial =
+                offer.type == OfferType.introductoryOffer.rawValue
                 && offer.discountType == OfferDiscountType.freeTrial.rawValue
             if offer.discountType != OfferDiscountType.payAsYouGo.rawValue,
                 let length = offer.period.flatMap(OfferDuration.init)
@@ -289,7 +299,7 @@ extension SubscriptionEngine {
         app: SimApp,
         on db: any SQLDatabase
     ) async throws {
-        let latest = try await store.transaction(id: subscription.lastTransactionId, on: db)
+        let latest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db)
         try await notifications.enqueueNotification(
             app: app,
             environment: AppStoreEnvironment(subscription.environment),
@@ -306,18 +316,19 @@ extension SubscriptionEngine {
     public func setAutoRenew(originalTransactionId: String, enabled: Bool) async throws -> SimSubscription {
         let result = try await database.transaction { db -> SimSubscription in
             guard
-                var subscription = try await self.store.subscription(
+                var subscription = try await self.store.subscriptions.subscription(
                     originalTransactionId: originalTransactionId,
                     on: db
                 )
             else {
                 throw SubscriptionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)")
             }
-            guard let app = try await self.store.app(appAppleId: subscription.appAppleId, on: db) else {
+            guard let app = try await self.store.appStoreConnect.app(appAppleId: subscription.appAppleId, on: db) else {
                 throw SubscriptionRefusal(.appNotFound, "no app \(String(subscription.appAppleId))")
             }
             // A commitment's months are owed: cancelling stops the next commitment, not the next month.
-            let current = subscription.isCommitted ? subscription.commitmentAutoRenew ?? true : subscription.autoRenewStatus
+            let current =
+                subscription.isCommitted ? subscription.commitmentAutoRenew ?? true : subscription.autoRenewStatus
             guard current != enabled else { return subscription }
             // `expirationIntent` is the reason a subscription expired: it is set when the period ends without a
             // renewal (EXPIRED/VOLUNTARY), not when the customer turns auto-renew off.

@@ -3,13 +3,12 @@ import SQLKit
 import TillCore
 import TillStorage
 
-/// What the App Store Server API records: consumption information and renewal-date extensions.
-extension SimulatorStore {
-    // MARK: Consumption information
+/// What the App Store Server API records (`ServerAPI`, `SubscriptionEngine`'s extensions): consumption information
+/// and renewal-date extensions.
+struct SimServerAPIStore: Sendable {
+    private static let decoding = SimulatorStore.decoding
 
-    func insert(_ info: SimConsumptionInfo, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_consumption").model(info, with: Self.encoding).run()
-    }
+    // MARK: Consumption information
 
     func consumptionInfo(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
         -> [SimConsumptionInfo]
@@ -20,10 +19,6 @@ extension SimulatorStore {
     }
 
     // MARK: Renewal-date extensions
-
-    func insert(_ extensionRecord: SimRenewalExtension, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_extensions").model(extensionRecord, with: Self.encoding).run()
-    }
 
     /// The extension a request identifier already made for this subscription (requests are idempotent).
     func renewalExtension(
@@ -48,16 +43,6 @@ extension SimulatorStore {
               AND created_at >= \(bind: since)
             """
         ).first()?.decode(column: "n", as: Int.self) ?? 0
-    }
-
-    func insert(_ request: SimMassExtension, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_mass_extensions").model(request, with: Self.encoding).run()
-    }
-
-    func update(_ request: SimMassExtension, on db: any SQLDatabase) async throws {
-        try await db.update("sim_mass_extensions").set(model: request, with: Self.encoding)
-            .where("app_apple_id", .equal, request.appAppleId).where("environment", .equal, request.environment)
-            .where("request_identifier", .equal, request.requestIdentifier).run()
     }
 
     func massExtension(requestIdentifier: String, appAppleId: Int64, environment: String, on db: any SQLDatabase)
@@ -92,35 +77,5 @@ extension SimulatorStore {
             ORDER BY s.original_transaction_id LIMIT \(literal: limit)
             """
         ).all(decoding: SimSubscription.self, with: Self.decoding)
-    }
-}
-
-extension SimulatorStore {
-    /// Marks every queue entry of a transaction finished (Finish Transaction, from the server).
-    func finishQueueEntries(transactionId: String, on db: any SQLDatabase) async throws {
-        try await db.update("sim_queue").set("finished", to: true).where("transaction_id", .equal, transactionId)
-            .where("restored_transaction_id", .is, SQLLiteral.null).run()
-    }
-
-    /// The newest notification of a type about a transaction.
-    func latestNotification(type: String, transactionId: String, on db: any SQLDatabase) async throws
-        -> SimNotificationRecord?
-    {
-        try await db.select().column("*").from("sim_notifications").where("notification_type", .equal, type)
-            .where("transaction_id", .equal, transactionId).orderBy("created_at", .descending).limit(1)
-            .first(decoding: SimNotificationRecord.self, with: Self.decoding)
-    }
-}
-
-extension SimulatorStore {
-    /// The accounts that have a transaction of an app in an environment.
-    func customers(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws -> [String] {
-        try await db.raw(
-            """
-            SELECT DISTINCT account_id FROM sim_transactions
-            WHERE app_apple_id = \(bind: appAppleId) AND environment = \(bind: environment)
-            ORDER BY account_id
-            """
-        ).all().map { try $0.decode(column: "account_id", as: String.self) }
     }
 }

@@ -4,8 +4,12 @@ import TillCore
 import TillFormats
 import TillStorage
 
-/// Offers, their codes and redemptions, and the nonces of offer signatures already used.
-extension SimulatorStore {
+/// Offers (`Offers`, and App Store Connect's admin), their codes and redemptions, and the nonces of offer signatures
+/// already used.
+struct SimOfferStore: Sendable {
+    private static let encoding = SimulatorStore.encoding
+    private static let decoding = SimulatorStore.decoding
+
     private struct OfferRow: Codable {
         var appAppleId: Int64
         var productId: String
@@ -106,45 +110,16 @@ extension SimulatorStore {
 
     // MARK: One-time-use codes
 
-    struct OfferCode: Codable, Sendable, Hashable {
-        var code: String
-        var appAppleId: Int64
-        var productId: String
-        var offerIdentifier: String
-        var createdAt: Int64
-    }
-
-    func insert(_ code: OfferCode, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_offer_codes").model(code, with: Self.encoding).run()
-    }
-
-    func offerCode(_ code: String, on db: any SQLDatabase) async throws -> OfferCode? {
+    func offerCode(_ code: String, on db: any SQLDatabase) async throws -> SimOfferCode? {
         try await db.select().column("*").from("sim_offer_codes").where("code", .equal, code.uppercased())
-            .first(decoding: OfferCode.self, with: Self.decoding)
+            .first(decoding: SimOfferCode.self, with: Self.decoding)
     }
 
     // MARK: Redemptions and signature nonces
 
-    struct OfferRedemption: Codable, Sendable, Hashable {
-        var id: String
-        var appAppleId: Int64
-        var accountId: String
-        var environment: String
-        var productId: String
-        var kind: String
-        var offerIdentifier: String
-        var code: String?
-        var transactionId: String?
-        var redeemedAt: Int64
-    }
-
-    func insert(_ redemption: OfferRedemption, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_offer_redemptions").model(redemption, with: Self.encoding).run()
-    }
-
-    func redemptions(code: String, on db: any SQLDatabase) async throws -> [OfferRedemption] {
+    func redemptions(code: String, on db: any SQLDatabase) async throws -> [SimOfferRedemption] {
         try await db.select().column("*").from("sim_offer_redemptions").where("code", .equal, code.uppercased())
-            .all(decoding: OfferRedemption.self, with: Self.decoding)
+            .all(decoding: SimOfferRedemption.self, with: Self.decoding)
     }
 
     /// Records a signature's nonce; false when it was used before (each signature buys once, even if the buy fails).

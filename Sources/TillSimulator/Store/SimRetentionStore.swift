@@ -3,13 +3,12 @@ import SQLKit
 import TillCore
 import TillStorage
 
-/// Retention Messaging: images, messages, default messages, the realtime URL, its calls and performance tests.
-extension SimulatorStore {
-    // MARK: Images and messages
+/// Retention Messaging (`RetentionMessaging`): images, messages, default messages, the realtime URL, its calls and
+/// performance tests.
+struct SimRetentionStore: Sendable {
+    private static let decoding = SimulatorStore.decoding
 
-    func insert<Asset: RetentionAsset>(_ asset: Asset, on db: any SQLDatabase) async throws {
-        try await db.insert(into: Asset.table).model(asset, with: Self.encoding).run()
-    }
+    // MARK: Images and messages
 
     /// An app's image or message in an environment, by its identifier.
     func retentionAsset<Asset: RetentionAsset>(
@@ -62,17 +61,6 @@ extension SimulatorStore {
     }
 
     // MARK: Default messages
-
-    func upsert(_ configuration: SimRetentionDefault, on db: any SQLDatabase) async throws {
-        try await deleteRetentionDefault(
-            productId: configuration.productId,
-            locale: configuration.locale,
-            appAppleId: configuration.appAppleId,
-            environment: configuration.environment,
-            on: db
-        )
-        try await db.insert(into: "sim_retention_defaults").model(configuration, with: Self.encoding).run()
-    }
 
     func retentionDefault(
         productId: String,
@@ -130,15 +118,6 @@ extension SimulatorStore {
 
     // MARK: Realtime requests and performance tests
 
-    func insert(_ request: SimRetentionRequest, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_retention_requests").model(request, with: Self.encoding).run()
-    }
-
-    func update(_ request: SimRetentionRequest, on db: any SQLDatabase) async throws {
-        try await db.update("sim_retention_requests").set(model: request, with: Self.encoding)
-            .where("request_identifier", .equal, request.requestIdentifier).run()
-    }
-
     func retentionRequests(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
         -> [SimRetentionRequest]
     {
@@ -151,15 +130,6 @@ extension SimulatorStore {
         try await db.select().column("*").from("sim_retention_requests")
             .where("performance_test_id", .equal, performanceTestId).orderBy("created_at")
             .all(decoding: SimRetentionRequest.self, with: Self.decoding)
-    }
-
-    func insert(_ test: SimPerformanceTest, on db: any SQLDatabase) async throws {
-        try await db.insert(into: "sim_performance_tests").model(test, with: Self.encoding).run()
-    }
-
-    func update(_ test: SimPerformanceTest, on db: any SQLDatabase) async throws {
-        try await db.update("sim_performance_tests").set(model: test, with: Self.encoding)
-            .where("request_id", .equal, test.requestId).run()
     }
 
     func performanceTest(requestId: String, on db: any SQLDatabase) async throws -> SimPerformanceTest? {
