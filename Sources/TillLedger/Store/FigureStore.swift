@@ -54,15 +54,15 @@ package struct FigureStore: ServerSQLStore {
     /// One line of the journal, with its place in it.
     package struct JournalLine: Decodable, Sendable {
         package var id: Int64
-        package var bundleId: String
-        package var environment: AppStoreEnvironment
-        package var measure: FigureMeasure
-        package var day: Int64?
-        package var productId: String?
-        package var currency: String?
-        package var amount: Int64
-        package var entries: Int64
-        package var originalTransactionId: String?
+        /// The line's columns besides its id, as `FigureChange` wrote them.
+        package var change: FigureChange
+
+        private enum CodingKeys: String, CodingKey { case id }
+
+        package init(from decoder: any Decoder) throws {
+            id = try decoder.container(keyedBy: CodingKeys.self).decode(Int64.self, forKey: .id)
+            change = try FigureChange(from: decoder)
+        }
     }
 
     /// The first `limit` lines of the journal, oldest first.

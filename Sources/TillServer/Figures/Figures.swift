@@ -82,7 +82,7 @@ public struct Figures: Sendable {
         fold.lines = lines.map(\.id)
         var days: [FigureStore.DailyFigure: (amount: Int64, entries: Int64)] = [:]
         var subscriptions: [AppStoreEnvironment: Set<String>] = [:]
-        for line in lines {
+        for line in lines.map(\.change) {
             if line.measure == .subscription {
                 if let id = line.originalTransactionId { subscriptions[line.environment, default: []].insert(id) }
                 continue
