@@ -230,10 +230,8 @@ public enum LimitsBenchmark {
             input: "POST /v1/customers/alice/debits: 64 KiB, 21,000 numbers"
         ) {
             let world = try await ServerWorld.open()
-            var body = Array(#"{"credit":"gems","amount":1,"x":["#.utf8)
-            while body.count < BodyLimit.json - 8 { body += Array("0,".utf8) }
-            body += Array("0]}".utf8)
-            return { [body] in try await world.call(.post, "/v1/customers/alice/debits", body: body).status < 500 }
+            let body = debitFilled(with: "0")
+            return { try await world.call(.post, "/v1/customers/alice/debits", body: body).status < 500 }
         },
         Case(
             name: "body-json-arrays",
@@ -241,11 +239,8 @@ public enum LimitsBenchmark {
             input: "POST /v1/customers/alice/debits: 64 KiB, 3,000 arrays nested 10 deep (found by app-api)"
         ) {
             let world = try await ServerWorld.open()
-            let nest = String(repeating: "[", count: 10) + String(repeating: "]", count: 10)
-            var body = Array(#"{"credit":"gems","amount":1,"x":["#.utf8)
-            while body.count < BodyLimit.json - nest.utf8.count - 4 { body += Array((nest + ",").utf8) }
-            body += Array("0]}".utf8)
-            return { [body] in try await world.call(.post, "/v1/customers/alice/debits", body: body).status < 500 }
+            let body = debitFilled(with: String(repeating: "[", count: 10) + String(repeating: "]", count: 10))
+            return { try await world.call(.post, "/v1/customers/alice/debits", body: body).status < 500 }
         },
         Case(
             name: "body-json-depth",
@@ -283,6 +278,14 @@ public enum LimitsBenchmark {
             return { try await world.call(.post, "/v1/apple/notifications", body: body).status == 401 }
         },
     ]
+
+    /// A debit's JSON body filled to just under the JSON body limit with an array of `item`, repeated.
+    static func debitFilled(with item: String) -> [UInt8] {
+        var body = Array(#"{"credit":"gems","amount":1,"x":["#.utf8)
+        let next = Array((item + ",").utf8)
+        while body.count + next.count + item.utf8.count + 2 <= BodyLimit.json { body += next }
+        return body + Array((item + "]}").utf8)
+    }
 
     /// A receipt whose purchases hold only a product and a transaction id: the most purchases a size allows.
     static func minimal(purchases count: Int, prefix: String = "") -> AppReceipt {
