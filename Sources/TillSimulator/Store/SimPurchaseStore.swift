@@ -7,16 +7,12 @@ import TillStorage
 /// transactions they made, each device's queue, and the receipts handed out.
 struct SimPurchaseStore: Sendable {
     private static let decoding = SimulatorStore.decoding
+
     // MARK: Payments
 
     func payment(id: String, on db: any SQLDatabase) async throws -> SimPayment? {
         try await db.select().column("*").from("sim_payments").where("id", .equal, id)
             .first(decoding: SimPayment.self, with: Self.decoding)
-    }
-
-    func payments(state: String, on db: any SQLDatabase) async throws -> [SimPayment] {
-        try await db.select().column("*").from("sim_payments").where("state", .equal, state).orderBy("created_at")
-            .all(decoding: SimPayment.self, with: Self.decoding)
     }
 
     // MARK: Transactions
