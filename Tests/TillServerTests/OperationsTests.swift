@@ -98,6 +98,21 @@ extension ServerHTTPTests {
         }
     }
 
+    /// Every series the server exports is in docs/api.md's table of `/metrics`, so that an operator finds what a new
+    /// one means where they find the others (four were missing from it before this test).
+    @Test func everyMetricIsInTheAPIDocs() throws {
+        let source = try String(
+            contentsOf: LayoutTests.root.appendingPathComponent("Sources/TillServer/Metrics/ServerMetrics.swift"),
+            encoding: .utf8
+        )
+        let label = try Regex(#"label: "(till_[a-z_]+)""#, as: (Substring, Substring).self)
+        let names = Set(source.matches(of: label).map { String($0.output.1) })
+        #expect(names.count >= 20, "\(names)")
+        let docs = try String(contentsOf: LayoutTests.root.appendingPathComponent("docs/api.md"), encoding: .utf8)
+        let missing = names.filter { !docs.contains("`\($0)`") }.sorted()
+        #expect(missing.isEmpty, "docs/api.md's table of /metrics lacks \(missing)")
+    }
+
     @Test(arguments: TestDatabase.all) func theQueueGaugesSeeWaitingSubmissions(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database, confirmation: .init(maximumAttempts: 1)) { fixture in
             let app = Application(router: buildServerRouter(fixture.server))
