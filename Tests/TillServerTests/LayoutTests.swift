@@ -611,7 +611,8 @@ struct LayoutTests {
     /// pointing at files that had moved. docs/benchmarks.md is left out (a history names what was there then), and so
     /// are placeholders: a path with a component in capitals (`VERSION`, `TARGET`) or a release number (`0.4.1`).
     @Test func everyPathTheDocsNameExists() throws {
-        let docs = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path)
+        let folder = Self.root.appendingPathComponent("docs").path
+        let docs = try FileManager.default.contentsOfDirectory(atPath: folder)
             .filter { $0.hasSuffix(".md") && $0 != "benchmarks.md" }.map { "docs/" + $0 } + ["README.md"]
         // A path starts the line or follows what cannot be in one (`.build-deploy/…` is not `deploy/…`).
         let path = try Regex(
