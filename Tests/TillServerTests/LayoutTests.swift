@@ -612,8 +612,8 @@ struct LayoutTests {
     /// are placeholders: a path with a component in capitals (`VERSION`, `TARGET`) or a release number (`0.4.1`).
     @Test func everyPathTheDocsNameExists() throws {
         let folder = Self.root.appendingPathComponent("docs").path
-        let docs = try FileManager.default.contentsOfDirectory(atPath: folder)
-            .filter { $0.hasSuffix(".md") && $0 != "benchmarks.md" }.map { "docs/" + $0 } + ["README.md"]
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        let docs = names.filter { $0.hasSuffix(".md") && $0 != "benchmarks.md" }.map { "docs/" + $0 } + ["README.md"]
         // A path starts the line or follows what cannot be in one (`.build-deploy/…` is not `deploy/…`).
         let path = try Regex(
             #"(?:^|[^\w/.\-])((?:Client/)?(?:Sources|Tests|Tools|deploy|\.ci)/[A-Za-z0-9_./+\-]*[A-Za-z0-9_+\-])"#,
