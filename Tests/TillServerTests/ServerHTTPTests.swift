@@ -148,6 +148,17 @@ struct ServerHTTPTests {
                     try await call(client, .post, "/v1/receipts", #"{"customerId":"alice"}"#, token: fixture.app.appKey)
                         .code == "oneFormatExpected"
                 )
+                // An empty field is said apart from a missing one (a shell's failed `$(base64 receipt.bin)` sends it).
+                let empty = try await call(
+                    client,
+                    .post,
+                    "/v1/receipts",
+                    body(["customerId": "alice", "receipt": ""]),
+                    token: fixture.app.appKey
+                )
+                #expect(empty.status == 400 && empty.code == "oneFormatExpected")
+                let message = (empty.object["error"] as? [String: Any])?["message"] as? String
+                #expect(message?.hasPrefix("receipt is empty") == true, "\(empty.object)")
                 let forged = try await call(
                     client,
                     .post,

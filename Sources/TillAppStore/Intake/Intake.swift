@@ -71,11 +71,15 @@ public struct Intake: AppStoreRoom, Sendable {
             request.transactionReceipt.map(SubmissionInput.transactionReceipt),
             request.signedTransaction.map(SubmissionInput.signedTransaction),
         ].compactMap { $0 }
-        guard inputs.count == 1, let input = inputs.first, !input.payload.isEmpty else {
+        guard inputs.count == 1, let input = inputs.first else {
             throw IntakeRefusal(
                 .oneFormatExpected,
                 "send exactly one of receipt, transactionReceipt or signedTransaction"
             )
+        }
+        guard !input.payload.isEmpty else {
+            // Said apart from a missing field: an empty one is what a shell's failed `$(base64 file)` sends.
+            throw IntakeRefusal(.oneFormatExpected, "\(input.field) is empty: send the purchase's evidence in it")
         }
         if let key = request.idempotencyKey {
             guard !key.isEmpty, key.count <= 200 else {

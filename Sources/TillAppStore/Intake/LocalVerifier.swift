@@ -363,6 +363,15 @@ enum SubmissionInput: Sendable {
         case .appReceipt(let text), .transactionReceipt(let text), .signedTransaction(let text): text
         }
     }
+
+    /// The request's field that carried it (`SubmissionRequest`).
+    var field: String {
+        switch self {
+        case .appReceipt: "receipt"
+        case .transactionReceipt: "transactionReceipt"
+        case .signedTransaction: "signedTransaction"
+        }
+    }
 }
 
 extension VerificationOutcome {
