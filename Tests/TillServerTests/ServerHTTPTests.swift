@@ -157,8 +157,7 @@ struct ServerHTTPTests {
                     token: fixture.app.appKey
                 )
                 #expect(empty.status == 400 && empty.code == "oneFormatExpected")
-                let message = (empty.object["error"] as? [String: Any])?["message"] as? String
-                #expect(message?.hasPrefix("receipt is empty") == true, "\(empty.object)")
+                #expect(empty.message?.hasPrefix("receipt is empty") == true, "\(empty.object)")
                 let forged = try await call(
                     client,
                     .post,

@@ -2,8 +2,8 @@ import TillContract
 import TillCore
 
 // The server's names for the wire types it answers with. Each is the type swift-openapi-generator made from
-// Client/Sources/TillContract/openapi.yaml (see docs/contract.md): a field added there is a field here, on the client, in
-// the served document and in the docs at once.
+// Client/Sources/TillContract/openapi.yaml (see docs/contract.md): a field added there is a field here, on the
+// client, in the served document and in the docs at once.
 
 /// What an app sends after a purchase or restore: the customer and exactly one of the three formats.
 public typealias SubmissionRequest = Components.Schemas.SubmissionRequest

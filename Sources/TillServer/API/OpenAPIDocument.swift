@@ -7,8 +7,8 @@ import TillCatalogue
 import TillContract
 import TillLedger
 
-/// `GET /openapi.yaml`: the contract (Client/Sources/TillContract/openapi.yaml), the one source of the server's HTTP API and
-/// of the types on both sides of it.
+/// `GET /openapi.yaml`: the contract (Client/Sources/TillContract/openapi.yaml), the one source of the server's HTTP
+/// API and of the types on both sides of it.
 ///
 /// `OpenAPITests` calls every operation it lists against the router and compares its paths with the routes the
 /// router registers, so a route added without documenting it (or documented without existing) fails the tests.
