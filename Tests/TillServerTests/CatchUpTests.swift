@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import SQLKit
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -291,6 +292,39 @@ struct CatchUpTests {
             #expect(run.transactions.fetched == 1 && run.transactions.revoked == 0 && run.transactions.unchanged == 1)
             #expect(try await customer(fixture, "c1").entitlements.map(\.id) == ["pro"])
             #expect(try await count(fixture, "SELECT COUNT(*) AS n FROM srv_finance WHERE kind = 'refund'") == 1)
+        }
+    }
+
+    /// An operator's grant is in the ledger beside Apple's purchases, but no App Store knows its `grant-…` id: the
+    /// catch-up asks Apple for the customers' histories through Apple's purchases only, and a grant keeps no run from
+    /// being complete (Apple answered 4000006 for it, every run).
+    @Test(arguments: TestDatabase.all) func anOperatorsGrantIsNeverAskedOfApple(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            let pro = try await fixture.buy("pro")
+            try await submit(fixture, pro, as: "c1")
+            let catalogue = try await fixture.server.catalogue.products(of: ServerFixture.bundleId)
+            let grants: [(String, AppStoreEnvironment)] = [("c1", .sandbox), ("c2", .sandbox), ("c3", .production)]
+            for (customer, environment) in grants {
+                try await fixture.server.ledger.grant(
+                    bundleId: ServerFixture.bundleId,
+                    customerId: customer,
+                    productId: "gems.100",
+                    expiresDate: nil,
+                    environment: environment,
+                    note: "a goodwill gesture",
+                    app: fixture.app,
+                    catalogue: catalogue
+                )
+            }
+            let run = try await catchUp(fixture)
+            #expect(run.outcome == .complete, "\(run)")
+            for report in run.environments {
+                #expect(report.transactions.complete && report.transactions.error == nil, "\(report)")
+            }
+            let first = try sandbox(run)
+            #expect(first.transactions.histories == 1 && first.transactions.fetched == 1, "c1's purchase of pro only")
+            let second = try await catchUp(fixture)
+            #expect(second.outcome == .complete, "\(second)")
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TillCatalogue
 import TillContract
 import TillCore
 import TillFormats
@@ -123,6 +124,48 @@ extension OfferSigningTests {
                 #expect(gems.status == 400 && gems.code == "notASubscription")
                 let unknown = try await ask("carol", #"{"productId":"premium.gold"}"#)
                 #expect(unknown.status == 404 && unknown.code == "productNotFound")
+            }
+        }
+    }
+
+    /// An operator's grant is no App Store's transaction: a signature names Apple's transactions only, so a customer
+    /// whose ledger holds nothing but a grant is named by their app transaction, as a new customer is (Apple refuses a
+    /// signature naming `grant-…`).
+    @Test(arguments: TestDatabase.all) func aGrantIsNeverTheTransactionASignatureNames(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
+            try await prepare(fixture)
+            let dave = try await newCustomer(fixture)
+            try await fixture.server.ledger.grant(
+                bundleId: Self.bundle,
+                customerId: "dave",
+                productId: "pro",
+                expiresDate: nil,
+                environment: .sandbox,
+                note: "a goodwill gesture",
+                app: fixture.app,
+                catalogue: try await fixture.server.catalogue.products(of: Self.bundle)
+            )
+            let key = fixture.app.appKey
+            try await withRouter(fixture) { client in
+                let path = "/v1/customers/dave/offers/introductory-eligibility"
+                let unnamed = try await client.call(.post, path, json: #"{"productId":"premium.monthly"}"#, token: key)
+                #expect(unnamed.status == 400 && unnamed.code == "appTransactionIdRequired", "\(unnamed)")
+                let named = try await client.call(
+                    .post,
+                    path,
+                    json: #"{"productId":"premium.monthly","appTransactionId":"\#(dave.appTransactionId)"}"#,
+                    token: key
+                ).decode(Components.Schemas.IntroductoryEligibilitySignature.self)
+                #expect(named.transactionId == dave.appTransactionId && named.allowIntroductoryOffer)
+                let trial = try await pay(
+                    fixture,
+                    "premium.monthly",
+                    device: dave.device,
+                    eligibility: named.compactJWS
+                )
+                #expect(trial.state == "purchased", "\(trial)")
             }
         }
     }

@@ -105,7 +105,8 @@ struct CatchUpStore: ServerSQLStore {
     }
 
     /// The ledger's purchases (original transactions) of the app in `environment` that no history read so far
-    /// listed: each may belong to an App Store customer whose history was never asked for.
+    /// listed: each may belong to an App Store customer whose history was never asked for. An operator's grant is
+    /// not one: no App Store knows its `grant-…` id (Apple answers 4000006, and the run would never be complete).
     func purchasesOutsideHistories(bundleId: String, environment: String, on db: any SQLDatabase) async throws
         -> [String]
     {
@@ -113,6 +114,7 @@ struct CatchUpStore: ServerSQLStore {
             """
             SELECT DISTINCT t.original_transaction_id FROM srv_transactions t
             WHERE t.bundle_id = \(bind: bundleId) AND t.environment = \(bind: environment)
+              AND t.source <> \(bind: LedgerSource.operator.rawValue)
               AND NOT EXISTS (
                 SELECT 1 FROM srv_catch_up_purchases p
                 WHERE p.bundle_id = t.bundle_id AND p.environment = t.environment

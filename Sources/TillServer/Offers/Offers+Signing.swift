@@ -205,7 +205,10 @@ extension Offers {
             gracePeriods: CustomerSnapshot.gracePeriods(snapshot.states),
             now: clock.milliseconds
         )
-        let newest = snapshot.ledger.filter { !$0.isRevokedByRejection }.max { $0.purchaseDate < $1.purchaseDate }
+        // Apple's transactions only: an operator's grant (`grant-…`) is no App Store's, and Apple refuses a signature
+        // that names it.
+        let newest = snapshot.ledger.filter { !$0.isRevokedByRejection && $0.source != .operator }
+            .max { $0.purchaseDate < $1.purchaseDate }
         return (snapshot.owner, history, newest?.transactionId)
     }
 
