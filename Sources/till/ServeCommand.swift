@@ -37,6 +37,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
     @Option(help: "A JSON file of settings (keys as in docs/configuration.md).") var config: String?
 
+    /// A setting the server cannot start with: its message, then exit 64 (EX_USAGE, as the argument parser's own
+    /// refusals), without the parser's usage lines, which would say the command line was wrong.
+    static func refuse(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+        return ExitCode(64)
+    }
+
     func run() async throws {
         var flags: [AbsoluteConfigKey: ConfigValue] = [:]
         if let mode { flags["mode"] = .init(.string(mode), isSecret: false) }
@@ -50,7 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             settings = try await ServerSettings.load(flags: flags, file: config)
         } catch let error as SettingsRefusal {
-            throw ValidationError(error.message)
+            throw Self.refuse(error.message)
         }
         // With tracing on, each line logged in a span carries its trace_id and span_id.
         var logger =
@@ -81,11 +88,11 @@ struct ServeCommand: AsyncParsableCommand {
                 SnapshotKeyFiles.publishedKey
             )
         } catch let error as SettingsRefusal {
-            throw ValidationError(error.message)
+            throw Self.refuse(error.message)
         }
         for path in settings.sandboxRootFiles {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ValidationError("cannot read \(path)")
+                throw Self.refuse("cannot read \(path)")
             }
             configuration.trustForSandbox(try TrustAnchors.certificates(fromFile: Array(data)))
         }

@@ -222,4 +222,26 @@ struct ReadinessTests {
         #expect(second.output.contains("Address already in use"), "\(second.output)")
         #expect(await first.stop() == 0)
     }
+
+    /// A setting `till serve` cannot start with ends it with status 64 and the setting's message alone: not a default
+    /// in its place (`TILL_HTTP_PORT=abc` once listened on 8080), and not the parser's usage lines, which would say
+    /// the command line was wrong.
+    @Test(
+        .timeLimit(.minutes(10)),
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func aBadSettingEndsTillServeWithItsMessage() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-bad-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await TillProcess.start(
+            ["serve", "--mode", "production", "--operator-token", World.operatorToken, "--database-url", ":memory:"],
+            environment: ["TILL_HTTP_PORT": "abc"],
+            directory: directory,
+            base: "unused"
+        )
+        #expect(await serve.exitStatus() == 64)
+        #expect(serve.output.contains("Error: http.port is a whole number from 0 to 65535, not abc"), "\(serve.output)")
+        #expect(!serve.output.contains("Usage:"), "\(serve.output)")
+    }
 }

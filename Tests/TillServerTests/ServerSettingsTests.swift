@@ -200,6 +200,46 @@ struct ServerSettingsTests {
                 #expect(error.code == code)
             }
         }
+        // A value that is not of its type was once taken for the default (the server listened on 8080), and one
+        // outside its range was moved into it. Each is refused, its message naming the key and what it was given.
+        for (key, value, code) in [
+            ("http.port", "abc", "invalidPort"),
+            ("simulator.port", "-1", "invalidPort"),
+            ("database.wait-seconds", "soon", "invalidDatabaseWait"),
+            ("catch-up.interval-seconds", "hourly", "invalidCatchUpInterval"),
+            ("confirmation.max-attempts", "abc", "invalidSetting"),
+            ("confirmation.max-attempts", "0", "invalidSetting"),
+            ("confirmation.pacing", "maybe", "invalidSetting"),
+            ("confirmation.busy-cpu-share", "2", "invalidSetting"),
+            ("confirmation.backoff-base-seconds", "0", "invalidSetting"),
+            ("content.max-upload-bytes", "0", "invalidSetting"),
+            ("webhooks.answer-prefix-bytes", "70000", "invalidSetting"),
+            ("webhooks.concurrency", "0", "invalidSetting"),
+            ("webhooks.allow-private-addresses", "yes please", "invalidSetting"),
+            ("webhooks.retry-hours", "forever", "invalidRetryHours"),
+        ] {
+            let variable = "TILL_" + key.uppercased().map { $0 == "." || $0 == "-" ? "_" : String($0) }.joined()
+            do {
+                _ = try await ServerSettings.load(flags: [:], environment: [variable: value], file: nil)
+                Issue.record("\(variable)=\(value) was accepted")
+            } catch let error as SettingsRefusal {
+                #expect(error.code == code, "\(variable)=\(value): \(error.message)")
+                #expect(error.message.hasPrefix(key) && error.message.hasSuffix("not \(value)"), "\(error.message)")
+            }
+        }
+        let typed = try await ServerSettings.load(
+            flags: [:],
+            environment: ["TILL_CONFIRMATION_PACING": "false", "TILL_WEBHOOKS_ANSWER_PREFIX_BYTES": "65536"],
+            file: nil
+        )
+        #expect(!typed.confirmation.pacing && typed.webhooks.answerPrefixBytes == 65_536)
+        do {
+            _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file(#"{"http":{"port":"abc"}}"#))
+            Issue.record("a port that is not a number was accepted from the file")
+        } catch let error as SettingsRefusal {
+            #expect(error.code == "invalidPort")
+            #expect(error.message == "http.port is a whole number from 0 to 65535, not abc")
+        }
         do {
             _ = try await ServerSettings.load(flags: [:], environment: [:], file: "/nonexistent/till.json")
             Issue.record("a missing file was accepted")

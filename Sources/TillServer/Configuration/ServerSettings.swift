@@ -125,11 +125,12 @@ public struct ServerSettings: Sendable {
             throw SettingsRefusal(.invalidMode, "mode is development or production, not \(mode)")
         }
         development = mode == "development"
+        let read = SettingReader(config: config)
         host = config.string(forKey: "http.host", default: "127.0.0.1")
-        port = config.int(forKey: "http.port", default: 8080)
+        port = try read.int("http.port", default: 8080, in: 0...65535, else: .invalidPort)
         let databaseURL = config.string(forKey: "database.url", default: "till.sqlite")
         database = try DatabaseConfiguration(parsing: databaseURL)
-        let waitSeconds = config.double(forKey: "database.wait-seconds", default: 5)
+        let waitSeconds = try read.double("database.wait-seconds", default: 5, else: .invalidDatabaseWait)
         guard waitSeconds >= 0, waitSeconds <= 300 else {
             throw SettingsRefusal(
                 .invalidDatabaseWait,
@@ -137,7 +138,7 @@ public struct ServerSettings: Sendable {
             )
         }
         databaseWait = .milliseconds(Int64(waitSeconds * 1000))
-        let graceSeconds = config.double(forKey: "shutdown.grace-seconds", default: 60)
+        let graceSeconds = try read.double("shutdown.grace-seconds", default: 60, else: .invalidShutdownGrace)
         guard graceSeconds > 0, graceSeconds <= 3600 else {
             throw SettingsRefusal(
                 .invalidShutdownGrace,
@@ -145,7 +146,7 @@ public struct ServerSettings: Sendable {
             )
         }
         shutdownGrace = .milliseconds(Int64(graceSeconds * 1000))
-        let drainSeconds = config.double(forKey: "shutdown.drain-seconds", default: 0)
+        let drainSeconds = try read.double("shutdown.drain-seconds", default: 0, else: .invalidShutdownDrain)
         guard drainSeconds >= 0, drainSeconds < graceSeconds else {
             throw SettingsRefusal(
                 .invalidShutdownDrain,
@@ -160,8 +161,10 @@ public struct ServerSettings: Sendable {
         }
         contentDirectory = config.string(forKey: "content.directory", default: "till-content")
         content = ContentSettings(
-            maxUploadBytes: Int64(max(1, config.int(forKey: "content.max-upload-bytes", default: 512 * 1024 * 1024))),
-            urlLifetime: .seconds(max(1, config.int(forKey: "content.url-lifetime-seconds", default: 900)))
+            maxUploadBytes: Int64(
+                try read.int("content.max-upload-bytes", default: 512 * 1024 * 1024, in: 1...Int.max)
+            ),
+            urlLifetime: .seconds(try read.int("content.url-lifetime-seconds", default: 900, in: 1...Int.max))
         )
         serverSecret = config.string(forKey: "server.secret", isSecret: true)
         if let serverSecret, serverSecret.utf8.count < 16 {
@@ -191,19 +194,26 @@ public struct ServerSettings: Sendable {
         )
         sandboxRootFiles = Self.list(config.string(forKey: "apple.sandbox-roots", default: ""))
         confirmation = ConfirmationSettings(
-            maximumAttempts: max(1, config.int(forKey: "confirmation.max-attempts", default: 12)),
-            concurrency: max(1, config.int(forKey: "confirmation.concurrency", default: 64)),
-            requestTimeout: .seconds(max(1, config.int(forKey: "confirmation.timeout-seconds", default: 30))),
+            maximumAttempts: try read.int("confirmation.max-attempts", default: 12, in: 1...Int.max),
+            concurrency: try read.int("confirmation.concurrency", default: 64, in: 1...Int.max),
+            requestTimeout: .seconds(try read.int("confirmation.timeout-seconds", default: 30, in: 1...Int.max)),
             backoffBase: .milliseconds(
-                Int64(max(0.001, config.double(forKey: "confirmation.backoff-base-seconds", default: 2)) * 1000)
+                Int64(try read.double("confirmation.backoff-base-seconds", default: 2, in: 0.001...86_400) * 1000)
             ),
-            backoffCap: .seconds(max(1, config.int(forKey: "confirmation.backoff-cap-seconds", default: 3600))),
-            pacing: config.bool(forKey: "confirmation.pacing", default: true),
-            busyCPUShare: min(1, max(0.05, config.double(forKey: "confirmation.busy-cpu-share", default: 0.5))),
-            longestPacingDelay: .seconds(max(1, config.int(forKey: "confirmation.longest-delay-seconds", default: 30)))
+            backoffCap: .seconds(try read.int("confirmation.backoff-cap-seconds", default: 3600, in: 1...Int.max)),
+            pacing: try read.bool("confirmation.pacing", default: true),
+            busyCPUShare: try read.double("confirmation.busy-cpu-share", default: 0.5, in: 0.05...1),
+            longestPacingDelay: .seconds(
+                try read.int("confirmation.longest-delay-seconds", default: 30, in: 1...Int.max)
+            )
         )
-        let catchUpInterval = config.int(forKey: "catch-up.interval-seconds", default: 3600)
-        let lookBackDays = config.int(forKey: "catch-up.first-look-back-days", default: 7)
+        let catchUpInterval = try read.int(
+            "catch-up.interval-seconds",
+            default: 3600,
+            in: 0...Int.max,
+            else: .invalidCatchUpInterval
+        )
+        let lookBackDays = try read.int("catch-up.first-look-back-days", default: 7, else: .invalidCatchUpLookBack)
         guard catchUpInterval >= 0 else {
             throw SettingsRefusal(
                 .invalidCatchUpInterval,
@@ -222,7 +232,7 @@ public struct ServerSettings: Sendable {
         )
         imports = try Self.imports(config)
         webhooks = try Self.webhooks(config, development: development)
-        simulatorPort = config.int(forKey: "simulator.port", default: 8090)
+        simulatorPort = try read.int("simulator.port", default: 8090, in: 0...65535, else: .invalidPort)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
         simulatorDatabase = try DatabaseConfiguration(
             parsing: config.string(forKey: "simulator.database", default: simulatorDefault)
@@ -236,9 +246,6 @@ public struct ServerSettings: Sendable {
         }
         self.logLevel = logLevel
         tracing = try Self.tracing(config)
-        guard (0...65535).contains(port), (0...65535).contains(simulatorPort) else {
-            throw SettingsRefusal(.invalidPort, "ports are between 0 and 65535")
-        }
         guard development || operatorToken != nil else {
             throw SettingsRefusal(
                 .operatorTokenRequired,
@@ -275,27 +282,28 @@ public struct ServerSettings: Sendable {
             }
             return .milliseconds(Int64(seconds * 1000))
         }
-        let hours = config.double(forKey: "webhooks.retry-hours", default: 72)
+        let read = SettingReader(config: config)
+        let hours = try read.double("webhooks.retry-hours", default: 72, else: .invalidRetryHours)
         guard hours > 0, hours <= 30 * 24 else {
             throw SettingsRefusal(.invalidRetryHours, "webhooks.retry-hours is more than 0 and at most 720")
         }
-        let window = config.int(forKey: "webhooks.batch-window-ms", default: 50)
+        let window = try read.int("webhooks.batch-window-ms", default: 50, else: .invalidBatchWindow)
         guard (0...1000).contains(window) else {
             throw SettingsRefusal(.invalidBatchWindow, "webhooks.batch-window-ms is from 0 to 1000, not \(window)")
         }
         return WebhookSettings(
-            allowHTTPToLoopback: config.bool(forKey: "webhooks.allow-http-loopback", default: development),
-            allowPrivateAddresses: config.bool(forKey: "webhooks.allow-private-addresses", default: false),
-            connectTimeout: .seconds(max(1, config.int(forKey: "webhooks.connect-timeout-seconds", default: 5))),
-            timeout: .seconds(max(1, config.int(forKey: "webhooks.timeout-seconds", default: 15))),
-            answerPrefixBytes: min(65_536, max(0, config.int(forKey: "webhooks.answer-prefix-bytes", default: 1024))),
+            allowHTTPToLoopback: try read.bool("webhooks.allow-http-loopback", default: development),
+            allowPrivateAddresses: try read.bool("webhooks.allow-private-addresses", default: false),
+            connectTimeout: .seconds(try read.int("webhooks.connect-timeout-seconds", default: 5, in: 1...Int.max)),
+            timeout: .seconds(try read.int("webhooks.timeout-seconds", default: 15, in: 1...Int.max)),
+            answerPrefixBytes: try read.int("webhooks.answer-prefix-bytes", default: 1024, in: 0...65_536),
             retryFor: .milliseconds(Int64(hours * 3_600_000)),
             schedule: schedule.isEmpty ? WebhookSettings.standardSchedule : schedule,
-            concurrency: config.int(forKey: "webhooks.concurrency", default: 256),
-            concurrencyPerEndpoint: config.int(forKey: "webhooks.concurrency-per-endpoint", default: 8),
-            batchPerEndpoint: config.int(forKey: "webhooks.batch-per-endpoint", default: 32),
+            concurrency: try read.int("webhooks.concurrency", default: 256, in: 1...Int.max),
+            concurrencyPerEndpoint: try read.int("webhooks.concurrency-per-endpoint", default: 8, in: 1...Int.max),
+            batchPerEndpoint: try read.int("webhooks.batch-per-endpoint", default: 32, in: 1...Int.max),
             batchWindow: .milliseconds(Int64(window)),
-            deliverImports: config.bool(forKey: "webhooks.deliver-imports", default: false)
+            deliverImports: try read.bool("webhooks.deliver-imports", default: false)
         )
     }
 

@@ -18,6 +18,8 @@ public enum SettingsReason: String, RefusalReason {
     case invalidPort
     case invalidRetryHours
     case invalidRetrySchedule
+    /// A number or a switch that is not of its type, or outside its range (`SettingReader`).
+    case invalidSetting
     case invalidShutdownDrain
     case invalidShutdownGrace
     case invalidSnapshotKey

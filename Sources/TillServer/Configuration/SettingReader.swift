@@ -1,0 +1,71 @@
+import Configuration
+import TillCore
+
+/// Reads `till serve`'s numbers and switches so that a bad value stops the server at start (exit 64) instead of being
+/// replaced: swift-configuration's `int(forKey:default:)` and its kin answer the default for a value that is there but
+/// is not of the type (`TILL_HTTP_PORT=abc` listened on 8080, `TILL_CONFIRMATION_PACING=maybe` paced), and the clamps
+/// that used to follow them moved a value outside its range without a word.
+///
+/// A key no provider has takes its default. A value some provider has must be of the setting's type and within its
+/// range, or it is refused with the key, what it takes and what it was given.
+struct SettingReader {
+    let config: ConfigReader
+
+    /// A whole number within `range`; with none, any: the caller checks what it needs.
+    func int(
+        _ key: String,
+        default standard: Int,
+        in range: ClosedRange<Int>? = nil,
+        else reason: SettingsReason = .invalidSetting
+    ) throws -> Int {
+        let what = "a whole number" + (range.map { " " + Self.describe($0) } ?? "")
+        guard let value = config.int(forKey: ConfigKey(key)) else {
+            try refuseIfGiven(key, what, reason)
+            return standard
+        }
+        guard range?.contains(value) ?? true else { throw SettingsRefusal(reason, "\(key) is \(what), not \(value)") }
+        return value
+    }
+
+    /// A number (fractions allowed) within `range`; with none, any number: the caller checks what it needs.
+    func double(
+        _ key: String,
+        default standard: Double,
+        in range: ClosedRange<Double>? = nil,
+        else reason: SettingsReason = .invalidSetting
+    ) throws -> Double {
+        let what = "a number" + (range.map { " from \(Self.text($0.lowerBound)) to \(Self.text($0.upperBound))" } ?? "")
+        guard let value = config.double(forKey: ConfigKey(key)) else {
+            try refuseIfGiven(key, what, reason)
+            return standard
+        }
+        guard value.isFinite, range?.contains(value) ?? true else {
+            throw SettingsRefusal(reason, "\(key) is \(what), not \(Self.text(value))")
+        }
+        return value
+    }
+
+    /// `true` or `false`.
+    func bool(_ key: String, default standard: Bool) throws -> Bool {
+        guard let value = config.bool(forKey: ConfigKey(key)) else {
+            try refuseIfGiven(key, "true or false", .invalidSetting)
+            return standard
+        }
+        return value
+    }
+
+    /// The key has a value that is not of its type: refused, with the value as given (none of these is a secret).
+    private func refuseIfGiven(_ key: String, _ what: String, _ reason: SettingsReason) throws {
+        guard let given = config.string(forKey: ConfigKey(key)) else { return }
+        throw SettingsRefusal(reason, "\(key) is \(what), not \(given.isEmpty ? "empty" : given)")
+    }
+
+    private static func describe(_ range: ClosedRange<Int>) -> String {
+        range.upperBound == Int.max ? "from \(range.lowerBound) up" : "from \(range.lowerBound) to \(range.upperBound)"
+    }
+
+    /// 0.05 as 0.05, 300 as 300.
+    private static func text(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+    }
+}
