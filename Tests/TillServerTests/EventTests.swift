@@ -148,6 +148,13 @@ struct EventTests {
             #expect(next.items.map(\._type) == [.credits_debited])
             #expect(try await Self.feed(fixture, type: .credits_purchased).items.count == 3)
             await #expect(throws: EventRefusal.self) { _ = try await Self.feed(fixture, after: "not-a-cursor") }
+            // A cursor past the last event was never given: a reader holding one would skip the events up to it.
+            let last = try #require(next.items.last?.sequence)
+            await #expect(throws: EventRefusal.self) { _ = try await Self.feed(fixture, after: String(last + 1)) }
+            await #expect(throws: EventRefusal.self) { _ = try await Self.feed(fixture, after: "999999") }
+            // The last one is a cursor, for every filter (an app's feed whose last event is another app's included).
+            #expect(try await Self.feed(fixture, after: String(last)).items.isEmpty)
+            #expect(try await Self.feed(fixture, after: String(last), type: .purchase_refunded).items.isEmpty)
         }
     }
 

@@ -199,6 +199,18 @@ public struct EventLog: Sendable {
             type: type,
             on: database.sql
         )
+        // A cursor past the last event was never a nextCursor: a reader holding one (mistyped, or kept across a
+        // restore of an older backup) would skip every event numbered up to it as they come. Checked when the page is
+        // empty, the only page such a cursor gives.
+        if records.isEmpty, start > 0 {
+            let last = try await eventStore.lastEventSequence(on: database.sql)
+            guard start <= last else {
+                throw EventRefusal(
+                    .invalidCursor,
+                    "after (\(start)) is past the feed's last event (\(last)): pass a nextCursor the feed gave"
+                )
+            }
+        }
         let shown = records.prefix(limit)
         var writer = JSONWriter(capacity: 256 + shown.reduce(0) { $0 + $1.body.utf8.count + 1 })
         writer.object { w in
