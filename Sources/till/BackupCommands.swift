@@ -72,7 +72,9 @@ struct CheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check a database or a backup: integrity, migrations, and that balances and the ledger agree.",
-        discussion: "Exits 1 when it is not whole. Writes nothing. See docs/operations.md, \"Backing up\"."
+        discussion:
+            "Exits 1 when it is not whole. Changes no data (opening an SQLite file sets it to WAL mode, as the server "
+            + "does, so the file must be writable). See docs/operations.md, \"Backing up\"."
     )
 
     @Argument(help: "An SQLite file (a backup, or a stopped server's database).") var file: String?

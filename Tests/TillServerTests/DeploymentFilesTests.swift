@@ -19,6 +19,42 @@ import TillTestSupport
         try String(contentsOf: repository.appendingPathComponent(path), encoding: .utf8)
     }
 
+    /// The subcommands `till --help` lists (`  serve   Run the …`), in order.
+    static func subcommands(ofHelp help: String) -> [String] {
+        help.split(separator: "\n").drop { $0 != "SUBCOMMANDS:" }.compactMap { line -> String? in
+            guard line.hasPrefix("  "), !line.hasPrefix("   "), let word = line.split(separator: " ").first,
+                word.allSatisfy({ $0.isLowercase || $0 == "-" })
+            else { return nil }
+            return String(word)
+        }
+    }
+
+    /// The commands docs/deploy.md says the server's binary has: the backticked words of its sentence.
+    static func deployedCommands() throws -> [String] {
+        let guide = try text("docs/deploy.md")
+        let start = try #require(guide.range(of: "The server's binary has every other command ("))
+        let end = try #require(guide[start.upperBound...].firstIndex(of: ")"))
+        return guide[start.upperBound..<end].split(separator: "`", omittingEmptySubsequences: false).enumerated()
+            .filter { $0.offset % 2 == 1 }.map { String($0.element) }
+    }
+
+    /// docs/deploy.md names every command of the server's binary: those of this build but the `Demo` trait's two
+    /// (the deployable binary's own list is checked in `theDeployableBinaryLinksOnlyWhatDeployMdLists`).
+    @Test(
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func deployMdNamesEveryCommandOfTheServersBinary() async throws {
+        let help = try await ChildProcess.run(try TillExecutable.require().path, ["--help"])
+        try #require(help.status == 0, "\(help.output)")
+        let built = Self.subcommands(ofHelp: help.output)
+        #expect(built.contains("serve") && built.contains("demo"), "\(help.output)")
+        let listed = try Self.deployedCommands()
+        #expect(
+            Set(built).subtracting(["demo", "shop"]) == Set(listed),
+            "till --help: \(built); docs/deploy.md: \(listed)"
+        )
+    }
+
     /// `[Section] key=value` lines of a unit file, in order.
     static func unitEntries(_ unit: String) -> [(section: String, key: String, value: String)] {
         var section = ""
@@ -229,6 +265,7 @@ import TillTestSupport
         let help = try await ChildProcess.run(binary, ["--help"])
         #expect(help.status == 0 && help.output.contains("serve") && help.output.contains("probe"))
         #expect(!help.output.contains("  demo ") && !help.output.contains("  shop "), "\(help.output)")
+        #expect(Self.subcommands(ofHelp: help.output) == (try Self.deployedCommands()), "\(help.output)")
         #expect(guide.contains(Self.buildCommand))
     }
 }
