@@ -100,6 +100,21 @@ extension ServerHTTPTests {
 
     /// Every series the server exports is in docs/api.md's table of `/metrics`, so that an operator finds what a new
     /// one means where they find the others (four were missing from it before this test).
+    /// The counters docs/operations.md alerts on are there at 0 before anything happened: one that appeared only at
+    /// its first increment had no rate, and an alert on its increase missed that first one.
+    @Test func theAlertedCountersStartAtZero() throws {
+        let lines = Set(String(decoding: ServerMetrics().emit(), as: UTF8.self).split(separator: "\n").map(String.init))
+        for series in [
+            #"till_catch_up_runs_total{outcome="incomplete"} 0"#,
+            #"till_catch_up_notifications_total{environment="Production",result="applied"} 0"#,
+            #"till_catch_up_transactions_total{environment="Sandbox",result="recorded"} 0"#,
+            #"till_webhook_attempts_total{outcome="failed"} 0"#,
+            #"till_job_attempts_total{kind="delivery",outcome="deadLettered"} 0"#,
+        ] {
+            #expect(lines.contains(series), "\(series) is not in \(lines.sorted())")
+        }
+    }
+
     @Test func everyMetricIsInTheAPIDocs() throws {
         let source = try String(
             contentsOf: LayoutTests.root.appendingPathComponent("Sources/TillServer/Metrics/ServerMetrics.swift"),

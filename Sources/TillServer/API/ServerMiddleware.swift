@@ -84,9 +84,12 @@ struct RequestMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: elapsed)
         pacer.served()
-        guard detailed || response.status.code >= 500 else { return response }
+        // `/ready`'s 503 is its answer, not a failure: a balancer asks every few seconds while the server drains or
+        // its storage fails (an outage the storage gate logs once), and each ask was an error line.
+        let failed = response.status.code >= 500 && route != "/ready"
+        guard detailed || failed else { return response }
         context.logger.log(
-            level: response.status.code >= 500 ? .error : .info,
+            level: failed ? .error : .info,
             "\(request.method) \(request.uri.path) \(response.status.code)",
             metadata: [
                 "route": .string(route),

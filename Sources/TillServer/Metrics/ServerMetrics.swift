@@ -42,6 +42,39 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
             "till_apple_call_seconds": slow,
         ]
         self.factory = factory
+        startCountersAtZero()
+    }
+
+    /// The counters docs/operations.md tells operators to alert on, each of its known series at 0 from the start: a
+    /// series that appears only at its first increment has no rate, and an alert on its increase misses that first one.
+    /// (Series labelled by what Apple or a request said, a status or a route, appear as they happen.)
+    private func startCountersAtZero() {
+        for outcome in CatchUpRun.OutcomePayload.allCases {
+            let dimensions = [("outcome", outcome.rawValue)]
+            _ = Counter(label: "till_catch_up_runs_total", dimensions: dimensions, factory: factory)
+        }
+        for environment in [AppStoreEnvironment.production, .sandbox] {
+            for (history, result, _) in Self.catchUpCounts(nil) {
+                _ = Counter(
+                    label: "till_catch_up_\(history)_total",
+                    dimensions: [("environment", environment.rawValue), ("result", result)],
+                    factory: factory
+                )
+            }
+        }
+        for outcome in WebhookAttemptOutcome.allCases {
+            let dimensions = [("outcome", outcome.rawValue)]
+            _ = Counter(label: "till_webhook_attempts_total", dimensions: dimensions, factory: factory)
+        }
+        for kind in JobKind.allCases {
+            for outcome in JobOutcome.allCases {
+                _ = Counter(
+                    label: "till_job_attempts_total",
+                    dimensions: [("kind", kind.rawValue), ("outcome", outcome.rawValue)],
+                    factory: factory
+                )
+            }
+        }
     }
 
     /// A submission was answered: `outcome` is accepted, duplicate or refused.
@@ -206,21 +239,7 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
         Counter(label: "till_catch_up_runs_total", dimensions: [("outcome", run.outcome.rawValue)], factory: factory)
             .increment()
         for environment in run.environments {
-            let notifications = environment.notifications
-            let transactions = environment.transactions
-            let counts = [
-                ("notifications", "applied", notifications.applied),
-                ("notifications", "duplicate", notifications.duplicate),
-                ("notifications", "ignored", notifications.ignored),
-                ("notifications", "refused", notifications.refused),
-                ("transactions", "recorded", transactions.recorded),
-                ("transactions", "revoked", transactions.revoked),
-                ("transactions", "updated", transactions.updated),
-                ("transactions", "unchanged", transactions.unchanged),
-                ("transactions", "unmatched", transactions.unmatched),
-                ("transactions", "refused", transactions.refused),
-            ]
-            for (history, result, count) in counts where count > 0 {
+            for (history, result, count) in Self.catchUpCounts(environment) where count > 0 {
                 Counter(
                     label: "till_catch_up_\(history)_total",
                     dimensions: [("environment", environment.environment), ("result", result)],
@@ -228,6 +247,24 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
                 ).increment(by: count)
             }
         }
+    }
+
+    /// What a catch-up run did in one environment, by history and result (every result at 0 for none).
+    private static func catchUpCounts(_ report: CatchUpEnvironmentReport?) -> [(String, String, Int)] {
+        let notifications = report?.notifications
+        let transactions = report?.transactions
+        return [
+            ("notifications", "applied", notifications?.applied ?? 0),
+            ("notifications", "duplicate", notifications?.duplicate ?? 0),
+            ("notifications", "ignored", notifications?.ignored ?? 0),
+            ("notifications", "refused", notifications?.refused ?? 0),
+            ("transactions", "recorded", transactions?.recorded ?? 0),
+            ("transactions", "revoked", transactions?.revoked ?? 0),
+            ("transactions", "updated", transactions?.updated ?? 0),
+            ("transactions", "unchanged", transactions?.unchanged ?? 0),
+            ("transactions", "unmatched", transactions?.unmatched ?? 0),
+            ("transactions", "refused", transactions?.refused ?? 0),
+        ]
     }
 
     /// Attempts of a job ended (the job queue's `JobMetrics`).
