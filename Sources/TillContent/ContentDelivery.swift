@@ -113,10 +113,7 @@ public struct ContentDelivery: Sendable {
         defer { catalogue.changed() }
         let now = clock.milliseconds
         let removed = try await database.transaction { db -> ContentFile in
-            guard var product = try await self.catalogueStore.product(bundleId: bundleId, productId: productId, on: db)
-            else {
-                throw ContentRefusal(.productNotFound, "no product \(productId)")
-            }
+            var product = try await self.product(bundleId: bundleId, productId: productId, on: db)
             guard let index = product.content.firstIndex(where: { $0.name == name }) else {
                 throw ContentRefusal(.contentNotFound, "no content \(name)")
             }
@@ -130,10 +127,7 @@ public struct ContentDelivery: Sendable {
 
     /// A product's files, in upload order.
     public func content(bundleId: String, productId: String) async throws -> [ContentFile] {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
-        else {
-            throw ContentRefusal(.productNotFound, "no product \(productId)")
-        }
+        let product = try await product(bundleId: bundleId, productId: productId, on: database.sql)
         return product.content
     }
 
@@ -141,10 +135,7 @@ public struct ContentDelivery: Sendable {
     public func downloads(bundleId: String, customerId: String, productId: String, name: String?) async throws
         -> [ContentDownload]
     {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
-        else {
-            throw ContentRefusal(.productNotFound, "no product \(productId)")
-        }
+        let product = try await product(bundleId: bundleId, productId: productId, on: database.sql)
         var files = product.content
         if let name {
             files = files.filter { $0.name == name }
@@ -243,12 +234,21 @@ public struct ContentDelivery: Sendable {
         }
     }
 
+    /// The app's product, or why there is none: the app is unknown (`appNotFound`), or it has no such product.
+    private func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct {
+        if let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: db) {
+            return product
+        }
+        guard try await ServerAppStore(database: database).app(bundleId: bundleId, on: db) != nil else {
+            throw ContentRefusal(.appNotFound, "no app \(bundleId)")
+        }
+        throw ContentRefusal(.productNotFound, "no product \(productId) in \(bundleId)")
+    }
+
     private func productForContent(bundleId: String, productId: String, on db: any SQLDatabase) async throws
         -> CatalogProduct
     {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: db) else {
-            throw ContentRefusal(.productNotFound, "no product \(productId)")
-        }
+        let product = try await product(bundleId: bundleId, productId: productId, on: db)
         guard product.type != .consumable else {
             throw ContentRefusal(
                 .consumableContent,

@@ -175,6 +175,14 @@ struct ContentDeliveryTests {
             let gone = try await call(client, .delete, "\(Self.admin)/pro/content/manual.pdf", token: "operator")
             #expect(gone.status == 404 && gone.code == "contentNotFound")
             #expect(try await upload(client, product: "nope").code == "productNotFound")
+            // An unknown app is said as such, not as its product (each of the admin's content routes).
+            let otherApp = "/admin/v1/apps/com.example.nope/products/pro/content"
+            for (method, path) in [(HTTPRequest.Method.get, otherApp), (.delete, otherApp + "/manual.pdf")] {
+                let unknown = try await call(client, method, path, token: "operator")
+                #expect(unknown.status == 404 && unknown.code == "appNotFound", "\(unknown)")
+            }
+            let unknownApp = try await call(client, .put, otherApp + "/x.bin", bytes: [1, 2, 3], token: "operator")
+            #expect(unknownApp.status == 404 && unknownApp.code == "appNotFound", "\(unknownApp)")
             #expect(try await upload(client, product: "gems.100").code == "consumableContent")
             let anonymous = try await call(client, .put, "\(Self.admin)/pro/content/x.bin", bytes: [1, 2, 3])
             #expect(anonymous.status == 401)
