@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 import SystemPackage
@@ -42,6 +43,20 @@ struct ServeCommand: AsyncParsableCommand {
     static func refuse(_ message: String) -> ExitCode {
         FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
         return ExitCode(64)
+    }
+
+    /// A listener that could not bind, said with its address and the setting that names it (NIO's error alone does not
+    /// say which of the two listeners failed), then exit 1; any other error as it is.
+    static func explained(_ error: any Error, listener: String, host: String, port: Int) -> any Error {
+        guard let error = error as? IOError, error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL
+        else { return error }
+        let setting =
+            listener == "the server" ? "http.host and http.port (--host, --port)" : "simulator.port (--simulator-port)"
+        let message =
+            "Error: \(listener) cannot listen on \(host):\(port): \(error). Choose another with \(setting); "
+            + "port 0 takes a free one.\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        return ExitCode(1)
     }
 
     func run() async throws {
@@ -124,7 +139,7 @@ struct ServeCommand: AsyncParsableCommand {
                 )
             } catch {
                 try? await opened.shutdown()
-                throw error
+                throw Self.explained(error, listener: "the simulator", host: "127.0.0.1", port: settings.simulatorPort)
             }
             simulator = opened
             simulatorPorts = listening
@@ -240,7 +255,7 @@ struct ServeCommand: AsyncParsableCommand {
             await simulatorPorts?.stop()
             try? await openedServer.server?.shutdown()
             try? await simulator?.shutdown()
-            throw error
+            throw Self.explained(error, listener: "the server", host: settings.host, port: settings.port)
         }
         await simulatorPorts?.stop()
         try await openedServer.server?.shutdown()

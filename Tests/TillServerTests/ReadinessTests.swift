@@ -222,6 +222,12 @@ struct ReadinessTests {
         #expect(await second.exitStatus() == 1)
         #expect(ContinuousClock.now - started < .seconds(20), "it took \(ContinuousClock.now - started)")
         #expect(second.output.contains("Address already in use"), "\(second.output)")
+        // Which listener, where, and the setting that moves it.
+        #expect(
+            second.output.contains("Error: the server cannot listen on 127.0.0.1:\(port)")
+                && second.output.contains("--port"),
+            "\(second.output)"
+        )
         #expect(await first.stop() == 0)
     }
 
