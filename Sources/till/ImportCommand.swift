@@ -177,8 +177,10 @@ private final class Progress {
         let rows = view.rows
         let share = rows.total == 0 ? 1 : Double(rows.done) / Double(rows.total)
         let elapsed = Date().timeIntervalSince(started)
-        let rate = elapsed > 0 ? Double(rows.done) / elapsed : 0
-        let left = rate > 0 ? Int(Double(rows.total - rows.done) / rate) : nil
+        // A rate over less than a second is noise (the first line, drawn as the rows known already are counted, said
+        // 4194304 rows/s): none until a second has passed.
+        let rate = elapsed >= 1 ? Double(rows.done) / elapsed : nil
+        let left = rate.flatMap { $0 > 0 ? Int(Double(rows.total - rows.done) / $0) : nil }
         let bar = String(repeating: "█", count: Int(share * 20)) + String(repeating: "░", count: 20 - Int(share * 20))
         let eta = left.map { " · ETA \($0 / 60):" + String(format: "%02d", $0 % 60) } ?? ""
         let counts =
@@ -186,7 +188,7 @@ private final class Progress {
         let retrying = rows.retrying > 0 ? " (retrying \(rows.retrying))" : ""
         let waiting = view.lastError.map { " · waiting: \($0)" } ?? ""
         let line =
-            "[\(bar)] \(rows.done)/\(rows.total) \(Int(share * 100))% · \(Int(rate)) rows/s\(eta) · \(counts)\(retrying)\(waiting)"
+            "[\(bar)] \(rows.done)/\(rows.total) \(Int(share * 100))%\(rate.map { " · \(Int($0)) rows/s" } ?? "")\(eta) · \(counts)\(retrying)\(waiting)"
         if isTerminal {
             FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
         } else if Int(share * 10) != lastTenth {
