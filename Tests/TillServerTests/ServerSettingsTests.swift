@@ -183,6 +183,41 @@ struct ServerSettingsTests {
         }
     }
 
+    /// Every key `till serve` reads is a row of docs/configuration.md's table, with its environment variable, and every
+    /// row is a key it reads: a setting added or renamed in one place only fails here.
+    @Test func everySettingIsInTheConfigurationTable() throws {
+        let source = try String(
+            contentsOf: LayoutTests.root.appendingPathComponent(
+                "Sources/TillServer/Configuration/ServerSettings.swift"
+            ),
+            encoding: .utf8
+        )
+        // `forKey: "key"`, `read.int("key", …)` and the `("key", …)` tuples a setting's list is read from.
+        let named = try Regex(#"forKey: "([a-z][a-z0-9.-]*)""#, as: (Substring, Substring).self)
+        let listed = try Regex(#"\(\s*"([a-z][a-z0-9-]*\.[a-z0-9.-]+)""#, as: (Substring, Substring).self)
+        let keys = Set(source.matches(of: named).map { String($0.output.1) })
+            .union(source.matches(of: listed).map { String($0.output.1) })
+        #expect(keys.count >= 45, "\(keys.sorted())")
+        let guide = try String(
+            contentsOf: LayoutTests.root.appendingPathComponent("docs/configuration.md"),
+            encoding: .utf8
+        )
+        let row = try Regex(
+            #"(?m)^\| `([a-z][a-z0-9.-]+)` \|[^|]*\| `?([A-Z_]*)`? \|"#,
+            as: (Substring, Substring, Substring).self
+        )
+        var documented: [String: String] = [:]
+        for match in guide.matches(of: row) { documented[String(match.output.1)] = String(match.output.2) }
+        let undocumented = keys.subtracting(documented.keys).sorted()
+        let unread = Set(documented.keys).subtracting(keys).sorted()
+        #expect(undocumented.isEmpty, "not in docs/configuration.md: \(undocumented)")
+        #expect(unread.isEmpty, "documented, never read: \(unread)")
+        for (key, variable) in documented {
+            let expected = "TILL_" + key.uppercased().map { $0 == "." || $0 == "-" ? "_" : String($0) }.joined()
+            #expect(variable == expected, "\(key)'s variable is \(expected), not \(variable)")
+        }
+    }
+
     @Test func badSettingsAreRefusedWithTheirReason() async throws {
         for (environment, code) in [
             (["TILL_MODE": "staging"], "invalidMode"),
