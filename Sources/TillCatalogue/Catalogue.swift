@@ -79,6 +79,16 @@ public final class Catalogue: ProductCatalogue, Sendable {
         }
     }
 
+    /// An app's product; nil when the app has no such product (each room says so with its own reason), and
+    /// `appNotFound` when there is no such app. The app is read only when the product is not found.
+    package func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct? {
+        if let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: db) {
+            return product
+        }
+        _ = try await requireApp(bundleId: bundleId, on: db)
+        return nil
+    }
+
     package func requireApp(bundleId: String, on db: any SQLDatabase) async throws -> ServerApp {
         guard let app = try await serverAppStore.app(bundleId: bundleId, on: db) else {
             throw CatalogueRefusal(.appNotFound, "no app \(bundleId)")

@@ -234,15 +234,13 @@ public struct ContentDelivery: Sendable {
         }
     }
 
-    /// The app's product, or why there is none: the app is unknown (`appNotFound`), or it has no such product.
+    /// The app's product, or why there is none: the app is unknown (the catalogue's `appNotFound`), or it has no such
+    /// product.
     private func product(bundleId: String, productId: String, on db: any SQLDatabase) async throws -> CatalogProduct {
-        if let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: db) {
-            return product
+        guard let product = try await catalogue.product(bundleId: bundleId, productId: productId, on: db) else {
+            throw ContentRefusal(.productNotFound, "no product \(productId) in \(bundleId)")
         }
-        guard try await ServerAppStore(database: database).app(bundleId: bundleId, on: db) != nil else {
-            throw ContentRefusal(.appNotFound, "no app \(bundleId)")
-        }
-        throw ContentRefusal(.productNotFound, "no product \(productId) in \(bundleId)")
+        return product
     }
 
     private func productForContent(bundleId: String, productId: String, on db: any SQLDatabase) async throws

@@ -5,7 +5,6 @@ import TillLedger
 /// Why the content room refuses what it is asked; the HTTP layer gives each reason its status
 /// (`API/RefusalStatuses.swift`).
 package enum ContentReason: String, RefusalReason {
-    case appNotFound
     case bodyTooLarge
     case consumableContent
     case contentNotFound

@@ -45,15 +45,27 @@ struct ServeCommand: AsyncParsableCommand {
         return ExitCode(64)
     }
 
+    /// The two listeners `till serve` opens, for a bind error's message.
+    enum Listener {
+        case server, simulator
+
+        var name: String { self == .server ? "the server" : "the simulator" }
+        var setting: String {
+            self == .server ? "http.host and http.port (--host, --port)" : "simulator.port (--simulator-port)"
+        }
+    }
+
     /// A listener that could not bind, said with its address and the setting that names it (NIO's error alone does not
-    /// say which of the two listeners failed), then exit 1; any other error as it is.
-    static func explained(_ error: any Error, listener: String, host: String, port: Int) -> any Error {
-        guard let error = error as? IOError, error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL
+    /// say which of the two listeners failed), then exit 1; any other error, or one after the listener started (an
+    /// outbound connection's EADDRNOTAVAIL, say), as it is.
+    static func explained(_ error: any Error, _ listener: Listener, host: String, port: Int, started: Bool)
+        -> any Error
+    {
+        guard !started, let error = error as? IOError,
+            error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL
         else { return error }
-        let setting =
-            listener == "the server" ? "http.host and http.port (--host, --port)" : "simulator.port (--simulator-port)"
         let message =
-            "Error: \(listener) cannot listen on \(host):\(port): \(error). Choose another with \(setting); "
+            "Error: \(listener.name) cannot listen on \(host):\(port): \(error). Choose another with \(listener.setting); "
             + "port 0 takes a free one.\n"
         FileHandle.standardError.write(Data(message.utf8))
         return ExitCode(1)
@@ -139,7 +151,7 @@ struct ServeCommand: AsyncParsableCommand {
                 )
             } catch {
                 try? await opened.shutdown()
-                throw Self.explained(error, listener: "the simulator", host: "127.0.0.1", port: settings.simulatorPort)
+                throw Self.explained(error, .simulator, host: "127.0.0.1", port: settings.simulatorPort, started: false)
             }
             simulator = opened
             simulatorPorts = listening
@@ -156,6 +168,8 @@ struct ServeCommand: AsyncParsableCommand {
         // says /ready is not (503 migrating); the server's routes answer once it is open.
         let frontDoor = ServerFrontDoor()
         let (ports, portReported) = AsyncStream.makeStream(of: Int.self)
+        // Whether the server's listener started: a bind error is said as such only before it did.
+        let listening = StartedFlag()
         let token = configuration.operatorToken
         let openedServer = OpenedServer()
         let preparedDemo = Mutex<DevelopmentSetup.Demo?>(nil)
@@ -226,6 +240,7 @@ struct ServeCommand: AsyncParsableCommand {
                 responder: frontDoor,
                 configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "till"),
                 onServerRunning: { channel in
+                    listening.set()
                     portReported.yield(channel.localAddress?.port ?? settings.port)
                     portReported.finish()
                 },
@@ -255,7 +270,7 @@ struct ServeCommand: AsyncParsableCommand {
             await simulatorPorts?.stop()
             try? await openedServer.server?.shutdown()
             try? await simulator?.shutdown()
-            throw Self.explained(error, listener: "the server", host: settings.host, port: settings.port)
+            throw Self.explained(error, .server, host: settings.host, port: settings.port, started: listening.isSet)
         }
         await simulatorPorts?.stop()
         try await openedServer.server?.shutdown()
@@ -268,4 +283,11 @@ extension Optional {
         guard let self else { return nil }
         return try await transform(self)
     }
+}
+
+/// Set once, read from any thread: whether a listener reported its port.
+final class StartedFlag: Sendable {
+    private let started = Atomic<Bool>(false)
+    func set() { started.store(true, ordering: .relaxed) }
+    var isSet: Bool { started.load(ordering: .relaxed) }
 }

@@ -152,7 +152,7 @@ struct EventTests {
             let last = try #require(next.items.last?.sequence)
             await #expect(throws: EventRefusal.self) { _ = try await Self.feed(fixture, after: String(last + 1)) }
             await #expect(throws: EventRefusal.self) { _ = try await Self.feed(fixture, after: "999999") }
-            // The last one is a cursor, for every filter (an app's feed whose last event is another app's included).
+            // The last one is a cursor, for every filter (one that matches none of the events included).
             #expect(try await Self.feed(fixture, after: String(last)).items.isEmpty)
             #expect(try await Self.feed(fixture, after: String(last), type: .purchase_refunded).items.isEmpty)
         }

@@ -166,6 +166,35 @@ extension OfferSigningTests {
                     eligibility: named.compactJWS
                 )
                 #expect(trial.state == "purchased", "\(trial)")
+
+                // A grant in the offer's own group is no App Store subscription either: Erin, subscribed by a grant
+                // alone, never had Apple's introductory offer, as Apple sees her.
+                let erin = try await newCustomer(fixture)
+                try await fixture.server.ledger.grant(
+                    bundleId: Self.bundle,
+                    customerId: "erin",
+                    productId: "premium.monthly",
+                    expiresDate: fixture.server.clock.milliseconds + 30 * 86_400_000,
+                    environment: .sandbox,
+                    note: "a month on the house",
+                    app: fixture.app,
+                    catalogue: try await fixture.server.catalogue.products(of: Self.bundle)
+                )
+                let granted = try await client.call(
+                    .post,
+                    "/v1/customers/erin/offers/introductory-eligibility",
+                    json: #"{"productId":"premium.monthly","appTransactionId":"\#(erin.appTransactionId)"}"#,
+                    token: key
+                ).decode(Components.Schemas.IntroductoryEligibilitySignature.self)
+                #expect(granted.allowIntroductoryOffer && granted.reason == "neverHadIntroductoryOffer", "\(granted)")
+
+                // The admin's offer routes say an unknown app is unknown, not its product.
+                let unknownApp = try await client.call(
+                    .get,
+                    "/admin/v1/apps/com.example.nope/products/premium.monthly/offers",
+                    token: "operator"
+                )
+                #expect(unknownApp.status == 404 && unknownApp.code == "appNotFound", "\(unknownApp)")
             }
         }
     }

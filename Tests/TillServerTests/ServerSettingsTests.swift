@@ -192,8 +192,9 @@ struct ServerSettingsTests {
             ),
             encoding: .utf8
         )
-        // `forKey: "key"`, `read.int("key", …)` and the `("key", …)` tuples a setting's list is read from.
-        let named = try Regex(#"forKey: "([a-z][a-z0-9.-]*)""#, as: (Substring, Substring).self)
+        // `forKey: "key"`, `read.int("key", …)` (and `double`, `bool`, `text`) and the `("key", …)` tuples a setting's
+        // list is read from.
+        let named = try Regex(#"(?:forKey: |read\.[a-z]+\(\s*)"([a-z][a-z0-9.-]*)""#, as: (Substring, Substring).self)
         let listed = try Regex(#"\(\s*"([a-z][a-z0-9-]*\.[a-z0-9.-]+)""#, as: (Substring, Substring).self)
         let keys = Set(source.matches(of: named).map { String($0.output.1) })
             .union(source.matches(of: listed).map { String($0.output.1) })
@@ -268,6 +269,40 @@ struct ServerSettingsTests {
             file: nil
         )
         #expect(!typed.confirmation.pacing && typed.webhooks.answerPrefixBytes == 65_536)
+        // From a JSON file, a number is a number whether whole or not where fractions are allowed; a fraction where
+        // a whole number is needed, a number in quotes, or a list, is refused; an empty variable is no value.
+        let fromFile = try await ServerSettings.load(
+            flags: [:],
+            environment: ["TILL_HTTP_PORT": "", "TILL_CONFIRMATION_PACING": ""],
+            file: try file(
+                #"{"database":{"wait-seconds":7},"confirmation":{"busy-cpu-share":1},"import":{"requests-per-second":25}}"#
+            )
+        )
+        #expect(fromFile.databaseWait == .seconds(7) && fromFile.confirmation.busyCPUShare == 1)
+        #expect(fromFile.imports.requestsPerSecond[.production] == 25 && fromFile.port == 8080)
+        #expect(fromFile.confirmation.pacing)
+        for (json, message) in [
+            (
+                #"{"webhooks":{"timeout-seconds":1.5}}"#,
+                "webhooks.timeout-seconds is a whole number from 1 to 3600, not 1.5"
+            ),
+            (
+                #"{"http":{"port":"9000"}}"#,
+                #"http.port is a whole number from 0 to 65535, not the text "9000" (in a JSON file, write it without quotes)"#
+            ),
+            (
+                #"{"confirmation":{"busy-cpu-share":[0.5]}}"#,
+                "confirmation.busy-cpu-share is a number from 0.05 to 1, not a list"
+            ),
+            (#"{"log":{"level":3}}"#, "log.level is text, not 3"),
+        ] {
+            do {
+                _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file(json))
+                Issue.record("\(json) was accepted")
+            } catch let error as SettingsRefusal {
+                #expect(error.message == message)
+            }
+        }
         do {
             _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file(#"{"http":{"port":"abc"}}"#))
             Issue.record("a port that is not a number was accepted from the file")

@@ -200,8 +200,8 @@ public struct EventLog: Sendable {
             on: database.sql
         )
         // A cursor past the last event was never a nextCursor: a reader holding one (mistyped, or kept across a
-        // restore of an older backup) would skip every event numbered up to it as they come. Checked when the page is
-        // empty, the only page such a cursor gives.
+        // restore of an older backup, until new events reach it) would skip every event numbered up to it as they
+        // come. Checked when the page is empty, the only page such a cursor gives.
         if records.isEmpty, start > 0 {
             let last = try await eventStore.lastEventSequence(on: database.sql)
             guard start <= last else {

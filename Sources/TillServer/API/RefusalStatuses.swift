@@ -86,7 +86,7 @@ extension ContentReason: RefusalStatus {
         case .consumableContent: .conflict
         case .bodyTooLarge: .contentTooLarge
         case .invalidSignature, .notEntitled, .urlExpired: .forbidden
-        case .appNotFound, .contentNotFound, .productNotFound: .notFound
+        case .contentNotFound, .productNotFound: .notFound
         }
     }
 }

@@ -86,7 +86,7 @@ struct RequestMiddleware: RouterMiddleware {
         pacer.served()
         // `/ready`'s 503 is its answer, not a failure: a balancer asks every few seconds while the server drains or
         // its storage fails (an outage the storage gate logs once), and each ask was an error line.
-        let failed = response.status.code >= 500 && route != "/ready"
+        let failed = response.status.code >= 500 && !(route == "/ready" && response.status == .serviceUnavailable)
         guard detailed || failed else { return response }
         context.logger.log(
             level: failed ? .error : .info,

@@ -120,15 +120,15 @@ public struct ServerSettings: Sendable {
     }
 
     public init(config: ConfigReader) throws {
-        let mode = config.string(forKey: "mode", default: "development")
+        let read = SettingReader(config: config)
+        let mode = try read.text("mode", default: "development")
         guard ["development", "production"].contains(mode) else {
             throw SettingsRefusal(.invalidMode, "mode is development or production, not \(mode)")
         }
         development = mode == "development"
-        let read = SettingReader(config: config)
-        host = config.string(forKey: "http.host", default: "127.0.0.1")
+        host = try read.text("http.host", default: "127.0.0.1")
         port = try read.int("http.port", default: 8080, in: 0...65535, else: .invalidPort)
-        let databaseURL = config.string(forKey: "database.url", default: "till.sqlite")
+        let databaseURL = try read.text("database.url", default: "till.sqlite")
         database = try DatabaseConfiguration(parsing: databaseURL)
         let waitSeconds = try read.double("database.wait-seconds", default: 5, else: .invalidDatabaseWait)
         guard waitSeconds >= 0, waitSeconds <= 300 else {
@@ -159,60 +159,49 @@ public struct ServerSettings: Sendable {
         if let operatorToken, operatorToken.utf8.count < 16 {
             throw SettingsRefusal(.weakOperatorToken, "operator.token needs 16 characters or more")
         }
-        contentDirectory = config.string(forKey: "content.directory", default: "till-content")
+        contentDirectory = try read.text("content.directory", default: "till-content")
         content = ContentSettings(
             maxUploadBytes: Int64(
                 try read.int("content.max-upload-bytes", default: 512 * 1024 * 1024, in: 1...Int.max)
             ),
-            urlLifetime: .seconds(try read.int("content.url-lifetime-seconds", default: 900, in: 1...Int.max))
+            urlLifetime: .seconds(try read.int("content.url-lifetime-seconds", default: 900, in: 1...604_800))
         )
         serverSecret = config.string(forKey: "server.secret", isSecret: true)
         if let serverSecret, serverSecret.utf8.count < 16 {
             throw SettingsRefusal(.weakServerSecret, "server.secret needs 16 characters or more")
         }
-        snapshotPrivateKeyFile = config.string(forKey: "snapshot.private-key-file")
-        snapshotPublishedKeyFiles = Self.list(config.string(forKey: "snapshot.published-key-files", default: ""))
+        snapshotPrivateKeyFile = try read.text("snapshot.private-key-file")
+        snapshotPublishedKeyFiles = Self.list(try read.text("snapshot.published-key-files", default: ""))
         let apple = AppleEndpoints.apple
         self.apple = AppleEndpoints(
             verifyReceipt: [
-                .production: config.string(
-                    forKey: "apple.verify-receipt.production",
+                .production: try read.text(
+                    "apple.verify-receipt.production",
                     default: apple.verifyReceipt[.production]!
                 ),
-                .sandbox: config.string(
-                    forKey: "apple.verify-receipt.sandbox",
-                    default: apple.verifyReceipt[.sandbox]!
-                ),
+                .sandbox: try read.text("apple.verify-receipt.sandbox", default: apple.verifyReceipt[.sandbox]!),
             ],
             serverAPI: [
-                .production: config.string(
-                    forKey: "apple.server-api.production",
-                    default: apple.serverAPI[.production]!
-                ),
-                .sandbox: config.string(forKey: "apple.server-api.sandbox", default: apple.serverAPI[.sandbox]!),
+                .production: try read.text("apple.server-api.production", default: apple.serverAPI[.production]!),
+                .sandbox: try read.text("apple.server-api.sandbox", default: apple.serverAPI[.sandbox]!),
             ]
         )
-        sandboxRootFiles = Self.list(config.string(forKey: "apple.sandbox-roots", default: ""))
+        sandboxRootFiles = Self.list(try read.text("apple.sandbox-roots", default: ""))
         confirmation = ConfirmationSettings(
             maximumAttempts: try read.int("confirmation.max-attempts", default: 12, in: 1...Int.max),
             concurrency: try read.int("confirmation.concurrency", default: 64, in: 1...Int.max),
-            requestTimeout: .seconds(try read.int("confirmation.timeout-seconds", default: 30, in: 1...Int.max)),
+            requestTimeout: .seconds(try read.int("confirmation.timeout-seconds", default: 30, in: 1...3600)),
             backoffBase: .milliseconds(
                 Int64(try read.double("confirmation.backoff-base-seconds", default: 2, in: 0.001...86_400) * 1000)
             ),
-            backoffCap: .seconds(try read.int("confirmation.backoff-cap-seconds", default: 3600, in: 1...Int.max)),
+            backoffCap: .seconds(try read.int("confirmation.backoff-cap-seconds", default: 3600, in: 1...2_592_000)),
             pacing: try read.bool("confirmation.pacing", default: true),
             busyCPUShare: try read.double("confirmation.busy-cpu-share", default: 0.5, in: 0.05...1),
             longestPacingDelay: .seconds(
-                try read.int("confirmation.longest-delay-seconds", default: 30, in: 1...Int.max)
+                try read.int("confirmation.longest-delay-seconds", default: 30, in: 1...3600)
             )
         )
-        let catchUpInterval = try read.int(
-            "catch-up.interval-seconds",
-            default: 3600,
-            in: 0...Int.max,
-            else: .invalidCatchUpInterval
-        )
+        let catchUpInterval = try read.int("catch-up.interval-seconds", default: 3600, else: .invalidCatchUpInterval)
         let lookBackDays = try read.int("catch-up.first-look-back-days", default: 7, else: .invalidCatchUpLookBack)
         guard catchUpInterval >= 0 else {
             throw SettingsRefusal(
@@ -235,9 +224,9 @@ public struct ServerSettings: Sendable {
         simulatorPort = try read.int("simulator.port", default: 8090, in: 0...65535, else: .invalidPort)
         let simulatorDefault = database == .sqliteInMemory ? ":memory:" : "till-simulator.sqlite"
         simulatorDatabase = try DatabaseConfiguration(
-            parsing: config.string(forKey: "simulator.database", default: simulatorDefault)
+            parsing: try read.text("simulator.database", default: simulatorDefault)
         )
-        let level = config.string(forKey: "log.level", default: "info")
+        let level = try read.text("log.level", default: "info")
         guard let logLevel = Logger.Level(rawValue: level) else {
             throw SettingsRefusal(
                 .invalidLogLevel,
@@ -254,25 +243,23 @@ public struct ServerSettings: Sendable {
         }
     }
 
-    /// The `import.…` settings; each rate is read as text, so that a value that is not a number is refused.
+    /// The `import.…` settings.
     static func imports(_ config: ConfigReader) throws -> ImportSettings {
+        let read = SettingReader(config: config)
         var rates: [AppStoreEnvironment: Double] = [:]
         for (key, environment, standard) in [
-            ("import.requests-per-second", AppStoreEnvironment.production, "40"),
-            ("import.sandbox-requests-per-second", .sandbox, "4"),
+            ("import.requests-per-second", AppStoreEnvironment.production, 40.0),
+            ("import.sandbox-requests-per-second", .sandbox, 4),
         ] {
-            let text = config.string(forKey: ConfigKey(key), default: standard)
-            guard let rate = Double(text.trimmingCharacters(in: .whitespaces)), rate >= 0.1, rate <= 10_000 else {
-                throw SettingsRefusal(.invalidImportRate, "\(key) is a number from 0.1 to 10000, not \(text)")
-            }
-            rates[environment] = rate
+            rates[environment] = try read.double(key, default: standard, in: 0.1...10_000, else: .invalidImportRate)
         }
         return ImportSettings(requestsPerSecond: rates)
     }
 
     /// The `webhooks.…` settings.
     static func webhooks(_ config: ConfigReader, development: Bool) throws -> WebhookSettings {
-        let scheduleText = config.string(forKey: "webhooks.retry-schedule-seconds", default: "")
+        let read = SettingReader(config: config)
+        let scheduleText = try read.text("webhooks.retry-schedule-seconds", default: "", else: .invalidRetrySchedule)
         let schedule = try list(scheduleText).map { item -> Duration in
             guard let seconds = Double(item), seconds > 0, seconds <= 7 * 86_400 else {
                 throw SettingsRefusal(
@@ -282,7 +269,6 @@ public struct ServerSettings: Sendable {
             }
             return .milliseconds(Int64(seconds * 1000))
         }
-        let read = SettingReader(config: config)
         let hours = try read.double("webhooks.retry-hours", default: 72, else: .invalidRetryHours)
         guard hours > 0, hours <= 30 * 24 else {
             throw SettingsRefusal(.invalidRetryHours, "webhooks.retry-hours is more than 0 and at most 720")
@@ -294,8 +280,8 @@ public struct ServerSettings: Sendable {
         return WebhookSettings(
             allowHTTPToLoopback: try read.bool("webhooks.allow-http-loopback", default: development),
             allowPrivateAddresses: try read.bool("webhooks.allow-private-addresses", default: false),
-            connectTimeout: .seconds(try read.int("webhooks.connect-timeout-seconds", default: 5, in: 1...Int.max)),
-            timeout: .seconds(try read.int("webhooks.timeout-seconds", default: 15, in: 1...Int.max)),
+            connectTimeout: .seconds(try read.int("webhooks.connect-timeout-seconds", default: 5, in: 1...3600)),
+            timeout: .seconds(try read.int("webhooks.timeout-seconds", default: 15, in: 1...3600)),
             answerPrefixBytes: try read.int("webhooks.answer-prefix-bytes", default: 1024, in: 0...65_536),
             retryFor: .milliseconds(Int64(hours * 3_600_000)),
             schedule: schedule.isEmpty ? WebhookSettings.standardSchedule : schedule,
@@ -309,7 +295,9 @@ public struct ServerSettings: Sendable {
 
     /// The `tracing.…` settings: nil without an endpoint.
     static func tracing(_ config: ConfigReader) throws -> TracingSettings? {
-        guard let endpoint = config.string(forKey: "tracing.endpoint"), !endpoint.isEmpty else { return nil }
+        let read = SettingReader(config: config)
+        guard let endpoint = try read.text("tracing.endpoint", else: .invalidTracingEndpoint), !endpoint.isEmpty
+        else { return nil }
         guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
             url.query == nil
         else {
@@ -319,14 +307,7 @@ public struct ServerSettings: Sendable {
                     + "not \(endpoint)"
             )
         }
-        // Read as text: a value that is not a number is refused, not taken for the default.
-        let ratioText = config.string(forKey: "tracing.sample-ratio", default: "1")
-        guard let ratio = Double(ratioText.trimmingCharacters(in: .whitespaces)), (0...1).contains(ratio) else {
-            throw SettingsRefusal(
-                .invalidTracingSampleRatio,
-                "tracing.sample-ratio is a number from 0 to 1, not \(ratioText)"
-            )
-        }
+        let ratio = try read.double("tracing.sample-ratio", default: 1, in: 0...1, else: .invalidTracingSampleRatio)
         var headers: [String: String] = [:]
         for (index, item) in list(config.string(forKey: "tracing.headers", isSecret: true) ?? "").enumerated() {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -344,7 +325,7 @@ public struct ServerSettings: Sendable {
             endpoint: endpoint,
             sampleRatio: ratio,
             headers: headers,
-            serviceName: config.string(forKey: "tracing.service-name", default: "till")
+            serviceName: try read.text("tracing.service-name", default: "till")
         )
     }
 

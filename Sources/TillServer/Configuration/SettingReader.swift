@@ -20,7 +20,7 @@ struct SettingReader {
     ) throws -> Int {
         let what = "a whole number" + (range.map { " " + Self.describe($0) } ?? "")
         guard let value = config.int(forKey: ConfigKey(key)) else {
-            try refuseIfGiven(key, what, reason)
+            try refuseIfGiven(key, what, reason) { Int($0) != nil }
             return standard
         }
         guard range?.contains(value) ?? true else { throw SettingsRefusal(reason, "\(key) is \(what), not \(value)") }
@@ -35,8 +35,10 @@ struct SettingReader {
         else reason: SettingsReason = .invalidSetting
     ) throws -> Double {
         let what = "a number" + (range.map { " from \(Self.text($0.lowerBound)) to \(Self.text($0.upperBound))" } ?? "")
-        guard let value = config.double(forKey: ConfigKey(key)) else {
-            try refuseIfGiven(key, what, reason)
+        // A JSON file's whole number (`"wait-seconds": 5`) is a number too.
+        guard let value = config.double(forKey: ConfigKey(key)) ?? config.int(forKey: ConfigKey(key)).map(Double.init)
+        else {
+            try refuseIfGiven(key, what, reason) { Double($0) != nil }
             return standard
         }
         guard value.isFinite, range?.contains(value) ?? true else {
@@ -48,16 +50,54 @@ struct SettingReader {
     /// `true` or `false`.
     func bool(_ key: String, default standard: Bool) throws -> Bool {
         guard let value = config.bool(forKey: ConfigKey(key)) else {
-            try refuseIfGiven(key, "true or false", .invalidSetting)
+            try refuseIfGiven(key, "true or false", .invalidSetting) { ["true", "false"].contains($0) }
             return standard
         }
         return value
     }
 
+    /// Text: a value of another type (a JSON file's number or list) is refused, not taken for the default.
+    func text(_ key: String, default standard: String, else reason: SettingsReason = .invalidSetting) throws -> String {
+        try text(key, else: reason) ?? standard
+    }
+
+    /// Text, or nil when no provider has the key.
+    func text(_ key: String, else reason: SettingsReason = .invalidSetting) throws -> String? {
+        guard let value = config.string(forKey: ConfigKey(key)) else {
+            try refuseIfGiven(key, "text", reason) { _ in false }
+            return nil
+        }
+        return value
+    }
+
     /// The key has a value that is not of its type: refused, with the value as given (none of these is a secret).
-    private func refuseIfGiven(_ key: String, _ what: String, _ reason: SettingsReason) throws {
-        guard let given = config.string(forKey: ConfigKey(key)) else { return }
-        throw SettingsRefusal(reason, "\(key) is \(what), not \(given.isEmpty ? "empty" : given)")
+    /// An empty one (`TILL_HTTP_PORT=`, as systemd's `Environment=` or compose's unset `${X}` give) counts as none.
+    /// Text that would read as the type came from a JSON file in quotes, and the message says so.
+    private func refuseIfGiven(
+        _ key: String,
+        _ what: String,
+        _ reason: SettingsReason,
+        parses: (String) -> Bool
+    ) throws {
+        let configKey = ConfigKey(key)
+        let given: String
+        if let text = config.string(forKey: configKey) {
+            guard !text.isEmpty else { return }
+            given = parses(text) ? "the text \"\(text)\" (in a JSON file, write it without quotes)" : text
+        } else if let number = config.double(forKey: configKey) {
+            given = Self.text(number)
+        } else if let number = config.int(forKey: configKey) {
+            given = String(number)
+        } else if let flag = config.bool(forKey: configKey) {
+            given = String(flag)
+        } else if config.stringArray(forKey: configKey) != nil || config.doubleArray(forKey: configKey) != nil
+            || config.intArray(forKey: configKey) != nil || config.boolArray(forKey: configKey) != nil
+        {
+            given = "a list"
+        } else {
+            return
+        }
+        throw SettingsRefusal(reason, "\(key) is \(what), not \(given)")
     }
 
     private static func describe(_ range: ClosedRange<Int>) -> String {

@@ -62,6 +62,12 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
                 )
             }
         }
+        // A notification refused before its type could be read (its signature failed): what the alert is for.
+        _ = Counter(
+            label: "till_notifications_total",
+            dimensions: [("type", "unknown"), ("outcome", "refused")],
+            factory: factory
+        )
         for outcome in WebhookAttemptOutcome.allCases {
             let dimensions = [("outcome", outcome.rawValue)]
             _ = Counter(label: "till_webhook_attempts_total", dimensions: dimensions, factory: factory)

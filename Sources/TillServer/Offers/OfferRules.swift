@@ -29,7 +29,9 @@ enum OfferRules {
     }
 
     /// What a customer's ledger says of `group`. Purchases Apple rejected (revoked by the rejection of their
-    /// submission) were never the customer's and do not count; refunded ones do (they happened).
+    /// submission) were never the customer's and do not count; refunded ones do (they happened). An operator's grant
+    /// does not either: the offers are the App Store's, which knows only its own purchases (a customer subscribed by a
+    /// grant alone is one Apple would refuse a promotional offer, and would give an introductory one).
     static func history(
         in group: String,
         ledger: [LedgerRecord],
@@ -39,7 +41,8 @@ enum OfferRules {
     ) -> GroupHistory {
         var history = GroupHistory()
         let rows = ledger.filter { row in
-            !row.isRevokedByRejection && catalogue[row.productId].flatMap(Self.group(of:)) == group
+            !row.isRevokedByRejection && row.source != .operator
+                && catalogue[row.productId].flatMap(Self.group(of:)) == group
         }
         var latestPeriod: [SubscriptionKey: LedgerRecord] = [:]
         for row in rows where (latestPeriod[SubscriptionKey(row)]?.purchaseDate ?? Int64.min) < row.purchaseDate {

@@ -34,13 +34,7 @@ extension Offers {
                 throw OfferRefusal(.invalidAppAccountToken, "appAccountToken has 1 to 255 characters")
             }
         }
-        guard
-            let product = try await catalogueStore.product(
-                bundleId: app.bundleId,
-                productId: request.productId,
-                on: database.sql
-            )
-        else { throw OfferRefusal(.productNotFound, "no product \(request.productId)") }
+        let product = try await product(bundleId: app.bundleId, productId: request.productId)
         guard
             let offer = try await offerStore.offer(
                 bundleId: app.bundleId,

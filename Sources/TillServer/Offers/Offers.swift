@@ -15,7 +15,6 @@ import TillStorage
 public struct Offers: Sendable {
     let database: TillDatabase
     /// The product catalogues.
-    var catalogueStore: CatalogueStore { CatalogueStore(database: database) }
     /// The customers and their aliases.
     var customerStore: CustomerStore { CustomerStore(database: database) }
     let catalogue: Catalogue
@@ -71,10 +70,7 @@ public struct Offers: Sendable {
     public func offers(bundleId: String, productId: String, page: PageRequest = PageRequest()) async throws
         -> Page<Components.Schemas.Offer>
     {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
-        else {
-            throw OfferRefusal(.productNotFound, "no product \(productId)")
-        }
+        let product = try await product(bundleId: bundleId, productId: productId)
         return Page.of(
             try await offerStore.offers(bundleId: bundleId, productId: productId, on: database.sql).map {
                 Self.view($0, product: product)
@@ -86,9 +82,7 @@ public struct Offers: Sendable {
 
     /// Stops signing an offer.
     public func deleteOffer(bundleId: String, productId: String, offerIdentifier: String) async throws {
-        guard try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql) != nil else {
-            throw OfferRefusal(.productNotFound, "no product \(productId)")
-        }
+        _ = try await product(bundleId: bundleId, productId: productId)
         let deleted = try await database.transaction { db in
             try await self.offerStore.deleteOffer(
                 bundleId: bundleId,
@@ -158,12 +152,19 @@ public struct Offers: Sendable {
 
     // MARK: Helpers
 
+    /// A product of the catalogue, or why there is none: the app is unknown (the catalogue's `appNotFound`), or it has
+    /// no such product.
+    func product(bundleId: String, productId: String) async throws -> CatalogProduct {
+        guard let product = try await catalogue.product(bundleId: bundleId, productId: productId, on: database.sql)
+        else {
+            throw OfferRefusal(.productNotFound, "no product \(productId) in \(bundleId)")
+        }
+        return product
+    }
+
     /// A product of the catalogue that is an auto-renewable subscription (the only kind with offers to sign).
     func subscriptionProduct(bundleId: String, productId: String) async throws -> CatalogProduct {
-        guard let product = try await catalogueStore.product(bundleId: bundleId, productId: productId, on: database.sql)
-        else {
-            throw OfferRefusal(.productNotFound, "no product \(productId)")
-        }
+        let product = try await product(bundleId: bundleId, productId: productId)
         guard OfferRules.group(of: product) != nil else {
             throw OfferRefusal(
                 .notASubscription,

@@ -1683,7 +1683,7 @@ public enum ContractDocument {
             '401':
               $ref: '#/components/responses/Unauthorized'
             '404':
-              description: '`productNotFound`, `contentNotFound`.'
+              description: '`appNotFound`, `productNotFound`, `contentNotFound`.'
               content:
                 application/json:
                   schema:
@@ -2804,7 +2804,7 @@ public enum ContractDocument {
               schema:
                 $ref: '#/components/schemas/Error'
         ProductNotFound:
-          description: '`productNotFound` (also for an unknown app).'
+          description: '`productNotFound`; `appNotFound` for an unknown app.'
           content:
             application/json:
               schema:

@@ -4937,7 +4937,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `productNotFound` (also for an unknown app).
+            /// `productNotFound`; `appNotFound` for an unknown app.
             ///
             /// - Remark: Generated from `#/paths//v1/customers/{customer}/offers/introductory-eligibility/post(signIntroductoryOfferEligibility)/responses/404`.
             ///
@@ -10138,7 +10138,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `productNotFound` (also for an unknown app).
+            /// `productNotFound`; `appNotFound` for an unknown app.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/get(offers)/responses/404`.
             ///
@@ -10466,7 +10466,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `productNotFound` (also for an unknown app).
+            /// `productNotFound`; `appNotFound` for an unknown app.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/offers/{offer}/put(putOffer)/responses/404`.
             ///
@@ -11820,7 +11820,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `productNotFound` (also for an unknown app).
+            /// `productNotFound`; `appNotFound` for an unknown app.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/get(content)/responses/404`.
             ///
@@ -12157,7 +12157,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `productNotFound` (also for an unknown app).
+            /// `productNotFound`; `appNotFound` for an unknown app.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/{name}/put(uploadContent)/responses/404`.
             ///
@@ -12488,7 +12488,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `productNotFound`, `contentNotFound`.
+            /// `appNotFound`, `productNotFound`, `contentNotFound`.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/{name}/delete(deleteContent)/responses/404`.
             ///
