@@ -14,7 +14,10 @@ struct Inspect: AsyncParsableCommand {
     struct Options: ParsableArguments {
         @Option(
             name: .customLong("root"),
-            help: "A trusted root certificate, DER or PEM (repeatable; default: Apple's roots)."
+            help: ArgumentHelp(
+                "A trusted root certificate, DER or PEM (repeatable; default: Apple's roots). One that is not "
+                    + "self-signed is an intermediate, as for an iOS 6-style receipt, which carries only its leaf."
+            )
         )
         var roots: [String] = []
 

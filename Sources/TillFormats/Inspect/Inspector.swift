@@ -11,7 +11,7 @@ import X509
 public struct Inspector: Sendable {
     /// What the inspector checks.
     public struct Options: Sendable {
-        /// Replaces Apple's roots when not empty.
+        /// Replaces Apple's roots when not empty: the self-signed ones are roots, the others intermediates.
         public var roots: [Certificate]
         public var bundleId: String?
         public var environment: AppStoreEnvironment?
@@ -52,8 +52,13 @@ public struct Inspector: Sendable {
         var jwsAnchors = TrustAnchors.appleStoreKit
         var receiptAnchors = TrustAnchors.appleReceipts
         if !options.roots.isEmpty {
-            jwsAnchors.roots = options.roots
-            receiptAnchors.roots = options.roots
+            // As the server's sandbox roots: the self-signed certificates are roots, the others intermediates, which
+            // complete an iOS 6-style receipt's chain (it carries only its leaf) and vouch for nothing by themselves.
+            let roots = options.roots.filter { $0.subject == $0.issuer }
+            let intermediates = options.roots.filter { $0.subject != $0.issuer }
+            jwsAnchors.roots = roots
+            receiptAnchors.roots = roots
+            receiptAnchors.intermediates += intermediates
         }
         jwsVerifier = SignedDataVerifier(
             .init(
