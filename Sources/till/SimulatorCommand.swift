@@ -26,8 +26,13 @@ struct SimulatorCommand: AsyncParsableCommand {
     @Option(help: "An SQLite file, :memory:, or postgres://user@host:port/database.")
     var database = "till-simulator.sqlite"
 
-    @Option(help: "How fast sandbox subscriptions renew: \(RenewalRate.presets.keys.sorted().joined(separator: ", ")).")
-    var renewalRate = "monthly-every-5-minutes"
+    @Option(
+        help: ArgumentHelp(
+            "How fast sandbox subscriptions renew: \(RenewalRate.presets.keys.sorted().joined(separator: ", ")). "
+                + "Given, it wins over the rate the database kept; else that one, or monthly-every-5-minutes."
+        )
+    )
+    var renewalRate: String?
 
     @Option(
         name: .customLong("fault"),
@@ -49,8 +54,9 @@ struct SimulatorCommand: AsyncParsableCommand {
     var logLevel = "info"
 
     func run() async throws {
-        guard let rate = RenewalRate(name: renewalRate) else {
-            throw ValidationError("unknown renewal rate \(renewalRate)")
+        let rate = try renewalRate.map { name in
+            guard let rate = RenewalRate(name: name) else { throw ValidationError("unknown renewal rate \(name)") }
+            return rate
         }
         var logger = Logger(label: "till.simulator")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info

@@ -171,6 +171,17 @@ struct LiveTests {
         // Data signed before the restart still verifies after it.
         let signed = try #require(purchase.signedTransaction)
         #expect(await fixture.jwsVerifier.verify(signed, as: JWSTransactionDecodedPayload.self).isValid)
+        // The renewal rate set through the admin API is kept; a rate given at the start (`--renewal-rate`) wins.
+        #expect(reopened.clock.rate == .monthlyEvery5Minutes)
+        try await reopened.subscriptions.setRenewalRate(.monthlyEveryMinute)
         try await reopened.shutdown()
+        let kept = try await Simulator.open(configuration)
+        #expect(kept.clock.rate == .monthlyEveryMinute)
+        try await kept.shutdown()
+        var given = configuration
+        given.renewalRate = .monthlyEvery10Seconds
+        let overridden = try await Simulator.open(given)
+        #expect(overridden.clock.rate == .monthlyEvery10Seconds)
+        try await overridden.shutdown()
     }
 }

@@ -12,8 +12,9 @@ import TillStorage
 /// What a simulator is made of.
 public struct SimulatorConfiguration: Sendable {
     public var database: DatabaseConfiguration
-    /// How fast sandbox subscriptions renew (production always runs in real time).
-    public var renewalRate: RenewalRate
+    /// How fast sandbox subscriptions renew (production always runs in real time). Given, it wins over the rate a
+    /// database kept (`PUT /admin/v1/clock/rate`); nil keeps that one, or `monthlyEvery5Minutes` for a new database.
+    public var renewalRate: RenewalRate?
     /// Apple's sandbox renews a subscription at most this many times, then lets it expire.
     public var maximumSandboxRenewals: Int
     /// How long the store keeps retrying a failed renewal, in (scaled) days.
@@ -35,7 +36,7 @@ public struct SimulatorConfiguration: Sendable {
 
     public init(
         database: DatabaseConfiguration = .sqliteInMemory,
-        renewalRate: RenewalRate = .monthlyEvery5Minutes,
+        renewalRate: RenewalRate? = nil,
         maximumSandboxRenewals: Int = 12,
         billingRetryDays: Double = 60,
         notificationRetryDelays: [AppStoreEnvironment: [Double]] = [
@@ -206,8 +207,10 @@ public final class Simulator: Sendable {
         try await store.migrate()
         let signer = try await SimulatorSigner.load(from: database, keys: configuration.keys)
         let offset = Int64(try await store.setting("clock_offset_ms", on: database.sql) ?? "0") ?? 0
-        var rate = configuration.renewalRate
-        if let stored = try await store.setting("renewal_rate", on: database.sql),
+        var rate = RenewalRate.monthlyEvery5Minutes
+        if let given = configuration.renewalRate {
+            rate = given
+        } else if let stored = try await store.setting("renewal_rate", on: database.sql),
             let data = stored.data(using: .utf8), let decoded = try? JSONDecoder().decode(RenewalRate.self, from: data)
         {
             rate = decoded
