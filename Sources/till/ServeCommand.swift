@@ -45,6 +45,14 @@ struct ServeCommand: AsyncParsableCommand {
         return ExitCode(64)
     }
 
+    /// What the banner says of sampling: swift-otel's `OTEL_TRACES_SAMPLER`, when set, decides over the ratio.
+    static func sampling(_ tracing: TracingSettings) -> String {
+        if let sampler = ProcessInfo.processInfo.environment["OTEL_TRACES_SAMPLER"], !sampler.isEmpty {
+            return "sampled as OTEL_TRACES_SAMPLER=\(sampler) says"
+        }
+        return "\(tracing.sampleRatio) of new traces kept"
+    }
+
     /// The two listeners `till serve` opens, for a bind error's message.
     enum Listener {
         case server, simulator
@@ -215,7 +223,7 @@ struct ServeCommand: AsyncParsableCommand {
                         """
                     if let tracing = settings.tracing {
                         banner +=
-                            "\n  traces       \(tracing.tracesURL)   (OTLP/HTTP, \(tracing.sampleRatio) of new traces kept)"
+                            "\n  traces       \(tracing.tracesURL)   (OTLP/HTTP, \(Self.sampling(tracing)))"
                     }
                     if let demo {
                         banner += """

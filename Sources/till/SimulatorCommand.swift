@@ -81,6 +81,8 @@ struct SimulatorCommand: AsyncParsableCommand {
             adminToken: adminToken
         )
         let simulator = try await Simulator.open(configuration, logger: logger)
+        // With an admin token, the banner's example sends it (without, the admin API answers it 401).
+        let authorization = adminToken.map { " -H 'Authorization: Bearer \($0)'" } ?? ""
         let app = buildSimulatorApplication(simulator, host: host, port: port) { port in
             say(
                 """
@@ -91,7 +93,7 @@ struct SimulatorCommand: AsyncParsableCommand {
                   Server API      http://\(host):\(port)/{sandbox|production}/inApps/v1/…
                   JWS root        http://\(host):\(port)/admin/v1/certificates/jws-root.pem
                   database        \(configuration.database)
-                try: curl -s -X POST http://\(host):\(port)/admin/v1/apps -d '{"bundleId":"com.example.app"}'
+                try: curl -s -X POST http://\(host):\(port)/admin/v1/apps\(authorization) -d '{"bundleId":"com.example.app"}'
                 """
             )
         }
