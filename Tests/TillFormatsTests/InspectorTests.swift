@@ -1,5 +1,4 @@
 import Foundation
-import SwiftASN1
 import Testing
 import TillCore
 
@@ -70,29 +69,8 @@ struct InspectorTests {
     /// An iOS 6-style receipt carries only its leaf: the intermediate given beside the root (as the simulator's
     /// `receipt-intermediate.pem`) completes its chain, and vouches for nothing without the root.
     @Test func anIntermediateGivenAsARootCompletesAnIOS6ReceiptsChain() async throws {
-        var leaf = DER.Serializer()
-        try leaf.serialize(TestAuthorities.receiptAuthority.leaf)
-        let receipt = try TransactionReceipt.sign(
-            purchaseInfo: TransactionReceipt.PurchaseInfo(
-                transaction: PurchaseTransaction(
-                    transactionId: "1000000181298734",
-                    productId: "gems",
-                    bundleId: "com.example.till",
-                    purchaseDate: Date(timeIntervalSince1970: 1_700_000_000),
-                    environment: .sandbox
-                ),
-                bundleVersion: "1",
-                itemId: "1",
-                appItemId: "0",
-                versionExternalIdentifier: "0",
-                uniqueIdentifier: "0",
-                uniqueVendorIdentifier: "D895D8DB-AEDF-4530-B7E5-E0C9A9A394B6"
-            ),
-            environment: .sandbox,
-            pod: "100",
-            privateKey: TestAuthorities.receiptAuthority.leafKey.rsa!,
-            certificateDER: leaf.serializedBytes
-        )
+        // Signed by the test receipt authority's leaf, as TransactionReceiptVerifierTests signs them.
+        let receipt = try TransactionReceiptVerifierTests().signed()
         let authority = TestAuthorities.receiptAuthority
         let both = Inspector(.init(roots: [authority.root, authority.intermediate]))
         let report = try object(await both.inspectReceipt(receipt.base64EncodedString()).jsonLine())
