@@ -71,11 +71,25 @@ public enum JSONBody {
     public static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound(let key, let context):
-            "missing " + (context.codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: ".")
+            "missing " + path(context.codingPath + [key])
         case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-            (context.codingPath.map(\.stringValue).joined(separator: ".") + " " + context.debugDescription)
-                .trimmingCharacters(in: .whitespaces)
+            context.codingPath.isEmpty
+                ? context.debugDescription : path(context.codingPath) + ": " + context.debugDescription
         @unknown default: "\(error)"
         }
+    }
+
+    /// A coding path as a reader writes it: `eventTypes[0]`, `price.amount` (Foundation names an array's element
+    /// `Index 0`).
+    static func path(_ keys: [any CodingKey]) -> String {
+        var text = ""
+        for key in keys {
+            if let index = key.intValue, key.stringValue.hasPrefix("Index ") {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
     }
 }

@@ -106,6 +106,30 @@ struct TillHTTPErrorTests {
         #expect(large.status == .contentTooLarge && large.code == "bodyTooLarge")
     }
 
+    struct PathBody: Decodable {
+        struct Inner: Decodable { var count: Int }
+        var items: [Int]
+        var inner: Inner?
+    }
+
+    /// What `JSONBody` says is wrong with `json` as a `PathBody`.
+    static func described(_ json: String) -> String {
+        do {
+            _ = try JSONDecoder().decode(PathBody.self, from: Data(json.utf8))
+            return "decoded"
+        } catch {
+            return (error as? DecodingError).map(JSONBody.describe) ?? "\(error)"
+        }
+    }
+
+    /// The path to what is wrong is written as a reader writes it: `items[1]`, not Foundation's `items.Index 1`.
+    @Test func whatIsWrongIsNamedByItsPath() {
+        let element = Self.described(#"{"items":[1,"x"]}"#)
+        #expect(element.hasPrefix("items[1]: "), "\(element)")
+        #expect(Self.described(#"{"items":[],"inner":{}}"#) == "missing inner.count")
+        #expect(Self.described(#"{"items":[],"inner":{"count":"x"}}"#).hasPrefix("inner.count: "))
+    }
+
     @Test func aBodyMustBeStrictJSON() async throws {
         let twice = try await call(.post, "/echo", body: #"{"a":1,"\u0061":2}"#)
         #expect(twice.status == .badRequest && twice.code == "invalidBody")
