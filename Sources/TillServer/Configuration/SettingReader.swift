@@ -1,10 +1,12 @@
 import Configuration
 import TillCore
 
-/// Reads `till serve`'s numbers and switches so that a bad value stops the server at start (exit 64) instead of being
-/// replaced: swift-configuration's `int(forKey:default:)` and its kin answer the default for a value that is there but
-/// is not of the type (`TILL_HTTP_PORT=abc` listened on 8080, `TILL_CONFIRMATION_PACING=maybe` paced), and the clamps
-/// that used to follow them moved a value outside its range without a word.
+/// Reads `till serve`'s settings (numbers, switches and text; not its secrets) so that a bad value stops the server at
+/// start (exit 64) instead of being replaced: swift-configuration's `int(forKey:default:)` and its kin answer the
+/// default for a value that is there but is not of the type (`TILL_HTTP_PORT=abc` listened on 8080,
+/// `TILL_CONFIRMATION_PACING=maybe` paced, a JSON number for a text setting was dropped), and the clamps that used to
+/// follow them moved a value outside its range without a word. Values are taken as given: `TILL_HTTP_PORT="80 "` is
+/// not a number.
 ///
 /// A key no provider has takes its default. A value some provider has must be of the setting's type and within its
 /// range, or it is refused with the key, what it takes and what it was given.

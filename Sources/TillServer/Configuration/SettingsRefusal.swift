@@ -18,7 +18,7 @@ public enum SettingsReason: String, RefusalReason {
     case invalidPort
     case invalidRetryHours
     case invalidRetrySchedule
-    /// A number or a switch that is not of its type, or outside its range (`SettingReader`).
+    /// A setting that is not of its type (a number, a switch, text), or outside its range (`SettingReader`).
     case invalidSetting
     case invalidShutdownDrain
     case invalidShutdownGrace

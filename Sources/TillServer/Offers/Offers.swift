@@ -14,9 +14,9 @@ import TillStorage
 /// (`OfferSigner`). It never signs for a product or an offer its catalogue does not have.
 public struct Offers: Sendable {
     let database: TillDatabase
-    /// The product catalogues.
     /// The customers and their aliases.
     var customerStore: CustomerStore { CustomerStore(database: database) }
+    /// The product catalogues.
     let catalogue: Catalogue
     let customers: Customers
     /// The AppTransaction each customer's app sent: its id names a customer the ledger has no purchase of.
