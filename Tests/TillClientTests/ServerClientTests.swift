@@ -26,6 +26,20 @@ struct ServerClientTests {
         }
     }
 
+    /// A server that is not there is said in a few words, not as Foundation's whole error.
+    @Test func aServerThatIsNotListeningIsSaidToRefuseTheConnection() async throws {
+        let port = try PrivatePostgres.freePort()
+        let client = TillServerClient(baseURL: "http://127.0.0.1:\(port)", appKey: "tk_x")
+        await #expect {
+            _ = try await client.customer("alice")
+        } throws: { error in
+            let error = error as? TillClientError
+            return error?.kind == .unreachable
+                && error?.message == "could not reach http://127.0.0.1:\(port)/v1/customers/alice: connection refused "
+                    + "(is the server running there?)"
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func theMasterListIsFetchedAgainOnlyWhenItChanged(_ database: TestDatabase)
         async throws
     {

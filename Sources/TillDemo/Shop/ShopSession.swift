@@ -72,7 +72,8 @@ struct ShopSession: Sendable {
             }
         } catch {
             throw ValidationError(
-                "cannot ask the simulator at \(admin.baseURL) for its devices (\(error)); give --device"
+                "cannot ask the simulator at \(admin.baseURL) for its devices: \(error). Give the simulator's address "
+                    + "(--simulator, the port till serve prints for it) or a device (--device)"
             )
         }
         throw ValidationError("the simulator at \(admin.baseURL) has no sandbox tester with a device; give --device")

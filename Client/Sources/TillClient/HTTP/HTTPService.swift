@@ -209,7 +209,26 @@ struct HTTPService: Sendable {
                 message: "no answer from \(where_) in time (\(error.localizedDescription))"
             )
         }
+        if let error = error as? URLError {
+            return TillClientError(.unreachable, message: "could not reach \(where_): \(describe(error))")
+        }
         return TillClientError(.unreachable, message: "could not reach \(where_): \(error)")
+    }
+
+    /// What kept a request from the server, in a few words. A `URLError` printed whole is Foundation's NSError dump
+    /// (`Error Domain=NSURLErrorDomain Code=-1004 "(null)"UserInfo={…}` on Linux, some 600 characters).
+    static func describe(_ error: URLError) -> String {
+        switch error.code {
+        case .cannotConnectToHost: "connection refused (is the server running there?)"
+        case .cannotFindHost, .dnsLookupFailed: "the host name is not known"
+        case .networkConnectionLost: "the connection was lost"
+        case .notConnectedToInternet: "no network connection"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+            .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            "the TLS connection failed (\(error.localizedDescription))"
+        case .cancelled: "the request was cancelled"
+        default: "URLError \(error.code.rawValue)"
+        }
     }
 
     /// The error a non-2xx answer stands for, with the server's code and message when it sent the usual body.
