@@ -12,7 +12,7 @@ public enum EventReceiverProcess {
         let receiver = WebhookReceiver(keep: false, timing: true)
         var quiet = Logger(label: "till.receiver")
         quiet.logLevel = .warning
-        let ports = try await Ports.start({ receiver.application(onServerRunning: $0) }, logger: quiet)
+        let ports = try await Ports.start({ receiver.application(logger: quiet, onServerRunning: $0) }, logger: quiet)
         let output = FileHandle.standardOutput
         output.write(Data("receiver on \(ports.port)\n".utf8))
         // Standard input is read on a thread of its own: a blocking read on the cooperative pool would take one of

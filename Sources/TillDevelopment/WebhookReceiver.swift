@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import Synchronization
 import TillHTTPKit
@@ -133,10 +134,11 @@ public final class WebhookReceiver: Sendable {
     public func reset() { state.withLock { $0.deliveries.removeAll() } }
 
     /// The receiver as an HTTP server on `host`:`port` (0: a free one, reported to `onServerRunning`); it takes `POST`
-    /// on any path.
+    /// on any path. It logs to `logger` (Hummingbird's own logger, at info, when none is given).
     public func application(
         host: String = "127.0.0.1",
         port: Int = 0,
+        logger: Logger? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = Router()
@@ -147,7 +149,8 @@ public final class WebhookReceiver: Sendable {
         return Application(
             router: router,
             configuration: .init(address: .hostname(host, port: port), serverName: "till-webhook-receiver"),
-            onServerRunning: { await onServerRunning($0.localAddress?.port ?? port) }
+            onServerRunning: { await onServerRunning($0.localAddress?.port ?? port) },
+            logger: logger
         )
     }
 
