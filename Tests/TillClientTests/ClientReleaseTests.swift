@@ -20,7 +20,11 @@ struct ClientReleaseTests {
     )
     func theChangelogTheCodeAndTillVersionStateOneVersion() async throws {
         let changelog = try String(contentsOf: Self.package.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        let heading = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## ") })
+        // What landed since the last release waits under `## Unreleased`, at the top and nowhere else; the first
+        // heading below it is the version this tree is.
+        let headings = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") }
+        #expect(headings.dropFirst().allSatisfy { $0 != "## Unreleased" }, "Unreleased is not the top heading")
+        let heading = try #require(headings.first { $0 != "## Unreleased" })
         let stated = heading.dropFirst(3).split(separator: " ").first.map(String.init)
         #expect(stated == TillRelease.version, "CHANGELOG.md's top heading: \(heading)")
         #expect(TillRelease.version.wholeMatch(of: /(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)/) != nil)
@@ -75,6 +79,31 @@ struct ClientReleaseTests {
             _ = try await git(["commit", "--quiet", "-m", "The work tree's release files"], in: clone)
         }
         return clone
+    }
+
+    /// What landed since the release this tree states waits in CHANGELOG.md under `## Unreleased`, which
+    /// Tools/release refuses to tag (a release renames the heading first). The clone is released as the version it
+    /// states: the section is taken out of its CHANGELOG.md and committed, once the refusal was seen.
+    static func setAsideUnreleased(in repository: URL) async throws {
+        let file = repository.appendingPathComponent("CHANGELOG.md")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        guard let start = text.range(of: "\n## Unreleased\n") else { return }
+        let refused = try await ChildProcess.run(
+            "/usr/bin/env",
+            ["bash", "Tools/release", TillRelease.version],
+            in: repository
+        )
+        #expect(refused.status != 0 && refused.output.contains("still Unreleased"), "\(refused.output)")
+        let end = text.range(of: "\n## ", range: start.upperBound..<text.endIndex)?.lowerBound ?? text.endIndex
+        try (String(text[..<start.lowerBound]) + String(text[end...])).write(
+            to: file,
+            atomically: true,
+            encoding: .utf8
+        )
+        _ = try await git(
+            ["commit", "--quiet", "-am", "The release this tree states, without what is unreleased"],
+            in: repository
+        )
     }
 
     /// docs/client.md's app manifest, with the clone's URL in place of the published one.
@@ -142,6 +171,7 @@ struct ClientReleaseTests {
         let repositories = root.appendingPathComponent("repository")
         try? FileManager.default.removeItem(at: repositories)
         let repository = try await Self.clone(into: repositories.appendingPathComponent(UUID().uuidString))
+        try await Self.setAsideUnreleased(in: repository)
 
         let release = try await ChildProcess.run(
             "/usr/bin/env",
