@@ -7,8 +7,9 @@ import TillStorage
 
 @testable import TillServer
 
-/// The events' bodies are written by hand (`Event.json()`, for a measured cost): each stored body must be what the
-/// contract's generated encoder writes for the same event, byte for byte, or a receiver would see two shapes.
+/// The events' bodies are written by `JSONWriter` (for a measured cost), through the `writeJSON(to:)` functions
+/// `Tools/generate-json-writers` makes from the contract: each stored body must be what the contract's generated
+/// encoder writes for the same event, byte for byte, or a receiver would see two shapes.
 enum EventJSONCheck {
     /// Every event the server stored: its body decodes as the contract's `Event`, and the generated encoder (with the
     /// server's `.sortedKeys` and `.withoutEscapingSlashes`) writes exactly those bytes again.
