@@ -87,7 +87,10 @@ struct DemoWorld: Sendable {
         let backend = WebhookReceiver()
         let backendPorts: Ports
         do {
-            backendPorts = try await Ports.start({ backend.application(logger: logger, onServerRunning: $0) }, logger: logger)
+            backendPorts = try await Ports.start(
+                { backend.application(logger: logger, onServerRunning: $0) },
+                logger: logger
+            )
         } catch {
             try? await server.shutdown()
             await simulatorPorts.stop()

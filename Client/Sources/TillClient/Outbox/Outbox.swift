@@ -10,8 +10,10 @@ import Foundation
 ///
 /// Layout of ``directory``:
 ///
-///     pending/<sha256(key)>.json    an OutboxEntry, replaced atomically after each failed attempt
-///     rejected/<sha256(key)>.json   a RejectedSubmission: the server said it will never succeed
+///     pending/<name>.json    an OutboxEntry, replaced atomically after each failed attempt
+///     rejected/<name>.json   a RejectedSubmission: the server said it will never succeed
+///
+/// where `<name>` is the first 20 bytes of the SHA-256 of the idempotency key, in hex (`name(of:)`).
 ///
 /// An entry leaves `pending` only on a 2xx (removed) or a permanent 4xx (moved to `rejected`); an unreachable
 /// server, a timeout, a 5xx or a 429 keep it, with its next attempt pushed back by ``backoff``.
