@@ -121,6 +121,27 @@ struct ConsoleTests {
         }
     }
 
+    /// "Add a product" leads to the new product's page; without an id it leads back to the catalogue with the
+    /// reason, never to a product page whose save would create a product named by a placeholder.
+    @Test func addingAProductWithoutAnIdLeadsBackToTheCatalogue() async throws {
+        try await ServerFixture.run { fixture in
+            try await Application(router: buildServerRouter(fixture.server)).test(.router) { client in
+                let browser = ConsoleClient(client)
+                #expect(try await browser.signIn().status == 303)
+                let app = ServerFixture.bundleId
+                let named = try await browser.get("/console/catalogue/new?app=\(app)&product=gems.500")
+                #expect(named.status == 303 && named.location == "/console/catalogue/gems.500?app=\(app)")
+                for blank in ["&product=", "&product=%20%20", ""] {
+                    let refused = try await browser.get("/console/catalogue/new?app=\(app)" + blank)
+                    let location = try #require(refused.location)
+                    #expect(refused.status == 303 && location.hasPrefix("/console/catalogue?app=\(app)&error="))
+                    let catalogue = try await browser.get(location)
+                    #expect(catalogue.status == 200 && catalogue.body.contains("Give the new product an id."))
+                }
+            }
+        }
+    }
+
     /// After traffic like `till demo`'s (gems and a subscription bought in the simulator's sandbox and confirmed) and
     /// production money (a purchase, its renewal and a prorated refund by Apple's notifications, which a test can
     /// verify only past the signature: Apple's production roots cannot be had), the overview shows for a range the revenue report's

@@ -51,7 +51,16 @@ extension ConsolePages {
         let id = (request.uri.queryParameters.get("product").map { String($0) } ?? "").trimmingCharacters(
             in: .whitespaces
         )
-        return ConsolePage.redirect(productHref(id.isEmpty ? "-" : id, app: app?.bundleId ?? ""))
+        let bundleId = app?.bundleId ?? ""
+        // The form requires an id; a request without one (typed, or from a page without the check) is sent back to
+        // the catalogue with the reason, not to a product page named by a placeholder that a save would create.
+        guard !id.isEmpty else {
+            return ConsolePage.redirect(
+                "/console/catalogue?app=\(Readable.percentEncoded(bundleId))",
+                error: "Give the new product an id."
+            )
+        }
+        return ConsolePage.redirect(productHref(id, app: bundleId))
     }
 
     func product(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
