@@ -1,5 +1,4 @@
 import Foundation
-import TillHTTPKit
 
 /// The server's notion of now. Every component reads time through it, so a test moves one clock for all of them.
 package struct ServerClock: Sendable {
@@ -10,20 +9,6 @@ package struct ServerClock: Sendable {
 
     package init(now: @escaping @Sendable () -> Date) {
         self.now = now
-    }
-}
-
-/// The confirmation queue's two wake-ups, shared by the components that fill it (intake, a credentials fix in
-/// the catalogue, an operator's requeue) and the one that drains it.
-package struct QueueSignals: Sendable {
-    /// Nudges the confirmation worker when a submission is queued or brought forward: the job queue's wake-up of
-    /// its confirmations.
-    package let workAvailable: Wakeup
-    /// Wakes requests waiting (`?wait=`) for a submission to leave the queue.
-    package let submissionSettled = Wakeup()
-
-    package init(workAvailable: Wakeup) {
-        self.workAvailable = workAvailable
     }
 }
 
