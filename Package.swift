@@ -596,6 +596,7 @@ let package = Package(
             name: "TillSimulatorTests",
             dependencies: [
                 .product(name: "TillCore", package: "Client"),
+                .product(name: "TillSimulatorContract", package: "Client"),
                 "TillFormats",
                 "TillHTTPKit",
                 "TillSimulator",

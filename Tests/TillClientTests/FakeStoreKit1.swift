@@ -143,7 +143,7 @@ final class FakeStoreKit1: StoreKit1Interface, Sendable {
                 bundleId: bundleId,
                 environment: .sandbox
             )
-            if result.status == "completed" {
+            if result.status == .completed {
                 report(.updated(result.transactions.map(Self.read)))
                 report(.restoreFinished)
             } else {
@@ -175,17 +175,17 @@ final class FakeStoreKit1: StoreKit1Interface, Sendable {
     static func read(_ entry: QueueTransaction) -> StoreKit1Transaction {
         let state: StoreKit1Transaction.State =
             switch entry.state {
-            case "purchased": .purchased
-            case "failed": .failed
-            case "restored": .restored
-            case "deferred": .deferred
-            default: .purchasing
+            case .purchasing: .purchasing
+            case .purchased: .purchased
+            case .failed: .failed
+            case .restored: .restored
+            case .deferred: .deferred
             }
         return StoreKit1Transaction(
             handle: entry.id,
             state: state,
             transactionIdentifier: entry.transactionId,
-            originalTransactionIdentifier: entry.state == "restored" ? entry.originalTransactionId : nil,
+            originalTransactionIdentifier: entry.state == .restored ? entry.originalTransactionId : nil,
             productIdentifier: entry.productId,
             quantity: entry.quantity ?? 1,
             transactionDate: entry.purchaseDate.map { Date(timeIntervalSince1970: Double($0) / 1000) },

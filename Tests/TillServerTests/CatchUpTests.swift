@@ -39,7 +39,7 @@ struct CatchUpTests {
             failed = try await fixture.simulator.notifications.notificationLog(
                 appAppleId: try #require(fixture.app.appAppleId),
                 environment: .sandbox
-            ).last { $0.notificationType == type.rawValue && $0.state == "failed" }
+            ).last { $0.notificationType == type.rawValue && $0.state == .failed }
             return failed != nil
         }
         return try #require(failed)
@@ -223,7 +223,7 @@ struct CatchUpTests {
                 try await fixture.simulator.notifications.notificationLog(
                     appAppleId: try #require(fixture.app.appAppleId),
                     environment: .sandbox
-                ).filter { $0.notificationType == "REFUND" && $0.state == "failed" }.count == 2
+                ).filter { $0.notificationType == "REFUND" && $0.state == .failed }.count == 2
             }
             #expect(try await customer(fixture, "c1").entitlements.map(\.id) == ["pro"])
 

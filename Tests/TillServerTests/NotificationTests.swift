@@ -67,15 +67,15 @@ struct NotificationTests {
                 environment: .sandbox
             )
             let entry = log.last { $0.notificationType == type.rawValue && $0.subtype == subtype?.rawValue }
-            if let entry, entry.state == "delivered",
+            if let entry, entry.state == .delivered,
                 let record = try await store.notification(uuid: entry.notificationUUID, on: store.sql)
             {
                 return record
             }
             // What a timeout says: whether the simulator never made it, failed to deliver it (the sandbox does not
             // retry), or delivered it and the server did not record it; and where the other notifications stand.
-            let states = Dictionary(grouping: log, by: \.state).mapValues(\.count)
-            let made = entry.map { "its state \($0.state) after \($0.attempts) attempts" }
+            let states: [String: Int] = Dictionary(grouping: log, by: \.state.rawValue).mapValues(\.count)
+            let made = entry.map { "its state \($0.state.rawValue) after \($0.attempts) attempts" }
             seen =
                 (made ?? "not made by the simulator") + "; the log: "
                 + states.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")

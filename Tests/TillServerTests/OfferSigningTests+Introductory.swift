@@ -52,7 +52,7 @@ extension OfferSigningTests {
                 #expect(first.allowIntroductoryOffer && first.reason == "neverHadIntroductoryOffer")
                 #expect(first.transactionId == bob.appTransactionId && first.subscriptionGroup == "premium")
                 let trial = try await pay(fixture, "premium.monthly", device: bob.device, eligibility: first.compactJWS)
-                #expect(trial.state == "purchased", "\(trial)")
+                #expect(trial.state == .purchased, "\(trial)")
                 let bought = try await simulated(fixture, trial)
                 #expect(bought.offerType == 1 && bought.price == 0)
                 try await submit(fixture, trial, as: "bob")
@@ -102,7 +102,7 @@ extension OfferSigningTests {
                     device: carol.device,
                     eligibility: withheld.compactJWS
                 )
-                #expect(full.state == "purchased", "\(full)")
+                #expect(full.state == .purchased, "\(full)")
                 let paid = try await simulated(fixture, full)
                 #expect(paid.offerType == nil && paid.price == 990)
                 try await submit(fixture, full, as: "carol")
@@ -165,7 +165,7 @@ extension OfferSigningTests {
                     device: dave.device,
                     eligibility: named.compactJWS
                 )
-                #expect(trial.state == "purchased", "\(trial)")
+                #expect(trial.state == .purchased, "\(trial)")
 
                 // A grant in the offer's own group is no App Store subscription either: Erin, subscribed by a grant
                 // alone, never had Apple's introductory offer, as Apple sees her.

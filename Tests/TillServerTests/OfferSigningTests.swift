@@ -97,7 +97,7 @@ struct OfferSigningTests {
 
     /// A StoreKit error code 12 (`invalidSignature`): the App Store refused the offer's signature.
     func refusedSignature(_ purchase: QueueTransaction) -> Bool {
-        purchase.state == "failed" && purchase.error?.code == 12
+        purchase.state == .failed && purchase.error?.code == 12
     }
 
     /// Flips one bit of a base64 value's last byte.
@@ -169,7 +169,7 @@ struct OfferSigningTests {
                     signature: answer.signature
                 )
                 let upgrade = try await pay(fixture, "premium.plus", token: token.lowercased(), promotional: original)
-                #expect(upgrade.state == "purchased", "\(upgrade)")
+                #expect(upgrade.state == .purchased, "\(upgrade)")
                 let bought = try await simulated(fixture, upgrade)
                 #expect(bought.offerType == 2 && bought.offerIdentifier == "loyal" && bought.price == 990)
                 try await submit(fixture, upgrade, as: "alice")
@@ -235,7 +235,7 @@ struct OfferSigningTests {
                     "premium.plus",
                     promotional: PromotionalOfferInput(offerIdentifier: "loyal", compactJWS: compact)
                 )
-                #expect(redeemed.state == "purchased", "\(redeemed)")
+                #expect(redeemed.state == .purchased, "\(redeemed)")
                 let subscription = try await fixture.simulator.store.subscriptions.subscription(
                     originalTransactionId: try #require(redeemed.originalTransactionId),
                     on: fixture.simulator.store.sql

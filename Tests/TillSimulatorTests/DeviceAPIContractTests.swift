@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 import TillCore
 import TillFormats
+import TillSimulatorContract
 import TillTestSupport
 
 @testable import TillSimulator
@@ -40,6 +41,19 @@ struct DeviceAPIContractTests {
             }
         }
         return operations
+    }
+
+    /// The simulator's states of a queue entry and of a restore are its own enums (the domain does not take the
+    /// generated types), so they are held here to the document's: a value on one side only fails.
+    @Test func theQueuesStatesAreTheDocumentsStates() {
+        #expect(
+            QueueTransaction.State.allCases.map(\.rawValue).sorted()
+                == Components.Schemas.TransactionState.allCases.map(\.rawValue).sorted()
+        )
+        #expect(
+            RestoreResult.Status.allCases.map(\.rawValue).sorted()
+                == Components.Schemas.RestoreResult.StatusPayload.allCases.map(\.rawValue).sorted()
+        )
     }
 
     @Test func everyStoreKitRouteIsDocumentedAndEveryOperationRouted() async throws {

@@ -67,13 +67,13 @@ struct FaultTests {
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
-        #expect(restore.status == "failed" && restore.error?.message == "Cannot connect to the App Store.")
+        #expect(restore.status == .failed && restore.error?.message == "Cannot connect to the App Store.")
         #expect(
             try await fixture.simulator.payments.restore(
                 deviceId: fixture.tablet.id,
                 bundleId: SimulatorFixture.bundleId,
                 environment: .sandbox
-            ).status == "completed"
+            ).status == .completed
         )
     }
 

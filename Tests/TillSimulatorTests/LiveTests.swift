@@ -58,14 +58,14 @@ struct LiveTests {
                     appAppleId: fixture.app.appAppleId,
                     environment: .sandbox
                 )
-                for _ in 0..<600 where log.first?.state != "delivered" {
+                for _ in 0..<600 where log.first?.state != .delivered {
                     try await Task.sleep(for: .milliseconds(100))
                     log = try await fixture.simulator.notifications.notificationLog(
                         appAppleId: fixture.app.appAppleId,
                         environment: .sandbox
                     )
                 }
-                #expect(log.first?.state == "delivered" && log.first?.attempts == 2)
+                #expect(log.first?.state == .delivered && log.first?.attempts == 2)
 
                 // A renewal in accelerated time arrives by itself.
                 _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 300)

@@ -134,7 +134,7 @@ struct OfferTests {
                            winBackOfferId: "comeback"),
             environment: .sandbox
         )
-        #expect(refused.state == "failed" && refused.error?.code == StoreKitErrorCode.ineligibleForOffer.rawValue)
+        #expect(refused.state == .failed && refused.error?.code == StoreKitErrorCode.ineligibleForOffer.rawValue)
         _ = try await fixture.simulator.subscriptions.setAutoRenew(originalTransactionId: original, enabled: false)
         _ = try await fixture.simulator.subscriptions.advanceClock(seconds: 301)
         let renewal = try await fixture.simulator.payments.signedRenewalInfo(
@@ -149,7 +149,7 @@ struct OfferTests {
             environment: .sandbox
         )
         let resubscribed = try #require(try await transactions(fixture, original).last)
-        #expect(back.state == "purchased" && resubscribed.offerType == 4 && resubscribed.offerIdentifier == "comeback")
+        #expect(back.state == .purchased && resubscribed.offerType == 4 && resubscribed.offerIdentifier == "comeback")
         #expect(try await fixture.notificationKinds().last == "SUBSCRIBED/RESUBSCRIBE")
     }
 
@@ -190,7 +190,7 @@ struct OfferTests {
                            promotionalOffer: PromotionalOfferInput(offerIdentifier: "loyal", compactJWS: jws)),
             environment: .sandbox
         )
-        #expect(answer.state == "failed" && answer.error?.code == StoreKitErrorCode.invalidSignature.rawValue)
+        #expect(answer.state == .failed && answer.error?.code == StoreKitErrorCode.invalidSignature.rawValue)
     }
 
     @Test func verifyReceiptNamesTheOffers() async throws {

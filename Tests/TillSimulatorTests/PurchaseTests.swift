@@ -15,7 +15,7 @@ struct PurchaseTests {
         let fixture = try await SimulatorFixture.make(database: database)
         for productId in ["gems.100", "pro", "issue.1", "newsletter", "premium.monthly"] {
             let purchase = try await fixture.buy(productId)
-            #expect(purchase.state == "purchased", "\(productId)")
+            #expect(purchase.state == .purchased, "\(productId)")
             let jws = try #require(purchase.signedTransaction)
             let verified = try #require(
                 await fixture.jwsVerifier.verify(jws, as: JWSTransactionDecodedPayload.self).value
@@ -57,7 +57,7 @@ struct PurchaseTests {
     @Test(arguments: TestDatabase.all) func failedCancelledAndDeferredPayments(_ database: TestDatabase) async throws {
         let fixture = try await SimulatorFixture.make(database: database)
         let cancelled = try await fixture.buy("pro", userAction: "cancel")
-        #expect(cancelled.state == "failed" && cancelled.error?.code == StoreKitErrorCode.paymentCancelled.rawValue)
+        #expect(cancelled.state == .failed && cancelled.error?.code == StoreKitErrorCode.paymentCancelled.rawValue)
         #expect(
             try await fixture.buy("no.such.product").error?.code == StoreKitErrorCode.storeProductNotAvailable.rawValue
         )
@@ -72,14 +72,14 @@ struct PurchaseTests {
             id: fixture.account.id,
             AccountInput(canMakePayments: true, paymentFailure: 0)
         )
-        #expect(try await fixture.buy("pro").state == "failed")
+        #expect(try await fixture.buy("pro").state == .failed)
 
         _ = try await fixture.simulator.appStoreConnect.updateAccount(
             id: fixture.account.id,
             AccountInput(paymentFailure: -1, askToBuy: true)
         )
         let deferred = try await fixture.buy("pro")
-        #expect(deferred.state == "deferred" && deferred.transactionId == nil)
+        #expect(deferred.state == .deferred && deferred.transactionId == nil)
         await #expect {
             try await fixture.simulator.payments.finish(
                 entryId: deferred.id,
@@ -91,14 +91,14 @@ struct PurchaseTests {
             id: try #require(deferred.paymentId),
             approve: true
         )
-        #expect(approved.id == deferred.id && approved.state == "purchased" && approved.transactionId != nil)
+        #expect(approved.id == deferred.id && approved.state == .purchased && approved.transactionId != nil)
 
         let another = try await fixture.buy("gems.100")
         let declined = try await fixture.simulator.payments.resolveDeferredPayment(
             id: try #require(another.paymentId),
             approve: false
         )
-        #expect(declined.state == "failed")
+        #expect(declined.state == .failed)
     }
 
     @Test(arguments: TestDatabase.all) func unfinishedTransactionsComeBackUntilFinished(_ database: TestDatabase)
@@ -159,9 +159,9 @@ struct PurchaseTests {
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
-        #expect(restore.status == "completed")
+        #expect(restore.status == .completed)
         #expect(Set(restore.transactions.map(\.productId)) == ["pro", "newsletter", "premium.monthly"])
-        #expect(restore.transactions.allSatisfy { $0.state == "restored" })
+        #expect(restore.transactions.allSatisfy { $0.state == .restored })
         let pro = try #require(restore.transactions.first { $0.productId == "pro" })
         #expect(
             pro.originalTransactionId == bought["pro"]?.transactionId
@@ -182,7 +182,7 @@ struct PurchaseTests {
             bundleId: SimulatorFixture.bundleId,
             environment: .sandbox
         )
-        #expect(failed.status == "failed" && failed.error != nil)
+        #expect(failed.status == .failed && failed.error != nil)
     }
 
     @Test(arguments: TestDatabase.all) func nonConsumablesAreNotChargedTwice(_ database: TestDatabase) async throws {

@@ -92,7 +92,7 @@ extension RetentionMessagingTests {
                                productId: "premium.monthly", promotionalOffer: offer),
                 environment: .sandbox
             )
-            #expect(accepted.state == "purchased")
+            #expect(accepted.state == .purchased)
             let subscription = try #require(
                 try await simulator.store.subscriptions.subscription(originalTransactionId: original, on: simulator.store.sql)
             )

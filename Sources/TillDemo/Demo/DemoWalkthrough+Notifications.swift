@@ -41,7 +41,7 @@ extension DemoWalkthrough {
                 )
                 let renewals = log.filter {
                     $0.notificationType == "DID_RENEW" && $0.originalTransactionId == original
-                        && $0.state == "delivered"
+                        && $0.state == .delivered
                 }
                 return renewals.count >= 2 ? renewals : nil
             }

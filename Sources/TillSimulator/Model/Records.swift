@@ -114,8 +114,8 @@ struct SimPayment: Codable, Sendable {
     var quantity: Int
     var applicationUsername: String?
     var appAccountToken: String?
-    /// purchasing, purchased, failed, deferred.
-    var state: String
+    /// purchasing, purchased, failed or deferred.
+    var state: QueueTransaction.State
     var errorCode: Int?
     var transactionId: String?
     var createdAt: Int64
@@ -190,8 +190,8 @@ struct SimQueueEntry: Codable, Sendable {
     var deviceId: String
     var appAppleId: Int64
     var seq: Int64
-    /// purchased, failed, deferred, restored.
-    var state: String
+    /// purchased, failed, deferred or restored.
+    var state: QueueTransaction.State
     var transactionId: String?
     /// For restored entries: the identifier of this restore's transaction (the original is `transactionId`).
     var restoredTransactionId: String?
@@ -263,8 +263,7 @@ struct SimNotificationRecord: Codable, Sendable {
     var transactionId: String?
     var signedPayload: String
     var testToken: String?
-    /// pending, delivered, failed (given up), unsent (no URL).
-    var state: String
+    var state: NotificationLogEntry.State
     var attempts: Int
     var nextAttemptAt: Int64?
     /// JSON array of `{attemptDate, sendAttemptResult}`.

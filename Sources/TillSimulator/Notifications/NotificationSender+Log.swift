@@ -11,8 +11,18 @@ public struct NotificationLogEntry: Codable, Sendable {
     public var subtype: String?
     public var originalTransactionId: String?
     public var transactionId: String?
-    /// pending, delivered, failed, unsent (no URL configured).
-    public var state: String
+    /// Where a notification's delivery stands.
+    public enum State: String, Codable, Sendable, Hashable, CaseIterable {
+        /// Not delivered yet; attempts go on.
+        case pending
+        case delivered
+        /// Given up (the sandbox does not retry).
+        case failed
+        /// Not sent: the app has no notification URL for the environment.
+        case unsent
+    }
+
+    public var state: State
     public var attempts: Int
     public var createdAt: Int64
     public var signedPayload: String

@@ -126,7 +126,7 @@ extension NotificationSender {
                 transactionId: transaction?.transactionId,
                 signedPayload: try signer.jws.sign(payload),
                 testToken: testToken,
-                state: hasURL ? "pending" : "unsent",
+                state: hasURL ? .pending : .unsent,
                 attempts: 0,
                 nextAttemptAt: hasURL ? now.millisecondsSince1970 : nil,
                 sendAttempts: "[]",
@@ -155,7 +155,7 @@ extension NotificationSender {
         guard let app = try? await store.appStoreConnect.app(appAppleId: record.appAppleId, on: store.sql),
             let url = app.notificationURL(for: environment)
         else {
-            record.state = "unsent"
+            record.state = .unsent
             record.nextAttemptAt = nil
             try? await store.update(record, on: store.sql)
             return
@@ -188,10 +188,10 @@ extension NotificationSender {
         record.attempts += 1
         let delays = configuration.notificationRetryDelays[environment] ?? []
         if result == .success {
-            record.state = "delivered"
+            record.state = .delivered
             record.nextAttemptAt = nil
         } else if record.attempts > delays.count {
-            record.state = "failed"
+            record.state = .failed
             record.nextAttemptAt = nil
         } else {
             record.nextAttemptAt = now + Int64(delays[record.attempts - 1] * 1000)

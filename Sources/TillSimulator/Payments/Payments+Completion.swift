@@ -117,7 +117,7 @@ extension Payments {
         app: SimApp,
         on db: any SQLDatabase
     ) async throws {
-        payment.state = "purchased"
+        payment.state = .purchased
         payment.transactionId = tx.transactionId
         payment.updatedAt = clock.nowMilliseconds
         try await store.update(payment, on: db)

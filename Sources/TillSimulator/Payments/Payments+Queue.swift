@@ -41,12 +41,12 @@ extension Payments {
             else {
                 throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(entryId)")
             }
-            guard entry.state != "deferred" && entry.state != "purchasing" else {
-                throw PaymentRefusal(.notFinishable, "a \(entry.state) transaction cannot be finished")
+            guard entry.state != .deferred && entry.state != .purchasing else {
+                throw PaymentRefusal(.notFinishable, "a \(entry.state.rawValue) transaction cannot be finished")
             }
             entry.finished = true
             try await self.store.update(entry, on: db)
-            if entry.state == "purchased", let id = entry.transactionId,
+            if entry.state == .purchased, let id = entry.transactionId,
                 var tx = try await self.store.purchases.transaction(id: id, on: db),
                 !tx.finished
             {
@@ -65,7 +65,7 @@ extension Payments {
         do {
             try await faultsForStoreKit(environment)
         } catch let error as PaymentRefusal where error.reason == .storeUnavailable {
-            return RestoreResult(status: "failed", transactions: [], error: .init(code: 0, message: error.message))
+            return RestoreResult(status: .failed, transactions: [], error: .init(code: 0, message: error.message))
         }
         let outcome = try await database.transaction { db -> Result<[String], PaymentRefusal> in
             guard let device = try await self.store.appStoreConnect.device(id: deviceId, on: db) else {
@@ -102,7 +102,7 @@ extension Payments {
                     deviceId: device.id,
                     appAppleId: app.appAppleId,
                     seq: seq,
-                    state: "restored",
+                    state: .restored,
                     transactionId: tx.transactionId,
                     restoredTransactionId: try await store.nextTransactionId(environment, on: db),
                     paymentId: nil,
@@ -120,11 +120,11 @@ extension Payments {
         }
         switch outcome {
         case .failure(let error):
-            return RestoreResult(status: "failed", transactions: [], error: .init(code: 0, message: error.message))
+            return RestoreResult(status: .failed, transactions: [], error: .init(code: 0, message: error.message))
         case .success(let ids):
             var restored: [QueueTransaction] = []
             for id in ids { restored.append(try await queueTransaction(entryId: id)) }
-            return RestoreResult(status: "completed", transactions: restored, error: nil)
+            return RestoreResult(status: .completed, transactions: restored, error: nil)
         }
     }
 }

@@ -77,10 +77,15 @@ public struct QueueTransaction: Codable, Sendable, Hashable {
         public var message: String
     }
 
+    /// `SKPaymentTransactionState`, as the device API's contract names it (`TransactionState` in
+    /// Client/Sources/TillSimulatorContract/openapi.yaml; `DeviceAPIContractTests` holds the two to the same values).
+    public enum State: String, Codable, Sendable, Hashable, CaseIterable {
+        case purchasing, purchased, failed, restored, deferred
+    }
+
     /// The queue entry, what `finish` takes.
     public var id: String
-    /// purchased, failed, deferred, restored.
-    public var state: String
+    public var state: State
     public var productId: String
     public var paymentId: String?
     /// The transaction's identifier; for a restored transaction, the restore's own identifier.
@@ -100,8 +105,13 @@ public struct QueueTransaction: Codable, Sendable, Hashable {
 
 /// The outcome of "restore completed transactions".
 public struct RestoreResult: Codable, Sendable {
-    /// `completed` or `failed`.
-    public var status: String
+    /// How a restore ended, as the device API's contract names it (`RestoreResult.status`; `DeviceAPIContractTests`
+    /// holds the two to the same values).
+    public enum Status: String, Codable, Sendable, Hashable, CaseIterable {
+        case completed, failed
+    }
+
+    public var status: Status
     public var transactions: [QueueTransaction]
     public var error: QueueTransaction.Failure?
 }
@@ -128,7 +138,7 @@ extension Payments {
                 quantity: request.quantity ?? 1,
                 applicationUsername: request.applicationUsername,
                 appAccountToken: request.appAccountToken?.lowercased(),
-                state: "purchasing",
+                state: .purchasing,
                 errorCode: nil,
                 transactionId: nil,
                 createdAt: now,
@@ -181,22 +191,22 @@ extension Payments {
 
             let entry: SimQueueEntry
             if let failure {
-                payment.state = "failed"
+                payment.state = .failed
                 payment.errorCode = failure.rawValue
                 try await self.store.insert(payment, on: db)
                 entry = try await self.enqueue(
                     payment: payment,
-                    state: "failed",
+                    state: .failed,
                     transactionId: nil,
                     error: failure,
                     on: db
                 )
             } else if account.askToBuy {
-                payment.state = "deferred"
+                payment.state = .deferred
                 try await self.store.insert(payment, on: db)
                 entry = try await self.enqueue(
                     payment: payment,
-                    state: "deferred",
+                    state: .deferred,
                     transactionId: nil,
                     error: nil,
                     on: db
@@ -214,7 +224,7 @@ extension Payments {
                 )
                 entry = try await self.enqueue(
                     payment: payment,
-                    state: "purchased",
+                    state: .purchased,
                     transactionId: tx.transactionId,
                     error: nil,
                     on: db
@@ -232,8 +242,8 @@ extension Payments {
             guard var payment = try await self.store.purchases.payment(id: id, on: db) else {
                 throw PaymentRefusal(.paymentNotFound, "no payment \(id)")
             }
-            guard payment.state == "deferred" else {
-                throw PaymentRefusal(.notDeferred, "payment \(id) is \(payment.state), not deferred")
+            guard payment.state == .deferred else {
+                throw PaymentRefusal(.notDeferred, "payment \(id) is \(payment.state.rawValue), not deferred")
             }
             guard var entry = try await self.store.purchases.queueEntries(paymentId: id, on: db).first else {
                 throw PaymentRefusal(.queueEntryNotFound, "no queueEntry \(id)")
@@ -277,13 +287,13 @@ extension Payments {
                     offer: offer ?? nil,
                     on: db
                 )
-                entry.state = "purchased"
+                entry.state = .purchased
                 entry.transactionId = tx.transactionId
             } else {
-                payment.state = "failed"
+                payment.state = .failed
                 payment.errorCode = StoreKitErrorCode.unknown.rawValue
                 try await self.store.update(payment, on: db)
-                entry.state = "failed"
+                entry.state = .failed
                 entry.errorCode = StoreKitErrorCode.unknown.rawValue
                 entry.errorMessage = "The purchase request was declined."
             }
@@ -299,7 +309,7 @@ extension Payments {
 
     func enqueue(
         payment: SimPayment,
-        state: String,
+        state: QueueTransaction.State,
         transactionId: String?,
         error: StoreKitErrorCode?,
         on db: any SQLDatabase

@@ -79,7 +79,7 @@ extension ServerAPI {
             if let type = request.notificationType, record.notificationType != type.rawValue { return false }
             if let subtype = request.notificationSubtype, record.subtype != subtype.rawValue { return false }
             if let customerTransactions, !customerTransactions.contains(record.transactionId ?? "") { return false }
-            if request.onlyFailures == true, record.state == "delivered" || record.state == "unsent" { return false }
+            if request.onlyFailures == true, record.state == .delivered || record.state == .unsent { return false }
             return record.testToken == nil || record.attempts > 0
         }
         let page: (items: [SimNotificationRecord], revision: String?, hasMore: Bool)

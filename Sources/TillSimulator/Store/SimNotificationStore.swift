@@ -8,7 +8,8 @@ struct SimNotificationStore: Sendable {
     private static let decoding = SimulatorStore.decoding
 
     func dueNotifications(now: Int64, limit: Int, on db: any SQLDatabase) async throws -> [SimNotificationRecord] {
-        try await db.select().column("*").from("sim_notifications").where("state", .equal, "pending")
+        let pending = NotificationLogEntry.State.pending.rawValue
+        return try await db.select().column("*").from("sim_notifications").where("state", .equal, pending)
             .where("next_attempt_at", .lessThanOrEqual, now).orderBy("next_attempt_at").limit(limit)
             .all(decoding: SimNotificationRecord.self, with: Self.decoding)
     }
