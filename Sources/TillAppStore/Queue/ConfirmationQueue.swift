@@ -369,7 +369,9 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
     // MARK: The operator's view
 
     /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
-    public func submissions(state: String, page: PageRequest = PageRequest()) async throws -> Page<SubmissionView> {
+    public func submissions(state: SubmissionState, page: PageRequest = PageRequest()) async throws
+        -> Page<SubmissionView>
+    {
         let records = try await submissionStore.submissions(
             state: state,
             after: page.after,
@@ -390,13 +392,13 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
         -> (records: [SubmissionRecord], nextCursor: String?, total: Int)
     {
         let records = try await submissionStore.submissions(
-            state: state.rawValue,
+            state: state,
             after: page.after,
             limit: page.rowsToRead,
             on: database.sql
         )
         let (shown, nextCursor) = page.cut(records) { PageKey(number: $0.updatedAt, text: $0.id) }
-        return (shown, nextCursor, try await submissionStore.count(state: state.rawValue, on: database.sql))
+        return (shown, nextCursor, try await submissionStore.count(state: state, on: database.sql))
     }
 
     /// How many submissions wait in each unsettled state, and since when the oldest of them.
@@ -429,7 +431,7 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
             let now = clock.milliseconds
             let moved = try await database.transaction { db -> Int in
                 let records = try await self.submissionStore.submissions(
-                    state: SubmissionState.deadLettered.rawValue,
+                    state: .deadLettered,
                     after: nil,
                     limit: 500,
                     locking: true,

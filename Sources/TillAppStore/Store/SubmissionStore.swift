@@ -87,13 +87,13 @@ struct SubmissionStore: ServerSQLStore {
     }
 
     /// Submissions in a state, oldest change first (by `updated_at`, then `id`), after `after`, at most `limit`.
-    func submissions(state: String, after: PageKey?, limit: Int, locking: Bool = false, on db: any SQLDatabase)
+    func submissions(state: SubmissionState, after: PageKey?, limit: Int, locking: Bool = false, on db: any SQLDatabase)
         async throws -> [SubmissionRecord]
     {
         let after = after ?? PageKey(number: Int64.min, text: "")
         return try await db.raw(
             """
-            \(Self.withJob) WHERE s.state = \(bind: state)
+            \(Self.withJob) WHERE s.state = \(bind: state.rawValue)
               AND (s.updated_at > \(bind: after.number) OR (s.updated_at = \(bind: after.number) AND s.id > \(bind: after.text)))
             ORDER BY s.updated_at, s.id LIMIT \(literal: limit)\(lock(locking))
             """
@@ -117,8 +117,8 @@ struct SubmissionStore: ServerSQLStore {
         }
     }
 
-    func count(state: String, on db: any SQLDatabase) async throws -> Int {
-        try await db.raw("SELECT COUNT(*) AS n FROM srv_submissions WHERE state = \(bind: state)").first()?
+    func count(state: SubmissionState, on db: any SQLDatabase) async throws -> Int {
+        try await db.raw("SELECT COUNT(*) AS n FROM srv_submissions WHERE state = \(bind: state.rawValue)").first()?
             .decode(column: "n", as: Int.self) ?? 0
     }
 }

@@ -121,8 +121,7 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
         return try json(ProductView(written.product), status: written.created ? .created : .ok, context: context)
     }
     group.get("submissions") { request, context in
-        let state = request.uri.queryParameters.get("state") ?? "deadLettered"
-        guard SubmissionState(rawValue: state) != nil else {
+        guard let state = SubmissionState(rawValue: request.uri.queryParameters.get("state") ?? "deadLettered") else {
             throw TillHTTPError.badRequest(
                 "invalidState",
                 "state is pending, confirmed, retrying, rejected or deadLettered"
