@@ -153,6 +153,9 @@ struct ServerSettingsTests {
                 "invalidTracingSampleRatio"
             ),
             (["TILL_TRACING_ENDPOINT": "http://c:4318", "TILL_TRACING_HEADERS": "x-key"], "invalidTracingHeaders"),
+            // With tracing off too: a bad value does not wait for the day a collector is named.
+            (["TILL_TRACING_SAMPLE_RATIO": "2"], "invalidTracingSampleRatio"),
+            (["TILL_TRACING_HEADERS": "x-key"], "invalidTracingHeaders"),
         ] {
             do {
                 _ = try await ServerSettings.load(flags: [:], environment: environment, file: nil)
@@ -269,6 +272,14 @@ struct ServerSettingsTests {
             file: nil
         )
         #expect(!typed.confirmation.pacing && typed.webhooks.answerPrefixBytes == 65_536)
+        // A switch also takes yes/no and 1/0 from the environment, and 1/0 from a file (docs/configuration.md).
+        for (environment, json, pacing) in [
+            (["TILL_CONFIRMATION_PACING": "no"], nil, false), (["TILL_CONFIRMATION_PACING": "YES"], nil, true),
+            (["TILL_CONFIRMATION_PACING": "0"], nil, false), ([:], #"{"confirmation":{"pacing":0}}"#, false),
+        ] {
+            let loaded = try await ServerSettings.load(flags: [:], environment: environment, file: try json.map(file))
+            #expect(loaded.confirmation.pacing == pacing, "\(environment) \(json ?? "")")
+        }
         // From a JSON file, a number is a number whether whole or not where fractions are allowed; a fraction where
         // a whole number is needed, a number in quotes, or a list, is refused; an empty variable is no value.
         let fromFile = try await ServerSettings.load(
@@ -295,6 +306,8 @@ struct ServerSettingsTests {
                 "confirmation.busy-cpu-share is a number from 0.05 to 1, not a list"
             ),
             (#"{"log":{"level":3}}"#, "log.level is text, not 3"),
+            // A switch's number other than 1 or 0 (swift-configuration takes any number for on).
+            (#"{"confirmation":{"pacing":2}}"#, "confirmation.pacing is true or false, not 2"),
         ] {
             do {
                 _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file(json))

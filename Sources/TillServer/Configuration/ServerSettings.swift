@@ -293,14 +293,17 @@ public struct ServerSettings: Sendable {
         )
     }
 
-    /// The `tracing.…` settings: nil without an endpoint.
+    /// The `tracing.…` settings: nil without an endpoint. Each is checked with tracing off too, so that a bad one does
+    /// not wait to stop the server until the day a collector is named, far from the change that made it.
     static func tracing(_ config: ConfigReader) throws -> TracingSettings? {
         let read = SettingReader(config: config)
-        guard let endpoint = try read.text("tracing.endpoint", else: .invalidTracingEndpoint), !endpoint.isEmpty
-        else { return nil }
-        guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
-            url.query == nil
-        else {
+        let given = try read.text("tracing.endpoint", else: .invalidTracingEndpoint)
+        let endpoint = given?.isEmpty == false ? given : nil
+        if let endpoint,
+            !(URL(string: endpoint).map {
+                ["http", "https"].contains($0.scheme ?? "") && $0.host != nil && $0.query == nil
+            } ?? false)
+        {
             throw SettingsRefusal(
                 .invalidTracingEndpoint,
                 "tracing.endpoint is an OTLP/HTTP collector's http(s) URL, such as http://collector:4318/v1/traces, "
@@ -321,12 +324,9 @@ public struct ServerSettings: Sendable {
             }
             headers[parts[0]] = parts[1]
         }
-        return TracingSettings(
-            endpoint: endpoint,
-            sampleRatio: ratio,
-            headers: headers,
-            serviceName: try read.text("tracing.service-name", default: "till")
-        )
+        let serviceName = try read.text("tracing.service-name", default: "till")
+        guard let endpoint else { return nil }
+        return TracingSettings(endpoint: endpoint, sampleRatio: ratio, headers: headers, serviceName: serviceName)
     }
 
     /// A comma-separated list, its items trimmed, empty ones dropped.

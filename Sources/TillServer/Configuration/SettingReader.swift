@@ -50,10 +50,21 @@ struct SettingReader {
     }
 
     /// `true` or `false`.
+    /// swift-configuration also reads `yes`/`no` and `1`/`0`, in any case, from the environment, and a JSON file's
+    /// `1`/`0` (it cannot tell them from `true`/`false`: JSONSerialization gives both as numbers on Linux);
+    /// docs/configuration.md says so. Another JSON number, which it takes for on (`2`), is refused.
     func bool(_ key: String, default standard: Bool) throws -> Bool {
-        guard let value = config.bool(forKey: ConfigKey(key)) else {
+        let configKey = ConfigKey(key)
+        guard let value = config.bool(forKey: configKey) else {
             try refuseIfGiven(key, "true or false", .invalidSetting) { ["true", "false"].contains($0) }
             return standard
+        }
+        // Text (the environment's `1`) reads as a string too; a JSON number does not.
+        if config.string(forKey: configKey) == nil,
+            let number = config.double(forKey: configKey) ?? config.int(forKey: configKey).map(Double.init),
+            number != 0, number != 1
+        {
+            throw SettingsRefusal(.invalidSetting, "\(key) is true or false, not \(Self.text(number))")
         }
         return value
     }
