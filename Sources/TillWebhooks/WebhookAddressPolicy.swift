@@ -53,7 +53,8 @@ package struct WebhookAddressPolicy: Sendable {
         case "http":
             guard allowHTTPToLoopback else {
                 throw refuse(
-                    "webhooks go over HTTPS; plain HTTP only to a loopback host, in development mode or with webhooks.allow-http-loopback"
+                    "webhooks go over HTTPS; plain HTTP only to a loopback host, with webhooks.allow-http-loopback "
+                        + "(on by default in development mode)"
                 )
             }
             guard loopbackHost else {
@@ -73,7 +74,9 @@ package struct WebhookAddressPolicy: Sendable {
             nil
         case .loopback:
             allowHTTPToLoopback || allowPrivateAddresses
-                ? nil : "a loopback address (allowed with webhooks.allow-private-addresses, or in development mode)"
+                ? nil
+                : "a loopback address (allowed with webhooks.allow-private-addresses or "
+                    + "webhooks.allow-http-loopback, which is on by default in development mode)"
         case .private, .linkLocal:
             allowPrivateAddresses
                 ? nil

@@ -306,6 +306,15 @@ struct WebhookTests {
             #expect(created.secret.hasPrefix("whsec_") && created.endpoint.eventTypes == [.purchase_initial])
             #expect(created.endpoint.enabled && created.endpoint.health.pending == 0)
         }
+        // Without the setting (off by default in production), plain HTTP is refused even to loopback, and the message
+        // names the setting that allows it, not the mode.
+        let production = WebhookAddressPolicy(WebhookSettings(allowHTTPToLoopback: false))
+        #expect(throws: WebhookRefusal.self) { try production.check(url: "http://127.0.0.1:8080/x") }
+        do {
+            _ = try production.check(url: "http://127.0.0.1:8080/x")
+        } catch let refusal as WebhookRefusal {
+            #expect(refusal.message.hasSuffix("with webhooks.allow-http-loopback (on by default in development mode)"))
+        }
         var development = WebhookAddressPolicy(WebhookSettings(allowHTTPToLoopback: true))
         #expect((try? development.check(url: "http://127.0.0.1:8080/x")) != nil)
         #expect((try? development.check(url: "http://localhost:8080/x")) != nil)
