@@ -26,6 +26,22 @@ extension TillDatabase {
         return lines == ["ok"] ? [] : lines
     }
 
+    /// The tables of the database (of its current schema, for PostgreSQL): none in a database just made.
+    public func tableNames() async throws -> [String] {
+        switch engine {
+        case .sqlite:
+            try await sql.raw("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all()
+                .map { try $0.decode(column: "name", as: String.self) }
+        case .postgres:
+            try await sql.raw(
+                """
+                SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()
+                ORDER BY table_name
+                """
+            ).all().map { try $0.decode(column: "name", as: String.self) }
+        }
+    }
+
     /// The ids of `schema`'s migrations applied to this database, none if it has no migrations table.
     public func appliedMigrations(schema: String) async throws -> [String] {
         let exists: Bool

@@ -176,6 +176,28 @@ struct BackupTests {
                     engine == .sqlite ? ["check", restored] : ["check", "--database-url", restored]
                 )
                 #expect(checkStatus == 0 && checkOutput.contains("balances and ledger agree"), "\(checkOutput)")
+                if engine == .postgres {
+                    // A second restore into the database that now has tables is refused before pg_restore starts
+                    // (it would fail part of the way, in its own words); the dump checked as an SQLite file, or an
+                    // SQLite file restored into PostgreSQL, is told which engine's it is.
+                    let (againStatus, againOutput) = try await ChildProcess.run(
+                        till,
+                        ["restore", "--from", backupFile, "--database-url", restored]
+                    )
+                    #expect(againStatus != 0, "\(againOutput)")
+                    #expect(againOutput.contains("restore into an empty database"), "\(againOutput)")
+                    #expect(!againOutput.contains("pg_restore"), "\(againOutput)")
+                    let (dumpStatus, dumpOutput) = try await ChildProcess.run(till, ["check", backupFile])
+                    #expect(dumpStatus != 0 && dumpOutput.contains("is a PostgreSQL backup (pg_dump)"), "\(dumpOutput)")
+                    let sqliteFile = directory.appendingPathComponent("other.sqlite").path
+                    let other = try await TillDatabase.open(.sqlite(path: sqliteFile))
+                    try await other.sql.raw("CREATE TABLE t (x INTEGER)").run()
+                    try await other.shutdown()
+                    let wrongEngine = DatabaseBackup.Failure.otherEngine(path: sqliteFile, isPostgresDump: false)
+                    await #expect(throws: wrongEngine) {
+                        try await DatabaseBackup.restore(from: sqliteFile, to: .postgres(url: restored), replace: false)
+                    }
+                }
             }
             try await verify(
                 restored: restored,

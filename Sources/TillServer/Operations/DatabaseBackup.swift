@@ -33,6 +33,11 @@ public enum DatabaseBackup {
         case checkFailed([String])
         /// An in-memory database has nothing to back up.
         case inMemory
+        /// The file is a backup of the other engine's: a `pg_dump` given as an SQLite file, or an SQLite file given
+        /// to restore into PostgreSQL.
+        case otherEngine(path: String, isPostgresDump: Bool)
+        /// The PostgreSQL database to restore into has tables already: nothing was restored.
+        case notEmpty(tables: Int)
 
         public var description: String {
             switch self {
@@ -47,6 +52,14 @@ public enum DatabaseBackup {
                 "\(tool) failed (\(status)): \(output.trimmingCharacters(in: .whitespacesAndNewlines).suffix(2000))"
             case .checkFailed(let problems): "the copy is not whole: " + problems.joined(separator: "; ")
             case .inMemory: "an in-memory database has nothing to back up or restore"
+            case .otherEngine(let path, true):
+                "\(path) is a PostgreSQL backup (pg_dump): restore it into an empty PostgreSQL database (till restore "
+                    + "--from \(path) --database-url postgres://…), then check that database (till check --database-url …)"
+            case .otherEngine(let path, false):
+                "\(path) is an SQLite database: restore it as an SQLite file (--database-url /path/till.sqlite)"
+            case .notEmpty(let tables):
+                "the database to restore into has \(tables) table\(tables == 1 ? "" : "s") already: restore into an empty "
+                    + "database (createdb till_restored), nothing was restored"
             }
         }
     }
@@ -105,6 +118,9 @@ public enum DatabaseBackup {
             throw Failure.missing(path)
         }
         if configuration == .sqliteInMemory { throw Failure.inMemory }
+        if case .sqlite(let path) = configuration, try Self.format(of: path) == .postgresDump {
+            throw Failure.otherEngine(path: path, isPostgresDump: true)
+        }
         let database = try await TillDatabase.open(configuration)
         do {
             var report = Report()
@@ -190,9 +206,36 @@ public enum DatabaseBackup {
             }
             return report
         case .postgres(let url):
+            if try Self.format(of: source) == .sqlite { throw Failure.otherEngine(path: source, isPostgresDump: false) }
+            // pg_restore into a database that has tables fails part of the way, with its own words, and leaves what
+            // it made: refused before it starts, as an SQLite destination that exists is.
+            let target = try await TillDatabase.open(destination)
+            let tables: [String]
+            do {
+                tables = try await target.tableNames()
+                try await target.shutdown()
+            } catch {
+                try? await target.shutdown()
+                throw error
+            }
+            guard tables.isEmpty else { throw Failure.notEmpty(tables: tables.count) }
             try await run("pg_restore", ["--no-owner", "--exit-on-error", "--dbname", plain(url), source])
             return try await check(destination)
         }
+    }
+
+    /// What a backup file is, by its first bytes.
+    enum FileFormat { case sqlite, postgresDump, other }
+
+    /// SQLite's header (`SQLite format 3` and a NUL) or pg_dump's custom format (`PGDMP`); an unreadable or short file
+    /// is `other`, left to the engine to refuse in its words.
+    static func format(of path: String) throws -> FileFormat {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return .other }
+        defer { try? handle.close() }
+        let head = Array((try handle.read(upToCount: 16)) ?? Data())
+        if head == Array("SQLite format 3\0".utf8) { return .sqlite }
+        if head.starts(with: Array("PGDMP".utf8)) { return .postgresDump }
+        return .other
     }
 
     // MARK: PostgreSQL's tools
