@@ -76,7 +76,7 @@ public struct SimRetentionRequest: Codable, Sendable, Hashable {
     public var performanceTestId: String?
     /// `PENDING`, then `SUCCESS` or the failure (`TIMED_OUT`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, `INVALID_RESPONSE`,
     /// `NO_RESPONSE`, …), as Apple's performance test counts them.
-    public var outcome: String
+    public var outcome: SendAttemptResult
     /// The developer's answer, as sent.
     public var response: String?
     public var durationMs: Int?
@@ -90,9 +90,13 @@ struct SimPerformanceTest: Codable, Sendable, Hashable {
     var environment: String
     var originalTransactionId: String
     var target: String
-    /// `PENDING`, `PASS` or `FAIL`.
-    var result: String
+    var result: PerformanceTestStatus
     /// The configuration it ran with (`PerformanceTestConfig`, JSON).
     var summary: String?
     var createdAt: Int64
+}
+
+extension SendAttemptResult {
+    /// A realtime call sent and not answered yet: the simulator's own mark, never one of Apple's results.
+    static let pending: SendAttemptResult = "PENDING"
 }

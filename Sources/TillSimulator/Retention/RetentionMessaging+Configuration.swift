@@ -102,7 +102,7 @@ extension RetentionMessaging {
                 appAppleId: app.appAppleId,
                 environment: AppStoreEnvironment.sandbox.rawValue,
                 on: store.sql
-            ).contains { $0.result == PerformanceTestStatus.pass.rawValue }
+            ).contains { $0.result == .pass }
             guard passed else { throw ServerAPIFailure(.forbiddenNoPassingTest) }
         }
         try await store.retention.setRealtimeURL(

@@ -54,7 +54,7 @@ extension RetentionMessaging {
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: db
-            ).contains { $0.result == PerformanceTestStatus.pending.rawValue }
+            ).contains { $0.result == .pending }
             guard !running else { throw ServerAPIFailure(.existingPerformanceTestRun) }
             let test = SimPerformanceTest(
                 requestId: UUID().uuidString.lowercased(),
@@ -62,7 +62,7 @@ extension RetentionMessaging {
                 environment: environment.rawValue,
                 originalTransactionId: tx.transactionId,
                 target: url,
-                result: PerformanceTestStatus.pending.rawValue,
+                result: .pending,
                 summary: String(decoding: try TillFormatsJSON.encoder.encode(config), as: UTF8.self),
                 createdAt: self.clock.nowMilliseconds
             )
@@ -111,7 +111,7 @@ extension RetentionMessaging {
             Self.verdict(
                 try await store.retention.retentionRequests(performanceTestId: test.requestId, on: store.sql),
                 config: config
-            ).rawValue
+            )
         try await store.update(finished, on: store.sql)
     }
 
@@ -131,26 +131,28 @@ extension RetentionMessaging {
         var requests = try await store.retention.retentionRequests(performanceTestId: test.requestId, on: store.sql)
         let total = config.totalRequests ?? requests.count
         let overdue = clock.nowMilliseconds > test.createdAt + (config.totalDuration ?? 60_000)
-        var result = PerformanceTestStatus(rawValue: test.result)
+        var result = test.result
         if result == .pending && overdue {
             requests = requests.map { request in
                 var request = request
-                if request.outcome == "PENDING" { request.outcome = "NO_RESPONSE" }
+                if request.outcome == .pending { request.outcome = .noResponse }
                 return request
             }
             result = Self.verdict(requests, config: config)
         }
-        let done = requests.filter { $0.outcome != "PENDING" }
+        let done = requests.filter { $0.outcome != .pending }
         let durations = done.compactMap(\.durationMs).sorted()
         func percentile(_ p: Double) -> Int64? {
             durations.isEmpty ? nil : Int64(durations[min(durations.count - 1, Int(Double(durations.count) * p))])
         }
         var failures: [String: Int] = [:]
         for request in done where !Self.succeeded(request, config: config) {
-            let cause = request.outcome == "SUCCESS" ? "TIMED_OUT" : request.outcome
-            failures[cause, default: 0] += 1
+            let cause: SendAttemptResult = request.outcome == .success ? .timedOut : request.outcome
+            failures[cause.rawValue, default: 0] += 1
         }
-        if result != .pending, done.count < total { failures["NO_RESPONSE", default: 0] += total - done.count }
+        if result != .pending, done.count < total {
+            failures[SendAttemptResult.noResponse.rawValue, default: 0] += total - done.count
+        }
         return PerformanceTestResultResponse(
             config: config,
             target: test.target,
@@ -170,7 +172,7 @@ extension RetentionMessaging {
 
     /// A request succeeded when the developer answered a valid realtime response within the threshold.
     static func succeeded(_ request: SimRetentionRequest, config: PerformanceTestConfig) -> Bool {
-        request.outcome == "SUCCESS" && Int64(request.durationMs ?? .max) <= (config.responseTimeThreshold ?? 700)
+        request.outcome == .success && Int64(request.durationMs ?? .max) <= (config.responseTimeThreshold ?? 700)
     }
 
     static func verdict(_ requests: [SimRetentionRequest], config: PerformanceTestConfig) -> PerformanceTestStatus {

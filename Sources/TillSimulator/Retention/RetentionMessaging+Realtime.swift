@@ -16,7 +16,7 @@ public struct RetentionMessageShown: Codable, Sendable, Hashable {
     /// The realtime request's identifier, when the realtime URL was asked.
     public var requestIdentifier: String?
     /// How the realtime call went: `SUCCESS`, or why it was not used (`TIMED_OUT`, `INVALID_RESPONSE`, …).
-    public var realtimeOutcome: String?
+    public var realtimeOutcome: SendAttemptResult?
     public var messageIdentifier: String?
     public var header: String?
     public var body: String?
@@ -108,7 +108,7 @@ extension RetentionMessaging {
 
     struct RealtimeCall: Sendable {
         var requestIdentifier: String
-        var outcome: String
+        var outcome: SendAttemptResult
         /// What the customer is shown of a valid answer.
         var shown: RetentionMessageShown?
         var durationMs: Int
@@ -137,7 +137,7 @@ extension RetentionMessaging {
             productId: subscription.productId,
             userLocale: locale,
             performanceTestId: performanceTestId,
-            outcome: "PENDING",
+            outcome: .pending,
             response: nil,
             durationMs: nil,
             createdAt: now.millisecondsSince1970
@@ -161,30 +161,30 @@ extension RetentionMessaging {
         let started = ContinuousClock.now
         var shown: RetentionMessageShown?
         var raw: String?
-        let outcome: String
+        let outcome: SendAttemptResult
         do {
             let answer = try await http.execute(request, timeout: .milliseconds(timeout.milliseconds))
             let body = try await answer.body.collect(upTo: 64 * 1024)
             raw = String(buffer: body)
             if answer.status.code != 200 {
-                outcome = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                outcome = .unsuccessfulHTTPResponseCode
             } else if let decoded = try? TillFormatsJSON.decoder.decode(
                 RealtimeResponseBody.self,
                 from: Data(body.readableBytesView)
             ), decoded.choices == 1, let valid = try await show(decoded, subscription: subscription, app: app) {
                 shown = valid
-                outcome = "SUCCESS"
+                outcome = .success
             } else {
-                outcome = "INVALID_RESPONSE"
+                outcome = .invalidResponse
             }
         } catch let error as HTTPClientError
             where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
         {
-            outcome = "TIMED_OUT"
+            outcome = .timedOut
         } catch let error as HTTPClientError where error == .remoteConnectionClosed {
-            outcome = "PREMATURE_CLOSE"
+            outcome = .prematureClose
         } catch {
-            outcome = "NO_RESPONSE"
+            outcome = .noResponse
         }
         let elapsed = ContinuousClock.now - started
         record.outcome = outcome
