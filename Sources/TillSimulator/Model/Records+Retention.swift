@@ -29,10 +29,8 @@ struct SimRetentionImage: RetentionAsset, Hashable {
     var appAppleId: Int64
     var environment: String
     var imageIdentifier: String
-    /// `FULL_SIZE` or `BULLET_POINT`.
-    var imageSize: String
-    /// `PENDING`, `APPROVED` or `REJECTED`.
-    var state: String
+    var imageSize: RetentionImageSize
+    var state: RetentionReviewState
     var png: String
     var createdAt: Int64
 }
@@ -50,7 +48,7 @@ struct SimRetentionMessage: RetentionAsset, Hashable {
     var appAppleId: Int64
     var environment: String
     var messageIdentifier: String
-    var state: String
+    var state: RetentionReviewState
     var content: String
     var createdAt: Int64
 }

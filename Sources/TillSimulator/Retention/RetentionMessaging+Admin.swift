@@ -10,14 +10,14 @@ extension RetentionMessaging {
     public struct Overview: Codable, Sendable {
         public struct Image: Codable, Sendable {
             public var imageIdentifier: String
-            public var imageSize: String
-            public var state: String
+            public var imageSize: RetentionImageSize
+            public var state: RetentionReviewState
             public var bytes: Int
         }
 
         public struct Message: Codable, Sendable {
             public var messageIdentifier: String
-            public var state: String
+            public var state: RetentionReviewState
             public var content: UploadMessageRequestBody
         }
 
@@ -101,7 +101,7 @@ extension RetentionMessaging {
                 identifier,
                 appAppleId: appAppleId,
                 environment: environment.rawValue,
-                state: state.rawValue,
+                state: state,
                 on: db
             )
         case .message:
@@ -119,7 +119,7 @@ extension RetentionMessaging {
                 identifier,
                 appAppleId: appAppleId,
                 environment: environment.rawValue,
-                state: state.rawValue,
+                state: state,
                 on: db
             )
         }

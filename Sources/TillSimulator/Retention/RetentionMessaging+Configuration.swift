@@ -30,7 +30,7 @@ extension RetentionMessaging {
                     on: db
                 )
             else { throw ServerAPIFailure(.messageNotFound) }
-            guard message.state == RetentionReviewState.approved.rawValue else {
+            guard message.state == .approved else {
                 throw ServerAPIFailure(.messageNotApproved)
             }
             for imageId in Self.content(of: message).imageIdentifiers {
@@ -41,7 +41,7 @@ extension RetentionMessaging {
                     environment: environment.rawValue,
                     on: db
                 )
-                guard image?.state == RetentionReviewState.approved.rawValue else {
+                guard image?.state == .approved else {
                     throw ServerAPIFailure(.imageNotApproved)
                 }
             }

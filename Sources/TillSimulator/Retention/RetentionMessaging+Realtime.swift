@@ -271,7 +271,7 @@ extension RetentionMessaging {
                 appAppleId: app.appAppleId,
                 environment: environment.rawValue,
                 on: store.sql
-            ), message.state == RetentionReviewState.approved.rawValue
+            ), message.state == .approved
         else { return nil }
         let content = Self.content(of: message)
         for imageId in content.imageIdentifiers {
@@ -282,7 +282,7 @@ extension RetentionMessaging {
                 environment: environment.rawValue,
                 on: store.sql
             )
-            guard image?.state == RetentionReviewState.approved.rawValue else { return nil }
+            guard image?.state == .approved else { return nil }
         }
         return ApprovedMessage(id: message.messageIdentifier, content: content)
     }

@@ -55,8 +55,8 @@ extension RetentionMessaging {
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
                     imageIdentifier: id,
-                    imageSize: imageSize.rawValue,
-                    state: Self.initialState(environment).rawValue,
+                    imageSize: imageSize,
+                    state: Self.initialState(environment),
                     png: Data(png).base64EncodedString(),
                     createdAt: self.clock.nowMilliseconds
                 ),
@@ -93,8 +93,8 @@ extension RetentionMessaging {
             ).map {
                 GetImageListResponseItem(
                     imageIdentifier: $0.imageIdentifier,
-                    imageState: RetentionReviewState(rawValue: $0.state),
-                    imageSize: RetentionImageSize(rawValue: $0.imageSize)
+                    imageState: $0.state,
+                    imageSize: $0.imageSize
                 )
             }
         )
@@ -133,7 +133,7 @@ extension RetentionMessaging {
                         on: db
                     )
                 else { throw ServerAPIFailure(.imageNotFound) }
-                guard image.imageSize == size.rawValue else { throw ServerAPIFailure(.badRequestImageSize) }
+                guard image.imageSize == size else { throw ServerAPIFailure(.badRequestImageSize) }
             }
             if let image = message.image {
                 try await requireImage(image.imageIdentifier, altText: image.altText, size: .fullSize)
@@ -148,7 +148,7 @@ extension RetentionMessaging {
                     appAppleId: app.appAppleId,
                     environment: environment.rawValue,
                     messageIdentifier: id,
-                    state: Self.initialState(environment).rawValue,
+                    state: Self.initialState(environment),
                     content: String(decoding: try TillFormatsJSON.encoder.encode(message), as: UTF8.self),
                     createdAt: self.clock.nowMilliseconds
                 ),
@@ -174,7 +174,7 @@ extension RetentionMessaging {
             ).map {
                 GetMessageListResponseItem(
                     messageIdentifier: $0.messageIdentifier,
-                    messageState: RetentionReviewState(rawValue: $0.state)
+                    messageState: $0.state
                 )
             }
         )

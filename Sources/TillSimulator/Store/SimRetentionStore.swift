@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillCore
+import TillFormats
 import TillStorage
 
 /// Retention Messaging (`RetentionMessaging`): images, messages, default messages, the realtime URL, its calls and
@@ -53,10 +54,10 @@ struct SimRetentionStore: Sendable {
         _ id: String,
         appAppleId: Int64,
         environment: String,
-        state: String,
+        state: RetentionReviewState,
         on db: any SQLDatabase
     ) async throws {
-        try await db.update(Asset.table).set("state", to: state).where("app_apple_id", .equal, appAppleId)
+        try await db.update(Asset.table).set("state", to: state.rawValue).where("app_apple_id", .equal, appAppleId)
             .where("environment", .equal, environment).where(SQLIdentifier(Asset.identifierColumn), .equal, id).run()
     }
 
