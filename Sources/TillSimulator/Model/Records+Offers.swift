@@ -169,7 +169,7 @@ struct SimOfferRedemption: Codable, Sendable, Hashable {
     var accountId: String
     var environment: String
     var productId: String
-    var kind: String
+    var kind: OfferKind
     var offerIdentifier: String
     var code: String?
     var transactionId: String?

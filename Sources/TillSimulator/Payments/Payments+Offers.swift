@@ -93,7 +93,7 @@ extension Payments {
                 accountId: account.id,
                 environment: account.environment,
                 productId: offer.offer.productId,
-                kind: offer.offer.kind.rawValue,
+                kind: offer.offer.kind,
                 offerIdentifier: offer.offer.offerIdentifier,
                 code: offer.code,
                 transactionId: transaction.transactionId,

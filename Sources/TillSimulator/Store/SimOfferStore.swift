@@ -13,7 +13,7 @@ struct SimOfferStore: Sendable {
     private struct OfferRow: Codable {
         var appAppleId: Int64
         var productId: String
-        var kind: String
+        var kind: OfferKind
         var offerIdentifier: String
         var discountType: String
         var duration: String?
@@ -33,7 +33,7 @@ struct SimOfferStore: Sendable {
         let row = OfferRow(
             appAppleId: offer.appAppleId,
             productId: offer.productId,
-            kind: offer.kind.rawValue,
+            kind: offer.kind,
             offerIdentifier: offer.offerIdentifier,
             discountType: offer.discountType.rawValue,
             duration: offer.duration?.description,
@@ -93,7 +93,7 @@ struct SimOfferStore: Sendable {
         SimOffer(
             appAppleId: row.appAppleId,
             productId: row.productId,
-            kind: OfferKind(rawValue: row.kind) ?? .promotional,
+            kind: row.kind,
             offerIdentifier: row.offerIdentifier,
             discountType: OfferDiscountType(rawValue: row.discountType),
             duration: row.duration.flatMap(OfferDuration.init),
