@@ -26,7 +26,8 @@ extension TillDatabase {
         return lines == ["ok"] ? [] : lines
     }
 
-    /// The tables of the database (of its current schema, for PostgreSQL): none in a database just made.
+    /// The tables of the database (for PostgreSQL, of every schema but the system's, whoever owns them): none in a
+    /// database just made.
     public func tableNames() async throws -> [String] {
         switch engine {
         case .sqlite:
@@ -35,8 +36,10 @@ extension TillDatabase {
         case .postgres:
             try await sql.raw(
                 """
-                SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()
-                ORDER BY table_name
+                SELECT n.nspname || '.' || c.relname AS name FROM pg_catalog.pg_class c
+                JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE c.relkind IN ('r', 'p') AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+                ORDER BY name
                 """
             ).all().map { try $0.decode(column: "name", as: String.self) }
         }

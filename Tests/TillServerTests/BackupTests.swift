@@ -187,6 +187,16 @@ struct BackupTests {
                     #expect(againStatus != 0, "\(againOutput)")
                     #expect(againOutput.contains("restore into an empty database"), "\(againOutput)")
                     #expect(!againOutput.contains("pg_restore"), "\(againOutput)")
+                    // A database that is not there is said in libpq's words, not PostgresNIO's generic ones.
+                    let missing = restored.replacingOccurrences(
+                        of: "/\(URL(string: restored)!.lastPathComponent)",
+                        with: "/till_backup_missing_\(UUID().uuidString.prefix(8).lowercased())"
+                    )
+                    let (missingStatus, missingOutput) = try await ChildProcess.run(
+                        till,
+                        ["restore", "--from", backupFile, "--database-url", missing]
+                    )
+                    #expect(missingStatus != 0 && missingOutput.contains("does not exist"), "\(missingOutput)")
                     let (dumpStatus, dumpOutput) = try await ChildProcess.run(till, ["check", backupFile])
                     #expect(dumpStatus != 0 && dumpOutput.contains("is a PostgreSQL backup (pg_dump)"), "\(dumpOutput)")
                     let sqliteFile = directory.appendingPathComponent("other.sqlite").path

@@ -118,7 +118,7 @@ public enum DatabaseBackup {
             throw Failure.missing(path)
         }
         if configuration == .sqliteInMemory { throw Failure.inMemory }
-        if case .sqlite(let path) = configuration, try Self.format(of: path) == .postgresDump {
+        if case .sqlite(let path) = configuration, Self.format(of: path) == .postgresDump {
             throw Failure.otherEngine(path: path, isPostgresDump: true)
         }
         let database = try await TillDatabase.open(configuration)
@@ -206,21 +206,29 @@ public enum DatabaseBackup {
             }
             return report
         case .postgres(let url):
-            if try Self.format(of: source) == .sqlite { throw Failure.otherEngine(path: source, isPostgresDump: false) }
+            if Self.format(of: source) == .sqlite { throw Failure.otherEngine(path: source, isPostgresDump: false) }
             // pg_restore into a database that has tables fails part of the way, with its own words, and leaves what
             // it made: refused before it starts, as an SQLite destination that exists is.
-            let target = try await TillDatabase.open(destination)
-            let tables: [String]
-            do {
-                tables = try await target.tableNames()
-                try await target.shutdown()
-            } catch {
-                try? await target.shutdown()
-                throw error
+            // A database that cannot be reached (missing, a wrong password) is left to pg_restore, whose libpq message
+            // names the cause; PostgresNIO's error text is kept generic on purpose.
+            if let tables = try? await Self.tableNames(of: destination), !tables.isEmpty {
+                throw Failure.notEmpty(tables: tables.count)
             }
-            guard tables.isEmpty else { throw Failure.notEmpty(tables: tables.count) }
             try await run("pg_restore", ["--no-owner", "--exit-on-error", "--dbname", plain(url), source])
             return try await check(destination)
+        }
+    }
+
+    /// The tables of a database, or an error when it cannot be reached.
+    static func tableNames(of configuration: DatabaseConfiguration) async throws -> [String] {
+        let database = try await TillDatabase.open(configuration)
+        do {
+            let tables = try await database.tableNames()
+            try await database.shutdown()
+            return tables
+        } catch {
+            try? await database.shutdown()
+            throw error
         }
     }
 
@@ -229,10 +237,10 @@ public enum DatabaseBackup {
 
     /// SQLite's header (`SQLite format 3` and a NUL) or pg_dump's custom format (`PGDMP`); an unreadable or short file
     /// is `other`, left to the engine to refuse in its words.
-    static func format(of path: String) throws -> FileFormat {
+    static func format(of path: String) -> FileFormat {
         guard let handle = FileHandle(forReadingAtPath: path) else { return .other }
         defer { try? handle.close() }
-        let head = Array((try handle.read(upToCount: 16)) ?? Data())
+        let head = Array(((try? handle.read(upToCount: 16)) ?? nil) ?? Data())
         if head == Array("SQLite format 3\0".utf8) { return .sqlite }
         if head.starts(with: Array("PGDMP".utf8)) { return .postgresDump }
         return .other
