@@ -305,6 +305,13 @@ struct BackupTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        // A folder, or a file that is neither a database nor a backup, is said so, not in SQLite's words.
+        try Data("not a database".utf8).write(to: URL(fileURLWithPath: path("notes.txt")))
+        for wrong in [path("notes.txt"), directory.path] {
+            await #expect(throws: DatabaseBackup.Failure.notADatabase(wrong)) {
+                try await DatabaseBackup.check(.sqlite(path: wrong))
+            }
+        }
         let live = try await PurchaseServer.open(
             ServerConfiguration(database: .sqlite(path: path("live.sqlite")), operatorToken: "operator")
         )

@@ -23,6 +23,8 @@ public enum DatabaseBackup {
         case wouldReplace(String)
         /// The file to check or restore from does not exist.
         case missing(String)
+        /// The path to check or restore from is a file that is neither an SQLite database nor a backup, or a folder.
+        case notADatabase(String)
         /// A server has the SQLite database open (it holds `<file>.lock`).
         case inUse(String)
         /// `pg_dump` or `pg_restore` is not on the `PATH`.
@@ -44,6 +46,8 @@ public enum DatabaseBackup {
             case .destinationExists(let path): "\(path) already exists: choose a new file (nothing was overwritten)"
             case .wouldReplace(let path): "\(path) exists: pass --replace to replace it (its server stopped)"
             case .missing(let path): "no database at \(path)"
+            case .notADatabase(let path):
+                "\(path) is not a database file: neither an SQLite database nor a PostgreSQL backup (pg_dump)"
             case .inUse(let path):
                 "a till serve has \(path) open: stop it before restoring over its database"
             case .toolMissing(let tool):
@@ -118,8 +122,14 @@ public enum DatabaseBackup {
             throw Failure.missing(path)
         }
         if configuration == .sqliteInMemory { throw Failure.inMemory }
-        if case .sqlite(let path) = configuration, Self.format(of: path) == .postgresDump {
-            throw Failure.otherEngine(path: path, isPostgresDump: true)
+        if case .sqlite(let path) = configuration {
+            switch Self.format(of: path) {
+            case .postgresDump: throw Failure.otherEngine(path: path, isPostgresDump: true)
+            case .sqlite: break
+            // SQLite takes an empty file for an empty database (its check then finds no schema); a folder, or a file
+            // with other bytes, is said to be neither, not in SQLite's words ("file is not a database").
+            case .other: if !Self.isEmptyFile(path) { throw Failure.notADatabase(path) }
+            }
         }
         let database = try await TillDatabase.open(configuration)
         do {
@@ -230,6 +240,12 @@ public enum DatabaseBackup {
             try? await database.shutdown()
             throw error
         }
+    }
+
+    /// A regular file of no bytes.
+    static func isEmptyFile(_ path: String) -> Bool {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return false }
+        return attributes[.type] as? FileAttributeType == .typeRegular && (attributes[.size] as? Int ?? -1) == 0
     }
 
     /// What a backup file is, by its first bytes.
