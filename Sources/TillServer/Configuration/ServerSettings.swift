@@ -299,11 +299,7 @@ public struct ServerSettings: Sendable {
         let read = SettingReader(config: config)
         let given = try read.text("tracing.endpoint", else: .invalidTracingEndpoint)
         let endpoint = given?.isEmpty == false ? given : nil
-        if let endpoint,
-            !(URL(string: endpoint).map {
-                ["http", "https"].contains($0.scheme ?? "") && $0.host != nil && $0.query == nil
-            } ?? false)
-        {
+        if let endpoint, !isCollectorURL(endpoint) {
             throw SettingsRefusal(
                 .invalidTracingEndpoint,
                 "tracing.endpoint is an OTLP/HTTP collector's http(s) URL, such as http://collector:4318/v1/traces, "
@@ -327,6 +323,12 @@ public struct ServerSettings: Sendable {
         let serviceName = try read.text("tracing.service-name", default: "till")
         guard let endpoint else { return nil }
         return TracingSettings(endpoint: endpoint, sampleRatio: ratio, headers: headers, serviceName: serviceName)
+    }
+
+    /// An OTLP/HTTP collector's address: http(s), a host, no query.
+    static func isCollectorURL(_ text: String) -> Bool {
+        guard let url = URL(string: text) else { return false }
+        return ["http", "https"].contains(url.scheme ?? "") && url.host != nil && url.query == nil
     }
 
     /// A comma-separated list, its items trimmed, empty ones dropped.
