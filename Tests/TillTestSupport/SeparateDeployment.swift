@@ -45,8 +45,11 @@ public struct SeparateDeployment: Sendable {
     /// Starts both, prepares them, runs `body`, and stops both (gracefully, as an operator would) whatever
     /// `body` did. `settings` are more `TILL_…` settings for the server; `database` is the server's.
     ///
-    /// With `notifications` false the simulator is given no notification URL: a test delivers Apple's
-    /// notifications itself, when it wants (`deliverNotification`).
+    /// With `notifications` false the simulator is given no notification URL and the server's automatic catch-up is
+    /// off (`TILL_CATCH_UP_INTERVAL_SECONDS=0`, unless `settings` names it): a test delivers Apple's notifications
+    /// itself, when it wants (`deliverNotification`). Catch-up reads the same notifications from Apple's history,
+    /// and its run at start sees an app registered in its first moments: it would confirm a purchase whenever the
+    /// machine's timing let it, before the submission a test is watching.
     public static func run(
         database: TestDatabase = .sqlite,
         settings extra: [String: String] = [:],
@@ -63,11 +66,15 @@ public struct SeparateDeployment: Sendable {
             ["simulator", "--port", "0", "--database", ":memory:", "--log-level", "warning"]
         )
         do {
+            var settings = extra
+            if !notifications, settings["TILL_CATCH_UP_INTERVAL_SECONDS"] == nil {
+                settings["TILL_CATCH_UP_INTERVAL_SECONDS"] = "0"
+            }
             let deployment = try await start(
                 simulatorProcess: simulatorProcess,
                 recipe: recipe,
                 database: database,
-                settings: extra,
+                settings: settings,
                 notifications: notifications,
                 directory: directory
             )
