@@ -174,7 +174,7 @@ public enum DevelopmentSetup {
         }
         let account: SimAccount
         if let existing = try await simulator.appStoreConnect.accounts().first(where: {
-            $0.environment == "Sandbox" && !$0.deleted
+            $0.environment == .sandbox && !$0.deleted
         }) {
             account = existing
         } else {

@@ -13,7 +13,12 @@ import TillTestSupport
 @Suite(.sharingTheMachine)
 struct NotificationTypeTriggerTests {
     func subscription(_ fixture: SimulatorFixture, _ original: String) async throws -> SimSubscription {
-        try #require(try await fixture.simulator.store.subscriptions.subscription(originalTransactionId: original, on: fixture.simulator.store.sql))
+        try #require(
+            try await fixture.simulator.store.subscriptions.subscription(
+                originalTransactionId: original,
+                on: fixture.simulator.store.sql
+            )
+        )
     }
 
     @Test(arguments: TestDatabase.all) func aPriceIncreaseNeedsConsentOrExpiresAndASmallOneIsOnlyNotified(
@@ -27,7 +32,9 @@ struct NotificationTypeTriggerTests {
         let accepting = try #require(try await fixture.buy("premium.monthly", on: otherPhone).transactionId)
 
         let increase = try await simulator.subscriptions.increasePrice(
-            appAppleId: fixture.app.appAppleId, productId: "premium.monthly", PriceIncreaseInput(price: 9990)
+            appAppleId: fixture.app.appAppleId,
+            productId: "premium.monthly",
+            PriceIncreaseInput(price: 9990)
         )
         #expect(increase.requiresConsent && Set(increase.subscriptions) == [declining, accepting])
         #expect(try await subscription(fixture, declining).priceIncreaseStatus == 0)
@@ -39,17 +46,23 @@ struct NotificationTypeTriggerTests {
         let expired = try await subscription(fixture, declining)
         #expect(expired.status == AppStoreSubscriptionStatus.expired.rawValue && expired.expirationIntent == 3)
         let renewed = try await subscription(fixture, accepting)
-        let renewal = try #require(try await simulator.store.purchases.transaction(id: renewed.lastTransactionId, on: simulator.store.sql))
+        let renewal = try #require(
+            try await simulator.store.purchases.transaction(id: renewed.lastTransactionId, on: simulator.store.sql)
+        )
         #expect(renewed.status == AppStoreSubscriptionStatus.active.rawValue && renewal.price == 9990)
 
         // A small increase needs no consent: ACCEPTED at once, charged at the next renewal.
         let small = try await simulator.subscriptions.increasePrice(
-            appAppleId: fixture.app.appAppleId, productId: "premium.monthly", PriceIncreaseInput(price: 10990)
+            appAppleId: fixture.app.appAppleId,
+            productId: "premium.monthly",
+            PriceIncreaseInput(price: 10990)
         )
         #expect(!small.requiresConsent && small.subscriptions == [accepting])
         _ = try await simulator.subscriptions.advanceClock(seconds: 300)
         let next = try await subscription(fixture, accepting)
-        let charged = try #require(try await simulator.store.purchases.transaction(id: next.lastTransactionId, on: simulator.store.sql))
+        let charged = try #require(
+            try await simulator.store.purchases.transaction(id: next.lastTransactionId, on: simulator.store.sql)
+        )
         #expect(charged.price == 10990)
         let kinds = try await fixture.notificationKinds()
         #expect(kinds.filter { $0 == "PRICE_INCREASE/PENDING" }.count == 2)
@@ -78,7 +91,9 @@ struct NotificationTypeTriggerTests {
         #expect(reversed.revocationDate == nil && reversed.revocationPercentage == nil)
         let state = try await subscription(fixture, original)
         #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && state.autoRenewStatus)
-        await #expect { _ = try await simulator.subscriptions.reverseRefund(transactionId: original) } throws: { $0 is any Refusal }
+        await #expect { _ = try await simulator.subscriptions.reverseRefund(transactionId: original) } throws: {
+            $0 is any Refusal
+        }
         let kinds = try await fixture.notificationKinds()
         #expect(kinds.filter { $0 == "REFUND" || $0 == "REFUND_REVERSED" }.count == 2 && kinds.count == 3)
     }
@@ -90,9 +105,15 @@ struct NotificationTypeTriggerTests {
         let simulator = fixture.simulator
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
         let before = try await subscription(fixture, original).expiresDate
-        func extend(_ id: String = UUID().uuidString) async throws -> Result<SimRenewalExtension, SubscriptionEngine.ExtensionRefusal> {
+        func extend(_ id: String = UUID().uuidString) async throws -> Result<
+            SimRenewalExtension, SubscriptionEngine.ExtensionRefusal
+        > {
             try await simulator.subscriptions.extendRenewalDate(
-                originalTransactionId: original, app: fixture.app, environment: .sandbox, days: 30, reason: 1,
+                originalTransactionId: original,
+                app: fixture.app,
+                environment: .sandbox,
+                days: 30,
+                reason: 1,
                 requestIdentifier: id
             )
         }
@@ -107,7 +128,11 @@ struct NotificationTypeTriggerTests {
         _ = try await simulator.subscriptions.advanceClock(seconds: 901)
         #expect(try await subscription(fixture, original).status == AppStoreSubscriptionStatus.billingRetry.rawValue)
         let retrying = try await simulator.subscriptions.extendRenewalDate(
-            originalTransactionId: original, app: fixture.app, environment: .sandbox, days: 1, reason: 0,
+            originalTransactionId: original,
+            app: fixture.app,
+            environment: .sandbox,
+            days: 1,
+            reason: 0,
             requestIdentifier: "later"
         )
         #expect(retrying == .failure(.ineligible))
@@ -118,32 +143,46 @@ struct NotificationTypeTriggerTests {
         let fixture = try await SimulatorFixture.make()
         let simulator = fixture.simulator
         let original = try #require(try await fixture.buy("premium.monthly").transactionId)
-        _ = try await simulator.events.rescindConsent(accountId: fixture.account.id, bundleId: SimulatorFixture.bundleId)
+        _ = try await simulator.events.rescindConsent(
+            accountId: fixture.account.id,
+            bundleId: SimulatorFixture.bundleId
+        )
         let token = try await simulator.events.externalPurchaseToken(
-            appAppleId: fixture.app.appAppleId, ExternalPurchaseTokenInput(subtype: "CREATED", tokenType: "SERVICES")
+            appAppleId: fixture.app.appAppleId,
+            ExternalPurchaseTokenInput(subtype: "CREATED", tokenType: "SERVICES")
         )
         #expect(token.externalPurchaseId?.hasPrefix("SANDBOX_") == true && token.tokenExpirationDate != nil)
         await #expect {
             _ = try await simulator.events.externalPurchaseToken(
-                appAppleId: fixture.app.appAppleId, ExternalPurchaseTokenInput(subtype: "CREATED")
+                appAppleId: fixture.app.appAppleId,
+                ExternalPurchaseTokenInput(subtype: "CREATED")
             )
         } throws: { $0 is any Refusal }
         for event in AdvancedCommerceEvent.allCases {
             _ = try await simulator.events.advancedCommerce(event, originalTransactionId: original)
         }
         let log = try await simulator.store.notifications.notifications(
-            appAppleId: fixture.app.appAppleId, environment: "Sandbox", from: 0, to: .max, on: simulator.store.sql
+            appAppleId: fixture.app.appAppleId,
+            environment: .sandbox,
+            from: 0,
+            to: .max,
+            on: simulator.store.sql
         )
         let rescinded = try #require(log.first { $0.notificationType == "RESCIND_CONSENT" })
-        guard case .valid(let payload) = await fixture.jwsVerifier.verify(
-            rescinded.signedPayload, as: ResponseBodyV2DecodedPayload.self
-        ) else { throw Failure("RESCIND_CONSENT does not verify") }
+        guard
+            case .valid(let payload) = await fixture.jwsVerifier.verify(
+                rescinded.signedPayload,
+                as: ResponseBodyV2DecodedPayload.self
+            )
+        else { throw Failure("RESCIND_CONSENT does not verify") }
         #expect(payload.payload.data == nil && payload.payload.appData?.signedAppTransactionInfo != nil)
         // Sent within a millisecond of each other, so compared as a set.
         let kinds = try await fixture.notificationKinds()
-        #expect(Set(kinds).isSuperset(of: [
-            "RESCIND_CONSENT", "EXTERNAL_PURCHASE_TOKEN/CREATED", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
-        ]))
+        #expect(
+            Set(kinds).isSuperset(of: [
+                "RESCIND_CONSENT", "EXTERNAL_PURCHASE_TOKEN/CREATED", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
+            ])
+        )
         #expect(kinds.count == 6)
     }
 }

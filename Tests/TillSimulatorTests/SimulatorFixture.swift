@@ -96,13 +96,13 @@ struct SimulatorFixture {
         return SimulatorFixture(simulator: simulator, app: app, account: account, phone: phone, tablet: tablet)
     }
 
-    var environment: AppStoreEnvironment { account.appStoreEnvironment }
+    var environment: AppStoreEnvironment { account.environment }
 
     /// The app's sandbox notifications so far, oldest first, as `TYPE/SUBTYPE`.
     func notificationKinds() async throws -> [String] {
         try await simulator.store.notifications.notifications(
             appAppleId: app.appAppleId,
-            environment: "Sandbox",
+            environment: .sandbox,
             from: 0,
             to: Int64.max,
             on: simulator.store.sql

@@ -96,7 +96,10 @@ struct SubscriptionTests {
         let state = try await subscription(fixture, original)
         #expect(state.status == AppStoreSubscriptionStatus.active.rawValue && state.expiresDate == paidUntil + 300_000)
         let renewal = try #require(
-            try await fixture.simulator.store.purchases.transaction(id: state.lastTransactionId, on: fixture.simulator.store.sql)
+            try await fixture.simulator.store.purchases.transaction(
+                id: state.lastTransactionId,
+                on: fixture.simulator.store.sql
+            )
         )
         #expect(renewal.purchaseDate == paidUntil && renewal.transactionReason == "RENEWAL")
         #expect(try await fixture.notificationKinds().last == "DID_RENEW/BILLING_RECOVERY")
@@ -234,7 +237,7 @@ struct SubscriptionTests {
             try await fixture.simulator.store.purchases.transactions(
                 accountId: child.id,
                 appAppleId: fixture.app.appAppleId,
-                environment: "Sandbox",
+                environment: .sandbox,
                 on: fixture.simulator.store.sql
             ).first
         )

@@ -19,7 +19,7 @@ extension AppStoreConnect {
         let id = UUID().uuidString.lowercased()
         let account = SimAccount(
             id: id,
-            environment: environment.rawValue,
+            environment: environment,
             email: input.email ?? "\(environment == .sandbox ? "tester" : "customer")-\(id.prefix(8))@example.com",
             storefront: input.storefront ?? "USA",
             canMakePayments: input.canMakePayments ?? true,
@@ -40,7 +40,7 @@ extension AppStoreConnect {
                 throw AppStoreConnectRefusal(.accountNotFound, "no account \(id)")
             }
             if let environment = input.environment,
-                AppStoreEnvironment(parsing: environment)?.rawValue != account.environment
+                AppStoreEnvironment(parsing: environment) != account.environment
             {
                 throw AppStoreConnectRefusal(
                     .environmentIsFixed,

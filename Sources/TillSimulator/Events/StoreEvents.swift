@@ -55,7 +55,7 @@ extension StoreEvents {
                 throw StoreEventRefusal(.accountNotFound, "no account \(accountId)")
             }
             let app = try await self.store.requireApp(bundleId: bundleId, on: db)
-            let environment = account.appStoreEnvironment
+            let environment = account.environment
             guard environment == .sandbox || environment == .production else {
                 throw StoreEventRefusal(
                     .wrongEnvironment,
@@ -146,7 +146,7 @@ extension StoreEvents {
             let app = try await self.store.requireApp(appAppleId: subscription.appAppleId, on: db)
             return try await self.notifications.enqueueNotification(
                 app: app,
-                environment: AppStoreEnvironment(subscription.environment),
+                environment: subscription.environment,
                 type: event.notification,
                 subtype: nil,
                 transaction: latest,

@@ -45,7 +45,9 @@ public struct OfferDuration: Codable, Sendable, Hashable, CustomStringConvertibl
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let parsed = OfferDuration(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not P<n>D|W|M|Y"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not P<n>D|W|M|Y")
+            )
         }
         self = parsed
     }
@@ -167,7 +169,7 @@ struct SimOfferRedemption: Codable, Sendable, Hashable {
     var id: String
     var appAppleId: Int64
     var accountId: String
-    var environment: String
+    var environment: AppStoreEnvironment
     var productId: String
     var kind: OfferKind
     var offerIdentifier: String

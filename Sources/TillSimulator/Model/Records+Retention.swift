@@ -1,4 +1,5 @@
 import Foundation
+import TillCore
 import TillFormats
 
 /// What an app uploads for Retention Messaging and Apple reviews: an image or a message, each in its table and named
@@ -12,7 +13,7 @@ protocol RetentionAsset: SimulatorRow {
     static var alreadyExists: ServerAPIErrorCode { get }
     static var maximumReached: ServerAPIErrorCode { get }
     var appAppleId: Int64 { get }
-    var environment: String { get }
+    var environment: AppStoreEnvironment { get }
     var identifier: String { get }
 }
 
@@ -27,7 +28,7 @@ struct SimRetentionImage: RetentionAsset, Hashable {
     var identifier: String { imageIdentifier }
 
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var imageIdentifier: String
     var imageSize: RetentionImageSize
     var state: RetentionReviewState
@@ -46,7 +47,7 @@ struct SimRetentionMessage: RetentionAsset, Hashable {
     var identifier: String { messageIdentifier }
 
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var messageIdentifier: String
     var state: RetentionReviewState
     var content: String
@@ -56,7 +57,7 @@ struct SimRetentionMessage: RetentionAsset, Hashable {
 /// The message shown for a product and locale when the realtime URL gives none.
 struct SimRetentionDefault: Codable, Sendable, Hashable {
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var productId: String
     var locale: String
     var messageIdentifier: String
@@ -67,7 +68,7 @@ struct SimRetentionDefault: Codable, Sendable, Hashable {
 public struct SimRetentionRequest: Codable, Sendable, Hashable {
     public var requestIdentifier: String
     public var appAppleId: Int64
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var originalTransactionId: String
     public var productId: String
     public var userLocale: String
@@ -85,7 +86,7 @@ public struct SimRetentionRequest: Codable, Sendable, Hashable {
 struct SimPerformanceTest: Codable, Sendable, Hashable {
     var requestId: String
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var originalTransactionId: String
     var target: String
     var result: PerformanceTestStatus

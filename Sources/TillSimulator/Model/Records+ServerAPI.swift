@@ -1,11 +1,12 @@
 import Foundation
+import TillCore
 
 /// Consumption information a developer sent with Send Consumption Information (v1 or v2), kept as sent.
 public struct SimConsumptionInfo: Codable, Sendable, Hashable {
     public var id: String
     public var transactionId: String
     public var appAppleId: Int64
-    public var environment: String
+    public var environment: AppStoreEnvironment
     /// 1 (`/inApps/v1/transactions/consumption`) or 2 (`/inApps/v2/…`).
     public var version: Int
     /// The request body, as JSON.
@@ -20,7 +21,7 @@ struct SimRenewalExtension: Codable, Sendable, Hashable {
     var requestIdentifier: String
     var originalTransactionId: String
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     /// The mass extension this belongs to; nil for Extend a Subscription Renewal Date.
     var massRequestIdentifier: String?
     var extendByDays: Int
@@ -36,7 +37,7 @@ struct SimRenewalExtension: Codable, Sendable, Hashable {
 struct SimMassExtension: Codable, Sendable, Hashable {
     var requestIdentifier: String
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var productId: String
     /// JSON array of storefronts (ISO 3166-1 alpha-3); empty for every storefront.
     var storefrontCountryCodes: String

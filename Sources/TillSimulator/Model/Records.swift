@@ -76,7 +76,7 @@ public struct SimProduct: Codable, Sendable, Hashable {
 /// A customer account: a production Apple ID or a sandbox tester.
 public struct SimAccount: Codable, Sendable, Hashable {
     public var id: String
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var email: String
     public var storefront: String
     /// False models the Screen Time "In-App Purchases: Don't Allow" restriction.
@@ -90,7 +90,6 @@ public struct SimAccount: Codable, Sendable, Hashable {
     public var deleted: Bool
     public var createdAt: Int64
 
-    public var appStoreEnvironment: AppStoreEnvironment { AppStoreEnvironment(environment) }
 }
 
 /// A device signed in to an account.
@@ -109,7 +108,7 @@ struct SimPayment: Codable, Sendable {
     var accountId: String
     var deviceId: String
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var productId: String
     var quantity: Int
     var applicationUsername: String?
@@ -130,7 +129,7 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     public var appAppleId: Int64
     public var productId: String
     public var productType: String
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var quantity: Int
     public var purchaseDate: Int64
     public var originalPurchaseDate: Int64
@@ -209,7 +208,7 @@ public struct SimSubscription: Codable, Sendable, Hashable {
     public var originalTransactionId: String
     public var accountId: String
     public var appAppleId: Int64
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var subscriptionGroup: String
     public var productId: String
     public var autoRenewProductId: String
@@ -256,7 +255,7 @@ public struct SimSubscription: Codable, Sendable, Hashable {
 struct SimNotificationRecord: Codable, Sendable {
     var uuid: String
     var appAppleId: Int64
-    var environment: String
+    var environment: AppStoreEnvironment
     var notificationType: String
     var subtype: String?
     var originalTransactionId: String?

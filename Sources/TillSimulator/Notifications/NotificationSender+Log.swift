@@ -36,7 +36,7 @@ extension NotificationSender {
         _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
         return try await store.notifications.notifications(
             appAppleId: appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             from: 0,
             to: Int64.max,
             on: store.sql

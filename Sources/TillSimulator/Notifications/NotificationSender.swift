@@ -4,8 +4,8 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import SQLKit
-import Synchronization
 import ServiceLifecycle
+import Synchronization
 import TillCore
 import TillFormats
 import TillHTTPKit
@@ -119,7 +119,7 @@ extension NotificationSender {
             SimNotificationRecord(
                 uuid: uuid,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 notificationType: type.rawValue,
                 subtype: subtype?.rawValue,
                 originalTransactionId: transaction?.originalTransactionId,
@@ -151,7 +151,7 @@ extension NotificationSender {
 
     func deliver(_ record: SimNotificationRecord, client: HTTPClient, timeout: TimeAmount) async {
         var record = record
-        let environment = AppStoreEnvironment(record.environment)
+        let environment = record.environment
         guard let app = try? await store.appStoreConnect.app(appAppleId: record.appAppleId, on: store.sql),
             let url = app.notificationURL(for: environment)
         else {

@@ -23,14 +23,14 @@ extension Offers {
         product: SimProduct,
         on db: any SQLDatabase
     ) async throws -> Result<OfferChoice?, StoreKitErrorCode> {
-        let environment = account.appStoreEnvironment
+        let environment = account.environment
         let group = product.subscriptionGroup ?? product.productId
         let subscription =
             product.type == .autoRenewable
             ? try await store.subscriptions.subscription(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 group: group,
                 on: db
             ) : nil
@@ -68,7 +68,7 @@ extension Offers {
             let subscribed = try await !store.subscriptions.subscriptions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             ).isEmpty
             guard subscribed, offer.isAvailable(in: account.storefront) else { return .failure(.ineligibleForOffer) }
@@ -215,7 +215,7 @@ extension Offers {
     func winBackEligible(_ offer: SimOffer, subscription: SimSubscription, on db: any SQLDatabase) async throws -> Bool
     {
         guard subscription.status == AppStoreSubscriptionStatus.expired.rawValue else { return false }
-        let environment = AppStoreEnvironment(subscription.environment)
+        let environment = subscription.environment
         let day = (environment == .production ? RenewalRate.realTime : clock.rate).scale(days: 1) * 1000
         let sinceExpiry = Double(clock.nowMilliseconds - subscription.expiresDate) / day
         if let minimum = offer.minimumDaysSinceExpiry, sinceExpiry < Double(minimum) { return false }

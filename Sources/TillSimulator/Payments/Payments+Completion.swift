@@ -18,7 +18,7 @@ extension Payments {
         committed: Bool = false,
         on db: any SQLDatabase
     ) async throws -> SimTransaction {
-        let environment = account.appStoreEnvironment
+        let environment = account.environment
         let now = clock.nowMilliseconds
         let price = product.prices[account.storefront] ?? StorefrontPrice(price: 0, currency: "USD")
         var tx = SimTransaction(
@@ -28,7 +28,7 @@ extension Payments {
             appAppleId: app.appAppleId,
             productId: product.productId,
             productType: product.type.rawValue,
-            environment: environment.rawValue,
+            environment: environment,
             quantity: payment.quantity,
             purchaseDate: now,
             originalPurchaseDate: now,
@@ -71,7 +71,7 @@ extension Payments {
             let owned = try await store.purchases.transactions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             ).first { $0.productId == product.productId && $0.revocationDate == nil }
             if let owned {
@@ -124,7 +124,7 @@ extension Payments {
         if let notification {
             try await notifications.enqueueNotification(
                 app: app,
-                environment: AppStoreEnvironment(tx.environment),
+                environment: tx.environment,
                 type: notification.0,
                 subtype: notification.1,
                 transaction: tx,
@@ -150,7 +150,7 @@ extension Payments {
         transaction: SimTransaction, notification: (NotificationType, NotificationSubtype?)?, reusesExisting: Bool
     ) {
         var tx = tx
-        let environment = account.appStoreEnvironment
+        let environment = account.environment
         let group = product.subscriptionGroup ?? product.productId
         let period = product.subscriptionPeriod ?? .oneMonth
         var regular = product.prices[account.storefront] ?? StorefrontPrice(price: tx.price, currency: tx.currency)
@@ -176,7 +176,7 @@ extension Payments {
             var subscription = try await store.subscriptions.subscription(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 group: group,
                 on: db
             )
@@ -316,7 +316,7 @@ extension Payments {
         for member in try await store.appStoreConnect.accounts(familyId: family, on: db)
         where member.id != account.id && !member.deleted {
             var shared = tx
-            shared.transactionId = try await store.nextTransactionId(AppStoreEnvironment(tx.environment), on: db)
+            shared.transactionId = try await store.nextTransactionId(tx.environment, on: db)
             shared.originalTransactionId = shared.transactionId
             shared.accountId = member.id
             shared.ownership = Ownership.familyShared.rawValue

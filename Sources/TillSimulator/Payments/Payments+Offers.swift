@@ -32,13 +32,14 @@ extension Payments {
         if plan == BillingPlanType.billedUpfront.rawValue { return nil }
         guard plan == BillingPlanType.monthly.rawValue else { return .paymentInvalid }
         guard product.monthlyCommitmentPrices?[account.storefront] != nil else { return .storeProductNotAvailable }
-        let running = try await store.subscriptions.subscription(
-            accountId: account.id,
-            appAppleId: app.appAppleId,
-            environment: account.environment,
-            group: product.subscriptionGroup ?? product.productId,
-            on: db
-        ).map(Offers.isActive) ?? false
+        let running =
+            try await store.subscriptions.subscription(
+                accountId: account.id,
+                appAppleId: app.appAppleId,
+                environment: account.environment,
+                group: product.subscriptionGroup ?? product.productId,
+                on: db
+            ).map(Offers.isActive) ?? false
         return running ? .paymentInvalid : nil
     }
 
@@ -56,7 +57,7 @@ extension Payments {
         tx.currency = charged.currency
         tx.isTrial = offer.kind == .introductory && offer.discountType == .freeTrial
         if offer.discountType != .payAsYouGo, let duration = offer.duration {
-            let environment = AppStoreEnvironment(tx.environment)
+            let environment = tx.environment
             let rate = environment == .production ? RenewalRate.realTime : clock.rate
             tx.expiresDate = duration.end(from: Date(milliseconds: tx.purchaseDate), rate: rate).millisecondsSince1970
         }

@@ -73,7 +73,7 @@ extension Payments {
             }
             let app = try await store.requireApp(bundleId: bundleId, on: db)
             guard let account = try await self.store.appStoreConnect.account(id: device.accountId, on: db),
-                account.appStoreEnvironment == environment
+                account.environment == environment
             else {
                 throw PaymentRefusal(
                     .wrongEnvironment,
@@ -86,7 +86,7 @@ extension Payments {
             let transactions = try await self.store.purchases.transactions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             )
             var ids: [String] = []

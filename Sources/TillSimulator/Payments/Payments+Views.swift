@@ -25,7 +25,7 @@ extension Payments {
         return try await store.purchases.transactions(
             accountId: account.id,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
         .filter { !($0.type == .consumable && $0.finished) }

@@ -133,7 +133,7 @@ extension Payments {
                 accountId: account.id,
                 deviceId: device.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 productId: request.productId,
                 quantity: request.quantity ?? 1,
                 applicationUsername: request.applicationUsername,
@@ -359,7 +359,7 @@ extension Payments {
             view.quantity = tx.quantity
             view.signedTransaction = try receipts.signTransaction(tx, app: app)
             // StoreKit Testing in Xcode: StoreKit 2's signed transactions only (see appReceipt).
-            if !AppStoreEnvironment(tx.environment).isLocallySigned {
+            if !tx.environment.isLocallySigned {
                 view.transactionReceipt = try receipts.transactionReceipt(tx, app: app, device: device)
             }
         }

@@ -28,7 +28,7 @@ extension Receipts {
             isUpgraded: tx.isUpgraded ? true : nil,
             offerType: tx.offerType.map(OfferType.init(rawValue:)),
             offerIdentifier: tx.offerIdentifier,
-            environment: AppStoreEnvironment(tx.environment),
+            environment: tx.environment,
             storefront: tx.storefront,
             storefrontId: tx.storefrontId,
             transactionReason: TransactionReason(rawValue: tx.transactionReason),
@@ -59,7 +59,7 @@ extension Receipts {
     }
 
     func signTransaction(_ tx: SimTransaction, app: SimApp) throws -> String {
-        try signer.jws(for: AppStoreEnvironment(tx.environment)).sign(
+        try signer.jws(for: tx.environment).sign(
             transactionPayload(tx, app: app, signedAt: clock.now())
         )
     }
@@ -94,7 +94,7 @@ extension Receipts {
             offerType: offer.map { OfferType(rawValue: $0.type) },
             offerIdentifier: offer?.identifier,
             signedDate: clock.now(),
-            environment: AppStoreEnvironment(subscription.environment),
+            environment: subscription.environment,
             recentSubscriptionStartDate: Date(milliseconds: subscription.recentStartDate),
             renewalDate: Date(milliseconds: subscription.expiresDate),
             currency: price?.currency,
@@ -134,7 +134,7 @@ extension Receipts {
         let storefront =
             try await store.appStoreConnect.account(id: subscription.accountId, on: db)?.storefront ?? "USA"
         let latest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db)
-        return try signer.jws(for: AppStoreEnvironment(subscription.environment)).sign(
+        return try signer.jws(for: subscription.environment).sign(
             renewalPayload(
                 subscription,
                 app: app,
@@ -153,7 +153,7 @@ extension Receipts {
         let verification = device.map { device in
             Data(SHA384.hash(data: Data((nonce! + device.vendorIdentifier.lowercased()).utf8))).base64EncodedString()
         }
-        let environment = account.appStoreEnvironment
+        let environment = account.environment
         let payload = AppTransaction(
             receiptType: environment,
             appAppleId: environment == .production ? app.appAppleId : nil,
@@ -215,11 +215,11 @@ extension Receipts {
     /// Its opaque value is recorded so that verifyReceipt can find the account again.
     func appReceipt(account: SimAccount, device: SimDevice, app: SimApp, on db: any SQLDatabase) async throws -> [UInt8]
     {
-        let environment = account.appStoreEnvironment
+        let environment = account.environment
         let transactions = try await store.purchases.transactions(
             accountId: account.id,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: db
         )
         let opaque = (0..<16).map { _ in UInt8.random(in: 0...255) }
@@ -251,7 +251,7 @@ extension Receipts {
             accountId: account.id,
             deviceId: device.id,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             at: now.millisecondsSince1970,
             on: db
         )
@@ -272,18 +272,18 @@ extension Receipts {
             expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
             webOrderLineItemId: tx.webOrderLineItemId,
             isTrialPeriod: tx.isTrial,
-            environment: AppStoreEnvironment(tx.environment)
+            environment: tx.environment
         )
         let info = TransactionReceipt.PurchaseInfo(
             transaction: purchase,
             bundleVersion: "1",
             itemId: String(1_000_000_000 + stableNumber("\(app.appAppleId)/\(tx.productId)", below: 999_999_999)),
-            appItemId: tx.environment == AppStoreEnvironment.production.rawValue ? String(app.appAppleId) : "0",
+            appItemId: tx.environment == .production ? String(app.appAppleId) : "0",
             versionExternalIdentifier: "0",
             uniqueIdentifier: hex(Array(SHA256.hash(data: Data((device?.id ?? tx.accountId).utf8)).prefix(20))),
             uniqueVendorIdentifier: device?.vendorIdentifier.uppercased() ?? UUID().uuidString
         )
-        return try signer.transactionReceipt(purchaseInfo: info, environment: AppStoreEnvironment(tx.environment))
+        return try signer.transactionReceipt(purchaseInfo: info, environment: tx.environment)
             .base64EncodedString()
     }
 }

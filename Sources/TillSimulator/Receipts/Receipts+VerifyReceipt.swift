@@ -97,7 +97,7 @@ extension Receipts {
             reading.transactions = try await store.purchases.transactions(
                 accountId: account.id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             )
         }
@@ -109,7 +109,7 @@ extension Receipts {
         reading.subscriptions = try await store.subscriptions.subscriptions(
             accountId: account.id,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: db
         )
         return .read(reading)
@@ -162,7 +162,7 @@ extension Receipts {
             let tx = try await store.purchases.transaction(id: id, on: db),
             let app = try await store.appStoreConnect.app(appAppleId: tx.appAppleId, on: db)
         else { return VerifyReceiptResponse(status: .notAuthenticated) }
-        if let redirect = redirect(receiptEnvironment: AppStoreEnvironment(tx.environment), endpoint: environment) {
+        if let redirect = redirect(receiptEnvironment: tx.environment, endpoint: environment) {
             return VerifyReceiptResponse(status: redirect)
         }
         if try await store.appStoreConnect.account(id: tx.accountId, on: db)?.deleted == true {

@@ -40,7 +40,7 @@ extension RetentionMessaging {
     public func overview(appAppleId: Int64, environment: AppStoreEnvironment) async throws -> Overview {
         let db = store.sql
         _ = try await store.requireApp(appAppleId: appAppleId, on: db)
-        let env = environment.rawValue
+        let env = environment
         return Overview(
             realtimeURL: try await store.retention.realtimeURL(appAppleId: appAppleId, environment: env, on: db),
             images: try await store.retention.retentionAssets(
@@ -92,7 +92,7 @@ extension RetentionMessaging {
                     SimRetentionImage.self,
                     identifier,
                     appAppleId: appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: db
                 ) != nil
             else { throw RetentionRefusal(.imageNotFound, "no image \(id)") }
@@ -100,7 +100,7 @@ extension RetentionMessaging {
                 SimRetentionImage.self,
                 identifier,
                 appAppleId: appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 state: state,
                 on: db
             )
@@ -110,7 +110,7 @@ extension RetentionMessaging {
                     SimRetentionMessage.self,
                     identifier,
                     appAppleId: appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: db
                 ) != nil
             else { throw RetentionRefusal(.messageNotFound, "no message \(id)") }
@@ -118,7 +118,7 @@ extension RetentionMessaging {
                 SimRetentionMessage.self,
                 identifier,
                 appAppleId: appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 state: state,
                 on: db
             )

@@ -26,7 +26,7 @@ extension RetentionMessaging {
                     SimRetentionMessage.self,
                     id,
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: db
                 )
             else { throw ServerAPIFailure(.messageNotFound) }
@@ -38,7 +38,7 @@ extension RetentionMessaging {
                     SimRetentionImage.self,
                     imageId,
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: db
                 )
                 guard image?.state == .approved else {
@@ -48,7 +48,7 @@ extension RetentionMessaging {
             try await self.store.upsert(
                 SimRetentionDefault(
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     productId: productId,
                     locale: locale,
                     messageIdentifier: id,
@@ -68,7 +68,7 @@ extension RetentionMessaging {
             productId: productId,
             locale: locale,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
     }
@@ -82,7 +82,7 @@ extension RetentionMessaging {
                 productId: productId,
                 locale: locale,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             )
         else { throw ServerAPIFailure(.defaultMessageNotFound) }
@@ -100,7 +100,7 @@ extension RetentionMessaging {
         if environment == .production {
             let passed = try await store.retention.performanceTests(
                 appAppleId: app.appAppleId,
-                environment: AppStoreEnvironment.sandbox.rawValue,
+                environment: .sandbox,
                 on: store.sql
             ).contains { $0.result == .pass }
             guard passed else { throw ServerAPIFailure(.forbiddenNoPassingTest) }
@@ -108,7 +108,7 @@ extension RetentionMessaging {
         try await store.retention.setRealtimeURL(
             url,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             at: clock.nowMilliseconds,
             on: store.sql
         )
@@ -118,7 +118,7 @@ extension RetentionMessaging {
         guard
             let url = try await store.retention.realtimeURL(
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             )
         else { throw ServerAPIFailure(.realtimeUrlNotFound) }
@@ -129,7 +129,7 @@ extension RetentionMessaging {
         try await store.retention.setRealtimeURL(
             nil,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             at: clock.nowMilliseconds,
             on: store.sql
         )

@@ -21,11 +21,11 @@ extension RetentionMessaging {
         else { throw ServerAPIFailure(.invalidPerformanceTestRequest) }
         guard ServerAPI.isTransactionId(originalTransactionId) else { throw ServerAPIFailure(.invalidTransactionId) }
         guard let tx = try await store.purchases.transaction(id: originalTransactionId, on: store.sql),
-            tx.appAppleId == app.appAppleId, tx.environment == environment.rawValue
+            tx.appAppleId == app.appAppleId, tx.environment == environment
         else {
             let isAppTransaction = try await store.purchases.customers(
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             ).contains { receipts.appTransactionId(accountId: $0, app: app) == originalTransactionId }
             throw ServerAPIFailure(isAppTransaction ? .appTransactionIdNotSupported : .transactionIdNotFound)
@@ -44,7 +44,7 @@ extension RetentionMessaging {
             subscription.status == AppStoreSubscriptionStatus.active.rawValue,
             let url = try await store.retention.realtimeURL(
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             )
         else { throw ServerAPIFailure(.invalidPerformanceTestRequest) }
@@ -52,14 +52,14 @@ extension RetentionMessaging {
         let test = try await database.transaction { db -> SimPerformanceTest in
             let running = try await self.store.retention.performanceTests(
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             ).contains { $0.result == .pending }
             guard !running else { throw ServerAPIFailure(.existingPerformanceTestRun) }
             let test = SimPerformanceTest(
                 requestId: UUID().uuidString.lowercased(),
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 originalTransactionId: tx.transactionId,
                 target: url,
                 result: .pending,
@@ -123,7 +123,7 @@ extension RetentionMessaging {
     {
         guard UUID(uuidString: requestId) != nil else { throw ServerAPIFailure(.invalidRequestId) }
         guard let test = try await store.retention.performanceTest(requestId: requestId.lowercased(), on: store.sql),
-            test.appAppleId == app.appAppleId, test.environment == environment.rawValue
+            test.appAppleId == app.appAppleId, test.environment == environment
         else { throw ServerAPIFailure(.performanceTestRunNotFound) }
         let config =
             (try? TillFormatsJSON.decoder.decode(PerformanceTestConfig.self, from: Data((test.summary ?? "").utf8)))

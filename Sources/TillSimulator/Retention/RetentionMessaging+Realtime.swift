@@ -49,13 +49,13 @@ extension RetentionMessaging {
                 originalTransactionId: originalTransactionId,
                 on: store.sql
             ),
-            subscription.accountId == account.id, subscription.environment == environment.rawValue
+            subscription.accountId == account.id, subscription.environment == environment
         else { throw RetentionRefusal(.subscriptionNotFound, "no subscription \(originalTransactionId)") }
         let app = try await store.requireApp(appAppleId: subscription.appAppleId, on: store.sql)
         var shown = RetentionMessageShown(source: "none")
         if let url = try await store.retention.realtimeURL(
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         ) {
             let call = try await callRealtimeURL(
@@ -78,7 +78,7 @@ extension RetentionMessaging {
             productId: subscription.productId,
             locale: locale,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         ), let message = try await approvedMessage(fallback.messageIdentifier, app: app, environment: environment) {
             shown.source = "default"
@@ -93,7 +93,7 @@ extension RetentionMessaging {
     {
         try await store.retention.retentionRequests(
             appAppleId: appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
     }
@@ -126,13 +126,13 @@ extension RetentionMessaging {
         performanceTestId: String?,
         timeout: Duration
     ) async throws -> RealtimeCall {
-        let environment = AppStoreEnvironment(subscription.environment)
+        let environment = subscription.environment
         let identifier = UUID().uuidString.lowercased()
         let now = clock.now()
         var record = SimRetentionRequest(
             requestIdentifier: identifier,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             originalTransactionId: subscription.originalTransactionId,
             productId: subscription.productId,
             userLocale: locale,
@@ -205,7 +205,7 @@ extension RetentionMessaging {
     private func show(_ response: RealtimeResponseBody, subscription: SimSubscription, app: SimApp) async throws
         -> RetentionMessageShown?
     {
-        let environment = AppStoreEnvironment(subscription.environment)
+        let environment = subscription.environment
         var shown = RetentionMessageShown(source: "realtime")
         if let message = response.message {
             guard let found = try await approvedMessage(message.messageIdentifier, app: app, environment: environment)
@@ -269,7 +269,7 @@ extension RetentionMessaging {
                 SimRetentionMessage.self,
                 identifier.lowercased(),
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             ), message.state == .approved
         else { return nil }
@@ -279,7 +279,7 @@ extension RetentionMessaging {
                 SimRetentionImage.self,
                 imageId,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             )
             guard image?.state == .approved else { return nil }

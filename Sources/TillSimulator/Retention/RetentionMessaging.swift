@@ -53,7 +53,7 @@ extension RetentionMessaging {
             try await self.add(
                 SimRetentionImage(
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     imageIdentifier: id,
                     imageSize: imageSize,
                     state: Self.initialState(environment),
@@ -73,7 +73,7 @@ extension RetentionMessaging {
                 let messages = try await self.store.retention.retentionAssets(
                     SimRetentionMessage.self,
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: db
                 )
                 guard !messages.contains(where: { Self.content(of: $0).imageIdentifiers.contains(id) }) else {
@@ -88,7 +88,7 @@ extension RetentionMessaging {
             imageIdentifiers: try await store.retention.retentionAssets(
                 SimRetentionImage.self,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             ).map {
                 GetImageListResponseItem(
@@ -129,7 +129,7 @@ extension RetentionMessaging {
                         SimRetentionImage.self,
                         imageId.lowercased(),
                         appAppleId: app.appAppleId,
-                        environment: environment.rawValue,
+                        environment: environment,
                         on: db
                     )
                 else { throw ServerAPIFailure(.imageNotFound) }
@@ -146,7 +146,7 @@ extension RetentionMessaging {
             try await self.add(
                 SimRetentionMessage(
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     messageIdentifier: id,
                     state: Self.initialState(environment),
                     content: String(decoding: try TillFormatsJSON.encoder.encode(message), as: UTF8.self),
@@ -169,7 +169,7 @@ extension RetentionMessaging {
             messageIdentifiers: try await store.retention.retentionAssets(
                 SimRetentionMessage.self,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             ).map {
                 GetMessageListResponseItem(
@@ -213,7 +213,7 @@ extension RetentionMessaging {
                 Asset.self,
                 id,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             ) != nil
         else { throw ServerAPIFailure(Asset.notFound) }
@@ -222,7 +222,7 @@ extension RetentionMessaging {
             Asset.self,
             id,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: db
         )
     }

@@ -97,7 +97,7 @@ extension ServerAPI {
             let request = try await store.serverAPI.massExtension(
                 requestIdentifier: requestIdentifier,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             ), request.productId == productId
         else { throw ServerAPIFailure(.statusRequestNotFound) }

@@ -33,7 +33,7 @@ extension ServerAPI {
     {
         guard let record = try await store.notifications.notification(testToken: token, on: store.sql),
             record.appAppleId == app.appAppleId,
-            record.environment == environment.rawValue
+            record.environment == environment
         else { throw ServerAPIFailure(.testNotificationNotFound) }
         return CheckTestNotificationResponse(signedPayload: record.signedPayload, sendAttempts: attempts(of: record))
     }
@@ -64,14 +64,14 @@ extension ServerAPI {
                 try await store.purchases.transactions(
                     accountId: tx.accountId,
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: store.sql
                 ).map(\.transactionId)
             )
         }
         let records = try await store.notifications.notifications(
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             from: start.millisecondsSince1970,
             to: end.millisecondsSince1970,
             on: store.sql

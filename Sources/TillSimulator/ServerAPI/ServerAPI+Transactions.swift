@@ -182,7 +182,7 @@ extension ServerAPI {
                 id: UUID().uuidString.lowercased(),
                 transactionId: tx.transactionId,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 version: version,
                 body: String(decoding: body, as: UTF8.self),
                 requestedAt: requested?.createdAt,
@@ -206,7 +206,7 @@ extension ServerAPI {
         _ = try await store.requireApp(appAppleId: appAppleId, on: store.sql)
         return try await store.serverAPI.consumptionInfo(
             appAppleId: appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
     }

@@ -118,7 +118,7 @@ extension ServerAPI {
         var transactions = try await store.purchases.transactions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
         transactions = transactions.filter { candidate in
@@ -171,7 +171,7 @@ extension ServerAPI {
         let subscriptions = try await store.subscriptions.subscriptions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
         var groups: [SubscriptionGroupIdentifierItem] = []
@@ -216,7 +216,7 @@ extension ServerAPI {
     {
         let transactions = try await store.purchases.transactions(orderId: orderId, on: store.sql)
             .filter {
-                $0.appAppleId == app.appAppleId && $0.environment == environment.rawValue
+                $0.appAppleId == app.appAppleId && $0.environment == environment
                     && $0.ownership == Ownership.purchased.rawValue
             }
         guard !transactions.isEmpty else { return OrderLookupResponse(status: .invalid, signedTransactions: []) }
@@ -240,7 +240,7 @@ extension ServerAPI {
         let refunded = try await store.purchases.transactions(
             accountId: tx.accountId,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         ).filter { $0.revocationDate != nil && $0.revocationType != "FAMILY_REVOKE" }
             .sorted { ($0.revocationDate!, $0.signedSequence) < ($1.revocationDate!, $1.signedSequence) }
@@ -265,14 +265,14 @@ extension ServerAPI {
     ) async throws -> SimTransaction {
         guard Self.isTransactionId(id) else { throw ServerAPIFailure(.invalidTransactionId) }
         if let tx = try await store.purchases.transaction(id: id, on: store.sql) {
-            guard tx.appAppleId == app.appAppleId, tx.environment == environment.rawValue else {
+            guard tx.appAppleId == app.appAppleId, tx.environment == environment else {
                 throw ServerAPIFailure(.transactionIdNotFound)
             }
             return tx
         }
         for accountId in try await store.purchases.customers(
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             on: store.sql
         )
         where receipts.appTransactionId(accountId: accountId, app: app) == id {
@@ -280,7 +280,7 @@ extension ServerAPI {
             if let first = try await store.purchases.transactions(
                 accountId: accountId,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: store.sql
             ).first {
                 return first

@@ -19,7 +19,13 @@ struct SimNotificationStore: Sendable {
             .first(decoding: SimNotificationRecord.self, with: Self.decoding)
     }
 
-    func notifications(appAppleId: Int64, environment: String, from: Int64, to: Int64, on db: any SQLDatabase)
+    func notifications(
+        appAppleId: Int64,
+        environment: AppStoreEnvironment,
+        from: Int64,
+        to: Int64,
+        on db: any SQLDatabase
+    )
         async throws
         -> [SimNotificationRecord]
     {

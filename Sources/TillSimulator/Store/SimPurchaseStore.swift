@@ -23,7 +23,8 @@ struct SimPurchaseStore: Sendable {
     }
 
     /// Every transaction of an account for an app in an environment, oldest first.
-    func transactions(accountId: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+    func transactions(accountId: String, appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase)
+        async throws
         -> [SimTransaction]
     {
         // Written as SQL, as the other reads verifyReceipt makes: sql-kit's builders serialised each time cost
@@ -76,7 +77,8 @@ struct SimPurchaseStore: Sendable {
     }
 
     /// The accounts that have a transaction of an app in an environment.
-    func customers(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws -> [String] {
+    func customers(appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws -> [String]
+    {
         try await db.raw(
             """
             SELECT DISTINCT account_id FROM sim_transactions
@@ -93,7 +95,7 @@ struct SimPurchaseStore: Sendable {
         accountId: String,
         deviceId: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         at: Int64,
         on db: any SQLDatabase
     ) async throws {
@@ -110,7 +112,7 @@ struct SimPurchaseStore: Sendable {
         var accountId: String
         var deviceId: String
         var appAppleId: Int64
-        var environment: String
+        var environment: AppStoreEnvironment
     }
 
     func receiptOwner(opaqueValue: String, on db: any SQLDatabase) async throws -> ReceiptOwner? {

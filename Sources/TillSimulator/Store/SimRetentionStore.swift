@@ -16,7 +16,7 @@ struct SimRetentionStore: Sendable {
         _ kind: Asset.Type,
         _ id: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws -> Asset? {
         try await db.select().column("*").from(Asset.table).where("app_apple_id", .equal, appAppleId)
@@ -28,7 +28,7 @@ struct SimRetentionStore: Sendable {
     func retentionAssets<Asset: RetentionAsset>(
         _ kind: Asset.Type,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws -> [Asset] {
         try await db.select().column("*").from(Asset.table).where("app_apple_id", .equal, appAppleId)
@@ -41,7 +41,7 @@ struct SimRetentionStore: Sendable {
         _ kind: Asset.Type,
         _ id: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws {
         try await db.delete(from: Asset.table).where("app_apple_id", .equal, appAppleId)
@@ -53,7 +53,7 @@ struct SimRetentionStore: Sendable {
         _ kind: Asset.Type,
         _ id: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         state: RetentionReviewState,
         on db: any SQLDatabase
     ) async throws {
@@ -67,7 +67,7 @@ struct SimRetentionStore: Sendable {
         productId: String,
         locale: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws -> SimRetentionDefault? {
         try await db.select().column("*").from("sim_retention_defaults").where("app_apple_id", .equal, appAppleId)
@@ -75,7 +75,7 @@ struct SimRetentionStore: Sendable {
             .where("locale", .equal, locale).first(decoding: SimRetentionDefault.self, with: Self.decoding)
     }
 
-    func retentionDefaults(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+    func retentionDefaults(appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> [SimRetentionDefault]
     {
         try await db.select().column("*").from("sim_retention_defaults").where("app_apple_id", .equal, appAppleId)
@@ -87,7 +87,7 @@ struct SimRetentionStore: Sendable {
         productId: String,
         locale: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws {
         try await db.delete(from: "sim_retention_defaults").where("app_apple_id", .equal, appAppleId)
@@ -99,13 +99,21 @@ struct SimRetentionStore: Sendable {
 
     private struct RealtimeURLRow: Codable { var realtimeUrl: String? }
 
-    func realtimeURL(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws -> String? {
+    func realtimeURL(appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
+        -> String?
+    {
         try await db.select().column("realtime_url").from("sim_retention_settings")
             .where("app_apple_id", .equal, appAppleId).where("environment", .equal, environment)
             .first(decoding: RealtimeURLRow.self, with: Self.decoding)?.realtimeUrl
     }
 
-    func setRealtimeURL(_ url: String?, appAppleId: Int64, environment: String, at: Int64, on db: any SQLDatabase)
+    func setRealtimeURL(
+        _ url: String?,
+        appAppleId: Int64,
+        environment: AppStoreEnvironment,
+        at: Int64,
+        on db: any SQLDatabase
+    )
         async throws
     {
         try await db.raw(
@@ -119,7 +127,7 @@ struct SimRetentionStore: Sendable {
 
     // MARK: Realtime requests and performance tests
 
-    func retentionRequests(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+    func retentionRequests(appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> [SimRetentionRequest]
     {
         try await db.select().column("*").from("sim_retention_requests").where("app_apple_id", .equal, appAppleId)
@@ -138,7 +146,7 @@ struct SimRetentionStore: Sendable {
             .first(decoding: SimPerformanceTest.self, with: Self.decoding)
     }
 
-    func performanceTests(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+    func performanceTests(appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> [SimPerformanceTest]
     {
         try await db.select().column("*").from("sim_performance_tests").where("app_apple_id", .equal, appAppleId)

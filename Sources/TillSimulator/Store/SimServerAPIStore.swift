@@ -10,7 +10,7 @@ struct SimServerAPIStore: Sendable {
 
     // MARK: Consumption information
 
-    func consumptionInfo(appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+    func consumptionInfo(appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> [SimConsumptionInfo]
     {
         try await db.select().column("*").from("sim_consumption").where("app_apple_id", .equal, appAppleId)
@@ -25,7 +25,7 @@ struct SimServerAPIStore: Sendable {
         requestIdentifier: String,
         originalTransactionId: String,
         appAppleId: Int64,
-        environment: String,
+        environment: AppStoreEnvironment,
         on db: any SQLDatabase
     ) async throws -> SimRenewalExtension? {
         try await db.select().column("*").from("sim_extensions").where("app_apple_id", .equal, appAppleId)
@@ -45,7 +45,12 @@ struct SimServerAPIStore: Sendable {
         ).first()?.decode(column: "n", as: Int.self) ?? 0
     }
 
-    func massExtension(requestIdentifier: String, appAppleId: Int64, environment: String, on db: any SQLDatabase)
+    func massExtension(
+        requestIdentifier: String,
+        appAppleId: Int64,
+        environment: AppStoreEnvironment,
+        on db: any SQLDatabase
+    )
         async throws -> SimMassExtension?
     {
         try await db.select().column("*").from("sim_mass_extensions").where("app_apple_id", .equal, appAppleId)

@@ -16,7 +16,13 @@ struct SimSubscriptionStore: Sendable {
         .first(decoding: SimSubscription.self, with: Self.decoding)
     }
 
-    func subscription(accountId: String, appAppleId: Int64, environment: String, group: String, on db: any SQLDatabase)
+    func subscription(
+        accountId: String,
+        appAppleId: Int64,
+        environment: AppStoreEnvironment,
+        group: String,
+        on db: any SQLDatabase
+    )
         async throws -> SimSubscription?
     {
         try await db.select().column("*").from("sim_subscriptions").where("account_id", .equal, accountId)
@@ -24,7 +30,8 @@ struct SimSubscriptionStore: Sendable {
             .where("subscription_group", .equal, group).first(decoding: SimSubscription.self, with: Self.decoding)
     }
 
-    func subscriptions(accountId: String, appAppleId: Int64, environment: String, on db: any SQLDatabase) async throws
+    func subscriptions(accountId: String, appAppleId: Int64, environment: AppStoreEnvironment, on db: any SQLDatabase)
+        async throws
         -> [SimSubscription]
     {
         try await db.raw(

@@ -35,7 +35,7 @@ extension SimulatorStore {
         guard !account.deleted else {
             throw LookupRefusal(.accountDeleted, "the account signed in on \(deviceId) was deleted")
         }
-        guard account.appStoreEnvironment == environment else {
+        guard account.environment == environment else {
             throw LookupRefusal(
                 .wrongEnvironment,
                 "the account on \(deviceId) is a \(account.environment) account, not \(environment)"

@@ -41,7 +41,7 @@ extension SubscriptionEngine {
                 requestIdentifier: requestIdentifier,
                 originalTransactionId: originalTransactionId,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: db
             ) {
                 return earlier.succeeded ? .success(earlier) : .failure(.ineligible)
@@ -51,10 +51,10 @@ extension SubscriptionEngine {
                     originalTransactionId: originalTransactionId,
                     on: db
                 ),
-                subscription.appAppleId == app.appAppleId, subscription.environment == environment.rawValue
+                subscription.appAppleId == app.appAppleId, subscription.environment == environment
             else {
                 let shared = try await self.store.purchases.transaction(id: originalTransactionId, on: db)
-                if let shared, shared.appAppleId == app.appAppleId, shared.environment == environment.rawValue,
+                if let shared, shared.appAppleId == app.appAppleId, shared.environment == environment,
                     shared.type == .autoRenewable, shared.ownership == Ownership.familyShared.rawValue
                 {
                     return .failure(.familyShared)
@@ -87,7 +87,7 @@ extension SubscriptionEngine {
         on db: any SQLDatabase
     ) async throws -> Result<SimRenewalExtension, ExtensionRefusal> {
         var subscription = subscription
-        let environment = AppStoreEnvironment(subscription.environment)
+        let environment = subscription.environment
         let rate = environment == .production ? RenewalRate.realTime : clock.rate
         let now = clock.nowMilliseconds
         let yearAgo = now - Int64(rate.scale(days: 365) * 1000)
@@ -95,7 +95,7 @@ extension SubscriptionEngine {
             requestIdentifier: requestIdentifier,
             originalTransactionId: subscription.originalTransactionId,
             appAppleId: app.appAppleId,
-            environment: environment.rawValue,
+            environment: environment,
             massRequestIdentifier: massRequestIdentifier,
             extendByDays: days,
             extendReasonCode: reason,
@@ -156,14 +156,14 @@ extension SubscriptionEngine {
                 try await self.store.serverAPI.massExtension(
                     requestIdentifier: requestIdentifier,
                     appAppleId: app.appAppleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     on: db
                 ) == nil
             else { return nil }
             let request = SimMassExtension(
                 requestIdentifier: requestIdentifier,
                 appAppleId: app.appAppleId,
-                environment: environment.rawValue,
+                environment: environment,
                 productId: productId,
                 storefrontCountryCodes: String(decoding: try JSONEncoder().encode(storefronts), as: UTF8.self),
                 extendByDays: days,
@@ -237,7 +237,7 @@ extension SubscriptionEngine {
                 if candidates.count < batch {
                     request.complete = true
                     request.completeDate = self.clock.nowMilliseconds
-                    let environment = AppStoreEnvironment(request.environment)
+                    let environment = request.environment
                     try await self.notifications.enqueueNotification(
                         app: app,
                         environment: environment,

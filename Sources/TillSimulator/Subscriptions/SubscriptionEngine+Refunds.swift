@@ -59,7 +59,7 @@ extension SubscriptionEngine {
             }
             try await self.notifications.enqueueNotification(
                 app: app,
-                environment: AppStoreEnvironment(tx.environment),
+                environment: tx.environment,
                 type: .refundReversed,
                 subtype: nil,
                 transaction: tx,
@@ -125,7 +125,7 @@ extension SubscriptionEngine {
             }
             try await notifications.enqueueNotification(
                 app: app,
-                environment: AppStoreEnvironment(tx.environment),
+                environment: tx.environment,
                 type: notification,
                 subtype: nil,
                 transaction: tx,
@@ -160,7 +160,7 @@ extension SubscriptionEngine {
             }
             try await notifications.enqueueNotification(
                 app: app,
-                environment: AppStoreEnvironment(tx.environment),
+                environment: tx.environment,
                 type: .consumptionRequest,
                 subtype: nil,
                 transaction: tx,
@@ -198,7 +198,7 @@ extension SubscriptionEngine {
             }
             try await notifications.enqueueNotification(
                 app: app,
-                environment: AppStoreEnvironment(tx.environment),
+                environment: tx.environment,
                 type: .refundDeclined,
                 subtype: nil,
                 transaction: tx,

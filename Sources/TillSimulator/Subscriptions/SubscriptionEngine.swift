@@ -52,7 +52,7 @@ extension SubscriptionEngine {
                 let app = try await self.store.appStoreConnect.app(appAppleId: subscription.appAppleId, on: db),
                 let account = try await self.store.appStoreConnect.account(id: subscription.accountId, on: db)
             else { return false }
-            let environment = AppStoreEnvironment(subscription.environment)
+            let environment = subscription.environment
             let rate = environment == .production ? RenewalRate.realTime : self.clock.rate
             let now = self.clock.nowMilliseconds
             var changed = false
@@ -176,7 +176,7 @@ extension SubscriptionEngine {
         recovery: Bool,
         on db: any SQLDatabase
     ) async throws {
-        let environment = AppStoreEnvironment(subscription.environment)
+        let environment = subscription.environment
         guard let previous = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db) else {
             return
         }
@@ -302,7 +302,7 @@ extension SubscriptionEngine {
         let latest = try await store.purchases.transaction(id: subscription.lastTransactionId, on: db)
         try await notifications.enqueueNotification(
             app: app,
-            environment: AppStoreEnvironment(subscription.environment),
+            environment: subscription.environment,
             type: type,
             subtype: subtype,
             transaction: latest,
