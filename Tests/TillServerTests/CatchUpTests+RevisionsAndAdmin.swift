@@ -24,7 +24,7 @@ extension CatchUpTests {
         let store = CatchUpStore(database: fixture.server.database)
         let rows = try await store.historyAnchors(
             bundleId: ServerFixture.bundleId,
-            environment: "Sandbox",
+            environment: .sandbox,
             on: store.sql
         )
         return Dictionary(uniqueKeysWithValues: rows.map { ($0.originalTransactionId, $0.revision) })

@@ -73,7 +73,7 @@ struct CatchUpTests {
         let store = CatchUpStore(database: fixture.server.database)
         return try await store.notificationCheckpoint(
             bundleId: ServerFixture.bundleId,
-            environment: "Sandbox",
+            environment: .sandbox,
             on: store.sql
         )
     }

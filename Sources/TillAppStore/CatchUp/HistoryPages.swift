@@ -81,7 +81,7 @@ struct HistoryPages: AppStoreRoom, Sendable {
             }
             for (transaction, signed) in page {
                 try await self.notificationStore.lockPurchase(
-                    environment: environment.rawValue,
+                    environment: environment,
                     originalTransactionId: transaction.originalTransactionId,
                     on: db
                 )
@@ -97,7 +97,7 @@ struct HistoryPages: AppStoreRoom, Sendable {
                 effect.listed.insert(transaction.originalTransactionId)
                 if let signedDate = signed.signedDate?.millisecondsSince1970,
                     try await self.catchUpStore.hasNotificationApplied(
-                        environment: environment.rawValue,
+                        environment: environment,
                         transactionId: transaction.transactionId,
                         signedAfter: signedDate,
                         on: db
@@ -124,7 +124,7 @@ struct HistoryPages: AppStoreRoom, Sendable {
             if claimant == nil || !effect.listed.isEmpty {
                 try await self.catchUpStore.saveHistoryPage(
                     bundleId: app.bundleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     anchor: anchor,
                     revision: revision,
                     listed: effect.listed,

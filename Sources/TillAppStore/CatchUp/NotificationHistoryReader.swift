@@ -47,7 +47,7 @@ struct NotificationHistoryReader: AppStoreRoom, Sendable {
         do {
             checkpoint = try await catchUpStore.notificationCheckpoint(
                 bundleId: app.bundleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: database.sql
             )
         } catch {
@@ -113,7 +113,7 @@ struct NotificationHistoryReader: AppStoreRoom, Sendable {
             try await database.transaction(bookkeeping: true) { db in
                 try await self.catchUpStore.moveNotificationCheckpoint(
                     bundleId: app.bundleId,
-                    environment: environment.rawValue,
+                    environment: environment,
                     to: until,
                     at: now,
                     on: db

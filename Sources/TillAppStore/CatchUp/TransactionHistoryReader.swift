@@ -51,7 +51,7 @@ struct TransactionHistoryReader: AppStoreRoom, Sendable {
         do {
             let anchors = try await catchUpStore.historyAnchors(
                 bundleId: app.bundleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: database.sql
             )
             for anchor in anchors {
@@ -69,14 +69,14 @@ struct TransactionHistoryReader: AppStoreRoom, Sendable {
             let known = Set(anchors.map(\.originalTransactionId))
             for purchase in try await catchUpStore.purchasesOutsideHistories(
                 bundleId: app.bundleId,
-                environment: environment.rawValue,
+                environment: environment,
                 on: database.sql
             ) {
                 // A history read a moment ago may list it now.
                 guard
                     try await !catchUpStore.historyLists(
                         bundleId: app.bundleId,
-                        environment: environment.rawValue,
+                        environment: environment,
                         originalTransactionId: purchase,
                         on: database.sql
                     )
@@ -93,7 +93,7 @@ struct TransactionHistoryReader: AppStoreRoom, Sendable {
                     try await database.transaction(bookkeeping: true) { db in
                         try await self.catchUpStore.joinHistory(
                             bundleId: app.bundleId,
-                            environment: environment.rawValue,
+                            environment: environment,
                             anchor: purchase,
                             into: joined,
                             on: db

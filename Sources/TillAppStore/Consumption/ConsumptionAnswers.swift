@@ -57,7 +57,7 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
             ConsumptionRequestRecord(
                 notificationUuid: notification.uuid,
                 bundleId: app.bundleId,
-                environment: notification.environment.rawValue,
+                environment: notification.environment,
                 transactionId: transaction.transactionId,
                 originalTransactionId: transaction.originalTransactionId,
                 productId: transaction.productId,
@@ -211,7 +211,7 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
             let body = try AppleJSON.makeEncoder().encode(information)
             request.body = String(decoding: body, as: UTF8.self)
             request.attempts = max(request.attempts, attempt)
-            let environment = AppStoreEnvironment(rawValue: request.environment)
+            let environment = request.environment
             let outcome = await client.sendConsumptionInformation(
                 environment,
                 transactionId: request.transactionId,
@@ -227,14 +227,14 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
     private func decide(_ request: ConsumptionRequestRecord, app: ServerApp) async throws -> ConsumptionRules.Decision {
         let db = database.sql
         var row = try await purchaseStore.transaction(
-            environment: AppStoreEnvironment(request.environment),
+            environment: request.environment,
             transactionId: request.transactionId,
             on: db
         )
         if row == nil, let original = request.originalTransactionId {
             // A renewal the ledger has not recorded: the subscription's newest period stands for it.
             row = try await purchaseStore.transactions(
-                environment: AppStoreEnvironment(request.environment),
+                environment: request.environment,
                 originalTransactionId: original,
                 on: db
             )
@@ -393,7 +393,7 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
             bundleId: request.bundleId,
             customerId: owner,
             occurredAt: request.sentAt ?? clock.milliseconds,
-            environment: AppStoreEnvironment(request.environment)
+            environment: request.environment
         )
         if let productId = request.productId {
             let product = try await catalogue.products(of: request.bundleId, on: changes.db)[productId]

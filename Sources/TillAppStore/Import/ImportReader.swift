@@ -49,7 +49,7 @@ struct ImportReader: Sendable {
         }
         let anchor: String
         var environments: [AppStoreEnvironment]
-        if let resumed = row.environment.flatMap(AppStoreEnvironment.init(rawValue:)),
+        if let resumed = row.environment,
             let id = row.originalTransactionId
         {
             anchor = id
@@ -91,7 +91,7 @@ struct ImportReader: Sendable {
             }
         }
         for (index, environment) in environments.enumerated() {
-            var revision = row.environment == environment.rawValue ? row.revision : nil
+            var revision = row.environment == environment ? row.revision : nil
             while true {
                 try await imports.pacer.turn(environment)
                 let answer = await client.transactionHistory(
@@ -185,7 +185,7 @@ struct ImportReader: Sendable {
         let transactions = page.signedTransactions ?? []
         let signed = await imports.pages.verified(transactions, app: app, environment: environment)
         var progressed = row
-        progressed.environment = environment.rawValue
+        progressed.environment = environment
         progressed.originalTransactionId = anchor
         progressed.revision = revision
         progressed.unverifiable += transactions.count - signed.count

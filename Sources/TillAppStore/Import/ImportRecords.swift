@@ -41,7 +41,7 @@ struct ImportRowRecord: Codable, Sendable {
     var reason: ImportRowReason?
     var detail: String?
     /// The environment whose history is read, once known, and the id it is asked with.
-    var environment: String?
+    var environment: AppStoreEnvironment?
     var originalTransactionId: String?
     /// The last page read (Apple's revision): a row cut short resumes after it.
     var revision: String?
@@ -99,7 +99,7 @@ struct ImportRowRecord: Codable, Sendable {
             outcome: outcome,
             reason: reason,
             detail: detail,
-            environment: environment,
+            environment: environment?.rawValue,
             originalTransactionId: originalTransactionId,
             attempts: attempts,
             recorded: recorded,

@@ -1,6 +1,7 @@
 import Foundation
 import TillCatalogue
 import TillContract
+import TillCore
 import TillLedger
 
 /// One CONSUMPTION_REQUEST Apple sent, and where the server's answer to it stands: a row of the durable queue
@@ -9,7 +10,7 @@ import TillLedger
 package struct ConsumptionRequestRecord: Codable, Sendable {
     package var notificationUuid: String
     package var bundleId: String
-    package var environment: String
+    package var environment: AppStoreEnvironment
     package var transactionId: String
     package var originalTransactionId: String?
     package var productId: String?
@@ -75,7 +76,7 @@ extension ConsumptionAnswer {
     init(_ record: ConsumptionRequestRecord) {
         self.init(
             notificationUUID: record.notificationUuid,
-            environment: record.environment,
+            environment: record.environment.rawValue,
             transactionId: record.transactionId,
             originalTransactionId: record.originalTransactionId,
             productId: record.productId,

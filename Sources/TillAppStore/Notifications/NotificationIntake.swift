@@ -120,7 +120,7 @@ public struct NotificationIntake: AppStoreRoom, Sendable {
             var record = NotificationRecord(
                 notificationUuid: verified.uuid,
                 bundleId: app.bundleId,
-                environment: verified.environment.rawValue,
+                environment: verified.environment,
                 type: verified.type.rawValue,
                 subtype: verified.payload.subtype?.rawValue,
                 signedDate: verified.payload.signedDate?.millisecondsSince1970,
@@ -301,7 +301,7 @@ public struct NotificationIntake: AppStoreRoom, Sendable {
             return (.recorded, nil, nil)
         }
         try await notificationStore.lockPurchase(
-            environment: environment.rawValue,
+            environment: environment,
             originalTransactionId: original,
             on: db
         )
@@ -377,7 +377,7 @@ public struct NotificationIntake: AppStoreRoom, Sendable {
         in changes: ChangeSet
     ) async throws {
         for var record in try await notificationStore.unmatchedNotifications(
-            environment: environment.rawValue,
+            environment: environment,
             originalTransactionId: originalTransactionId,
             on: changes.db
         ) where record.bundleId == app.bundleId {

@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import TillCatalogue
+import TillCore
 import TillLedger
 import TillStorage
 
@@ -35,7 +36,9 @@ struct CatchUpStore: ServerSQLStore {
 
     /// Until when (UNIX ms) the app's Notification History in `environment` was read completely; nil before the
     /// first complete read.
-    func notificationCheckpoint(bundleId: String, environment: String, on db: any SQLDatabase) async throws -> Int64? {
+    func notificationCheckpoint(bundleId: String, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
+        -> Int64?
+    {
         try await db.raw(
             """
             SELECT notifications_until FROM srv_catch_up_checkpoints
@@ -47,7 +50,7 @@ struct CatchUpStore: ServerSQLStore {
     /// Moves the checkpoint to `until`, never back (a slower run that started earlier cannot undo a later one).
     func moveNotificationCheckpoint(
         bundleId: String,
-        environment: String,
+        environment: AppStoreEnvironment,
         to until: Int64,
         at now: Int64,
         on db: any SQLDatabase
@@ -66,7 +69,7 @@ struct CatchUpStore: ServerSQLStore {
     /// Whether a notification applied to the ledger carried this transaction signed after `signedDate` (UNIX ms):
     /// Apple's later word about it is in already, and older data must not undo it.
     func hasNotificationApplied(
-        environment: String,
+        environment: AppStoreEnvironment,
         transactionId: String,
         signedAfter signedDate: Int64,
         on db: any SQLDatabase
@@ -92,7 +95,7 @@ struct CatchUpStore: ServerSQLStore {
     }
 
     /// The histories already read for the app in `environment`, oldest first.
-    func historyAnchors(bundleId: String, environment: String, on db: any SQLDatabase) async throws
+    func historyAnchors(bundleId: String, environment: AppStoreEnvironment, on db: any SQLDatabase) async throws
         -> [HistoryAnchor]
     {
         try await db.raw(
@@ -107,7 +110,8 @@ struct CatchUpStore: ServerSQLStore {
     /// The ledger's purchases (original transactions) of the app in `environment` that no history read so far
     /// listed: each may belong to an App Store customer whose history was never asked for. An operator's grant is
     /// not one: no App Store knows its `grant-…` id (Apple answers 4000006, and the run would never be complete).
-    func purchasesOutsideHistories(bundleId: String, environment: String, on db: any SQLDatabase) async throws
+    func purchasesOutsideHistories(bundleId: String, environment: AppStoreEnvironment, on db: any SQLDatabase)
+        async throws
         -> [String]
     {
         try await db.raw(
@@ -125,7 +129,12 @@ struct CatchUpStore: ServerSQLStore {
     }
 
     /// Whether a history read so far listed this purchase.
-    func historyLists(bundleId: String, environment: String, originalTransactionId: String, on db: any SQLDatabase)
+    func historyLists(
+        bundleId: String,
+        environment: AppStoreEnvironment,
+        originalTransactionId: String,
+        on db: any SQLDatabase
+    )
         async throws -> Bool
     {
         try await db.raw(
@@ -141,7 +150,7 @@ struct CatchUpStore: ServerSQLStore {
     /// purchases are read through that one from now on, and its own revision is dropped.
     func joinHistory(
         bundleId: String,
-        environment: String,
+        environment: AppStoreEnvironment,
         anchor: String,
         into other: String,
         on db: any SQLDatabase
@@ -158,7 +167,7 @@ struct CatchUpStore: ServerSQLStore {
     /// that history (a purchase another history listed first stays with it).
     func saveHistoryPage(
         bundleId: String,
-        environment: String,
+        environment: AppStoreEnvironment,
         anchor: String,
         revision: String?,
         listed: Set<String>,

@@ -20,7 +20,7 @@ extension Ledger {
         in changes: ChangeSet
     ) async throws {
         let previous = try await notificationStore.subscriptionState(
-            environment: state.environment.rawValue,
+            environment: state.environment,
             originalTransactionId: state.originalTransactionId,
             on: changes.db
         )

@@ -104,7 +104,7 @@ public struct Ledger: Sendable {
             let product = catalogue[transaction.productId]
             // One decision per purchase at a time: a notification about it waits for this one (PostgreSQL).
             try await notificationStore.lockPurchase(
-                environment: transaction.environment.rawValue,
+                environment: transaction.environment,
                 originalTransactionId: transaction.originalTransactionId,
                 on: db
             )

@@ -6,7 +6,7 @@ import TillCore
 package struct NotificationRecord: Codable, Sendable {
     package var notificationUuid: String
     package var bundleId: String
-    package var environment: String
+    package var environment: AppStoreEnvironment
     /// Apple's `notificationType` (`DID_RENEW`, …) and `subtype`, kept as sent.
     package var type: String
     package var subtype: String?
@@ -28,7 +28,7 @@ package struct NotificationRecord: Codable, Sendable {
     package init(
         notificationUuid: String,
         bundleId: String,
-        environment: String,
+        environment: AppStoreEnvironment,
         type: String,
         subtype: String? = nil,
         signedDate: Int64? = nil,

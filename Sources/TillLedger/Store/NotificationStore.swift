@@ -26,7 +26,11 @@ package struct NotificationStore: ServerSQLStore {
     /// Notifications about a subscription (or purchase) that no customer owned when they came, oldest first. The
     /// outcome is written into the statement: a bound one cannot tell the planner that the partial index of unmatched
     /// notifications serves it (every purchase read the whole table).
-    package func unmatchedNotifications(environment: String, originalTransactionId: String, on db: any SQLDatabase)
+    package func unmatchedNotifications(
+        environment: AppStoreEnvironment,
+        originalTransactionId: String,
+        on db: any SQLDatabase
+    )
         async throws -> [NotificationRecord]
     {
         try await db.all(Self.unmatched(environment, originalTransactionId)).map {
@@ -51,16 +55,22 @@ package struct NotificationStore: ServerSQLStore {
     /// Serialises, until the end of `db`'s transaction, the work of every process on one subscription (or one-off
     /// purchase): a notification about it and a submission recording it must each see the other's result. On
     /// PostgreSQL an advisory lock; SQLite has one writer already.
-    package func lockPurchase(environment: String, originalTransactionId: String, on db: any SQLDatabase) async throws {
+    package func lockPurchase(environment: AppStoreEnvironment, originalTransactionId: String, on db: any SQLDatabase)
+        async throws
+    {
         guard database.engine == .postgres else { return }
-        try await db.run(Self.lockPurchase(environment + ":" + originalTransactionId))
+        try await db.run(Self.lockPurchase(environment.rawValue + ":" + originalTransactionId))
     }
 
     private static let lockPurchase = FixedStatement("SELECT pg_advisory_xact_lock(hashtextextended(?1, 0))")
 
     // MARK: Subscription states
 
-    package func subscriptionState(environment: String, originalTransactionId: String, on db: any SQLDatabase)
+    package func subscriptionState(
+        environment: AppStoreEnvironment,
+        originalTransactionId: String,
+        on db: any SQLDatabase
+    )
         async throws
         -> SubscriptionStateRecord?
     {
