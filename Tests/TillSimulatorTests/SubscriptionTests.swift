@@ -241,7 +241,7 @@ struct SubscriptionTests {
                 on: fixture.simulator.store.sql
             ).first
         )
-        #expect(shared.ownership == "FAMILY_SHARED")
+        #expect(shared.ownership == .familyShared)
         let revoked = try await fixture.simulator.subscriptions.revokeFamilyShared(transactionId: shared.transactionId)
         #expect(revoked.revocationType == "FAMILY_REVOKE")
         #expect(try await fixture.notificationKinds().contains("REVOKE"))

@@ -128,7 +128,7 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     public var accountId: String
     public var appAppleId: Int64
     public var productId: String
-    public var productType: String
+    public var productType: ProductType
     public var environment: AppStoreEnvironment
     public var quantity: Int
     public var purchaseDate: Int64
@@ -137,13 +137,13 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     public var webOrderLineItemId: String?
     public var subscriptionGroup: String?
     public var appAccountToken: String?
-    public var ownership: String
+    public var ownership: Ownership
     public var price: Int64
     public var currency: String
     public var storefront: String
     public var storefrontId: String
     /// PURCHASE or RENEWAL.
-    public var transactionReason: String
+    public var transactionReason: TransactionReason
     public var revocationDate: Int64?
     public var revocationReason: Int?
     public var revocationType: String?
@@ -174,8 +174,6 @@ public struct SimTransaction: Codable, Sendable, Hashable {
     public var commitmentPeriod: Int? = nil
     public var commitmentExpiresDate: Int64? = nil
     public var commitmentPrice: Int64? = nil
-
-    public var type: ProductType { ProductType(rawValue: productType) ?? .consumable }
 
     /// Whether this period is an introductory offer's paid period (`is_in_intro_offer_period`).
     public var isInIntroOfferPeriod: Bool {

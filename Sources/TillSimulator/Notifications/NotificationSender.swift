@@ -46,7 +46,7 @@ extension NotificationSender {
         )
         if let transaction {
             data.signedTransactionInfo = try receipts.signTransaction(transaction, app: app)
-            if transaction.type == .autoRenewable,
+            if transaction.productType == .autoRenewable,
                 let subscription = try await store.subscriptions.subscription(
                     originalTransactionId: transaction.originalTransactionId,
                     on: db

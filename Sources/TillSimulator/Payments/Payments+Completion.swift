@@ -27,7 +27,7 @@ extension Payments {
             accountId: account.id,
             appAppleId: app.appAppleId,
             productId: product.productId,
-            productType: product.type.rawValue,
+            productType: product.type,
             environment: environment,
             quantity: payment.quantity,
             purchaseDate: now,
@@ -36,12 +36,12 @@ extension Payments {
             webOrderLineItemId: nil,
             subscriptionGroup: product.subscriptionGroup,
             appAccountToken: payment.appAccountToken,
-            ownership: Ownership.purchased.rawValue,
+            ownership: .purchased,
             price: product.type.isFree ? 0 : price.price * Int64(payment.quantity),
             currency: price.currency,
             storefront: account.storefront,
             storefrontId: Storefronts.id(for: account.storefront),
-            transactionReason: "PURCHASE",
+            transactionReason: .purchase,
             revocationDate: nil,
             revocationReason: nil,
             revocationType: nil,
@@ -319,7 +319,7 @@ extension Payments {
             shared.transactionId = try await store.nextTransactionId(tx.environment, on: db)
             shared.originalTransactionId = shared.transactionId
             shared.accountId = member.id
-            shared.ownership = Ownership.familyShared.rawValue
+            shared.ownership = .familyShared
             shared.price = 0
             shared.deviceId = nil
             shared.orderId = tx.orderId

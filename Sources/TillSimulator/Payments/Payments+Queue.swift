@@ -91,9 +91,9 @@ extension Payments {
             )
             var ids: [String] = []
             var restoredProducts: Set<String> = []
-            for tx in transactions where tx.type.isRestorable && tx.revocationDate == nil {
+            for tx in transactions where tx.productType.isRestorable && tx.revocationDate == nil {
                 // One restore per non-consumable product; every period of a subscription.
-                if tx.type != .autoRenewable {
+                if tx.productType != .autoRenewable {
                     guard restoredProducts.insert(tx.productId).inserted else { continue }
                 }
                 let seq = try await self.store.next("queue", on: db)

@@ -28,7 +28,7 @@ extension Payments {
             environment: environment,
             on: store.sql
         )
-        .filter { !($0.type == .consumable && $0.finished) }
+        .filter { !($0.productType == .consumable && $0.finished) }
         .map { try receipts.signTransaction($0, app: app) }
     }
 

@@ -19,9 +19,9 @@ extension Receipts {
             originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
             expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
             quantity: tx.quantity,
-            type: Self.transactionType(of: tx.type),
+            type: Self.transactionType(of: tx.productType),
             appAccountToken: tx.appAccountToken,
-            inAppOwnershipType: Ownership(rawValue: tx.ownership),
+            inAppOwnershipType: tx.ownership,
             signedDate: signedAt,
             revocationReason: tx.revocationReason.map(RevocationReason.init(rawValue:)),
             revocationDate: tx.revocationDate.map(Date.init(milliseconds:)),
@@ -31,7 +31,7 @@ extension Receipts {
             environment: tx.environment,
             storefront: tx.storefront,
             storefrontId: tx.storefrontId,
-            transactionReason: TransactionReason(rawValue: tx.transactionReason),
+            transactionReason: tx.transactionReason,
             currency: tx.currency,
             price: tx.price,
             offerDiscountType: tx.offerDiscountType.map(OfferDiscountType.init(rawValue:)),
@@ -191,8 +191,8 @@ extension Receipts {
 
     /// The in-app purchase entries an app receipt shows: everything but finished consumables.
     func receiptEntries(_ transactions: [SimTransaction]) -> [InAppPurchase] {
-        transactions.filter { !($0.type == .consumable && $0.finished) }.map { tx in
-            let subscription = tx.type == .autoRenewable
+        transactions.filter { !($0.productType == .consumable && $0.finished) }.map { tx in
+            let subscription = tx.productType == .autoRenewable
             return InAppPurchase(
                 quantity: tx.quantity,
                 productId: tx.productId,
@@ -200,7 +200,7 @@ extension Receipts {
                 purchaseDate: Date(milliseconds: tx.purchaseDate),
                 originalTransactionId: tx.originalTransactionId,
                 originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),
-                productTypeCode: InAppPurchase.productTypeCode(for: tx.type),
+                productTypeCode: InAppPurchase.productTypeCode(for: tx.productType),
                 expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
                 webOrderLineItemId: tx.webOrderLineItemId.flatMap { Int64($0) },
                 cancellationDate: tx.revocationDate.map(Date.init(milliseconds:)),
@@ -265,7 +265,7 @@ extension Receipts {
             originalTransactionId: tx.originalTransactionId,
             productId: tx.productId,
             bundleId: app.bundleId,
-            productType: tx.type,
+            productType: tx.productType,
             quantity: tx.quantity,
             purchaseDate: Date(milliseconds: tx.purchaseDate),
             originalPurchaseDate: Date(milliseconds: tx.originalPurchaseDate),

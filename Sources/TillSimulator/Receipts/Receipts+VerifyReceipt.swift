@@ -60,7 +60,7 @@ extension Receipts {
         /// Whether the receipt or the account's transactions hold an auto-renewable subscription.
         var hasSubscriptions: Bool {
             receipt.inAppPurchases.contains { $0.productType == .autoRenewable }
-                || transactions.contains { $0.type == .autoRenewable }
+                || transactions.contains { $0.productType == .autoRenewable }
         }
     }
 
@@ -127,13 +127,13 @@ extension Receipts {
         )
         guard reading.hasSubscriptions, reading.account != nil else { return response }
         response.latestReceipt = reading.latestReceipt.map { Base64.encode($0) }
-        var latest = reading.transactions.filter { !($0.type == .consumable && $0.finished) }
+        var latest = reading.transactions.filter { !($0.productType == .consumable && $0.finished) }
         if request.excludeOldTransactions == true {
             let newestPerSubscription = Dictionary(
-                grouping: latest.filter { $0.type == .autoRenewable },
+                grouping: latest.filter { $0.productType == .autoRenewable },
                 by: \.originalTransactionId
             ).compactMapValues { $0.max { $0.purchaseDate < $1.purchaseDate } }
-            latest = latest.filter { $0.type != .autoRenewable } + newestPerSubscription.values
+            latest = latest.filter { $0.productType != .autoRenewable } + newestPerSubscription.values
         }
         response.latestReceiptInfo = latest.sorted {
             ($0.purchaseDate, $0.signedSequence) > ($1.purchaseDate, $1.signedSequence)
@@ -173,7 +173,7 @@ extension Receipts {
             environment: environment,
             transactionReceipt: transactionReceiptInfo(tx, app: app, decoded: decoded)
         )
-        guard tx.type == .autoRenewable,
+        guard tx.productType == .autoRenewable,
             let subscription = try await store.subscriptions.subscription(
                 originalTransactionId: tx.originalTransactionId,
                 on: db
@@ -214,7 +214,7 @@ extension Receipts {
         info.cancellationReason = tx.revocationReason.map(RevocationReason.init(rawValue:))
         info.isUpgraded = tx.isUpgraded ? true : nil
         info.subscriptionGroupIdentifier = tx.subscriptionGroup
-        info.inAppOwnershipType = Ownership(rawValue: tx.ownership)
+        info.inAppOwnershipType = tx.ownership
         info.appAccountToken = tx.appAccountToken
         info.offerCodeRefName = tx.offerType == OfferType.subscriptionOfferCode.rawValue ? tx.offerIdentifier : nil
         return info
@@ -262,9 +262,9 @@ extension Receipts {
             versionExternalIdentifier: decoded.purchaseInfo.fields["version-external-identifier"],
             webOrderLineItemId: tx.webOrderLineItemId,
             expiresDate: tx.expiresDate.map(Date.init(milliseconds:)),
-            isTrialPeriod: tx.type == .autoRenewable ? tx.isTrial : nil,
-            isInIntroOfferPeriod: tx.type == .autoRenewable ? tx.isInIntroOfferPeriod : nil,
-            inAppOwnershipType: Ownership(rawValue: tx.ownership)
+            isTrialPeriod: tx.productType == .autoRenewable ? tx.isTrial : nil,
+            isInIntroOfferPeriod: tx.productType == .autoRenewable ? tx.isInIntroOfferPeriod : nil,
+            inAppOwnershipType: tx.ownership
         )
     }
 }

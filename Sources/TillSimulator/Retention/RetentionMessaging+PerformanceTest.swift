@@ -30,7 +30,7 @@ extension RetentionMessaging {
             ).contains { receipts.appTransactionId(accountId: $0, app: app) == originalTransactionId }
             throw ServerAPIFailure(isAppTransaction ? .appTransactionIdNotSupported : .transactionIdNotFound)
         }
-        guard tx.ownership != Ownership.familyShared.rawValue else {
+        guard tx.ownership != .familyShared else {
             throw ServerAPIFailure(.familyTransactionNotSupported)
         }
         guard tx.originalTransactionId == tx.transactionId else {

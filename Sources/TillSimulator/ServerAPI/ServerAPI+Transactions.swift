@@ -41,7 +41,7 @@ extension ServerAPI {
         guard let token = request.appAccountToken, UUID(uuidString: token) != nil else {
             throw ServerAPIFailure(.invalidAppAccountTokenUUID)
         }
-        guard original.ownership != Ownership.familyShared.rawValue else {
+        guard original.ownership != .familyShared else {
             throw ServerAPIFailure(.familyTransactionNotSupported)
         }
         guard original.originalTransactionId == original.transactionId else {
@@ -119,7 +119,7 @@ extension ServerAPI {
             throw ServerAPIFailure(.invalidRefundPreference)
         }
         let tx = try await requireTransaction(transactionId, app: app, environment: environment)
-        guard tx.type == .consumable || tx.type == .autoRenewable else {
+        guard tx.productType == .consumable || tx.productType == .autoRenewable else {
             throw ServerAPIFailure(.invalidTransactionTypeNotSupported)
         }
         try await recordConsumption(tx, version: 1, body: body, app: app, environment: environment)
@@ -141,7 +141,7 @@ extension ServerAPI {
         let deliveryStatuses: Set<DeliveryStatus> = [
             .delivered, .undeliveredQualityIssue, .undeliveredWrongItem, .undeliveredServerOutage, .undeliveredOther,
         ]
-        guard tx.ownership != Ownership.familyShared.rawValue else {
+        guard tx.ownership != .familyShared else {
             throw ServerAPIFailure(.familyTransactionNotSupported)
         }
         guard request.customerConsented == true else { throw ServerAPIFailure(.invalidCustomerConsented) }
@@ -153,7 +153,7 @@ extension ServerAPI {
             throw ServerAPIFailure(.invalidRefundPreference)
         }
         if let percentage = request.consumptionPercentage {
-            guard tx.type != .autoRenewable else {
+            guard tx.productType != .autoRenewable else {
                 throw ServerAPIFailure(.consumptionPercentageAutoRenewableSubscription)
             }
             // Apple names these two errors without publishing their codes: the general code stands in.

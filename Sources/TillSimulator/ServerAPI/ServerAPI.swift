@@ -122,13 +122,13 @@ extension ServerAPI {
             on: store.sql
         )
         transactions = transactions.filter { candidate in
-            if version == 1, candidate.type == .consumable, candidate.finished, candidate.revocationDate == nil {
+            if version == 1, candidate.productType == .consumable, candidate.finished, candidate.revocationDate == nil {
                 return false
             }
             if let start = filter.startDate, candidate.purchaseDate < start.millisecondsSince1970 { return false }
             if let end = filter.endDate, candidate.purchaseDate >= end.millisecondsSince1970 { return false }
             if !filter.productIds.isEmpty, !filter.productIds.contains(candidate.productId) { return false }
-            if !filter.productTypes.isEmpty, !filter.productTypes.contains(Self.historyType(candidate.type)) {
+            if !filter.productTypes.isEmpty, !filter.productTypes.contains(Self.historyType(candidate.productType)) {
                 return false
             }
             if !filter.subscriptionGroupIdentifiers.isEmpty,
@@ -136,7 +136,7 @@ extension ServerAPI {
             {
                 return false
             }
-            if let ownership = filter.inAppOwnershipType, ownership.rawValue != candidate.ownership { return false }
+            if let ownership = filter.inAppOwnershipType, ownership != candidate.ownership { return false }
             if let revoked = filter.revoked, revoked != (candidate.revocationDate != nil) { return false }
             return true
         }
@@ -217,7 +217,7 @@ extension ServerAPI {
         let transactions = try await store.purchases.transactions(orderId: orderId, on: store.sql)
             .filter {
                 $0.appAppleId == app.appAppleId && $0.environment == environment
-                    && $0.ownership == Ownership.purchased.rawValue
+                    && $0.ownership == .purchased
             }
         guard !transactions.isEmpty else { return OrderLookupResponse(status: .invalid, signedTransactions: []) }
         return OrderLookupResponse(

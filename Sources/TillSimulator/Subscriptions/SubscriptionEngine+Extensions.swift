@@ -55,7 +55,7 @@ extension SubscriptionEngine {
             else {
                 let shared = try await self.store.purchases.transaction(id: originalTransactionId, on: db)
                 if let shared, shared.appAppleId == app.appAppleId, shared.environment == environment,
-                    shared.type == .autoRenewable, shared.ownership == Ownership.familyShared.rawValue
+                    shared.productType == .autoRenewable, shared.ownership == .familyShared
                 {
                     return .failure(.familyShared)
                 }

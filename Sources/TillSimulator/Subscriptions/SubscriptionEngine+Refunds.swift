@@ -43,7 +43,7 @@ extension SubscriptionEngine {
             tx.revocationPercentage = nil
             tx.signedSequence = try await self.store.nextSequence(on: db)
             try await self.store.update(tx, on: db)
-            if tx.type == .autoRenewable,
+            if tx.productType == .autoRenewable,
                 var subscription = try await self.store.subscriptions.subscription(
                     originalTransactionId: tx.originalTransactionId,
                     on: db
@@ -96,7 +96,7 @@ extension SubscriptionEngine {
             guard tx.revocationDate == nil else {
                 throw SubscriptionRefusal(.alreadyRevoked, "transaction \(transactionId) is already revoked")
             }
-            if type == "FAMILY_REVOKE", tx.ownership != Ownership.familyShared.rawValue {
+            if type == "FAMILY_REVOKE", tx.ownership != .familyShared {
                 throw SubscriptionRefusal(
                     .notFamilyShared,
                     "transaction \(transactionId) is not a family-shared copy"
@@ -111,7 +111,7 @@ extension SubscriptionEngine {
             tx.revocationPercentage = percentage
             tx.signedSequence = try await store.nextSequence(on: db)
             try await self.store.update(tx, on: db)
-            if tx.type == .autoRenewable,
+            if tx.productType == .autoRenewable,
                 var subscription = try await self.store.subscriptions.subscription(
                     originalTransactionId: tx.originalTransactionId,
                     on: db

@@ -196,7 +196,7 @@ extension SubscriptionEngine {
             environment: environment
         )
         tx.webOrderLineItemId = try await store.nextWebOrderLineItemId(environment, on: db)
-        tx.transactionReason = "RENEWAL"
+        tx.transactionReason = .renewal
         tx.price = regular.price
         tx.currency = regular.currency
         tx.revocationDate = nil
