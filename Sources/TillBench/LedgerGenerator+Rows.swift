@@ -8,8 +8,8 @@ import TillStorage
 
 /// The rows `LedgerGenerator` writes, gathered by table and written in multi-row INSERTs (a bulk load; the server's
 /// own writes go through its ledger). The ledger's tables (transactions, the books, credits, renewal states,
-/// customers) go through the ledger module's bulk path, `LedgerBulkLoad`, and the jobs through the job queue's
-/// `JobStore.insertJobs`; the rest (submissions, notifications, events) are written here. Counters (event sequences,
+/// customers) and its outbox of events go through the ledger module's bulk path, `LedgerBulkLoad`, and the jobs
+/// through the job queue's `JobStore.insertJobs`; the rest (submissions and notifications) are written here. Counters (event sequences,
 /// totals) outlive each flush.
 struct Batch {
     typealias Value = any Encodable & Sendable
@@ -28,12 +28,6 @@ struct Batch {
     var events = 0
     var submissions = 0
     var notifications = 0
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 
     mutating func add(_ table: String, _ columns: [String], _ values: [Value]) {
         if tables[table] == nil { tables[table] = Table(columns: columns) }
@@ -313,64 +307,57 @@ struct Batch {
         sequence += 1
         let id = "evt_" + random.uuid().replacingOccurrences(of: "-", with: "")
         let entitlement = purchase.product.hasPrefix("premium") ? "premium" : purchase.product == "pro" ? "pro" : nil
-        let event = Components.Schemas.Event(
-            id: id,
-            _type: Components.Schemas.EventType(rawValue: type) ?? .purchase_initial,
-            sequence: sequence,
-            createdAt: at,
-            occurredAt: at,
+        var event = PendingEvent(
+            Components.Schemas.EventType(rawValue: type) ?? .purchase_initial,
             bundleId: LedgerGenerator.bundleId,
-            environment: Components.Schemas.Environment(rawValue: environment.rawValue),
-            source: Components.Schemas.EventSource(
-                kind: Components.Schemas.EventSourceKind(rawValue: source.kind) ?? .submission,
-                id: source.id
-            ),
-            customer: Components.Schemas.EventCustomer(
-                id: customerId,
-                aliases: [],
-                entitlements: entitlement.map {
-                    [
-                        Components.Schemas.Entitlement(
-                            id: $0,
-                            productId: purchase.product,
-                            transactionId: String(purchase.id),
-                            environment: environment.rawValue,
-                            expiresDate: purchase.expires,
-                            provisional: false
-                        )
-                    ]
-                } ?? [],
-                balances: Components.Schemas.Credits(additionalProperties: [:])
-            ),
-            product: Components.Schemas.EventProduct(
-                id: purchase.product,
-                _type: Components.Schemas.ProductType(rawValue: purchase.type),
-                entitlements: entitlement.map { [$0] } ?? []
-            ),
-            transaction: Components.Schemas.EventTransaction(
-                transactionId: String(purchase.id),
-                originalTransactionId: String(purchase.original),
-                purchaseDate: purchase.date,
-                expiresDate: purchase.expires,
-                quantity: 1,
-                ownership: .purchased,
-                storefront: "USA",
-                confirmed: type != "purchase.initial" && type != "credits.purchased"
-            ),
-            price: currency.flatMap {
-                environment == .production && purchase.price > 0
-                    ? Components.Schemas.Money(amount: purchase.price, currency: $0) : nil
-            }
+            customerId: customerId,
+            occurredAt: at,
+            environment: environment
         )
-        let body = (try? Self.encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        add(
-            "srv_events",
-            [
-                "sequence", "id", "bundle_id", "customer_id", "type", "source", "environment", "occurred_at",
-                "created_at", "body",
-            ],
-            [sequence, id, LedgerGenerator.bundleId, customerId, type, source.kind, environment.rawValue, at, at, body]
+        event.source = Components.Schemas.EventSource(
+            kind: Components.Schemas.EventSourceKind(rawValue: source.kind) ?? .submission,
+            id: source.id
         )
+        event.product = Components.Schemas.EventProduct(
+            id: purchase.product,
+            _type: Components.Schemas.ProductType(rawValue: purchase.type),
+            entitlements: entitlement.map { [$0] } ?? []
+        )
+        event.transaction = Components.Schemas.EventTransaction(
+            transactionId: String(purchase.id),
+            originalTransactionId: String(purchase.original),
+            purchaseDate: purchase.date,
+            expiresDate: purchase.expires,
+            quantity: 1,
+            ownership: .purchased,
+            storefront: "USA",
+            confirmed: type != "purchase.initial" && type != "credits.purchased"
+        )
+        event.price = currency.flatMap {
+            environment == .production && purchase.price > 0
+                ? Components.Schemas.Money(amount: purchase.price, currency: $0) : nil
+        }
+        let customer = Components.Schemas.EventCustomer(
+            id: customerId,
+            aliases: [],
+            entitlements: entitlement.map {
+                [
+                    Components.Schemas.Entitlement(
+                        id: $0,
+                        productId: purchase.product,
+                        transactionId: String(purchase.id),
+                        environment: environment.rawValue,
+                        expiresDate: purchase.expires,
+                        provisional: false
+                    )
+                ]
+            } ?? [],
+            balances: Components.Schemas.Credits(additionalProperties: [:])
+        )
+        // As the ledger's event log writes it: the same record, its body by the contract's encoder.
+        if let record = try? EventRecord(event, sequence: sequence, id: id, createdAt: at, customer: customer) {
+            ledger.event(record)
+        }
         events += 1
     }
 

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import SQLKit
 import Testing
 import TillBench
+import TillContract
 import TillCore
 import TillStorage
 import TillTestSupport
@@ -62,6 +63,10 @@ struct ConsoleQueryPlanTests {
                 "original_transaction_id"
             )
             let notification = try await text("SELECT notification_uuid FROM srv_notifications LIMIT 1", "notification_uuid")
+            // The generator's events are the event log's rows (`LedgerBulkLoad`): each body is the contract's Event.
+            let body = try await text("SELECT body FROM srv_events ORDER BY sequence LIMIT 1", "body")
+            let event = try JSONDecoder().decode(Components.Schemas.Event.self, from: Data(body.utf8))
+            #expect(event.bundleId == LedgerGenerator.bundleId && event.sequence == 1, "\(body)")
             // A customer with a guest: its pages read the account and the guest together.
             let guest = try await text("SELECT customer_id FROM srv_customers WHERE alias_of IS NOT NULL LIMIT 1", "customer_id")
             let account = try await text(

@@ -6,10 +6,10 @@ import TillStorage
 /// (`till bench ledger`'s generator, which writes a million transactions for the console's benchmark).
 ///
 /// It writes rows as `Ledger`'s functions would have left them — transactions, the books, credits' entries, renewal
-/// states, customers and the guests linked to them — without their rules, events or figures' journal. The caller
-/// writes the events it wants, then makes the totals from what was loaded: `Ledger.rebuildBalances()` (credits) and
-/// `Figures.rebuild()` (the figures). It is the one way into the ledger's tables besides `Ledger`, so it lives in the
-/// ledger's module beside `LedgerStore`.
+/// states, customers and the guests linked to them — without their rules or figures' journal, and the events the
+/// caller made for them (`EventRecord`, as the event log writes it). The caller then makes the totals from what was
+/// loaded: `Ledger.rebuildBalances()` (credits) and `Figures.rebuild()` (the figures). It is the one way into the
+/// ledger's tables and its outbox besides `Ledger`, so it lives in the ledger's module beside `LedgerStore`.
 package struct LedgerBulkLoad: Sendable {
     private typealias Row = [(any Encodable & Sendable)?]
 
@@ -18,11 +18,14 @@ package struct LedgerBulkLoad: Sendable {
     private var entries: [Row] = []
     private var customers: [Row] = []
     private var states: [SubscriptionStateRecord] = []
+    private var events: [Row] = []
 
     package init() {}
 
     /// Rows gathered since the last `clear()`.
-    package var rows: Int { transactions.count + books.count + entries.count + customers.count + states.count }
+    package var rows: Int {
+        transactions.count + books.count + entries.count + customers.count + states.count + events.count
+    }
 
     /// A customer, or a guest id linked to the account `aliasOf`.
     package mutating func customer(bundleId: String, customerId: String, aliasOf: String? = nil, at: Int64) {
@@ -108,6 +111,11 @@ package struct LedgerBulkLoad: Sendable {
         states.append(state)
     }
 
+    /// An event of the outbox, numbered by the caller (sequences rising, as the event log gives them).
+    package mutating func event(_ record: EventRecord) {
+        events.append(record.values)
+    }
+
     /// Forgets the rows written.
     package mutating func clear() {
         transactions = []
@@ -115,6 +123,7 @@ package struct LedgerBulkLoad: Sendable {
         entries = []
         customers = []
         states = []
+        events = []
     }
 
     /// Writes what was gathered on `db` (one transaction's connection), customers first.
@@ -141,6 +150,7 @@ package struct LedgerBulkLoad: Sendable {
         for chunk in Self.chunks(of: states, columns: 25) {
             try await db.insert(into: "srv_subscription_states").models(chunk, with: ColumnNames.encoder).run()
         }
+        try await Self.insert("srv_events", EventRecord.columns, events, on: db)
     }
 
     private static func insert(_ table: String, _ columns: [String], _ rows: [Row], on db: any SQLDatabase)
