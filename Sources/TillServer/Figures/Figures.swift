@@ -13,7 +13,7 @@ import TillStorage
 /// trial conversion), kept so that a page reads hundreds of rows where the ledger has millions.
 ///
 /// The ledger keeps them exact: every write of a ledger row or of the books notes what it did to the figures in a
-/// journal (`srv_figure_changes`, written in the change's own transaction by `LedgerStore`), and `refresh` folds the
+/// journal (`srv_figure_changes`, written in the change's own transaction by the ledger), and `refresh` folds the
 /// journal into the days (`srv_figures_daily`: amounts added) and the subscriptions' summaries
 /// (`srv_figures_subscriptions`: read again from their rows), deleting each line in the transaction that folds it.
 /// `FiguresWorker` folds every second; a reader folds what is left before it reads, so it sees every committed change.
