@@ -58,6 +58,15 @@ extension Components.Schemas.Product {
 }
 
 extension Catalogue {
+    /// The largest price a product may book: 10^12 milliunits (a billion of its currency), so that sums of them in the
+    /// figures cannot wrap.
+    public static let largestPrice: Int64 = 1_000_000_000_000
+
+    /// Whether `code` has the shape of an ISO 4217 currency code (three capital letters).
+    static func isCurrencyCode(_ code: String) -> Bool {
+        code.utf8.count == 3 && code.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+    }
+
     /// Creates or replaces a product of the catalogue; `created` says which (the admin API answers 201 or 200).
     @discardableResult
     public func putProduct(bundleId: String, productId: String, _ input: CatalogProductInput) async throws
@@ -82,8 +91,32 @@ extension Catalogue {
                 "a non-renewing subscription needs durationSeconds: the server sets its expiry"
             )
         }
-        guard (input.credits?.additionalProperties ?? [:]).values.allSatisfy({ $0 > 0 }) else {
-            throw CatalogueRefusal(.invalidCredits, "credits are positive")
+        guard
+            (input.credits?.additionalProperties ?? [:]).allSatisfy({
+                !$0.key.isEmpty && $0.key.count <= 100 && (1...Ledger.largestCreditAmount).contains($0.value)
+            })
+        else {
+            throw CatalogueRefusal(
+                .invalidCredits,
+                "each credit has a name of 1 to 100 characters and an amount from 1 to \(Ledger.largestCreditAmount)"
+            )
+        }
+        if let price = input.price {
+            guard (0...Self.largestPrice).contains(price) else {
+                throw CatalogueRefusal(
+                    .invalidPrice,
+                    "price is in milliunits of its currency, from 0 to \(Self.largestPrice), not \(price)"
+                )
+            }
+            guard input.currency != nil else {
+                throw CatalogueRefusal(.invalidCurrency, "a price needs its currency (ISO 4217: USD, EUR, …)")
+            }
+        }
+        if let currency = input.currency, !Self.isCurrencyCode(currency) {
+            throw CatalogueRefusal(
+                .invalidCurrency,
+                "currency is an ISO 4217 code of three capital letters, not \(currency)"
+            )
         }
         let now = clock.milliseconds
         return try await database.transaction { db in

@@ -12,7 +12,9 @@ package enum CatalogueReason: String, RefusalReason {
     case invalidAPIKey
     case invalidBundleId
     case invalidCredits
+    case invalidCurrency
     case invalidInAppPurchaseKey
+    case invalidPrice
     case invalidProductId
     case invalidStoreKitTestCertificate
 }

@@ -5,15 +5,17 @@ import TillFormats
 package enum Readable {
     /// Milliunits as an amount with two decimals and thousands separated: 1234560 → `1,234.56`, -990 → `−0.99`.
     package static func money(_ milliunits: Int64) -> String {
-        let cents = (abs(milliunits) + 5) / 10
-        let whole = grouped(cents / 100)
+        // On the magnitude: `abs` of the smallest Int64, or a price near the largest plus 5, would trap.
+        let magnitude = milliunits.magnitude
+        let cents = magnitude / 10 + (magnitude % 10 >= 5 ? 1 : 0)
+        let whole = grouped(Int64(cents / 100))
         let fraction = cents % 100
         return (milliunits < 0 ? "−" : "") + whole + "." + (fraction < 10 ? "0" : "") + String(fraction)
     }
 
     /// `1,234,567`.
     package static func grouped(_ number: Int64) -> String {
-        let digits = String(abs(number))
+        let digits = String(number.magnitude)
         var out = ""
         for (index, character) in digits.enumerated() {
             if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TillConsole
 import TillHTTPKit
 import TillLedger
 import TillTestSupport
@@ -104,5 +105,82 @@ struct HostileBodyTests {
                 #expect(alias.status < 300, "\(alias.status) \(alias.code ?? "")")
             }
         }
+    }
+
+    /// Numbers at Int64's edges are refused with a reason, never trapped on: an adjustment of `Int64.max` or
+    /// `Int64.min` stopped the server (`balance + delta`, `-delta`), as did the console's catalogue showing a price near
+    /// `Int64.max`; a consumable crediting near it turned the balance's total into SQLite's REAL and lost the next
+    /// purchase. A balance is at most `Ledger.largestBalance`, a unit's credit `Ledger.largestCreditAmount`, a price
+    /// `Catalogue.largestPrice` (hostile operator input found by a probe of the running server, 2026-12-04).
+    @Test func numbersAtTheEdgesOfInt64AreRefusedNotTrappedOn() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let products = "/admin/v1/apps/\(ServerFixture.bundleId)/products/"
+                for (body, code) in [
+                    (#"{"type":"consumable","credits":{"gems":10000000000001}}"#, "invalidCredits"),
+                    (#"{"type":"consumable","credits":{"gems":9223372036854775807}}"#, "invalidCredits"),
+                    (#"{"type":"consumable","credits":{"":5}}"#, "invalidCredits"),
+                    (#"{"type":"nonConsumable","price":-100,"currency":"USD"}"#, "invalidPrice"),
+                    (#"{"type":"nonConsumable","price":9223372036854775807,"currency":"USD"}"#, "invalidPrice"),
+                    (#"{"type":"nonConsumable","price":2990}"#, "invalidCurrency"),
+                    (#"{"type":"nonConsumable","price":2990,"currency":"dollars!"}"#, "invalidCurrency"),
+                ] {
+                    let refused = try await client.call(.put, products + "edge", json: body, token: "operator")
+                    #expect(
+                        refused.status == 400 && refused.code == code,
+                        "\(body): \(refused.status) \(refused.code ?? "")"
+                    )
+                }
+                let listed = try await client.call(.get, String(products.dropLast()), token: "operator")
+                let ids = (listed.object["items"] as? [[String: Any]] ?? []).compactMap { $0["productId"] as? String }
+                #expect(
+                    listed.status == 200 && !ids.isEmpty && !ids.contains("edge"),
+                    "nothing refused is stored: \(ids)"
+                )
+                let largest =
+                    #"{"type":"consumable","credits":{"gems":1000000000000},"price":1000000000000,"currency":"USD"}"#
+                #expect(try await client.call(.put, products + "edge", json: largest, token: "operator").status == 201)
+
+                let adjust = "/admin/v1/apps/\(ServerFixture.bundleId)/customers/erin/balance-adjustments"
+                func adjustment(_ delta: String, _ request: String) -> String {
+                    #"{"credit":"gems","delta":"# + delta + #","note":"edge","requestId":""# + request + #""}"#
+                }
+                for (delta, request) in [("9223372036854775807", "max"), ("-9223372036854775808", "min")] {
+                    let refused = try await client.call(
+                        .post,
+                        adjust,
+                        json: adjustment(delta, request),
+                        token: "operator"
+                    )
+                    #expect(refused.status == 400 && refused.code == "invalidAmount", "\(delta): \(refused.status)")
+                }
+                let filled = try await client.call(
+                    .post,
+                    adjust,
+                    json: adjustment("1000000000000000", "fill"),
+                    token: "operator"
+                )
+                #expect(filled.status == 200, "\(filled.status) \(filled.code ?? "")")
+                let past = try await client.call(.post, adjust, json: adjustment("1", "past"), token: "operator")
+                #expect(past.status == 400 && past.code == "invalidAmount", "\(past.status) \(past.code ?? "")")
+                let debit = #"{"credit":"gems","amount":9223372036854775807,"requestId":"all"}"#
+                let spent = try await client.call(
+                    .post,
+                    "/v1/customers/erin/debits",
+                    json: debit,
+                    token: fixture.app.appKey
+                )
+                #expect(spent.status == 400 && spent.code == "invalidAmount", "\(spent.status) \(spent.code ?? "")")
+                let erin = try await client.call(.get, "/v1/customers/erin", token: fixture.app.appKey)
+                #expect(
+                    (erin.object["balances"] as? [String: Any])?["gems"] as? Int64 == 1_000_000_000_000_000,
+                    "\(erin.object)"
+                )
+            }
+        }
+        #expect(Readable.money(.max) == "9,223,372,036,854,775.81")
+        #expect(Readable.money(.min) == "−9,223,372,036,854,775.81")
+        #expect(Readable.grouped(Int64.min) == "−9,223,372,036,854,775,808")
     }
 }

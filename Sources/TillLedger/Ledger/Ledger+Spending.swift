@@ -14,7 +14,9 @@ extension Ledger {
     public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
         async throws -> [String: Int64]
     {
-        guard amount > 0 else { throw LedgerRefusal(.invalidAmount, "amount must be positive") }
+        guard amount > 0, amount <= Ledger.largestBalance else {
+            throw LedgerRefusal(.invalidAmount, "amount is a whole number from 1 to \(Ledger.largestBalance)")
+        }
         try Self.validate(requestId: requestId, credit: credit)
         // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
         // still finds the debit it repeats. Its length first, so that no two (customer, request) pairs meet.
@@ -30,6 +32,14 @@ extension Ledger {
             source: .app(requestId)
         )
     }
+
+    /// The largest balance of one credit a customer may hold (10^15), and so the largest amount one debit or
+    /// adjustment may move: far beyond any game's, and far enough from `Int64.max` that no sum of balances, entries or
+    /// a consumable's credits times its quantity (each at most `Ledger.largestCreditAmount` × Apple's 10) can wrap.
+    public static let largestBalance: Int64 = 1_000_000_000_000_000
+
+    /// The most of one credit a unit of a consumable may give (10^12); the catalogue refuses more.
+    public static let largestCreditAmount: Int64 = 1_000_000_000_000
 
     /// Moves `delta` of a credit for the customer once per `reference`, never below zero, and records the event;
     /// answers the balances. A resend (the same reference) moves nothing and answers them again; the same reference
@@ -61,10 +71,17 @@ extension Ledger {
             }
             let balance =
                 try await self.purchaseStore.balances(bundleId: bundleId, customerId: owner, on: db)[credit] ?? 0
-            guard balance + delta >= 0 else {
+            let (after, overflow) = balance.addingReportingOverflow(delta)
+            guard delta >= 0 || (!overflow && after >= 0) else {
                 throw LedgerRefusal(
                     .insufficientBalance,
-                    "\(customerId) has \(balance) \(credit), \(-delta) requested"
+                    "\(customerId) has \(balance) \(credit), \(delta.magnitude) requested"
+                )
+            }
+            guard !overflow, after <= Ledger.largestBalance else {
+                throw LedgerRefusal(
+                    .invalidAmount,
+                    "\(customerId) has \(balance) \(credit); a balance is at most \(Ledger.largestBalance)"
                 )
             }
             try await self.writes.addBalanceEntry(

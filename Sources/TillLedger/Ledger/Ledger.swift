@@ -355,7 +355,14 @@ public struct Ledger: Sendable {
         guard let product, product.type == .consumable else { return [:] }
         var moved: [String: Int64] = [:]
         for (credit, amount) in product.credits {
-            let delta = sign * amount * Int64(row.quantity)
+            // The catalogue keeps `amount` within `largestCreditAmount`; a product stored before it did cannot wrap.
+            let (delta, overflow) = amount.multipliedReportingOverflow(by: sign * Int64(row.quantity))
+            guard !overflow, delta.magnitude <= Ledger.largestBalance.magnitude else {
+                throw LedgerRefusal(
+                    .invalidAmount,
+                    "\(product.productId) gives \(amount) \(credit) a unit: more than a balance may hold"
+                )
+            }
             if try await writes.addBalanceEntry(
                 bundleId: row.bundleId,
                 customerId: row.customerId,

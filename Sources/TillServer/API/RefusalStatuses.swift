@@ -71,7 +71,8 @@ extension CatalogueReason: RefusalStatus {
     package var status: HTTPResponse.Status {
         switch self {
         case .bundleIdImmutable, .consumableEntitlements, .durationRequired, .invalidAPIKey, .invalidBundleId,
-            .invalidCredits, .invalidInAppPurchaseKey, .invalidProductId, .invalidStoreKitTestCertificate:
+            .invalidCredits, .invalidCurrency, .invalidInAppPurchaseKey, .invalidPrice, .invalidProductId,
+            .invalidStoreKitTestCertificate:
             .badRequest
         case .appExists: .conflict
         case .appNotFound: .notFound

@@ -9811,7 +9811,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody` (also for a missing or unknown `type`), `invalidProductId` (not 1–100 characters), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`), `invalidCredits` (not positive).
+            /// `invalidBody` (also for a missing or unknown `type`), `invalidProductId` (not 1–100 characters), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`), `invalidCredits` (a credit without a name, or an amount outside 1 to 10^12), `invalidPrice` (outside 0 to 10^12 milliunits), `invalidCurrency` (not three capital letters, or a price without one).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/put(putProduct)/responses/400`.
             ///
