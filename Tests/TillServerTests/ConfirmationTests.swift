@@ -418,6 +418,33 @@ struct ConfirmationTests {
                 app: fixture.app
             )
             #expect(third.customer.balances == ["gems": 100])
+            // Another customer's resend under the key is refused, never answered with erin's balances (it was, until
+            // a probe of the running server found it on 2026-12-04).
+            await #expect {
+                _ = try await fixture.server.intake.submit(
+                    SubmissionRequest(
+                        customerId: "mallory",
+                        signedTransaction: purchase.signedTransaction,
+                        idempotencyKey: "k-1"
+                    ),
+                    app: fixture.app
+                )
+            } throws: { ($0 as? IntakeRefusal)?.reason == .idempotencyKeyReused }
+            // A guest of erin's account sending it again is erin: answered as before.
+            _ = try await fixture.server.customers.link(
+                bundleId: ServerFixture.bundleId,
+                guestId: "erin-phone",
+                to: "erin"
+            )
+            let guest = try await fixture.server.intake.submit(
+                SubmissionRequest(
+                    customerId: "erin-phone",
+                    signedTransaction: purchase.signedTransaction,
+                    idempotencyKey: "k-1"
+                ),
+                app: fixture.app
+            )
+            #expect(guest.submission.id == first.submission.id && guest.customer.balances == ["gems": 100])
             await #expect(throws: IntakeRefusal.self) {
                 _ = try await fixture.server.intake.submit(
                     SubmissionRequest(customerId: "erin", receipt: try await fixture.receipt(), idempotencyKey: "k-1"),

@@ -90,7 +90,7 @@ public struct Intake: AppStoreRoom, Sendable {
                 idempotencyKey: key,
                 on: database.sql
             ) {
-                return try await replay(existing, payload: input.payload, app: app)
+                return try await replay(existing, payload: input.payload, customerId: customerId, app: app)
             }
         }
 
@@ -187,7 +187,7 @@ public struct Intake: AppStoreRoom, Sendable {
                     on: database.sql
                 )
             else { throw IntakeRefusal(.submissionLost, "the submission could not be recorded") }
-            return try await replay(existing, payload: input.payload, app: app)
+            return try await replay(existing, payload: input.payload, customerId: customerId, app: app)
         }
         if !verified.transactions.isEmpty && refused.count == verified.transactions.count {
             throw IntakeRefusal(
@@ -209,11 +209,25 @@ public struct Intake: AppStoreRoom, Sendable {
             + "knows of it, so it is confirmed without asking Apple"
     }
 
-    /// The earlier answer to a resent submission (same idempotency key); a different payload under that key is a conflict.
-    private func replay(_ existing: SubmissionRecord, payload: String, app: ServerApp) async throws -> SubmissionResult
+    /// The earlier answer to a resent submission (same idempotency key); a different payload or another customer under
+    /// that key is a conflict. (The customer is the one the key was first sent for, or a guest linked since to the
+    /// same account: an answer carries the customer, and must never be another customer's.)
+    private func replay(_ existing: SubmissionRecord, payload: String, customerId: String, app: ServerApp) async throws
+        -> SubmissionResult
     {
         guard try await submissionStore.payload(submissionId: existing.id, on: database.sql) == payload else {
             throw IntakeRefusal(.idempotencyKeyReused, "the idempotency key was used for another submission")
+        }
+        if customerId != existing.customerId {
+            let db = database.sql
+            let owner = try await customerStore.resolve(bundleId: app.bundleId, customerId: customerId, on: db)
+            let first = try await customerStore.resolve(bundleId: app.bundleId, customerId: existing.customerId, on: db)
+            guard owner == first else {
+                throw IntakeRefusal(
+                    .idempotencyKeyReused,
+                    "the idempotency key was used for another customer's submission"
+                )
+            }
         }
         // The first answer again: transactions another customer owns are still refused (a resend of a refused
         // replay must not look accepted).
