@@ -65,6 +65,19 @@ struct ConsoleTests {
                     [("app", ServerFixture.bundleId), ("product", "pro"), ("product", "gems.100"), ("note", "twice")]
                 )
                 #expect(twice.status == 400 && twice.body.contains("invalidForm"), "\(twice.body)")
+                // An action names its app: one posted for an app that does not exist, or with none, changes nothing
+                // (it went to the first app, as a page does, until a probe found it on 2026-12-04).
+                for fields in [[("app", "com.example.nope")], []] {
+                    try await browser.get("/console/customers/ann?app=\(ServerFixture.bundleId)")
+                    let elsewhere = try await browser.post(
+                        "/console/customers/ann/grant",
+                        fields + [("product", "pro"), ("note", "which app?")]
+                    )
+                    #expect(
+                        elsewhere.status == 404 && elsewhere.body.contains("appNotFound"),
+                        "\(elsewhere.status) \(elsewhere.body)"
+                    )
+                }
                 var ann = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "ann")
                 #expect(ann.entitlements.isEmpty)
 

@@ -118,8 +118,7 @@ extension ConsolePages {
     }
 
     func saveProduct(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (app, _) = try await self.apps(request, context)
-        guard let app else { throw TillHTTPError.notFound("app", context.form["app"] ?? "") }
+        let app = try await actionApp(request, context)
         let productId = try context.pathParameter("product")
         let form = context.form
         return try await act(
@@ -174,8 +173,7 @@ extension ConsolePages {
     /// A content file streamed from the upload form's script (`upload.js`): the note comes in a header, and the
     /// answer is JSON for the script.
     func uploadContent(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (app, _) = try await self.apps(request, context)
-        guard let app else { throw TillHTTPError.notFound("app", "") }
+        let app = try await actionApp(request, context)
         let productId = try context.pathParameter("product")
         let name = try context.pathParameter("name")
         let note = (request.headers[.consoleNote]?.removingPercentEncoding ?? "").trimmingCharacters(in: .whitespaces)
@@ -219,8 +217,7 @@ extension ConsolePages {
     }
 
     func deleteContent(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (app, _) = try await self.apps(request, context)
-        guard let app else { throw TillHTTPError.notFound("app", context.form["app"] ?? "") }
+        let app = try await actionApp(request, context)
         let productId = try context.pathParameter("product")
         let name = try context.pathParameter("name")
         return try await act(
@@ -236,8 +233,7 @@ extension ConsolePages {
     }
 
     func putOffer(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (app, _) = try await self.apps(request, context)
-        guard let app else { throw TillHTTPError.notFound("app", context.form["app"] ?? "") }
+        let app = try await actionApp(request, context)
         let productId = try context.pathParameter("product")
         let offer = (context.form["offer"] ?? "").trimmingCharacters(in: .whitespaces)
         return try await act(
@@ -261,8 +257,7 @@ extension ConsolePages {
     }
 
     func deleteOffer(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (app, _) = try await self.apps(request, context)
-        guard let app else { throw TillHTTPError.notFound("app", context.form["app"] ?? "") }
+        let app = try await actionApp(request, context)
         let productId = try context.pathParameter("product")
         let offer = try context.pathParameter("offer")
         return try await act(

@@ -122,8 +122,7 @@ extension ConsolePages {
     private func customerAction(_ request: Request, _ context: ServerRequestContext) async throws
         -> (app: ServerApp, customerId: String, back: String)
     {
-        let (app, _) = try await self.apps(request, context)
-        guard let app else { throw TillHTTPError.notFound("app", context.form["app"] ?? "") }
+        let app = try await actionApp(request, context)
         let customerId = try context.customerParameter()
         return (app, customerId, customerHref(customerId, app: app.bundleId))
     }

@@ -168,13 +168,12 @@ extension ConsolePages {
     }
 
     func cancelImport(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (app, _) = try await self.apps(request, context)
+        let bundleId = try await actionApp(request, context).bundleId
         let id = try context.pathParameter("import")
-        let bundleId = app?.bundleId ?? ""
         return try await act(
             .cancelImport,
             context,
-            bundleId: app?.bundleId,
+            bundleId: bundleId,
             target: id,
             back: importHref(id, app: bundleId),
             done: "Import \(id) is cancelled: its pending rows will not be read."

@@ -34,6 +34,17 @@ struct ConsolePages: Sendable {
         return (apps.first { $0.bundleId == asked } ?? apps.first, apps)
     }
 
+    /// The app an action is about: the form's `app` (or `?app=`), which must name an app. A page falls back to the
+    /// first app; an action never does, so that a form posted without its app, or for an app since deleted, changes
+    /// nothing rather than another app's customers or catalogue.
+    func actionApp(_ request: Request, _ context: ServerRequestContext) async throws -> ServerApp {
+        let asked = request.uri.queryParameters.get("app") ?? context.form["app"] ?? ""
+        guard let app = try await server.catalogue.apps().first(where: { $0.bundleId == asked }) else {
+            throw TillHTTPError.notFound("app", asked)
+        }
+        return app
+    }
+
     /// The page of `path`'s section that this request asks for: the app it is about (`?app=` or the form's `app`, else
     /// the first app) and every app, with the layout made for them.
     func section(_ path: String, _ request: Request, _ context: ServerRequestContext) async throws -> ConsoleSection {
