@@ -193,10 +193,11 @@ public final class Catalogue: ProductCatalogue, Sendable {
         }
     }
 
+    /// Each key is all three of its fields or none (a key id alone, which a PATCH could leave, is refused too).
     private func validateKeys(_ app: ServerApp) throws {
-        if let pem = app.apiPrivateKey {
-            guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.apiKeyId != nil,
-                app.apiIssuerId != nil
+        if app.apiPrivateKey != nil || app.apiKeyId != nil || app.apiIssuerId != nil {
+            guard let pem = app.apiPrivateKey, (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil,
+                app.apiKeyId?.isEmpty == false, app.apiIssuerId?.isEmpty == false
             else {
                 throw CatalogueRefusal(
                     .invalidAPIKey,
@@ -204,9 +205,9 @@ public final class Catalogue: ProductCatalogue, Sendable {
                 )
             }
         }
-        if let pem = app.inAppPurchasePrivateKey {
-            guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil, app.inAppPurchaseKeyId != nil,
-                app.inAppPurchaseIssuerId != nil
+        if app.inAppPurchasePrivateKey != nil || app.inAppPurchaseKeyId != nil || app.inAppPurchaseIssuerId != nil {
+            guard let pem = app.inAppPurchasePrivateKey, (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil,
+                app.inAppPurchaseKeyId?.isEmpty == false, app.inAppPurchaseIssuerId?.isEmpty == false
             else {
                 throw CatalogueRefusal(
                     .invalidInAppPurchaseKey,

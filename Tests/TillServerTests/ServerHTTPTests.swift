@@ -84,6 +84,36 @@ struct ServerHTTPTests {
                 let apps = try await call(client, .get, "/admin/v1/apps", token: "operator")
                 #expect((apps.object["items"] as? [[String: Any]])?.first?["apiPrivateKey"] == nil)
                 #expect((apps.object["items"] as? [[String: Any]])?.first?["hasAPIKey"] as? Bool == true)
+                // A key is all three of its fields or none: a PATCH that would leave a key id alone is refused.
+                let created = try await call(
+                    client,
+                    .post,
+                    "/admin/v1/apps",
+                    #"{"bundleId":"com.example.keyless","appAppleId":42,"name":"Keyless","sharedSecrets":["s"]}"#,
+                    token: "operator"
+                )
+                #expect(created.status == 201, "\(created.status) \(created.code ?? "")")
+                for (patch, code) in [
+                    (#"{"apiKeyId":"ABC"}"#, "invalidAPIKey"), (#"{"apiIssuerId":"issuer"}"#, "invalidAPIKey"),
+                    (#"{"inAppPurchaseKeyId":"XYZ"}"#, "invalidInAppPurchaseKey"),
+                ] {
+                    let refused = try await call(
+                        client,
+                        .patch,
+                        "/admin/v1/apps/com.example.keyless",
+                        patch,
+                        token: "operator"
+                    )
+                    #expect(
+                        refused.status == 400 && refused.code == code,
+                        "\(patch): \(refused.status) \(refused.code ?? "")"
+                    )
+                }
+                let keyless = try await call(client, .get, "/admin/v1/apps/com.example.keyless", token: "operator")
+                #expect(
+                    keyless.object["hasAPIKey"] as? Bool == false && keyless.object["apiKeyId"] == nil,
+                    "\(keyless.object)"
+                )
             }
         }
     }
