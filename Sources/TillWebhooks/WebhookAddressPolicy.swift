@@ -45,6 +45,9 @@ package struct WebhookAddressPolicy: Sendable {
         guard components.user == nil && components.password == nil else {
             throw refuse("a webhook URL carries no credentials: receivers check the signature instead")
         }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw refuse("a port is 1 to 65535, not \(port)")
+        }
         let literal = Self.addressClass(ofLiteral: host)
         let loopbackHost = literal == .loopback || host.lowercased() == "localhost"
         switch scheme {
@@ -92,13 +95,21 @@ package struct WebhookAddressPolicy: Sendable {
         return refusal(of: Self.addressClass(of: bytes)).map { "\(address?.ipAddress ?? "?") is \($0)" }
     }
 
-    /// The class of an IP literal (`127.0.0.1`, `[::1]`, `::1`); nil for a name.
+    /// The class of an IP literal (`127.0.0.1`, `[::1]`, `::1`); nil for a name. An IPv4 address in any of the
+    /// forms the system resolver reads as one (`167772161`, `012.0.0.1`, `10.1`, `0x0a.0.0.1`, a trailing dot) is a
+    /// literal too: a delivery would resolve it to that address, so the URL is judged by it when it is given.
     package static func addressClass(ofLiteral host: String) -> AddressClass? {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        guard let address = try? SocketAddress(ipAddress: bare, port: 0), let bytes = bytes(of: address) else {
+        if let address = try? SocketAddress(ipAddress: bare, port: 0), let bytes = bytes(of: address) {
+            return addressClass(of: bytes)
+        }
+        let name = bare.hasSuffix(".") ? String(bare.dropLast()) : bare
+        guard !name.isEmpty, name.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == "x" || $0 == "X" }) else {
             return nil
         }
-        return addressClass(of: bytes)
+        var address = in_addr()
+        guard inet_aton(name, &address) != 0 else { return nil }
+        return addressClass(of: withUnsafeBytes(of: &address) { Array($0) })
     }
 
     /// An IP address's 4 or 16 bytes.

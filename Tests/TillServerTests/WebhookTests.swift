@@ -294,11 +294,18 @@ struct WebhookTests {
                 "ftp://example.com/x",
                 "https://user:pass@example.com/x", "https://[::1]/x", "https://[fd00::1]/x", "https://0.0.0.0/x",
                 "https://192.168.1.20/x", "https://100.64.0.1/x", "not a url", "https://[::ffff:10.0.0.1]/x",
+                // 10.0.0.1 as the system resolver also reads it (a delivery refused it after resolving; now the
+                // endpoint is refused when it is made), and a port that does not exist.
+                "https://167772161/x", "https://012.0.0.1/x", "https://10.1/x", "https://0x0a.0.0.1/x",
+                "https://192.168.1.1./x", "https://example.com:99999/x", "https://example.com:0/x",
             ] {
                 await #expect(throws: WebhookRefusal.self, "\(url)") {
                     _ = try await webhooks.create(bundleId: ServerFixture.bundleId, .init(url: url))
                 }
             }
+            // Names that only look numeric are names.
+            #expect(WebhookAddressPolicy.addressClass(ofLiteral: "cafe.be") == nil)
+            #expect(WebhookAddressPolicy.addressClass(ofLiteral: "8.8.8.8.") == .public)
             let created = try await webhooks.create(
                 bundleId: ServerFixture.bundleId,
                 .init(url: "https://hooks.example.com/till", eventTypes: [.purchase_initial, .purchase_initial])
