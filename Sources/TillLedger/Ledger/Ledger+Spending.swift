@@ -14,9 +14,7 @@ extension Ledger {
     public func debit(bundleId: String, customerId: String, credit: String, amount: Int64, requestId: String)
         async throws -> [String: Int64]
     {
-        guard amount > 0, amount <= Ledger.largestBalance else {
-            throw LedgerRefusal(.invalidAmount, "amount is a whole number from 1 to \(Ledger.largestBalance)")
-        }
+        guard amount > 0 else { throw LedgerRefusal(.invalidAmount, "amount must be positive") }
         try Self.validate(requestId: requestId, credit: credit)
         // The customer id as the app sent it, not its owner: a resend after the guest was linked to an account
         // still finds the debit it repeats. Its length first, so that no two (customer, request) pairs meet.
@@ -54,6 +52,9 @@ extension Ledger {
         as type: EventType,
         source: EventSource
     ) async throws -> [String: Int64] {
+        guard delta.magnitude <= Ledger.largestBalance.magnitude else {
+            throw LedgerRefusal(.invalidAmount, "a change of credits is at most \(Ledger.largestBalance) either way")
+        }
         let now = clock.milliseconds
         return try await transaction(source: source) { changes in
             let db = changes.db
