@@ -76,6 +76,12 @@ extension Catalogue {
         guard !productId.isEmpty, productId.count <= 100 else {
             throw CatalogueRefusal(.invalidProductId, "a product id has 1 to 100 characters")
         }
+        guard (input.entitlements ?? []).allSatisfy(CatalogueNames.isLabel) else {
+            throw CatalogueRefusal(
+                .invalidEntitlement,
+                "each entitlement is named by 1 to 100 characters, with no control character and no space at either end"
+            )
+        }
         let type = ProductType(input._type)
         if type == .consumable, (input.credits?.additionalProperties ?? [:]).isEmpty,
             !(input.entitlements ?? []).isEmpty
@@ -93,12 +99,13 @@ extension Catalogue {
         }
         guard
             (input.credits?.additionalProperties ?? [:]).allSatisfy({
-                !$0.key.isEmpty && $0.key.count <= 100 && (1...Ledger.largestCreditAmount).contains($0.value)
+                CatalogueNames.isLabel($0.key) && (1...Ledger.largestCreditAmount).contains($0.value)
             })
         else {
             throw CatalogueRefusal(
                 .invalidCredits,
-                "each credit has a name of 1 to 100 characters and an amount from 1 to \(Ledger.largestCreditAmount)"
+                "each credit has a name of 1 to 100 characters, with no control character and no space at either end, "
+                    + "and an amount from 1 to \(Ledger.largestCreditAmount)"
             )
         }
         if let price = input.price {
@@ -122,6 +129,13 @@ extension Catalogue {
         return try await database.transaction { db in
             _ = try await self.requireApp(bundleId: bundleId, on: db)
             let existing = try await self.catalogueStore.product(bundleId: bundleId, productId: productId, on: db)
+            // Apple's rule binds a new product only: one stored before it stays the operator's to replace.
+            guard existing != nil || CatalogueNames.isProductId(productId) else {
+                throw CatalogueRefusal(
+                    .invalidProductId,
+                    "a product id is 1 to 100 letters, digits, underscores and periods (Apple's rule)"
+                )
+            }
             let count = try await self.catalogueStore.products(bundleId: bundleId, on: db).count
             let product = CatalogProduct(
                 bundleId: bundleId,

@@ -100,8 +100,11 @@ public final class Catalogue: ProductCatalogue, Sendable {
 
     public func createApp(_ input: ServerAppInput) async throws -> ServerApp {
         defer { changed() }
-        guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155, !bundleId.contains(" ") else {
-            throw CatalogueRefusal(.invalidBundleId, "bundleId is a reverse-DNS string")
+        guard let bundleId = input.bundleId, CatalogueNames.isBundleId(bundleId) else {
+            throw CatalogueRefusal(
+                .invalidBundleId,
+                "bundleId is 1 to 155 letters, digits, hyphens and periods (Apple's rule for a bundle ID)"
+            )
         }
         let app = ServerApp(
             bundleId: bundleId,

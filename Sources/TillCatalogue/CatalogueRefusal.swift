@@ -13,6 +13,7 @@ package enum CatalogueReason: String, RefusalReason {
     case invalidBundleId
     case invalidCredits
     case invalidCurrency
+    case invalidEntitlement
     case invalidInAppPurchaseKey
     case invalidPrice
     case invalidProductId

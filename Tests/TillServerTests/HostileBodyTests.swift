@@ -2,10 +2,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import SQLKit
 import Testing
 import TillConsole
 import TillHTTPKit
 import TillLedger
+import TillStorage
 import TillTestSupport
 
 @testable import TillServer
@@ -182,5 +184,76 @@ struct HostileBodyTests {
         #expect(Readable.money(.max) == "9,223,372,036,854,775.81")
         #expect(Readable.money(.min) == "−9,223,372,036,854,775.81")
         #expect(Readable.grouped(Int64.min) == "−9,223,372,036,854,775,808")
+    }
+
+    /// Names follow Apple's rules where Apple has them, so that each stands in a URL and a log line as it is: an app
+    /// registered as `a/b` could not be reached again, `..` read as a path's parent, a product id with a newline split
+    /// log lines, and an entitlement named `""` was granted (a probe of the running server, 2026-12-04). A product
+    /// stored before the rule may still be replaced.
+    @Test func namesThatCannotStandInAURLAreRefused() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                for bundleId in [
+                    "a/b", "..", ".", "com.example app", "com.exämple", "com.example\n",
+                    String(repeating: "a", count: 156), "",
+                ] {
+                    let body = String(
+                        decoding: try JSONSerialization.data(withJSONObject: ["bundleId": bundleId]),
+                        as: UTF8.self
+                    )
+                    let refused = try await client.call(.post, "/admin/v1/apps", json: body, token: "operator")
+                    #expect(
+                        refused.status == 400 && refused.code == "invalidBundleId",
+                        "\(bundleId): \(refused.status)"
+                    )
+                }
+                let apps = try await client.call(.get, "/admin/v1/apps", token: "operator")
+                #expect((apps.object["items"] as? [Any])?.count == 1, "\(apps.object)")
+                let made = try await client.call(
+                    .post,
+                    "/admin/v1/apps",
+                    json: #"{"bundleId":"com.Example-2.app"}"#,
+                    token: "operator"
+                )
+                #expect(made.status == 201, "\(made.status) \(made.code ?? "")")
+
+                let products = "/admin/v1/apps/\(ServerFixture.bundleId)/products/"
+                for id in ["gems-100", "gems%0A100", "gems%20100", "%2E%2E", "g%C3%A9ms"] {
+                    let refused = try await client.call(
+                        .put,
+                        products + id,
+                        json: #"{"type":"nonConsumable"}"#,
+                        token: "operator"
+                    )
+                    #expect(refused.status == 400 && refused.code == "invalidProductId", "\(id): \(refused.status)")
+                }
+                for (body, code) in [
+                    (#"{"type":"nonConsumable","entitlements":[""]}"#, "invalidEntitlement"),
+                    (#"{"type":"nonConsumable","entitlements":["pro\n"]}"#, "invalidEntitlement"),
+                    (#"{"type":"nonConsumable","entitlements":[" pro"]}"#, "invalidEntitlement"),
+                    (#"{"type":"consumable","credits":{"ge\u0007ms":5}}"#, "invalidCredits"),
+                    (#"{"type":"consumable","credits":{"gems ":5}}"#, "invalidCredits"),
+                ] {
+                    let refused = try await client.call(.put, products + "named", json: body, token: "operator")
+                    #expect(
+                        refused.status == 400 && refused.code == code,
+                        "\(body): \(refused.status) \(refused.code ?? "")"
+                    )
+                }
+                let named = #"{"type":"nonConsumable","entitlements":["Pro access","issue-42"]}"#
+                #expect(
+                    try await client.call(.put, products + "com.example_named.2", json: named, token: "operator").status
+                        == 201
+                )
+
+                // A product whose id was stored before the rule is still the operator's to replace.
+                try await fixture.server.database.sql.raw(
+                    "UPDATE srv_products SET product_id = 'legacy-pro' WHERE bundle_id = 'com.example.till' AND product_id = 'com.example_named.2'"
+                ).run()
+                let replaced = try await client.call(.put, products + "legacy-pro", json: named, token: "operator")
+                #expect(replaced.status == 200, "\(replaced.status) \(replaced.code ?? "")")
+            }
+        }
     }
 }

@@ -71,8 +71,8 @@ extension CatalogueReason: RefusalStatus {
     package var status: HTTPResponse.Status {
         switch self {
         case .bundleIdImmutable, .consumableEntitlements, .durationRequired, .invalidAPIKey, .invalidBundleId,
-            .invalidCredits, .invalidCurrency, .invalidInAppPurchaseKey, .invalidPrice, .invalidProductId,
-            .invalidStoreKitTestCertificate:
+            .invalidCredits, .invalidCurrency, .invalidEntitlement, .invalidInAppPurchaseKey, .invalidPrice,
+            .invalidProductId, .invalidStoreKitTestCertificate:
             .badRequest
         case .appExists: .conflict
         case .appNotFound: .notFound
