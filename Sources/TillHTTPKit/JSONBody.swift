@@ -46,8 +46,13 @@ public enum JSONBody {
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: limit)
-        } catch {
+        } catch is NIOTooManyBytesError {
             throw TillHTTPError(.contentTooLarge, "bodyTooLarge", "the request body is larger than \(limit) bytes")
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            // The connection ended, or was reset, before the body did: not a body too large (it was logged as one).
+            throw TillHTTPError.badRequest("incompleteBody", "the request body ended before its end")
         }
         let bytes = Array(buffer.readableBytesView)
         do {
@@ -72,10 +77,31 @@ public enum JSONBody {
         switch error {
         case .keyNotFound(let key, let context):
             "missing " + path(context.codingPath + [key])
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-            context.codingPath.isEmpty
-                ? context.debugDescription : path(context.codingPath) + ": " + context.debugDescription
+        case .typeMismatch(let type, let context):
+            at(context.codingPath, "expected " + kind(type))
+        case .valueNotFound(let type, let context):
+            at(context.codingPath, "expected " + kind(type) + ", not null")
+        case .dataCorrupted(let context):
+            at(context.codingPath, context.debugDescription)
         @unknown default: "\(error)"
+        }
+    }
+
+    private static func at(_ keys: [any CodingKey], _ words: String) -> String {
+        keys.isEmpty ? words : path(keys) + ": " + words
+    }
+
+    /// What a Swift type is in JSON's words, for a body's reader (Foundation says `Expected to decode Dictionary<String,
+    /// Any> but found an array instead.`).
+    static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is any JSONObjectKind.Type: "an object"
+        case is any JSONArrayKind.Type: "an array"
+        case is String.Type, is Substring.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is any FixedWidthInteger.Type: "a whole number"
+        case is any BinaryFloatingPoint.Type, is Decimal.Type: "a number"
+        default: "a \(type)"
         }
     }
 
@@ -93,3 +119,9 @@ public enum JSONBody {
         return text
     }
 }
+
+/// Marks the types that JSON writes as an object or as an array, whatever their elements (`JSONBody.kind`).
+protocol JSONObjectKind {}
+protocol JSONArrayKind {}
+extension Dictionary: JSONObjectKind {}
+extension Array: JSONArrayKind {}

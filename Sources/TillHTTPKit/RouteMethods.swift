@@ -8,7 +8,13 @@ import Synchronization
 /// The router's own trie answers 404 in both cases; this table is filled from `Router.routes` once every route is
 /// added, and consulted only for requests the router did not match.
 public final class RouteMethods: Sendable {
-    public init() {}
+    /// `headOfGet`: the router answers HEAD for every GET route (`RouterOptions.autoGenerateHeadEndpoints`), which
+    /// `Router.routes` does not list; HEAD is then named in `Allow` beside GET.
+    public init(headOfGet: Bool = false) {
+        self.headOfGet = headOfGet
+    }
+
+    private let headOfGet: Bool
 
     private struct Entry: Sendable {
         var path: RouterPath
@@ -22,6 +28,7 @@ public final class RouteMethods: Sendable {
         var grouped: [String: Entry] = [:]
         for route in routes {
             grouped[route.path.description, default: Entry(path: route.path, methods: [])].methods.insert(route.method)
+            if headOfGet, route.method == .get { grouped[route.path.description]?.methods.insert(.head) }
         }
         entries.withLock { $0 = Array(grouped.values) }
     }

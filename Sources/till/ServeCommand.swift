@@ -246,6 +246,9 @@ struct ServeCommand: AsyncParsableCommand {
         services.append(
             Application(
                 responder: frontDoor,
+                // A connection that sends nothing for `http.idle-timeout-seconds` is closed: a client that opens
+                // connections and never finishes a request (slowloris) held them, and the file descriptors, for ever.
+                server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
                 configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "till"),
                 onServerRunning: { channel in
                     listening.set()

@@ -4,7 +4,9 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import SQLKit
+import Synchronization
 import Testing
 import TillLedger
 import TillTestSupport
@@ -137,7 +139,10 @@ struct ReadinessTests {
             let till = try TillExecutable.require().path
             let probed = try await ChildProcess.run(till, ["probe", "--url", base])
             #expect(probed.status == 0 && probed.output.contains(#"200 {"status":"ready"}"#), "\(probed)")
-            let nobody = try await ChildProcess.run(till, ["probe", "--url", "http://127.0.0.1:\(try PrivatePostgres.freePort())"])
+            let nobody = try await ChildProcess.run(
+                till,
+                ["probe", "--url", "http://127.0.0.1:\(try PrivatePostgres.freePort())"]
+            )
             #expect(nobody.status == 1 && nobody.output.contains("no answer"), "\(nobody)")
 
             serve.kill(SIGTERM)
@@ -171,7 +176,9 @@ struct ReadinessTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("till.sqlite").path
-        let server = try await PurchaseServer.open(ServerConfiguration(database: .sqlite(path: path), operatorToken: World.operatorToken))
+        let server = try await PurchaseServer.open(
+            ServerConfiguration(database: .sqlite(path: path), operatorToken: World.operatorToken)
+        )
         try await server.shutdown()
         let database = try await TillDatabase.open(.sqlite(path: path))
         try await database.sql.raw(
@@ -179,7 +186,9 @@ struct ReadinessTests {
         ).run()
         func rows() async throws -> [String] {
             try await database.sql.raw("SELECT schema, id FROM till_schema_migrations ORDER BY schema, id").all()
-                .map { "\(try $0.decode(column: "schema", as: String.self)) \(try $0.decode(column: "id", as: String.self))" }
+                .map {
+                    "\(try $0.decode(column: "schema", as: String.self)) \(try $0.decode(column: "id", as: String.self))"
+                }
         }
         let before = try await rows()
         let serve = try await TillProcess.start(
@@ -207,15 +216,19 @@ struct ReadinessTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = try await TillProcess.start(
-            ["serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-             "--database-url", directory.appendingPathComponent("first.sqlite").path],
+            [
+                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+                "--database-url", directory.appendingPathComponent("first.sqlite").path,
+            ],
             directory: directory
         )
         let port = try #require(first.base.split(separator: ":").last)
         let started = ContinuousClock.now
         let second = try await TillProcess.start(
-            ["serve", "--mode", "production", "--port", String(port), "--operator-token", World.operatorToken,
-             "--database-url", directory.appendingPathComponent("second.sqlite").path],
+            [
+                "serve", "--mode", "production", "--port", String(port), "--operator-token", World.operatorToken,
+                "--database-url", directory.appendingPathComponent("second.sqlite").path,
+            ],
             directory: directory,
             base: "unused"
         )
@@ -251,5 +264,112 @@ struct ReadinessTests {
         #expect(await serve.exitStatus() == 64)
         #expect(serve.output.contains("Error: http.port is a whole number from 0 to 65535, not abc"), "\(serve.output)")
         #expect(!serve.output.contains("Usage:"), "\(serve.output)")
+    }
+
+    /// `till serve` closes a connection that sends nothing for `http.idle-timeout-seconds` while the server waits for
+    /// it: opened and silent, stopped in the middle of a request's head, or in the middle of a body (a slowloris
+    /// client held connections and their buffers for as long as it liked). A HEAD is answered as its GET without the
+    /// body, on the wire: the next answer on the connection is read whole after it.
+    @Test(
+        .timeLimit(.minutes(10)),
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func aConnectionThatStallsIsClosedAfterTheIdleTimeout() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-idle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await TillProcess.start(
+            [
+                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+                "--database-url", directory.appendingPathComponent("till.sqlite").path,
+            ],
+            environment: ["TILL_HTTP_IDLE_TIMEOUT_SECONDS": "1"],
+            directory: directory
+        )
+        let port = try #require(serve.base.split(separator: ":").last.flatMap { Int($0) })
+        let stalls = [
+            ("silent", ""),
+            ("half a head", "GET /health HTTP/1.1\r\nHost: till\r\n"),
+            (
+                "half a body",
+                "POST /admin/v1/apps HTTP/1.1\r\nHost: till\r\nAuthorization: Bearer \(World.operatorToken)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"bundleId\":"
+            ),
+        ]
+        for (what, bytes) in stalls {
+            let connection = try await RawConnection.open(port: port)
+            if !bytes.isEmpty { try await connection.send(bytes) }
+            let closedAfter = await connection.closedAfter(atMost: .seconds(20))
+            #expect(
+                closedAfter.map { $0 >= .milliseconds(900) && $0 < .seconds(10) } == true,
+                "\(what): \(String(describing: closedAfter))"
+            )
+        }
+        // HEAD then GET on one connection: the first answer has the GET's length and no body, so the second one
+        // is read from the next byte.
+        let connection = try await RawConnection.open(port: port)
+        try await connection.send(
+            "HEAD /health HTTP/1.1\r\nHost: till\r\n\r\nGET /health HTTP/1.1\r\nHost: till\r\n\r\n"
+        )
+        _ = await connection.closedAfter(atMost: .seconds(20))
+        let answers = connection.received
+        let parts = answers.components(separatedBy: "HTTP/1.1 200 OK")
+        #expect(parts.count == 3, "\(answers)")
+        #expect(
+            parts.count == 3 && parts[1].contains("Content-Length: 15") && parts[1].hasSuffix("\r\n\r\n"),
+            "\(answers)"
+        )
+        #expect(answers.hasSuffix(#"{"status":"ok"}"#), "\(answers)")
+        #expect(await serve.stop() == 0)
+    }
+}
+
+/// A TCP connection that sends what it is given and keeps what it receives, to see what the server does with bytes no
+/// HTTP client sends (a request stopped halfway).
+final class RawConnection: Sendable {
+    private let channel: any Channel
+    private let collector: Collector
+
+    private final class Collector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let text = Mutex("")
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let buffer = Self.unwrapInboundIn(data)
+            text.withLock { $0 += String(buffer: buffer) }
+        }
+    }
+
+    private init(channel: any Channel, collector: Collector) {
+        self.channel = channel
+        self.collector = collector
+    }
+
+    static func open(port: Int) async throws -> RawConnection {
+        let collector = Collector()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        return RawConnection(channel: channel, collector: collector)
+    }
+
+    func send(_ text: String) async throws {
+        try await channel.writeAndFlush(ByteBuffer(string: text)).get()
+    }
+
+    /// What the server sent until now.
+    var received: String { collector.text.withLock { $0 } }
+
+    /// How long after this call the server closed the connection; nil when it had not after `limit` (this side
+    /// closes it then).
+    func closedAfter(atMost limit: Duration) async -> Duration? {
+        let start = ContinuousClock.now
+        let giveUp = channel.eventLoop.scheduleTask(in: TimeAmount(limit)) { self.channel.close(promise: nil) }
+        try? await channel.closeFuture.get()
+        let elapsed = ContinuousClock.now - start
+        giveUp.cancel()
+        return elapsed < limit ? elapsed : nil
     }
 }

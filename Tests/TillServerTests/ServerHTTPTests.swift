@@ -273,4 +273,127 @@ struct ServerHTTPTests {
             }
         }
     }
+
+    /// A HEAD of a GET route is the GET's answer without its body, Content-Length included (RFC 9110; health checks
+    /// and proxies send them): it was `405 methodNotAllowed`. A refusal to a HEAD has no body either, and a 405 lists
+    /// HEAD beside GET.
+    @Test func aHeadIsAnsweredAsItsGetWithoutTheBody() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let gets: [(String, String?)] = [
+                    ("/health", nil), ("/v1/products", fixture.app.appKey), ("/openapi.yaml", nil),
+                ]
+                for (path, token) in gets {
+                    let get = try await call(client, .get, path, token: token)
+                    let head = try await call(client, .head, path, token: token)
+                    #expect(get.status == 200 && head.status == 200, "\(path): \(get.status) \(head.status)")
+                    #expect(head.body.isEmpty && !get.body.isEmpty, "\(path)")
+                    #expect(
+                        head.headers[.contentLength] == String(get.body.count)
+                            && head.headers[.contentType] == get.headers[.contentType],
+                        "\(path): \(head.headers)"
+                    )
+                }
+                for (path, status) in [("/v1/products", 401), ("/nowhere", 404)] {
+                    let head = try await call(client, .head, path, token: nil)
+                    #expect(head.status == status && head.body.isEmpty, "\(path): \(head.status) \(head.body.count)")
+                }
+                let post = try await call(client, .post, "/health", token: nil)
+                #expect(post.status == 405 && post.headers[.allow] == "GET, HEAD", "\(post.headers)")
+                let delete = try await call(client, .delete, "/v1/receipts", token: nil)
+                #expect(delete.status == 405 && delete.headers[.allow] == "POST", "\(delete.headers)")
+            }
+        }
+    }
+
+    /// `?wait=` that is not a number of seconds is `400 invalidWait` before the purchase is recorded: it was taken for
+    /// no wait, and the app that meant to wait got a 202 it did not expect.
+    @Test func aWaitThatIsNotANumberIsRefusedBeforeAnythingIsRecorded() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                let purchase = try await fixture.buy("gems.100")
+                let submission = body(["customerId": "dora", "signedTransaction": purchase.signedTransaction!])
+                for wait in ["abc", "-1", "nan", "inf", ""] {
+                    let refused = try await call(
+                        client,
+                        .post,
+                        "/v1/receipts?wait=\(wait)",
+                        submission,
+                        token: fixture.app.appKey
+                    )
+                    #expect(refused.status == 400 && refused.code == "invalidWait", "\(wait): \(refused.status)")
+                    let restore = try await call(
+                        client,
+                        .post,
+                        "/v1/customers/dora/restore?wait=\(wait)",
+                        body(["signedTransaction": purchase.signedTransaction!]),
+                        token: fixture.app.appKey
+                    )
+                    #expect(restore.status == 400 && restore.code == "invalidWait", "\(wait): \(restore.status)")
+                }
+                let customer = try await call(client, .get, "/v1/customers/dora", token: fixture.app.appKey)
+                #expect((customer.object["balances"] as? [String: Int] ?? [:]).isEmpty, "\(customer.object)")
+                // Zero does not wait; more than 60 waits 60.
+                let now = try await call(client, .post, "/v1/receipts?wait=0", submission, token: fixture.app.appKey)
+                #expect(now.status == 200 || now.status == 202, "\(now.status) \(now.code ?? "")")
+            }
+        }
+    }
+
+    /// A filter naming an app that does not exist is `404 appNotFound`, not a page that looks like an app with no
+    /// events or no sales yet (a typo in a bundle id read as "nothing happened").
+    @Test func aFilterNamingNoAppIsNotFound() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                for path in [
+                    "/admin/v1/events?bundleId=com.example.nope",
+                    "/admin/v1/reports/revenue?from=2026-11-01&to=2026-12-01&bundleId=com.example.nope",
+                ] {
+                    let answer = try await call(client, .get, path, token: "operator")
+                    #expect(answer.status == 404 && answer.code == "appNotFound", "\(path): \(answer.status)")
+                }
+                for path in [
+                    "/admin/v1/events?bundleId=\(ServerFixture.bundleId)",
+                    "/admin/v1/reports/revenue?from=2026-11-01&to=2026-12-01&bundleId=\(ServerFixture.bundleId)",
+                ] {
+                    #expect(try await call(client, .get, path, token: "operator").status == 200, "\(path)")
+                }
+            }
+        }
+    }
+
+    /// A body of the wrong shape is told in JSON's words and the field's path, not Swift's ("Expected to decode
+    /// Dictionary<String, Any> but found an array instead").
+    @Test func aBodyOfTheWrongShapeIsToldInJSONsWords() async throws {
+        try await ServerFixture.run { fixture in
+            let app = Application(router: buildServerRouter(fixture.server))
+            try await app.test(.router) { client in
+                for (body, words) in [
+                    ("[]", "expected an object"),
+                    (#"{"bundleId":5}"#, "bundleId: expected a string"),
+                    (
+                        #"{"bundleId":"com.example.shape","sharedSecrets":[null]}"#,
+                        "sharedSecrets[0]: expected a string, not null"
+                    ),
+                    (#"{"bundleId":"com.example.shape","sharedSecrets":"s"}"#, "sharedSecrets: expected an array"),
+                    (
+                        #"{"bundleId":"com.example.shape","acceptSandbox":"yes"}"#,
+                        "acceptSandbox: expected true or false"
+                    ),
+                    (#"{"bundleId":"com.example.shape","appAppleId":"one"}"#, "appAppleId: expected a whole number"),
+                ] {
+                    let refused = try await call(client, .post, "/admin/v1/apps", body, token: "operator")
+                    #expect(
+                        refused.status == 400 && refused.code == "invalidBody",
+                        "\(body): \(refused.status) \(refused.message ?? "")"
+                    )
+                    let message = refused.message ?? ""
+                    #expect(message.hasSuffix(words) && !message.contains("Expected to decode"), "\(body): \(message)")
+                }
+            }
+        }
+    }
 }

@@ -28,6 +28,7 @@ struct ServerSettingsTests {
     @Test func theDefaultsMakeADevelopmentServerOnSQLite() async throws {
         let settings = try await ServerSettings.load(flags: [:], environment: [:], file: nil)
         #expect(settings.development && settings.host == "127.0.0.1" && settings.port == 8080)
+        #expect(settings.idleTimeout == .seconds(60))
         #expect(settings.database == .sqlite(path: "till.sqlite"))
         #expect(settings.confirmation.maximumAttempts == 12 && settings.confirmation.concurrency == 64)
         #expect(settings.confirmation.pacing && settings.confirmation.busyCPUShare == 0.5)
@@ -244,6 +245,8 @@ struct ServerSettingsTests {
         for (key, value, code) in [
             ("http.port", "abc", "invalidPort"),
             ("simulator.port", "-1", "invalidPort"),
+            ("http.idle-timeout-seconds", "0", "invalidSetting"),
+            ("http.idle-timeout-seconds", "never", "invalidSetting"),
             ("database.wait-seconds", "soon", "invalidDatabaseWait"),
             ("catch-up.interval-seconds", "hourly", "invalidCatchUpInterval"),
             ("confirmation.max-attempts", "abc", "invalidSetting"),

@@ -149,6 +149,8 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
             throw TillHTTPError.badRequest("invalidGroupBy", "groupBy is day, product or currency")
         }
         let bundleId = query.get("bundleId")
+        // An app that does not exist is `404 appNotFound`, not a report of no sales.
+        if let bundleId { _ = try await server.catalogue.app(bundleId: bundleId) }
         return try json(
             try await server.figures.revenue(bundleId: bundleId, from: from, to: to, groupBy: groupBy),
             context: context

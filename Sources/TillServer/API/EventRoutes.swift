@@ -26,6 +26,8 @@ func addEventAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: 
             try CustomerIdentifier.validated($0, field: "customerId")
         }
         let page = try request.pageRequest()
+        // An app that does not exist is `404 appNotFound`, not an empty feed: a typo read as "nothing happened".
+        if let bundleId = query.get("bundleId") { _ = try await server.catalogue.app(bundleId: bundleId) }
         let body = try await server.events.feed(
             after: query.get("after"),
             limit: page.limit,

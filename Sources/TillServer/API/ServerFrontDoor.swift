@@ -58,8 +58,15 @@ public final class ServerFrontDoor: HTTPResponder, Sendable {
     public func respond(to request: Request, context: ServerRequestContext) async throws -> Response {
         let (routes, draining) = state.withLock { ($0.routes, $0.draining) }
         if let routes { return try await routes.respond(to: request, context: context) }
+        // While opening, a HEAD is answered as its GET without the body, as the open server answers it.
+        let answer = try opening(request, context: context, draining: draining)
+        return request.method == .head ? answer.createHeadResponse() : answer
+    }
+
+    /// The answer before the routes are open: `/health` and `/ready` say so, anything else is `503 starting`.
+    private func opening(_ request: Request, context: ServerRequestContext, draining: Bool) throws -> Response {
         switch (request.method, request.uri.path) {
-        case (.get, "/health"):
+        case (.get, "/health"), (.head, "/health"):
             var writer = JSONWriter()
             writer.object { w in w.field("status", "ok") }
             return Response(
@@ -67,7 +74,7 @@ public final class ServerFrontDoor: HTTPResponder, Sendable {
                 headers: [.contentType: "application/json; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: writer.bytes))
             )
-        case (.get, "/ready"):
+        case (.get, "/ready"), (.head, "/ready"):
             return Self.response(draining ? Readiness.draining : Readiness.migrating)
         default:
             return try TillHTTPError(

@@ -79,6 +79,9 @@ struct RequestMiddleware: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             response = try error.response(from: request, context: context)
         }
+        // A refusal to a HEAD (401, 404, 405, made before the GET's handler that the router runs for a HEAD) has no
+        // body either; its headers, Content-Length included, stay those of the refusal.
+        if request.method == .head { response = response.createHeadResponse() }
         response.headers[.requestId] = id
         let elapsed = clock.now - start
         let route = context.endpointPath ?? "unmatched"

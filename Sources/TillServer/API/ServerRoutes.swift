@@ -67,8 +67,10 @@ public struct ServerRequestContext: RequestContext {
 
 /// The server's HTTP interface (see docs/api.md).
 public func buildServerRouter(_ server: PurchaseServer) -> Router<ServerRequestContext> {
-    let router = Router(context: ServerRequestContext.self)
-    let routeMethods = RouteMethods()
+    // HEAD is answered for every GET, as its GET without the body (RFC 9110 §9.3.2): a monitor or a `curl -I` of
+    // `/health`, `/ready` or a download learns the status and the headers without the bytes.
+    let router = Router(context: ServerRequestContext.self, options: .autoGenerateHeadEndpoints)
+    let routeMethods = RouteMethods(headOfGet: true)
     if let tracing = server.tracing {
         // Outermost: the request's span holds everything, its log line included (docs/tracing.md). No header is
         // recorded, and a download URL's signature is not kept.
@@ -140,12 +142,13 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("receipts") { request, context in
         let app = try context.requireApp()
+        let wait = try waitParameter(request)
         let input = try await decode(SubmissionRequest.self, request, context, limit: BodyLimit.receipt)
         let result = try await server.intake.submit(input, app: app)
         return try await respondWithWait(
             result,
             customerId: input.customerId.trimmingCharacters(in: .whitespaces),
-            request: request,
+            wait: wait,
             context: context,
             server: server,
             app: app
@@ -186,6 +189,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
     }
     group.post("customers/{customer}/restore") { request, context in
         let app = try context.requireApp()
+        let wait = try waitParameter(request)
         let input = try await decode(Components.Schemas.RestoreRequest.self, request, context, limit: BodyLimit.receipt)
         let customerId = try context.customerParameter()
         var result = try await server.intake.restore(
@@ -197,7 +201,7 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
                 idempotencyKey: input.idempotencyKey
             ),
             app: app,
-            wait: waitParameter(request)
+            wait: wait
         )
         result.signedSnapshot = try await server.snapshots.snapshot(
             bundleId: app.bundleId,
@@ -234,13 +238,13 @@ func addAppRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purchas
 private func respondWithWait(
     _ result: SubmissionResult,
     customerId: String,
-    request: Request,
+    wait: Duration?,
     context: ServerRequestContext,
     server: PurchaseServer,
     app: ServerApp
 ) async throws -> Response {
     var result = result
-    if let wait = waitParameter(request) {
+    if let wait {
         let submission = try await server.intake.waitForSettlement(
             id: result.submission.id,
             bundleId: app.bundleId,
@@ -269,12 +273,15 @@ private func respondWithWait(
     return response
 }
 
-/// `?wait=SECONDS`, at most 60; nil when absent, zero or not a number.
-private func waitParameter(_ request: Request) -> Duration? {
-    guard let wait = request.uri.queryParameters.get("wait").flatMap(Double.init), wait > 0 else {
-        return nil
+/// `?wait=SECONDS`, at most 60; nil when absent or zero. Anything but a finite number of seconds from 0 is `400
+/// invalidWait`: it was read as no wait, and the app that meant to wait got a 202 it did not expect. Read before the
+/// body is decoded, so that nothing is recorded for a request refused.
+private func waitParameter(_ request: Request) throws -> Duration? {
+    guard let text = request.uri.queryParameters.get("wait") else { return nil }
+    guard let wait = Double(text), wait.isFinite, wait >= 0 else {
+        throw TillHTTPError.badRequest("invalidWait", "wait is a number of seconds from 0 to 60, not \"\(text)\"")
     }
-    return .milliseconds(Int64(min(wait, 60) * 1000))
+    return wait > 0 ? .milliseconds(Int64(min(wait, 60) * 1000)) : nil
 }
 
 /// `value` as JSON with the server's encoder (sorted keys, unescaped slashes).

@@ -22,6 +22,7 @@ import X509
 /// |---|---|---|
 /// | `mode` (`TILL_MODE`) | `development` | `development` runs the App Store simulator in-process and talks to it; `production` talks to Apple |
 /// | `http.host`, `http.port` (`TILL_HTTP_HOST`, `TILL_HTTP_PORT`) | `127.0.0.1`, `8080` | where the server listens |
+/// | `http.idle-timeout-seconds` (`TILL_HTTP_IDLE_TIMEOUT_SECONDS`) | `60` | a connection is closed when it sends nothing for this long while the server waits for it: a request's head not finished, a body stalled, or idle between requests (an answer being made is not cut) |
 /// | `database.url` (`TILL_DATABASE_URL`) | `till.sqlite` | an SQLite file, `:memory:`, or `postgres://…` |
 /// | `database.wait-seconds` (`TILL_DATABASE_WAIT_SECONDS`) | `5` | how long a request waits for storage that fails (a full disk, a database away) before `503 storageUnavailable` |
 /// | `shutdown.grace-seconds` (`TILL_SHUTDOWN_GRACE_SECONDS`) | `60` | how long SIGTERM waits for requests and confirmations under way before it cancels them; the process exits within this plus 10 s, whatever the database is doing |
@@ -65,6 +66,8 @@ public struct ServerSettings: Sendable {
     public var development: Bool
     public var host: String
     public var port: Int
+    /// How long a connection may send nothing while the server waits for it (`http.idle-timeout-seconds`).
+    public var idleTimeout: Duration
     public var database: DatabaseConfiguration
     /// How long an operation waits for failing storage to come back (`StorageGate`).
     public var databaseWait: Duration
@@ -128,6 +131,7 @@ public struct ServerSettings: Sendable {
         development = mode == "development"
         host = try read.text("http.host", default: "127.0.0.1")
         port = try read.int("http.port", default: 8080, in: 0...65535, else: .invalidPort)
+        idleTimeout = .seconds(try read.int("http.idle-timeout-seconds", default: 60, in: 1...3600))
         let databaseURL = try read.text("database.url", default: "till.sqlite")
         database = try DatabaseConfiguration(parsing: databaseURL)
         let waitSeconds = try read.double("database.wait-seconds", default: 5, else: .invalidDatabaseWait)

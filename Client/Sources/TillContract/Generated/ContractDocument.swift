@@ -260,8 +260,8 @@ public enum ContractDocument {
           parameters:
             - name: wait
               in: query
-              description: Seconds to wait for Apple's answer (at most 60 are waited). Ignored unless a positive
-                number.
+              description: Seconds to wait for Apple's answer (at most 60 are waited; 0 does not wait). Anything but
+                a number of seconds is `400 invalidWait`, before anything is recorded.
               schema:
                 type: number
           requestBody:
@@ -389,7 +389,8 @@ public enum ContractDocument {
             - name: wait
               in: query
               description: Seconds to wait for Apple's answer (at most 60 are waited) before answering with what
-                is restored then; a receipt Apple refuses restores nothing. Ignored unless a positive number.
+                is restored then; a receipt Apple refuses restores nothing. 0 does not wait; anything but a number of
+                seconds is `400 invalidWait`, before anything is recorded.
               schema:
                 type: number
           requestBody:
@@ -952,8 +953,8 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/App'
             '400':
-              description: '`invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and
-                `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key),
+              description: '`invalidBody`, `invalidBundleId` (not 1–155 letters, digits, hyphens and periods),
+                `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key),
                 `invalidStoreKitTestCertificate` (not a certificate, not self-signed, or not P-256).'
               content:
                 application/json:
@@ -1375,11 +1376,13 @@ public enum ContractDocument {
                   schema:
                     $ref: '#/components/schemas/Product'
             '400':
-              description: '`invalidBody` (also for a missing or unknown `type`), `invalidProductId` (not 1–100
-                characters), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting
-                entitlements without `durationSeconds`), `invalidCredits` (a credit without a name, or an amount
-                outside 1 to 10^12), `invalidPrice` (outside 0 to 10^12 milliunits), `invalidCurrency` (not three capital
-                letters, or a price without one).'
+              description: '`invalidBody` (also for a missing or unknown `type`), `invalidProductId` (a new product''s
+                ID not 1–100 letters, digits, underscores and periods), `invalidEntitlement` (an entitlement''s name
+                empty, over 100 characters, with a control character or a space at either end), `consumableEntitlements`,
+                `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`),
+                `invalidCredits` (a credit''s name as an entitlement''s, or an amount outside 1 to 10^12),
+                `invalidPrice` (outside 0 to 10^12 milliunits), `invalidCurrency` (not three capital letters, or a price
+                without one).'
               content:
                 application/json:
                   schema:
@@ -1805,6 +1808,8 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/Error'
             '401':
               $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
             '500':
               $ref: '#/components/responses/InternalError'
 
@@ -1860,6 +1865,8 @@ public enum ContractDocument {
                     $ref: '#/components/schemas/Error'
             '401':
               $ref: '#/components/responses/Unauthorized'
+            '404':
+              $ref: '#/components/responses/AppNotFound'
             '500':
               $ref: '#/components/responses/InternalError'
       /admin/v1/apps/{bundle}/webhooks:
@@ -2814,7 +2821,7 @@ public enum ContractDocument {
         InvalidSubmission:
           description: '`invalidBody`, `invalidCustomerId` (not 1–200 characters), `oneFormatExpected` (not
             exactly one of `receipt`, `transactionReceipt`, `signedTransaction`), `invalidIdempotencyKey` (not
-            1–200 characters).'
+            1–200 characters), `invalidWait` (`?wait=` not a number of seconds).'
           content:
             application/json:
               schema:

@@ -1423,14 +1423,14 @@ public enum Operations {
         public struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/v1/receipts/POST/query`.
             public struct Query: Sendable, Hashable {
-                /// Seconds to wait for Apple's answer (at most 60 are waited). Ignored unless a positive number.
+                /// Seconds to wait for Apple's answer (at most 60 are waited; 0 does not wait). Anything but a number of seconds is `400 invalidWait`, before anything is recorded.
                 ///
                 /// - Remark: Generated from `#/paths/v1/receipts/POST/query/wait`.
                 public var wait: Swift.Double?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
-                ///   - wait: Seconds to wait for Apple's answer (at most 60 are waited). Ignored unless a positive number.
+                ///   - wait: Seconds to wait for Apple's answer (at most 60 are waited; 0 does not wait). Anything but a number of seconds is `400 invalidWait`, before anything is recorded.
                 public init(wait: Swift.Double? = nil) {
                     self.wait = wait
                 }
@@ -1573,7 +1573,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `invalidBody`, `invalidCustomerId` (not 1–200 characters), `oneFormatExpected` (not exactly one of `receipt`, `transactionReceipt`, `signedTransaction`), `invalidIdempotencyKey` (not 1–200 characters).
+            /// `invalidBody`, `invalidCustomerId` (not 1–200 characters), `oneFormatExpected` (not exactly one of `receipt`, `transactionReceipt`, `signedTransaction`), `invalidIdempotencyKey` (not 1–200 characters), `invalidWait` (`?wait=` not a number of seconds).
             ///
             /// - Remark: Generated from `#/paths//v1/receipts/post(submit)/responses/400`.
             ///
@@ -2418,14 +2418,14 @@ public enum Operations {
             public var path: Operations.Restore.Input.Path
             /// - Remark: Generated from `#/paths/v1/customers/{customer}/restore/POST/query`.
             public struct Query: Sendable, Hashable {
-                /// Seconds to wait for Apple's answer (at most 60 are waited) before answering with what is restored then; a receipt Apple refuses restores nothing. Ignored unless a positive number.
+                /// Seconds to wait for Apple's answer (at most 60 are waited) before answering with what is restored then; a receipt Apple refuses restores nothing. 0 does not wait; anything but a number of seconds is `400 invalidWait`, before anything is recorded.
                 ///
                 /// - Remark: Generated from `#/paths/v1/customers/{customer}/restore/POST/query/wait`.
                 public var wait: Swift.Double?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
-                ///   - wait: Seconds to wait for Apple's answer (at most 60 are waited) before answering with what is restored then; a receipt Apple refuses restores nothing. Ignored unless a positive number.
+                ///   - wait: Seconds to wait for Apple's answer (at most 60 are waited) before answering with what is restored then; a receipt Apple refuses restores nothing. 0 does not wait; anything but a number of seconds is `400 invalidWait`, before anything is recorded.
                 public init(wait: Swift.Double? = nil) {
                     self.wait = wait
                 }
@@ -2520,7 +2520,7 @@ public enum Operations {
                     }
                 }
             }
-            /// `invalidBody`, `invalidCustomerId` (not 1–200 characters), `oneFormatExpected` (not exactly one of `receipt`, `transactionReceipt`, `signedTransaction`), `invalidIdempotencyKey` (not 1–200 characters).
+            /// `invalidBody`, `invalidCustomerId` (not 1–200 characters), `oneFormatExpected` (not exactly one of `receipt`, `transactionReceipt`, `signedTransaction`), `invalidIdempotencyKey` (not 1–200 characters), `invalidWait` (`?wait=` not a number of seconds).
             ///
             /// - Remark: Generated from `#/paths//v1/customers/{customer}/restore/post(restore)/responses/400`.
             ///
@@ -6439,7 +6439,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody`, `invalidBundleId`, `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key), `invalidStoreKitTestCertificate` (not a certificate, not self-signed, or not P-256).
+            /// `invalidBody`, `invalidBundleId` (not 1–155 letters, digits, hyphens and periods), `invalidAPIKey` (a private key without `apiKeyId` and `apiIssuerId`, or not a P-256 PEM key), `invalidInAppPurchaseKey` (the same for the In-App Purchase key), `invalidStoreKitTestCertificate` (not a certificate, not self-signed, or not P-256).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/post(createApp)/responses/400`.
             ///
@@ -9811,7 +9811,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// `invalidBody` (also for a missing or unknown `type`), `invalidProductId` (not 1–100 characters), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`), `invalidCredits` (a credit without a name, or an amount outside 1 to 10^12), `invalidPrice` (outside 0 to 10^12 milliunits), `invalidCurrency` (not three capital letters, or a price without one).
+            /// `invalidBody` (also for a missing or unknown `type`), `invalidProductId` (a new product's ID not 1–100 letters, digits, underscores and periods), `invalidEntitlement` (an entitlement's name empty, over 100 characters, with a control character or a space at either end), `consumableEntitlements`, `durationRequired` (a non-renewing subscription granting entitlements without `durationSeconds`), `invalidCredits` (a credit's name as an entitlement's, or an amount outside 1 to 10^12), `invalidPrice` (outside 0 to 10^12 milliunits), `invalidCurrency` (not three capital letters, or a price without one).
             ///
             /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/put(putProduct)/responses/400`.
             ///
@@ -13290,6 +13290,29 @@ public enum Operations {
                     }
                 }
             }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/reports/revenue/get(revenue)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// `internalError`: a fault of the server, logged with the request id.
             ///
             /// - Remark: Generated from `#/paths//admin/v1/reports/revenue/get(revenue)/responses/500`.
@@ -13544,6 +13567,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `appNotFound`.
+            ///
+            /// - Remark: Generated from `#/paths//admin/v1/events/get(events)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.AppNotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.AppNotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
                             response: self
                         )
                     }
