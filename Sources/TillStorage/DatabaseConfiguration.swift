@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where a Till component keeps its data.
 public enum DatabaseConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// An SQLite file (created if missing), in WAL mode.
@@ -12,6 +14,7 @@ public enum DatabaseConfiguration: Sendable, Hashable, CustomStringConvertible {
         if text == ":memory:" || text == "sqlite::memory:" || text == "memory" {
             self = .sqliteInMemory
         } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            try Self.checkPostgres(text)
             self = .postgres(url: text)
         } else if text.hasPrefix("sqlite://") {
             self = .sqlite(path: String(text.dropFirst("sqlite://".count)))
@@ -24,6 +27,32 @@ public enum DatabaseConfiguration: Sendable, Hashable, CustomStringConvertible {
             )
         } else {
             self = .sqlite(path: text)
+        }
+    }
+
+    /// What PostgresKit needs of a URL (a user and a host, a port that is a number, a known `sslmode`), said in a
+    /// sentence when it is missing: PostgresKit's own refusal is Foundation's `NSURLErrorDomain Code=-1000 "(null)"`.
+    private static func checkPostgres(_ text: String) throws(DatabaseError) {
+        let shown = DatabaseConfiguration.postgres(url: text).description
+        let shape = "postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]"
+        guard let url = URLComponents(string: text) else {
+            throw DatabaseError(.invalidConfiguration, "\(shown) is not a URL; write \(shape)")
+        }
+        guard url.user?.isEmpty == false else {
+            throw DatabaseError(.invalidConfiguration, "\(shown) names no user; write \(shape)")
+        }
+        guard url.host?.isEmpty == false else {
+            throw DatabaseError(.invalidConfiguration, "\(shown) names no host; write \(shape)")
+        }
+        let modes = ["disable", "false", "prefer", "allow", "true", "require", "verify-ca", "verify-full"]
+        let names = ["tlsmode", "sslmode", "ssl", "tls"]
+        if let mode = url.queryItems?.last(where: { names.contains($0.name.lowercased()) }),
+            !modes.contains(mode.value ?? "")
+        {
+            throw DatabaseError(
+                .invalidConfiguration,
+                "\(shown): \(mode.name) is disable, prefer or require, not \(mode.value ?? "empty")"
+            )
         }
     }
 

@@ -223,6 +223,39 @@ struct ServerSettingsTests {
         }
     }
 
+    /// A PostgreSQL URL that PostgresKit cannot use is refused in a sentence that says what is missing, without its
+    /// password: it was Foundation's `Error Domain=NSURLErrorDomain Code=-1000 "(null)"`, when the server opened.
+    @Test func aPostgresURLWithoutWhatItNeedsIsRefusedInWords() async throws {
+        for (url, missing) in [
+            ("postgres://x", "names no user"),
+            ("postgres://db.example/till", "names no user"),
+            ("postgres://till:s3cret@/till", "names no host"),
+            ("postgresql://till:s3cret@db.example:port/till", "is not a URL"),
+            (
+                "postgres://till:s3cret@db.example/till?sslmode=maybe",
+                "sslmode is disable, prefer or require, not maybe"
+            ),
+        ] {
+            do {
+                _ = try await ServerSettings.load(flags: [:], environment: ["TILL_DATABASE_URL": url], file: nil)
+                Issue.record("\(url) was accepted")
+            } catch let error as SettingsRefusal {
+                #expect(error.code == "invalidDatabaseURL" && error.message.contains(missing), "\(url): \(error)")
+                #expect(error.message.hasPrefix("database.url: "), "\(error.message)")
+                #expect(!error.message.contains("s3cret") && !error.message.contains("NSURLError"), "\(error)")
+                #expect(
+                    missing.hasPrefix("sslmode")
+                        || error.message.hasSuffix(
+                            "write postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]"
+                        )
+                )
+            }
+        }
+        let fine = "postgres://till:s3cret@db.example:5433/till?sslmode=require"
+        let settings = try await ServerSettings.load(flags: [:], environment: ["TILL_DATABASE_URL": fine], file: nil)
+        #expect(settings.database == .postgres(url: fine))
+    }
+
     @Test func badSettingsAreRefusedWithTheirReason() async throws {
         for (environment, code) in [
             (["TILL_MODE": "staging"], "invalidMode"),

@@ -133,7 +133,11 @@ public struct ServerSettings: Sendable {
         port = try read.int("http.port", default: 8080, in: 0...65535, else: .invalidPort)
         idleTimeout = .seconds(try read.int("http.idle-timeout-seconds", default: 60, in: 1...3600))
         let databaseURL = try read.text("database.url", default: "till.sqlite")
-        database = try DatabaseConfiguration(parsing: databaseURL)
+        do {
+            database = try DatabaseConfiguration(parsing: databaseURL)
+        } catch {
+            throw SettingsRefusal(.invalidDatabaseURL, "database.url: \(error.message)")
+        }
         let waitSeconds = try read.double("database.wait-seconds", default: 5, else: .invalidDatabaseWait)
         guard waitSeconds >= 0, waitSeconds <= 300 else {
             throw SettingsRefusal(

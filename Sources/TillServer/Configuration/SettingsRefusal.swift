@@ -11,6 +11,7 @@ public enum SettingsReason: String, RefusalReason {
     case invalidCatchUpInterval
     case invalidCatchUpLookBack
     case invalidConfigFile
+    case invalidDatabaseURL
     case invalidDatabaseWait
     case invalidImportRate
     case invalidLogLevel
