@@ -46,12 +46,18 @@ struct ImportCommand: AsyncParsableCommand {
         let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
         let jsonLines = text.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "{")
         let query = "?name=" + Self.segment(name ?? URL(fileURLWithPath: file).lastPathComponent)
-        let (status, started) = try await api.send(
-            "POST",
-            query,
-            body: Array(bytes),
-            contentType: jsonLines ? "application/x-ndjson" : "text/csv"
-        )
+        let status: Int
+        let started: [UInt8]
+        do {
+            (status, started) = try await api.send(
+                "POST",
+                query,
+                body: Array(bytes),
+                contentType: jsonLines ? "application/x-ndjson" : "text/csv"
+            )
+        } catch {
+            throw CommandError("cannot reach till serve at \(base) (\(error)); is it running there?")
+        }
         var current = try decodeImport(status, started, expecting: [200, 202])
         print(
             status == 202
@@ -151,6 +157,16 @@ private struct AdminAPI {
     let base: String
     let token: String
 
+    /// A connection that cannot be made fails the request at once: `HTTPClient.shared` tries again until the request's
+    /// deadline, and a server that is not running kept the command silent for 90 s before it said so. The polls
+    /// while an import runs wait for a restarting server themselves (a minute).
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(10)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     func send(_ method: String, _ path: String, body: [UInt8]? = nil, contentType: String? = nil) async throws
         -> (Int, [UInt8])
     {
@@ -161,7 +177,7 @@ private struct AdminAPI {
             request.headers.add(name: "Content-Type", value: contentType ?? "application/octet-stream")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .minutes(10))
+        let response = try await Self.client.execute(request, timeout: .minutes(10))
         let answer = try await response.body.collect(upTo: 16 << 20)
         return (Int(response.status.code), Array(answer.readableBytesView))
     }

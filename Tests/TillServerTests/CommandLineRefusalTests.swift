@@ -28,3 +28,20 @@ import TillTestSupport
         #expect(!run.errors.contains("Usage: till <subcommand>"), "\(run)")
     }
 }
+
+extension CommandLineRefusalTests {
+    /// `till import` to an address where no server listens says so and exits 1: it tried again to connect for 90 s
+    /// in silence (the client's default), then printed the socket's error alone.
+    @Test func anImportToAServerThatIsNotRunningSaysSo() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("till-import-\(UUID()).csv")
+        try Data("customerId,transactionId\nana,2000000000000001\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try await TillExecutable.run(
+            ["import", "--app", "com.example.till", "--url", "http://127.0.0.1:1", "--token", "operator", file.path],
+            timeout: .seconds(30)
+        )
+        #expect(run.status == 1, "\(run)")
+        #expect(run.errors.contains("Error: cannot reach till serve at http://127.0.0.1:1 ("), "\(run)")
+        #expect(run.errors.contains("is it running there?"), "\(run)")
+    }
+}
