@@ -65,6 +65,21 @@ struct ConsoleTests {
                     [("app", ServerFixture.bundleId), ("product", "pro"), ("product", "gems.100"), ("note", "twice")]
                 )
                 #expect(twice.status == 400 && twice.body.contains("invalidForm"), "\(twice.body)")
+                // So is one that is not URL-encoding, and one too large: each as a page, as the console's refusals
+                // are (they were the API's JSON).
+                for (body, status, code) in [
+                    ("app=%ZZ&note=x", 400, "invalidForm"),
+                    ("note=" + String(repeating: "x", count: ConsoleGate.formLimit + 1), 413, "formTooLarge"),
+                ] {
+                    let refused = try await browser.send(
+                        .post,
+                        "/console/customers/ann/grant",
+                        headers: [.contentType: "application/x-www-form-urlencoded"],
+                        body: ByteBuffer(string: body)
+                    )
+                    #expect(refused.status == status && refused.body.contains(code), "\(refused.status)")
+                    #expect(refused.headers[.contentType]?.hasPrefix("text/html") == true, "\(refused.headers)")
+                }
                 // An action names its app: one posted for an app that does not exist, or with none, changes nothing
                 // (it went to the first app, as a page does, until a probe found it on 2026-12-04).
                 for fields in [[("app", "com.example.nope")], []] {

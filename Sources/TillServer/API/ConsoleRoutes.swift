@@ -74,15 +74,26 @@ struct ConsoleGate: RouterMiddleware {
         let writes = request.method != .get && request.method != .head
         var request = request
         if writes, request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
-            let body = try await request.body.collect(upTo: Self.formLimit)
+            // A form the console cannot read is answered as a page, as every other refusal to a browser is (it was
+            // the API's JSON): the status, the reason's code, and a way back.
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: Self.formLimit)
+            } catch is NIOTooManyBytesError {
+                return Self.refusal(
+                    .contentTooLarge,
+                    "This form is larger than \(Self.formLimit / 1024) KiB (formTooLarge): the console's forms are not."
+                )
+            }
             // Hummingbird's decoder: `+` a space, `%XX` a byte; a name given twice is refused, as the console's forms
             // never repeat one.
             do {
                 context.form = try URLEncodedFormDecoder().decode([String: String].self, from: String(buffer: body))
             } catch {
-                throw TillHTTPError.badRequest(
-                    "invalidForm",
-                    "the form is not URL-encoded fields, each given once: \(error)"
+                return Self.refusal(
+                    .badRequest,
+                    "This form is not URL-encoded fields, each given once (invalidForm): \(error). "
+                        + "Reload the page and send it again."
                 )
             }
             request = Request(head: request.head, body: .init(buffer: ByteBuffer()))
@@ -122,6 +133,16 @@ struct ConsoleGate: RouterMiddleware {
             }
         }
         return try await next(request, context)
+    }
+
+    private static func refusal(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        ConsolePage.message(
+            status: status,
+            heading: "Refused",
+            message: message,
+            back: "/console/overview",
+            backLabel: "Back to the console"
+        )
     }
 }
 
