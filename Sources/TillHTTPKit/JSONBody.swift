@@ -62,6 +62,14 @@ public enum JSONBody {
         }
         do {
             return try decoder.decode(T.self, from: Data(bytes))
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            // The body is strict JSON (checked above), yet Foundation says "not valid JSON", with no path: that is
+            // what it says of a number its field cannot hold (1.5 or 1e400 for a whole number).
+            throw TillHTTPError.badRequest(
+                "invalidBody",
+                "the request body is not a valid \(T.self): a number does not fit its field "
+                    + "(a fraction where a whole number is needed, or one too large)"
+            )
         } catch let error as DecodingError {
             throw TillHTTPError.badRequest(
                 "invalidBody",

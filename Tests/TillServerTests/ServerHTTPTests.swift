@@ -384,6 +384,14 @@ struct ServerHTTPTests {
                         "acceptSandbox: expected true or false"
                     ),
                     (#"{"bundleId":"com.example.shape","appAppleId":"one"}"#, "appAppleId: expected a whole number"),
+                    (
+                        #"{"bundleId":"com.example.shape","appAppleId":1.5}"#,
+                        "a number does not fit its field (a fraction where a whole number is needed, or one too large)"
+                    ),
+                    (
+                        #"{"bundleId":"com.example.shape","appAppleId":1e400}"#,
+                        "a number does not fit its field (a fraction where a whole number is needed, or one too large)"
+                    ),
                 ] {
                     let refused = try await call(client, .post, "/admin/v1/apps", body, token: "operator")
                     #expect(
