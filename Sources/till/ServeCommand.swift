@@ -31,10 +31,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "development (with the in-process simulator) or production (Apple).") var mode: String?
     @Option(help: "The address to listen on.") var host: String?
-    @Option(help: "The port to listen on.") var port: Int?
+    // `.unconditional`: `--port -5` is a port the settings refuse in words (`http.port is a whole number from 0 to
+    // 65535, not -5`), not ArgumentParser's `Missing value`, which reads `-5` as an option.
+    @Option(parsing: .unconditional, help: "The port to listen on.") var port: Int?
     @Option(help: "An SQLite file, :memory:, or postgres://user@host:port/database.") var databaseURL: String?
     @Option(help: "The admin API's bearer token.") var operatorToken: String?
-    @Option(help: "The simulator's port (development mode).") var simulatorPort: Int?
+    @Option(parsing: .unconditional, help: "The simulator's port (development mode).") var simulatorPort: Int?
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
     @Option(help: "A JSON file of settings (keys as in docs/configuration.md).") var config: String?
 

@@ -45,3 +45,14 @@ extension CommandLineRefusalTests {
         #expect(run.errors.contains("is it running there?"), "\(run)")
     }
 }
+
+extension CommandLineRefusalTests {
+    /// A negative port is a port the settings refuse in words, as `TILL_HTTP_PORT=-5` is: ArgumentParser read `-5` as
+    /// an option and said `Missing value for '--port <port>'`.
+    @Test(arguments: [("--port", "http.port"), ("--simulator-port", "simulator.port")])
+    func aNegativePortIsRefusedAsAPort(flag: String, key: String) async throws {
+        let run = try await TillExecutable.run(["serve", flag, "-5", "--database-url", ":memory:"], input: "")
+        #expect(run.status == 64, "\(run)")
+        #expect(run.errors.contains("Error: \(key) is a whole number from 0 to 65535, not -5"), "\(run)")
+    }
+}
