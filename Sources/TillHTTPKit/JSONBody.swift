@@ -62,9 +62,12 @@ public enum JSONBody {
         }
         do {
             return try decoder.decode(T.self, from: Data(bytes))
-        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+        } catch DecodingError.dataCorrupted(let context)
+            where context.codingPath.isEmpty && context.debugDescription.hasPrefix("The given data was not valid JSON")
+        {
             // The body is strict JSON (checked above), yet Foundation says "not valid JSON", with no path: that is
-            // what it says of a number its field cannot hold (1.5 or 1e400 for a whole number).
+            // what it says of a number its field cannot hold (1.5 or 1e400 for a whole number). Any other refusal
+            // at the top (a type's own `init(from:)`) keeps its words, below.
             throw TillHTTPError.badRequest(
                 "invalidBody",
                 "the request body is not a valid \(T.self): a number does not fit its field "
