@@ -18,6 +18,11 @@ let upcoming: [SwiftSetting] =
         .enableUpcomingFeature("MemberImportVisibility"),
     ] + instrumented
 
+/// Every module but TillLedger is compiled only once `ledger-tables` has found that its code names none of the
+/// ledger's tables, so a statement writing money, credits or access from another module does not build
+/// (Plugins/LedgerTables; docs/architecture.md).
+let ledgerTables: [Target.PluginUsage] = [.plugin(name: "LedgerTables")]
+
 let package = Package(
     name: "Till",
     // What the server needs: Synchronization's Mutex arrived with these releases, and Hummingbird asks for macOS 14
@@ -83,6 +88,10 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
+        // The ledger's tables are named only in the ledger's module (and the migrations): the check each other
+        // module's build runs before it is compiled.
+        .executableTarget(name: "ledger-tables", path: "Tools/LedgerTables"),
+        .plugin(name: "LedgerTables", capability: .buildTool(), dependencies: ["ledger-tables"]),
         // What the server and the simulator share over HTTP: the error type and middleware, JSON bodies, wake-ups.
         .target(
             name: "TillHTTPKit",
@@ -97,7 +106,8 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         .target(
             name: "TillFormats",
@@ -108,7 +118,8 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         .target(
             name: "TillStorage",
@@ -124,7 +135,8 @@ let package = Package(
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // The ledger: the only writer of money, credits and access (its `LedgerStore` is internal to this module),
         // the event log written in each change's transaction, and the records and stores they read.
@@ -155,7 +167,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SQLKit", package: "sql-kit"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // The job queue: `srv_jobs`, its claims, leases, attempts, retry schedule and dead letters (its `JobStore`'s
         // claiming is internal to this module).
@@ -170,7 +183,8 @@ let package = Package(
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // The webhooks room: the apps' endpoints and the deliveries of events to them, Standard Webhooks (its store's
         // statements are internal to this module).
@@ -195,7 +209,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         .target(
             name: "TillContent",
@@ -213,7 +228,8 @@ let package = Package(
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // The operator's console below the HTTP layer: its sessions and audit (with their store, kept inside), its
         // Mustache templates and SVG charts, and how it writes numbers for people. The pages themselves, which read
@@ -232,7 +248,8 @@ let package = Package(
             // The console's templates, stylesheet and script, compiled into the binary (`PackageResources`): a
             // deployment is the one executable.
             resources: [.embedInCode("Templates")],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // Apple's side: intake (a submission verified and acknowledged in milliseconds), the confirmation queue and
         // its calls to Apple, App Store Server Notifications, consumption answers, catching up and the imports of
@@ -262,7 +279,8 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         .target(
             name: "TillServer",
@@ -299,7 +317,8 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "OTel", package: "swift-otel"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         .target(
             name: "TillSimulator",
@@ -325,7 +344,8 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // The development app `till serve` and `till demo` set up in the simulator and the server, and the helpers
         // that start a service on a free port; shared by the command line and the benchmarks.
@@ -347,7 +367,8 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // The benchmarks and the load generator (`till bench`), kept out of the libraries that ship.
         .target(
@@ -380,7 +401,8 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // `till demo` and `till shop`: an app on TillClient, so on Linux they link FoundationNetworking's URLSession
         // and with it libcurl. The trait `Demo` (on by default) puts them in `till`; the binary deployed to a
@@ -406,7 +428,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         .executableTarget(
             name: "till",
@@ -435,7 +458,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // What a purchase and a customer read allocate, counted in a process of its own by the malloc interposer it
         // links (the counters are the process's): PurchaseAllocationTests runs it. `till` does not link it.
@@ -445,7 +469,8 @@ let package = Package(
                 "TillBench",
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ],
-            swiftSettings: upcoming
+            swiftSettings: upcoming,
+            plugins: ledgerTables
         ),
         // What every test target shares: the `till` executable as a user runs it, the simulator and a production
         // server started apart and wired by settings, the test databases, and the rule for missing prerequisites.

@@ -8,6 +8,7 @@ import TillAppStore
 import TillCore
 import TillDevelopment
 import TillFormats
+import TillLedger
 import TillServer
 import TillStorage
 
@@ -66,7 +67,7 @@ public enum ConsoleBenchmark {
         do {
             let base = "http://127.0.0.1:\(port.port)"
             let cookie = try await signIn(client, base: base)
-            let targets = try await Targets.pick(server.database.sql)
+            let targets = try await Targets.pick(server.database)
             let app = "app=" + LedgerGenerator.bundleId
             let today = String(ReceiptDate.formatRFC3339(Date()).prefix(10))
             func daysAgo(_ days: Int) -> String {
@@ -181,32 +182,23 @@ public enum ConsoleBenchmark {
         var transactions: Int
         var customers: Int
 
-        /// Read once, before timing (the benchmark's own SQL, outside the server).
-        static func pick(_ sql: any SQLDatabase) async throws -> Targets {
-            func one(_ query: String) async throws -> (any SQLRow) {
-                guard let row = try await sql.raw(SQLQueryString(query)).first() else {
-                    throw BenchmarkFailure("the ledger is empty: \(query)")
-                }
-                return row
+        /// Read once, before timing: the ledger's landmarks from its bulk path, a notification from the server's log.
+        static func pick(_ database: TillDatabase) async throws -> Targets {
+            guard let landmarks = try await LedgerBulkLoad.landmarks(on: database.sql) else {
+                throw BenchmarkFailure("the ledger has no customer with a renewal")
             }
-            let busiest = try await one(
-                "SELECT customer_id, COUNT(*) AS n FROM srv_transactions GROUP BY customer_id ORDER BY n DESC LIMIT 1"
-            )
-            let renewal = try await one(
-                "SELECT transaction_id, original_transaction_id FROM srv_transactions WHERE transaction_id <> original_transaction_id LIMIT 1"
-            )
-            let notification = try await one("SELECT notification_uuid FROM srv_notifications LIMIT 1")
+            guard
+                let notification = try await database.sql.raw("SELECT notification_uuid FROM srv_notifications LIMIT 1")
+                    .first()
+            else { throw BenchmarkFailure("the ledger has no notification") }
             return Targets(
-                customer: try busiest.decode(column: "customer_id", as: String.self),
-                count: try busiest.decode(column: "n", as: Int.self),
-                transactionId: try renewal.decode(column: "transaction_id", as: String.self),
-                originalTransactionId: try renewal.decode(column: "original_transaction_id", as: String.self),
+                customer: landmarks.busiestCustomer,
+                count: landmarks.busiestCustomersTransactions,
+                transactionId: landmarks.renewal.transactionId,
+                originalTransactionId: landmarks.renewal.originalTransactionId,
                 notification: try notification.decode(column: "notification_uuid", as: String.self),
-                transactions: try await one("SELECT COUNT(*) AS n FROM srv_transactions").decode(
-                    column: "n",
-                    as: Int.self
-                ),
-                customers: try await one("SELECT COUNT(*) AS n FROM srv_customers").decode(column: "n", as: Int.self)
+                transactions: landmarks.transactions,
+                customers: landmarks.customers
             )
         }
     }

@@ -171,22 +171,81 @@ struct LayoutTests {
     }
 
     /// Only the ledger writes money, credits and access (docs/architecture.md, "One rule, one place"). The compiler
-    /// keeps its writer, `LedgerStore`, inside the TillLedger module (`theLedgersWriterIsInternalToItsModule`); this
-    /// keeps the SQL text: every statement that writes the ledger's rows, balance entries, the books or the renewal
-    /// state that grants a grace period, or links a guest to an account, is in TillLedger's `Store/LedgerStore.swift`
-    /// (or a migration) and its bulk path `LedgerBulkLoad` (the benchmarks' generator). So every change to them goes
-    /// through `Ledger`, which records it as an event in the same transaction.
+    /// keeps its writer, `LedgerStore`, inside the TillLedger module (`theLedgersWriterIsInternalToItsModule`), and the
+    /// build keeps the ledger's tables' names in it (`theBuildRefusesTheLedgersTablesOutsideTheLedger`). Inside the
+    /// module, this keeps the SQL text: every statement that writes the ledger's rows, balance entries, the books or
+    /// the renewal state that grants a grace period, or links a guest to an account, is in `Store/LedgerStore.swift`
+    /// or its bulk path `LedgerBulkLoad` (the benchmarks' generator), not in the stores that read them. So every change
+    /// to them goes through `Ledger`, which records it as an event in the same transaction.
     @Test func onlyTheLedgerWritesMoneyCreditsAndAccess() throws {
-        var offenders: [String] = []
-        for target in Self.serverModules + ["TillBench", "TillDevelopment"] {
-            offenders += try Self.ledgerWrites(in: target).filter {
-                ![
-                    "TillLedger/Store/LedgerStore.swift", "TillLedger/Store/LedgerBulkLoad.swift",
-                    "TillServer/Store/ServerSchema.swift",
-                ].contains($0.file)
-            }.map { "\($0.file): \($0.what)" }
-        }
-        #expect(offenders.isEmpty, "money, credits or access written outside the ledger: \(offenders)")
+        let offenders = try Self.ledgerWrites(in: "TillLedger").filter {
+            !["TillLedger/Store/LedgerStore.swift", "TillLedger/Store/LedgerBulkLoad.swift"].contains($0.file)
+        }.map { "\($0.file): \($0.what)" }
+        #expect(offenders.isEmpty, "money, credits or access written outside the ledger's writer: \(offenders)")
+    }
+
+    /// No module but TillLedger names the ledger's tables, to write or to read, whatever the statement's spelling
+    /// (`REPLACE INTO`, a name in a variable or an `SQLIdentifier`): each other module's build runs `ledger-tables`
+    /// (Plugins/LedgerTables) over its sources before compiling them, and a refusal fails the build. Here the check
+    /// is run on planted sources, and every module of Sources/ but TillLedger is seen to have it in Package.swift.
+    @Test func theBuildRefusesTheLedgersTablesOutsideTheLedger() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-ledger-tables-\(UUID())")
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("Store"),
+            withIntermediateDirectories: true
+        )
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let planted = folder.appendingPathComponent("Planted.swift")
+        try """
+        let update = "UPDATE srv_balances SET balance = balance + 100"
+        let replace = "REPLACE INTO srv_finance VALUES ('Sandbox', 't1')"
+        // srv_transactions in a comment is not code
+        let table = SQLIdentifier("srv_subscription_states")
+        let link = "UPDATE srv_customers SET alias_of = 'account'"
+        let lookalike = "srv_balances_archive"
+        """.write(to: planted, atomically: true, encoding: .utf8)
+        let clean = folder.appendingPathComponent("Clean.swift")
+        try #"let read = "SELECT * FROM srv_customers_archive" // the ledger's own tables are not named"#
+            .write(to: clean, atomically: true, encoding: .utf8)
+        let migrations = folder.appendingPathComponent("Store/ServerSchema.swift")
+        try #"let create = "CREATE TABLE srv_balances (balance INTEGER)""#
+            .write(to: migrations, atomically: true, encoding: .utf8)
+        let output = folder.appendingPathComponent("LedgerTablesChecked.swift")
+
+        let refused = try await TillExecutable.run(
+            ["TillContent", folder.path, output.path, planted.path, clean.path],
+            program: "ledger-tables"
+        )
+        #expect(refused.status == 1, "\(refused)")
+        let lines = refused.errors.split(separator: "\n").map { String($0) }
+        #expect(
+            lines.map { $0.components(separatedBy: ": error: ")[0] }
+                == [1, 2, 4, 5].map { "\(planted.path):\($0)" },
+            "\(refused)"
+        )
+        #expect(lines.allSatisfy { $0.contains("TillContent names the ledger's") }, "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+
+        // The same module without the planted file passes, and its output is made; the migrations are TillServer's.
+        let passed = try await TillExecutable.run(
+            ["TillServer", folder.path, output.path, clean.path, migrations.path],
+            program: "ledger-tables"
+        )
+        #expect(passed.status == 0, "\(passed)")
+        #expect(FileManager.default.fileExists(atPath: output.path))
+        let notMigrations = try await TillExecutable.run(
+            ["TillContent", folder.path, output.path, migrations.path],
+            program: "ledger-tables"
+        )
+        #expect(notMigrations.status == 1, "\(notMigrations)")
+
+        let manifest = try await Self.manifest("")
+        let modules = manifest.targets.filter { $0.path == nil && ["regular", "executable"].contains($0.type) }
+        #expect(modules.count >= 15, "read only \(modules.map(\.name))")
+        let unchecked = modules.filter { $0.name != "TillLedger" && !$0.plugins.contains("LedgerTables") }
+        #expect(unchecked.isEmpty, "modules whose build does not run the check: \(unchecked.map(\.name))")
+        let ledger = try #require(modules.first { $0.name == "TillLedger" })
+        #expect(ledger.plugins.isEmpty)
     }
 
     /// The scan above finds what it looks for: the ledger's own writer writes every one of the ledger's tables, and
@@ -473,15 +532,20 @@ struct LayoutTests {
         let implicit: Set<String> = [
             "Foundation", "FoundationNetworking", "FoundationEssentials", "Testing", "Synchronization", "Dispatch",
             "Glibc", "Darwin", "Musl", "VaporCSQLite", "Observation", "StoreKit", "SwiftUI", "Combine", "Network",
+            "PackagePlugin",
         ]
         // A product whose module has another name.
         let moduleOfProduct = ["_NIOFileSystem": "NIOFileSystem"]
         var problems: [String] = []
         for target in manifest.targets {
-            let declared = Set(target.dependencies.map { moduleOfProduct[$0] ?? $0 })
+            // A plugin's dependencies are the tools it runs, not modules it imports.
+            let declared =
+                target.type == "plugin" ? [] : Set(target.dependencies.map { moduleOfProduct[$0] ?? $0 })
             let folder =
                 (package.isEmpty ? "" : package + "/")
-                + (target.path ?? ((target.type == "test" ? "Tests/" : "Sources/") + target.name))
+                + (target.path
+                    ?? ((target.type == "test" ? "Tests/" : target.type == "plugin" ? "Plugins/" : "Sources/")
+                        + target.name))
             var imported: Set<String> = []
             let enumerator = FileManager.default.enumerator(atPath: Self.root.appendingPathComponent(folder).path)
             for case let file as String in try #require(enumerator)
@@ -669,8 +733,10 @@ private struct Manifest: Decodable {
         /// The packages of its products (`.product(name:package:)`), as Package.swift names them; the app's package
         /// (`Client`) is our own modules, so it is left out.
         var packages: Set<String>
+        /// The build-tool plugins it uses (`plugins:`).
+        var plugins: [String]
 
-        enum CodingKeys: String, CodingKey { case name, type, path, dependencies }
+        enum CodingKeys: String, CodingKey { case name, type, path, dependencies, pluginUsages }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -683,6 +749,9 @@ private struct Manifest: Decodable {
             // A product's array is [name, package, module aliases, condition].
             packages = Set(all.compactMap { $0["product"].flatMap { $0.count > 1 ? $0[1].text : nil } })
                 .subtracting(["Client"])
+            // Each usage is {"plugin": [name, package]}.
+            plugins = (try container.decodeIfPresent([[String: [Dependency]]].self, forKey: .pluginUsages) ?? [])
+                .compactMap { $0.values.first?.first?.text }
         }
     }
 

@@ -110,22 +110,34 @@ struct CatchUpStore: ServerSQLStore {
     /// The ledger's purchases (original transactions) of the app in `environment` that no history read so far
     /// listed: each may belong to an App Store customer whose history was never asked for. An operator's grant is
     /// not one: no App Store knows its `grant-…` id (Apple answers 4000006, and the run would never be complete).
+    /// The ledger's tables are the ledger's to read (Plugins/LedgerTables): its purchases come a page at a time, and
+    /// each page's listed ones are looked up here.
     func purchasesOutsideHistories(bundleId: String, environment: AppStoreEnvironment, on db: any SQLDatabase)
         async throws
         -> [String]
     {
-        try await db.raw(
-            """
-            SELECT DISTINCT t.original_transaction_id FROM srv_transactions t
-            WHERE t.bundle_id = \(bind: bundleId) AND t.environment = \(bind: environment)
-              AND t.source <> \(bind: LedgerSource.operator.rawValue)
-              AND NOT EXISTS (
-                SELECT 1 FROM srv_catch_up_purchases p
-                WHERE p.bundle_id = t.bundle_id AND p.environment = t.environment
-                  AND p.original_transaction_id = t.original_transaction_id)
-            ORDER BY t.original_transaction_id
-            """
-        ).all().map { try $0.decode(column: "original_transaction_id", as: String.self) }
+        let purchases = PurchaseStore(database: database)
+        var outside: [String] = []
+        var after: String?
+        while true {
+            let page = try await purchases.originalTransactionIds(
+                bundleId: bundleId,
+                environment: environment,
+                after: after,
+                limit: 1000,
+                on: db
+            )
+            guard let last = page.last else { return outside }
+            let listed = Set(
+                try await db.select().column("original_transaction_id").from("srv_catch_up_purchases")
+                    .where("bundle_id", .equal, bundleId).where("environment", .equal, environment.rawValue)
+                    .where("original_transaction_id", .in, page)
+                    .all().map { try $0.decode(column: "original_transaction_id", as: String.self) }
+            )
+            outside += page.filter { !listed.contains($0) }
+            guard page.count == 1000 else { return outside }
+            after = last
+        }
     }
 
     /// Whether a history read so far listed this purchase.

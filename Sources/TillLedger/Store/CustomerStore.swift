@@ -98,4 +98,23 @@ package struct CustomerStore: ServerSQLStore {
     ) {
         self.database = database
     }
+
+    // MARK: Finding a customer
+
+    /// Customer ids of an app that start with `prefix`, in order, at most `limit`, each with the account it is a guest
+    /// of (the console's search).
+    package func customers(bundleId: String, prefix: String, limit: Int, on db: any SQLDatabase) async throws
+        -> [(customerId: String, aliasOf: String?)]
+    {
+        try await db.raw(
+            """
+            SELECT customer_id, alias_of FROM srv_customers
+            WHERE bundle_id = \(bind: bundleId) AND customer_id >= \(bind: prefix)
+              AND customer_id < \(bind: prefix + "\u{10FFFF}")
+            ORDER BY customer_id LIMIT \(literal: limit)
+            """
+        ).all().map {
+            (try $0.decode(column: "customer_id", as: String.self), try $0.decode(column: "alias_of", as: String?.self))
+        }
+    }
 }

@@ -166,4 +166,48 @@ package struct LedgerBulkLoad: Sendable {
         let size = max(1, 30_000 / columns)
         return stride(from: 0, to: rows.count, by: size).map { Array(rows[$0..<min($0 + size, rows.count)]) }
     }
+
+    /// What a loaded ledger's benchmark asks about (`till bench console`): the customer with the most transactions
+    /// and how many, one renewal (a transaction that is not its purchase's first), and the totals. Nil when the
+    /// ledger has no renewal.
+    package struct Landmarks: Sendable {
+        package var busiestCustomer: String
+        package var busiestCustomersTransactions: Int
+        package var renewal: (transactionId: String, originalTransactionId: String)
+        package var transactions: Int
+        package var customers: Int
+    }
+
+    /// Reads the `Landmarks` of the ledger `db` holds: whole-table reads, for a benchmark's setup, not a server's.
+    package static func landmarks(on db: any SQLDatabase) async throws -> Landmarks? {
+        guard
+            let busiest = try await db.raw(
+                """
+                SELECT customer_id, COUNT(*) AS n FROM srv_transactions GROUP BY customer_id ORDER BY n DESC LIMIT 1
+                """
+            ).first(),
+            let renewal = try await db.raw(
+                """
+                SELECT transaction_id, original_transaction_id FROM srv_transactions
+                WHERE transaction_id <> original_transaction_id LIMIT 1
+                """
+            ).first(),
+            let totals = try await db.raw(
+                """
+                SELECT (SELECT COUNT(*) FROM srv_transactions) AS transactions,
+                       (SELECT COUNT(*) FROM srv_customers) AS customers
+                """
+            ).first()
+        else { return nil }
+        return Landmarks(
+            busiestCustomer: try busiest.decode(column: "customer_id", as: String.self),
+            busiestCustomersTransactions: Int(try busiest.decode(column: "n", as: Int64.self)),
+            renewal: (
+                try renewal.decode(column: "transaction_id", as: String.self),
+                try renewal.decode(column: "original_transaction_id", as: String.self)
+            ),
+            transactions: Int(try totals.decode(column: "transactions", as: Int64.self)),
+            customers: Int(try totals.decode(column: "customers", as: Int64.self))
+        )
+    }
 }

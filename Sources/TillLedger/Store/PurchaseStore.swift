@@ -116,6 +116,46 @@ package struct PurchaseStore: ServerSQLStore {
             """
     )
 
+    /// An app's ledger rows whose transaction id, or original transaction id, is `id` (any environment), at most
+    /// `limit` by original (the console's search). The environments are named so that each lookup is one probe of the
+    /// key or of the original's index per environment; the app is checked on the rows found (a condition on it would
+    /// let the planner prefer the app's whole range).
+    package func transactions(bundleId: String, transactionOrOriginalId id: String, limit: Int, on db: any SQLDatabase)
+        async throws -> [LedgerRecord]
+    {
+        let environments = AppStoreEnvironment.known.map(\.rawValue)
+        let byId = try await db.select().column("*").from("srv_transactions")
+            .where("environment", .in, environments).where("transaction_id", .equal, id)
+            .all(decoding: LedgerRecord.self, with: Self.decoding)
+        // By original: the read of a subscription's transactions, whose statement makes SQLite use the index (a
+        // condition on the environments alone let it walk the whole primary key: 0.5 s on a million).
+        var byOriginal: [LedgerRecord] = []
+        for environment in AppStoreEnvironment.known where byOriginal.count < limit {
+            byOriginal += try await transactions(environment: environment, originalTransactionId: id, on: db)
+        }
+        return (byId + byOriginal.prefix(limit).filter { $0.transactionId != id }).filter { $0.bundleId == bundleId }
+    }
+
+    /// An app's purchases in `environment` (original transaction ids, in order), `limit` at a time after `after`,
+    /// that came from the App Store: not an operator's grant, whose `grant-…` id no App Store knows. Catch-up asks
+    /// for the ones no history read listed.
+    package func originalTransactionIds(
+        bundleId: String,
+        environment: AppStoreEnvironment,
+        after: String?,
+        limit: Int,
+        on db: any SQLDatabase
+    ) async throws -> [String] {
+        try await db.raw(
+            """
+            SELECT DISTINCT original_transaction_id FROM srv_transactions
+            WHERE bundle_id = \(bind: bundleId) AND environment = \(bind: environment)
+              AND source <> \(bind: LedgerSource.operator.rawValue) AND original_transaction_id > \(bind: after ?? "")
+            ORDER BY original_transaction_id LIMIT \(literal: limit)
+            """
+        ).all().map { try $0.decode(column: "original_transaction_id", as: String.self) }
+    }
+
     // MARK: Balances
 
     package func balances(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> [String: Int64]

@@ -40,7 +40,7 @@ extension Customers {
                 else { return }
                 matches.append(match)
             }
-            for row in try await timelineStore.transactions(
+            for row in try await purchaseStore.transactions(
                 bundleId: bundleId,
                 transactionOrOriginalId: query,
                 limit: limit,
@@ -54,7 +54,7 @@ extension Customers {
                     )
                 )
             }
-            for (customerId, aliasOf) in try await timelineStore.customers(
+            for (customerId, aliasOf) in try await customerStore.customers(
                 bundleId: bundleId,
                 prefix: query,
                 limit: limit,

@@ -13,48 +13,6 @@ import TillStorage
 struct TimelineStore: ServerSQLStore {
     let database: TillDatabase
 
-    // MARK: Finding a customer
-
-    /// Customer ids of an app that start with `prefix`, in order, at most `limit`, each with the account it is a guest
-    /// of.
-    func customers(bundleId: String, prefix: String, limit: Int, on db: any SQLDatabase) async throws
-        -> [(customerId: String, aliasOf: String?)]
-    {
-        try await db.raw(
-            """
-            SELECT customer_id, alias_of FROM srv_customers
-            WHERE bundle_id = \(bind: bundleId) AND customer_id >= \(bind: prefix)
-              AND customer_id < \(bind: prefix + "\u{10FFFF}")
-            ORDER BY customer_id LIMIT \(literal: limit)
-            """
-        ).all().map {
-            (try $0.decode(column: "customer_id", as: String.self), try $0.decode(column: "alias_of", as: String?.self))
-        }
-    }
-
-    /// An app's ledger rows whose transaction id, or original transaction id, is `id` (any environment). The
-    /// environments are named so that each lookup is one probe of the key or of the original's index per environment;
-    /// the app is checked on the rows found (a condition on it would let the planner prefer the app's whole range).
-    func transactions(bundleId: String, transactionOrOriginalId id: String, limit: Int, on db: any SQLDatabase)
-        async throws -> [LedgerRecord]
-    {
-        let environments = AppStoreEnvironment.known.map(\.rawValue)
-        let byId = try await db.select().column("*").from("srv_transactions")
-            .where("environment", .in, environments).where("transaction_id", .equal, id)
-            .all(decoding: LedgerRecord.self, with: Self.decoding)
-        // By original: the ledger's own read of a subscription's transactions, which makes SQLite use the index
-        // (a condition on the environments alone let it walk the whole primary key: 0.5 s on a million).
-        var byOriginal: [LedgerRecord] = []
-        for environment in AppStoreEnvironment.known where byOriginal.count < limit {
-            byOriginal += try await PurchaseStore(database: database).transactions(
-                environment: environment,
-                originalTransactionId: id,
-                on: db
-            )
-        }
-        return (byId + byOriginal.prefix(limit).filter { $0.transactionId != id }).filter { $0.bundleId == bundleId }
-    }
-
     // MARK: A customer's timeline
 
     /// The newest `limit` rows of these customers (an account and its guests), newest first by `at`: each id read on
