@@ -22,10 +22,11 @@ public final class Catalogue: ProductCatalogue, Sendable {
     /// The apps Till serves.
     package var serverAppStore: ServerAppStore { ServerAppStore(database: database) }
     package let clock: ServerClock
-    /// Called after an app's credentials for Apple changed (shared secrets, the App Store Server API key): the
-    /// confirmation queue tries again at once what Apple refused on the old ones. A hook because the queue is a room
-    /// above the catalogue.
-    package let credentialsChanged: @Sendable (_ bundleId: String) async throws -> Void
+    /// Called after an app's credentials for Apple changed (shared secrets, the App Store Server API key; `apiKey`:
+    /// the key is among them), with the app as saved: the confirmation queue tries again at once what Apple refused
+    /// on the old ones, and catch-up runs now for a key that came or changed. A hook because those rooms are above
+    /// the catalogue.
+    package let credentialsChanged: @Sendable (_ app: ServerApp, _ apiKey: Bool) async throws -> Void
     /// Apps by key, read on every request of the app API.
     private let appsByKey = SnapshotCache<String, AuthenticatedApp?>(lifetime: .seconds(1))
     /// Apps by bundle id, for the confirmation worker (one lookup per attempt).
@@ -37,7 +38,7 @@ public final class Catalogue: ProductCatalogue, Sendable {
     package init(
         database: TillDatabase,
         clock: ServerClock,
-        credentialsChanged: @escaping @Sendable (_ bundleId: String) async throws -> Void
+        credentialsChanged: @escaping @Sendable (_ app: ServerApp, _ apiKey: Bool) async throws -> Void
     ) {
         self.database = database
         self.clock = clock
@@ -172,13 +173,14 @@ public final class Catalogue: ProductCatalogue, Sendable {
             try await self.serverAppStore.save(app, on: db)
             return (app, before)
         }
-        if app.sharedSecrets != before.sharedSecrets || app.apiKeyId != before.apiKeyId
-            || app.apiIssuerId != before.apiIssuerId || app.apiPrivateKey != before.apiPrivateKey
-        {
+        let apiKey =
+            app.apiKeyId != before.apiKeyId || app.apiIssuerId != before.apiIssuerId
+            || app.apiPrivateKey != before.apiPrivateKey
+        if apiKey || app.sharedSecrets != before.sharedSecrets {
             // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
             // once, with the new settings (forget the old ones first), rather than after their back-off.
             changed()
-            try await credentialsChanged(bundleId)
+            try await credentialsChanged(app, apiKey)
         }
         return app
     }

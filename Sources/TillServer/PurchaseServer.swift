@@ -101,8 +101,20 @@ public final class PurchaseServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         readiness = Readiness(database: database)
-        // An app's new credentials for Apple: the confirmations that failed on the old ones are due at once.
-        catalogue = Catalogue(database: database, clock: clock) { bundleId in
+        // An app's new credentials for Apple: the confirmations that failed on the old ones are due at once, and an
+        // App Store Server API key that came or changed brings the app's catch-up forward to now (a key given after
+        // the server started waited up to `catch-up.interval-seconds` for its first run).
+        let catchUpInterval = configuration.catchUp.interval
+        catalogue = Catalogue(database: database, clock: clock) { app, apiKey in
+            let bundleId = app.bundleId
+            if apiKey, catchUpInterval > .zero, CatchUp.hasAPIKey(app) {
+                try await CatchUp.bringForward(
+                    bundleId: bundleId,
+                    jobs: jobs,
+                    database: database,
+                    at: clock.milliseconds
+                )
+            }
             let moved = try await ConfirmationQueue.bringForward(
                 cause: .configuration,
                 bundleId: bundleId,

@@ -203,4 +203,68 @@ extension CatchUpTests {
             #expect(try sandbox(run).transactions.histories == 1)
         }
     }
+
+    /// An App Store Server API key given or changed while the server runs brings the app's catch-up forward to now:
+    /// it waited up to `catch-up.interval-seconds` (an hour by default) for its first run. A change of the shared
+    /// secrets alone does not.
+    @Test func anAPIKeyGivenOrChangedAfterStartCatchesUpAtOnce() async throws {
+        try await ServerFixture.run(configure: { $0.catchUp.interval = .seconds(3600) }) { fixture in
+            try await submit(fixture, try await fixture.buy("pro"), as: "c1")
+            let catchUp = fixture.server.catchUp
+            let catalogue = fixture.server.catalogue
+            let later = "com.example.later"
+            _ = try await catalogue.createApp(ServerAppInput(bundleId: later, sharedSecrets: ["s3cret"]))
+            let appAppleId = try #require(fixture.app.appAppleId)
+            try await withServices({ _ in ServiceBox(CatchUpWorker(server: fixture.server)) }) { _ in
+                // At start: the app with a key; the keyless one has nothing to run.
+                try await waitUntil(timeout: .seconds(60)) {
+                    (try? await catchUp.lastRun(bundleId: ServerFixture.bundleId)) != nil
+                }
+                let first = try await catchUp.lastRun(bundleId: ServerFixture.bundleId)
+                #expect(first.trigger == .start)
+
+                // The keyless app is given one: its first run now, not an hour later.
+                let key = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
+                _ = try await catalogue.updateApp(
+                    bundleId: later,
+                    ServerAppInput(apiKeyId: key.keyId, apiIssuerId: key.issuerId, apiPrivateKey: key.privateKey)
+                )
+                try await waitUntil(timeout: .seconds(30)) { (try? await catchUp.lastRun(bundleId: later)) != nil }
+                #expect(try await catchUp.lastRun(bundleId: later).trigger == .start)
+
+                // The first app's key changes: its periodic run comes forward.
+                let rotated = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
+                _ = try await catalogue.updateApp(
+                    bundleId: ServerFixture.bundleId,
+                    ServerAppInput(
+                        apiKeyId: rotated.keyId,
+                        apiIssuerId: rotated.issuerId,
+                        apiPrivateKey: rotated.privateKey
+                    )
+                )
+                try await waitUntil(timeout: .seconds(30)) {
+                    (try? await catchUp.lastRun(bundleId: ServerFixture.bundleId))?.startedAt ?? 0 > first.startedAt
+                }
+                let brought = try await catchUp.lastRun(bundleId: ServerFixture.bundleId)
+                #expect(brought.trigger == .interval && brought.outcome == .complete, "\(brought)")
+
+                // A new shared secret alone leaves the next run where it was: an hour away.
+                _ = try await catalogue.updateApp(
+                    bundleId: ServerFixture.bundleId,
+                    ServerAppInput(sharedSecrets: ["s3cret", "n3w"])
+                )
+                try await Task.sleep(for: .seconds(2))
+                #expect(try await catchUp.lastRun(bundleId: ServerFixture.bundleId).startedAt == brought.startedAt)
+                let due = try #require(
+                    try await fixture.server.database.sql.raw(
+                        "SELECT due_at FROM srv_jobs WHERE kind = 'catchUp' AND job_key = \(bind: ServerFixture.bundleId)"
+                    ).first()?.decode(column: "due_at", as: Int64.self)
+                )
+                #expect(
+                    due > brought.finishedAt + 3_000_000,
+                    "next run due at \(due), the run ended at \(brought.finishedAt)"
+                )
+            }
+        }
+    }
 }

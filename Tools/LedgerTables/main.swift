@@ -14,7 +14,9 @@ let migrations = ["TillServer": "Store/ServerSchema.swift"]
 
 /// The first of the ledger's names that `line` holds as a whole word.
 func ledgerName(in line: Substring) -> String? {
-    func isWordCharacter(_ character: Character) -> Bool { character == "_" || character.isLetter || character.isNumber }
+    func isWordCharacter(_ character: Character) -> Bool {
+        character == "_" || character.isLetter || character.isNumber
+    }
     for name in names {
         var rest = line[...]
         while let range = rest.range(of: name) {

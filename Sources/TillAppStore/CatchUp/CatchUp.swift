@@ -131,6 +131,17 @@ public struct CatchUp: AppStoreRoom, Sendable {
         }
     }
 
+    /// Makes the app's catch-up due at `now` (its App Store Server API key came or changed) and wakes the worker: a
+    /// job due later comes forward, one under way is left to finish (its next is scheduled as usual).
+    package static func bringForward(bundleId: String, jobs: JobQueue, database: TillDatabase, at now: Int64)
+        async throws
+    {
+        try await database.transaction(bookkeeping: true) { db in
+            try await jobs.schedule(.catchUp, key: bundleId, dueAt: now, on: db)
+        }
+        jobs.wake(.catchUp)
+    }
+
     /// Runs a claimed catch-up job (`CatchUpRuns`): the app's catch-up, which schedules its next run; a job whose app
     /// is gone or has no App Store Server API key any more is finished.
     func run(_ job: Job, trigger: (String) -> CatchUpRun.TriggerPayload) async {
