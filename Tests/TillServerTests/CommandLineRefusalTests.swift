@@ -56,3 +56,20 @@ extension CommandLineRefusalTests {
         #expect(run.errors.contains("Error: \(key) is a whole number from 0 to 65535, not -5"), "\(run)")
     }
 }
+
+extension CommandLineRefusalTests {
+    /// `till check` (as `backup` and `restore`) of a database it cannot reach says so once, as its error: it also
+    /// logged the serving server's words for an outage, "requests wait up to 5.0 seconds for it, then get 503".
+    @Test func aCheckOfADatabaseItCannotReachSaysSoOnce() async throws {
+        let run = try await TillExecutable.run(
+            ["check", "--database-url", "postgres://till@127.0.0.1:1/till"],
+            input: "",
+            timeout: .seconds(30)
+        )
+        #expect(run.status == 1, "\(run)")
+        let lines = run.errors.split(separator: "\n")
+        #expect(lines.count == 1, "\(run)")
+        #expect(lines.first?.hasPrefix("Error: storage unavailable (unreachable): ") == true, "\(run)")
+        #expect(!run.errors.contains("503"), "\(run)")
+    }
+}

@@ -83,6 +83,14 @@ public enum DatabaseBackup {
 
     // MARK: Backup
 
+    /// A database as the one-shot commands open it: a failure is thrown and said once by the command (`Error: …`),
+    /// not also logged as a serving server's storage outage is ("requests wait up to 5 s for it, then get 503").
+    static func open(_ configuration: DatabaseConfiguration) async throws -> TillDatabase {
+        var logger = Logger(label: "till.database")
+        logger.logLevel = .critical
+        return try await TillDatabase.open(configuration, logger: logger)
+    }
+
     /// Copies the database at `source` to the new file `destination` while it may be in use, then checks the
     /// copy (SQLite). For PostgreSQL, `pg_dump --format=custom --file destination`.
     public static func backup(_ source: DatabaseConfiguration, to destination: String) async throws -> Report {
@@ -92,7 +100,7 @@ public enum DatabaseBackup {
             throw Failure.inMemory
         case .sqlite(let path):
             guard FileManager.default.fileExists(atPath: path) else { throw Failure.missing(path) }
-            let database = try await TillDatabase.open(source)
+            let database = try await Self.open(source)
             do {
                 try await database.copySQLite(to: destination)
             } catch {
@@ -131,7 +139,7 @@ public enum DatabaseBackup {
             case .other: if !Self.isEmptyFile(path) { throw Failure.notADatabase(path) }
             }
         }
-        let database = try await TillDatabase.open(configuration)
+        let database = try await Self.open(configuration)
         do {
             var report = Report()
             report.problems += try await database.integrityProblems()
@@ -231,7 +239,7 @@ public enum DatabaseBackup {
 
     /// The tables of a database, or an error when it cannot be reached.
     static func tableNames(of configuration: DatabaseConfiguration) async throws -> [String] {
-        let database = try await TillDatabase.open(configuration)
+        let database = try await Self.open(configuration)
         do {
             let tables = try await database.tableNames()
             try await database.shutdown()
