@@ -126,13 +126,15 @@ public final class Catalogue: ProductCatalogue, Sendable {
             createdAt: clock.milliseconds
         )
         try validateKeys(app)
-        return try await database.transaction { db in
+        try await database.transaction { db in
             if try await self.serverAppStore.app(bundleId: bundleId, on: db) != nil {
                 throw CatalogueRefusal(.appExists, "an app with bundle id \(bundleId) exists")
             }
             try await self.serverAppStore.save(app, on: db)
-            return app
         }
+        // An app created with its App Store Server API key catches up at once, as one given it later does.
+        if app.apiKeyId != nil { try await credentialsChanged(app, true) }
+        return app
     }
 
     public func updateApp(bundleId: String, _ input: ServerAppInput) async throws -> ServerApp {

@@ -107,14 +107,6 @@ public final class PurchaseServer: Sendable {
         let catchUpInterval = configuration.catchUp.interval
         catalogue = Catalogue(database: database, clock: clock) { app, apiKey in
             let bundleId = app.bundleId
-            if apiKey, catchUpInterval > .zero, CatchUp.hasAPIKey(app) {
-                try await CatchUp.bringForward(
-                    bundleId: bundleId,
-                    jobs: jobs,
-                    database: database,
-                    at: clock.milliseconds
-                )
-            }
             let moved = try await ConfirmationQueue.bringForward(
                 cause: .configuration,
                 bundleId: bundleId,
@@ -124,6 +116,19 @@ public final class PurchaseServer: Sendable {
             if moved > 0 {
                 logger.notice("\(bundleId)'s credentials changed: \(moved) confirmations they failed are due now")
                 signals.workAvailable.signal()
+            }
+            // After the confirmations, and not refusing the change if it fails: the app's periodic run comes anyway.
+            if apiKey, catchUpInterval > .zero, CatchUp.hasAPIKey(app) {
+                do {
+                    try await CatchUp.bringForward(
+                        bundleId: bundleId,
+                        jobs: jobs,
+                        database: database,
+                        at: clock.milliseconds
+                    )
+                } catch {
+                    logger.error("\(bundleId)'s new API key: its catch-up could not be brought forward: \(error)")
+                }
             }
         }
         self.jobs = jobs

@@ -327,4 +327,39 @@ struct CatchUpTests {
             #expect(second.outcome == .complete, "\(second)")
         }
     }
+
+    /// The ledger's purchases that no history lists are read a page at a time (the ledger's tables are the ledger's
+    /// to read): pages that end on a page's edge, or in the middle, find what one page finds.
+    @Test(arguments: TestDatabase.all) func purchasesOutsideHistoriesAreFoundAcrossPages(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
+            for _ in 0..<5 { try await submit(fixture, try await fixture.buy("gems.100"), as: "c1") }
+            let store = CatchUpStore(database: fixture.server.database)
+            let all = try await store.purchasesOutsideHistories(
+                bundleId: ServerFixture.bundleId,
+                environment: .sandbox,
+                on: store.sql
+            )
+            #expect(all.count == 5 && all == all.sorted(), "\(all)")
+            for listed in [all[1], all[4]] {
+                try await store.sql.raw(
+                    """
+                    INSERT INTO srv_catch_up_purchases
+                        (bundle_id, environment, original_transaction_id, anchor, revision, updated_at)
+                    VALUES (\(bind: ServerFixture.bundleId), 'Sandbox', \(bind: listed), \(bind: listed), NULL, 1)
+                    """
+                ).run()
+            }
+            for pageSize in [1, 2, 3, 1000] {
+                let outside = try await store.purchasesOutsideHistories(
+                    bundleId: ServerFixture.bundleId,
+                    environment: .sandbox,
+                    pageSize: pageSize,
+                    on: store.sql
+                )
+                #expect(outside == [all[0], all[2], all[3]], "pages of \(pageSize): \(outside)")
+            }
+        }
+    }
 }

@@ -204,6 +204,10 @@ struct LayoutTests {
         let link = "UPDATE srv_customers SET alias_of = 'account'"
         let lookalike = "srv_balances_archive"
         """.write(to: planted, atomically: true, encoding: .utf8)
+        // Windows line ends: each line is its own, and a comment on the first hides nothing after it.
+        let crlf = folder.appendingPathComponent("CRLF.swift")
+        try "// a comment\r\nlet grant = \"INSERT INTO srv_transactions VALUES (1)\"\r\n"
+            .write(to: crlf, atomically: true, encoding: .utf8)
         let clean = folder.appendingPathComponent("Clean.swift")
         try #"let read = "SELECT * FROM srv_customers_archive" // the ledger's own tables are not named"#
             .write(to: clean, atomically: true, encoding: .utf8)
@@ -213,14 +217,14 @@ struct LayoutTests {
         let output = folder.appendingPathComponent("LedgerTablesChecked.swift")
 
         let refused = try await TillExecutable.run(
-            ["TillContent", folder.path, output.path, planted.path, clean.path],
+            ["TillContent", folder.path, output.path, planted.path, crlf.path, clean.path],
             program: "ledger-tables"
         )
         #expect(refused.status == 1, "\(refused)")
         let lines = refused.errors.split(separator: "\n").map { String($0) }
         #expect(
             lines.map { $0.components(separatedBy: ": error: ")[0] }
-                == [1, 2, 4, 5].map { "\(planted.path):\($0)" },
+                == [1, 2, 4, 5].map { "\(planted.path):\($0)" } + ["\(crlf.path):2"],
             "\(refused)"
         )
         #expect(lines.allSatisfy { $0.contains("TillContent names the ledger's") }, "\(refused)")

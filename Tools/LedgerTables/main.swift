@@ -42,7 +42,7 @@ let exempt = migrations[module].map { directory.appending(path: $0).standardized
 var refusals = 0
 for path in arguments.dropFirst(3) where URL(filePath: path).standardizedFileURL.path != exempt {
     let text = try String(contentsOfFile: path, encoding: .utf8)
-    for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+    for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
         guard !line.drop(while: { $0 == " " }).hasPrefix("//"), let name = ledgerName(in: line) else { continue }
         FileHandle.standardError.write(
             Data(

@@ -73,6 +73,9 @@ public struct CatchUp: AppStoreRoom, Sendable {
         let interval = configuration.catchUp.interval
         do {
             let run = await read(app, trigger: trigger, startedAt: startedAt)
+            // A key given or changed while this run read with the old one could not bring the job forward (it was
+            // claimed): the next run is then due at once, not an interval later.
+            let rekeyed = (try? await catalogue.app(bundleId: app.bundleId)).map { !Self.sameAPIKey($0, app) } ?? false
             let report = String(decoding: try JSONEncoder().encode(run), as: UTF8.self)
             try await database.transaction(bookkeeping: true) { db in
                 try await self.catchUpStore.saveCatchUpReport(
@@ -82,7 +85,7 @@ public struct CatchUp: AppStoreRoom, Sendable {
                     report: report,
                     on: db
                 )
-                try await self.endAttempt(of: app.bundleId, interval: interval, error: nil, on: db)
+                try await self.endAttempt(of: app.bundleId, interval: interval, now: rekeyed, error: nil, on: db)
             }
             metrics.catchUp(run)
             log(run)
@@ -95,15 +98,20 @@ public struct CatchUp: AppStoreRoom, Sendable {
         }
     }
 
-    /// The next run of the app an interval from now; with an interval of zero, none until an operator asks.
-    private func endAttempt(of bundleId: String, interval: Duration, error: String?, on db: any SQLDatabase)
-        async throws
-    {
+    /// The next run of the app an interval from now (`now`: at once); with an interval of zero, none until an
+    /// operator asks.
+    private func endAttempt(
+        of bundleId: String,
+        interval: Duration,
+        now: Bool = false,
+        error: String?,
+        on db: any SQLDatabase
+    ) async throws {
         if interval > .zero {
             try await jobs.retry(
                 .catchUp,
                 key: bundleId,
-                at: clock.milliseconds + interval.milliseconds,
+                at: clock.milliseconds + (now ? 0 : interval.milliseconds),
                 error: error,
                 on: db
             )
@@ -198,6 +206,12 @@ public struct CatchUp: AppStoreRoom, Sendable {
             "catch-up of \(run.bundleId) (\(run.trigger.rawValue)): \(run.outcome.rawValue); \(recovered) notifications recovered, \(recorded) transactions recorded, \(revoked) revoked"
             + (errors.isEmpty ? "" : "; " + errors.map(\.message).joined(separator: "; "))
         if errors.isEmpty { logger.info("\(message)") } else { logger.warning("\(message)") }
+    }
+
+    /// Whether the two have the same App Store Server API key.
+    static func sameAPIKey(_ one: ServerApp, _ other: ServerApp) -> Bool {
+        one.apiKeyId == other.apiKeyId && one.apiIssuerId == other.apiIssuerId
+            && one.apiPrivateKey == other.apiPrivateKey
     }
 
     package static func hasAPIKey(_ app: ServerApp) -> Bool {

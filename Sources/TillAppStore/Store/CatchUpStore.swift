@@ -112,10 +112,12 @@ struct CatchUpStore: ServerSQLStore {
     /// not one: no App Store knows its `grant-…` id (Apple answers 4000006, and the run would never be complete).
     /// The ledger's tables are the ledger's to read (Plugins/LedgerTables): its purchases come a page at a time, and
     /// each page's listed ones are looked up here.
-    func purchasesOutsideHistories(bundleId: String, environment: AppStoreEnvironment, on db: any SQLDatabase)
-        async throws
-        -> [String]
-    {
+    func purchasesOutsideHistories(
+        bundleId: String,
+        environment: AppStoreEnvironment,
+        pageSize: Int = 1000,
+        on db: any SQLDatabase
+    ) async throws -> [String] {
         let purchases = PurchaseStore(database: database)
         var outside: [String] = []
         var after: String?
@@ -124,7 +126,7 @@ struct CatchUpStore: ServerSQLStore {
                 bundleId: bundleId,
                 environment: environment,
                 after: after,
-                limit: 1000,
+                limit: pageSize,
                 on: db
             )
             guard let last = page.last else { return outside }
@@ -135,7 +137,7 @@ struct CatchUpStore: ServerSQLStore {
                     .all().map { try $0.decode(column: "original_transaction_id", as: String.self) }
             )
             outside += page.filter { !listed.contains($0) }
-            guard page.count == 1000 else { return outside }
+            guard page.count == pageSize else { return outside }
             after = last
         }
     }

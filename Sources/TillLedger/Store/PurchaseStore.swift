@@ -146,11 +146,12 @@ package struct PurchaseStore: ServerSQLStore {
         limit: Int,
         on db: any SQLDatabase
     ) async throws -> [String] {
-        try await db.raw(
+        let cursor: SQLQueryString = after.map { " AND original_transaction_id > \(bind: $0)" } ?? ""
+        return try await db.raw(
             """
             SELECT DISTINCT original_transaction_id FROM srv_transactions
             WHERE bundle_id = \(bind: bundleId) AND environment = \(bind: environment)
-              AND source <> \(bind: LedgerSource.operator.rawValue) AND original_transaction_id > \(bind: after ?? "")
+              AND source <> \(bind: LedgerSource.operator.rawValue)\(cursor)
             ORDER BY original_transaction_id LIMIT \(literal: limit)
             """
         ).all().map { try $0.decode(column: "original_transaction_id", as: String.self) }
