@@ -205,9 +205,8 @@ extension CatchUpTests {
     }
 
     /// An App Store Server API key given or changed while the server runs (or an app created with one) brings the
-    /// app's catch-up forward to now:
-    /// it waited up to `catch-up.interval-seconds` (an hour by default) for its first run. A change of the shared
-    /// secrets alone does not.
+    /// app's catch-up forward to now: it waited up to `catch-up.interval-seconds` (an hour by default) for its first
+    /// run. A change of the shared secrets alone does not.
     @Test func anAPIKeyGivenOrChangedAfterStartCatchesUpAtOnce() async throws {
         try await ServerFixture.run(configure: { $0.catchUp.interval = .seconds(3600) }) { fixture in
             try await submit(fixture, try await fixture.buy("pro"), as: "c1")
@@ -216,6 +215,14 @@ extension CatchUpTests {
             let later = "com.example.later"
             _ = try await catalogue.createApp(ServerAppInput(bundleId: later, sharedSecrets: ["s3cret"]))
             let appAppleId = try #require(fixture.app.appAppleId)
+            /// Gives the app a new key of the simulated app.
+            func newKey(_ bundleId: String) async throws {
+                let key = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
+                _ = try await catalogue.updateApp(
+                    bundleId: bundleId,
+                    ServerAppInput(apiKeyId: key.keyId, apiIssuerId: key.issuerId, apiPrivateKey: key.privateKey)
+                )
+            }
             try await withServices({ _ in ServiceBox(CatchUpWorker(server: fixture.server)) }) { _ in
                 // At start: the app with a key; the keyless one has nothing to run.
                 try await waitUntil(timeout: .seconds(60)) {
@@ -225,11 +232,7 @@ extension CatchUpTests {
                 #expect(first.trigger == .start)
 
                 // The keyless app is given one: its first run now, not an hour later.
-                let key = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
-                _ = try await catalogue.updateApp(
-                    bundleId: later,
-                    ServerAppInput(apiKeyId: key.keyId, apiIssuerId: key.issuerId, apiPrivateKey: key.privateKey)
-                )
+                try await newKey(later)
                 try await waitUntil(timeout: .seconds(30)) { (try? await catchUp.lastRun(bundleId: later)) != nil }
                 #expect(try await catchUp.lastRun(bundleId: later).trigger == .start)
 
@@ -247,15 +250,7 @@ extension CatchUpTests {
                 try await waitUntil(timeout: .seconds(30)) { (try? await catchUp.lastRun(bundleId: created)) != nil }
 
                 // The first app's key changes: its periodic run comes forward.
-                let rotated = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
-                _ = try await catalogue.updateApp(
-                    bundleId: ServerFixture.bundleId,
-                    ServerAppInput(
-                        apiKeyId: rotated.keyId,
-                        apiIssuerId: rotated.issuerId,
-                        apiPrivateKey: rotated.privateKey
-                    )
-                )
+                try await newKey(ServerFixture.bundleId)
                 try await waitUntil(timeout: .seconds(30)) {
                     (try? await catchUp.lastRun(bundleId: ServerFixture.bundleId))?.startedAt ?? 0 > first.startedAt
                 }
@@ -267,26 +262,10 @@ extension CatchUpTests {
                 fixture.simulator.faults.add(
                     FaultRule(endpoint: .serverAPI, latencyMinimum: 3, latencyMaximum: 3, remaining: 1)
                 )
-                let slowKey = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
-                _ = try await catalogue.updateApp(
-                    bundleId: ServerFixture.bundleId,
-                    ServerAppInput(
-                        apiKeyId: slowKey.keyId,
-                        apiIssuerId: slowKey.issuerId,
-                        apiPrivateKey: slowKey.privateKey
-                    )
-                )
+                try await newKey(ServerFixture.bundleId)
                 try await Task.sleep(for: .seconds(1))
-                let duringKey = try await fixture.simulator.appStoreConnect.createAPIKey(appAppleId: appAppleId)
                 let changedAt = fixture.server.clock.milliseconds
-                _ = try await catalogue.updateApp(
-                    bundleId: ServerFixture.bundleId,
-                    ServerAppInput(
-                        apiKeyId: duringKey.keyId,
-                        apiIssuerId: duringKey.issuerId,
-                        apiPrivateKey: duringKey.privateKey
-                    )
-                )
+                try await newKey(ServerFixture.bundleId)
                 try await waitUntil(timeout: .seconds(30)) {
                     (try? await catchUp.lastRun(bundleId: ServerFixture.bundleId))?.startedAt ?? 0 > changedAt
                 }
