@@ -175,9 +175,7 @@ public final class Catalogue: ProductCatalogue, Sendable {
             try await self.serverAppStore.save(app, on: db)
             return (app, before)
         }
-        let apiKey =
-            app.apiKeyId != before.apiKeyId || app.apiIssuerId != before.apiIssuerId
-            || app.apiPrivateKey != before.apiPrivateKey
+        let apiKey = !app.hasSameAPIKey(as: before)
         if apiKey || app.sharedSecrets != before.sharedSecrets {
             // The settings Apple refused may be fixed now: confirmations that failed on them are tried again at
             // once, with the new settings (forget the old ones first), rather than after their back-off.
@@ -274,5 +272,12 @@ public final class AuthenticatedApp: Sendable {
 
     package init(_ app: ServerApp) {
         self.app = app
+    }
+}
+
+extension ServerApp {
+    /// Whether the App Store Server API key is the same as `other`'s (its id, its issuer and its private key).
+    package func hasSameAPIKey(as other: ServerApp) -> Bool {
+        apiKeyId == other.apiKeyId && apiIssuerId == other.apiIssuerId && apiPrivateKey == other.apiPrivateKey
     }
 }

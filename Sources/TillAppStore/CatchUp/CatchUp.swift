@@ -75,7 +75,7 @@ public struct CatchUp: AppStoreRoom, Sendable {
             let run = await read(app, trigger: trigger, startedAt: startedAt)
             // A key given or changed while this run read with the old one could not bring the job forward (it was
             // claimed): the next run is then due at once, not an interval later.
-            let rekeyed = (try? await catalogue.app(bundleId: app.bundleId)).map { !Self.sameAPIKey($0, app) } ?? false
+            let rekeyed = (try? await catalogue.app(bundleId: app.bundleId)).map { !$0.hasSameAPIKey(as: app) } ?? false
             let report = String(decoding: try JSONEncoder().encode(run), as: UTF8.self)
             try await database.transaction(bookkeeping: true) { db in
                 try await self.catchUpStore.saveCatchUpReport(
@@ -206,12 +206,6 @@ public struct CatchUp: AppStoreRoom, Sendable {
             "catch-up of \(run.bundleId) (\(run.trigger.rawValue)): \(run.outcome.rawValue); \(recovered) notifications recovered, \(recorded) transactions recorded, \(revoked) revoked"
             + (errors.isEmpty ? "" : "; " + errors.map(\.message).joined(separator: "; "))
         if errors.isEmpty { logger.info("\(message)") } else { logger.warning("\(message)") }
-    }
-
-    /// Whether the two have the same App Store Server API key.
-    static func sameAPIKey(_ one: ServerApp, _ other: ServerApp) -> Bool {
-        one.apiKeyId == other.apiKeyId && one.apiIssuerId == other.apiIssuerId
-            && one.apiPrivateKey == other.apiPrivateKey
     }
 
     package static func hasAPIKey(_ app: ServerApp) -> Bool {
