@@ -3,6 +3,8 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import TillAppStore
 import TillContract
 
 /// `till import --app BUNDLE FILE`: brings the customers an app already has into a running `till serve`, through its
@@ -38,6 +40,15 @@ struct ImportCommand: AsyncParsableCommand {
         guard let token = token ?? ProcessInfo.processInfo.environment["TILL_OPERATOR_TOKEN"], !token.isEmpty else {
             throw ValidationError("the admin API needs the operator token: --token, or TILL_OPERATOR_TOKEN")
         }
+        // The size before the contents: a file past the server's limit is refused here in words, not read whole into
+        // memory and then cut off by the server halfway through its upload.
+        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int,
+            size > Imports.maximumFileBytes
+        {
+            throw ValidationError(
+                "\(file) is \(size >> 20) MiB; till serve takes at most \(Imports.maximumFileBytes >> 20) MiB in one import: split it into files of at most that size and import each"
+            )
+        }
         guard let bytes = FileManager.default.contents(atPath: file) else {
             throw ValidationError("cannot read \(file)")
         }
@@ -55,8 +66,10 @@ struct ImportCommand: AsyncParsableCommand {
                 body: Array(bytes),
                 contentType: jsonLines ? "application/x-ndjson" : "text/csv"
             )
-        } catch {
+        } catch  where AdminAPI.isUnreachable(error) {
             throw CommandError("cannot reach till serve at \(base) (\(error)); is it running there?")
+        } catch {
+            throw CommandError("till serve at \(base) did not answer the import (\(error))")
         }
         var current = try decodeImport(status, started, expecting: [200, 202])
         print(
@@ -166,6 +179,22 @@ private struct AdminAPI {
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
+
+    /// Whether a request failed before a connection was made (nothing listens, the address does not resolve, the
+    /// connection timed out), as against one that connected and then got no answer (the connection closed, the
+    /// deadline passed): only the first means the server is not there.
+    static func isUnreachable(_ error: any Error) -> Bool {
+        if error is NIOConnectionError { return true }
+        // A connection refused is a socket error with its errno (the pool does not wrap it when it does not retry).
+        if let error = error as? IOError {
+            return [ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL].contains(error.errnoCode)
+        }
+        if case ChannelError.connectTimeout = error { return true }
+        if let error = error as? HTTPClientError {
+            return [.connectTimeout, .getConnectionFromPoolTimeout, .invalidURL].contains(error)
+        }
+        return false
+    }
 
     func send(_ method: String, _ path: String, body: [UInt8]? = nil, contentType: String? = nil) async throws
         -> (Int, [UInt8])

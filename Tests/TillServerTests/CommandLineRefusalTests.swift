@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import Testing
 import TillTestSupport
 
@@ -43,6 +45,56 @@ extension CommandLineRefusalTests {
         #expect(run.status == 1, "\(run)")
         #expect(run.errors.contains("Error: cannot reach till serve at http://127.0.0.1:1 ("), "\(run)")
         #expect(run.errors.contains("is it running there?"), "\(run)")
+    }
+
+    /// A server that takes the connection and closes it without an answer is there, so the command does not ask
+    /// whether it is running: it says the import got no answer. Every failure of the first request was "cannot reach".
+    @Test func anImportThatGetsNoAnswerSaysSoNotThatTheServerIsAway() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("till-import-\(UUID()).csv")
+        try Data("customerId,transactionId\nana,2000000000000001\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in channel.close() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(listener.localAddress?.port)
+        defer { listener.close(promise: nil) }
+        let run = try await TillExecutable.run(
+            [
+                "import", "--app", "com.example.till", "--url", "http://127.0.0.1:\(port)", "--token", "operator",
+                file.path,
+            ],
+            timeout: .seconds(30)
+        )
+        #expect(run.status == 1, "\(run)")
+        #expect(
+            run.errors.contains("Error: till serve at http://127.0.0.1:\(port) did not answer the import ("),
+            "\(run)"
+        )
+        #expect(!run.errors.contains("is it running there?"), "\(run)")
+    }
+
+    /// A file larger than the server takes in one import is refused before it is read or sent, with the limit and
+    /// what to do: it was read whole into memory, then cut off by the server halfway through its upload. The file is
+    /// sparse, so the test writes nothing of its size.
+    @Test func anImportOfAFileLargerThanTheServerTakesIsRefusedBeforeItIsSent() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("till-import-\(UUID()).csv")
+        try Data("customerId,transactionId\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.truncate(atOffset: 300 << 20)
+        try handle.close()
+        let run = try await TillExecutable.run(
+            ["import", "--app", "com.example.till", "--url", "http://127.0.0.1:1", "--token", "operator", file.path],
+            timeout: .seconds(30)
+        )
+        #expect(run.status == 64, "\(run)")
+        #expect(
+            run.errors.contains(
+                "Error: \(file.path) is 300 MiB; till serve takes at most 256 MiB in one import: split it into files of at most that size and import each"
+            ),
+            "\(run)"
+        )
+        #expect(!run.errors.contains("cannot reach"), "\(run)")
     }
 }
 
