@@ -198,6 +198,7 @@ public enum ServerBenchmark {
             let cpuAtStart = processCPUSeconds()
             let ticksAtStart = machineTicks()
             let writerAtStart = server.database.writerBusy
+            let logAtStart = (server.database.walPagesAppended, simulator.database.walPagesAppended)
             let outageStart = start + .seconds(options.outageAt)
             if options.outageSeconds > 0 {
                 let rule = try FaultRule(parsing: "*:verifyReceipt:outage=reset,for=\(options.outageSeconds)")
@@ -261,6 +262,13 @@ public enum ServerBenchmark {
             )
             let confirmed = try await watched
             let cpu = processCPUSeconds() - cpuAtStart
+            // Pages of 4 KB appended to each SQLite database's log, per purchase (checkpoints write each again).
+            func logPages(_ start: Int?, _ end: Int?) -> String {
+                guard let start, let end else { return "-" }
+                return String(format: "%.1f", Double(end - start) / Double(count))
+            }
+            let serverLog = logPages(logAtStart.0, server.database.walPagesAppended)
+            let simulatorLog = logPages(logAtStart.1, simulator.database.walPagesAppended)
             report = """
                 submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
                 failed=\(failures) ack_p50_ms=\(ms(acknowledged.percentile(0.5))) \
@@ -272,6 +280,8 @@ public enum ServerBenchmark {
                 apple_latency_s=\(options.appleLatency) concurrency=\(options.concurrency) neighbours=\(options.neighbours) history=\(options.history)
                 cpu while_sending_s=\(String(format: "%.1f", cpuSending)) seconds=\(String(format: "%.1f", cpu)) per_purchase_ms=\(String(format: "%.2f", cpu * 1000 / Double(count))) \
                 (client, server, confirmation and simulator together, from the first submission to the last confirmation)
+                log pages_per_purchase_server=\(serverLog) pages_per_purchase_simulator=\(simulatorLog) \
+                (4 KB pages appended to each SQLite database's write-ahead log, to the last confirmation)
                 """
             if options.outageSeconds > 0 {
                 let (acknowledged, failures) = tally(answers.filter { outageRequests.contains($0.index) })

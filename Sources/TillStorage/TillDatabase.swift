@@ -52,6 +52,10 @@ public final class TillDatabase: Sendable {
     /// SQLite: how many checkpoints the background thread ran (see `WALCheckpointer`); nil on PostgreSQL.
     public var walCheckpoints: Int? { checkpointer?.checkpointCount }
 
+    /// SQLite: pages of 4 KB the commits of this process appended to the write-ahead log since the database was
+    /// opened (each is copied into the database file again by a checkpoint); nil on PostgreSQL.
+    public var walPagesAppended: Int? { checkpointer?.pagesAppended }
+
     /// Counts this process's finished transactions (committed or not), except those marked as changing no
     /// data that callers cache: a cache entry read at one count is current while the count stays the same.
     public var writeGeneration: UInt64 { writes.withLockedValue { $0 } }

@@ -35,6 +35,10 @@ final class WALCheckpointer: @unchecked Sendable {
     /// Pages of the log the last checkpoint had copied, from its start: SQLite reports the log's whole length
     /// after a commit, copied or not, and the log only starts over once a writer finds it wholly copied.
     private var copied: Int32 = 0
+    /// The log's length after the last commit, and the pages all commits appended since the database was opened:
+    /// what a piece of work costs the disk (each page is written again into the database file by a checkpoint).
+    private var lastLength: Int32 = 0
+    private var appended = 0
 
     private init(handle: SQLiteHandle, threshold: Int32, restartThreshold: Int32) {
         self.handle = handle
@@ -66,6 +70,13 @@ final class WALCheckpointer: @unchecked Sendable {
         return checkpoints
     }
 
+    /// Pages the commits of this process appended to the log since the database was opened.
+    var pagesAppended: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return appended
+    }
+
     /// Makes `connection` report to this checkpointer after each of its commits, instead of checkpointing
     /// inside them. The connection keeps the checkpointer alive.
     func observe(_ connection: SQLiteHandle) {
@@ -76,6 +87,8 @@ final class WALCheckpointer: @unchecked Sendable {
     func committed(pages: Int32, connection: OpaquePointer?, schema: UnsafePointer<CChar>?) {
         condition.lock()
         if pages < copied { copied = 0 }  // the log started over
+        appended += Int(pages < lastLength ? pages : pages - lastLength)
+        lastLength = pages
         let uncopied = pages - copied
         // The writer finishes only a short remainder (the frames written while the thread last ran): a long
         // one is the thread's, and the log grows a little past `restartThreshold` meanwhile. At twice that

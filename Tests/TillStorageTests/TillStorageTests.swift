@@ -63,9 +63,10 @@ struct TillStorageTests {
     @Test(arguments: TestDatabases.all)
     func aDatabaseFromANewerBuildIsRefusedUntouched(_ configuration: DatabaseConfiguration) async throws {
         let database = try await fresh(configuration)
-        let newer = Self.migrations + [
-            Migration("3-tags", ["CREATE TABLE storage_test_tags (id TEXT PRIMARY KEY)"]),
-        ]
+        let newer =
+            Self.migrations + [
+                Migration("3-tags", ["CREATE TABLE storage_test_tags (id TEXT PRIMARY KEY)"])
+            ]
         try await database.migrate([newer[0], newer[2]], schema: "storage-test")
         func applied() async throws -> [String] {
             try await database.sql.raw(
@@ -432,6 +433,31 @@ struct TillStorageTests {
             as: Int.self
         )
         #expect(count == 2000)
+        // Each commit appended its page or more, counted across the log's restarts.
+        let appended = try #require(database.walPagesAppended)
+        #expect(appended >= 2000, "\(appended) pages counted")
+        try await database.shutdown()
+    }
+
+    /// The pages a commit appends are the B-trees it writes: an index on the table costs one more page a row.
+    @Test func eachIndexAChangeWritesIsAPageMore() async throws {
+        let database = try await TillDatabase.open(.sqlite(path: TestDatabases.temporaryFile()))
+        try await database.sql.raw("CREATE TABLE plain (id TEXT PRIMARY KEY, at BIGINT NOT NULL) WITHOUT ROWID").run()
+        try await database.sql.raw("CREATE TABLE indexed (id TEXT PRIMARY KEY, at BIGINT NOT NULL) WITHOUT ROWID").run()
+        try await database.sql.raw("CREATE INDEX indexed_at ON indexed (at)").run()
+        func pages(inserting table: String, _ n: Int) async throws -> Int {
+            let before = try #require(database.walPagesAppended)
+            try await database.transaction { db in
+                try await db.raw("INSERT INTO \(unsafeRaw: table) (id, at) VALUES (\(bind: "row-\(n)"), \(bind: n))")
+                    .run()
+            }
+            return try #require(database.walPagesAppended) - before
+        }
+        for n in 0..<3 {
+            let plain = try await pages(inserting: "plain", n)
+            let indexed = try await pages(inserting: "indexed", n)
+            #expect(plain == 1 && indexed == 2, "plain \(plain), indexed \(indexed)")
+        }
         try await database.shutdown()
     }
 }
