@@ -94,6 +94,14 @@ extension ServerHTTPTests {
                 } else {
                     #expect(writer == nil)
                 }
+                // The pages its commits appended to SQLite's log: the purchase's tables and indexes, a page each.
+                let pages = lines.first { $0.hasPrefix("till_sqlite_wal_pages ") }
+                if fixture.server.database.engine == .sqlite {
+                    let count = try #require(pages.flatMap { Double($0.split(separator: " ")[1]) }, "\(lines)")
+                    #expect(count >= 20)
+                } else {
+                    #expect(pages == nil)
+                }
             }
         }
     }

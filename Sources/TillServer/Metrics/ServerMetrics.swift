@@ -321,9 +321,12 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
     /// Where storage stands (`StorageGate`): `till_storage_available` (0 during an outage), and since the process
     /// started, `till_storage_outages` (outages begun) and `till_storage_refused` (operations that gave up with
     /// `storageUnavailable`: requests answered 503, and workers' attempts, which retry by themselves).
-    /// - Parameter writerBusy: SQLite's one writer, how long it has held the write lock since the start; nil on
-    ///   PostgreSQL (no gauge).
-    func recordStorage(_ status: StorageGate.Status, writerBusy: Duration?) {
+    /// - Parameters:
+    ///   - writerBusy: SQLite's one writer, how long it has held the write lock since the start; nil on PostgreSQL
+    ///     (no gauge).
+    ///   - walPages: SQLite: pages of 4 KB the commits appended to the write-ahead log since the start; nil on
+    ///     PostgreSQL (no gauge).
+    func recordStorage(_ status: StorageGate.Status, writerBusy: Duration?, walPages: Int? = nil) {
         Gauge(label: "till_storage_available", dimensions: [], factory: factory).record(status.available ? 1 : 0)
         Gauge(label: "till_storage_outages", dimensions: [], factory: factory)
             .record(status.episodes)
@@ -331,6 +334,9 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
         if let writerBusy {
             Gauge(label: "till_sqlite_writer_busy_seconds", dimensions: [], factory: factory)
                 .record(Double(writerBusy.nanoseconds) / 1e9)
+        }
+        if let walPages {
+            Gauge(label: "till_sqlite_wal_pages", dimensions: [], factory: factory).record(walPages)
         }
     }
 
@@ -367,7 +373,11 @@ extension PurchaseServer {
                 now: nowMilliseconds
             )
         } catch is StorageUnavailable {}
-        metrics.recordStorage(database.gate.status, writerBusy: database.writerBusy)
+        metrics.recordStorage(
+            database.gate.status,
+            writerBusy: database.writerBusy,
+            walPages: database.walPagesAppended
+        )
         return metrics.emit()
     }
 }
