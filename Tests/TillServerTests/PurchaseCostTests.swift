@@ -100,7 +100,7 @@ struct PurchaseCostTests {
     /// The budgets: statements a purchase's code runs, the writes among them, and the bytes they bind (the signed
     /// transaction of about 2.3 KB is most of them). Measured on f01d69c before the hot path's work and after it.
     ///
-    /// The log's pages (SQLite; counted since 46153f3, the same in every run): one for each table and each index a
+    /// The log's pages (SQLite; counted since 3ad0fc0, the same in every run): one for each table and each index a
     /// change writes, while this test's tables are a page each (a big table's insert may split a page, and write
     /// more). A consumable bought by a new customer writes 32: the submission and its payload, the customer, the
     /// transaction, the books, the balance and its entry, the event, the journal of figures and the confirmation's

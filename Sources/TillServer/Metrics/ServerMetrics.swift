@@ -326,7 +326,7 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
     ///     (no gauge).
     ///   - walPages: SQLite: pages of 4 KB the commits appended to the write-ahead log since the start; nil on
     ///     PostgreSQL (no gauge).
-    func recordStorage(_ status: StorageGate.Status, writerBusy: Duration?, walPages: Int? = nil) {
+    func recordStorage(_ status: StorageGate.Status, writerBusy: Duration?, walPages: Int?) {
         Gauge(label: "till_storage_available", dimensions: [], factory: factory).record(status.available ? 1 : 0)
         Gauge(label: "till_storage_outages", dimensions: [], factory: factory)
             .record(status.episodes)
