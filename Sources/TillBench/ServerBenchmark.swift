@@ -199,6 +199,7 @@ public enum ServerBenchmark {
             let ticksAtStart = machineTicks()
             let writerAtStart = server.database.writerBusy
             let logAtStart = (server.database.walPagesAppended, simulator.database.walPagesAppended)
+            let writerCheckpointsAtStart = server.database.walWriterCheckpoints
             let outageStart = start + .seconds(options.outageAt)
             if options.outageSeconds > 0 {
                 let rule = try FaultRule(parsing: "*:verifyReceipt:outage=reset,for=\(options.outageSeconds)")
@@ -269,6 +270,16 @@ public enum ServerBenchmark {
             }
             let serverLog = logPages(logAtStart.0, server.database.walPagesAppended)
             let simulatorLog = logPages(logAtStart.1, simulator.database.walPagesAppended)
+            // The checkpoints the server's committing writer ran itself so that its log starts over: each holds every
+            // write for its length.
+            var writerCheckpoints = "-"
+            if let start = writerCheckpointsAtStart, let end = server.database.walWriterCheckpoints {
+                let count = end.count - start.count
+                writerCheckpoints =
+                    "\(count) held_ms_mean=\(count == 0 ? "-" : ms((end.held - start.held) / count)) "
+                    + "pages_mean=\(count == 0 ? "-" : String((end.pages - start.pages) / count)) "
+                    + "held_ms_longest=\(ms(end.longest)) pages_largest=\(end.largest)"
+            }
             report = """
                 submissions rate=\(options.rate)/s sent=\(count) in \(seconds(sent))s acknowledged=\(acknowledged.count) \
                 failed=\(failures) ack_p50_ms=\(ms(acknowledged.percentile(0.5))) \
@@ -282,6 +293,7 @@ public enum ServerBenchmark {
                 (client, server, confirmation and simulator together, from the first submission to the last confirmation)
                 log pages_per_purchase_server=\(serverLog) pages_per_purchase_simulator=\(simulatorLog) \
                 (4 KB pages appended to each SQLite database's write-ahead log, to the last confirmation)
+                log writer_checkpoints=\(writerCheckpoints) (the server's log finished by its writer so that it starts over; longest and largest since the server started)
                 """
             if options.outageSeconds > 0 {
                 let (acknowledged, failures) = tally(answers.filter { outageRequests.contains($0.index) })

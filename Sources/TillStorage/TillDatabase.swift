@@ -56,6 +56,10 @@ public final class TillDatabase: Sendable {
     /// opened (each is copied into the database file again by a checkpoint); nil on PostgreSQL.
     public var walPagesAppended: Int? { checkpointer?.pagesAppended }
 
+    /// SQLite: the checkpoints this process's committing writers ran themselves so that the log could start over,
+    /// and how long they held the writer (see `WALCheckpointer`); nil on PostgreSQL.
+    public var walWriterCheckpoints: WALWriterCheckpoints? { checkpointer?.writerCheckpointsRun }
+
     /// Counts this process's finished transactions (committed or not), except those marked as changing no
     /// data that callers cache: a cache entry read at one count is current while the count stays the same.
     public var writeGeneration: UInt64 { writes.withLockedValue { $0 } }
@@ -90,7 +94,11 @@ public final class TillDatabase: Sendable {
     ///   - walCheckpointPages: SQLite: pages written to the log since the last checkpoint that start the next,
     ///     on a thread of its own (`WALCheckpointer`).
     ///   - walRestartPages: SQLite: the log's length at which the committing writer finishes the checkpoint
-    ///     itself, so that the log starts over instead of growing.
+    ///     itself, so that the log starts over instead of growing. Each restart holds every write for a moment, so
+    ///     they are made rare: 65,536 pages (256 MiB) is every 1.7 s at 1,000 purchases a second, against every
+    ///     0.4 s at 16,384 (docs/benchmarks.md, "2026-12-06, early morning").
+    ///   - walFinishPages: SQLite: the most pages the committing writer copies itself, at first: it wakes the
+    ///     thread again while more are left (`WALCheckpointPolicy`).
     ///   - storageWait: how long an operation waits for storage that fails (a full disk, a server away) to come
     ///     back before it gives up with `StorageUnavailable` (`StorageGate`).
     public static func open(
@@ -99,7 +107,8 @@ public final class TillDatabase: Sendable {
         maximumConnections: Int = 8,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         walCheckpointPages: Int32 = 1000,
-        walRestartPages: Int32 = 16_384,
+        walRestartPages: Int32 = 65_536,
+        walFinishPages: Int32 = 128,
         storageWait: Duration = .seconds(5)
     ) async throws -> TillDatabase {
         let gate = StorageGate(wait: storageWait, logger: logger)
@@ -117,10 +126,14 @@ public final class TillDatabase: Sendable {
                         "till-scratch-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).sqlite"
                     ).path
             }
-            let checkpointer = try WALCheckpointer.start(
+            let policy = WALCheckpointPolicy(
                 threshold: walCheckpointPages,
-                restartThreshold: walRestartPages
-            ) { try Self.openTuned(path: path, scratch: scratch) }
+                restartThreshold: walRestartPages,
+                finishPages: walFinishPages
+            )
+            let checkpointer = try WALCheckpointer.start(policy: policy) {
+                try Self.openTuned(path: path, scratch: scratch)
+            }
             let pool = SQLiteConnectionPool(
                 maximum: maximumConnections,
                 open: {

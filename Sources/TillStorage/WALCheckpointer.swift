@@ -12,17 +12,15 @@ import VaporCSQLite
 /// a thread that runs a PASSIVE checkpoint on its own connection: writers keep appending while it copies, and
 /// readers are not blocked. A PASSIVE checkpoint cannot copy frames written after it started, so under steady
 /// load the log would never be wholly copied, and SQLite starts the log over from its beginning only when it
-/// is. Past `restartThreshold` pages, the committing writer therefore checkpoints what is left itself, while it
-/// still holds the write lock, so that no new frame can come in meanwhile and the next writer starts the log
-/// from its beginning. It does so only once the thread has copied all but a sixteenth of `restartThreshold`
-/// (it wakes the thread otherwise), or once the log is twice that length: every writer waits for this one,
-/// and at 1,000 submissions a second a remainder of a thousand pages held them for 5 ms.
+/// is. Past `restartThreshold` pages, the committing writer therefore checkpoints what is left itself, before
+/// this process's one writer commits again, so that no new frame can come in meanwhile and the next writer
+/// starts the log from its beginning. Every write waits for that checkpoint, and its two syncs (the log's
+/// remainder, then the database file) take about 1 ms a hundred pages on this project's machines, so the writer
+/// only finishes a short remainder (`WALCheckpointPolicy`): otherwise it wakes the thread again, whose rounds
+/// each leave less behind.
 final class WALCheckpointer: @unchecked Sendable {
-    /// Pages in the log that wake the thread (SQLite's own default is 1,000).
-    let threshold: Int32
-    /// Pages in the log after which the committing writer finishes the checkpoint itself.
-    let restartThreshold: Int32
-
+    /// When the thread is woken and when the committing writer finishes the checkpoint itself.
+    let policy: WALCheckpointPolicy
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var requested = false
@@ -39,24 +37,16 @@ final class WALCheckpointer: @unchecked Sendable {
     /// what a piece of work costs the disk (each page is written again into the database file by a checkpoint).
     private var lastLength: Int32 = 0
     private var appended = 0
+    private var writerCheckpoints = WALWriterCheckpoints()
 
-    private init(handle: SQLiteHandle, threshold: Int32, restartThreshold: Int32) {
+    private init(handle: SQLiteHandle, policy: WALCheckpointPolicy) {
         self.handle = handle
-        self.threshold = threshold
-        self.restartThreshold = restartThreshold
+        self.policy = policy
     }
 
     /// Starts the thread, with its own connection to `path` (opened by `open`).
-    static func start(
-        threshold: Int32,
-        restartThreshold: Int32,
-        open: () throws -> SQLiteHandle
-    ) throws -> WALCheckpointer {
-        let checkpointer = WALCheckpointer(
-            handle: try open(),
-            threshold: threshold,
-            restartThreshold: restartThreshold
-        )
+    static func start(policy: WALCheckpointPolicy, open: () throws -> SQLiteHandle) throws -> WALCheckpointer {
+        let checkpointer = WALCheckpointer(handle: try open(), policy: policy)
         let thread = Thread { checkpointer.run() }
         thread.name = "till-wal-checkpoint"
         thread.start()
@@ -77,6 +67,13 @@ final class WALCheckpointer: @unchecked Sendable {
         return appended
     }
 
+    /// The checkpoints committing writers ran themselves so far, and what they cost them.
+    var writerCheckpointsRun: WALWriterCheckpoints {
+        condition.lock()
+        defer { condition.unlock() }
+        return writerCheckpoints
+    }
+
     /// Makes `connection` report to this checkpointer after each of its commits, instead of checkpointing
     /// inside them. The connection keeps the checkpointer alive.
     func observe(_ connection: SQLiteHandle) {
@@ -90,25 +87,35 @@ final class WALCheckpointer: @unchecked Sendable {
         appended += Int(pages < lastLength ? pages : pages - lastLength)
         lastLength = pages
         let uncopied = pages - copied
-        // The writer finishes only a short remainder (the frames written while the thread last ran): a long
-        // one is the thread's, and the log grows a little past `restartThreshold` meanwhile. At twice that
-        // length (a thread starved of CPU), the writer finishes whatever is left, so the log stays bounded.
-        let finish =
-            pages >= restartThreshold && (uncopied <= restartThreshold / 16 || pages >= restartThreshold * 2)
-        if !finish && (uncopied >= threshold || pages >= restartThreshold) && !requested {
+        var step = policy.step(pages: pages, uncopied: uncopied)
+        // While the thread copies, a checkpoint of the writer's would be refused (SQLITE_BUSY): the commit after the
+        // thread's round has less left to copy.
+        if step == .finish && running && pages < policy.bound { step = .none }
+        if step == .wake && !requested {
             requested = true
             condition.broadcast()
         }
         // A checkpoint refused because the thread is copying does nothing, and the next commit tries again: on a
-        // loaded machine, whose disk syncs slowly, the log grew to three times `restartThreshold` that way. At
-        // twice that length the writer waits for the thread instead, so that its own checkpoint is not refused.
-        if finish && pages >= restartThreshold * 2 {
+        // loaded machine, whose disk syncs slowly, the log grew to three times its restart length that way. Past
+        // the policy's bound the writer waits for the thread instead, so that its own checkpoint is not refused.
+        if step == .finish && pages >= policy.bound {
             while running { condition.wait() }
         }
         condition.unlock()
-        if finish {
-            // The writer still holds the write lock: nothing is appended while this copies the remainder.
-            sqlite_nio_sqlite3_wal_checkpoint_v2(connection, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        if step == .finish {
+            // This process's one writer commits nothing until this returns: nothing is appended while it copies.
+            let clock = ContinuousClock()
+            let started = clock.now
+            let status = sqlite_nio_sqlite3_wal_checkpoint_v2(connection, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            let held = clock.now - started
+            guard status == SQLITE_OK else { return }
+            condition.lock()
+            writerCheckpoints.count += 1
+            writerCheckpoints.pages += Int(uncopied)
+            writerCheckpoints.largest = max(writerCheckpoints.largest, Int(uncopied))
+            writerCheckpoints.held += held
+            writerCheckpoints.longest = max(writerCheckpoints.longest, held)
+            condition.unlock()
         }
     }
 
@@ -149,4 +156,61 @@ final class WALCheckpointer: @unchecked Sendable {
         while !finished { condition.wait() }
         condition.unlock()
     }
+}
+
+/// When the log's length wakes the checkpointing thread, and when the committing writer copies what the thread
+/// left itself so that the log starts over (`WALCheckpointer`).
+///
+/// The writer's checkpoint holds every write for as long as its syncs take, and they grow with the pages left:
+/// at 1,000 purchases a second, 84 to 97 pages left held it 0.8 to 1.5 ms (mean of a run), 334 to 501 pages 3.1 to
+/// 7.8 ms (docs/benchmarks.md, "2026-12-06, early morning"). So past `restartThreshold` the writer finishes
+/// only a remainder of `finishPages` or fewer, and otherwise wakes the thread again: each of its rounds copies what
+/// came in during the last, and leaves what comes in during its own. If the rounds do not get that short (a
+/// slow disk, a thread starved of CPU), the writer takes eight times as much once the log is a sixteenth past its
+/// restart length, and whatever is left once it is a quarter past (`bound`), so that the log stays bounded.
+struct WALCheckpointPolicy: Sendable, Equatable {
+    /// Pages not yet copied that wake the thread (SQLite's own automatic checkpoint runs at 1,000).
+    var threshold: Int32
+    /// The log's length, in pages, past which the log should start over.
+    var restartThreshold: Int32
+    /// The most pages the committing writer copies itself, at first.
+    var finishPages: Int32
+
+    enum Step: Equatable {
+        /// Nothing to do.
+        case none
+        /// Wake the thread (if it is not already asked to run).
+        case wake
+        /// The committing writer checkpoints what is left itself.
+        case finish
+    }
+
+    /// The log's length at which the writer copies whatever the thread left, however much.
+    var bound: Int32 { restartThreshold + restartThreshold / 4 }
+
+    /// What a commit that leaves the log `pages` long, `uncopied` of them not yet in the database file, does.
+    func step(pages: Int32, uncopied: Int32) -> Step {
+        if pages >= restartThreshold {
+            let remainder: Int32 =
+                pages >= bound
+                ? .max
+                : pages >= restartThreshold + restartThreshold / 16 ? min(finishPages, .max / 8) * 8 : finishPages
+            return uncopied <= remainder ? .finish : .wake
+        }
+        return uncopied >= threshold ? .wake : .none
+    }
+}
+
+/// The checkpoints committing writers ran themselves so that SQLite's log could start over (`WALCheckpointer`):
+/// every other write waits for each, so their length is a floor under the tail of a write's latency. (A reader
+/// that still reads an older state can keep the log from starting over; the next commit then runs another.)
+public struct WALWriterCheckpoints: Sendable, Equatable {
+    /// How many.
+    public var count = 0
+    /// The log's pages the thread had left them to copy, in all, and the most one had.
+    public var pages = 0
+    public var largest = 0
+    /// How long they held the writer, in all, and the longest.
+    public var held: Duration = .zero
+    public var longest: Duration = .zero
 }

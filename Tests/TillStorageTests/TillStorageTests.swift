@@ -1,8 +1,9 @@
 import Foundation
 import SQLKit
 import Testing
-import TillStorage
 import TillTestSupport
+
+@testable import TillStorage
 
 /// The databases storage tests run against: SQLite always, PostgreSQL when `TILL_TEST_POSTGRES_URL` is set
 /// (`.ci/run` starts one) and always under CI.
@@ -436,6 +437,52 @@ struct TillStorageTests {
         // Each commit appended its page or more, counted across the log's restarts.
         let appended = try #require(database.walPagesAppended)
         #expect(appended >= 2000, "\(appended) pages counted")
+        try await database.shutdown()
+    }
+
+    /// Past the restart length the committing writer copies only a short remainder itself (its syncs hold every
+    /// write, about 1 ms a hundred pages), and gives a longer one back to the thread; as the log grows further it
+    /// takes more, then whatever is left, so that the log stays bounded.
+    @Test func theCommittingWriterFinishesOnlyAShortRemainder() {
+        let policy = WALCheckpointPolicy(threshold: 1000, restartThreshold: 16_384, finishPages: 128)
+        #expect(policy.step(pages: 900, uncopied: 900) == .none)
+        #expect(policy.step(pages: 1200, uncopied: 1000) == .wake)
+        #expect(policy.step(pages: 16_384, uncopied: 128) == .finish)
+        #expect(policy.step(pages: 16_384, uncopied: 129) == .wake)
+        #expect(policy.step(pages: 16_384, uncopied: 1000) == .wake)
+        // A sixteenth past the restart length: up to eight times as much.
+        #expect(policy.step(pages: 17_408, uncopied: 1024) == .finish)
+        #expect(policy.step(pages: 17_408, uncopied: 1025) == .wake)
+        // A quarter past: whatever is left.
+        #expect(policy.bound == 20_480)
+        #expect(policy.step(pages: 20_480, uncopied: 20_000) == .finish)
+    }
+
+    /// The checkpoints a committing writer runs itself are counted, with the pages it copied and how long it held
+    /// the writer, and the log starts over after each. (The thread is never woken here: a checkpoint waits for
+    /// more pages than the test writes, and the writer may finish up to 1,000.)
+    @Test func theWritersOwnCheckpointsAreCounted() async throws {
+        let path = TestDatabases.temporaryFile()
+        let database = try await TillDatabase.open(
+            .sqlite(path: path),
+            walCheckpointPages: .max,
+            walRestartPages: 100,
+            walFinishPages: 1000
+        )
+        try await database.sql.raw("CREATE TABLE filler (n INTEGER PRIMARY KEY, text TEXT NOT NULL)").run()
+        let page = String(repeating: "x", count: 3000)
+        for n in 0..<350 {
+            try await database.transaction { db in
+                try await db.raw("INSERT INTO filler (n, text) VALUES (\(bind: n), \(bind: page))").run()
+            }
+        }
+        let finished = try #require(database.walWriterCheckpoints)
+        #expect(finished.count >= 3, "\(finished)")
+        #expect((100..<120).contains(finished.largest), "\(finished)")
+        #expect(finished.pages >= 300 && finished.held > .zero && finished.longest > .zero, "\(finished)")
+        #expect(try #require(database.walCheckpoints) == 0)
+        let walSize = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0
+        #expect(walSize < 120 * (4096 + 24), "the log is \(walSize) bytes")
         try await database.shutdown()
     }
 
