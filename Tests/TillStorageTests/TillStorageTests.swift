@@ -441,7 +441,7 @@ struct TillStorageTests {
     }
 
     /// Past the restart length the committing writer copies only a short remainder itself (its syncs hold every
-    /// write, about 1 ms a hundred pages), and gives a longer one back to the thread; as the log grows further it
+    /// write, longer the more pages are left), and gives a longer one back to the thread; as the log grows further it
     /// takes more, then whatever is left, so that the log stays bounded.
     @Test func theCommittingWriterFinishesOnlyAShortRemainder() {
         let policy = WALCheckpointPolicy(threshold: 1000, restartThreshold: 16_384, finishPages: 128)
