@@ -276,7 +276,7 @@ public enum ServerBenchmark {
             if let start = writerCheckpointsAtStart, let end = server.database.walWriterCheckpoints {
                 let count = end.count - start.count
                 writerCheckpoints =
-                    "\(count) held_ms_mean=\(count == 0 ? "-" : ms((end.held - start.held) / count)) "
+                    "\(count) waits=\(end.waits - start.waits) held_ms_mean=\(count == 0 ? "-" : ms((end.held - start.held) / count)) "
                     + "pages_mean=\(count == 0 ? "-" : String((end.pages - start.pages) / count)) "
                     + "held_ms_longest=\(ms(end.longest)) pages_largest=\(end.largest)"
             }

@@ -94,9 +94,10 @@ public final class TillDatabase: Sendable {
     ///   - walCheckpointPages: SQLite: pages written to the log since the last checkpoint that start the next,
     ///     on a thread of its own (`WALCheckpointer`).
     ///   - walRestartPages: SQLite: the log's length at which the committing writer finishes the checkpoint
-    ///     itself, so that the log starts over instead of growing. Each restart holds every write for a moment, so
-    ///     they are made rare: 65,536 pages (256 MiB) is every 1.7 s at 1,000 purchases a second, against every
-    ///     0.4 s at 16,384 (docs/benchmarks.md, "2026-12-06, early morning").
+    ///     itself, so that the log starts over instead of growing. Each restart holds every write for a moment; four
+    ///     times the length (65,536) made them four times rarer and the p99 at 1,000 purchases a second lower, but
+    ///     brought stalls of 20 to 90 ms when confirmations were held back (docs/benchmarks.md, "2026-12-06, early
+    ///     morning"), so the length stays.
     ///   - walFinishPages: SQLite: the most pages the committing writer copies itself, at first: it wakes the
     ///     thread again while more are left (`WALCheckpointPolicy`).
     ///   - storageWait: how long an operation waits for storage that fails (a full disk, a server away) to come
@@ -107,7 +108,7 @@ public final class TillDatabase: Sendable {
         maximumConnections: Int = 8,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         walCheckpointPages: Int32 = 1000,
-        walRestartPages: Int32 = 65_536,
+        walRestartPages: Int32 = 16_384,
         walFinishPages: Int32 = 128,
         storageWait: Duration = .seconds(5)
     ) async throws -> TillDatabase {

@@ -97,21 +97,25 @@ final class WALCheckpointer: @unchecked Sendable {
         // A checkpoint refused because the thread is copying does nothing, and the next commit tries again: on a
         // loaded machine, whose disk syncs slowly, the log grew to three times its restart length that way. Past
         // the policy's bound the writer waits for the thread instead, so that its own checkpoint is not refused.
+        let clock = ContinuousClock()
+        let started = clock.now
+        var waited = false
         if step == .finish && pages >= policy.bound {
+            waited = running
             while running { condition.wait() }
         }
+        let left = pages - copied
         condition.unlock()
         if step == .finish {
             // This process's one writer commits nothing until this returns: nothing is appended while it copies.
-            let clock = ContinuousClock()
-            let started = clock.now
             let status = sqlite_nio_sqlite3_wal_checkpoint_v2(connection, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             let held = clock.now - started
             guard status == SQLITE_OK else { return }
             condition.lock()
             writerCheckpoints.count += 1
-            writerCheckpoints.pages += Int(uncopied)
-            writerCheckpoints.largest = max(writerCheckpoints.largest, Int(uncopied))
+            writerCheckpoints.waits += waited ? 1 : 0
+            writerCheckpoints.pages += Int(left)
+            writerCheckpoints.largest = max(writerCheckpoints.largest, Int(left))
             writerCheckpoints.held += held
             writerCheckpoints.longest = max(writerCheckpoints.longest, held)
             condition.unlock()
@@ -203,12 +207,13 @@ struct WALCheckpointPolicy: Sendable, Equatable {
 /// every other write waits for each, so their length is a floor under the tail of a write's latency. (A reader
 /// that still reads an older state can keep the log from starting over; the next commit then runs another.)
 public struct WALWriterCheckpoints: Sendable, Equatable {
-    /// How many.
+    /// How many, and how many of them first waited for the thread to end its round (the log at the policy's bound).
     public var count = 0
+    public var waits = 0
     /// The log's pages the thread had left them to copy, in all, and the most one had.
     public var pages = 0
     public var largest = 0
-    /// How long they held the writer, in all, and the longest.
+    /// How long they held the writer, in all, and the longest (a wait for the thread included).
     public var held: Duration = .zero
     public var longest: Duration = .zero
 }
