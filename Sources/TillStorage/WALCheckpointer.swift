@@ -97,8 +97,9 @@ final class WALCheckpointer: @unchecked Sendable {
         // A checkpoint refused because the thread is copying does nothing, and the next commit tries again: on a
         // loaded machine, whose disk syncs slowly, the log grew to three times its restart length that way. Past
         // the policy's bound the writer waits for the thread instead, so that its own checkpoint is not refused.
+        // Timed only when finishing: every commit passes here.
         let clock = ContinuousClock()
-        let started = clock.now
+        let started = step == .finish ? clock.now : nil
         var waited = false
         if step == .finish && pages >= policy.bound {
             waited = running
@@ -109,8 +110,8 @@ final class WALCheckpointer: @unchecked Sendable {
         if step == .finish {
             // This process's one writer commits nothing until this returns: nothing is appended while it copies.
             let status = sqlite_nio_sqlite3_wal_checkpoint_v2(connection, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            guard status == SQLITE_OK, let started else { return }
             let held = clock.now - started
-            guard status == SQLITE_OK else { return }
             condition.lock()
             writerCheckpoints.count += 1
             writerCheckpoints.waits += waited ? 1 : 0
@@ -167,9 +168,10 @@ final class WALCheckpointer: @unchecked Sendable {
 /// The writer's checkpoint holds every write for as long as its syncs take, and a sync takes longer the more pages
 /// it must write: on this project's machines 0.5 ms after 16 pages of 4 KB, 4 ms after 256, 10 ms after 1,024. So
 /// past `restartThreshold` the writer finishes only a remainder of `finishPages` or fewer, and otherwise wakes the
-/// thread again: each of its rounds copies what came in during the last, and leaves what comes in during its own. If the rounds do not get that short (a
-/// slow disk, a thread starved of CPU), the writer takes eight times as much once the log is a sixteenth past its
-/// restart length, and whatever is left once it is a quarter past (`bound`), so that the log stays bounded.
+/// thread again: each of its rounds copies what came in during the last, and leaves what comes in during its own.
+/// If the rounds do not get that short (a slow disk, a thread starved of CPU), the writer takes eight times as much
+/// once the log is a sixteenth past its restart length, and whatever is left once it is a quarter past (`bound`),
+/// so that the log stays bounded.
 struct WALCheckpointPolicy: Sendable, Equatable {
     /// Pages not yet copied that wake the thread (SQLite's own automatic checkpoint runs at 1,000).
     var threshold: Int32
