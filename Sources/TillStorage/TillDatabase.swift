@@ -279,14 +279,19 @@ public final class TillDatabase: Sendable {
 }
 
 extension TillDatabase {
-    /// Opens one SQLite connection with the settings Till relies on: WAL, a busy timeout, foreign keys, reads
-    /// through a memory map. A scratch database is not made durable at all.
+    /// Opens one SQLite connection with the settings Till relies on: WAL, a busy timeout, foreign keys, pages read
+    /// into SQLite's own cache rather than through a memory map. A scratch database is not made durable at all.
     static func openTuned(path: String, scratch: Bool) throws -> SQLiteHandle {
         let handle = try SQLiteHandle(path: path)
         var pragmas = [
             "PRAGMA busy_timeout = 15000", "PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL",
-            // A page another connection's write made stale is read from the mapping, not copied in again.
-            "PRAGMA mmap_size = 268435456",
+            // No memory map. SQLite reports an I/O error on a mapped file as a signal that ends the process (its
+            // docs, "Memory-Mapped I/O"), where a read reports it as an error the storage gate can classify. And
+            // while purchases come in, checkpoints change the file, so each connection dropped its whole map at
+            // its next transaction and faulted the pages back in: with a 256 MiB map `munmap` was 1.4% of a
+            // purchase's CPU, and a run took 3.5 times the page faults and 1.4 times the resident memory, for the
+            // same CPU a purchase (docs/benchmarks.md, "SQLite without a memory map").
+            "PRAGMA mmap_size = 0",
             // Savepoints (every transaction of a group commit has one) journal the pages they change. With
             // temporary files on disk, that journal spilled into a file created, written and deleted once per
             // group: 6% of a submission's CPU at 1,000/s. In memory it is a copy of each page.

@@ -59,6 +59,24 @@ struct TillStorageTests {
         try await database.shutdown()
     }
 
+    /// A file database's connections read pages with reads, not through a memory map, and keep a log: an I/O
+    /// error on a mapped file is a signal that ends the process, not an error, and on a busy server the map was
+    /// dropped and faulted in again after every checkpoint (docs/benchmarks.md, "SQLite without a memory map").
+    @Test func aFileDatabaseIsReadWithoutAMemoryMap() async throws {
+        let database = try await TillDatabase.open(.sqlite(path: TestDatabases.temporaryFile()))
+        for _ in 0..<4 {
+            let mmap = try await database.sql.raw("PRAGMA mmap_size").all().map {
+                try $0.decode(column: "mmap_size", as: Int.self)
+            }
+            #expect(mmap == [0])
+        }
+        let mode = try await database.sql.raw("PRAGMA journal_mode").all().map {
+            try $0.decode(column: "journal_mode", as: String.self)
+        }
+        #expect(mode == ["wal"])
+        try await database.shutdown()
+    }
+
     /// An older build meeting a database a newer one migrated refuses it, names the steps it does not know, and
     /// writes nothing: not its own missing steps, not a record.
     @Test(arguments: TestDatabases.all)
