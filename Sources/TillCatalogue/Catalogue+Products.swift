@@ -73,7 +73,7 @@ extension Catalogue {
         -> (product: CatalogProduct, created: Bool)
     {
         defer { changed() }
-        guard !productId.isEmpty, productId.count <= 100 else {
+        guard !productId.isEmpty, productId.unicodeScalars.count <= 100 else {
             throw CatalogueRefusal(.invalidProductId, "a product id has 1 to 100 characters")
         }
         guard (input.entitlements ?? []).allSatisfy(CatalogueNames.isLabel) else {

@@ -262,7 +262,9 @@ public struct ContentDelivery: Sendable {
         let printable = name.unicodeScalars.allSatisfy {
             $0.properties.generalCategory != .control && $0 != "\"" && $0 != "\\"
         }
-        guard (1...200).contains(name.count), !name.contains("/"), !name.contains(".."), name != ".", printable else {
+        guard (1...200).contains(name.unicodeScalars.count), !name.contains("/"), !name.contains(".."), name != ".",
+            printable
+        else {
             throw ContentRefusal(
                 .invalidName,
                 "a content name has 1 to 200 printable characters, without /, \\, \" or .."

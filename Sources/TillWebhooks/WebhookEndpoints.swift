@@ -199,7 +199,7 @@ public struct WebhookEndpoints: Sendable {
 
     package static func validated(description: String?) throws -> String? {
         guard let description else { return nil }
-        guard description.count <= 500 else {
+        guard description.unicodeScalars.count <= 500 else {
             throw WebhookRefusal(.invalidDescription, "description has at most 500 characters")
         }
         return description.isEmpty ? nil : description

@@ -200,6 +200,8 @@ struct ContentDeliveryTests {
             directory in
             for name in [
                 "a%2Fb.pdf", "%2E%2E", "a..b", "line%0Abreak", "quote%22.pdf", String(repeating: "n", count: 201),
+                // 101 characters as a person reads them, each an e and a combining accent: 202 code points.
+                String(repeating: "e%CC%81", count: 101),
             ] {
                 let reply = try await upload(client, name: name, [1])
                 #expect(reply.status == 400 && reply.code == "invalidName", "\(name)")

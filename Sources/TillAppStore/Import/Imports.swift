@@ -57,7 +57,7 @@ public struct Imports: AppStoreRoom, Sendable {
             )
         }
         if let name {
-            guard (1...200).contains(name.count),
+            guard (1...200).contains(name.unicodeScalars.count),
                 !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
                 throw ImportRefusal(.invalidName, "name has 1 to 200 characters and no control character")

@@ -82,7 +82,7 @@ public struct Intake: AppStoreRoom, Sendable {
             throw IntakeRefusal(.oneFormatExpected, "\(input.field) is empty: send the purchase's evidence in it")
         }
         if let key = request.idempotencyKey {
-            guard !key.isEmpty, key.count <= 200 else {
+            guard !key.isEmpty, key.unicodeScalars.count <= 200 else {
                 throw IntakeRefusal(.invalidIdempotencyKey, "an idempotency key has 1 to 200 characters")
             }
             if let existing = try await submissionStore.submission(

@@ -18,7 +18,7 @@ enum CatalogueNames {
     /// An entitlement's or a credit's name (Till's, not Apple's): 1 to 100 characters, no control character, no
     /// white space at either end.
     static func isLabel(_ text: String) -> Bool {
-        (1...100).contains(text.count)
+        (1...100).contains(text.unicodeScalars.count)
             && !text.unicodeScalars.contains { $0.properties.generalCategory == .control }
             && text.first?.isWhitespace == false && text.last?.isWhitespace == false
     }

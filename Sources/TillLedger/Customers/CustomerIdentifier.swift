@@ -5,7 +5,9 @@ import TillCore
 /// `customerId`, the `{customer}` of a path, a guest id to link.
 ///
 /// The spaces around an id are trimmed (apps have sent `"alice "`); what is left has 1 to 200 characters and no
-/// control character, otherwise `400 invalidCustomerId`: no customer can have that id.
+/// control character, otherwise `400 invalidCustomerId`: no customer can have that id. Characters are Unicode code
+/// points, as the contract's `maxLength` counts them (JSON Schema), not the grapheme clusters of `String.count`: one
+/// grapheme can hold any number of combining marks, so 200 of them bounded neither the contract's length nor the bytes.
 package enum CustomerIdentifier {
     package static let maximumLength = 200
 
@@ -22,7 +24,7 @@ package enum CustomerIdentifier {
     /// The rule itself, over Unicode: what `validated` gives for every id, printable ASCII or not.
     package static func checkedByUnicode(_ raw: String, field: String = "customerId") throws -> String {
         let id = raw.trimmingCharacters(in: .whitespaces)
-        guard (1...maximumLength).contains(id.count) else {
+        guard (1...maximumLength).contains(id.unicodeScalars.count) else {
             throw CustomerRefusal(
                 .invalidCustomerId,
                 "\(field) has 1 to \(maximumLength) characters once the spaces around it are trimmed"

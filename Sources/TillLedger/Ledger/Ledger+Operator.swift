@@ -152,7 +152,7 @@ extension Ledger {
     /// An operator's note: 1 to 500 characters, spaces around it trimmed.
     package static func validated(note: String) throws -> String {
         let note = note.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !note.isEmpty, note.count <= 500 else {
+        guard !note.isEmpty, note.unicodeScalars.count <= 500 else {
             throw LedgerRefusal(.invalidNote, "note has 1 to 500 characters: say why, for the timeline")
         }
         return note

@@ -102,10 +102,10 @@ extension Ledger {
     }
 
     package static func validate(requestId: String, credit: String) throws {
-        guard !requestId.isEmpty, requestId.count <= 200 else {
+        guard !requestId.isEmpty, requestId.unicodeScalars.count <= 200 else {
             throw LedgerRefusal(.invalidRequestId, "requestId has 1 to 200 characters")
         }
-        guard !credit.isEmpty, credit.count <= 200 else {
+        guard !credit.isEmpty, credit.unicodeScalars.count <= 200 else {
             throw LedgerRefusal(.invalidCredit, "credit has 1 to 200 characters")
         }
     }

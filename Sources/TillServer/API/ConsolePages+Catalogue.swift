@@ -180,7 +180,7 @@ extension ConsolePages {
         var outcome = "done"
         defer {}
         do {
-            guard !note.isEmpty, note.count <= 500 else {
+            guard !note.isEmpty, note.unicodeScalars.count <= 500 else {
                 throw TillHTTPError.badRequest("invalidNote", "each action needs a note of 1 to 500 characters")
             }
             let upload = try await server.content.putContent(

@@ -67,7 +67,7 @@ struct ConsolePages: Sendable {
         var outcome = "done"
         var failure: String?
         do {
-            guard let note, !note.isEmpty, note.count <= 500 else {
+            guard let note, !note.isEmpty, note.unicodeScalars.count <= 500 else {
                 throw TillHTTPError.badRequest("invalidNote", "each action needs a note of 1 to 500 characters")
             }
             try await body()

@@ -30,7 +30,7 @@ extension Offers {
                     "the JWS does not sign an app account token: send it with format signature, or leave it out"
                 )
             }
-            guard (1...255).contains(token.count) else {
+            guard (1...255).contains(token.unicodeScalars.count) else {
                 throw OfferRefusal(.invalidAppAccountToken, "appAccountToken has 1 to 255 characters")
             }
         }

@@ -176,7 +176,8 @@ public struct Offers: Sendable {
 
     /// 1 to 64 printable characters.
     static func isOfferIdentifier(_ text: String) -> Bool {
-        (1...64).contains(text.count) && !text.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) }
+        (1...64).contains(text.unicodeScalars.count)
+            && !text.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) }
             && !text.allSatisfy(\.isWhitespace)
     }
 
