@@ -35,12 +35,13 @@ public enum JSONBody {
 
     /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes (``BodyLimit``), 400 `invalidBody`
     /// saying what is wrong when it is not strict JSON (``StrictJSON``: a key twice in an object, U+0000 in a
-    /// string, nesting deeper than 64 levels) or not a `T`.
+    /// string, nesting deeper than 64 levels; with `refusingNull`, a `null`) or not a `T`.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: Request,
         limit: Int,
-        decoder: JSONDecoder
+        decoder: JSONDecoder,
+        refusingNull: Bool = false
     ) async throws -> T {
         var request = request
         let buffer: ByteBuffer
@@ -55,13 +56,15 @@ public enum JSONBody {
             throw TillHTTPError.badRequest("incompleteBody", "the request body ended before its end")
         }
         let bytes = Array(buffer.readableBytesView)
+        let firstNull: String?
         do {
-            try StrictJSON.check(bytes)
+            firstNull = try StrictJSON.check(bytes)
         } catch {
             throw TillHTTPError.badRequest("invalidBody", "the request body is not strict JSON: \(error)")
         }
+        let value: T
         do {
-            return try decoder.decode(T.self, from: Data(bytes))
+            value = try decoder.decode(T.self, from: Data(bytes))
         } catch DecodingError.dataCorrupted(let context)
             where context.codingPath.isEmpty && context.debugDescription.hasPrefix("The given data was not valid JSON")
         {
@@ -81,6 +84,16 @@ public enum JSONBody {
         } catch {
             throw TillHTTPError.badRequest("invalidBody", "the request body is not JSON")
         }
+        // After decoding, so that a null the type cannot take is told as the decoder tells it ("expected a string,
+        // not null"); what is left is a null the decoder read as the field left out.
+        if refusingNull, let firstNull {
+            throw TillHTTPError.badRequest(
+                "invalidBody",
+                "the request body is not a valid \(T.self): \(firstNull) is null, and no field of a request may be; "
+                    + "leave it out"
+            )
+        }
+        return value
     }
 
     /// What is wrong with a body, in a few words: the missing key, or the path and what was expected there.

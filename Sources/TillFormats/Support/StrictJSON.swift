@@ -9,17 +9,59 @@ public enum StrictJSON {
         public let description: String
     }
 
-    /// Checks `bytes`; throws a ``Refusal`` saying what is wrong.
-    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) {
+    /// Checks `bytes`; throws a ``Refusal`` saying what is wrong. Answers where the first `null` is
+    /// (`sharedSecrets[0]`, `body` for a body that is only `null`), or nil when there is none: a reader whose requests
+    /// have no field that may be null refuses one (`JSONBody.decode(refusingNull:)`), where a decoder would read it as
+    /// the field left out.
+    @discardableResult
+    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) -> String? {
         let tape: JSONTape
         do {
             tape = try JSONTape(bytes, maximumDepth: maximumDepth)
         } catch {
             throw Refusal(description: error.description)
         }
+        var holdsNull = false
         // A raw control character is a syntax error already; only an escaped one can be U+0000.
-        for (index, node) in tape.nodes.enumerated() where node.kind == .string && tape.holdsNull(at: index) {
-            throw Refusal(description: "a string holds U+0000")
+        for (index, node) in tape.nodes.enumerated() {
+            if node.kind == .string && tape.holdsNull(at: index) {
+                throw Refusal(description: "a string holds U+0000")
+            }
+            if node.kind == .null { holdsNull = true }
         }
+        return holdsNull ? firstNull(in: tape, at: 0, path: "") : nil
+    }
+
+    /// The path of the first `null` at or below node `index`, as `JSONBody.describe` writes paths (`a.b[2]`).
+    private static func firstNull(in tape: JSONTape, at index: Int, path: String) -> String? {
+        let node = tape.nodes[index]
+        switch node.kind {
+        case .null:
+            return path.isEmpty ? "body" : path
+        case .object:
+            // Each member is its key's string node, then its value's nodes.
+            var key = index + 1
+            while key < Int(node.next) {
+                let name = String(
+                    decoding: tape.bytes[Int(tape.nodes[key].start)..<Int(tape.nodes[key].end)],
+                    as: UTF8.self
+                )
+                if let found = firstNull(in: tape, at: key + 1, path: path.isEmpty ? name : path + "." + name) {
+                    return found
+                }
+                key = Int(tape.nodes[key + 1].next)
+            }
+        case .array:
+            var element = index + 1
+            var position = 0
+            while element < Int(node.next) {
+                if let found = firstNull(in: tape, at: element, path: path + "[\(position)]") { return found }
+                element = Int(tape.nodes[element].next)
+                position += 1
+            }
+        default:
+            break
+        }
+        return nil
     }
 }

@@ -11,7 +11,13 @@ import TillLedger
 /// `{"signedPayload":"<JWS>"}`; the answer `{"status":"applied"|"duplicate"|"ignored","notificationUUID":…}`.
 func addNotificationRoutes(to router: Router<ServerRequestContext>, _ server: PurchaseServer) {
     router.post("v1/apple/notifications") { request, context in
-        let body = try await decode(ResponseBodyV2.self, request, context, limit: BodyLimit.notification)
+        let body = try await decode(
+            ResponseBodyV2.self,
+            request,
+            context,
+            limit: BodyLimit.notification,
+            nullAllowed: true
+        )
         guard let signedPayload = body.signedPayload, !signedPayload.isEmpty else {
             throw TillHTTPError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
         }
