@@ -65,6 +65,13 @@ public struct Prerequisite: Sendable {
         isAvailable: python(canImport: "openapi_spec_validator")
     )
 
+    /// Schemathesis, the independent judge of the server's answers against its OpenAPI document.
+    public static let schemathesis = Prerequisite(
+        "Schemathesis for Python",
+        hint: "python3 -m pip install schemathesis==4.32.5",
+        isAvailable: python(canImport: "schemathesis.cli")
+    )
+
     /// The Standard Webhooks library for Python (`standardwebhooks`), the independent judge of the server's webhooks.
     public static let standardWebhooks = Prerequisite(
         "standardwebhooks for Python",
