@@ -35,7 +35,8 @@ public enum JSONBody {
 
     /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes (``BodyLimit``), 400 `invalidBody`
     /// saying what is wrong when it is not strict JSON (``StrictJSON``: a key twice in an object, U+0000 in a
-    /// string, nesting deeper than 64 levels; with `refusingNull`, a `null`) or not a `T`.
+    /// string, nesting deeper than 64 levels) or not a `T`; with `refusingNull`, also a `null` the `T` took as a
+    /// field left out.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: Request,
@@ -56,7 +57,7 @@ public enum JSONBody {
             throw TillHTTPError.badRequest("incompleteBody", "the request body ended before its end")
         }
         let bytes = Array(buffer.readableBytesView)
-        let firstNull: String?
+        let firstNull: [StrictJSON.PathStep]?
         do {
             firstNull = try StrictJSON.check(bytes)
         } catch {
@@ -89,8 +90,8 @@ public enum JSONBody {
         if refusingNull, let firstNull {
             throw TillHTTPError.badRequest(
                 "invalidBody",
-                "the request body is not a valid \(T.self): \(firstNull) is null, and no field of a request may be; "
-                    + "leave it out"
+                "the request body is not a valid \(T.self): \(firstNull.isEmpty ? "the body" : path(firstNull)) is "
+                    + "null, and no field of a request may be; leave it out"
             )
         }
         return value

@@ -9,12 +9,32 @@ public enum StrictJSON {
         public let description: String
     }
 
-    /// Checks `bytes`; throws a ``Refusal`` saying what is wrong. Answers where the first `null` is
-    /// (`sharedSecrets[0]`, `body` for a body that is only `null`), or nil when there is none: a reader whose requests
-    /// have no field that may be null refuses one (`JSONBody.decode(refusingNull:)`), where a decoder would read it as
-    /// the field left out.
+    /// A step of the way to a value: a member's key or an element's index. A `CodingKey` as Foundation's decoder
+    /// makes them (an index's `stringValue` is `Index 2`), so that one writer of paths, `JSONBody.describe`'s, writes
+    /// both its paths and these.
+    public enum PathStep: CodingKey, Sendable, Hashable {
+        case key(String)
+        case index(Int)
+
+        public var stringValue: String {
+            switch self {
+            case .key(let name): name
+            case .index(let position): "Index \(position)"
+            }
+        }
+        public var intValue: Int? {
+            if case .index(let position) = self { return position }
+            return nil
+        }
+        public init?(stringValue: String) { self = .key(stringValue) }
+        public init?(intValue: Int) { self = .index(intValue) }
+    }
+
+    /// Checks `bytes`; throws a ``Refusal`` saying what is wrong. Answers the way to the first `null` (empty for a
+    /// body that is only `null`), or nil when there is none: a reader whose requests have no field that may be null
+    /// refuses one (`JSONBody.decode(refusingNull:)`), where a decoder would read it as the field left out.
     @discardableResult
-    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) -> String? {
+    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) -> [PathStep]? {
         let tape: JSONTape
         do {
             tape = try JSONTape(bytes, maximumDepth: maximumDepth)
@@ -29,15 +49,15 @@ public enum StrictJSON {
             }
             if node.kind == .null { holdsNull = true }
         }
-        return holdsNull ? firstNull(in: tape, at: 0, path: "") : nil
+        return holdsNull ? firstNull(in: tape, at: 0, path: []) : nil
     }
 
-    /// The path of the first `null` at or below node `index`, as `JSONBody.describe` writes paths (`a.b[2]`).
-    private static func firstNull(in tape: JSONTape, at index: Int, path: String) -> String? {
+    /// The way to the first `null` at or below node `index`, which `path` leads to.
+    private static func firstNull(in tape: JSONTape, at index: Int, path: [PathStep]) -> [PathStep]? {
         let node = tape.nodes[index]
         switch node.kind {
         case .null:
-            return path.isEmpty ? "body" : path
+            return path
         case .object:
             // Each member is its key's string node, then its value's nodes.
             var key = index + 1
@@ -46,16 +66,14 @@ public enum StrictJSON {
                     decoding: tape.bytes[Int(tape.nodes[key].start)..<Int(tape.nodes[key].end)],
                     as: UTF8.self
                 )
-                if let found = firstNull(in: tape, at: key + 1, path: path.isEmpty ? name : path + "." + name) {
-                    return found
-                }
+                if let found = firstNull(in: tape, at: key + 1, path: path + [.key(name)]) { return found }
                 key = Int(tape.nodes[key + 1].next)
             }
         case .array:
             var element = index + 1
             var position = 0
             while element < Int(node.next) {
-                if let found = firstNull(in: tape, at: element, path: path + "[\(position)]") { return found }
+                if let found = firstNull(in: tape, at: element, path: path + [.index(position)]) { return found }
                 element = Int(tape.nodes[element].next)
                 position += 1
             }
