@@ -35,15 +35,59 @@ public enum JSONBody {
 
     /// The request's body decoded as `T`: 413 `bodyTooLarge` over `limit` bytes (``BodyLimit``), 400 `invalidBody`
     /// saying what is wrong when it is not strict JSON (``StrictJSON``: a key twice in an object, U+0000 in a
-    /// string, nesting deeper than 64 levels) or not a `T`; with `refusingNull`, also a `null` the `T` took as a
-    /// field left out.
+    /// string, nesting deeper than 64 levels) or not a `T`.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: Request,
         limit: Int,
-        decoder: JSONDecoder,
-        refusingNull: Bool = false
+        decoder: JSONDecoder
     ) async throws -> T {
+        let (bytes, _) = try await strictBody(of: request, limit: limit)
+        return try read(T.self, from: bytes, decoder: decoder)
+    }
+
+    /// The same, and with `refusingNull` also 400 `invalidBody` for a `null` that `T` reads: one in a field `T`
+    /// has, which Foundation's decoder takes as the field left out. A member `T` does not have is ignored whatever
+    /// it holds, `null` included, as the contract's schemas allow (they do not close their objects).
+    public static func decode<T: Decodable & Equatable>(
+        _ type: T.Type,
+        from request: Request,
+        limit: Int,
+        decoder: JSONDecoder,
+        refusingNull: Bool
+    ) async throws -> T {
+        let (bytes, nulls) = try await strictBody(of: request, limit: limit)
+        let value = try read(T.self, from: bytes, decoder: decoder)
+        // After decoding, so that a null the type cannot take is told as the decoder tells it ("expected a string,
+        // not null"); what is left is a null the decoder read as the field left out, or one it did not read at all.
+        if refusingNull, let null = nulls.first(where: { reads($0, in: bytes, as: value, decoder: decoder) }) {
+            throw TillHTTPError.badRequest(
+                "invalidBody",
+                "the request body is not a valid \(T.self): \(null.path.isEmpty ? "the body" : path(null.path)) is "
+                    + "null, and no field of a request may be; leave it out"
+            )
+        }
+        return value
+    }
+
+    /// Whether decoding `T` reads the `null` at `null`: with a string in its place, the same text decodes to another
+    /// value or not at all. Foundation's decoder cannot say which keys a type asked for, and it skips a member the
+    /// type does not have whatever it holds. Run only for a body that holds a `null`, which no client of the
+    /// contract sends.
+    private static func reads<T: Decodable & Equatable>(
+        _ null: StrictJSON.Null,
+        in bytes: [UInt8],
+        as value: T,
+        decoder: JSONDecoder
+    ) -> Bool {
+        var changed = bytes
+        changed.replaceSubrange(null.bytes, with: #""~~""#.utf8)  // four bytes for four: no offset moves
+        guard let other = try? decoder.decode(T.self, from: Data(changed)) else { return true }
+        return other != value
+    }
+
+    /// The body's bytes within `limit`, checked as strict JSON, and the nulls it holds.
+    private static func strictBody(of request: Request, limit: Int) async throws -> ([UInt8], [StrictJSON.Null]) {
         var request = request
         let buffer: ByteBuffer
         do {
@@ -57,15 +101,17 @@ public enum JSONBody {
             throw TillHTTPError.badRequest("incompleteBody", "the request body ended before its end")
         }
         let bytes = Array(buffer.readableBytesView)
-        let firstNull: [StrictJSON.PathStep]?
         do {
-            firstNull = try StrictJSON.check(bytes)
+            return (bytes, try StrictJSON.check(bytes))
         } catch {
             throw TillHTTPError.badRequest("invalidBody", "the request body is not strict JSON: \(error)")
         }
-        let value: T
+    }
+
+    /// `bytes`, strict JSON, decoded as `T`, or 400 `invalidBody` saying why not.
+    private static func read<T: Decodable>(_ type: T.Type, from bytes: [UInt8], decoder: JSONDecoder) throws -> T {
         do {
-            value = try decoder.decode(T.self, from: Data(bytes))
+            return try decoder.decode(T.self, from: Data(bytes))
         } catch DecodingError.dataCorrupted(let context)
             where context.codingPath.isEmpty && context.debugDescription.hasPrefix("The given data was not valid JSON")
         {
@@ -85,16 +131,6 @@ public enum JSONBody {
         } catch {
             throw TillHTTPError.badRequest("invalidBody", "the request body is not JSON")
         }
-        // After decoding, so that a null the type cannot take is told as the decoder tells it ("expected a string,
-        // not null"); what is left is a null the decoder read as the field left out.
-        if refusingNull, let firstNull {
-            throw TillHTTPError.badRequest(
-                "invalidBody",
-                "the request body is not a valid \(T.self): \(firstNull.isEmpty ? "the body" : path(firstNull)) is "
-                    + "null, and no field of a request may be; leave it out"
-            )
-        }
-        return value
     }
 
     /// What is wrong with a body, in a few words: the missing key, or the path and what was expected there.

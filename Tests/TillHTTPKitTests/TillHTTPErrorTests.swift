@@ -23,12 +23,27 @@ struct TillHTTPErrorTests {
         router.post("/echo") { request, _ -> [String: Int] in
             try await JSONBody.decode([String: Int].self, from: request, limit: 64, decoder: JSONDecoder())
         }
+        router.post("/settings") { request, _ -> String in
+            let settings = try await JSONBody.decode(
+                Settings.self,
+                from: request,
+                limit: 256,
+                decoder: JSONDecoder(),
+                refusingNull: true
+            )
+            return settings.name ?? "-"
+        }
         router.post("/raw") { request, _ -> String in
             var request = request
             return String(buffer: try await request.collectBody(upTo: 16))
         }
         routes.record(router.routes)
         return router
+    }
+
+    struct Settings: Decodable, Equatable {
+        var name: String?
+        var tags: [String?]?
     }
 
     struct Answer {
@@ -128,6 +143,28 @@ struct TillHTTPErrorTests {
         #expect(element.hasPrefix("items[1]: "), "\(element)")
         #expect(Self.described(#"{"items":[],"inner":{}}"#) == "missing inner.count")
         #expect(Self.described(#"{"items":[],"inner":{"count":"x"}}"#).hasPrefix("inner.count: "))
+    }
+
+    /// A `null` in a field the type has is refused, by its path: the decoder would read it as the field left out. A
+    /// member the type does not have is ignored whatever it holds, as it was before nulls were refused.
+    @Test func aNullIsRefusedWhereTheTypeReadsIt() async throws {
+        let refused = [
+            (#"{"name":null}"#, "name is null"),
+            (#"{"tags":["a",null]}"#, "tags[1] is null"),
+            (#"{"other":null,"name":null}"#, "name is null"),
+        ]
+        for (body, words) in refused {
+            let answer = try await call(.post, "/settings", body: body)
+            #expect(answer.status == .badRequest && answer.code == "invalidBody", "\(body)")
+            #expect(
+                answer.message == "the request body is not a valid Settings: \(words), and no field of a request may "
+                    + "be; leave it out",
+                "\(answer.message ?? "")"
+            )
+        }
+        for body in [#"{"other":null}"#, #"{"name":"a","deep":{"x":[null]},"more":[1,null]}"#, "{}"] {
+            #expect(try await call(.post, "/settings", body: body).status == .ok, "\(body)")
+        }
     }
 
     @Test func aBodyMustBeStrictJSON() async throws {

@@ -83,10 +83,6 @@ struct HostileBodyTests {
                         "inAppPurchasePrivateKey is null"
                     ),
                     (
-                        .post, "/v1/customers/carol/aliases", #"{"customerId":"guest-1","note":[1,null]}"#, key,
-                        "note[1] is null"
-                    ),
-                    (
                         .post, "/v1/receipts",
                         #"{"customerId":"carol","signedTransaction":"a.b.c","idempotencyKey":null}"#,
                         key, "idempotencyKey is null"
@@ -103,13 +99,22 @@ struct HostileBodyTests {
                         "\(path): \(reply.message ?? "")"
                     )
                 }
+                // A member the schema does not name is ignored whatever it holds, as the schema allows (its objects
+                // are open): Schemathesis's valid requests carry such members, nulls among them.
                 let patched = try await client.call(
                     .patch,
                     "/admin/v1/apps/com.example.till",
-                    json: "{}",
+                    json: #"{"futureSetting":null}"#,
                     token: "operator"
                 )
                 #expect(patched.status == 200, "\(patched.status) \(patched.code ?? "")")
+                let linked = try await client.call(
+                    .post,
+                    "/v1/customers/carol/aliases",
+                    json: #"{"customerId":"guest-1","note":[1,null]}"#,
+                    token: key
+                )
+                #expect(linked.status / 100 == 2, "\(linked.status) \(linked.code ?? "") \(linked.message ?? "")")
                 // Apple's body is read by Apple's rules: its null is not what refuses it (its payload is not a JWS).
                 let apple = try await client.call(
                     .post,

@@ -30,11 +30,19 @@ public enum StrictJSON {
         public init?(intValue: Int) { self = .index(intValue) }
     }
 
-    /// Checks `bytes`; throws a ``Refusal`` saying what is wrong. Answers the way to the first `null` (empty for a
-    /// body that is only `null`), or nil when there is none: a reader whose requests have no field that may be null
-    /// refuses one (`JSONBody.decode(refusingNull:)`), where a decoder would read it as the field left out.
+    /// A `null` in the text: the way to it and where its four bytes are.
+    public struct Null: Sendable, Hashable {
+        /// Empty for a text that is only `null`.
+        public let path: [PathStep]
+        /// The offsets of its `null` in the bytes checked.
+        public let bytes: Range<Int>
+    }
+
+    /// Checks `bytes`; throws a ``Refusal`` saying what is wrong. Answers every `null` in the order of the text: a
+    /// reader whose requests have no field that may be null refuses one its type reads
+    /// (`JSONBody.decode(refusingNull:)`), where a decoder would read it as the field left out.
     @discardableResult
-    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) -> [PathStep]? {
+    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) -> [Null] {
         let tape: JSONTape
         do {
             tape = try JSONTape(bytes, maximumDepth: maximumDepth)
@@ -49,15 +57,18 @@ public enum StrictJSON {
             }
             if node.kind == .null { holdsNull = true }
         }
-        return holdsNull ? firstNull(in: tape, at: 0, path: []) : nil
+        guard holdsNull else { return [] }
+        var nulls: [Null] = []
+        collectNulls(in: tape, at: 0, path: [], into: &nulls)
+        return nulls
     }
 
-    /// The way to the first `null` at or below node `index`, which `path` leads to.
-    private static func firstNull(in tape: JSONTape, at index: Int, path: [PathStep]) -> [PathStep]? {
+    /// Every `null` at or below node `index`, which `path` leads to.
+    private static func collectNulls(in tape: JSONTape, at index: Int, path: [PathStep], into nulls: inout [Null]) {
         let node = tape.nodes[index]
         switch node.kind {
         case .null:
-            return path
+            nulls.append(Null(path: path, bytes: Int(node.start)..<Int(node.end)))
         case .object:
             // Each member is its key's string node, then its value's nodes.
             var key = index + 1
@@ -66,20 +77,19 @@ public enum StrictJSON {
                     decoding: tape.bytes[Int(tape.nodes[key].start)..<Int(tape.nodes[key].end)],
                     as: UTF8.self
                 )
-                if let found = firstNull(in: tape, at: key + 1, path: path + [.key(name)]) { return found }
+                collectNulls(in: tape, at: key + 1, path: path + [.key(name)], into: &nulls)
                 key = Int(tape.nodes[key + 1].next)
             }
         case .array:
             var element = index + 1
             var position = 0
             while element < Int(node.next) {
-                if let found = firstNull(in: tape, at: element, path: path + [.index(position)]) { return found }
+                collectNulls(in: tape, at: element, path: path + [.index(position)], into: &nulls)
                 element = Int(tape.nodes[element].next)
                 position += 1
             }
         default:
             break
         }
-        return nil
     }
 }

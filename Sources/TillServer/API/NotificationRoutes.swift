@@ -11,12 +11,12 @@ import TillLedger
 /// `{"signedPayload":"<JWS>"}`; the answer `{"status":"applied"|"duplicate"|"ignored","notificationUUID":…}`.
 func addNotificationRoutes(to router: Router<ServerRequestContext>, _ server: PurchaseServer) {
     router.post("v1/apple/notifications") { request, context in
-        let body = try await decode(
+        // Apple's body, read by Apple's rules: a null is a member left out.
+        let body = try await JSONBody.decode(
             ResponseBodyV2.self,
-            request,
-            context,
+            from: request,
             limit: BodyLimit.notification,
-            nullAllowed: true
+            decoder: context.requestDecoder
         )
         guard let signedPayload = body.signedPayload, !signedPayload.isEmpty else {
             throw TillHTTPError.badRequest("missingSignedPayload", "the body is {\"signedPayload\":\"<JWS>\"}")
