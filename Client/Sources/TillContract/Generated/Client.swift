@@ -30,6 +30,9 @@ import HTTPTypes
 /// answers, never sent as `null`. Every answer carries an `X-Request-Id` header: the caller's own when it
 /// sends a sane one (1–128 letters, digits, `-`, `_`, `.`), otherwise a new one.
 ///
+/// A request body is JSON, read strictly: no key twice in one object, no string holding U+0000, no field
+/// sent as `null` (leave it out); a member a schema does not name is ignored. Otherwise 400 `invalidBody`.
+///
 public struct Client: APIProtocol {
     /// The underlying HTTP client.
     private let client: UniversalClient
@@ -7320,7 +7323,7 @@ public struct Client: APIProtocol {
     }
     /// Upload a file to a product
     ///
-    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes.
+    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes. An upload whose `Content-Length` declares more than `content.max-upload-bytes` is refused at once (413), before its bytes are read.
     ///
     /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/content/{name}`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/{name}/put(uploadContent)`.
@@ -7342,11 +7345,6 @@ public struct Client: APIProtocol {
                     method: .put
                 )
                 suppressMutabilityWarning(&request)
-                try converter.setHeaderFieldAsURI(
-                    in: &request.headerFields,
-                    name: "Content-Length",
-                    value: input.headers.contentLength
-                )
                 converter.setAcceptHeader(
                     in: &request.headerFields,
                     contentTypes: input.headers.accept

@@ -23,6 +23,9 @@ public enum ContractDocument {
         unless said otherwise; amounts are milliunits (2990 is 2.99). Fields that have no value are left out of
         answers, never sent as `null`. Every answer carries an `X-Request-Id` header: the caller's own when it
         sends a sane one (1–128 letters, digits, `-`, `_`, `.`), otherwise a new one.
+
+        A request body is JSON, read strictly: no key twice in one object, no string holding U+0000, no field
+        sent as `null` (leave it out); a member a schema does not name is ignored. Otherwise 400 `invalidBody`.
     tags:
       - name: operations
         description: Health, metrics and this document.
@@ -1614,23 +1617,22 @@ public enum ContractDocument {
           - name: name
             in: path
             required: true
-            description: The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as.
+            description: The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as. 1–200
+              characters, none of them a control character, `/`, `\` or `"`, and no `..`.
             schema:
               type: string
+              minLength: 1
+              maxLength: 200
+              pattern: '^(?!\.$)(?!.*\.\.)[^/\\"\u0000-\u001F\u007F-\u009F]+$'
         put:
           tags: [admin, content]
           operationId: uploadContent
           summary: Upload a file to a product
           description: The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is
-            replaced. The master list's ETag changes.
+            replaced. The master list's ETag changes. An upload whose `Content-Length` declares more than
+            `content.max-upload-bytes` is refused at once (413), before its bytes are read.
           security:
             - operatorToken: []
-          parameters:
-            - name: Content-Length
-              in: header
-              description: When it declares more than `content.max-upload-bytes`, the upload is refused at once.
-              schema:
-                type: integer
           requestBody:
             required: true
             description: The file. Its Content-Type is what downloads are served with (`application/octet-stream`
@@ -1776,12 +1778,14 @@ public enum ContractDocument {
               description: A date (`2026-11-01`, UTC midnight) or UNIX milliseconds; included.
               schema:
                 type: string
+                pattern: '^([0-9]{4}-[0-9]{2}-[0-9]{2}|-?[0-9]{1,18})$'
             - name: to
               in: query
               required: true
               description: A date or UNIX milliseconds, after `from`; excluded.
               schema:
                 type: string
+                pattern: '^([0-9]{4}-[0-9]{2}-[0-9]{2}|-?[0-9]{1,18})$'
             - name: groupBy
               in: query
               schema:
@@ -3158,10 +3162,10 @@ public enum ContractDocument {
         CustomerId:
           type: string
           description: The app's account id, or an anonymous device id for a guest (1–200 characters once the
-            spaces around it are trimmed).
+            spaces around it are trimmed, none of them a control character).
           minLength: 1
           maxLength: 200
-          pattern: '\S'
+          pattern: '^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$'
         IdempotencyKey:
           type: string
           description: A resend with the same key answers the first submission (1–200 characters).
@@ -3568,11 +3572,14 @@ public enum ContractDocument {
           properties:
             credit:
               type: string
+              minLength: 1
+              maxLength: 200
             amount:
               type: integer
               format: int64
               minimum: 1
-              description: Positive.
+              maximum: 1000000000000000
+              description: Positive, at most 10^15.
             requestId:
               type: string
               description: Spent once (1–200 characters).
@@ -3739,7 +3746,8 @@ public enum ContractDocument {
           properties:
             bundleId:
               type: string
-              description: Reverse-DNS, at most 155 characters, no spaces.
+              description: 1–155 letters, digits, hyphens and periods, not `.` or `..` (Apple's rule for a bundle ID).
+              pattern: '^(?!\.\.?$)[A-Za-z0-9.-]{1,155}$'
             appAppleId:
               type: integer
               format: int64
@@ -3824,7 +3832,9 @@ public enum ContractDocument {
           properties:
             signedAppTransaction:
               type: string
-              description: The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`).
+              description: The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`), a
+                compact JWS (three base64url segments).
+              pattern: '^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$'
         AppTransaction:
           type: object
           description: 'An AppTransaction the server verified and keeps for a customer: Apple''s fields (named as
@@ -4123,6 +4133,8 @@ public enum ContractDocument {
               type: string
               description: '`signature` only: the app account token (StoreKit 2) or application username (StoreKit 1) the
                 purchase will carry; signed lowercased, as Apple''s libraries do. Without it, the purchase must carry none.'
+              minLength: 1
+              maxLength: 255
         PromotionalOfferSignature:
           type: object
           description: 'What to pass to StoreKit. `signature`: `keyIdentifier`, `nonce`, `timestamp` and `signature`
@@ -5150,10 +5162,14 @@ public enum ContractDocument {
           properties:
             credit:
               type: string
+              minLength: 1
+              maxLength: 200
             delta:
               type: integer
               format: int64
-              description: Added to the balance; negative to take. Not zero.
+              minimum: -1000000000000000
+              maximum: 1000000000000000
+              description: Added to the balance; negative to take. Not zero, and at most 10^15 either way.
             requestId:
               type: string
               minLength: 1

@@ -456,7 +456,7 @@ extension Components {
                 case total
             }
         }
-        /// The app's account id, or an anonymous device id for a guest (1–200 characters once the spaces around it are trimmed).
+        /// The app's account id, or an anonymous device id for a guest (1–200 characters once the spaces around it are trimmed, none of them a control character).
         ///
         /// - Remark: Generated from `#/components/schemas/CustomerId`.
         public typealias CustomerId = Swift.String
@@ -1362,7 +1362,7 @@ extension Components {
         public struct DebitRequest: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/DebitRequest/credit`.
             public var credit: Swift.String
-            /// Positive.
+            /// Positive, at most 10^15.
             ///
             /// - Remark: Generated from `#/components/schemas/DebitRequest/amount`.
             public var amount: Swift.Int64
@@ -1374,7 +1374,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - credit:
-            ///   - amount: Positive.
+            ///   - amount: Positive, at most 10^15.
             ///   - requestId: Spent once (1–200 characters).
             public init(
                 credit: Swift.String,
@@ -1738,7 +1738,7 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/AppInput`.
         public struct AppInput: Codable, Hashable, Sendable {
-            /// Reverse-DNS, at most 155 characters, no spaces.
+            /// 1–155 letters, digits, hyphens and periods, not `.` or `..` (Apple's rule for a bundle ID).
             ///
             /// - Remark: Generated from `#/components/schemas/AppInput/bundleId`.
             public var bundleId: Swift.String?
@@ -1783,7 +1783,7 @@ extension Components {
             /// Creates a new `AppInput`.
             ///
             /// - Parameters:
-            ///   - bundleId: Reverse-DNS, at most 155 characters, no spaces.
+            ///   - bundleId: 1–155 letters, digits, hyphens and periods, not `.` or `..` (Apple's rule for a bundle ID).
             ///   - appAppleId:
             ///   - name: The bundle id when not given.
             ///   - sharedSecrets: verifyReceipt shared secrets; the first is sent, the others accepted during a rotation.
@@ -1932,14 +1932,14 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/AppTransactionInput`.
         public struct AppTransactionInput: Codable, Hashable, Sendable {
-            /// The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`).
+            /// The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`), a compact JWS (three base64url segments).
             ///
             /// - Remark: Generated from `#/components/schemas/AppTransactionInput/signedAppTransaction`.
             public var signedAppTransaction: Swift.String
             /// Creates a new `AppTransactionInput`.
             ///
             /// - Parameters:
-            ///   - signedAppTransaction: The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`).
+            ///   - signedAppTransaction: The JWS of StoreKit 2's `AppTransaction.shared` (`VerificationResult.jwsRepresentation`), a compact JWS (three base64url segments).
             public init(signedAppTransaction: Swift.String) {
                 self.signedAppTransaction = signedAppTransaction
             }
@@ -5120,7 +5120,7 @@ extension Components {
         public struct BalanceAdjustmentRequest: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest/credit`.
             public var credit: Swift.String
-            /// Added to the balance; negative to take. Not zero.
+            /// Added to the balance; negative to take. Not zero, and at most 10^15 either way.
             ///
             /// - Remark: Generated from `#/components/schemas/BalanceAdjustmentRequest/delta`.
             public var delta: Swift.Int64
@@ -5132,7 +5132,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - credit:
-            ///   - delta: Added to the balance; negative to take. Not zero.
+            ///   - delta: Added to the balance; negative to take. Not zero, and at most 10^15 either way.
             ///   - requestId:
             ///   - note:
             public init(

@@ -11899,7 +11899,7 @@ public enum Operations {
     }
     /// Upload a file to a product
     ///
-    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes.
+    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes. An upload whose `Content-Length` declares more than `content.max-upload-bytes` is refused at once (413), before its bytes are read.
     ///
     /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/content/{name}`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/{name}/put(uploadContent)`.
@@ -11916,7 +11916,7 @@ public enum Operations {
                 ///
                 /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/content/{name}/PUT/path/product`.
                 public var product: Components.Parameters.Product
-                /// The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as.
+                /// The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as. 1–200 characters, none of them a control character, `/`, `\` or `"`, and no `..`.
                 ///
                 /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/content/{name}/PUT/path/name`.
                 public var name: Swift.String
@@ -11925,7 +11925,7 @@ public enum Operations {
                 /// - Parameters:
                 ///   - bundle: The app's bundle id.
                 ///   - product: The product id.
-                ///   - name: The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as.
+                ///   - name: The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as. 1–200 characters, none of them a control character, `/`, `\` or `"`, and no `..`.
                 public init(
                     bundle: Components.Parameters.Bundle,
                     product: Components.Parameters.Product,
@@ -11939,21 +11939,12 @@ public enum Operations {
             public var path: Operations.UploadContent.Input.Path
             /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/content/{name}/PUT/header`.
             public struct Headers: Sendable, Hashable {
-                /// When it declares more than `content.max-upload-bytes`, the upload is refused at once.
-                ///
-                /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/content/{name}/PUT/header/Content-Length`.
-                public var contentLength: Swift.Int?
                 public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UploadContent.AcceptableContentType>]
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
-                ///   - contentLength: When it declares more than `content.max-upload-bytes`, the upload is refused at once.
                 ///   - accept:
-                public init(
-                    contentLength: Swift.Int? = nil,
-                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UploadContent.AcceptableContentType>] = .defaultValues()
-                ) {
-                    self.contentLength = contentLength
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UploadContent.AcceptableContentType>] = .defaultValues()) {
                     self.accept = accept
                 }
             }
@@ -12355,7 +12346,7 @@ public enum Operations {
                 ///
                 /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/content/{name}/DELETE/path/product`.
                 public var product: Components.Parameters.Product
-                /// The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as.
+                /// The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as. 1–200 characters, none of them a control character, `/`, `\` or `"`, and no `..`.
                 ///
                 /// - Remark: Generated from `#/paths/admin/v1/apps/{bundle}/products/{product}/content/{name}/DELETE/path/name`.
                 public var name: Swift.String
@@ -12364,7 +12355,7 @@ public enum Operations {
                 /// - Parameters:
                 ///   - bundle: The app's bundle id.
                 ///   - product: The product id.
-                ///   - name: The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as.
+                ///   - name: The file's name, percent-encoded (`My%20Book.pdf`); what the device saves it as. 1–200 characters, none of them a control character, `/`, `\` or `"`, and no `..`.
                 public init(
                     bundle: Components.Parameters.Bundle,
                     product: Components.Parameters.Product,

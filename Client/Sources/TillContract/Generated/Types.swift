@@ -303,7 +303,7 @@ public protocol APIProtocol: Sendable {
     func content(_ input: Operations.Content.Input) async throws -> Operations.Content.Output
     /// Upload a file to a product
     ///
-    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes.
+    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes. An upload whose `Content-Length` declares more than `content.max-upload-bytes` is refused at once (413), before its bytes are read.
     ///
     /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/content/{name}`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/{name}/put(uploadContent)`.
@@ -1073,7 +1073,7 @@ extension APIProtocol {
     }
     /// Upload a file to a product
     ///
-    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes.
+    /// The raw bytes are streamed to disk, stored once by SHA-256. A file of the same name is replaced. The master list's ETag changes. An upload whose `Content-Length` declares more than `content.max-upload-bytes` is refused at once (413), before its bytes are read.
     ///
     /// - Remark: HTTP `PUT /admin/v1/apps/{bundle}/products/{product}/content/{name}`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/products/{product}/content/{name}/put(uploadContent)`.
