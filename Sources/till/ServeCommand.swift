@@ -250,7 +250,8 @@ struct ServeCommand: AsyncParsableCommand {
                 responder: frontDoor,
                 // A connection that sends nothing for `http.idle-timeout-seconds` is closed: a client that opens
                 // connections and never finishes a request (slowloris) held them, and the file descriptors, for ever.
-                server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
+                // A request NIO's parser refuses is answered with the JSON every refusal has (MalformedRequestAnswer).
+                server: .tillHTTP1(idleTimeout: TimeAmount(settings.idleTimeout)),
                 configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "till"),
                 onServerRunning: { channel in
                     listening.set()

@@ -324,6 +324,56 @@ struct ReadinessTests {
     }
 }
 
+extension ReadinessTests {
+    /// A request NIO's parser refuses never reaches a route: Hummingbird answered it with an empty 400. `till serve`
+    /// answers it as every refusal is, JSON with a stable code, and 431 for headers over the limit; the connection
+    /// closes after the answer, and the server goes on serving.
+    @Test(
+        .timeLimit(.minutes(10)),
+        .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
+    )
+    func aRequestThatIsNotHTTPIsAnsweredAsEveryRefusalIs() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-framing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await TillProcess.start(
+            [
+                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+                "--database-url", directory.appendingPathComponent("till.sqlite").path,
+            ],
+            directory: directory
+        )
+        let port = try #require(serve.base.split(separator: ":").last.flatMap { Int($0) })
+        let requests = [
+            ("a negative length", "POST /v1/receipts HTTP/1.1\r\nHost: till\r\nContent-Length: -3\r\n\r\n", 400,
+                "malformedRequest", "its Content-Length is not a length"),
+            ("a header of 100 KiB", "GET /health HTTP/1.1\r\nHost: till\r\nX-Big: " + String(repeating: "a", count: 100 * 1024)
+                + "\r\n\r\n", 431, "headersTooLarge", "over the server's limit"),
+            ("a space in a header's name", "GET /health HTTP/1.1\r\nHost: till\r\nX Y: 1\r\n\r\n", 400,
+                "malformedRequest", "a header's name or value"),
+        ]
+        for (what, bytes, status, code, words) in requests {
+            let connection = try await RawConnection.open(port: port)
+            try await connection.send(bytes)
+            #expect(await connection.closedAfter(atMost: .seconds(20)) != nil, "\(what): the connection stayed open")
+            let answer = connection.received
+            let parts = answer.components(separatedBy: "\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(what): \(answer)")
+            #expect(parts.first?.contains("Content-Type: application/json") == true, "\(what): \(answer)")
+            let error = parts.count == 2
+                ? (try? JSONSerialization.jsonObject(with: Data(parts[1].utf8))) as? [String: [String: String]] : nil
+            #expect(error?["error"]?["code"] == code, "\(what): \(answer)")
+            #expect(error?["error"]?["message"]?.contains(words) == true, "\(what): \(answer)")
+        }
+        // A well-formed request still gets its answer, on a new connection.
+        let connection = try await RawConnection.open(port: port)
+        try await connection.send("GET /health HTTP/1.1\r\nHost: till\r\nConnection: close\r\n\r\n")
+        _ = await connection.closedAfter(atMost: .seconds(20))
+        #expect(connection.received.hasPrefix("HTTP/1.1 200 OK"), "\(connection.received)")
+        #expect(await serve.stop() == 0)
+    }
+}
+
 /// A TCP connection that sends what it is given and keeps what it receives, to see what the server does with bytes no
 /// HTTP client sends (a request stopped halfway).
 final class RawConnection: Sendable {

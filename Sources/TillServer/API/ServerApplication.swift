@@ -5,6 +5,7 @@ import NIOCore
 import ServiceLifecycle
 import TillAppStore
 import TillCatalogue
+import TillHTTPKit
 import TillLedger
 import TillWebhooks
 
@@ -19,6 +20,7 @@ public func buildServerApplication(
 ) -> some ApplicationProtocol {
     var application = Application(
         router: buildServerRouter(server),
+        server: .tillHTTP1(),
         configuration: .init(address: .hostname(host, port: port), serverName: "till"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
         logger: server.logger
