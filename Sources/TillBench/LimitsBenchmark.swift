@@ -262,6 +262,21 @@ public enum LimitsBenchmark {
                 return status != 413 && status < 500
             }
         },
+        Case(
+            name: "body-receipt-nulls",
+            limit: "receipt body 2 MiB",
+            input: "POST /v1/receipts: 2 MiB, 419,000 nulls in a member no field has and one in idempotencyKey, refused"
+        ) {
+            let world = try await ServerWorld.open()
+            let prefix = Array(#"{"customerId":"alice","signedTransaction":"a.b.c","x":["#.utf8)
+            let suffix = Array(#"null],"idempotencyKey":null}"#.utf8)
+            let count = (BodyLimit.receipt - prefix.count - suffix.count) / 5
+            let body = prefix + Array(String(repeating: "null,", count: count).utf8) + suffix
+            return {
+                let answer = try await world.call(.post, "/v1/receipts", body: body)
+                return answer.status == 400 && String(decoding: answer.body, as: UTF8.self).contains("idempotencyKey is null")
+            }
+        },
         Case(name: "body-over", limit: "receipt body 2 MiB", input: "POST /v1/receipts: 2 MiB + 1 byte, refused 413") {
             let world = try await ServerWorld.open()
             let body = [UInt8](repeating: UInt8(ascii: " "), count: BodyLimit.receipt + 1)

@@ -60,7 +60,7 @@ public enum JSONBody {
         let value = try read(T.self, from: bytes, decoder: decoder)
         // After decoding, so that a null the type cannot take is told as the decoder tells it ("expected a string,
         // not null"); what is left is a null the decoder read as the field left out, or one it did not read at all.
-        if refusingNull, let null = nulls.first(where: { reads($0, in: bytes, as: value, decoder: decoder) }) {
+        if refusingNull, let null = NullReading(bytes: bytes, value: value, decoder: decoder).oneRead(of: nulls) {
             throw TillHTTPError.badRequest(
                 "invalidBody",
                 "the request body is not a valid \(T.self): \(null.path.isEmpty ? "the body" : path(null.path)) is "
@@ -68,22 +68,6 @@ public enum JSONBody {
             )
         }
         return value
-    }
-
-    /// Whether decoding `T` reads the `null` at `null`: with a string in its place, the same text decodes to another
-    /// value or not at all. Foundation's decoder cannot say which keys a type asked for, and it skips a member the
-    /// type does not have whatever it holds. Run only for a body that holds a `null`, which no client of the
-    /// contract sends.
-    private static func reads<T: Decodable & Equatable>(
-        _ null: StrictJSON.Null,
-        in bytes: [UInt8],
-        as value: T,
-        decoder: JSONDecoder
-    ) -> Bool {
-        var changed = bytes
-        changed.replaceSubrange(null.bytes, with: #""~~""#.utf8)  // four bytes for four: no offset moves
-        guard let other = try? decoder.decode(T.self, from: Data(changed)) else { return true }
-        return other != value
     }
 
     /// The body's bytes within `limit`, checked as strict JSON, and the nulls it holds.
@@ -186,3 +170,70 @@ protocol JSONObjectKind {}
 protocol JSONArrayKind {}
 extension Dictionary: JSONObjectKind {}
 extension Array: JSONArrayKind {}
+
+/// Which `null` of a body a type reads: one in a field it has, which Foundation's decoder takes as the field left out,
+/// rather than one in a member it does not have, which the decoder skips whatever it holds. The decoder cannot say
+/// which keys a type asked for, so the body is decoded again with `{}` in the place of nulls: a field that reads one
+/// fails to decode it, or decodes to another value. Nothing is decoded again for a body without a `null`, which is
+/// every body a client of the contract sends.
+struct NullReading<T: Decodable & Equatable> {
+    let bytes: [UInt8]
+    /// The body decoded as it is.
+    let value: T
+    let decoder: JSONDecoder
+
+    /// A null of `nulls` that `T` reads, or nil when it reads none. Usually one decoding says which: the decoder
+    /// names where `{}` did not fit. When it does not (a null in a field that holds an object), the nulls are halved,
+    /// a decoding a half, so that a body of 400,000 nulls costs about 20 decodings, not 400,000.
+    func oneRead(of nulls: [StrictJSON.Null]) -> StrictJSON.Null? {
+        guard !nulls.isEmpty else { return nil }
+        switch attempt(nulls[...]) {
+        case .unread: return nil
+        case .read(let path?):
+            if let null = nulls.first(where: { Self.same($0.path, path) }) { return null }
+        case .read(nil): break
+        }
+        var candidates = nulls[...]
+        while candidates.count > 1 {
+            let half = candidates.prefix(candidates.count / 2)
+            if case .unread = attempt(half) {
+                candidates = candidates.dropFirst(half.count)
+            } else {
+                candidates = half
+            }
+        }
+        return candidates.first
+    }
+
+    private enum Outcome {
+        case unread
+        /// Read, at the path the decoder named when it could not take `{}` there.
+        case read([any CodingKey]?)
+    }
+
+    /// Decodes the body with `{}` in the place of `nulls`.
+    private func attempt(_ nulls: ArraySlice<StrictJSON.Null>) -> Outcome {
+        var changed = bytes
+        for null in nulls {
+            // Four bytes for four, so that no other null's offsets move.
+            changed.replaceSubrange(null.bytes, with: "{}  ".utf8)
+        }
+        do {
+            return try decoder.decode(T.self, from: Data(changed)) == value ? .unread : .read(nil)
+        } catch DecodingError.typeMismatch(_, let context) {
+            return .read(context.codingPath)
+        } catch {
+            return .read(nil)
+        }
+    }
+
+    private static func same(_ steps: [StrictJSON.PathStep], _ keys: [any CodingKey]) -> Bool {
+        steps.count == keys.count
+            && zip(steps, keys).allSatisfy { step, key in
+                switch step {
+                case .key(let name): key.intValue == nil && key.stringValue == name
+                case .index(let position): key.intValue == position
+                }
+            }
+    }
+}

@@ -27,7 +27,7 @@ struct TillHTTPErrorTests {
             let settings = try await JSONBody.decode(
                 Settings.self,
                 from: request,
-                limit: 256,
+                limit: 1024,
                 decoder: JSONDecoder(),
                 refusingNull: true
             )
@@ -44,6 +44,11 @@ struct TillHTTPErrorTests {
     struct Settings: Decodable, Equatable {
         var name: String?
         var tags: [String?]?
+        var inner: Inner?
+
+        struct Inner: Decodable, Equatable {
+            var size: Int?
+        }
     }
 
     struct Answer {
@@ -152,6 +157,12 @@ struct TillHTTPErrorTests {
             (#"{"name":null}"#, "name is null"),
             (#"{"tags":["a",null]}"#, "tags[1] is null"),
             (#"{"other":null,"name":null}"#, "name is null"),
+            // Named by the decoder, after 40 in a member the type does not have.
+            ("{\"other\":[" + Array(repeating: "null", count: 40).joined(separator: ",") + #"],"tags":[null]}"#,
+                "tags[0] is null"),
+            // A field that holds an object takes `{}`, so the nulls are halved until one is left.
+            ("{\"other\":[" + Array(repeating: "null", count: 40).joined(separator: ",") + #"],"inner":null}"#,
+                "inner is null"),
         ]
         for (body, words) in refused {
             let answer = try await call(.post, "/settings", body: body)
