@@ -212,17 +212,15 @@ struct ReadinessTests {
         .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
     )
     func aTakenPortEndsTillServeAtOnce() async throws {
+        try await Self.withProductionServe("port") { first, port in
+            try await Self.secondServeEndsAtOnce(beside: first, port: port)
+        }
+    }
+
+    private static func secondServeEndsAtOnce(beside first: TillProcess, port: Int) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-port-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try await TillProcess.start(
-            [
-                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-                "--database-url", directory.appendingPathComponent("first.sqlite").path,
-            ],
-            directory: directory
-        )
-        let port = try #require(first.base.split(separator: ":").last)
         let started = ContinuousClock.now
         let second = try await TillProcess.start(
             [
@@ -275,18 +273,12 @@ struct ReadinessTests {
         .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
     )
     func aConnectionThatStallsIsClosedAfterTheIdleTimeout() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-idle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let serve = try await TillProcess.start(
-            [
-                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-                "--database-url", directory.appendingPathComponent("till.sqlite").path,
-            ],
-            environment: ["TILL_HTTP_IDLE_TIMEOUT_SECONDS": "1"],
-            directory: directory
-        )
-        let port = try #require(serve.base.split(separator: ":").last.flatMap { Int($0) })
+        try await Self.withProductionServe("idle", environment: ["TILL_HTTP_IDLE_TIMEOUT_SECONDS": "1"]) {
+            try await Self.stallsAreClosed(serve: $0, port: $1)
+        }
+    }
+
+    private static func stallsAreClosed(serve: TillProcess, port: Int) async throws {
         let stalls = [
             ("silent", ""),
             ("half a head", "GET /health HTTP/1.1\r\nHost: till\r\n"),
@@ -333,17 +325,10 @@ extension ReadinessTests {
         .enabled(if: Prerequisite.tillExecutable.shouldRun, Comment(rawValue: Prerequisite.tillExecutable.skipMessage))
     )
     func aRequestThatIsNotHTTPIsAnsweredAsEveryRefusalIs() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-framing-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let serve = try await TillProcess.start(
-            [
-                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
-                "--database-url", directory.appendingPathComponent("till.sqlite").path,
-            ],
-            directory: directory
-        )
-        let port = try #require(serve.base.split(separator: ":").last.flatMap { Int($0) })
+        try await Self.withProductionServe("framing") { try await Self.malformedRequestsAreRefused(serve: $0, port: $1) }
+    }
+
+    private static func malformedRequestsAreRefused(serve: TillProcess, port: Int) async throws {
         let requests = [
             ("a negative length", "POST /v1/receipts HTTP/1.1\r\nHost: till\r\nContent-Length: -3\r\n\r\n", 400,
                 "malformedRequest", "its Content-Length is not a length"),
@@ -371,6 +356,29 @@ extension ReadinessTests {
         _ = await connection.closedAfter(atMost: .seconds(20))
         #expect(connection.received.hasPrefix("HTTP/1.1 200 OK"), "\(connection.received)")
         #expect(await serve.stop() == 0)
+    }
+}
+
+extension ReadinessTests {
+    /// `till serve` in production mode on a port of its own choosing, its SQLite database in a new folder that goes
+    /// afterwards; `body` gets the process and the port it listens on.
+    static func withProductionServe(
+        _ name: String,
+        environment: [String: String] = [:],
+        _ body: (TillProcess, Int) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("till-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await TillProcess.start(
+            [
+                "serve", "--mode", "production", "--port", "0", "--operator-token", World.operatorToken,
+                "--database-url", directory.appendingPathComponent("till.sqlite").path,
+            ],
+            environment: environment,
+            directory: directory
+        )
+        try await body(serve, try #require(serve.base.split(separator: ":").last.flatMap { Int($0) }))
     }
 }
 
