@@ -215,8 +215,12 @@ struct NullReading<T: Decodable & Equatable> {
     private func attempt(_ nulls: ArraySlice<StrictJSON.Null>) -> Outcome {
         var changed = bytes
         for null in nulls {
-            // Four bytes for four, so that no other null's offsets move.
-            changed.replaceSubrange(null.bytes, with: "{}  ".utf8)
+            // `{}  ` for `null`: four bytes for four, so that no other null's offsets move.
+            let at = null.bytes.lowerBound
+            changed[at] = UInt8(ascii: "{")
+            changed[at + 1] = UInt8(ascii: "}")
+            changed[at + 2] = UInt8(ascii: " ")
+            changed[at + 3] = UInt8(ascii: " ")
         }
         do {
             return try decoder.decode(T.self, from: Data(changed)) == value ? .unread : .read(nil)

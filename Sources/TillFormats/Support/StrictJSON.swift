@@ -59,12 +59,14 @@ public enum StrictJSON {
         }
         guard holdsNull else { return [] }
         var nulls: [Null] = []
-        collectNulls(in: tape, at: 0, path: [], into: &nulls)
+        var path: [PathStep] = []
+        collectNulls(in: tape, at: 0, path: &path, into: &nulls)
         return nulls
     }
 
-    /// Every `null` at or below node `index`, which `path` leads to.
-    private static func collectNulls(in tape: JSONTape, at index: Int, path: [PathStep], into nulls: inout [Null]) {
+    /// Every `null` at or below node `index`, which `path` leads to. One path grows and shrinks as the walk goes, and
+    /// is copied only for a null: 2 MiB of nulls spent a third of its reading on a new path for every element.
+    private static func collectNulls(in tape: JSONTape, at index: Int, path: inout [PathStep], into nulls: inout [Null]) {
         let node = tape.nodes[index]
         switch node.kind {
         case .null:
@@ -77,14 +79,18 @@ public enum StrictJSON {
                     decoding: tape.bytes[Int(tape.nodes[key].start)..<Int(tape.nodes[key].end)],
                     as: UTF8.self
                 )
-                collectNulls(in: tape, at: key + 1, path: path + [.key(name)], into: &nulls)
+                path.append(.key(name))
+                collectNulls(in: tape, at: key + 1, path: &path, into: &nulls)
+                path.removeLast()
                 key = Int(tape.nodes[key + 1].next)
             }
         case .array:
             var element = index + 1
             var position = 0
             while element < Int(node.next) {
-                collectNulls(in: tape, at: element, path: path + [.index(position)], into: &nulls)
+                path.append(.index(position))
+                collectNulls(in: tape, at: element, path: &path, into: &nulls)
+                path.removeLast()
                 element = Int(tape.nodes[element].next)
                 position += 1
             }
