@@ -42,7 +42,7 @@ public enum JSONBody {
         limit: Int,
         decoder: JSONDecoder
     ) async throws -> T {
-        let (bytes, _) = try await strictBody(of: request, limit: limit)
+        let (bytes, _) = try await strictBody(of: request, limit: limit, findingNulls: false)
         return try read(T.self, from: bytes, decoder: decoder)
     }
 
@@ -56,7 +56,7 @@ public enum JSONBody {
         decoder: JSONDecoder,
         refusingNull: Bool
     ) async throws -> T {
-        let (bytes, nulls) = try await strictBody(of: request, limit: limit)
+        let (bytes, nulls) = try await strictBody(of: request, limit: limit, findingNulls: refusingNull)
         let value = try read(T.self, from: bytes, decoder: decoder)
         // After decoding, so that a null the type cannot take is told as the decoder tells it ("expected a string,
         // not null"); what is left is a null the decoder read as the field left out, or one it did not read at all.
@@ -71,7 +71,11 @@ public enum JSONBody {
     }
 
     /// The body's bytes within `limit`, checked as strict JSON, and the nulls it holds.
-    private static func strictBody(of request: Request, limit: Int) async throws -> ([UInt8], [StrictJSON.Null]) {
+    private static func strictBody(
+        of request: Request,
+        limit: Int,
+        findingNulls: Bool
+    ) async throws -> ([UInt8], [StrictJSON.Null]) {
         var request = request
         let buffer: ByteBuffer
         do {
@@ -86,7 +90,7 @@ public enum JSONBody {
         }
         let bytes = Array(buffer.readableBytesView)
         do {
-            return (bytes, try StrictJSON.check(bytes))
+            return (bytes, try StrictJSON.check(bytes, findingNulls: findingNulls))
         } catch {
             throw TillHTTPError.badRequest("invalidBody", "the request body is not strict JSON: \(error)")
         }

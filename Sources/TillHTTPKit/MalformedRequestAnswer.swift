@@ -29,8 +29,18 @@ public final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChanne
 
     /// The parser's error, from when it passes until Hummingbird's answer to it is written.
     private var refused: HTTPParserError?
+    /// The requests' heads read and the answers' heads written on the connection: Hummingbird's answer to the
+    /// parser's error answers no head, so it is the one written when every head read has its answer. NIO reads
+    /// ahead, so the error can pass while an earlier request of the connection is still being answered.
+    private var headsRead = 0
+    private var headsWritten = 0
 
     public init() {}
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) { headsRead += 1 }
+        context.fireChannelRead(data)
+    }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? HTTPParserError { refused = error }
@@ -38,8 +48,13 @@ public final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChanne
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        // Hummingbird's answer to the parser's error: the first head after it, a 400 without a body.
-        guard let error = refused, case .head(let head) = unwrapOutboundIn(data), head.status == .badRequest,
+        guard case .head(let head) = unwrapOutboundIn(data), head.status.kind != .informational else {
+            context.write(data, promise: promise)
+            return
+        }
+        headsWritten += 1
+        // Hummingbird's answer to the parser's error: a 400 without a body that answers no request's head.
+        guard let error = refused, headsWritten > headsRead, head.status == .badRequest,
             head.headerFields[.contentLength] == "0"
         else {
             context.write(data, promise: promise)

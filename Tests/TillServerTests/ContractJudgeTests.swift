@@ -3,6 +3,7 @@ import Hummingbird
 import Testing
 import TillAppStore
 import TillContract
+import TillHTTPKit
 import TillLedger
 import TillSimulator
 import TillTestSupport
@@ -62,6 +63,7 @@ struct ContractJudgeTests {
             try await withServices({ ready in
                 Application(
                     router: buildServerRouter(fixture.server),
+                    server: .tillHTTP1(),
                     configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "till"),
                     onServerRunning: { await ready($0.localAddress?.port ?? 0) }
                 )

@@ -42,7 +42,8 @@ public enum StrictJSON {
     /// reader whose requests have no field that may be null refuses one its type reads
     /// (`JSONBody.decode(refusingNull:)`), where a decoder would read it as the field left out.
     @discardableResult
-    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64) throws(Refusal) -> [Null] {
+    /// With `findingNulls` false, answers none without looking: a reader that takes `null` as a field left out.
+    public static func check(_ bytes: [UInt8], maximumDepth: Int = 64, findingNulls: Bool = true) throws(Refusal) -> [Null] {
         let tape: JSONTape
         do {
             tape = try JSONTape(bytes, maximumDepth: maximumDepth)
@@ -57,7 +58,7 @@ public enum StrictJSON {
             }
             if node.kind == .null { holdsNull = true }
         }
-        guard holdsNull else { return [] }
+        guard holdsNull, findingNulls else { return [] }
         var nulls: [Null] = []
         var path: [PathStep] = []
         collectNulls(in: tape, at: 0, path: &path, into: &nulls)
