@@ -99,6 +99,6 @@ public final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChanne
     }
 
     private static func malformed(_ why: String) -> TillHTTPError {
-        TillHTTPError(.badRequest, "malformedRequest", "the request is not well-formed HTTP/1.1: \(why)")
+        TillHTTPError.badRequest("malformedRequest", "the request is not well-formed HTTP/1.1: \(why)")
     }
 }
