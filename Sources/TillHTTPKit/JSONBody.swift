@@ -61,9 +61,10 @@ public enum JSONBody {
         // After decoding, so that a null the type cannot take is told as the decoder tells it ("expected a string,
         // not null"); what is left is a null the decoder read as the field left out, or one it did not read at all.
         if refusingNull, let null = NullReading(bytes: bytes, value: value, decoder: decoder).oneRead(of: nulls) {
+            let steps = nulls.path(to: null)
             throw TillHTTPError.badRequest(
                 "invalidBody",
-                "the request body is not a valid \(T.self): \(null.path.isEmpty ? "the body" : path(null.path)) is "
+                "the request body is not a valid \(T.self): \(steps.isEmpty ? "the body" : path(steps)) is "
                     + "null, and no field of a request may be; leave it out"
             )
         }
@@ -75,7 +76,7 @@ public enum JSONBody {
         of request: Request,
         limit: Int,
         findingNulls: Bool
-    ) async throws -> ([UInt8], [StrictJSON.Null]) {
+    ) async throws -> ([UInt8], StrictJSON.Nulls) {
         var request = request
         let buffer: ByteBuffer
         do {
@@ -186,18 +187,18 @@ struct NullReading<T: Decodable & Equatable> {
     let value: T
     let decoder: JSONDecoder
 
-    /// A null of `nulls` that `T` reads, or nil when it reads none. Usually one decoding says which: the decoder
-    /// names where `{}` did not fit. When it does not (a null in a field that holds an object), the nulls are halved,
-    /// a decoding a half, so that a body of 400,000 nulls costs about 20 decodings, not 400,000.
-    func oneRead(of nulls: [StrictJSON.Null]) -> StrictJSON.Null? {
+    /// The offset of a null of `nulls` that `T` reads, or nil when it reads none. Usually one decoding says which:
+    /// the decoder names where `{}` did not fit. When it does not (a null in a field that holds an object), the nulls
+    /// are halved, a decoding a half, so that a body of 400,000 nulls costs about 20 decodings, not 400,000.
+    func oneRead(of nulls: StrictJSON.Nulls) -> Int? {
         guard !nulls.isEmpty else { return nil }
-        switch attempt(nulls[...]) {
+        switch attempt(nulls.offsets[...]) {
         case .unread: return nil
         case .read(let path?):
-            if let null = nulls.first(where: { Self.same($0.path, path) }) { return null }
+            if let null = nulls.offset(at: path) { return null }
         case .read(nil): break
         }
-        var candidates = nulls[...]
+        var candidates = nulls.offsets[...]
         while candidates.count > 1 {
             let half = candidates.prefix(candidates.count / 2)
             if case .unread = attempt(half) {
@@ -215,12 +216,11 @@ struct NullReading<T: Decodable & Equatable> {
         case read([any CodingKey]?)
     }
 
-    /// Decodes the body with `{}` in the place of `nulls`.
-    private func attempt(_ nulls: ArraySlice<StrictJSON.Null>) -> Outcome {
+    /// Decodes the body with `{}` in the place of the nulls at `offsets`.
+    private func attempt(_ offsets: ArraySlice<Int>) -> Outcome {
         var changed = bytes
-        for null in nulls {
+        for at in offsets {
             // `{}  ` for `null`: four bytes for four, so that no other null's offsets move.
-            let at = null.bytes.lowerBound
             changed[at] = UInt8(ascii: "{")
             changed[at + 1] = UInt8(ascii: "}")
             changed[at + 2] = UInt8(ascii: " ")
@@ -233,15 +233,5 @@ struct NullReading<T: Decodable & Equatable> {
         } catch {
             return .read(nil)
         }
-    }
-
-    private static func same(_ steps: [StrictJSON.PathStep], _ keys: [any CodingKey]) -> Bool {
-        steps.count == keys.count
-            && zip(steps, keys).allSatisfy { step, key in
-                switch step {
-                case .key(let name): key.intValue == nil && key.stringValue == name
-                case .index(let position): key.intValue == position
-                }
-            }
     }
 }

@@ -158,11 +158,18 @@ struct TillHTTPErrorTests {
             (#"{"tags":["a",null]}"#, "tags[1] is null"),
             (#"{"other":null,"name":null}"#, "name is null"),
             // Named by the decoder, after 40 in a member the type does not have.
-            ("{\"other\":[" + Array(repeating: "null", count: 40).joined(separator: ",") + #"],"tags":[null]}"#,
-                "tags[0] is null"),
+            (
+                "{\"other\":[" + Array(repeating: "null", count: 40).joined(separator: ",") + #"],"tags":[null]}"#,
+                "tags[0] is null"
+            ),
             // A field that holds an object takes `{}`, so the nulls are halved until one is left.
-            ("{\"other\":[" + Array(repeating: "null", count: 40).joined(separator: ",") + #"],"inner":null}"#,
-                "inner is null"),
+            (
+                "{\"other\":[" + Array(repeating: "null", count: 40).joined(separator: ",") + #"],"inner":null}"#,
+                "inner is null"
+            ),
+            // A key is named as the decoder reads it, its escapes resolved.
+            (#"{"na\u006de":null}"#, "name is null"),
+            ("{\"other\":[null,null],\"inn\\u0065r\":null}", "inner is null"),
         ]
         for (body, words) in refused {
             let answer = try await call(.post, "/settings", body: body)
