@@ -91,7 +91,7 @@ public struct WebhookDeliveries: Sendable {
                 on: db
             )
             guard let last = events.last else { return (endpoint.dispatchedThrough, false) }
-            let made = events.filter { self.delivers($0, to: endpoint) }.map {
+            let made = events.filter { self.delivers($0.type, isImport: $0.isImport, to: endpoint) }.map {
                 self.delivery(of: $0, to: endpoint, replay: false, deadline: deadline, now: now)
             }
             try await self.store.insert(made.map(\.0), jobs: made.map(\.1), on: db)
@@ -101,10 +101,11 @@ public struct WebhookDeliveries: Sendable {
         }
     }
 
-    /// Whether a dispatch makes a delivery of `event` to `endpoint`: of a type the endpoint takes, and not of an
-    /// import unless `webhooks.deliver-imports` says so. (A replay an operator asks for sends what it names.)
-    private func delivers(_ event: EventStore.EventToDispatch, to endpoint: WebhookEndpointRecord) -> Bool {
-        endpoint.accepts(event.type) && (settings.deliverImports || !event.isImport)
+    /// Whether a dispatch, or a replay of every event since a time, makes a delivery of an event of `type` to
+    /// `endpoint`: of a type the endpoint takes, and not of an import unless `webhooks.deliver-imports` says so. (A
+    /// replay of one event, named by its id, sends it whatever it is.)
+    private func delivers(_ type: EventType, isImport: Bool, to endpoint: WebhookEndpointRecord) -> Bool {
+        endpoint.accepts(type) && (settings.deliverImports || !isImport)
     }
 
     /// A delivery of `event` to `endpoint`, queued in the customer's stream at the event's place.
@@ -226,7 +227,7 @@ public struct WebhookDeliveries: Sendable {
         let deadline = now + settings.retryFor.milliseconds
         let made = events.map { event in
             (
-                delivers(event.event, to: endpoint)
+                delivers(event.event.type, isImport: event.event.isImport, to: endpoint)
                     ? self.delivery(of: event.event, to: endpoint, replay: false, deadline: deadline, now: now).0 : nil,
                 event
             )
@@ -654,7 +655,7 @@ public struct WebhookDeliveries: Sendable {
                 guard let last = events.last else { break }
                 queued += try await database.transaction { db -> Int in
                     var count = 0
-                    for event in events where endpoint.accepts(event.type) {
+                    for event in events where delivers(event.type, isImport: event.source == ._import, to: endpoint) {
                         if try await self.store.hasPendingDelivery(
                             endpointId: endpointId,
                             eventSequence: event.sequence,

@@ -400,6 +400,26 @@ struct ImportTests {
                 )
                 let deliveries = try await count(fixture, "SELECT COUNT(*) AS n FROM srv_webhook_deliveries")
                 #expect((deliveries > 0) == deliver, "deliver-imports \(deliver): \(deliveries) deliveries")
+                guard !deliver else { return }
+                // A replay of every event since a time leaves the imports out as the dispatch does; one event named by
+                // its id is sent whatever it is.
+                let replayed = try await fixture.server.webhookDeliveries.replay(
+                    bundleId: ServerFixture.bundleId,
+                    endpointId: endpoint.endpoint.id,
+                    Components.Schemas.WebhookReplayRequest(since: 0)
+                )
+                #expect(replayed == 0)
+                let imported = try #require(
+                    try await fixture.server.database.sql.raw(
+                        "SELECT id FROM srv_events WHERE source = 'import' ORDER BY sequence LIMIT 1"
+                    ).first()?.decode(column: "id", as: String.self)
+                )
+                let named = try await fixture.server.webhookDeliveries.replay(
+                    bundleId: ServerFixture.bundleId,
+                    endpointId: endpoint.endpoint.id,
+                    Components.Schemas.WebhookReplayRequest(eventId: imported)
+                )
+                #expect(named == 1)
             }
         }
     }
