@@ -279,7 +279,10 @@ private func respondWithWait(
 private func waitParameter(_ request: Request) throws -> Duration? {
     guard let text = request.uri.queryParameters.get("wait") else { return nil }
     guard let wait = Double(text), wait.isFinite, wait >= 0 else {
-        throw TillHTTPError.badRequest("invalidWait", "wait is a number of seconds from 0 to 60, not \"\(text)\"")
+        throw TillHTTPError.badRequest(
+            "invalidWait",
+            "wait is a number of seconds, 0 or more (at most 60 are waited), not \"\(text)\""
+        )
     }
     return wait > 0 ? .milliseconds(Int64(min(wait, 60) * 1000)) : nil
 }

@@ -267,6 +267,7 @@ public enum ContractDocument {
                 a number of seconds is `400 invalidWait`, before anything is recorded.
               schema:
                 type: number
+                minimum: 0
           requestBody:
             required: true
             content:
@@ -396,6 +397,7 @@ public enum ContractDocument {
                 seconds is `400 invalidWait`, before anything is recorded.
               schema:
                 type: number
+                minimum: 0
           requestBody:
             required: true
             content:
