@@ -217,6 +217,13 @@ struct ServerSettingsTests {
         let unread = Set(documented.keys).subtracting(keys).sorted()
         #expect(undocumented.isEmpty, "not in docs/configuration.md: \(undocumented)")
         #expect(unread.isEmpty, "documented, never read: \(unread)")
+        // What a settings file may name is what the settings ask their reader for (`SettingsFileKeys`), at defaults
+        // as much as at any other values: every row of the table.
+        let asked = KeysAsked()
+        _ = try ServerSettings(
+            config: ConfigReader(providers: [InMemoryProvider(name: "none", values: [:])], accessReporter: asked)
+        )
+        #expect(asked.keys == Set(documented.keys), "\(asked.keys.symmetricDifference(documented.keys).sorted())")
         for (key, variable) in documented {
             let expected = "TILL_" + key.uppercased().map { $0 == "." || $0 == "-" ? "_" : String($0) }.joined()
             #expect(variable == expected, "\(key)'s variable is \(expected), not \(variable)")
@@ -371,6 +378,44 @@ struct ServerSettingsTests {
         } catch let error as SettingsRefusal {
             #expect(error.code == "invalidConfigFile")
         }
+    }
+
+    /// A key of the settings file that is no setting stops the server, with the nearest setting's name: a misspelled
+    /// key left its setting at the default without a word. A key is a setting whether written nested or dotted.
+    @Test func aSettingsFileNamesOnlySettings() async throws {
+        do {
+            _ = try await ServerSettings.load(
+                flags: [:],
+                environment: [:],
+                file: try file(#"{"htp":{"port":9000},"confirmation":{"max-atempts":5}}"#)
+            )
+            Issue.record("a misspelled key was accepted")
+        } catch let error as SettingsRefusal {
+            #expect(error.code == "unknownSetting")
+            #expect(
+                error.message.hasSuffix(
+                    " names settings till serve does not have: confirmation.max-atempts, htp.port (did you mean "
+                        + "confirmation.max-attempts?); docs/configuration.md lists them"
+                ),
+                "\(error.message)"
+            )
+        }
+        do {
+            _ = try await ServerSettings.load(flags: [:], environment: [:], file: try file(#"{"verbose":true}"#))
+            Issue.record("an unknown key was accepted")
+        } catch let error as SettingsRefusal {
+            #expect(
+                error.message.hasSuffix(
+                    " names a setting till serve does not have: verbose; docs/configuration.md lists them"
+                )
+            )
+        }
+        let settings = try await ServerSettings.load(
+            flags: [:],
+            environment: [:],
+            file: try file(#"{"http":{"port":9000},"confirmation.max-attempts":5,"tracing":{}}"#)
+        )
+        #expect(settings.port == 9000 && settings.confirmation.maximumAttempts == 5)
     }
 
     /// One back-off for every kind of work: confirmations double from their base to their cap (±20%), webhook

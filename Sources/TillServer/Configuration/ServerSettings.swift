@@ -119,7 +119,10 @@ public struct ServerSettings: Sendable {
                 )
             }
         }
-        return try ServerSettings(config: ConfigReader(providers: providers))
+        let asked = KeysAsked()
+        let settings = try ServerSettings(config: ConfigReader(providers: providers, accessReporter: asked))
+        if let file { try SettingsFileKeys.refuseUnknown(in: file, known: asked.keys) }
+        return settings
     }
 
     public init(config: ConfigReader) throws {

@@ -29,6 +29,8 @@ public enum SettingsReason: String, RefusalReason {
     case invalidTracingSampleRatio
     case operatorTokenRequired
     case snapshotKeyUnreadable
+    /// A key of the settings file that is no setting (`SettingsFileKeys`).
+    case unknownSetting
     case weakOperatorToken
     case weakServerSecret
 }
