@@ -227,8 +227,10 @@ enum HistoryAnswer: Sendable {
 extension AppleClient.Answer {
     /// The body of Apple's 200, or why there is none: no answer, a 5xx or a 429 (`appleUnavailable`), the app's key
     /// refused or unusable (`configuration`), anything else (`other`: a request Apple refused).
-    func body(of call: String, in environment: AppStoreEnvironment, metrics: any AppStoreMetrics) -> HistoryAnswer {
-        let api = "\(call) (\(environment.rawValue))"
+    func body(of call: AppleEndpoint, in environment: AppStoreEnvironment, metrics: any AppStoreMetrics)
+        -> HistoryAnswer
+    {
+        let api = "\(call.rawValue) (\(environment.rawValue))"
         switch self {
         case .misconfigured(let problem):
             return .failure(CatchUpError(cause: .configuration, message: "\(api): \(problem)"))

@@ -71,7 +71,7 @@ struct NotificationHistoryReader: AppStoreRoom, Sendable {
             }
             let answer = await client.notificationHistory(environment, request, paginationToken: token, app: app)
             let page: NotificationHistoryResponse
-            switch answer.body(of: "notificationHistory", in: environment, metrics: metrics) {
+            switch answer.body(of: .notificationHistory, in: environment, metrics: metrics) {
             case .failure(let error):
                 report.error = error
                 return report

@@ -134,7 +134,7 @@ struct TransactionHistoryReader: AppStoreRoom, Sendable {
                 app: app
             )
             let page: HistoryResponse
-            switch answer.body(of: "transactionHistory", in: environment, metrics: metrics) {
+            switch answer.body(of: .transactionHistory, in: environment, metrics: metrics) {
             case .failure(let error):
                 report.complete = false
                 report.error = error

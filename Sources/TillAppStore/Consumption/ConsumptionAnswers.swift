@@ -279,7 +279,7 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
         var retryAfter: Duration?
         switch outcome {
         case .http(let status, _, _) where (200..<300).contains(status):
-            metrics.appleCall(endpoint: "consumption", environment: environment, status: "HTTP \(status)")
+            metrics.appleCall(endpoint: .consumption, environment: environment, status: "HTTP \(status)")
             request.state = .sent
             request.sentAt = now
             request.appleStatus = status
@@ -290,7 +290,7 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
             retryAfter = wait
             let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
             metrics.appleCall(
-                endpoint: "consumption",
+                endpoint: .consumption,
                 environment: environment,
                 status: "HTTP \(status)" + (error.map { " \($0.errorCode)" } ?? "")
             )
@@ -307,7 +307,7 @@ public struct ConsumptionAnswers: AppStoreRoom, Sendable {
                 ? "Apple refused the app's App Store Server API key (HTTP 401)"
                 : "Apple answered HTTP \(status)\(said)"
         case .transport(let cause):
-            metrics.appleCall(endpoint: "consumption", environment: environment, status: cause)
+            metrics.appleCall(endpoint: .consumption, environment: environment, status: cause)
             request.appleStatus = nil
             failure = "no answer from Apple: \(cause)"
         case .misconfigured(let problem):

@@ -261,7 +261,7 @@ struct ImportReader: Sendable {
     }
 
     private func report(_ environment: AppStoreEnvironment, _ status: String) {
-        imports.metrics.appleCall(endpoint: "transactionHistory", environment: environment, status: status)
+        imports.metrics.appleCall(endpoint: .transactionHistory, environment: environment, status: status)
     }
 }
 

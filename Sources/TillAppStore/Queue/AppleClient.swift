@@ -105,7 +105,7 @@ package struct AppleClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(body)
-        return await execute(request, endpoint: "verifyReceipt", environment: environment)
+        return await execute(request, endpoint: .verifyReceipt, environment: environment)
     }
 
     /// `{"receipt-data":…,"password":…}`. Receipts are kilobytes of base64 and shared secrets are hex, neither of
@@ -154,7 +154,7 @@ package struct AppleClient: Sendable {
     func transactionInfo(_ environment: AppStoreEnvironment, transactionId: String, app: ServerApp) async -> Answer {
         await serverAPI(
             environment,
-            endpoint: "serverAPI",
+            endpoint: .serverAPI,
             app: app,
             path: "/inApps/v1/transactions/\(Self.pathSegment(transactionId))"
         )
@@ -174,7 +174,7 @@ package struct AppleClient: Sendable {
         let query = paginationToken.map { "?" + QueryString.format([("paginationToken", $0)]) } ?? ""
         return await serverAPI(
             environment,
-            endpoint: "notificationHistory",
+            endpoint: .notificationHistory,
             app: app,
             path: "/inApps/v1/notifications/history" + query,
             method: .POST,
@@ -193,7 +193,7 @@ package struct AppleClient: Sendable {
         let query = TransactionHistoryQuery(revision: revision).queryString
         return await serverAPI(
             environment,
-            endpoint: "transactionHistory",
+            endpoint: .transactionHistory,
             app: app,
             path: "/inApps/v2/history/\(Self.pathSegment(transactionId))" + (query.isEmpty ? "" : "?" + query)
         )
@@ -209,7 +209,7 @@ package struct AppleClient: Sendable {
     ) async -> Answer {
         await serverAPI(
             environment,
-            endpoint: "consumption",
+            endpoint: .consumption,
             app: app,
             path: "/inApps/v2/transactions/consumption/\(Self.pathSegment(transactionId))",
             method: .PUT,
@@ -220,7 +220,7 @@ package struct AppleClient: Sendable {
     /// A call to the App Store Server API, authenticated with the app's key.
     private func serverAPI(
         _ environment: AppStoreEnvironment,
-        endpoint: String,
+        endpoint: AppleEndpoint,
         app: ServerApp,
         path: String,
         method: HTTPMethod = .GET,
@@ -253,7 +253,7 @@ package struct AppleClient: Sendable {
     )
 
     /// Sends a request and tells the metrics how long `endpoint` (as `till_apple_calls_total` names it) took.
-    private func execute(_ request: HTTPClientRequest, endpoint: String, environment: AppStoreEnvironment) async
+    private func execute(_ request: HTTPClientRequest, endpoint: AppleEndpoint, environment: AppStoreEnvironment) async
         -> Answer
     {
         let clock = ContinuousClock()

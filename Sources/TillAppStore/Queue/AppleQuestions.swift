@@ -90,7 +90,7 @@ struct AppleQuestions: Sendable {
             case .misconfigured(let problem):
                 return .retry(status: "configuration", error: problem, cause: .configuration)
             case .transport(let cause):
-                metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: cause)
+                metrics.appleCall(endpoint: .verifyReceipt, environment: environment, status: cause)
                 return .retry(
                     status: cause,
                     error: "no answer from verifyReceipt (\(environment))",
@@ -98,7 +98,7 @@ struct AppleQuestions: Sendable {
                 )
             case .http(let status, let body, let retryAfter):
                 guard status == 200 else {
-                    metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "HTTP \(status)")
+                    metrics.appleCall(endpoint: .verifyReceipt, environment: environment, status: "HTTP \(status)")
                     return .retry(
                         status: "HTTP \(status)",
                         error: "verifyReceipt (\(environment)) answered HTTP \(status)",
@@ -108,7 +108,7 @@ struct AppleQuestions: Sendable {
                 }
                 await pacer?.answer()
                 guard let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body)) else {
-                    metrics.appleCall(endpoint: "verifyReceipt", environment: environment, status: "unreadable")
+                    metrics.appleCall(endpoint: .verifyReceipt, environment: environment, status: "unreadable")
                     return .retry(
                         status: "unreadable",
                         error: "verifyReceipt (\(environment)) answered something that is not its JSON",
@@ -117,7 +117,7 @@ struct AppleQuestions: Sendable {
                 }
                 let code = response.status
                 metrics.appleCall(
-                    endpoint: "verifyReceipt",
+                    endpoint: .verifyReceipt,
                     environment: environment,
                     status: "status \(code.rawValue)"
                 )
@@ -232,10 +232,10 @@ struct AppleQuestions: Sendable {
         case .misconfigured(let problem):
             return .retry(status: "configuration", error: problem, cause: .configuration)
         case .transport(let cause):
-            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: cause)
+            metrics.appleCall(endpoint: .serverAPI, environment: environment, status: cause)
             return .retry(status: cause, error: "no answer from the App Store Server API", cause: .appleUnavailable)
         case .http(200, let body, _):
-            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: "HTTP 200")
+            metrics.appleCall(endpoint: .serverAPI, environment: environment, status: "HTTP 200")
             await pacer?.answer()
             guard let info = try? JSONDecoder().decode(TransactionInfoResponse.self, from: Data(body)),
                 let jws = info.signedTransactionInfo,
@@ -252,7 +252,7 @@ struct AppleQuestions: Sendable {
             let error = try? JSONDecoder().decode(APIError.self, from: Data(body))
             let code = error.map { ServerAPIErrorCode(rawValue: $0.errorCode) }
             let label = code.map { "HTTP \(status) \($0.rawValue)" } ?? "HTTP \(status)"
-            metrics.appleCall(endpoint: "serverAPI", environment: environment, status: label)
+            metrics.appleCall(endpoint: .serverAPI, environment: environment, status: label)
             if status == 404, let code, code == .transactionIdNotFound || code == .invalidTransactionId {
                 return .rejected(status: label, reason: "Apple does not know transaction \(transactionId)")
             }

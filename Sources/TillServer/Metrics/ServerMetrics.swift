@@ -108,16 +108,16 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
     /// One call to Apple (or the simulator) came back: `endpoint` is verifyReceipt or serverAPI, `status` what it
     /// said (`status 21007`, `status 0`, `HTTP 200`, `HTTP 404 4040010`, `timeout`, …). A sandbox receipt shows
     /// production-first at work: a production call answering `status 21007`, then a sandbox call.
-    package func appleCall(endpoint: String, environment: AppStoreEnvironment, status: String) {
+    package func appleCall(endpoint: AppleEndpoint, environment: AppStoreEnvironment, status: String) {
         let status = Self.coarse(status)
         Counter(
             label: "till_apple_calls_total",
-            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue), ("status", status)],
+            dimensions: [("endpoint", endpoint.rawValue), ("environment", environment.rawValue), ("status", status)],
             factory: factory
         ).increment()
         appleCalls.withLock {
             $0.counts[
-                AppleCallKey(endpoint: endpoint, environment: environment.rawValue, status: status),
+                AppleCallKey(endpoint: endpoint.rawValue, environment: environment.rawValue, status: status),
                 default: 0
             ] += 1
         }
@@ -126,14 +126,14 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
     /// A call to Apple (or the simulator) took `duration` and came back with `answer` (`AppleClient` times every
     /// call): `till_apple_call_seconds`, and the last calls the console shows.
     package func appleCallTook(
-        endpoint: String,
+        endpoint: AppleEndpoint,
         environment: AppStoreEnvironment,
         answer: AppleClient.Answer,
         duration: Duration
     ) {
         Metrics.Timer(
             label: "till_apple_call_seconds",
-            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue)],
+            dimensions: [("endpoint", endpoint.rawValue), ("environment", environment.rawValue)],
             factory: factory
         ).recordNanoseconds(duration.nanoseconds)
         let summary: String =
@@ -144,7 +144,7 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
             }
         let call = AppleCall(
             at: Date(),
-            endpoint: endpoint,
+            endpoint: endpoint.rawValue,
             environment: environment.rawValue,
             answer: summary,
             milliseconds: Double(duration.nanoseconds) / 1e6
