@@ -52,6 +52,45 @@ struct EventTests {
         return try await fixture.settled(result)
     }
 
+    /// A non-consumable bought again by the account that owns it is handed out again for nothing, under a new
+    /// transaction id naming the first: a receipt lists both, and carries no price, so the catalogue's price stood in
+    /// for the second and the books counted the purchase twice.
+    @Test(arguments: TestDatabase.all) func aNonConsumableHandedOutAgainBooksNoMoney(_ database: TestDatabase)
+        async throws
+    {
+        try await ServerFixture.run(database: database) { fixture in
+            // The catalogue's price stands in for a receipt's, which has none.
+            _ = try await fixture.server.catalogue.putProduct(
+                bundleId: ServerFixture.bundleId,
+                productId: "pro",
+                CatalogProductInput(type: .nonConsumable, entitlements: ["pro"], price: 4990, currency: "USD")
+            )
+            let first = try #require(try await fixture.buy("pro").transactionId)
+            let again = try #require(try await fixture.buy("pro").transactionId)
+            #expect(again != first)
+            let result = try await fixture.server.intake.submit(
+                SubmissionRequest(customerId: "alice", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            let settled = try await fixture.settled(result)
+            #expect(settled.state == .confirmed && settled.transactionIds.count == 2)
+            let books = try await fixture.server.database.sql.raw(
+                "SELECT transaction_id, amount FROM srv_finance ORDER BY transaction_id"
+            ).all().map {
+                (
+                    try $0.decode(column: "transaction_id", as: String.self),
+                    try $0.decode(column: "amount", as: Int64.self)
+                )
+            }
+            #expect(books.map(\.0) == [first] && books.map(\.1) == [4990], "\(books)")
+            let customer = try await fixture.server.customers.customer(
+                bundleId: ServerFixture.bundleId,
+                customerId: "alice"
+            )
+            #expect(customer.entitlements.map(\.id) == ["pro"])
+        }
+    }
+
     @Test(arguments: TestDatabase.all) func aPurchaseIsOneEventAndAppleConfirmingItAnother(_ database: TestDatabase)
         async throws
     {

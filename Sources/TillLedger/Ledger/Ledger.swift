@@ -271,7 +271,10 @@ public struct Ledger: Sendable {
             isUpgraded: transaction.isUpgraded,
             introductoryOffer: transaction.isIntroductoryOffer,
             ownership: transaction.ownership,
-            price: transaction.price ?? product?.price,
+            // A receipt carries no price, so the catalogue's stands in; but a non-consumable's transaction other
+            // than its original is the one purchase handed out again (a restore, another device, a purchase of what
+            // the account owns), for which the App Store charged nothing: the original carries the money.
+            price: Self.handsOutAgain(transaction, product) ? 0 : transaction.price ?? product?.price,
             currency: transaction.currency ?? product?.currency,
             storefront: transaction.storefront,
             webOrderLineItemId: transaction.webOrderLineItemId,
@@ -322,6 +325,16 @@ public struct Ledger: Sendable {
         }
         changes.record(event)
         return record
+    }
+
+    /// Whether `transaction` is a non-consumable (or free subscription) bought before, handed out again under a
+    /// transaction id of its own: it names an earlier original transaction.
+    package static func handsOutAgain(_ transaction: PurchaseTransaction, _ product: CatalogProduct?) -> Bool {
+        guard !transaction.isOriginal else { return false }
+        switch product?.type ?? transaction.productType {
+        case .nonConsumable, .freeSubscription: return true
+        default: return false
+        }
     }
 
     /// What a transaction seen for the first time is: a first purchase, a renewal, a non-renewing purchase, credits.
