@@ -12,7 +12,9 @@ extension LiveTests {
     @Test func aSlowReceiverHoldsUpOnlyItsOwnNotifications() async throws {
         let fixture = try await SimulatorFixture.make()
         let simulator = fixture.simulator
-        let other = try await simulator.appStoreConnect.createApp(AppInput(appAppleId: 42, bundleId: "com.example.other"))
+        let other = try await simulator.appStoreConnect.createApp(
+            AppInput(appAppleId: 42, bundleId: "com.example.other")
+        )
         // Slow, but within the simulator's 10-second delivery timeout, so that its notification is delivered too.
         let slow = NotificationReceiver(delay: .seconds(8))
         let fast = NotificationReceiver()
@@ -27,8 +29,15 @@ extension LiveTests {
                     AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(fastPort)/notifications")
                 )
                 // The apps as they are now, with their notification URLs.
-                let slowApp = try #require(try await simulator.store.appStoreConnect.app(appAppleId: fixture.app.appAppleId, on: simulator.store.sql))
-                let fastApp = try #require(try await simulator.store.appStoreConnect.app(appAppleId: other.appAppleId, on: simulator.store.sql))
+                let slowApp = try #require(
+                    try await simulator.store.appStoreConnect.app(
+                        appAppleId: fixture.app.appAppleId,
+                        on: simulator.store.sql
+                    )
+                )
+                let fastApp = try #require(
+                    try await simulator.store.appStoreConnect.app(appAppleId: other.appAppleId, on: simulator.store.sql)
+                )
                 try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { _ in
                     _ = try await simulator.serverAPI.requestTestNotification(app: slowApp, environment: .sandbox)
                     try await Task.sleep(for: .milliseconds(300))
@@ -40,6 +49,40 @@ extension LiveTests {
                     #expect(await slow.waitFor(1).count == 1)
 
                 }
+            }
+        }
+    }
+}
+
+extension LiveTests {
+    /// Each notification is sent once while its receiver answers: the delivery loop's read of what is due can begin
+    /// before a delivery records its attempt and end after it, and the notification it still listed was sent again,
+    /// its attempt recorded once (a newcomer's receiver got 15 requests for 12 renewals).
+    @Test func aDeliveredNotificationIsNotSentAgain() async throws {
+        let fixture = try await SimulatorFixture.make()
+        let simulator = fixture.simulator
+        let receiver = NotificationReceiver()
+        let count = 300
+        try await withServices({ receiver.application(onServerRunning: $0) }) { port in
+            _ = try await simulator.appStoreConnect.updateApp(
+                appAppleId: fixture.app.appAppleId,
+                AppPatch(notificationUrlSandbox: "http://127.0.0.1:\(port)/notifications")
+            )
+            let app = try #require(
+                try await simulator.store.appStoreConnect.app(
+                    appAppleId: fixture.app.appAppleId,
+                    on: simulator.store.sql
+                )
+            )
+            try await withServices({ buildSimulatorApplication(simulator, port: 0, onServerRunning: $0) }) { _ in
+                for _ in 0..<count {
+                    _ = try await simulator.serverAPI.requestTestNotification(app: app, environment: .sandbox)
+                }
+                #expect(await receiver.waitFor(count).count >= count)
+                // Time for a second sending of any of them to arrive.
+                try await Task.sleep(for: .milliseconds(500))
+                let payloads = receiver.payloads
+                #expect(payloads.count == count && Set(payloads).count == count, "\(payloads.count) requests")
             }
         }
     }
