@@ -5,7 +5,9 @@ import TillCore
 /// Derives entitlements from a customer's ledger: a pure function of transactions, catalogue and time.
 ///
 /// - Consumables grant credits, not entitlements.
-/// - Non-consumables and free subscriptions grant their entitlements for good, until refunded or revoked.
+/// - Non-consumables and free subscriptions grant their entitlements for good, until refunded or revoked. One
+///   purchase can be several transactions (the App Store hands a non-consumable out again under a transaction id of
+///   its own, naming the original, on a restore or another device): a refund of any of them ends them all.
 /// - Auto-renewable subscriptions grant them until the period's end (upgraded periods grant nothing); the
 ///   latest period of a subscription in a billing grace period grants them until the grace period ends.
 /// - Non-renewing subscriptions last the catalogue's `durationSeconds` from each purchase; purchases bought
@@ -25,6 +27,11 @@ package enum EntitlementRules {
             }
             latestPeriod[SubscriptionKey(record)] = record
         }
+        let refunded = Set(
+            ledger.lazy.filter { $0.revocationReason == .refund }.map {
+                PurchaseKey(environment: $0.environment, original: $0.originalTransactionId)
+            }
+        )
         var best: [String: Entitlement] = [:]
         var nonRenewingEnd: [String: Int64] = [:]
         for record in ledger.sorted(by: { $0.purchaseDate < $1.purchaseDate }) {
@@ -36,6 +43,11 @@ package enum EntitlementRules {
             case .consumable:
                 continue
             case .nonConsumable, .freeSubscription:
+                if refunded.contains(
+                    PurchaseKey(environment: record.environment, original: record.originalTransactionId)
+                ) {
+                    continue
+                }
                 expires = nil
             case .autoRenewable:
                 guard let end = record.expiresDate else { continue }
@@ -83,4 +95,10 @@ extension SubscriptionKey {
     package init(_ record: LedgerRecord) {
         self.init(environment: record.environment, originalTransactionId: record.originalTransactionId)
     }
+}
+
+/// A purchase, whatever transactions hand it out: its environment and its original transaction.
+private struct PurchaseKey: Hashable {
+    var environment: AppStoreEnvironment
+    var original: String
 }
