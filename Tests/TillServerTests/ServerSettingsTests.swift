@@ -416,6 +416,18 @@ struct ServerSettingsTests {
             file: try file(#"{"http":{"port":9000},"confirmation.max-attempts":5,"tracing":{}}"#)
         )
         #expect(settings.port == 9000 && settings.confirmation.maximumAttempts == 5)
+        // The file is read once: a pipe (`--config <(envsubst < till.json)`) has nothing left for a second read.
+        let pipe = FileManager.default.temporaryDirectory.appendingPathComponent("till-settings-\(UUID()).fifo").path
+        #expect(mkfifo(pipe, 0o600) == 0)
+        defer { try? FileManager.default.removeItem(atPath: pipe) }
+        let writer = Task.detached {
+            let handle = FileHandle(forWritingAtPath: pipe)
+            try handle?.write(contentsOf: Data(#"{"http":{"port":9001}}"#.utf8))
+            try handle?.close()
+        }
+        let piped = try await ServerSettings.load(flags: [:], environment: [:], file: pipe)
+        try await writer.value
+        #expect(piped.port == 9001)
     }
 
     /// One back-off for every kind of work: confirmations double from their base to their cap (±20%), webhook

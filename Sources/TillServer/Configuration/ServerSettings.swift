@@ -106,12 +106,15 @@ public struct ServerSettings: Sendable {
             InMemoryProvider(name: "flags", values: flags),
             EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "till"),
         ]
+        var settingsFile: SettingsFile?
         if let file {
             guard FileManager.default.fileExists(atPath: file) else {
                 throw SettingsRefusal(.configFileMissing, "no settings file at \(file)")
             }
             do {
-                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
+                let read = try SettingsFile(path: file)
+                providers.append(read)
+                settingsFile = read
             } catch {
                 throw SettingsRefusal(
                     .invalidConfigFile,
@@ -121,7 +124,7 @@ public struct ServerSettings: Sendable {
         }
         let asked = KeysAsked()
         let settings = try ServerSettings(config: ConfigReader(providers: providers, accessReporter: asked))
-        if let file { try SettingsFileKeys.refuseUnknown(in: file, known: asked.keys) }
+        if let settingsFile { try SettingsFileKeys.refuseUnknown(in: settingsFile, known: asked.keys) }
         return settings
     }
 

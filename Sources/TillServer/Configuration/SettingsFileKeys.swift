@@ -11,17 +11,11 @@ import TillCore
 /// reporter), so there is no second list of the keys to keep: every key is read at every start, in use or not (the
 /// tracing settings with tracing off, the simulator's in production).
 enum SettingsFileKeys {
-    /// Refuses `file` (JSON, already read once by swift-configuration's provider) when it names a key that is not in
-    /// `known`: `unknownSetting`, with the nearest known key when one is close.
-    static func refuseUnknown(in file: String, known: Set<String>) throws {
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(filePath: file)))
-        } catch {
-            throw SettingsRefusal(.invalidConfigFile, "\(file) is not a JSON object of settings: \(error)")
-        }
-        guard let settings = object as? [String: Any] else {
-            throw SettingsRefusal(.invalidConfigFile, "\(file) is not a JSON object of settings")
+    /// Refuses the settings file `file` holds when it names a key that is not in `known`: `unknownSetting`, with the
+    /// nearest known key when one is close.
+    static func refuseUnknown(in file: SettingsFile, known: Set<String>) throws {
+        guard let settings = try? JSONSerialization.jsonObject(with: file.bytes) as? [String: Any] else {
+            throw SettingsRefusal(.invalidConfigFile, "\(file.path) is not a JSON object of settings")
         }
         let unknown = keys(of: settings).filter { !known.contains($0) }.sorted()
         guard let first = unknown.first else { return }
@@ -29,7 +23,7 @@ enum SettingsFileKeys {
         let hint = nearest.map { $0.distance <= max(2, first.count / 4) ? " (did you mean \($0.key)?)" : "" } ?? ""
         throw SettingsRefusal(
             .unknownSetting,
-            "\(file) names \(unknown.count == 1 ? "a setting" : "settings") till serve does not have: "
+            "\(file.path) names \(unknown.count == 1 ? "a setting" : "settings") till serve does not have: "
                 + unknown.joined(separator: ", ") + hint + "; docs/configuration.md lists them"
         )
     }
@@ -70,5 +64,66 @@ final class KeysAsked: AccessReporter {
     func report(_ event: AccessEvent) {
         let key = event.metadata.key.components.joined(separator: ".")
         asked.withLock { _ = $0.insert(key) }
+    }
+}
+
+/// `till serve`'s settings file, its bytes read once: parsed as swift-configuration's `FileProvider<JSONSnapshot>`
+/// parses them, and the same bytes checked for keys that are no setting (`SettingsFileKeys`). Hand-written because
+/// `FileProvider` reads the file itself and keeps no bytes, and a second read of the path can answer something else:
+/// nothing at all for `--config <(envsubst < till.json)`, whose pipe is read once.
+struct SettingsFile: ConfigProvider {
+    let path: String
+    let bytes: Data
+    private let parsed: JSONSnapshot
+
+    init(path: String) throws {
+        self.path = path
+        // A file handle, not `Data(contentsOf:)`, which refuses what is not a regular file (a pipe: EACCES).
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw SettingsRefusal(.invalidConfigFile, "cannot read \(path)")
+        }
+        defer { try? handle.close() }
+        bytes = try handle.readToEnd() ?? Data()
+        parsed = try JSONSnapshot(
+            data: bytes.bytes,
+            providerName: "FileProvider<JSONSnapshot>",
+            parsingOptions: .default
+        )
+    }
+
+    var providerName: String { parsed.providerName }
+
+    func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
+        try parsed.value(forKey: key, type: type)
+    }
+
+    // `nonisolated(nonsending)` here and below: swift-configuration is built with NonisolatedNonsendingByDefault, so
+    // its protocol's async requirements and their handlers are.
+    nonisolated(nonsending) func fetchValue(forKey key: AbsoluteConfigKey, type: ConfigType) async throws
+        -> LookupResult
+    {
+        try value(forKey: key, type: type)
+    }
+
+    nonisolated(nonsending) func watchValue<Return: ~Copyable>(
+        forKey key: AbsoluteConfigKey,
+        type: ConfigType,
+        updatesHandler:
+            nonisolated(nonsending) (
+                _ updates: ConfigUpdatesAsyncSequence<Result<LookupResult, any Error>, Never>
+            ) async throws -> Return
+    ) async throws -> Return {
+        try await watchValueFromValue(forKey: key, type: type, updatesHandler: updatesHandler)
+    }
+
+    func snapshot() -> any ConfigSnapshot { parsed }
+
+    nonisolated(nonsending) func watchSnapshot<Return: ~Copyable>(
+        updatesHandler:
+            nonisolated(nonsending) (
+                _ updates: ConfigUpdatesAsyncSequence<any ConfigSnapshot, Never>
+            ) async throws -> Return
+    ) async throws -> Return {
+        try await watchSnapshotFromSnapshot(updatesHandler: updatesHandler)
     }
 }
