@@ -25,7 +25,8 @@ package protocol AppStoreMetrics: Sendable {
     /// A confirmation attempt ended: `result` is confirmed, retrying, rejected or deadLettered; `status` is what Apple
     /// (or the network) said.
     func confirmation(result: String, status: String, duration: Duration)
-    /// One call to Apple came back: `endpoint` is the service asked; `status` what it said (`status 21007`, `HTTP 200`, `timeout`, …).
+    /// One call to Apple came back: `endpoint` is the service asked; `status` what it said (`status 21007`,
+    /// `HTTP 200`, `timeout`, …).
     func appleCall(endpoint: AppleEndpoint, environment: AppStoreEnvironment, status: String)
     /// A call to Apple took `duration` and came back with `answer` (`AppleClient` times every call).
     func appleCallTook(

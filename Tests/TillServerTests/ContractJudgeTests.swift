@@ -23,8 +23,8 @@ import TillTestSupport
 ///
 /// Schemathesis's phases run: the coverage phase (aimed at each schema's constraints: boundary values, strings that
 /// keep or break a pattern, each enum value), random fuzzing and stateful sequences; the examples phase finds no
-/// request examples in the document. The seed is fixed, so that a run is repeatable; a wider search is `schemathesis run … -n 500` without
-/// `--seed` (docs/contract.md).
+/// request examples in the document. The seed is fixed, so that a run is repeatable; a wider search is
+/// `schemathesis run … -n 500` without `--seed` (docs/contract.md).
 ///
 /// Nothing leaves the machine: Apple is the simulator on loopback, and no webhook worker runs, so the endpoints the
 /// generated requests register (any public HTTPS address) are never called.

@@ -105,7 +105,7 @@ public final class ServerMetrics: AppStoreMetrics, JobMetrics, WebhookMetrics, S
             .recordNanoseconds(duration.nanoseconds)
     }
 
-    /// One call to Apple (or the simulator) came back: `endpoint` is verifyReceipt or serverAPI, `status` what it
+    /// One call to Apple (or the simulator) came back: `endpoint` is the service asked, `status` what it
     /// said (`status 21007`, `status 0`, `HTTP 200`, `HTTP 404 4040010`, `timeout`, …). A sandbox receipt shows
     /// production-first at work: a production call answering `status 21007`, then a sandbox call.
     package func appleCall(endpoint: AppleEndpoint, environment: AppStoreEnvironment, status: String) {

@@ -9521,7 +9521,7 @@ public struct Client: APIProtocol {
     }
     /// Send one event again, or every event since a time
     ///
-    /// Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after `since` that the endpoint takes, even those already delivered. Each keeps its `webhook-id`, so a receiver that already processed one recognises it. Replayed events go out in order for each customer.
+    /// Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after `since` that the endpoint takes, even those already delivered (an import's only with `webhooks.deliver-imports`, as at dispatch; one named by `eventId` is sent whatever its source). Each keeps its `webhook-id`, so a receiver that already processed one recognises it. Replayed events go out in order for each customer.
     ///
     /// - Remark: HTTP `POST /admin/v1/apps/{bundle}/webhooks/{endpoint}/replay`.
     /// - Remark: Generated from `#/paths//admin/v1/apps/{bundle}/webhooks/{endpoint}/replay/post(replayWebhookEvents)`.

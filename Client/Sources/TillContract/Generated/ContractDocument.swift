@@ -2127,8 +2127,10 @@ public enum ContractDocument {
           operationId: replayWebhookEvents
           summary: Send one event again, or every event since a time
           description: 'Queues a new delivery of the event (`eventId`), or of every event of the app recorded at or after
-            `since` that the endpoint takes, even those already delivered. Each keeps its `webhook-id`, so a receiver that
-            already processed one recognises it. Replayed events go out in order for each customer.'
+            `since` that the endpoint takes, even those already delivered (an import''s only with
+            `webhooks.deliver-imports`, as at dispatch; one named by `eventId` is sent whatever its source). Each keeps its
+            `webhook-id`, so a receiver that already processed one recognises it. Replayed events go out in order for each
+            customer.'
           security:
             - operatorToken: []
           requestBody:
