@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOCore
+import SQLKit
 import Testing
 import TillCatalogue
 import TillContract
@@ -10,6 +11,7 @@ import TillFormats
 import TillHTTPKit
 import TillJobs
 import TillLedger
+import TillStorage
 import TillTestSupport
 
 @testable import TillAppStore
@@ -115,6 +117,15 @@ struct ConfirmationTests {
                     $0.revocationReason == .rejected && $0.revocationDetail == "status 21010"
                 }
             )
+            // The gems' price was booked and is taken back; pro, which has no price here, booked nothing and takes
+            // nothing back (it was a revocation of 0).
+            let books = try await fixture.server.database.sql.raw(
+                "SELECT product_id, amount, kind FROM srv_finance ORDER BY product_id, amount DESC"
+            ).all().map {
+                "\(try $0.decode(column: "product_id", as: String.self)) \(try $0.decode(column: "kind", as: String.self)) "
+                    + "\(try $0.decode(column: "amount", as: Int64.self))"
+            }
+            #expect(books == ["gems.100 purchase 990", "gems.100 revocation -990"], "\(books)")
         }
     }
 

@@ -78,14 +78,9 @@ extension Ledger {
                 occurredAt: now,
                 in: changes
             )
-            try await writes.recordFinance(
-                of: row,
-                amount: -(row.price ?? 0),
-                currency: row.currency ?? "USD",
-                at: now,
-                kind: .revocation,
-                in: changes
-            )
+            // What the purchase booked is taken back, and nothing else: a purchase that booked nothing (no price,
+            // shared by the family, handed out again) books no revocation, not a zero nor a negative one.
+            _ = try await reverseFinance(of: row, kind: .purchase, as: .revocation, at: now, in: changes)
             event.rejection = Components.Schemas.EventRejection(
                 status: status,
                 reason: reason,
