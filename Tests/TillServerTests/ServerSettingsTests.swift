@@ -219,11 +219,8 @@ struct ServerSettingsTests {
         #expect(unread.isEmpty, "documented, never read: \(unread)")
         // What a settings file may name is what the settings ask their reader for (`SettingsFileKeys`), at defaults
         // as much as at any other values: every row of the table.
-        let asked = KeysAsked()
-        _ = try ServerSettings(
-            config: ConfigReader(providers: [InMemoryProvider(name: "none", values: [:])], accessReporter: asked)
-        )
-        #expect(asked.keys == Set(documented.keys), "\(asked.keys.symmetricDifference(documented.keys).sorted())")
+        let asked = try SettingsFileKeys.settings()
+        #expect(asked == Set(documented.keys), "\(asked.symmetricDifference(documented.keys).sorted())")
         for (key, variable) in documented {
             let expected = "TILL_" + key.uppercased().map { $0 == "." || $0 == "-" ? "_" : String($0) }.joined()
             #expect(variable == expected, "\(key)'s variable is \(expected), not \(variable)")
@@ -398,6 +395,19 @@ struct ServerSettingsTests {
                         + "confirmation.max-attempts?); docs/configuration.md lists them"
                 ),
                 "\(error.message)"
+            )
+        }
+        do {
+            // Reported before what follows from it: without `operator.token`, production refuses to start.
+            _ = try await ServerSettings.load(
+                flags: [:],
+                environment: [:],
+                file: try file(#"{"mode":"production","operator":{"tokn":"0123456789abcdef0123"}}"#)
+            )
+            Issue.record("a misspelled token was accepted")
+        } catch let error as SettingsRefusal {
+            #expect(
+                error.code == "unknownSetting" && error.message.contains("operator.tokn (did you mean operator.token?)")
             )
         }
         do {

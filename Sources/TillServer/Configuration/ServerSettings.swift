@@ -122,10 +122,10 @@ public struct ServerSettings: Sendable {
                 )
             }
         }
-        let asked = KeysAsked()
-        let settings = try ServerSettings(config: ConfigReader(providers: providers, accessReporter: asked))
-        if let settingsFile { try SettingsFileKeys.refuseUnknown(in: settingsFile, known: asked.keys) }
-        return settings
+        // Before the settings are read, so that a misspelled key is what is reported (`operator.tokn`, not the
+        // `operatorTokenRequired` that follows from it).
+        if let settingsFile { try SettingsFileKeys.refuseUnknown(in: settingsFile, known: SettingsFileKeys.settings()) }
+        return try ServerSettings(config: ConfigReader(providers: providers))
     }
 
     public init(config: ConfigReader) throws {

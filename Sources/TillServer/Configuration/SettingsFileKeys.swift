@@ -11,6 +11,16 @@ import TillCore
 /// reporter), so there is no second list of the keys to keep: every key is read at every start, in use or not (the
 /// tracing settings with tracing off, the simulator's in production).
 enum SettingsFileKeys {
+    /// Every key of `till serve`'s settings: those its settings ask for when every one is at its default, which
+    /// no refusal stops before the last.
+    static func settings() throws -> Set<String> {
+        let asked = KeysAsked()
+        _ = try ServerSettings(
+            config: ConfigReader(providers: [InMemoryProvider(name: "defaults", values: [:])], accessReporter: asked)
+        )
+        return asked.keys
+    }
+
     /// Refuses the settings file `file` holds when it names a key that is not in `known`: `unknownSetting`, with the
     /// nearest known key when one is close.
     static func refuseUnknown(in file: SettingsFile, known: Set<String>) throws {
