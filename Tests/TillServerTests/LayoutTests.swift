@@ -237,6 +237,29 @@ struct LayoutTests {
         )
         #expect(passed.status == 0, "\(passed)")
         #expect(FileManager.default.fileExists(atPath: output.path))
+        // A check run again on what it passed leaves its output as it was: the build compiles the file again only
+        // when it changed. (SwiftPM links the tool again whenever it plans a build again, as between `swift build`
+        // and `swift test`, and runs every module's check after it: a rewritten file made each module compile again,
+        // 25 s of every such `swift test`.)
+        let past = Date(timeIntervalSince1970: 1_000_000_000)
+        try FileManager.default.setAttributes([.modificationDate: past], ofItemAtPath: output.path)
+        func modified() throws -> Date? {
+            try FileManager.default.attributesOfItem(atPath: output.path)[.modificationDate] as? Date
+        }
+        let again = try await TillExecutable.run(
+            ["TillServer", folder.path, output.path, clean.path, migrations.path],
+            program: "ledger-tables"
+        )
+        #expect(again.status == 0, "\(again)")
+        #expect(try modified() == past, "the check wrote its unchanged output again")
+        // Another module's check of the same file writes its own line.
+        let other = try await TillExecutable.run(
+            ["TillConsole", folder.path, output.path, clean.path],
+            program: "ledger-tables"
+        )
+        #expect(other.status == 0, "\(other)")
+        #expect(try modified() != past)
+        #expect(try String(contentsOf: output, encoding: .utf8).contains("TillConsole names none"))
         let notMigrations = try await TillExecutable.run(
             ["TillContent", folder.path, output.path, migrations.path],
             program: "ledger-tables"

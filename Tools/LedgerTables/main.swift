@@ -57,5 +57,9 @@ guard refusals == 0 else {
     try? FileManager.default.removeItem(at: output)
     exit(1)
 }
-try "// \(module) names none of the ledger's tables (checked by Plugins/LedgerTables).\n"
-    .write(to: output, atomically: true, encoding: .utf8)
+// Written only when it changes: the build compiles the module's copy again whenever the file is written, and SwiftPM
+// runs this check again each time it links the tool, which it does whenever it plans a build again.
+let checked = "// \(module) names none of the ledger's tables (checked by Plugins/LedgerTables).\n"
+if (try? String(contentsOf: output, encoding: .utf8)) != checked {
+    try checked.write(to: output, atomically: true, encoding: .utf8)
+}
