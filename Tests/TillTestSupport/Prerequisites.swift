@@ -94,19 +94,6 @@ public struct Prerequisite: Sendable {
         isAvailable: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
     )
 
-    /// The deployable `till` (docs/deploy.md: `--static-swift-stdlib --disable-default-traits`), named by
-    /// `TILL_DEPLOYABLE_BINARY`; `.ci/run` builds it before the tests.
-    public static let deployableBinary = Prerequisite(
-        "the deployable till binary (TILL_DEPLOYABLE_BINARY)",
-        hint: "after swift build --build-tests, set .build aside (mv .build .build-tests; cp -a .build-tests .build), "
-            + "swift build --product till --static-swift-stdlib --disable-default-traits, copy .build/debug/till aside, "
-            + "put .build-tests back as .build (its objects are not for a static link) and name the copy in "
-            + "TILL_DEPLOYABLE_BINARY, as .ci/run does",
-        isAvailable: ProcessInfo.processInfo.environment["TILL_DEPLOYABLE_BINARY"].map {
-            FileManager.default.isExecutableFile(atPath: $0)
-        } ?? false
-    )
-
     /// Whether `python3 -c 'import module'` succeeds.
     public static func python(canImport module: String) -> Bool {
         let process = Process()
