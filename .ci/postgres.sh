@@ -18,7 +18,7 @@ start)
     PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
     rm -rf "$STATE"; mkdir -p "$STATE"; chown postgres:postgres "$STATE"
     runuser -u postgres -- "$PGBIN/initdb" -D "$STATE" -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 >/dev/null
-    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$STATE" -l "$STATE/server.log" -w -t 30 \
+    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$STATE" -l "$STATE/server.log" -w -t 120 \
         -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $STATE -c fsync=off -c max_connections=1000 -c shared_buffers=128MB" start >/dev/null
     psql "postgresql://postgres@127.0.0.1:$PGPORT/postgres" -qc "CREATE DATABASE till_test" >/dev/null
     echo "$url"

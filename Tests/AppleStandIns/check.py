@@ -34,7 +34,7 @@ SDK than its `#if` says fails here as it would in that Xcode. A `compiler(>=…)
    `Transaction` in a file that imports StoreKit and SwiftUI is ambiguous here as it is with Apple's SDK.
 
 It writes a report (the Apple API used, with availability) and exits 1 on any failure. It runs inside `swift test`
-(AppleSourcesTests) against the build `swift build --build-tests` made, reusing its compile flags from
+(AppleSourcesTests) against the build `swift test` made, reusing its compile flags from
 .build/debug.yaml, and takes seconds.
 """
 import argparse

@@ -5,7 +5,7 @@ import TillTestSupport
 /// TillClient's files that import StoreKit, SwiftUI, Combine or Network, and the example app, compile on Linux
 /// against declaration-only stand-ins of exactly the Apple API they use (Tests/AppleStandIns), which they use whole;
 /// and nothing in the client package uses API above its floors outside an availability check.
-/// Tests/AppleStandIns/check.py does the work, over the build `swift build --build-tests` made; see its header.
+/// Tests/AppleStandIns/check.py does the work, over the build `swift test` made; see its header.
 // Each test compiles Swift while the rest of `swift test` runs beside it: on CI's two cores the whole check took 531 s
 // and 566 s in two runs, and went past a 10-minute limit in a third. The limits guard against a hang, not speed.
 @Suite(.sharingTheMachine)

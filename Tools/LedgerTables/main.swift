@@ -4,7 +4,8 @@ import Foundation
 // but TillLedger (Plugins/LedgerTables explains why). Each line of a source that names one of the ledger's tables, or
 // the column that links a guest to an account, as a whole word outside a `//` comment is an error; the server's
 // migrations (TillServer's `ServerSchema`), which create and reshape every table, are the one file let through.
-// Writes OUTPUT (a Swift file of one comment, compiled into the module) when there is none, and exits 1 otherwise.
+// Writes OUTPUT (a Swift file of one comment, compiled into the module) when there is none, and only when its text
+// changes, and exits 1 otherwise (OUTPUT removed).
 // Hand-written: no mirrored package checks SQL text in Swift sources.
 
 let names = [
