@@ -10,6 +10,8 @@ package protocol AppStoreCustomers: Sendable {
     func customer(bundleId: String, customerId: String) async throws -> CustomerView
     /// The view of a snapshot already read.
     func view(of snapshot: CustomerSnapshot, bundleId: String) async throws -> CustomerView
-    /// The snapshot of `owner`'s purchases, read on `db` (inside the caller's transaction).
-    func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot
+    /// The snapshot of `owner`'s purchases, read on `db` (inside the caller's transaction); `firstSeen` is when the
+    /// account was first recorded, read with its alias (`CustomerStore.admit`).
+    func snapshot(bundleId: String, owner: String, firstSeen: Int64?, on db: any SQLDatabase) async throws
+        -> CustomerSnapshot
 }

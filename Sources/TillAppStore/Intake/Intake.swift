@@ -173,7 +173,12 @@ public struct Intake: AppStoreRoom, Sendable {
             }
             // The customer as this transaction leaves them, read while it holds the connection (a read after
             // the commit would borrow another and start a read of its own: a fifth of a submission's SQL).
-            let customer = try await self.customers.snapshot(bundleId: app.bundleId, owner: owner, on: db)
+            let customer = try await self.customers.snapshot(
+                bundleId: app.bundleId,
+                owner: owner,
+                firstSeen: admission.firstSeen,
+                on: db
+            )
             // The last read of the transaction: its events carry this customer rather than reading them again.
             changes.remember(customer, bundleId: app.bundleId, guests: admission.isNew ? [] : nil)
             return (submission, refused, customer)

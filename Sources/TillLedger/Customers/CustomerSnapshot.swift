@@ -9,6 +9,9 @@ import TillStorage
 /// carries (`EventLog`).
 package struct CustomerSnapshot: Sendable {
     package var owner: String
+    /// When the server first recorded the customer (`CustomerStore.Account.firstSeen`): nil for an id it never
+    /// recorded, and in an event's customer, which does not show it.
+    package var firstSeen: Int64?
     package var ledger: [LedgerRecord]
     package var balances: [String: Int64]
     package var states: [SubscriptionStateRecord]
@@ -19,15 +22,20 @@ package struct CustomerSnapshot: Sendable {
     package static let recentConsumables = 10
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`: the purchases that may
-    /// grant access and the latest consumables (`PurchaseStore.holdings`), the balances, the renewal states.
-    package static func read(bundleId: String, owner: String, database: TillDatabase, on db: any SQLDatabase)
-        async throws
-        -> CustomerSnapshot
-    {
+    /// grant access and the latest consumables (`PurchaseStore.holdings`), the balances, the renewal states;
+    /// `firstSeen` is the caller's, read with the alias (`CustomerStore.account`).
+    package static func read(
+        bundleId: String,
+        owner: String,
+        firstSeen: Int64?,
+        database: TillDatabase,
+        on db: any SQLDatabase
+    ) async throws -> CustomerSnapshot {
         let purchaseStore = PurchaseStore(database: database)
         let ledger = try await purchaseStore.holdings(bundleId: bundleId, customerId: owner, on: db)
         return CustomerSnapshot(
             owner: owner,
+            firstSeen: firstSeen,
             ledger: ledger,
             balances: try await purchaseStore.balances(bundleId: bundleId, customerId: owner, on: db),
             states: try await subscriptionStates(of: ledger, bundleId: bundleId, database: database, on: db)

@@ -134,6 +134,7 @@ public struct EventLog: Sendable {
             snapshot = try await CustomerSnapshot.read(
                 bundleId: key.bundleId,
                 owner: key.customerId,
+                firstSeen: nil,
                 database: database,
                 on: db
             )

@@ -30,9 +30,21 @@ package struct CustomerStore: ServerSQLStore {
     package struct Admission: Sendable {
         /// The account the id stands for (itself, or the account a guest id is linked to).
         package var owner: String
+        /// When the server first recorded the account (`Account.firstSeen`).
+        package var firstSeen: Int64?
         /// The id was recorded now, for the first time: no guest can be linked to it yet (linking records the
         /// account first), so its events need not read its guests.
         package var isNew: Bool
+    }
+
+    /// The account a customer id stands for, and when the server first recorded it.
+    package struct Account: Sendable {
+        /// The id itself, or the account a guest id is linked to.
+        package var owner: String
+        /// The account row's `created_at`: when its id was first recorded, moved back to a guest's when a guest
+        /// recorded earlier is linked to it (`LedgerStore.setAlias`), so the earliest of the account's ids. Nil for an
+        /// id that was never recorded.
+        package var firstSeen: Int64?
     }
 
     /// The account a customer id stands for, recording the id as a customer when it is new: one read for a known id
@@ -43,25 +55,37 @@ package struct CustomerStore: ServerSQLStore {
         let row = try await db.first(Self.alias(bundleId, customerId))
         guard let row else {
             if try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db) {
-                return Admission(owner: customerId, isNew: true)
+                return Admission(owner: customerId, firstSeen: at, isNew: true)
             }
             // Recorded between the read and the insert by another transaction (PostgreSQL's read committed), perhaps
             // as a guest or with guests of its own: resolved as a known id is.
-            return Admission(owner: try await resolve(bundleId: bundleId, customerId: customerId, on: db), isNew: false)
+            let account = try await account(bundleId: bundleId, customerId: customerId, on: db)
+            return Admission(owner: account.owner, firstSeen: account.firstSeen, isNew: false)
         }
         guard let alias = try row.decode(column: "alias_of", as: String?.self) else {
-            return Admission(owner: customerId, isNew: false)
+            return Admission(
+                owner: customerId,
+                firstSeen: try row.decode(column: "created_at", as: Int64.self),
+                isNew: false
+            )
         }
-        return Admission(owner: try await resolve(bundleId: bundleId, customerId: alias, on: db), isNew: false)
+        let account = try await account(bundleId: bundleId, customerId: alias, on: db)
+        return Admission(owner: account.owner, firstSeen: account.firstSeen, isNew: false)
     }
 
     /// The account a customer id stands for (a guest linked to an account resolves to the account).
     package func resolve(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> String {
-        var current = customerId
+        try await account(bundleId: bundleId, customerId: customerId, on: db).owner
+    }
+
+    /// The account a customer id stands for, and when it was first recorded: the same reads as `resolve`.
+    package func account(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Account {
+        var current = Account(owner: customerId, firstSeen: nil)
         for _ in 0..<8 {
-            let row = try await db.first(Self.alias(bundleId, current))
-            guard let alias = try row?.decode(column: "alias_of", as: String?.self) else { return current }
-            current = alias
+            guard let row = try await db.first(Self.alias(bundleId, current.owner)) else { return current }
+            current.firstSeen = try row.decode(column: "created_at", as: Int64.self)
+            guard let alias = try row.decode(column: "alias_of", as: String?.self) else { return current }
+            current = Account(owner: alias, firstSeen: nil)
         }
         return current
     }
@@ -72,7 +96,7 @@ package struct CustomerStore: ServerSQLStore {
     }
 
     private static let alias = FixedStatement(
-        "SELECT alias_of FROM srv_customers WHERE bundle_id = ?1 AND customer_id = ?2"
+        "SELECT alias_of, created_at FROM srv_customers WHERE bundle_id = ?1 AND customer_id = ?2"
     )
 
     /// The guest ids linked to the account `customerId`, sorted.

@@ -303,12 +303,23 @@ struct LedgerStore: Sendable {
 
     // MARK: Aliases
 
-    /// Makes `customerId` a guest of the account `aliasOf`: what is submitted under it counts for the account.
+    /// Makes `customerId` a guest of the account `aliasOf`: what is submitted under it counts for the account. The
+    /// account's `created_at` moves back to the guest's when the guest was recorded first: it is when the server first
+    /// saw the customer (the customer answer's `firstSeen`), read with the alias and kept by no one else.
     func setAlias(bundleId: String, customerId: String, aliasOf: String, on db: any SQLDatabase) async throws {
         try await db.raw(
             """
             UPDATE srv_customers SET alias_of = \(bind: aliasOf)
             WHERE bundle_id = \(bind: bundleId) AND customer_id = \(bind: customerId)
+            """
+        ).run()
+        try await db.raw(
+            """
+            UPDATE srv_customers SET created_at = guest.created_at
+            FROM srv_customers AS guest
+            WHERE srv_customers.bundle_id = \(bind: bundleId) AND srv_customers.customer_id = \(bind: aliasOf)
+              AND guest.bundle_id = \(bind: bundleId) AND guest.customer_id = \(bind: customerId)
+              AND guest.created_at < srv_customers.created_at
             """
         ).run()
     }

@@ -51,6 +51,7 @@ public struct Customers: Sendable {
         let catalogue = try await self.catalogue.products(of: bundleId)
         return CustomerView(
             customerId: snapshot.owner,
+            firstSeen: snapshot.firstSeen,
             entitlements: snapshot.entitlements(catalogue: catalogue, now: clock.milliseconds),
             balances: Components.Schemas.Credits(snapshot.balances),
             purchases: ledger.map {
@@ -104,15 +105,12 @@ public struct Customers: Sendable {
         }.body
     }
 
-    /// What the database holds about a customer, read on one connection.
-    private func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
+    /// What the database holds about a customer (a guest id resolves to its account), read on one connection.
+    func snapshot(bundleId: String, customerId: String, on db: any SQLDatabase) async throws
         -> CustomerSnapshot
     {
-        try await snapshot(
-            bundleId: bundleId,
-            owner: try await customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db),
-            on: db
-        )
+        let account = try await customerStore.account(bundleId: bundleId, customerId: customerId, on: db)
+        return try await snapshot(bundleId: bundleId, owner: account.owner, firstSeen: account.firstSeen, on: db)
     }
 
     /// The ledger rows of a customer's account (a guest id resolves to it), oldest first: the console's purchases.
@@ -127,8 +125,16 @@ public struct Customers: Sendable {
     }
 
     /// What the database holds about the customer `owner` (an id with no alias), read on `db`.
-    package func snapshot(bundleId: String, owner: String, on db: any SQLDatabase) async throws -> CustomerSnapshot {
-        try await CustomerSnapshot.read(bundleId: bundleId, owner: owner, database: database, on: db)
+    package func snapshot(bundleId: String, owner: String, firstSeen: Int64?, on db: any SQLDatabase) async throws
+        -> CustomerSnapshot
+    {
+        try await CustomerSnapshot.read(
+            bundleId: bundleId,
+            owner: owner,
+            firstSeen: firstSeen,
+            database: database,
+            on: db
+        )
     }
 
     /// Links a guest (an anonymous device id that bought before signing in) to an account: the guest's own

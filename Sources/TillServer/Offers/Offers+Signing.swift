@@ -186,11 +186,7 @@ extension Offers {
         -> (owner: String, history: OfferRules.GroupHistory, newestTransactionId: String?)
     {
         let snapshot = try await database.read { db in
-            try await self.customers.snapshot(
-                bundleId: app.bundleId,
-                owner: try await self.customerStore.resolve(bundleId: app.bundleId, customerId: customerId, on: db),
-                on: db
-            )
+            try await self.customers.snapshot(bundleId: app.bundleId, customerId: customerId, on: db)
         }
         let history = OfferRules.history(
             in: group,

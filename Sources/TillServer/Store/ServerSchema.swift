@@ -852,6 +852,23 @@ enum ServerSchema {
                 """,
             ]
         ),
+        // The customer answer's `firstSeen` is an account row's `created_at`, which a link now moves back to the
+        // guest's when the guest was recorded first (`LedgerStore.setAlias`). Accounts linked before that get the
+        // earliest of their guests' here.
+        Migration(
+            "029-customers-first-seen",
+            [
+                """
+                UPDATE srv_customers SET created_at = (
+                    SELECT MIN(guest.created_at) FROM srv_customers AS guest
+                    WHERE guest.bundle_id = srv_customers.bundle_id AND guest.alias_of = srv_customers.customer_id)
+                WHERE alias_of IS NULL AND EXISTS (
+                    SELECT 1 FROM srv_customers AS guest
+                    WHERE guest.bundle_id = srv_customers.bundle_id AND guest.alias_of = srv_customers.customer_id
+                      AND guest.created_at < srv_customers.created_at)
+                """
+            ]
+        ),
     ]
 
     private static let importTables = [

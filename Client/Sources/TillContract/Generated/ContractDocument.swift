@@ -3277,6 +3277,12 @@ public enum ContractDocument {
             customerId:
               type: string
               description: The customer, after aliases.
+            firstSeen:
+              type: integer
+              format: int64
+              description: When the server first recorded the customer's id, in UNIX milliseconds; for an account, the
+                earliest of its own id and of the guest ids linked to it (a link moves it back to the guest's). Absent
+                for an id the server has never recorded.
             entitlements:
               type: array
               items:

@@ -23,6 +23,7 @@ extension Components.Schemas.Customer {
             w.field("customerId", customerId)
             w.key("entitlements")
             w.array(entitlements) { w, e in e.writeJSON(to: &w) }
+            w.field("firstSeen", firstSeen)
             w.key("purchases")
             w.array(purchases) { w, e in e.writeJSON(to: &w) }
             w.key("subscriptions")

@@ -680,6 +680,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Customer/customerId`.
             public var customerId: Swift.String
+            /// When the server first recorded the customer's id, in UNIX milliseconds; for an account, the earliest of its own id and of the guest ids linked to it (a link moves it back to the guest's). Absent for an id the server has never recorded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Customer/firstSeen`.
+            public var firstSeen: Swift.Int64?
             /// - Remark: Generated from `#/components/schemas/Customer/entitlements`.
             public var entitlements: [Components.Schemas.Entitlement]
             /// - Remark: Generated from `#/components/schemas/Customer/balances`.
@@ -694,18 +698,21 @@ extension Components {
             ///
             /// - Parameters:
             ///   - customerId: The customer, after aliases.
+            ///   - firstSeen: When the server first recorded the customer's id, in UNIX milliseconds; for an account, the earliest of its own id and of the guest ids linked to it (a link moves it back to the guest's). Absent for an id the server has never recorded.
             ///   - entitlements:
             ///   - balances:
             ///   - purchases: The customer's non-consumables and subscriptions, and their latest 10 consumables (what the others gave is in `balances`).
             ///   - subscriptions:
             public init(
                 customerId: Swift.String,
+                firstSeen: Swift.Int64? = nil,
                 entitlements: [Components.Schemas.Entitlement],
                 balances: Components.Schemas.Credits,
                 purchases: [Components.Schemas.Purchase],
                 subscriptions: [Components.Schemas.SubscriptionState]
             ) {
                 self.customerId = customerId
+                self.firstSeen = firstSeen
                 self.entitlements = entitlements
                 self.balances = balances
                 self.purchases = purchases
@@ -713,6 +720,7 @@ extension Components {
             }
             public enum CodingKeys: String, CodingKey {
                 case customerId
+                case firstSeen
                 case entitlements
                 case balances
                 case purchases
