@@ -31,7 +31,7 @@ struct CustomerFirstSeenTests {
             // clock runs with real time, moved on by hours between the steps).
             let start = server.clock.milliseconds
             let guestSeen = try #require(try await submit(fixture, "gems.100", as: "guest-1").customer.firstSeen)
-            #expect((start...server.clock.milliseconds).contains(guestSeen))
+            #expect(guestSeen >= start && guestSeen <= server.clock.milliseconds)
             _ = clock.advance(by: 3_600)
             // A later purchase does not move it.
             #expect(try await submit(fixture, "gems.100", as: "guest-1").customer.firstSeen == guestSeen)
@@ -59,6 +59,9 @@ struct CustomerFirstSeenTests {
                     == guestSeen
             )
             #expect(try await submit(fixture, "gems.100", as: "erin").customer.firstSeen == guestSeen)
+            // A purchase under the guest id answers with the account, and its date.
+            let underGuest = try await submit(fixture, "gems.100", as: "guest-1").customer
+            #expect(underGuest.customerId == "erin" && underGuest.firstSeen == guestSeen)
             // The bytes `GET /v1/customers/{id}` answers carry it too (the generated writer).
             let body = try await server.customers.customerBody(bundleId: bundleId, customerId: "guest-2")
             let decoded = try JSONDecoder().decode(CustomerView.self, from: Data(body.readableBytesView))
@@ -68,6 +71,25 @@ struct CustomerFirstSeenTests {
             _ = clock.advance(by: 60)
             let later = try await server.customers.link(bundleId: bundleId, guestId: "device-new", to: "erin")
             #expect(later.firstSeen == guestSeen)
+            // An account that the link itself records takes its older guest's date.
+            let deviceSeen = try #require(try await submit(fixture, "gems.100", as: "device-3").customer.firstSeen)
+            _ = clock.advance(by: 60)
+            let fresh = try await server.customers.link(bundleId: bundleId, guestId: "device-3", to: "frank")
+            #expect(fresh.customerId == "frank" && fresh.firstSeen == deviceSeen)
+
+            // Credits an operator gives make a customer of an id never seen, as a grant does.
+            let before = server.clock.milliseconds
+            _ = try await server.ledger.adjustBalance(
+                bundleId: bundleId,
+                customerId: "gifted",
+                credit: "gems",
+                delta: 5,
+                requestId: "gift-1",
+                note: "a goodwill gift"
+            )
+            let gifted = try await server.customers.customer(bundleId: bundleId, customerId: "gifted")
+            #expect(gifted.balances == ["gems": 5])
+            #expect(try #require(gifted.firstSeen) >= before)
         }
     }
 

@@ -58,6 +58,11 @@ extension Ledger {
         let now = clock.milliseconds
         return try await transaction(source: source) { changes in
             let db = changes.db
+            if delta > 0 {
+                // Credits given (an operator's adjustment) make a customer of an id never seen, as a grant does: its
+                // answer's `firstSeen` is now. A debit of an unknown id is refused below, and records nothing.
+                try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: customerId, at: now, on: db)
+            }
             let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db)
             if let done = try await self.purchaseStore.balanceEntries(bundleId: bundleId, reference: reference, on: db)
                 .first
