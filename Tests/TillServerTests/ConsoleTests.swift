@@ -95,6 +95,9 @@ struct ConsoleTests {
                 }
                 var ann = try await server.customers.customer(bundleId: ServerFixture.bundleId, customerId: "ann")
                 #expect(ann.entitlements.isEmpty)
+                // An id the server never recorded has no date.
+                let unknown = try await browser.get("/console/customers/ann?app=\(ServerFixture.bundleId)")
+                #expect(unknown.status == 200 && !unknown.body.contains("First seen"))
 
                 // With it, the grant goes through the ledger as the operator's: manual on the page, in the ledger,
                 // in the events, and in the activity with the note.
@@ -108,6 +111,9 @@ struct ConsoleTests {
                 #expect(ann.entitlements.map(\.id) == ["pro"])
                 let after = try await browser.get(try #require(granted.location))
                 #expect(after.body.contains("Granted pro to ann.") && after.body.contains("badge manual"))
+                // The grant recorded ann: the page says since when, as the customer answer's `firstSeen` does.
+                let firstSeen = try #require(ann.firstSeen)
+                #expect(after.body.contains("First seen \(Readable.time(firstSeen))."), "\(after.body)")
                 let feed = try await client.call(
                     .get,
                     "/admin/v1/events?bundleId=\(ServerFixture.bundleId)&customerId=ann",

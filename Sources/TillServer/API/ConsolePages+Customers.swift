@@ -58,6 +58,7 @@ extension ConsolePages {
         var page = section.common
         page["customerId"] = view.customerId
         if view.customerId != asked { page["searchedAs"] = asked }
+        if let firstSeen = view.firstSeen { page["firstSeen"] = Readable.time(firstSeen) }
         page["base"] = "/console/customers/" + Readable.percentEncoded(view.customerId)
         page["entitlements"] = view.entitlements.map { entitlement -> [String: Any] in
             var entry: [String: Any] = [
