@@ -52,8 +52,7 @@ package struct CustomerStore: ServerSQLStore {
     package func admit(bundleId: String, customerId: String, at: Int64, on db: any SQLDatabase) async throws
         -> Admission
     {
-        let row = try await db.first(Self.alias(bundleId, customerId))
-        guard let row else {
+        guard let row = try await db.first(Self.alias(bundleId, customerId)) else {
             if try await ensureCustomer(bundleId: bundleId, customerId: customerId, at: at, on: db) {
                 return Admission(owner: customerId, firstSeen: at, isNew: true)
             }
@@ -62,14 +61,7 @@ package struct CustomerStore: ServerSQLStore {
             let account = try await account(bundleId: bundleId, customerId: customerId, on: db)
             return Admission(owner: account.owner, firstSeen: account.firstSeen, isNew: false)
         }
-        guard let alias = try row.decode(column: "alias_of", as: String?.self) else {
-            return Admission(
-                owner: customerId,
-                firstSeen: try row.decode(column: "created_at", as: Int64.self),
-                isNew: false
-            )
-        }
-        let account = try await account(bundleId: bundleId, customerId: alias, on: db)
+        let account = try await account(from: row, of: customerId, bundleId: bundleId, on: db)
         return Admission(owner: account.owner, firstSeen: account.firstSeen, isNew: false)
     }
 
@@ -80,14 +72,28 @@ package struct CustomerStore: ServerSQLStore {
 
     /// The account a customer id stands for, and when it was first recorded: the same reads as `resolve`.
     package func account(bundleId: String, customerId: String, on db: any SQLDatabase) async throws -> Account {
-        var current = Account(owner: customerId, firstSeen: nil)
-        for _ in 0..<8 {
-            guard let row = try await db.first(Self.alias(bundleId, current.owner)) else { return current }
-            current.firstSeen = try row.decode(column: "created_at", as: Int64.self)
-            guard let alias = try row.decode(column: "alias_of", as: String?.self) else { return current }
-            current = Account(owner: alias, firstSeen: nil)
+        guard let row = try await db.first(Self.alias(bundleId, customerId)) else {
+            return Account(owner: customerId, firstSeen: nil)
         }
-        return current
+        return try await account(from: row, of: customerId, bundleId: bundleId, on: db)
+    }
+
+    /// The account that `customerId`, whose row (`alias`) is read, stands for: the row's own date when it is no one's
+    /// guest, else the account's it links to (a guest of a guest, which linking refuses, followed 8 steps at most).
+    private func account(from row: any SQLRow, of customerId: String, bundleId: String, on db: any SQLDatabase)
+        async throws -> Account
+    {
+        var (row, current) = (row, customerId)
+        for _ in 0..<8 {
+            guard let alias = try row.decode(column: "alias_of", as: String?.self) else {
+                return Account(owner: current, firstSeen: try row.decode(column: "created_at", as: Int64.self))
+            }
+            guard let next = try await db.first(Self.alias(bundleId, alias)) else {
+                return Account(owner: alias, firstSeen: nil)
+            }
+            (row, current) = (next, alias)
+        }
+        return Account(owner: current, firstSeen: nil)
     }
 
     /// The account a guest id is linked to; nil for an id that is no one's guest.
