@@ -239,7 +239,32 @@ public final class TillDatabase: Sendable {
 
     /// PostgreSQL's transactions, one per connection (SQLite's go through `GroupCommit`). A connection lost before
     /// the COMMIT left nothing behind (the server rolls back); lost during it, nobody knows.
+    ///
+    /// A transaction that PostgreSQL gave up to let another finish (`lostToAnotherTransaction`) committed nothing, so
+    /// it runs again, twice at the most. Two transactions that lock the same rows in opposite orders deadlock: a
+    /// notification holds its purchase's rows and then reads their customer (`CustomerStore.owner`), where a link
+    /// holds the customer and then moves the rows. PostgreSQL notices after its `deadlock_timeout` (1 s by default)
+    /// and ends one of them, which then runs after the other.
     private func run<Result: Sendable>(
+        transaction body: @escaping @Sendable (any SQLDatabase) async throws -> Result
+    ) async throws -> Result {
+        var runs = 1
+        while true {
+            do {
+                return try await runOnce(transaction: body)
+            } catch  where runs < 3 && Self.lostToAnotherTransaction(error) {
+                runs += 1
+            }
+        }
+    }
+
+    /// PostgreSQL ended the transaction for another's sake: a deadlock (40P01), or a serialization failure (40001).
+    static func lostToAnotherTransaction(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server else { return false }
+        return error.serverInfo?[.sqlState] == "40P01" || error.serverInfo?[.sqlState] == "40001"
+    }
+
+    private func runOnce<Result: Sendable>(
         transaction body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         try await connections.withSession { session in

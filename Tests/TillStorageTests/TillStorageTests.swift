@@ -158,6 +158,56 @@ struct TillStorageTests {
         try await database.shutdown()
     }
 
+    /// Two transactions that lock two rows in opposite orders deadlock; PostgreSQL ends one of them (40P01), which
+    /// committed nothing and runs again after the other: both changes land, and the caller sees no error.
+    @Test(.enabled(if: Prerequisite.postgres.shouldRun, Comment(rawValue: Prerequisite.postgres.skipMessage)))
+    func aTransactionPostgreSQLEndsForADeadlockRunsAgain() async throws {
+        let database = try await fresh(.postgres(url: TestDatabase.postgresURL ?? "postgres://missing"))
+        try await database.migrate(Self.migrations, schema: "storage-test")
+        try await database.sql.raw("INSERT INTO storage_test_counter (name, value) VALUES ('a', 0), ('b', 0)").run()
+        let meeting = Meeting(parties: 2)
+        // Each takes its first row, waits until the other has taken its own (on the first run only), then asks for
+        // the other's row.
+        func change(first: String, then second: String) async throws {
+            try await database.transaction { db in
+                let run = await meeting.run()
+                try await db.raw("UPDATE storage_test_counter SET value = value + 1 WHERE name = \(bind: first)").run()
+                if run <= 2 { try await meeting.arrive() }
+                try await db.raw("UPDATE storage_test_counter SET value = value + 1 WHERE name = \(bind: second)").run()
+            }
+        }
+        async let one: Void = change(first: "a", then: "b")
+        async let other: Void = change(first: "b", then: "a")
+        _ = try await (one, other)
+        let values = try await database.sql.raw("SELECT value FROM storage_test_counter ORDER BY name").all()
+            .map { try $0.decode(column: "value", as: Int64.self) }
+        #expect(values == [2, 2])
+        #expect(await meeting.runs == 3, "one of the two ran again")
+        try await database.shutdown()
+    }
+
+    /// Parties that wait for each other (at most 10 s), and the runs of their transactions, counted.
+    actor Meeting {
+        let parties: Int
+        var arrived = 0
+        var runs = 0
+        init(parties: Int) { self.parties = parties }
+
+        func run() -> Int {
+            runs += 1
+            return runs
+        }
+
+        func arrive() async throws {
+            arrived += 1
+            let deadline = ContinuousClock.now + .seconds(10)
+            while arrived < parties {
+                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
     /// A `CHECK (column IN (…))` refuses the same values on both engines; on SQLite it is stored as comparisons
     /// (`TillDatabase.migrate`), so that a write compares in place instead of filling a temporary table with the list
     /// (`OpenEphemeral` in its plan) at every run. A second start finds it rewritten and changes nothing.

@@ -31,7 +31,7 @@ extension Ledger {
             transactionId: transaction.transactionId,
             on: db
         ), row.bundleId == bundleId {
-            return try await customerStore.resolve(bundleId: bundleId, customerId: row.customerId, on: db)
+            return try await customerStore.owner(bundleId: bundleId, customerId: row.customerId, on: db)
         }
         return try await owner(
             originalTransactionId: transaction.originalTransactionId,
@@ -55,7 +55,7 @@ extension Ledger {
             on: db
         ).filter { $0.bundleId == bundleId }
         guard let newest = rows.last else { return nil }
-        return try await customerStore.resolve(bundleId: bundleId, customerId: newest.customerId, on: db)
+        return try await customerStore.owner(bundleId: bundleId, customerId: newest.customerId, on: db)
     }
 
     /// Applies a transaction of the owner's read from Apple's Transaction History, as a notification carrying it

@@ -51,7 +51,7 @@ extension Ledger {
                 at: now,
                 on: changes.db
             )
-            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: changes.db)
+            let owner = try await self.customerStore.owner(bundleId: bundleId, customerId: customerId, on: changes.db)
             var free = product
             free.price = nil  // a grant books no money
             try await self.post(
@@ -84,7 +84,7 @@ extension Ledger {
         let note = try Self.validated(note: note)
         let now = clock.milliseconds
         try await self.transaction(source: .operator(note: note)) { changes in
-            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: changes.db)
+            let owner = try await self.customerStore.owner(bundleId: bundleId, customerId: customerId, on: changes.db)
             let rows = try await self.purchaseStore.transactions(
                 bundleId: bundleId,
                 customerId: owner,

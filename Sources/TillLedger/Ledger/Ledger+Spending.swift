@@ -63,7 +63,7 @@ extension Ledger {
                 // answer's `firstSeen` is now. A debit of an unknown id is refused below, and records nothing.
                 try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: customerId, at: now, on: db)
             }
-            let owner = try await self.customerStore.resolve(bundleId: bundleId, customerId: customerId, on: db)
+            let owner = try await self.customerStore.owner(bundleId: bundleId, customerId: customerId, on: db)
             if let done = try await self.purchaseStore.balanceEntries(bundleId: bundleId, reference: reference, on: db)
                 .first
             {

@@ -154,8 +154,8 @@ public struct Customers: Sendable {
         let now = clock.milliseconds
         try await ledger.transaction(source: .app()) { changes in
             let db = changes.db
-            try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: accountId, at: now, on: db)
-            try await self.customerStore.ensureCustomer(bundleId: bundleId, customerId: guestId, at: now, on: db)
+            // Both ids held before anything is read: links sharing an id, and changes under the guest, wait.
+            try await self.customerStore.record([accountId, guestId], bundleId: bundleId, at: now, holding: db)
             if let owner = try await self.customerStore.aliasOf(bundleId: bundleId, customerId: accountId, on: db) {
                 throw CustomerRefusal(
                     .accountIsAGuest,

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+import TillAppStore
+import TillCatalogue
+import TillContract
+import TillCore
+import TillLedger
+import TillStorage
+import TillTestSupport
+
+@testable import TillServer
+@testable import TillSimulator
+
+/// A link and what happens around it: another link at the same moment, a change under the guest id at the same moment
+/// (on PostgreSQL's read committed: SQLite has one writer, so there the two run one after the other), and Apple's
+/// confirmation of a purchase the guest submitted before the link.
+@Suite(.sharingTheMachine)
+struct CustomerLinkTimingTests {
+    /// Two links crossing (X to Y and Y to X) at once: one is made, the other refused; never a cycle of two guests.
+    /// Ids new to the server (which deadlocked on PostgreSQL, each link recording one of them first) alternate with
+    /// ids already recorded (whose links each passed their checks before the other wrote).
+    @Test(arguments: TestDatabase.all)
+    func crossingLinksMakeOneGuestAndNeverACycle(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            let server = fixture.server
+            let bundleId = ServerFixture.bundleId
+            for round in 0..<20 {
+                let (x, y) = ("x-\(round)", "y-\(round)")
+                if round.isMultiple(of: 2) {
+                    for id in [x, y] {
+                        _ = try await server.ledger.adjustBalance(
+                            bundleId: bundleId,
+                            customerId: id,
+                            credit: "coins",
+                            delta: 1,
+                            requestId: "seen-\(id)",
+                            note: "recorded before the links"
+                        )
+                    }
+                }
+                async let first = Self.outcome {
+                    try await server.customers.link(bundleId: bundleId, guestId: x, to: y)
+                }
+                async let second = Self.outcome {
+                    try await server.customers.link(bundleId: bundleId, guestId: y, to: x)
+                }
+                let outcomes = await [first, second]
+                #expect(outcomes.filter { $0 == nil }.count == 1, "round \(round): one link is made")
+                #expect(
+                    outcomes.contains(CustomerReason.accountIsAGuest)
+                        || outcomes.contains(CustomerReason.guestIsAnAccount),
+                    "round \(round): the other is refused as linking to a guest or making an account a guest: \(outcomes)"
+                )
+                let db = server.database.sql
+                let store = server.ledger.customerStore
+                let owners = [
+                    try await store.aliasOf(bundleId: bundleId, customerId: x, on: db),
+                    try await store.aliasOf(bundleId: bundleId, customerId: y, on: db),
+                ]
+                #expect(
+                    owners.compactMap { $0 }.count == 1,
+                    "round \(round): \(x) → \(owners[0] ?? "-"), \(y) → \(owners[1] ?? "-")"
+                )
+            }
+        }
+    }
+
+    /// What a change under the guest id gives while the guest is linked ends with the account, whichever commits
+    /// first: credits an operator gives, a product granted, a purchase submitted. On PostgreSQL, a change that had
+    /// read the guest before the link committed wrote its rows under the guest after the link had moved the guest's.
+    @Test(arguments: TestDatabase.all)
+    func whatAChangeUnderTheGuestGivesWhileItIsLinkedEndsWithTheAccount(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database) { fixture in
+            let server = fixture.server
+            let bundleId = ServerFixture.bundleId
+            let catalogue = try await server.catalogue.products(of: bundleId)
+            for round in 0..<24 {
+                let (guest, account) = ("guest-\(round)", "account-\(round)")
+                // The guest is known before the race (a link's own record of a new id is the other test's case).
+                _ = try await server.ledger.adjustBalance(
+                    bundleId: bundleId,
+                    customerId: guest,
+                    credit: "coins",
+                    delta: 1,
+                    requestId: "seen-\(round)",
+                    note: "recorded before the link"
+                )
+                let change: @Sendable () async throws -> Void
+                let expected: (balances: [String: Int64], entitlements: [String])
+                switch round % 3 {
+                case 0:
+                    change = {
+                        _ = try await server.ledger.adjustBalance(
+                            bundleId: bundleId,
+                            customerId: guest,
+                            credit: "gems",
+                            delta: 5,
+                            requestId: "gift-\(round)",
+                            note: "a gift"
+                        )
+                    }
+                    expected = (["coins": 1, "gems": 5], [])
+                case 1:
+                    change = {
+                        try await server.ledger.grant(
+                            bundleId: bundleId,
+                            customerId: guest,
+                            productId: "pro",
+                            expiresDate: nil,
+                            note: "a goodwill grant",
+                            app: fixture.app,
+                            catalogue: catalogue
+                        )
+                    }
+                    expected = (["coins": 1], ["pro"])
+                default:
+                    let purchase = try await fixture.buy("gems.100")
+                    change = {
+                        _ = try await server.intake.submit(
+                            SubmissionRequest(customerId: guest, signedTransaction: purchase.signedTransaction),
+                            app: fixture.app
+                        )
+                    }
+                    expected = (["coins": 1, "gems": 100], [])
+                }
+                async let changed: Void = change()
+                async let linked = server.customers.link(bundleId: bundleId, guestId: guest, to: account)
+                _ = try await (changed, linked)
+                let customer = try await server.customers.customer(bundleId: bundleId, customerId: account)
+                #expect(customer.balances.additionalProperties == expected.balances, "round \(round)")
+                #expect(customer.entitlements.map(\.id) == expected.entitlements, "round \(round)")
+            }
+        }
+    }
+
+    /// A guest's purchase that Apple confirms after the guest was linked is confirmed on the account (the submission
+    /// names the guest; the row is the account's since the link). It stayed unconfirmed, on both engines.
+    @Test(arguments: TestDatabase.all)
+    func aGuestsPurchaseConfirmedAfterItsLinkIsConfirmedOnTheAccount(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, confirming: false) { fixture in
+            let bundleId = ServerFixture.bundleId
+            _ = try await fixture.buy("pro")
+            let result = try await fixture.server.intake.submit(
+                SubmissionRequest(customerId: "phone", receipt: try await fixture.receipt()),
+                app: fixture.app
+            )
+            _ = try await fixture.server.customers.link(bundleId: bundleId, guestId: "phone", to: "erin")
+            let rows = { try await fixture.server.customers.ledgerRows(bundleId: bundleId, customerId: "erin") }
+            #expect(try await rows().map(\.confirmed) == [false])
+
+            let byHand = ConfirmationTests.ByHand(fixture: fixture, id: result.submission.id)
+            for claimed in try await byHand.claim() { try await byHand.attempt(claimed) }
+            #expect(try await byHand.submission().state == .confirmed)
+            #expect(try await rows().map(\.confirmed) == [true])
+            let confirmed = try await EventTests.feed(fixture, customerId: "erin", type: .purchase_confirmed).items
+            #expect(confirmed.count == 1)
+        }
+    }
+
+    /// nil when `body` succeeds, else the refusal's reason (a database's error fails the test).
+    static func outcome(_ body: () async throws -> Any) async -> CustomerReason? {
+        do {
+            _ = try await body()
+            return nil
+        } catch let refusal as CustomerRefusal {
+            return refusal.reason
+        } catch {
+            Issue.record("not a refusal: \(error)")
+            return nil
+        }
+    }
+}
