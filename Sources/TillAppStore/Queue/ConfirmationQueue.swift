@@ -246,6 +246,14 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
             var superseded: SubmissionState?
             switch outcome {
             case .confirmed(let environment, let transactions, let status):
+                // Apple's answer is written to the account the submission's customer stands for now: a guest linked
+                // since is its account's, and so are the rows the link moved. Held before any of the purchase's rows,
+                // in the order a link takes them (`CustomerStore.owner`); the submission keeps who sent it.
+                let owner = try await self.ledger.customerStore.owner(
+                    bundleId: current.bundleId,
+                    customerId: current.customerId,
+                    on: db
+                )
                 // Given up on before this late answer came: why it was is no longer so.
                 if current.state == .deadLettered { current.reason = nil }
                 current.state = .confirmed
@@ -260,16 +268,18 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
                 try await self.ledger.moveEnvironment(of: current.id, from: claimed, to: environment, in: changes)
                 // Apple's answer is the truth: record what it knows (renewals, refunds), then mark it confirmed.
                 // Ownership was decided when the customer submitted: Apple's answer, however late, moves nothing.
+                var owned = current
+                owned.customerId = owner
                 _ = try await self.intake.record(
                     transactions,
-                    submission: current,
+                    submission: owned,
                     app: app,
                     catalogue: catalogue,
                     transfers: false,
                     in: changes
                 )
                 try await self.ledger.confirm(
-                    current,
+                    owned,
                     transactionIds: Set(transactions.map(\.transactionId) + current.transactionIds.ids),
                     catalogue: catalogue,
                     in: changes
@@ -320,6 +330,12 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
                 current.retryCause = nil
                 current.reason = reason
                 current.nextAttemptAt = nil
+                // The customer held before the rows the revocation changes, as above (the rows carry their owner).
+                _ = try await self.ledger.customerStore.owner(
+                    bundleId: current.bundleId,
+                    customerId: current.customerId,
+                    on: db
+                )
                 try await self.submissionStore.update(current, on: db)
                 try await self.ledger.revokeUnconfirmed(
                     of: current,

@@ -26,8 +26,8 @@ extension Ledger {
         try await writes.moveEnvironment(submissionId: submissionId, from: from, to: environment, in: changes)
     }
 
-    /// Apple confirmed a submission: it vouches for each of these transactions of the submission's customer (or of
-    /// the account it has been linked to since).
+    /// Apple confirmed a submission: it vouches for each of these transactions of the submission's customer (the
+    /// account it stands for now: `ConfirmationQueue.settle` passes the submission with its customer resolved).
     package func confirm(
         _ submission: SubmissionRecord,
         transactionIds: Set<String>,
@@ -35,9 +35,6 @@ extension Ledger {
         in changes: ChangeSet
     ) async throws {
         let now = clock.milliseconds
-        // The account the submission's customer has been linked to since, if any: a guest's purchase confirmed after
-        // its link is the account's row now. Read once, and only when a row's customer is not the submission's.
-        var account: String?
         for id in transactionIds.sorted() {
             guard
                 var row = try await purchaseStore.transaction(
@@ -45,18 +42,8 @@ extension Ledger {
                     transactionId: id,
                     on: changes.db
                 ),
-                !row.confirmed || row.isRevokedByRejection
+                row.customerId == submission.customerId, !row.confirmed || row.isRevokedByRejection
             else { continue }
-            if row.customerId != submission.customerId {
-                if account == nil {
-                    account = try await customerStore.owner(
-                        bundleId: submission.bundleId,
-                        customerId: submission.customerId,
-                        on: changes.db
-                    )
-                }
-                guard row.customerId == account else { continue }
-            }
             try await appleVouches(for: &row, catalogue: catalogue, now: now, in: changes)
             try await writes.update(row, in: changes)
         }

@@ -151,6 +151,11 @@ public struct Customers: Sendable {
         guard guestId != accountId else {
             throw CustomerRefusal(.invalidAlias, "a guest id cannot be linked to itself")
         }
+        // Linked already (an app that links at every sign-in): nothing changes, and nothing is held, so the
+        // account's purchases do not wait for it. A link is for good: what this read finds stays true.
+        if try await customerStore.aliasOf(bundleId: bundleId, customerId: guestId, on: database.sql) == accountId {
+            return try await customer(bundleId: bundleId, customerId: accountId)
+        }
         let now = clock.milliseconds
         try await ledger.transaction(source: .app()) { changes in
             let db = changes.db
