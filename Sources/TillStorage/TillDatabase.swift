@@ -252,7 +252,10 @@ public final class TillDatabase: Sendable {
         while true {
             do {
                 return try await runOnce(transaction: body)
-            } catch  where runs < 3 && Self.lostToAnotherTransaction(error) {
+            } catch let error where runs < 3 && Self.lostToAnotherTransaction(error) {
+                // A moment of random length first: two transactions ended by the same deadlock, run again at once,
+                // would take their locks in the same opposite orders again.
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...20) * runs))
                 runs += 1
             }
         }

@@ -182,7 +182,10 @@ struct TillStorageTests {
         let values = try await database.sql.raw("SELECT value FROM storage_test_counter ORDER BY name").all()
             .map { try $0.decode(column: "value", as: Int64.self) }
         #expect(values == [2, 2])
-        #expect(await meeting.runs == 3, "one of the two ran again")
+        // At least one ran again. Under load CI once saw more runs than three, though each change landed once: a
+        // rerun may meet the other's and deadlock again (`TillDatabase.run` waits a random moment before each).
+        let runs = await meeting.runs
+        #expect(runs >= 3, "\(runs) runs")
         try await database.shutdown()
     }
 
