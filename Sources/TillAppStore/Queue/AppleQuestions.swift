@@ -38,6 +38,12 @@ enum ConfirmationOutcome: Sendable {
 
     /// Apple answered (yes, no, or something about this submission or this server's configuration).
     var isAppleAnswer: Bool { !meansAppleIsUnavailable }
+
+    /// To be asked again: the ledger stays as it is.
+    var isRetry: Bool {
+        if case .retry = self { return true }
+        return false
+    }
 }
 
 /// The questions a confirmation asks Apple, and Apple's answer classified once: confirmed, rejected, or retried

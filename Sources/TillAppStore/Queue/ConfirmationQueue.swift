@@ -244,16 +244,20 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
             current.updatedAt = now
             // The state an attempt leaves alone when a later one decides (see `.retry`).
             var superseded: SubmissionState?
-            switch outcome {
-            case .confirmed(let environment, let transactions, let status):
-                // Apple's answer is written to the account the submission's customer stands for now: a guest linked
-                // since is its account's, and so are the rows the link moved. Held before any of the purchase's rows,
-                // in the order a link takes them (`CustomerStore.owner`); the submission keeps who sent it.
-                let owner = try await self.ledger.customerStore.owner(
+            // An answer that changes the ledger (a confirmation, a rejection) is written to the account the
+            // submission's customer stands for now: a guest linked since is its account's, and so are the rows the
+            // link moved. Held before any of the purchase's rows, in the order a link takes them
+            // (`CustomerStore.owner`); the submission keeps who sent it. A retry changes no ledger row.
+            var owner = current.customerId
+            if !outcome.isRetry {
+                owner = try await self.ledger.customerStore.owner(
                     bundleId: current.bundleId,
                     customerId: current.customerId,
                     on: db
                 )
+            }
+            switch outcome {
+            case .confirmed(let environment, let transactions, let status):
                 // Given up on before this late answer came: why it was is no longer so.
                 if current.state == .deadLettered { current.reason = nil }
                 current.state = .confirmed
@@ -330,12 +334,6 @@ public final class ConfirmationQueue: AppStoreRoom, Sendable {
                 current.retryCause = nil
                 current.reason = reason
                 current.nextAttemptAt = nil
-                // The customer held before the rows the revocation changes, as above (the rows carry their owner).
-                _ = try await self.ledger.customerStore.owner(
-                    bundleId: current.bundleId,
-                    customerId: current.customerId,
-                    on: db
-                )
                 try await self.submissionStore.update(current, on: db)
                 try await self.ledger.revokeUnconfirmed(
                     of: current,
