@@ -5,8 +5,9 @@ import TillTestSupport
 /// What a purchase and a customer read allocate on the server, counted: the heap allocations and the bytes they ask
 /// for, a request on average over 400 after 200 to warm (TillBench's `AllocationCount`). Counted by the mirrored malloc
 /// interposer in `till-allocations`, a process of its own: the counters are the process's, and this one runs other
-/// tests at the same time. Counts, not timings: the same code built the same way on the same toolchain allocates the
-/// same (three runs differed by under 0.1 of an allocation), so a change that allocates more a purchase fails here.
+/// tests at the same time. Counts, not timings: the same code built the same way on the same toolchain allocates
+/// nearly the same (three runs on a quiet machine differed by under 0.1 of an allocation; a loaded one adds a few, see
+/// the budgets), so a change that allocates more a purchase fails here.
 ///
 /// The budgets are those of `swift test`'s debug build (a release build allocates less: 778 a purchase and 119 a
 /// read), about 3% above what the code asks, in brackets. A new Swift toolchain may move them; raising one is
@@ -25,12 +26,21 @@ struct PurchaseAllocationTests {
     /// SQLite's statement journal in memory (3,472; 683,700), and a JWS verifier stopped writing out, at every JWS, why a
     /// chain it had already found leads to none of its roots (2,397; 642,000), and SQLite stopped building a temporary
     /// table, with a page cache of its own, for each `CHECK (column IN (…))` of the tables a purchase writes.
-    static let purchase = Budget(allocations: 2_275, bytes: 330_000)
-    /// `GET /v1/customers/{id}` of the customer just after their purchase (242 allocations, 42,812 bytes; 43,028 under
-    /// the whole suite, where SQLite's own work in the window, such as a checkpoint, falls otherwise). 239 and 41,241
-    /// before SQLite's checks of a list were stored as comparisons. The read's statements are the same; a profile of
-    /// the whole run puts the difference in SQLite parsing its longer definitions, not in the read's own stacks.
-    static let customerRead = Budget(allocations: 250, bytes: 44_500)
+    ///
+    /// On 2026-12-07 a purchase asked 2,221 on a quiet machine, and 2,227 to 2,257 in six processes run at once: the
+    /// budget of 2,275 left less than 1%. It is 2,290, 3% above the quiet count (see `customerRead`).
+    static let purchase = Budget(allocations: 2_290, bytes: 330_000)
+    /// `GET /v1/customers/{id}` of the customer just after their purchase (242 allocations, 42,812 bytes when the
+    /// budget was set). 239 and 41,241 before SQLite's checks of a list were stored as comparisons. The read's
+    /// statements are the same; a profile of the whole run puts the difference in SQLite parsing its longer
+    /// definitions, not in the read's own stacks.
+    ///
+    /// On 2026-12-07 a read asked 245.0 on a quiet machine; in a process among others (six at once) 245.0 or 248.0,
+    /// and under the whole `swift test` 251.1, in two full runs of three, which failed the budget of 250 (and, it seems,
+    /// CI the same day, whose log did not name the test). Not a spread: each process counts 3 or 6 more for every
+    /// one of its 400 reads, and waiting for SQLite's checkpointing thread before each window did not change it. What
+    /// sets a process's count was not found. The budget is 258, 3% above the whole suite's count.
+    static let customerRead = Budget(allocations: 258, bytes: 44_500)
 
     // The time limit also runs while the test waits for its share of the machine: under a whole `swift test` with
     // PostgreSQL, 3 minutes ran out for a test that takes 5 s alone. The process itself is killed after 150 s.
