@@ -271,17 +271,23 @@ struct ConsoleBrowserTests {
         let low = try await browser.script(contrastScript) as? [String] ?? ["the contrast script failed"]
         #expect(low.isEmpty, "\(name) (\(page)): text below WCAG AA contrast: \(low)")
 
-        // The keyboard: Tab reaches every control, each showing where the focus is.
-        let count = try await browser.script(focusScript) as? Int ?? 0
-        try await browser.press(String(repeating: "\u{E004}", count: 2 * count + 2))
-        let missed =
-            try await browser.script(
-                """
-                const reached = new Set(window.__tillFocused.map(f => f.element));
-                return window.__tillFocusables().filter(e => !reached.has(e)).map(e => e.outerHTML.slice(0, 100))
-                  .concat(window.__tillFocused.filter(f => !f.visible).map(f => 'no focus ring: ' + f.element.outerHTML.slice(0, 100)));
-                """
-            ) as? [String] ?? ["the focus script failed"]
+        // The keyboard: Tab reaches every control, each showing where the focus is. A second pass where the first
+        // missed one: on a loaded machine Chromium once reported the skip link focused without its ring (1 page of 16
+        // in one full run of 3, the CSS unchanged); a control that lacks its ring, or is never reached, misses both.
+        var missed: [String] = []
+        for _ in 1...2 {
+            let count = try await browser.script(focusScript) as? Int ?? 0
+            try await browser.press(String(repeating: "\u{E004}", count: 2 * count + 2))
+            missed =
+                try await browser.script(
+                    """
+                    const reached = new Set(window.__tillFocused.map(f => f.element));
+                    return window.__tillFocusables().filter(e => !reached.has(e)).map(e => e.outerHTML.slice(0, 100))
+                      .concat(window.__tillFocused.filter(f => !f.visible).map(f => 'no focus ring: ' + f.element.outerHTML.slice(0, 100)));
+                    """
+                ) as? [String] ?? ["the focus script failed"]
+            if missed.isEmpty { break }
+        }
         #expect(missed.isEmpty, "\(name) (\(page)): not reached by Tab, or focus not shown: \(missed)")
 
         // Nothing wider than the window (a phone's, for the -phone pages).
@@ -333,11 +339,14 @@ struct ConsoleBrowserTests {
             'a[href], button, input:not([type=hidden]), select, textarea, [tabindex]:not([tabindex="-1"])')]
           .filter(e => !e.disabled && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden');
         window.__tillFocused = [];
-        document.addEventListener('focusin', event => {
-          const s = getComputedStyle(event.target);
-          const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none';
-          window.__tillFocused.push({ element: event.target, visible: ring });
-        });
+        if (!window.__tillListening) {
+          window.__tillListening = true;
+          document.addEventListener('focusin', event => {
+            const s = getComputedStyle(event.target);
+            const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none';
+            window.__tillFocused.push({ element: event.target, visible: ring });
+          });
+        }
         if (document.activeElement) document.activeElement.blur();
         window.scrollTo(0, 0);
         return window.__tillFocusables().length;
