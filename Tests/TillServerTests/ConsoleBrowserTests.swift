@@ -272,8 +272,9 @@ struct ConsoleBrowserTests {
         #expect(low.isEmpty, "\(name) (\(page)): text below WCAG AA contrast: \(low)")
 
         // The keyboard: Tab reaches every control, each showing where the focus is. A second pass where the first
-        // missed one: on a loaded machine Chromium once reported the skip link focused without its ring (1 page of 16
-        // in one full run of 3, the CSS unchanged); a control that lacks its ring, or is never reached, misses both.
+        // missed one: on a loaded machine Chromium once reported the skip link focused without its ring (the import's
+        // page, in one full run of 3, the CSS unchanged); a control that lacks its ring, or is never reached, misses
+        // both.
         var missed: [String] = []
         for _ in 1...2 {
             let count = try await browser.script(focusScript) as? Int ?? 0
