@@ -53,6 +53,8 @@ public final class PurchaseServer: Sendable {
     public let snapshots: Snapshots
     public let intake: Intake
     public let queue: ConfirmationQueue
+    /// The operator's side of the queue: its lists, its depth, requeueing dead letters.
+    public let queueAdmin: QueueAdmin
     public let notifications: NotificationIntake
     public let consumption: ConsumptionAnswers
     public let appTransactions: AppTransactions
@@ -176,6 +178,7 @@ public final class PurchaseServer: Sendable {
             signals: signals
         )
         queue = ConfirmationQueue(services: appStoreServices, intake: intake, signals: signals)
+        queueAdmin = QueueAdmin(services: appStoreServices, signals: signals)
         catchUp = CatchUp(services: appStoreServices, notifications: notifications)
         imports = Imports(services: appStoreServices)
         content = ContentDelivery(

@@ -75,7 +75,7 @@ struct PurchaseFlowTests {
                 #expect(productId == "pro")
                 // Not charged, nothing sent, nothing waiting; the failed entry is finished so it does not come back.
                 #expect(try await fixture.customer("alice").purchases.isEmpty)
-                #expect(try await fixture.server.queue.submissions(state: .pending).items.isEmpty)
+                #expect(try await fixture.server.queueAdmin.submissions(state: .pending).items.isEmpty)
                 #expect(await coordinator.outbox.pending.isEmpty)
                 #expect(try await fixture.unfinished().isEmpty)
                 #expect(await !coordinator.isEntitled(to: "pro"))

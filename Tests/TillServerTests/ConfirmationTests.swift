@@ -404,7 +404,7 @@ struct ConfirmationTests {
                 #expect(try await entitlements() == ["pro"])
                 #expect(confirmationJobs.map(\.state) == [.deadLettered], "\(depth)")
                 // An operator's retry of every dead letter puts it back (its rows held as it reads them).
-                #expect(try await fixture.server.queue.requeueAll() == 1)
+                #expect(try await fixture.server.queueAdmin.requeueAll() == 1)
                 #expect(try await submission().state == .pending)
             }
         }

@@ -422,15 +422,15 @@ struct LayoutTests {
                 }
                 """
         ),
-        // Apple's side: submissions and their attempts through `Intake` and `ConfirmationQueue` (the catalogue's hook
-        // brings failed confirmations forward through the queue), catch-up runs through `CatchUp`, consumption
-        // requests and consent through `ConsumptionAnswers`.
+        // Apple's side: submissions and their attempts through `Intake`, `ConfirmationQueue` (the catalogue's hook
+        // brings failed confirmations forward through the queue) and `QueueAdmin`, catch-up runs through `CatchUp`,
+        // consumption requests and consent through `ConsumptionAnswers`.
         OwnStore(
             store: "SubmissionStore",
             modules: ["TillAppStore", "TillLedger", "TillStorage"],
             control: """
-                func bringForward(_ database: TillDatabase, _ queue: ConfirmationQueue) async throws -> Int {
-                    _ = try await queue.depth()
+                func bringForward(_ database: TillDatabase, _ admin: QueueAdmin) async throws -> Int {
+                    _ = try await admin.depth()
                     return try await ConfirmationQueue.bringForward(
                         cause: .configuration, bundleId: nil, database: database, at: 0
                     )

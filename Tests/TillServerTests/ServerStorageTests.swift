@@ -118,7 +118,7 @@ struct ServerStorageTests {
                 )
                 #expect(report.rows.isEmpty)
             }
-            #expect(try await server.queue.submissions(state: .deadLettered).items.isEmpty)
+            #expect(try await server.queueAdmin.submissions(state: .deadLettered).items.isEmpty)
             #expect(try await server.catalogue.masterList(bundleId: ServerFixture.bundleId).products.count == 4)
             let rows = try await server.database.sql.raw("SELECT COUNT(*) AS n FROM srv_transactions").first()
             #expect(try rows?.decode(column: "n", as: Int.self) == 2)

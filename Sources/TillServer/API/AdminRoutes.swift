@@ -128,12 +128,12 @@ func addAdminRoutes(to group: RouterGroup<ServerRequestContext>, _ server: Purch
             )
         }
         return try json(
-            try await server.queue.submissions(state: state, page: try request.pageRequest()),
+            try await server.queueAdmin.submissions(state: state, page: try request.pageRequest()),
             context: context
         )
     }
     group.post("submissions/{id}/retry") { _, context in
-        try json(try await server.queue.requeue(id: try context.pathParameter("id")), context: context)
+        try json(try await server.queueAdmin.requeue(id: try context.pathParameter("id")), context: context)
     }
     group.get("reports/revenue") { request, context in
         let query = request.uri.queryParameters

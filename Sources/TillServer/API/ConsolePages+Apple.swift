@@ -32,8 +32,8 @@ extension ConsolePages {
             guard let error = TillHTTPError.refusal(error) else { throw error }
             return section.failure(error)
         }
-        let depth = try await server.queue.depth()
-        let (records, next, total) = try await server.queue.records(state: state, page: page)
+        let depth = try await server.queueAdmin.depth()
+        let (records, next, total) = try await server.queueAdmin.records(state: state, page: page)
         let now = server.nowMilliseconds
         var context = section.common
         context["states"] = Self.queueStates.map { item -> [String: Any] in
@@ -81,7 +81,7 @@ extension ConsolePages {
             back: "/console/queue?state=deadLettered",
             done: "Submission \(id) is back in the queue."
         ) {
-            _ = try await server.queue.requeue(id: id)
+            _ = try await server.queueAdmin.requeue(id: id)
         }
     }
 
@@ -95,7 +95,7 @@ extension ConsolePages {
             back: "/console/queue?state=pending",
             done: "Every dead-lettered submission is back in the queue."
         ) {
-            count = try await server.queue.requeueAll()
+            count = try await server.queueAdmin.requeueAll()
         }
         _ = count
         return response

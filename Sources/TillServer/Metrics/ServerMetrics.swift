@@ -360,7 +360,7 @@ extension PurchaseServer {
     /// storage is unavailable the queue's gauges keep their last reading: `/metrics` answers, and says so.
     public func metricsExposition() async throws -> [UInt8] {
         do {
-            let depth = try await queue.depth()
+            let depth = try await queueAdmin.depth()
             let oldest = depth.filter { $0.key != .deadLettered }.compactMap(\.value.oldest).min()
             metrics.recordQueue(
                 depth: Dictionary(uniqueKeysWithValues: depth.map { ($0.key.rawValue, $0.value.count) }),
