@@ -40,6 +40,7 @@ public final class TillDatabase: Sendable {
     private let writeLock: AsyncLock?
     private let checkpointer: WALCheckpointer?
     private let writes = NIOLockedValueBox<UInt64>(0)
+    private let reruns = NIOLockedValueBox<Int>(0)
 
     /// SQLite: how many groups of write transactions were committed (see `GroupCommit`); nil on PostgreSQL.
     public var groupsCommitted: Int? { groupCommit?.groupCount }
@@ -59,6 +60,11 @@ public final class TillDatabase: Sendable {
     /// SQLite: the checkpoints this process's committing writers ran themselves so that the log could start over,
     /// and how long they held the writer (see `WALCheckpointer`); nil on PostgreSQL.
     public var walWriterCheckpoints: WALWriterCheckpoints? { checkpointer?.writerCheckpointsRun }
+
+    /// PostgreSQL: how many transactions PostgreSQL ended for another's sake (a deadlock, a serialization failure)
+    /// and this process ran again (`run(transaction:)`); 0 on SQLite. Each deadlock cost its transaction PostgreSQL's
+    /// `deadlock_timeout` first: two changes that take the same locks in the same order never add to it.
+    public var transactionsRunAgain: Int { reruns.withLockedValue { $0 } }
 
     /// Counts this process's finished transactions (committed or not), except those marked as changing no
     /// data that callers cache: a cache entry read at one count is current while the count stays the same.
@@ -241,10 +247,11 @@ public final class TillDatabase: Sendable {
     /// the COMMIT left nothing behind (the server rolls back); lost during it, nobody knows.
     ///
     /// A transaction that PostgreSQL gave up to let another finish (`lostToAnotherTransaction`) committed nothing, so
-    /// it runs again, twice at the most. Two transactions that lock the same rows in opposite orders deadlock: a
-    /// notification holds its purchase's rows and then reads their customer (`CustomerStore.owner`), where a link
-    /// holds the customer and then moves the rows. PostgreSQL notices after its `deadlock_timeout` (1 s by default)
-    /// and ends one of them, which then runs after the other.
+    /// it runs again, twice at the most, and is counted (`transactionsRunAgain`). Two transactions that lock the same
+    /// rows in opposite orders deadlock: PostgreSQL notices after its `deadlock_timeout` (1 s by default) and ends one
+    /// of them, which then runs after the other. Changes of a customer's purchases hold the customer first and then
+    /// the rows, as a link does (`Ledger.owner` reads the rows without holding them); until 2026-12-08 a notification
+    /// held its purchase's rows and then the customer, and met a link that way.
     private func run<Result: Sendable>(
         transaction body: @escaping @Sendable (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
@@ -257,6 +264,7 @@ public final class TillDatabase: Sendable {
                 // would take their locks in the same opposite orders again.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...20) * runs))
                 runs += 1
+                reruns.withLockedValue { $0 += 1 }
             }
         }
     }

@@ -13,7 +13,7 @@ import TillTestSupport
 
 /// A link and what happens around it: another link at the same moment, a change under the guest id at the same moment
 /// (on PostgreSQL's read committed: SQLite has one writer, so there the two run one after the other), and Apple's
-/// confirmation of a purchase the guest submitted before the link.
+/// confirmation or refund of a purchase the guest submitted before the link, later or at the same moment.
 @Suite(.sharingTheMachine)
 struct CustomerLinkTimingTests {
     /// Two links crossing (X to Y and Y to X) at once: one is made, the other refused; never a cycle of two guests.
@@ -220,6 +220,53 @@ struct CustomerLinkTimingTests {
                 let customer = try await server.customers.customer(bundleId: bundleId, customerId: account)
                 #expect(customer.balances.additionalProperties == ["gems": 100], "round \(round)")
             }
+            #expect(server.database.transactionsRunAgain == 0, "transactions ended by a deadlock and run again")
+        }
+    }
+
+    /// Apple's refund of a guest's purchase, notified at the moment the guest is linked: whichever commits first, the
+    /// account's purchase is the one refunded, and the credits it gave are taken back from the account. And the two
+    /// take their locks in the same order: the notification held the purchase's row before the customer, the link the
+    /// customer before the rows, and on PostgreSQL they deadlocked in up to 7 of the 12 rounds, each costing a second
+    /// before PostgreSQL ended one and it ran again.
+    @Test(arguments: TestDatabase.all)
+    func aRefundNotifiedAtTheMomentOfTheLinkEndsWithTheAccount(_ database: TestDatabase) async throws {
+        try await ServerFixture.run(database: database, confirming: false) { fixture in
+            let server = fixture.server
+            let bundleId = ServerFixture.bundleId
+            let appAppleId = try #require(fixture.app.appAppleId)
+            for round in 0..<12 {
+                let (guest, account) = ("refunded-\(round)", "holder-\(round)")
+                let purchase = try await fixture.buy("gems.100")
+                _ = try await server.intake.submit(
+                    SubmissionRequest(customerId: guest, signedTransaction: purchase.signedTransaction),
+                    app: fixture.app
+                )
+                let transactionId = try #require(purchase.transactionId)
+                _ = try await fixture.simulator.subscriptions.refund(transactionId: transactionId, reason: 1)
+                let log = try await fixture.simulator.notifications.notificationLog(
+                    appAppleId: appAppleId,
+                    environment: .sandbox
+                )
+                let refund = try #require(log.last { $0.notificationType == "REFUND" })
+                async let notified = server.notifications.receiveNotification(signedPayload: refund.signedPayload)
+                async let linked: Void = Self.link(
+                    server,
+                    guest: guest,
+                    to: account,
+                    after: .milliseconds(round % 6)
+                )
+                let (result, _) = try await (notified, linked)
+                #expect(result.status == .applied, "round \(round)")
+                let rows = try await server.customers.ledgerRows(bundleId: bundleId, customerId: account)
+                #expect(
+                    rows.count == 1 && rows.allSatisfy { $0.customerId == account && $0.revocationDate != nil },
+                    "round \(round): \(rows.map { ($0.customerId, $0.revocationDate) })"
+                )
+                let customer = try await server.customers.customer(bundleId: bundleId, customerId: account)
+                #expect(customer.balances.additionalProperties["gems", default: 0] == 0, "round \(round)")
+            }
+            #expect(server.database.transactionsRunAgain == 0, "transactions ended by a deadlock and run again")
         }
     }
 

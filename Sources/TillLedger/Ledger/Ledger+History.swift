@@ -22,13 +22,15 @@ extension Ledger {
 
     /// Who a transaction Apple tells of belongs to: the customer of its ledger row, else of the newest row of its
     /// original transaction (a renewal belongs to whoever owns the subscription). Nil when no one does yet: no
-    /// customer is ever invented.
+    /// customer is ever invented. The rows are read without holding them and the owner is held (`CustomerStore.owner`):
+    /// what changes them next reads them again, held, after the customer, in a link's order.
     package func owner(of transaction: PurchaseTransaction, bundleId: String, on db: any SQLDatabase) async throws
         -> String?
     {
         if let row = try await purchaseStore.transaction(
             environment: transaction.environment,
             transactionId: transaction.transactionId,
+            locking: false,
             on: db
         ), row.bundleId == bundleId {
             return try await customerStore.owner(bundleId: bundleId, customerId: row.customerId, on: db)
@@ -52,6 +54,7 @@ extension Ledger {
         let rows = try await purchaseStore.transactions(
             environment: environment,
             originalTransactionId: originalTransactionId,
+            locking: false,
             on: db
         ).filter { $0.bundleId == bundleId }
         guard let newest = rows.last else { return nil }

@@ -17,16 +17,26 @@ package struct PurchaseStore: ServerSQLStore {
     /// single writer already.
     private var forUpdate: SQLQueryString { database.engine == .postgres ? " FOR UPDATE" : "" }
 
-    package func transaction(environment: AppStoreEnvironment, transactionId: String, on db: any SQLDatabase)
-        async throws
-        -> LedgerRecord?
-    {
-        try await db.first(Self.transaction(environment.rawValue, transactionId)).map(LedgerRecord.init(row:))
+    /// `locking: false` reads the row without holding it, for a reader that only asks whose it is (`Ledger.owner`): it
+    /// holds the owner's customer first (`CustomerStore.owner`), then reads the row again to change it, in the order a
+    /// link takes them (customers, then their rows). Held here first, the row and a link's customer waited for each
+    /// other until PostgreSQL broke the deadlock a second later.
+    package func transaction(
+        environment: AppStoreEnvironment,
+        transactionId: String,
+        locking: Bool = true,
+        on db: any SQLDatabase
+    ) async throws -> LedgerRecord? {
+        let statement = locking ? Self.transaction : Self.transactionRead
+        return try await db.first(statement(environment.rawValue, transactionId)).map(LedgerRecord.init(row:))
     }
 
     private static let transaction = FixedStatement(
         sqlite: "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2",
         postgres: "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2 FOR UPDATE"
+    )
+    private static let transactionRead = FixedStatement(
+        "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2"
     )
 
     /// A customer's transaction with this id, in any environment (the operator names one by its id).
@@ -97,10 +107,15 @@ package struct PurchaseStore: ServerSQLStore {
         ).ledgerRows()
     }
 
-    package func transactions(environment: AppStoreEnvironment, originalTransactionId: String, on db: any SQLDatabase)
-        async throws -> [LedgerRecord]
-    {
-        try await db.all(Self.byOriginal(environment.rawValue, originalTransactionId)).map(LedgerRecord.init(row:))
+    /// `locking: false`, as `transaction(environment:transactionId:locking:on:)`.
+    package func transactions(
+        environment: AppStoreEnvironment,
+        originalTransactionId: String,
+        locking: Bool = true,
+        on db: any SQLDatabase
+    ) async throws -> [LedgerRecord] {
+        let statement = locking ? Self.byOriginal : Self.byOriginalRead
+        return try await db.all(statement(environment.rawValue, originalTransactionId)).map(LedgerRecord.init(row:))
     }
 
     // SQLite's planner, without statistics, prefers the primary key's `environment` (every transaction of the
@@ -113,6 +128,16 @@ package struct PurchaseStore: ServerSQLStore {
         postgres: """
             SELECT * FROM srv_transactions WHERE environment = ?1
             AND original_transaction_id = ?2 ORDER BY purchase_date FOR UPDATE
+            """
+    )
+    private static let byOriginalRead = FixedStatement(
+        sqlite: """
+            SELECT * FROM srv_transactions INDEXED BY srv_transactions_original WHERE environment = ?1
+            AND original_transaction_id = ?2 ORDER BY purchase_date
+            """,
+        postgres: """
+            SELECT * FROM srv_transactions WHERE environment = ?1
+            AND original_transaction_id = ?2 ORDER BY purchase_date
             """
     )
 
