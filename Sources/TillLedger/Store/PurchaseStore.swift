@@ -31,13 +31,9 @@ package struct PurchaseStore: ServerSQLStore {
         return try await db.first(statement(environment.rawValue, transactionId)).map(LedgerRecord.init(row:))
     }
 
-    private static let transaction = FixedStatement(
-        sqlite: "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2",
-        postgres: "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2 FOR UPDATE"
-    )
-    private static let transactionRead = FixedStatement(
-        "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2"
-    )
+    private static let byId = "SELECT * FROM srv_transactions WHERE environment = ?1 AND transaction_id = ?2"
+    private static let transaction = FixedStatement(sqlite: byId, postgres: byId + " FOR UPDATE")
+    private static let transactionRead = FixedStatement(byId)
 
     /// A customer's transaction with this id, in any environment (the operator names one by its id).
     package func transactions(bundleId: String, customerId: String, transactionId: String, on db: any SQLDatabase)
@@ -120,26 +116,19 @@ package struct PurchaseStore: ServerSQLStore {
 
     // SQLite's planner, without statistics, prefers the primary key's `environment` (every transaction of the
     // environment) to this index: a read per purchase that grew with the ledger.
+    private static let byOriginalOnSQLite = """
+        SELECT * FROM srv_transactions INDEXED BY srv_transactions_original WHERE environment = ?1
+        AND original_transaction_id = ?2 ORDER BY purchase_date
+        """
+    private static let byOriginalOnPostgres = """
+        SELECT * FROM srv_transactions WHERE environment = ?1
+        AND original_transaction_id = ?2 ORDER BY purchase_date
+        """
     private static let byOriginal = FixedStatement(
-        sqlite: """
-            SELECT * FROM srv_transactions INDEXED BY srv_transactions_original WHERE environment = ?1
-            AND original_transaction_id = ?2 ORDER BY purchase_date
-            """,
-        postgres: """
-            SELECT * FROM srv_transactions WHERE environment = ?1
-            AND original_transaction_id = ?2 ORDER BY purchase_date FOR UPDATE
-            """
+        sqlite: byOriginalOnSQLite,
+        postgres: byOriginalOnPostgres + " FOR UPDATE"
     )
-    private static let byOriginalRead = FixedStatement(
-        sqlite: """
-            SELECT * FROM srv_transactions INDEXED BY srv_transactions_original WHERE environment = ?1
-            AND original_transaction_id = ?2 ORDER BY purchase_date
-            """,
-        postgres: """
-            SELECT * FROM srv_transactions WHERE environment = ?1
-            AND original_transaction_id = ?2 ORDER BY purchase_date
-            """
-    )
+    private static let byOriginalRead = FixedStatement(sqlite: byOriginalOnSQLite, postgres: byOriginalOnPostgres)
 
     /// An app's ledger rows whose transaction id, or original transaction id, is `id` (any environment), at most
     /// `limit` by original (the console's search). The environments are named so that each lookup is one probe of the
