@@ -65,8 +65,9 @@ struct CustomerLinkTimingTests {
     }
 
     /// What a change under the guest id gives while the guest is linked ends with the account, whichever commits
-    /// first: credits an operator gives, a product granted, a purchase submitted, credits the app spends. On PostgreSQL, a change that had
-    /// read the guest before the link committed wrote its rows under the guest after the link had moved the guest's.
+    /// first: credits an operator gives, a product granted, a purchase submitted, credits the app spends. On
+    /// PostgreSQL, a change that had read the guest before the link committed wrote its rows under the guest after the
+    /// link had moved the guest's.
     @Test(arguments: TestDatabase.all)
     func whatAChangeUnderTheGuestGivesWhileItIsLinkedEndsWithTheAccount(_ database: TestDatabase) async throws {
         try await ServerFixture.run(database: database) { fixture in

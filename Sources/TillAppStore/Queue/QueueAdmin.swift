@@ -21,7 +21,7 @@ public final class QueueAdmin: AppStoreRoom, Sendable {
         self.signals = signals
     }
 
-    /// A page of the submissions in a state, oldest change first (the dead-letter queue by default).
+    /// A page of the submissions in a state, oldest change first (the admin API asks for the dead letters by default).
     public func submissions(state: SubmissionState, page: PageRequest = PageRequest()) async throws
         -> Page<SubmissionView>
     {
